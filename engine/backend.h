@@ -1,0 +1,81 @@
+/* The backend interface: a table of functions that every backend fills
+ * (ref, cpu, cuda), plus its op table (kernels/ops.h).
+ *
+ * A backend owns one caching allocator (engine/alloc.h) for its memory;
+ * "device memory" below means memory of that backend (host memory for ref
+ * and cpu). Every backend can be created by name; a backend that is not
+ * compiled in, or has no device here, returns GT_ERR_UNSUPPORTED from
+ * gt_backend_new with a message saying why, never a link error.
+ */
+#ifndef GT_BACKEND_H
+#define GT_BACKEND_H
+
+#include <stddef.h>
+
+#include "engine/alloc.h"
+#include "engine/dtype.h"
+#include "engine/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gt_device_kind {
+    GT_DEVICE_HOST = 0,
+    GT_DEVICE_CUDA,
+    GT_DEVICE_KIND_COUNT
+} gt_device_kind;
+
+typedef struct gt_ops gt_ops;
+typedef struct gt_backend gt_backend;
+
+typedef struct gt_backend_config {
+    int threads; /* cpu: OpenMP threads (0: OMP default / all cores) */
+    int device;  /* cuda: device ordinal (-1: the one local to this rank) */
+} gt_backend_config;
+
+struct gt_backend {
+    const char *name;       /* "ref", "cpu", "cuda" */
+    gt_device_kind device;  /* where its memory lives */
+    int threads;            /* threads in use (cpu), 1 for ref */
+    const gt_ops *ops;      /* never NULL; empty slots mean unsupported */
+    gt_allocator *alloc;    /* owned */
+
+    /* Copies between host and backend memory, and within the backend.
+     * Synchronous with respect to the host. */
+    gt_status (*copy_to_device)(gt_backend *be, void *dst, const void *src_host, size_t bytes);
+    gt_status (*copy_to_host)(gt_backend *be, void *dst_host, const void *src, size_t bytes);
+    gt_status (*copy_device)(gt_backend *be, void *dst, const void *src, size_t bytes);
+    gt_status (*memset_zero)(gt_backend *be, void *dst, size_t bytes);
+    /* Waits for all queued work. */
+    gt_status (*synchronize)(gt_backend *be);
+    /* One-line description for reports ("cpu: 2 threads, OpenBLAS 0.3.21"). */
+    const char *(*describe)(gt_backend *be);
+    /* Frees impl (not alloc, not the struct). */
+    void (*destroy)(gt_backend *be);
+    void *impl;
+};
+
+/* Creates a backend by name ("ref", "cpu", "cuda"). GT_ERR_INVALID for an
+ * unknown name, GT_ERR_UNSUPPORTED when not built in or no device. */
+gt_status gt_backend_new(const char *name, const gt_backend_config *cfg, gt_backend **out);
+/* Accepts NULL. */
+void gt_backend_free(gt_backend *be);
+
+/* Allocation through the backend's caching allocator. */
+gt_status gt_backend_alloc(gt_backend *be, size_t bytes, void **out);
+void gt_backend_dealloc(gt_backend *be, void *p);
+
+/* Per-backend constructors; the cuda one is a stub returning
+ * GT_ERR_UNSUPPORTED when CUDA is not compiled in. */
+gt_status gt_backend_ref_new(const gt_backend_config *cfg, gt_backend **out);
+gt_status gt_backend_cpu_new(const gt_backend_config *cfg, gt_backend **out);
+gt_status gt_backend_cuda_new(const gt_backend_config *cfg, gt_backend **out);
+
+/* Shared by backends whose memory is host memory (ref, cpu). */
+gt_status gt_host_backend_init(gt_backend *be, const char *name, const gt_ops *ops);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

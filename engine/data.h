@@ -1,0 +1,106 @@
+/* Token data: files, the synthetic source and the batch loader.
+ *
+ * File formats are specified in docs/formats.md:
+ *   - gauntlet token files ("GTTOKENS" magic, version 1, uint16 or uint32
+ *     tokens, vocabulary size, token count, source entropy rate when known);
+ *   - llm.c token files (256 int32 header, magic 20240520, uint16 tokens),
+ *     read only.
+ */
+#ifndef GT_DATA_H
+#define GT_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gt_tokens {
+    int32_t *tokens;    /* owned, n values in [0, vocab) */
+    int64_t n;
+    int vocab;          /* vocabulary size the file declares (llm.c files: max token + 1 or 50257) */
+    double entropy;     /* source entropy rate in nats/token; < 0 when unknown */
+    char format[16];    /* "gauntlet" or "llmc" */
+} gt_tokens;
+
+/* Reads either format (told apart by the magic). Errors name the file and
+ * what is wrong (truncated, bad magic, unsupported version, token >= vocab). */
+gt_status gt_tokens_read(const char *path, gt_tokens *out);
+void gt_tokens_release(gt_tokens *t); /* frees tokens; accepts zeroed struct */
+
+/* Writes a gauntlet token file atomically (temp file + rename).
+ * entropy < 0 means unknown. Token width chosen from vocab (uint16 if <= 65536). */
+gt_status gt_tokens_write(const char *path, const int32_t *tokens, int64_t n, int vocab,
+                          double entropy);
+
+/* The synthetic source: a seeded sparse first-order Markov chain over
+ * `vocab` symbols; each state has `branch` successors with random
+ * probabilities. Its entropy rate H = sum_s pi(s) H(P(s,.)) (nats/token,
+ * pi the stationary distribution, computed exactly by power iteration to
+ * 1e-12) is what a perfect model's loss converges to. */
+typedef struct gt_synth_config {
+    int vocab;       /* 256 */
+    int branch;      /* successors per state, 1..vocab; default 4 */
+    uint64_t seed;
+    int64_t n_tokens;
+} gt_synth_config;
+
+gt_synth_config gt_synth_defaults(void);
+/* Generates tokens (owned by out) and out->entropy. */
+gt_status gt_synth_generate(const gt_synth_config *cfg, gt_tokens *out);
+
+/* Every byte of `path` becomes one token (vocabulary 256, entropy unknown). */
+gt_status gt_tokens_encode_bytes(const char *path, gt_tokens *out);
+
+/* The batch loader. Each call of gt_loader_next gives the inputs (B,T) and
+ * targets (B,T) of the next step of this rank. A prefetch thread prepares
+ * the next batch while the caller runs the step.
+ *
+ * Orders (docs/formats.md says the same):
+ *   GT_DATA_ORDER_SEQUENTIAL: the global batch of step k covers tokens
+ *     [k*Bg*T, k*Bg*T + Bg*T + 1) of the stream (indices mod n), sequence j of
+ *     the global batch starting at k*Bg*T + j*T; rank r of R holds sequences
+ *     [r*B, (r+1)*B) where B = Bg / R.
+ *   GT_DATA_ORDER_SHUFFLED: sequence j of step k starts at a position drawn by
+ *     Philox from (seed, stream 0x6c6f6164, k*Bg + j), uniform in [0, n-T-1).
+ *     Depends only on the seed, never on the rank count. */
+typedef enum gt_data_order {
+    GT_DATA_ORDER_SEQUENTIAL = 0,
+    GT_DATA_ORDER_SHUFFLED,
+    GT_DATA_ORDER_COUNT
+} gt_data_order;
+
+const char *gt_data_order_name(gt_data_order o);
+gt_status gt_data_order_parse(const char *s, gt_data_order *out);
+
+typedef struct gt_loader_config {
+    int global_batch;  /* Bg sequences per step, all ranks */
+    int seq_len;       /* T */
+    int rank, nranks;  /* this rank's shard; Bg % nranks must be 0 */
+    gt_data_order order;
+    uint64_t seed;
+    int64_t start_step; /* first step to produce (resume) */
+    int prefetch;       /* 1: background thread, 0: synchronous */
+} gt_loader_config;
+
+typedef struct gt_loader gt_loader;
+
+/* Borrows `tokens` (must outlive the loader). GT_ERR_INVALID when the data is
+ * shorter than T + 1 tokens or the batch does not split across ranks. */
+gt_status gt_loader_new(const gt_tokens *tokens, const gt_loader_config *cfg, gt_loader **out);
+void gt_loader_free(gt_loader *l);
+/* inputs and targets: (B,T) int32 each, B = global_batch / nranks, host
+ * memory owned by the loader, valid until the next call. `wait_ns`, when not
+ * NULL, receives the time spent waiting for the prefetch thread. */
+gt_status gt_loader_next(gt_loader *l, const int32_t **inputs, const int32_t **targets,
+                         uint64_t *wait_ns);
+/* The step the next call will produce. */
+int64_t gt_loader_step(const gt_loader *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,10 @@
+/* Built when CUDA is not: the cuda backend exists and says why it is absent. */
+#include "engine/backend.h"
+
+gt_status gt_backend_cuda_new(const gt_backend_config *cfg, gt_backend **out) {
+    (void)cfg;
+    *out = NULL;
+    return GT_ERR(GT_ERR_UNSUPPORTED,
+                  "the cuda backend is not compiled in: configure with nvcc on PATH, "
+                  "CUDACXX set, or the toolkit in /usr/local/cuda");
+}

@@ -1,0 +1,158 @@
+/* The op table: one slot per op, the same signatures on every backend.
+ *
+ * A backend fills a `gt_ops` with designated initialisers; an empty (NULL)
+ * slot means "not supported here" and callers report it as skipped.
+ *
+ * Conventions (llm.c's):
+ *   - All pointers are memory of the backend (host for ref/cpu, device for
+ *     cuda). Shapes are written at every parameter, row-major, last index
+ *     fastest. N = B*T rows where the op is per token.
+ *   - Activations, weights and their gradients are stored in `k->dt`
+ *     (fp32 on ref and cpu; fp32 or bf16 on cuda). LayerNorm statistics,
+ *     losses and AdamW state are always fp32. Token ids are int32.
+ *   - Backward ops ACCUMULATE (+=) into every gradient they write, except
+ *     where marked "overwrites". The caller zeroes gradients once per step.
+ *   - No op may reduce in an order that depends on the thread count, block
+ *     count or timing: results are bitwise reproducible for a fixed shape.
+ *   - Ops return GT_OK, GT_ERR_INVALID (bad shape) or GT_ERR_UNSUPPORTED
+ *     (dtype not handled), GT_ERR_DEVICE on the GPU.
+ */
+#ifndef GT_OPS_H
+#define GT_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/backend.h"
+#include "engine/dtype.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per-call context. */
+typedef struct gt_kctx {
+    gt_backend *be;
+    gt_dtype dt; /* storage dtype of activations / weights / gradients */
+} gt_kctx;
+
+typedef enum gt_op {
+    GT_OP_ENCODER_FWD = 0,
+    GT_OP_ENCODER_BWD,
+    GT_OP_LAYERNORM_FWD,
+    GT_OP_LAYERNORM_BWD,
+    GT_OP_MATMUL_FWD,
+    GT_OP_MATMUL_BWD,
+    GT_OP_ATTENTION_FWD,
+    GT_OP_ATTENTION_BWD,
+    GT_OP_GELU_FWD,
+    GT_OP_GELU_BWD,
+    GT_OP_RESIDUAL_FWD,
+    GT_OP_RESIDUAL_BWD,
+    GT_OP_CLASSIFIER_FWD,
+    GT_OP_CLASSIFIER_BWD,
+    GT_OP_ADAMW,
+    GT_OP_SUMSQ,
+    GT_OP_COUNT
+} gt_op;
+
+/* "encoder_fwd", ... */
+const char *gt_op_name(gt_op op);
+
+struct gt_ops {
+    /* out(B,T,C) = wte(V,C)[inp(B,T)] + wpe(maxT,C)[t].  inp values in [0,V);
+     * checked by callers, not here. */
+    gt_status (*encoder_fwd)(const gt_kctx *k, void *out, const int32_t *inp, const void *wte,
+                             const void *wpe, int B, int T, int C);
+    /* dwte(V,C) += scatter of dout(B,T,C) by token; dwpe(maxT,C) += sum over b.
+     * Summation per token in (b, t) order, whatever the threads. */
+    gt_status (*encoder_bwd)(const gt_kctx *k, void *dwte, void *dwpe, const void *dout,
+                             const int32_t *inp, int B, int T, int C);
+
+    /* out(N,C) = (inp - mean) * rstd * weight(C) + bias(C); mean(N), rstd(N)
+     * fp32 saved for backward; rstd = 1/sqrt(var + eps), biased variance. */
+    gt_status (*layernorm_fwd)(const gt_kctx *k, void *out, float *mean, float *rstd,
+                               const void *inp, const void *weight, const void *bias, int N,
+                               int C, float eps);
+    /* dinp(N,C) +=, dweight(C) +=, dbias(C) += . */
+    gt_status (*layernorm_bwd)(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
+                               const void *dout, const void *inp, const void *weight,
+                               const float *mean, const float *rstd, int N, int C);
+
+    /* out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC); bias may be NULL.
+     * Overwrites out. */
+    gt_status (*matmul_fwd)(const gt_kctx *k, void *out, const void *inp, const void *weight,
+                            const void *bias, int N, int C, int OC);
+    /* dinp(N,C) += dout(N,OC) @ weight(OC,C); dweight(OC,C) += dout^T @ inp;
+     * dbias(OC) += column sums of dout. dinp and dbias may be NULL (skipped). */
+    gt_status (*matmul_bwd)(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
+                            const void *dout, const void *inp, const void *weight, int N, int C,
+                            int OC);
+
+    /* Causal multi-head self-attention. qkv(B,T,3C) holds q, k, v side by
+     * side, each C = NH * hs with head h at columns [h*hs, (h+1)*hs).
+     * out(B,T,C) = softmax(q k^T / sqrt(hs) + causal mask) v, heads
+     * concatenated. Overwrites out.
+     * att: backend-owned saved state for the backward, room for
+     * B*NH*T*T fp32; ref and cpu store the softmax probabilities there
+     * (B,NH,T,T). Callers must not interpret it. */
+    gt_status (*attention_fwd)(const gt_kctx *k, void *out, float *att, const void *qkv, int B,
+                               int T, int C, int NH);
+    /* dqkv(B,T,3C) += from dout(B,T,C), the forward's qkv and att. */
+    gt_status (*attention_bwd)(const gt_kctx *k, void *dqkv, const void *dout, const void *qkv,
+                               const float *att, int B, int T, int C, int NH);
+
+    /* GELU, tanh approximation:
+     * out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Overwrites out. */
+    gt_status (*gelu_fwd)(const gt_kctx *k, void *out, const void *inp, size_t n);
+    /* dinp(n) += gelu'(inp) * dout. */
+    gt_status (*gelu_bwd)(const gt_kctx *k, void *dinp, const void *inp, const void *dout,
+                          size_t n);
+
+    /* out(n) = a + b. Overwrites out; out may alias a or b. */
+    gt_status (*residual_fwd)(const gt_kctx *k, void *out, const void *a, const void *b,
+                              size_t n);
+    /* da(n) += dout; db(n) += dout. */
+    gt_status (*residual_bwd)(const gt_kctx *k, void *da, void *db, const void *dout, size_t n);
+
+    /* Softmax cross-entropy over the first V of Vp columns of logits(N,Vp)
+     * (columns >= V are padding and never change the loss):
+     * losses(N, fp32) = logsumexp(logits[i,:V]) - logits[i, targets[i]].
+     * targets in [0, V). Overwrites losses. */
+    gt_status (*classifier_fwd)(const gt_kctx *k, float *losses, const void *logits,
+                                const int32_t *targets, int N, int V, int Vp);
+    /* Fused forward + backward, one pass over the logits:
+     * losses(N) as above (overwrites; may be NULL), and
+     * dlogits(N,Vp) = dloss * (softmax(logits[i,:V]) - onehot(targets[i]))
+     * for columns < V, 0 for padding columns. OVERWRITES dlogits, which may
+     * alias logits (the memory-saving path). */
+    gt_status (*classifier_bwd)(const gt_kctx *k, void *dlogits, float *losses,
+                                const void *logits, const int32_t *targets, float dloss, int N,
+                                int V, int Vp);
+
+    /* AdamW (torch.optim.AdamW semantics) on n parameters, step t >= 1:
+     *   g = grads * grad_scale
+     *   m = beta1 m + (1-beta1) g ;  v = beta2 v + (1-beta2) g^2
+     *   params -= lr * ( (m / (1-beta1^t)) / (sqrt(v / (1-beta2^t)) + eps)
+     *                    + weight_decay * params )
+     * params, m, v fp32 (master weights); grads in k->dt. */
+    gt_status (*adamw)(const gt_kctx *k, float *params, const void *grads, float *m, float *v,
+                       size_t n, float lr, float beta1, float beta2, float eps,
+                       float weight_decay, float grad_scale, int t);
+
+    /* *out_host = sum of x[i]^2 in fp64, reduced in a fixed order
+     * (for the global gradient norm). Synchronous. */
+    gt_status (*sumsq)(const gt_kctx *k, const void *x, size_t n, double *out_host);
+};
+
+/* The slot of `op` in `ops` as a generic pointer, NULL when empty. */
+const void *gt_ops_slot(const gt_ops *ops, gt_op op);
+
+/* Op tables of each backend (the cuda one exists only with CUDA). */
+extern const gt_ops gt_ops_ref;
+extern const gt_ops gt_ops_cpu;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
