@@ -33,7 +33,7 @@ void gt_error_set_context(int rank, int device) {
 }
 
 gt_status gt_error_set(gt_status s, const char *file, int line, const char *fmt, ...) {
-    char body[GT_ERR_MSG_LEN];
+    char body[GT_ERR_MSG_LEN - 192];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(body, sizeof body, fmt, ap);
@@ -54,13 +54,14 @@ gt_status gt_error_set(gt_status s, const char *file, int line, const char *fmt,
 }
 
 gt_status gt_error_wrap(gt_status s, const char *fmt, ...) {
-    char prefix[GT_ERR_MSG_LEN];
+    char prefix[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
-    char old[GT_ERR_MSG_LEN];
-    memcpy(old, g_msg, sizeof old);
+    char old[GT_ERR_MSG_LEN - 260];
+    memcpy(old, g_msg, sizeof old - 1); /* keeps the start of a long message */
+    old[sizeof old - 1] = '\0';
     if (old[0])
         snprintf(g_msg, sizeof g_msg, "%s: %s", prefix, old);
     else

@@ -1,1 +1,46 @@
-int main(void) { return 0; }
+/* gauntlet: the command users run. */
+#include <stdio.h>
+#include <string.h>
+
+#include "gt_config.h"
+#include "harness/cli.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "gauntlet %s: kernel, model and collectives conformance and benchmarks\n"
+            "\n"
+            "usage: gauntlet COMMAND [options]   (gauntlet COMMAND --help for its options)\n"
+            "\n"
+            "commands:\n"
+            "  train         train a model (GPT-2 presets), print per-step figures, write a report\n"
+            "  env           print the machine, library versions and measured peaks\n"
+            "  data synth    write a synthetic token file with a known entropy rate\n"
+            "  data encode   turn any file's bytes into a token file (vocabulary 256)\n"
+            "  version       print the version\n"
+            "\n"
+            "exit codes: 0 all checks passed, 1 a check failed, 2 usage or environment error,\n"
+            "            3 compare found a regression\n",
+            GT_VERSION);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return GT_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "train") == 0) return gt_cmd_train(argc - 1, argv + 1);
+    if (strcmp(cmd, "env") == 0) return gt_cmd_env(argc - 1, argv + 1);
+    if (strcmp(cmd, "data") == 0) return gt_cmd_data(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("gauntlet %s\n", GT_VERSION);
+        return GT_EXIT_OK;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return GT_EXIT_OK;
+    }
+    fprintf(stderr, "gauntlet: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return GT_EXIT_USAGE;
+}

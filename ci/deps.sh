@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gauntlet builds against, when any is missing.
+# Idempotent: does nothing (and needs no network) when all are present.
+# As root it runs apt-get; otherwise it prints the exact command and stops.
+#
+# Required: cmake, a C compiler, pkg-config, jansson.
+# Optional, auto-detected by CMake: OpenMPI, hwloc, OpenBLAS, the CUDA toolkit
+# (never installed here: it comes from NVIDIA, see README.md).
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config libjansson-dev
+          libopenblas-dev libopenmpi-dev openmpi-bin libhwloc-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "gauntlet: missing Debian packages: ${missing[*]}" >&2
+    echo "gauntlet: run as root, then re-run make:" >&2
+    echo "    sudo sh -c '$cmd'" >&2
+    exit 1
+fi
+
+echo "gauntlet: installing ${missing[*]}" >&2
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,295 @@
+/* The environment fingerprint and the peak probes. This is the one file in
+ * engine/ that asks the build what it found (gt_config.h). */
+#define _GNU_SOURCE
+#include "engine/env.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "engine/timer.h"
+#include "gt_config.h"
+#include "kernels/ops.h"
+
+#if GT_HAVE_OPENMP
+#include <omp.h>
+#endif
+#if GT_HAVE_BLAS
+#include <cblas.h>
+#endif
+#if GT_HAVE_MPI
+#include <mpi.h>
+#endif
+#if GT_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+extern char **environ;
+
+static void trim(char *s) {
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
+}
+
+static void read_cpu(gt_env *e) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(e->cpu_model, sizeof e->cpu_model, "unknown");
+    if (!f) return;
+    char line[512];
+    int phys_ids[256], n_phys = 0, cores_per = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon) continue;
+        char *val = colon + 1;
+        while (*val == ' ') val++;
+        trim(val);
+        if (strncmp(line, "model name", 10) == 0 && strcmp(e->cpu_model, "unknown") == 0)
+            snprintf(e->cpu_model, sizeof e->cpu_model, "%s", val);
+        else if (strncmp(line, "physical id", 11) == 0) {
+            int id = atoi(val), seen = 0;
+            for (int i = 0; i < n_phys; i++) seen |= phys_ids[i] == id;
+            if (!seen && n_phys < 256) phys_ids[n_phys++] = id;
+        } else if (strncmp(line, "cpu cores", 9) == 0)
+            cores_per = atoi(val);
+    }
+    fclose(f);
+    e->cpu_sockets = n_phys > 0 ? n_phys : 1;
+    e->cpu_physical = cores_per > 0 ? cores_per * e->cpu_sockets : e->cpu_logical;
+}
+
+static void read_mem(gt_env *e) {
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
+    e->mem_total_gib = (pages > 0 && psize > 0) ? (double)pages * psize / (1024.0 * 1024 * 1024)
+                                                 : 0.0;
+}
+
+static void read_git(gt_env *e) {
+    snprintf(e->git_revision, sizeof e->git_revision, "unknown");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "git -C '%s' rev-parse --short=12 HEAD 2>/dev/null && "
+             "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null | head -1",
+             GT_SOURCE_DIR, GT_SOURCE_DIR);
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    char rev[64] = "", dirty[256] = "";
+    if (fgets(rev, sizeof rev, p)) {
+        trim(rev);
+        if (fgets(dirty, sizeof dirty, p) && dirty[0])
+            snprintf(e->git_revision, sizeof e->git_revision, "%s-dirty", rev);
+        else if (rev[0])
+            snprintf(e->git_revision, sizeof e->git_revision, "%s", rev);
+    }
+    pclose(p);
+}
+
+static int wanted_var(const char *kv) {
+    static const char *const prefixes[] = {"OMP_", "OPENBLAS_", "GOTO", "CUDA_", "NCCL_",
+                                           "OMPI_", "PMIX_RANK", "SLURM_", "GT_"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(kv, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+    return 0;
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+#if GT_HAVE_HWLOC
+/* Digest of what makes two machines' topologies the same: every object's
+ * type, depth, OS index and cache size, in hwloc's traversal order. Host
+ * names and free memory are left out on purpose. */
+static void read_hwloc(gt_env *e) {
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0) return;
+    if (hwloc_topology_load(topo) != 0) {
+        hwloc_topology_destroy(topo);
+        return;
+    }
+    uint64_t h = 1469598103934665603ull;
+    int depth = hwloc_topology_get_depth(topo);
+    for (int d = 0; d < depth; d++) {
+        unsigned n = (unsigned)hwloc_get_nbobjs_by_depth(topo, d);
+        for (unsigned i = 0; i < n; i++) {
+            hwloc_obj_t o = hwloc_get_obj_by_depth(topo, d, i);
+            char item[128];
+            unsigned long long csize =
+                hwloc_obj_type_is_cache(o->type) ? (unsigned long long)o->attr->cache.size : 0;
+            int len = snprintf(item, sizeof item, "%s:%d:%u:%llu;", hwloc_obj_type_string(o->type),
+                               d, o->os_index, csize);
+            h = fnv1a(h, item, (size_t)len);
+        }
+    }
+    snprintf(e->topology_digest, sizeof e->topology_digest, "fnv1a64:%016llx",
+             (unsigned long long)h);
+    e->cpu_physical = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    int pk = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
+    if (pk > 0) e->cpu_sockets = pk;
+    char *xml = NULL;
+    int len = 0;
+    if (hwloc_topology_export_xmlbuffer(topo, &xml, &len, 0) == 0 && xml) {
+        e->topology_xml = strdup(xml);
+        hwloc_free_xmlbuffer(topo, xml);
+    }
+    hwloc_topology_destroy(topo);
+    unsigned v = hwloc_get_api_version();
+    snprintf(e->hwloc, sizeof e->hwloc, "%u.%u.%u", v >> 16, (v >> 8) & 0xff, v & 0xff);
+}
+#endif
+
+gt_status gt_env_collect(gt_env *e) {
+    memset(e, 0, sizeof *e);
+    if (gethostname(e->host, sizeof e->host - 1) != 0) snprintf(e->host, sizeof e->host, "?");
+    struct utsname u;
+    if (uname(&u) == 0)
+        snprintf(e->os, sizeof e->os, "%s %s %s", u.sysname, u.release, u.machine);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    e->cpu_logical = ncpu > 0 ? (int)ncpu : 1;
+    read_cpu(e);
+    read_mem(e);
+    snprintf(e->compiler, sizeof e->compiler, "%s, flags: %s", GT_C_COMPILER, GT_C_FLAGS_USED);
+    snprintf(e->build_type, sizeof e->build_type, "%s", GT_BUILD_TYPE);
+    snprintf(e->gauntlet_version, sizeof e->gauntlet_version, "%s", GT_VERSION);
+    read_git(e);
+#if GT_HAVE_BLAS
+    snprintf(e->blas, sizeof e->blas, "%s (%s)", GT_BLAS_DESC, openblas_get_config());
+#else
+    snprintf(e->blas, sizeof e->blas, "none: gauntlet's own blocked SGEMM");
+#endif
+#if GT_HAVE_OPENMP
+    snprintf(e->openmp, sizeof e->openmp, "OpenMP %d, %d threads max", _OPENMP,
+             omp_get_max_threads());
+#else
+    snprintf(e->openmp, sizeof e->openmp, "absent: one thread");
+#endif
+#if GT_HAVE_MPI
+    {
+        char v[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        MPI_Get_library_version(v, &len);
+        trim(v);
+        char *nl = strchr(v, '\n');
+        if (nl) *nl = '\0';
+        snprintf(e->mpi, sizeof e->mpi, "%s", v);
+    }
+#else
+    snprintf(e->mpi, sizeof e->mpi, "absent");
+#endif
+#if GT_HAVE_HWLOC
+    read_hwloc(e);
+#else
+    snprintf(e->hwloc, sizeof e->hwloc, "absent");
+#endif
+#if GT_HAVE_CUDA
+    snprintf(e->cuda, sizeof e->cuda, "compiled with CUDA %s for sm %s", GT_CUDA_VERSION,
+             GT_CUDA_ARCHS);
+#else
+    snprintf(e->cuda, sizeof e->cuda, "absent");
+#endif
+    for (char **v = environ; v && *v && e->n_vars < GT_ENV_MAX_VARS; v++)
+        if (wanted_var(*v)) e->vars[e->n_vars++] = strdup(*v);
+    return GT_OK;
+}
+
+void gt_env_release(gt_env *e) {
+    if (!e) return;
+    free(e->topology_xml);
+    for (int i = 0; i < e->n_vars; i++) free(e->vars[i]);
+    memset(e, 0, sizeof *e);
+}
+
+/* ---- probes ---------------------------------------------------------------------- */
+
+/* 32 independent accumulators: enough chains to hide FMA latency (4 cycles x
+ * 2 ports) with 8-wide vectors. The compiler turns the inner loop into
+ * vfmadd instructions with -O3 -march=native. */
+#define FMA_LANES 32
+static double fma_kernel(long iters, float seed) {
+    float acc[FMA_LANES];
+    for (int j = 0; j < FMA_LANES; j++) acc[j] = seed + (float)j * 1e-3f;
+    const float a = 0.999999f, b = 1e-7f;
+    for (long i = 0; i < iters; i++)
+        for (int j = 0; j < FMA_LANES; j++) acc[j] = fmaf(acc[j], a, b);
+    double s = 0;
+    for (int j = 0; j < FMA_LANES; j++) s += acc[j];
+    return s;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+gt_status gt_env_measure_peaks(gt_backend *be, gt_peaks *out) {
+    memset(out, 0, sizeof *out);
+    uint64_t t_start = gt_now_ns();
+    if (be->device == GT_DEVICE_HOST) {
+        const long iters = 20 * 1000 * 1000;
+        double best = 0, sink = 0;
+        for (int rep = 0; rep < 3; rep++) {
+            uint64_t t0 = gt_now_ns();
+            int nthreads = 1;
+#if GT_HAVE_OPENMP
+#pragma omp parallel reduction(+ : sink)
+            {
+#pragma omp single
+                nthreads = omp_get_num_threads();
+                sink += fma_kernel(iters, (float)omp_get_thread_num());
+            }
+#else
+            sink += fma_kernel(iters, 0.0f);
+#endif
+            double sec = (double)(gt_now_ns() - t0) * 1e-9;
+            double gf = 2.0 * FMA_LANES * (double)iters * nthreads / sec * 1e-9;
+            if (gf > best) best = gf;
+        }
+        /* keep the result alive so the loop is not removed */
+        if (sink == 42.0) fprintf(stderr, " ");
+        out->fma_gflops = best;
+    }
+
+    /* SGEMM through the path training uses */
+    const int n = 2048;
+    out->sgemm_n = n;
+    if (!be->ops->matmul_fwd) return GT_ERR(GT_ERR_UNSUPPORTED, "backend '%s' has no matmul",
+                                            be->name);
+    size_t bytes = (size_t)n * n * sizeof(float);
+    float *host = malloc(bytes);
+    void *a = NULL, *w = NULL, *c = NULL;
+    gt_status s = GT_OK;
+    if (!host) return GT_ERR(GT_ERR_OOM, "no host memory for the SGEMM probe");
+    for (size_t i = 0; i < (size_t)n * n; i++) host[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    if ((s = gt_backend_alloc(be, bytes, &a)) != GT_OK ||
+        (s = gt_backend_alloc(be, bytes, &w)) != GT_OK ||
+        (s = gt_backend_alloc(be, bytes, &c)) != GT_OK)
+        goto done;
+    if ((s = be->copy_to_device(be, a, host, bytes)) != GT_OK ||
+        (s = be->copy_to_device(be, w, host, bytes)) != GT_OK)
+        goto done;
+    gt_kctx k = {.be = be, .dt = GT_DTYPE_FP32};
+    double secs[5];
+    for (int rep = -1; rep < 5; rep++) {
+        uint64_t t0 = gt_now_ns();
+        if ((s = be->ops->matmul_fwd(&k, c, a, w, NULL, n, n, n)) != GT_OK) goto done;
+        if ((s = be->synchronize(be)) != GT_OK) goto done;
+        if (rep >= 0) secs[rep] = (double)(gt_now_ns() - t0) * 1e-9;
+    }
+    qsort(secs, 5, sizeof secs[0], cmp_double);
+    out->sgemm_gflops = 2.0 * n * (double)n * n / secs[2] * 1e-9;
+done:
+    gt_backend_dealloc(be, a);
+    gt_backend_dealloc(be, w);
+    gt_backend_dealloc(be, c);
+    free(host);
+    out->seconds = (double)(gt_now_ns() - t_start) * 1e-9;
+    return s;
+}

@@ -1,0 +1,118 @@
+#include "harness/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gt_opt(gt_args *a, const char *name, const char **value, int *err) {
+    const char *arg = a->argv[a->i];
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0) return 0;
+    if (arg[n] == '=') {
+        *value = arg + n + 1;
+        a->i++;
+        return 1;
+    }
+    if (arg[n] != '\0') return 0;
+    if (a->i + 1 >= a->argc) {
+        fprintf(stderr, "gauntlet %s: %s needs a value\n", a->cmd, name);
+        *err = 1;
+        a->i++;
+        return 1;
+    }
+    *value = a->argv[a->i + 1];
+    a->i += 2;
+    return 1;
+}
+
+int gt_flag(gt_args *a, const char *name) {
+    if (strcmp(a->argv[a->i], name) != 0) return 0;
+    a->i++;
+    return 1;
+}
+
+int gt_parse_i64(const gt_args *a, const char *name, const char *v, int64_t lo, int64_t hi,
+                 int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end != '\0') {
+        fprintf(stderr, "gauntlet %s: %s expects an integer, got '%s'\n", a->cmd, name, v);
+        return 0;
+    }
+    if (x < lo || x > hi) {
+        fprintf(stderr, "gauntlet %s: %s %lld is out of range [%lld, %lld]\n", a->cmd, name, x,
+                (long long)lo, (long long)hi);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+int gt_parse_int(const gt_args *a, const char *name, const char *v, long lo, long hi, int *out) {
+    int64_t x;
+    if (!gt_parse_i64(a, name, v, lo, hi, &x)) return 0;
+    *out = (int)x;
+    return 1;
+}
+
+int gt_parse_u64(const gt_args *a, const char *name, const char *v, uint64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    if (v[0] == '-') {
+        fprintf(stderr, "gauntlet %s: %s expects a non-negative integer, got '%s'\n", a->cmd,
+                name, v);
+        return 0;
+    }
+    unsigned long long x = strtoull(v, &end, 0);
+    if (errno || end == v || *end != '\0') {
+        fprintf(stderr, "gauntlet %s: %s expects a non-negative integer, got '%s'\n", a->cmd,
+                name, v);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+int gt_parse_double(const gt_args *a, const char *name, const char *v, double lo, double hi,
+                    double *out) {
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end != '\0' || !isfinite(x)) {
+        fprintf(stderr, "gauntlet %s: %s expects a number, got '%s'\n", a->cmd, name, v);
+        return 0;
+    }
+    if (x < lo || x > hi) {
+        fprintf(stderr, "gauntlet %s: %s %g is out of range [%g, %g]\n", a->cmd, name, x, lo, hi);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+int gt_parse_float(const gt_args *a, const char *name, const char *v, double lo, double hi,
+                   float *out) {
+    double x;
+    if (!gt_parse_double(a, name, v, lo, hi, &x)) return 0;
+    *out = (float)x;
+    return 1;
+}
+
+int gt_fail(const char *cmd, gt_status s) {
+    fprintf(stderr, "gauntlet %s: %s [%s]\n", cmd, gt_last_error(), gt_status_name(s));
+    return GT_EXIT_USAGE;
+}
+
+int gt_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gauntlet %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    return GT_EXIT_USAGE;
+}

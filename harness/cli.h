@@ -1,0 +1,52 @@
+/* Command-line helpers shared by the gauntlet subcommands. Parsing errors
+ * print what was wrong and return GT_EXIT_USAGE. */
+#ifndef GT_CLI_H
+#define GT_CLI_H
+
+#include <stdint.h>
+
+#include "engine/status.h"
+
+enum {
+    GT_EXIT_OK = 0,         /* every check passed */
+    GT_EXIT_CHECK = 1,      /* a check failed */
+    GT_EXIT_USAGE = 2,      /* usage or environment error */
+    GT_EXIT_REGRESSION = 3, /* compare found a regression */
+};
+
+typedef struct gt_args {
+    int argc;
+    char **argv;
+    int i;           /* current index */
+    const char *cmd; /* "train", for messages */
+} gt_args;
+
+/* When argv[i] is `--name VALUE` or `--name=VALUE`, stores VALUE, advances
+ * and returns 1; a missing VALUE prints an error and sets *err. */
+int gt_opt(gt_args *a, const char *name, const char **value, int *err);
+/* When argv[i] is the flag `--name`, advances and returns 1. */
+int gt_flag(gt_args *a, const char *name);
+
+/* Parse with range checks; print "gauntlet CMD: --name ..." and return 0 on error. */
+int gt_parse_int(const gt_args *a, const char *name, const char *v, long lo, long hi, int *out);
+int gt_parse_i64(const gt_args *a, const char *name, const char *v, int64_t lo, int64_t hi,
+                 int64_t *out);
+int gt_parse_u64(const gt_args *a, const char *name, const char *v, uint64_t *out);
+int gt_parse_float(const gt_args *a, const char *name, const char *v, double lo, double hi,
+                   float *out);
+int gt_parse_double(const gt_args *a, const char *name, const char *v, double lo, double hi,
+                    double *out);
+
+/* Prints "gauntlet CMD: <last error>" and returns the exit code for status s. */
+int gt_fail(const char *cmd, gt_status s);
+int gt_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+int gt_cmd_train(int argc, char **argv);
+int gt_cmd_env(int argc, char **argv);
+int gt_cmd_data(int argc, char **argv);
+
+#endif

@@ -1,0 +1,243 @@
+/* gauntlet train: the main job. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/env.h"
+#include "harness/cli.h"
+#include "reports/report.h"
+#include "suites/train.h"
+
+static void train_usage(FILE *f) {
+    fprintf(f,
+        "usage: gauntlet train [options]\n"
+        "\n"
+        "model:\n"
+        "  --model NAME          gpt2-tiny (default), gpt2-small, gpt2-124m\n"
+        "  --layers N --heads N --channels N --vocab N --padded-vocab N --max-seq N\n"
+        "                        override fields of the preset\n"
+        "  --init-from llmc:FILE start from an llm.c model file (fp32, version 3)\n"
+        "training:\n"
+        "  --batch B             global batch, sequences per step (default 8)\n"
+        "  --seq T               sequence length (default: 64, or the model's max_seq_len\n"
+        "                        when that is shorter)\n"
+        "  --steps N             optimizer steps (default 200)\n"
+        "  --lr X --warmup N --lr-min-frac X --weight-decay X --grad-clip X\n"
+        "  --beta1 X --beta2 X --eps X\n"
+        "                        AdamW (defaults lr 1e-3, warmup 10, min frac 0.1, wd 0,\n"
+        "                        clip 1.0, betas 0.9 0.95, eps 1e-8)\n"
+        "  --seed N              initialisation and data order (default 1337)\n"
+        "data:\n"
+        "  --data FILE           token file (gauntlet or llm.c format); default: synthetic\n"
+        "  --data-order ORDER    sequential (default) or shuffled\n"
+        "  --synth-tokens N      synthetic source length (default: enough for every step)\n"
+        "  --synth-branch N      successors per state of the synthetic chain (default 4)\n"
+        "execution:\n"
+        "  --backend NAME        cpu (default), ref, cuda\n"
+        "  --threads N           cpu threads (default: all)\n"
+        "  --no-prefetch         load batches on the training thread\n"
+        "  --peak-gflops X       MFU reference instead of measuring SGEMM\n"
+        "output:\n"
+        "  --report FILE         write the JSON report there\n"
+        "  --print-every N       print every Nth step (default 1; 0: none)\n"
+        "  --expect-loss-margin X  check: mean loss of the last 10 steps <= source entropy + X\n"
+        "                        (synthetic data only)\n"
+        "  --quiet               only the summary\n");
+}
+
+typedef struct printer {
+    int every;
+} printer;
+
+static void print_step(void *ctx, int step, int steps, float loss, float lr, double norm,
+                       double ms, double tps, double mfu) {
+    printer *p = ctx;
+    if (p->every <= 0 || (step % p->every != 0 && step != 1 && step != steps)) return;
+    printf("step %5d/%d | loss %.6f | lr %.3e | norm %7.4f | %8.1f ms | %9.0f tok/s | MFU %5.1f%%\n",
+           step, steps, loss, lr, norm, ms, tps, 100.0 * mfu);
+    fflush(stdout);
+}
+
+int gt_cmd_train(int argc, char **argv) {
+    gt_train_config cfg = gt_train_defaults();
+    gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "train"};
+    const char *report_path = NULL, *v = NULL;
+    int err = 0, quiet = 0, seq_given = 0;
+    double margin = -1;
+    printer pr = {.every = 1};
+    /* the preset first, so overrides apply to it whatever the order */
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--model") == 0) {
+            snprintf(cfg.model_name, sizeof cfg.model_name, "%s", argv[i + 1]);
+            gt_status s = gt_gpt2_preset(argv[i + 1], &cfg.model);
+            if (s != GT_OK) return gt_fail("train", s);
+        } else if (strncmp(argv[i], "--model=", 8) == 0) {
+            snprintf(cfg.model_name, sizeof cfg.model_name, "%s", argv[i] + 8);
+            gt_status s = gt_gpt2_preset(argv[i] + 8, &cfg.model);
+            if (s != GT_OK) return gt_fail("train", s);
+        }
+    gt_gpt2_config *m = &cfg.model;
+    while (a.i < argc && !err) {
+        if (gt_flag(&a, "--help") || gt_flag(&a, "-h")) {
+            train_usage(stdout);
+            return GT_EXIT_OK;
+        } else if (gt_opt(&a, "--model", &v, &err)) {
+        } else if (gt_opt(&a, "--layers", &v, &err)) {
+            err |= !gt_parse_int(&a, "--layers", v, 1, 1024, &m->num_layers);
+        } else if (gt_opt(&a, "--heads", &v, &err)) {
+            err |= !gt_parse_int(&a, "--heads", v, 1, 1024, &m->num_heads);
+        } else if (gt_opt(&a, "--channels", &v, &err)) {
+            err |= !gt_parse_int(&a, "--channels", v, 1, 65536, &m->channels);
+        } else if (gt_opt(&a, "--vocab", &v, &err)) {
+            int pad_same = m->padded_vocab_size == m->vocab_size;
+            err |= !gt_parse_int(&a, "--vocab", v, 2, 1 << 24, &m->vocab_size);
+            if (pad_same || m->padded_vocab_size < m->vocab_size)
+                m->padded_vocab_size = m->vocab_size;
+        } else if (gt_opt(&a, "--padded-vocab", &v, &err)) {
+            err |= !gt_parse_int(&a, "--padded-vocab", v, 2, 1 << 24, &m->padded_vocab_size);
+        } else if (gt_opt(&a, "--max-seq", &v, &err)) {
+            err |= !gt_parse_int(&a, "--max-seq", v, 1, 1 << 20, &m->max_seq_len);
+        } else if (gt_opt(&a, "--init-from", &v, &err)) {
+            cfg.init_from = v;
+        } else if (gt_opt(&a, "--batch", &v, &err)) {
+            err |= !gt_parse_int(&a, "--batch", v, 1, 1 << 20, &cfg.batch);
+        } else if (gt_opt(&a, "--seq", &v, &err)) {
+            err |= !gt_parse_int(&a, "--seq", v, 1, 1 << 20, &cfg.seq_len);
+            seq_given = 1;
+        } else if (gt_opt(&a, "--steps", &v, &err)) {
+            err |= !gt_parse_int(&a, "--steps", v, 1, 100000000, &cfg.steps);
+        } else if (gt_opt(&a, "--lr", &v, &err)) {
+            err |= !gt_parse_float(&a, "--lr", v, 0.0, 10.0, &cfg.opt.lr);
+        } else if (gt_opt(&a, "--warmup", &v, &err)) {
+            err |= !gt_parse_int(&a, "--warmup", v, 0, 100000000, &cfg.opt.warmup_steps);
+        } else if (gt_opt(&a, "--lr-min-frac", &v, &err)) {
+            err |= !gt_parse_float(&a, "--lr-min-frac", v, 0.0, 1.0, &cfg.opt.lr_min_frac);
+        } else if (gt_opt(&a, "--weight-decay", &v, &err)) {
+            err |= !gt_parse_float(&a, "--weight-decay", v, 0.0, 10.0, &cfg.opt.weight_decay);
+        } else if (gt_opt(&a, "--grad-clip", &v, &err)) {
+            err |= !gt_parse_float(&a, "--grad-clip", v, 0.0, 1e9, &cfg.opt.grad_clip);
+        } else if (gt_opt(&a, "--beta1", &v, &err)) {
+            err |= !gt_parse_float(&a, "--beta1", v, 0.0, 0.999999, &cfg.opt.beta1);
+        } else if (gt_opt(&a, "--beta2", &v, &err)) {
+            err |= !gt_parse_float(&a, "--beta2", v, 0.0, 0.999999, &cfg.opt.beta2);
+        } else if (gt_opt(&a, "--eps", &v, &err)) {
+            err |= !gt_parse_float(&a, "--eps", v, 1e-30, 1.0, &cfg.opt.eps);
+        } else if (gt_opt(&a, "--seed", &v, &err)) {
+            err |= !gt_parse_u64(&a, "--seed", v, &cfg.seed);
+        } else if (gt_opt(&a, "--data", &v, &err)) {
+            cfg.data_path = v;
+        } else if (gt_opt(&a, "--data-order", &v, &err)) {
+            if (gt_data_order_parse(v, &cfg.data_order) != GT_OK)
+                return gt_usage_error("train", "--data-order '%s': use sequential or shuffled",
+                                      v);
+        } else if (gt_opt(&a, "--synth-tokens", &v, &err)) {
+            err |= !gt_parse_i64(&a, "--synth-tokens", v, 2, (int64_t)1 << 34, &cfg.synth_tokens);
+        } else if (gt_opt(&a, "--synth-branch", &v, &err)) {
+            err |= !gt_parse_int(&a, "--synth-branch", v, 1, 1 << 24, &cfg.synth_branch);
+        } else if (gt_opt(&a, "--backend", &v, &err)) {
+            cfg.backend = v;
+        } else if (gt_opt(&a, "--threads", &v, &err)) {
+            err |= !gt_parse_int(&a, "--threads", v, 1, 4096, &cfg.threads);
+        } else if (gt_flag(&a, "--no-prefetch")) {
+            cfg.prefetch = 0;
+        } else if (gt_opt(&a, "--peak-gflops", &v, &err)) {
+            err |= !gt_parse_double(&a, "--peak-gflops", v, 1e-3, 1e9, &cfg.peak_gflops);
+        } else if (gt_opt(&a, "--report", &v, &err)) {
+            report_path = v;
+        } else if (gt_opt(&a, "--print-every", &v, &err)) {
+            err |= !gt_parse_int(&a, "--print-every", v, 0, 1 << 30, &pr.every);
+        } else if (gt_opt(&a, "--expect-loss-margin", &v, &err)) {
+            err |= !gt_parse_double(&a, "--expect-loss-margin", v, 0.0, 100.0, &margin);
+        } else if (gt_flag(&a, "--quiet")) {
+            quiet = 1;
+        } else {
+            fprintf(stderr, "gauntlet train: unknown option '%s' (gauntlet train --help lists "
+                            "them)\n",
+                    argv[a.i]);
+            return GT_EXIT_USAGE;
+        }
+    }
+    if (err) return GT_EXIT_USAGE;
+    if (!seq_given) cfg.seq_len = m->max_seq_len < 64 ? m->max_seq_len : 64;
+    if (margin >= 0 && cfg.data_path)
+        return gt_usage_error("train", "--expect-loss-margin needs the synthetic source (its "
+                                       "entropy is known); drop --data or the margin");
+    if (quiet) pr.every = 0;
+    cfg.on_step = print_step;
+    cfg.on_step_ctx = &pr;
+    if (cfg.opt.total_steps <= 0) cfg.opt.total_steps = cfg.steps;
+    if (cfg.opt.warmup_steps > cfg.steps) cfg.opt.warmup_steps = cfg.steps;
+
+    gt_report *rep = NULL;
+    gt_status s = gt_report_new(report_path, argc + 1, argv - 1, &rep);
+    if (s != GT_OK) return gt_fail("train", s);
+    gt_env env;
+    gt_env_collect(&env);
+    gt_report_set_env(rep, &env, NULL);
+    /* fail early on an unwritable destination, before any training */
+    if (report_path && (s = gt_report_write(rep)) != GT_OK) {
+        gt_env_release(&env);
+        gt_report_free(rep);
+        return gt_fail("train", s);
+    }
+    if (!quiet)
+        printf("gauntlet train: %s (L%d H%d C%d V%d Vp%d maxT%d), batch %d x seq %d, %d steps, "
+               "backend %s\n",
+               cfg.model_name, m->num_layers, m->num_heads, m->channels, m->vocab_size,
+               m->padded_vocab_size, m->max_seq_len, cfg.batch, cfg.seq_len, cfg.steps,
+               cfg.backend);
+
+    gt_train_stats st;
+    s = gt_train_run(&cfg, &st);
+    char topo[8] = "1";
+    gt_result *res = gt_report_add_result(rep, "train", cfg.model_name, topo, cfg.backend);
+    int rc = GT_EXIT_OK;
+    if (s != GT_OK) {
+        fprintf(stderr, "gauntlet train: %s [%s]\n", gt_last_error(), gt_status_name(s));
+        gt_train_record(&cfg, &st, res);
+        gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR,
+                             gt_last_error());
+        rc = GT_EXIT_USAGE;
+    } else {
+        gt_train_record(&cfg, &st, res);
+        double tail = gt_train_tail_loss(&st, 10);
+        if (margin >= 0) {
+            char detail[160];
+            snprintf(detail, sizeof detail,
+                     "mean loss of the last 10 steps <= source entropy %.6f + margin %.4f",
+                     st.entropy, margin);
+            gt_result_check(res, "converged", tail <= st.entropy + margin, tail,
+                            st.entropy + margin, detail);
+        }
+        if (gt_result_get_status(res) != GT_RESULT_PASS) rc = GT_EXIT_CHECK;
+        printf("\nsummary: %s on %s\n", cfg.model_name, st.backend_desc);
+        printf("  parameters       %zu\n", st.num_params);
+        printf("  final loss       %.6f (mean of last 10 steps %.6f)\n",
+               st.loss[st.steps_done - 1], tail);
+        if (st.entropy >= 0)
+            printf("  source entropy   %.6f nats/token (gap %.4f)\n", st.entropy,
+                   tail - st.entropy);
+        printf("  step time        %.2f ms (median)\n", st.ms_per_step);
+        printf("  throughput       %.0f tokens/s\n", st.tokens_per_s);
+        printf("  MFU              %.1f%% of %.1f GFLOP/s measured SGEMM\n", 100.0 * st.mfu,
+               st.peak_gflops);
+        printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
+               st.mem.peak_in_use / 1048576.0, st.mem.peak_reserved / 1048576.0);
+        printf("  final params     fnv1a64 %016llx\n", (unsigned long long)st.params_digest);
+        printf("  checks           %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
+    }
+    if (report_path) {
+        gt_status ws = gt_report_write(rep);
+        if (ws != GT_OK) {
+            fprintf(stderr, "gauntlet train: %s\n", gt_last_error());
+            rc = GT_EXIT_USAGE;
+        } else if (!quiet) {
+            printf("  report           %s\n", report_path);
+        }
+    }
+    gt_train_stats_release(&st);
+    gt_env_release(&env);
+    gt_report_free(rep);
+    return rc;
+}

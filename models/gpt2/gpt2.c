@@ -1,0 +1,629 @@
+/* GPT-2 forward and backward on the op table (see gpt2.h for the layout).
+ * Each step reads top to bottom, llm.c style, with shapes at every call. */
+#include "models/gpt2/gpt2.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/rng.h"
+#include "kernels/ops.h"
+
+enum {
+    P_WTE, P_WPE, P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,
+    P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPROJW, P_FCPROJB, P_LNFW, P_LNFB
+};
+
+static const char *const g_tensor_names[GT_GPT2_NUM_TENSORS] = {
+    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb",
+};
+
+/* Activations kept from the forward for the backward. */
+enum {
+    A_ENCODED,  /* (B,T,C) */
+    A_LN1,      /* (L,B,T,C) */
+    A_LN1_MEAN, /* (L,B,T) fp32 */
+    A_LN1_RSTD, /* (L,B,T) fp32 */
+    A_QKV,      /* (L,B,T,3C) */
+    A_ATTY,     /* (L,B,T,C) */
+    A_ATT,      /* (L,B,NH,T,T) fp32, backend-owned attention state */
+    A_RES2,     /* (L,B,T,C) residual after attention */
+    A_LN2,      /* (L,B,T,C) */
+    A_LN2_MEAN, /* (L,B,T) */
+    A_LN2_RSTD, /* (L,B,T) */
+    A_FCH,      /* (L,B,T,4C) */
+    A_FCH_GELU, /* (L,B,T,4C) */
+    A_RES3,     /* (L,B,T,C) residual after the MLP: the block output */
+    A_LNF,      /* (B,T,C) */
+    A_LNF_MEAN, /* (B,T) */
+    A_LNF_RSTD, /* (B,T) */
+    A_LOGITS,   /* (B,T,Vp); dlogits in place during backward */
+    A_LOSSES,   /* (B,T) fp32 */
+    A_TOKENS,   /* (B,T) int32 inputs */
+    A_TARGETS,  /* (B,T) int32 targets */
+    /* backward scratch, one layer at a time */
+    A_DRES,     /* (B,T,C) gradient flowing along the residual stream */
+    A_DLN,      /* (B,T,C) */
+    A_DATTY,    /* (B,T,C) */
+    A_DQKV,     /* (B,T,3C) */
+    A_DFCH,     /* (B,T,4C) */
+    A_DFCH_GELU,/* (B,T,4C) */
+    A_COUNT
+};
+
+struct gt_gpt2 {
+    gt_gpt2_config cfg;
+    gt_backend *be;
+    gt_kctx k;
+    int B, T; /* capacity */
+    size_t sizes[GT_GPT2_NUM_TENSORS];
+    size_t offsets[GT_GPT2_NUM_TENSORS];
+    size_t num_params;
+    float *params, *grads, *m, *v; /* backend memory, fp32 */
+    size_t act_sizes[A_COUNT];     /* bytes */
+    char *act_mem;
+    void *act[A_COUNT];
+    int last_B, last_T; /* shape of the last forward */
+    float *host_losses; /* (B,T) host copy */
+};
+
+const char *gt_gpt2_tensor_name(int i) {
+    return (i >= 0 && i < GT_GPT2_NUM_TENSORS) ? g_tensor_names[i] : "?";
+}
+
+gt_status gt_gpt2_preset(const char *name, gt_gpt2_config *out) {
+    static const struct {
+        const char *name;
+        gt_gpt2_config c;
+    } presets[] = {
+        {"gpt2-tiny", {64, 256, 256, 2, 2, 64}},
+        {"gpt2-small", {256, 256, 256, 4, 4, 256}},
+        {"gpt2-124m", {1024, 50257, 50304, 12, 12, 768}},
+    };
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        if (strcmp(name, presets[i].name) == 0) {
+            *out = presets[i].c;
+            return GT_OK;
+        }
+    }
+    return GT_ERR(GT_ERR_INVALID, "unknown model '%s': the presets are gpt2-tiny, gpt2-small, "
+                                  "gpt2-124m",
+                  name);
+}
+
+gt_status gt_gpt2_config_check(const gt_gpt2_config *c) {
+#define CHECK_RANGE(field, lo, hi)                                                             \
+    if (c->field < (lo) || c->field > (hi))                                                    \
+        return GT_ERR(GT_ERR_INVALID, "model config: " #field " = %d is out of range [%d, %d]", \
+                      c->field, (lo), (hi));
+    CHECK_RANGE(max_seq_len, 1, 1 << 20);
+    CHECK_RANGE(vocab_size, 2, 1 << 24);
+    CHECK_RANGE(padded_vocab_size, c->vocab_size, 1 << 24);
+    CHECK_RANGE(num_layers, 1, 1024);
+    CHECK_RANGE(num_heads, 1, 1024);
+    CHECK_RANGE(channels, 1, 1 << 16);
+#undef CHECK_RANGE
+    if (c->channels % c->num_heads != 0)
+        return GT_ERR(GT_ERR_INVALID,
+                      "model config: channels (%d) must be a multiple of num_heads (%d)",
+                      c->channels, c->num_heads);
+    return GT_OK;
+}
+
+const gt_gpt2_config *gt_gpt2_get_config(const gt_gpt2 *m) { return &m->cfg; }
+size_t gt_gpt2_num_params(const gt_gpt2 *m) { return m->num_params; }
+size_t gt_gpt2_tensor_size(const gt_gpt2 *m, int i) { return m->sizes[i]; }
+
+static void param_sizes(const gt_gpt2_config *c, size_t s[GT_GPT2_NUM_TENSORS]) {
+    size_t C = (size_t)c->channels, L = (size_t)c->num_layers;
+    s[P_WTE] = (size_t)c->padded_vocab_size * C;
+    s[P_WPE] = (size_t)c->max_seq_len * C;
+    s[P_LN1W] = L * C;
+    s[P_LN1B] = L * C;
+    s[P_QKVW] = L * 3 * C * C;
+    s[P_QKVB] = L * 3 * C;
+    s[P_ATTPROJW] = L * C * C;
+    s[P_ATTPROJB] = L * C;
+    s[P_LN2W] = L * C;
+    s[P_LN2B] = L * C;
+    s[P_FCW] = L * 4 * C * C;
+    s[P_FCB] = L * 4 * C;
+    s[P_FCPROJW] = L * C * 4 * C;
+    s[P_FCPROJB] = L * C;
+    s[P_LNFW] = C;
+    s[P_LNFB] = C;
+}
+
+static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t s[A_COUNT]) {
+    size_t C = (size_t)c->channels, L = (size_t)c->num_layers, NH = (size_t)c->num_heads;
+    size_t BT = (size_t)B * (size_t)T, f = sizeof(float);
+    s[A_ENCODED] = BT * C * f;
+    s[A_LN1] = L * BT * C * f;
+    s[A_LN1_MEAN] = L * BT * f;
+    s[A_LN1_RSTD] = L * BT * f;
+    s[A_QKV] = L * BT * 3 * C * f;
+    s[A_ATTY] = L * BT * C * f;
+    s[A_ATT] = L * (size_t)B * NH * (size_t)T * (size_t)T * f;
+    s[A_RES2] = L * BT * C * f;
+    s[A_LN2] = L * BT * C * f;
+    s[A_LN2_MEAN] = L * BT * f;
+    s[A_LN2_RSTD] = L * BT * f;
+    s[A_FCH] = L * BT * 4 * C * f;
+    s[A_FCH_GELU] = L * BT * 4 * C * f;
+    s[A_RES3] = L * BT * C * f;
+    s[A_LNF] = BT * C * f;
+    s[A_LNF_MEAN] = BT * f;
+    s[A_LNF_RSTD] = BT * f;
+    s[A_LOGITS] = BT * (size_t)c->padded_vocab_size * f;
+    s[A_LOSSES] = BT * f;
+    s[A_TOKENS] = BT * sizeof(int32_t);
+    s[A_TARGETS] = BT * sizeof(int32_t);
+    s[A_DRES] = BT * C * f;
+    s[A_DLN] = BT * C * f;
+    s[A_DATTY] = BT * C * f;
+    s[A_DQKV] = BT * 3 * C * f;
+    s[A_DFCH] = BT * 4 * C * f;
+    s[A_DFCH_GELU] = BT * 4 * C * f;
+}
+
+static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
+
+gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, gt_gpt2 **out) {
+    *out = NULL;
+    GT_TRY(gt_gpt2_config_check(cfg));
+    if (B < 1 || T < 1)
+        return GT_ERR(GT_ERR_INVALID, "batch (%d) and sequence length (%d) must be >= 1", B, T);
+    if (T > cfg->max_seq_len)
+        return GT_ERR(GT_ERR_INVALID,
+                      "sequence length %d is longer than the model's max_seq_len %d: "
+                      "pass a --seq of at most %d",
+                      T, cfg->max_seq_len, cfg->max_seq_len);
+    gt_gpt2 *m = calloc(1, sizeof *m);
+    if (!m) return GT_ERR(GT_ERR_OOM, "out of host memory for the model struct");
+    m->cfg = *cfg;
+    m->be = be;
+    m->k.be = be;
+    m->k.dt = GT_DTYPE_FP32;
+    m->B = B;
+    m->T = T;
+    param_sizes(cfg, m->sizes);
+    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
+        m->offsets[i] = m->num_params;
+        m->num_params += m->sizes[i];
+    }
+    size_t pbytes = m->num_params * sizeof(float);
+    gt_status s = GT_OK;
+    if ((s = gt_backend_alloc(be, pbytes, (void **)&m->params)) != GT_OK ||
+        (s = gt_backend_alloc(be, pbytes, (void **)&m->grads)) != GT_OK ||
+        (s = gt_backend_alloc(be, pbytes, (void **)&m->m)) != GT_OK ||
+        (s = gt_backend_alloc(be, pbytes, (void **)&m->v)) != GT_OK)
+        goto fail;
+    act_sizes(cfg, B, T, m->act_sizes);
+    size_t total = 0;
+    for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
+    if ((s = gt_backend_alloc(be, total, (void **)&m->act_mem)) != GT_OK) goto fail;
+    size_t off = 0;
+    for (int i = 0; i < A_COUNT; i++) {
+        m->act[i] = m->act_mem + off;
+        off += align_up(m->act_sizes[i]);
+    }
+    m->host_losses = malloc((size_t)B * T * sizeof(float));
+    if (!m->host_losses) {
+        s = GT_ERR(GT_ERR_OOM, "out of host memory for the loss buffer");
+        goto fail;
+    }
+    if ((s = be->memset_zero(be, m->grads, pbytes)) != GT_OK ||
+        (s = be->memset_zero(be, m->m, pbytes)) != GT_OK ||
+        (s = be->memset_zero(be, m->v, pbytes)) != GT_OK)
+        goto fail;
+    *out = m;
+    return GT_OK;
+fail:
+    gt_gpt2_free(m);
+    return s;
+}
+
+void gt_gpt2_free(gt_gpt2 *m) {
+    if (!m) return;
+    gt_backend_dealloc(m->be, m->params);
+    gt_backend_dealloc(m->be, m->grads);
+    gt_backend_dealloc(m->be, m->m);
+    gt_backend_dealloc(m->be, m->v);
+    gt_backend_dealloc(m->be, m->act_mem);
+    free(m->host_losses);
+    free(m);
+}
+
+size_t gt_gpt2_memory_bytes(const gt_gpt2 *m) {
+    size_t total = 4 * m->num_params * sizeof(float);
+    for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
+    return total;
+}
+
+static float *param(gt_gpt2 *m, float *base, int i) { return base + m->offsets[i]; }
+
+gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed) {
+    const gt_gpt2_config *c = &m->cfg;
+    int L = c->num_layers;
+    float *host = malloc(m->num_params * sizeof(float));
+    if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory initialising %zu parameters",
+                             m->num_params);
+    float proj_std = 0.02f / sqrtf(2.0f * (float)L);
+    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
+        float *dst = host + m->offsets[i];
+        /* per-layer tensors are initialised layer by layer so that a stream
+         * identifies (tensor, layer) and the index restarts at 0 */
+        int layered = !(i == P_WTE || i == P_WPE || i == P_LNFW || i == P_LNFB);
+        int nl = layered ? L : 1;
+        size_t per = m->sizes[i] / (size_t)nl;
+        for (int l = 0; l < nl; l++) {
+            float *d = dst + (size_t)l * per;
+            uint64_t stream = ((uint64_t)i << 16) | (uint64_t)l;
+            switch (i) {
+            case P_LN1W: case P_LN2W: case P_LNFW:
+                for (size_t j = 0; j < per; j++) d[j] = 1.0f;
+                break;
+            case P_QKVB: case P_ATTPROJB: case P_FCB: case P_FCPROJB:
+            case P_LN1B: case P_LN2B: case P_LNFB:
+                memset(d, 0, per * sizeof(float));
+                break;
+            case P_ATTPROJW: case P_FCPROJW:
+                gt_rng_fill_normal(d, per, 0.0f, proj_std, seed, stream, 0);
+                break;
+            case P_WTE:
+                /* real rows only; padding rows stay exactly zero */
+                gt_rng_fill_normal(d, (size_t)c->vocab_size * c->channels, 0.0f, 0.02f, seed,
+                                   stream, 0);
+                memset(d + (size_t)c->vocab_size * c->channels, 0,
+                       (size_t)(c->padded_vocab_size - c->vocab_size) * c->channels *
+                           sizeof(float));
+                break;
+            default:
+                gt_rng_fill_normal(d, per, 0.0f, 0.02f, seed, stream, 0);
+            }
+        }
+    }
+    gt_status s = m->be->copy_to_device(m->be, m->params, host, m->num_params * sizeof(float));
+    free(host);
+    return s;
+}
+
+gt_status gt_gpt2_read_llmc_config(const char *path, gt_gpt2_config *out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return GT_ERR(GT_ERR_IO, "cannot open llm.c model file '%s'", path);
+    int32_t h[256];
+    size_t got = fread(h, sizeof(int32_t), 256, f);
+    fclose(f);
+    if (got != 256)
+        return GT_ERR(GT_ERR_IO, "'%s': truncated llm.c header (%zu of 256 int32)", path, got);
+    if (h[0] != 20240326)
+        return GT_ERR(GT_ERR_INVALID, "'%s': bad magic %d, an llm.c model file has 20240326",
+                      path, (int)h[0]);
+    if (h[1] != 3)
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "'%s': llm.c model version %d; only version 3 (fp32, padded vocab) is "
+                      "read: export the fp32 checkpoint",
+                      path, (int)h[1]);
+    out->max_seq_len = h[2];
+    out->vocab_size = h[3];
+    out->num_layers = h[4];
+    out->num_heads = h[5];
+    out->channels = h[6];
+    out->padded_vocab_size = h[7];
+    gt_status s = gt_gpt2_config_check(out);
+    if (s != GT_OK) return gt_error_wrap(s, "'%s'", path);
+    return GT_OK;
+}
+
+gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path) {
+    gt_gpt2_config fc;
+    GT_TRY(gt_gpt2_read_llmc_config(path, &fc));
+    const gt_gpt2_config *c = &m->cfg;
+#define SAME(field)                                                                            \
+    if (fc.field != c->field)                                                                  \
+        return GT_ERR(GT_ERR_MISMATCH, "'%s': " #field " is %d in the file but %d in the model", \
+                      path, fc.field, c->field);
+    SAME(max_seq_len);
+    SAME(vocab_size);
+    SAME(padded_vocab_size);
+    SAME(num_layers);
+    SAME(num_heads);
+    SAME(channels);
+#undef SAME
+    FILE *f = fopen(path, "rb");
+    if (!f) return GT_ERR(GT_ERR_IO, "cannot open llm.c model file '%s'", path);
+    float *host = malloc(m->num_params * sizeof(float));
+    if (!host) {
+        fclose(f);
+        return GT_ERR(GT_ERR_OOM, "out of host memory reading '%s'", path);
+    }
+    gt_status s = GT_OK;
+    if (fseek(f, 256 * sizeof(int32_t), SEEK_SET) != 0) {
+        s = GT_ERR(GT_ERR_IO, "'%s': cannot seek past the header", path);
+    } else {
+        size_t got = fread(host, sizeof(float), m->num_params, f);
+        if (got != m->num_params)
+            s = GT_ERR(GT_ERR_IO, "'%s': truncated: %zu of %zu parameters", path, got,
+                       m->num_params);
+    }
+    fclose(f);
+    if (s == GT_OK)
+        s = m->be->copy_to_device(m->be, m->params, host, m->num_params * sizeof(float));
+    free(host);
+    return s;
+}
+
+/* ---- forward --------------------------------------------------------------------- */
+
+#define ACT(i) ((float *)m->act[(i)])
+
+static gt_status check_tokens(const gt_gpt2 *m, const int32_t *tok, int n, const char *what) {
+    for (int i = 0; i < n; i++) {
+        if (tok[i] < 0 || tok[i] >= m->cfg.vocab_size)
+            return GT_ERR(GT_ERR_INVALID,
+                          "%s token %d at position %d is outside the vocabulary [0, %d): "
+                          "the data does not match the model's vocab_size",
+                          what, (int)tok[i], i, m->cfg.vocab_size);
+    }
+    return GT_OK;
+}
+
+static gt_status require(const void *slot, const gt_backend *be, const char *op) {
+    if (!slot)
+        return GT_ERR(GT_ERR_UNSUPPORTED, "backend '%s' has no %s op: gpt2 cannot run on it",
+                      be->name, op);
+    return GT_OK;
+}
+
+static gt_status require_ops(const gt_gpt2 *m) {
+    const gt_ops *o = m->be->ops;
+    for (int op = 0; op < GT_OP_COUNT; op++)
+        if (op != GT_OP_RESIDUAL_BWD) GT_TRY(require(gt_ops_slot(o, (gt_op)op), m->be,
+                                                     gt_op_name((gt_op)op)));
+    return GT_OK;
+}
+
+static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *targets, int B,
+                              int T) {
+    const gt_gpt2_config *c = &m->cfg;
+    const gt_ops *o = m->be->ops;
+    const gt_kctx *k = &m->k;
+    gt_backend *be = m->be;
+    GT_TRY(require_ops(m));
+    if (B < 1 || T < 1 || B > m->B || T > m->T)
+        return GT_ERR(GT_ERR_INVALID,
+                      "forward with B=%d T=%d, but the model was created for at most B=%d T=%d",
+                      B, T, m->B, m->T);
+    GT_TRY(check_tokens(m, inputs, B * T, "input"));
+    if (targets) GT_TRY(check_tokens(m, targets, B * T, "target"));
+    m->last_B = B;
+    m->last_T = T;
+    int C = c->channels, NH = c->num_heads, L = c->num_layers, V = c->vocab_size,
+        Vp = c->padded_vocab_size;
+    int N = B * T;
+    size_t NC = (size_t)N * C;
+    GT_TRY(be->copy_to_device(be, m->act[A_TOKENS], inputs, (size_t)N * sizeof(int32_t)));
+    if (targets)
+        GT_TRY(be->copy_to_device(be, m->act[A_TARGETS], targets, (size_t)N * sizeof(int32_t)));
+
+    float *p = m->params;
+    GT_TRY(o->encoder_fwd(k, ACT(A_ENCODED), m->act[A_TOKENS], param(m, p, P_WTE),
+                          param(m, p, P_WPE), B, T, C)); // (B,T,C)
+    for (int l = 0; l < L; l++) {
+        float *residual = l == 0 ? ACT(A_ENCODED) : ACT(A_RES3) + (size_t)(l - 1) * NC;
+        float *ln1w = param(m, p, P_LN1W) + (size_t)l * C;             // (C)
+        float *ln1b = param(m, p, P_LN1B) + (size_t)l * C;             // (C)
+        float *qkvw = param(m, p, P_QKVW) + (size_t)l * 3 * C * C;     // (3C,C)
+        float *qkvb = param(m, p, P_QKVB) + (size_t)l * 3 * C;         // (3C)
+        float *attprojw = param(m, p, P_ATTPROJW) + (size_t)l * C * C; // (C,C)
+        float *attprojb = param(m, p, P_ATTPROJB) + (size_t)l * C;     // (C)
+        float *ln2w = param(m, p, P_LN2W) + (size_t)l * C;             // (C)
+        float *ln2b = param(m, p, P_LN2B) + (size_t)l * C;             // (C)
+        float *fcw = param(m, p, P_FCW) + (size_t)l * 4 * C * C;       // (4C,C)
+        float *fcb = param(m, p, P_FCB) + (size_t)l * 4 * C;           // (4C)
+        float *fcprojw = param(m, p, P_FCPROJW) + (size_t)l * C * 4 * C; // (C,4C)
+        float *fcprojb = param(m, p, P_FCPROJB) + (size_t)l * C;       // (C)
+
+        float *ln1 = ACT(A_LN1) + (size_t)l * NC;                   // (B,T,C)
+        float *ln1_mean = ACT(A_LN1_MEAN) + (size_t)l * N;          // (B,T)
+        float *ln1_rstd = ACT(A_LN1_RSTD) + (size_t)l * N;          // (B,T)
+        float *qkv = ACT(A_QKV) + (size_t)l * 3 * NC;               // (B,T,3C)
+        float *atty = ACT(A_ATTY) + (size_t)l * NC;                 // (B,T,C)
+        float *att = ACT(A_ATT) + (size_t)l * B * NH * T * T;       // (B,NH,T,T)
+        float *res2 = ACT(A_RES2) + (size_t)l * NC;                 // (B,T,C)
+        float *ln2 = ACT(A_LN2) + (size_t)l * NC;                   // (B,T,C)
+        float *ln2_mean = ACT(A_LN2_MEAN) + (size_t)l * N;          // (B,T)
+        float *ln2_rstd = ACT(A_LN2_RSTD) + (size_t)l * N;          // (B,T)
+        float *fch = ACT(A_FCH) + (size_t)l * 4 * NC;               // (B,T,4C)
+        float *fch_gelu = ACT(A_FCH_GELU) + (size_t)l * 4 * NC;     // (B,T,4C)
+        float *res3 = ACT(A_RES3) + (size_t)l * NC;                 // (B,T,C)
+        /* the attention output projection and the MLP output reuse the
+         * residual buffers as scratch: res2 = residual + attproj */
+        GT_TRY(o->layernorm_fwd(k, ln1, ln1_mean, ln1_rstd, residual, ln1w, ln1b, N, C, 1e-5f));
+        GT_TRY(o->matmul_fwd(k, qkv, ln1, qkvw, qkvb, N, C, 3 * C));
+        GT_TRY(o->attention_fwd(k, atty, att, qkv, B, T, C, NH));
+        GT_TRY(o->matmul_fwd(k, res2, atty, attprojw, attprojb, N, C, C)); // attproj
+        GT_TRY(o->residual_fwd(k, res2, residual, res2, NC));
+        GT_TRY(o->layernorm_fwd(k, ln2, ln2_mean, ln2_rstd, res2, ln2w, ln2b, N, C, 1e-5f));
+        GT_TRY(o->matmul_fwd(k, fch, ln2, fcw, fcb, N, C, 4 * C));
+        GT_TRY(o->gelu_fwd(k, fch_gelu, fch, (size_t)N * 4 * C));
+        GT_TRY(o->matmul_fwd(k, res3, fch_gelu, fcprojw, fcprojb, N, 4 * C, C)); // fcproj
+        GT_TRY(o->residual_fwd(k, res3, res2, res3, NC));
+    }
+    float *last = ACT(A_RES3) + (size_t)(L - 1) * NC; // (B,T,C)
+    GT_TRY(o->layernorm_fwd(k, ACT(A_LNF), ACT(A_LNF_MEAN), ACT(A_LNF_RSTD), last,
+                            param(m, p, P_LNFW), param(m, p, P_LNFB), N, C, 1e-5f));
+    /* the output head is the token embedding (tied weights), no bias */
+    GT_TRY(o->matmul_fwd(k, ACT(A_LOGITS), ACT(A_LNF), param(m, p, P_WTE), NULL, N, C, Vp));
+    (void)V;
+    return GT_OK;
+}
+
+static gt_status mean_loss_of(gt_gpt2 *m, int N, float *mean_loss) {
+    GT_TRY(m->be->copy_to_host(m->be, m->host_losses, ACT(A_LOSSES), (size_t)N * sizeof(float)));
+    double sum = 0.0; /* fixed order: the host sums */
+    for (int i = 0; i < N; i++) sum += m->host_losses[i];
+    *mean_loss = (float)(sum / N);
+    return GT_OK;
+}
+
+gt_status gt_gpt2_forward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targets, int B,
+                          int T, float *mean_loss) {
+    GT_TRY(forward_body(m, inputs, targets, B, T));
+    if (!targets) return GT_OK;
+    const gt_gpt2_config *c = &m->cfg;
+    GT_TRY(m->be->ops->classifier_fwd(&m->k, ACT(A_LOSSES), ACT(A_LOGITS), m->act[A_TARGETS],
+                                      B * T, c->vocab_size, c->padded_vocab_size));
+    if (mean_loss) GT_TRY(mean_loss_of(m, B * T, mean_loss));
+    return GT_OK;
+}
+
+/* ---- backward -------------------------------------------------------------------- */
+
+gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targets,
+                                   int B, int T, float dloss, float *mean_loss) {
+    if (!targets) return GT_ERR(GT_ERR_INVALID, "forward_backward needs targets");
+    GT_TRY(forward_body(m, inputs, targets, B, T));
+    const gt_gpt2_config *c = &m->cfg;
+    const gt_ops *o = m->be->ops;
+    const gt_kctx *k = &m->k;
+    gt_backend *be = m->be;
+    int C = c->channels, NH = c->num_heads, L = c->num_layers, V = c->vocab_size,
+        Vp = c->padded_vocab_size;
+    int N = B * T;
+    size_t NC = (size_t)N * C;
+    float *p = m->params, *g = m->grads;
+
+    /* losses and dlogits in one pass; dlogits overwrite the logits */
+    GT_TRY(o->classifier_bwd(k, ACT(A_LOGITS), ACT(A_LOSSES), ACT(A_LOGITS), m->act[A_TARGETS],
+                             dloss, N, V, Vp));
+    if (mean_loss) GT_TRY(mean_loss_of(m, N, mean_loss));
+
+    float *dres = ACT(A_DRES);   // (B,T,C)
+    float *dln = ACT(A_DLN);     // (B,T,C)
+    GT_TRY(be->memset_zero(be, dln, NC * sizeof(float)));
+    GT_TRY(o->matmul_bwd(k, dln, param(m, g, P_WTE), NULL, ACT(A_LOGITS), ACT(A_LNF),
+                         param(m, p, P_WTE), N, C, Vp));
+    float *last = ACT(A_RES3) + (size_t)(L - 1) * NC;
+    GT_TRY(be->memset_zero(be, dres, NC * sizeof(float)));
+    GT_TRY(o->layernorm_bwd(k, dres, param(m, g, P_LNFW), param(m, g, P_LNFB), dln, last,
+                            param(m, p, P_LNFW), ACT(A_LNF_MEAN), ACT(A_LNF_RSTD), N, C));
+
+    float *datty = ACT(A_DATTY), *dqkv = ACT(A_DQKV), *dfch = ACT(A_DFCH),
+          *dfch_gelu = ACT(A_DFCH_GELU);
+    for (int l = L - 1; l >= 0; l--) {
+        float *residual = l == 0 ? ACT(A_ENCODED) : ACT(A_RES3) + (size_t)(l - 1) * NC;
+        size_t lC = (size_t)l * C;
+        float *ln1w = param(m, p, P_LN1W) + lC, *dln1w = param(m, g, P_LN1W) + lC;
+        float *dln1b = param(m, g, P_LN1B) + lC;
+        float *qkvw = param(m, p, P_QKVW) + 3 * lC * C, *dqkvw = param(m, g, P_QKVW) + 3 * lC * C;
+        float *dqkvb = param(m, g, P_QKVB) + 3 * lC;
+        float *attprojw = param(m, p, P_ATTPROJW) + lC * C;
+        float *dattprojw = param(m, g, P_ATTPROJW) + lC * C;
+        float *dattprojb = param(m, g, P_ATTPROJB) + lC;
+        float *ln2w = param(m, p, P_LN2W) + lC, *dln2w = param(m, g, P_LN2W) + lC;
+        float *dln2b = param(m, g, P_LN2B) + lC;
+        float *fcw = param(m, p, P_FCW) + 4 * lC * C, *dfcw = param(m, g, P_FCW) + 4 * lC * C;
+        float *dfcb = param(m, g, P_FCB) + 4 * lC;
+        float *fcprojw = param(m, p, P_FCPROJW) + 4 * lC * C;
+        float *dfcprojw = param(m, g, P_FCPROJW) + 4 * lC * C;
+        float *dfcprojb = param(m, g, P_FCPROJB) + lC;
+
+        float *ln1 = ACT(A_LN1) + (size_t)l * NC;
+        float *ln1_mean = ACT(A_LN1_MEAN) + (size_t)l * N;
+        float *ln1_rstd = ACT(A_LN1_RSTD) + (size_t)l * N;
+        float *qkv = ACT(A_QKV) + (size_t)l * 3 * NC;
+        float *atty = ACT(A_ATTY) + (size_t)l * NC;
+        float *att = ACT(A_ATT) + (size_t)l * B * NH * T * T;
+        float *res2 = ACT(A_RES2) + (size_t)l * NC;
+        float *ln2 = ACT(A_LN2) + (size_t)l * NC;
+        float *ln2_mean = ACT(A_LN2_MEAN) + (size_t)l * N;
+        float *ln2_rstd = ACT(A_LN2_RSTD) + (size_t)l * N;
+        float *fch = ACT(A_FCH) + (size_t)l * 4 * NC;
+        float *fch_gelu = ACT(A_FCH_GELU) + (size_t)l * 4 * NC;
+
+        /* dres holds d(res3). res3 = res2 + fcproj: both get dres, so dres
+         * is used directly as d(fcproj) and keeps accumulating as d(res2). */
+        GT_TRY(be->memset_zero(be, dfch_gelu, 4 * NC * sizeof(float)));
+        GT_TRY(o->matmul_bwd(k, dfch_gelu, dfcprojw, dfcprojb, dres, fch_gelu, fcprojw, N,
+                             4 * C, C));
+        GT_TRY(be->memset_zero(be, dfch, 4 * NC * sizeof(float)));
+        GT_TRY(o->gelu_bwd(k, dfch, fch, dfch_gelu, 4 * NC));
+        GT_TRY(be->memset_zero(be, dln, NC * sizeof(float)));
+        GT_TRY(o->matmul_bwd(k, dln, dfcw, dfcb, dfch, ln2, fcw, N, C, 4 * C));
+        GT_TRY(o->layernorm_bwd(k, dres, dln2w, dln2b, dln, res2, ln2w, ln2_mean, ln2_rstd, N,
+                                C));
+        /* dres now holds d(res2); res2 = residual + attproj, same trick */
+        GT_TRY(be->memset_zero(be, datty, NC * sizeof(float)));
+        GT_TRY(o->matmul_bwd(k, datty, dattprojw, dattprojb, dres, atty, attprojw, N, C, C));
+        GT_TRY(be->memset_zero(be, dqkv, 3 * NC * sizeof(float)));
+        GT_TRY(o->attention_bwd(k, dqkv, datty, qkv, att, B, T, C, NH));
+        GT_TRY(be->memset_zero(be, dln, NC * sizeof(float)));
+        GT_TRY(o->matmul_bwd(k, dln, dqkvw, dqkvb, dqkv, ln1, qkvw, N, C, 3 * C));
+        GT_TRY(o->layernorm_bwd(k, dres, dln1w, dln1b, dln, residual, ln1w, ln1_mean, ln1_rstd,
+                                N, C));
+        /* dres now holds d(residual), the gradient of this block's input */
+    }
+    GT_TRY(o->encoder_bwd(k, param(m, g, P_WTE), param(m, g, P_WPE), dres, m->act[A_TOKENS], B,
+                          T, C));
+    return GT_OK;
+}
+
+gt_status gt_gpt2_zero_grad(gt_gpt2 *m) {
+    return m->be->memset_zero(m->be, m->grads, m->num_params * sizeof(float));
+}
+
+gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out) {
+    double ss = 0.0;
+    GT_TRY(m->be->ops->sumsq(&m->k, m->grads, m->num_params, &ss));
+    *out = sqrt(ss);
+    return GT_OK;
+}
+
+static int decays(int i) {
+    return i == P_WTE || i == P_WPE || i == P_QKVW || i == P_ATTPROJW || i == P_FCW ||
+           i == P_FCPROJW;
+}
+
+gt_status gt_gpt2_update(gt_gpt2 *m, const gt_adamw_config *cfg, int t, double *grad_norm,
+                         float *lr_out) {
+    if (t < 1) return GT_ERR(GT_ERR_INVALID, "optimizer step must be >= 1, got %d", t);
+    double norm = 0.0;
+    GT_TRY(gt_gpt2_grad_norm(m, &norm));
+    if (!isfinite(norm))
+        return GT_ERR(GT_ERR_INVALID, "gradient norm is %g at step %d: training diverged "
+                                      "(lower --lr or enable --grad-clip)",
+                      norm, t);
+    float scale = gt_clip_scale(cfg, norm);
+    float lr = gt_lr_at(cfg, t - 1);
+    /* decaying and non-decaying tensors alternate in the layout; runs of
+     * equal decay are updated in one call */
+    int i = 0;
+    while (i < GT_GPT2_NUM_TENSORS) {
+        int j = i;
+        while (j + 1 < GT_GPT2_NUM_TENSORS && decays(j + 1) == decays(i)) j++;
+        size_t off = m->offsets[i], n = m->offsets[j] + m->sizes[j] - off;
+        float wd = decays(i) ? cfg->weight_decay : 0.0f;
+        GT_TRY(m->be->ops->adamw(&m->k, m->params + off, m->grads + off, m->m + off, m->v + off,
+                                 n, lr, cfg->beta1, cfg->beta2, cfg->eps, wd, scale, t));
+        i = j + 1;
+    }
+    if (grad_norm) *grad_norm = norm;
+    if (lr_out) *lr_out = lr;
+    return GT_OK;
+}
+
+gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst) {
+    return m->be->copy_to_host(m->be, dst, m->params, m->num_params * sizeof(float));
+}
+
+gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst) {
+    return m->be->copy_to_host(m->be, dst, m->grads, m->num_params * sizeof(float));
+}
+
+double gt_gpt2_flops_per_token(const gt_gpt2 *m, int T) {
+    const gt_gpt2_config *c = &m->cfg;
+    return 6.0 * (double)m->num_params + 6.0 * c->num_layers * (double)c->channels * T;
+}

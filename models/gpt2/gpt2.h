@@ -1,0 +1,117 @@
+/* GPT-2 (the Hugging Face GPT2LMHeadModel architecture) on the engine's op
+ * table: pre-LN blocks, LayerNorm eps 1e-5, tanh GELU, learned position
+ * embedding, token embedding tied to the output head, attention scale
+ * 1/sqrt(head_dim).
+ *
+ * Parameters, gradients and AdamW state each live in one contiguous buffer
+ * carved from a size table in llm.c's order (so llm.c model files load with
+ * one copy):
+ *   wte (Vp,C) wpe (maxT,C) ln1w (L,C) ln1b (L,C) qkvw (L,3C,C) qkvb (L,3C)
+ *   attprojw (L,C,C) attprojb (L,C) ln2w (L,C) ln2b (L,C) fcw (L,4C,C)
+ *   fcb (L,4C) fcprojw (L,C,4C) fcprojb (L,C) lnfw (C) lnfb (C)
+ * Rows V..Vp-1 of wte are padding: they are initialised to zero, never reach
+ * the loss, and their gradient is zero.
+ */
+#ifndef GT_GPT2_H
+#define GT_GPT2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/alloc.h"
+#include "engine/backend.h"
+#include "engine/optim.h"
+#include "engine/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gt_gpt2_config {
+    int max_seq_len;       /* maxT: rows of wpe */
+    int vocab_size;        /* V */
+    int padded_vocab_size; /* Vp >= V */
+    int num_layers;        /* L */
+    int num_heads;         /* NH; C % NH == 0 */
+    int channels;          /* C */
+} gt_gpt2_config;
+
+/* "gpt2-tiny" (L2 H2 C64 T64 V256), "gpt2-small" (L4 H4 C256 T256 V256),
+ * "gpt2-124m" (L12 H12 C768 T1024 V50257 Vp50304). GT_ERR_INVALID names the
+ * presets when `name` is unknown. */
+gt_status gt_gpt2_preset(const char *name, gt_gpt2_config *out);
+/* Checks every field and their relations; the message names the field. */
+gt_status gt_gpt2_config_check(const gt_gpt2_config *c);
+
+enum { GT_GPT2_NUM_TENSORS = 16 };
+
+typedef struct gt_gpt2 gt_gpt2;
+
+/* Allocates parameters, gradients and optimizer state on `be` (borrowed; must
+ * outlive the model) for at most B sequences of at most T tokens per
+ * forward. Parameters are uninitialised until gt_gpt2_init_random or
+ * gt_gpt2_load_llmc. */
+gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, gt_gpt2 **out);
+void gt_gpt2_free(gt_gpt2 *m);
+
+const gt_gpt2_config *gt_gpt2_get_config(const gt_gpt2 *m);
+size_t gt_gpt2_num_params(const gt_gpt2 *m);
+/* Name and element count of parameter tensor i < GT_GPT2_NUM_TENSORS. */
+const char *gt_gpt2_tensor_name(int i);
+size_t gt_gpt2_tensor_size(const gt_gpt2 *m, int i);
+
+/* GPT-2 initialisation: weights N(0, 0.02); attprojw and fcprojw (the
+ * residual output projections) N(0, 0.02/sqrt(2L)); biases 0; LayerNorm
+ * weights 1. Values come from Philox (seed, stream = tensor index * 2^16 +
+ * layer, index = element in the layer's slice): the same on any thread or
+ * rank count. */
+gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed);
+
+/* Reads llm.c's model file (magic 20240326, version 3: fp32, 256 int32
+ * header: magic, version, maxT, V, L, NH, C, Vp). The file's config must
+ * equal the model's (GT_ERR_MISMATCH names the field). */
+gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path);
+/* Reads just the config of an llm.c model file. */
+gt_status gt_gpt2_read_llmc_config(const char *path, gt_gpt2_config *out);
+
+/* Forward pass on host token arrays inputs (B,T), targets (B,T) (may be
+ * NULL: no loss). B, T at most what the model was created for. When targets
+ * are given, *mean_loss receives the mean over B*T tokens. */
+gt_status gt_gpt2_forward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targets, int B,
+                          int T, float *mean_loss);
+
+/* Forward, loss and backward in one call: ACCUMULATES parameter gradients of
+ * dloss * sum of per-token losses (dloss = 1/(B*T) for the mean loss of this
+ * batch; the caller passes 1/(global tokens) under data parallelism).
+ * *mean_loss as in gt_gpt2_forward. */
+gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targets,
+                                   int B, int T, float dloss, float *mean_loss);
+
+gt_status gt_gpt2_zero_grad(gt_gpt2 *m);
+
+/* Global L2 norm of the gradients (fp64, fixed reduction order). */
+gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out);
+
+/* One AdamW step (1-based step t): lr from gt_lr_at(cfg, t-1), clipping by
+ * the global norm, weight decay on wte, wpe and the four weight matrices
+ * only. Returns the norm before clipping and the lr used when not NULL. */
+gt_status gt_gpt2_update(gt_gpt2 *m, const gt_adamw_config *cfg, int t, double *grad_norm,
+                         float *lr);
+
+/* Host copies: parameters (num_params fp32) into dst. */
+gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst);
+gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst);
+
+/* Model FLOPs per token for one training step (forward + backward):
+ * 6 * num_params + 6 * L * C * T (causal attention scores and values:
+ * 2 matmuls of T*C per token and layer, x3 for backward, halved by the
+ * mask). The convention llm.c and nanoGPT's MFU use. */
+double gt_gpt2_flops_per_token(const gt_gpt2 *m, int T);
+
+/* Bytes of backend memory the model holds (params, grads, state, activations). */
+size_t gt_gpt2_memory_bytes(const gt_gpt2 *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

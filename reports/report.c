@@ -1,0 +1,350 @@
+/* JSON report writer (schema: docs/report-schema.md). */
+#define _GNU_SOURCE
+#include "reports/report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/rng.h"
+#include "engine/timer.h"
+
+struct gt_result {
+    json_t *obj; /* borrowed from the report's results array */
+};
+
+struct gt_report {
+    char *path;
+    json_t *root;
+    json_t *results;
+    gt_result **res;
+    size_t n_res, cap_res;
+};
+
+static const char *const g_status_names[GT_RESULT_STATUS_COUNT] = {"pass", "fail", "skip",
+                                                                   "error"};
+
+const char *gt_report_jansson_version(void) { return JANSSON_VERSION; }
+
+const char *gt_result_status_name(gt_result_status s) {
+    return (s >= 0 && s < GT_RESULT_STATUS_COUNT) ? g_status_names[s] : "error";
+}
+
+static void iso_time(double t, char *buf, size_t len) {
+    time_t secs = (time_t)t;
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+gt_status gt_report_new(const char *path, int argc, char **argv, gt_report **out) {
+    *out = NULL;
+    gt_report *r = calloc(1, sizeof *r);
+    if (!r) return GT_ERR(GT_ERR_OOM, "no memory for the report");
+    r->path = path ? strdup(path) : NULL;
+    r->root = json_object();
+    r->results = json_array();
+    json_object_set_new(r->root, "schema_version", json_integer(GT_REPORT_SCHEMA_VERSION));
+    json_t *run = json_object();
+    double now = gt_wall_time();
+    char id[64], ts[32];
+    iso_time(now, ts, sizeof ts);
+    /* unique enough across hosts and runs, and sortable by time */
+    snprintf(id, sizeof id, "%s-%08x", ts,
+             gt_rng_u32((uint64_t)getpid(), (uint64_t)(now * 1e6), 0));
+    json_object_set_new(run, "id", json_string(id));
+    json_object_set_new(run, "start", json_string(ts));
+    json_object_set_new(run, "start_unix", json_real(now));
+    json_t *cmd = json_array();
+    for (int i = 0; i < argc; i++) json_array_append_new(cmd, json_string(argv[i]));
+    json_object_set_new(run, "command_line", cmd);
+    json_object_set_new(r->root, "run", run);
+    json_object_set_new(r->root, "env", json_object());
+    json_object_set_new(r->root, "results", r->results); /* the root holds the reference */
+    *out = r;
+    return GT_OK;
+}
+
+void gt_report_free(gt_report *r) {
+    if (!r) return;
+    for (size_t i = 0; i < r->n_res; i++) free(r->res[i]);
+    free(r->res);
+    json_decref(r->root);
+    free(r->path);
+    free(r);
+}
+
+static json_t *str_or_null(const char *s) { return (s && s[0]) ? json_string(s) : json_null(); }
+
+void gt_report_set_env(gt_report *r, const gt_env *e, const gt_peaks *peaks) {
+    json_t *env = json_object();
+    json_object_set_new(env, "host", json_string(e->host));
+    json_object_set_new(env, "os", json_string(e->os));
+    json_t *cpu = json_object();
+    json_object_set_new(cpu, "model", json_string(e->cpu_model));
+    json_object_set_new(cpu, "logical", json_integer(e->cpu_logical));
+    json_object_set_new(cpu, "physical", json_integer(e->cpu_physical));
+    json_object_set_new(cpu, "sockets", json_integer(e->cpu_sockets));
+    json_object_set_new(env, "cpu", cpu);
+    json_object_set_new(env, "memory_gib", json_real(e->mem_total_gib));
+    json_object_set_new(env, "gpus", json_array());
+    json_t *sw = json_object();
+    json_object_set_new(sw, "gauntlet", json_string(e->gauntlet_version));
+    json_object_set_new(sw, "compiler", json_string(e->compiler));
+    json_object_set_new(sw, "build_type", json_string(e->build_type));
+    json_object_set_new(sw, "blas", json_string(e->blas));
+    json_object_set_new(sw, "openmp", json_string(e->openmp));
+    json_object_set_new(sw, "jansson", json_string(JANSSON_VERSION));
+    json_object_set_new(sw, "mpi", json_string(e->mpi));
+    json_object_set_new(sw, "hwloc", json_string(e->hwloc));
+    json_object_set_new(sw, "cuda", json_string(e->cuda));
+    json_object_set_new(env, "software", sw);
+    json_object_set_new(env, "topology_digest", str_or_null(e->topology_digest));
+    json_object_set_new(env, "topology_xml", str_or_null(e->topology_xml));
+    json_t *vars = json_object();
+    for (int i = 0; i < e->n_vars; i++) {
+        const char *eq = strchr(e->vars[i], '=');
+        if (!eq) continue;
+        char key[128];
+        size_t kl = (size_t)(eq - e->vars[i]);
+        if (kl >= sizeof key) kl = sizeof key - 1;
+        memcpy(key, e->vars[i], kl);
+        key[kl] = '\0';
+        json_object_set_new(vars, key, json_string(eq + 1));
+    }
+    json_object_set_new(env, "variables", vars);
+    if (peaks) {
+        json_t *p = json_object();
+        json_object_set_new(p, "fma_gflops", json_real(peaks->fma_gflops));
+        json_object_set_new(p, "sgemm_gflops", json_real(peaks->sgemm_gflops));
+        json_object_set_new(p, "sgemm_n", json_integer(peaks->sgemm_n));
+        json_object_set_new(env, "peaks", p);
+    }
+    json_object_set_new(r->root, "env", env);
+    json_object_set_new(json_object_get(r->root, "run"), "git_revision",
+                        json_string(e->git_revision));
+}
+
+gt_result *gt_report_add_result(gt_report *r, const char *suite, const char *case_name,
+                                const char *topology, const char *backend) {
+    if (r->n_res == r->cap_res) {
+        size_t cap = r->cap_res ? 2 * r->cap_res : 16;
+        gt_result **n = realloc(r->res, cap * sizeof *n);
+        if (!n) return NULL;
+        r->res = n;
+        r->cap_res = cap;
+    }
+    gt_result *res = calloc(1, sizeof *res);
+    if (!res) return NULL;
+    json_t *o = json_object();
+    json_object_set_new(o, "suite", json_string(suite));
+    json_object_set_new(o, "case", json_string(case_name));
+    json_object_set_new(o, "topology", json_string(topology));
+    json_object_set_new(o, "backend", json_string(backend));
+    json_object_set_new(o, "status", json_string("pass"));
+    json_object_set_new(o, "params", json_object());
+    json_object_set_new(o, "checks", json_array());
+    json_object_set_new(o, "metrics", json_object());
+    json_array_append_new(r->results, o);
+    res->obj = o;
+    r->res[r->n_res++] = res;
+    return res;
+}
+
+void gt_result_set_status(gt_result *res, gt_result_status s, const char *message) {
+    json_object_set_new(res->obj, "status", json_string(gt_result_status_name(s)));
+    if (message) json_object_set_new(res->obj, "message", json_string(message));
+}
+
+gt_result_status gt_result_get_status(const gt_result *res) {
+    const char *s = json_string_value(json_object_get(res->obj, "status"));
+    for (int i = 0; i < GT_RESULT_STATUS_COUNT; i++)
+        if (s && strcmp(s, g_status_names[i]) == 0) return (gt_result_status)i;
+    return GT_RESULT_ERROR;
+}
+
+void gt_result_param_str(gt_result *res, const char *key, const char *value) {
+    json_object_set_new(json_object_get(res->obj, "params"), key, json_string(value));
+}
+void gt_result_param_int(gt_result *res, const char *key, long long value) {
+    json_object_set_new(json_object_get(res->obj, "params"), key, json_integer(value));
+}
+
+/* JSON has no NaN or Inf: they are written as null (and a check that saw
+ * one has already failed). */
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+void gt_result_param_num(gt_result *res, const char *key, double value) {
+    json_object_set_new(json_object_get(res->obj, "params"), key, num(value));
+}
+
+void gt_result_check(gt_result *res, const char *name, int passed, double value, double limit,
+                     const char *detail) {
+    json_t *c = json_object();
+    json_object_set_new(c, "name", json_string(name));
+    json_object_set_new(c, "passed", json_boolean(passed));
+    json_object_set_new(c, "value", num(value));
+    json_object_set_new(c, "limit", num(limit));
+    if (detail) json_object_set_new(c, "detail", json_string(detail));
+    json_array_append_new(json_object_get(res->obj, "checks"), c);
+    if (!passed && gt_result_get_status(res) == GT_RESULT_PASS)
+        gt_result_set_status(res, GT_RESULT_FAIL, NULL);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void gt_result_metric(gt_result *res, const char *name, const char *unit, int higher_better,
+                      double value, const double *samples, size_t n) {
+    json_t *m = json_object();
+    json_object_set_new(m, "value", num(value));
+    json_object_set_new(m, "unit", json_string(unit));
+    json_object_set_new(m, "better", json_string(higher_better ? "higher" : "lower"));
+    if (samples && n > 0) {
+        double *sorted = malloc(n * sizeof *sorted);
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++) json_array_append_new(arr, num(samples[i]));
+        json_object_set_new(m, "samples", arr);
+        if (sorted) {
+            memcpy(sorted, samples, n * sizeof *sorted);
+            qsort(sorted, n, sizeof *sorted, cmp_double);
+            double med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+            json_object_set_new(m, "min", num(sorted[0]));
+            json_object_set_new(m, "median", num(med));
+            json_object_set_new(m, "max", num(sorted[n - 1]));
+            free(sorted);
+        }
+        json_object_set_new(m, "n", json_integer((json_int_t)n));
+    } else {
+        json_object_set_new(m, "n", json_integer(1));
+    }
+    json_object_set_new(json_object_get(res->obj, "metrics"), name, m);
+}
+
+void gt_result_series(gt_result *res, const char *name, const double *values, size_t n) {
+    json_t *series = json_object_get(res->obj, "series");
+    if (!series) {
+        series = json_object();
+        json_object_set_new(res->obj, "series", series);
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(arr, num(values[i]));
+    json_object_set_new(series, name, arr);
+}
+
+void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stats *st) {
+    json_t *a = json_object();
+    json_object_set_new(a, "in_use_bytes", json_integer((json_int_t)st->in_use));
+    json_object_set_new(a, "reserved_bytes", json_integer((json_int_t)st->reserved));
+    json_object_set_new(a, "peak_in_use_bytes", json_integer((json_int_t)st->peak_in_use));
+    json_object_set_new(a, "peak_reserved_bytes", json_integer((json_int_t)st->peak_reserved));
+    json_object_set_new(a, "largest_free_bytes", json_integer((json_int_t)st->largest_free));
+    json_object_set_new(a, "fragmentation", num(st->fragmentation));
+    json_object_set_new(a, "requests", json_integer((json_int_t)st->n_requests));
+    json_object_set_new(a, "cache_hits", json_integer((json_int_t)st->n_cache_hits));
+    json_object_set_new(a, "raw_allocs", json_integer((json_int_t)st->n_raw_allocs));
+    json_object_set_new(a, "raw_frees", json_integer((json_int_t)st->n_raw_frees));
+    json_t *mem = json_object_get(res->obj, "memory");
+    if (!mem) {
+        mem = json_object();
+        json_object_set_new(res->obj, "memory", mem);
+    }
+    json_object_set_new(mem, name, a);
+}
+
+void gt_report_counts(const gt_report *r, int counts[GT_RESULT_STATUS_COUNT]) {
+    memset(counts, 0, GT_RESULT_STATUS_COUNT * sizeof counts[0]);
+    for (size_t i = 0; i < r->n_res; i++) counts[gt_result_get_status(r->res[i])]++;
+}
+
+static gt_status write_atomic(const char *path, const char *text) {
+    size_t len = strlen(text);
+    char *tmp = malloc(strlen(path) + 32);
+    if (!tmp) return GT_ERR(GT_ERR_OOM, "no memory");
+    sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        gt_status s = GT_ERR(GT_ERR_IO,
+                             "cannot write report '%s': %s (creating '%s'; choose a writable "
+                             "--report path)",
+                             path, strerror(errno), tmp);
+        free(tmp);
+        return s;
+    }
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, text + done, len - done);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            gt_status s = GT_ERR(GT_ERR_IO, "cannot write report '%s': %s; the previous file "
+                                            "is intact",
+                                 path, strerror(errno));
+            close(fd);
+            unlink(tmp);
+            free(tmp);
+            return s;
+        }
+        done += (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        gt_status s = GT_ERR(GT_ERR_IO, "cannot flush report '%s': %s; the previous file is "
+                                        "intact",
+                             path, strerror(errno));
+        unlink(tmp);
+        free(tmp);
+        return s;
+    }
+    if (rename(tmp, path) != 0) {
+        gt_status s = GT_ERR(GT_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path,
+                             strerror(errno));
+        unlink(tmp);
+        free(tmp);
+        return s;
+    }
+    free(tmp);
+    /* the rename is durable only once the directory is synced */
+    char *dup = strdup(path);
+    if (dup) {
+        int dfd = open(dirname(dup), O_RDONLY | O_DIRECTORY);
+        if (dfd >= 0) {
+            fsync(dfd);
+            close(dfd);
+        }
+        free(dup);
+    }
+    return GT_OK;
+}
+
+gt_status gt_report_write(gt_report *r) {
+    int counts[GT_RESULT_STATUS_COUNT];
+    gt_report_counts(r, counts);
+    json_t *summary = json_object();
+    json_object_set_new(summary, "total", json_integer((json_int_t)r->n_res));
+    for (int i = 0; i < GT_RESULT_STATUS_COUNT; i++)
+        json_object_set_new(summary, g_status_names[i], json_integer(counts[i]));
+    json_object_set_new(summary, "ok", json_boolean(counts[GT_RESULT_FAIL] == 0 &&
+                                                    counts[GT_RESULT_ERROR] == 0));
+    json_object_set_new(r->root, "summary", summary);
+    json_t *run = json_object_get(r->root, "run");
+    double now = gt_wall_time();
+    char ts[32];
+    iso_time(now, ts, sizeof ts);
+    json_object_set_new(run, "end", json_string(ts));
+    json_object_set_new(run, "end_unix", json_real(now));
+    if (!r->path) return GT_OK;
+    char *text = json_dumps(r->root, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    if (!text) return GT_ERR(GT_ERR_OOM, "cannot serialise the report");
+    gt_status s = write_atomic(r->path, text);
+    free(text);
+    return s;
+}

@@ -1,0 +1,87 @@
+/* The run report: one JSON document per run (docs/report-schema.md).
+ * This module is the only code that includes jansson.
+ *
+ * The report is built incrementally: open it at the start of a run, add a
+ * result per case as it finishes, and call gt_report_write after each one.
+ * Every write replaces the file atomically (temporary file in the same
+ * directory, fsync, rename), so a run that dies leaves the last complete
+ * report, never a torn one; a destination that cannot be written is an
+ * error that leaves the previous file intact.
+ */
+#ifndef GT_REPORT_H
+#define GT_REPORT_H
+
+#include <stddef.h>
+
+#include "engine/alloc.h"
+#include "engine/env.h"
+#include "engine/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GT_REPORT_SCHEMA_VERSION 1
+
+typedef enum gt_result_status {
+    GT_RESULT_PASS = 0,
+    GT_RESULT_FAIL,
+    GT_RESULT_SKIP,
+    GT_RESULT_ERROR,
+    GT_RESULT_STATUS_COUNT
+} gt_result_status;
+
+const char *gt_result_status_name(gt_result_status s); /* "pass", "fail", "skip", "error" */
+/* The jansson version this build uses (for `gauntlet env`). */
+const char *gt_report_jansson_version(void);
+
+typedef struct gt_report gt_report;
+typedef struct gt_result gt_result;
+
+/* Starts a report for the command line argv (copied); path may be NULL
+ * (nothing is written). */
+gt_status gt_report_new(const char *path, int argc, char **argv, gt_report **out);
+void gt_report_free(gt_report *r);
+
+/* Records the environment fingerprint (and measured peaks when not NULL). */
+void gt_report_set_env(gt_report *r, const gt_env *env, const gt_peaks *peaks);
+
+/* A new result (owned by the report). status starts as pass; a failed check
+ * turns it to fail. */
+gt_result *gt_report_add_result(gt_report *r, const char *suite, const char *case_name,
+                                const char *topology, const char *backend);
+void gt_result_set_status(gt_result *res, gt_result_status s, const char *message);
+gt_result_status gt_result_get_status(const gt_result *res);
+
+/* Parameters that identify the case (compare matches on them). */
+void gt_result_param_str(gt_result *res, const char *key, const char *value);
+void gt_result_param_int(gt_result *res, const char *key, long long value);
+void gt_result_param_num(gt_result *res, const char *key, double value);
+
+/* A pass/fail check with the measured value and its limit; `passed` decides.
+ * detail may be NULL. */
+void gt_result_check(gt_result *res, const char *name, int passed, double value, double limit,
+                     const char *detail);
+
+/* A metric: unit ("tokens/s"), direction (higher_better 1 or 0), the value
+ * reported (usually the median) and the samples it came from (may be NULL/0).
+ * min/median/max/n are derived from the samples. */
+void gt_result_metric(gt_result *res, const char *name, const char *unit, int higher_better,
+                      double value, const double *samples, size_t n);
+
+/* A series (e.g. the loss of every step), stored at full precision. */
+void gt_result_series(gt_result *res, const char *name, const double *values, size_t n);
+
+/* Allocator statistics of the case. */
+void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stats *st);
+
+/* Writes the report now (summary recomputed, end time = now). */
+gt_status gt_report_write(gt_report *r);
+
+/* Counts by status, for the exit code. */
+void gt_report_counts(const gt_report *r, int counts[GT_RESULT_STATUS_COUNT]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
