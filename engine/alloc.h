@@ -7,6 +7,13 @@
  * Adjacent free blocks in a segment are merged; large requests get their own
  * segment. All sizes are rounded up to GT_ALLOC_ALIGN.
  *
+ * Sizing (engine/alloc.c): requests below 1 MiB are carved from 2 MiB
+ * segments; larger ones come from a separate pool whose new segments are the
+ * request rounded up to 512 KiB. Within a pool the free block chosen is the
+ * best fit (smallest that fits, lowest address on ties), split to the
+ * request. When the raw allocator fails, every completely free segment is
+ * released and the raw allocation retried once.
+ *
  * Statistics (gt_alloc_stats) are exact at any time:
  *   in_use        bytes in blocks handed out and not yet freed (rounded sizes)
  *   reserved      bytes held from the raw allocator (all segments)

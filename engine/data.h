@@ -21,9 +21,9 @@ extern "C" {
 typedef struct gt_tokens {
     int32_t *tokens;    /* owned, n values in [0, vocab) */
     int64_t n;
-    int vocab;          /* vocabulary size the file declares (llm.c files: max token + 1 or 50257) */
+    int vocab;          /* vocabulary size the file declares (llm.c: max(50257, largest + 1)) */
     double entropy;     /* source entropy rate in nats/token; < 0 when unknown */
-    char format[16];    /* "gauntlet" or "llmc" */
+    char format[16];    /* "gauntlet", "llmc", "synth" or "bytes" */
 } gt_tokens;
 
 /* Reads either format (told apart by the magic). Errors name the file and
@@ -49,10 +49,35 @@ typedef struct gt_synth_config {
 } gt_synth_config;
 
 gt_synth_config gt_synth_defaults(void);
-/* Generates tokens (owned by out) and out->entropy. */
+/* Generates tokens (owned by out) and out->entropy. The first token is drawn
+ * from the stationary distribution, so the stream is stationary from the
+ * start. GT_ERR_INVALID for a bad config. */
 gt_status gt_synth_generate(const gt_synth_config *cfg, gt_tokens *out);
 
-/* Every byte of `path` becomes one token (vocabulary 256, entropy unknown). */
+/* The chain behind gt_synth_generate, exposed so that tests, reports and
+ * `gauntlet data synth` can inspect it. Row s lists the successors of state
+ * s and their probabilities (each row sums to 1). */
+typedef struct gt_markov {
+    int vocab;
+    int branch;
+    int32_t *next; /* (vocab, branch), owned */
+    double *prob;  /* (vocab, branch), owned */
+} gt_markov;
+
+/* Builds the chain of `cfg` (n_tokens is ignored). docs/formats.md says how. */
+gt_status gt_markov_build(const gt_synth_config *cfg, gt_markov *out);
+void gt_markov_release(gt_markov *m); /* accepts zeroed struct */
+/* Entropy rate in nats/token of any chain in this layout (rows must sum to 1,
+ * next[] in [0, vocab)). `pi` (vocab values, may be NULL) receives the
+ * stationary distribution. Power iteration on the lazy chain (P + I) / 2,
+ * which has the same stationary distribution and converges for periodic
+ * chains too, from the uniform start, until the L1 change is below 1e-12.
+ * GT_ERR_INVALID for a malformed chain, GT_ERR_MISMATCH when it does not
+ * converge in 10^6 iterations. */
+gt_status gt_markov_entropy(const gt_markov *m, double *nats_per_token, double *pi);
+
+/* Every byte of `path` becomes one token (vocabulary 256, entropy unknown,
+ * format "bytes"). gt_synth_generate sets format "synth". */
 gt_status gt_tokens_encode_bytes(const char *path, gt_tokens *out);
 
 /* The batch loader. Each call of gt_loader_next gives the inputs (B,T) and
@@ -66,7 +91,10 @@ gt_status gt_tokens_encode_bytes(const char *path, gt_tokens *out);
  *     [r*B, (r+1)*B) where B = Bg / R.
  *   GT_DATA_ORDER_SHUFFLED: sequence j of step k starts at a position drawn by
  *     Philox from (seed, stream 0x6c6f6164, k*Bg + j), uniform in [0, n-T-1).
- *     Depends only on the seed, never on the rank count. */
+ *     Depends only on the seed, never on the rank count. Exactly:
+ *     p = min(floor(gt_rng_uniform_f64(seed, 0x6c6f6164, k*Bg + j) * m), m-1)
+ *     with m = n-T-1; p = 0 when m = 0 (n = T+1).
+ *   In both, inputs are tokens [p, p+T) and targets [p+1, p+T+1). */
 typedef enum gt_data_order {
     GT_DATA_ORDER_SEQUENTIAL = 0,
     GT_DATA_ORDER_SHUFFLED,
@@ -94,7 +122,9 @@ gt_status gt_loader_new(const gt_tokens *tokens, const gt_loader_config *cfg, gt
 void gt_loader_free(gt_loader *l);
 /* inputs and targets: (B,T) int32 each, B = global_batch / nranks, host
  * memory owned by the loader, valid until the next call. `wait_ns`, when not
- * NULL, receives the time spent waiting for the prefetch thread. */
+ * NULL, receives the time spent waiting for the prefetch thread (prefetch 0:
+ * the time spent building the batch, which the step waits for just the same).
+ * The batches do not depend on `prefetch`. Not thread-safe: one caller. */
 gt_status gt_loader_next(gt_loader *l, const int32_t **inputs, const int32_t **targets,
                          uint64_t *wait_ns);
 /* The step the next call will produce. */

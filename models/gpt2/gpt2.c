@@ -615,6 +615,10 @@ gt_status gt_gpt2_update(gt_gpt2 *m, const gt_adamw_config *cfg, int t, double *
     return GT_OK;
 }
 
+gt_status gt_gpt2_set_params(gt_gpt2 *m, const float *src) {
+    return m->be->copy_to_device(m->be, m->params, src, m->num_params * sizeof(float));
+}
+
 gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst) {
     return m->be->copy_to_host(m->be, dst, m->params, m->num_params * sizeof(float));
 }

@@ -98,6 +98,9 @@ gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out);
 gt_status gt_gpt2_update(gt_gpt2 *m, const gt_adamw_config *cfg, int t, double *grad_norm,
                          float *lr);
 
+/* Replaces all parameters from a host array of num_params fp32. */
+gt_status gt_gpt2_set_params(gt_gpt2 *m, const float *src);
+
 /* Host copies: parameters (num_params fp32) into dst. */
 gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst);
 gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst);

@@ -1,0 +1,87 @@
+/* Backend creation by name, and the pieces shared by host-memory backends
+ * (ref, cpu): synchronous memcpy/memset copies and a caching allocator over
+ * the host raw allocator. */
+#include "engine/backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+gt_status gt_backend_new(const char *name, const gt_backend_config *cfg, gt_backend **out) {
+    if (!out) return GT_ERR(GT_ERR_INVALID, "gt_backend_new: out is NULL");
+    *out = NULL;
+    gt_backend_config def = {.threads = 0, .device = -1};
+    if (!cfg) cfg = &def;
+    if (!name) return GT_ERR(GT_ERR_INVALID, "backend name is NULL (valid: ref, cpu, cuda)");
+    if (strcmp(name, "ref") == 0) return gt_backend_ref_new(cfg, out);
+    if (strcmp(name, "cpu") == 0) return gt_backend_cpu_new(cfg, out);
+    if (strcmp(name, "cuda") == 0) return gt_backend_cuda_new(cfg, out);
+    return GT_ERR(GT_ERR_INVALID, "unknown backend '%s' (valid: ref, cpu, cuda)", name);
+}
+
+void gt_backend_free(gt_backend *be) {
+    if (!be) return;
+    if (be->destroy) be->destroy(be);
+    gt_allocator_free(be->alloc);
+    free(be);
+}
+
+gt_status gt_backend_alloc(gt_backend *be, size_t bytes, void **out) {
+    if (!be || !out) return GT_ERR(GT_ERR_INVALID, "gt_backend_alloc: NULL backend or out");
+    return gt_alloc(be->alloc, bytes, out);
+}
+
+void gt_backend_dealloc(gt_backend *be, void *p) {
+    if (!be || !p) return;
+    gt_dealloc(be->alloc, p);
+}
+
+static gt_status host_copy(gt_backend *be, void *dst, const void *src, size_t bytes) {
+    (void)be;
+    if (bytes == 0) return GT_OK;
+    if (!dst || !src) return GT_ERR(GT_ERR_INVALID, "copy of %zu bytes with a NULL pointer", bytes);
+    /* memmove: a copy within one buffer (checkpoint shuffles, views) may overlap. */
+    memmove(dst, src, bytes);
+    return GT_OK;
+}
+
+static gt_status host_memset_zero(gt_backend *be, void *dst, size_t bytes) {
+    (void)be;
+    if (bytes == 0) return GT_OK;
+    if (!dst) return GT_ERR(GT_ERR_INVALID, "memset of %zu bytes on NULL", bytes);
+    memset(dst, 0, bytes);
+    return GT_OK;
+}
+
+static gt_status host_synchronize(gt_backend *be) {
+    (void)be;
+    return GT_OK; /* host ops are synchronous */
+}
+
+static const char *host_describe(gt_backend *be) { return be->name; }
+
+static void host_destroy(gt_backend *be) {
+    free(be->impl);
+    be->impl = NULL;
+}
+
+gt_status gt_host_backend_init(gt_backend *be, const char *name, const gt_ops *ops) {
+    if (!be || !name || !ops)
+        return GT_ERR(GT_ERR_INVALID, "gt_host_backend_init: NULL backend, name or ops");
+    be->name = name;
+    be->device = GT_DEVICE_HOST;
+    be->threads = 1;
+    be->ops = ops;
+    be->copy_to_device = host_copy;
+    be->copy_to_host = host_copy;
+    be->copy_device = host_copy;
+    be->memset_zero = host_memset_zero;
+    be->synchronize = host_synchronize;
+    be->describe = host_describe;
+    be->destroy = host_destroy;
+    be->impl = NULL;
+    gt_raw_allocator raw = gt_raw_allocator_host();
+    be->alloc = NULL;
+    gt_status s = gt_allocator_new(&raw, &be->alloc);
+    if (s != GT_OK) return gt_error_wrap(s, "creating the %s backend's allocator", name);
+    return GT_OK;
+}

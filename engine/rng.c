@@ -1,0 +1,111 @@
+/* Philox4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as
+ * easy as 1, 2, 3", SC'11), bit-compatible with Random123's philox4x32_R(10)
+ * and with cuRAND's Philox4_32_10 core.
+ *
+ * How values are derived from a block (these are part of the determinism
+ * contract: a GPU kernel that initialises weights must do the same):
+ *
+ *   block(seed, stream, b) = philox(key = (seed_lo, seed_hi),
+ *                                   ctr = (b_lo, b_hi, stream_lo, stream_hi))
+ *   u32 i      word i % 4 of block(i / 4).
+ *   u64 i      words 2*(i%2) (low half) and 2*(i%2)+1 (high half) of
+ *              block(i / 2).
+ *   uniform i  k = u32(i) >> 8 (the top 24 bits); k * 2^-24, except that
+ *              k = 0 gives 2^-25 so the interval stays open (a later log()
+ *              never sees 0, and lo + (hi-lo)*u never reaches hi).
+ *   uniform_f64 i  (u64(i) >> 11) * 2^-53, in [0, 1).
+ *   normal i   Box-Muller on block(i / 2) in fp64:
+ *                u1 = ((w0 | w1 << 32) >> 11) + 1) * 2^-53   in (0, 1]
+ *                u2 =  (w2 | w3 << 32) >> 11)      * 2^-53   in [0, 1)
+ *                r = sqrt(-2 ln u1), theta = 2 pi u2
+ *              even i: r cos(theta), odd i: r sin(theta), rounded to fp32.
+ *              Both halves of the pair are used, and 53-bit uniforms keep
+ *              the tail honest out to about 8.6 sigma.
+ *
+ * A value depends on nothing but (seed, stream, index): filling a range in
+ * pieces, on any number of threads or ranks, gives the same bits.
+ */
+#include "engine/rng.h"
+
+#include <math.h>
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+void gt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+    uint32_t k0 = key[0], k1 = key[1];
+    for (int r = 0; r < 10; r++) {
+        if (r > 0) {
+            k0 += PHILOX_W0;
+            k1 += PHILOX_W1;
+        }
+        uint64_t p0 = (uint64_t)PHILOX_M0 * c0;
+        uint64_t p1 = (uint64_t)PHILOX_M1 * c2;
+        uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+        uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+static void block(uint64_t seed, uint64_t stream, uint64_t b, uint32_t out[4]) {
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    const uint32_t ctr[4] = {(uint32_t)b, (uint32_t)(b >> 32), (uint32_t)stream,
+                             (uint32_t)(stream >> 32)};
+    gt_philox4x32_10(ctr, key, out);
+}
+
+uint32_t gt_rng_u32(uint64_t seed, uint64_t stream, uint64_t index) {
+    uint32_t w[4];
+    block(seed, stream, index / 4, w);
+    return w[index % 4];
+}
+
+uint64_t gt_rng_u64(uint64_t seed, uint64_t stream, uint64_t index) {
+    uint32_t w[4];
+    block(seed, stream, index / 2, w);
+    unsigned h = (unsigned)(index % 2) * 2;
+    return (uint64_t)w[h] | (uint64_t)w[h + 1] << 32;
+}
+
+float gt_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index) {
+    uint32_t k = gt_rng_u32(seed, stream, index) >> 8;
+    return k ? (float)k * 0x1p-24f : 0x1p-25f;
+}
+
+double gt_rng_uniform_f64(uint64_t seed, uint64_t stream, uint64_t index) {
+    return (double)(gt_rng_u64(seed, stream, index) >> 11) * 0x1p-53;
+}
+
+float gt_rng_normal(uint64_t seed, uint64_t stream, uint64_t index) {
+    uint32_t w[4];
+    block(seed, stream, index / 2, w);
+    uint64_t a = (uint64_t)w[0] | (uint64_t)w[1] << 32;
+    uint64_t b = (uint64_t)w[2] | (uint64_t)w[3] << 32;
+    double u1 = (double)((a >> 11) + 1) * 0x1p-53;
+    double u2 = (double)(b >> 11) * 0x1p-53;
+    double r = sqrt(-2.0 * log(u1));
+    double theta = 6.283185307179586476925286766559 * u2;
+    return (float)(index % 2 ? r * sin(theta) : r * cos(theta));
+}
+
+void gt_rng_fill_normal(float *dst, size_t n, float mean, float std, uint64_t seed,
+                        uint64_t stream, uint64_t offset) {
+    for (size_t i = 0; i < n; i++)
+        dst[i] = gt_rng_normal(seed, stream, offset + i) * std + mean;
+}
+
+void gt_rng_fill_uniform(float *dst, size_t n, float lo, float hi, uint64_t seed,
+                         uint64_t stream, uint64_t offset) {
+    for (size_t i = 0; i < n; i++)
+        dst[i] = lo + (hi - lo) * gt_rng_uniform(seed, stream, offset + i);
+}

@@ -1,0 +1,251 @@
+/* The cuda backend: one device, one stream, one cuBLASLt handle, and the
+ * caching allocator over cudaMalloc/cudaFree. Also the op table gt_ops_cuda.
+ *
+ * Every op and copy is queued on the backend's stream, so the device work
+ * of one backend is totally ordered; copies (and sumsq) wait for the stream
+ * before returning, as engine/backend.h asks. The stream is a blocking one
+ * (cudaStreamCreate): it also orders with work others put on the legacy
+ * default stream.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/ops_cuda.h"
+
+/* cuBLASLt workspace: enough for the split-K and stream-K algorithms of
+ * GPT-2-sized GEMMs on Hopper (llm.c uses the same). */
+#define GT_CUDA_LT_WORKSPACE_BYTES ((size_t)32 << 20)
+
+extern "C" const gt_ops gt_ops_cuda = {
+    .encoder_fwd = gt_cuda_encoder_fwd,
+    .encoder_bwd = gt_cuda_encoder_bwd,
+    .layernorm_fwd = gt_cuda_layernorm_fwd,
+    .layernorm_bwd = gt_cuda_layernorm_bwd,
+#if GT_HAVE_CUBLAS
+    .matmul_fwd = gt_cuda_matmul_fwd,
+    .matmul_bwd = gt_cuda_matmul_bwd,
+#else
+    .matmul_fwd = NULL,
+    .matmul_bwd = NULL,
+#endif
+    .attention_fwd = gt_cuda_attention_fwd,
+    .attention_bwd = gt_cuda_attention_bwd,
+    .gelu_fwd = gt_cuda_gelu_fwd,
+    .gelu_bwd = gt_cuda_gelu_bwd,
+    .residual_fwd = gt_cuda_residual_fwd,
+    .residual_bwd = gt_cuda_residual_bwd,
+    .classifier_fwd = gt_cuda_classifier_fwd,
+    .classifier_bwd = gt_cuda_classifier_bwd,
+    .adamw = gt_cuda_adamw,
+    .sumsq = gt_cuda_sumsq,
+};
+
+static gt_cuda_impl *impl_of(gt_backend *be) {
+    return (gt_cuda_impl *)be->impl;
+}
+
+gt_status gt_cuda_begin(const gt_kctx *k, const char *op, gt_cuda_impl **out) {
+    if (!k || !k->be || k->be->device != GT_DEVICE_CUDA || !k->be->impl)
+        return GT_ERR(GT_ERR_INVALID, "cuda %s: the context is not a cuda backend's", op);
+    if (k->dt != GT_DTYPE_FP32 && k->dt != GT_DTYPE_BF16)
+        return GT_ERR(GT_ERR_UNSUPPORTED, "cuda %s: dtype %s is not supported (fp32, bf16)", op,
+                      gt_dtype_name(k->dt));
+    gt_cuda_impl *im = impl_of(k->be);
+    int cur = -1;
+    GT_CUDA_TRY(cudaGetDevice(&cur));
+    if (cur != im->device) GT_CUDA_TRY(cudaSetDevice(im->device));
+    *out = im;
+    return GT_OK;
+}
+
+/* ---- raw allocator --------------------------------------------------------------- */
+/* ctx is the device ordinal (not the impl): gt_backend_free frees the
+ * allocator after destroy() has freed the impl. The device is made current
+ * because the data loader thread allocates too. */
+
+static void *raw_cuda_alloc(void *ctx, size_t bytes) {
+    int dev = (int)(intptr_t)ctx;
+    if (cudaSetDevice(dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
+        (void)cudaGetLastError(); /* OOM is not sticky: clear it for the next call */
+        return NULL;
+    }
+    return p; /* cudaMalloc aligns to at least 256 bytes */
+}
+
+static void raw_cuda_free(void *ctx, void *p, size_t bytes) {
+    (void)bytes;
+    int dev = (int)(intptr_t)ctx;
+    if (!p) return;
+    if (cudaSetDevice(dev) == cudaSuccess) (void)cudaFree(p);
+    (void)cudaGetLastError();
+}
+
+/* ---- the backend's functions -------------------------------------------------------- */
+
+static gt_status set_device(gt_cuda_impl *im) {
+    int cur = -1;
+    GT_CUDA_TRY(cudaGetDevice(&cur));
+    if (cur != im->device) GT_CUDA_TRY(cudaSetDevice(im->device));
+    return GT_OK;
+}
+
+static gt_status copy_sync(gt_backend *be, void *dst, const void *src, size_t bytes,
+                           cudaMemcpyKind kind) {
+    if (bytes == 0) return GT_OK;
+    gt_cuda_impl *im = impl_of(be);
+    GT_TRY(set_device(im));
+    GT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, im->stream));
+    GT_CUDA_TRY(cudaStreamSynchronize(im->stream));
+    return GT_OK;
+}
+
+static gt_status cuda_copy_to_device(gt_backend *be, void *dst, const void *src_host,
+                                     size_t bytes) {
+    return copy_sync(be, dst, src_host, bytes, cudaMemcpyHostToDevice);
+}
+
+static gt_status cuda_copy_to_host(gt_backend *be, void *dst_host, const void *src, size_t bytes) {
+    return copy_sync(be, dst_host, src, bytes, cudaMemcpyDeviceToHost);
+}
+
+static gt_status cuda_copy_device(gt_backend *be, void *dst, const void *src, size_t bytes) {
+    return copy_sync(be, dst, src, bytes, cudaMemcpyDeviceToDevice);
+}
+
+/* Queued on the stream like an op (not waited for): every later op, copy or
+ * synchronize of this backend sees the zeros. */
+static gt_status cuda_memset_zero(gt_backend *be, void *dst, size_t bytes) {
+    if (bytes == 0) return GT_OK;
+    gt_cuda_impl *im = impl_of(be);
+    GT_TRY(set_device(im));
+    GT_CUDA_TRY(cudaMemsetAsync(dst, 0, bytes, im->stream));
+    return GT_OK;
+}
+
+static gt_status cuda_synchronize(gt_backend *be) {
+    gt_cuda_impl *im = impl_of(be);
+    GT_TRY(set_device(im));
+    GT_CUDA_TRY(cudaStreamSynchronize(im->stream));
+    return GT_OK;
+}
+
+static const char *cuda_describe(gt_backend *be) {
+    return impl_of(be)->desc;
+}
+
+static void impl_free(gt_cuda_impl *im) {
+    if (!im) return;
+    if (cudaSetDevice(im->device) == cudaSuccess) {
+        if (im->stream) (void)cudaStreamSynchronize(im->stream);
+#if GT_HAVE_CUBLAS
+        if (im->lt) (void)cublasLtDestroy(im->lt);
+#endif
+        if (im->lt_workspace) (void)cudaFree(im->lt_workspace);
+        if (im->stream) (void)cudaStreamDestroy(im->stream);
+    }
+    (void)cudaGetLastError();
+    free(im);
+}
+
+static void cuda_destroy(gt_backend *be) {
+    impl_free(impl_of(be));
+    be->impl = NULL;
+}
+
+/* cfg->device < 0: the rank's local index from the launcher's environment
+ * (Open MPI, MPICH/Hydra, MVAPICH, Slurm, torchrun), modulo the device
+ * count; 0 when none is set. */
+static int local_rank_device(int count) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                       "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *s = getenv(vars[i]);
+        if (s && *s) {
+            char *end = NULL;
+            long r = strtol(s, &end, 10);
+            if (end && *end == '\0' && r >= 0) return (int)(r % count);
+        }
+    }
+    return 0;
+}
+
+static gt_status impl_init(gt_cuda_impl *im, int dev) {
+    im->device = dev;
+    GT_CUDA_TRY(cudaSetDevice(dev));
+    cudaDeviceProp prop;
+    GT_CUDA_TRY(cudaGetDeviceProperties(&prop, dev));
+    im->sm = prop.major * 10 + prop.minor;
+    im->num_sms = prop.multiProcessorCount;
+    int rt = 0;
+    GT_CUDA_TRY(cudaRuntimeGetVersion(&rt));
+    snprintf(im->desc, sizeof im->desc, "cuda: %.200s, sm_%d, CUDA runtime %d.%d", prop.name,
+             im->sm, rt / 1000, (rt % 1000) / 10);
+    GT_CUDA_TRY(cudaStreamCreate(&im->stream));
+#if GT_HAVE_CUBLAS
+    GT_CUBLAS_TRY(cublasLtCreate(&im->lt));
+    GT_CUDA_TRY(cudaMalloc(&im->lt_workspace, GT_CUDA_LT_WORKSPACE_BYTES));
+    im->lt_workspace_bytes = GT_CUDA_LT_WORKSPACE_BYTES;
+#endif
+    return GT_OK;
+}
+
+extern "C" gt_status gt_backend_cuda_new(const gt_backend_config *cfg, gt_backend **out) {
+    *out = NULL;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return GT_ERR(GT_ERR_UNSUPPORTED, "no usable GPU: cudaGetDeviceCount failed: %s (%s)",
+                      cudaGetErrorString(e), cudaGetErrorName(e));
+    }
+    if (count == 0) return GT_ERR(GT_ERR_UNSUPPORTED, "no usable GPU: no CUDA device found");
+    int dev = (cfg && cfg->device >= 0) ? cfg->device : local_rank_device(count);
+    if (dev >= count)
+        return GT_ERR(GT_ERR_INVALID, "cuda device %d requested, but only %d present", dev, count);
+
+    gt_cuda_impl *im = (gt_cuda_impl *)calloc(1, sizeof *im);
+    gt_backend *be = (gt_backend *)calloc(1, sizeof *be);
+    if (!im || !be) {
+        free(im);
+        free(be);
+        return GT_ERR(GT_ERR_OOM, "cuda backend: out of host memory");
+    }
+    gt_status s = impl_init(im, dev);
+    if (s != GT_OK) {
+        impl_free(im);
+        free(be);
+        return gt_error_wrap(s, "creating the cuda backend on device %d", dev);
+    }
+    gt_raw_allocator raw;
+    raw.name = "cuda";
+    raw.alloc = raw_cuda_alloc;
+    raw.free = raw_cuda_free;
+    raw.ctx = (void *)(intptr_t)dev;
+    s = gt_allocator_new(&raw, &be->alloc);
+    if (s != GT_OK) {
+        impl_free(im);
+        free(be);
+        return s;
+    }
+    be->name = "cuda";
+    be->device = GT_DEVICE_CUDA;
+    be->threads = 1;
+    be->ops = &gt_ops_cuda;
+    be->copy_to_device = cuda_copy_to_device;
+    be->copy_to_host = cuda_copy_to_host;
+    be->copy_device = cuda_copy_device;
+    be->memset_zero = cuda_memset_zero;
+    be->synchronize = cuda_synchronize;
+    be->describe = cuda_describe;
+    be->destroy = cuda_destroy;
+    be->impl = im;
+    *out = be;
+    return GT_OK;
+}

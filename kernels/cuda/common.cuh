@@ -1,0 +1,143 @@
+/* Shared by every CUDA file of the cuda backend: error macros, the backend's
+ * private state, per-call set-up, bf16/fp32 load/store helpers and
+ * deterministic warp reductions.
+ *
+ * Every kernel is a template over its storage type T, instantiated for
+ * float and __nv_bfloat16 only (compile time: CI builds on 2 cores).
+ * Arithmetic is always fp32 (fp64 for sumsq); bf16 is rounded to nearest
+ * even once, on store.
+ */
+#ifndef GT_CUDA_COMMON_CUH
+#define GT_CUDA_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gt_config.h"
+#if GT_HAVE_CUBLAS
+#include <cublasLt.h>
+#endif
+
+#include "engine/alloc.h"
+#include "engine/backend.h"
+#include "engine/status.h"
+#include "kernels/ops.h"
+
+/* Turns a failing CUDA runtime call into GT_ERR_DEVICE with the statement
+ * and CUDA's message. Only for functions returning gt_status. */
+#define GT_CUDA_TRY(stmt)                                                                          \
+    do {                                                                                           \
+        cudaError_t gt_cuda_e_ = (stmt);                                                           \
+        if (gt_cuda_e_ != cudaSuccess)                                                             \
+            return GT_ERR(GT_ERR_DEVICE, "%s failed: %s (%s)", #stmt,                              \
+                          cudaGetErrorString(gt_cuda_e_), cudaGetErrorName(gt_cuda_e_));           \
+    } while (0)
+
+/* After a <<<...>>> launch: configuration errors (bad grid, too much shared
+ * memory) are reported here; faults inside the kernel surface at the next
+ * synchronising call. */
+#define GT_CUDA_LAUNCHED(kernel_name)                                                              \
+    do {                                                                                           \
+        cudaError_t gt_cuda_e_ = cudaGetLastError();                                               \
+        if (gt_cuda_e_ != cudaSuccess)                                                             \
+            return GT_ERR(GT_ERR_DEVICE, "launch of %s failed: %s (%s)", (kernel_name),            \
+                          cudaGetErrorString(gt_cuda_e_), cudaGetErrorName(gt_cuda_e_));           \
+    } while (0)
+
+#if GT_HAVE_CUBLAS
+#define GT_CUBLAS_TRY(stmt)                                                                        \
+    do {                                                                                           \
+        cublasStatus_t gt_cublas_s_ = (stmt);                                                      \
+        if (gt_cublas_s_ != CUBLAS_STATUS_SUCCESS)                                                 \
+            return GT_ERR(GT_ERR_DEVICE, "%s failed: %s (%s)", #stmt,                              \
+                          cublasLtGetStatusString(gt_cublas_s_),                                   \
+                          cublasLtGetStatusName(gt_cublas_s_));                                    \
+    } while (0)
+#endif
+
+/* The cuda backend's impl (gt_backend.impl). */
+typedef struct gt_cuda_impl {
+    int device; /* ordinal */
+    int sm;     /* major * 10 + minor */
+    int num_sms;
+    cudaStream_t stream; /* every op and copy runs on it, in order */
+#if GT_HAVE_CUBLAS
+    cublasLtHandle_t lt;
+#endif
+    void *lt_workspace; /* cudaMalloc'd directly, not through the caching allocator */
+    size_t lt_workspace_bytes;
+    char desc[256];
+} gt_cuda_impl;
+
+/* Per-call set-up of every op: checks that k is a cuda context, that k->dt
+ * is fp32 or bf16 (GT_ERR_UNSUPPORTED naming `op` otherwise) and makes the
+ * backend's device current for the calling thread. */
+gt_status gt_cuda_begin(const gt_kctx *k, const char *op, gt_cuda_impl **out);
+
+/* Temporary device memory from the backend's caching allocator. Freeing
+ * right after queuing the kernels that use it is safe: all work runs on
+ * one stream, so a later user of the block is ordered after them. */
+static inline gt_status gt_cuda_scratch(const gt_kctx *k, size_t bytes, void **out) {
+    return gt_alloc(k->be->alloc, bytes, out);
+}
+static inline void gt_cuda_scratch_free(const gt_kctx *k, void *p) {
+    gt_dealloc(k->be->alloc, p);
+}
+
+/* Grid for a 1-D grid-stride loop over n elements. */
+static inline unsigned gt_cuda_grid_1d(size_t n, unsigned block) {
+    size_t g = (n + block - 1) / block;
+    const size_t max_grid = (size_t)1 << 20; /* grid-stride beyond this */
+    if (g > max_grid) g = max_grid;
+    if (g == 0) g = 1;
+    return (unsigned)g;
+}
+
+/* ---- storage <-> fp32 --------------------------------------------------------- */
+
+template <typename T> __device__ __forceinline__ float gt_ld(const T *p, size_t i);
+template <> __device__ __forceinline__ float gt_ld<float>(const float *p, size_t i) {
+    return p[i];
+}
+template <>
+__device__ __forceinline__ float gt_ld<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i) {
+    return __bfloat162float(p[i]);
+}
+
+template <typename T> __device__ __forceinline__ void gt_st(T *p, size_t i, float v);
+template <> __device__ __forceinline__ void gt_st<float>(float *p, size_t i, float v) {
+    p[i] = v;
+}
+template <>
+__device__ __forceinline__ void gt_st<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, float v) {
+    p[i] = __float2bfloat16_rn(v);
+}
+
+/* ---- deterministic reductions ------------------------------------------------- */
+/* xor butterflies: every lane ends with the same value (fp addition is
+ * commutative, so lane i and lane i^m compute the same sum at each step),
+ * and the order of operations is fixed by the lane numbers alone. */
+
+__device__ __forceinline__ float gt_warp_sum(float v) {
+    for (int m = 16; m > 0; m >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, m);
+    return v;
+}
+__device__ __forceinline__ double gt_warp_sum_d(double v) {
+    for (int m = 16; m > 0; m >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, m);
+    return v;
+}
+__device__ __forceinline__ float gt_warp_max(float v) {
+    for (int m = 16; m > 0; m >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));
+    return v;
+}
+
+/* Dispatch on k->dt for the launchers: `launch<T>(args...)`. */
+#define GT_CUDA_DISPATCH(dt, launch, ...)                                                          \
+    ((dt) == GT_DTYPE_BF16 ? launch<__nv_bfloat16>(__VA_ARGS__) : launch<float>(__VA_ARGS__))
+
+#endif

@@ -1,0 +1,189 @@
+/* LayerNorm over the last dimension, forward and backward.
+ *
+ * fwd: out(N,C) = (inp - mean) * rstd * weight(C) + bias(C), mean(N) and
+ *      rstd(N) saved (fp32). One warp per row, two passes (mean, then the
+ *      biased variance of the centred values: no cancellation).
+ * bwd: dinp(N,C) += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd
+ *      with dnorm = dout * weight: one warp per row.
+ *      dweight(C) += sum_rows dout * norm, dbias(C) += sum_rows dout: the
+ *      rows are cut into fixed chunks of LN_ROWS rows; one block per
+ *      (chunk, 32 columns) writes a partial per column, then one thread per
+ *      column sums the partials in chunk order and adds once into dweight,
+ *      dbias.
+ * Variants: fp32 and bf16 storage, fp32 arithmetic.
+ * Bound: memory bandwidth (fwd reads inp about twice from L1/L2 and DRAM
+ *      once; bwd reads dout and inp twice: row kernel and column kernel).
+ * Determinism: warp sums are xor butterflies in lane order; the column
+ *      partials depend only on N and LN_ROWS, never on the device.
+ */
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/ops_cuda.h"
+
+#define LN_WARPS 4  /* rows per block in the row kernels */
+#define LN_ROWS 64  /* rows per chunk of the dweight/dbias partials */
+#define LN_COLS_Y 8 /* threads per column in the partials kernel */
+
+template <typename T>
+__global__ void layernorm_fwd_kernel(T *out, float *mean, float *rstd, const T *__restrict__ inp,
+                                     const T *__restrict__ weight, const T *__restrict__ bias,
+                                     int N, int C, float eps) {
+    int row = blockIdx.x * LN_WARPS + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= N) return;
+    const T *x = inp + (size_t)row * C;
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32)
+        s += gt_ld(x, c);
+    float m = gt_warp_sum(s) / (float)C;
+    float v = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        float d = gt_ld(x, c) - m;
+        v += d * d;
+    }
+    float r = 1.0f / sqrtf(gt_warp_sum(v) / (float)C + eps);
+    T *o = out + (size_t)row * C;
+    for (int c = lane; c < C; c += 32)
+        gt_st(o, c, (gt_ld(x, c) - m) * r * gt_ld(weight, c) + gt_ld(bias, c));
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = r;
+    }
+}
+
+template <typename T>
+__global__ void layernorm_bwd_dinp_kernel(T *dinp, const T *__restrict__ dout,
+                                          const T *__restrict__ inp, const T *__restrict__ weight,
+                                          const float *__restrict__ mean,
+                                          const float *__restrict__ rstd, int N, int C) {
+    int row = blockIdx.x * LN_WARPS + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= N) return;
+    const T *x = inp + (size_t)row * C;
+    const T *dy = dout + (size_t)row * C;
+    float m = mean[row], r = rstd[row];
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        float norm = (gt_ld(x, c) - m) * r;
+        float dnorm = gt_ld(dy, c) * gt_ld(weight, c);
+        s1 += dnorm;
+        s2 += dnorm * norm;
+    }
+    float dnorm_mean = gt_warp_sum(s1) / (float)C;
+    float dnorm_norm_mean = gt_warp_sum(s2) / (float)C;
+    T *dx = dinp + (size_t)row * C;
+    for (int c = lane; c < C; c += 32) {
+        float norm = (gt_ld(x, c) - m) * r;
+        float dnorm = gt_ld(dy, c) * gt_ld(weight, c);
+        gt_st(dx, c, gt_ld(dx, c) + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * r);
+    }
+}
+
+/* grid (chunks, ceil(C/32)), block (32, LN_COLS_Y). */
+template <typename T>
+__global__ void layernorm_bwd_partials_kernel(float *pw, float *pb, const T *__restrict__ dout,
+                                              const T *__restrict__ inp,
+                                              const float *__restrict__ mean,
+                                              const float *__restrict__ rstd, int N, int C) {
+    __shared__ float sw[LN_COLS_Y][32], sb[LN_COLS_Y][32];
+    int chunk = blockIdx.x;
+    int c = blockIdx.y * 32 + threadIdx.x;
+    int r0 = chunk * LN_ROWS, r1 = min(r0 + LN_ROWS, N);
+    float aw = 0.0f, ab = 0.0f;
+    if (c < C) {
+        for (int r = r0 + threadIdx.y; r < r1; r += LN_COLS_Y) {
+            size_t i = (size_t)r * C + c;
+            float dy = gt_ld(dout, i);
+            aw += dy * ((gt_ld(inp, i) - mean[r]) * rstd[r]);
+            ab += dy;
+        }
+    }
+    sw[threadIdx.y][threadIdx.x] = aw;
+    sb[threadIdx.y][threadIdx.x] = ab;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < C) {
+        for (int y = 1; y < LN_COLS_Y; y++) {
+            aw += sw[y][threadIdx.x];
+            ab += sb[y][threadIdx.x];
+        }
+        pw[(size_t)chunk * C + c] = aw;
+        pb[(size_t)chunk * C + c] = ab;
+    }
+}
+
+template <typename T>
+__global__ void layernorm_bwd_sum_kernel(T *dweight, T *dbias, const float *__restrict__ pw,
+                                         const float *__restrict__ pb, int chunks, int C) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float aw = 0.0f, ab = 0.0f;
+    for (int i = 0; i < chunks; i++) {
+        aw += pw[(size_t)i * C + c];
+        ab += pb[(size_t)i * C + c];
+    }
+    gt_st(dweight, c, gt_ld(dweight, c) + aw);
+    gt_st(dbias, c, gt_ld(dbias, c) + ab);
+}
+
+template <typename T>
+static gt_status layernorm_fwd_launch(gt_cuda_impl *im, void *out, float *mean, float *rstd,
+                                      const void *inp, const void *weight, const void *bias, int N,
+                                      int C, float eps) {
+    unsigned grid = (unsigned)((N + LN_WARPS - 1) / LN_WARPS);
+    layernorm_fwd_kernel<T><<<grid, LN_WARPS * 32, 0, im->stream>>>(
+        (T *)out, mean, rstd, (const T *)inp, (const T *)weight, (const T *)bias, N, C, eps);
+    GT_CUDA_LAUNCHED("layernorm_fwd_kernel");
+    return GT_OK;
+}
+
+extern "C" gt_status gt_cuda_layernorm_fwd(const gt_kctx *k, void *out, float *mean, float *rstd,
+                                           const void *inp, const void *weight, const void *bias,
+                                           int N, int C, float eps) {
+    gt_cuda_impl *im;
+    GT_TRY(gt_cuda_begin(k, "layernorm_fwd", &im));
+    if (N < 0 || C <= 0) return GT_ERR(GT_ERR_INVALID, "layernorm_fwd: bad shape N=%d C=%d", N, C);
+    if (N == 0) return GT_OK;
+    return GT_CUDA_DISPATCH(k->dt, layernorm_fwd_launch, im, out, mean, rstd, inp, weight, bias, N,
+                            C, eps);
+}
+
+template <typename T>
+static gt_status layernorm_bwd_launch(const gt_kctx *k, gt_cuda_impl *im, void *dinp, void *dweight,
+                                      void *dbias, const void *dout, const void *inp,
+                                      const void *weight, const float *mean, const float *rstd,
+                                      int N, int C) {
+    unsigned grid = (unsigned)((N + LN_WARPS - 1) / LN_WARPS);
+    layernorm_bwd_dinp_kernel<T><<<grid, LN_WARPS * 32, 0, im->stream>>>(
+        (T *)dinp, (const T *)dout, (const T *)inp, (const T *)weight, mean, rstd, N, C);
+    GT_CUDA_LAUNCHED("layernorm_bwd_dinp_kernel");
+
+    int chunks = (N + LN_ROWS - 1) / LN_ROWS;
+    void *scratch = NULL;
+    GT_TRY(gt_cuda_scratch(k, 2 * (size_t)chunks * C * sizeof(float), &scratch));
+    float *pw = (float *)scratch, *pb = pw + (size_t)chunks * C;
+    dim3 pgrid((unsigned)chunks, (unsigned)((C + 31) / 32));
+    layernorm_bwd_partials_kernel<T><<<pgrid, dim3(32, LN_COLS_Y), 0, im->stream>>>(
+        pw, pb, (const T *)dout, (const T *)inp, mean, rstd, N, C);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) {
+        layernorm_bwd_sum_kernel<T>
+            <<<(C + 255) / 256, 256, 0, im->stream>>>((T *)dweight, (T *)dbias, pw, pb, chunks, C);
+        e = cudaGetLastError();
+    }
+    gt_cuda_scratch_free(k, scratch);
+    if (e != cudaSuccess)
+        return GT_ERR(GT_ERR_DEVICE, "launch of layernorm_bwd column kernels failed: %s (%s)",
+                      cudaGetErrorString(e), cudaGetErrorName(e));
+    return GT_OK;
+}
+
+extern "C" gt_status gt_cuda_layernorm_bwd(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
+                                           const void *dout, const void *inp, const void *weight,
+                                           const float *mean, const float *rstd, int N, int C) {
+    gt_cuda_impl *im;
+    GT_TRY(gt_cuda_begin(k, "layernorm_bwd", &im));
+    if (N < 0 || C <= 0 || C > 65535 * 32)
+        return GT_ERR(GT_ERR_INVALID, "layernorm_bwd: bad shape N=%d C=%d", N, C);
+    if (N == 0) return GT_OK;
+    return GT_CUDA_DISPATCH(k->dt, layernorm_bwd_launch, k, im, dinp, dweight, dbias, dout, inp,
+                            weight, mean, rstd, N, C);
+}

@@ -1,0 +1,233 @@
+/* Matmul (a linear layer) through cuBLASLt, forward and backward.
+ *
+ * fwd: out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC), bias fused as the
+ *      cuBLASLt BIAS epilogue (own broadcast kernel when the bias pointer is
+ *      not 16-byte aligned or no algorithm takes the epilogue).
+ * bwd: dinp(N,C) += dout(N,OC) @ weight(OC,C)        (beta = 1)
+ *      dweight(OC,C) += dout^T @ inp                  (beta = 1)
+ *      dbias(OC) += column sums of dout: fixed chunks of MM_ROWS rows, a
+ *      partial per (chunk, column), then the partials summed in chunk order.
+ * Row-major through column-major cuBLASLt: the bytes of a row-major (R,K)
+ * matrix are the column-major (K,R) matrix, its transpose, so a row-major
+ * X = Y @ Z is computed as the column-major X^T = Z^T @ Y^T; each call below
+ * names the column-major shapes it uses.
+ * Variants: fp32 (CUBLAS_COMPUTE_32F: true fp32, no TF32) and bf16 storage
+ *      with fp32 compute and scale; C and D in the storage type.
+ * Bound: FLOP/s: 2*N*C*OC per GEMM (dense fp32 ~ 60 TFLOP/s, bf16 tensor
+ *      cores ~ 990 TFLOP/s dense on an H100 SXM); dbias is bandwidth bound.
+ * Determinism: cuBLASLt picks its algorithm from the shape, types, pointer
+ *      alignment and workspace size only, and its algorithms (split-K
+ *      reductions included) are bitwise reproducible on the same GPU model
+ *      and library version; the dbias reduction order depends on N only.
+ */
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/ops_cuda.h"
+
+#if GT_HAVE_CUBLAS
+
+#define MM_ROWS 64
+#define MM_COLS_Y 8
+
+/* Largest power of two (<= 256) dividing the address: told to the heuristic
+ * so that it never picks an algorithm needing more alignment than we have. */
+static uint32_t ptr_alignment(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    uint32_t al = 256;
+    while (al > 1 && (a % al) != 0)
+        al >>= 1;
+    return al;
+}
+
+namespace {
+struct lt_descs {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulPreference_t pref = nullptr;
+    ~lt_descs() {
+        if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+        if (c) (void)cublasLtMatrixLayoutDestroy(c);
+        if (b) (void)cublasLtMatrixLayoutDestroy(b);
+        if (a) (void)cublasLtMatrixLayoutDestroy(a);
+        if (op) (void)cublasLtMatmulDescDestroy(op);
+    }
+};
+} // namespace
+
+/* Column-major D(m,n) (ld ldd) = op(A)(m,kk) @ op(B)(kk,n) + beta * D
+ * [+ bias(m) broadcast over columns]. A is stored (kk,m) when ta, else
+ * (m,kk); B is stored (n,kk) when tb, else (kk,n). GT_ERR_UNSUPPORTED when
+ * cuBLASLt has no algorithm for it. */
+static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, bool ta, bool tb, int m, int n,
+                           int kk, const void *A, int lda, const void *B, int ldb, void *D, int ldd,
+                           float beta, const void *bias) {
+    lt_descs d;
+    GT_CUBLAS_TRY(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    GT_CUBLAS_TRY(
+        cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    GT_CUBLAS_TRY(
+        cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    if (bias) {
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        GT_CUBLAS_TRY(
+            cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        GT_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                     sizeof bias));
+        GT_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                     &dtype, sizeof dtype));
+    }
+    GT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.a, dtype, ta ? kk : m, ta ? m : kk, lda));
+    GT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.b, dtype, tb ? n : kk, tb ? kk : n, ldb));
+    GT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.c, dtype, m, n, ldd));
+
+    GT_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&d.pref));
+    uint64_t ws = im->lt_workspace_bytes;
+    GT_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+        d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    uint32_t al_a = ptr_alignment(A), al_b = ptr_alignment(B), al_d = ptr_alignment(D);
+    GT_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+        d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
+    GT_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+        d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
+    GT_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+        d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof al_d));
+    GT_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+        d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d));
+
+    cublasLtMatmulHeuristicResult_t res;
+    int count = 0;
+    cublasStatus_t hs =
+        cublasLtMatmulAlgoGetHeuristic(im->lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &res, &count);
+    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS && count == 0))
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "cuBLASLt has no algorithm for %s m=%d n=%d k=%d op=%c%c%s (alignment "
+                      "A %u B %u D %u)",
+                      dtype == CUDA_R_16BF ? "bf16" : "fp32", m, n, kk, ta ? 'T' : 'N',
+                      tb ? 'T' : 'N', bias ? " +bias" : "", al_a, al_b, al_d);
+    GT_CUBLAS_TRY(hs);
+
+    const float alpha = 1.0f;
+    GT_CUBLAS_TRY(cublasLtMatmul(im->lt, d.op, &alpha, A, d.a, B, d.b, &beta, D, d.c, D, d.c,
+                                 &res.algo, im->lt_workspace, im->lt_workspace_bytes, im->stream));
+    return GT_OK;
+}
+
+/* out(N,OC) += bias(OC): when the epilogue could not be used. */
+template <typename T>
+__global__ void matmul_bias_kernel(T *out, const T *__restrict__ bias, size_t n, int OC) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        gt_st(out, i, gt_ld(out, i) + gt_ld(bias, i % OC));
+}
+
+/* grid (chunks, ceil(OC/32)), block (32, MM_COLS_Y): partial[chunk][col]. */
+template <typename T>
+__global__ void matmul_dbias_partials_kernel(float *part, const T *__restrict__ dout, int N,
+                                             int OC) {
+    __shared__ float s[MM_COLS_Y][32];
+    int chunk = blockIdx.x;
+    int c = blockIdx.y * 32 + threadIdx.x;
+    int r0 = chunk * MM_ROWS, r1 = min(r0 + MM_ROWS, N);
+    float acc = 0.0f;
+    if (c < OC)
+        for (int r = r0 + threadIdx.y; r < r1; r += MM_COLS_Y)
+            acc += gt_ld(dout, (size_t)r * OC + c);
+    s[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < OC) {
+        for (int y = 1; y < MM_COLS_Y; y++)
+            acc += s[y][threadIdx.x];
+        part[(size_t)chunk * OC + c] = acc;
+    }
+}
+
+template <typename T>
+__global__ void matmul_dbias_sum_kernel(T *dbias, const float *__restrict__ part, int chunks,
+                                        int OC) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= OC) return;
+    float acc = 0.0f;
+    for (int i = 0; i < chunks; i++)
+        acc += part[(size_t)i * OC + c];
+    gt_st(dbias, c, gt_ld(dbias, c) + acc);
+}
+
+static cudaDataType_t cuda_type(gt_dtype dt) {
+    return dt == GT_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+template <typename T>
+static gt_status bias_launch(gt_cuda_impl *im, void *out, const void *bias, int N, int OC) {
+    size_t n = (size_t)N * OC;
+    matmul_bias_kernel<T>
+        <<<gt_cuda_grid_1d(n, 256), 256, 0, im->stream>>>((T *)out, (const T *)bias, n, OC);
+    GT_CUDA_LAUNCHED("matmul_bias_kernel");
+    return GT_OK;
+}
+
+extern "C" gt_status gt_cuda_matmul_fwd(const gt_kctx *k, void *out, const void *inp,
+                                        const void *weight, const void *bias, int N, int C,
+                                        int OC) {
+    gt_cuda_impl *im;
+    GT_TRY(gt_cuda_begin(k, "matmul_fwd", &im));
+    if (N < 0 || C <= 0 || OC < 0)
+        return GT_ERR(GT_ERR_INVALID, "matmul_fwd: bad shape N=%d C=%d OC=%d", N, C, OC);
+    if (N == 0 || OC == 0) return GT_OK;
+    cudaDataType_t t = cuda_type(k->dt);
+    /* out^T(OC,N) = op_T(weight as column-major (C,OC)) @ inp as column-major (C,N). */
+    bool fused = bias && ((uintptr_t)bias % 16) == 0;
+    if (fused) {
+        gt_status s =
+            lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, bias);
+        if (s != GT_ERR_UNSUPPORTED) return s;
+        gt_error_clear(); /* retried below without the epilogue */
+    }
+    GT_TRY(lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, NULL));
+    if (bias) return GT_CUDA_DISPATCH(k->dt, bias_launch, im, out, bias, N, OC);
+    return GT_OK;
+}
+
+template <typename T>
+static gt_status dbias_launch(const gt_kctx *k, gt_cuda_impl *im, void *dbias, const void *dout,
+                              int N, int OC) {
+    int chunks = (N + MM_ROWS - 1) / MM_ROWS;
+    void *part = NULL;
+    GT_TRY(gt_cuda_scratch(k, (size_t)chunks * OC * sizeof(float), &part));
+    dim3 grid((unsigned)chunks, (unsigned)((OC + 31) / 32));
+    matmul_dbias_partials_kernel<T>
+        <<<grid, dim3(32, MM_COLS_Y), 0, im->stream>>>((float *)part, (const T *)dout, N, OC);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) {
+        matmul_dbias_sum_kernel<T>
+            <<<(OC + 255) / 256, 256, 0, im->stream>>>((T *)dbias, (const float *)part, chunks, OC);
+        e = cudaGetLastError();
+    }
+    gt_cuda_scratch_free(k, part);
+    if (e != cudaSuccess)
+        return GT_ERR(GT_ERR_DEVICE, "launch of matmul dbias kernels failed: %s (%s)",
+                      cudaGetErrorString(e), cudaGetErrorName(e));
+    return GT_OK;
+}
+
+extern "C" gt_status gt_cuda_matmul_bwd(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
+                                        const void *dout, const void *inp, const void *weight,
+                                        int N, int C, int OC) {
+    gt_cuda_impl *im;
+    GT_TRY(gt_cuda_begin(k, "matmul_bwd", &im));
+    if (N < 0 || C <= 0 || OC <= 0 || OC > 65535 * 32)
+        return GT_ERR(GT_ERR_INVALID, "matmul_bwd: bad shape N=%d C=%d OC=%d", N, C, OC);
+    if (N == 0) return GT_OK;
+    cudaDataType_t t = cuda_type(k->dt);
+    if (dinp) {
+        /* dinp^T(C,N) += weight(C,OC col-major) @ dout^T(OC,N col-major). */
+        GT_TRY(lt_matmul(im, t, false, false, C, N, OC, weight, C, dout, OC, dinp, C, 1.0f, NULL));
+    }
+    /* dweight^T(C,OC) += inp^T(C,N col-major) @ dout(N,OC) = op T of the
+     * column-major (OC,N) view of dout. */
+    GT_TRY(lt_matmul(im, t, false, true, C, OC, N, inp, C, dout, OC, dweight, C, 1.0f, NULL));
+    if (dbias) return GT_CUDA_DISPATCH(k->dt, dbias_launch, k, im, dbias, dout, N, OC);
+    return GT_OK;
+}
+
+#endif /* GT_HAVE_CUBLAS */
