@@ -20,6 +20,7 @@ int gt_opt(gt_args *a, const char *name, const char **value, int *err) {
     if (a->i + 1 >= a->argc) {
         fprintf(stderr, "gauntlet %s: %s needs a value\n", a->cmd, name);
         *err = 1;
+        *value = NULL; /* parsers ignore NULL: the error is already printed */
         a->i++;
         return 1;
     }
@@ -36,6 +37,7 @@ int gt_flag(gt_args *a, const char *name) {
 
 int gt_parse_i64(const gt_args *a, const char *name, const char *v, int64_t lo, int64_t hi,
                  int64_t *out) {
+    if (!v) return 0;
     char *end = NULL;
     errno = 0;
     long long x = strtoll(v, &end, 10);
@@ -60,6 +62,7 @@ int gt_parse_int(const gt_args *a, const char *name, const char *v, long lo, lon
 }
 
 int gt_parse_u64(const gt_args *a, const char *name, const char *v, uint64_t *out) {
+    if (!v) return 0;
     char *end = NULL;
     errno = 0;
     if (v[0] == '-') {
@@ -79,6 +82,7 @@ int gt_parse_u64(const gt_args *a, const char *name, const char *v, uint64_t *ou
 
 int gt_parse_double(const gt_args *a, const char *name, const char *v, double lo, double hi,
                     double *out) {
+    if (!v) return 0;
     char *end = NULL;
     errno = 0;
     double x = strtod(v, &end);

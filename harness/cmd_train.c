@@ -63,7 +63,7 @@ int gt_cmd_train(int argc, char **argv) {
     gt_train_config cfg = gt_train_defaults();
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "train"};
     const char *report_path = NULL, *v = NULL;
-    int err = 0, quiet = 0, seq_given = 0;
+    int err = 0, quiet = 0, seq_given = 0, warmup_given = 0;
     double margin = -1;
     printer pr = {.every = 1};
     /* the preset first, so overrides apply to it whatever the order */
@@ -111,6 +111,7 @@ int gt_cmd_train(int argc, char **argv) {
             err |= !gt_parse_float(&a, "--lr", v, 0.0, 10.0, &cfg.opt.lr);
         } else if (gt_opt(&a, "--warmup", &v, &err)) {
             err |= !gt_parse_int(&a, "--warmup", v, 0, 100000000, &cfg.opt.warmup_steps);
+            warmup_given = 1;
         } else if (gt_opt(&a, "--lr-min-frac", &v, &err)) {
             err |= !gt_parse_float(&a, "--lr-min-frac", v, 0.0, 1.0, &cfg.opt.lr_min_frac);
         } else if (gt_opt(&a, "--weight-decay", &v, &err)) {
@@ -166,8 +167,15 @@ int gt_cmd_train(int argc, char **argv) {
     if (quiet) pr.every = 0;
     cfg.on_step = print_step;
     cfg.on_step_ctx = &pr;
-    if (cfg.opt.total_steps <= 0) cfg.opt.total_steps = cfg.steps;
-    if (cfg.opt.warmup_steps > cfg.steps) cfg.opt.warmup_steps = cfg.steps;
+    /* the cosine decay spans the run; the default warm-up shrinks to fit a
+     * short run, an explicit one must fit */
+    cfg.opt.total_steps = cfg.steps;
+    if (cfg.opt.warmup_steps >= cfg.steps) {
+        if (warmup_given)
+            return gt_usage_error("train", "--warmup %d must be shorter than --steps %d",
+                                  cfg.opt.warmup_steps, cfg.steps);
+        cfg.opt.warmup_steps = cfg.steps - 1;
+    }
 
     gt_report *rep = NULL;
     gt_status s = gt_report_new(report_path, argc + 1, argv - 1, &rep);

@@ -1,0 +1,87 @@
+/* The cpu backend's private helpers: the fp32 storage check, a vectorisable
+ * expf, and the op declarations (the table is in backend.c).
+ *
+ * Determinism: every op parallelises over independent outputs, or reduces
+ * in fixed chunks whose boundaries depend only on the shape, so results are
+ * bitwise identical whatever the thread count. */
+#ifndef GT_KERNELS_CPU_H
+#define GT_KERNELS_CPU_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/ops.h"
+
+#define GT_CPU_CHECK_DT(k)                                                              \
+    do {                                                                                \
+        if ((k)->dt != GT_DTYPE_FP32)                                                   \
+            return GT_ERR(GT_ERR_UNSUPPORTED, "cpu %s: storage dtype %s not handled "   \
+                          "(the cpu backend stores fp32 only)",                         \
+                          __func__, gt_dtype_name((k)->dt));                            \
+    } while (0)
+
+/* expf for x in [-87, 88] (callers clamp), within ~2 ulp: Cody-Waite range
+ * reduction x = n ln2 + r, |r| <= ln2/2, a degree-7 Taylor polynomial
+ * (truncation 1.4e-9 relative) and 2^n built in the exponent bits. Written
+ * without calls or branches so that loops calling it vectorise: glibc's
+ * expf does not, and the classifier, softmax and GELU are dominated by it. */
+static inline float gt_cpu_expf(float x) {
+    /* Round to nearest by the 1.5 * 2^23 trick: exact for |x log2 e| < 2^22,
+     * and unlike floorf it vectorises everywhere. */
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float s;
+    memcpy(&s, &bits, sizeof s);
+    return p * s;
+}
+
+static inline float gt_cpu_clampf(float x, float lo, float hi) {
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+gt_status gt_cpu_encoder_fwd(const gt_kctx *k, void *out, const int32_t *inp, const void *wte,
+                             const void *wpe, int B, int T, int C);
+gt_status gt_cpu_encoder_bwd(const gt_kctx *k, void *dwte, void *dwpe, const void *dout,
+                             const int32_t *inp, int B, int T, int C);
+gt_status gt_cpu_layernorm_fwd(const gt_kctx *k, void *out, float *mean, float *rstd,
+                               const void *inp, const void *weight, const void *bias, int N,
+                               int C, float eps);
+gt_status gt_cpu_layernorm_bwd(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
+                               const void *dout, const void *inp, const void *weight,
+                               const float *mean, const float *rstd, int N, int C);
+gt_status gt_cpu_matmul_fwd(const gt_kctx *k, void *out, const void *inp, const void *weight,
+                            const void *bias, int N, int C, int OC);
+gt_status gt_cpu_matmul_bwd(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
+                            const void *dout, const void *inp, const void *weight, int N, int C,
+                            int OC);
+gt_status gt_cpu_attention_fwd(const gt_kctx *k, void *out, float *att, const void *qkv, int B,
+                               int T, int C, int NH);
+gt_status gt_cpu_attention_bwd(const gt_kctx *k, void *dqkv, const void *dout, const void *qkv,
+                               const float *att, int B, int T, int C, int NH);
+gt_status gt_cpu_gelu_fwd(const gt_kctx *k, void *out, const void *inp, size_t n);
+gt_status gt_cpu_gelu_bwd(const gt_kctx *k, void *dinp, const void *inp, const void *dout,
+                          size_t n);
+gt_status gt_cpu_residual_fwd(const gt_kctx *k, void *out, const void *a, const void *b,
+                              size_t n);
+gt_status gt_cpu_residual_bwd(const gt_kctx *k, void *da, void *db, const void *dout, size_t n);
+gt_status gt_cpu_classifier_fwd(const gt_kctx *k, float *losses, const void *logits,
+                                const int32_t *targets, int N, int V, int Vp);
+gt_status gt_cpu_classifier_bwd(const gt_kctx *k, void *dlogits, float *losses,
+                                const void *logits, const int32_t *targets, float dloss, int N,
+                                int V, int Vp);
+gt_status gt_cpu_adamw(const gt_kctx *k, float *params, const void *grads, float *m, float *v,
+                       size_t n, float lr, float beta1, float beta2, float eps,
+                       float weight_decay, float grad_scale, int t);
+gt_status gt_cpu_sumsq(const gt_kctx *k, const void *x, size_t n, double *out_host);
+
+#endif

@@ -1,0 +1,32 @@
+/* SGEMM entry points of the cpu backend, exported for tests and benchmarks.
+ *
+ * Row-major: C(M,N) = beta * C + op(A)(M,K) @ op(B)(K,N) [+ bias(N) per row]
+ *   ta == 0: A is (M,K), A[m*lda + k];  ta == 1: A is (K,M), A[k*lda + m]
+ *   tb == 0: B is (K,N), B[k*ldb + n];  tb == 1: B is (N,K), B[n*ldb + k]
+ * beta is 0 (C is overwritten, may hold NaN) or any other value (scaled).
+ * bias may be NULL. Each C element is summed in one fixed order whatever the
+ * thread count. */
+#ifndef GT_KERNELS_CPU_SGEMM_H
+#define GT_KERNELS_CPU_SGEMM_H
+
+#include "engine/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* gauntlet's own cache-blocked, register-tiled kernel (OpenMP over tiles). */
+gt_status gt_cpu_sgemm_blocked(int ta, int tb, int M, int N, int K, const float *A, int lda,
+                               const float *B, int ldb, float beta, float *C, int ldc,
+                               const float *bias);
+/* What the cpu ops call: cblas_sgemm when built with BLAS (bias added by
+ * prefilling C), else gt_cpu_sgemm_blocked. */
+gt_status gt_cpu_sgemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc, const float *bias);
+/* 1 when gt_cpu_sgemm goes through BLAS. */
+int gt_cpu_sgemm_uses_blas(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

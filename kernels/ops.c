@@ -1,0 +1,43 @@
+/* Op names and generic slot access for the op table (kernels/ops.h). */
+#include "kernels/ops.h"
+
+static const char *const g_op_names[GT_OP_COUNT] = {
+    [GT_OP_ENCODER_FWD] = "encoder_fwd",       [GT_OP_ENCODER_BWD] = "encoder_bwd",
+    [GT_OP_LAYERNORM_FWD] = "layernorm_fwd",   [GT_OP_LAYERNORM_BWD] = "layernorm_bwd",
+    [GT_OP_MATMUL_FWD] = "matmul_fwd",         [GT_OP_MATMUL_BWD] = "matmul_bwd",
+    [GT_OP_ATTENTION_FWD] = "attention_fwd",   [GT_OP_ATTENTION_BWD] = "attention_bwd",
+    [GT_OP_GELU_FWD] = "gelu_fwd",             [GT_OP_GELU_BWD] = "gelu_bwd",
+    [GT_OP_RESIDUAL_FWD] = "residual_fwd",     [GT_OP_RESIDUAL_BWD] = "residual_bwd",
+    [GT_OP_CLASSIFIER_FWD] = "classifier_fwd", [GT_OP_CLASSIFIER_BWD] = "classifier_bwd",
+    [GT_OP_ADAMW] = "adamw",                   [GT_OP_SUMSQ] = "sumsq",
+};
+
+const char *gt_op_name(gt_op op) {
+    if ((int)op < 0 || op >= GT_OP_COUNT) return "unknown_op";
+    return g_op_names[op];
+}
+
+const void *gt_ops_slot(const gt_ops *ops, gt_op op) {
+    if (!ops) return NULL;
+    /* A function pointer as void * is not ISO C but POSIX guarantees it
+     * (dlsym relies on it); callers only test it for NULL. */
+    switch (op) {
+    case GT_OP_ENCODER_FWD: return (const void *)ops->encoder_fwd;
+    case GT_OP_ENCODER_BWD: return (const void *)ops->encoder_bwd;
+    case GT_OP_LAYERNORM_FWD: return (const void *)ops->layernorm_fwd;
+    case GT_OP_LAYERNORM_BWD: return (const void *)ops->layernorm_bwd;
+    case GT_OP_MATMUL_FWD: return (const void *)ops->matmul_fwd;
+    case GT_OP_MATMUL_BWD: return (const void *)ops->matmul_bwd;
+    case GT_OP_ATTENTION_FWD: return (const void *)ops->attention_fwd;
+    case GT_OP_ATTENTION_BWD: return (const void *)ops->attention_bwd;
+    case GT_OP_GELU_FWD: return (const void *)ops->gelu_fwd;
+    case GT_OP_GELU_BWD: return (const void *)ops->gelu_bwd;
+    case GT_OP_RESIDUAL_FWD: return (const void *)ops->residual_fwd;
+    case GT_OP_RESIDUAL_BWD: return (const void *)ops->residual_bwd;
+    case GT_OP_CLASSIFIER_FWD: return (const void *)ops->classifier_fwd;
+    case GT_OP_CLASSIFIER_BWD: return (const void *)ops->classifier_bwd;
+    case GT_OP_ADAMW: return (const void *)ops->adamw;
+    case GT_OP_SUMSQ: return (const void *)ops->sumsq;
+    default: return NULL;
+    }
+}

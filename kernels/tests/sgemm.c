@@ -1,0 +1,77 @@
+/* kernels.sgemm.cpu: the own blocked SGEMM (and the BLAS path when built)
+ * against a naive fp64 product, all four transpose combinations, odd shapes,
+ * beta 0 and 1, with and without bias, leading dimensions wider than the
+ * matrix. Bound: |err| <= (K+2) u sum|a||b| + |beta c| + |bias| terms. */
+#include <math.h>
+
+#include "gt_config.h"
+#include "kernels/cpu/sgemm.h"
+#include "kernels/tests/testutil.h"
+
+#define U32 (1.0 / 16777216.0)
+
+static int one(int blas, int ta, int tb, int M, int N, int K, float beta, int with_bias) {
+    int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
+    size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+    float *A = tu_xmalloc(na * 4), *B = tu_xmalloc(nb * 4), *C = tu_xmalloc(nc * 4);
+    float *bias = tu_xmalloc((size_t)(N ? N : 1) * 4), *C0 = tu_xmalloc(nc * 4);
+    gt_rng_fill_normal(A, na, 0.0f, 1.0f, TU_SEED, 1, 0);
+    gt_rng_fill_normal(B, nb, 0.0f, 1.0f, TU_SEED, 2, 0);
+    gt_rng_fill_normal(C, nc, 0.0f, 1.0f, TU_SEED, 3, 0);
+    gt_rng_fill_normal(bias, N, 0.0f, 1.0f, TU_SEED, 4, 0);
+    if (beta == 0.0f) /* beta 0 must ignore C, even NaN */
+        for (size_t i = 0; i < nc; i++) C[i] = NAN;
+    memcpy(C0, C, nc * 4);
+    gt_status s = blas ? gt_cpu_sgemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, with_bias ? bias : NULL)
+                       : gt_cpu_sgemm_blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc,
+                                              with_bias ? bias : NULL);
+    double max_err = 0.0, max_ratio = 0.0;
+    int ok = s == GT_OK;
+    for (int i = 0; i < M && ok; i++) {
+        for (int j = 0; j < N; j++) {
+            double acc = 0.0, mag = 0.0;
+            for (int p = 0; p < K; p++) {
+                double a = ta ? A[(size_t)p * lda + i] : A[(size_t)i * lda + p];
+                double b = tb ? B[(size_t)j * ldb + p] : B[(size_t)p * ldb + j];
+                acc += a * b;
+                mag += fabs(a * b);
+            }
+            if (beta != 0.0f) acc += (double)beta * C0[(size_t)i * ldc + j], mag += fabs(beta * C0[(size_t)i * ldc + j]);
+            if (with_bias) acc += bias[j], mag += fabs(bias[j]);
+            double got = C[(size_t)i * ldc + j];
+            double err = fabs(got - acc), lim = (K + 3) * U32 * mag + 1e-30;
+            if (err > max_err) max_err = err;
+            if (err / lim > max_ratio) max_ratio = err / lim;
+            if (!(err <= lim)) ok = 0;
+        }
+        /* The padding columns of C beyond N are never written. */
+        for (int j = N; j < ldc; j++)
+            if (memcmp(&C[(size_t)i * ldc + j], &C0[(size_t)i * ldc + j], 4) != 0) ok = 0;
+    }
+    printf("  %-8s ta%d tb%d M%-4d N%-4d K%-4d beta %g bias %d: max_err %.3e (%.2f of bound)%s\n",
+           blas ? "gemm" : "blocked", ta, tb, M, N, K, beta, with_bias, max_err, max_ratio,
+           ok ? "" : "  FAIL");
+    free(A);
+    free(B);
+    free(C);
+    free(C0);
+    free(bias);
+    return ok;
+}
+
+int main(void) {
+    static const int shapes[][3] = {{1, 1, 1},    {3, 5, 7},     {1, 17, 300}, {17, 33, 65},
+                                    {65, 17, 300}, {8, 16, 256}, {130, 257, 513}, {2, 3, 0},
+                                    {0, 4, 4},    {71, 600, 31}};
+    int fails = 0;
+    printf("sgemm: own blocked kernel%s vs fp64\n", GT_HAVE_BLAS ? " and the BLAS path" : "");
+    for (int blas = 0; blas <= GT_HAVE_BLAS; blas++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            for (int tt = 0; tt < 4; tt++) {
+                int M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
+                fails += !one(blas, tt & 1, tt >> 1, M, N, K, tt == 3 ? 1.0f : 0.0f, (int)(i + tt) % 2);
+            }
+    fails += !one(0, 0, 1, 33, 45, 70, 0.5f, 1);
+    printf("sgemm: %d failed\n", fails);
+    return fails ? 1 : 0;
+}

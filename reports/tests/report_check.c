@@ -1,0 +1,102 @@
+/* Validates a gauntlet report against the schema of docs/report-schema.md.
+ * usage: report_check FILE [--steps N] [--status pass|fail|error]
+ * Exit 0 when valid and as expected, 1 otherwise (each problem printed). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int problems;
+
+#define NEED(cond, ...)                                                                \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            problems++;                                                                \
+            fprintf(stderr, "report_check: ");                                         \
+            fprintf(stderr, __VA_ARGS__);                                              \
+            fputc('\n', stderr);                                                       \
+        }                                                                              \
+    } while (0)
+
+static json_t *get(json_t *o, const char *path) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *tok = strtok(buf, "."); tok && o; tok = strtok(NULL, "."))
+        o = json_object_get(o, tok);
+    return o;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: report_check FILE [--steps N] [--status S]\n");
+        return 2;
+    }
+    long steps = -1;
+    const char *want_status = NULL;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--steps") == 0) steps = atol(argv[i + 1]);
+        else if (strcmp(argv[i], "--status") == 0) want_status = argv[i + 1];
+    }
+    json_error_t err;
+    json_t *root = json_load_file(argv[1], 0, &err);
+    if (!root) {
+        fprintf(stderr, "report_check: %s: not valid JSON: %s (line %d)\n", argv[1], err.text,
+                err.line);
+        return 1;
+    }
+    NEED(json_integer_value(get(root, "schema_version")) == 1, "schema_version is not 1");
+    static const char *const strings[] = {"run.id", "run.start", "run.end", "run.git_revision",
+                                          "env.host", "env.os", "env.cpu.model",
+                                          "env.software.compiler", "env.software.blas",
+                                          "env.software.jansson"};
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+        NEED(json_is_string(get(root, strings[i])), "%s missing or not a string", strings[i]);
+    NEED(json_is_array(get(root, "run.command_line")), "run.command_line is not an array");
+    NEED(json_is_integer(get(root, "env.cpu.logical")), "env.cpu.logical missing");
+    json_t *results = get(root, "results");
+    NEED(json_is_array(results) && json_array_size(results) >= 1, "no results");
+    size_t i;
+    json_t *r;
+    json_array_foreach(results, i, r) {
+        NEED(json_is_string(get(r, "suite")) && json_is_string(get(r, "case")) &&
+                 json_is_string(get(r, "topology")) && json_is_string(get(r, "backend")),
+             "result %zu lacks suite/case/topology/backend", i);
+        const char *st = json_string_value(get(r, "status"));
+        NEED(st && (!strcmp(st, "pass") || !strcmp(st, "fail") || !strcmp(st, "skip") ||
+                    !strcmp(st, "error")),
+             "result %zu status '%s' is not pass|fail|skip|error", i, st ? st : "(none)");
+        if (want_status)
+            NEED(st && !strcmp(st, want_status), "result %zu status '%s', expected '%s'", i,
+                 st ? st : "(none)", want_status);
+        json_t *checks = get(r, "checks");
+        NEED(json_is_array(checks), "result %zu: checks is not an array", i);
+        size_t j;
+        json_t *c;
+        json_array_foreach(checks, j, c) {
+            NEED(json_is_string(get(c, "name")) && json_is_boolean(get(c, "passed")),
+                 "result %zu check %zu lacks name/passed", i, j);
+        }
+        const char *key;
+        json_t *m;
+        json_object_foreach(get(r, "metrics"), key, m) {
+            const char *better = json_string_value(get(m, "better"));
+            NEED(json_is_string(get(m, "unit")), "metric %s has no unit", key);
+            NEED(better && (!strcmp(better, "higher") || !strcmp(better, "lower")),
+                 "metric %s: better must be higher|lower", key);
+            NEED(json_is_integer(get(m, "n")), "metric %s has no n", key);
+        }
+        if (steps >= 0) {
+            json_t *loss = get(r, "series.loss");
+            NEED(json_is_array(loss) && (long)json_array_size(loss) == steps,
+                 "series.loss has %zu entries, expected %ld", json_array_size(loss), steps);
+        }
+    }
+    json_t *sum = get(root, "summary");
+    NEED(json_is_integer(get(sum, "total")) &&
+             json_integer_value(get(sum, "total")) == (json_int_t)json_array_size(results),
+         "summary.total does not count the results");
+    json_decref(root);
+    if (problems) return 1;
+    printf("report_check: %s is valid\n", argv[1]);
+    return 0;
+}
