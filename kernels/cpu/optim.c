@@ -5,18 +5,29 @@
  * bias corrections are folded into two scalars outside the loop.
  * sumsq: fp64, in fixed chunks whose boundaries depend only on n, partials
  * added in chunk order: the same bits on any thread count. Bound: 4 B/elem. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* sqrtf of a non-negative value never sets errno; without this gcc keeps a
- * scalar errno path and will not vectorise the update. IEEE results are
- * unchanged (this is not -ffast-math). */
-#pragma GCC optimize("no-math-errno")
-#endif
-
 #include <math.h>
 
 #include "kernels/cpu/cpu.h"
 
 #define BLOCK 8192
+
+/* One block of the update; a separate function so that the restrict
+ * qualifiers hold for the whole loop. Vectorising it also needs
+ * -fno-math-errno (CMakeLists.txt), or sqrtf stays a scalar call. */
+static void adamw_block(float *restrict p, const float *restrict g, float *restrict m,
+                        float *restrict v, size_t n, float lr, float beta1, float beta2,
+                        float eps, float wd, float gscale, float ic1, float ic2) {
+    const float ob1 = 1.0f - beta1, ob2 = 1.0f - beta2;
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * gscale;
+        float mi = beta1 * m[i] + ob1 * gi;
+        float vi = beta2 * v[i] + ob2 * (gi * gi);
+        float upd = (mi * ic1) / (sqrtf(vi * ic2) + eps) + wd * p[i];
+        m[i] = mi;
+        v[i] = vi;
+        p[i] -= lr * upd;
+    }
+}
 
 gt_status gt_cpu_adamw(const gt_kctx *k, float *params, const void *grads_, float *m, float *v,
                        size_t n, float lr, float beta1, float beta2, float eps,
@@ -26,26 +37,14 @@ gt_status gt_cpu_adamw(const gt_kctx *k, float *params, const void *grads_, floa
     const float *grads = grads_;
     float ic1 = (float)(1.0 / (1.0 - pow((double)beta1, t)));
     float ic2 = (float)(1.0 / (1.0 - pow((double)beta2, t)));
-    float ob1 = 1.0f - beta1, ob2 = 1.0f - beta2;
     size_t nb = (n + BLOCK - 1) / BLOCK;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (n > 65536)
 #endif
     for (size_t blk = 0; blk < nb; blk++) {
-        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
-        float *restrict p = params;
-        float *restrict mm = m;
-        float *restrict vv = v;
-        const float *restrict gg = grads;
-        for (size_t i = blk * BLOCK; i < end; i++) {
-            float g = gg[i] * grad_scale;
-            float mi = beta1 * mm[i] + ob1 * g;
-            float vi = beta2 * vv[i] + ob2 * (g * g);
-            float upd = (mi * ic1) / (sqrtf(vi * ic2) + eps) + weight_decay * p[i];
-            mm[i] = mi;
-            vv[i] = vi;
-            p[i] -= lr * upd;
-        }
+        size_t lo = blk * BLOCK, end = lo + BLOCK < n ? lo + BLOCK : n;
+        adamw_block(params + lo, grads + lo, m + lo, v + lo, end - lo, lr, beta1, beta2, eps,
+                    weight_decay, grad_scale, ic1, ic2);
     }
     return GT_OK;
 }
