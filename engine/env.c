@@ -95,6 +95,7 @@ static int wanted_var(const char *kv) {
     return 0;
 }
 
+#if GT_HAVE_HWLOC
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = data;
     for (size_t i = 0; i < n; i++) {
@@ -104,7 +105,6 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
     return h;
 }
 
-#if GT_HAVE_HWLOC
 /* Digest of what makes two machines' topologies the same: every object's
  * type, depth, OS index and cache size, in hwloc's traversal order. Host
  * names and free memory are left out on purpose. */

@@ -228,8 +228,8 @@ int gt_cmd_train(int argc, char **argv) {
                    tail - st.entropy);
         printf("  step time        %.2f ms (median)\n", st.ms_per_step);
         printf("  throughput       %.0f tokens/s\n", st.tokens_per_s);
-        printf("  MFU              %.1f%% of %.1f GFLOP/s measured SGEMM\n", 100.0 * st.mfu,
-               st.peak_gflops);
+        printf("  MFU              %.1f%% of %.1f GFLOP/s %s\n", 100.0 * st.mfu,
+               st.peak_gflops, cfg.peak_gflops > 0 ? "(--peak-gflops)" : "measured SGEMM");
         printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
                st.mem.peak_in_use / 1048576.0, st.mem.peak_reserved / 1048576.0);
         printf("  final params     fnv1a64 %016llx\n", (unsigned long long)st.params_digest);

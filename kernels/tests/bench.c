@@ -1,17 +1,12 @@
 /* kernels_bench: per-op times of the cpu backend on the gpt2-124m training
  * shapes (L12 H12 C768 V50257/50304, B=4 T=64), and the estimated per-step
  * total. Not a test: a measuring tool (usage: kernels_bench [threads]). */
-#include <time.h>
-
+#include "engine/timer.h"
 #include "gt_config.h"
 #include "kernels/cpu/sgemm.h"
 #include "kernels/tests/testutil.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+static double now(void) { return (double)gt_now_ns() * 1e-9; }
 
 #define TIME(label, per_step, expr)                                                        \
     do {                                                                                   \
