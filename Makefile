@@ -13,7 +13,8 @@ GAUNTLET = $(BUILD)/harness/gauntlet
 .PHONY: run test build deps clean
 
 run: build
-	$(GAUNTLET) train --model gpt2-tiny --steps 200 --report reports/latest.json
+	$(GAUNTLET) train --model gpt2-tiny --steps 600 --lr 3e-3 --print-every 50 \
+	    --expect-loss-margin 0.2 --report reports/latest.json
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -17,7 +17,8 @@ static void train_usage(FILE *f) {
         "  --model NAME          gpt2-tiny (default), gpt2-small, gpt2-124m\n"
         "  --layers N --heads N --channels N --vocab N --padded-vocab N --max-seq N\n"
         "                        override fields of the preset\n"
-        "  --init-from llmc:FILE start from an llm.c model file (fp32, version 3)\n"
+        "  --init-from llmc:FILE start from an llm.c model file (fp32, version 3); without\n"
+        "                        --model the file's config is used\n"
         "training:\n"
         "  --batch B             global batch, sequences per step (default 8)\n"
         "  --seq T               sequence length (default: 64, or the model's max_seq_len\n"
@@ -77,6 +78,20 @@ int gt_cmd_train(int argc, char **argv) {
             gt_status s = gt_gpt2_preset(argv[i] + 8, &cfg.model);
             if (s != GT_OK) return gt_fail("train", s);
         }
+    /* --init-from without --model: the file's config is the base */
+    int model_given = 0;
+    for (int i = 1; i < argc; i++)
+        model_given |= strcmp(argv[i], "--model") == 0 || strncmp(argv[i], "--model=", 8) == 0;
+    for (int i = 1; i < argc && !model_given; i++) {
+        const char *init = NULL;
+        if (strcmp(argv[i], "--init-from") == 0 && i + 1 < argc) init = argv[i + 1];
+        else if (strncmp(argv[i], "--init-from=", 12) == 0) init = argv[i] + 12;
+        if (init && strncmp(init, "llmc:", 5) == 0) {
+            gt_status s = gt_gpt2_read_llmc_config(init + 5, &cfg.model);
+            if (s != GT_OK) return gt_fail("train", s);
+            snprintf(cfg.model_name, sizeof cfg.model_name, "llmc");
+        }
+    }
     gt_gpt2_config *m = &cfg.model;
     while (a.i < argc && !err) {
         if (gt_flag(&a, "--help") || gt_flag(&a, "-h")) {

@@ -37,6 +37,8 @@ expect 2 "multiple of num_heads" -- "$g" train --heads 3 $fast
 expect 2 "sequential or shuffled" -- "$g" train --data-order random
 expect 2 "cannot write report" -- "$g" train --steps 2 $fast --report /nonexistent-dir/r.json
 expect 2 "no-such-file" -- "$g" train --steps 2 $fast --data "$tmp/no-such-file"
+expect 2 "cannot open llm.c model file.*no-model.bin" -- "$g" train --steps 2 $fast --init-from "llmc:$tmp/no-model.bin"
+expect 2 "expected llmc:FILE" -- "$g" train --steps 2 $fast --model gpt2-tiny --init-from "$tmp/x.bin"
 expect 0 "" -- "$g" --help
 expect 0 "--batch" -- "$g" train --help
 

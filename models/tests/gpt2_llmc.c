@@ -8,18 +8,9 @@
 #include <unistd.h>
 
 #include "engine/backend.h"
+#include "engine/tests/check.h"
 #include "models/gpt2/gpt2.h"
 
-static int failures;
-#define EXPECT(cond, ...)                                                              \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            failures++;                                                                \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                        \
-            fprintf(stderr, __VA_ARGS__);                                              \
-            fputc('\n', stderr);                                                       \
-        }                                                                              \
-    } while (0)
 
 static void write_file(const char *path, const gt_gpt2_config *c, int version, int magic,
                        const float *p, size_t n) {
@@ -57,11 +48,11 @@ int main(void) {
 
     write_file(path, &c, 3, 20240326, pa, n);
     gt_status s = gt_gpt2_load_llmc(b, path);
-    EXPECT(s == GT_OK, "load: %s", gt_last_error());
+    CHECK(s == GT_OK, "load: %s", gt_last_error());
     gt_gpt2_get_params(b, pb);
-    EXPECT(memcmp(pa, pb, n * sizeof(float)) == 0, "parameters differ after the round trip");
+    CHECK(memcmp(pa, pb, n * sizeof(float)) == 0, "parameters differ after the round trip");
     gt_gpt2_config rc;
-    EXPECT(gt_gpt2_read_llmc_config(path, &rc) == GT_OK && rc.num_layers == 2 &&
+    CHECK(gt_gpt2_read_llmc_config(path, &rc) == GT_OK && rc.num_layers == 2 &&
                rc.padded_vocab_size == 64,
            "config read back wrong");
 
@@ -69,26 +60,26 @@ int main(void) {
     other.num_layers = 3;
     write_file(path, &other, 3, 20240326, pa, n);
     s = gt_gpt2_load_llmc(b, path);
-    EXPECT(s == GT_ERR_MISMATCH && strstr(gt_last_error(), "num_layers"),
+    CHECK(s == GT_ERR_MISMATCH && strstr(gt_last_error(), "num_layers"),
            "config mismatch: got %s '%s'", gt_status_name(s), gt_last_error());
 
     write_file(path, &c, 3, 20240326, pa, n / 2);
     s = gt_gpt2_load_llmc(b, path);
-    EXPECT(s == GT_ERR_IO && strstr(gt_last_error(), "truncated"), "truncated: got %s '%s'",
+    CHECK(s == GT_ERR_IO && strstr(gt_last_error(), "truncated"), "truncated: got %s '%s'",
            gt_status_name(s), gt_last_error());
 
     write_file(path, &c, 3, 12345, pa, n);
     s = gt_gpt2_load_llmc(b, path);
-    EXPECT(s == GT_ERR_INVALID && strstr(gt_last_error(), "magic"), "bad magic: got %s '%s'",
+    CHECK(s == GT_ERR_INVALID && strstr(gt_last_error(), "magic"), "bad magic: got %s '%s'",
            gt_status_name(s), gt_last_error());
 
     write_file(path, &c, 5, 20240326, pa, n);
     s = gt_gpt2_load_llmc(b, path);
-    EXPECT(s == GT_ERR_UNSUPPORTED && strstr(gt_last_error(), "version 5"),
+    CHECK(s == GT_ERR_UNSUPPORTED && strstr(gt_last_error(), "version 5"),
            "version 5: got %s '%s'", gt_status_name(s), gt_last_error());
 
     s = gt_gpt2_load_llmc(b, "/nonexistent/model.bin");
-    EXPECT(s == GT_ERR_IO && strstr(gt_last_error(), "/nonexistent/model.bin"),
+    CHECK(s == GT_ERR_IO && strstr(gt_last_error(), "/nonexistent/model.bin"),
            "missing file: got %s '%s'", gt_status_name(s), gt_last_error());
 
     unlink(path);
@@ -96,7 +87,5 @@ int main(void) {
     gt_gpt2_free(a);
     gt_gpt2_free(b);
     gt_backend_free(be);
-    if (failures) return 1;
-    printf("ok\n");
-    return 0;
+    return check_done("models.gpt2_llmc");
 }
