@@ -15,6 +15,8 @@ static const size_t g_sizes[GT_DTYPE_COUNT] = {
     [GT_DTYPE_FP64] = 8,
     [GT_DTYPE_BF16] = 2,
     [GT_DTYPE_FP16] = 2,
+    [GT_DTYPE_INT32] = 4,
+    [GT_DTYPE_INT64] = 8,
 };
 
 static const char *const g_names[GT_DTYPE_COUNT] = {
@@ -22,6 +24,8 @@ static const char *const g_names[GT_DTYPE_COUNT] = {
     [GT_DTYPE_FP64] = "fp64",
     [GT_DTYPE_BF16] = "bf16",
     [GT_DTYPE_FP16] = "fp16",
+    [GT_DTYPE_INT32] = "int32",
+    [GT_DTYPE_INT64] = "int64",
 };
 
 static int dtype_ok(gt_dtype dt) { return (int)dt >= 0 && dt < GT_DTYPE_COUNT; }

@@ -1,0 +1,189 @@
+/* Communicators: the one interface every distributed part of gauntlet uses
+ * (data parallelism, the collectives suite, consistency checks).
+ *
+ * Backends: "self" (one process, no MPI, always built) and "mpi" (built with
+ * MPI); "nccl" joins with the CUDA issue on the same interface. A backend is
+ * a table of non-blocking primitives (gt_comm_backend below); this layer
+ * adds what every backend shares: blocking forms, sequence numbers, the
+ * watchdog deadline, statistics, and the deterministic tree all-reduce.
+ *
+ * Buffers: host memory for self and mpi (device memory for nccl). count is in
+ * elements of dtype. In-place: pass the same pointer as send and recv.
+ * Supported dtypes: fp32, fp64, bf16, fp16, int32, int64. bf16 and fp16
+ * reductions accumulate in fp32 per pairwise combination (MPI has no such
+ * types: a user-defined op does it) and round back once per combination.
+ * GT_REDOP_AVG = sum, then each element divided by the number of ranks (a
+ * division, not a multiplication by the reciprocal: correctly rounded).
+ *
+ * Errors: GT_ERR_INVALID (bad argument: dtype, root, count), GT_ERR_COMM (the
+ * library failed: message has the MPI error string), GT_ERR_TIMEOUT (the
+ * watchdog: message names the operation, its sequence number, its size and
+ * the peers it waited for as far as this rank can tell).
+ */
+#ifndef GT_COMM_H
+#define GT_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/dtype.h"
+#include "engine/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gt_redop {
+    GT_REDOP_SUM = 0,
+    GT_REDOP_AVG,
+    GT_REDOP_MAX,
+    GT_REDOP_MIN,
+    GT_REDOP_COUNT
+} gt_redop;
+
+const char *gt_redop_name(gt_redop op); /* "sum", "avg", "max", "min" */
+gt_status gt_redop_parse(const char *s, gt_redop *out);
+
+typedef enum gt_coll {
+    GT_COLL_ALLREDUCE = 0,
+    GT_COLL_REDUCE,
+    GT_COLL_BROADCAST,
+    GT_COLL_ALLGATHER,
+    GT_COLL_REDUCE_SCATTER,
+    GT_COLL_ALLTOALL,
+    GT_COLL_SEND,
+    GT_COLL_RECV,
+    GT_COLL_BARRIER,
+    GT_COLL_COUNT
+} gt_coll;
+
+const char *gt_coll_name(gt_coll c); /* "allreduce", ... */
+
+typedef struct gt_comm gt_comm;
+typedef struct gt_comm_request gt_comm_request;
+
+typedef struct gt_comm_config {
+    const char *backend; /* "auto" (mpi when launched by mpirun/srun and built in, else
+                            self), "self", "mpi" */
+    double timeout_s;    /* watchdog deadline of every blocking operation; <= 0: none.
+                            default 300 */
+} gt_comm_config;
+
+gt_comm_config gt_comm_defaults(void);
+
+/* The world communicator. With mpi this calls MPI_Init_thread
+ * (MPI_THREAD_FUNNELED) unless MPI is already initialised; freeing the world
+ * communicator calls MPI_Finalize when it initialised MPI. */
+gt_status gt_comm_world(const gt_comm_config *cfg, gt_comm **out);
+/* Frees a communicator (world or split). Accepts NULL. */
+void gt_comm_free(gt_comm *c);
+
+int gt_comm_rank(const gt_comm *c);
+int gt_comm_size(const gt_comm *c);
+const char *gt_comm_backend_name(const gt_comm *c); /* "self", "mpi" */
+/* Rank in the world communicator of rank r of c (for messages). */
+int gt_comm_world_rank(const gt_comm *c, int r);
+
+/* Ranks with the same color form a new communicator, ordered by key (then by
+ * old rank). color < 0: this rank gets *out = NULL. Collective over c. */
+gt_status gt_comm_split(gt_comm *c, int color, int key, gt_comm **out);
+
+/* ---- operations ---------------------------------------------------------------
+ * Every operation is blocking when req is NULL (with the watchdog), and
+ * non-blocking otherwise: *req receives a request that gt_comm_wait or a
+ * successful gt_comm_test completes and frees. Buffers must stay valid and
+ * untouched until then. */
+
+/* recv[i] = op over ranks of send[i], on every rank. */
+gt_status gt_comm_allreduce(gt_comm *c, const void *send, void *recv, size_t count,
+                            gt_dtype dt, gt_redop op, gt_comm_request **req);
+/* Like allreduce, result only on root (recv may be NULL elsewhere). */
+gt_status gt_comm_reduce(gt_comm *c, const void *send, void *recv, size_t count, gt_dtype dt,
+                         gt_redop op, int root, gt_comm_request **req);
+gt_status gt_comm_broadcast(gt_comm *c, void *buf, size_t count, gt_dtype dt, int root,
+                            gt_comm_request **req);
+/* recv (size * count) = the send blocks (count each) of every rank in rank
+ * order. In place: send == recv + rank * count (MPI_IN_PLACE semantics:
+ * pass send == recv to mean this rank's block is already in place). */
+gt_status gt_comm_allgather(gt_comm *c, const void *send, void *recv, size_t count,
+                            gt_dtype dt, gt_comm_request **req);
+/* recv (count) on rank r = op over ranks of block r (count elements) of send
+ * (size * count). In place: send == recv means recv holds size * count on
+ * entry and block r is left at its start. */
+gt_status gt_comm_reduce_scatter(gt_comm *c, const void *send, void *recv, size_t count,
+                                 gt_dtype dt, gt_redop op, gt_comm_request **req);
+/* Block j (count elements) of send goes to rank j; recv block i comes from
+ * rank i. Not in place. */
+gt_status gt_comm_alltoall(gt_comm *c, const void *send, void *recv, size_t count,
+                           gt_dtype dt, gt_comm_request **req);
+gt_status gt_comm_send(gt_comm *c, const void *buf, size_t count, gt_dtype dt, int peer,
+                       int tag, gt_comm_request **req);
+gt_status gt_comm_recv(gt_comm *c, void *buf, size_t count, gt_dtype dt, int peer, int tag,
+                       gt_comm_request **req);
+gt_status gt_comm_barrier(gt_comm *c, gt_comm_request **req);
+
+/* Completes a request (watchdog applies) and frees it. */
+gt_status gt_comm_wait(gt_comm *c, gt_comm_request *req);
+/* *done = 1 and the request is freed when complete; else 0 and nothing changes. */
+gt_status gt_comm_test(gt_comm *c, gt_comm_request *req, int *done);
+
+/* Deterministic sum (blocking): the result's bits depend only on the
+ * global order of contributions, not on how many ranks hold them. Rank r's
+ * buf holds the sum of its contiguous share of a global list of leaves,
+ * already reduced by the caller with the same balanced binary tree; here
+ * the rank partials are combined by the tree ((r0 + r1) + (r2 + r3)) + ...,
+ * left operand first, so the whole is one fixed binary tree over the leaves.
+ * Requires a power-of-two size (GT_ERR_INVALID otherwise). fp32 and fp64
+ * only. In place on buf; every rank ends with the same bits. Cost: log2(n)
+ * rounds of full-size send/recv to combine, then a broadcast. */
+gt_status gt_comm_allreduce_tree(gt_comm *c, void *buf, size_t count, gt_dtype dt);
+
+/* Aborts every process of the job (MPI_Abort with `code`; exit for self).
+ * For the harness after a watchdog timeout: the only call that ends the
+ * process. */
+void gt_comm_abort(gt_comm *c, int code);
+
+/* Statistics since creation. */
+typedef struct gt_comm_stats {
+    uint64_t ops;          /* operations started */
+    uint64_t bytes;        /* payload bytes of this rank's send buffers */
+    double wait_s;         /* time spent inside gt_comm_wait and blocking calls */
+} gt_comm_stats;
+void gt_comm_get_stats(const gt_comm *c, gt_comm_stats *out);
+
+/* The library communicator behind c (MPI_Comm* for mpi, NULL for self), so
+ * the collectives suite can time the raw library on the same ranks. */
+void *gt_comm_native_handle(gt_comm *c);
+
+/* Library version string for reports ("Open MPI v4.1.4 ..." or "self"). */
+const char *gt_comm_library_version(const gt_comm *c);
+
+/* ---- backend interface (for comm backends only) ------------------------------- */
+
+typedef struct gt_comm_op_desc {
+    gt_coll coll;
+    const void *send;
+    void *recv;
+    size_t count;
+    gt_dtype dt;
+    gt_redop op;
+    int root; /* reduce / broadcast root, send/recv peer */
+    int tag;
+} gt_comm_op_desc;
+
+typedef struct gt_comm_backend {
+    const char *name;
+    /* Starts the operation; *handle is backend state polled by test. */
+    gt_status (*start)(void *impl, const gt_comm_op_desc *d, void **handle);
+    /* *done = 1 when complete (the backend then releases handle). */
+    gt_status (*test)(void *impl, void *handle, int *done);
+    gt_status (*split)(void *impl, int color, int key, void **new_impl, int *new_rank,
+                       int *new_size);
+    void (*abort)(void *impl, int code);
+    void (*destroy)(void *impl);
+} gt_comm_backend;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
