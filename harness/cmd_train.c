@@ -3,60 +3,75 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "engine/comm.h"
 #include "engine/env.h"
 #include "harness/cli.h"
 #include "reports/report.h"
 #include "suites/train.h"
 
 static void train_usage(FILE *f) {
-    fprintf(f,
-        "usage: gauntlet train [options]\n"
-        "\n"
-        "model:\n"
-        "  --model NAME          gpt2-tiny (default), gpt2-small, gpt2-124m\n"
-        "  --layers N --heads N --channels N --vocab N --padded-vocab N --max-seq N\n"
-        "                        override fields of the preset\n"
-        "  --init-from llmc:FILE start from an llm.c model file (fp32, version 3); without\n"
-        "                        --model the file's config is used\n"
-        "training:\n"
-        "  --batch B             global batch, sequences per step (default 8)\n"
-        "  --seq T               sequence length (default: 64, or the model's max_seq_len\n"
-        "                        when that is shorter)\n"
-        "  --steps N             optimizer steps (default 200)\n"
-        "  --lr X --warmup N --lr-min-frac X --weight-decay X --grad-clip X\n"
-        "  --beta1 X --beta2 X --eps X\n"
-        "                        AdamW (defaults lr 1e-3, warmup 10, min frac 0.1, wd 0,\n"
-        "                        clip 1.0, betas 0.9 0.95, eps 1e-8)\n"
-        "  --seed N              initialisation and data order (default 1337)\n"
-        "data:\n"
-        "  --data FILE           token file (gauntlet or llm.c format); default: synthetic\n"
-        "  --data-order ORDER    sequential (default) or shuffled\n"
-        "  --synth-tokens N      synthetic source length (default: enough for every step)\n"
-        "  --synth-branch N      successors per state of the synthetic chain (default 4)\n"
-        "execution:\n"
-        "  --backend NAME        cpu (default), ref, cuda\n"
-        "  --threads N           cpu threads (default: all)\n"
-        "  --no-prefetch         load batches on the training thread\n"
-        "  --peak-gflops X       MFU reference instead of measuring SGEMM\n"
-        "output:\n"
-        "  --report FILE         write the JSON report there\n"
-        "  --print-every N       print every Nth step (default 1; 0: none)\n"
-        "  --expect-loss-margin X  check: mean loss of the last 10 steps <= source entropy + X\n"
-        "                        (synthetic data only)\n"
-        "  --quiet               only the summary\n");
+    fprintf(
+        f, "usage: gauntlet train [options]\n"
+           "\n"
+           "model:\n"
+           "  --model NAME          gpt2-tiny (default), gpt2-small, gpt2-124m\n"
+           "  --layers N --heads N --channels N --vocab N --padded-vocab N --max-seq N\n"
+           "                        override fields of the preset\n"
+           "  --init-from llmc:FILE start from an llm.c model file (fp32, version 3); without\n"
+           "                        --model the file's config is used\n"
+           "training:\n"
+           "  --batch B             global batch, sequences per step (default 8)\n"
+           "  --seq T               sequence length (default: 64, or the model's max_seq_len\n"
+           "                        when that is shorter)\n"
+           "  --steps N             optimizer steps (default 200)\n"
+           "  --lr X --warmup N --lr-min-frac X --weight-decay X --grad-clip X\n"
+           "  --beta1 X --beta2 X --eps X\n"
+           "                        AdamW (defaults lr 1e-3, warmup 10, min frac 0.1, wd 0,\n"
+           "                        clip 1.0, betas 0.9 0.95, eps 1e-8)\n"
+           "  --seed N              initialisation and data order (default 1337)\n"
+           "data:\n"
+           "  --data FILE           token file (gauntlet or llm.c format); default: synthetic\n"
+           "  --data-order ORDER    sequential (default) or shuffled\n"
+           "  --synth-tokens N      synthetic source length (default: enough for every step)\n"
+           "  --synth-branch N      successors per state of the synthetic chain (default 4)\n"
+           "data parallel (launch with mpirun -np N or srun; --batch stays the global batch):\n"
+           "  --micro-batch M       sequences per forward/backward on a rank (default: all of\n"
+           "                        the rank's share, batch / ranks)\n"
+           "  --deterministic       bitwise the same weights on 1, 2, 4 ... ranks: micro-batch\n"
+           "                        gradients summed by one fixed binary tree (power-of-two\n"
+           "                        ranks and micro-batches per rank)\n"
+           "  --zero 0|1            1: ZeRO-1, AdamW state sharded across ranks\n"
+           "  --bucket-mb X         gradient all-reduce bucket size (default 25)\n"
+           "  --check-consistency N compare a hash of the parameters across ranks every N steps\n"
+           "                        (always once after initialisation)\n"
+           "  --comm NAME           auto (default: mpi when launched by mpirun/srun), self, mpi\n"
+           "  --comm-timeout S      watchdog deadline of every blocking collective (default 300)\n"
+           "execution:\n"
+           "  --backend NAME        cpu (default), ref, cuda\n"
+           "  --threads N           cpu threads (default: the cores / ranks on this node)\n"
+           "  --no-prefetch         load batches on the training thread\n"
+           "  --peak-gflops X       MFU reference instead of measuring SGEMM\n"
+           "output:\n"
+           "  --report FILE         write the JSON report there\n"
+           "  --print-every N       print every Nth step (default 1; 0: none)\n"
+           "  --expect-loss-margin X  check: mean loss of the last 10 steps <= source entropy + X\n"
+           "                        (synthetic data only)\n"
+           "  --quiet               only the summary\n");
 }
 
 typedef struct printer {
     int every;
 } printer;
 
-static void print_step(void *ctx, int step, int steps, float loss, float lr, double norm,
-                       double ms, double tps, double mfu) {
+static void print_step(void *ctx, int step, int steps, float loss, float lr, double norm, double ms,
+                       double tps, double mfu) {
     printer *p = ctx;
     if (p->every <= 0 || (step % p->every != 0 && step != 1 && step != steps)) return;
-    printf("step %5d/%d | loss %.6f | lr %.3e | norm %7.4f | %8.1f ms | %9.0f tok/s | MFU %5.1f%%\n",
-           step, steps, loss, lr, norm, ms, tps, 100.0 * mfu);
+    printf(
+        "step %5d/%d | loss %.6f | lr %.3e | norm %7.4f | %8.1f ms | %9.0f tok/s | MFU %5.1f%%\n",
+        step, steps, loss, lr, norm, ms, tps, 100.0 * mfu);
     fflush(stdout);
 }
 
@@ -67,6 +82,7 @@ int gt_cmd_train(int argc, char **argv) {
     int err = 0, quiet = 0, seq_given = 0, warmup_given = 0;
     double margin = -1;
     printer pr = {.every = 1};
+    gt_comm_config comm_cfg = gt_comm_defaults();
     /* the preset first, so overrides apply to it whatever the order */
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--model") == 0) {
@@ -84,8 +100,10 @@ int gt_cmd_train(int argc, char **argv) {
         model_given |= strcmp(argv[i], "--model") == 0 || strncmp(argv[i], "--model=", 8) == 0;
     for (int i = 1; i < argc && !model_given; i++) {
         const char *init = NULL;
-        if (strcmp(argv[i], "--init-from") == 0 && i + 1 < argc) init = argv[i + 1];
-        else if (strncmp(argv[i], "--init-from=", 12) == 0) init = argv[i] + 12;
+        if (strcmp(argv[i], "--init-from") == 0 && i + 1 < argc)
+            init = argv[i + 1];
+        else if (strncmp(argv[i], "--init-from=", 12) == 0)
+            init = argv[i] + 12;
         if (init && strncmp(init, "llmc:", 5) == 0) {
             gt_status s = gt_gpt2_read_llmc_config(init + 5, &cfg.model);
             if (s != GT_OK) return gt_fail("train", s);
@@ -145,8 +163,7 @@ int gt_cmd_train(int argc, char **argv) {
             cfg.data_path = v;
         } else if (gt_opt(&a, "--data-order", &v, &err)) {
             if (gt_data_order_parse(v, &cfg.data_order) != GT_OK)
-                return gt_usage_error("train", "--data-order '%s': use sequential or shuffled",
-                                      v);
+                return gt_usage_error("train", "--data-order '%s': use sequential or shuffled", v);
         } else if (gt_opt(&a, "--synth-tokens", &v, &err)) {
             err |= !gt_parse_i64(&a, "--synth-tokens", v, 2, (int64_t)1 << 34, &cfg.synth_tokens);
         } else if (gt_opt(&a, "--synth-branch", &v, &err)) {
@@ -155,6 +172,20 @@ int gt_cmd_train(int argc, char **argv) {
             cfg.backend = v;
         } else if (gt_opt(&a, "--threads", &v, &err)) {
             err |= !gt_parse_int(&a, "--threads", v, 1, 4096, &cfg.threads);
+        } else if (gt_opt(&a, "--micro-batch", &v, &err)) {
+            err |= !gt_parse_int(&a, "--micro-batch", v, 1, 1 << 20, &cfg.micro_batch);
+        } else if (gt_flag(&a, "--deterministic")) {
+            cfg.deterministic = 1;
+        } else if (gt_opt(&a, "--zero", &v, &err)) {
+            err |= !gt_parse_int(&a, "--zero", v, 0, 1, &cfg.zero);
+        } else if (gt_opt(&a, "--bucket-mb", &v, &err)) {
+            err |= !gt_parse_double(&a, "--bucket-mb", v, 0.001, 65536.0, &cfg.bucket_mb);
+        } else if (gt_opt(&a, "--check-consistency", &v, &err)) {
+            err |= !gt_parse_int(&a, "--check-consistency", v, 0, 1 << 30, &cfg.check_every);
+        } else if (gt_opt(&a, "--comm", &v, &err)) {
+            comm_cfg.backend = v;
+        } else if (gt_opt(&a, "--comm-timeout", &v, &err)) {
+            err |= !gt_parse_double(&a, "--comm-timeout", v, 0.0, 1e7, &comm_cfg.timeout_s);
         } else if (gt_flag(&a, "--no-prefetch")) {
             cfg.prefetch = 0;
         } else if (gt_opt(&a, "--peak-gflops", &v, &err)) {
@@ -168,8 +199,9 @@ int gt_cmd_train(int argc, char **argv) {
         } else if (gt_flag(&a, "--quiet")) {
             quiet = 1;
         } else {
-            fprintf(stderr, "gauntlet train: unknown option '%s' (gauntlet train --help lists "
-                            "them)\n",
+            fprintf(stderr,
+                    "gauntlet train: unknown option '%s' (gauntlet train --help lists "
+                    "them)\n",
                     argv[a.i]);
             return GT_EXIT_USAGE;
         }
@@ -179,7 +211,6 @@ int gt_cmd_train(int argc, char **argv) {
     if (margin >= 0 && cfg.data_path)
         return gt_usage_error("train", "--expect-loss-margin needs the synthetic source (its "
                                        "entropy is known); drop --data or the margin");
-    if (quiet) pr.every = 0;
     cfg.on_step = print_step;
     cfg.on_step_ctx = &pr;
     /* the cosine decay spans the run; the default warm-up shrinks to fit a
@@ -192,9 +223,32 @@ int gt_cmd_train(int argc, char **argv) {
         cfg.opt.warmup_steps = cfg.steps - 1;
     }
 
-    gt_report *rep = NULL;
-    gt_status s = gt_report_new(report_path, argc + 1, argv - 1, &rep);
+    gt_comm *comm = NULL;
+    gt_status s = gt_comm_world(&comm_cfg, &comm);
     if (s != GT_OK) return gt_fail("train", s);
+    int rank = gt_comm_rank(comm), nranks = gt_comm_size(comm);
+    cfg.comm = comm;
+    if (rank != 0) {
+        quiet = 1;
+        report_path = NULL; /* rank 0 writes the report */
+    }
+    if (cfg.threads == 0 && nranks > 1) {
+        /* ranks on one node share its cores; oversubscribed OpenMP and
+         * OpenBLAS threads cost far more than they give */
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        if (!local) local = getenv("SLURM_NTASKS_PER_NODE");
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        int per_node = local ? atoi(local) : nranks;
+        cfg.threads = per_node > 0 && ncpu / per_node >= 1 ? (int)(ncpu / per_node) : 1;
+    }
+    if (quiet) pr.every = 0;
+
+    gt_report *rep = NULL;
+    s = gt_report_new(report_path, argc + 1, argv - 1, &rep);
+    if (s != GT_OK) {
+        gt_comm_free(comm);
+        return gt_fail("train", s);
+    }
     gt_env env;
     gt_env_collect(&env);
     gt_report_set_env(rep, &env, NULL);
@@ -202,22 +256,28 @@ int gt_cmd_train(int argc, char **argv) {
     if (report_path && (s = gt_report_write(rep)) != GT_OK) {
         gt_env_release(&env);
         gt_report_free(rep);
+        gt_comm_free(comm);
         return gt_fail("train", s);
     }
     if (!quiet)
         printf("gauntlet train: %s (L%d H%d C%d V%d Vp%d maxT%d), batch %d x seq %d, %d steps, "
-               "backend %s\n",
+               "backend %s, %d rank(s) over %s%s%s\n",
                cfg.model_name, m->num_layers, m->num_heads, m->channels, m->vocab_size,
-               m->padded_vocab_size, m->max_seq_len, cfg.batch, cfg.seq_len, cfg.steps,
-               cfg.backend);
+               m->padded_vocab_size, m->max_seq_len, cfg.batch, cfg.seq_len, cfg.steps, cfg.backend,
+               nranks, gt_comm_backend_name(comm), cfg.deterministic ? ", deterministic" : "",
+               cfg.zero ? ", ZeRO-1" : "");
 
     gt_train_stats st;
     s = gt_train_run(&cfg, &st);
-    char topo[8] = "1";
+    char topo[16];
+    snprintf(topo, sizeof topo, "%d", nranks);
     gt_result *res = gt_report_add_result(rep, "train", cfg.model_name, topo, cfg.backend);
     int rc = GT_EXIT_OK;
     if (s != GT_OK) {
-        fprintf(stderr, "gauntlet train: %s [%s]\n", gt_last_error(), gt_status_name(s));
+        /* every rank says what it saw, a rank's error may be the cause; but
+         * GT_ERR_INVALID is the same everywhere: rank 0 says it */
+        if (rank == 0 || s != GT_ERR_INVALID)
+            fprintf(stderr, "gauntlet train: %s [%s]\n", gt_last_error(), gt_status_name(s));
         gt_train_record(&cfg, &st, res);
         gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR,
                              gt_last_error());
@@ -234,21 +294,28 @@ int gt_cmd_train(int argc, char **argv) {
                             st.entropy + margin, detail);
         }
         if (gt_result_get_status(res) != GT_RESULT_PASS) rc = GT_EXIT_CHECK;
-        printf("\nsummary: %s on %s\n", cfg.model_name, st.backend_desc);
-        printf("  parameters       %zu\n", st.num_params);
-        printf("  final loss       %.6f (mean of last 10 steps %.6f)\n",
-               st.loss[st.steps_done - 1], tail);
-        if (st.entropy >= 0)
-            printf("  source entropy   %.6f nats/token (gap %.4f)\n", st.entropy,
-                   tail - st.entropy);
-        printf("  step time        %.2f ms (median)\n", st.ms_per_step);
-        printf("  throughput       %.0f tokens/s\n", st.tokens_per_s);
-        printf("  MFU              %.1f%% of %.1f GFLOP/s %s\n", 100.0 * st.mfu,
-               st.peak_gflops, cfg.peak_gflops > 0 ? "(--peak-gflops)" : "measured SGEMM");
-        printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
-               st.mem.peak_in_use / 1048576.0, st.mem.peak_reserved / 1048576.0);
-        printf("  final params     fnv1a64 %016llx\n", (unsigned long long)st.params_digest);
-        printf("  checks           %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
+        if (rank == 0) {
+            printf("\nsummary: %s on %s\n", cfg.model_name, st.backend_desc);
+            printf("  parameters       %zu\n", st.num_params);
+            printf("  final loss       %.6f (mean of last 10 steps %.6f)\n",
+                   st.loss[st.steps_done - 1], tail);
+            if (st.entropy >= 0)
+                printf("  source entropy   %.6f nats/token (gap %.4f)\n", st.entropy,
+                       tail - st.entropy);
+            printf("  step time        %.2f ms (median)\n", st.ms_per_step);
+            printf("  throughput       %.0f tokens/s\n", st.tokens_per_s);
+            printf("  MFU              %.1f%% of %.1f GFLOP/s %s\n", 100.0 * st.mfu, st.peak_gflops,
+                   cfg.peak_gflops > 0 ? "(--peak-gflops)" : "measured SGEMM");
+            if (nranks > 1)
+                printf("  communication    %.2f ms/step not hidden by the backward (median), %.1f "
+                       "MiB/step reduced and gathered by rank 0\n",
+                       st.exposed_comm_ms,
+                       st.comm_bytes / 1048576.0 / (st.steps_done ? st.steps_done : 1));
+            printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
+                   st.mem.peak_in_use / 1048576.0, st.mem.peak_reserved / 1048576.0);
+            printf("  final params     fnv1a64 %016llx\n", (unsigned long long)st.params_digest);
+            printf("  checks           %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
+        }
     }
     if (report_path) {
         gt_status ws = gt_report_write(rep);
@@ -262,5 +329,13 @@ int gt_cmd_train(int argc, char **argv) {
     gt_train_stats_release(&st);
     gt_env_release(&env);
     gt_report_free(rep);
+    if (s != GT_OK && s != GT_ERR_INVALID && nranks > 1) {
+        /* a stuck or failed peer (GT_ERR_INVALID is raised by every rank
+         * alike, before any work): end the whole job now instead of hanging
+         * in the next collective; the report of what finished is written */
+        fflush(NULL);
+        gt_comm_abort(comm, rc);
+    }
+    gt_comm_free(comm);
     return rc;
 }

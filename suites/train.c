@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "engine/backend.h"
+#include "engine/dp.h"
+#include "kernels/ops.h"
 #include "engine/env.h"
 #include "engine/timer.h"
 
@@ -37,6 +39,7 @@ void gt_train_stats_release(gt_train_stats *s) {
     free(s->grad_norm);
     free(s->ms);
     free(s->wait_ms);
+    free(s->comm_ms);
     memset(s, 0, sizeof *s);
 }
 
@@ -99,9 +102,82 @@ static uint64_t fnv1a(const void *data, size_t n) {
     return h;
 }
 
+/* FNV-1a of every parameter tensor (llm.c order), compared across ranks:
+ * a mismatch names the first tensor that differs and the ranks involved. */
+static gt_status check_consistency(gt_gpt2 *model, gt_comm *comm, int step) {
+    size_t n = gt_gpt2_num_params(model);
+    float *host = malloc(n * sizeof(float));
+    if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory for the consistency check");
+    gt_status s = gt_gpt2_get_params(model, host);
+    int64_t mine[GT_GPT2_NUM_TENSORS];
+    size_t off = 0;
+    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
+        size_t len = gt_gpt2_tensor_size(model, i);
+        mine[i] = (int64_t)fnv1a(host + off, len * sizeof(float));
+        off += len;
+    }
+    free(host);
+    if (s != GT_OK) return s;
+    int R = gt_comm_size(comm);
+    int64_t *all = malloc((size_t)R * GT_GPT2_NUM_TENSORS * sizeof(int64_t));
+    if (!all) return GT_ERR(GT_ERR_OOM, "out of host memory for the consistency check");
+    s = gt_comm_allgather(comm, mine, all, GT_GPT2_NUM_TENSORS, GT_DTYPE_INT64, NULL);
+    for (int i = 0; i < GT_GPT2_NUM_TENSORS && s == GT_OK; i++)
+        for (int r = 1; r < R; r++)
+            if (all[(size_t)r * GT_GPT2_NUM_TENSORS + i] != all[i]) {
+                s = GT_ERR(GT_ERR_MISMATCH,
+                           "parameters differ across ranks %s%.0d: tensor '%s' on rank %d "
+                           "(hash %016llx) vs rank 0 (hash %016llx)",
+                           step ? "after step " : "at initialisation", step,
+                           gt_gpt2_tensor_name(i),
+                           gt_comm_world_rank(comm, r),
+                           (unsigned long long)all[(size_t)r * GT_GPT2_NUM_TENSORS + i],
+                           (unsigned long long)all[i]);
+                break;
+            }
+    free(all);
+    return s;
+}
+
+static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* Balanced binary tree over this rank's micro-batch gradients, kept as a
+ * stack of partial sums (a binary counter): slot l holds the sum of 2^l
+ * consecutive micro-batches. With a power-of-two count it is the same tree
+ * as any other split of the same leaves over ranks. */
+typedef struct grad_tree {
+    float *slot[32];
+    int used[32];
+    int nslots;
+    size_t n;
+} grad_tree;
+
+static gt_status tree_push(gt_backend *be, grad_tree *t, const float *g) {
+    gt_kctx k = {.be = be, .dt = GT_DTYPE_FP32};
+    size_t bytes = t->n * sizeof(float);
+    int l = 0;
+    const float *carry = g;
+    while (l < t->nslots && t->used[l]) {
+        /* left operand: the earlier micro-batches */
+        GT_TRY(be->ops->residual_fwd(&k, t->slot[l], t->slot[l], carry, t->n));
+        t->used[l] = 0;
+        carry = t->slot[l];
+        l++;
+    }
+    if (l >= t->nslots) return GT_ERR(GT_ERR_INVALID, "micro-batch tree overflow");
+    if (carry != t->slot[l]) GT_TRY(be->copy_device(be, t->slot[l], carry, bytes));
+    t->used[l] = 1;
+    return GT_OK;
+}
+
+static gt_status dp_hook(void *ctx, size_t frontier) { return gt_dp_grads_ready(ctx, frontier); }
+
 gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     memset(st, 0, sizeof *st);
     st->entropy = -1;
+    gt_comm *comm = cfg->comm;
+    gt_comm *own_comm = NULL;
+    int R = 1, rank = 0;
     if (cfg->steps < 1) return GT_ERR(GT_ERR_INVALID, "--steps must be >= 1, got %d", cfg->steps);
     if (cfg->batch < 1) return GT_ERR(GT_ERR_INVALID, "--batch must be >= 1, got %d", cfg->batch);
     if (cfg->seq_len < 1 || cfg->seq_len > cfg->model.max_seq_len)
@@ -111,6 +187,46 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
                       cfg->seq_len, cfg->model.max_seq_len);
     GT_TRY(gt_gpt2_config_check(&cfg->model));
     GT_TRY(gt_adamw_config_check(&cfg->opt));
+    if (!comm) {
+        gt_comm_config cc = gt_comm_defaults();
+        cc.backend = "self";
+        GT_TRY(gt_comm_world(&cc, &own_comm));
+        comm = own_comm;
+    }
+    R = gt_comm_size(comm);
+    rank = gt_comm_rank(comm);
+    st->nranks = R;
+    gt_status s = GT_OK;
+    /* every shape error before any work, identically on every rank */
+    /* deterministic: the micro-batch is the leaf of the reduction tree, so it
+     * must not change with the rank count; 1 sequence unless told */
+    int B = cfg->batch / R;
+    int M = cfg->micro_batch > 0 ? cfg->micro_batch : cfg->deterministic ? 1 : B;
+    int T = cfg->seq_len;
+    if (cfg->batch % R != 0) {
+        s = GT_ERR(GT_ERR_INVALID,
+                   "the global batch of %d sequences does not split across %d ranks: use a "
+                   "--batch that is a multiple of %d",
+                   cfg->batch, R, R);
+    } else if (B % M != 0) {
+        s = GT_ERR(GT_ERR_INVALID,
+                   "--micro-batch %d does not divide the %d sequences of each rank (global "
+                   "batch %d over %d ranks)",
+                   M, B, cfg->batch, R);
+    } else if (cfg->deterministic && !is_pow2(B / M)) {
+        s = GT_ERR(GT_ERR_INVALID,
+                   "--deterministic needs a power-of-two number of micro-batches per rank; "
+                   "got %d (%d sequences per rank, micro-batch %d)",
+                   B / M, B, M);
+    } else if (cfg->deterministic && !is_pow2(R)) {
+        s = GT_ERR(GT_ERR_INVALID,
+                   "--deterministic needs a power-of-two number of ranks, got %d", R);
+    }
+    if (s != GT_OK) {
+        gt_comm_free(own_comm);
+        return s;
+    }
+    int k_local = B / M;
 
     size_t n = (size_t)cfg->steps;
     st->loss = calloc(n, sizeof(double));
@@ -118,15 +234,25 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     st->grad_norm = calloc(n, sizeof(double));
     st->ms = calloc(n, sizeof(double));
     st->wait_ms = calloc(n, sizeof(double));
-    if (!st->loss || !st->lr || !st->grad_norm || !st->ms || !st->wait_ms)
+    st->comm_ms = calloc(n, sizeof(double));
+    float *mb_loss = calloc((size_t)k_local, sizeof(float));
+    float *all_loss = calloc((size_t)k_local * R, sizeof(float));
+    if (!st->loss || !st->lr || !st->grad_norm || !st->ms || !st->wait_ms || !st->comm_ms ||
+        !mb_loss || !all_loss) {
+        free(mb_loss);
+        free(all_loss);
+        gt_comm_free(own_comm);
         return GT_ERR(GT_ERR_OOM, "no host memory for %d steps of statistics", cfg->steps);
+    }
 
     gt_backend *be = NULL;
     gt_gpt2 *model = NULL;
     gt_loader *loader = NULL;
+    gt_dp *dp = NULL;
+    grad_tree tree;
+    memset(&tree, 0, sizeof tree);
     gt_tokens tok;
     memset(&tok, 0, sizeof tok);
-    gt_status s = GT_OK;
 
     gt_backend_config bc = {.threads = cfg->threads, .device = -1};
     if ((s = gt_backend_new(cfg->backend, &bc, &be)) != GT_OK) goto done;
@@ -135,7 +261,17 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     st->entropy = tok.entropy;
     st->vocab = cfg->model.vocab_size;
 
-    if ((s = gt_gpt2_new(be, &cfg->model, cfg->batch, cfg->seq_len, &model)) != GT_OK) goto done;
+    if ((s = gt_gpt2_new(be, &cfg->model, M, T, &model)) != GT_OK) goto done;
+    gt_dp_config dc = gt_dp_defaults();
+    dc.zero = cfg->zero;
+    dc.deterministic = cfg->deterministic;
+    dc.chunk = GT_GPT2_NORM_CHUNK;
+    if (cfg->bucket_mb > 0) dc.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
+    if ((s = gt_dp_new(comm, be, &dc, gt_gpt2_num_params(model), &dp)) != GT_OK) goto done;
+    size_t lo, hi;
+    gt_dp_shard(dp, &lo, &hi);
+    if ((s = gt_gpt2_pad(model, gt_dp_padded(dp))) != GT_OK) goto done;
+    if ((s = gt_gpt2_set_opt_range(model, lo, hi)) != GT_OK) goto done;
     if (cfg->init_from) {
         if (strncmp(cfg->init_from, "llmc:", 5) != 0) {
             s = GT_ERR(GT_ERR_INVALID,
@@ -147,8 +283,29 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     } else if ((s = gt_gpt2_init_random(model, cfg->seed)) != GT_OK) {
         goto done;
     }
+    {
+        /* fault injection for the consistency check's test: rank N starts
+         * with one parameter changed */
+        const char *fault = getenv("GT_FAULT_PERTURB_RANK");
+        if (fault && atoi(fault) == rank && R > 1) {
+            float one = 1.0f;
+            float *p = gt_gpt2_params_buffer(model);
+            if ((s = be->copy_to_device(be, p + gt_gpt2_num_params(model) - 1, &one,
+                                        sizeof one)) != GT_OK)
+                goto done;
+        }
+    }
+    if (R > 1 && (s = check_consistency(model, comm, 0)) != GT_OK) goto done;
+    if (cfg->deterministic && k_local > 1) {
+        tree.n = gt_gpt2_num_params_padded(model);
+        while ((1 << tree.nslots) <= k_local) tree.nslots++;
+        for (int l = 0; l < tree.nslots; l++)
+            if ((s = gt_backend_alloc(be, tree.n * sizeof(float), (void **)&tree.slot[l])) !=
+                GT_OK)
+                goto done;
+    }
     st->num_params = gt_gpt2_num_params(model);
-    st->flops_per_token = gt_gpt2_flops_per_token(model, cfg->seq_len);
+    st->flops_per_token = gt_gpt2_flops_per_token(model, T);
     st->peak_gflops = cfg->peak_gflops;
     if (st->peak_gflops <= 0) {
         gt_peaks pk;
@@ -157,50 +314,100 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     }
 
     gt_loader_config lc = {.global_batch = cfg->batch,
-                           .seq_len = cfg->seq_len,
-                           .rank = 0,
-                           .nranks = 1,
+                           .seq_len = T,
+                           .rank = rank,
+                           .nranks = R,
                            .order = cfg->data_order,
                            .seed = cfg->seed,
                            .start_step = 0,
                            .prefetch = cfg->prefetch};
     if ((s = gt_loader_new(&tok, &lc, &loader)) != GT_OK) goto done;
 
-    int B = cfg->batch, T = cfg->seq_len;
-    float dloss = 1.0f / (float)(B * T);
+    float *grads = gt_gpt2_grads_buffer(model);
+    float *params = gt_gpt2_params_buffer(model);
+    /* each token's loss weighs 1 / (global tokens): the sum over ranks is the
+     * gradient of the global mean */
+    float dloss = 1.0f / (float)((double)cfg->batch * T);
     for (int step = 0; step < cfg->steps; step++) {
         uint64_t t0 = gt_now_ns(), wait = 0;
         const int32_t *inputs, *targets;
         if ((s = gt_loader_next(loader, &inputs, &targets, &wait)) != GT_OK) goto done;
-        float loss = 0, lr = 0;
-        double norm = 0;
+        if ((s = gt_dp_begin(dp, grads)) != GT_OK) goto done;
         if ((s = gt_gpt2_zero_grad(model)) != GT_OK) goto done;
-        if ((s = gt_gpt2_forward_backward(model, inputs, targets, B, T, dloss, &loss)) != GT_OK)
+        for (int j = 0; j < k_local; j++) {
+            const int32_t *in = inputs + (size_t)j * M * T, *tg = targets + (size_t)j * M * T;
+            int last = j == k_local - 1;
+            if (cfg->deterministic && j > 0 && (s = gt_gpt2_zero_grad(model)) != GT_OK)
+                goto done;
+            gt_gpt2_set_grad_hook(model, last && !cfg->deterministic ? dp_hook : NULL, dp);
+            if ((s = gt_gpt2_forward_backward(model, in, tg, M, T, dloss, &mb_loss[j])) != GT_OK)
+                goto done;
+            if (cfg->deterministic && k_local > 1 &&
+                (s = tree_push(be, &tree, grads)) != GT_OK)
+                goto done;
+        }
+        gt_gpt2_set_grad_hook(model, NULL, NULL);
+        if (cfg->deterministic && k_local > 1) {
+            int top = tree.nslots - 1;
+            s = be->copy_device(be, grads, tree.slot[top], tree.n * sizeof(float));
+            tree.used[top] = 0;
+            if (s != GT_OK) goto done;
+        }
+        float *gshard = NULL;
+        double exposed = 0;
+        if ((s = gt_dp_finish(dp, &gshard, &exposed)) != GT_OK) goto done;
+        /* the global mean loss, summed in global micro-batch order */
+        if ((s = gt_comm_allgather(comm, mb_loss, all_loss, (size_t)k_local, GT_DTYPE_FP32,
+                                   NULL)) != GT_OK)
             goto done;
+        double lsum = 0;
+        for (int j = 0; j < k_local * R; j++) lsum += all_loss[j];
+        double loss = lsum / (k_local * R);
         if (!isfinite(loss)) {
             s = GT_ERR(GT_ERR_INVALID, "loss is %g at step %d: training diverged", loss,
                        step + 1);
             goto done;
         }
-        if ((s = gt_gpt2_update(model, &cfg->opt, step + 1, &norm, &lr)) != GT_OK) goto done;
+        double norm = 0;
+        if ((s = gt_dp_grad_norm(dp, &norm)) != GT_OK) goto done;
+        if (!isfinite(norm)) {
+            s = GT_ERR(GT_ERR_INVALID, "gradient norm is %g at step %d: training diverged "
+                                       "(lower --lr or enable --grad-clip)",
+                       norm, step + 1);
+            goto done;
+        }
+        float lr = gt_lr_at(&cfg->opt, step);
+        float scale = gt_clip_scale(&cfg->opt, norm);
+        size_t uhi = hi < st->num_params ? hi : st->num_params;
+        if (lo < uhi &&
+            (s = gt_gpt2_update_range(model, &cfg->opt, step + 1, lr, scale, gshard, lo, uhi)) !=
+                GT_OK)
+            goto done;
+        if ((s = gt_dp_gather_params(dp, params)) != GT_OK) goto done;
         if ((s = be->synchronize(be)) != GT_OK) goto done;
+        if (R > 1 && cfg->check_every > 0 && (step + 1) % cfg->check_every == 0 &&
+            (s = check_consistency(model, comm, step + 1)) != GT_OK)
+            goto done;
         double ms = (double)(gt_now_ns() - t0) * 1e-6;
         st->loss[step] = loss;
         st->lr[step] = lr;
         st->grad_norm[step] = norm;
         st->ms[step] = ms;
         st->wait_ms[step] = (double)wait * 1e-6;
+        st->comm_ms[step] = exposed * 1e3;
         st->steps_done = step + 1;
-        double tps = (double)B * T / (ms * 1e-3);
-        double mfu = tps * st->flops_per_token / (st->peak_gflops * 1e9);
-        if (cfg->on_step) cfg->on_step(cfg->on_step_ctx, step + 1, cfg->steps, loss, lr, norm, ms,
-                                       tps, mfu);
+        double tps = (double)cfg->batch * T / (ms * 1e-3);
+        double mfu = tps * st->flops_per_token / (st->peak_gflops * 1e9 * R);
+        if (cfg->on_step && rank == 0)
+            cfg->on_step(cfg->on_step_ctx, step + 1, cfg->steps, (float)loss, lr, norm, ms, tps,
+                         mfu);
     }
     /* the first step pays for first-touch page faults and cache warm-up */
     int skip = st->steps_done > 1 ? 1 : 0;
     st->ms_per_step = median(st->ms + skip, st->steps_done - skip);
-    st->tokens_per_s = (double)B * T / (st->ms_per_step * 1e-3);
-    st->mfu = st->tokens_per_s * st->flops_per_token / (st->peak_gflops * 1e9);
+    st->tokens_per_s = (double)cfg->batch * T / (st->ms_per_step * 1e-3);
+    st->exposed_comm_ms = median(st->comm_ms + skip, st->steps_done - skip);
+    st->mfu = st->tokens_per_s * st->flops_per_token / (st->peak_gflops * 1e9 * R);
     {
         size_t bytes = st->num_params * sizeof(float);
         float *host = malloc(bytes);
@@ -213,10 +420,16 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     }
 done:
     if (be) gt_allocator_stats(be->alloc, &st->mem);
+    if (dp) st->comm_bytes = gt_dp_bytes(dp);
+    for (int l = 0; l < tree.nslots; l++) gt_backend_dealloc(be, tree.slot[l]);
+    gt_dp_free(dp);
     gt_loader_free(loader);
     gt_gpt2_free(model);
     gt_tokens_release(&tok);
     gt_backend_free(be);
+    gt_comm_free(own_comm);
+    free(mb_loss);
+    free(all_loss);
     return s;
 }
 
@@ -269,6 +482,13 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     gt_result_metric(res, "peak_sgemm", "GFLOP/s", 1, st->peak_gflops, NULL, 0);
     gt_result_metric(res, "data_wait_ms", "ms", 0, median(st->wait_ms + skip, n - skip),
                      st->wait_ms + skip, (size_t)(n - skip));
+    if (st->comm_ms)
+        gt_result_metric(res, "exposed_comm_ms", "ms", 0, st->exposed_comm_ms,
+                         st->comm_ms + skip, (size_t)(n - skip));
+    gt_result_param_int(res, "ranks", st->nranks);
+    gt_result_param_int(res, "micro_batch", cfg->micro_batch);
+    gt_result_param_int(res, "deterministic", cfg->deterministic);
+    gt_result_param_int(res, "zero", cfg->zero);
     gt_result_metric(res, "final_loss", "nats/token", 0, n ? st->loss[n - 1] : NAN, NULL, 0);
     gt_result_metric(res, "peak_memory", "bytes", 0, (double)st->mem.peak_in_use, NULL, 0);
     gt_result_series(res, "loss", st->loss, (size_t)n);

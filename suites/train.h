@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "engine/alloc.h"
+#include "engine/comm.h"
 #include "engine/data.h"
 #include "engine/optim.h"
 #include "engine/status.h"
@@ -35,6 +36,13 @@ typedef struct gt_train_config {
     const char *init_from;   /* "llmc:FILE" or NULL */
     double peak_gflops;      /* MFU reference; <= 0: measure it */
     int prefetch;            /* data loader thread */
+    /* data parallelism: `batch` is always the global batch */
+    gt_comm *comm;           /* borrowed; NULL: one process */
+    int micro_batch;         /* sequences per forward/backward on a rank; 0: all of them */
+    int deterministic;       /* bitwise the same on 1, 2, 4 ... ranks (tree reduction) */
+    int zero;                /* 1: ZeRO-1 (optimizer state sharded) */
+    double bucket_mb;        /* all-reduce bucket size in MiB (default 25) */
+    int check_every;         /* cross-rank parameter hash every N steps (0: after init only) */
     /* Called after every step (may be NULL). */
     void (*on_step)(void *ctx, int step, int steps, float loss, float lr, double grad_norm,
                     double ms, double tokens_per_s, double mfu);
@@ -52,8 +60,10 @@ typedef struct gt_train_stats {
     double *grad_norm;  /* (steps) before clipping */
     double *ms;         /* (steps) wall time of each step */
     double *wait_ms;    /* (steps) time waiting for data */
+    double *comm_ms;    /* (steps) communication the backward did not hide */
     double tokens_per_s;      /* median over steps after the first */
     double ms_per_step;       /* median */
+    double exposed_comm_ms;   /* median of comm_ms */
     double mfu;               /* model FLOP/s over peak_gflops */
     double peak_gflops;       /* the reference used */
     double flops_per_token;
@@ -63,6 +73,8 @@ typedef struct gt_train_stats {
     gt_alloc_stats mem;       /* backend allocator at the end */
     char backend_desc[256];
     int vocab;                /* model V */
+    int nranks;
+    size_t comm_bytes;        /* bytes this rank reduced / gathered */
 } gt_train_stats;
 
 void gt_train_stats_release(gt_train_stats *s);

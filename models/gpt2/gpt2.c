@@ -58,10 +58,19 @@ struct gt_gpt2 {
     gt_backend *be;
     gt_kctx k;
     int B, T; /* capacity */
-    size_t sizes[GT_GPT2_NUM_TENSORS];
-    size_t offsets[GT_GPT2_NUM_TENSORS];
+    size_t sizes[GT_GPT2_NUM_TENSORS];   /* elements, all layers */
+    size_t per_layer[GT_GPT2_NUM_TENSORS]; /* elements of one layer's slice */
+    size_t canon[GT_GPT2_NUM_TENSORS];   /* offset in llm.c's layout */
+    size_t inner[GT_GPT2_NUM_TENSORS];   /* offset inside a layer block (layered tensors) */
+    size_t layer_base, layer_size, lnf_base;
     size_t num_params;
-    float *params, *grads, *m, *v; /* backend memory, fp32 */
+    size_t num_alloc;                    /* params/grads length incl. zero padding */
+    size_t opt_lo, opt_hi;               /* the range m and v hold */
+    float *params, *grads, *m, *v;       /* backend memory, fp32 */
+    struct { size_t off, len; int decay; } seg[3 + 8 * 1024];
+    int nseg;
+    gt_gpt2_grad_hook hook;
+    void *hook_ctx;
     size_t act_sizes[A_COUNT];     /* bytes */
     char *act_mem;
     void *act[A_COUNT];
@@ -168,6 +177,79 @@ static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t s[A_COUNT]) 
     s[A_DFCH_GELU] = BT * 4 * C * f;
 }
 
+
+static int is_layered(int i) { return i >= P_LN1W && i <= P_FCPROJB; }
+static int decays(int i) {
+    return i == P_WTE || i == P_WPE || i == P_QKVW || i == P_ATTPROJW || i == P_FCW ||
+           i == P_FCPROJW;
+}
+
+/* The internal layout keeps each layer's tensors together, so the gradients
+ * of a layer are one contiguous range once its backward is done (what
+ * bucketed all-reduce needs): [wte wpe] [layer 0: ln1w .. fcprojb] ...
+ * [layer L-1] [lnfw lnfb]. get/set_params convert to and from llm.c's
+ * tensor-major order. */
+static void layout(gt_gpt2 *m) {
+    int L = m->cfg.num_layers;
+    size_t off = 0;
+    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
+        m->canon[i] = off;
+        off += m->sizes[i];
+        m->per_layer[i] = is_layered(i) ? m->sizes[i] / (size_t)L : m->sizes[i];
+    }
+    m->num_params = off;
+    m->layer_base = m->sizes[P_WTE] + m->sizes[P_WPE];
+    m->layer_size = 0;
+    for (int i = P_LN1W; i <= P_FCPROJB; i++) {
+        m->inner[i] = m->layer_size;
+        m->layer_size += m->per_layer[i];
+    }
+    m->lnf_base = m->layer_base + (size_t)L * m->layer_size;
+    /* runs of equal weight decay in internal order, for AdamW */
+    m->nseg = 0;
+    for (int l = -1; l <= L; l++) {
+        int lo = l < 0 ? P_WTE : l == L ? P_LNFW : P_LN1W;
+        int hi = l < 0 ? P_WPE : l == L ? P_LNFB : P_FCPROJB;
+        for (int i = lo; i <= hi; i++) {
+            size_t start = l < 0 ? (i == P_WTE ? 0 : m->sizes[P_WTE])
+                           : l == L ? m->lnf_base + (i == P_LNFW ? 0 : m->sizes[P_LNFW])
+                                    : m->layer_base + (size_t)l * m->layer_size + m->inner[i];
+            if (m->nseg > 0 && m->seg[m->nseg - 1].decay == decays(i)) {
+                m->seg[m->nseg - 1].len += m->per_layer[i];
+            } else {
+                m->seg[m->nseg].off = start;
+                m->seg[m->nseg].len = m->per_layer[i];
+                m->seg[m->nseg].decay = decays(i);
+                m->nseg++;
+            }
+        }
+    }
+}
+
+/* Element offset of tensor i (layer l for layered tensors) in the internal layout. */
+static size_t poff(const gt_gpt2 *m, int i, int l) {
+    if (i == P_WTE) return 0;
+    if (i == P_WPE) return m->sizes[P_WTE];
+    if (i == P_LNFW) return m->lnf_base;
+    if (i == P_LNFB) return m->lnf_base + m->sizes[P_LNFW];
+    return m->layer_base + (size_t)l * m->layer_size + m->inner[i];
+}
+
+static float *P(gt_gpt2 *m, float *base, int i, int l) { return base + poff(m, i, l); }
+
+/* dir 0: canonical (llm.c) -> internal; 1: internal -> canonical. */
+static void permute(const gt_gpt2 *m, float *dst, const float *src, int dir) {
+    int L = m->cfg.num_layers;
+    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
+        int nl = is_layered(i) ? L : 1;
+        for (int l = 0; l < nl; l++) {
+            size_t c = m->canon[i] + (size_t)l * m->per_layer[i], in = poff(m, i, l);
+            if (dir == 0) memcpy(dst + in, src + c, m->per_layer[i] * sizeof(float));
+            else memcpy(dst + c, src + in, m->per_layer[i] * sizeof(float));
+        }
+    }
+}
+
 static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
 
 gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, gt_gpt2 **out) {
@@ -189,11 +271,13 @@ gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, g
     m->B = B;
     m->T = T;
     param_sizes(cfg, m->sizes);
-    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
-        m->offsets[i] = m->num_params;
-        m->num_params += m->sizes[i];
-    }
-    size_t pbytes = m->num_params * sizeof(float);
+    layout(m);
+    /* whole norm chunks, so that the gradient norm's chunking never changes */
+    m->num_alloc = (m->num_params + GT_GPT2_NORM_CHUNK - 1) / GT_GPT2_NORM_CHUNK *
+                   GT_GPT2_NORM_CHUNK;
+    m->opt_lo = 0;
+    m->opt_hi = m->num_params;
+    size_t pbytes = m->num_alloc * sizeof(float);
     gt_status s = GT_OK;
     if ((s = gt_backend_alloc(be, pbytes, (void **)&m->params)) != GT_OK ||
         (s = gt_backend_alloc(be, pbytes, (void **)&m->grads)) != GT_OK ||
@@ -242,24 +326,22 @@ size_t gt_gpt2_memory_bytes(const gt_gpt2 *m) {
     return total;
 }
 
-static float *param(gt_gpt2 *m, float *base, int i) { return base + m->offsets[i]; }
 
 gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed) {
     const gt_gpt2_config *c = &m->cfg;
     int L = c->num_layers;
+    /* built in llm.c's order, then set like a loaded file */
     float *host = malloc(m->num_params * sizeof(float));
     if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory initialising %zu parameters",
                              m->num_params);
     float proj_std = 0.02f / sqrtf(2.0f * (float)L);
     for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
-        float *dst = host + m->offsets[i];
         /* per-layer tensors are initialised layer by layer so that a stream
          * identifies (tensor, layer) and the index restarts at 0 */
-        int layered = !(i == P_WTE || i == P_WPE || i == P_LNFW || i == P_LNFB);
-        int nl = layered ? L : 1;
-        size_t per = m->sizes[i] / (size_t)nl;
+        int nl = is_layered(i) ? L : 1;
+        size_t per = m->per_layer[i];
         for (int l = 0; l < nl; l++) {
-            float *d = dst + (size_t)l * per;
+            float *d = host + m->canon[i] + (size_t)l * per;
             uint64_t stream = ((uint64_t)i << 16) | (uint64_t)l;
             switch (i) {
             case P_LN1W: case P_LN2W: case P_LNFW:
@@ -285,7 +367,7 @@ gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed) {
             }
         }
     }
-    gt_status s = m->be->copy_to_device(m->be, m->params, host, m->num_params * sizeof(float));
+    gt_status s = gt_gpt2_set_params(m, host);
     free(host);
     return s;
 }
@@ -349,8 +431,7 @@ gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path) {
                        m->num_params);
     }
     fclose(f);
-    if (s == GT_OK)
-        s = m->be->copy_to_device(m->be, m->params, host, m->num_params * sizeof(float));
+    if (s == GT_OK) s = gt_gpt2_set_params(m, host);
     free(host);
     return s;
 }
@@ -409,22 +490,22 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
         GT_TRY(be->copy_to_device(be, m->act[A_TARGETS], targets, (size_t)N * sizeof(int32_t)));
 
     float *p = m->params;
-    GT_TRY(o->encoder_fwd(k, ACT(A_ENCODED), m->act[A_TOKENS], param(m, p, P_WTE),
-                          param(m, p, P_WPE), B, T, C)); // (B,T,C)
+    GT_TRY(o->encoder_fwd(k, ACT(A_ENCODED), m->act[A_TOKENS], P(m, p, P_WTE, 0),
+                          P(m, p, P_WPE, 0), B, T, C)); // (B,T,C)
     for (int l = 0; l < L; l++) {
         float *residual = l == 0 ? ACT(A_ENCODED) : ACT(A_RES3) + (size_t)(l - 1) * NC;
-        float *ln1w = param(m, p, P_LN1W) + (size_t)l * C;             // (C)
-        float *ln1b = param(m, p, P_LN1B) + (size_t)l * C;             // (C)
-        float *qkvw = param(m, p, P_QKVW) + (size_t)l * 3 * C * C;     // (3C,C)
-        float *qkvb = param(m, p, P_QKVB) + (size_t)l * 3 * C;         // (3C)
-        float *attprojw = param(m, p, P_ATTPROJW) + (size_t)l * C * C; // (C,C)
-        float *attprojb = param(m, p, P_ATTPROJB) + (size_t)l * C;     // (C)
-        float *ln2w = param(m, p, P_LN2W) + (size_t)l * C;             // (C)
-        float *ln2b = param(m, p, P_LN2B) + (size_t)l * C;             // (C)
-        float *fcw = param(m, p, P_FCW) + (size_t)l * 4 * C * C;       // (4C,C)
-        float *fcb = param(m, p, P_FCB) + (size_t)l * 4 * C;           // (4C)
-        float *fcprojw = param(m, p, P_FCPROJW) + (size_t)l * C * 4 * C; // (C,4C)
-        float *fcprojb = param(m, p, P_FCPROJB) + (size_t)l * C;       // (C)
+        float *ln1w = P(m, p, P_LN1W, l);             // (C)
+        float *ln1b = P(m, p, P_LN1B, l);             // (C)
+        float *qkvw = P(m, p, P_QKVW, l);     // (3C,C)
+        float *qkvb = P(m, p, P_QKVB, l);         // (3C)
+        float *attprojw = P(m, p, P_ATTPROJW, l); // (C,C)
+        float *attprojb = P(m, p, P_ATTPROJB, l);     // (C)
+        float *ln2w = P(m, p, P_LN2W, l);             // (C)
+        float *ln2b = P(m, p, P_LN2B, l);             // (C)
+        float *fcw = P(m, p, P_FCW, l);       // (4C,C)
+        float *fcb = P(m, p, P_FCB, l);           // (4C)
+        float *fcprojw = P(m, p, P_FCPROJW, l); // (C,4C)
+        float *fcprojb = P(m, p, P_FCPROJB, l);       // (C)
 
         float *ln1 = ACT(A_LN1) + (size_t)l * NC;                   // (B,T,C)
         float *ln1_mean = ACT(A_LN1_MEAN) + (size_t)l * N;          // (B,T)
@@ -454,9 +535,9 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
     }
     float *last = ACT(A_RES3) + (size_t)(L - 1) * NC; // (B,T,C)
     GT_TRY(o->layernorm_fwd(k, ACT(A_LNF), ACT(A_LNF_MEAN), ACT(A_LNF_RSTD), last,
-                            param(m, p, P_LNFW), param(m, p, P_LNFB), N, C, 1e-5f));
+                            P(m, p, P_LNFW, 0), P(m, p, P_LNFB, 0), N, C, 1e-5f));
     /* the output head is the token embedding (tied weights), no bias */
-    GT_TRY(o->matmul_fwd(k, ACT(A_LOGITS), ACT(A_LNF), param(m, p, P_WTE), NULL, N, C, Vp));
+    GT_TRY(o->matmul_fwd(k, ACT(A_LOGITS), ACT(A_LNF), P(m, p, P_WTE, 0), NULL, N, C, Vp));
     (void)V;
     return GT_OK;
 }
@@ -504,32 +585,32 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
     float *dres = ACT(A_DRES);   // (B,T,C)
     float *dln = ACT(A_DLN);     // (B,T,C)
     GT_TRY(be->memset_zero(be, dln, NC * sizeof(float)));
-    GT_TRY(o->matmul_bwd(k, dln, param(m, g, P_WTE), NULL, ACT(A_LOGITS), ACT(A_LNF),
-                         param(m, p, P_WTE), N, C, Vp));
+    GT_TRY(o->matmul_bwd(k, dln, P(m, g, P_WTE, 0), NULL, ACT(A_LOGITS), ACT(A_LNF),
+                         P(m, p, P_WTE, 0), N, C, Vp));
     float *last = ACT(A_RES3) + (size_t)(L - 1) * NC;
     GT_TRY(be->memset_zero(be, dres, NC * sizeof(float)));
-    GT_TRY(o->layernorm_bwd(k, dres, param(m, g, P_LNFW), param(m, g, P_LNFB), dln, last,
-                            param(m, p, P_LNFW), ACT(A_LNF_MEAN), ACT(A_LNF_RSTD), N, C));
+    GT_TRY(o->layernorm_bwd(k, dres, P(m, g, P_LNFW, 0), P(m, g, P_LNFB, 0), dln, last,
+                            P(m, p, P_LNFW, 0), ACT(A_LNF_MEAN), ACT(A_LNF_RSTD), N, C));
+    if (m->hook) GT_TRY(m->hook(m->hook_ctx, m->lnf_base));
 
     float *datty = ACT(A_DATTY), *dqkv = ACT(A_DQKV), *dfch = ACT(A_DFCH),
           *dfch_gelu = ACT(A_DFCH_GELU);
     for (int l = L - 1; l >= 0; l--) {
         float *residual = l == 0 ? ACT(A_ENCODED) : ACT(A_RES3) + (size_t)(l - 1) * NC;
-        size_t lC = (size_t)l * C;
-        float *ln1w = param(m, p, P_LN1W) + lC, *dln1w = param(m, g, P_LN1W) + lC;
-        float *dln1b = param(m, g, P_LN1B) + lC;
-        float *qkvw = param(m, p, P_QKVW) + 3 * lC * C, *dqkvw = param(m, g, P_QKVW) + 3 * lC * C;
-        float *dqkvb = param(m, g, P_QKVB) + 3 * lC;
-        float *attprojw = param(m, p, P_ATTPROJW) + lC * C;
-        float *dattprojw = param(m, g, P_ATTPROJW) + lC * C;
-        float *dattprojb = param(m, g, P_ATTPROJB) + lC;
-        float *ln2w = param(m, p, P_LN2W) + lC, *dln2w = param(m, g, P_LN2W) + lC;
-        float *dln2b = param(m, g, P_LN2B) + lC;
-        float *fcw = param(m, p, P_FCW) + 4 * lC * C, *dfcw = param(m, g, P_FCW) + 4 * lC * C;
-        float *dfcb = param(m, g, P_FCB) + 4 * lC;
-        float *fcprojw = param(m, p, P_FCPROJW) + 4 * lC * C;
-        float *dfcprojw = param(m, g, P_FCPROJW) + 4 * lC * C;
-        float *dfcprojb = param(m, g, P_FCPROJB) + lC;
+        float *ln1w = P(m, p, P_LN1W, l), *dln1w = P(m, g, P_LN1W, l);
+        float *dln1b = P(m, g, P_LN1B, l);
+        float *qkvw = P(m, p, P_QKVW, l), *dqkvw = P(m, g, P_QKVW, l);
+        float *dqkvb = P(m, g, P_QKVB, l);
+        float *attprojw = P(m, p, P_ATTPROJW, l);
+        float *dattprojw = P(m, g, P_ATTPROJW, l);
+        float *dattprojb = P(m, g, P_ATTPROJB, l);
+        float *ln2w = P(m, p, P_LN2W, l), *dln2w = P(m, g, P_LN2W, l);
+        float *dln2b = P(m, g, P_LN2B, l);
+        float *fcw = P(m, p, P_FCW, l), *dfcw = P(m, g, P_FCW, l);
+        float *dfcb = P(m, g, P_FCB, l);
+        float *fcprojw = P(m, p, P_FCPROJW, l);
+        float *dfcprojw = P(m, g, P_FCPROJW, l);
+        float *dfcprojb = P(m, g, P_FCPROJB, l);
 
         float *ln1 = ACT(A_LN1) + (size_t)l * NC;
         float *ln1_mean = ACT(A_LN1_MEAN) + (size_t)l * N;
@@ -565,67 +646,153 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
         GT_TRY(o->layernorm_bwd(k, dres, dln1w, dln1b, dln, residual, ln1w, ln1_mean, ln1_rstd,
                                 N, C));
         /* dres now holds d(residual), the gradient of this block's input */
+        if (m->hook) GT_TRY(m->hook(m->hook_ctx, poff(m, P_LN1W, l)));
     }
-    GT_TRY(o->encoder_bwd(k, param(m, g, P_WTE), param(m, g, P_WPE), dres, m->act[A_TOKENS], B,
+    GT_TRY(o->encoder_bwd(k, P(m, g, P_WTE, 0), P(m, g, P_WPE, 0), dres, m->act[A_TOKENS], B,
                           T, C));
+    if (m->hook) GT_TRY(m->hook(m->hook_ctx, 0));
     return GT_OK;
 }
 
 gt_status gt_gpt2_zero_grad(gt_gpt2 *m) {
-    return m->be->memset_zero(m->be, m->grads, m->num_params * sizeof(float));
+    return m->be->memset_zero(m->be, m->grads, m->num_alloc * sizeof(float));
 }
 
-gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out) {
-    double ss = 0.0;
-    GT_TRY(m->be->ops->sumsq(&m->k, m->grads, m->num_params, &ss));
-    *out = sqrt(ss);
+size_t gt_gpt2_num_params_padded(const gt_gpt2 *m) { return m->num_alloc; }
+float *gt_gpt2_params_buffer(gt_gpt2 *m) { return m->params; }
+float *gt_gpt2_grads_buffer(gt_gpt2 *m) { return m->grads; }
+
+void gt_gpt2_set_grad_hook(gt_gpt2 *m, gt_gpt2_grad_hook hook, void *ctx) {
+    m->hook = hook;
+    m->hook_ctx = ctx;
+}
+
+/* Reallocates a zeroed buffer of n elements in place of *buf, keeping the
+ * first `keep` elements. */
+static gt_status regrow(gt_gpt2 *m, float **buf, size_t n, size_t keep) {
+    float *nb = NULL;
+    GT_TRY(gt_backend_alloc(m->be, n * sizeof(float), (void **)&nb));
+    gt_status s = m->be->memset_zero(m->be, nb, n * sizeof(float));
+    if (s == GT_OK && keep) s = m->be->copy_device(m->be, nb, *buf, keep * sizeof(float));
+    if (s != GT_OK) {
+        gt_backend_dealloc(m->be, nb);
+        return s;
+    }
+    gt_backend_dealloc(m->be, *buf);
+    *buf = nb;
     return GT_OK;
 }
 
-static int decays(int i) {
-    return i == P_WTE || i == P_WPE || i == P_QKVW || i == P_ATTPROJW || i == P_FCW ||
-           i == P_FCPROJW;
+gt_status gt_gpt2_pad(gt_gpt2 *m, size_t n_alloc) {
+    if (n_alloc < m->num_params)
+        return GT_ERR(GT_ERR_INVALID, "padding %zu is below the %zu parameters", n_alloc,
+                      m->num_params);
+    if (n_alloc == m->num_alloc) return GT_OK;
+    if (n_alloc % GT_GPT2_NORM_CHUNK != 0)
+        return GT_ERR(GT_ERR_INVALID, "padding %zu is not a multiple of the norm chunk %zu",
+                      n_alloc, GT_GPT2_NORM_CHUNK);
+    GT_TRY(regrow(m, &m->params, n_alloc, m->num_alloc));
+    GT_TRY(regrow(m, &m->grads, n_alloc, m->num_alloc));
+    m->num_alloc = n_alloc;
+    return GT_OK;
+}
+
+gt_status gt_gpt2_set_opt_range(gt_gpt2 *m, size_t lo, size_t hi) {
+    if (lo > hi || hi > m->num_alloc)
+        return GT_ERR(GT_ERR_INVALID, "optimizer range [%zu, %zu) is outside [0, %zu)", lo, hi,
+                      m->num_alloc);
+    size_t n = hi - lo ? hi - lo : 1;
+    GT_TRY(regrow(m, &m->m, n, 0));
+    GT_TRY(regrow(m, &m->v, n, 0));
+    m->opt_lo = lo;
+    m->opt_hi = hi;
+    return GT_OK;
+}
+
+gt_status gt_gpt2_grad_sumsq_chunks(gt_gpt2 *m, const float *grads, size_t lo_chunk,
+                                    size_t hi_chunk, double *partials) {
+    for (size_t c = lo_chunk; c < hi_chunk; c++) {
+        size_t off = c * GT_GPT2_NORM_CHUNK;
+        if (off + GT_GPT2_NORM_CHUNK > m->num_alloc)
+            return GT_ERR(GT_ERR_INVALID, "norm chunk %zu ends past the %zu padded parameters: "
+                                          "pad to a multiple of GT_GPT2_NORM_CHUNK first",
+                          c, m->num_alloc);
+        GT_TRY(m->be->ops->sumsq(&m->k, grads + off, GT_GPT2_NORM_CHUNK, &partials[c - lo_chunk]));
+    }
+    return GT_OK;
+}
+
+gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out) {
+    size_t nchunks = m->num_alloc / GT_GPT2_NORM_CHUNK;
+    double *part = malloc(nchunks * sizeof(double));
+    if (!part) return GT_ERR(GT_ERR_OOM, "out of host memory");
+    gt_status s = gt_gpt2_grad_sumsq_chunks(m, m->grads, 0, nchunks, part);
+    double ss = 0.0;
+    for (size_t c = 0; c < nchunks; c++) ss += part[c];
+    free(part);
+    *out = sqrt(ss);
+    return s;
+}
+
+gt_status gt_gpt2_update_range(gt_gpt2 *m, const gt_adamw_config *cfg, int t, float lr,
+                               float grad_scale, const float *grads, size_t lo, size_t hi) {
+    if (t < 1) return GT_ERR(GT_ERR_INVALID, "optimizer step must be >= 1, got %d", t);
+    if (lo < m->opt_lo || hi > m->opt_hi)
+        return GT_ERR(GT_ERR_INVALID, "update of [%zu, %zu) outside the optimizer state's "
+                                      "range [%zu, %zu)",
+                      lo, hi, m->opt_lo, m->opt_hi);
+    for (int i = 0; i < m->nseg; i++) {
+        size_t a = m->seg[i].off, b = a + m->seg[i].len;
+        if (a < lo) a = lo;
+        if (b > hi) b = hi;
+        if (a >= b) continue;
+        float wd = m->seg[i].decay ? cfg->weight_decay : 0.0f;
+        GT_TRY(m->be->ops->adamw(&m->k, m->params + a, grads + (a - lo), m->m + (a - m->opt_lo),
+                                 m->v + (a - m->opt_lo), b - a, lr, cfg->beta1, cfg->beta2,
+                                 cfg->eps, wd, grad_scale, t));
+    }
+    return GT_OK;
 }
 
 gt_status gt_gpt2_update(gt_gpt2 *m, const gt_adamw_config *cfg, int t, double *grad_norm,
                          float *lr_out) {
-    if (t < 1) return GT_ERR(GT_ERR_INVALID, "optimizer step must be >= 1, got %d", t);
     double norm = 0.0;
     GT_TRY(gt_gpt2_grad_norm(m, &norm));
     if (!isfinite(norm))
         return GT_ERR(GT_ERR_INVALID, "gradient norm is %g at step %d: training diverged "
                                       "(lower --lr or enable --grad-clip)",
                       norm, t);
-    float scale = gt_clip_scale(cfg, norm);
     float lr = gt_lr_at(cfg, t - 1);
-    /* decaying and non-decaying tensors alternate in the layout; runs of
-     * equal decay are updated in one call */
-    int i = 0;
-    while (i < GT_GPT2_NUM_TENSORS) {
-        int j = i;
-        while (j + 1 < GT_GPT2_NUM_TENSORS && decays(j + 1) == decays(i)) j++;
-        size_t off = m->offsets[i], n = m->offsets[j] + m->sizes[j] - off;
-        float wd = decays(i) ? cfg->weight_decay : 0.0f;
-        GT_TRY(m->be->ops->adamw(&m->k, m->params + off, m->grads + off, m->m + off, m->v + off,
-                                 n, lr, cfg->beta1, cfg->beta2, cfg->eps, wd, scale, t));
-        i = j + 1;
-    }
+    GT_TRY(gt_gpt2_update_range(m, cfg, t, lr, gt_clip_scale(cfg, norm), m->grads, 0,
+                                m->num_params));
     if (grad_norm) *grad_norm = norm;
     if (lr_out) *lr_out = lr;
     return GT_OK;
 }
 
+/* Host staging through the canonical (llm.c) order. */
+static gt_status copy_out(gt_gpt2 *m, const float *dev, float *dst) {
+    float *tmp = malloc(m->num_params * sizeof(float));
+    if (!tmp) return GT_ERR(GT_ERR_OOM, "out of host memory copying %zu parameters",
+                            m->num_params);
+    gt_status s = m->be->copy_to_host(m->be, tmp, dev, m->num_params * sizeof(float));
+    if (s == GT_OK) permute(m, dst, tmp, 1);
+    free(tmp);
+    return s;
+}
+
 gt_status gt_gpt2_set_params(gt_gpt2 *m, const float *src) {
-    return m->be->copy_to_device(m->be, m->params, src, m->num_params * sizeof(float));
+    float *tmp = malloc(m->num_params * sizeof(float));
+    if (!tmp) return GT_ERR(GT_ERR_OOM, "out of host memory copying %zu parameters",
+                            m->num_params);
+    permute(m, tmp, src, 0);
+    gt_status s = m->be->copy_to_device(m->be, m->params, tmp, m->num_params * sizeof(float));
+    free(tmp);
+    return s;
 }
 
-gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst) {
-    return m->be->copy_to_host(m->be, dst, m->params, m->num_params * sizeof(float));
-}
-
-gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst) {
-    return m->be->copy_to_host(m->be, dst, m->grads, m->num_params * sizeof(float));
-}
+gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst) { return copy_out(m, m->params, dst); }
+gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst) { return copy_out(m, m->grads, dst); }
 
 double gt_gpt2_flops_per_token(const gt_gpt2 *m, int T) {
     const gt_gpt2_config *c = &m->cfg;

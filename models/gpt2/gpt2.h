@@ -3,12 +3,12 @@
  * embedding, token embedding tied to the output head, attention scale
  * 1/sqrt(head_dim).
  *
- * Parameters, gradients and AdamW state each live in one contiguous buffer
- * carved from a size table in llm.c's order (so llm.c model files load with
- * one copy):
+ * Parameters, gradients and AdamW state each live in one contiguous buffer.
+ * Outside the model (files, get/set_params) tensors are in llm.c's order:
  *   wte (Vp,C) wpe (maxT,C) ln1w (L,C) ln1b (L,C) qkvw (L,3C,C) qkvb (L,3C)
  *   attprojw (L,C,C) attprojb (L,C) ln2w (L,C) ln2b (L,C) fcw (L,4C,C)
  *   fcb (L,4C) fcprojw (L,C,4C) fcprojb (L,C) lnfw (C) lnfb (C)
+ * Inside, each layer's tensors are kept together (see "data parallelism").
  * Rows V..Vp-1 of wte are padding: they are initialised to zero, never reach
  * the loss, and their gradient is zero.
  */
@@ -89,8 +89,17 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
 
 gt_status gt_gpt2_zero_grad(gt_gpt2 *m);
 
-/* Global L2 norm of the gradients (fp64, fixed reduction order). */
+/* Global L2 norm of the gradients: fp64 sums of squares of fixed chunks of
+ * GT_GPT2_NORM_CHUNK elements of the (padded) gradient buffer, added in
+ * chunk order. The chunking depends on nothing but the chunk size, so a
+ * norm assembled from chunks computed on different ranks (ZeRO) has the
+ * same bits. The buffers are always a whole number of chunks long. */
+#define GT_GPT2_NORM_CHUNK ((size_t)1 << 16)
 gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out);
+/* partials[c - lo_chunk] = sum of squares of chunk c of `grads` (a buffer
+ * laid out like the model's gradients), c in [lo_chunk, hi_chunk). */
+gt_status gt_gpt2_grad_sumsq_chunks(gt_gpt2 *m, const float *grads, size_t lo_chunk,
+                                    size_t hi_chunk, double *partials);
 
 /* One AdamW step (1-based step t): lr from gt_lr_at(cfg, t-1), clipping by
  * the global norm, weight decay on wte, wpe and the four weight matrices
@@ -98,10 +107,38 @@ gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out);
 gt_status gt_gpt2_update(gt_gpt2 *m, const gt_adamw_config *cfg, int t, double *grad_norm,
                          float *lr);
 
-/* Replaces all parameters from a host array of num_params fp32. */
+/* ---- data parallelism -------------------------------------------------------
+ * The internal layout keeps each layer's parameters together:
+ * [wte wpe][layer 0]...[layer L-1][lnfw lnfb], so when the backward of layer
+ * l is done, the gradients from layer l's start to the end are final. */
+
+/* Called during gt_gpt2_forward_backward each time the gradients in
+ * [frontier, num_params) of the internal layout became final: after the
+ * final LayerNorm, after each layer (going down), and 0 at the end. An error
+ * status stops the backward. */
+typedef gt_status (*gt_gpt2_grad_hook)(void *ctx, size_t frontier);
+void gt_gpt2_set_grad_hook(gt_gpt2 *m, gt_gpt2_grad_hook hook, void *ctx);
+
+/* The flat parameter and gradient buffers (backend memory, internal layout,
+ * gt_gpt2_num_params_padded elements; the padding is zero). */
+float *gt_gpt2_params_buffer(gt_gpt2 *m);
+float *gt_gpt2_grads_buffer(gt_gpt2 *m);
+size_t gt_gpt2_num_params_padded(const gt_gpt2 *m);
+/* Grows params and grads to n_alloc elements (zero padding; a multiple of
+ * GT_GPT2_NORM_CHUNK), e.g. to split them into equal shards. Keeps both. */
+gt_status gt_gpt2_pad(gt_gpt2 *m, size_t n_alloc);
+/* AdamW state (m, v) is kept for [lo, hi) only, zeroed (ZeRO-1 shards). */
+gt_status gt_gpt2_set_opt_range(gt_gpt2 *m, size_t lo, size_t hi);
+/* AdamW on parameters [lo, hi) (internal layout, within the state's range),
+ * with gradients grads[0 .. hi-lo) (the shard), learning rate lr and the
+ * clipping scale; weight decay per tensor as in gt_gpt2_update. */
+gt_status gt_gpt2_update_range(gt_gpt2 *m, const gt_adamw_config *cfg, int t, float lr,
+                               float grad_scale, const float *grads, size_t lo, size_t hi);
+
+/* Replaces all parameters from a host array of num_params fp32 (llm.c order). */
 gt_status gt_gpt2_set_params(gt_gpt2 *m, const float *src);
 
-/* Host copies: parameters (num_params fp32) into dst. */
+/* Host copies in llm.c's order: parameters / gradients (num_params fp32). */
 gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst);
 gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst);
 

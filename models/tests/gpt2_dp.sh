@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Data-parallel training over MPI, oversubscribed on whatever cores there are.
+# usage: gpt2_dp.sh MPIEXEC GAUNTLET REPORT_DIFF
+set -u
+mpiexec=$1
+g=$2
+diff=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+fails=0
+common="--steps 6 --batch 8 --peak-gflops 100 --print-every 0 --threads 1 --weight-decay 0.1"
+
+run() { # NAME NP ARGS...: trains, keeps the report and the final-weights digest
+    local name=$1 np=$2
+    shift 2
+    "$mpiexec" --oversubscribe --allow-run-as-root -np "$np" "$g" train $common "$@" \
+        --report "$tmp/$name.json" > "$tmp/$name.out" 2>&1
+    local rc=$?
+    if [ $rc -ne 0 ]; then
+        echo "FAIL: $name: exit code $rc"; grep -i "gauntlet" "$tmp/$name.out" | tail -3
+        fails=$((fails + 1)); return
+    fi
+    grep -o 'fnv1a64 [0-9a-f]*' "$tmp/$name.out" | head -1 | cut -d' ' -f2 > "$tmp/$name.digest"
+}
+same() { # A B WHAT: bitwise-equal weights and losses
+    if [ -s "$tmp/$1.digest" ] && cmp -s "$tmp/$1.digest" "$tmp/$2.digest" &&
+       "$diff" "$tmp/$1.json" "$tmp/$2.json" --rtol 0 > /dev/null; then
+        echo "ok: $3 ($(cat "$tmp/$1.digest"))"
+    else
+        echo "FAIL: $3: weights $(cat "$tmp/$1.digest" 2>/dev/null) vs $(cat "$tmp/$2.digest" 2>/dev/null)"
+        "$diff" "$tmp/$1.json" "$tmp/$2.json"; fails=$((fails + 1))
+    fi
+}
+
+# --deterministic: the same bits on 1, 2 and 4 ranks (micro-batch 2: 4 leaves)
+for np in 1 2 4; do run det$np $np --deterministic --micro-batch 2; done
+same det1 det2 "deterministic, 1 vs 2 ranks"
+same det1 det4 "deterministic, 1 vs 4 ranks"
+# ZeRO-1 equals no sharding, bitwise, with --deterministic
+for np in 1 2; do run zero$np $np --deterministic --micro-batch 2 --zero 1; done
+same det1 zero1 "ZeRO-1 vs none, 1 rank"
+same det2 zero2 "ZeRO-1 vs none, 2 ranks"
+# without --deterministic: within tolerance of the deterministic run
+for np in 1 2 4; do run fast$np $np; done
+for np in 1 2 4; do
+    if "$diff" "$tmp/det1.json" "$tmp/fast$np.json" --rtol 1e-4; then echo "ok: default mode, $np ranks, within 1e-4"
+    else echo "FAIL: default mode on $np ranks strays from the deterministic losses"; fails=$((fails + 1)); fi
+done
+run fastzero2 2 --zero 1
+"$diff" "$tmp/fast2.json" "$tmp/fastzero2.json" --rtol 1e-4 > /dev/null ||
+    { echo "FAIL: ZeRO-1 without --deterministic strays"; fails=$((fails + 1)); }
+
+# errors before any work: a batch the ranks do not split, a parameter mismatch
+out=$("$mpiexec" --oversubscribe --allow-run-as-root -np 4 "$g" train $common --batch 6 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && grep -q "does not split across 4 ranks" <<<"$out"; then echo "ok: batch 6 on 4 ranks refused"
+else echo "FAIL: batch 6 on 4 ranks: rc $rc"; echo "$out" | tail -3; fails=$((fails + 1)); fi
+out=$(GT_FAULT_PERTURB_RANK=1 "$mpiexec" --oversubscribe --allow-run-as-root -np 2 "$g" train $common 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && grep -q "parameters differ across ranks at initialisation: tensor 'lnfb' on rank 1" <<<"$out"; then
+    echo "ok: a perturbed rank is named"
+else echo "FAIL: perturbed parameters not reported (rc $rc)"; echo "$out" | tail -3; fails=$((fails + 1)); fi
+
+[ $fails -eq 0 ] && echo "all cases passed" || { echo "$fails case(s) failed"; exit 1; }
