@@ -13,7 +13,8 @@
  * reductions accumulate in fp32 per pairwise combination (MPI has no such
  * types: a user-defined op does it) and round back once per combination.
  * GT_REDOP_AVG = sum, then each element divided by the number of ranks (a
- * division, not a multiplication by the reciprocal: correctly rounded).
+ * division, not a multiplication by the reciprocal: correctly rounded; for
+ * bf16/fp16 in fp32, rounded once; for integers C division, truncating).
  *
  * Errors: GT_ERR_INVALID (bad argument: dtype, root, count), GT_ERR_COMM (the
  * library failed: message has the MPI error string), GT_ERR_TIMEOUT (the
@@ -116,13 +117,20 @@ gt_status gt_comm_reduce_scatter(gt_comm *c, const void *send, void *recv, size_
  * rank i. Not in place. */
 gt_status gt_comm_alltoall(gt_comm *c, const void *send, void *recv, size_t count,
                            gt_dtype dt, gt_comm_request **req);
+/* Point-to-point: tags 0..GT_COMM_TAG_MAX (MPI guarantees at least 32767
+ * tags; the one above GT_COMM_TAG_MAX is the tree all-reduce's own). A
+ * receive buffer must be at least as large as the message. */
+#define GT_COMM_TAG_MAX 32766
 gt_status gt_comm_send(gt_comm *c, const void *buf, size_t count, gt_dtype dt, int peer,
                        int tag, gt_comm_request **req);
 gt_status gt_comm_recv(gt_comm *c, void *buf, size_t count, gt_dtype dt, int peer, int tag,
                        gt_comm_request **req);
 gt_status gt_comm_barrier(gt_comm *c, gt_comm_request **req);
 
-/* Completes a request (watchdog applies) and frees it. */
+/* Completes a request (watchdog applies) and frees it. The watchdog's
+ * deadline runs from the start of the wait. On GT_ERR_TIMEOUT the request is
+ * freed as well: a receive is cancelled, any other operation is abandoned
+ * and the communicator must not be used again (gt_comm_abort, or free it). */
 gt_status gt_comm_wait(gt_comm *c, gt_comm_request *req);
 /* *done = 1 and the request is freed when complete; else 0 and nothing changes. */
 gt_status gt_comm_test(gt_comm *c, gt_comm_request *req, int *done);
@@ -158,7 +166,12 @@ void *gt_comm_native_handle(gt_comm *c);
 /* Library version string for reports ("Open MPI v4.1.4 ..." or "self"). */
 const char *gt_comm_library_version(const gt_comm *c);
 
-/* ---- backend interface (for comm backends only) ------------------------------- */
+/* ---- backend interface (for comm backends only) -------------------------------
+ * comm.c validates arguments, counts, times and names every operation; a
+ * backend only moves bytes. A backend sees validated descriptors: dtype and
+ * op in range, root/peer in [0, size), buffers non-NULL where count > 0,
+ * in-place already decided (send == recv, or for allgather send == recv +
+ * rank * count also normalised to send == recv). */
 
 typedef struct gt_comm_op_desc {
     gt_coll coll;
@@ -173,15 +186,29 @@ typedef struct gt_comm_op_desc {
 
 typedef struct gt_comm_backend {
     const char *name;
+    /* Creates the world communicator's state. GT_ERR_UNSUPPORTED when the
+     * backend is not built in (the stub keeps callers free of #if). */
+    gt_status (*world)(void **impl, int *rank, int *size);
     /* Starts the operation; *handle is backend state polled by test. */
     gt_status (*start)(void *impl, const gt_comm_op_desc *d, void **handle);
-    /* *done = 1 when complete (the backend then releases handle). */
+    /* *done = 1 when complete (the backend then releases handle). On an
+     * error the backend releases handle too. */
     gt_status (*test)(void *impl, void *handle, int *done);
+    /* Called by the watchdog when the deadline passed: cancels the operation
+     * where the library can (a receive) and releases handle. Returns 1 when
+     * cancelled cleanly, 0 when the operation was abandoned (the
+     * communicator is then unusable: collectives cannot be cancelled). */
+    int (*cancel)(void *impl, void *handle);
     gt_status (*split)(void *impl, int color, int key, void **new_impl, int *new_rank,
                        int *new_size);
+    void *(*native)(void *impl);           /* gt_comm_native_handle */
+    const char *(*version)(void *impl);    /* gt_comm_library_version */
     void (*abort)(void *impl, int code);
     void (*destroy)(void *impl);
 } gt_comm_backend;
+
+extern const gt_comm_backend gt_comm_self_backend; /* engine/comm_self.c */
+extern const gt_comm_backend gt_comm_mpi_backend;  /* engine/comm_mpi.c (stub without MPI) */
 
 #ifdef __cplusplus
 }

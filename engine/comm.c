@@ -1,0 +1,560 @@
+/* The generic layer of engine/comm.h: argument checks, blocking = start +
+ * wait, the watchdog, per-communicator sequence numbers and statistics, and
+ * the deterministic tree all-reduce built from send/recv/broadcast so that
+ * every backend has it. Backends (comm_self.c, comm_mpi.c) only move bytes. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "engine/comm.h"
+
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "engine/timer.h"
+
+/* Tag of the tree all-reduce's messages: outside the users' range so that a
+ * user's pending receive can never match one of them. */
+#define GT_COMM_TAG_TREE (GT_COMM_TAG_MAX + 1)
+
+struct gt_comm {
+    const gt_comm_backend *be;
+    void *impl;
+    int rank;
+    int size;
+    int *world_ranks; /* world rank of each rank of this communicator */
+    double timeout_s;
+    int broken; /* an operation was abandoned by the watchdog */
+    uint64_t seq[GT_COLL_COUNT];
+    uint64_t tree_seq;
+    gt_comm_stats stats;
+};
+
+struct gt_comm_request {
+    void *handle;
+    gt_comm_op_desc d; /* kept for the watchdog's message */
+    uint64_t seq;
+};
+
+/* ---- names ------------------------------------------------------------------ */
+
+static const char *const g_redop_names[GT_REDOP_COUNT] = {"sum", "avg", "max", "min"};
+static const char *const g_coll_names[GT_COLL_COUNT] = {
+    "allreduce", "reduce", "broadcast", "allgather", "reduce_scatter",
+    "alltoall",  "send",   "recv",      "barrier"};
+
+const char *gt_redop_name(gt_redop op) {
+    return (unsigned)op < GT_REDOP_COUNT ? g_redop_names[op] : "unknown";
+}
+
+gt_status gt_redop_parse(const char *s, gt_redop *out) {
+    if (!s || !out) return GT_ERR(GT_ERR_INVALID, "gt_redop_parse: NULL argument");
+    for (int i = 0; i < GT_REDOP_COUNT; i++) {
+        if (strcasecmp(s, g_redop_names[i]) == 0) {
+            *out = (gt_redop)i;
+            return GT_OK;
+        }
+    }
+    return GT_ERR(GT_ERR_INVALID, "unknown reduction '%s' (sum, avg, max, min)", s);
+}
+
+const char *gt_coll_name(gt_coll c) {
+    return (unsigned)c < GT_COLL_COUNT ? g_coll_names[c] : "unknown";
+}
+
+/* ---- world, split, free ----------------------------------------------------- */
+
+gt_comm_config gt_comm_defaults(void) {
+    gt_comm_config c = {.backend = "auto", .timeout_s = 300.0};
+    return c;
+}
+
+/* Launched by mpirun / mpiexec / srun / a PMI(x) launcher: each of these sets
+ * one of these variables in every rank's environment. */
+static int launched_by_launcher(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                                       "SLURM_NTASKS", "MPI_LOCALNRANKS", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && v[0]) return 1;
+    }
+    return 0;
+}
+
+static gt_status comm_wrap(const gt_comm_backend *be, void *impl, int rank, int size,
+                           double timeout_s, gt_comm **out) {
+    gt_comm *c = calloc(1, sizeof *c);
+    int *wr = malloc((size_t)size * sizeof *wr);
+    if (!c || !wr) {
+        free(c);
+        free(wr);
+        be->destroy(impl);
+        return GT_ERR(GT_ERR_OOM, "communicator of %d ranks: out of memory", size);
+    }
+    c->be = be;
+    c->impl = impl;
+    c->rank = rank;
+    c->size = size;
+    c->world_ranks = wr;
+    c->timeout_s = timeout_s;
+    for (int i = 0; i < size; i++) wr[i] = i;
+    *out = c;
+    return GT_OK;
+}
+
+gt_status gt_comm_world(const gt_comm_config *cfg, gt_comm **out) {
+    if (!out) return GT_ERR(GT_ERR_INVALID, "gt_comm_world: out is NULL");
+    *out = NULL;
+    gt_comm_config def = gt_comm_defaults();
+    if (!cfg) cfg = &def;
+    const char *name = cfg->backend && cfg->backend[0] ? cfg->backend : "auto";
+
+    const gt_comm_backend *be;
+    if (strcmp(name, "self") == 0) {
+        be = &gt_comm_self_backend;
+    } else if (strcmp(name, "mpi") == 0) {
+        be = &gt_comm_mpi_backend;
+    } else if (strcmp(name, "auto") == 0) {
+        /* Outside a launcher MPI_Init would still work (singleton), but it
+         * costs a second and may print warnings; a plain run stays self. */
+        be = launched_by_launcher() ? &gt_comm_mpi_backend : &gt_comm_self_backend;
+    } else {
+        return GT_ERR(GT_ERR_INVALID, "unknown communicator backend '%s' (auto, self, mpi)",
+                      name);
+    }
+
+    void *impl = NULL;
+    int rank = 0, size = 1;
+    gt_status s = be->world(&impl, &rank, &size);
+    if (s == GT_ERR_UNSUPPORTED && strcmp(name, "auto") == 0) {
+        /* Launched, but this build has no MPI: every process runs alone. */
+        be = &gt_comm_self_backend;
+        s = be->world(&impl, &rank, &size);
+    }
+    if (s != GT_OK) return s;
+    GT_TRY(comm_wrap(be, impl, rank, size, cfg->timeout_s, out));
+    gt_error_set_context(rank, -1);
+    return GT_OK;
+}
+
+void gt_comm_free(gt_comm *c) {
+    if (!c) return;
+    c->be->destroy(c->impl);
+    free(c->world_ranks);
+    free(c);
+}
+
+int gt_comm_rank(const gt_comm *c) { return c->rank; }
+int gt_comm_size(const gt_comm *c) { return c->size; }
+const char *gt_comm_backend_name(const gt_comm *c) { return c->be->name; }
+
+int gt_comm_world_rank(const gt_comm *c, int r) {
+    return r >= 0 && r < c->size ? c->world_ranks[r] : -1;
+}
+
+/* ---- the watchdog ----------------------------------------------------------- */
+
+static double now_s(void) { return (double)gt_now_ns() * 1e-9; }
+
+/* "4.0 MiB", "1 KiB", "12 B": sizes as a person reads them in a hang report. */
+static void format_bytes(char *buf, size_t n, double bytes) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, n, "%.0f %s", bytes, units[u]);
+    else
+        snprintf(buf, n, "%.1f %s", bytes, units[u]);
+}
+
+/* "world ranks 0-3" when contiguous, else the list (cut after a few). */
+static void format_world_ranks(const gt_comm *c, char *buf, size_t n) {
+    int contiguous = 1;
+    for (int i = 1; i < c->size; i++)
+        if (c->world_ranks[i] != c->world_ranks[0] + i) contiguous = 0;
+    if (c->size == 1) {
+        snprintf(buf, n, "world rank %d", c->world_ranks[0]);
+    } else if (contiguous) {
+        snprintf(buf, n, "world ranks %d-%d", c->world_ranks[0],
+                 c->world_ranks[c->size - 1]);
+    } else {
+        size_t used = (size_t)snprintf(buf, n, "world ranks ");
+        for (int i = 0; i < c->size && used < n; i++) {
+            if (i == 8) {
+                snprintf(buf + used, n - used, ", ...");
+                break;
+            }
+            used += (size_t)snprintf(buf + used, n - used, "%s%d", i ? "," : "",
+                                     c->world_ranks[i]);
+        }
+    }
+}
+
+static gt_status timeout_error(gt_comm *c, const gt_comm_request *r, double waited,
+                               int cancelled) {
+    const gt_comm_op_desc *d = &r->d;
+    char size[32], peers[160], ranks[128], extra[64] = "";
+    size_t bytes = d->count * gt_dtype_size(d->dt);
+    if (d->coll == GT_COLL_REDUCE_SCATTER || d->coll == GT_COLL_ALLTOALL)
+        bytes *= (size_t)c->size;
+    format_bytes(size, sizeof size, (double)bytes);
+    format_world_ranks(c, ranks, sizeof ranks);
+    if (d->coll == GT_COLL_SEND || d->coll == GT_COLL_RECV) {
+        snprintf(extra, sizeof extra, ", tag %d, %s rank %d", d->tag,
+                 d->coll == GT_COLL_SEND ? "to" : "from", d->root);
+        snprintf(peers, sizeof peers, "rank %d (world rank %d) to %s", d->root,
+                 c->world_ranks[d->root], d->coll == GT_COLL_SEND ? "receive" : "send");
+    } else if (d->coll == GT_COLL_BROADCAST && c->rank != d->root) {
+        snprintf(peers, sizeof peers, "root rank %d (world rank %d) and the ranks between",
+                 d->root, c->world_ranks[d->root]);
+    } else {
+        snprintf(peers, sizeof peers, "all other ranks (collective)");
+    }
+    char opdesc[96];
+    if (d->coll == GT_COLL_BARRIER)
+        snprintf(opdesc, sizeof opdesc, "barrier #%llu", (unsigned long long)r->seq);
+    else
+        snprintf(opdesc, sizeof opdesc, "%s #%llu (%s %s%s)", gt_coll_name(d->coll),
+                 (unsigned long long)r->seq, size, gt_dtype_name(d->dt), extra);
+    return GT_ERR(GT_ERR_TIMEOUT,
+                  "%s on a communicator of %d ranks (%s) did not complete within %g s "
+                  "(waited %.1f s); waiting for: %s%s",
+                  opdesc, c->size, ranks, c->timeout_s, waited, peers,
+                  cancelled ? "; the operation was cancelled"
+                            : "; the operation was abandoned: abort the job");
+}
+
+/* Polls the backend until the request completes or the deadline passes.
+ * Spinning first keeps small-message latency at the library's; yielding
+ * next shares the core when ranks are oversubscribed; after a second the
+ * operation is large or stuck, so a short sleep stops burning the core
+ * while still calling test often enough to drive the library's progress. */
+static gt_status comm_wait(gt_comm *c, gt_comm_request *r) {
+    double t0 = now_s();
+    double deadline = c->timeout_s > 0 ? t0 + c->timeout_s : 0;
+    gt_status s = GT_OK;
+    for (unsigned polls = 0;; polls++) {
+        int done = 0;
+        s = c->be->test(c->impl, r->handle, &done);
+        if (s != GT_OK || done) break;
+        if ((polls & 63u) == 63u || polls > 256) {
+            double t = now_s();
+            if (deadline > 0 && t >= deadline) {
+                int cancelled = c->be->cancel(c->impl, r->handle);
+                if (!cancelled) c->broken = 1;
+                s = timeout_error(c, r, t - t0, cancelled);
+                break;
+            }
+            if (t - t0 > 1.0) {
+                struct timespec ts = {0, 100000};
+                nanosleep(&ts, NULL);
+                continue;
+            }
+        }
+        if (polls > 256) sched_yield();
+    }
+    c->stats.wait_s += now_s() - t0;
+    free(r);
+    return s;
+}
+
+gt_status gt_comm_wait(gt_comm *c, gt_comm_request *req) {
+    if (!c || !req) return GT_ERR(GT_ERR_INVALID, "gt_comm_wait: NULL argument");
+    return comm_wait(c, req);
+}
+
+gt_status gt_comm_test(gt_comm *c, gt_comm_request *req, int *done) {
+    if (!c || !req || !done) return GT_ERR(GT_ERR_INVALID, "gt_comm_test: NULL argument");
+    *done = 0;
+    gt_status s = c->be->test(c->impl, req->handle, done);
+    if (s != GT_OK) {
+        /* The backend released the handle: the request cannot complete. */
+        free(req);
+        *done = 1;
+        return s;
+    }
+    if (*done) free(req);
+    return GT_OK;
+}
+
+/* ---- starting operations ---------------------------------------------------- */
+
+/* Bytes of this rank's send buffer, for the statistics. */
+static size_t send_bytes(const gt_comm *c, const gt_comm_op_desc *d) {
+    size_t b = d->count * gt_dtype_size(d->dt);
+    switch (d->coll) {
+    case GT_COLL_REDUCE_SCATTER:
+    case GT_COLL_ALLTOALL: return b * (size_t)c->size;
+    case GT_COLL_BROADCAST: return c->rank == d->root ? b : 0;
+    case GT_COLL_RECV:
+    case GT_COLL_BARRIER: return 0;
+    default: return b;
+    }
+}
+
+/* Starts d; blocking (with the watchdog) when req is NULL. */
+static gt_status comm_run(gt_comm *c, const gt_comm_op_desc *d, gt_comm_request **req) {
+    if (c->broken)
+        return GT_ERR(GT_ERR_COMM,
+                      "%s on a communicator whose earlier operation timed out and was "
+                      "abandoned: the ranks no longer agree on the order of operations",
+                      gt_coll_name(d->coll));
+    gt_comm_request *r = malloc(sizeof *r);
+    if (!r) return GT_ERR(GT_ERR_OOM, "%s: out of memory for the request", gt_coll_name(d->coll));
+    r->d = *d;
+    r->seq = ++c->seq[d->coll];
+    c->stats.ops++;
+    c->stats.bytes += send_bytes(c, d);
+    gt_status s = c->be->start(c->impl, d, &r->handle);
+    if (s != GT_OK) {
+        unsigned long long seq = r->seq;
+        free(r);
+        return gt_error_wrap(s, "%s #%llu", gt_coll_name(d->coll), seq);
+    }
+    if (req) {
+        *req = r;
+        return GT_OK;
+    }
+    return comm_wait(c, r);
+}
+
+static gt_status check_common(const gt_comm *c, const char *what, const void *buf_a,
+                              const void *buf_b, size_t count, gt_dtype dt) {
+    if (!c) return GT_ERR(GT_ERR_INVALID, "%s: communicator is NULL", what);
+    if ((unsigned)dt >= GT_DTYPE_COUNT)
+        return GT_ERR(GT_ERR_INVALID, "%s: unsupported dtype %d", what, (int)dt);
+    if (count > 0 && (!buf_a || !buf_b))
+        return GT_ERR(GT_ERR_INVALID, "%s: NULL buffer for %zu elements", what, count);
+    /* Byte counts must stay representable; MPI's int limit is the backend's
+     * concern (it chunks or refuses). */
+    if (count > SIZE_MAX / 8 / (size_t)c->size)
+        return GT_ERR(GT_ERR_INVALID, "%s: count %zu too large", what, count);
+    return GT_OK;
+}
+
+static gt_status check_op(const char *what, gt_redop op) {
+    if ((unsigned)op >= GT_REDOP_COUNT)
+        return GT_ERR(GT_ERR_INVALID, "%s: unknown reduction %d", what, (int)op);
+    return GT_OK;
+}
+
+static gt_status check_rank(const gt_comm *c, const char *what, const char *role, int r) {
+    if (r < 0 || r >= c->size)
+        return GT_ERR(GT_ERR_INVALID, "%s: %s %d out of range for a communicator of %d ranks",
+                      what, role, r, c->size);
+    return GT_OK;
+}
+
+gt_status gt_comm_allreduce(gt_comm *c, const void *send, void *recv, size_t count,
+                            gt_dtype dt, gt_redop op, gt_comm_request **req) {
+    GT_TRY(check_common(c, "allreduce", send, recv, count, dt));
+    GT_TRY(check_op("allreduce", op));
+    gt_comm_op_desc d = {GT_COLL_ALLREDUCE, send, recv, count, dt, op, 0, 0};
+    return comm_run(c, &d, req);
+}
+
+gt_status gt_comm_reduce(gt_comm *c, const void *send, void *recv, size_t count, gt_dtype dt,
+                         gt_redop op, int root, gt_comm_request **req) {
+    GT_TRY(check_common(c, "reduce", send, send, count, dt));
+    GT_TRY(check_op("reduce", op));
+    GT_TRY(check_rank(c, "reduce", "root", root));
+    if (c->rank == root && count > 0 && !recv)
+        return GT_ERR(GT_ERR_INVALID, "reduce: recv is NULL on the root");
+    if (c->rank != root) recv = NULL; /* ignored off the root, as in MPI */
+    gt_comm_op_desc d = {GT_COLL_REDUCE, send, recv, count, dt, op, root, 0};
+    return comm_run(c, &d, req);
+}
+
+gt_status gt_comm_broadcast(gt_comm *c, void *buf, size_t count, gt_dtype dt, int root,
+                            gt_comm_request **req) {
+    GT_TRY(check_common(c, "broadcast", buf, buf, count, dt));
+    GT_TRY(check_rank(c, "broadcast", "root", root));
+    gt_comm_op_desc d = {GT_COLL_BROADCAST, buf, buf, count, dt, GT_REDOP_SUM, root, 0};
+    return comm_run(c, &d, req);
+}
+
+gt_status gt_comm_allgather(gt_comm *c, const void *send, void *recv, size_t count,
+                            gt_dtype dt, gt_comm_request **req) {
+    GT_TRY(check_common(c, "allgather", send, recv, count, dt));
+    /* Both spellings of in-place mean "my block is already in recv". */
+    const char *mine = (const char *)recv + (size_t)c->rank * count * gt_dtype_size(dt);
+    if (count > 0 && (const char *)send == mine) send = recv;
+    gt_comm_op_desc d = {GT_COLL_ALLGATHER, send, recv, count, dt, GT_REDOP_SUM, 0, 0};
+    return comm_run(c, &d, req);
+}
+
+gt_status gt_comm_reduce_scatter(gt_comm *c, const void *send, void *recv, size_t count,
+                                 gt_dtype dt, gt_redop op, gt_comm_request **req) {
+    GT_TRY(check_common(c, "reduce_scatter", send, recv, count, dt));
+    GT_TRY(check_op("reduce_scatter", op));
+    gt_comm_op_desc d = {GT_COLL_REDUCE_SCATTER, send, recv, count, dt, op, 0, 0};
+    return comm_run(c, &d, req);
+}
+
+gt_status gt_comm_alltoall(gt_comm *c, const void *send, void *recv, size_t count,
+                           gt_dtype dt, gt_comm_request **req) {
+    GT_TRY(check_common(c, "alltoall", send, recv, count, dt));
+    if (count > 0 && send == recv)
+        return GT_ERR(GT_ERR_INVALID, "alltoall: in place is not supported (send == recv)");
+    gt_comm_op_desc d = {GT_COLL_ALLTOALL, send, recv, count, dt, GT_REDOP_SUM, 0, 0};
+    return comm_run(c, &d, req);
+}
+
+static gt_status check_tag(const char *what, int tag) {
+    if (tag < 0 || tag > GT_COMM_TAG_MAX)
+        return GT_ERR(GT_ERR_INVALID, "%s: tag %d outside 0..%d", what, tag, GT_COMM_TAG_MAX);
+    return GT_OK;
+}
+
+gt_status gt_comm_send(gt_comm *c, const void *buf, size_t count, gt_dtype dt, int peer,
+                       int tag, gt_comm_request **req) {
+    GT_TRY(check_common(c, "send", buf, buf, count, dt));
+    GT_TRY(check_rank(c, "send", "peer", peer));
+    GT_TRY(check_tag("send", tag));
+    gt_comm_op_desc d = {GT_COLL_SEND, buf, NULL, count, dt, GT_REDOP_SUM, peer, tag};
+    return comm_run(c, &d, req);
+}
+
+gt_status gt_comm_recv(gt_comm *c, void *buf, size_t count, gt_dtype dt, int peer, int tag,
+                       gt_comm_request **req) {
+    GT_TRY(check_common(c, "recv", buf, buf, count, dt));
+    GT_TRY(check_rank(c, "recv", "peer", peer));
+    GT_TRY(check_tag("recv", tag));
+    gt_comm_op_desc d = {GT_COLL_RECV, NULL, buf, count, dt, GT_REDOP_SUM, peer, tag};
+    return comm_run(c, &d, req);
+}
+
+gt_status gt_comm_barrier(gt_comm *c, gt_comm_request **req) {
+    if (!c) return GT_ERR(GT_ERR_INVALID, "barrier: communicator is NULL");
+    gt_comm_op_desc d = {GT_COLL_BARRIER, NULL, NULL, 0, GT_DTYPE_INT32, GT_REDOP_SUM, 0, 0};
+    return comm_run(c, &d, req);
+}
+
+gt_status gt_comm_split(gt_comm *c, int color, int key, gt_comm **out) {
+    if (!c || !out) return GT_ERR(GT_ERR_INVALID, "split: NULL argument");
+    *out = NULL;
+    void *impl = NULL;
+    int rank = 0, size = 0;
+    GT_TRY(c->be->split(c->impl, color < 0 ? -1 : color, key, &impl, &rank, &size));
+    if (!impl) return GT_OK; /* color < 0: not a member */
+    gt_comm *n = NULL;
+    GT_TRY(comm_wrap(c->be, impl, rank, size, c->timeout_s, &n));
+    /* Every member learns the world ranks of the others, so that a hang
+     * report on the new communicator names processes a person can find. */
+    int32_t mine = c->world_ranks[c->rank];
+    int32_t *all = malloc((size_t)size * sizeof *all);
+    if (!all) {
+        gt_comm_free(n);
+        return GT_ERR(GT_ERR_OOM, "split: out of memory");
+    }
+    gt_comm_op_desc d = {GT_COLL_ALLGATHER, &mine, all, 1, GT_DTYPE_INT32, GT_REDOP_SUM, 0, 0};
+    gt_comm_request *r = malloc(sizeof *r);
+    gt_status s = r ? GT_OK : GT_ERR(GT_ERR_OOM, "split: out of memory");
+    if (s == GT_OK) {
+        r->d = d;
+        r->seq = 0;
+        s = n->be->start(n->impl, &d, &r->handle);
+        if (s == GT_OK) {
+            s = comm_wait(n, r);
+        } else {
+            free(r);
+        }
+    }
+    if (s != GT_OK) {
+        free(all);
+        gt_comm_free(n);
+        return gt_error_wrap(s, "split (color %d): exchanging world ranks", color);
+    }
+    for (int i = 0; i < size; i++) n->world_ranks[i] = all[i];
+    free(all);
+    /* The exchange is the split's own business, not the user's first op. */
+    memset(&n->stats, 0, sizeof n->stats);
+    *out = n;
+    return GT_OK;
+}
+
+/* ---- deterministic tree all-reduce ------------------------------------------ */
+
+static void add_inplace(void *acc, const void *x, size_t n, gt_dtype dt) {
+    if (dt == GT_DTYPE_FP32) {
+        float *a = acc;
+        const float *b = x;
+        for (size_t i = 0; i < n; i++) a[i] = a[i] + b[i]; /* left operand first */
+    } else {
+        double *a = acc;
+        const double *b = x;
+        for (size_t i = 0; i < n; i++) a[i] = a[i] + b[i];
+    }
+}
+
+gt_status gt_comm_allreduce_tree(gt_comm *c, void *buf, size_t count, gt_dtype dt) {
+    GT_TRY(check_common(c, "allreduce_tree", buf, buf, count, dt));
+    if (dt != GT_DTYPE_FP32 && dt != GT_DTYPE_FP64)
+        return GT_ERR(GT_ERR_INVALID, "allreduce_tree: dtype %s (fp32 and fp64 only)",
+                      gt_dtype_name(dt));
+    if (c->size & (c->size - 1))
+        return GT_ERR(GT_ERR_INVALID,
+                      "allreduce_tree: %d ranks; the fixed tree needs a power of two", c->size);
+    unsigned long long seq = ++c->tree_seq;
+    if (c->size == 1 || count == 0) return GT_OK;
+    void *tmp = NULL;
+    gt_status s = GT_OK;
+    /* Level k pairs r (a multiple of 2^(k+1)) with r + 2^k: the same pairs a
+     * sequential balanced tree over the rank partials would combine. */
+    for (int step = 1; step < c->size && s == GT_OK; step *= 2) {
+        int r = c->rank;
+        if (r % (2 * step) == 0) {
+            if (!tmp && !(tmp = malloc(count * gt_dtype_size(dt)))) {
+                s = GT_ERR(GT_ERR_OOM, "allreduce_tree: %zu elements", count);
+                break;
+            }
+            gt_comm_op_desc d = {GT_COLL_RECV, NULL, tmp, count, dt, GT_REDOP_SUM, r + step,
+                                 GT_COMM_TAG_TREE};
+            s = comm_run(c, &d, NULL);
+            if (s == GT_OK) add_inplace(buf, tmp, count, dt);
+        } else {
+            gt_comm_op_desc d = {GT_COLL_SEND, buf, NULL, count, dt, GT_REDOP_SUM, r - step,
+                                 GT_COMM_TAG_TREE};
+            s = comm_run(c, &d, NULL);
+            break; /* this rank's partial is now inside its left neighbour's */
+        }
+    }
+    free(tmp);
+    if (s == GT_OK) {
+        gt_comm_op_desc d = {GT_COLL_BROADCAST, buf, buf, count, dt, GT_REDOP_SUM, 0, 0};
+        s = comm_run(c, &d, NULL);
+    }
+    if (s != GT_OK) return gt_error_wrap(s, "allreduce_tree #%llu (%zu %s)", seq, count,
+                                         gt_dtype_name(dt));
+    return GT_OK;
+}
+
+/* ---- the rest --------------------------------------------------------------- */
+
+void gt_comm_abort(gt_comm *c, int code) {
+    if (c) c->be->abort(c->impl, code);
+    /* No communicator, or a backend whose abort returned: end this process. */
+    fflush(NULL);
+    exit(code);
+}
+
+void gt_comm_get_stats(const gt_comm *c, gt_comm_stats *out) {
+    if (!out) return;
+    if (!c) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    *out = c->stats;
+}
+
+void *gt_comm_native_handle(gt_comm *c) { return c ? c->be->native(c->impl) : NULL; }
+
+const char *gt_comm_library_version(const gt_comm *c) {
+    return c ? c->be->version(c->impl) : "self";
+}

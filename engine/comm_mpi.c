@@ -1,0 +1,448 @@
+/* The mpi backend: every operation is one (or, past MPI's int count, a few)
+ * non-blocking MPI-3 calls on a private duplicate of MPI_COMM_WORLD, so that
+ * gauntlet's messages never match a user's and errors come back
+ * (MPI_ERRORS_RETURN) instead of killing the job.
+ *
+ * MPI has no bf16 or fp16: they travel as 2-byte contiguous types reduced by
+ * user-defined ops that combine each pair in fp32 and round back once (round
+ * to nearest even, engine/dtype.h). AVG is MPI's SUM followed, on
+ * completion, by an element-wise division by the number of ranks (for
+ * bf16/fp16 in fp32, rounded once; for integers, C division: truncation).
+ *
+ * Only this file and engine/env.c include mpi.h. Built without MPI it keeps a
+ * stub backend whose world() answers GT_ERR_UNSUPPORTED, so callers need no
+ * #if. */
+#include "gt_config.h"
+
+#include "engine/comm.h"
+
+#if GT_HAVE_MPI
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct mpi_comm {
+    MPI_Comm comm;
+    int rank;
+    int size;
+    int owns_init; /* this world called MPI_Init_thread: it finalizes */
+    size_t chunk;  /* most elements per MPI call (INT_MAX; lowered by tests) */
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+} mpi_comm;
+
+typedef struct mpi_handle {
+    gt_coll coll;
+    int avg;    /* divide buf by size on completion */
+    void *buf;  /* AVG: the result */
+    size_t count;
+    gt_dtype dt;
+    int n;      /* requests */
+    MPI_Request reqs[];
+} mpi_handle;
+
+/* Process-wide: the 2-byte types and their ops, made once after MPI_Init. */
+static MPI_Datatype g_bf16 = MPI_DATATYPE_NULL, g_fp16 = MPI_DATATYPE_NULL;
+static MPI_Op g_op16[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}; /* sum, max, min */
+
+static gt_status mpi_error(int rc, const char *what) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "code %d", rc);
+    return GT_ERR(GT_ERR_COMM, "%s: %s", what, msg);
+}
+
+#define MPI_TRY(call, what)                                                            \
+    do {                                                                               \
+        int mpi_try_rc_ = (call);                                                      \
+        if (mpi_try_rc_ != MPI_SUCCESS) return mpi_error(mpi_try_rc_, (what));         \
+    } while (0)
+
+/* ---- bf16 / fp16 reductions -------------------------------------------------- */
+
+static float half_to_f(uint16_t h, int bf) { return bf ? gt_bf16_to_fp32(h) : gt_fp16_to_fp32(h); }
+static uint16_t f_to_half(float x, int bf) { return bf ? gt_fp32_to_bf16(x) : gt_fp32_to_fp16(x); }
+
+/* MPI calls these with inout = in (op) inout; each pair is combined in fp32
+ * and rounded back once. Sum is commutative in IEEE fp32, so the order MPI
+ * picks does not matter within one combination. */
+static void op16_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    int bf = *dt == g_bf16;
+    for (int i = 0; i < *len; i++) b[i] = f_to_half(half_to_f(a[i], bf) + half_to_f(b[i], bf), bf);
+}
+
+static void op16_max(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    int bf = *dt == g_bf16;
+    for (int i = 0; i < *len; i++)
+        if (half_to_f(a[i], bf) > half_to_f(b[i], bf)) b[i] = a[i];
+}
+
+static void op16_min(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    int bf = *dt == g_bf16;
+    for (int i = 0; i < *len; i++)
+        if (half_to_f(a[i], bf) < half_to_f(b[i], bf)) b[i] = a[i];
+}
+
+static gt_status types_init(void) {
+    if (g_bf16 != MPI_DATATYPE_NULL) return GT_OK;
+    MPI_TRY(MPI_Type_contiguous(2, MPI_BYTE, &g_bf16), "MPI_Type_contiguous (bf16)");
+    MPI_TRY(MPI_Type_commit(&g_bf16), "MPI_Type_commit (bf16)");
+    MPI_TRY(MPI_Type_contiguous(2, MPI_BYTE, &g_fp16), "MPI_Type_contiguous (fp16)");
+    MPI_TRY(MPI_Type_commit(&g_fp16), "MPI_Type_commit (fp16)");
+    MPI_TRY(MPI_Op_create(op16_sum, 1, &g_op16[0]), "MPI_Op_create (sum16)");
+    MPI_TRY(MPI_Op_create(op16_max, 1, &g_op16[1]), "MPI_Op_create (max16)");
+    MPI_TRY(MPI_Op_create(op16_min, 1, &g_op16[2]), "MPI_Op_create (min16)");
+    return GT_OK;
+}
+
+static void types_free(void) {
+    for (int i = 0; i < 3; i++)
+        if (g_op16[i] != MPI_OP_NULL) MPI_Op_free(&g_op16[i]);
+    if (g_bf16 != MPI_DATATYPE_NULL) MPI_Type_free(&g_bf16);
+    if (g_fp16 != MPI_DATATYPE_NULL) MPI_Type_free(&g_fp16);
+}
+
+static MPI_Datatype mpi_type(gt_dtype dt) {
+    switch (dt) {
+    case GT_DTYPE_FP32: return MPI_FLOAT;
+    case GT_DTYPE_FP64: return MPI_DOUBLE;
+    case GT_DTYPE_BF16: return g_bf16;
+    case GT_DTYPE_FP16: return g_fp16;
+    case GT_DTYPE_INT32: return MPI_INT32_T;
+    case GT_DTYPE_INT64: return MPI_INT64_T;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+static MPI_Op mpi_op(gt_redop op, gt_dtype dt) {
+    int half = dt == GT_DTYPE_BF16 || dt == GT_DTYPE_FP16;
+    switch (op) {
+    case GT_REDOP_MAX: return half ? g_op16[1] : MPI_MAX;
+    case GT_REDOP_MIN: return half ? g_op16[2] : MPI_MIN;
+    default: return half ? g_op16[0] : MPI_SUM; /* sum, and avg's sum */
+    }
+}
+
+/* ---- world, split, destroy ----------------------------------------------------- */
+
+static gt_status comm_setup(mpi_comm *m, MPI_Comm comm, size_t chunk) {
+    m->comm = comm;
+    m->chunk = chunk;
+    MPI_TRY(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    MPI_TRY(MPI_Comm_rank(comm, &m->rank), "MPI_Comm_rank");
+    MPI_TRY(MPI_Comm_size(comm, &m->size), "MPI_Comm_size");
+    int len = 0;
+    MPI_Get_library_version(m->version, &len);
+    /* Open MPI's string spans lines ("... , repo rev: ..., ..."): keep the first. */
+    char *nl = strchr(m->version, '\n');
+    if (nl) *nl = '\0';
+    return GT_OK;
+}
+
+static gt_status mpi_world(void **impl, int *rank, int *size) {
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (finalized)
+        return GT_ERR(GT_ERR_COMM, "MPI was already finalized: one MPI world per process");
+    mpi_comm *m = calloc(1, sizeof *m);
+    if (!m) return GT_ERR(GT_ERR_OOM, "mpi communicator: out of memory");
+    if (!inited) {
+        /* FUNNELED: only the thread that created the world calls MPI (the
+         * data loader's prefetch thread never does). */
+        int provided = 0;
+        int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        if (rc != MPI_SUCCESS) {
+            free(m);
+            return mpi_error(rc, "MPI_Init_thread");
+        }
+        m->owns_init = 1;
+    }
+    gt_status s = types_init();
+    MPI_Comm dup = MPI_COMM_NULL;
+    if (s == GT_OK) {
+        int rc = MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+        if (rc != MPI_SUCCESS) s = mpi_error(rc, "MPI_Comm_dup(MPI_COMM_WORLD)");
+    }
+    /* Tests lower the per-call count to exercise the chunking of counts
+     * above INT_MAX without allocating gigabytes. */
+    size_t chunk = INT_MAX;
+    const char *env = getenv("GT_COMM_MPI_CHUNK");
+    if (env && atol(env) > 0 && (unsigned long)atol(env) < (unsigned long)INT_MAX)
+        chunk = (size_t)atol(env);
+    if (s == GT_OK) s = comm_setup(m, dup, chunk);
+    if (s != GT_OK) {
+        if (dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
+        if (m->owns_init) {
+            types_free();
+            MPI_Finalize();
+        }
+        free(m);
+        return s;
+    }
+    *impl = m;
+    *rank = m->rank;
+    *size = m->size;
+    return GT_OK;
+}
+
+static gt_status mpi_split(void *impl, int color, int key, void **new_impl, int *new_rank,
+                           int *new_size) {
+    mpi_comm *m = impl;
+    *new_impl = NULL;
+    MPI_Comm nc = MPI_COMM_NULL;
+    MPI_TRY(MPI_Comm_split(m->comm, color < 0 ? MPI_UNDEFINED : color, key, &nc),
+            "MPI_Comm_split");
+    if (nc == MPI_COMM_NULL) return GT_OK;
+    mpi_comm *n = calloc(1, sizeof *n);
+    if (!n) {
+        MPI_Comm_free(&nc);
+        return GT_ERR(GT_ERR_OOM, "split: out of memory");
+    }
+    gt_status s = comm_setup(n, nc, m->chunk);
+    if (s != GT_OK) {
+        MPI_Comm_free(&nc);
+        free(n);
+        return s;
+    }
+    *new_impl = n;
+    *new_rank = n->rank;
+    *new_size = n->size;
+    return GT_OK;
+}
+
+static void mpi_destroy(void *impl) {
+    mpi_comm *m = impl;
+    if (!m) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    /* A split freed after its world finalized MPI has nothing left to free. */
+    if (!finalized && m->comm != MPI_COMM_NULL) MPI_Comm_free(&m->comm);
+    if (m->owns_init && !finalized) {
+        types_free();
+        MPI_Finalize();
+    }
+    free(m);
+}
+
+/* ---- operations ------------------------------------------------------------------- */
+
+static mpi_handle *handle_new(const gt_comm_op_desc *d, int n) {
+    mpi_handle *h = calloc(1, sizeof *h + (size_t)n * sizeof(MPI_Request));
+    if (!h) return NULL;
+    h->coll = d->coll;
+    h->dt = d->dt;
+    h->n = n;
+    for (int i = 0; i < n; i++) h->reqs[i] = MPI_REQUEST_NULL;
+    return h;
+}
+
+/* Starts the element range [off, off + n) of a chunkable operation. */
+static int start_chunk(mpi_comm *m, const gt_comm_op_desc *d, size_t off, int n,
+                       MPI_Request *req) {
+    size_t es = gt_dtype_size(d->dt);
+    MPI_Datatype t = mpi_type(d->dt);
+    const char *s = d->send ? (const char *)d->send + off * es : NULL;
+    char *r = d->recv ? (char *)d->recv + off * es : NULL;
+    int in_place = d->send == d->recv && d->send != NULL;
+    switch (d->coll) {
+    case GT_COLL_ALLREDUCE:
+        return MPI_Iallreduce(in_place ? MPI_IN_PLACE : s, r, n, t, mpi_op(d->op, d->dt),
+                              m->comm, req);
+    case GT_COLL_REDUCE:
+        /* MPI_IN_PLACE is only legal on the root (recv is NULL elsewhere). */
+        return MPI_Ireduce(in_place ? MPI_IN_PLACE : s, r, n, t, mpi_op(d->op, d->dt), d->root,
+                           m->comm, req);
+    case GT_COLL_BROADCAST: return MPI_Ibcast(r, n, t, d->root, m->comm, req);
+    case GT_COLL_SEND: return MPI_Isend(s, n, t, d->root, d->tag, m->comm, req);
+    case GT_COLL_RECV: return MPI_Irecv(r, n, t, d->root, d->tag, m->comm, req);
+    default: return MPI_ERR_OP;
+    }
+}
+
+static gt_status mpi_start(void *impl, const gt_comm_op_desc *d, void **handle) {
+    mpi_comm *m = impl;
+    const char *name = gt_coll_name(d->coll);
+    int chunkable = d->coll == GT_COLL_ALLREDUCE || d->coll == GT_COLL_REDUCE ||
+                    d->coll == GT_COLL_BROADCAST || d->coll == GT_COLL_SEND ||
+                    d->coll == GT_COLL_RECV;
+    /* Element-wise operations split into ranges, each its own call; MPI
+     * orders them (collectives in call order, messages non-overtaking). */
+    size_t nchunks = 1;
+    if (chunkable && d->count > m->chunk) nchunks = (d->count + m->chunk - 1) / m->chunk;
+    if (!chunkable && d->count > (size_t)INT_MAX)
+        return GT_ERR(GT_ERR_INVALID,
+                      "%s: count %zu exceeds MPI's int count limit (%d) per rank block; "
+                      "split the call",
+                      name, d->count, INT_MAX);
+    if (nchunks > (size_t)INT_MAX / 2) return GT_ERR(GT_ERR_INVALID, "%s: count too large", name);
+    mpi_handle *h = handle_new(d, (int)nchunks);
+    if (!h) return GT_ERR(GT_ERR_OOM, "%s: out of memory for the request", name);
+
+    int rc = MPI_SUCCESS;
+    if (chunkable) {
+        for (size_t i = 0; i < nchunks && rc == MPI_SUCCESS; i++) {
+            size_t off = i * m->chunk;
+            size_t n = d->count - off < m->chunk ? d->count - off : m->chunk;
+            if (nchunks == 1) n = d->count;
+            rc = start_chunk(m, d, off, (int)n, &h->reqs[i]);
+        }
+    } else {
+        MPI_Datatype t = mpi_type(d->dt);
+        int n = (int)d->count;
+        int in_place = d->send == d->recv && d->send != NULL;
+        switch (d->coll) {
+        case GT_COLL_ALLGATHER:
+            rc = MPI_Iallgather(in_place ? MPI_IN_PLACE : d->send, n, t, d->recv, n, t, m->comm,
+                                &h->reqs[0]);
+            break;
+        case GT_COLL_REDUCE_SCATTER:
+            rc = MPI_Ireduce_scatter_block(in_place ? MPI_IN_PLACE : d->send, d->recv, n, t,
+                                           mpi_op(d->op, d->dt), m->comm, &h->reqs[0]);
+            break;
+        case GT_COLL_ALLTOALL:
+            rc = MPI_Ialltoall(d->send, n, t, d->recv, n, t, m->comm, &h->reqs[0]);
+            break;
+        case GT_COLL_BARRIER: rc = MPI_Ibarrier(m->comm, &h->reqs[0]); break;
+        default: rc = MPI_ERR_OP; break;
+        }
+    }
+    if (rc != MPI_SUCCESS) {
+        /* Chunks already started cannot be taken back: completing them keeps
+         * the ranks' call order intact for a caller that goes on. */
+        MPI_Waitall(h->n, h->reqs, MPI_STATUSES_IGNORE);
+        free(h);
+        char what[64];
+        snprintf(what, sizeof what, "MPI %s", name);
+        return mpi_error(rc, what);
+    }
+    if (d->op == GT_REDOP_AVG &&
+        (d->coll == GT_COLL_ALLREDUCE || d->coll == GT_COLL_REDUCE_SCATTER ||
+         (d->coll == GT_COLL_REDUCE && m->rank == d->root))) {
+        h->avg = 1;
+        h->buf = d->recv;
+        h->count = d->count;
+    }
+    *handle = h;
+    return GT_OK;
+}
+
+/* AVG's second half: sum / size, one correctly rounded division per element. */
+static void divide_by(void *buf, size_t n, gt_dtype dt, int size) {
+    switch (dt) {
+    case GT_DTYPE_FP32: {
+        float *x = buf;
+        for (size_t i = 0; i < n; i++) x[i] = x[i] / (float)size;
+        break;
+    }
+    case GT_DTYPE_FP64: {
+        double *x = buf;
+        for (size_t i = 0; i < n; i++) x[i] = x[i] / (double)size;
+        break;
+    }
+    case GT_DTYPE_BF16:
+    case GT_DTYPE_FP16: {
+        uint16_t *x = buf;
+        int bf = dt == GT_DTYPE_BF16;
+        for (size_t i = 0; i < n; i++) x[i] = f_to_half(half_to_f(x[i], bf) / (float)size, bf);
+        break;
+    }
+    case GT_DTYPE_INT32: {
+        int32_t *x = buf;
+        for (size_t i = 0; i < n; i++) x[i] = x[i] / size;
+        break;
+    }
+    case GT_DTYPE_INT64: {
+        int64_t *x = buf;
+        for (size_t i = 0; i < n; i++) x[i] = x[i] / size;
+        break;
+    }
+    default: break;
+    }
+}
+
+static gt_status mpi_test(void *impl, void *handle, int *done) {
+    mpi_comm *m = impl;
+    mpi_handle *h = handle;
+    int flag = 0;
+    int rc = MPI_Testall(h->n, h->reqs, &flag, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        char what[64];
+        snprintf(what, sizeof what, "MPI %s (test)", gt_coll_name(h->coll));
+        free(h);
+        *done = 1;
+        return mpi_error(rc, what);
+    }
+    *done = flag;
+    if (!flag) return GT_OK;
+    if (h->avg) divide_by(h->buf, h->count, h->dt, m->size);
+    free(h);
+    return GT_OK;
+}
+
+static int mpi_cancel(void *impl, void *handle) {
+    (void)impl;
+    mpi_handle *h = handle;
+    if (h->coll != GT_COLL_RECV) {
+        /* Nonblocking collectives cannot be cancelled or freed (MPI-3
+         * 5.12), and Open MPI does not cancel sends: the requests stay
+         * behind, the communicator is marked broken by the caller. */
+        free(h);
+        return 0;
+    }
+    for (int i = 0; i < h->n; i++)
+        if (h->reqs[i] != MPI_REQUEST_NULL) MPI_Cancel(&h->reqs[i]);
+    /* A cancelled receive completes locally, so this wait cannot hang. */
+    MPI_Waitall(h->n, h->reqs, MPI_STATUSES_IGNORE);
+    free(h);
+    return 1;
+}
+
+static void *mpi_native(void *impl) { return &((mpi_comm *)impl)->comm; }
+
+static const char *mpi_version(void *impl) { return ((mpi_comm *)impl)->version; }
+
+static void mpi_abort(void *impl, int code) {
+    fflush(NULL);
+    MPI_Abort(((mpi_comm *)impl)->comm, code);
+}
+
+const gt_comm_backend gt_comm_mpi_backend = {
+    .name = "mpi",
+    .world = mpi_world,
+    .start = mpi_start,
+    .test = mpi_test,
+    .cancel = mpi_cancel,
+    .split = mpi_split,
+    .native = mpi_native,
+    .version = mpi_version,
+    .abort = mpi_abort,
+    .destroy = mpi_destroy,
+};
+
+#else /* !GT_HAVE_MPI */
+
+static gt_status mpi_world(void **impl, int *rank, int *size) {
+    (void)impl;
+    (void)rank;
+    (void)size;
+    return GT_ERR(GT_ERR_UNSUPPORTED,
+                  "communicator backend 'mpi' is not built in (configured with "
+                  "-DGT_WITH_MPI=OFF or MPI was not found): use 'self', or rebuild with MPI");
+}
+
+/* Only world() is ever called: without a world there is nothing to operate on. */
+const gt_comm_backend gt_comm_mpi_backend = {
+    .name = "mpi",
+    .world = mpi_world,
+};
+
+#endif
