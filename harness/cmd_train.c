@@ -46,7 +46,11 @@ static void train_usage(FILE *f) {
            "  --bucket-mb X         gradient all-reduce bucket size (default 25)\n"
            "  --check-consistency N compare a hash of the parameters across ranks every N steps\n"
            "                        (always once after initialisation)\n"
-           "  --comm NAME           auto (default: mpi when launched by mpirun/srun), self, mpi\n"
+           "  --topologies LIST     train on sub-communicators of these sizes in turn (e.g.\n"
+        "                        1,2,4; each <= the job's ranks) and report scaling\n"
+        "                        efficiency against the first: strong (same global batch)\n"
+        "  --weak                weak scaling instead: --batch is per rank\n"
+        "  --comm NAME           auto (default: mpi when launched by mpirun/srun), self, mpi\n"
            "  --comm-timeout S      watchdog deadline of every blocking collective (default 300)\n"
            "execution:\n"
            "  --backend NAME        cpu (default), ref, cuda\n"
@@ -75,6 +79,29 @@ static void print_step(void *ctx, int step, int steps, float loss, float lr, dou
     fflush(stdout);
 }
 
+static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, int nranks,
+                          int rc, double tail) {
+    printf("\nsummary: %s on %s\n", cfg->model_name, st->backend_desc);
+    printf("  parameters       %zu\n", st->num_params);
+    printf("  final loss       %.6f (mean of last 10 steps %.6f)\n",
+           st->loss[st->steps_done - 1], tail);
+    if (st->entropy >= 0)
+        printf("  source entropy   %.6f nats/token (gap %.4f)\n", st->entropy,
+               tail - st->entropy);
+    printf("  step time        %.2f ms (median)\n", st->ms_per_step);
+    printf("  throughput       %.0f tokens/s over %d rank(s)\n", st->tokens_per_s, nranks);
+    printf("  MFU              %.1f%% of %.1f GFLOP/s per rank %s\n", 100.0 * st->mfu,
+           st->peak_gflops, cfg->peak_gflops > 0 ? "(--peak-gflops)" : "measured SGEMM");
+    if (nranks > 1)
+        printf("  communication    %.2f ms/step not hidden by the backward (median), %.1f "
+               "MiB/step reduced and gathered by rank 0\n",
+               st->exposed_comm_ms, st->comm_bytes / 1048576.0 / (st->steps_done ? st->steps_done : 1));
+    printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
+           st->mem.peak_in_use / 1048576.0, st->mem.peak_reserved / 1048576.0);
+    printf("  final params     fnv1a64 %016llx\n", (unsigned long long)st->params_digest);
+    printf("  checks           %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
+}
+
 int gt_cmd_train(int argc, char **argv) {
     gt_train_config cfg = gt_train_defaults();
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "train"};
@@ -83,6 +110,7 @@ int gt_cmd_train(int argc, char **argv) {
     double margin = -1;
     printer pr = {.every = 1};
     gt_comm_config comm_cfg = gt_comm_defaults();
+    int topos[16], ntopos = 0, weak = 0;
     /* the preset first, so overrides apply to it whatever the order */
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--model") == 0) {
@@ -174,6 +202,21 @@ int gt_cmd_train(int argc, char **argv) {
             err |= !gt_parse_int(&a, "--threads", v, 1, 4096, &cfg.threads);
         } else if (gt_opt(&a, "--micro-batch", &v, &err)) {
             err |= !gt_parse_int(&a, "--micro-batch", v, 1, 1 << 20, &cfg.micro_batch);
+        } else if (gt_opt(&a, "--topologies", &v, &err)) {
+            ntopos = 0;
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", v ? v : "");
+            for (char *tk = strtok(buf, ","); tk && !err; tk = strtok(NULL, ",")) {
+                if (ntopos == 16) {
+                    err = 1;
+                    fprintf(stderr, "gauntlet train: --topologies: at most 16\n");
+                } else {
+                    err |= !gt_parse_int(&a, "--topologies", tk, 1, 1 << 20, &topos[ntopos++]);
+                }
+            }
+            if (!err && ntopos == 0) err = !!gt_usage_error("train", "--topologies is empty");
+        } else if (gt_flag(&a, "--weak")) {
+            weak = 1;
         } else if (gt_flag(&a, "--deterministic")) {
             cfg.deterministic = 1;
         } else if (gt_opt(&a, "--zero", &v, &err)) {
@@ -228,10 +271,22 @@ int gt_cmd_train(int argc, char **argv) {
     if (s != GT_OK) return gt_fail("train", s);
     int rank = gt_comm_rank(comm), nranks = gt_comm_size(comm);
     cfg.comm = comm;
+    if (ntopos == 0) topos[ntopos++] = nranks;
+    for (int i = 0; i < ntopos; i++)
+        if (topos[i] > nranks) {
+            if (rank == 0)
+                fprintf(stderr,
+                        "gauntlet train: --topologies asks for %d ranks but the job has %d: "
+                        "launch with mpirun -np %d (or srun -n %d)\n",
+                        topos[i], nranks, topos[i], topos[i]);
+            gt_comm_free(comm);
+            return GT_EXIT_USAGE;
+        }
     if (rank != 0) {
         quiet = 1;
         report_path = NULL; /* rank 0 writes the report */
     }
+    int threads_given = cfg.threads;
     if (cfg.threads == 0 && nranks > 1) {
         /* ranks on one node share its cores; oversubscribed OpenMP and
          * OpenBLAS threads cost far more than they give */
@@ -267,66 +322,93 @@ int gt_cmd_train(int argc, char **argv) {
                nranks, gt_comm_backend_name(comm), cfg.deterministic ? ", deterministic" : "",
                cfg.zero ? ", ZeRO-1" : "");
 
-    gt_train_stats st;
-    s = gt_train_run(&cfg, &st);
-    char topo[16];
-    snprintf(topo, sizeof topo, "%d", nranks);
-    gt_result *res = gt_report_add_result(rep, "train", cfg.model_name, topo, cfg.backend);
     int rc = GT_EXIT_OK;
-    if (s != GT_OK) {
-        /* every rank says what it saw, a rank's error may be the cause; but
-         * GT_ERR_INVALID is the same everywhere: rank 0 says it */
-        if (rank == 0 || s != GT_ERR_INVALID)
-            fprintf(stderr, "gauntlet train: %s [%s]\n", gt_last_error(), gt_status_name(s));
-        gt_train_record(&cfg, &st, res);
-        gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR,
-                             gt_last_error());
-        rc = GT_EXIT_USAGE;
-    } else {
-        gt_train_record(&cfg, &st, res);
-        double tail = gt_train_tail_loss(&st, 10);
-        if (margin >= 0) {
-            char detail[160];
-            snprintf(detail, sizeof detail,
-                     "mean loss of the last 10 steps <= source entropy %.6f + margin %.4f",
-                     st.entropy, margin);
-            gt_result_check(res, "converged", tail <= st.entropy + margin, tail,
-                            st.entropy + margin, detail);
+    double t_first = 0; /* step time of the first topology (1 rank for efficiencies) */
+    int b_first = cfg.batch, n_first = topos[0];
+    for (int ti = 0; ti < ntopos && s == GT_OK; ti++) {
+        int N = topos[ti];
+        gt_comm *sub = NULL;
+        if (ntopos > 1 || N != nranks) {
+            /* ranks [0, N) train this topology; the others wait at the barrier */
+            s = gt_comm_split(comm, rank < N ? 0 : -1, rank, &sub);
+            if (s != GT_OK) break;
+        } else {
+            sub = comm;
         }
-        if (gt_result_get_status(res) != GT_RESULT_PASS) rc = GT_EXIT_CHECK;
+        gt_train_config tc = cfg;
+        tc.comm = sub;
+        if (weak) tc.batch = cfg.batch * N;
+        if (!threads_given && ntopos > 1) {
+            const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+            long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+            int per_node = local && atoi(local) > 0 && atoi(local) < N ? atoi(local) : N;
+            tc.threads = ncpu / per_node >= 1 ? (int)(ncpu / per_node) : 1;
+        }
+        gt_train_stats st;
+        memset(&st, 0, sizeof st);
+        if (sub) {
+            if (!quiet && ntopos > 1)
+                printf("\n== topology %d rank(s), global batch %d, %d thread(s) per rank ==\n",
+                       N, tc.batch, tc.threads);
+            s = gt_train_run(&tc, &st);
+        }
         if (rank == 0) {
-            printf("\nsummary: %s on %s\n", cfg.model_name, st.backend_desc);
-            printf("  parameters       %zu\n", st.num_params);
-            printf("  final loss       %.6f (mean of last 10 steps %.6f)\n",
-                   st.loss[st.steps_done - 1], tail);
-            if (st.entropy >= 0)
-                printf("  source entropy   %.6f nats/token (gap %.4f)\n", st.entropy,
-                       tail - st.entropy);
-            printf("  step time        %.2f ms (median)\n", st.ms_per_step);
-            printf("  throughput       %.0f tokens/s\n", st.tokens_per_s);
-            printf("  MFU              %.1f%% of %.1f GFLOP/s %s\n", 100.0 * st.mfu, st.peak_gflops,
-                   cfg.peak_gflops > 0 ? "(--peak-gflops)" : "measured SGEMM");
-            if (nranks > 1)
-                printf("  communication    %.2f ms/step not hidden by the backward (median), %.1f "
-                       "MiB/step reduced and gathered by rank 0\n",
-                       st.exposed_comm_ms,
-                       st.comm_bytes / 1048576.0 / (st.steps_done ? st.steps_done : 1));
-            printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
-                   st.mem.peak_in_use / 1048576.0, st.mem.peak_reserved / 1048576.0);
-            printf("  final params     fnv1a64 %016llx\n", (unsigned long long)st.params_digest);
-            printf("  checks           %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
+            char topo[16];
+            snprintf(topo, sizeof topo, "%d", N);
+            gt_result *res = gt_report_add_result(rep, "train", cfg.model_name, topo, cfg.backend);
+            gt_train_record(&tc, &st, res);
+            if (s != GT_OK) {
+                /* GT_ERR_INVALID is the same on every rank: rank 0 says it */
+                gt_result_set_status(res,
+                                     s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR,
+                                     gt_last_error());
+            } else {
+                double tail = gt_train_tail_loss(&st, 10);
+                if (margin >= 0) {
+                    char detail[160];
+                    snprintf(detail, sizeof detail,
+                             "mean loss of the last 10 steps <= source entropy %.6f + margin "
+                             "%.4f",
+                             st.entropy, margin);
+                    gt_result_check(res, "converged", tail <= st.entropy + margin, tail,
+                                    st.entropy + margin, detail);
+                }
+                if (ti == 0) {
+                    t_first = st.ms_per_step;
+                    b_first = tc.batch;
+                } else if (t_first > 0) {
+                    /* strong: same global batch, T(1) / (N T(N)); weak: same
+                     * batch per rank, T(1) / T(N); relative to the first topology */
+                    double eff = weak ? t_first / st.ms_per_step
+                                      : t_first * n_first / ((double)N * st.ms_per_step) *
+                                            ((double)tc.batch / b_first);
+                    gt_result_metric(res, weak ? "weak_scaling_efficiency"
+                                               : "strong_scaling_efficiency",
+                                     "fraction", 1, eff, NULL, 0);
+                    if (!quiet)
+                        printf("  %s scaling efficiency vs %d rank(s): %.1f%%\n",
+                               weak ? "weak" : "strong", n_first, 100.0 * eff);
+                }
+                if (gt_result_get_status(res) != GT_RESULT_PASS) rc = GT_EXIT_CHECK;
+                if (!quiet) print_summary(&tc, &st, N, rc, tail);
+            }
+            if (report_path) {
+                gt_status ws = gt_report_write(rep);
+                if (ws != GT_OK) {
+                    fprintf(stderr, "gauntlet train: %s\n", gt_last_error());
+                    rc = GT_EXIT_USAGE;
+                } else if (!quiet) {
+                    printf("  report           %s\n", report_path);
+                }
+            }
         }
+        if (s != GT_OK && (rank == 0 || s != GT_ERR_INVALID))
+            fprintf(stderr, "gauntlet train: %s [%s]\n", gt_last_error(), gt_status_name(s));
+        if (s != GT_OK) rc = GT_EXIT_USAGE;
+        gt_train_stats_release(&st);
+        if (sub != comm) gt_comm_free(sub);
+        if (s == GT_OK && ntopos > 1) s = gt_comm_barrier(comm, NULL);
     }
-    if (report_path) {
-        gt_status ws = gt_report_write(rep);
-        if (ws != GT_OK) {
-            fprintf(stderr, "gauntlet train: %s\n", gt_last_error());
-            rc = GT_EXIT_USAGE;
-        } else if (!quiet) {
-            printf("  report           %s\n", report_path);
-        }
-    }
-    gt_train_stats_release(&st);
     gt_env_release(&env);
     gt_report_free(rep);
     if (s != GT_OK && s != GT_ERR_INVALID && nranks > 1) {
