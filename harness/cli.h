@@ -45,6 +45,7 @@ int gt_usage_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
+int gt_cmd_run(int argc, char **argv);
 int gt_cmd_train(int argc, char **argv);
 int gt_cmd_env(int argc, char **argv);
 int gt_cmd_data(int argc, char **argv);

@@ -385,19 +385,18 @@ int gt_cmd_train(int argc, char **argv) {
                     gt_result_metric(res, weak ? "weak_scaling_efficiency"
                                                : "strong_scaling_efficiency",
                                      "fraction", 1, eff, NULL, 0);
-                    if (!quiet)
-                        printf("  %s scaling efficiency vs %d rank(s): %.1f%%\n",
+                    printf("  %s scaling efficiency vs %d rank(s): %.1f%%\n",
                                weak ? "weak" : "strong", n_first, 100.0 * eff);
                 }
                 if (gt_result_get_status(res) != GT_RESULT_PASS) rc = GT_EXIT_CHECK;
-                if (!quiet) print_summary(&tc, &st, N, rc, tail);
+                print_summary(&tc, &st, N, rc, tail); /* rank 0, also with --quiet */
             }
             if (report_path) {
                 gt_status ws = gt_report_write(rep);
                 if (ws != GT_OK) {
                     fprintf(stderr, "gauntlet train: %s\n", gt_last_error());
                     rc = GT_EXIT_USAGE;
-                } else if (!quiet) {
+                } else {
                     printf("  report           %s\n", report_path);
                 }
             }

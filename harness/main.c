@@ -15,6 +15,7 @@ static void usage(FILE *f) {
             "usage: gauntlet COMMAND [options]   (gauntlet COMMAND --help for its options)\n"
             "\n"
             "commands:\n"
+            "  run SUITE     run a suite (collectives), print its table, write a report\n"
             "  train         train a model (GPT-2 presets), print per-step figures, write a report\n"
             "  env           print the machine, library versions and measured peaks\n"
             "  data synth    write a synthetic token file with a known entropy rate\n"
@@ -45,6 +46,7 @@ int main(int argc, char **argv) {
         return GT_EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    if (strcmp(cmd, "run") == 0) return gt_cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "train") == 0) return gt_cmd_train(argc - 1, argv + 1);
     if (strcmp(cmd, "env") == 0) return gt_cmd_env(argc - 1, argv + 1);
     if (strcmp(cmd, "data") == 0) return gt_cmd_data(argc - 1, argv + 1);

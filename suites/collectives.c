@@ -639,7 +639,7 @@ static void print_half(FILE *f, const coll_def *d, const row_result *rr, int n) 
     }
     double t = median(rr->t_gt, rr->reps);
     double alg = t > 0 ? rr->bytes / t * 1e-9 : 0;
-    fprintf(f, "  %8.1f %7.2f %7.2f %6lld", t * 1e6, alg, alg * d->factor(n), rr->wrong);
+    fprintf(f, "  %8.2f %7.2f %7.2f %6lld", t * 1e6, alg, alg * d->factor(n), rr->wrong);
     if (rr->have_raw) {
         double ratio[MAX_REPS];
         for (int r = 0; r < rr->reps; r++)
@@ -700,13 +700,6 @@ static void finish_checks(suite_state *st, const coll_def *d, placement *pl, int
                                           : pl->min_ratio;
         st->sum->overhead_checked++;
     }
-    if (st->cfg->out && primary && pl->untrusted_big > 0 && pl->trusted == 0)
-        fprintf(st->cfg->out,
-                "# note: %s %s: busbw_vs_raw not checked (%s); overhead_ratio metrics "
-                "recorded\n",
-                d->name, pl->in_place ? "in-place" : "out-of-place",
-                st->oversubscribed ? "more ranks than cores on a node"
-                                   : "times per op too short or too noisy");
 }
 
 static void set_params(suite_state *st, const coll_def *d, gt_result *res, gt_dtype dt,

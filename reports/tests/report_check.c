@@ -1,5 +1,10 @@
 /* Validates a gauntlet report against the schema of docs/report-schema.md.
  * usage: report_check FILE [--steps N] [--status pass|fail|error]
+ *                          [--zero-check NAME] [--no-failed-checks] [--except NAME]
+ *                          [--no-errors]
+ * --zero-check NAME: at least one check NAME exists and every one has value 0
+ * (e.g. wrong_elements); --no-failed-checks: no check failed, except those
+ * named by --except (repeatable); --no-errors: no result has status error.
  * Exit 0 when valid and as expected, 1 otherwise (each problem printed). */
 #include <jansson.h>
 #include <stdio.h>
@@ -28,15 +33,25 @@ static json_t *get(json_t *o, const char *path) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: report_check FILE [--steps N] [--status S]\n");
+        fprintf(stderr, "usage: report_check FILE [--steps N] [--status S] [--zero-check NAME] "
+                        "[--no-failed-checks] [--except NAME] [--no-errors]\n");
         return 2;
     }
     long steps = -1;
-    const char *want_status = NULL;
-    for (int i = 2; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--steps") == 0) steps = atol(argv[i + 1]);
-        else if (strcmp(argv[i], "--status") == 0) want_status = argv[i + 1];
+    const char *want_status = NULL, *zero_check = NULL;
+    const char *except[16];
+    int n_except = 0, no_failed = 0, no_errors = 0;
+    for (int i = 2; i < argc; i++) {
+        int has_value = i + 1 < argc;
+        if (strcmp(argv[i], "--steps") == 0 && has_value) steps = atol(argv[++i]);
+        else if (strcmp(argv[i], "--status") == 0 && has_value) want_status = argv[++i];
+        else if (strcmp(argv[i], "--zero-check") == 0 && has_value) zero_check = argv[++i];
+        else if (strcmp(argv[i], "--except") == 0 && has_value && n_except < 16)
+            except[n_except++] = argv[++i];
+        else if (strcmp(argv[i], "--no-failed-checks") == 0) no_failed = 1;
+        else if (strcmp(argv[i], "--no-errors") == 0) no_errors = 1;
     }
+    long zero_seen = 0;
     json_error_t err;
     json_t *root = json_load_file(argv[1], 0, &err);
     if (!root) {
@@ -68,6 +83,9 @@ int main(int argc, char **argv) {
         if (want_status)
             NEED(st && !strcmp(st, want_status), "result %zu status '%s', expected '%s'", i,
                  st ? st : "(none)", want_status);
+        if (no_errors)
+            NEED(st && strcmp(st, "error") != 0, "result %zu (%s): status error: %s", i,
+                 json_string_value(get(r, "case")), json_string_value(get(r, "message")));
         json_t *checks = get(r, "checks");
         NEED(json_is_array(checks), "result %zu: checks is not an array", i);
         size_t j;
@@ -75,6 +93,28 @@ int main(int argc, char **argv) {
         json_array_foreach(checks, j, c) {
             NEED(json_is_string(get(c, "name")) && json_is_boolean(get(c, "passed")),
                  "result %zu check %zu lacks name/passed", i, j);
+            const char *cname = json_string_value(get(c, "name"));
+            if (zero_check && cname && !strcmp(cname, zero_check)) {
+                zero_seen++;
+                NEED(json_is_number(get(c, "value")) && json_number_value(get(c, "value")) == 0,
+                     "result %zu (%s): check %s has value %g, expected 0", i,
+                     json_string_value(get(r, "case")), cname,
+                     json_number_value(get(c, "value")));
+            }
+            if (no_failed && cname && !json_is_true(get(c, "passed"))) {
+                int exempt = 0;
+                for (int k = 0; k < n_except; k++) exempt |= !strcmp(cname, except[k]);
+                if (exempt)
+                    fprintf(stderr, "report_check: note: result %zu (%s): check %s failed "
+                                    "(value %g, limit %g), allowed by --except\n",
+                            i, json_string_value(get(r, "case")), cname,
+                            json_number_value(get(c, "value")),
+                            json_number_value(get(c, "limit")));
+                else
+                    NEED(0, "result %zu (%s): check %s failed (value %g, limit %g)", i,
+                         json_string_value(get(r, "case")), cname,
+                         json_number_value(get(c, "value")), json_number_value(get(c, "limit")));
+            }
         }
         const char *key;
         json_t *m;
@@ -91,6 +131,7 @@ int main(int argc, char **argv) {
                  "series.loss has %zu entries, expected %ld", json_array_size(loss), steps);
         }
     }
+    if (zero_check) NEED(zero_seen > 0, "no check named %s in any result", zero_check);
     json_t *sum = get(root, "summary");
     NEED(json_is_integer(get(sum, "total")) &&
              json_integer_value(get(sum, "total")) == (json_int_t)json_array_size(results),

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# usage: collectives.sh GAUNTLET REPORT_CHECK [LAUNCHER...]
+# Runs `gauntlet run collectives --quick` (under LAUNCHER when given, e.g.
+# "mpiexec -n 4 --oversubscribe"), then asserts: the report validates, every
+# result's wrong_elements check is 0, no result is an error, the table says
+# 0 wrong elements, and every result of the default matrix is there.
+# busbw_vs_raw may fail without failing the test: on a shared CI machine a
+# 5% performance gate is noise (it is printed; `gauntlet run` still exits 1
+# for it on a real run). Without a launcher it also checks the command line.
+set -u
+g=$1
+check=$2
+shift 2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# the quick default matrix: allreduce, reduce, reduce_scatter x 6 dtypes x 4
+# ops x 2 placements; broadcast, alltoall, sendrecv x 6 dtypes x 1;
+# allgather x 6 x 2
+expected_results=174
+
+if [ $# -eq 0 ]; then
+    # command line: exit code and the words the user must see
+    expect() {
+        local want=$1 pattern=$2
+        shift 2
+        local out rc
+        out=$("$@" 2>&1)
+        rc=$?
+        if [ "$rc" -ne "$want" ]; then
+            fail "'$*' exited $rc, expected $want"; echo "$out" | tail -5
+        elif ! grep -qiE -- "$pattern" <<<"$out"; then
+            fail "'$*' output lacks /$pattern/"; echo "$out" | tail -5
+        else
+            echo "ok: $* -> $rc"
+        fi
+    }
+    expect 2 "suite 'kernels' is not available yet \(available: collectives\)" "$g" run kernels
+    expect 2 "usage: gauntlet run" "$g" run
+    expect 0 "--maxbytes" "$g" run collectives --help
+    expect 2 "-b expects a size" "$g" run collectives -b 12Q
+    expect 2 "--dtypes: unknown 'fp8'" "$g" run collectives --dtypes fp32,fp8
+    expect 2 "--ops: unknown 'prod'" "$g" run collectives --ops prod
+    expect 2 "--colls: unknown 'gather'" "$g" run collectives --colls gather
+    expect 2 "-e 8 is below -b 1024" "$g" run collectives -b 1K -e 8
+    expect 2 "unknown option '--bogus'" "$g" run collectives --bogus
+    expect 2 "cannot write report" "$g" run collectives --quick --report /nonexistent-dir/r.json
+    # K/M suffixes, an explicit selection: every named combination at every size
+    expect 0 "4194304 +1048576 +fp32 +sum" "$g" run collectives -b 1M -e 4M -f 4 \
+        --colls allreduce --dtypes fp32 --ops sum --iters 2 --warmup 1 --reps 3
+fi
+
+out=$("$@" "$g" run collectives --quick --report "$tmp/c.json" 2>&1)
+rc=$?
+echo "$out" | grep -E '^(gauntlet run|summary|checks|# (wrong|busbw|note))'
+if { [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; } || [ ! -s "$tmp/c.json" ]; then
+    fail "gauntlet run collectives exited $rc"; echo "$out" | tail -20
+fi
+"$check" "$tmp/c.json" --zero-check wrong_elements --no-errors --no-failed-checks \
+    --except busbw_vs_raw || fail "report check"
+if [ "$rc" -eq 1 ] && ! grep -q "busbw_vs_raw" "$tmp/c.json"; then
+    fail "exit 1 without a failed check in the report"
+fi
+grep -q "^# wrong elements: 0 (OK)" <<<"$out" || fail "the table reports wrong elements"
+grep -q "^summary: $expected_results results:.*error; wrong elements 0" <<<"$out" ||
+    fail "expected $expected_results results with 0 wrong elements"
+# a row of the primary combination reached 1 MiB with 0 wrong
+grep -qE '^ +1048576 +[0-9]+ +fp32 +sum .* 0 ' <<<"$out" || fail "no fp32 sum row at 1 MiB"
+
+if [ "$fails" -ne 0 ]; then
+    echo "$fails failure(s)"
+    exit 1
+fi
+echo "all collectives checks passed"
