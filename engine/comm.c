@@ -1,13 +1,16 @@
 /* The generic layer of engine/comm.h: argument checks, blocking = start +
- * wait, the watchdog, per-communicator sequence numbers and statistics, and
- * the deterministic tree all-reduce built from send/recv/broadcast so that
+ * wait (or the backend's blocking call under the watchdog thread), the
+ * watchdog, per-communicator sequence numbers and statistics, and the
+ * deterministic tree all-reduce built from send/recv/broadcast so that
  * every backend has it. Backends (comm_self.c, comm_mpi.c) only move bytes. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "engine/comm.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,9 +199,10 @@ static void format_world_ranks(const gt_comm *c, char *buf, size_t n) {
     }
 }
 
-static gt_status timeout_error(gt_comm *c, const gt_comm_request *r, double waited,
-                               int cancelled) {
-    const gt_comm_op_desc *d = &r->d;
+/* The hang report: operation, sequence number, size, ranks and who it waits
+ * for, then `outcome`. Shared by the polling wait and the watchdog thread. */
+static void format_timeout(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq,
+                           double waited, const char *outcome, char *out, size_t n) {
     char size[32], peers[160], ranks[128], extra[64] = "";
     size_t bytes = d->count * gt_dtype_size(d->dt);
     if (d->coll == GT_COLL_REDUCE_SCATTER || d->coll == GT_COLL_ALLTOALL)
@@ -218,16 +222,24 @@ static gt_status timeout_error(gt_comm *c, const gt_comm_request *r, double wait
     }
     char opdesc[96];
     if (d->coll == GT_COLL_BARRIER)
-        snprintf(opdesc, sizeof opdesc, "barrier #%llu", (unsigned long long)r->seq);
+        snprintf(opdesc, sizeof opdesc, "barrier #%llu", (unsigned long long)seq);
     else
         snprintf(opdesc, sizeof opdesc, "%s #%llu (%s %s%s)", gt_coll_name(d->coll),
-                 (unsigned long long)r->seq, size, gt_dtype_name(d->dt), extra);
-    return GT_ERR(GT_ERR_TIMEOUT,
-                  "%s on a communicator of %d ranks (%s) did not complete within %g s "
-                  "(waited %.1f s); waiting for: %s%s",
-                  opdesc, c->size, ranks, c->timeout_s, waited, peers,
-                  cancelled ? "; the operation was cancelled"
-                            : "; the operation was abandoned: abort the job");
+                 (unsigned long long)seq, size, gt_dtype_name(d->dt), extra);
+    snprintf(out, n,
+             "%s on a communicator of %d ranks (%s) did not complete within %g s "
+             "(waited %.1f s); waiting for: %s; %s",
+             opdesc, c->size, ranks, c->timeout_s, waited, peers, outcome);
+}
+
+static gt_status timeout_error(gt_comm *c, const gt_comm_request *r, double waited,
+                               int cancelled) {
+    char msg[640];
+    format_timeout(c, &r->d, r->seq, waited,
+                   cancelled ? "the operation was cancelled"
+                             : "the operation was abandoned: abort the job",
+                   msg, sizeof msg);
+    return GT_ERR(GT_ERR_TIMEOUT, "%s", msg);
 }
 
 /* Polls the backend until the request completes or the deadline passes.
@@ -283,6 +295,165 @@ gt_status gt_comm_test(gt_comm *c, gt_comm_request *req, int *done) {
     return GT_OK;
 }
 
+/* ---- the watchdog thread (blocking collectives) ------------------------------
+ * A library's blocking collective (MPI_Allreduce, ...) cannot be polled, so
+ * one thread per process keeps its deadline. The caller arms it before the
+ * call and disarms it after; both take an uncontended mutex, and arming
+ * signals the condition only when the thread sleeps without a deadline or
+ * until a later one than the new deadline. Disarming never wakes it: it
+ * wakes at the old deadline, finds nothing armed (or a newer arm, whose
+ * deadline it then sleeps until), so a stream of calls costs at most one
+ * wake-up per timeout period and no system call on the fast path.
+ *
+ * One slot: MPI is initialised MPI_THREAD_FUNNELED, so at most one thread
+ * per process is inside a blocking library call at a time. */
+
+enum { WD_AWAKE = 0, WD_IDLE, WD_TIMED };
+
+static struct {
+    pthread_mutex_t mu; /* guards every field */
+    pthread_cond_t cv;  /* on CLOCK_MONOTONIC, the clock of gt_now_ns */
+    int started;        /* the thread runs (set once by wd_init) */
+    int armed;
+    int firing;         /* the deadline passed: the job is being aborted */
+    int sleeping;       /* WD_*: what the thread waits for */
+    uint64_t until_ns;  /* WD_TIMED: the deadline it sleeps until */
+    uint64_t start_ns, deadline_ns;
+    /* The armed call: borrowed from the caller, which is blocked in the
+     * library (and kept there by disarm while firing) as long as they are read. */
+    const gt_comm *c;
+    const gt_comm_op_desc *d;
+    uint64_t seq;
+    gt_comm_timeout_handler handler;
+    void *handler_ctx;
+} g_wd = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t g_wd_once = PTHREAD_ONCE_INIT;
+
+void gt_comm_set_timeout_handler(gt_comm_timeout_handler fn, void *ctx) {
+    pthread_mutex_lock(&g_wd.mu);
+    g_wd.handler = fn;
+    g_wd.handler_ctx = ctx;
+    pthread_mutex_unlock(&g_wd.mu);
+}
+
+/* Reports the expired call and ends the job. Entered with the mutex held
+ * and firing set; never returns. */
+static void wd_fire(void) {
+    const gt_comm *c = g_wd.c;
+    char msg[640], line[700];
+    format_timeout(c, g_wd.d, g_wd.seq, (double)(gt_now_ns() - g_wd.start_ns) * 1e-9,
+                   "a blocking collective cannot be cancelled: aborting the job", msg,
+                   sizeof msg);
+    snprintf(line, sizeof line, "rank %d: %s", c->world_ranks[c->rank], msg);
+    gt_comm_timeout_handler fn = g_wd.handler;
+    void *ctx = g_wd.handler_ctx;
+    const gt_comm_backend *be = c->be;
+    void *impl = c->impl;
+    /* Unlocked for the handler, which may take its time writing a report;
+     * firing stays set, so the caller cannot return and free c meanwhile. */
+    pthread_mutex_unlock(&g_wd.mu);
+    fprintf(stderr, "gauntlet: watchdog: %s\n", line);
+    fflush(stderr);
+    if (fn) fn(line, ctx);
+    /* The one MPI call made off the thread that initialised MPI
+     * (MPI_THREAD_FUNNELED forbids it in principle): MPI_Abort is meant to
+     * work from any state, and Open MPI and MPICH do honour it from another
+     * thread while the main thread is inside a collective. */
+    be->abort(impl, 3);
+    /* A backend whose abort returned: exit() here would run atexit handlers
+     * (MPI_Finalize among them) under the thread stuck in the library. */
+    fflush(NULL);
+    _Exit(3);
+}
+
+static void *wd_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&g_wd.mu);
+    for (;;) {
+        if (!g_wd.armed) {
+            g_wd.sleeping = WD_IDLE;
+            pthread_cond_wait(&g_wd.cv, &g_wd.mu);
+        } else if (gt_now_ns() >= g_wd.deadline_ns) {
+            break;
+        } else {
+            uint64_t until = g_wd.deadline_ns;
+            struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
+            g_wd.sleeping = WD_TIMED;
+            g_wd.until_ns = until;
+            pthread_cond_timedwait(&g_wd.cv, &g_wd.mu, &ts);
+        }
+        g_wd.sleeping = WD_AWAKE;
+    }
+    g_wd.firing = 1;
+    wd_fire();
+    return NULL;
+}
+
+static void wd_init(void) {
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0) return;
+    int ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+             pthread_cond_init(&g_wd.cv, &ca) == 0;
+    pthread_condattr_destroy(&ca);
+    if (!ok) return;
+    pthread_attr_t ta;
+    if (pthread_attr_init(&ta) != 0) return;
+    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+    /* Signals (SIGINT, SIGTERM, ...) stay with the application's threads:
+     * the new thread inherits a mask that blocks them all. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    g_wd.started = pthread_create(&t, &ta, wd_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&ta);
+}
+
+/* Arms the watchdog for d (blocking, started at t0); 0 when no thread could
+ * be started (the caller then polls instead, so the deadline still holds). */
+static int wd_arm(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq, uint64_t t0) {
+    pthread_once(&g_wd_once, wd_init);
+    if (!g_wd.started) return 0;
+    uint64_t deadline = t0 + (uint64_t)(c->timeout_s * 1e9);
+    pthread_mutex_lock(&g_wd.mu);
+    while (g_wd.firing) pthread_cond_wait(&g_wd.cv, &g_wd.mu); /* until the abort */
+    g_wd.c = c;
+    g_wd.d = d;
+    g_wd.seq = seq;
+    g_wd.start_ns = t0;
+    g_wd.deadline_ns = deadline;
+    g_wd.armed = 1;
+    if (g_wd.sleeping == WD_IDLE || (g_wd.sleeping == WD_TIMED && deadline < g_wd.until_ns))
+        pthread_cond_signal(&g_wd.cv);
+    pthread_mutex_unlock(&g_wd.mu);
+    return 1;
+}
+
+static void wd_disarm(void) {
+    pthread_mutex_lock(&g_wd.mu);
+    /* Returning now would let the caller free what the report reads. */
+    while (g_wd.firing) pthread_cond_wait(&g_wd.cv, &g_wd.mu);
+    g_wd.armed = 0;
+    pthread_mutex_unlock(&g_wd.mu);
+}
+
+/* A blocking collective through the backend's blocking call, under the
+ * watchdog. 1 when it ran (*s its status), 0 when the watchdog is
+ * unavailable and the caller must poll. */
+static int comm_blocking(gt_comm *c, const gt_comm_op_desc *d, uint64_t seq, gt_status *s) {
+    uint64_t t0 = gt_now_ns();
+    int timed = c->timeout_s > 0;
+    if (timed && !wd_arm(c, d, seq, t0)) return 0;
+    *s = c->be->blocking(c->impl, d);
+    if (timed) wd_disarm();
+    c->stats.wait_s += (double)(gt_now_ns() - t0) * 1e-9;
+    if (*s != GT_OK)
+        *s = gt_error_wrap(*s, "%s #%llu", gt_coll_name(d->coll), (unsigned long long)seq);
+    return 1;
+}
+
 /* ---- starting operations ---------------------------------------------------- */
 
 /* Bytes of this rank's send buffer, for the statistics. */
@@ -305,12 +476,21 @@ static gt_status comm_run(gt_comm *c, const gt_comm_op_desc *d, gt_comm_request 
                       "%s on a communicator whose earlier operation timed out and was "
                       "abandoned: the ranks no longer agree on the order of operations",
                       gt_coll_name(d->coll));
+    uint64_t seq = ++c->seq[d->coll];
+    c->stats.ops++;
+    c->stats.bytes += send_bytes(c, d);
+    /* Blocking collectives take the library's blocking call where the
+     * backend has one (Open MPI's non-blocking collectives are up to 2x
+     * slower). Send/recv keep polling: a receive that times out is
+     * cancelled and returns GT_ERR_TIMEOUT instead of ending the job. */
+    if (!req && c->be->blocking && d->coll != GT_COLL_SEND && d->coll != GT_COLL_RECV) {
+        gt_status s = GT_OK;
+        if (comm_blocking(c, d, seq, &s)) return s;
+    }
     gt_comm_request *r = malloc(sizeof *r);
     if (!r) return GT_ERR(GT_ERR_OOM, "%s: out of memory for the request", gt_coll_name(d->coll));
     r->d = *d;
-    r->seq = ++c->seq[d->coll];
-    c->stats.ops++;
-    c->stats.bytes += send_bytes(c, d);
+    r->seq = seq;
     gt_status s = c->be->start(c->impl, d, &r->handle);
     if (s != GT_OK) {
         unsigned long long seq = r->seq;

@@ -3,9 +3,10 @@
  *
  * Backends: "self" (one process, no MPI, always built) and "mpi" (built with
  * MPI); "nccl" joins with the CUDA issue on the same interface. A backend is
- * a table of non-blocking primitives (gt_comm_backend below); this layer
- * adds what every backend shares: blocking forms, sequence numbers, the
- * watchdog deadline, statistics, and the deterministic tree all-reduce.
+ * a table of non-blocking primitives, plus optionally the library's own
+ * blocking collectives (gt_comm_backend below); this layer adds what every
+ * backend shares: blocking forms, sequence numbers, the watchdog deadline,
+ * statistics, and the deterministic tree all-reduce.
  *
  * Buffers: host memory for self and mpi (device memory for nccl). count is in
  * elements of dtype. In-place: pass the same pointer as send and recv.
@@ -20,6 +21,19 @@
  * library failed: message has the MPI error string), GT_ERR_TIMEOUT (the
  * watchdog: message names the operation, its sequence number, its size and
  * the peers it waited for as far as this rank can tell).
+ *
+ * The watchdog, and what a timeout does (timeout_s of the config):
+ * - a blocking collective (req NULL: allreduce, reduce, broadcast,
+ *   allgather, reduce_scatter, alltoall, barrier) that has not returned by
+ *   its deadline ENDS THE JOB: the watchdog thread prints
+ *   "gauntlet: watchdog: rank R: <message>" to stderr, calls the handler of
+ *   gt_comm_set_timeout_handler, then aborts every process (MPI_Abort with
+ *   code 3; exit for self). A library's blocking collective cannot be
+ *   cancelled or left, so there is no status to return. Such calls run the
+ *   library's blocking collective (MPI_Allreduce, ...: faster than the
+ *   non-blocking ones) with a watchdog thread keeping the deadline.
+ * - blocking send/recv, and gt_comm_wait, return GT_ERR_TIMEOUT (see
+ *   gt_comm_wait for what stays usable).
  */
 #ifndef GT_COMM_H
 #define GT_COMM_H
@@ -90,10 +104,13 @@ int gt_comm_world_rank(const gt_comm *c, int r);
 gt_status gt_comm_split(gt_comm *c, int color, int key, gt_comm **out);
 
 /* ---- operations ---------------------------------------------------------------
- * Every operation is blocking when req is NULL (with the watchdog), and
+ * Every operation is blocking when req is NULL (with the watchdog: a
+ * blocking collective that times out ends the job, see the top), and
  * non-blocking otherwise: *req receives a request that gt_comm_wait or a
  * successful gt_comm_test completes and frees. Buffers must stay valid and
- * untouched until then. */
+ * untouched until then. Every rank must call a given collective in the same
+ * form: a blocking call runs the library's blocking collective, which MPI
+ * never matches with another rank's non-blocking one (MPI-3 5.12). */
 
 /* recv[i] = op over ranks of send[i], on every rank. */
 gt_status gt_comm_allreduce(gt_comm *c, const void *send, void *recv, size_t count,
@@ -151,6 +168,18 @@ gt_status gt_comm_allreduce_tree(gt_comm *c, void *buf, size_t count, gt_dtype d
  * process. */
 void gt_comm_abort(gt_comm *c, int code);
 
+/* Called once, on the watchdog's thread, when a blocking collective passed
+ * its deadline, just before the job is aborted: message is the watchdog's
+ * text (operation, sequence number, size, ranks waited for; borrowed, valid
+ * during the call). The calling thread is stuck inside the library, so the
+ * handler must not call gt_comm_* or MPI; writing files and stderr is fine
+ * (the harness writes its report of what finished). Keep it short: the job
+ * is aborted when it returns. */
+typedef void (*gt_comm_timeout_handler)(const char *message, void *ctx);
+/* Process-wide; NULL removes it. ctx is borrowed and must outlive every
+ * communicator's blocking calls. */
+void gt_comm_set_timeout_handler(gt_comm_timeout_handler fn, void *ctx);
+
 /* Statistics since creation. */
 typedef struct gt_comm_stats {
     uint64_t ops;          /* operations started */
@@ -194,6 +223,12 @@ typedef struct gt_comm_backend {
     /* *done = 1 when complete (the backend then releases handle). On an
      * error the backend releases handle too. */
     gt_status (*test)(void *impl, void *handle, int *done);
+    /* Optional (NULL: start + test polling). Runs a collective to completion
+     * with the library's blocking call; comm.c calls it only for blocking
+     * collectives (never send/recv: those must stay cancellable, and never
+     * for req != NULL) and keeps the deadline with its watchdog thread,
+     * which aborts the job through abort() when the call does not return. */
+    gt_status (*blocking)(void *impl, const gt_comm_op_desc *d);
     /* Called by the watchdog when the deadline passed: cancels the operation
      * where the library can (a receive) and releases handle. Returns 1 when
      * cancelled cleanly, 0 when the operation was abandoned (the
@@ -203,6 +238,8 @@ typedef struct gt_comm_backend {
                        int *new_size);
     void *(*native)(void *impl);           /* gt_comm_native_handle */
     const char *(*version)(void *impl);    /* gt_comm_library_version */
+    /* Ends every process of the job. Also called from the watchdog's own
+     * thread (the one call made off the thread that owns the communicator). */
     void (*abort)(void *impl, int code);
     void (*destroy)(void *impl);
 } gt_comm_backend;

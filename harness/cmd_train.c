@@ -339,9 +339,14 @@ int gt_cmd_train(int argc, char **argv) {
         tc.comm = sub;
         if (weak) tc.batch = cfg.batch * N;
         if (!threads_given && ntopos > 1) {
+            /* every topology gets the same cores per rank (those of the largest
+             * one): scaling efficiency compares N ranks with N times one rank */
             const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
             long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-            int per_node = local && atoi(local) > 0 && atoi(local) < N ? atoi(local) : N;
+            int biggest = 1;
+            for (int i = 0; i < ntopos; i++) biggest = topos[i] > biggest ? topos[i] : biggest;
+            int per_node = local && atoi(local) > 0 && atoi(local) < biggest ? atoi(local)
+                                                                              : biggest;
             tc.threads = ncpu / per_node >= 1 ? (int)(ncpu / per_node) : 1;
         }
         gt_train_stats st;

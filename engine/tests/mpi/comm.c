@@ -8,14 +8,16 @@
  * allgathered partials, and the same bits for 8 leaves spread over 1, 2 or
  * 4 ranks), and the watchdog on a receive no one sends.
  *
- * `--bench` instead times gt_comm_allreduce_tree against the library's
- * MPI_Allreduce (docs/distributed.md has the table and the command). */
+ * `--bench` instead times gt_comm_allreduce (with and without the watchdog)
+ * and gt_comm_allreduce_tree against the library's MPI_Allreduce
+ * (docs/distributed.md has the table and the command). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <mpi.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/comm.h"
 #include "engine/rng.h"
@@ -457,15 +459,18 @@ static void test_watchdog(gt_comm *world) {
     gt_comm_free(c);
     if (g_size < 2) return;
 
-    /* A collective cannot be cancelled: rank 0 times out, the communicator
-     * refuses more work, and the late partners still complete theirs (rank
-     * 0's abandoned request progresses inside its later MPI calls). */
+    /* A collective cannot be cancelled: rank 0's wait on a non-blocking one
+     * times out, the communicator refuses more work, and the late partners
+     * still complete theirs (rank 0's abandoned request progresses inside
+     * its later MPI calls). A blocking collective that times out ends the
+     * job instead: engine/tests/mpi/watchdog.sh. */
     CHECK_OK(gt_comm_world(&cfg, &c));
     if (!c) return;
     float x = 1, y = 0;
     if (g_rank == 0) {
-        CHECK_STATUS(gt_comm_allreduce(c, &x, &y, 1, GT_DTYPE_FP32, GT_REDOP_SUM, NULL),
-                     GT_ERR_TIMEOUT);
+        gt_comm_request *ra = NULL;
+        CHECK_OK(gt_comm_allreduce(c, &x, &y, 1, GT_DTYPE_FP32, GT_REDOP_SUM, &ra));
+        if (ra) CHECK_STATUS(gt_comm_wait(c, ra), GT_ERR_TIMEOUT);
         const char *m = gt_last_error();
         RCHECK(strstr(m, "allreduce #1 (4 B fp32)") && strstr(m, "all other ranks") &&
                    strstr(m, "abandoned"),
@@ -475,10 +480,36 @@ static void test_watchdog(gt_comm *world) {
     }
     CHECK_OK(gt_comm_barrier(world, NULL));
     if (g_rank != 0) {
-        CHECK_OK(gt_comm_allreduce(c, &x, &y, 1, GT_DTYPE_FP32, GT_REDOP_SUM, NULL));
+        /* Non-blocking too: MPI never matches a blocking collective with a
+         * non-blocking one (MPI-3 5.12), so every rank must use one form. */
+        gt_comm_request *ra = NULL;
+        CHECK_OK(gt_comm_allreduce(c, &x, &y, 1, GT_DTYPE_FP32, GT_REDOP_SUM, &ra));
+        if (ra) CHECK_OK(gt_comm_wait(c, ra));
         RCHECK(y == (float)g_size, "late allreduce: %g", y);
     }
     CHECK_OK(gt_comm_barrier(world, NULL));
+    gt_comm_free(c);
+
+    /* The watchdog thread's deadline is per call: 12 blocking barriers,
+     * each held ~60 ms by the last rank, span 1.4 times the 0.5 s timeout
+     * and none may fire (a stale deadline would abort the job). */
+    CHECK_OK(gt_comm_world(&cfg, &c));
+    if (!c) return;
+    for (int i = 0; i < 12; i++) {
+        if (g_rank == g_size - 1) {
+            struct timespec ts = {0, 60000000};
+            nanosleep(&ts, NULL);
+        }
+        CHECK_OK(gt_comm_barrier(c, NULL));
+    }
+    gt_comm_free(c);
+    /* timeout 0: no deadline, the blocking call runs without arming. */
+    gt_comm_config none = {.backend = "mpi", .timeout_s = 0};
+    CHECK_OK(gt_comm_world(&none, &c));
+    if (!c) return;
+    x = 1;
+    CHECK_OK(gt_comm_allreduce(c, &x, &y, 1, GT_DTYPE_FP32, GT_REDOP_SUM, NULL));
+    RCHECK(y == (float)g_size, "allreduce without a deadline: %g", y);
     gt_comm_free(c);
 }
 
@@ -489,7 +520,14 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Median over iterations of the slowest rank's time. */
+/* Median over iterations of the slowest rank's time. which: 0 MPI_Allreduce,
+ * 1 gt_comm_allreduce, 2 gt_comm_allreduce_tree, 3 gt_comm_allreduce on
+ * `bare` (timeout 0: no watchdog to arm, so 1 - 3 is the arming's cost),
+ * 4 the non-blocking form + gt_comm_wait (MPI_Iallreduce polled against the
+ * deadline: what a blocking gt_comm_allreduce did before it used
+ * MPI_Allreduce). */
+static gt_comm *g_bare;
+
 static double time_op(gt_comm *c, int which, float *buf, const float *init, size_t n, int iters) {
     MPI_Comm mc = *(MPI_Comm *)gt_comm_native_handle(c);
     double *t = xmalloc((size_t)iters * sizeof *t);
@@ -500,6 +538,12 @@ static double time_op(gt_comm *c, int which, float *buf, const float *init, size
         if (which == 0) MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, mc);
         if (which == 1) gt_comm_allreduce(c, buf, buf, n, GT_DTYPE_FP32, GT_REDOP_SUM, NULL);
         if (which == 2) gt_comm_allreduce_tree(c, buf, n, GT_DTYPE_FP32);
+        if (which == 3) gt_comm_allreduce(g_bare, buf, buf, n, GT_DTYPE_FP32, GT_REDOP_SUM, NULL);
+        if (which == 4) {
+            gt_comm_request *r = NULL;
+            if (gt_comm_allreduce(c, buf, buf, n, GT_DTYPE_FP32, GT_REDOP_SUM, &r) == GT_OK)
+                gt_comm_wait(c, r);
+        }
         double dt = (double)(gt_now_ns() - t0) * 1e-9, mx = 0;
         MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, mc);
         if (it >= 0) t[it] = mx;
@@ -511,12 +555,19 @@ static double time_op(gt_comm *c, int which, float *buf, const float *init, size
 }
 
 static int bench(gt_comm *c) {
-    static const size_t bytes[] = {1024, 1 << 20, 16 << 20, 64 << 20};
-    static const int iters[] = {500, 50, 15, 9};
+    static const size_t bytes[] = {8, 1024, 1 << 20, 16 << 20, 64 << 20};
+    static const int iters[] = {2001, 1001, 51, 15, 9};
+    gt_comm_config bare = {.backend = "mpi", .timeout_s = 0};
+    if (gt_comm_world(&bare, &g_bare) != GT_OK) {
+        fprintf(stderr, "bench: %s\n", gt_last_error());
+        return 1;
+    }
     if (g_rank == 0) {
         printf("%d ranks, %s\n", g_size, gt_comm_library_version(c));
-        printf("| size | MPI_Allreduce | gt_comm_allreduce | gt_comm_allreduce_tree | tree / native |\n");
-        printf("|---|---|---|---|---|\n");
+        printf("| size | MPI_Allreduce | gt_comm_allreduce | gt / native | no watchdog "
+               "| Iallreduce + wait | I+wait / native | gt_comm_allreduce_tree "
+               "| tree / native |\n");
+        printf("|---|---|---|---|---|---|---|---|---|\n");
     }
     for (size_t k = 0; k < sizeof bytes / sizeof bytes[0]; k++) {
         size_t n = bytes[k] / sizeof(float);
@@ -525,19 +576,26 @@ static int bench(gt_comm *c) {
         double tn = time_op(c, 0, buf, init, n, iters[k]);
         double tg = time_op(c, 1, buf, init, n, iters[k]);
         double tt = time_op(c, 2, buf, init, n, iters[k]);
+        double tb = time_op(c, 3, buf, init, n, iters[k]);
+        double ti = time_op(c, 4, buf, init, n, iters[k]);
         if (g_rank == 0) {
             char sz[32];
             if (bytes[k] >= (1u << 20))
                 snprintf(sz, sizeof sz, "%zu MiB", bytes[k] >> 20);
-            else
+            else if (bytes[k] >= 1024)
                 snprintf(sz, sizeof sz, "%zu KiB", bytes[k] >> 10);
-            printf("| %s | %.3f ms | %.3f ms | %.3f ms | %.2fx |\n", sz, tn * 1e3, tg * 1e3,
-                   tt * 1e3, tt / tn);
+            else
+                snprintf(sz, sizeof sz, "%zu B", bytes[k]);
+            printf("| %s | %.2f us | %.2f us | %.2fx | %.2f us | %.2f us | %.2fx | %.2f us "
+                   "| %.2fx |\n",
+                   sz, tn * 1e6, tg * 1e6, tg / tn, tb * 1e6, ti * 1e6, ti / tn, tt * 1e6,
+                   tt / tn);
             fflush(stdout);
         }
         free(buf);
         free(init);
     }
+    gt_comm_free(g_bare);
     return 0;
 }
 
