@@ -1,5 +1,8 @@
 #include "harness/cli.h"
 
+#include "engine/comm.h"
+#include "reports/report.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -119,4 +122,35 @@ int gt_usage_error(const char *cmd, const char *fmt, ...) {
     fprintf(stderr, "\n");
     va_end(ap);
     return GT_EXIT_USAGE;
+}
+
+static struct {
+    gt_report *rep;
+    char suite[32], case_name[96], topology[16], backend[16];
+} g_watch;
+
+/* Runs on the watchdog thread while the main thread is stuck inside MPI:
+ * only the report and stdio, never the communicator. */
+static void on_watchdog(const char *message, void *ctx) {
+    (void)ctx;
+    if (!g_watch.rep) return;
+    gt_result *res = gt_report_add_result(g_watch.rep, g_watch.suite, g_watch.case_name,
+                                          g_watch.topology, g_watch.backend);
+    if (res) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "watchdog: %s", message);
+        gt_result_set_status(res, GT_RESULT_ERROR, msg);
+    }
+    if (gt_report_write(g_watch.rep) != GT_OK)
+        fprintf(stderr, "gauntlet: watchdog: could not write the report: %s\n", gt_last_error());
+}
+
+void gt_watchdog_report(gt_report *rep, const char *suite, const char *case_name,
+                        const char *topology, const char *backend) {
+    g_watch.rep = rep;
+    snprintf(g_watch.suite, sizeof g_watch.suite, "%s", suite);
+    snprintf(g_watch.case_name, sizeof g_watch.case_name, "%s", case_name);
+    snprintf(g_watch.topology, sizeof g_watch.topology, "%s", topology);
+    snprintf(g_watch.backend, sizeof g_watch.backend, "%s", backend);
+    gt_comm_set_timeout_handler(on_watchdog, NULL);
 }

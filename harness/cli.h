@@ -46,6 +46,15 @@ int gt_usage_error(const char *cmd, const char *fmt, ...)
     ;
 
 int gt_cmd_run(int argc, char **argv);
+/* The watchdog (engine/comm.h) ends the job when a blocking collective
+ * passes its deadline; before that it calls this handler, which records the
+ * stuck case as an error result in `rep` (when not NULL: rank 0) and writes
+ * the report, so what had finished survives. The case named here is the one
+ * reported; call again when the case changes. */
+struct gt_report;
+void gt_watchdog_report(struct gt_report *rep, const char *suite, const char *case_name,
+                        const char *topology, const char *backend);
+
 int gt_cmd_train(int argc, char **argv);
 int gt_cmd_env(int argc, char **argv);
 int gt_cmd_data(int argc, char **argv);

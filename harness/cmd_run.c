@@ -282,6 +282,12 @@ int gt_cmd_run(int argc, char **argv) {
     cfg.on_result = write_progress;
     cfg.on_result_ctx = &w;
     gt_coll_summary sum;
+    {
+        char topo[16];
+        snprintf(topo, sizeof topo, "%d", n);
+        gt_watchdog_report(path ? rep : NULL, "collectives", "in progress", topo,
+                           gt_comm_backend_name(comm));
+    }
     s = gt_coll_run(comm, &cfg, rep, &sum);
 
     int rc = GT_EXIT_OK;

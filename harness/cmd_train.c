@@ -351,6 +351,12 @@ int gt_cmd_train(int argc, char **argv) {
         }
         gt_train_stats st;
         memset(&st, 0, sizeof st);
+        {
+            char topo[16];
+            snprintf(topo, sizeof topo, "%d", N);
+            gt_watchdog_report(rank == 0 ? rep : NULL, "train", cfg.model_name, topo,
+                               cfg.backend);
+        }
         if (sub) {
             if (!quiet && ntopos > 1)
                 printf("\n== topology %d rank(s), global batch %d, %d thread(s) per rank ==\n",

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/backend.h"
 #include "engine/dp.h"
@@ -328,7 +329,14 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     /* each token's loss weighs 1 / (global tokens): the sum over ranks is the
      * gradient of the global mean */
     float dloss = 1.0f / (float)((double)cfg->batch * T);
+    /* fault injection for the watchdog's test: "RANK:STEP" stops that rank
+     * (it sleeps) at the start of that step, as a hung or dead peer would */
+    int stall_rank = -1, stall_step = -1;
+    const char *stall = getenv("GT_FAULT_STALL");
+    if (stall && sscanf(stall, "%d:%d", &stall_rank, &stall_step) != 2) stall_rank = -1;
     for (int step = 0; step < cfg->steps; step++) {
+        if (rank == stall_rank && step + 1 == stall_step)
+            for (;;) sleep(1000);
         uint64_t t0 = gt_now_ns(), wait = 0;
         const int32_t *inputs, *targets;
         if ((s = gt_loader_next(loader, &inputs, &targets, &wait)) != GT_OK) goto done;

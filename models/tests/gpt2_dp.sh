@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Data-parallel training over MPI, oversubscribed on whatever cores there are.
-# usage: gpt2_dp.sh MPIEXEC GAUNTLET REPORT_DIFF
+# usage: gpt2_dp.sh MPIEXEC GAUNTLET REPORT_DIFF REPORT_CHECK
 set -u
 mpiexec=$1
 g=$2
 diff=$3
+check=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -61,5 +62,21 @@ rc=$?
 if [ $rc -ne 0 ] && grep -q "parameters differ across ranks at initialisation: tensor 'lnfb' on rank 1" <<<"$out"; then
     echo "ok: a perturbed rank is named"
 else echo "FAIL: perturbed parameters not reported (rc $rc)"; echo "$out" | tail -3; fails=$((fails + 1)); fi
+
+# the watchdog: rank 1 stops at step 3; rank 0 names the collective, writes the
+# report of what finished and ends the job within the deadline instead of hanging
+start=$(date +%s)
+out=$(GT_FAULT_STALL=1:3 timeout 120 "$mpiexec" --oversubscribe --allow-run-as-root -np 2 "$g" train \
+      $common --comm-timeout 2 --report "$tmp/wd.json" 2>&1)
+rc=$?
+elapsed=$(( $(date +%s) - start ))
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $elapsed -lt 60 ] &&
+   grep -q "did not complete within 2 s" <<<"$out" &&
+   "$check" "$tmp/wd.json" --status error > /dev/null; then
+    echo "ok: a stalled rank ends the job in ${elapsed} s with the collective named"
+else
+    echo "FAIL: watchdog: rc $rc after ${elapsed} s"; echo "$out" | grep -i gauntlet | tail -3
+    "$check" "$tmp/wd.json" --status error; fails=$((fails + 1))
+fi
 
 [ $fails -eq 0 ] && echo "all cases passed" || { echo "$fails case(s) failed"; exit 1; }
