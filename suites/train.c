@@ -266,7 +266,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     gt_dp_config dc = gt_dp_defaults();
     dc.zero = cfg->zero;
     dc.deterministic = cfg->deterministic;
-    dc.chunk = GT_GPT2_NORM_CHUNK;
+    dc.chunk = gt_gpt2_norm_chunk(model);
     if (cfg->bucket_mb > 0) dc.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
     if ((s = gt_dp_new(comm, be, &dc, gt_gpt2_num_params(model), &dp)) != GT_OK) goto done;
     size_t lo, hi;

@@ -65,6 +65,7 @@ struct gt_gpt2 {
     size_t layer_base, layer_size, lnf_base;
     size_t num_params;
     size_t num_alloc;                    /* params/grads length incl. zero padding */
+    size_t norm_chunk;                   /* see gt_gpt2_norm_chunk */
     size_t opt_lo, opt_hi;               /* the range m and v hold */
     float *params, *grads, *m, *v;       /* backend memory, fp32 */
     struct { size_t off, len; int decay; } seg[3 + 8 * 1024];
@@ -272,9 +273,11 @@ gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, g
     m->T = T;
     param_sizes(cfg, m->sizes);
     layout(m);
-    /* whole norm chunks, so that the gradient norm's chunking never changes */
-    m->num_alloc = (m->num_params + GT_GPT2_NORM_CHUNK - 1) / GT_GPT2_NORM_CHUNK *
-                   GT_GPT2_NORM_CHUNK;
+    /* whole norm chunks, so that the gradient norm's chunking never changes;
+     * at most ~256 chunks: each is one sumsq call, parallel inside */
+    m->norm_chunk = (size_t)1 << 16;
+    while (m->norm_chunk * 256 < m->num_params) m->norm_chunk *= 2;
+    m->num_alloc = (m->num_params + m->norm_chunk - 1) / m->norm_chunk * m->norm_chunk;
     m->opt_lo = 0;
     m->opt_hi = m->num_params;
     size_t pbytes = m->num_alloc * sizeof(float);
@@ -659,6 +662,7 @@ gt_status gt_gpt2_zero_grad(gt_gpt2 *m) {
 }
 
 size_t gt_gpt2_num_params_padded(const gt_gpt2 *m) { return m->num_alloc; }
+size_t gt_gpt2_norm_chunk(const gt_gpt2 *m) { return m->norm_chunk; }
 float *gt_gpt2_params_buffer(gt_gpt2 *m) { return m->params; }
 float *gt_gpt2_grads_buffer(gt_gpt2 *m) { return m->grads; }
 
@@ -688,9 +692,9 @@ gt_status gt_gpt2_pad(gt_gpt2 *m, size_t n_alloc) {
         return GT_ERR(GT_ERR_INVALID, "padding %zu is below the %zu parameters", n_alloc,
                       m->num_params);
     if (n_alloc == m->num_alloc) return GT_OK;
-    if (n_alloc % GT_GPT2_NORM_CHUNK != 0)
+    if (n_alloc % m->norm_chunk != 0)
         return GT_ERR(GT_ERR_INVALID, "padding %zu is not a multiple of the norm chunk %zu",
-                      n_alloc, GT_GPT2_NORM_CHUNK);
+                      n_alloc, m->norm_chunk);
     GT_TRY(regrow(m, &m->params, n_alloc, m->num_alloc));
     GT_TRY(regrow(m, &m->grads, n_alloc, m->num_alloc));
     m->num_alloc = n_alloc;
@@ -712,18 +716,18 @@ gt_status gt_gpt2_set_opt_range(gt_gpt2 *m, size_t lo, size_t hi) {
 gt_status gt_gpt2_grad_sumsq_chunks(gt_gpt2 *m, const float *grads, size_t lo_chunk,
                                     size_t hi_chunk, double *partials) {
     for (size_t c = lo_chunk; c < hi_chunk; c++) {
-        size_t off = c * GT_GPT2_NORM_CHUNK;
-        if (off + GT_GPT2_NORM_CHUNK > m->num_alloc)
+        size_t off = c * m->norm_chunk;
+        if (off + m->norm_chunk > m->num_alloc)
             return GT_ERR(GT_ERR_INVALID, "norm chunk %zu ends past the %zu padded parameters: "
-                                          "pad to a multiple of GT_GPT2_NORM_CHUNK first",
+                                          "pad to a multiple of the norm chunk first",
                           c, m->num_alloc);
-        GT_TRY(m->be->ops->sumsq(&m->k, grads + off, GT_GPT2_NORM_CHUNK, &partials[c - lo_chunk]));
+        GT_TRY(m->be->ops->sumsq(&m->k, grads + off, m->norm_chunk, &partials[c - lo_chunk]));
     }
     return GT_OK;
 }
 
 gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out) {
-    size_t nchunks = m->num_alloc / GT_GPT2_NORM_CHUNK;
+    size_t nchunks = m->num_alloc / m->norm_chunk;
     double *part = malloc(nchunks * sizeof(double));
     if (!part) return GT_ERR(GT_ERR_OOM, "out of host memory");
     gt_status s = gt_gpt2_grad_sumsq_chunks(m, m->grads, 0, nchunks, part);

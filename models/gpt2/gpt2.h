@@ -90,11 +90,12 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
 gt_status gt_gpt2_zero_grad(gt_gpt2 *m);
 
 /* Global L2 norm of the gradients: fp64 sums of squares of fixed chunks of
- * GT_GPT2_NORM_CHUNK elements of the (padded) gradient buffer, added in
- * chunk order. The chunking depends on nothing but the chunk size, so a
- * norm assembled from chunks computed on different ranks (ZeRO) has the
- * same bits. The buffers are always a whole number of chunks long. */
-#define GT_GPT2_NORM_CHUNK ((size_t)1 << 16)
+ * gt_gpt2_norm_chunk elements of the (padded) gradient buffer, added in
+ * chunk order. The chunk size depends only on the parameter count (65536,
+ * doubled until there are at most 256 chunks), so a norm assembled from
+ * chunks computed on different ranks (ZeRO) has the same bits. The buffers
+ * are always a whole number of chunks long. */
+size_t gt_gpt2_norm_chunk(const gt_gpt2 *m);
 gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out);
 /* partials[c - lo_chunk] = sum of squares of chunk c of `grads` (a buffer
  * laid out like the model's gradients), c in [lo_chunk, hi_chunk). */
@@ -125,7 +126,7 @@ float *gt_gpt2_params_buffer(gt_gpt2 *m);
 float *gt_gpt2_grads_buffer(gt_gpt2 *m);
 size_t gt_gpt2_num_params_padded(const gt_gpt2 *m);
 /* Grows params and grads to n_alloc elements (zero padding; a multiple of
- * GT_GPT2_NORM_CHUNK), e.g. to split them into equal shards. Keeps both. */
+ * gt_gpt2_norm_chunk), e.g. to split them into equal shards. Keeps both. */
 gt_status gt_gpt2_pad(gt_gpt2 *m, size_t n_alloc);
 /* AdamW state (m, v) is kept for [lo, hi) only, zeroed (ZeRO-1 shards). */
 gt_status gt_gpt2_set_opt_range(gt_gpt2 *m, size_t lo, size_t hi);
