@@ -56,6 +56,7 @@ void gt_watchdog_report(struct gt_report *rep, const char *suite, const char *ca
                         const char *topology, const char *backend);
 
 int gt_cmd_train(int argc, char **argv);
+int gt_cmd_list(int argc, char **argv);
 int gt_cmd_env(int argc, char **argv);
 int gt_cmd_data(int argc, char **argv);
 

@@ -1,48 +1,52 @@
-/* gauntlet run SUITE: runs a suite on the world communicator and writes
- * the report. Today: collectives. */
+/* gauntlet run [SUITE[/CASE]...] and gauntlet list: every selected suite on
+ * every requested topology and backend, one report. */
+#define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/comm.h"
 #include "engine/env.h"
 #include "engine/timer.h"
+#include "gt_config.h"
 #include "harness/cli.h"
 #include "reports/report.h"
 #include "suites/collectives.h"
+#include "suites/suite.h"
+
+void gt_suite_collectives_configure(const gt_coll_config *cfg);
 
 static void run_usage(FILE *f) {
     fprintf(f,
-        "usage: gauntlet run collectives [options]\n"
-        "       (under MPI: mpirun -np N gauntlet run collectives ...)\n"
+        "usage: gauntlet run [SUITE[/CASE] ...] [options]   (gauntlet list: suites and cases)\n"
+        "       mpirun -np N gauntlet run ...               (topologies up to N ranks)\n"
         "\n"
-        "nccl-tests' sweep through gauntlet's communicator, with the raw MPI call timed on\n"
-        "the same buffers; every result is checked element by element.\n"
+        "Runs each selected suite (default: all) on each topology and backend, rewrites\n"
+        "the report after every case, prints progress and a summary.\n"
         "\n"
-        "sizes (K, M, G suffixes: powers of 1024):\n"
-        "  -b, --minbytes SIZE   first size (default 8)\n"
-        "  -e, --maxbytes SIZE   last size (default 64M; 1M with --quick)\n"
-        "  -f, --stepfactor N    multiply the size by N each step (default 2)\n"
-        "  --quick               stop at 1 MiB (an explicit -e wins)\n"
-        "selection (comma-separated):\n"
-        "  --colls LIST          allreduce,reduce,broadcast,allgather,reduce_scatter,\n"
-        "                        alltoall,sendrecv (default all)\n"
-        "  --dtypes LIST         fp32,fp64,bf16,fp16,int32,int64 (default all)\n"
-        "  --ops LIST            sum,avg,max,min (default all; reducing collectives only)\n"
-        "                        by default fp32 sum runs at every size and the other\n"
-        "                        dtype x op combinations up to 1 MiB; naming --dtypes or\n"
-        "                        --ops runs every named combination at every size\n"
-        "timing:\n"
-        "  --iters N             timed iterations per block (default: adapt to ~5 ms)\n"
-        "  --warmup N            warm-up iterations (default: adapt)\n"
-        "  --reps N              timed blocks: min/median/max (default 5)\n"
-        "  --root R              reduce / broadcast root (default 0)\n"
-        "  --comm-timeout S      watchdog per operation in seconds (default 300; 0: none)\n"
-        "output:\n"
-        "  --report FILE         write the JSON report there (rank 0)\n"
-        "  --quiet               no table, only the summary\n");
+        "  --backend NAME        cpu (default), ref, cuda, or all (every backend available)\n"
+        "  --topologies LIST     rank counts, e.g. 1,2,4 (default: 1, 2, 4 ... up to the\n"
+        "                        job's ranks). Without MPI and asking for more than 1, gauntlet\n"
+        "                        relaunches itself under mpirun when it is on PATH\n"
+        "  --quick | --full      effort: quick (CI, make run), default, full\n"
+        "  --threads N           cpu threads per rank (default: cores / largest topology)\n"
+        "  --report FILE         the JSON report (rank 0), rewritten atomically per case\n"
+        "  --baseline FILE       compare with this report at the end (gauntlet compare);\n"
+        "                        exit 3 on a regression\n"
+        "  --threshold X%%       compare's minimum effect size (default 5%%)\n"
+        "  --comm-timeout S      watchdog per collective in seconds (default 300)\n"
+        "  --inject-delay OP:US  slow kernel OP by US microseconds per call (tests the gate)\n"
+        "  --quiet               no per-case lines, only the summary\n"
+        "collectives options (nccl-tests'):\n"
+        "  -b SIZE -e SIZE -f N  sizes from -b to -e, times N (default 8 B .. 64 MiB x2;\n"
+        "                        --quick stops at 1 MiB); K, M, G suffixes\n"
+        "  --colls LIST --dtypes LIST --ops LIST --iters N --warmup N --reps N --root R\n"
+        "\n"
+        "exit codes: 0 all checks passed, 1 a check failed, 2 usage or environment error,\n"
+        "            3 --baseline found a regression\n");
 }
 
 /* "8", "64K", "1M", "2G" (powers of 1024, as nccl-tests), optional "B"/"iB". */
@@ -121,59 +125,103 @@ static int parse_list(const char *name, const char *v, item_parser p, const char
     return 1;
 }
 
-static void human_size(char *buf, size_t n, uint64_t b) {
-    if (b >= (1ull << 30) && b % (1ull << 30) == 0)
-        snprintf(buf, n, "%llu GiB", (unsigned long long)(b >> 30));
-    else if (b >= (1ull << 20) && b % (1ull << 20) == 0)
-        snprintf(buf, n, "%llu MiB", (unsigned long long)(b >> 20));
-    else if (b >= 1024 && b % 1024 == 0)
-        snprintf(buf, n, "%llu KiB", (unsigned long long)(b >> 10));
-    else
-        snprintf(buf, n, "%llu B", (unsigned long long)b);
-}
+/* ---- the runner ------------------------------------------------------------- */
 
-typedef struct writer {
+typedef struct progress {
     gt_report *rep;
     const char *path; /* NULL off rank 0 */
-    double last;
-    int failed;
-} writer;
+    FILE *out;        /* NULL: quiet */
+    double t0, last_write;
+    int unit, units;  /* suite x backend x topology being run, of how many */
+    int results;
+    int write_failed;
+} progress;
 
-/* Keeps the report current while the sweep runs, at most every 2 s: the
- * full matrix has hundreds of results and each write is an fsync. */
-static void write_progress(void *ctx) {
-    writer *w = ctx;
-    if (!w->path || w->failed) return;
+/* After each result: rewrite the report (a crash keeps what finished; at
+ * most every 0.5 s, each write is an fsync) and say where the run is. */
+static void case_done(void *ctx, gt_result *res) {
+    progress *p = ctx;
+    p->results++;
     double now = gt_now_ns() * 1e-9;
-    if (now - w->last < 2.0) return;
-    w->last = now;
-    if (gt_report_write(w->rep) != GT_OK) {
-        fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
-        w->failed = 1;
+    if (p->path && !p->write_failed && now - p->last_write >= 0.5) {
+        p->last_write = now;
+        if (gt_report_write(p->rep) != GT_OK) {
+            fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
+            p->write_failed = 1;
+        }
     }
+    if (p->out && res) {
+        double el = now - p->t0;
+        /* the estimate assumes the units left take as long as the ones done */
+        double left = p->unit > 0 ? el / p->unit * (p->units - p->unit) : 0;
+        fprintf(p->out, "  %-5s %s  [%d/%d, %.0f s elapsed, ~%.0f s left]\n",
+                gt_result_status_name(gt_result_get_status(res)), gt_result_label(res),
+                p->unit + 1, p->units, el, left);
+        fflush(p->out);
+    }
+}
+
+/* Relaunch under mpirun with `n` ranks (same arguments). Returns only on failure. */
+static void relaunch(int n, char **argv_full) {
+    char np[16];
+    snprintf(np, sizeof np, "%d", n);
+    char *args[256];
+    int k = 0;
+    args[k++] = "mpirun";
+    args[k++] = "-np";
+    args[k++] = np;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n > ncpu) args[k++] = "--oversubscribe";
+    if (geteuid() == 0) args[k++] = "--allow-run-as-root";
+    /* our own path: "/proc/self/exe" would name mpirun once it runs */
+    static char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return;
+    self[len] = '\0';
+    args[k++] = self;
+    for (int i = 1; argv_full[i] && k < 254; i++) args[k++] = argv_full[i];
+    args[k] = NULL;
+    fflush(NULL);
+    execvp("mpirun", args);
+}
+
+static int has_mpirun(void) {
+    const char *path = getenv("PATH");
+    if (!path) return 0;
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *save = NULL;
+    for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        char f[4200];
+        snprintf(f, sizeof f, "%s/mpirun", d);
+        if (access(f, X_OK) == 0) return 1;
+    }
+    return 0;
+}
+
+int gt_cmd_list(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    for (const gt_suite *const *s = gt_suites(); *s; s++) {
+        printf("%s: %s (topologies %d..%s)\n", (*s)->name, (*s)->description, (*s)->min_ranks,
+               (*s)->max_ranks ? "1" : "any");
+        if ((*s)->list) (*s)->list(stdout);
+    }
+    return GT_EXIT_OK;
 }
 
 int gt_cmd_run(int argc, char **argv) {
-    if (argc < 2) {
-        run_usage(stderr);
-        return GT_EXIT_USAGE;
-    }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        run_usage(stdout);
-        return GT_EXIT_OK;
-    }
-    if (strcmp(argv[1], "collectives") != 0) {
-        fprintf(stderr, "gauntlet run: suite '%s' is not available yet (available: "
-                        "collectives)\n",
-                argv[1]);
-        return GT_EXIT_USAGE;
-    }
-
     gt_coll_config cfg = gt_coll_defaults();
     gt_comm_config ccfg = gt_comm_defaults();
-    gt_args a = {.argc = argc, .argv = argv, .i = 2, .cmd = "run"};
-    const char *report_path = NULL, *v = NULL;
-    int err = 0, quiet = 0, quick = 0, max_given = 0;
+    gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "run"};
+    const char *report_path = NULL, *baseline = NULL, *backend_opt = "cpu", *v = NULL;
+    const char *inject = NULL;
+    int err = 0, quiet = 0, max_given = 0, coll_given = 0, threads = 0;
+    gt_effort effort = GT_EFFORT_DEFAULT;
+    double threshold = 5.0;
+    int topos[16], ntopos = 0;
+    const char *sel[32];
+    int nsel = 0;
     static const char dtypes[] = "fp32,fp64,bf16,fp16,int32,int64";
     static const char ops[] = "sum,avg,max,min";
     static const char colls[] =
@@ -182,15 +230,50 @@ int gt_cmd_run(int argc, char **argv) {
         if (gt_flag(&a, "--help") || gt_flag(&a, "-h")) {
             run_usage(stdout);
             return GT_EXIT_OK;
+        } else if (argv[a.i][0] != '-') {
+            if (nsel == 32) return gt_usage_error("run", "at most 32 suites or cases");
+            sel[nsel++] = argv[a.i++];
+        } else if (gt_opt(&a, "--backend", &v, &err)) {
+            backend_opt = v;
+        } else if (gt_opt(&a, "--topologies", &v, &err)) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", v ? v : "");
+            char *save = NULL;
+            ntopos = 0;
+            for (char *t = strtok_r(buf, ",", &save); t && !err; t = strtok_r(NULL, ",", &save)) {
+                if (ntopos == 16) return gt_usage_error("run", "--topologies: at most 16");
+                err |= !gt_parse_int(&a, "--topologies", t, 1, 1 << 20, &topos[ntopos++]);
+            }
+            if (!err && !ntopos) return gt_usage_error("run", "--topologies is empty");
+        } else if (gt_flag(&a, "--quick")) {
+            effort = GT_EFFORT_QUICK;
+        } else if (gt_flag(&a, "--full")) {
+            effort = GT_EFFORT_FULL;
+        } else if (gt_opt(&a, "--threads", &v, &err)) {
+            err |= !gt_parse_int(&a, "--threads", v, 1, 4096, &threads);
+        } else if (gt_opt(&a, "--baseline", &v, &err)) {
+            baseline = v;
+        } else if (gt_opt(&a, "--threshold", &v, &err)) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", v ? v : "");
+            size_t l = strlen(buf);
+            if (l && buf[l - 1] == '%') buf[l - 1] = '\0';
+            err |= !gt_parse_double(&a, "--threshold", buf, 0.0, 1000.0, &threshold);
+        } else if (gt_opt(&a, "--inject-delay", &v, &err)) {
+            inject = v;
+            if (v && !strchr(v, ':'))
+                return gt_usage_error("run", "--inject-delay '%s': expected OP:MICROSECONDS, "
+                                             "e.g. layernorm_fwd:2000",
+                                      v);
         } else if (gt_opt(&a, "-b", &v, &err) || gt_opt(&a, "--minbytes", &v, &err)) {
             err |= !parse_size(&a, "-b", v, &cfg.min_bytes);
+            coll_given = 1;
         } else if (gt_opt(&a, "-e", &v, &err) || gt_opt(&a, "--maxbytes", &v, &err)) {
             err |= !parse_size(&a, "-e", v, &cfg.max_bytes);
-            max_given = 1;
+            max_given = coll_given = 1;
         } else if (gt_opt(&a, "-f", &v, &err) || gt_opt(&a, "--stepfactor", &v, &err)) {
             err |= !gt_parse_int(&a, "-f", v, 2, 1 << 20, &cfg.step_factor);
-        } else if (gt_flag(&a, "--quick")) {
-            quick = 1;
+            coll_given = 1;
         } else if (gt_opt(&a, "--colls", &v, &err)) {
             err |= !parse_list("--colls", v, parse_coll_item, colls, &cfg.colls);
         } else if (gt_opt(&a, "--dtypes", &v, &err)) {
@@ -221,22 +304,93 @@ int gt_cmd_run(int argc, char **argv) {
         }
     }
     if (err) return GT_EXIT_USAGE;
-    if (quick && !max_given) cfg.max_bytes = GT_COLL_MATRIX_MAX_BYTES;
+    (void)coll_given;
+    if (effort == GT_EFFORT_QUICK && !max_given) cfg.max_bytes = GT_COLL_MATRIX_MAX_BYTES;
     if (cfg.max_bytes < cfg.min_bytes)
         return gt_usage_error("run", "-e %llu is below -b %llu",
                               (unsigned long long)cfg.max_bytes,
                               (unsigned long long)cfg.min_bytes);
 
+    /* what to run: SUITE or SUITE/CASE, every suite when none is named */
+    const gt_suite *suites[32];
+    const char *cases[32];
+    int nsuites = 0;
+    if (nsel == 0) {
+        for (const gt_suite *const *s = gt_suites(); *s; s++) {
+            suites[nsuites] = *s;
+            cases[nsuites++] = NULL;
+        }
+    }
+    for (int i = 0; i < nsel; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s", sel[i]);
+        char *slash = strchr(name, '/');
+        if (slash) *slash = '\0';
+        const gt_suite *s = gt_suite_find(name);
+        if (!s) {
+            fprintf(stderr, "gauntlet run: no suite '%s' (gauntlet list names them)\n", name);
+            return GT_EXIT_USAGE;
+        }
+        suites[nsuites] = s;
+        cases[nsuites++] = slash ? sel[i] + (slash - name) + 1 : NULL;
+    }
+    const char *backends[4];
+    int nbackends = 0;
+    if (strcmp(backend_opt, "all") == 0) {
+        static const char *const all[] = {"cpu", "cuda"};
+        for (int i = 0; i < 2; i++) {
+            gt_backend *be = NULL;
+            gt_backend_config bc = {.threads = 1, .device = -1};
+            if (gt_backend_new(all[i], &bc, &be) == GT_OK) backends[nbackends++] = all[i];
+            gt_backend_free(be);
+        }
+    } else if (!strcmp(backend_opt, "cpu") || !strcmp(backend_opt, "ref") ||
+               !strcmp(backend_opt, "cuda")) {
+        backends[nbackends++] = backend_opt;
+    } else {
+        return gt_usage_error("run", "--backend '%s': use cpu, ref, cuda or all", backend_opt);
+    }
+
     gt_comm *comm = NULL;
     gt_status s = gt_comm_world(&ccfg, &comm);
     if (s != GT_OK) return gt_fail("run", s);
     int rank = gt_comm_rank(comm), n = gt_comm_size(comm);
+    if (ntopos == 0) {
+        for (int t = 1; t < n; t *= 2) topos[ntopos++] = t;
+        topos[ntopos++] = n;
+    }
+    int biggest = 1;
+    for (int i = 0; i < ntopos; i++) biggest = topos[i] > biggest ? topos[i] : biggest;
+    if (biggest > n) {
+        if (n == 1 && GT_HAVE_MPI && has_mpirun() && !getenv("GT_NO_RELAUNCH")) {
+            gt_comm_free(comm);
+            /* the full argv: gt_cmd_run got argv + 1 */
+            setenv("GT_NO_RELAUNCH", "1", 1);
+            relaunch(biggest, argv - 1);
+            fprintf(stderr, "gauntlet run: could not start mpirun for %d ranks\n", biggest);
+            return GT_EXIT_USAGE;
+        }
+        if (rank == 0)
+            fprintf(stderr,
+                    "gauntlet run: --topologies asks for %d ranks but the job has %d%s: launch "
+                    "with mpirun -np %d\n",
+                    biggest, n, GT_HAVE_MPI ? "" : " (this build has no MPI)", biggest);
+        gt_comm_free(comm);
+        return GT_EXIT_USAGE;
+    }
     if (cfg.root >= n) {
         gt_comm_free(comm);
         return gt_usage_error("run", "--root %d: there are only %d ranks", cfg.root, n);
     }
-    /* Every rank builds the same results (values are reduced across ranks),
-     * so every rank knows the exit code; rank 0 alone writes the file. */
+    if (threads == 0) {
+        /* the same cores per rank on every topology: efficiencies compare like with like */
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        int per_node = local && atoi(local) > 0 && atoi(local) < biggest ? atoi(local) : biggest;
+        threads = ncpu / per_node >= 1 ? (int)(ncpu / per_node) : 1;
+    }
+    gt_suite_collectives_configure(&cfg);
+
     const char *path = rank == 0 ? report_path : NULL;
     gt_report *rep = NULL;
     s = gt_report_new(path, argc + 1, argv - 1, &rep);
@@ -266,48 +420,81 @@ int gt_cmd_run(int argc, char **argv) {
         return rc;
     }
 
-    if (rank == 0) {
-        char lo[32], hi[32];
-        human_size(lo, sizeof lo, cfg.min_bytes);
-        human_size(hi, sizeof hi, cfg.max_bytes);
-        printf("gauntlet run collectives: %d rank%s, backend %s (%s), sizes %s .. %s x%d%s\n",
-               n, n == 1 ? "" : "s", gt_comm_backend_name(comm), gt_comm_library_version(comm),
-               lo, hi, cfg.step_factor,
-               cfg.full_matrix ? ", every named dtype x op at every size"
-                               : ", fp32 sum at every size, other dtype x op up to 1 MiB");
-        fflush(stdout);
-    }
-    writer w = {.rep = rep, .path = path, .last = gt_now_ns() * 1e-9};
-    cfg.out = rank == 0 && !quiet ? stdout : NULL;
-    cfg.on_result = write_progress;
-    cfg.on_result_ctx = &w;
-    gt_coll_summary sum;
-    {
-        char topo[16];
-        snprintf(topo, sizeof topo, "%d", n);
-        gt_watchdog_report(path ? rep : NULL, "collectives", "in progress", topo,
-                           gt_comm_backend_name(comm));
-    }
-    s = gt_coll_run(comm, &cfg, rep, &sum);
-
+    progress pr = {.rep = rep, .path = path, .out = rank == 0 && !quiet ? stdout : NULL,
+                   .t0 = gt_now_ns() * 1e-9};
+    pr.units = 0;
+    for (int i = 0; i < nsuites; i++)
+        for (int t = 0; t < ntopos; t++)
+            if (topos[t] >= suites[i]->min_ranks &&
+                (!suites[i]->max_ranks || topos[t] <= suites[i]->max_ranks))
+                pr.units += nbackends;
+    if (rank == 0)
+        printf("gauntlet run: %d suite(s) x %d topolog%s x %d backend(s) on %d rank(s) over %s, "
+               "%s effort, %d thread(s) per rank\n",
+               nsuites, ntopos, ntopos == 1 ? "y" : "ies", nbackends, n,
+               gt_comm_backend_name(comm),
+               effort == GT_EFFORT_QUICK ? "quick" : effort == GT_EFFORT_FULL ? "full" : "default",
+               threads);
     int rc = GT_EXIT_OK;
-    if (s != GT_OK) {
-        fprintf(stderr, "gauntlet run: %s [%s]\n", gt_last_error(), gt_status_name(s));
-        rc = GT_EXIT_USAGE;
-    }
-    if (path) {
-        if (gt_report_write(rep) != GT_OK) {
-            fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
-            rc = GT_EXIT_USAGE;
-        } else if (!quiet && s == GT_OK) {
-            printf("report: %s\n", path);
+    for (int i = 0; i < nsuites && s == GT_OK; i++) {
+        for (int b = 0; b < nbackends && s == GT_OK; b++) {
+            for (int t = 0; t < ntopos && s == GT_OK; t++) {
+                int N = topos[t];
+                const gt_suite *su = suites[i];
+                if (N < su->min_ranks || (su->max_ranks && N > su->max_ranks)) continue;
+                gt_comm *sub = NULL;
+                s = gt_comm_split(comm, rank < N ? 0 : -1, rank, &sub);
+                if (s != GT_OK) break;
+                char topo[16];
+                snprintf(topo, sizeof topo, "%d", N);
+                if (pr.out)
+                    fprintf(pr.out, "== %s%s%s on %s rank(s), backend %s\n", su->name,
+                            cases[i] ? "/" : "", cases[i] ? cases[i] : "", topo, backends[b]);
+                gt_watchdog_report(path ? rep : NULL, su->name, cases[i] ? cases[i] : "running",
+                                   topo, backends[b]);
+                if (sub) {
+                    gt_suite_ctx ctx = {.comm = sub,
+                                        .backend = backends[b],
+                                        .threads = threads,
+                                        .effort = effort,
+                                        .case_filter = cases[i],
+                                        .rep = rank == 0 ? rep : NULL,
+                                        .topology = topo,
+                                        .out = pr.out && su != &gt_suite_collectives ? NULL
+                                                                                     : pr.out,
+                                        .inject_delay = inject,
+                                        .case_done = case_done,
+                                        .case_done_ctx = &pr};
+                    if (su == &gt_suite_collectives && quiet) ctx.out = NULL;
+                    s = su->run(&ctx);
+                    if (s != GT_OK) {
+                        fprintf(stderr, "gauntlet run: %s: %s [%s]\n", su->name, gt_last_error(),
+                                gt_status_name(s));
+                        if (rank == 0) {
+                            gt_result *res = gt_report_add_result(
+                                rep, su->name, cases[i] ? cases[i] : "suite", topo, backends[b]);
+                            if (res) gt_result_set_status(res, GT_RESULT_ERROR, gt_last_error());
+                        }
+                        rc = GT_EXIT_USAGE;
+                        /* a bad case name is the same everywhere: go on; a
+                         * communicator failure is not */
+                        if (s == GT_ERR_INVALID || s == GT_ERR_UNSUPPORTED) s = GT_OK;
+                    }
+                    gt_comm_free(sub);
+                }
+                pr.unit++;
+                if (s == GT_OK) s = gt_comm_barrier(comm, NULL);
+            }
         }
     }
-    if (s == GT_ERR_TIMEOUT || (s == GT_ERR_COMM && n > 1)) {
-        /* The other ranks may be blocked in an operation this rank left:
-         * only an abort ends them. The report already holds what finished. */
-        fflush(stdout);
-        fflush(stderr);
+    if (path && gt_report_write(rep) != GT_OK) {
+        fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
+        rc = GT_EXIT_USAGE;
+    }
+    if (s != GT_OK && n > 1) {
+        /* peers may be blocked in an operation this rank left: only an abort
+         * ends them; the report already holds what finished */
+        fflush(NULL);
         gt_comm_abort(comm, GT_EXIT_USAGE);
     }
     int counts[GT_RESULT_STATUS_COUNT];
@@ -316,13 +503,20 @@ int gt_cmd_run(int argc, char **argv) {
         if (counts[GT_RESULT_ERROR]) rc = GT_EXIT_USAGE;
         else if (counts[GT_RESULT_FAIL]) rc = GT_EXIT_CHECK;
     }
-    if (rank == 0 && s == GT_OK) {
-        printf("summary: %d results: %d pass, %d fail, %d skip, %d error; wrong elements %lld",
-               sum.results, counts[GT_RESULT_PASS], counts[GT_RESULT_FAIL],
-               counts[GT_RESULT_SKIP], counts[GT_RESULT_ERROR], sum.wrong);
-        if (sum.overhead_checked)
-            printf("; busbw vs raw >= %.3f", sum.min_overhead_ratio);
-        printf("\nchecks: %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
+    if (rank == 0) {
+        printf("\nsummary (%.0f s):\n", gt_now_ns() * 1e-9 - pr.t0);
+        gt_report_print_summary(rep, stdout);
+        printf("total: %d results: %d pass, %d fail, %d skip, %d error\n",
+               counts[GT_RESULT_PASS] + counts[GT_RESULT_FAIL] + counts[GT_RESULT_SKIP] +
+                   counts[GT_RESULT_ERROR],
+               counts[GT_RESULT_PASS], counts[GT_RESULT_FAIL], counts[GT_RESULT_SKIP],
+               counts[GT_RESULT_ERROR]);
+        if (path) printf("report: %s\n", path);
+        printf("checks: %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
+    }
+    if (baseline && rank == 0 && path && rc != GT_EXIT_USAGE) {
+        /* BASELINE_COMPARE */
+        (void)threshold;
     }
     if (have_env) gt_env_release(&env);
     gt_report_free(rep);

@@ -15,7 +15,8 @@ static void usage(FILE *f) {
             "usage: gauntlet COMMAND [options]   (gauntlet COMMAND --help for its options)\n"
             "\n"
             "commands:\n"
-            "  run SUITE     run a suite (collectives), print its table, write a report\n"
+            "  run [SUITE]   run suites on every topology and backend, write a report\n"
+            "  list          the suites and their cases, and what each checks\n"
             "  train         train a model (GPT-2 presets), print per-step figures, write a report\n"
             "  env           print the machine, library versions and measured peaks\n"
             "  data synth    write a synthetic token file with a known entropy rate\n"
@@ -47,6 +48,7 @@ int main(int argc, char **argv) {
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "run") == 0) return gt_cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "list") == 0) return gt_cmd_list(argc - 1, argv + 1);
     if (strcmp(cmd, "train") == 0) return gt_cmd_train(argc - 1, argv + 1);
     if (strcmp(cmd, "env") == 0) return gt_cmd_env(argc - 1, argv + 1);
     if (strcmp(cmd, "data") == 0) return gt_cmd_data(argc - 1, argv + 1);

@@ -19,6 +19,7 @@
 
 struct gt_result {
     json_t *obj; /* borrowed from the report's results array */
+    char label[192];
 };
 
 struct gt_report {
@@ -347,4 +348,56 @@ gt_status gt_report_write(gt_report *r) {
     gt_status s = write_atomic(r->path, text);
     free(text);
     return s;
+}
+
+static const char *str_of(json_t *o, const char *k) {
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "?";
+}
+
+const char *gt_result_label(gt_result *res) {
+    snprintf(res->label, sizeof res->label, "%s/%s (topology %s, %s)", str_of(res->obj, "suite"),
+             str_of(res->obj, "case"), str_of(res->obj, "topology"),
+             str_of(res->obj, "backend"));
+    return res->label;
+}
+
+void gt_report_print_summary(gt_report *r, FILE *f) {
+    /* suites in order of first appearance */
+    const char *names[64];
+    int cnt[64][GT_RESULT_STATUS_COUNT];
+    int ns = 0;
+    memset(cnt, 0, sizeof cnt);
+    for (size_t i = 0; i < r->n_res; i++) {
+        const char *su = str_of(r->res[i]->obj, "suite");
+        int k = 0;
+        while (k < ns && strcmp(names[k], su) != 0) k++;
+        if (k == ns) {
+            if (ns == 64) continue;
+            names[ns++] = su;
+        }
+        cnt[k][gt_result_get_status(r->res[i])]++;
+    }
+    fprintf(f, "  %-14s %6s %6s %6s %6s\n", "suite", "pass", "fail", "skip", "error");
+    for (int k = 0; k < ns; k++)
+        fprintf(f, "  %-14s %6d %6d %6d %6d\n", names[k], cnt[k][GT_RESULT_PASS],
+                cnt[k][GT_RESULT_FAIL], cnt[k][GT_RESULT_SKIP], cnt[k][GT_RESULT_ERROR]);
+    for (size_t i = 0; i < r->n_res; i++) {
+        gt_result *res = r->res[i];
+        gt_result_status st = gt_result_get_status(res);
+        if (st != GT_RESULT_FAIL && st != GT_RESULT_ERROR) continue;
+        const char *why = json_string_value(json_object_get(res->obj, "message"));
+        size_t j;
+        json_t *c;
+        if (st == GT_RESULT_FAIL) {
+            json_array_foreach(json_object_get(res->obj, "checks"), j, c) {
+                if (!json_is_true(json_object_get(c, "passed"))) {
+                    why = str_of(c, "name");
+                    break;
+                }
+            }
+        }
+        fprintf(f, "  %s %s: %s\n", st == GT_RESULT_FAIL ? "FAIL " : "ERROR",
+                gt_result_label(res), why ? why : "");
+    }
 }

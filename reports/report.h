@@ -12,6 +12,7 @@
 #define GT_REPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "engine/alloc.h"
 #include "engine/env.h"
@@ -77,6 +78,13 @@ void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stat
 
 /* Writes the report now (summary recomputed, end time = now). */
 gt_status gt_report_write(gt_report *r);
+
+/* "suite/case (topology N, backend)", owned by the result. */
+const char *gt_result_label(gt_result *res);
+
+/* A table per suite: results by status, then every failed or error result
+ * with its first failed check or message. */
+void gt_report_print_summary(gt_report *r, FILE *f);
 
 /* Counts by status, for the exit code. */
 void gt_report_counts(const gt_report *r, int counts[GT_RESULT_STATUS_COUNT]);

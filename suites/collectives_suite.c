@@ -1,0 +1,68 @@
+/* The collectives sweep (suites/collectives.c) as a gt_suite. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "suites/collectives.h"
+#include "suites/suite.h"
+
+static gt_coll_config g_cfg;
+static int g_cfg_set;
+
+void gt_suite_collectives_configure(const gt_coll_config *cfg) {
+    g_cfg = *cfg;
+    g_cfg_set = 1;
+}
+
+typedef struct relay {
+    const gt_suite_ctx *ctx;
+    gt_report *rep;
+    size_t seen;
+} relay;
+
+static void on_result(void *p) {
+    relay *r = p;
+    if (r->ctx->case_done && r->ctx->rep) r->ctx->case_done(r->ctx->case_done_ctx, NULL);
+}
+
+static gt_status run(const gt_suite_ctx *ctx) {
+    gt_coll_config cfg = g_cfg_set ? g_cfg : gt_coll_defaults();
+    if (!g_cfg_set && ctx->effort == GT_EFFORT_QUICK) cfg.max_bytes = (uint64_t)1 << 20;
+    if (ctx->case_filter) {
+        gt_coll_test t;
+        if (gt_coll_test_parse(ctx->case_filter, &t) != GT_OK)
+            return GT_ERR(GT_ERR_INVALID, "collectives has no case '%s' (gauntlet list)",
+                          ctx->case_filter);
+        cfg.colls = 1u << t;
+    }
+    cfg.out = ctx->out;
+    /* gt_coll_run adds the same results on every rank; only rank 0's report
+     * is the run's, the others get a scratch one */
+    gt_report *rep = ctx->rep;
+    gt_report *scratch = NULL;
+    if (!rep) {
+        GT_TRY(gt_report_new(NULL, 0, NULL, &scratch));
+        rep = scratch;
+    }
+    relay r = {.ctx = ctx, .rep = rep};
+    cfg.on_result = on_result;
+    cfg.on_result_ctx = &r;
+    gt_coll_summary sum;
+    gt_status s = gt_coll_run(ctx->comm, &cfg, rep, &sum);
+    gt_report_free(scratch);
+    return s;
+}
+
+static void list(FILE *f) {
+    for (int t = 0; t < GT_COLL_TEST_COUNT; t++)
+        fprintf(f, "  %-28s busbw/algbw per size x dtype x op, #wrong = 0, overhead vs raw MPI\n",
+                gt_coll_test_name((gt_coll_test)t));
+}
+
+const gt_suite gt_suite_collectives = {
+    .name = "collectives",
+    .description = "nccl-tests' sweep through the communicator, exact results, raw MPI baseline",
+    .list = list,
+    .min_ranks = 1,
+    .max_ranks = 0,
+    .run = run,
+};

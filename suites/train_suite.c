@@ -1,0 +1,242 @@
+/* The train and scaling suites: gpt2 through the training loop
+ * (suites/train.c) on the topology's communicator. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/comm.h"
+#include "suites/suite.h"
+#include "suites/train.h"
+
+/* Results of earlier topologies of this process (rank 0): the references
+ * of the topology-determinism check and of scaling efficiency. */
+static struct {
+    int have_det;
+    uint64_t det_digest;
+    char det_topology[16];
+    int have_scaling;
+    double scaling_ms;
+    int scaling_ranks;
+} g_ref;
+
+static int wanted(const gt_suite_ctx *ctx, const char *name) {
+    return !ctx->case_filter || strcmp(ctx->case_filter, name) == 0;
+}
+
+static void done(const gt_suite_ctx *ctx, gt_result *res) {
+    if (ctx->case_done && res) ctx->case_done(ctx->case_done_ctx, res);
+}
+
+static gt_train_config base_config(const gt_suite_ctx *ctx, int steps) {
+    gt_train_config c = gt_train_defaults();
+    c.steps = steps;
+    c.opt.total_steps = steps;
+    c.opt.warmup_steps = steps / 4 < 10 ? steps / 4 : 10;
+    c.backend = ctx->backend;
+    c.threads = ctx->threads;
+    c.comm = ctx->comm;
+    c.peak_gflops = 0; /* measured: MFU in the report */
+    return c;
+}
+
+/* Runs one training job; on rank 0 records it as a result. Returns the
+ * result (rank 0) or NULL. *s receives the status. */
+static gt_result *train_case(const gt_suite_ctx *ctx, const char *suite, const char *name,
+                             const gt_train_config *c, gt_train_stats *st, gt_status *s) {
+    *s = gt_train_run(c, st);
+    if (!ctx->rep) return NULL;
+    gt_result *res = gt_report_add_result(ctx->rep, suite, name, ctx->topology, ctx->backend);
+    gt_train_record(c, st, res);
+    if (*s != GT_OK)
+        gt_result_set_status(res, *s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR,
+                             gt_last_error());
+    return res;
+}
+
+/* A status that must stop the suite: the communicator can no longer be trusted. */
+static int fatal(gt_status s) { return s == GT_ERR_COMM || s == GT_ERR_TIMEOUT || s == GT_ERR_OOM; }
+
+static gt_status train_run(const gt_suite_ctx *ctx) {
+    gt_status s = GT_OK;
+    int R = gt_comm_size(ctx->comm);
+    int quick = ctx->effort == GT_EFFORT_QUICK;
+    if (wanted(ctx, "convergence")) {
+        /* margins from docs/testing.md: 1000 steps end 0.040-0.049 above the
+         * entropy (mean of 50); 600 steps about 0.07 (mean of 10) */
+        gt_train_config c = base_config(ctx, quick ? 600 : 1000);
+        c.opt.lr = 3e-3f;
+        double margin = quick ? 0.20 : 0.10;
+        gt_train_stats st;
+        gt_result *res = train_case(ctx, "train", "gpt2-tiny/convergence", &c, &st, &s);
+        if (res && s == GT_OK) {
+            double tail = gt_train_tail_loss(&st, quick ? 10 : 50);
+            char detail[160];
+            snprintf(detail, sizeof detail,
+                     "mean loss of the last %d steps within [-0.03, +%.2f] of the source "
+                     "entropy %.6f",
+                     quick ? 10 : 50, margin, st.entropy);
+            gt_result_check(res, "converged",
+                            tail <= st.entropy + margin && tail >= st.entropy - 0.03, tail,
+                            st.entropy + margin, detail);
+        }
+        done(ctx, res);
+        gt_train_stats_release(&st);
+        if (fatal(s)) return s;
+    }
+    if (wanted(ctx, "run_to_run")) {
+        gt_train_config c = base_config(ctx, 20);
+        c.peak_gflops = 1;
+        gt_train_stats a, b;
+        gt_status sa = gt_train_run(&c, &a);
+        gt_status sb = sa == GT_OK ? gt_train_run(&c, &b) : sa;
+        if (sa != GT_OK) memset(&b, 0, sizeof b);
+        s = sb;
+        if (ctx->rep) {
+            gt_result *res =
+                gt_report_add_result(ctx->rep, "train", "gpt2-tiny/run_to_run", ctx->topology,
+                                     ctx->backend);
+            gt_train_record(&c, &b, res);
+            if (s != GT_OK) {
+                gt_result_set_status(res, GT_RESULT_ERROR, gt_last_error());
+            } else {
+                int same = a.params_digest == b.params_digest && a.steps_done == b.steps_done &&
+                           memcmp(a.loss, b.loss, sizeof(double) * (size_t)a.steps_done) == 0;
+                gt_result_check(res, "run_to_run", same, same, 1,
+                                "two runs with the same seed: bitwise-equal losses and weights");
+            }
+            done(ctx, res);
+        }
+        gt_train_stats_release(&a);
+        gt_train_stats_release(&b);
+        if (fatal(s)) return s;
+    }
+    if (wanted(ctx, "topology") && (R & (R - 1)) == 0) {
+        /* --deterministic: the same bits on every power-of-two topology */
+        gt_train_config c = base_config(ctx, 10);
+        c.peak_gflops = 1;
+        c.deterministic = 1;
+        c.micro_batch = 1;
+        gt_train_stats st;
+        gt_result *res = train_case(ctx, "train", "gpt2-tiny/topology", &c, &st, &s);
+        if (res && s == GT_OK) {
+            char d[32];
+            snprintf(d, sizeof d, "%016llx", (unsigned long long)st.params_digest);
+            if (!g_ref.have_det) {
+                g_ref.have_det = 1;
+                g_ref.det_digest = st.params_digest;
+                snprintf(g_ref.det_topology, sizeof g_ref.det_topology, "%s", ctx->topology);
+                gt_result_param_str(res, "reference", "this topology is the reference");
+            } else {
+                char detail[160];
+                snprintf(detail, sizeof detail,
+                         "deterministic weights %s bitwise equal to topology %s's", d,
+                         g_ref.det_topology);
+                int same = st.params_digest == g_ref.det_digest;
+                gt_result_check(res, "topology_bitwise", same, same, 1, detail);
+            }
+        }
+        done(ctx, res);
+        gt_train_stats_release(&st);
+        if (fatal(s)) return s;
+    }
+    if (wanted(ctx, "cross_backend") && R == 1) {
+        /* the other backend: cpu against ref, cuda against cpu */
+        const char *other = strcmp(ctx->backend, "cuda") == 0 ? "cpu" : "ref";
+        gt_train_config c = base_config(ctx, 10);
+        c.peak_gflops = 1;
+        gt_train_config o = c;
+        o.backend = other;
+        gt_train_stats a, b;
+        memset(&b, 0, sizeof b);
+        s = gt_train_run(&c, &a);
+        if (s == GT_OK) s = gt_train_run(&o, &b);
+        if (ctx->rep) {
+            char name[64];
+            snprintf(name, sizeof name, "gpt2-tiny/cross_backend_vs_%s", other);
+            gt_result *res =
+                gt_report_add_result(ctx->rep, "train", name, ctx->topology, ctx->backend);
+            gt_train_record(&c, &a, res);
+            if (s != GT_OK) {
+                gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP
+                                                                  : GT_RESULT_ERROR,
+                                     gt_last_error());
+            } else {
+                double worst = 0;
+                for (int i = 0; i < a.steps_done && i < b.steps_done; i++)
+                    worst = fmax(worst, fabs(a.loss[i] - b.loss[i]) / fabs(b.loss[i]));
+                /* fp32 kernels summing in different orders over 10 steps of
+                 * AdamW: measured ~1e-7; 1e-4 leaves room, still catches a
+                 * wrong kernel (errors of 1e-2 and more) */
+                gt_result_check(res, "cross_backend", worst <= 1e-4, worst, 1e-4,
+                                "largest relative difference of the per-step losses");
+            }
+            done(ctx, res);
+        }
+        gt_train_stats_release(&a);
+        gt_train_stats_release(&b);
+        if (fatal(s)) return s;
+    }
+    return GT_OK;
+}
+
+static void train_list(FILE *f) {
+    fprintf(f, "  %-28s gpt2-tiny on the synthetic source reaches its entropy rate\n",
+            "convergence");
+    fprintf(f, "  %-28s two runs, same seed: bitwise-equal losses and weights\n", "run_to_run");
+    fprintf(f, "  %-28s --deterministic: the same weights on every power-of-two topology\n",
+            "topology");
+    fprintf(f, "  %-28s cpu vs ref (cuda vs cpu): losses within 1e-4 (1 rank)\n",
+            "cross_backend");
+}
+
+const gt_suite gt_suite_train = {
+    .name = "train",
+    .description = "gpt2 convergence and determinism (run to run, across topologies, backends)",
+    .list = train_list,
+    .min_ranks = 1,
+    .max_ranks = 0,
+    .run = train_run,
+};
+
+static gt_status scaling_run(const gt_suite_ctx *ctx) {
+    if (!wanted(ctx, "gpt2-small")) return GT_OK;
+    int R = gt_comm_size(ctx->comm);
+    gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 8 : 30);
+    gt_gpt2_preset("gpt2-small", &c.model);
+    snprintf(c.model_name, sizeof c.model_name, "gpt2-small");
+    c.batch = 16;
+    c.seq_len = 64;
+    gt_train_stats st;
+    gt_status s;
+    gt_result *res = train_case(ctx, "scaling", "gpt2-small", &c, &st, &s);
+    if (res && s == GT_OK) {
+        if (!g_ref.have_scaling) {
+            g_ref.have_scaling = 1;
+            g_ref.scaling_ms = st.ms_per_step;
+            g_ref.scaling_ranks = R;
+        } else {
+            /* strong scaling (same global batch) against the first topology */
+            double eff = g_ref.scaling_ms * g_ref.scaling_ranks / ((double)R * st.ms_per_step);
+            gt_result_metric(res, "strong_scaling_efficiency", "fraction", 1, eff, NULL, 0);
+            gt_result_param_int(res, "reference_ranks", g_ref.scaling_ranks);
+        }
+    }
+    done(ctx, res);
+    gt_train_stats_release(&st);
+    return fatal(s) ? s : GT_OK;
+}
+
+static void scaling_list(FILE *f) {
+    fprintf(f, "  %-28s tokens/s, exposed communication, strong scaling efficiency vs the "
+               "first topology\n",
+            "gpt2-small");
+}
+
+const gt_suite gt_suite_scaling = {
+    .name = "scaling",
+    .description = "gpt2-small training on each topology: tokens/s and scaling efficiency",
+    .list = scaling_list,
+    .min_ranks = 1,
+    .max_ranks = 0,
+    .run = scaling_run,
+};
