@@ -59,5 +59,7 @@ int gt_cmd_train(int argc, char **argv);
 int gt_cmd_list(int argc, char **argv);
 int gt_cmd_env(int argc, char **argv);
 int gt_cmd_data(int argc, char **argv);
+int gt_cmd_compare(int argc, char **argv);
+int gt_cmd_report(int argc, char **argv);
 
 #endif

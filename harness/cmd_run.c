@@ -13,6 +13,7 @@
 #include "engine/timer.h"
 #include "gt_config.h"
 #include "harness/cli.h"
+#include "reports/compare.h"
 #include "reports/report.h"
 #include "suites/collectives.h"
 #include "suites/suite.h"
@@ -515,8 +516,19 @@ int gt_cmd_run(int argc, char **argv) {
         printf("checks: %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
     }
     if (baseline && rank == 0 && path && rc != GT_EXIT_USAGE) {
-        /* BASELINE_COMPARE */
-        (void)threshold;
+        gt_compare_options co = gt_compare_defaults();
+        co.threshold = threshold / 100.0;
+        gt_compare *cmp = NULL;
+        gt_status cs = gt_compare_files(baseline, path, &co, &cmp);
+        if (cs != GT_OK) {
+            fprintf(stderr, "gauntlet run: --baseline: %s\n", gt_last_error());
+            rc = GT_EXIT_USAGE;
+        } else {
+            printf("\ncompare with the baseline %s:\n", baseline);
+            gt_compare_print(cmp, stdout, quiet);
+            if (!gt_compare_may_ship(cmp)) rc = GT_EXIT_REGRESSION;
+        }
+        gt_compare_free(cmp);
     }
     if (have_env) gt_env_release(&env);
     gt_report_free(rep);

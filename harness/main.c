@@ -21,6 +21,8 @@ static void usage(FILE *f) {
             "  env           print the machine, library versions and measured peaks\n"
             "  data synth    write a synthetic token file with a known entropy rate\n"
             "  data encode   turn any file's bytes into a token file (vocabulary 256)\n"
+            "  compare       BASE NEW: the CI gate (noise-aware verdicts per metric, JUnit XML)\n"
+            "  report        A.json [B.json ...] --html OUT.html: one offline HTML page\n"
             "  version       print the version\n"
             "\n"
             "exit codes: 0 all checks passed, 1 a check failed, 2 usage or environment error,\n"
@@ -52,6 +54,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "train") == 0) return gt_cmd_train(argc - 1, argv + 1);
     if (strcmp(cmd, "env") == 0) return gt_cmd_env(argc - 1, argv + 1);
     if (strcmp(cmd, "data") == 0) return gt_cmd_data(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare") == 0) return gt_cmd_compare(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0) return gt_cmd_report(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("gauntlet %s\n", GT_VERSION);
         return GT_EXIT_OK;

@@ -1,0 +1,111 @@
+/* gauntlet compare BASE NEW: the CI gate (reports/compare.h, docs/ci-gating.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cli.h"
+#include "reports/compare.h"
+
+static void compare_usage(FILE *f) {
+    fprintf(f,
+            "usage: gauntlet compare BASE.json NEW.json [options]\n"
+            "\n"
+            "Compares the report NEW (candidate stack) with BASE (the baseline): every metric\n"
+            "gets a verdict (same, faster, slower, ambiguous) from its samples' noise, and\n"
+            "every check and result status of NEW must pass.\n"
+            "\n"
+            "  --threshold X   smallest change of the medians that counts: 5%% (default) or\n"
+            "                  0.05\n"
+            "  --alpha X       significance level (default 0.05) for the whole report: p-values\n"
+            "                  are corrected for the number of metrics (Holm)\n"
+            "  --per-metric-alpha  no correction: alpha applies to each metric alone (with\n"
+            "                  thousands of metrics, expect false verdicts)\n"
+            "  --junit FILE    also write JUnit XML there (a testsuite per suite)\n"
+            "  --quiet         leave out the rows whose verdict is same\n"
+            "\n"
+            "exit codes: 0 NEW may ship; 3 NEW must not ship (a metric slower, a check failed,\n"
+            "a result failed or errored, a result that passed in BASE is missing or skipped);\n"
+            "2 usage error or a file that is not a readable gauntlet report\n");
+}
+
+/* "5%" is a percentage, "0.05" a fraction; a bare "5" is refused rather than
+ * read as 500%. */
+static int parse_threshold(const gt_args *a, const char *v, double *out) {
+    if (!v) return 0;
+    size_t n = strlen(v);
+    if (n > 0 && v[n - 1] == '%') {
+        char num[64];
+        if (n - 1 >= sizeof num) n = sizeof num;
+        memcpy(num, v, n - 1);
+        num[n - 1] = '\0';
+        double pct;
+        if (!gt_parse_double(a, "--threshold", num, 0, 1000, &pct)) return 0;
+        *out = pct / 100.0;
+        return 1;
+    }
+    double x;
+    if (!gt_parse_double(a, "--threshold", v, 0, 10, &x)) return 0;
+    if (x >= 1) {
+        fprintf(stderr,
+                "gauntlet compare: --threshold %s is a fraction of 1 or more; write a "
+                "percentage as %s%%\n",
+                v, v);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+int gt_cmd_compare(int argc, char **argv) {
+    gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "compare"};
+    gt_compare_options opt = gt_compare_defaults();
+    const char *paths[2] = {NULL, NULL}, *junit = NULL, *v = NULL;
+    int npaths = 0, quiet = 0, err = 0;
+    while (a.i < argc && !err) {
+        if (gt_flag(&a, "--help") || gt_flag(&a, "-h")) {
+            compare_usage(stdout);
+            return GT_EXIT_OK;
+        } else if (gt_opt(&a, "--threshold", &v, &err)) {
+            err |= !parse_threshold(&a, v, &opt.threshold);
+        } else if (gt_opt(&a, "--alpha", &v, &err)) {
+            err |= !gt_parse_double(&a, "--alpha", v, 1e-12, 0.5, &opt.alpha);
+        } else if (gt_opt(&a, "--junit", &v, &err)) {
+            junit = v;
+        } else if (gt_flag(&a, "--per-metric-alpha")) {
+            opt.correction = GT_CORRECTION_NONE;
+        } else if (gt_flag(&a, "--quiet")) {
+            quiet = 1;
+        } else if (argv[a.i][0] == '-' && argv[a.i][1] != '\0') {
+            return gt_usage_error("compare", "unknown option '%s' (see gauntlet compare --help)",
+                                  argv[a.i]);
+        } else if (npaths < 2) {
+            paths[npaths++] = argv[a.i++];
+        } else {
+            return gt_usage_error("compare",
+                                  "more than two reports given ('%s'); usage: "
+                                  "gauntlet compare BASE.json NEW.json",
+                                  argv[a.i]);
+        }
+    }
+    if (err) return GT_EXIT_USAGE;
+    if (npaths != 2)
+        return gt_usage_error("compare", "needs two reports: gauntlet compare BASE.json "
+                                         "NEW.json [--threshold 5%%] [--junit FILE]");
+    gt_compare *c = NULL;
+    gt_status s = gt_compare_files(paths[0], paths[1], &opt, &c);
+    if (s != GT_OK) return gt_fail("compare", s);
+    gt_compare_print(c, stdout, quiet);
+    fflush(stdout);
+    int rc = gt_compare_may_ship(c) ? GT_EXIT_OK : GT_EXIT_REGRESSION;
+    if (junit) {
+        s = gt_compare_write_junit(c, junit);
+        if (s != GT_OK) {
+            /* the verdict stands in the log; a gate must not pass because its
+             * artifact could not be written, so a failure to write is 2 */
+            gt_compare_free(c);
+            return gt_fail("compare", s);
+        }
+    }
+    gt_compare_free(c);
+    return rc;
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# usage: compare.sh GAUNTLET REPORT_EDIT
+# The gate end to end on a real report. Timing noise between two runs must
+# not make this flaky: the exit-0 case compares a report with itself, and the
+# failing cases edit a copy of it (report_edit) so their verdicts are certain.
+set -u
+g=$1
+edit=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+expect() {
+    local want=$1 pattern=$2
+    shift 3
+    local out rc
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        echo "FAIL: '$*' exited $rc, expected $want"; echo "$out" | tail -8; fails=$((fails + 1))
+    elif [ -n "$pattern" ] && ! grep -qE -- "$pattern" <<<"$out"; then
+        echo "FAIL: '$*' output lacks /$pattern/"; echo "$out" | tail -8; fails=$((fails + 1))
+    else
+        echo "ok: $* -> $rc"
+    fi
+}
+
+# 12 steps: 11 samples per timing metric, enough for the U test
+"$g" train --steps 12 --peak-gflops 100 --quiet --report "$tmp/a.json" >/dev/null ||
+    { echo "FAIL: gauntlet train"; exit 1; }
+
+expect 0 "NEW may ship" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --junit "$tmp/same.xml"
+expect 0 "0 slower, 0 failed checks" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --quiet
+grep -q '<testsuites name="gauntlet compare".* failures="0"' "$tmp/same.xml" ||
+    { echo "FAIL: same.xml has failures or no testsuites"; fails=$((fails + 1)); }
+
+# 10x lower throughput: far outside any timing noise
+"$edit" "$tmp/a.json" "$tmp/slow.json" --scale-metric tokens_per_s 0.1
+expect 3 "SLOWER +train/gpt2-tiny .*tokens_per_s" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" \
+    --junit "$tmp/slow.xml"
+expect 3 "NEW MUST NOT SHIP" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" --quiet
+expect 0 "1 faster" -- "$g" compare "$tmp/slow.json" "$tmp/a.json"
+# JUnit: well formed enough for a CI parser (xmllint when present)
+x="$tmp/slow.xml"
+for want in '^<\?xml version="1.0"' '<testsuites ' '<testsuite name="train"' \
+    '<testcase classname="train" name="train/gpt2-tiny \[topology 1, backend cpu\] tokens_per_s">' \
+    '<failure type="slower"' '</testsuite>' '</testsuites>'; do
+    grep -qE -- "$want" "$x" || { echo "FAIL: slow.xml lacks /$want/"; fails=$((fails + 1)); }
+done
+[ "$(grep -c '<testcase ' "$x")" -eq "$(grep -c '</testcase>' "$x")" ] ||
+    { echo "FAIL: unbalanced testcase elements"; fails=$((fails + 1)); }
+if command -v xmllint >/dev/null; then
+    xmllint --noout "$x" || { echo "FAIL: xmllint"; fails=$((fails + 1)); }
+fi
+ls "$tmp" | grep -q '\.tmp\.' && { echo "FAIL: temporary JUnit file left"; fails=$((fails + 1)); }
+
+# a failed check in NEW; a result gone from NEW
+"$edit" "$tmp/a.json" "$tmp/fail.json" --fail-check finite_loss
+expect 3 "check finite_loss FAILED in NEW" -- "$g" compare "$tmp/a.json" "$tmp/fail.json"
+"$edit" "$tmp/a.json" "$tmp/gone.json" --drop-case gpt2-tiny
+expect 3 "MISSING +train/gpt2-tiny" -- "$g" compare "$tmp/a.json" "$tmp/gone.json"
+
+# unusable input: exit 2 with a message that says what to do
+"$edit" "$tmp/a.json" "$tmp/newer.json" --schema-version 99
+expect 2 "schema_version 99, newer than this gauntlet" -- "$g" compare "$tmp/a.json" "$tmp/newer.json"
+echo '{"schema_version": 1, "results": [' > "$tmp/bad.json"
+expect 2 "is not JSON" -- "$g" compare "$tmp/bad.json" "$tmp/a.json"
+expect 2 "cannot read the NEW report" -- "$g" compare "$tmp/a.json" "$tmp/none.json"
+expect 2 "needs two reports" -- "$g" compare "$tmp/a.json"
+expect 2 "write a percentage as 5%" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --threshold 5
+expect 2 "unknown option" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --bogus
+expect 2 "cannot write JUnit" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --junit /nonexistent-dir/j.xml
+expect 0 "--threshold" -- "$g" compare --help
+
+if [ "$fails" -ne 0 ]; then
+    echo "$fails failure(s)"
+    exit 1
+fi
+echo "all compare cases passed"

@@ -1,0 +1,1313 @@
+/* compare: the CI gate (reports/compare.h, docs/ci-gating.md). */
+#define _GNU_SOURCE
+#include "reports/compare.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reports/report.h"
+
+/* Params that are measured or derived, not chosen: two runs of the same case
+ * on another stack legitimately differ in them, so they must not break the
+ * match. Their changes are still shown as notes under the result. */
+const char *const gt_compare_excluded_params[] = {
+    "backend_detail",       /* the backend's description: library versions, threads */
+    "final_params_fnv1a64", /* digest of the final weights: a numerics change shows here */
+    "num_params",           /* derived from the model config */
+    "source_entropy",       /* measured on the synthetic source */
+    NULL,
+};
+
+static const char *const g_verdict_names[GT_VERDICT_COUNT] = {"same", "faster", "slower",
+                                                              "ambiguous"};
+
+const char *gt_verdict_name(gt_verdict v) {
+    return (v >= 0 && v < GT_VERDICT_COUNT) ? g_verdict_names[v] : "ambiguous";
+}
+
+gt_compare_options gt_compare_defaults(void) {
+    return (gt_compare_options){.threshold = 0.05, .alpha = 0.05, .correction = GT_CORRECTION_HOLM};
+}
+
+static int is_excluded(const char *key) {
+    for (int i = 0; gt_compare_excluded_params[i]; i++)
+        if (strcmp(key, gt_compare_excluded_params[i]) == 0) return 1;
+    return 0;
+}
+
+/* ---- statistics ------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(const double *v, size_t n) {
+    if (n == 0) return NAN;
+    double *s = malloc(n * sizeof *s);
+    if (!s) return NAN;
+    memcpy(s, v, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_double);
+    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    free(s);
+    return m;
+}
+
+typedef struct ranked {
+    double v;
+    int from_a;
+} ranked;
+
+static int cmp_ranked(const void *a, const void *b) {
+    return cmp_double(&((const ranked *)a)->v, &((const ranked *)b)->v);
+}
+
+double gt_mann_whitney_p(const double *a, size_t na, const double *b, size_t nb, double *u_out) {
+    if (u_out) *u_out = 0;
+    if (na == 0 || nb == 0) return 1.0;
+    size_t n = na + nb;
+    ranked *all = malloc(n * sizeof *all);
+    if (!all) return 1.0; /* no evidence of a difference: never a false regression */
+    for (size_t i = 0; i < na; i++)
+        all[i] = (ranked){a[i], 1};
+    for (size_t i = 0; i < nb; i++)
+        all[na + i] = (ranked){b[i], 0};
+    qsort(all, n, sizeof *all, cmp_ranked);
+    /* average ranks over ties; sum(t^3 - t) shrinks the variance */
+    double rank_a = 0, ties = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j + 1 < n && all[j + 1].v == all[i].v)
+            j++;
+        double t = (double)(j - i + 1), r = 0.5 * (double)(i + j) + 1.0;
+        for (size_t k = i; k <= j; k++)
+            if (all[k].from_a) rank_a += r;
+        ties += t * t * t - t;
+        i = j + 1;
+    }
+    free(all);
+    double fa = (double)na, fb = (double)nb, fn = (double)n;
+    double u = rank_a - fa * (fa + 1) / 2;
+    if (u_out) *u_out = u;
+    double mu = fa * fb / 2;
+    double var = fa * fb / 12.0 * ((fn + 1) - ties / (fn * (fn - 1)));
+    if (!(var > 0)) return 1.0; /* every value equal */
+    /* continuity correction: U moves in steps of 1/2 at least */
+    double z = (fabs(u - mu) - 0.5) / sqrt(var);
+    if (z < 0) z = 0;
+    double p = erfc(z / sqrt(2.0));
+    return p > 1 ? 1 : p;
+}
+
+static void min_max(const double *v, size_t n, double *lo, double *hi) {
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < *lo) *lo = v[i];
+        if (v[i] > *hi) *hi = v[i];
+    }
+}
+
+/* What a verdict is decided from; kept per metric so that the family-wise
+ * correction can decide again with adjusted p-values. */
+typedef struct assessment {
+    gt_compare_method method;
+    double base_med, new_med, rel, p;
+    int large, better, overlap;
+} assessment;
+
+/* Probability that two samples of sizes nb and nn from one distribution
+ * have disjoint [min, max] ranges (either order): 2 / C(nb + nn, nb), the
+ * exact Mann-Whitney p-value of total separation. 3 vs 3 separate by
+ * chance 1 time in 10, 1 vs 3 every other time: disjoint ranges alone are
+ * not evidence. */
+static double p_disjoint(size_t nb, size_t nn) {
+    double c = 1; /* C(nb + nn, nb), built up as a product */
+    for (size_t i = 1; i <= nb; i++)
+        c = c * (double)(nn + i) / (double)i;
+    double p = 2.0 / c;
+    return p > 1 ? 1 : p;
+}
+
+static assessment assess(const double *base, size_t nb, const double *new_, size_t nn,
+                         int higher_better, double threshold) {
+    assessment a = {.method = GT_METHOD_NONE,
+                    .base_med = median_of(base, nb),
+                    .new_med = median_of(new_, nn),
+                    .rel = NAN,
+                    .p = NAN,
+                    .overlap = 1};
+    if (nb == 0 || nn == 0) return a;
+    double mb = a.base_med, mn = a.new_med;
+    if (mb == mn)
+        a.rel = 0;
+    else if (mb != 0)
+        a.rel = (mn - mb) / fabs(mb);
+    /* else base 0, new not: no relative change exists; it counts as large */
+    a.large = mn != mb && (isnan(a.rel) || fabs(a.rel) >= threshold);
+    a.better = higher_better ? mn > mb : mn < mb;
+    if (nb >= GT_COMPARE_MIN_SAMPLES && nn >= GT_COMPARE_MIN_SAMPLES) {
+        a.method = GT_METHOD_U_TEST;
+        a.p = gt_mann_whitney_p(base, nb, new_, nn, NULL);
+    } else if (nb == 1 && nn == 1) {
+        a.method = GT_METHOD_SINGLE;
+    } else {
+        a.method = GT_METHOD_RANGES;
+        double lb, hb, ln, hn;
+        min_max(base, nb, &lb, &hb);
+        min_max(new_, nn, &ln, &hn);
+        a.overlap = !(hb < ln || hn < lb);
+        a.p = a.overlap ? 1.0 : p_disjoint(nb, nn);
+    }
+    return a;
+}
+
+static gt_verdict decide(const assessment *a, double p, double alpha) {
+    gt_verdict moved = a->better ? GT_VERDICT_FASTER : GT_VERDICT_SLOWER;
+    switch (a->method) {
+    case GT_METHOD_U_TEST:
+        if (p < alpha && a->large) return moved;
+        if (!(p < alpha) && !a->large) return GT_VERDICT_SAME;
+        return GT_VERDICT_AMBIGUOUS;
+    case GT_METHOD_RANGES:
+        if (!a->overlap && p < alpha && a->large) return moved;
+        if (a->overlap && !a->large) return GT_VERDICT_SAME;
+        return GT_VERDICT_AMBIGUOUS;
+    case GT_METHOD_SINGLE:
+        /* one measurement each: no noise estimate, so never a regression */
+        return a->large ? GT_VERDICT_AMBIGUOUS : GT_VERDICT_SAME;
+    default:
+        return GT_VERDICT_AMBIGUOUS;
+    }
+}
+
+gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_, size_t nn,
+                              int higher_better, const gt_compare_options *opt,
+                              gt_compare_method *method, double *base_median, double *new_median,
+                              double *rel, double *p) {
+    gt_compare_options o = opt ? *opt : gt_compare_defaults();
+    assessment a = assess(base, nb, new_, nn, higher_better, o.threshold);
+    if (method) *method = a.method;
+    if (base_median) *base_median = a.base_med;
+    if (new_median) *new_median = a.new_med;
+    if (rel) *rel = a.rel;
+    if (p) *p = a.p;
+    return decide(&a, a.p, o.alpha);
+}
+
+/* ---- the comparison --------------------------------------------------------------- */
+
+typedef struct cmp_metric {
+    const char *name, *unit; /* borrowed from the documents */
+    int in_base, in_new, higher_better;
+    gt_verdict verdict;
+    gt_compare_method method;
+    double base_med, new_med, rel, p;
+    double p_adj; /* p after the Holm correction over every tested metric */
+    assessment a;
+    size_t nb, nn;
+} cmp_metric;
+
+typedef struct cmp_check {
+    const char *name, *detail;
+    int base_state, new_state; /* -1 absent, 0 failed, 1 passed */
+    double value, limit;       /* NEW's */
+} cmp_check;
+
+typedef struct cmp_result {
+    const char *suite, *case_name, *topology, *backend;
+    char *key;         /* identity; "#k" appended for the k-th duplicate */
+    int repeat;        /* k: this is the k-th result with its identity in its report */
+    char *label;       /* for people: case plus the params that tell it from its siblings */
+    json_t *base, *nw; /* borrowed; NULL when absent from that report */
+    const char *base_status, *new_status, *new_message;
+    cmp_metric *m;
+    size_t nm;
+    cmp_check *ck;
+    size_t nck;
+    char *notes; /* excluded params that changed, one per line */
+    /* why this result stops NEW (NULL: it does not) */
+    int missing, failed_checks, failed;
+} cmp_result;
+
+typedef struct fp_diff {
+    char *key, *base, *nw;
+} fp_diff;
+
+struct gt_compare {
+    gt_compare_options opt;
+    char *base_path, *new_path;
+    json_t *base_doc, *new_doc;
+    fp_diff *fp;
+    size_t nfp;
+    cmp_result *res;
+    size_t nres;
+    gt_compare_counts counts;
+};
+
+static char *xprintf(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static char *xprintf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (!s) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static const char *str_or(json_t *j, const char *fallback) {
+    const char *s = json_string_value(j);
+    return s ? s : fallback;
+}
+
+static gt_status load_report(const char *which, const char *path, json_t **out) {
+    *out = NULL;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return GT_ERR(GT_ERR_IO, "cannot read the %s report '%s': %s", which, path,
+                      strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return GT_ERR(GT_ERR_IO,
+                      "the %s report '%s' is a directory; pass the JSON file "
+                      "written by --report",
+                      which, path);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return GT_ERR(GT_ERR_IO, "cannot read the %s report '%s': %s", which, path,
+                      strerror(errno));
+    json_error_t e;
+    json_t *root = json_loadf(f, 0, &e);
+    fclose(f);
+    if (!root)
+        return GT_ERR(GT_ERR_INVALID,
+                      "the %s report '%s' is not JSON: %s (line %d, column %d); pass a file "
+                      "written by `gauntlet ... --report FILE`",
+                      which, path, e.text, e.line, e.column);
+    json_t *sv = json_object_get(root, "schema_version");
+    json_t *results = json_object_get(root, "results");
+    if (!json_is_object(root) || !json_is_integer(sv) || !json_is_array(results)) {
+        json_decref(root);
+        return GT_ERR(GT_ERR_INVALID,
+                      "the %s report '%s' is JSON but not a gauntlet report (no integer "
+                      "schema_version or no results array); pass a file written by "
+                      "`gauntlet ... --report FILE`",
+                      which, path);
+    }
+    json_int_t v = json_integer_value(sv);
+    if (v > GT_REPORT_SCHEMA_VERSION) {
+        json_decref(root);
+        return GT_ERR(GT_ERR_INVALID,
+                      "the %s report '%s' has schema_version %lld, newer than this gauntlet "
+                      "understands (%d): run compare with the gauntlet that wrote it, or a "
+                      "newer build",
+                      which, path, (long long)v, GT_REPORT_SCHEMA_VERSION);
+    }
+    if (v < 1) {
+        json_decref(root);
+        return GT_ERR(GT_ERR_INVALID,
+                      "the %s report '%s' has schema_version %lld; versions "
+                      "start at 1: the file is not a gauntlet report",
+                      which, path, (long long)v);
+    }
+    size_t i;
+    json_t *r;
+    json_array_foreach(results, i, r) {
+        static const char *const need[] = {"suite", "case", "topology", "backend", "status"};
+        for (size_t k = 0; k < sizeof need / sizeof need[0]; k++)
+            if (!json_is_string(json_object_get(r, need[k]))) {
+                json_decref(root);
+                return GT_ERR(GT_ERR_INVALID,
+                              "the %s report '%s': results[%zu] has no string '%s'; the file "
+                              "was edited or is not a gauntlet report",
+                              which, path, i, need[k]);
+            }
+    }
+    *out = root;
+    return GT_OK;
+}
+
+static char *json_text(json_t *j) {
+    if (!j) return strdup("(absent)");
+    if (json_is_string(j)) return strdup(json_string_value(j));
+    char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    return s ? s : strdup("?");
+}
+
+static int fp_add(gt_compare *c, const char *key, json_t *a, json_t *b) {
+    if ((!a && !b) || (a && b && json_equal(a, b))) return 0;
+    fp_diff *n = realloc(c->fp, (c->nfp + 1) * sizeof *n);
+    if (!n) return -1;
+    c->fp = n;
+    c->fp[c->nfp++] = (fp_diff){xprintf("env.%s", key), json_text(a), json_text(b)};
+    return 0;
+}
+
+/* The fingerprint parts that explain a change between stacks, in the order
+ * a person reads them: library versions first. */
+static void fingerprint(gt_compare *c) {
+    json_t *eb = json_object_get(c->base_doc, "env"), *en = json_object_get(c->new_doc, "env");
+    json_t *sb = json_object_get(eb, "software"), *sn = json_object_get(en, "software");
+    const char *k;
+    json_t *v;
+    json_object_foreach(sb, k, v) {
+        char key[160];
+        snprintf(key, sizeof key, "software.%s", k);
+        fp_add(c, key, v, json_object_get(sn, k));
+    }
+    json_object_foreach(sn, k, v) {
+        if (json_object_get(sb, k)) continue;
+        char key[160];
+        snprintf(key, sizeof key, "software.%s", k);
+        fp_add(c, key, NULL, v);
+    }
+    static const char *const cpu[] = {"model", "sockets", "physical", "logical"};
+    for (size_t i = 0; i < sizeof cpu / sizeof cpu[0]; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "cpu.%s", cpu[i]);
+        fp_add(c, key, json_object_get(json_object_get(eb, "cpu"), cpu[i]),
+               json_object_get(json_object_get(en, "cpu"), cpu[i]));
+    }
+    fp_add(c, "topology_digest", json_object_get(eb, "topology_digest"),
+           json_object_get(en, "topology_digest"));
+    fp_add(c, "gpus", json_object_get(eb, "gpus"), json_object_get(en, "gpus"));
+    fp_add(c, "os", json_object_get(eb, "os"), json_object_get(en, "os"));
+}
+
+/* suite, case, topology, backend and the identity params (sorted), with
+ * separators that cannot occur in JSON text. */
+static char *identity(json_t *r) {
+    json_t *id = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(r, "params"), k, v) {
+        if (!is_excluded(k)) json_object_set(id, k, v);
+    }
+    char *params = json_dumps(id, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+    json_decref(id);
+    char *key =
+        xprintf("%s\x1f%s\x1f%s\x1f%s\x1f%s", str_or(json_object_get(r, "suite"), ""),
+                str_or(json_object_get(r, "case"), ""), str_or(json_object_get(r, "topology"), ""),
+                str_or(json_object_get(r, "backend"), ""), params ? params : "");
+    free(params);
+    return key;
+}
+
+typedef struct keyed {
+    const char *key;
+    size_t idx;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b) {
+    const keyed *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    if (c) return c;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Keys of every result of a report; the k-th repeat of a key gets "#k". */
+static char **report_keys(json_t *doc, size_t *n_out, int **reps_out) {
+    json_t *results = json_object_get(doc, "results");
+    size_t n = json_array_size(results);
+    *n_out = n;
+    char **keys = calloc(n ? n : 1, sizeof *keys);
+    keyed *sorted = calloc(n ? n : 1, sizeof *sorted);
+    int *reps = calloc(n ? n : 1, sizeof *reps);
+    *reps_out = reps;
+    if (!keys || !sorted || !reps) {
+        free(keys);
+        free(sorted);
+        free(reps);
+        *reps_out = NULL;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = identity(json_array_get(results, i));
+        sorted[i] = (keyed){keys[i] ? keys[i] : "", i};
+    }
+    qsort(sorted, n, sizeof *sorted, cmp_keyed);
+    for (size_t i = 0; i < n; i++)
+        reps[sorted[i].idx] = i > 0 && strcmp(sorted[i].key, sorted[i - 1].key) == 0
+                                  ? reps[sorted[i - 1].idx] + 1
+                                  : 1;
+    /* renamed only now: sorted[] points into keys[] */
+    for (size_t i = 0; i < n; i++) {
+        if (reps[i] < 2 || !keys[i]) continue;
+        char *k = xprintf("%s#%d", keys[i], reps[i]);
+        free(keys[i]);
+        keys[i] = k;
+    }
+    free(sorted);
+    return keys;
+}
+
+static size_t metric_values(json_t *m, double **out) {
+    *out = NULL;
+    json_t *s = json_object_get(m, "samples");
+    size_t n = json_array_size(s), k = 0;
+    double *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) return 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = json_number_value(json_array_get(s, i));
+        if (json_is_number(json_array_get(s, i)) && isfinite(x)) v[k++] = x;
+    }
+    if (k == 0) {
+        json_t *val = json_object_get(m, "value");
+        if (json_is_number(val) && isfinite(json_number_value(val)))
+            v[k++] = json_number_value(val);
+    }
+    *out = v;
+    return k;
+}
+
+static int add_metric(cmp_result *r, const char *name, json_t *mb, json_t *mn,
+                      const gt_compare_options *opt) {
+    cmp_metric *n = realloc(r->m, (r->nm + 1) * sizeof *n);
+    if (!n) return -1;
+    r->m = n;
+    cmp_metric *m = &r->m[r->nm++];
+    json_t *any = mn ? mn : mb;
+    *m = (cmp_metric){.name = name,
+                      .unit = str_or(json_object_get(any, "unit"), ""),
+                      .in_base = mb != NULL,
+                      .in_new = mn != NULL,
+                      .higher_better =
+                          strcmp(str_or(json_object_get(any, "better"), "higher"), "lower") != 0,
+                      .verdict = GT_VERDICT_AMBIGUOUS,
+                      .method = GT_METHOD_NONE,
+                      .base_med = NAN,
+                      .new_med = NAN,
+                      .rel = NAN,
+                      .p = NAN};
+    double *vb = NULL, *vn = NULL;
+    if (mb) m->nb = metric_values(mb, &vb);
+    if (mn) m->nn = metric_values(mn, &vn);
+    if (mb && mn) {
+        m->a = assess(vb, m->nb, vn, m->nn, m->higher_better, opt->threshold);
+        m->method = m->a.method;
+        m->base_med = m->a.base_med;
+        m->new_med = m->a.new_med;
+        m->rel = m->a.rel;
+        m->p = m->p_adj = m->a.p;
+        m->verdict = decide(&m->a, m->p, opt->alpha);
+    } else {
+        m->base_med = median_of(vb, m->nb);
+        m->new_med = median_of(vn, m->nn);
+    }
+    free(vb);
+    free(vn);
+    return 0;
+}
+
+static int add_check(cmp_result *r, json_t *cb, json_t *cn) {
+    cmp_check *n = realloc(r->ck, (r->nck + 1) * sizeof *n);
+    if (!n) return -1;
+    r->ck = n;
+    json_t *any = cn ? cn : cb;
+    r->ck[r->nck++] = (cmp_check){
+        .name = str_or(json_object_get(any, "name"), "?"),
+        .detail = json_string_value(json_object_get(any, "detail")),
+        .base_state = cb ? json_is_true(json_object_get(cb, "passed")) : -1,
+        .new_state = cn ? json_is_true(json_object_get(cn, "passed")) : -1,
+        .value = json_is_number(json_object_get(any, "value"))
+                     ? json_number_value(json_object_get(any, "value"))
+                     : NAN,
+        .limit = json_is_number(json_object_get(any, "limit"))
+                     ? json_number_value(json_object_get(any, "limit"))
+                     : NAN,
+    };
+    return 0;
+}
+
+static json_t *find_check(json_t *checks, const char *name) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(checks, i, c) {
+        if (strcmp(str_or(json_object_get(c, "name"), ""), name) == 0) return c;
+    }
+    return NULL;
+}
+
+static void append_note(cmp_result *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void append_note(cmp_result *r, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    char *n = xprintf("%s%s\n", r->notes ? r->notes : "", line);
+    if (!n) return;
+    free(r->notes);
+    r->notes = n;
+}
+
+static int compare_result(gt_compare *c, cmp_result *r) {
+    gt_compare_counts *k = &c->counts;
+    json_t *any = r->nw ? r->nw : r->base;
+    r->suite = str_or(json_object_get(any, "suite"), "?");
+    r->case_name = str_or(json_object_get(any, "case"), "?");
+    r->topology = str_or(json_object_get(any, "topology"), "?");
+    r->backend = str_or(json_object_get(any, "backend"), "?");
+    r->base_status = r->base ? str_or(json_object_get(r->base, "status"), "error") : NULL;
+    r->new_status = r->nw ? str_or(json_object_get(r->nw, "status"), "error") : NULL;
+    r->new_message = r->nw ? json_string_value(json_object_get(r->nw, "message")) : NULL;
+    int base_pass = r->base_status && strcmp(r->base_status, "pass") == 0;
+    if (!r->nw) {
+        /* a case that disappeared must not ship silently */
+        if (base_pass) {
+            r->missing = 1;
+            k->missing++;
+        } else {
+            k->only_base++;
+        }
+        return 0;
+    }
+    if (!r->base)
+        k->only_new++;
+    else
+        k->matched++;
+    int new_skip = strcmp(r->new_status, "skip") == 0;
+    int new_error = strcmp(r->new_status, "error") == 0;
+    if (base_pass && new_skip) {
+        r->missing = 1; /* coverage lost: e.g. a library the op needs is gone */
+        k->missing++;
+    }
+    /* checks: every check of NEW, then BASE's that NEW lacks */
+    json_t *cb = r->base ? json_object_get(r->base, "checks") : NULL;
+    json_t *cn = json_object_get(r->nw, "checks");
+    size_t i;
+    json_t *ch;
+    json_array_foreach(cn, i, ch) {
+        if (add_check(r, find_check(cb, str_or(json_object_get(ch, "name"), "")), ch)) return -1;
+        if (!r->ck[r->nck - 1].new_state) r->failed_checks++;
+    }
+    json_array_foreach(cb, i, ch) {
+        if (find_check(cn, str_or(json_object_get(ch, "name"), ""))) continue;
+        if (add_check(r, ch, NULL)) return -1;
+        /* a check that vanished counts as failed, unless the whole result
+         * already fails for not running (error, skip) */
+        if (r->ck[r->nck - 1].base_state == 1 && !new_skip && !new_error) r->failed_checks++;
+    }
+    k->failed_checks += r->failed_checks;
+    if (new_error || (strcmp(r->new_status, "fail") == 0 && r->failed_checks == 0)) {
+        r->failed = 1;
+        k->failed_results++;
+    }
+    /* metrics: BASE's order, then NEW's additions */
+    json_t *mb = r->base ? json_object_get(r->base, "metrics") : NULL;
+    json_t *mn = json_object_get(r->nw, "metrics");
+    const char *name;
+    json_t *m;
+    json_object_foreach(mb, name, m) {
+        if (add_metric(r, name, m, json_object_get(mn, name), &c->opt)) return -1;
+    }
+    json_object_foreach(mn, name, m) {
+        if (json_object_get(mb, name)) continue;
+        if (add_metric(r, name, NULL, m, &c->opt)) return -1;
+    }
+    /* measured params that changed: not failures, but worth seeing (a new
+     * weights digest means the numerics changed) */
+    if (r->base) {
+        json_t *pb = json_object_get(r->base, "params"), *pn = json_object_get(r->nw, "params");
+        for (int e = 0; gt_compare_excluded_params[e]; e++) {
+            json_t *a = json_object_get(pb, gt_compare_excluded_params[e]);
+            json_t *b = json_object_get(pn, gt_compare_excluded_params[e]);
+            if ((!a && !b) || (a && b && json_equal(a, b))) continue;
+            char *ta = json_text(a), *tb = json_text(b);
+            append_note(r, "%s: %s -> %s", gt_compare_excluded_params[e], ta ? ta : "?",
+                        tb ? tb : "?");
+            free(ta);
+            free(tb);
+        }
+    }
+    return 0;
+}
+
+static int cmp_metric_p(const void *a, const void *b) {
+    const cmp_metric *x = *(cmp_metric *const *)a, *y = *(cmp_metric *const *)b;
+    return (x->p > y->p) - (x->p < y->p);
+}
+
+/* Holm's step-down correction over every metric that was tested: a report
+ * holds thousands of metrics, and at alpha 0.05 each, two runs of the same
+ * build would disagree on a few hundred of them by chance. With the
+ * correction, alpha bounds the chance that any metric of an unchanged stack
+ * is called faster or slower (given samples that are independent). */
+static int holm(gt_compare *c) {
+    size_t n = 0;
+    for (size_t i = 0; i < c->nres; i++)
+        for (size_t j = 0; j < c->res[i].nm; j++) {
+            const cmp_metric *m = &c->res[i].m[j];
+            n += m->in_base && m->in_new && !isnan(m->p);
+        }
+    if (n == 0) return 0;
+    cmp_metric **v = malloc(n * sizeof *v);
+    if (!v) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < c->nres; i++)
+        for (size_t j = 0; j < c->res[i].nm; j++) {
+            cmp_metric *m = &c->res[i].m[j];
+            if (m->in_base && m->in_new && !isnan(m->p)) v[k++] = m;
+        }
+    qsort(v, n, sizeof *v, cmp_metric_p);
+    double run = 0; /* adjusted p-values never decrease along the sorted order */
+    for (size_t i = 0; i < n; i++) {
+        double adj = (double)(n - i) * v[i]->p;
+        if (adj > 1) adj = 1;
+        if (adj > run) run = adj;
+        v[i]->p_adj = run;
+        v[i]->verdict = decide(&v[i]->a, run, c->opt.alpha);
+    }
+    free(v);
+    return 0;
+}
+
+static void count_verdicts(gt_compare *c) {
+    gt_compare_counts *k = &c->counts;
+    for (size_t i = 0; i < c->nres; i++)
+        for (size_t j = 0; j < c->res[i].nm; j++) {
+            const cmp_metric *x = &c->res[i].m[j];
+            if (!x->in_base || !x->in_new) {
+                k->metrics_one_side++;
+                continue;
+            }
+            switch (x->verdict) {
+            case GT_VERDICT_SAME:
+                k->same++;
+                break;
+            case GT_VERDICT_FASTER:
+                k->faster++;
+                break;
+            case GT_VERDICT_SLOWER:
+                k->slower++;
+                break;
+            default:
+                k->ambiguous++;
+                break;
+            }
+        }
+}
+
+static json_t *params_of(const cmp_result *r) {
+    return json_object_get(r->nw ? r->nw : r->base, "params");
+}
+
+static char *place_of(const cmp_result *r) {
+    return xprintf("%s\x1f%s\x1f%s\x1f%s", r->suite, r->case_name, r->topology, r->backend);
+}
+
+typedef struct placed {
+    char *place;
+    size_t idx;
+} placed;
+
+static int cmp_placed(const void *a, const void *b) {
+    const placed *x = a, *y = b;
+    int c = strcmp(x->place ? x->place : "", y->place ? y->place : "");
+    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* "suite/case [topology T, backend B, p=v ...]": the params shown are those
+ * that tell this result from others with the same suite, case, topology and
+ * backend (in_place=1 for collectives), so a name is unique but short.
+ * Results are grouped by place first: comparing within groups keeps this
+ * fast on reports with thousands of results. */
+static void make_labels(gt_compare *c) {
+    placed *pl = calloc(c->nres ? c->nres : 1, sizeof *pl);
+    if (!pl) return;
+    for (size_t i = 0; i < c->nres; i++)
+        pl[i] = (placed){place_of(&c->res[i]), i};
+    qsort(pl, c->nres, sizeof *pl, cmp_placed);
+    for (size_t g0 = 0, g1; g0 < c->nres; g0 = g1) {
+        for (g1 = g0 + 1; g1 < c->nres &&
+                          cmp_placed(&(placed){pl[g0].place, 0}, &(placed){pl[g1].place, 0}) == 0;
+             g1++) {
+        }
+        for (size_t a = g0; a < g1; a++) {
+            cmp_result *r = &c->res[pl[a].idx];
+            char extra[512] = "";
+            size_t len = 0;
+            const char *k;
+            json_t *v;
+            json_object_foreach(params_of(r), k, v) {
+                if (is_excluded(k)) continue;
+                int differs = 0;
+                for (size_t b = g0; b < g1 && !differs; b++) {
+                    if (b == a) continue;
+                    json_t *o = json_object_get(params_of(&c->res[pl[b].idx]), k);
+                    differs = !o || !json_equal(o, v);
+                }
+                if (!differs) continue;
+                char *t = json_text(v);
+                int w = snprintf(extra + len, sizeof extra - len, ", %s=%s", k, t ? t : "?");
+                free(t);
+                if (w > 0)
+                    len = len + (size_t)w < sizeof extra ? len + (size_t)w : sizeof extra - 1;
+            }
+            /* the k-th result with the same identity (matched k-th to k-th) */
+            char num[24] = "";
+            if (r->repeat > 1) snprintf(num, sizeof num, " #%d", r->repeat);
+            r->label = xprintf("%s/%s [topology %s, backend %s%s]%s", r->suite, r->case_name,
+                               r->topology, r->backend, extra, num);
+            if (!r->label) r->label = strdup("?");
+        }
+    }
+    for (size_t i = 0; i < c->nres; i++)
+        free(pl[i].place);
+    free(pl);
+}
+
+gt_status gt_compare_files(const char *base_path, const char *new_path,
+                           const gt_compare_options *opt, gt_compare **out) {
+    *out = NULL;
+    gt_compare *c = calloc(1, sizeof *c);
+    if (!c) return GT_ERR(GT_ERR_OOM, "no memory for compare");
+    c->opt = opt ? *opt : gt_compare_defaults();
+    c->base_path = strdup(base_path);
+    c->new_path = strdup(new_path);
+    gt_status s = load_report("BASE", base_path, &c->base_doc);
+    if (s == GT_OK) s = load_report("NEW", new_path, &c->new_doc);
+    if (s != GT_OK) {
+        gt_compare_free(c);
+        return s;
+    }
+    fingerprint(c);
+    c->counts.fingerprint_diffs = (int)c->nfp;
+
+    size_t nb = 0, nn = 0;
+    int *rpb = NULL, *rpn = NULL;
+    char **kb = report_keys(c->base_doc, &nb, &rpb), **kn = report_keys(c->new_doc, &nn, &rpn);
+    keyed *sorted = calloc(nn ? nn : 1, sizeof *sorted);
+    char *used = calloc(nn ? nn : 1, 1);
+    c->res = calloc(nb + nn ? nb + nn : 1, sizeof *c->res);
+    if (!kb || !kn || !sorted || !used || !c->res) {
+        s = GT_ERR(GT_ERR_OOM, "no memory for compare");
+        goto done;
+    }
+    for (size_t i = 0; i < nn; i++)
+        sorted[i] = (keyed){kn[i] ? kn[i] : "", i};
+    qsort(sorted, nn, sizeof *sorted, cmp_keyed);
+    json_t *rb = json_object_get(c->base_doc, "results"),
+           *rn = json_object_get(c->new_doc, "results");
+    for (size_t i = 0; i < nb; i++) {
+        cmp_result *r = &c->res[c->nres++];
+        r->base = json_array_get(rb, i);
+        r->key = kb[i];
+        r->repeat = rpb[i];
+        kb[i] = NULL;
+        /* lower bound of the key among NEW's sorted keys */
+        size_t lo = 0, hi = nn;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (strcmp(sorted[mid].key, r->key ? r->key : "") < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < nn && strcmp(sorted[lo].key, r->key ? r->key : "") == 0) {
+            r->nw = json_array_get(rn, sorted[lo].idx);
+            used[sorted[lo].idx] = 1;
+        }
+    }
+    for (size_t i = 0; i < nn; i++) {
+        if (used[i]) continue;
+        cmp_result *r = &c->res[c->nres++];
+        r->nw = json_array_get(rn, i);
+        r->key = kn[i];
+        r->repeat = rpn[i];
+        kn[i] = NULL;
+    }
+    for (size_t i = 0; i < c->nres; i++)
+        if (compare_result(c, &c->res[i])) {
+            s = GT_ERR(GT_ERR_OOM, "no memory for compare");
+            goto done;
+        }
+    if (c->opt.correction == GT_CORRECTION_HOLM && holm(c)) {
+        s = GT_ERR(GT_ERR_OOM, "no memory for compare");
+        goto done;
+    }
+    count_verdicts(c);
+    make_labels(c);
+done:
+    for (size_t i = 0; kb && i < nb; i++)
+        free(kb[i]);
+    for (size_t i = 0; kn && i < nn; i++)
+        free(kn[i]);
+    free(kb);
+    free(kn);
+    free(rpb);
+    free(rpn);
+    free(sorted);
+    free(used);
+    if (s != GT_OK) {
+        gt_compare_free(c);
+        return s;
+    }
+    *out = c;
+    return GT_OK;
+}
+
+void gt_compare_free(gt_compare *c) {
+    if (!c) return;
+    for (size_t i = 0; i < c->nfp; i++) {
+        free(c->fp[i].key);
+        free(c->fp[i].base);
+        free(c->fp[i].nw);
+    }
+    free(c->fp);
+    for (size_t i = 0; i < c->nres; i++) {
+        free(c->res[i].key);
+        free(c->res[i].label);
+        free(c->res[i].m);
+        free(c->res[i].ck);
+        free(c->res[i].notes);
+    }
+    free(c->res);
+    json_decref(c->base_doc);
+    json_decref(c->new_doc);
+    free(c->base_path);
+    free(c->new_path);
+    free(c);
+}
+
+void gt_compare_get_counts(const gt_compare *c, gt_compare_counts *out) {
+    *out = c->counts;
+}
+
+int gt_compare_may_ship(const gt_compare *c) {
+    const gt_compare_counts *k = &c->counts;
+    return k->slower == 0 && k->failed_checks == 0 && k->failed_results == 0 && k->missing == 0;
+}
+
+/* ---- text output -------------------------------------------------------------------- */
+
+static void fmt_num(char *buf, size_t len, double v) {
+    if (isnan(v))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.5g", v);
+}
+
+static void fmt_change(char *buf, size_t len, const cmp_metric *m) {
+    if (!m->in_base || !m->in_new || m->method == GT_METHOD_NONE)
+        snprintf(buf, len, "-");
+    else if (isnan(m->rel))
+        snprintf(buf, len, "from 0");
+    else
+        snprintf(buf, len, "%+.1f%%", 100.0 * m->rel);
+}
+
+static void fmt_p(char *buf, size_t len, const cmp_metric *m) {
+    switch (m->method) {
+    case GT_METHOD_U_TEST:
+    case GT_METHOD_RANGES:
+        snprintf(buf, len, m->p_adj < 1e-3 ? "%.1e" : "%.3f", m->p_adj);
+        break;
+    default:
+        snprintf(buf, len, "-");
+        break;
+    }
+}
+
+static const char *method_name(gt_compare_method m) {
+    switch (m) {
+    case GT_METHOD_U_TEST:
+        return "U";
+    case GT_METHOD_RANGES:
+        return "range";
+    case GT_METHOD_SINGLE:
+        return "1 val";
+    default:
+        return "-";
+    }
+}
+
+static const char *metric_verdict_text(const cmp_metric *m) {
+    if (!m->in_new) return "only in BASE";
+    if (!m->in_base) return "only in NEW";
+    if (m->method == GT_METHOD_NONE) return "ambiguous (no value)";
+    return m->verdict == GT_VERDICT_SLOWER ? "SLOWER" : gt_verdict_name(m->verdict);
+}
+
+static int result_is_quiet(const cmp_result *r) {
+    if (r->missing || r->failed || r->failed_checks || !r->base || !r->nw) return 0;
+    for (size_t j = 0; j < r->nm; j++)
+        if (!r->m[j].in_base || !r->m[j].in_new || r->m[j].verdict != GT_VERDICT_SAME) return 0;
+    return 1;
+}
+
+static void print_check_problems(const cmp_result *r, FILE *f, const char *indent) {
+    for (size_t j = 0; j < r->nck; j++) {
+        const cmp_check *k = &r->ck[j];
+        if (k->new_state == 0) {
+            fprintf(f, "%scheck %s FAILED in NEW (value %.6g, limit %.6g%s%s)%s\n", indent, k->name,
+                    k->value, k->limit, k->detail ? ": " : "", k->detail ? k->detail : "",
+                    k->base_state == 1 ? "; it passed in BASE" : "");
+        } else if (k->new_state == -1 && k->base_state == 1 && !r->missing && !r->failed) {
+            fprintf(f, "%scheck %s passed in BASE and is absent from NEW\n", indent, k->name);
+        }
+    }
+}
+
+static void print_result(const gt_compare *c, const cmp_result *r, FILE *f, int quiet) {
+    fprintf(f, "\n%s  %s -> %s\n", r->label, r->base_status ? r->base_status : "(absent)",
+            r->new_status ? r->new_status : "(absent)");
+    if (r->missing)
+        fprintf(f, "    FAILED: passed in BASE, %s in NEW\n", r->nw ? "skipped" : "absent");
+    if (r->failed)
+        fprintf(f, "    FAILED: status %s in NEW%s%s\n", r->new_status, r->new_message ? ": " : "",
+                r->new_message ? r->new_message : "");
+    print_check_problems(r, f, "    ");
+    if (r->nm) {
+        int header = 0;
+        for (size_t j = 0; j < r->nm; j++) {
+            const cmp_metric *m = &r->m[j];
+            if (quiet && m->in_base && m->in_new && m->verdict == GT_VERDICT_SAME) continue;
+            if (!header) {
+                fprintf(f, "    %-24s %12s %12s %-10s %8s %-5s %8s %7s  %s\n", "metric",
+                        "base median", "new median", "unit", "change", "test", "p-value", "n",
+                        "verdict");
+                header = 1;
+            }
+            char b[32], n[32], ch[32], p[32], cnt[32];
+            fmt_num(b, sizeof b, m->base_med);
+            fmt_num(n, sizeof n, m->new_med);
+            fmt_change(ch, sizeof ch, m);
+            fmt_p(p, sizeof p, m);
+            snprintf(cnt, sizeof cnt, "%zu/%zu", m->nb, m->nn);
+            fprintf(f, "    %-24s %12s %12s %-10s %8s %-5s %8s %7s  %s\n", m->name, b, n, m->unit,
+                    ch, method_name(m->method), p, cnt, metric_verdict_text(m));
+        }
+    }
+    if (r->notes && !quiet) {
+        const char *line = r->notes;
+        while (*line) {
+            const char *end = strchr(line, '\n');
+            int len = end ? (int)(end - line) : (int)strlen(line);
+            fprintf(f, "    note: %.*s\n", len, line);
+            line += len + (end ? 1 : 0);
+        }
+    }
+    (void)c;
+}
+
+static void print_summary_line(const gt_compare *c, FILE *f) {
+    const gt_compare_counts *k = &c->counts;
+    fprintf(f, "compare: %d slower, %d failed check%s, %d same, %d ambiguous, %d faster", k->slower,
+            k->failed_checks, k->failed_checks == 1 ? "" : "s", k->same, k->ambiguous, k->faster);
+    if (k->failed_results)
+        fprintf(f, ", %d failed or errored result%s", k->failed_results,
+                k->failed_results == 1 ? "" : "s");
+    if (k->missing) fprintf(f, ", %d missing in NEW", k->missing);
+    if (k->only_new) fprintf(f, ", %d only in NEW", k->only_new);
+    fprintf(f, ": %s\n", gt_compare_may_ship(c) ? "NEW may ship" : "NEW MUST NOT SHIP");
+}
+
+void gt_compare_print(const gt_compare *c, FILE *f, int quiet) {
+    const char *sb =
+        str_or(json_object_get(json_object_get(c->base_doc, "run"), "git_revision"), "?");
+    const char *sn =
+        str_or(json_object_get(json_object_get(c->new_doc, "run"), "git_revision"), "?");
+    fprintf(f, "BASE %s (run %s, git %s)\n", c->base_path,
+            str_or(json_object_get(json_object_get(c->base_doc, "run"), "id"), "?"), sb);
+    fprintf(f, "NEW  %s (run %s, git %s)\n", c->new_path,
+            str_or(json_object_get(json_object_get(c->new_doc, "run"), "id"), "?"), sn);
+    fprintf(f,
+            "rules: threshold %.3g%%, alpha %.3g%s; Mann-Whitney U with >= %d samples each "
+            "side, else [min, max] ranges\n",
+            100.0 * c->opt.threshold, c->opt.alpha,
+            c->opt.correction == GT_CORRECTION_HOLM ? " over all metrics (Holm)" : " per metric",
+            GT_COMPARE_MIN_SAMPLES);
+
+    fprintf(f, "\nfingerprint differences (explain a change; not failures by themselves):%s\n",
+            c->nfp ? "" : " none");
+    for (size_t i = 0; i < c->nfp; i++)
+        fprintf(f, "  %s\n      BASE %s\n      NEW  %s\n", c->fp[i].key, c->fp[i].base,
+                c->fp[i].nw);
+
+    const gt_compare_counts *k = &c->counts;
+    int gone = 0, gone_pass = 0;
+    for (size_t i = 0; i < c->nres; i++) {
+        gone += !c->res[i].nw;
+        gone_pass += !c->res[i].nw && c->res[i].missing;
+    }
+    fprintf(f,
+            "\nresults: %d matched, %d only in BASE (%d of them passed there), %d only in "
+            "NEW\n",
+            k->matched, gone, gone_pass, k->only_new);
+    for (size_t i = 0; i < c->nres; i++) {
+        const cmp_result *r = &c->res[i];
+        if (quiet && result_is_quiet(r)) continue;
+        print_result(c, r, f, quiet);
+    }
+
+    /* the list a reader of a CI log needs: what to fix, named */
+    int header = 0;
+    for (size_t i = 0; i < c->nres; i++) {
+        const cmp_result *r = &c->res[i];
+        int any = r->missing || r->failed || r->failed_checks;
+        for (size_t j = 0; j < r->nm && !any; j++)
+            any = r->m[j].in_base && r->m[j].in_new && r->m[j].verdict == GT_VERDICT_SLOWER;
+        if (!any) continue;
+        if (!header) fprintf(f, "\nregressions and failures:\n");
+        header = 1;
+        if (r->missing)
+            fprintf(f, "  MISSING  %s: passed in BASE, %s in NEW\n", r->label,
+                    r->nw ? "skipped" : "absent");
+        if (r->failed)
+            fprintf(f, "  FAILED   %s: status %s%s%s\n", r->label, r->new_status,
+                    r->new_message ? ": " : "", r->new_message ? r->new_message : "");
+        if (r->failed_checks) {
+            fprintf(f, "  FAILED   %s:\n", r->label);
+            print_check_problems(r, f, "             ");
+        }
+        for (size_t j = 0; j < r->nm; j++) {
+            const cmp_metric *m = &r->m[j];
+            if (!(m->in_base && m->in_new && m->verdict == GT_VERDICT_SLOWER)) continue;
+            char ch[32], p[32];
+            fmt_change(ch, sizeof ch, m);
+            fmt_p(p, sizeof p, m);
+            fprintf(f, "  SLOWER   %s %s: %.5g -> %.5g %s (%s, %s p %s)\n", r->label, m->name,
+                    m->base_med, m->new_med, m->unit, ch, method_name(m->method), p);
+        }
+    }
+    fprintf(f, "\n");
+    print_summary_line(c, f);
+}
+
+/* ---- JUnit XML ---------------------------------------------------------------------- */
+
+static void xml_esc(FILE *f, const char *s) {
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        switch (ch) {
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        case '\'':
+            fputs("&apos;", f);
+            break;
+        default:
+            /* XML 1.0 forbids other control characters even as references */
+            if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+                fputc('?', f);
+            else
+                fputc(ch, f);
+        }
+    }
+}
+
+/* outcome of a result's "status" testcase: 0 pass, 1 failure, 2 skipped */
+static int status_outcome(const cmp_result *r) {
+    if (r->missing || r->failed || r->failed_checks) return 1;
+    if (r->nw && strcmp(r->new_status, "skip") == 0) return 2;
+    if (!r->nw) return 2; /* gone, but it was not passing in BASE */
+    return 0;
+}
+
+static void junit_status_case(const cmp_result *r, FILE *f) {
+    fputs("    <testcase classname=\"", f);
+    xml_esc(f, r->suite);
+    fputs("\" name=\"", f);
+    xml_esc(f, r->label);
+    fputs(" status\">\n", f);
+    int o = status_outcome(r);
+    if (o == 1) {
+        fputs("      <failure type=\"", f);
+        fputs(r->missing ? "missing" : r->failed_checks ? "check" : "status", f);
+        fputs("\" message=\"", f);
+        if (r->missing)
+            xml_esc(f,
+                    r->nw ? "passed in BASE, skipped in NEW" : "passed in BASE, absent from NEW");
+        else if (r->failed_checks)
+            xml_esc(f, "a check failed in NEW");
+        else
+            xml_esc(f, "status error or fail in NEW");
+        fputs("\">", f);
+        /* the same words as the text report */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        if (m) {
+            if (r->failed)
+                fprintf(m, "status %s%s%s\n", r->new_status, r->new_message ? ": " : "",
+                        r->new_message ? r->new_message : "");
+            print_check_problems(r, m, "");
+            fclose(m);
+            xml_esc(f, buf);
+            free(buf);
+        }
+        fputs("</failure>\n", f);
+    } else if (o == 2) {
+        fputs("      <skipped message=\"", f);
+        xml_esc(f, r->nw ? (r->new_message ? r->new_message : "skipped in NEW")
+                         : "absent from NEW (not passing in BASE)");
+        fputs("\"/>\n", f);
+    } else if (!r->base) {
+        fputs("      <system-out>only in NEW</system-out>\n", f);
+    }
+    fputs("    </testcase>\n", f);
+}
+
+static void junit_metric_case(const cmp_result *r, const cmp_metric *m, FILE *f) {
+    char b[32], n[32], ch[32], p[32];
+    fmt_num(b, sizeof b, m->base_med);
+    fmt_num(n, sizeof n, m->new_med);
+    fmt_change(ch, sizeof ch, m);
+    fmt_p(p, sizeof p, m);
+    char text[512];
+    snprintf(text, sizeof text,
+             "%s: base median %s, new median %s %s, change %s, %s p %s, n %zu/%zu: %s", m->name, b,
+             n, m->unit, ch, method_name(m->method), p, m->nb, m->nn, metric_verdict_text(m));
+    fputs("    <testcase classname=\"", f);
+    xml_esc(f, r->suite);
+    fputs("\" name=\"", f);
+    xml_esc(f, r->label);
+    fputs(" ", f);
+    xml_esc(f, m->name);
+    fputs("\">\n", f);
+    if (m->in_base && m->in_new && m->verdict == GT_VERDICT_SLOWER) {
+        fputs("      <failure type=\"slower\" message=\"", f);
+        xml_esc(f, text);
+        fputs("\"/>\n", f);
+    } else {
+        fputs("      <system-out>", f);
+        xml_esc(f, text);
+        fputs("</system-out>\n", f);
+    }
+    fputs("    </testcase>\n", f);
+}
+
+static void junit_write(const gt_compare *c, FILE *f) {
+    int tests = 0, failures = 0;
+    for (size_t i = 0; i < c->nres; i++) {
+        const cmp_result *r = &c->res[i];
+        tests += 1 + (int)r->nm;
+        failures += status_outcome(r) == 1;
+        for (size_t j = 0; j < r->nm; j++)
+            failures += r->m[j].in_base && r->m[j].in_new && r->m[j].verdict == GT_VERDICT_SLOWER;
+    }
+    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
+    fprintf(f, "<testsuites name=\"gauntlet compare\" tests=\"%d\" failures=\"%d\" errors=\"0\">\n",
+            tests, failures);
+    /* one testsuite per suite, in order of first appearance */
+    for (size_t i = 0; i < c->nres; i++) {
+        const char *suite = c->res[i].suite;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(c->res[j].suite, suite) == 0;
+        if (seen) continue;
+        int st = 0, sf = 0, ss = 0;
+        for (size_t j = i; j < c->nres; j++) {
+            const cmp_result *r = &c->res[j];
+            if (strcmp(r->suite, suite) != 0) continue;
+            int o = status_outcome(r);
+            st += 1 + (int)r->nm;
+            sf += o == 1;
+            ss += o == 2;
+            for (size_t q = 0; q < r->nm; q++)
+                sf += r->m[q].in_base && r->m[q].in_new && r->m[q].verdict == GT_VERDICT_SLOWER;
+        }
+        fputs("  <testsuite name=\"", f);
+        xml_esc(f, suite);
+        fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n", st, sf, ss);
+        fputs("    <properties>\n", f);
+        fputs("      <property name=\"base\" value=\"", f);
+        xml_esc(f, c->base_path);
+        fputs("\"/>\n      <property name=\"new\" value=\"", f);
+        xml_esc(f, c->new_path);
+        fputs("\"/>\n", f);
+        for (size_t d = 0; d < c->nfp; d++) {
+            fputs("      <property name=\"fingerprint ", f);
+            xml_esc(f, c->fp[d].key);
+            fputs("\" value=\"BASE ", f);
+            xml_esc(f, c->fp[d].base);
+            fputs(" | NEW ", f);
+            xml_esc(f, c->fp[d].nw);
+            fputs("\"/>\n", f);
+        }
+        fputs("    </properties>\n", f);
+        for (size_t j = i; j < c->nres; j++) {
+            const cmp_result *r = &c->res[j];
+            if (strcmp(r->suite, suite) != 0) continue;
+            junit_status_case(r, f);
+            for (size_t q = 0; q < r->nm; q++)
+                junit_metric_case(r, &r->m[q], f);
+        }
+        fputs("  </testsuite>\n", f);
+    }
+    fputs("</testsuites>\n", f);
+}
+
+gt_status gt_compare_write_junit(const gt_compare *c, const char *path) {
+    char *tmp = xprintf("%s.tmp.XXXXXX", path);
+    if (!tmp) return GT_ERR(GT_ERR_OOM, "no memory");
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        gt_status s = GT_ERR(GT_ERR_IO,
+                             "cannot write JUnit file '%s': %s (creating '%s'; "
+                             "choose a writable --junit path)",
+                             path, strerror(errno), tmp);
+        free(tmp);
+        return s;
+    }
+    fchmod(fd, 0644); /* mkstemp's 0600 would hide it from a CI uploader running as another user */
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        gt_status s = GT_ERR(GT_ERR_IO, "cannot write JUnit file '%s': %s", path, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        return s;
+    }
+    junit_write(c, f);
+    int bad = ferror(f) | fflush(f);
+    bad |= fsync(fileno(f));
+    bad |= fclose(f);
+    if (bad) {
+        gt_status s = GT_ERR(GT_ERR_IO,
+                             "cannot write JUnit file '%s': %s; the previous file is "
+                             "intact",
+                             path, strerror(errno));
+        unlink(tmp);
+        free(tmp);
+        return s;
+    }
+    if (rename(tmp, path) != 0) {
+        gt_status s =
+            GT_ERR(GT_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        free(tmp);
+        return s;
+    }
+    free(tmp);
+    return GT_OK;
+}

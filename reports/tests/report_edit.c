@@ -1,0 +1,91 @@
+/* Makes a NEW report from a real one for the compare tests, so that the
+ * verdicts they expect do not depend on timing noise.
+ * usage: report_edit IN.json OUT.json [--scale-metric NAME FACTOR]...
+ *            [--fail-check NAME]... [--drop-case CASE]... [--schema-version N]
+ * --scale-metric multiplies value, samples, min, median and max of metric NAME
+ * in every result; --fail-check sets passed=false on check NAME and the
+ * result's status to fail; --drop-case removes the results of case CASE.
+ * Exit 0 on success, 2 on bad input. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void scale(json_t *m, const char *key, double f) {
+    json_t *v = json_object_get(m, key);
+    if (json_is_number(v)) json_object_set_new(m, key, json_real(json_number_value(v) * f));
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: report_edit IN.json OUT.json [--scale-metric NAME FACTOR] "
+                        "[--fail-check NAME] [--drop-case CASE] [--schema-version N]\n");
+        return 2;
+    }
+    json_error_t e;
+    json_t *root = json_load_file(argv[1], 0, &e);
+    if (!root) {
+        fprintf(stderr, "report_edit: %s: %s\n", argv[1], e.text);
+        return 2;
+    }
+    json_t *results = json_object_get(root, "results");
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "--scale-metric") == 0 && i + 2 < argc) {
+            const char *name = argv[i + 1];
+            double f = atof(argv[i + 2]);
+            size_t k;
+            json_t *r;
+            json_array_foreach(results, k, r) {
+                json_t *m = json_object_get(json_object_get(r, "metrics"), name);
+                if (!m) continue;
+                scale(m, "value", f);
+                scale(m, "min", f);
+                scale(m, "median", f);
+                scale(m, "max", f);
+                json_t *s = json_object_get(m, "samples");
+                for (size_t j = 0; j < json_array_size(s); j++)
+                    json_array_set_new(s, j,
+                                       json_real(json_number_value(json_array_get(s, j)) * f));
+                if (f < 0) { /* keep min <= max */
+                    json_t *lo = json_object_get(m, "min"), *hi = json_object_get(m, "max");
+                    json_incref(lo);
+                    json_object_set(m, "min", hi);
+                    json_object_set_new(m, "max", lo);
+                }
+            }
+            i += 2;
+        } else if (strcmp(argv[i], "--fail-check") == 0 && i + 1 < argc) {
+            size_t k;
+            json_t *r;
+            json_array_foreach(results, k, r) {
+                size_t j;
+                json_t *c;
+                json_array_foreach(json_object_get(r, "checks"), j, c) {
+                    if (strcmp(json_string_value(json_object_get(c, "name")), argv[i + 1]) != 0)
+                        continue;
+                    json_object_set_new(c, "passed", json_false());
+                    json_object_set_new(r, "status", json_string("fail"));
+                }
+            }
+            i += 1;
+        } else if (strcmp(argv[i], "--drop-case") == 0 && i + 1 < argc) {
+            for (size_t k = json_array_size(results); k-- > 0;)
+                if (strcmp(json_string_value(json_object_get(json_array_get(results, k), "case")),
+                           argv[i + 1]) == 0)
+                    json_array_remove(results, k);
+            i += 1;
+        } else if (strcmp(argv[i], "--schema-version") == 0 && i + 1 < argc) {
+            json_object_set_new(root, "schema_version", json_integer(atoi(argv[i + 1])));
+            i += 1;
+        } else {
+            fprintf(stderr, "report_edit: unknown or incomplete option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (json_dump_file(root, argv[2], JSON_INDENT(1) | JSON_REAL_PRECISION(17)) != 0) {
+        fprintf(stderr, "report_edit: cannot write %s\n", argv[2]);
+        return 2;
+    }
+    json_decref(root);
+    return 0;
+}
