@@ -9,7 +9,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libjansson-dev
-          libopenblas-dev libopenmpi-dev openmpi-bin libhwloc-dev)
+          libopenblas-dev libopenmpi-dev openmpi-bin libhwloc-dev chromium)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,69 @@
+/* gauntlet report: turn reports into something a person reads. For now one
+ * view, the self-contained HTML page (reports/html.h, docs/html-report.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cli.h"
+#include "reports/html.h"
+
+static void report_usage(FILE *f) {
+    fprintf(f, "usage: gauntlet report REPORT.json [REPORT.json ...] --html OUT.html [options]\n"
+               "\n"
+               "Writes one self-contained HTML page (opens offline: no network, no external\n"
+               "fonts or scripts) showing the reports side by side: runs, failed checks and\n"
+               "errors, summary counts, the environment fingerprint with differences\n"
+               "highlighted, collective bandwidth, training throughput, scaling and loss\n"
+               "charts, and the kernels table with the change against the first report.\n"
+               "\n"
+               "  --html FILE   the page to write (replaced atomically); required\n"
+               "  --title TEXT  the page's heading (default \"gauntlet report\")\n"
+               "\n"
+               "exit codes: 0 written, 2 usage error or an input that is not a readable\n"
+               "            gauntlet report (nothing is written then)\n");
+}
+
+int gt_cmd_report(int argc, char **argv) {
+    gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "report"};
+    const char *html = NULL, *title = NULL, *v = NULL;
+    int err = 0, n = 0;
+    /* inputs are at most argc - 1; argv outlives this call, so borrow */
+    const char **inputs = calloc((size_t)(argc > 1 ? argc : 1), sizeof *inputs);
+    if (!inputs) return gt_usage_error("report", "no memory");
+    while (a.i < argc && !err) {
+        if (gt_flag(&a, "--help") || gt_flag(&a, "-h")) {
+            report_usage(stdout);
+            free(inputs);
+            return GT_EXIT_OK;
+        } else if (gt_opt(&a, "--html", &v, &err)) {
+            html = v;
+        } else if (gt_opt(&a, "--title", &v, &err)) {
+            title = v;
+        } else if (strcmp(argv[a.i], "--") == 0) {
+            for (a.i++; a.i < argc; a.i++)
+                inputs[n++] = argv[a.i];
+        } else if (argv[a.i][0] == '-' && argv[a.i][1] != '\0') {
+            gt_usage_error("report", "unknown option '%s' (see gauntlet report --help)", argv[a.i]);
+            err = 1;
+        } else {
+            inputs[n++] = argv[a.i++];
+        }
+    }
+    int rc = GT_EXIT_OK;
+    if (err) {
+        rc = GT_EXIT_USAGE;
+    } else if (n == 0) {
+        rc = gt_usage_error("report", "no report given (usage: gauntlet report A.json "
+                                      "[B.json ...] --html OUT.html)");
+    } else if (!html || !html[0]) {
+        rc = gt_usage_error("report", "--html OUT.html is required (the only view so far)");
+    } else {
+        gt_status s = gt_html_write(html, inputs, n, title);
+        if (s != GT_OK)
+            rc = gt_fail("report", s);
+        else
+            printf("report: %s (%d report%s)\n", html, n, n == 1 ? "" : "s");
+    }
+    free(inputs);
+    return rc;
+}

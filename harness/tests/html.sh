@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# usage: html.sh GAUNTLET
+# `gauntlet report ... --html`: the command line (bad inputs exit 2 and leave
+# the previous page intact), then the page itself in headless Chromium: the
+# renderer must run without an exception, draw data into the charts that the
+# reports call for, leave out the sections they do not, and the screenshot
+# must not be blank. Exits 77 (skipped) after the command-line checks when
+# /usr/bin/chromium is absent (ci/deps.sh installs it).
+set -u
+g=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+# expect CODE PATTERN command...: exit code and the words the user must see
+expect() {
+    local want=$1 pattern=$2
+    shift 2
+    local out rc
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        fail "'$*' exited $rc, expected $want"; echo "$out" | tail -5
+    elif [ -n "$pattern" ] && ! grep -qiE -- "$pattern" <<<"$out"; then
+        fail "'$*' output lacks /$pattern/"; echo "$out" | tail -5
+    else
+        ok "$* -> $rc"
+    fi
+}
+
+# ---- real reports: two short trainings (overlaid loss curves), collectives on self
+"$g" train --steps 20 --peak-gflops 100 --quiet --report "$tmp/t1.json" >/dev/null ||
+    fail "train t1"
+"$g" train --steps 15 --seed 7 --peak-gflops 100 --quiet --report "$tmp/t2.json" >/dev/null ||
+    fail "train t2"
+"$g" run collectives --quick --report "$tmp/c.json" >"$tmp/c.log" 2>&1
+[ -s "$tmp/c.json" ] || { fail "collectives report"; tail -5 "$tmp/c.log"; }
+
+# ---- kernels reports as the kernels suite writes them (docs/report-schema.md),
+# with a failed conformance check whose detail tries to end the <script>
+kernels() { # FILE HOST SCALE CONFORMANCE_PASSED
+    cat >"$1" <<EOF
+{"schema_version": 1,
+ "run": {"id": "k-$2", "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:00:01Z",
+         "command_line": ["gauntlet", "run", "kernels"], "git_revision": "0123456789ab"},
+ "env": {"host": "$2", "software": {"cuda": "absent"}},
+ "results": [
+  {"suite": "kernels", "case": "matmul/fp32/256x256x256", "topology": "1", "backend": "cpu",
+   "status": "pass", "params": {},
+   "checks": [{"name": "conformance", "passed": true, "value": 1e-7, "limit": 1.3e-6, "detail": null}],
+   "metrics": {"time_us": {"value": $((100 * $3)), "unit": "us", "better": "lower", "n": 1},
+               "gflops": {"value": 335.5, "unit": "GFLOP/s", "better": "higher", "n": 1},
+               "gbps": {"value": 7.8, "unit": "GB/s", "better": "higher", "n": 1},
+               "fraction_of_peak": {"value": 0.61, "unit": "fraction", "better": "higher", "n": 1},
+               "max_abs_err": {"value": 3.1e-6, "unit": "", "better": "lower", "n": 1},
+               "max_rel_err": {"value": 1e-7, "unit": "", "better": "lower", "n": 1}}},
+  {"suite": "kernels", "case": "layernorm_fwd/bf16/8x64x768", "topology": "1", "backend": "cpu",
+   "status": "$([ "$4" = true ] && echo pass || echo fail)", "params": {},
+   "checks": [{"name": "conformance", "passed": $4, "value": 0.03, "limit": 0.016,
+               "detail": "max rel err over the limit </script><!--<script>window.injected=1"}],
+   "metrics": {"time_us": {"value": 42, "unit": "us", "better": "lower", "n": 1},
+               "max_abs_err": {"value": 0.002, "unit": "", "better": "lower", "n": 1},
+               "max_rel_err": {"value": 0.03, "unit": "", "better": "lower", "n": 1}}},
+  {"suite": "kernels", "case": "attention_bwd/fp16/4x128x64", "topology": "1", "backend": "cpu",
+   "status": "skip", "message": "empty op slot", "params": {}, "checks": [], "metrics": {}},
+  {"suite": "kernels", "case": "softmax/fp32/64x50257", "topology": "1", "backend": "cpu",
+   "status": "error", "message": "could not allocate the inputs", "params": {}, "checks": [],
+   "metrics": {}}
+ ],
+ "summary": {"total": 4, "pass": 1, "fail": 1, "skip": 1, "error": 1, "ok": false}}
+EOF
+}
+kernels "$tmp/k1.json" host-a 1 true
+kernels "$tmp/k2.json" host-b 2 false
+
+# ---- the command line
+out="$tmp/out.html"
+echo "previous page" >"$out"
+echo '{"schema_version": 1, "run": {}' >"$tmp/broken.json"
+echo '[1, 2, 3]' >"$tmp/array.json"
+sed 's/"schema_version": 1/"schema_version": 99/' "$tmp/k1.json" >"$tmp/newer.json"
+: >"$tmp/empty.json"
+expect 0 "--html" "$g" report --help
+expect 2 "--html OUT.html is required" "$g" report "$tmp/t1.json"
+expect 2 "no report given" "$g" report --html "$out"
+expect 2 "unknown option '--bogus'" "$g" report "$tmp/t1.json" --bogus --html "$out"
+expect 2 "cannot read report '.*missing.json'" "$g" report "$tmp/t1.json" "$tmp/missing.json" --html "$out"
+expect 2 "is a directory" "$g" report "$tmp" --html "$out"
+expect 2 "broken.json' is not JSON" "$g" report "$tmp/broken.json" --html "$out"
+expect 2 "empty.json' is not JSON: the file is empty" "$g" report "$tmp/empty.json" --html "$out"
+expect 2 "array.json' is not a gauntlet report" "$g" report "$tmp/array.json" --html "$out"
+expect 2 "newer.json' has schema_version 99, newer" "$g" report "$tmp/newer.json" --html "$out"
+expect 2 "cannot write" "$g" report "$tmp/t1.json" --html /nonexistent-dir/x.html
+[ "$(cat "$out")" = "previous page" ] && ok "failed runs left the previous page intact" ||
+    fail "a failed run changed $out"
+ls "$tmp"/out.html.tmp.* >/dev/null 2>&1 && fail "temporary files left behind"
+
+expect 0 "out.html \(5 reports\)" "$g" report "$tmp/t1.json" "$tmp/t2.json" "$tmp/c.json" \
+    "$tmp/k1.json" "$tmp/k2.json" --html "$out" --title "html <test> page"
+expect 0 "one.html" "$g" report "$tmp/t1.json" --html "$tmp/one.html"
+
+# the file itself: every report embedded, the injected "</script>" neutralised,
+# nothing fetched from elsewhere
+n=$(grep -c '<script type="application/json" id="report-' "$out")
+[ "$n" -eq 5 ] && ok "5 reports embedded" || fail "$n reports embedded, expected 5"
+n=$(grep -o '</script>' "$out" | wc -l)
+[ "$n" -eq 6 ] && ok "6 </script> (5 reports + renderer)" || fail "$n </script> in the page, expected 6"
+grep -qiE '(src|href)=|@import|url\(' "$out" && fail "the page refers to an external resource"
+grep -q '<title>html &lt;test&gt; page</title>' "$out" && ok "title escaped" || fail "title not escaped"
+
+if [ ! -x /usr/bin/chromium ]; then
+    echo "skip: /usr/bin/chromium is absent (apt-get install chromium) after $fails failure(s)"
+    [ "$fails" -eq 0 ] && exit 77 || exit 1
+fi
+
+# ---- the page in a browser
+browse() { # PAGE ARGS...: headless Chromium, isolated profile, no network
+    local page=$1
+    shift
+    HOME="$tmp" timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
+        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
+        --hide-scrollbars --user-data-dir="$(mktemp -d -p "$tmp")" --virtual-time-budget=5000 \
+        "$@" "file://$page" 2>>"$tmp/chromium.log"
+}
+browse "$out" --dump-dom >"$tmp/dom.html"
+browse "$tmp/one.html" --dump-dom >"$tmp/one-dom.html"
+browse "$out" --screenshot="$tmp/shot.png" --window-size=1280,2000 >/dev/null
+if [ ! -s "$tmp/dom.html" ]; then
+    fail "chromium dumped no DOM"; tail -5 "$tmp/chromium.log"
+fi
+
+count() { grep -o -- "$1" "$2" | wc -l; }
+for dom in "$tmp/dom.html" "$tmp/one-dom.html"; do
+    grep -q 'data-rendered="1"' "$dom" && grep -q 'data-render-errors="0"' "$dom" &&
+        ! grep -q 'id="render-errors"' "$dom" && ok "$(basename "$dom"): renderer ran, no errors" ||
+        { fail "$(basename "$dom"): the renderer threw or did not finish";
+          grep -o 'id="render-errors"[^<]*' "$dom" | head -5; }
+done
+dom=$tmp/dom.html
+atleast() { # WHAT MIN PATTERN: at least MIN matches in the dumped DOM
+    local n
+    n=$(count "$3" "$dom")
+    [ "$n" -ge "$2" ] && ok "$1: $n" || fail "$1: $n, expected >= $2"
+}
+atleast "loss curves with data (t1, t2)" 2 'data-series="loss:'
+atleast "entropy floor line" 1 'data-ref="source entropy'
+# on one rank (self) only reduce, broadcast and sendrecv move bus bytes;
+# allreduce's busbw is 0 there: left out and named, never an empty chart
+atleast "reduce busbw lines" 1 'data-series="busbw-reduce:'
+atleast "sendrecv busbw lines" 1 'data-series="busbw-sendrecv:'
+[ "$(count 'data-chart="busbw-allreduce"' "$dom")" -eq 0 ] &&
+    grep -q 'id="busbw-not-drawn"[^<]*allreduce' "$dom" && ok "1-rank allreduce: no chart, named" ||
+    fail "1-rank allreduce (busbw 0): an empty chart, or not named"
+atleast "kernel rows side by side" 1 '<td>matmul</td>'
+atleast "the failed conformance check at the top, as text" 1 '&lt;/script&gt;&lt;!--&lt;script&gt;window.injected=1'
+atleast "the error result at the top" 1 'could not allocate the inputs'
+atleast "environment differences highlighted" 1 '<tr class="diff">'
+grep -q 'id="failures"' "$dom" && grep -q 'id="kernels"' "$dom" && grep -q 'id="collectives"' "$dom" &&
+    ok "failures, kernels and collectives sections present" || fail "a section is missing"
+# the injected detail must be text, never markup: no script ran it
+grep -q 'window.injected=1</script>' "$dom" && fail "the injected </script> became markup"
+
+# one training report: its loss chart, and no empty sections
+dom=$tmp/one-dom.html
+atleast "single report: loss curve" 1 'data-series="loss:'
+for s in collectives kernels failures; do
+    grep -q "id=\"$s\"" "$dom" && fail "single report: empty section '$s' shown"
+done
+[ "$(count 'data-chart="tokens"' "$dom")" -eq 0 ] && ok "single topology: no throughput chart" ||
+    fail "single topology: a one-point throughput chart"
+
+# the screenshot: a PNG, and not a blank page (a white 1280x2000 PNG is a few KiB)
+if [ -s "$tmp/shot.png" ] && [ "$(head -c 8 "$tmp/shot.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] &&
+    [ "$(stat -c %s "$tmp/shot.png")" -gt 30000 ]; then
+    ok "screenshot $(stat -c %s "$tmp/shot.png") bytes"
+else
+    fail "screenshot missing, not a PNG or blank"; tail -5 "$tmp/chromium.log"
+fi
+[ -n "${GT_HTML_KEEP:-}" ] && cp "$out" "$tmp/shot.png" "$GT_HTML_KEEP"/ 2>/dev/null
+
+[ "$fails" -eq 0 ] && echo "html: all checks passed" || echo "html: $fails check(s) failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,37 @@
+/* The HTML view of reports (docs/html-report.md): one self-contained page
+ * that shows one or more gauntlet reports side by side and opens offline.
+ *
+ * The page embeds every report unchanged (as JSON in a
+ * <script type="application/json" id="report-N"> element, N from 0 in the
+ * order given) and draws its tables and SVG charts with an inline script:
+ * no network, no external fonts, scripts or style sheets.
+ */
+#ifndef GT_HTML_H
+#define GT_HTML_H
+
+#include "engine/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Checks that the file at `path` is a gauntlet report this build can read:
+ * readable (GT_ERR_IO otherwise), JSON, an object with an integer
+ * `schema_version` no newer than GT_REPORT_SCHEMA_VERSION, a `run` object
+ * and a `results` array (GT_ERR_INVALID otherwise). The last-error message
+ * names the file and the problem. */
+gt_status gt_html_check_report(const char *path);
+
+/* Writes the page for the n reports at paths[0..n) to out_path. Every input
+ * is checked first (gt_html_check_report): when one fails nothing is
+ * written. title (may be NULL: "gauntlet report") is the page's heading.
+ * The file is replaced atomically (temporary file in the same directory,
+ * fsync, rename), so a failed write leaves the previous file intact.
+ * Returns GT_ERR_INVALID for n < 1 or a bad input, GT_ERR_IO when a file
+ * cannot be read or written, GT_ERR_OOM. */
+gt_status gt_html_write(const char *out_path, const char *const *paths, int n, const char *title);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
