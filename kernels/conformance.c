@@ -1,0 +1,756 @@
+/* Conformance and timing cases of one op at one shape (kernels/conformance.h).
+ *
+ * Every op is three switch arms below: which arrays it needs (and from
+ * which seeded stream: the same streams the conformance test always used),
+ * how it is called (one call site for both backends: `side` picks the
+ * backend under test or the ref), and how its outputs are compared, with
+ * each per-op tolerance allowance and its reason next to it. */
+#include "kernels/conformance.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/rng.h"
+
+#define KC_SEED 20240611u
+/* Unit roundoff of fp32 arithmetic: every backend computes in fp32 at least. */
+#define U32 (1.0 / 16777216.0)
+#define KC_MAX_ARR 10
+
+/* An array of n values: h (host fp32, already rounded to dt), d (on the
+ * backend under test, in dt), r (on ref, fp32). ids: int32 token ids. */
+typedef struct kc_arr {
+    size_t n;
+    gt_dtype dt;
+    int ids;
+    float *h;
+    int32_t *hid;
+    void *d, *r;
+} kc_arr;
+
+struct gt_kcase {
+    gt_backend *be, *ref;
+    gt_dtype dt;
+    gt_op op;
+    gt_kshape sh;
+    int narr;
+    kc_arr a[KC_MAX_ARR];
+    double sumsq[2]; /* sumsq results: [0] backend, [1] ref */
+};
+
+/* ---- arrays ------------------------------------------------------------------ */
+
+static gt_status upload(gt_backend *be, gt_dtype dt, const float *h, size_t n, void **out) {
+    size_t bytes = n * gt_dtype_size(dt);
+    gt_status s = gt_backend_alloc(be, bytes, out);
+    if (s != GT_OK || n == 0) return s;
+    void *tmp = malloc(bytes);
+    if (!tmp) return GT_ERR(GT_ERR_OOM, "no host memory for %zu bytes", bytes);
+    gt_convert(tmp, dt, h, GT_DTYPE_FP32, n);
+    s = be->copy_to_device(be, *out, tmp, bytes);
+    free(tmp);
+    return s;
+}
+
+static gt_status download(gt_backend *be, gt_dtype dt, const void *d, size_t n, float *h) {
+    if (n == 0) return GT_OK;
+    void *tmp = malloc(n * gt_dtype_size(dt));
+    if (!tmp) return GT_ERR(GT_ERR_OOM, "no host memory for %zu bytes", n * gt_dtype_size(dt));
+    gt_status s = be->copy_to_host(be, tmp, d, n * gt_dtype_size(dt));
+    if (s == GT_OK) gt_convert(h, GT_DTYPE_FP32, tmp, dt, n);
+    free(tmp);
+    return s;
+}
+
+/* Array i of c: n values, dist 0 uniform [a, b), 1 normal (mean a, std b),
+ * rounded to dt (the storage on the backend under test; fp32 for state
+ * that is always fp32). */
+static gt_status mk(gt_kcase *c, int i, gt_dtype dt, size_t n, int dist, float a, float b,
+                    uint64_t stream) {
+    kc_arr *x = &c->a[i];
+    x->n = n;
+    x->dt = dt;
+    x->h = malloc(n ? n * sizeof(float) : 1);
+    if (!x->h) return GT_ERR(GT_ERR_OOM, "no host memory for %zu floats", n);
+    if (dist == 0)
+        gt_rng_fill_uniform(x->h, n, a, b, KC_SEED, stream, 0);
+    else
+        gt_rng_fill_normal(x->h, n, a, b, KC_SEED, stream, 0);
+    if (dt != GT_DTYPE_FP32 && n) { /* round to the storage dtype */
+        void *tmp = malloc(n * gt_dtype_size(dt));
+        if (!tmp) return GT_ERR(GT_ERR_OOM, "no host memory");
+        gt_convert(tmp, dt, x->h, GT_DTYPE_FP32, n);
+        gt_convert(x->h, GT_DTYPE_FP32, tmp, dt, n);
+        free(tmp);
+    }
+    gt_status s = upload(c->be, dt, x->h, n, &x->d);
+    if (s == GT_OK && c->ref) s = upload(c->ref, GT_DTYPE_FP32, x->h, n, &x->r);
+    return s;
+}
+
+/* n token ids in [0, range). */
+static gt_status mk_ids(gt_kcase *c, int i, size_t n, int range, uint64_t stream) {
+    kc_arr *x = &c->a[i];
+    x->n = n;
+    x->ids = 1;
+    x->hid = malloc(n ? n * sizeof(int32_t) : 1);
+    if (!x->hid) return GT_ERR(GT_ERR_OOM, "no host memory");
+    for (size_t j = 0; j < n; j++)
+        x->hid[j] = (int32_t)(gt_rng_u32(KC_SEED, stream, j) % (uint32_t)(range > 0 ? range : 1));
+    size_t bytes = n * sizeof(int32_t);
+    gt_status s = gt_backend_alloc(c->be, bytes, &x->d);
+    if (s == GT_OK && bytes) s = c->be->copy_to_device(c->be, x->d, x->hid, bytes);
+    if (s == GT_OK && c->ref) {
+        s = gt_backend_alloc(c->ref, bytes, &x->r);
+        if (s == GT_OK && bytes) s = c->ref->copy_to_device(c->ref, x->r, x->hid, bytes);
+    }
+    return s;
+}
+
+void gt_kcase_free(gt_kcase *c) {
+    if (!c) return;
+    for (int i = 0; i < KC_MAX_ARR; i++) {
+        gt_backend_dealloc(c->be, c->a[i].d);
+        if (c->ref) gt_backend_dealloc(c->ref, c->a[i].r);
+        free(c->a[i].h);
+        free(c->a[i].hid);
+    }
+    free(c);
+}
+
+/* ---- labels ------------------------------------------------------------------ */
+
+const char *gt_kshape_label(gt_op op, const gt_kshape *s, char *buf, size_t size) {
+    switch (op) {
+    case GT_OP_ENCODER_FWD:
+    case GT_OP_ENCODER_BWD:
+        snprintf(buf, size, "B%d_T%d_C%d_V%d", s->B, s->T, s->C, s->V);
+        break;
+    case GT_OP_LAYERNORM_FWD:
+    case GT_OP_LAYERNORM_BWD: snprintf(buf, size, "N%d_C%d", s->N, s->C); break;
+    case GT_OP_MATMUL_FWD:
+    case GT_OP_MATMUL_BWD:
+        /* with a bias is what models use: the plain label; "_nobias" marks the other */
+        snprintf(buf, size, "N%d_C%d_OC%d%s", s->N, s->C, s->OC, s->bias ? "" : "_nobias");
+        break;
+    case GT_OP_ATTENTION_FWD:
+    case GT_OP_ATTENTION_BWD:
+        snprintf(buf, size, "B%d_T%d_C%d_NH%d", s->B, s->T, s->C, s->NH);
+        break;
+    case GT_OP_CLASSIFIER_FWD:
+    case GT_OP_CLASSIFIER_BWD: snprintf(buf, size, "N%d_V%d_Vp%d", s->N, s->V, s->Vp); break;
+    case GT_OP_ADAMW: snprintf(buf, size, "n%zu_t%d", s->n, s->step); break;
+    default: snprintf(buf, size, "n%zu", s->n); break;
+    }
+    return buf;
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+/* Array slots per op family (names of the op's parameters). */
+enum { EN_INP, EN_WTE, EN_WPE, EN_OUT, EN_DOUT, EN_DWTE, EN_DWPE };
+enum { LN_INP, LN_W, LN_B, LN_OUT, LN_MEAN, LN_RSTD, LN_DOUT, LN_DINP, LN_DW, LN_DB };
+enum { MM_INP, MM_W, MM_B, MM_OUT, MM_DOUT, MM_DINP, MM_DW, MM_DB };
+enum { AT_QKV, AT_OUT, AT_ATT, AT_DOUT, AT_DQKV };
+enum { PW_X, PW_Y, PW_OUT, PW_DINP, PW_A, PW_DA, PW_DB };
+enum { CL_TG, CL_LOGITS, CL_LOSSES, CL_DL, CL_LOGITS2 };
+enum { OP_G, OP_P, OP_M, OP_V };
+
+static const void *P(gt_kcase *c, int side, int i) { return side ? c->a[i].r : c->a[i].d; }
+static void *W(gt_kcase *c, int side, int i) { return side ? c->a[i].r : c->a[i].d; }
+
+/* Calls the op (or, with `fwd`, the forward whose saved state a backward
+ * reads) on side 0 (backend under test) or 1 (ref). `inplace` selects the
+ * aliased variant that residual_fwd and classifier_bwd also check. */
+static gt_status call(gt_kcase *c, int side, gt_op op, int inplace) {
+    gt_kctx k = {side ? c->ref : c->be, side ? GT_DTYPE_FP32 : c->dt};
+    const gt_ops *o = side ? &gt_ops_ref : c->be->ops;
+    const gt_kshape *s = &c->sh;
+    switch (op) {
+    case GT_OP_ENCODER_FWD:
+        return o->encoder_fwd(&k, W(c, side, EN_OUT), P(c, side, EN_INP), P(c, side, EN_WTE),
+                              P(c, side, EN_WPE), s->B, s->T, s->C);
+    case GT_OP_ENCODER_BWD:
+        return o->encoder_bwd(&k, W(c, side, EN_DWTE), W(c, side, EN_DWPE), P(c, side, EN_DOUT),
+                              P(c, side, EN_INP), s->B, s->T, s->C);
+    case GT_OP_LAYERNORM_FWD:
+        return o->layernorm_fwd(&k, W(c, side, LN_OUT), W(c, side, LN_MEAN), W(c, side, LN_RSTD),
+                                P(c, side, LN_INP), P(c, side, LN_W), P(c, side, LN_B), s->N,
+                                s->C, 1e-5f);
+    case GT_OP_LAYERNORM_BWD:
+        return o->layernorm_bwd(&k, W(c, side, LN_DINP), W(c, side, LN_DW), W(c, side, LN_DB),
+                                P(c, side, LN_DOUT), P(c, side, LN_INP), P(c, side, LN_W),
+                                P(c, side, LN_MEAN), P(c, side, LN_RSTD), s->N, s->C);
+    case GT_OP_MATMUL_FWD:
+        return o->matmul_fwd(&k, W(c, side, MM_OUT), P(c, side, MM_INP), P(c, side, MM_W),
+                             s->bias ? P(c, side, MM_B) : NULL, s->N, s->C, s->OC);
+    case GT_OP_MATMUL_BWD:
+        return o->matmul_bwd(&k, W(c, side, MM_DINP), W(c, side, MM_DW),
+                             s->bias ? W(c, side, MM_DB) : NULL, P(c, side, MM_DOUT),
+                             P(c, side, MM_INP), P(c, side, MM_W), s->N, s->C, s->OC);
+    case GT_OP_ATTENTION_FWD:
+        return o->attention_fwd(&k, W(c, side, AT_OUT), W(c, side, AT_ATT), P(c, side, AT_QKV),
+                                s->B, s->T, s->C, s->NH);
+    case GT_OP_ATTENTION_BWD:
+        return o->attention_bwd(&k, W(c, side, AT_DQKV), P(c, side, AT_DOUT), P(c, side, AT_QKV),
+                                P(c, side, AT_ATT), s->B, s->T, s->C, s->NH);
+    case GT_OP_GELU_FWD: return o->gelu_fwd(&k, W(c, side, PW_OUT), P(c, side, PW_X), s->n);
+    case GT_OP_GELU_BWD:
+        return o->gelu_bwd(&k, W(c, side, PW_DINP), P(c, side, PW_X), P(c, side, PW_Y), s->n);
+    case GT_OP_RESIDUAL_FWD:
+        if (inplace) /* out aliasing a: the form models use */
+            return o->residual_fwd(&k, W(c, side, PW_A), P(c, side, PW_A), P(c, side, PW_Y), s->n);
+        return o->residual_fwd(&k, W(c, side, PW_OUT), P(c, side, PW_X), P(c, side, PW_Y), s->n);
+    case GT_OP_RESIDUAL_BWD:
+        return o->residual_bwd(&k, W(c, side, PW_DA), W(c, side, PW_DB), P(c, side, PW_Y), s->n);
+    case GT_OP_CLASSIFIER_FWD:
+        return o->classifier_fwd(&k, W(c, side, CL_LOSSES), P(c, side, CL_LOGITS),
+                                 P(c, side, CL_TG), s->N, s->V, s->Vp);
+    case GT_OP_CLASSIFIER_BWD: {
+        float dloss = 1.0f / (s->N > 0 ? s->N : 1);
+        if (inplace) /* over the logits, losses NULL: the memory-saving path */
+            return o->classifier_bwd(&k, W(c, side, CL_LOGITS2), NULL, P(c, side, CL_LOGITS2),
+                                     P(c, side, CL_TG), dloss, s->N, s->V, s->Vp);
+        return o->classifier_bwd(&k, W(c, side, CL_DL), W(c, side, CL_LOSSES),
+                                 P(c, side, CL_LOGITS), P(c, side, CL_TG), dloss, s->N, s->V,
+                                 s->Vp);
+    }
+    case GT_OP_ADAMW:
+        return o->adamw(&k, W(c, side, OP_P), P(c, side, OP_G), W(c, side, OP_M),
+                        W(c, side, OP_V), s->n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, s->step);
+    case GT_OP_SUMSQ: return o->sumsq(&k, P(c, side, OP_G), s->n, &c->sumsq[side]);
+    default: return GT_ERR(GT_ERR_INVALID, "unknown op %d", (int)op);
+    }
+}
+
+static int positive_dims(gt_op op, const gt_kshape *s) {
+    switch (op) {
+    case GT_OP_ENCODER_FWD:
+    case GT_OP_ENCODER_BWD: return s->B > 0 && s->T > 0 && s->C > 0 && s->V > 0;
+    case GT_OP_LAYERNORM_FWD:
+    case GT_OP_LAYERNORM_BWD: return s->N > 0 && s->C > 0;
+    case GT_OP_MATMUL_FWD:
+    case GT_OP_MATMUL_BWD: return s->N > 0 && s->C > 0 && s->OC > 0;
+    case GT_OP_ATTENTION_FWD:
+    case GT_OP_ATTENTION_BWD:
+        return s->B > 0 && s->T > 0 && s->C > 0 && s->NH > 0 && s->C % s->NH == 0;
+    case GT_OP_CLASSIFIER_FWD:
+    case GT_OP_CLASSIFIER_BWD: return s->N > 0 && s->V > 0 && s->Vp >= s->V;
+    case GT_OP_ADAMW: return s->step >= 1;
+    default: return 1;
+    }
+}
+
+gt_status gt_kcase_new(gt_backend *be, gt_backend *ref, gt_dtype dt, gt_op op,
+                       const gt_kshape *sh, gt_kcase **out) {
+    *out = NULL;
+    if ((unsigned)op >= GT_OP_COUNT) return GT_ERR(GT_ERR_INVALID, "op %d out of range", (int)op);
+    if (!gt_ops_slot(be->ops, op))
+        return GT_ERR(GT_ERR_UNSUPPORTED, "%s: empty slot on backend %s", gt_op_name(op),
+                      be->name);
+    if (!positive_dims(op, sh)) {
+        char lb[96];
+        return GT_ERR(GT_ERR_INVALID, "%s: bad shape %s", gt_op_name(op),
+                      gt_kshape_label(op, sh, lb, sizeof lb));
+    }
+    gt_kcase *c = calloc(1, sizeof *c);
+    if (!c) return GT_ERR(GT_ERR_OOM, "no host memory");
+    c->be = be;
+    c->ref = ref;
+    c->dt = dt;
+    c->op = op;
+    c->sh = *sh;
+    const gt_kshape *s = sh;
+    gt_dtype F = GT_DTYPE_FP32;
+    gt_status st = GT_OK;
+#define MK(...)                                                                            \
+    do {                                                                                   \
+        if (st == GT_OK) st = mk(c, __VA_ARGS__);                                          \
+    } while (0)
+    switch (op) {
+    case GT_OP_ENCODER_FWD:
+    case GT_OP_ENCODER_BWD: {
+        size_t N = (size_t)s->B * s->T;
+        st = mk_ids(c, EN_INP, N, s->V, 1);
+        MK(EN_WTE, dt, (size_t)s->V * s->C, 1, 0.0f, 1.0f, 2);
+        MK(EN_WPE, dt, (size_t)s->T * s->C, 1, 0.0f, 1.0f, 3);
+        MK(EN_OUT, dt, N * s->C, 0, -1.0f, 1.0f, 4);
+        if (op == GT_OP_ENCODER_BWD) {
+            MK(EN_DOUT, dt, N * s->C, 1, 0.0f, 1.0f, 5);
+            MK(EN_DWTE, dt, (size_t)s->V * s->C, 1, 0.0f, 1.0f, 6);
+            MK(EN_DWPE, dt, (size_t)s->T * s->C, 1, 0.0f, 1.0f, 7);
+        }
+        break;
+    }
+    case GT_OP_LAYERNORM_FWD:
+    case GT_OP_LAYERNORM_BWD: {
+        size_t n = (size_t)s->N * s->C;
+        MK(LN_INP, dt, n, 1, 0.3f, 1.5f, 10);
+        MK(LN_W, dt, s->C, 1, 1.0f, 0.2f, 11);
+        MK(LN_B, dt, s->C, 1, 0.0f, 0.2f, 12);
+        MK(LN_OUT, dt, n, 0, -1.0f, 1.0f, 13);
+        MK(LN_MEAN, F, s->N, 0, -1.0f, 1.0f, 14);
+        MK(LN_RSTD, F, s->N, 0, -1.0f, 1.0f, 15);
+        if (op == GT_OP_LAYERNORM_BWD) {
+            MK(LN_DOUT, dt, n, 1, 0.0f, 1.0f, 16);
+            MK(LN_DINP, dt, n, 1, 0.0f, 1.0f, 17);
+            MK(LN_DW, dt, s->C, 1, 0.0f, 1.0f, 18);
+            MK(LN_DB, dt, s->C, 1, 0.0f, 1.0f, 19);
+            /* The backward takes the ref's statistics on both sides so that
+             * only the backward is measured (they are fp32 outputs of the
+             * forward): computed on a ref made here when none was given. */
+            gt_backend *r = ref;
+            if (st == GT_OK && !r) {
+                gt_backend_config cfg = {.threads = 1, .device = -1};
+                st = gt_backend_new("ref", &cfg, &r);
+            }
+            if (st == GT_OK) {
+                float *hm = malloc(s->N * sizeof(float)), *hr = malloc(s->N * sizeof(float));
+                float *rin = NULL, *rw = NULL, *rb = NULL, *ro = NULL;
+                if (!hm || !hr || !(rin = malloc(n * 4)) || !(ro = malloc(n * 4))) {
+                    st = GT_ERR(GT_ERR_OOM, "no host memory");
+                } else {
+                    /* ref memory is host memory: run it on the host copies */
+                    gt_kctx kr = {r, F};
+                    rw = c->a[LN_W].h;
+                    rb = c->a[LN_B].h;
+                    memcpy(rin, c->a[LN_INP].h, n * 4);
+                    st = gt_ops_ref.layernorm_fwd(&kr, ro, hm, hr, rin, rw, rb, s->N, s->C, 1e-5f);
+                    if (st == GT_OK)
+                        st = be->copy_to_device(be, c->a[LN_MEAN].d, hm, s->N * sizeof(float));
+                    if (st == GT_OK)
+                        st = be->copy_to_device(be, c->a[LN_RSTD].d, hr, s->N * sizeof(float));
+                    if (st == GT_OK && ref)
+                        st = ref->copy_to_device(ref, c->a[LN_MEAN].r, hm, s->N * sizeof(float));
+                    if (st == GT_OK && ref)
+                        st = ref->copy_to_device(ref, c->a[LN_RSTD].r, hr, s->N * sizeof(float));
+                }
+                free(hm);
+                free(hr);
+                free(rin);
+                free(ro);
+            }
+            if (r != ref) gt_backend_free(r);
+        }
+        break;
+    }
+    case GT_OP_MATMUL_FWD:
+    case GT_OP_MATMUL_BWD:
+        MK(MM_INP, dt, (size_t)s->N * s->C, 1, 0.0f, 1.0f, 20);
+        MK(MM_W, dt, (size_t)s->OC * s->C, 1, 0.0f, 0.05f, 21);
+        MK(MM_B, dt, s->OC, 1, 0.0f, 0.5f, 22);
+        MK(MM_OUT, dt, (size_t)s->N * s->OC, 0, -1.0f, 1.0f, 23);
+        if (op == GT_OP_MATMUL_BWD) {
+            MK(MM_DOUT, dt, (size_t)s->N * s->OC, 1, 0.0f, 1.0f, 24);
+            MK(MM_DINP, dt, (size_t)s->N * s->C, 1, 0.0f, 1.0f, 25);
+            MK(MM_DW, dt, (size_t)s->OC * s->C, 1, 0.0f, 1.0f, 26);
+            MK(MM_DB, dt, s->OC, 1, 0.0f, 1.0f, 27);
+        }
+        break;
+    case GT_OP_ATTENTION_FWD:
+    case GT_OP_ATTENTION_BWD: {
+        size_t nqkv = (size_t)s->B * s->T * 3 * s->C, nout = (size_t)s->B * s->T * s->C;
+        size_t natt = (size_t)s->B * s->NH * s->T * s->T;
+        MK(AT_QKV, dt, nqkv, 1, 0.0f, 1.0f, 30);
+        MK(AT_OUT, dt, nout, 0, -1.0f, 1.0f, 31);
+        MK(AT_ATT, F, natt, 0, -1.0f, 1.0f, 32);
+        if (op == GT_OP_ATTENTION_BWD) {
+            MK(AT_DOUT, dt, nout, 1, 0.0f, 1.0f, 33);
+            MK(AT_DQKV, dt, nqkv, 1, 0.0f, 1.0f, 34);
+            /* Each backend's backward reads its own forward's saved state. */
+            if (st == GT_OK && !be->ops->attention_fwd)
+                st = GT_ERR(GT_ERR_UNSUPPORTED,
+                            "attention_bwd needs attention_fwd's saved state: empty slot on %s",
+                            be->name);
+            if (st == GT_OK) st = call(c, 0, GT_OP_ATTENTION_FWD, 0);
+            if (st == GT_OK && ref) {
+                st = call(c, 1, GT_OP_ATTENTION_FWD, 0);
+                if (st != GT_OK) st = GT_ERR(GT_ERR_INVALID, "ref attention_fwd: %s", gt_last_error());
+            }
+        }
+        break;
+    }
+    case GT_OP_GELU_FWD:
+    case GT_OP_GELU_BWD:
+    case GT_OP_RESIDUAL_FWD:
+    case GT_OP_RESIDUAL_BWD:
+        MK(PW_X, dt, s->n, 1, 0.0f, 3.0f, 40);
+        MK(PW_Y, dt, s->n, 1, 0.0f, 1.0f, 41);
+        MK(PW_OUT, dt, s->n, 0, -1.0f, 1.0f, 42);
+        if (op == GT_OP_GELU_BWD) MK(PW_DINP, dt, s->n, 1, 0.0f, 1.0f, 43);
+        if (op == GT_OP_RESIDUAL_FWD) MK(PW_A, dt, s->n, 1, 0.0f, 1.0f, 44);
+        if (op == GT_OP_RESIDUAL_BWD) {
+            MK(PW_DA, dt, s->n, 1, 0.0f, 1.0f, 45);
+            MK(PW_DB, dt, s->n, 1, 0.0f, 1.0f, 46);
+        }
+        break;
+    case GT_OP_CLASSIFIER_FWD:
+    case GT_OP_CLASSIFIER_BWD: {
+        size_t n = (size_t)s->N * s->Vp;
+        st = mk_ids(c, CL_TG, s->N, s->V, 50);
+        MK(CL_LOGITS, dt, n, 1, 0.0f, 2.0f, 51);
+        MK(CL_LOSSES, F, s->N, 0, -1.0f, 1.0f, 52);
+        if (op == GT_OP_CLASSIFIER_BWD) {
+            MK(CL_DL, dt, n, 0, -5.0f, 5.0f, 53); /* overwritten: garbage in */
+            MK(CL_LOGITS2, dt, n, 1, 0.0f, 2.0f, 51); /* the in-place check's own copy */
+        }
+        break;
+    }
+    case GT_OP_ADAMW:
+    case GT_OP_SUMSQ:
+        MK(OP_G, dt, s->n, 1, 0.0f, 1.0f, 60);
+        if (op == GT_OP_ADAMW) {
+            MK(OP_P, F, s->n, 1, 0.0f, 0.1f, 61);
+            MK(OP_M, F, s->n, 1, 0.0f, 0.1f, 62);
+            MK(OP_V, F, s->n, 0, 0.0f, 0.02f, 63);
+        }
+        break;
+    default: st = GT_ERR(GT_ERR_INVALID, "unknown op"); break;
+    }
+#undef MK
+    if (st != GT_OK) {
+        gt_kcase_free(c);
+        return st;
+    }
+    *out = c;
+    return GT_OK;
+}
+
+/* ---- comparison ---------------------------------------------------------------- */
+
+static gt_tolerance scaled(gt_tolerance tol, double rtol_mul, double atol_mul) {
+    tol.rtol *= rtol_mul;
+    tol.atol *= atol_mul;
+    return tol;
+}
+
+/* |g - w| <= atol + rtol |w| + extra[i] (extra may be NULL: the per-element
+ * allowance of a reduction bound). */
+static void compare(gt_kcheck *k, const char *what, const float *got, const float *want, size_t n,
+                    gt_tolerance tol, const double *extra) {
+    memset(k, 0, sizeof *k);
+    k->what = what;
+    k->tol = tol;
+    k->n = n;
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], w = want[i];
+        double err = fabs(g - w);
+        double lim = tol.atol + tol.rtol * fabs(w) + (extra ? extra[i] : 0.0);
+        int both_nan = isnan(g) && isnan(w);
+        if (!both_nan && (isnan(g) != isnan(w) || !(err <= lim))) {
+            if (!k->bad) {
+                k->first_bad = i;
+                k->got_first = g;
+                k->want_first = w;
+            }
+            k->bad++;
+        }
+        if (!both_nan) {
+            double ratio = isnan(err) ? INFINITY : err / lim;
+            if (ratio > k->worst) k->worst = ratio;
+        }
+        if (err > k->max_abs) k->max_abs = err;
+        if (w != 0.0 && err / fabs(w) > k->max_rel) k->max_rel = err / fabs(w);
+    }
+}
+
+/* Downloads array i from both backends and compares. */
+static gt_status check_arr(gt_kcase *c, gt_kcheck *k, const char *what, int i, gt_tolerance tol,
+                           const double *extra) {
+    kc_arr *x = &c->a[i];
+    float *g = malloc(x->n ? x->n * 4 : 1), *w = malloc(x->n ? x->n * 4 : 1);
+    gt_status s = (g && w) ? GT_OK : GT_ERR(GT_ERR_OOM, "no host memory");
+    if (s == GT_OK) s = download(c->be, x->dt, x->d, x->n, g);
+    if (s == GT_OK) s = download(c->ref, GT_DTYPE_FP32, x->r, x->n, w);
+    if (s == GT_OK) compare(k, what, g, w, x->n, tol, extra);
+    free(g);
+    free(w);
+    return s;
+}
+
+/* The bound of a length-K fp32 dot product: |err| <= K u sum|a||b|
+ * (Higham, Accuracy and Stability, 3.1). sum|a||b| is the ref product of
+ * the absolute values, computed per output element. which: 0 out, 1 dinp,
+ * 2 dweight. */
+static double *abs_bound(gt_kcase *c, int which) {
+    const gt_kshape *s = &c->sh;
+    int N = s->N, C = s->C, OC = s->OC;
+    gt_kctx kr = {c->ref, GT_DTYPE_FP32};
+    const float *inp = c->a[MM_INP].h, *w = c->a[MM_W].h;
+    const float *dout = which ? c->a[MM_DOUT].h : NULL, *bias = s->bias ? c->a[MM_B].h : NULL;
+    size_t nin = (size_t)N * C, nw = (size_t)OC * C, nout = (size_t)N * OC;
+    size_t nres = which == 0 ? nout : which == 1 ? nin : nw;
+    int K = which == 0 ? C : which == 1 ? OC : N;
+    float *ai = malloc(nin * 4), *aw = malloc(nw * 4), *ad = malloc(nout * 4);
+    float *ab = malloc((size_t)OC * 4), *res = calloc(nres, 4);
+    float *d_in = calloc(nin, 4), *d_w = calloc(nw, 4);
+    double *extra = malloc(nres * sizeof(double));
+    if (!ai || !aw || !ad || !ab || !res || !d_in || !d_w || !extra) {
+        free(extra);
+        extra = NULL;
+        goto done;
+    }
+    for (size_t i = 0; i < nin; i++) ai[i] = fabsf(inp[i]);
+    for (size_t i = 0; i < nw; i++) aw[i] = fabsf(w[i]);
+    for (size_t i = 0; i < nout; i++) ad[i] = dout ? fabsf(dout[i]) : 0.0f;
+    for (int i = 0; i < OC; i++) ab[i] = bias ? fabsf(bias[i]) : 0.0f;
+    if (which == 0)
+        gt_ops_ref.matmul_fwd(&kr, res, ai, aw, bias ? ab : NULL, N, C, OC);
+    else if (which == 1)
+        gt_ops_ref.matmul_bwd(&kr, res, d_w, NULL, ad, ai, aw, N, C, OC);
+    else
+        gt_ops_ref.matmul_bwd(&kr, d_in, res, NULL, ad, ai, aw, N, C, OC);
+    for (size_t i = 0; i < nres; i++) extra[i] = (K + 2) * U32 * res[i];
+done:
+    free(ai);
+    free(aw);
+    free(ad);
+    free(ab);
+    free(res);
+    free(d_in);
+    free(d_w);
+    return extra;
+}
+
+/* Runs `op` (variant inplace) on both sides; GT_ERR_UNSUPPORTED passes
+ * through from the backend, a ref failure is an error of its own. */
+static gt_status run_both(gt_kcase *c, int inplace) {
+    gt_status sr = call(c, 1, c->op, inplace);
+    if (sr != GT_OK) return GT_ERR(sr == GT_ERR_UNSUPPORTED ? GT_ERR_INVALID : sr,
+                                   "ref %s failed: %s", gt_op_name(c->op), gt_last_error());
+    gt_status sb = call(c, 0, c->op, inplace);
+    if (sb == GT_OK) sb = c->be->synchronize(c->be);
+    return sb;
+}
+
+gt_status gt_kcase_check(gt_kcase *c, gt_kcheck ck[GT_KCHECK_MAX], int *n) {
+    *n = 0;
+    if (!c->ref) return GT_ERR(GT_ERR_INVALID, "gt_kcase_check: case built without a ref backend");
+    const gt_kshape *s = &c->sh;
+    gt_tolerance tol = gt_dtype_tolerance(c->dt);
+    gt_tolerance tf = gt_dtype_tolerance(GT_DTYPE_FP32);
+    gt_status st = run_both(c, 0);
+    if (st != GT_OK) return st;
+    switch (c->op) {
+    case GT_OP_ENCODER_FWD: st = check_arr(c, &ck[(*n)++], "out", EN_OUT, tol, NULL); break;
+    case GT_OP_ENCODER_BWD: {
+        /* A token repeated r times is summed in fp32 with r roundings; the
+         * ref rounds once. Bound: r u sum|terms|; with r <= B*T and
+         * |dout| ~ N(0,1) we allow (B*T) u * 4 sqrt(B*T) on top of atol. */
+        double N = (double)s->B * s->T;
+        gt_tolerance tb = tol;
+        tb.atol += N * U32 * 4.0 * sqrt(N);
+        st = check_arr(c, &ck[(*n)++], "dwte", EN_DWTE, tb, NULL);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "dwpe", EN_DWPE, tb, NULL);
+        break;
+    }
+    case GT_OP_LAYERNORM_FWD:
+        /* out = norm * w + b: norm carries the rounding of mean and rstd
+         * (fp32) times |x - mean| rstd, up to ~4 for normal inputs. */
+        st = check_arr(c, &ck[(*n)++], "out", LN_OUT, scaled(tol, 4.0, 1.0), NULL);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "mean", LN_MEAN, tf, NULL);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "rstd", LN_RSTD, tf, NULL);
+        break;
+    case GT_OP_LAYERNORM_BWD: {
+        /* dinp: dnorm - mean(dnorm) - norm mean(dnorm norm) cancels; each
+         * term is O(|dout| |w| |norm|) ~ 16 at 4 sigma: 16 u per ulp of the
+         * terms times a few roundings. */
+        gt_tolerance td = tol;
+        td.atol += 16.0 * 8.0 * U32;
+        st = check_arr(c, &ck[(*n)++], "dinp", LN_DINP, td, NULL);
+        /* dweight/dbias: sums over N rows in fp32, N u sum|terms| with
+         * sum|terms| ~ N E|norm dout| (~0.8 N): allow N^2 u. */
+        gt_tolerance tr = tol;
+        tr.atol += (double)s->N * s->N * U32;
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "dweight", LN_DW, tr, NULL);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "dbias", LN_DB, tr, NULL);
+        break;
+    }
+    case GT_OP_MATMUL_FWD: {
+        double *ex = abs_bound(c, 0);
+        st = ex ? check_arr(c, &ck[(*n)++], "out", MM_OUT, tol, ex)
+                : GT_ERR(GT_ERR_OOM, "no host memory for the matmul bound");
+        free(ex);
+        break;
+    }
+    case GT_OP_MATMUL_BWD: {
+        /* The accumulated old value is one more term of each sum. */
+        double *e1 = abs_bound(c, 1), *e2 = abs_bound(c, 2);
+        if (!e1 || !e2) {
+            st = GT_ERR(GT_ERR_OOM, "no host memory for the matmul bound");
+        } else {
+            for (size_t i = 0; i < c->a[MM_DINP].n; i++) e1[i] += 2 * U32 * fabs(c->a[MM_DINP].h[i]);
+            for (size_t i = 0; i < c->a[MM_DW].n; i++) e2[i] += 2 * U32 * fabs(c->a[MM_DW].h[i]);
+            st = check_arr(c, &ck[(*n)++], "dinp", MM_DINP, tol, e1);
+            if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "dweight", MM_DW, tol, e2);
+            if (st == GT_OK && s->bias) {
+                gt_tolerance tr = tol; /* N-term fp32 column sum of N(0,1) */
+                tr.atol += (double)s->N * U32 * 4.0 * s->N;
+                st = check_arr(c, &ck[(*n)++], "dbias", MM_DB, tr, NULL);
+            }
+        }
+        free(e1);
+        free(e2);
+        break;
+    }
+    case GT_OP_ATTENTION_FWD:
+    case GT_OP_ATTENTION_BWD: {
+        /* Scores are length-hs dot products (hs u sum|q||k| ~ hs u hs), whose
+         * error passes through exp into every probability and so into out:
+         * allow 8x rtol and hs-scaled atol. */
+        int hs = s->C / s->NH;
+        gt_tolerance ta = scaled(tol, 8.0, 1.0);
+        ta.atol += (double)hs * U32 * 8.0;
+        if (c->op == GT_OP_ATTENTION_FWD) {
+            st = check_arr(c, &ck[(*n)++], "out", AT_OUT, ta, NULL);
+        } else {
+            /* dk, dv sum over up to T query rows: add T u * hs. */
+            ta.atol += (double)s->T * hs * U32 * 4.0;
+            st = check_arr(c, &ck[(*n)++], "dqkv", AT_DQKV, ta, NULL);
+        }
+        break;
+    }
+    case GT_OP_GELU_FWD:
+        /* GELU: the argument 2u of exp is rounded in fp32, an error of |2u|
+         * ulp relative in exp(-2u), i.e. up to ~8 ulp for |x| < 4 where it
+         * is not absorbed by atol: 4x rtol. */
+        st = check_arr(c, &ck[(*n)++], "out", PW_OUT, scaled(tol, 4.0, 1.0), NULL);
+        break;
+    case GT_OP_GELU_BWD:
+        st = check_arr(c, &ck[(*n)++], "dinp", PW_DINP, scaled(tol, 4.0, 1.0), NULL);
+        break;
+    case GT_OP_RESIDUAL_FWD:
+        st = check_arr(c, &ck[(*n)++], "out", PW_OUT, tol, NULL);
+        if (st == GT_OK) st = run_both(c, 1);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "inplace", PW_A, tol, NULL);
+        break;
+    case GT_OP_RESIDUAL_BWD:
+        st = check_arr(c, &ck[(*n)++], "da", PW_DA, tol, NULL);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "db", PW_DB, tol, NULL);
+        break;
+    case GT_OP_CLASSIFIER_FWD:
+    case GT_OP_CLASSIFIER_BWD: {
+        /* Losses are lse - x_t with lse ~ log V + max: the fp32 sum of V
+         * exponentials (V u relative at worst, sqrt(V) u typically) moves
+         * the loss by that relative amount absolutely; allow sqrt(V) u on top. */
+        gt_tolerance tl = tf;
+        tl.atol += sqrt((double)s->V) * U32 * 8.0;
+        if (c->dt != GT_DTYPE_FP32) tl = tol;
+        /* Probabilities carry exp's few-ulp error plus the fp32 rounding of
+         * x - max (|x - max| ulp relative, up to ~16 for N(0,2) logits). */
+        gt_tolerance tp = scaled(tol, 8.0, 1.0);
+        if (c->op == GT_OP_CLASSIFIER_FWD) {
+            st = check_arr(c, &ck[(*n)++], "losses", CL_LOSSES, tl, NULL);
+        } else {
+            st = check_arr(c, &ck[(*n)++], "dlogits", CL_DL, tp, NULL);
+            if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "losses", CL_LOSSES, tl, NULL);
+            if (st == GT_OK) st = run_both(c, 1);
+            if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "inplace", CL_LOGITS2, tp, NULL);
+        }
+        break;
+    }
+    case GT_OP_ADAMW:
+        st = check_arr(c, &ck[(*n)++], "params", OP_P, tf, NULL);
+        /* v: g^2 and the blend round a few times; m likewise. */
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "m", OP_M, scaled(tf, 2.0, 1.0), NULL);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "v", OP_V, scaled(tf, 2.0, 1.0), NULL);
+        break;
+    case GT_OP_SUMSQ: {
+        /* fp64 accumulation in any fixed order: n 2^-53 relative. */
+        gt_kcheck *k = &ck[(*n)++];
+        double got = c->sumsq[0], want = c->sumsq[1], err = fabs(got - want);
+        double lim = 1e-12 + 1e-9 * fabs(want);
+        memset(k, 0, sizeof *k);
+        k->what = "out";
+        k->tol.rtol = 1e-9;
+        k->tol.atol = 1e-12;
+        k->n = 1;
+        k->max_abs = err;
+        k->max_rel = want != 0.0 ? err / fabs(want) : 0.0;
+        k->worst = isnan(err) ? INFINITY : err / lim;
+        if (!(err <= lim)) {
+            k->bad = 1;
+            k->got_first = got;
+            k->want_first = want;
+        }
+        break;
+    }
+    default: break;
+    }
+    return st;
+}
+
+gt_status gt_kcase_run(gt_kcase *c) { return call(c, 0, c->op, 0); }
+
+/* ---- work per call ------------------------------------------------------------------
+ * FLOPs count the arithmetic of the textbook algorithm (a multiply-add is
+ * 2); transcendental functions count 1. Bytes are what a kernel must read
+ * and write at least once: inputs read, outputs written, accumulated
+ * gradients read and written (2x), in the storage dtype (fp32 for the
+ * always-fp32 state). Defined once here so that every backend is judged
+ * on the same work. */
+
+double gt_kcase_flops(const gt_kcase *c) {
+    const gt_kshape *s = &c->sh;
+    double N = (double)s->N, C = s->C, OC = s->OC, n = (double)s->n;
+    double BT = (double)s->B * s->T;
+    switch (c->op) {
+    case GT_OP_ENCODER_FWD: return BT * C;              /* one add per element */
+    case GT_OP_ENCODER_BWD: return 2.0 * BT * C;        /* two accumulations */
+    case GT_OP_LAYERNORM_FWD: return 8.0 * N * C;       /* mean, var (2), norm (2), scale+shift (2), +1 */
+    case GT_OP_LAYERNORM_BWD: return 14.0 * N * C;
+    case GT_OP_MATMUL_FWD: return 2.0 * N * C * OC + (s->bias ? N * OC : 0.0);
+    case GT_OP_MATMUL_BWD: return 4.0 * N * C * OC + (s->bias ? N * OC : 0.0);
+    case GT_OP_ATTENTION_FWD:
+        /* causal: q k^T and att v over T(T+1)/2 pairs per head, 2 flops
+         * each per head dimension: 2 * 2 * B NH T(T+1)/2 hs = 2 B T(T+1) C,
+         * plus ~5 per score for the softmax */
+        return 2.0 * BT * (s->T + 1) * C + 5.0 * s->B * s->NH * s->T * (s->T + 1) / 2.0;
+    case GT_OP_ATTENTION_BWD: return 2.0 * (2.0 * BT * (s->T + 1) * C) +
+                                     5.0 * s->B * s->NH * s->T * (s->T + 1) / 2.0;
+    case GT_OP_GELU_FWD: return 8.0 * n;
+    case GT_OP_GELU_BWD: return 16.0 * n;
+    case GT_OP_RESIDUAL_FWD: return n;
+    case GT_OP_RESIDUAL_BWD: return 2.0 * n;
+    case GT_OP_CLASSIFIER_FWD: return 3.0 * N * s->V;   /* max, exp, sum */
+    case GT_OP_CLASSIFIER_BWD: return 5.0 * N * s->V;   /* + normalise, subtract */
+    case GT_OP_ADAMW: return 15.0 * n;
+    case GT_OP_SUMSQ: return 2.0 * n;
+    default: return 0.0;
+    }
+}
+
+double gt_kcase_bytes(const gt_kcase *c) {
+    const gt_kshape *s = &c->sh;
+    double e = (double)gt_dtype_size(c->dt);
+    double N = (double)s->N, C = s->C, OC = s->OC, n = (double)s->n;
+    double BT = (double)s->B * s->T;
+    switch (c->op) {
+    case GT_OP_ENCODER_FWD: return e * (3.0 * BT * C) + 4.0 * BT; /* wte row, wpe row, out; ids */
+    case GT_OP_ENCODER_BWD: return e * (BT * C + 2.0 * BT * C + 2.0 * s->T * C) + 4.0 * BT;
+    case GT_OP_LAYERNORM_FWD: return e * (2.0 * N * C + 2.0 * C) + 8.0 * N;
+    case GT_OP_LAYERNORM_BWD: return e * (4.0 * N * C + 5.0 * C) + 8.0 * N; /* dout, inp, dinp rw; w, dw/db rw */
+    case GT_OP_MATMUL_FWD: return e * (N * C + OC * C + N * OC + (s->bias ? OC : 0.0));
+    case GT_OP_MATMUL_BWD:
+        return e * (N * OC + N * C + OC * C + 2.0 * N * C + 2.0 * OC * C + (s->bias ? 2.0 * OC : 0.0));
+    case GT_OP_ATTENTION_FWD: return e * 4.0 * BT * C + 4.0 * s->B * s->NH * (double)s->T * s->T;
+    case GT_OP_ATTENTION_BWD: return e * (BT * C + 3.0 * BT * C + 6.0 * BT * C) +
+                                     4.0 * s->B * s->NH * (double)s->T * s->T;
+    case GT_OP_GELU_FWD: return e * 2.0 * n;
+    case GT_OP_GELU_BWD: return e * 4.0 * n;
+    case GT_OP_RESIDUAL_FWD: return e * 3.0 * n;
+    case GT_OP_RESIDUAL_BWD: return e * 5.0 * n;
+    case GT_OP_CLASSIFIER_FWD: return e * N * s->Vp + 8.0 * N;
+    case GT_OP_CLASSIFIER_BWD: return e * 2.0 * N * s->Vp + 8.0 * N;
+    case GT_OP_ADAMW: return e * n + 24.0 * n; /* grads; params, m, v read and written */
+    case GT_OP_SUMSQ: return e * n;
+    default: return 0.0;
+    }
+}
+
+int gt_kcase_compute_bound(const gt_kcase *c) {
+    return c->op == GT_OP_MATMUL_FWD || c->op == GT_OP_MATMUL_BWD;
+}

@@ -1,0 +1,99 @@
+/* One op at one shape, set up for both conformance (against the ref
+ * backend) and timing: the code shared by the conformance test
+ * (kernels/tests/conformance.c) and the kernels suite (suites/kernels.c).
+ *
+ * A case owns seeded inputs built on the host in fp32 from Philox streams,
+ * rounded to the storage dtype, and copied to the backend under test (in
+ * that dtype, through copy_to_device: any backend's memory) and to the ref
+ * backend (fp32). gt_kcase_check runs the op once on both from that initial
+ * state and compares every output with contract 1's tolerance
+ * |got - want| <= atol + rtol |want| (gt_dtype_tolerance) widened by the
+ * per-op allowances written next to each op in conformance.c, with the
+ * reason. Gradients start from random values, not zero, so "accumulates"
+ * is checked too.
+ *
+ * Units: flops and bytes are per call of the op on the backend under test
+ * (definitions in conformance.c and docs/suites.md). */
+#ifndef GT_KERNELS_CONFORMANCE_H
+#define GT_KERNELS_CONFORMANCE_H
+
+#include <stddef.h>
+
+#include "engine/backend.h"
+#include "engine/dtype.h"
+#include "engine/status.h"
+#include "kernels/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The dimensions an op reads; each op uses its own subset:
+ *   encoder    B, T, C, V          layernorm  N, C
+ *   matmul     N, C, OC, bias      attention  B, T, C, NH
+ *   gelu, residual, sumsq  n       classifier N, V, Vp
+ *   adamw      n, step */
+typedef struct gt_kshape {
+    int B, T, C, OC, NH, V, Vp, N;
+    size_t n;
+    int bias; /* matmul: with a bias vector */
+    int step; /* adamw: step t >= 1 */
+} gt_kshape;
+
+/* The op's shape as a label without spaces ("N256_C768_OC3072",
+ * "N64_C768_OC768_nobias", "n786432"), written to buf; returns buf. */
+const char *gt_kshape_label(gt_op op, const gt_kshape *sh, char *buf, size_t size);
+
+/* The comparison of one output array. */
+typedef struct gt_kcheck {
+    const char *what;       /* "out", "dweight", "inplace", ... (static) */
+    gt_tolerance tol;       /* rtol, atol used (a per-element bound may add to it) */
+    size_t n, bad;          /* elements compared, elements outside the bound */
+    size_t first_bad;       /* index of the first bad element */
+    double got_first, want_first;
+    double max_abs, max_rel; /* max |g - w|, max |g - w| / |w| over w != 0 */
+    double worst;            /* max |g - w| / allowed: <= 1 passes (inf on NaN mismatch) */
+} gt_kcheck;
+
+#define GT_KCHECK_MAX 4
+
+typedef struct gt_kcase gt_kcase;
+
+/* Builds the case: inputs on `be` in storage dtype `dt` and on `ref`
+ * (a ref backend; may be NULL for timing only, then gt_kcase_check is
+ * GT_ERR_INVALID). Backward ops whose input is a forward's saved state run
+ * that forward here (attention_bwd: each backend's own attention_fwd;
+ * layernorm_bwd: the ref's mean/rstd on both sides, so only the backward
+ * is measured). GT_ERR_UNSUPPORTED when the op's slot (or the forward it
+ * needs) is empty on `be`, or `be` declines dt; GT_ERR_OOM; GT_ERR_INVALID
+ * for a bad shape. */
+gt_status gt_kcase_new(gt_backend *be, gt_backend *ref, gt_dtype dt, gt_op op,
+                       const gt_kshape *sh, gt_kcase **out);
+/* Accepts NULL. */
+void gt_kcase_free(gt_kcase *c);
+
+/* Runs the op once on both backends from the initial state (call it before
+ * gt_kcase_run) and compares every output: checks[0 .. *n) (at most
+ * GT_KCHECK_MAX). GT_ERR_UNSUPPORTED when the backend declined (skip),
+ * another status when either run failed (the message says which side). */
+gt_status gt_kcase_check(gt_kcase *c, gt_kcheck checks[GT_KCHECK_MAX], int *n);
+
+/* One more call on the backend under test only, for timing; not
+ * synchronised (call be->synchronize after a batch). Accumulating
+ * backward ops keep accumulating into their gradients, AdamW keeps
+ * stepping: the values stay finite for any practical number of calls and
+ * the work per call is the same. classifier_bwd runs out of place. */
+gt_status gt_kcase_run(gt_kcase *c);
+
+/* Floating-point operations and bytes moved (read + written, the minimum a
+ * kernel must touch once) per call; compute-bound: 1 for matmul (judged
+ * against the SGEMM peak), 0 for memory-bound ops (judged against memory
+ * bandwidth). */
+double gt_kcase_flops(const gt_kcase *c);
+double gt_kcase_bytes(const gt_kcase *c);
+int gt_kcase_compute_bound(const gt_kcase *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

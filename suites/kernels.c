@@ -1,0 +1,439 @@
+/* The kernels suite: every op of the backend's table x dtype x a shape grid,
+ * compared with the ref backend and timed (docs/suites.md, "kernels").
+ *
+ * One result per op x dtype x shape: case "<op>/<dtype>/<shape>". The
+ * comparison and the per-op work (FLOPs, bytes) come from
+ * kernels/conformance.c, shared with the conformance test, so that the
+ * suite and the test can never disagree on what "conforms" means.
+ *
+ * Timing: calls are grouped in batches long enough (>= 1 ms) that the
+ * clock's resolution and the synchronisation do not matter; a sample is a
+ * batch's time per call. Sampling stops once there are >= 10 samples and
+ * >= 0.1 s of them and the samples' relative standard deviation is below
+ * 0.5%, or at the effort's time cap (quick 0.2 s, default 1 s, full 3 s),
+ * or at 5 caps with >= 3 samples for ops slower than a tenth of the cap. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/backend.h"
+#include "engine/timer.h"
+#include "kernels/conformance.h"
+#include "suites/probe.h"
+#include "suites/suite.h"
+
+#define KS_MIN_SAMPLES 10
+#define KS_MIN_SECONDS 0.1
+#define KS_RSD_TARGET 0.005
+#define KS_BATCH_SECONDS 1e-3
+#define KS_MAX_SAMPLES 4096
+
+/* ---- the shape grid --------------------------------------------------------------
+ * `effort`: the lowest effort that runs the shape. `huge`: too slow to time
+ * in a quick run (timed from default on). Each family has tiny and odd
+ * shapes (1, primes, non-multiples of any vector width) for the edges, and
+ * GPT-2 124M's shapes (C 768, NH 12, V 50257 padded to 50304, B 4 T 64,
+ * N = B T = 256) for speed. */
+typedef struct ks_shape {
+    gt_effort effort;
+    int huge;
+    gt_kshape sh;
+} ks_shape;
+
+#define Q GT_EFFORT_QUICK
+#define D GT_EFFORT_DEFAULT
+#define F GT_EFFORT_FULL
+static const ks_shape ks_encoder[] = {
+    {Q, 0, {.B = 1, .T = 1, .C = 1, .V = 1}},
+    {Q, 0, {.B = 3, .T = 17, .C = 65, .V = 11}},
+    {Q, 0, {.B = 4, .T = 64, .C = 768, .V = 1024}},
+    {D, 0, {.B = 4, .T = 64, .C = 768, .V = 50257}},
+};
+static const ks_shape ks_layernorm[] = {
+    {Q, 0, {.N = 1, .C = 1}},
+    {Q, 0, {.N = 17, .C = 65}},
+    {Q, 0, {.N = 256, .C = 768}},
+    {D, 0, {.N = 1024, .C = 768}},
+};
+static const ks_shape ks_matmul[] = {
+    {Q, 0, {.N = 3, .C = 7, .OC = 17, .bias = 1}},
+    {Q, 0, {.N = 17, .C = 64, .OC = 65, .bias = 0}},
+    {Q, 0, {.N = 64, .C = 768, .OC = 768, .bias = 1}},
+    {D, 0, {.N = 256, .C = 768, .OC = 768, .bias = 1}},  /* attproj */
+    {D, 0, {.N = 256, .C = 768, .OC = 2304, .bias = 1}}, /* qkv */
+    {D, 0, {.N = 256, .C = 768, .OC = 3072, .bias = 1}}, /* fc */
+    {D, 0, {.N = 256, .C = 3072, .OC = 768, .bias = 1}}, /* fcproj */
+    {F, 1, {.N = 256, .C = 768, .OC = 50304, .bias = 0}}, /* lm_head */
+};
+static const ks_shape ks_attention[] = {
+    {Q, 0, {.B = 1, .T = 1, .C = 4, .NH = 1}},
+    {Q, 0, {.B = 2, .T = 7, .C = 12, .NH = 3}},
+    {Q, 0, {.B = 4, .T = 64, .C = 768, .NH = 12}},
+    {D, 0, {.B = 4, .T = 256, .C = 768, .NH = 12}},
+    {F, 1, {.B = 4, .T = 1024, .C = 768, .NH = 12}},
+};
+static const ks_shape ks_pointwise[] = {
+    {Q, 0, {.n = 1}},
+    {Q, 0, {.n = 65}},
+    {Q, 0, {.n = 100003}},
+    {Q, 0, {.n = 256 * 3072}}, /* gelu of the fc layer, N256 */
+    {D, 0, {.n = 1024 * 3072}},
+};
+static const ks_shape ks_classifier[] = {
+    {Q, 0, {.N = 1, .V = 1, .Vp = 1}},
+    {Q, 0, {.N = 17, .V = 65, .Vp = 65}},
+    {Q, 0, {.N = 32, .V = 50257, .Vp = 50304}},
+    {D, 0, {.N = 256, .V = 50257, .Vp = 50304}},
+};
+static const ks_shape ks_optim[] = {
+    {Q, 0, {.n = 1, .step = 1}},
+    {Q, 0, {.n = 17, .step = 10}},
+    {Q, 0, {.n = 1000003, .step = 10}},
+    {D, 0, {.n = 10000000, .step = 1}},
+    {F, 1, {.n = 124475904, .step = 1}}, /* every parameter of gpt2-124m */
+};
+#undef Q
+#undef D
+#undef F
+
+static const ks_shape *ks_grid(gt_op op, size_t *n) {
+#define G(a)                                                                               \
+    do {                                                                                   \
+        *n = sizeof a / sizeof a[0];                                                       \
+        return a;                                                                          \
+    } while (0)
+    switch (op) {
+    case GT_OP_ENCODER_FWD:
+    case GT_OP_ENCODER_BWD: G(ks_encoder);
+    case GT_OP_LAYERNORM_FWD:
+    case GT_OP_LAYERNORM_BWD: G(ks_layernorm);
+    case GT_OP_MATMUL_FWD:
+    case GT_OP_MATMUL_BWD: G(ks_matmul);
+    case GT_OP_ATTENTION_FWD:
+    case GT_OP_ATTENTION_BWD: G(ks_attention);
+    case GT_OP_CLASSIFIER_FWD:
+    case GT_OP_CLASSIFIER_BWD: G(ks_classifier);
+    case GT_OP_ADAMW:
+    case GT_OP_SUMSQ: G(ks_optim);
+    default: G(ks_pointwise);
+    }
+#undef G
+}
+
+/* ---- case selection ------------------------------------------------------------
+ * ctx->case_filter selects the case of that exact name, or every case under
+ * a prefix that ends at a '/' boundary: "gelu_fwd" runs every gelu_fwd
+ * shape and dtype, "gelu_fwd/bf16" every bf16 one. */
+static int ks_selected(const char *filter, const char *name) {
+    if (!filter || !*filter) return 1;
+    size_t n = strlen(filter);
+    return !strncmp(filter, name, n) && (name[n] == '\0' || name[n] == '/');
+}
+
+/* "OP:US" of ctx->inject_delay. */
+static gt_status ks_parse_delay(const char *spec, gt_op *op, long *us) {
+    *op = GT_OP_COUNT;
+    *us = 0;
+    if (!spec || !*spec) return GT_OK;
+    const char *colon = strchr(spec, ':');
+    char *end = NULL;
+    if (colon) {
+        errno = 0;
+        *us = strtol(colon + 1, &end, 10);
+    }
+    if (!colon || !end || *end || errno || *us < 0)
+        return GT_ERR(GT_ERR_INVALID, "inject_delay '%s': expected OP:MICROSECONDS", spec);
+    for (int o = 0; o < GT_OP_COUNT; o++) {
+        const char *name = gt_op_name((gt_op)o);
+        if (strlen(name) == (size_t)(colon - spec) && !strncmp(name, spec, (size_t)(colon - spec))) {
+            *op = (gt_op)o;
+            return GT_OK;
+        }
+    }
+    return GT_ERR(GT_ERR_INVALID, "inject_delay '%s': no op of that name", spec);
+}
+
+static void ks_sleep_us(long us) {
+    struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* One timed call: the op, and the injected sleep when this is the slowed op
+ * (the fault the gate's own test must see as "slower"). The sleep is on the
+ * host after the launch: on an asynchronous device it still lengthens every
+ * call by at least itself once it exceeds the kernel's time. */
+static gt_status ks_call(gt_kcase *c, long delay_us) {
+    gt_status s = gt_kcase_run(c);
+    if (delay_us > 0) ks_sleep_us(delay_us);
+    return s;
+}
+
+/* Samples in microseconds per call (see the top for the stop rule). */
+static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, long delay_us, double *us,
+                         size_t *n) {
+    *n = 0;
+    gt_status s;
+    /* Calibrate: grow the batch until one takes KS_BATCH_SECONDS (the
+     * first call alone may be slow: cold caches, lazy initialisation). */
+    long iters = 1;
+    for (;;) {
+        uint64_t t0 = gt_now_ns();
+        for (long i = 0; i < iters; i++)
+            if ((s = ks_call(c, delay_us)) != GT_OK) return s;
+        if ((s = be->synchronize(be)) != GT_OK) return s;
+        double sec = (double)(gt_now_ns() - t0) * 1e-9;
+        if (sec >= KS_BATCH_SECONDS || iters >= 1000000) break;
+        long grow = sec > 0 ? (long)ceil(1.2 * KS_BATCH_SECONDS / sec * iters) : 10 * iters;
+        iters = grow > 2 * iters ? grow : 2 * iters;
+        if (iters > 1000000) iters = 1000000;
+    }
+    double spent = 0.0;
+    while (*n < KS_MAX_SAMPLES) {
+        uint64_t b0 = gt_now_ns();
+        for (long i = 0; i < iters; i++)
+            if ((s = ks_call(c, delay_us)) != GT_OK) return s;
+        if ((s = be->synchronize(be)) != GT_OK) return s;
+        double sec = (double)(gt_now_ns() - b0) * 1e-9;
+        spent += sec;
+        us[(*n)++] = sec / (double)iters * 1e6;
+        if (*n >= KS_MIN_SAMPLES &&
+            ((spent >= KS_MIN_SECONDS && gt_probe_rsd(us, *n) < KS_RSD_TARGET) || spent >= cap_s))
+            break;
+        if (*n >= 3 && spent >= 5.0 * cap_s) break; /* ops slower than cap/10 per call */
+    }
+    return GT_OK;
+}
+
+static void ks_params(gt_result *res, gt_op op, gt_dtype dt, const gt_kshape *s, const char *lb) {
+    gt_result_param_str(res, "op", gt_op_name(op));
+    gt_result_param_str(res, "dtype", gt_dtype_name(dt));
+    gt_result_param_str(res, "shape", lb);
+    switch (op) {
+    case GT_OP_ENCODER_FWD:
+    case GT_OP_ENCODER_BWD:
+        gt_result_param_int(res, "B", s->B);
+        gt_result_param_int(res, "T", s->T);
+        gt_result_param_int(res, "C", s->C);
+        gt_result_param_int(res, "V", s->V);
+        break;
+    case GT_OP_LAYERNORM_FWD:
+    case GT_OP_LAYERNORM_BWD:
+        gt_result_param_int(res, "N", s->N);
+        gt_result_param_int(res, "C", s->C);
+        break;
+    case GT_OP_MATMUL_FWD:
+    case GT_OP_MATMUL_BWD:
+        gt_result_param_int(res, "N", s->N);
+        gt_result_param_int(res, "C", s->C);
+        gt_result_param_int(res, "OC", s->OC);
+        gt_result_param_int(res, "bias", s->bias);
+        break;
+    case GT_OP_ATTENTION_FWD:
+    case GT_OP_ATTENTION_BWD:
+        gt_result_param_int(res, "B", s->B);
+        gt_result_param_int(res, "T", s->T);
+        gt_result_param_int(res, "C", s->C);
+        gt_result_param_int(res, "NH", s->NH);
+        break;
+    case GT_OP_CLASSIFIER_FWD:
+    case GT_OP_CLASSIFIER_BWD:
+        gt_result_param_int(res, "N", s->N);
+        gt_result_param_int(res, "V", s->V);
+        gt_result_param_int(res, "Vp", s->Vp);
+        break;
+    case GT_OP_ADAMW:
+        gt_result_param_int(res, "n", (long long)s->n);
+        gt_result_param_int(res, "step", s->step);
+        break;
+    default: gt_result_param_int(res, "n", (long long)s->n); break;
+    }
+}
+
+typedef struct ks_run {
+    const gt_suite_ctx *ctx;
+    gt_backend *be, *ref;
+    int have_peaks;
+    gt_probe_peaks pk;
+    gt_op delay_op;
+    long delay_us;
+    double cap_s;
+    double *us, *tmp;
+    int done;
+} ks_run;
+
+static void ks_finish(ks_run *r, gt_result *res, const char *name, const char *line) {
+    if (r->ctx->out)
+        fprintf(r->ctx->out, "kernels %-44s %-5s %s\n", name,
+                gt_result_status_name(gt_result_get_status(res)), line);
+    if (r->ctx->out) fflush(r->ctx->out);
+    if (r->ctx->case_done) r->ctx->case_done(r->ctx->case_done_ctx, res);
+    r->done++;
+}
+
+/* One op x dtype x shape: conformance, then speed. Returns non-OK only for
+ * out of memory (the run cannot go on). */
+static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
+    const gt_suite_ctx *ctx = r->ctx;
+    char lb[96], name[160], line[256] = "";
+    gt_kshape_label(op, &ks->sh, lb, sizeof lb);
+    snprintf(name, sizeof name, "%s/%s/%s", gt_op_name(op), gt_dtype_name(dt), lb);
+    if (!ks_selected(ctx->case_filter, name)) return GT_OK;
+    gt_result *res = gt_report_add_result(ctx->rep, "kernels", name, ctx->topology, ctx->backend);
+    ks_params(res, op, dt, &ks->sh, lb);
+
+    if (!gt_ops_slot(r->be->ops, op)) {
+        snprintf(line, sizeof line, "empty slot: %s has no %s", r->be->name, gt_op_name(op));
+        gt_result_set_status(res, GT_RESULT_SKIP, line);
+        ks_finish(r, res, name, line);
+        return GT_OK;
+    }
+    gt_kcase *c = NULL;
+    gt_kcheck ck[GT_KCHECK_MAX];
+    int nck = 0;
+    gt_status s = gt_kcase_new(r->be, r->ref, dt, op, &ks->sh, &c);
+    if (s == GT_OK) s = gt_kcase_check(c, ck, &nck);
+    if (s != GT_OK) {
+        snprintf(line, sizeof line, "%s: %s", gt_status_name(s), gt_last_error());
+        gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR, line);
+        ks_finish(r, res, name, line);
+        gt_kcase_free(c);
+        return s == GT_ERR_OOM ? s : GT_OK;
+    }
+
+    /* Conformance: the worst output decides; detail names each output. */
+    double max_abs = 0.0, max_rel = 0.0, worst = 0.0;
+    size_t bad = 0;
+    char detail[512] = "";
+    size_t dl = 0;
+    for (int i = 0; i < nck; i++) {
+        if (ck[i].max_abs > max_abs) max_abs = ck[i].max_abs;
+        if (ck[i].max_rel > max_rel) max_rel = ck[i].max_rel;
+        if (ck[i].worst > worst || isnan(ck[i].worst)) worst = ck[i].worst;
+        bad += ck[i].bad;
+        if (dl < sizeof detail)
+            dl += (size_t)snprintf(detail + dl, sizeof detail - dl,
+                                   "%s%s: %zu/%zu outside (rtol %.2g atol %.2g), max_abs %.3g",
+                                   i ? "; " : "", ck[i].what, ck[i].bad, ck[i].n, ck[i].tol.rtol,
+                                   ck[i].tol.atol, ck[i].max_abs);
+    }
+    gt_result_metric(res, "max_abs_err", "abs", 0, max_abs, NULL, 0);
+    gt_result_metric(res, "max_rel_err", "rel", 0, max_rel, NULL, 0);
+    gt_result_check(res, "conformance", bad == 0, worst, 1.0, detail);
+    int off = snprintf(line, sizeof line, "err/allowed %.3g", worst);
+
+    /* Speed: never for the oracle; not for huge shapes in a quick run. */
+    int timed = strcmp(r->be->name, "ref") != 0 && !(ks->huge && ctx->effort == GT_EFFORT_QUICK);
+    if (timed && !r->have_peaks) {
+        if ((s = gt_probe_peaks_get(r->be, &r->pk)) != GT_OK) {
+            gt_kcase_free(c);
+            return s == GT_ERR_OOM ? s : GT_OK;
+        }
+        r->have_peaks = 1;
+    }
+    if (timed) {
+        size_t n = 0;
+        long delay = op == r->delay_op ? r->delay_us : 0;
+        s = ks_time(c, r->be, r->cap_s, delay, r->us, &n);
+        if (s != GT_OK) {
+            snprintf(line, sizeof line, "timing: %s: %s", gt_status_name(s), gt_last_error());
+            gt_result_set_status(res, GT_RESULT_ERROR, line);
+        } else {
+            double flops = gt_kcase_flops(c), bytes = gt_kcase_bytes(c);
+            double *gf = r->tmp, *gb = r->tmp + KS_MAX_SAMPLES;
+            for (size_t i = 0; i < n; i++) {
+                gf[i] = flops / (r->us[i] * 1e-6) * 1e-9;
+                gb[i] = bytes / (r->us[i] * 1e-6) * 1e-9;
+            }
+            /* the median of the rates is the rate of the median time */
+            memcpy(gf + 2 * KS_MAX_SAMPLES, r->us, n * sizeof(double));
+            double t_med = gt_probe_median(gf + 2 * KS_MAX_SAMPLES, n);
+            double gf_med = flops / (t_med * 1e-6) * 1e-9, gb_med = bytes / (t_med * 1e-6) * 1e-9;
+            gt_result_metric(res, "time_us", "us", 0, t_med, r->us, n);
+            gt_result_metric(res, "gflops", "GFLOP/s", 1, gf_med, gf, n);
+            gt_result_metric(res, "gbps", "GB/s", 1, gb_med, gb, n);
+            int cb = gt_kcase_compute_bound(c);
+            double peak = cb ? r->pk.peaks.sgemm_gflops : r->pk.mem_gbps;
+            if (peak > 0)
+                gt_result_metric(res, "fraction_of_peak", "fraction", 1,
+                                 (cb ? gf_med : gb_med) / peak, NULL, 0);
+            gt_result_param_str(res, "bound", cb ? "compute" : "memory");
+            if (delay) gt_result_param_int(res, "injected_delay_us", delay);
+            snprintf(line + off, sizeof line - (size_t)off,
+                     "  %10.2f us  %8.2f GFLOP/s  %8.2f GB/s  (%zu samples, rsd %.2f%%)", t_med,
+                     gf_med, gb_med, n, 100.0 * gt_probe_rsd(r->us, n));
+        }
+    }
+    gt_kcase_free(c);
+    ks_finish(r, res, name, line);
+    return GT_OK;
+}
+
+static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
+    /* One rank by max_ranks; a rank without the report does nothing. */
+    if (!ctx->rep) return GT_OK;
+    ks_run r = {.ctx = ctx};
+    gt_status s = ks_parse_delay(ctx->inject_delay, &r.delay_op, &r.delay_us);
+    if (s != GT_OK) return s;
+    r.cap_s = ctx->effort == GT_EFFORT_QUICK ? 0.2 : ctx->effort == GT_EFFORT_FULL ? 3.0 : 1.0;
+    gt_backend_config cfg = {.threads = ctx->threads, .device = -1};
+    s = gt_backend_new(ctx->backend, &cfg, &r.be);
+    if (s != GT_OK) {
+        /* No such backend here: one skipped (or errored) result says why. */
+        gt_result *res = gt_report_add_result(ctx->rep, "kernels", "backend", ctx->topology,
+                                              ctx->backend);
+        char msg[300];
+        snprintf(msg, sizeof msg, "backend %s: %s", ctx->backend, gt_last_error());
+        gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR, msg);
+        ks_finish(&r, res, "backend", msg);
+        return GT_OK;
+    }
+    gt_backend_config rcfg = {.threads = 1, .device = -1};
+    if ((s = gt_backend_new("ref", &rcfg, &r.ref)) != GT_OK) {
+        gt_backend_free(r.be);
+        return s;
+    }
+    r.us = malloc(KS_MAX_SAMPLES * sizeof(double));
+    r.tmp = malloc(3 * KS_MAX_SAMPLES * sizeof(double));
+    if (!r.us || !r.tmp) s = GT_ERR(GT_ERR_OOM, "no host memory");
+    if (ctx->out && s == GT_OK)
+        fprintf(ctx->out, "kernels: %s vs ref, effort %d, time cap %.1f s per case%s%s\n",
+                r.be->describe(r.be), (int)ctx->effort, r.cap_s,
+                r.delay_us ? ", injected delay " : "", r.delay_us ? ctx->inject_delay : "");
+    /* fp32 everywhere; bf16 where the backend's storage can be bf16 (cuda). */
+    gt_dtype dts[2] = {GT_DTYPE_FP32, GT_DTYPE_BF16};
+    int ndt = r.be->device == GT_DEVICE_CUDA ? 2 : 1;
+    for (int d = 0; d < ndt && s == GT_OK; d++)
+        for (int o = 0; o < GT_OP_COUNT && s == GT_OK; o++) {
+            size_t n = 0;
+            const ks_shape *g = ks_grid((gt_op)o, &n);
+            for (size_t i = 0; i < n && s == GT_OK; i++)
+                if (g[i].effort <= ctx->effort) s = ks_case(&r, (gt_op)o, dts[d], &g[i]);
+        }
+    free(r.us);
+    free(r.tmp);
+    gt_backend_free(r.ref);
+    gt_backend_free(r.be);
+    return s;
+}
+
+static void ks_list(FILE *f) {
+    for (int o = 0; o < GT_OP_COUNT; o++)
+        fprintf(f, "  %s/<dtype>/<shape>  conformance vs ref (max abs/rel error), time, GFLOP/s, "
+                   "GB/s, fraction of peak\n",
+                gt_op_name((gt_op)o));
+}
+
+const gt_suite gt_suite_kernels = {
+    .name = "kernels",
+    .description = "every op x dtype x shape: conformance vs the ref backend and speed",
+    .list = ks_list,
+    .min_ranks = 1,
+    .max_ranks = 1,
+    .run = ks_run_suite,
+};

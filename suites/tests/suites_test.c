@@ -1,0 +1,250 @@
+/* suites.suites_test.cpu: the kernels, memory and health suites through the
+ * gt_suite interface, as `gauntlet run` drives them (self communicator,
+ * quick effort, cpu backend), with their results asserted:
+ *   - every kernels result passes conformance and carries timing metrics
+ *     with samples;
+ *   - an injected delay "gelu_fwd:3000" raises gelu_fwd's median time_us by
+ *     at least 3000 us (the fault the gate's own test relies on);
+ *   - the memory suite's checks pass;
+ *   - the health suite's metrics are positive, its MPI cases skipped on 1 rank.
+ * The report API writes and never reads, so the report goes to a temporary
+ * file that this test reads back with jansson (as reports/tests do). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/comm.h"
+#include "engine/timer.h"
+#include "kernels/ops.h"
+#include "reports/report.h"
+#include "suites/suite.h"
+
+static int g_fails;
+
+#define EXPECT(cond, ...)                                                                  \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            g_fails++;                                                                     \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                           \
+            fprintf(stderr, __VA_ARGS__);                                                  \
+            fprintf(stderr, "\n");                                                         \
+        }                                                                                  \
+    } while (0)
+
+static void count_done(void *ctx, gt_result *res) {
+    (void)res;
+    (*(int *)ctx)++;
+}
+
+/* Runs `suite` into a fresh report and returns the report's JSON (caller
+ * json_decref's). *ndone: case_done calls. */
+static json_t *run_suite(const gt_suite *suite, gt_comm *comm, const char *filter,
+                         const char *delay, int *ndone) {
+    char path[] = "/tmp/gt_suites_test_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        perror("mkstemp");
+        exit(2);
+    }
+    close(fd);
+    char *argv[] = {"suites_test", NULL};
+    gt_report *rep = NULL;
+    if (gt_report_new(path, 1, argv, &rep) != GT_OK) {
+        fprintf(stderr, "gt_report_new: %s\n", gt_last_error());
+        exit(2);
+    }
+    *ndone = 0;
+    gt_suite_ctx ctx = {.comm = comm,
+                        .backend = "cpu",
+                        .threads = 0,
+                        .effort = GT_EFFORT_QUICK,
+                        .case_filter = filter,
+                        .rep = rep,
+                        .topology = "1",
+                        .out = stdout,
+                        .inject_delay = delay,
+                        .case_done = count_done,
+                        .case_done_ctx = ndone};
+    uint64_t t0 = gt_now_ns();
+    gt_status s = suite->run(&ctx);
+    printf("-- suite %s%s%s%s: %.1f s\n", suite->name, filter ? " filter " : "",
+           filter ? filter : "", delay ? " (delay injected)" : "",
+           (double)(gt_now_ns() - t0) * 1e-9);
+    EXPECT(s == GT_OK, "%s run: %s: %s", suite->name, gt_status_name(s), gt_last_error());
+    EXPECT(gt_report_write(rep) == GT_OK, "report write: %s", gt_last_error());
+    gt_report_free(rep);
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    unlink(path);
+    if (!root) {
+        fprintf(stderr, "cannot read the report back: %s\n", err.text);
+        exit(2);
+    }
+    return root;
+}
+
+static json_t *results(json_t *root) { return json_object_get(root, "results"); }
+static const char *str(json_t *o, const char *k) {
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "";
+}
+
+static json_t *check_named(json_t *res, const char *name) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(res, "checks"), i, c) if (!strcmp(str(c, "name"), name)) return c;
+    return NULL;
+}
+
+/* median of metric `name` of the result of case `case_name`, -1 if absent */
+static double median_of(json_t *root, const char *case_name, const char *name) {
+    size_t i;
+    json_t *r;
+    json_array_foreach(results(root), i, r) if (!strcmp(str(r, "case"), case_name)) {
+        json_t *m = json_object_get(json_object_get(r, "metrics"), name);
+        json_t *med = json_object_get(m, "median");
+        return med ? json_number_value(med) : -1.0;
+    }
+    return -1.0;
+}
+
+static void test_kernels(gt_comm *comm) {
+    int ndone = 0;
+    json_t *root = run_suite(&gt_suite_kernels, comm, NULL, NULL, &ndone);
+    size_t i, nres = json_array_size(results(root));
+    json_t *r;
+    EXPECT(nres >= (size_t)GT_OP_COUNT * 3, "kernels: %zu results, want >= 3 per op", nres);
+    EXPECT((size_t)ndone == nres, "kernels: case_done called %d times for %zu results", ndone, nres);
+    json_array_foreach(results(root), i, r) {
+        const char *c = str(r, "case");
+        EXPECT(!strcmp(str(r, "suite"), "kernels"), "%s: suite '%s'", c, str(r, "suite"));
+        EXPECT(!strcmp(str(r, "status"), "pass"), "%s: status %s (%s)", c, str(r, "status"),
+               str(r, "message"));
+        json_t *ck = check_named(r, "conformance");
+        EXPECT(ck && json_is_true(json_object_get(ck, "passed")), "%s: conformance check", c);
+        json_t *ms = json_object_get(r, "metrics");
+        EXPECT(json_object_get(ms, "max_abs_err") && json_object_get(ms, "max_rel_err"),
+               "%s: error metrics", c);
+        static const char *const timed[] = {"time_us", "gflops", "gbps"};
+        for (int k = 0; k < 3; k++) {
+            json_t *m = json_object_get(ms, timed[k]);
+            size_t n = json_array_size(json_object_get(m, "samples"));
+            EXPECT(m && n >= 10, "%s: metric %s with %zu samples", c, timed[k], n);
+            EXPECT(json_number_value(json_object_get(m, "value")) > 0, "%s: %s > 0", c, timed[k]);
+        }
+        EXPECT(json_object_get(ms, "fraction_of_peak"), "%s: fraction_of_peak", c);
+        EXPECT(json_object_get(json_object_get(r, "params"), "dtype"), "%s: dtype param", c);
+    }
+    json_decref(root);
+}
+
+/* The baseline is measured just before, on a small shape (~0.4 us a call),
+ * so that the machine's noise (other processes on 2 cores) cannot hide or
+ * fake 3 ms; every gelu_fwd shape must also show the 3 ms floor. */
+static void test_delay(gt_comm *comm) {
+    const char *small = "gelu_fwd/fp32/n65";
+    int ndone = 0;
+    json_t *base = run_suite(&gt_suite_kernels, comm, small, NULL, &ndone);
+    EXPECT(ndone == 1, "filter %s: %d results", small, ndone);
+    json_t *slow = run_suite(&gt_suite_kernels, comm, "gelu_fwd", "gelu_fwd:3000", &ndone);
+    size_t i;
+    json_t *r;
+    EXPECT(json_array_size(results(slow)) >= 3, "delay: %zu gelu_fwd results",
+           json_array_size(results(slow)));
+    json_array_foreach(results(slow), i, r) {
+        const char *c = str(r, "case");
+        EXPECT(!strncmp(c, "gelu_fwd/", 9), "delay: filter let %s through", c);
+        double t1 = median_of(slow, c, "time_us");
+        EXPECT(t1 >= 3000.0, "delay: %s median %.1f us, want >= 3000", c, t1);
+    }
+    double t0 = median_of(base, small, "time_us"), t1 = median_of(slow, small, "time_us");
+    printf("   %s: median %.1f us -> %.1f us with the delay\n", small, t0, t1);
+    EXPECT(t0 > 0 && t1 >= t0 + 3000.0, "delay: %s median %.1f -> %.1f us, want +3000", small, t0,
+           t1);
+    json_decref(base);
+    json_decref(slow);
+}
+
+static void all_checks_pass(json_t *root, const char *suite) {
+    size_t i, j;
+    json_t *r, *c;
+    json_array_foreach(results(root), i, r) {
+        EXPECT(!strcmp(str(r, "status"), "pass"), "%s/%s: status %s (%s)", suite, str(r, "case"),
+               str(r, "status"), str(r, "message"));
+        EXPECT(json_array_size(json_object_get(r, "checks")) > 0, "%s/%s: no checks", suite,
+               str(r, "case"));
+        json_array_foreach(json_object_get(r, "checks"), j, c)
+            EXPECT(json_is_true(json_object_get(c, "passed")), "%s/%s: check %s failed (%g > %g)",
+                   suite, str(r, "case"), str(c, "name"),
+                   json_number_value(json_object_get(c, "value")),
+                   json_number_value(json_object_get(c, "limit")));
+    }
+}
+
+static void test_memory(gt_comm *comm) {
+    int ndone = 0;
+    json_t *root = run_suite(&gt_suite_memory, comm, NULL, NULL, &ndone);
+    EXPECT(json_array_size(results(root)) == 2, "memory: %zu results",
+           json_array_size(results(root)));
+    all_checks_pass(root, "memory");
+    double frag = -1;
+    size_t i;
+    json_t *r;
+    json_array_foreach(results(root), i, r) if (!strcmp(str(r, "case"), "allocator_stress")) {
+        json_t *ms = json_object_get(r, "metrics");
+        frag = json_number_value(json_object_get(json_object_get(ms, "fragmentation_max"), "value"));
+        EXPECT(json_number_value(json_object_get(json_object_get(ms, "raw_allocs"), "value")) > 0,
+               "memory: no raw allocations at all");
+    }
+    EXPECT(frag >= 0.0 && frag <= 1.0, "memory: fragmentation_max %g", frag);
+    json_decref(root);
+}
+
+static void test_health(gt_comm *comm) {
+    int ndone = 0;
+    json_t *root = run_suite(&gt_suite_health, comm, NULL, NULL, &ndone);
+    size_t i;
+    const char *k;
+    json_t *r, *m;
+    int measured = 0;
+    json_array_foreach(results(root), i, r) {
+        const char *c = str(r, "case");
+        if (!strncmp(c, "mpi_", 4) || !strcmp(c, "gpu_clocks")) {
+            EXPECT(!strcmp(str(r, "status"), "skip"), "health/%s: %s on 1 rank / cpu", c,
+                   str(r, "status"));
+            continue;
+        }
+        EXPECT(!strcmp(str(r, "status"), "pass"), "health/%s: %s (%s)", c, str(r, "status"),
+               str(r, "message"));
+        json_object_foreach(json_object_get(r, "metrics"), k, m) {
+            if (!strcmp(k, "rank_spread")) continue;
+            EXPECT(json_number_value(json_object_get(m, "value")) > 0, "health/%s: %s = %g", c, k,
+                   json_number_value(json_object_get(m, "value")));
+            measured++;
+        }
+    }
+    EXPECT(measured >= 5, "health: %d metrics", measured);
+    json_decref(root);
+}
+
+int main(void) {
+    gt_comm_config cfg = gt_comm_defaults();
+    cfg.backend = "self";
+    gt_comm *comm = NULL;
+    if (gt_comm_world(&cfg, &comm) != GT_OK) {
+        fprintf(stderr, "gt_comm_world: %s\n", gt_last_error());
+        return 2;
+    }
+    uint64_t t0 = gt_now_ns();
+    test_kernels(comm);
+    test_delay(comm);
+    test_memory(comm);
+    test_health(comm);
+    gt_comm_free(comm);
+    printf("suites_test: %d failure(s), %.1f s\n", g_fails, (double)(gt_now_ns() - t0) * 1e-9);
+    return g_fails ? 1 : 0;
+}
