@@ -22,6 +22,7 @@ const char *const gt_compare_excluded_params[] = {
     "final_params_fnv1a64", /* digest of the final weights: a numerics change shows here */
     "num_params",           /* derived from the model config */
     "source_entropy",       /* measured on the synthetic source */
+    "injected_delay_us",    /* run --inject-delay: the slowed case must meet its baseline */
     NULL,
 };
 

@@ -122,22 +122,23 @@ static gt_status hs_bandwidth(const gt_suite_ctx *ctx, int threads) {
 /* Ping-pong between rank 0 and rank size-1 (the farthest pair in the
  * usual placement); the other ranks only wait at the barriers. A sample is
  * `iters` round trips; one-way time = round trip / 2. */
-static gt_status hs_pingpong(const gt_suite_ctx *ctx, size_t bytes, int nsamples, int iters,
+/* count: fp32 elements per message */
+static gt_status hs_pingpong(const gt_suite_ctx *ctx, size_t count, int nsamples, int iters,
                              double *samples) {
     gt_comm *c = ctx->comm;
     int rank = gt_comm_rank(c), last = gt_comm_size(c) - 1;
-    char *buf = calloc(bytes, 1);
+    float *buf = calloc(count ? count : 1, sizeof(float));
     if (!buf) return GT_ERR(GT_ERR_OOM, "no host memory");
     gt_status s = gt_comm_barrier(c, NULL);
     for (int k = -1; k < nsamples && s == GT_OK; k++) { /* k = -1: warm-up */
         uint64_t t0 = gt_now_ns();
         for (int i = 0; i < iters && s == GT_OK; i++) {
             if (rank == 0) {
-                s = gt_comm_send(c, buf, bytes, GT_DTYPE_FP32, last, HS_PP_TAG, NULL);
-                if (s == GT_OK) s = gt_comm_recv(c, buf, bytes, GT_DTYPE_FP32, last, HS_PP_TAG, NULL);
+                s = gt_comm_send(c, buf, count, GT_DTYPE_FP32, last, HS_PP_TAG, NULL);
+                if (s == GT_OK) s = gt_comm_recv(c, buf, count, GT_DTYPE_FP32, last, HS_PP_TAG, NULL);
             } else if (rank == last) {
-                s = gt_comm_recv(c, buf, bytes, GT_DTYPE_FP32, 0, HS_PP_TAG, NULL);
-                if (s == GT_OK) s = gt_comm_send(c, buf, bytes, GT_DTYPE_FP32, 0, HS_PP_TAG, NULL);
+                s = gt_comm_recv(c, buf, count, GT_DTYPE_FP32, 0, HS_PP_TAG, NULL);
+                if (s == GT_OK) s = gt_comm_send(c, buf, count, GT_DTYPE_FP32, 0, HS_PP_TAG, NULL);
             }
         }
         double one_way = (double)(gt_now_ns() - t0) * 1e-9 / iters / 2.0;
