@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -65,6 +66,27 @@ static void read_mem(gt_env *e) {
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
     e->mem_total_gib = (pages > 0 && psize > 0) ? (double)pages * psize / (1024.0 * 1024 * 1024)
                                                  : 0.0;
+}
+
+/* sched_getaffinity as ranges: the rank-to-core binding of this process. */
+static void read_affinity(gt_env *e) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        snprintf(e->affinity, sizeof e->affinity, "unknown");
+        return;
+    }
+    size_t len = 0;
+    e->affinity[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE && len + 16 < sizeof e->affinity; c++) {
+        if (!CPU_ISSET(c, &set)) continue;
+        int d = c;
+        while (d + 1 < CPU_SETSIZE && CPU_ISSET(d + 1, &set)) d++;
+        len += (size_t)snprintf(e->affinity + len, sizeof e->affinity - len, "%s%d", len ? "," : "",
+                                c);
+        if (d > c) len += (size_t)snprintf(e->affinity + len, sizeof e->affinity - len, "-%d", d);
+        c = d;
+    }
 }
 
 static void read_git(gt_env *e) {
@@ -160,6 +182,7 @@ gt_status gt_env_collect(gt_env *e) {
     snprintf(e->build_type, sizeof e->build_type, "%s", GT_BUILD_TYPE);
     snprintf(e->gauntlet_version, sizeof e->gauntlet_version, "%s", GT_VERSION);
     read_git(e);
+    read_affinity(e);
 #if GT_HAVE_BLAS
     snprintf(e->blas, sizeof e->blas, "%s (%s)", GT_BLAS_DESC, openblas_get_config());
 #else

@@ -33,6 +33,7 @@ typedef struct gt_env {
     char mpi[GT_ENV_STR];         /* library version string or "absent" */
     char hwloc[64];
     char cuda[GT_ENV_STR];        /* "compiled for 13.0 (sm 80;90)" or "absent" */
+    char affinity[192];           /* CPUs this process may run on, "0-3,8" */
     char topology_digest[72];     /* hex digest of the hwloc topology XML ("" without hwloc) */
     char *topology_xml;           /* owned, NULL without hwloc */
     int n_vars;

@@ -1,6 +1,7 @@
 #include "harness/cli.h"
 
 #include "engine/comm.h"
+#include "engine/env.h"
 #include "reports/report.h"
 
 #include <errno.h>
@@ -153,4 +154,28 @@ void gt_watchdog_report(gt_report *rep, const char *suite, const char *case_name
     snprintf(g_watch.topology, sizeof g_watch.topology, "%s", topology);
     snprintf(g_watch.backend, sizeof g_watch.backend, "%s", backend);
     gt_comm_set_timeout_handler(on_watchdog, NULL);
+}
+
+int gt_report_binding(gt_report *rep, gt_comm *comm) {
+    enum { LEN = 512 };
+    gt_env e;
+    gt_env_collect(&e);
+    int n = gt_comm_size(comm);
+    char mine[LEN];
+    snprintf(mine, sizeof mine, "%s %s", e.host, e.affinity);
+    gt_env_release(&e);
+    char *all = calloc((size_t)n, LEN);
+    const char **rows = calloc((size_t)n, sizeof *rows);
+    int ok = all && rows &&
+             gt_comm_allgather(comm, mine, all, LEN / 4, GT_DTYPE_INT32, NULL) == GT_OK;
+    if (ok && rep) {
+        for (int i = 0; i < n; i++) {
+            all[(size_t)i * LEN + LEN - 1] = '\0';
+            rows[i] = all + (size_t)i * LEN;
+        }
+        gt_report_set_binding(rep, rows, n);
+    }
+    free(all);
+    free(rows);
+    return ok;
 }

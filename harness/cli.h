@@ -55,6 +55,11 @@ struct gt_report;
 void gt_watchdog_report(struct gt_report *rep, const char *suite, const char *case_name,
                         const char *topology, const char *backend);
 
+/* Gathers every rank's host and CPU binding into rank 0's report
+ * (collective over comm). */
+struct gt_comm;
+int gt_report_binding(struct gt_report *rep, struct gt_comm *comm);
+
 int gt_cmd_train(int argc, char **argv);
 int gt_cmd_list(int argc, char **argv);
 int gt_cmd_env(int argc, char **argv);

@@ -407,6 +407,7 @@ int gt_cmd_run(int argc, char **argv) {
         gt_report_set_env(rep, &env, NULL);
         have_env = 1;
     }
+    gt_report_binding(rank == 0 ? rep : NULL, comm);
     /* fail early on an unwritable destination, and tell every rank */
     int32_t bad = 0;
     if (path && gt_report_write(rep) != GT_OK) {

@@ -307,6 +307,7 @@ int gt_cmd_train(int argc, char **argv) {
     gt_env env;
     gt_env_collect(&env);
     gt_report_set_env(rep, &env, NULL);
+    gt_report_binding(rank == 0 ? rep : NULL, comm);
     /* fail early on an unwritable destination, before any training */
     if (report_path && (s = gt_report_write(rep)) != GT_OK) {
         gt_env_release(&env);

@@ -109,6 +109,7 @@ void gt_report_set_env(gt_report *r, const gt_env *e, const gt_peaks *peaks) {
     json_object_set_new(sw, "cuda", json_string(e->cuda));
     json_object_set_new(env, "software", sw);
     json_object_set_new(env, "topology_digest", str_or_null(e->topology_digest));
+    json_object_set_new(env, "affinity", json_string(e->affinity));
     json_object_set_new(env, "topology_xml", str_or_null(e->topology_xml));
     json_t *vars = json_object();
     for (int i = 0; i < e->n_vars; i++) {
@@ -132,6 +133,21 @@ void gt_report_set_env(gt_report *r, const gt_env *e, const gt_peaks *peaks) {
     json_object_set_new(r->root, "env", env);
     json_object_set_new(json_object_get(r->root, "run"), "git_revision",
                         json_string(e->git_revision));
+}
+
+void gt_report_set_binding(gt_report *r, const char *const *per_rank, int n) {
+    json_t *env = json_object_get(r->root, "env");
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_object();
+        char host[128] = "", cpus[192] = "";
+        sscanf(per_rank[i], "%127s %191s", host, cpus);
+        json_object_set_new(o, "rank", json_integer(i));
+        json_object_set_new(o, "host", json_string(host));
+        json_object_set_new(o, "cpus", json_string(cpus));
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(env, "binding", arr);
 }
 
 gt_result *gt_report_add_result(gt_report *r, const char *suite, const char *case_name,

@@ -47,6 +47,9 @@ void gt_report_free(gt_report *r);
 /* Records the environment fingerprint (and measured peaks when not NULL). */
 void gt_report_set_env(gt_report *r, const gt_env *env, const gt_peaks *peaks);
 
+/* The rank-to-core binding: entry r is "host cpus" of world rank r. */
+void gt_report_set_binding(gt_report *r, const char *const *per_rank, int n);
+
 /* A new result (owned by the report). status starts as pass; a failed check
  * turns it to fail. */
 gt_result *gt_report_add_result(gt_report *r, const char *suite, const char *case_name,
