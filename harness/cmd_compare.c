@@ -16,6 +16,8 @@ static void compare_usage(FILE *f) {
             "\n"
             "  --threshold X   smallest change of the medians that counts: 5%% (default) or\n"
             "                  0.05\n"
+            "  --loss-rtol X   loss curves (series loss) may differ by this relative amount\n"
+            "                  at any step (default 0.02); beyond it: a failed check\n"
             "  --alpha X       significance level (default 0.05) for the whole report: p-values\n"
             "                  are corrected for the number of metrics (Holm)\n"
             "  --per-metric-alpha  no correction: alpha applies to each metric alone (with\n"
@@ -67,6 +69,8 @@ int gt_cmd_compare(int argc, char **argv) {
             return GT_EXIT_OK;
         } else if (gt_opt(&a, "--threshold", &v, &err)) {
             err |= !parse_threshold(&a, v, &opt.threshold);
+        } else if (gt_opt(&a, "--loss-rtol", &v, &err)) {
+            err |= !gt_parse_double(&a, "--loss-rtol", v, 0.0, 1e6, &opt.loss_rtol);
         } else if (gt_opt(&a, "--alpha", &v, &err)) {
             err |= !gt_parse_double(&a, "--alpha", v, 1e-12, 0.5, &opt.alpha);
         } else if (gt_opt(&a, "--junit", &v, &err)) {

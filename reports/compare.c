@@ -34,7 +34,8 @@ const char *gt_verdict_name(gt_verdict v) {
 }
 
 gt_compare_options gt_compare_defaults(void) {
-    return (gt_compare_options){.threshold = 0.05, .alpha = 0.05, .correction = GT_CORRECTION_HOLM};
+    return (gt_compare_options){
+        .threshold = 0.05, .alpha = 0.05, .correction = GT_CORRECTION_HOLM, .loss_rtol = 0.02};
 }
 
 static int is_excluded(const char *key) {
@@ -624,6 +625,47 @@ static int compare_result(gt_compare *c, cmp_result *r) {
     json_object_foreach(mn, name, m) {
         if (json_object_get(mb, name)) continue;
         if (add_metric(r, name, NULL, m, &c->opt)) return -1;
+    }
+    /* the loss curve against BASE's: the same run on another stack must
+     * train the same way; bitwise equality is reported, a deviation beyond
+     * loss_rtol at any step is a failed check */
+    json_t *lb = r->base ? json_object_get(json_object_get(r->base, "series"), "loss") : NULL;
+    json_t *ln = json_object_get(json_object_get(r->nw, "series"), "loss");
+    size_t nl = json_array_size(lb);
+    if (nl > 0 && nl == json_array_size(ln)) {
+        double worst = 0;
+        size_t at = 0;
+        for (size_t s_ = 0; s_ < nl; s_++) {
+            double x = json_number_value(json_array_get(lb, s_));
+            double y = json_number_value(json_array_get(ln, s_));
+            double d = x == y ? 0.0 : fabs(x - y) / fmax(fabs(x), 1e-30);
+            if (!(d <= worst)) {
+                worst = d;
+                at = s_;
+            }
+        }
+        if (worst == 0) {
+            append_note(r, "loss curve: bitwise identical to BASE over %zu steps", nl);
+        } else {
+            append_note(r, "loss curve: largest relative difference %.3g at step %zu (limit %g)",
+                        worst, at + 1, c->opt.loss_rtol);
+            if (!(worst <= c->opt.loss_rtol)) {
+                cmp_check *n = realloc(r->ck, (r->nck + 1) * sizeof *n);
+                if (!n) return -1;
+                r->ck = n;
+                r->ck[r->nck++] = (cmp_check){.name = "loss_curve",
+                                              .detail = "per-step loss within loss_rtol of BASE",
+                                              .base_state = 1,
+                                              .new_state = 0,
+                                              .value = worst,
+                                              .limit = c->opt.loss_rtol};
+                r->failed_checks++;
+                k->failed_checks++;
+            }
+        }
+    } else if (nl > 0 && json_array_size(ln) > 0) {
+        append_note(r, "loss curve: %zu steps in BASE, %zu in NEW: not compared", nl,
+                    json_array_size(ln));
     }
     /* measured params that changed: not failures, but worth seeing (a new
      * weights digest means the numerics changed) */

@@ -72,6 +72,8 @@ typedef struct gt_compare_options {
     double threshold; /* smallest relative change of the medians that matters (0.05) */
     double alpha;     /* significance level (0.05), for the whole report with HOLM */
     gt_compare_correction correction;
+    double loss_rtol; /* loss curves (series "loss") of a matched result may differ by at
+                         most this relative amount at any step (0.02) */
 } gt_compare_options;
 
 gt_compare_options gt_compare_defaults(void);

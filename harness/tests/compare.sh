@@ -54,6 +54,13 @@ if command -v xmllint >/dev/null; then
 fi
 ls "$tmp" | grep -q '\.tmp\.' && { echo "FAIL: temporary JUnit file left"; fails=$((fails + 1)); }
 
+# the loss curve: 0.1% off is within --loss-rtol 0.02, 5% off is a failed check
+"$edit" "$tmp/a.json" "$tmp/near.json" --scale-series loss 1.001
+expect 0 "loss curve: largest relative difference" -- "$g" compare "$tmp/a.json" "$tmp/near.json"
+"$edit" "$tmp/a.json" "$tmp/far.json" --scale-series loss 1.05
+expect 3 "loss_curve" -- "$g" compare "$tmp/a.json" "$tmp/far.json"
+expect 0 "NEW may ship" -- "$g" compare "$tmp/a.json" "$tmp/far.json" --loss-rtol 0.1
+
 # a failed check in NEW; a result gone from NEW
 "$edit" "$tmp/a.json" "$tmp/fail.json" --fail-check finite_loss
 expect 3 "check finite_loss FAILED in NEW" -- "$g" compare "$tmp/a.json" "$tmp/fail.json"

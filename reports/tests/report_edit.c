@@ -1,7 +1,8 @@
 /* Makes a NEW report from a real one for the compare tests, so that the
  * verdicts they expect do not depend on timing noise.
  * usage: report_edit IN.json OUT.json [--scale-metric NAME FACTOR]...
- *            [--fail-check NAME]... [--drop-case CASE]... [--schema-version N]
+ *            [--scale-series NAME FACTOR]... [--fail-check NAME]... [--drop-case CASE]...
+ *            [--schema-version N]
  * --scale-metric multiplies value, samples, min, median and max of metric NAME
  * in every result; --fail-check sets passed=false on check NAME and the
  * result's status to fail; --drop-case removes the results of case CASE.
@@ -52,6 +53,19 @@ int main(int argc, char **argv) {
                     json_object_set(m, "min", hi);
                     json_object_set_new(m, "max", lo);
                 }
+            }
+            i += 2;
+        } else if (strcmp(argv[i], "--scale-series") == 0 && i + 2 < argc) {
+            /* every value of series NAME after the first times FACTOR */
+            const char *name = argv[i + 1];
+            double f = atof(argv[i + 2]);
+            size_t k;
+            json_t *r;
+            json_array_foreach(results, k, r) {
+                json_t *s = json_object_get(json_object_get(r, "series"), name);
+                for (size_t j = 1; j < json_array_size(s); j++)
+                    json_array_set_new(s, j,
+                                       json_real(json_number_value(json_array_get(s, j)) * f));
             }
             i += 2;
         } else if (strcmp(argv[i], "--fail-check") == 0 && i + 1 < argc) {
