@@ -89,6 +89,15 @@ static void read_affinity(gt_env *e) {
     }
 }
 
+void gt_env_host_affinity(char *host, size_t host_len, char *cpus, size_t cpus_len) {
+    gt_env e;
+    memset(&e, 0, sizeof e);
+    if (gethostname(e.host, sizeof e.host - 1) != 0) snprintf(e.host, sizeof e.host, "?");
+    read_affinity(&e);
+    snprintf(host, host_len, "%s", e.host);
+    snprintf(cpus, cpus_len, "%s", e.affinity);
+}
+
 static void read_git(gt_env *e) {
     snprintf(e->git_revision, sizeof e->git_revision, "unknown");
     char cmd[512];
@@ -218,6 +227,7 @@ gt_status gt_env_collect(gt_env *e) {
 #else
     snprintf(e->cuda, sizeof e->cuda, "absent");
 #endif
+    gt_env_collect_gpu(e);
     for (char **v = environ; v && *v && e->n_vars < GT_ENV_MAX_VARS; v++)
         if (wanted_var(*v)) e->vars[e->n_vars++] = strdup(*v);
     return GT_OK;

@@ -15,6 +15,31 @@ extern "C" {
 
 #define GT_ENV_STR 256
 #define GT_ENV_MAX_VARS 64
+#define GT_ENV_MAX_GPUS 16
+
+/* One GPU as the driver sees it. Every field is optional: a library, symbol
+ * or call that is missing leaves it unknown (strings "", numbers -1). The
+ * identity fields come from libcuda (so the list honours CUDA_VISIBLE_DEVICES);
+ * the readings come from NVML, matched to the CUDA device by UUID. */
+typedef struct gt_env_gpu {
+    int index;                     /* CUDA device ordinal */
+    char name[96];                 /* "NVIDIA H100 80GB HBM3" */
+    char uuid[48];                 /* "GPU-8c5e...", NVML's spelling */
+    int sm_count;
+    int cc_major, cc_minor;        /* compute capability */
+    int sm_clock_max_mhz;          /* NVML max SM clock, else CUDA's clock rate */
+    int mem_clock_max_mhz;         /* NVML max memory clock, else CUDA's */
+    long long memory_total_mib;
+    /* readings at collection time (NVML) */
+    int sm_clock_mhz;
+    int mem_clock_mhz;
+    long long memory_used_mib;
+    int temperature_c;
+    double power_w;                /* board power draw */
+    int has_throttle;              /* throttle_reasons below is valid */
+    unsigned long long throttle_reasons; /* NVML clocks-event reason bits, 0 = none */
+    char throttle_names[192];      /* "sw_power_cap,hw_slowdown", "none", "" unknown */
+} gt_env_gpu;
 
 typedef struct gt_env {
     char host[GT_ENV_STR];
@@ -33,6 +58,15 @@ typedef struct gt_env {
     char mpi[GT_ENV_STR];         /* library version string or "absent" */
     char hwloc[64];
     char cuda[GT_ENV_STR];        /* "compiled for 13.0 (sm 80;90)" or "absent" */
+    /* Found at run time with dlopen (env_gpu.c), whether or not this build
+     * uses CUDA: "<version> (<path loaded>)" or "absent (<short reason>)". */
+    char cuda_driver[GT_ENV_STR]; /* "580.65.06, CUDA 13.0 (/usr/lib/.../libcuda.so.1)" */
+    char cuda_runtime[GT_ENV_STR];/* libcudart: "13.0 (...)" */
+    char cublas[GT_ENV_STR];      /* libcublasLt: "13.1.0 (...)" */
+    char cudnn[GT_ENV_STR];       /* "9.19.0 (...)" */
+    char nccl[GT_ENV_STR];        /* "2.28.9 (...)" */
+    int n_gpus;                   /* 0 without libcuda or without a usable device */
+    gt_env_gpu gpus[GT_ENV_MAX_GPUS];
     char affinity[192];           /* CPUs this process may run on, "0-3,8" */
     char topology_digest[72];     /* hex digest of the hwloc topology XML ("" without hwloc) */
     char *topology_xml;           /* owned, NULL without hwloc */
@@ -40,9 +74,19 @@ typedef struct gt_env {
     char *vars[GT_ENV_MAX_VARS];  /* owned "NAME=value" of OMP_*, OPENBLAS_*, CUDA_*, NCCL_*, OMPI_* */
 } gt_env;
 
+/* Just the host name and this process's CPU affinity ("0-3,8"): cheap,
+ * for the per-rank binding table (no GPU libraries loaded). */
+void gt_env_host_affinity(char *host, size_t host_len, char *cpus, size_t cpus_len);
+
 /* Collects everything above (fast: no benchmarks). */
 gt_status gt_env_collect(gt_env *out);
 void gt_env_release(gt_env *e);
+
+/* Part of gt_env_collect: fills cuda_driver .. nccl and gpus by loading the
+ * CUDA libraries with dlopen (nothing is linked, no header needed), first by
+ * name, then from /usr/local/cuda/lib64 and the nvidia/<pkg>/lib folders of
+ * Python wheels. Never fails; cuInit runs only when libcuda.so.1 loads. */
+void gt_env_collect_gpu(gt_env *e);
 
 /* Measured peaks of a backend. */
 typedef struct gt_peaks {

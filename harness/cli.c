@@ -158,12 +158,11 @@ void gt_watchdog_report(gt_report *rep, const char *suite, const char *case_name
 
 int gt_report_binding(gt_report *rep, gt_comm *comm) {
     enum { LEN = 512 };
-    gt_env e;
-    gt_env_collect(&e);
+    char host[256], cpus[192];
+    gt_env_host_affinity(host, sizeof host, cpus, sizeof cpus);
     int n = gt_comm_size(comm);
     char mine[LEN];
-    snprintf(mine, sizeof mine, "%s %s", e.host, e.affinity);
-    gt_env_release(&e);
+    snprintf(mine, sizeof mine, "%s %s", host, cpus);
     char *all = calloc((size_t)n, LEN);
     const char **rows = calloc((size_t)n, sizeof *rows);
     int ok = all && rows &&

@@ -7,6 +7,34 @@
 #include "harness/cli.h"
 #include "reports/report.h"
 
+/* Unknown numbers are negative in gt_env_gpu: print "?" for them. */
+static const char *num(char *buf, size_t len, long long v) {
+    if (v < 0) return "?";
+    snprintf(buf, len, "%lld", v);
+    return buf;
+}
+
+static void print_gpu(const gt_env_gpu *g) {
+    char a[24], b[24], c[24], d[24];
+    printf("gpu %-7d %s, %s\n", g->index, g->name[0] ? g->name : "?", g->uuid[0] ? g->uuid : "?");
+    if (g->cc_major >= 0)
+        printf("            sm %d.%d, %s SMs\n", g->cc_major, g->cc_minor,
+               num(a, sizeof a, g->sm_count));
+    else
+        printf("            %s SMs\n", num(a, sizeof a, g->sm_count));
+    printf("            clocks sm %s/%s MHz, memory %s/%s MHz (now/max)\n",
+           num(a, sizeof a, g->sm_clock_mhz), num(b, sizeof b, g->sm_clock_max_mhz),
+           num(c, sizeof c, g->mem_clock_mhz), num(d, sizeof d, g->mem_clock_max_mhz));
+    printf("            memory %s MiB (%s MiB used), %s C, ", num(a, sizeof a, g->memory_total_mib),
+           num(b, sizeof b, g->memory_used_mib), num(c, sizeof c, g->temperature_c));
+    if (g->power_w >= 0)
+        printf("%.1f W\n", g->power_w);
+    else
+        printf("? W\n");
+    if (g->has_throttle)
+        printf("            throttle 0x%llx (%s)\n", g->throttle_reasons, g->throttle_names);
+}
+
 int gt_cmd_env(int argc, char **argv) {
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "env"};
     const char *backend = "cpu", *v = NULL;
@@ -45,6 +73,12 @@ int gt_cmd_env(int argc, char **argv) {
     printf("mpi         %s\n", e.mpi);
     printf("hwloc       %s\n", e.hwloc);
     printf("cuda        %s\n", e.cuda);
+    printf("cuda driver %s\n", e.cuda_driver);
+    printf("cudart      %s\n", e.cuda_runtime);
+    printf("cublasLt    %s\n", e.cublas);
+    printf("cudnn       %s\n", e.cudnn);
+    printf("nccl        %s\n", e.nccl);
+    for (int i = 0; i < e.n_gpus; i++) print_gpu(&e.gpus[i]);
     if (e.topology_digest[0]) printf("topology    %s\n", e.topology_digest);
     for (int i = 0; i < e.n_vars; i++) printf("env         %s\n", e.vars[i]);
     int rc = GT_EXIT_OK;

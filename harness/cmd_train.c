@@ -305,8 +305,11 @@ int gt_cmd_train(int argc, char **argv) {
         return gt_fail("train", s);
     }
     gt_env env;
-    gt_env_collect(&env);
-    gt_report_set_env(rep, &env, NULL);
+    memset(&env, 0, sizeof env);
+    if (rank == 0) {
+        gt_env_collect(&env);
+        gt_report_set_env(rep, &env, NULL);
+    }
     gt_report_binding(rank == 0 ? rep : NULL, comm);
     /* fail early on an unwritable destination, before any training */
     if (report_path && (s = gt_report_write(rep)) != GT_OK) {

@@ -387,7 +387,17 @@ static void fingerprint(gt_compare *c) {
     }
     fp_add(c, "topology_digest", json_object_get(eb, "topology_digest"),
            json_object_get(en, "topology_digest"));
-    fp_add(c, "gpus", json_object_get(eb, "gpus"), json_object_get(en, "gpus"));
+    /* the GPUs without their momentary state (clocks now, temperature,
+     * power): what the hardware is, not how warm it was */
+    json_t *gb = json_deep_copy(json_object_get(eb, "gpus"));
+    json_t *gn = json_deep_copy(json_object_get(en, "gpus"));
+    size_t gi;
+    json_t *gv;
+    json_array_foreach(gb, gi, gv) json_object_del(gv, "state");
+    json_array_foreach(gn, gi, gv) json_object_del(gv, "state");
+    fp_add(c, "gpus", gb, gn);
+    json_decref(gb);
+    json_decref(gn);
     fp_add(c, "os", json_object_get(eb, "os"), json_object_get(en, "os"));
 }
 

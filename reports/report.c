@@ -85,6 +85,44 @@ void gt_report_free(gt_report *r) {
 
 static json_t *str_or_null(const char *s) { return (s && s[0]) ? json_string(s) : json_null(); }
 
+/* gt_env marks an unknown number with a negative value. */
+static json_t *int_or_null(long long v) { return v >= 0 ? json_integer(v) : json_null(); }
+
+/* One object per GPU: what the device is at the top, what it was doing when
+ * the fingerprint was taken under `state` (changes from run to run, so a
+ * comparison of two stacks can leave it out). */
+static json_t *gpus_json(const gt_env *e) {
+    json_t *arr = json_array();
+    for (int i = 0; i < e->n_gpus; i++) {
+        const gt_env_gpu *g = &e->gpus[i];
+        json_t *o = json_object(), *st = json_object();
+        json_object_set_new(o, "index", json_integer(g->index));
+        json_object_set_new(o, "name", str_or_null(g->name));
+        json_object_set_new(o, "uuid", str_or_null(g->uuid));
+        json_object_set_new(o, "sm_count", int_or_null(g->sm_count));
+        char cc[24] = "";
+        if (g->cc_major >= 0 && g->cc_minor >= 0)
+            snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
+        json_object_set_new(o, "compute_capability", str_or_null(cc));
+        json_object_set_new(o, "sm_clock_max_mhz", int_or_null(g->sm_clock_max_mhz));
+        json_object_set_new(o, "mem_clock_max_mhz", int_or_null(g->mem_clock_max_mhz));
+        json_object_set_new(o, "memory_total_mib", int_or_null(g->memory_total_mib));
+        json_object_set_new(st, "sm_clock_mhz", int_or_null(g->sm_clock_mhz));
+        json_object_set_new(st, "mem_clock_mhz", int_or_null(g->mem_clock_mhz));
+        json_object_set_new(st, "memory_used_mib", int_or_null(g->memory_used_mib));
+        json_object_set_new(st, "temperature_c", int_or_null(g->temperature_c));
+        json_object_set_new(st, "power_w", g->power_w >= 0 ? json_real(g->power_w) : json_null());
+        char hex[24] = "";
+        if (g->has_throttle) snprintf(hex, sizeof hex, "0x%llx", g->throttle_reasons);
+        json_object_set_new(st, "throttle_reasons", str_or_null(hex));
+        json_object_set_new(st, "throttle_reason_names",
+                            g->has_throttle ? str_or_null(g->throttle_names) : json_null());
+        json_object_set_new(o, "state", st);
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
 void gt_report_set_env(gt_report *r, const gt_env *e, const gt_peaks *peaks) {
     json_t *env = json_object();
     json_object_set_new(env, "host", json_string(e->host));
@@ -96,7 +134,7 @@ void gt_report_set_env(gt_report *r, const gt_env *e, const gt_peaks *peaks) {
     json_object_set_new(cpu, "sockets", json_integer(e->cpu_sockets));
     json_object_set_new(env, "cpu", cpu);
     json_object_set_new(env, "memory_gib", json_real(e->mem_total_gib));
-    json_object_set_new(env, "gpus", json_array());
+    json_object_set_new(env, "gpus", gpus_json(e));
     json_t *sw = json_object();
     json_object_set_new(sw, "gauntlet", json_string(e->gauntlet_version));
     json_object_set_new(sw, "compiler", json_string(e->compiler));
@@ -107,6 +145,11 @@ void gt_report_set_env(gt_report *r, const gt_env *e, const gt_peaks *peaks) {
     json_object_set_new(sw, "mpi", json_string(e->mpi));
     json_object_set_new(sw, "hwloc", json_string(e->hwloc));
     json_object_set_new(sw, "cuda", json_string(e->cuda));
+    json_object_set_new(sw, "cuda_driver", json_string(e->cuda_driver));
+    json_object_set_new(sw, "cuda_runtime", json_string(e->cuda_runtime));
+    json_object_set_new(sw, "cublas", json_string(e->cublas));
+    json_object_set_new(sw, "cudnn", json_string(e->cudnn));
+    json_object_set_new(sw, "nccl", json_string(e->nccl));
     json_object_set_new(env, "software", sw);
     json_object_set_new(env, "topology_digest", str_or_null(e->topology_digest));
     json_object_set_new(env, "affinity", json_string(e->affinity));
