@@ -202,8 +202,16 @@ static int has_mpirun(void) {
 }
 
 int gt_cmd_list(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: gauntlet list\nPrints every suite, its cases and what each checks; "
+                   "run them with gauntlet run SUITE[/CASE].\n");
+            return GT_EXIT_OK;
+        }
+        /* an ignored argument would look like a filter that matched everything */
+        return gt_usage_error("list", "unexpected argument '%s' (gauntlet list takes none)",
+                              argv[i]);
+    }
     for (const gt_suite *const *s = gt_suites(); *s; s++) {
         printf("%s: %s (topologies %d..%s)\n", (*s)->name, (*s)->description, (*s)->min_ranks,
                (*s)->max_ranks ? "1" : "any");
@@ -307,6 +315,11 @@ int gt_cmd_run(int argc, char **argv) {
     }
     if (err) return GT_EXIT_USAGE;
     (void)coll_given;
+    if (baseline && !report_path)
+        return gt_usage_error("run",
+                              "--baseline %s needs --report FILE: the new report is "
+                              "compared with it",
+                              baseline);
     if (effort == GT_EFFORT_QUICK && !max_given) cfg.max_bytes = GT_COLL_MATRIX_MAX_BYTES;
     if (cfg.max_bytes < cfg.min_bytes)
         return gt_usage_error("run", "-e %llu is below -b %llu",
@@ -408,9 +421,22 @@ int gt_cmd_run(int argc, char **argv) {
         have_env = 1;
     }
     gt_report_binding(rank == 0 ? rep : NULL, comm);
-    /* fail early on an unwritable destination, and tell every rank */
+    /* fail early on an unusable baseline or destination, and tell every rank */
     int32_t bad = 0;
-    if (path && gt_report_write(rep) != GT_OK) {
+    if (path && baseline) {
+        /* an unreadable baseline must not cost a whole run before it is
+         * noticed: read it now (compared with itself: same parser, same checks) */
+        gt_compare *probe = NULL;
+        gt_compare_options co = gt_compare_defaults();
+        if (gt_compare_files(baseline, baseline, &co, &probe) != GT_OK) {
+            fprintf(stderr, "gauntlet run: --baseline: %s\n", gt_last_error());
+            bad = 1;
+        }
+        gt_compare_free(probe);
+    }
+    /* then the destination (which replaces a previous report: only once the
+     * baseline is known to be usable) */
+    if (path && !bad && gt_report_write(rep) != GT_OK) {
         fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
         bad = 1;
     }
@@ -440,6 +466,8 @@ int gt_cmd_run(int argc, char **argv) {
                threads);
     int rc = GT_EXIT_OK;
     for (int i = 0; i < nsuites && s == GT_OK; i++) {
+        int before[GT_RESULT_STATUS_COUNT], ran = 0;
+        gt_report_counts(rep, before);
         for (int b = 0; b < nbackends && s == GT_OK; b++) {
             for (int t = 0; t < ntopos && s == GT_OK; t++) {
                 int N = topos[t];
@@ -470,6 +498,7 @@ int gt_cmd_run(int argc, char **argv) {
                                         .case_done_ctx = &pr};
                     if (su == &gt_suite_collectives && quiet) ctx.out = NULL;
                     s = su->run(&ctx);
+                    ran = 1;
                     if (s != GT_OK) {
                         fprintf(stderr, "gauntlet run: %s: %s [%s]\n", su->name, gt_last_error(),
                                 gt_status_name(s));
@@ -488,6 +517,17 @@ int gt_cmd_run(int argc, char **argv) {
                 pr.unit++;
                 if (s == GT_OK) s = gt_comm_barrier(comm, NULL);
             }
+        }
+        /* a suite skips the cases it does not know: a misspelt case would
+         * otherwise pass with nothing run (rank 0 holds the results) */
+        int after[GT_RESULT_STATUS_COUNT], added = 0;
+        gt_report_counts(rep, after);
+        for (int k = 0; k < GT_RESULT_STATUS_COUNT; k++)
+            added += after[k] - before[k];
+        if (rank == 0 && cases[i] && ran && added == 0) {
+            fprintf(stderr, "gauntlet run: suite %s has no case '%s' (gauntlet list names them)\n",
+                    suites[i]->name, cases[i]);
+            rc = GT_EXIT_USAGE;
         }
     }
     if (path && gt_report_write(rep) != GT_OK) {

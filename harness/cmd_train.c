@@ -57,6 +57,15 @@ static void train_usage(FILE *f) {
            "  --threads N           cpu threads (default: the cores / ranks on this node)\n"
            "  --no-prefetch         load batches on the training thread\n"
            "  --peak-gflops X       MFU reference instead of measuring SGEMM\n"
+           "checkpoints (docs/formats.md, \"Checkpoints\"):\n"
+           "  --checkpoint-dir DIR  where checkpoints go (created; checked writable first)\n"
+           "  --checkpoint-every K  a checkpoint after every K steps: DIR/ckpt_<step>.gtck, or\n"
+           "                        with --zero 1 a folder DIR/ckpt_<step>/ (one file per rank)\n"
+           "  --resume PATH         continue from a checkpoint file, a sharded folder, or DIR\n"
+           "                        (its latest complete checkpoint): bitwise the run that was\n"
+           "                        not interrupted; same settings, same --steps\n"
+           "  --stop-after N        end after step N as an interruption would (the schedule\n"
+           "                        still spans --steps)\n"
            "output:\n"
            "  --report FILE         write the JSON report there\n"
            "  --print-every N       print every Nth step (default 1; 0: none)\n"
@@ -190,7 +199,7 @@ int gt_cmd_train(int argc, char **argv) {
         } else if (gt_opt(&a, "--data", &v, &err)) {
             cfg.data_path = v;
         } else if (gt_opt(&a, "--data-order", &v, &err)) {
-            if (gt_data_order_parse(v, &cfg.data_order) != GT_OK)
+            if (v && gt_data_order_parse(v, &cfg.data_order) != GT_OK)
                 return gt_usage_error("train", "--data-order '%s': use sequential or shuffled", v);
         } else if (gt_opt(&a, "--synth-tokens", &v, &err)) {
             err |= !gt_parse_i64(&a, "--synth-tokens", v, 2, (int64_t)1 << 34, &cfg.synth_tokens);
@@ -225,6 +234,14 @@ int gt_cmd_train(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--bucket-mb", v, 0.001, 65536.0, &cfg.bucket_mb);
         } else if (gt_opt(&a, "--check-consistency", &v, &err)) {
             err |= !gt_parse_int(&a, "--check-consistency", v, 0, 1 << 30, &cfg.check_every);
+        } else if (gt_opt(&a, "--checkpoint-dir", &v, &err)) {
+            cfg.checkpoint_dir = v;
+        } else if (gt_opt(&a, "--checkpoint-every", &v, &err)) {
+            err |= !gt_parse_int(&a, "--checkpoint-every", v, 1, 1 << 30, &cfg.checkpoint_every);
+        } else if (gt_opt(&a, "--resume", &v, &err)) {
+            cfg.resume = v;
+        } else if (gt_opt(&a, "--stop-after", &v, &err)) {
+            err |= !gt_parse_int(&a, "--stop-after", v, 1, 100000000, &cfg.stop_after);
         } else if (gt_opt(&a, "--comm", &v, &err)) {
             comm_cfg.backend = v;
         } else if (gt_opt(&a, "--comm-timeout", &v, &err)) {
@@ -251,6 +268,14 @@ int gt_cmd_train(int argc, char **argv) {
     }
     if (err) return GT_EXIT_USAGE;
     if (!seq_given) cfg.seq_len = m->max_seq_len < 64 ? m->max_seq_len : 64;
+    if (cfg.checkpoint_every > 0 && !cfg.checkpoint_dir)
+        return gt_usage_error("train", "--checkpoint-every needs --checkpoint-dir DIR");
+    if (cfg.checkpoint_dir && cfg.checkpoint_every == 0)
+        return gt_usage_error("train", "--checkpoint-dir without --checkpoint-every K writes "
+                                       "nothing: add --checkpoint-every");
+    if ((cfg.checkpoint_dir || cfg.resume) && ntopos > 0)
+        return gt_usage_error("train", "checkpoints and --resume are for one training run: "
+                                       "drop --topologies");
     if (margin >= 0 && cfg.data_path)
         return gt_usage_error("train", "--expect-loss-margin needs the synthetic source (its "
                                        "entropy is known); drop --data or the margin");
@@ -326,7 +351,7 @@ int gt_cmd_train(int argc, char **argv) {
                nranks, gt_comm_backend_name(comm), cfg.deterministic ? ", deterministic" : "",
                cfg.zero ? ", ZeRO-1" : "");
 
-    int rc = GT_EXIT_OK;
+    int rc = GT_EXIT_OK, collective = 0;
     double t_first = 0; /* step time of the first topology (1 rank for efficiencies) */
     int b_first = cfg.batch, n_first = topos[0];
     for (int ti = 0; ti < ntopos && s == GT_OK; ti++) {
@@ -416,7 +441,10 @@ int gt_cmd_train(int argc, char **argv) {
                 }
             }
         }
-        if (s != GT_OK && (rank == 0 || s != GT_ERR_INVALID))
+        /* an error every rank agreed on (or GT_ERR_INVALID, raised by every
+         * rank alike) is said once, by rank 0, and needs no abort */
+        if (s != GT_OK && st.collective_error) collective = 1;
+        if (s != GT_OK && (rank == 0 || (s != GT_ERR_INVALID && !collective)))
             fprintf(stderr, "gauntlet train: %s [%s]\n", gt_last_error(), gt_status_name(s));
         if (s != GT_OK) rc = GT_EXIT_USAGE;
         gt_train_stats_release(&st);
@@ -425,7 +453,7 @@ int gt_cmd_train(int argc, char **argv) {
     }
     gt_env_release(&env);
     gt_report_free(rep);
-    if (s != GT_OK && s != GT_ERR_INVALID && nranks > 1) {
+    if (s != GT_OK && s != GT_ERR_INVALID && !collective && nranks > 1) {
         /* a stuck or failed peer (GT_ERR_INVALID is raised by every rank
          * alike, before any work): end the whole job now instead of hanging
          * in the next collective; the report of what finished is written */

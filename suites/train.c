@@ -8,7 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <sys/stat.h>
+
 #include "engine/backend.h"
+#include "engine/checkpoint.h"
 #include "engine/dp.h"
 #include "kernels/ops.h"
 #include "engine/env.h"
@@ -140,6 +144,415 @@ static gt_status check_consistency(gt_gpt2 *model, gt_comm *comm, int step) {
     return s;
 }
 
+
+/* ---- errors every rank agrees on ----------------------------------------------
+ * A check that can fail on one rank only (a file, a non-finite value) must
+ * not let the other ranks walk into the next collective and hang there:
+ * every rank learns the first failing rank's status and message, and all
+ * return the same error together. */
+enum { AGREE_WORDS = 256 };
+
+static gt_status agree(gt_comm *comm, gt_status s, int *collective) {
+    int R = gt_comm_size(comm), me = gt_comm_rank(comm);
+    if (R == 1) return s;
+    int32_t mine[1 + AGREE_WORDS];
+    memset(mine, 0, sizeof mine);
+    mine[0] = (int32_t)s;
+    if (s != GT_OK) snprintf((char *)(mine + 1), AGREE_WORDS * 4, "%s", gt_last_error());
+    int32_t *all = malloc((size_t)R * sizeof mine);
+    if (!all) return GT_ERR(GT_ERR_OOM, "out of host memory agreeing on an error");
+    gt_status cs = gt_comm_allgather(comm, mine, all, 1 + AGREE_WORDS, GT_DTYPE_INT32, NULL);
+    if (cs != GT_OK) {
+        free(all);
+        return cs;
+    }
+    gt_status out = GT_OK;
+    for (int r = 0; r < R; r++) {
+        int32_t *e = all + (size_t)r * (1 + AGREE_WORDS);
+        if (e[0] == GT_OK) continue;
+        out = (gt_status)e[0];
+        if (r != me) {
+            char msg[AGREE_WORDS * 4];
+            memcpy(msg, e + 1, sizeof msg);
+            msg[sizeof msg - 1] = 0;
+            gt_error_clear();
+            gt_error_wrap(out, "%s", msg); /* rank r's words, with its rank and place */
+        } else if (s == GT_OK) {
+            out = s;
+        }
+        break;
+    }
+    /* this rank's own error stays its own when it failed first */
+    if (out != GT_OK && s != GT_OK) {
+        for (int r = 0; r < R; r++)
+            if (all[(size_t)r * (1 + AGREE_WORDS)] != GT_OK) {
+                if (r == me) out = s;
+                break;
+            }
+    }
+    free(all);
+    if (out != GT_OK && collective) *collective = 1;
+    return out;
+}
+
+/* ---- checkpoints ------------------------------------------------------------------ */
+
+/* The 16 parameter tensors, llm.c order, pointing into `host` (llm.c layout). */
+static int param_tensors(gt_gpt2 *model, float *host, gt_ckpt_tensor *t) {
+    size_t off = 0;
+    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
+        memset(&t[i], 0, sizeof t[i]);
+        snprintf(t[i].name, sizeof t[i].name, "%s", gt_gpt2_tensor_name(i));
+        t[i].dtype = GT_DTYPE_FP32;
+        t[i].ndim = gt_gpt2_tensor_shape(model, i, t[i].shape);
+        t[i].data = host ? host + off : NULL;
+        off += gt_gpt2_tensor_size(model, i);
+    }
+    return GT_GPT2_NUM_TENSORS;
+}
+
+static void fill_meta(const gt_train_config *cfg, gt_gpt2 *model, gt_comm *comm,
+                      const char *backend_desc, int done, int rank, int nranks,
+                      gt_ckpt_meta *m) {
+    memset(m, 0, sizeof *m);
+    snprintf(m->backend, sizeof m->backend, "%s", backend_desc);
+    snprintf(m->library, sizeof m->library, "%s %s", gt_comm_backend_name(comm),
+             gt_comm_library_version(comm));
+    const gt_gpt2_config *c = &cfg->model;
+    int32_t fields[GT_CKPT_MODEL_FIELDS] = {c->max_seq_len, c->vocab_size,
+                                           c->padded_vocab_size, c->num_layers,
+                                           c->num_heads, c->channels};
+    memcpy(m->model, fields, sizeof fields);
+    m->dtype = GT_DTYPE_FP32;
+    m->step = done;
+    m->seed = cfg->seed;
+    m->loader_step = done; /* the loader's next step is the next optimizer step */
+    m->data_order = (int32_t)cfg->data_order;
+    m->global_batch = cfg->batch;
+    m->seq_len = cfg->seq_len;
+    m->rank = rank;
+    m->nranks = nranks;
+    m->num_params = gt_gpt2_num_params(model);
+    m->opt = cfg->opt;
+}
+
+/* After `done` steps: one file (rank 0 writes it; every rank holds the same
+ * state), or with ZeRO-1 a folder with every rank's shard of m and v (rank 0's
+ * also holds the parameters) and a MANIFEST that rank 0 writes once all
+ * shards are safely on disk. */
+static gt_status save_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, gt_comm *comm,
+                                 size_t lo, size_t hi, int done, const char *backend_desc,
+                                 int *collective) {
+    int R = gt_comm_size(comm), rank = gt_comm_rank(comm);
+    int sharded = cfg->zero;
+    size_t np = gt_gpt2_num_params(model);
+    size_t slo = sharded ? (lo < np ? lo : np) : 0, shi = sharded ? (hi < np ? hi : np) : np;
+    char where[4096], path[4200];
+    gt_ckpt_name(where, sizeof where, cfg->checkpoint_dir, done, sharded);
+    gt_status s = GT_OK;
+    if (sharded) {
+        if (rank == 0) {
+            /* a rerun into the same folder: the old manifest must not vouch
+             * for a mix of old and new shards while they are rewritten */
+            snprintf(path, sizeof path, "%s/MANIFEST", where);
+            if (mkdir(where, 0755) != 0 && errno != EEXIST)
+                s = GT_ERR(GT_ERR_IO, "cannot create checkpoint folder '%s': %s", where,
+                           strerror(errno));
+            else if (unlink(path) != 0 && errno != ENOENT)
+                s = GT_ERR(GT_ERR_IO, "cannot remove the old '%s': %s", path, strerror(errno));
+        }
+        GT_TRY(agree(comm, s, collective));
+    }
+    uint64_t bytes = 0;
+    uint32_t crc = 0;
+    if (sharded || rank == 0) {
+        int with_params = rank == 0;
+        size_t n = shi - slo;
+        float *host = with_params ? malloc(np * sizeof(float)) : NULL;
+        float *mh = malloc((n ? n : 1) * sizeof(float)), *vh = malloc((n ? n : 1) * sizeof(float));
+        if ((with_params && !host) || !mh || !vh) {
+            s = GT_ERR(GT_ERR_OOM, "out of host memory staging a checkpoint of %zu parameters",
+                       np);
+        } else {
+            if (with_params) s = gt_gpt2_get_params(model, host);
+            if (s == GT_OK) s = gt_gpt2_get_opt_state(model, slo, shi, mh, vh);
+        }
+        if (s == GT_OK) {
+            gt_ckpt_tensor t[GT_GPT2_NUM_TENSORS + 2];
+            int nt = with_params ? param_tensors(model, host, t) : 0;
+            for (int k = 0; k < 2; k++) {
+                gt_ckpt_tensor *e = &t[nt++];
+                memset(e, 0, sizeof *e);
+                snprintf(e->name, sizeof e->name, "%s", k ? "adamw.v" : "adamw.m");
+                e->dtype = GT_DTYPE_FP32;
+                e->ndim = 1;
+                e->shape[0] = (int64_t)n;
+                e->range_lo = slo;
+                e->data = k ? vh : mh;
+            }
+            gt_ckpt_meta meta;
+            fill_meta(cfg, model, comm, backend_desc, done, sharded ? rank : 0,
+                      sharded ? R : 1, &meta);
+            if (sharded) gt_ckpt_shard_name(path, sizeof path, where, rank);
+            else snprintf(path, sizeof path, "%s", where);
+            s = gt_ckpt_write(path, &meta, t, nt, &crc, &bytes);
+        }
+        free(host);
+        free(mh);
+        free(vh);
+    }
+    GT_TRY(agree(comm, s, collective));
+    if (!sharded) return GT_OK;
+    int64_t mine[2] = {(int64_t)bytes, (int64_t)crc};
+    int64_t *all = malloc((size_t)R * sizeof mine);
+    uint64_t *b = malloc((size_t)R * sizeof *b);
+    uint32_t *c = malloc((size_t)R * sizeof *c);
+    if (!all || !b || !c) s = GT_ERR(GT_ERR_OOM, "out of host memory for the manifest");
+    if (s == GT_OK) s = gt_comm_allgather(comm, mine, all, 2, GT_DTYPE_INT64, NULL);
+    if (s == GT_OK && rank == 0) {
+        for (int r = 0; r < R; r++) {
+            b[r] = (uint64_t)all[2 * r];
+            c[r] = (uint32_t)all[2 * r + 1];
+        }
+        s = gt_ckpt_manifest_write(where, done, R, b, c);
+    }
+    free(all);
+    free(b);
+    free(c);
+    return agree(comm, s, collective);
+}
+
+/* Refuses a checkpoint written by another configuration, naming the field. */
+static gt_status check_meta(const char *file, const gt_ckpt_meta *m, const gt_train_config *cfg,
+                            size_t np) {
+#define SAME(name, got, want)                                                                  \
+    if ((long long)(got) != (long long)(want))                                                 \
+        return GT_ERR(GT_ERR_MISMATCH,                                                         \
+                      "checkpoint '%s' does not match this run: %s is %lld in the checkpoint, " \
+                      "%lld here; resume with the settings it was written with",               \
+                      file, name, (long long)(got), (long long)(want));
+#define SAMEF(name, got, want)                                                                 \
+    if (memcmp(&(got), &(want), sizeof(float)) != 0)                                           \
+        return GT_ERR(GT_ERR_MISMATCH,                                                         \
+                      "checkpoint '%s' does not match this run: %s is %g in the checkpoint, "  \
+                      "%g here; resume with the settings it was written with",                 \
+                      file, name, (double)(got), (double)(want));
+    const gt_gpt2_config *c = &cfg->model;
+    int32_t fields[GT_CKPT_MODEL_FIELDS] = {c->max_seq_len, c->vocab_size,
+                                           c->padded_vocab_size, c->num_layers,
+                                           c->num_heads, c->channels};
+    for (int i = 0; i < GT_CKPT_MODEL_FIELDS; i++) SAME(gt_ckpt_model_field(i), m->model[i], fields[i]);
+    SAME("dtype (0 = fp32)", m->dtype, GT_DTYPE_FP32);
+    SAME("num_params", m->num_params, np);
+    SAME("seed", m->seed, cfg->seed);
+    SAME("data_order", m->data_order, cfg->data_order);
+    SAME("batch", m->global_batch, cfg->batch);
+    SAME("seq", m->seq_len, cfg->seq_len);
+    SAMEF("lr", m->opt.lr, cfg->opt.lr);
+    SAMEF("beta1", m->opt.beta1, cfg->opt.beta1);
+    SAMEF("beta2", m->opt.beta2, cfg->opt.beta2);
+    SAMEF("eps", m->opt.eps, cfg->opt.eps);
+    SAMEF("weight_decay", m->opt.weight_decay, cfg->opt.weight_decay);
+    SAMEF("grad_clip", m->opt.grad_clip, cfg->opt.grad_clip);
+    SAMEF("lr_min_frac", m->opt.lr_min_frac, cfg->opt.lr_min_frac);
+    SAME("warmup", m->opt.warmup_steps, cfg->opt.warmup_steps);
+    SAME("total_steps (the schedule's --steps)", m->opt.total_steps, cfg->opt.total_steps);
+    SAME("loader_step (data position)", m->loader_step, m->step);
+#undef SAME
+#undef SAMEF
+    if (m->step < 0 || m->step >= cfg->steps)
+        return GT_ERR(GT_ERR_INVALID,
+                      "checkpoint '%s' is at step %lld: nothing is left of --steps %d",
+                      file, (long long)m->step, cfg->steps);
+    return GT_OK;
+}
+
+enum { MAX_SHARDS = 1 << 16 };
+
+/* Loads parameters, this rank's range [lo, hi) of m and v (from whichever
+ * files hold it: a sharded checkpoint resumes on any rank count, with or
+ * without ZeRO) and the step. */
+static gt_status load_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, size_t lo,
+                                 size_t hi, int64_t *start) {
+    char where[4096], path[4200];
+    int sharded = 0, nfiles = 1;
+    int64_t mstep = -1;
+    GT_TRY(gt_ckpt_resolve(cfg->resume, where, sizeof where, &sharded));
+    uint32_t *crcs = NULL;
+    if (sharded) {
+        crcs = malloc(MAX_SHARDS * sizeof *crcs);
+        if (!crcs) return GT_ERR(GT_ERR_OOM, "out of host memory");
+        gt_status s = gt_ckpt_manifest_read(where, &mstep, &nfiles, MAX_SHARDS, NULL, crcs);
+        if (s != GT_OK) {
+            free(crcs);
+            return s;
+        }
+    }
+    size_t np = gt_gpt2_num_params(model);
+    size_t nlo = lo < np ? lo : np, nhi = hi < np ? hi : np, need = nhi - nlo, covered = 0;
+    float *host = malloc(np * sizeof(float));
+    float *mh = malloc((need ? need : 1) * sizeof(float));
+    float *vh = malloc((need ? need : 1) * sizeof(float));
+    float *tmp = NULL;
+    gt_ckpt_file *f = NULL;
+    gt_ckpt_meta first;
+    memset(&first, 0, sizeof first);
+    gt_status s = GT_OK;
+    if (!host || !mh || !vh) s = GT_ERR(GT_ERR_OOM, "out of host memory loading a checkpoint");
+    for (int r = 0; r < nfiles && s == GT_OK; r++) {
+        if (sharded) gt_ckpt_shard_name(path, sizeof path, where, r);
+        else snprintf(path, sizeof path, "%s", where);
+        if ((s = gt_ckpt_open(path, &f)) != GT_OK) break;
+        const gt_ckpt_meta *m = gt_ckpt_meta_of(f);
+        if (r == 0) {
+            first = *m;
+            if ((s = check_meta(path, m, cfg, np)) != GT_OK) break;
+        }
+        if (m->step != first.step || m->nranks != (sharded ? nfiles : 1) ||
+            m->rank != (sharded ? r : 0) || (sharded && m->step != mstep) ||
+            (sharded && gt_ckpt_header_crc(f) != crcs[r])) {
+            s = GT_ERR(GT_ERR_MISMATCH,
+                       "checkpoint '%s' (step %lld, shard %d of %d) does not belong to '%s' "
+                       "(step %lld, %d shard(s)): a shard from another checkpoint",
+                       path, (long long)m->step, m->rank, m->nranks, where,
+                       (long long)first.step, nfiles);
+            break;
+        }
+        if (r == 0) {
+            gt_ckpt_tensor want[GT_GPT2_NUM_TENSORS];
+            param_tensors(model, NULL, want);
+            size_t off = 0;
+            for (int i = 0; i < GT_GPT2_NUM_TENSORS && s == GT_OK; i++) {
+                int k = gt_ckpt_find(f, want[i].name);
+                const gt_ckpt_tensor *t = k >= 0 ? gt_ckpt_tensor_at(f, k) : NULL;
+                if (!t) {
+                    s = GT_ERR(GT_ERR_MISMATCH, "checkpoint '%s' has no tensor '%s'", path,
+                               want[i].name);
+                } else if (t->dtype != GT_DTYPE_FP32 || t->ndim != want[i].ndim ||
+                           memcmp(t->shape, want[i].shape, sizeof t->shape) != 0) {
+                    s = GT_ERR(GT_ERR_MISMATCH,
+                               "checkpoint '%s', tensor '%s': dtype %d shape (%lld, %lld, %lld) "
+                               "where the model has fp32 (%lld, %lld, %lld)",
+                               path, t->name, t->dtype, (long long)t->shape[0],
+                               (long long)t->shape[1], (long long)t->shape[2],
+                               (long long)want[i].shape[0], (long long)want[i].shape[1],
+                               (long long)want[i].shape[2]);
+                } else {
+                    s = gt_ckpt_read(f, k, host + off);
+                }
+                off += gt_gpt2_tensor_size(model, i);
+            }
+        }
+        for (int k = 0; k < 2 && s == GT_OK; k++) {
+            const char *name = k ? "adamw.v" : "adamw.m";
+            int idx = gt_ckpt_find(f, name);
+            const gt_ckpt_tensor *t = idx >= 0 ? gt_ckpt_tensor_at(f, idx) : NULL;
+            if (!t || t->dtype != GT_DTYPE_FP32 || t->ndim != 1 ||
+                t->range_lo + (uint64_t)t->shape[0] > np) {
+                s = GT_ERR(GT_ERR_MISMATCH,
+                           "checkpoint '%s': tensor '%s' is missing or not a 1-D fp32 range "
+                           "inside the %zu parameters",
+                           path, name, np);
+                break;
+            }
+            size_t a = (size_t)t->range_lo, b = a + (size_t)t->shape[0];
+            size_t ia = a > nlo ? a : nlo, ib = b < nhi ? b : nhi;
+            if (ia >= ib) continue; /* not this rank's part: not even read */
+            float *nt = realloc(tmp, (size_t)t->nbytes);
+            if (!nt) {
+                s = GT_ERR(GT_ERR_OOM, "out of host memory reading '%s'", path);
+                break;
+            }
+            tmp = nt;
+            if ((s = gt_ckpt_read(f, idx, tmp)) != GT_OK) break;
+            memcpy((k ? vh : mh) + (ia - nlo), tmp + (ia - a), (ib - ia) * sizeof(float));
+            if (k) covered += ib - ia;
+        }
+        gt_ckpt_close(f);
+        f = NULL;
+    }
+    gt_ckpt_close(f);
+    if (s == GT_OK && covered != need)
+        s = GT_ERR(GT_ERR_MISMATCH,
+                   "checkpoint '%s' holds %zu of the %zu optimizer-state elements this rank "
+                   "needs (overlapping or missing shards)",
+                   where, covered, need);
+    if (s == GT_OK) s = gt_gpt2_set_params(model, host);
+    if (s == GT_OK) s = gt_gpt2_set_opt_state(model, nlo, nhi, mh, vh);
+    if (s == GT_OK) *start = first.step;
+    free(tmp);
+    free(host);
+    free(mh);
+    free(vh);
+    free(crcs);
+    return s;
+}
+
+/* ---- non-finite values ---------------------------------------------------------------
+ * Called on every rank when some rank saw a non-finite loss or gradient norm
+ * at `step` (1-based): finds the first non-finite value in llm.c's order,
+ * the gradients of each rank's shard first, then the parameters, and
+ * returns the same error on every rank. (fp16 training would skip the step
+ * and lower the loss scale instead: that belongs to the CUDA issue; fp32
+ * stops here.) */
+static gt_status nonfinite_error(gt_gpt2 *model, gt_comm *comm, const float *gshard, size_t lo,
+                                 size_t hi, int step, int bad_rank, int at_loss, double value) {
+    int R = gt_comm_size(comm);
+    int found = 0, kind = 2;
+    gt_gpt2_loc loc;
+    float v = 0;
+    memset(&loc, 0, sizeof loc);
+    gt_status s = gt_gpt2_find_nonfinite(model, gshard, lo, hi, &found, &loc, &v);
+    if (s == GT_OK && found) kind = 0;
+    if (s == GT_OK && !found) {
+        s = gt_gpt2_find_nonfinite(model, gt_gpt2_params_buffer(model), 0,
+                                   gt_gpt2_num_params(model), &found, &loc, &v);
+        if (s == GT_OK && found) kind = 1;
+    }
+    if (s != GT_OK) return s;
+    /* kind, llm.c flat index: the smallest (kind, index) over ranks is first */
+    int32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    int64_t mine[4] = {kind, (int64_t)loc.flat, (int64_t)loc.internal, bits};
+    int64_t *all = malloc((size_t)R * sizeof mine);
+    if (!all) return GT_ERR(GT_ERR_OOM, "out of host memory");
+    if ((s = gt_comm_allgather(comm, mine, all, 4, GT_DTYPE_INT64, NULL)) != GT_OK) {
+        free(all);
+        return s;
+    }
+    int best = 0;
+    for (int r = 1; r < R; r++)
+        if (all[4 * r] < all[4 * best] ||
+            (all[4 * r] == all[4 * best] && all[4 * r + 1] < all[4 * best + 1]))
+            best = r;
+    char where[320] = "";
+    if (all[4 * best] < 2) {
+        gt_gpt2_loc l2;
+        size_t x = (size_t)all[4 * best + 2];
+        gt_gpt2_locate(model, x, &l2);
+        int32_t b32 = (int32_t)all[4 * best + 3];
+        float fv;
+        memcpy(&fv, &b32, sizeof fv);
+        char name[96];
+        gt_gpt2_loc_format(&l2, name, sizeof name);
+        snprintf(where, sizeof where, "the first non-finite value is the %s of %s (llm.c flat "
+                 "index %zu) = %g, held by rank %d",
+                 all[4 * best] == 0 ? "gradient" : "parameter", name, l2.flat, (double)fv, best);
+    } else {
+        snprintf(where, sizeof where,
+                 "no gradient or parameter holds a non-finite value (the loss overflowed)");
+    }
+    /* a norm assembled from every rank's chunks is non-finite everywhere:
+     * the rank to name is the one holding the value */
+    if (!at_loss && all[4 * best] < 2) bad_rank = best;
+    free(all);
+    return GT_ERR(GT_ERR_INVALID,
+                  "non-finite %s (%g) at step %d on rank %d: %s. Training diverged or a fault "
+                  "corrupted it: lower --lr, enable --grad-clip, check the data, or resume "
+                  "from the last checkpoint",
+                  at_loss ? "loss" : "gradient norm", value, step, bad_rank, where);
+}
+
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 /* Balanced binary tree over this rank's micro-batch gradients, kept as a
@@ -223,9 +636,21 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         s = GT_ERR(GT_ERR_INVALID,
                    "--deterministic needs a power-of-two number of ranks, got %d", R);
     }
+    if (s == GT_OK && cfg->checkpoint_every > 0 && !cfg->checkpoint_dir)
+        s = GT_ERR(GT_ERR_INVALID, "--checkpoint-every needs a --checkpoint-dir to write into");
+    if (s == GT_OK && cfg->resume && cfg->init_from)
+        s = GT_ERR(GT_ERR_INVALID, "--resume and --init-from both set the parameters: pick one");
     if (s != GT_OK) {
         gt_comm_free(own_comm);
         return s;
+    }
+    /* an unwritable destination fails now, not after hours of training */
+    if (cfg->checkpoint_dir) {
+        s = agree(comm, gt_ckpt_dir_prepare(cfg->checkpoint_dir), &st->collective_error);
+        if (s != GT_OK) {
+            gt_comm_free(own_comm);
+            return s;
+        }
     }
     int k_local = B / M;
 
@@ -236,8 +661,9 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     st->ms = calloc(n, sizeof(double));
     st->wait_ms = calloc(n, sizeof(double));
     st->comm_ms = calloc(n, sizeof(double));
-    float *mb_loss = calloc((size_t)k_local, sizeof(float));
-    float *all_loss = calloc((size_t)k_local * R, sizeof(float));
+    /* per rank: its micro-batch losses, then 1 when its gradient norm is not finite */
+    float *mb_loss = calloc((size_t)k_local + 1, sizeof(float));
+    float *all_loss = calloc(((size_t)k_local + 1) * R, sizeof(float));
     if (!st->loss || !st->lr || !st->grad_norm || !st->ms || !st->wait_ms || !st->comm_ms ||
         !mb_loss || !all_loss) {
         free(mb_loss);
@@ -273,7 +699,12 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     gt_dp_shard(dp, &lo, &hi);
     if ((s = gt_gpt2_pad(model, gt_dp_padded(dp))) != GT_OK) goto done;
     if ((s = gt_gpt2_set_opt_range(model, lo, hi)) != GT_OK) goto done;
-    if (cfg->init_from) {
+    int64_t start = 0;
+    if (cfg->resume) {
+        s = agree(comm, load_checkpoint(cfg, model, lo, hi, &start), &st->collective_error);
+        if (s != GT_OK) goto done;
+        st->first_step = (int)start;
+    } else if (cfg->init_from) {
         if (strncmp(cfg->init_from, "llmc:", 5) != 0) {
             s = GT_ERR(GT_ERR_INVALID,
                        "--init-from '%s': expected llmc:FILE (an llm.c model file)",
@@ -320,7 +751,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
                            .nranks = R,
                            .order = cfg->data_order,
                            .seed = cfg->seed,
-                           .start_step = 0,
+                           .start_step = start,
                            .prefetch = cfg->prefetch};
     if ((s = gt_loader_new(&tok, &lc, &loader)) != GT_OK) goto done;
 
@@ -334,7 +765,15 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     int stall_rank = -1, stall_step = -1;
     const char *stall = getenv("GT_FAULT_STALL");
     if (stall && sscanf(stall, "%d:%d", &stall_rank, &stall_step) != 2) stall_rank = -1;
-    for (int step = 0; step < cfg->steps; step++) {
+    /* fault injection for the non-finite test: "RANK:STEP" makes that rank
+     * write a NaN into one gradient of its shard before the norm */
+    int nan_rank = -1, nan_step = -1;
+    const char *nanf = getenv("GT_FAULT_NAN");
+    if (nanf && sscanf(nanf, "%d:%d", &nan_rank, &nan_step) != 2) nan_rank = -1;
+    int end = cfg->stop_after > 0 && cfg->stop_after < cfg->steps ? cfg->stop_after : cfg->steps;
+    size_t uhi = hi < gt_gpt2_num_params(model) ? hi : gt_gpt2_num_params(model);
+    for (int step = (int)start; step < end; step++) {
+        int i = step - (int)start; /* this run's statistics */
         if (rank == stall_rank && step + 1 == stall_step)
             for (;;) sleep(1000);
         uint64_t t0 = gt_now_ns(), wait = 0;
@@ -364,29 +803,53 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         float *gshard = NULL;
         double exposed = 0;
         if ((s = gt_dp_finish(dp, &gshard, &exposed)) != GT_OK) goto done;
-        /* the global mean loss, summed in global micro-batch order */
-        if ((s = gt_comm_allgather(comm, mb_loss, all_loss, (size_t)k_local, GT_DTYPE_FP32,
-                                   NULL)) != GT_OK)
-            goto done;
-        double lsum = 0;
-        for (int j = 0; j < k_local * R; j++) lsum += all_loss[j];
-        double loss = lsum / (k_local * R);
-        if (!isfinite(loss)) {
-            s = GT_ERR(GT_ERR_INVALID, "loss is %g at step %d: training diverged", loss,
-                       step + 1);
-            goto done;
+        if (rank == nan_rank && step + 1 == nan_step && lo < uhi) {
+            size_t x = lo + (uhi - lo) / 2;
+            float bad = NAN;
+            gt_gpt2_loc loc;
+            char name[96];
+            gt_gpt2_locate(model, x, &loc);
+            gt_gpt2_loc_format(&loc, name, sizeof name);
+            fprintf(stderr, "gauntlet: GT_FAULT_NAN: rank %d writes NaN into the gradient of %s "
+                            "at step %d\n", rank, name, step + 1);
+            if ((s = be->copy_to_device(be, gshard + (x - lo), &bad, sizeof bad)) != GT_OK)
+                goto done;
         }
         double norm = 0;
         if ((s = gt_dp_grad_norm(dp, &norm)) != GT_OK) goto done;
-        if (!isfinite(norm)) {
-            s = GT_ERR(GT_ERR_INVALID, "gradient norm is %g at step %d: training diverged "
-                                       "(lower --lr or enable --grad-clip)",
-                       norm, step + 1);
+        /* the global mean loss, summed in global micro-batch order, and which
+         * ranks saw a non-finite norm (without ZeRO each rank computes its own
+         * from its copy of the sums: one corrupted copy shows only there) */
+        mb_loss[k_local] = isfinite(norm) ? 0.0f : 1.0f;
+        if ((s = gt_comm_allgather(comm, mb_loss, all_loss, (size_t)k_local + 1, GT_DTYPE_FP32,
+                                   NULL)) != GT_OK)
+            goto done;
+        double lsum = 0;
+        int bad_rank = -1, at_loss = 0;
+        for (int r = 0; r < R; r++)
+            for (int j = 0; j < k_local; j++) {
+                float v = all_loss[(size_t)r * (k_local + 1) + j];
+                lsum += v;
+                if (!isfinite(v) && bad_rank < 0) {
+                    bad_rank = r;
+                    at_loss = 1;
+                }
+            }
+        double loss = lsum / (k_local * R);
+        for (int r = 0; r < R && bad_rank < 0; r++)
+            if (all_loss[(size_t)r * (k_local + 1) + k_local] != 0.0f) bad_rank = r;
+        if (!isfinite(loss) || bad_rank >= 0) {
+            if (bad_rank < 0) {
+                bad_rank = 0;
+                at_loss = 1;
+            }
+            s = nonfinite_error(model, comm, gshard, lo, hi, step + 1, bad_rank, at_loss,
+                                at_loss ? loss : NAN);
+            st->collective_error = R > 1;
             goto done;
         }
         float lr = gt_lr_at(&cfg->opt, step);
         float scale = gt_clip_scale(&cfg->opt, norm);
-        size_t uhi = hi < st->num_params ? hi : st->num_params;
         if (lo < uhi &&
             (s = gt_gpt2_update_range(model, &cfg->opt, step + 1, lr, scale, gshard, lo, uhi)) !=
                 GT_OK)
@@ -397,18 +860,23 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
             (s = check_consistency(model, comm, step + 1)) != GT_OK)
             goto done;
         double ms = (double)(gt_now_ns() - t0) * 1e-6;
-        st->loss[step] = loss;
-        st->lr[step] = lr;
-        st->grad_norm[step] = norm;
-        st->ms[step] = ms;
-        st->wait_ms[step] = (double)wait * 1e-6;
-        st->comm_ms[step] = exposed * 1e3;
-        st->steps_done = step + 1;
+        st->loss[i] = loss;
+        st->lr[i] = lr;
+        st->grad_norm[i] = norm;
+        st->ms[i] = ms;
+        st->wait_ms[i] = (double)wait * 1e-6;
+        st->comm_ms[i] = exposed * 1e3;
+        st->steps_done = i + 1;
         double tps = (double)cfg->batch * T / (ms * 1e-3);
         double mfu = tps * st->flops_per_token / (st->peak_gflops * 1e9 * R);
         if (cfg->on_step && rank == 0)
             cfg->on_step(cfg->on_step_ctx, step + 1, cfg->steps, (float)loss, lr, norm, ms, tps,
                          mfu);
+        /* after the step's timing: a checkpoint is not training time */
+        if (cfg->checkpoint_every > 0 && (step + 1) % cfg->checkpoint_every == 0 &&
+            (s = save_checkpoint(cfg, model, comm, lo, hi, step + 1, st->backend_desc,
+                                 &st->collective_error)) != GT_OK)
+            goto done;
     }
     /* the first step pays for first-touch page faults and cache warm-up */
     int skip = st->steps_done > 1 ? 1 : 0;
@@ -497,6 +965,12 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     gt_result_param_int(res, "micro_batch", cfg->micro_batch);
     gt_result_param_int(res, "deterministic", cfg->deterministic);
     gt_result_param_int(res, "zero", cfg->zero);
+    if (cfg->resume) {
+        gt_result_param_str(res, "resume", cfg->resume);
+        gt_result_param_int(res, "resumed_from_step", st->first_step);
+    }
+    if (cfg->checkpoint_every > 0) gt_result_param_int(res, "checkpoint_every", cfg->checkpoint_every);
+    if (cfg->stop_after > 0) gt_result_param_int(res, "stop_after", cfg->stop_after);
     gt_result_metric(res, "final_loss", "nats/token", 0, n ? st->loss[n - 1] : NAN, NULL, 0);
     gt_result_metric(res, "peak_memory", "bytes", 0, (double)st->mem.peak_in_use, NULL, 0);
     gt_result_series(res, "loss", st->loss, (size_t)n);

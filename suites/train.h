@@ -43,6 +43,12 @@ typedef struct gt_train_config {
     int zero;                /* 1: ZeRO-1 (optimizer state sharded) */
     double bucket_mb;        /* all-reduce bucket size in MiB (default 25) */
     int check_every;         /* cross-rank parameter hash every N steps (0: after init only) */
+    /* checkpoints (docs/formats.md, "Checkpoints") */
+    const char *checkpoint_dir; /* where checkpoints go; checked writable before training */
+    int checkpoint_every;    /* a checkpoint after every K steps (0: none) */
+    const char *resume;      /* a checkpoint file, a sharded folder, or a directory (latest) */
+    int stop_after;          /* end after this step as an interruption would (0: --steps);
+                              * the lr schedule still spans `steps` */
     /* Called after every step (may be NULL). */
     void (*on_step)(void *ctx, int step, int steps, float loss, float lr, double grad_norm,
                     double ms, double tokens_per_s, double mfu);
@@ -54,8 +60,11 @@ typedef struct gt_train_config {
 gt_train_config gt_train_defaults(void);
 
 typedef struct gt_train_stats {
-    int steps_done;
-    double *loss;       /* (steps) mean training loss of each step */
+    int first_step;     /* steps done before this run (resumed from a checkpoint), else 0 */
+    int steps_done;     /* steps this run did: global steps first_step+1 .. first_step+steps_done */
+    int collective_error; /* the error was agreed by every rank (same status and message):
+                           * rank 0 reports it, no need to abort the job */
+    double *loss;       /* (steps) mean training loss of each step this run did */
     double *lr;         /* (steps) */
     double *grad_norm;  /* (steps) before clipping */
     double *ms;         /* (steps) wall time of each step */

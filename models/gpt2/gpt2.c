@@ -802,3 +802,110 @@ double gt_gpt2_flops_per_token(const gt_gpt2 *m, int T) {
     const gt_gpt2_config *c = &m->cfg;
     return 6.0 * (double)m->num_params + 6.0 * c->num_layers * (double)c->channels * T;
 }
+
+/* ---- checkpoints and diagnostics -------------------------------------------- */
+
+int gt_gpt2_tensor_shape(const gt_gpt2 *m, int i, int64_t shape[4]) {
+    const gt_gpt2_config *c = &m->cfg;
+    int64_t C = c->channels, L = c->num_layers;
+    int64_t row = (int64_t)(m->per_layer[i] / (size_t)C);
+    memset(shape, 0, 4 * sizeof *shape);
+    switch (i) {
+    case P_WTE: shape[0] = c->padded_vocab_size; shape[1] = C; return 2;
+    case P_WPE: shape[0] = c->max_seq_len; shape[1] = C; return 2;
+    case P_LNFW: case P_LNFB: shape[0] = C; return 1;
+    case P_QKVW: case P_ATTPROJW: case P_FCW: case P_FCPROJW:
+        /* (L, out, in): per layer out x in */
+        shape[0] = L;
+        shape[1] = i == P_FCPROJW ? C : row;
+        shape[2] = i == P_FCPROJW ? 4 * C : C;
+        return 3;
+    default: shape[0] = L; shape[1] = (int64_t)m->per_layer[i]; return 2;
+    }
+}
+
+static gt_status opt_state_check(const gt_gpt2 *m, size_t lo, size_t hi) {
+    if (lo > hi || lo < m->opt_lo || hi > m->opt_hi || hi > m->num_params)
+        return GT_ERR(GT_ERR_INVALID,
+                      "optimizer state [%zu, %zu) is outside the range this model holds "
+                      "[%zu, %zu) or its %zu parameters",
+                      lo, hi, m->opt_lo, m->opt_hi, m->num_params);
+    return GT_OK;
+}
+
+gt_status gt_gpt2_get_opt_state(gt_gpt2 *m, size_t lo, size_t hi, float *m_dst, float *v_dst) {
+    GT_TRY(opt_state_check(m, lo, hi));
+    if (hi == lo) return GT_OK;
+    size_t bytes = (hi - lo) * sizeof(float);
+    GT_TRY(m->be->copy_to_host(m->be, m_dst, m->m + (lo - m->opt_lo), bytes));
+    return m->be->copy_to_host(m->be, v_dst, m->v + (lo - m->opt_lo), bytes);
+}
+
+gt_status gt_gpt2_set_opt_state(gt_gpt2 *m, size_t lo, size_t hi, const float *m_src,
+                                const float *v_src) {
+    GT_TRY(opt_state_check(m, lo, hi));
+    if (hi == lo) return GT_OK;
+    size_t bytes = (hi - lo) * sizeof(float);
+    GT_TRY(m->be->copy_to_device(m->be, m->m + (lo - m->opt_lo), m_src, bytes));
+    return m->be->copy_to_device(m->be, m->v + (lo - m->opt_lo), v_src, bytes);
+}
+
+void gt_gpt2_locate(const gt_gpt2 *m, size_t x, gt_gpt2_loc *out) {
+    int L = m->cfg.num_layers;
+    memset(out, 0, sizeof *out);
+    out->layer = -1;
+    out->internal = x;
+    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
+        int nl = is_layered(i) ? L : 1;
+        for (int l = 0; l < nl; l++) {
+            size_t a = poff(m, i, l);
+            if (x >= a && x < a + m->per_layer[i]) {
+                out->tensor = i;
+                out->layer = is_layered(i) ? l : -1;
+                out->element = x - a;
+                out->flat = m->canon[i] + (size_t)l * m->per_layer[i] + (x - a);
+                return;
+            }
+        }
+    }
+    out->tensor = -1;
+    out->element = x;
+    out->flat = x;
+}
+
+void gt_gpt2_loc_format(const gt_gpt2_loc *loc, char *out, size_t n) {
+    if (loc->tensor < 0) snprintf(out, n, "padding element %zu", loc->element);
+    else if (loc->layer >= 0)
+        snprintf(out, n, "%s layer %d, element %zu", gt_gpt2_tensor_name(loc->tensor),
+                 loc->layer, loc->element);
+    else snprintf(out, n, "%s, element %zu", gt_gpt2_tensor_name(loc->tensor), loc->element);
+}
+
+gt_status gt_gpt2_find_nonfinite(gt_gpt2 *m, const float *buf, size_t lo, size_t hi,
+                                 int *found, gt_gpt2_loc *loc, float *value) {
+    *found = 0;
+    if (hi > m->num_params) hi = m->num_params;
+    if (lo >= hi) return GT_OK;
+    float *host = malloc((hi - lo) * sizeof(float));
+    if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory searching for non-finite values");
+    gt_status s = m->be->copy_to_host(m->be, host, buf, (hi - lo) * sizeof(float));
+    int L = m->cfg.num_layers;
+    /* llm.c's order: the first tensor a user would look at in a model file */
+    for (int i = 0; i < GT_GPT2_NUM_TENSORS && s == GT_OK && !*found; i++) {
+        int nl = is_layered(i) ? L : 1;
+        for (int l = 0; l < nl && !*found; l++) {
+            size_t a = poff(m, i, l), b = a + m->per_layer[i];
+            if (a < lo) a = lo;
+            if (b > hi) b = hi;
+            for (size_t x = a; x < b; x++)
+                if (!isfinite(host[x - lo])) {
+                    *found = 1;
+                    *value = host[x - lo];
+                    gt_gpt2_locate(m, x, loc);
+                    break;
+                }
+        }
+    }
+    free(host);
+    return s;
+}

@@ -143,6 +143,38 @@ gt_status gt_gpt2_set_params(gt_gpt2 *m, const float *src);
 gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst);
 gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst);
 
+/* ---- checkpoints and diagnostics ------------------------------------------- */
+
+/* Shape of parameter tensor i in llm.c's order (e.g. qkvw: L, 3C, C);
+ * returns the number of dimensions (1..3). */
+int gt_gpt2_tensor_shape(const gt_gpt2 *m, int i, int64_t shape[4]);
+/* Host copies of the AdamW state m and v for the internal-layout range
+ * [lo, hi), which must lie inside the state's range (gt_gpt2_set_opt_range)
+ * and [0, num_params). */
+gt_status gt_gpt2_get_opt_state(gt_gpt2 *m, size_t lo, size_t hi, float *m_dst, float *v_dst);
+gt_status gt_gpt2_set_opt_state(gt_gpt2 *m, size_t lo, size_t hi, const float *m_src,
+                                const float *v_src);
+
+/* Where an element of the internal layout lives: tensor (llm.c index),
+ * layer (-1 for wte, wpe, lnfw, lnfb), element within that layer's slice,
+ * and its flat index in llm.c's order. */
+typedef struct gt_gpt2_loc {
+    int tensor;
+    int layer;
+    size_t element;
+    size_t flat;
+    size_t internal; /* the index asked about */
+} gt_gpt2_loc;
+void gt_gpt2_locate(const gt_gpt2 *m, size_t internal, gt_gpt2_loc *out);
+/* "qkvw layer 3, element 17" */
+void gt_gpt2_loc_format(const gt_gpt2_loc *loc, char *out, size_t n);
+/* Searches buf (backend memory laid out like the internal range [lo, hi),
+ * buf[0] being element lo) for a NaN or an infinity, in llm.c's order
+ * (tensor by tensor, layer by layer): *found 0 when all are finite, else
+ * 1 with the first one's location in *loc and value in *value. */
+gt_status gt_gpt2_find_nonfinite(gt_gpt2 *m, const float *buf, size_t lo, size_t hi,
+                                 int *found, gt_gpt2_loc *loc, float *value);
+
 /* Model FLOPs per token for one training step (forward + backward):
  * 6 * num_params + 6 * L * C * T (causal attention scores and values:
  * 2 matmuls of T*C per token and layer, x3 for backward, halved by the
