@@ -6,10 +6,13 @@
 # Required: cmake, a C compiler, pkg-config, jansson.
 # Optional, auto-detected by CMake: OpenMPI, hwloc, OpenBLAS, the CUDA toolkit
 # (never installed here: it comes from NVIDIA, see README.md).
+# CI's hardening steps (docs/reliability.md): clang with libFuzzer and the
+# sanitizer runtimes (libclang-rt-dev), valgrind.
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libjansson-dev
-          libopenblas-dev libopenmpi-dev openmpi-bin libhwloc-dev chromium)
+          libopenblas-dev libopenmpi-dev openmpi-bin libhwloc-dev chromium
+          clang libclang-rt-dev valgrind)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -96,27 +96,33 @@ static gt_status read_tokens(FILE *f, const char *path, int width, int64_t count
 }
 
 /* Size check before reading, so that a truncated file is reported with both
- * numbers and trailing garbage (a concatenation, a wrong count) is caught. */
-static gt_status check_size(FILE *f, const char *path, int64_t header, int64_t count, int width) {
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0)
-        return GT_ERR(GT_ERR_IO, "token file '%s': cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return GT_OK; /* a pipe: fread finds truncation */
+ * numbers and trailing garbage (a concatenation, a wrong count) is caught.
+ * `size` is the whole input's length in bytes, < 0 when unknown (a pipe:
+ * fread finds truncation). */
+static gt_status check_size(int64_t size, const char *path, int64_t header, int64_t count,
+                            int width) {
+    /* A count no file can hold (header + count * width would overflow). */
+    if (count > (INT64_MAX - header) / width)
+        return GT_ERR(GT_ERR_INVALID,
+                      "token file '%s': the header declares %lld tokens, more than any file "
+                      "can hold",
+                      path, (long long)count);
+    if (size < 0) return GT_OK;
     int64_t want = header + count * width;
-    if ((int64_t)st.st_size < want)
+    if (size < want)
         return GT_ERR(GT_ERR_IO,
                       "token file '%s': truncated: the header declares %lld tokens (%lld bytes "
                       "in all) but the file has %lld bytes",
-                      path, (long long)count, (long long)want, (long long)st.st_size);
-    if ((int64_t)st.st_size > want)
+                      path, (long long)count, (long long)want, (long long)size);
+    if (size > want)
         return GT_ERR(GT_ERR_INVALID,
                       "token file '%s': %lld bytes after the %lld tokens the header declares; "
                       "the count in the header is wrong or the file was appended to",
-                      path, (long long)(st.st_size - want), (long long)count);
+                      path, (long long)(size - want), (long long)count);
     return GT_OK;
 }
 
-static gt_status read_gauntlet(FILE *f, const char *path, gt_tokens *out) {
+static gt_status read_gauntlet(FILE *f, int64_t size, const char *path, gt_tokens *out) {
     unsigned char h[GT_TOKENS_HEADER];
     if (fread(h, 1, sizeof h, f) != sizeof h)
         return GT_ERR(GT_ERR_IO, "token file '%s': truncated: shorter than the %d-byte header",
@@ -143,7 +149,7 @@ static gt_status read_gauntlet(FILE *f, const char *path, gt_tokens *out) {
                       (long long)count);
     if (isnan(entropy))
         return GT_ERR(GT_ERR_INVALID, "token file '%s': entropy field is NaN", path);
-    GT_TRY(check_size(f, path, GT_TOKENS_HEADER, count, (int)width));
+    GT_TRY(check_size(size, path, GT_TOKENS_HEADER, count, (int)width));
     int32_t *tok = malloc((size_t)(count ? count : 1) * sizeof *tok);
     if (!tok)
         return GT_ERR(GT_ERR_OOM, "token file '%s': out of host memory for %lld tokens", path,
@@ -161,7 +167,7 @@ static gt_status read_gauntlet(FILE *f, const char *path, gt_tokens *out) {
     return GT_OK;
 }
 
-static gt_status read_llmc(FILE *f, const char *path, gt_tokens *out) {
+static gt_status read_llmc(FILE *f, int64_t size, const char *path, gt_tokens *out) {
     unsigned char h[LLMC_HEADER_INTS * 4];
     if (fread(h, 1, sizeof h, f) != sizeof h)
         return GT_ERR(GT_ERR_IO,
@@ -177,7 +183,7 @@ static gt_status read_llmc(FILE *f, const char *path, gt_tokens *out) {
     if (count < 0)
         return GT_ERR(GT_ERR_INVALID, "token file '%s': negative token count %lld", path,
                       (long long)count);
-    GT_TRY(check_size(f, path, (int64_t)sizeof h, count, 2));
+    GT_TRY(check_size(size, path, (int64_t)sizeof h, count, 2));
     int32_t *tok = malloc((size_t)(count ? count : 1) * sizeof *tok);
     if (!tok)
         return GT_ERR(GT_ERR_OOM, "token file '%s': out of host memory for %lld tokens", path,
@@ -198,32 +204,67 @@ static gt_status read_llmc(FILE *f, const char *path, gt_tokens *out) {
     return GT_OK;
 }
 
+/* Tells the formats apart by the magic and reads one from `f`, positioned at
+ * the start; `size` as for check_size. Does not close `f`. */
+static gt_status read_stream(FILE *f, int64_t size, const char *path, gt_tokens *out) {
+    unsigned char magic[8];
+    size_t got = fread(magic, 1, sizeof magic, f);
+    if (got >= 4 && (int32_t)rd_u32(magic) == LLMC_MAGIC) {
+        rewind(f);
+        return read_llmc(f, size, path, out);
+    }
+    if (got == sizeof magic && memcmp(magic, GT_TOKENS_MAGIC, 8) == 0) {
+        rewind(f);
+        return read_gauntlet(f, size, path, out);
+    }
+    if (got < sizeof magic && ferror(f))
+        return GT_ERR(GT_ERR_IO, "token file '%s': read error: %s", path, strerror(errno));
+    if (got < sizeof magic)
+        return GT_ERR(GT_ERR_IO,
+                      "token file '%s': truncated: only %zu bytes, too short for any token file "
+                      "header",
+                      path, got);
+    return GT_ERR(GT_ERR_INVALID,
+                  "token file '%s': bad magic (neither \"GTTOKENS\" nor llm.c's %d); not a "
+                  "token file. Make one with `gauntlet data synth` or `gauntlet data encode`",
+                  path, LLMC_MAGIC);
+}
+
 gt_status gt_tokens_read(const char *path, gt_tokens *out) {
     if (!path || !out) return GT_ERR(GT_ERR_INVALID, "gt_tokens_read: NULL argument");
     memset(out, 0, sizeof *out);
     out->entropy = -1.0;
     FILE *f = fopen(path, "rb");
     if (!f) return GT_ERR(GT_ERR_IO, "token file '%s': cannot open: %s", path, strerror(errno));
-    unsigned char magic[8];
-    size_t got = fread(magic, 1, sizeof magic, f);
-    gt_status s;
-    if (got >= 4 && (int32_t)rd_u32(magic) == LLMC_MAGIC) {
-        rewind(f);
-        s = read_llmc(f, path, out);
-    } else if (got == sizeof magic && memcmp(magic, GT_TOKENS_MAGIC, 8) == 0) {
-        rewind(f);
-        s = read_gauntlet(f, path, out);
-    } else if (got < sizeof magic && ferror(f)) {
-        s = GT_ERR(GT_ERR_IO, "token file '%s': read error: %s", path, strerror(errno));
-    } else if (got < sizeof magic) {
-        s = GT_ERR(GT_ERR_IO, "token file '%s': truncated: only %zu bytes, too short for any "
-                   "token file header", path, got);
-    } else {
-        s = GT_ERR(GT_ERR_INVALID,
-                   "token file '%s': bad magic (neither \"GTTOKENS\" nor llm.c's %d); not a "
-                   "token file. Make one with `gauntlet data synth` or `gauntlet data encode`",
-                   path, LLMC_MAGIC);
-    }
+    struct stat st;
+    gt_status s = GT_OK;
+    if (fstat(fileno(f), &st) != 0)
+        s = GT_ERR(GT_ERR_IO, "token file '%s': cannot stat: %s", path, strerror(errno));
+    else
+        s = read_stream(f, S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1, path, out);
+    fclose(f);
+    return s;
+}
+
+gt_status gt_tokens_read_mem(const void *data, size_t n, const char *name, gt_tokens *out) {
+    if (!out || (!data && n > 0))
+        return GT_ERR(GT_ERR_INVALID, "gt_tokens_read_mem: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->entropy = -1.0;
+    if (!name) name = "<memory>";
+    /* fmemopen of 0 bytes is unspecified by POSIX; 0 bytes is too short anyway. */
+    if (n == 0)
+        return GT_ERR(GT_ERR_IO,
+                      "token file '%s': truncated: only 0 bytes, too short for any token file "
+                      "header",
+                      name);
+    if (n > (size_t)INT64_MAX)
+        return GT_ERR(GT_ERR_INVALID, "token file '%s': %zu bytes is too large", name, n);
+    /* Mode "r": the buffer is only read, so dropping const is safe. */
+    FILE *f = fmemopen((void *)data, n, "r");
+    if (!f)
+        return GT_ERR(GT_ERR_IO, "token file '%s': fmemopen failed: %s", name, strerror(errno));
+    gt_status s = read_stream(f, (int64_t)n, name, out);
     fclose(f);
     return s;
 }

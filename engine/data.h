@@ -29,6 +29,10 @@ typedef struct gt_tokens {
 /* Reads either format (told apart by the magic). Errors name the file and
  * what is wrong (truncated, bad magic, unsupported version, token >= vocab). */
 gt_status gt_tokens_read(const char *path, gt_tokens *out);
+/* The same reader on the n bytes at `data` (borrowed), the whole content of a
+ * token file; `name` (may be NULL: "<memory>") stands for the path in error
+ * messages. Used by the fuzz target ci/fuzz/tokens.c. */
+gt_status gt_tokens_read_mem(const void *data, size_t n, const char *name, gt_tokens *out);
 void gt_tokens_release(gt_tokens *t); /* frees tokens; accepts zeroed struct */
 
 /* Writes a gauntlet token file atomically (temp file + rename).
