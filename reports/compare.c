@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "reports/compare.h"
 
+#include "engine/fileio.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -1149,35 +1151,6 @@ void gt_compare_print(const gt_compare *c, FILE *f, int quiet) {
 
 /* ---- JUnit XML ---------------------------------------------------------------------- */
 
-static void xml_esc(FILE *f, const char *s) {
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        switch (ch) {
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        case '\'':
-            fputs("&apos;", f);
-            break;
-        default:
-            /* XML 1.0 forbids other control characters even as references */
-            if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
-                fputc('?', f);
-            else
-                fputc(ch, f);
-        }
-    }
-}
-
 /* outcome of a result's "status" testcase: 0 pass, 1 failure, 2 skipped */
 static int status_outcome(const cmp_result *r) {
     if (r->missing || r->failed || r->failed_checks) return 1;
@@ -1188,9 +1161,9 @@ static int status_outcome(const cmp_result *r) {
 
 static void junit_status_case(const cmp_result *r, FILE *f) {
     fputs("    <testcase classname=\"", f);
-    xml_esc(f, r->suite);
+    gt_xml_escape(f, r->suite);
     fputs("\" name=\"", f);
-    xml_esc(f, r->label);
+    gt_xml_escape(f, r->label);
     fputs(" status\">\n", f);
     int o = status_outcome(r);
     if (o == 1) {
@@ -1198,12 +1171,12 @@ static void junit_status_case(const cmp_result *r, FILE *f) {
         fputs(r->missing ? "missing" : r->failed_checks ? "check" : "status", f);
         fputs("\" message=\"", f);
         if (r->missing)
-            xml_esc(f,
+            gt_xml_escape(f,
                     r->nw ? "passed in BASE, skipped in NEW" : "passed in BASE, absent from NEW");
         else if (r->failed_checks)
-            xml_esc(f, "a check failed in NEW");
+            gt_xml_escape(f, "a check failed in NEW");
         else
-            xml_esc(f, "status error or fail in NEW");
+            gt_xml_escape(f, "status error or fail in NEW");
         fputs("\">", f);
         /* the same words as the text report */
         char *buf = NULL;
@@ -1215,13 +1188,13 @@ static void junit_status_case(const cmp_result *r, FILE *f) {
                         r->new_message ? r->new_message : "");
             print_check_problems(r, m, "");
             fclose(m);
-            xml_esc(f, buf);
+            gt_xml_escape(f, buf);
             free(buf);
         }
         fputs("</failure>\n", f);
     } else if (o == 2) {
         fputs("      <skipped message=\"", f);
-        xml_esc(f, r->nw ? (r->new_message ? r->new_message : "skipped in NEW")
+        gt_xml_escape(f, r->nw ? (r->new_message ? r->new_message : "skipped in NEW")
                          : "absent from NEW (not passing in BASE)");
         fputs("\"/>\n", f);
     } else if (!r->base) {
@@ -1241,19 +1214,19 @@ static void junit_metric_case(const cmp_result *r, const cmp_metric *m, FILE *f)
              "%s: base median %s, new median %s %s, change %s, %s p %s, n %zu/%zu: %s", m->name, b,
              n, m->unit, ch, method_name(m->method), p, m->nb, m->nn, metric_verdict_text(m));
     fputs("    <testcase classname=\"", f);
-    xml_esc(f, r->suite);
+    gt_xml_escape(f, r->suite);
     fputs("\" name=\"", f);
-    xml_esc(f, r->label);
+    gt_xml_escape(f, r->label);
     fputs(" ", f);
-    xml_esc(f, m->name);
+    gt_xml_escape(f, m->name);
     fputs("\">\n", f);
     if (m->in_base && m->in_new && m->verdict == GT_VERDICT_SLOWER) {
         fputs("      <failure type=\"slower\" message=\"", f);
-        xml_esc(f, text);
+        gt_xml_escape(f, text);
         fputs("\"/>\n", f);
     } else {
         fputs("      <system-out>", f);
-        xml_esc(f, text);
+        gt_xml_escape(f, text);
         fputs("</system-out>\n", f);
     }
     fputs("    </testcase>\n", f);
@@ -1290,21 +1263,21 @@ static void junit_write(const gt_compare *c, FILE *f) {
                 sf += r->m[q].in_base && r->m[q].in_new && r->m[q].verdict == GT_VERDICT_SLOWER;
         }
         fputs("  <testsuite name=\"", f);
-        xml_esc(f, suite);
+        gt_xml_escape(f, suite);
         fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n", st, sf, ss);
         fputs("    <properties>\n", f);
         fputs("      <property name=\"base\" value=\"", f);
-        xml_esc(f, c->base_path);
+        gt_xml_escape(f, c->base_path);
         fputs("\"/>\n      <property name=\"new\" value=\"", f);
-        xml_esc(f, c->new_path);
+        gt_xml_escape(f, c->new_path);
         fputs("\"/>\n", f);
         for (size_t d = 0; d < c->nfp; d++) {
             fputs("      <property name=\"fingerprint ", f);
-            xml_esc(f, c->fp[d].key);
+            gt_xml_escape(f, c->fp[d].key);
             fputs("\" value=\"BASE ", f);
-            xml_esc(f, c->fp[d].base);
+            gt_xml_escape(f, c->fp[d].base);
             fputs(" | NEW ", f);
-            xml_esc(f, c->fp[d].nw);
+            gt_xml_escape(f, c->fp[d].nw);
             fputs("\"/>\n", f);
         }
         fputs("    </properties>\n", f);
@@ -1321,46 +1294,8 @@ static void junit_write(const gt_compare *c, FILE *f) {
 }
 
 gt_status gt_compare_write_junit(const gt_compare *c, const char *path) {
-    char *tmp = xprintf("%s.tmp.XXXXXX", path);
-    if (!tmp) return GT_ERR(GT_ERR_OOM, "no memory");
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        gt_status s = GT_ERR(GT_ERR_IO,
-                             "cannot write JUnit file '%s': %s (creating '%s'; "
-                             "choose a writable --junit path)",
-                             path, strerror(errno), tmp);
-        free(tmp);
-        return s;
-    }
-    fchmod(fd, 0644); /* mkstemp's 0600 would hide it from a CI uploader running as another user */
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        gt_status s = GT_ERR(GT_ERR_IO, "cannot write JUnit file '%s': %s", path, strerror(errno));
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        return s;
-    }
-    junit_write(c, f);
-    int bad = ferror(f) | fflush(f);
-    bad |= fsync(fileno(f));
-    bad |= fclose(f);
-    if (bad) {
-        gt_status s = GT_ERR(GT_ERR_IO,
-                             "cannot write JUnit file '%s': %s; the previous file is "
-                             "intact",
-                             path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return s;
-    }
-    if (rename(tmp, path) != 0) {
-        gt_status s =
-            GT_ERR(GT_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return s;
-    }
-    free(tmp);
-    return GT_OK;
+    gt_atomic_file af;
+    GT_TRY(gt_atomic_open(path, "JUnit file", "choose a writable --junit path", &af));
+    junit_write(c, af.f);
+    return gt_atomic_commit(&af);
 }

@@ -10,6 +10,8 @@
 #define _GNU_SOURCE
 #include "reports/html.h"
 
+#include "engine/fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -775,30 +777,6 @@ gt_status gt_html_check_report(const char *path) {
     return GT_OK;
 }
 
-/* Text for element content and attribute values. */
-static void put_escaped(FILE *f, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        case '\'':
-            fputs("&#39;", f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
-}
 
 /* JSON inside <script>: the HTML parser ends the element at the first
  * "</script" whatever the quoting, and "<!--" can hide that end. In JSON a
@@ -824,15 +802,15 @@ static void write_page(FILE *f, json_t *const *docs, const char *const *paths, i
     fputs("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
           "<meta name=\"generator\" content=\"gauntlet report\">\n<title>",
           f);
-    put_escaped(f, title);
+    gt_xml_escape(f, title);
     fputs("</title>\n<style>\n", f);
     fputs(g_css, f);
     fputs("</style>\n</head>\n<body data-render-errors=\"pending\">\n<header><h1>", f);
-    put_escaped(f, title);
+    gt_xml_escape(f, title);
     fprintf(f, "</h1><div class=\"sub\">%d report%s: ", n, n == 1 ? "" : "s");
     for (int i = 0; i < n; i++) {
         fprintf(f, "%sR%d <span class=\"mono\">", i ? ", " : "", i + 1);
-        put_escaped(f, paths[i]);
+        gt_xml_escape(f, paths[i]);
         fputs("</span>", f);
     }
     fputs("</div></header>\n<noscript><p>This page draws its tables and charts with "
@@ -842,7 +820,7 @@ static void write_page(FILE *f, json_t *const *docs, const char *const *paths, i
     for (int i = 0; i < n; i++) {
         char *text = json_dumps(docs[i], JSON_COMPACT);
         fprintf(f, "<script type=\"application/json\" id=\"report-%d\" data-file=\"", i);
-        put_escaped(f, paths[i]);
+        gt_xml_escape(f, paths[i]);
         fputs("\">", f);
         if (text) put_script_json(f, text);
         fputs("</script>\n", f);
@@ -862,68 +840,16 @@ gt_status gt_html_write(const char *out_path, const char *const *paths, int n, c
     gt_status s = GT_OK;
     for (int i = 0; i < n && s == GT_OK; i++)
         s = load_report(paths[i], &docs[i]);
-    char *tmp = NULL;
-    int fd = -1;
-    FILE *f = NULL;
-    if (s != GT_OK) goto done;
-
-    tmp = malloc(strlen(out_path) + 16);
-    if (!tmp) {
-        s = GT_ERR(GT_ERR_OOM, "no memory");
-        goto done;
-    }
-    /* a temporary file beside the destination, so that rename() is atomic */
-    sprintf(tmp, "%s.tmp.XXXXXX", out_path);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        s = GT_ERR(GT_ERR_IO, "cannot write '%s': %s (creating a temporary file beside it)",
-                   out_path, strerror(errno));
-        goto done;
-    }
-    /* mkstemp makes the file private; a page is as readable as any output
-     * (when fchmod fails the page is still right, only private) */
-    mode_t mask = umask(022);
-    umask(mask);
-    (void)fchmod(fd, 0666 & ~mask);
-    f = fdopen(fd, "w");
-    if (!f) {
-        s = GT_ERR(GT_ERR_IO, "cannot write '%s': %s", out_path, strerror(errno));
-        close(fd);
-        unlink(tmp);
-        goto done;
-    }
-    write_page(f, docs, paths, n, title);
-    int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-    int e = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad) {
-        s = GT_ERR(GT_ERR_IO, "cannot write '%s': %s; the previous file is intact", out_path,
-                   strerror(e));
-        unlink(tmp);
-        goto done;
-    }
-    if (rename(tmp, out_path) != 0) {
-        s = GT_ERR(GT_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, out_path, strerror(errno));
-        unlink(tmp);
-        goto done;
-    }
-    /* the rename is durable only once the directory is synced */
-    char *dup = strdup(out_path);
-    if (dup) {
-        int dfd = open(dirname(dup), O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
+    if (s == GT_OK) {
+        gt_atomic_file af;
+        s = gt_atomic_open(out_path, "", "choose a writable --html path", &af);
+        if (s == GT_OK) {
+            write_page(af.f, docs, paths, n, title);
+            s = gt_atomic_commit(&af);
         }
-        free(dup);
     }
-done:
     for (int i = 0; i < n; i++)
         json_decref(docs[i]);
     free(docs);
-    free(tmp);
     return s;
 }

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "reports/report.h"
 
+#include "engine/fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -327,64 +329,6 @@ void gt_report_counts(const gt_report *r, int counts[GT_RESULT_STATUS_COUNT]) {
     for (size_t i = 0; i < r->n_res; i++) counts[gt_result_get_status(r->res[i])]++;
 }
 
-static gt_status write_atomic(const char *path, const char *text) {
-    size_t len = strlen(text);
-    char *tmp = malloc(strlen(path) + 32);
-    if (!tmp) return GT_ERR(GT_ERR_OOM, "no memory");
-    sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        gt_status s = GT_ERR(GT_ERR_IO,
-                             "cannot write report '%s': %s (creating '%s'; choose a writable "
-                             "--report path)",
-                             path, strerror(errno), tmp);
-        free(tmp);
-        return s;
-    }
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(fd, text + done, len - done);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            gt_status s = GT_ERR(GT_ERR_IO, "cannot write report '%s': %s; the previous file "
-                                            "is intact",
-                                 path, strerror(errno));
-            close(fd);
-            unlink(tmp);
-            free(tmp);
-            return s;
-        }
-        done += (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        gt_status s = GT_ERR(GT_ERR_IO, "cannot flush report '%s': %s; the previous file is "
-                                        "intact",
-                             path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return s;
-    }
-    if (rename(tmp, path) != 0) {
-        gt_status s = GT_ERR(GT_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path,
-                             strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return s;
-    }
-    free(tmp);
-    /* the rename is durable only once the directory is synced */
-    char *dup = strdup(path);
-    if (dup) {
-        int dfd = open(dirname(dup), O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
-        free(dup);
-    }
-    return GT_OK;
-}
-
 gt_status gt_report_write(gt_report *r) {
     int counts[GT_RESULT_STATUS_COUNT];
     gt_report_counts(r, counts);
@@ -404,7 +348,12 @@ gt_status gt_report_write(gt_report *r) {
     if (!r->path) return GT_OK;
     char *text = json_dumps(r->root, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
     if (!text) return GT_ERR(GT_ERR_OOM, "cannot serialise the report");
-    gt_status s = write_atomic(r->path, text);
+    gt_atomic_file af;
+    gt_status s = gt_atomic_open(r->path, "report", "choose a writable --report path", &af);
+    if (s == GT_OK) {
+        fputs(text, af.f);
+        s = gt_atomic_commit(&af);
+    }
     free(text);
     return s;
 }
