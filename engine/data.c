@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "engine/data.h"
 
+#include "engine/fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -271,18 +273,6 @@ gt_status gt_tokens_read_mem(const void *data, size_t n, const char *name, gt_to
 
 /* ---- writing ----------------------------------------------------------------- */
 
-static gt_status write_all(int fd, const void *buf, size_t n, const char *tmp) {
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return GT_ERR(GT_ERR_IO, "writing '%s': %s", tmp, strerror(errno));
-        p += w;
-        n -= (size_t)w;
-    }
-    return GT_OK;
-}
-
 gt_status gt_tokens_write(const char *path, const int32_t *tokens, int64_t n, int vocab,
                           double entropy) {
     if (!path) return GT_ERR(GT_ERR_INVALID, "gt_tokens_write: path is NULL");
@@ -312,24 +302,17 @@ gt_status gt_tokens_write(const char *path, const int32_t *tokens, int64_t n, in
     memcpy(&ebits, &e, sizeof ebits);
     wr_u64(h + 32, ebits);
 
-    /* Readers never see a half-written file: write a sibling temp file (same
-     * directory, so rename is atomic), fsync it, then rename over `path`. */
-    size_t tlen = strlen(path) + 32;
-    char *tmp = malloc(tlen);
-    if (!tmp) return GT_ERR(GT_ERR_OOM, "writing '%s': out of host memory", path);
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) {
-        gt_status s = GT_ERR(GT_ERR_IO, "writing '%s': cannot create '%s': %s", path, tmp,
-                             strerror(errno));
-        free(tmp);
-        return s;
+    /* Readers never see a half-written file (engine/fileio.h). */
+    gt_atomic_file af;
+    GT_TRY(gt_atomic_open(path, "token file", "choose a writable --out path", &af));
+    fwrite(h, 1, sizeof h, af.f);
+    unsigned char *buf = malloc(IO_CHUNK);
+    if (!buf) {
+        gt_atomic_discard(&af);
+        return GT_ERR(GT_ERR_OOM, "writing '%s': out of host memory", path);
     }
-    gt_status s = write_all(fd, h, sizeof h, tmp);
-    unsigned char *buf = s == GT_OK ? malloc(IO_CHUNK) : NULL;
-    if (s == GT_OK && !buf) s = GT_ERR(GT_ERR_OOM, "writing '%s': out of host memory", path);
     int64_t per = IO_CHUNK / width;
-    for (int64_t done = 0; s == GT_OK && done < n; done += per) {
+    for (int64_t done = 0; done < n && !ferror(af.f); done += per) {
         int64_t k = n - done < per ? n - done : per;
         for (int64_t i = 0; i < k; i++) {
             uint32_t v = (uint32_t)tokens[done + i];
@@ -340,19 +323,11 @@ gt_status gt_tokens_write(const char *path, const int32_t *tokens, int64_t n, in
                 wr_u32(buf + 4 * i, v);
             }
         }
-        s = write_all(fd, buf, (size_t)(k * width), tmp);
+        fwrite(buf, 1, (size_t)(k * width), af.f);
     }
     free(buf);
-    if (s == GT_OK && fsync(fd) != 0)
-        s = GT_ERR(GT_ERR_IO, "writing '%s': fsync failed: %s", tmp, strerror(errno));
-    if (close(fd) != 0 && s == GT_OK)
-        s = GT_ERR(GT_ERR_IO, "writing '%s': close failed: %s", tmp, strerror(errno));
-    if (s == GT_OK && rename(tmp, path) != 0)
-        s = GT_ERR(GT_ERR_IO, "writing '%s': rename from '%s' failed: %s", path, tmp,
-                   strerror(errno));
-    if (s != GT_OK) unlink(tmp);
-    free(tmp);
-    return s;
+    /* a failed fwrite leaves the stream's error flag: commit reports it */
+    return gt_atomic_commit(&af);
 }
 
 /* ---- byte encoding ----------------------------------------------------------- */

@@ -114,7 +114,7 @@ input_cases() {
         expect 2 "cannot write JUnit file '$ro/j.xml'" \
             "$g" compare "$tmp/r.saved" "$tmp/r.saved" --junit "$ro/j.xml"
         expect 2 "cannot write '$ro/h.html'" "$g" report "$tmp/r.saved" --html "$ro/h.html"
-        expect 2 "cannot create '$ro/s.tok" "$g" data synth --out "$ro/s.tok"
+        expect 2 "cannot write token file '$ro/s.tok" "$g" data synth --out "$ro/s.tok"
     else
         echo "note: no read-only directory to test with"
     fi
