@@ -12,6 +12,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "engine/stats.h"
 #include "engine/timer.h"
 #include "gt_config.h"
 #include "kernels/ops.h"
@@ -127,15 +128,6 @@ static int wanted_var(const char *kv) {
 }
 
 #if GT_HAVE_HWLOC
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /* Digest of what makes two machines' topologies the same: every object's
  * type, depth, OS index and cache size, in hwloc's traversal order. Host
  * names and free memory are left out on purpose. */
@@ -146,7 +138,7 @@ static void read_hwloc(gt_env *e) {
         hwloc_topology_destroy(topo);
         return;
     }
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = GT_FNV1A64_INIT;
     int depth = hwloc_topology_get_depth(topo);
     for (int d = 0; d < depth; d++) {
         unsigned n = (unsigned)hwloc_get_nbobjs_by_depth(topo, d);
@@ -157,7 +149,7 @@ static void read_hwloc(gt_env *e) {
                 hwloc_obj_type_is_cache(o->type) ? (unsigned long long)o->attr->cache.size : 0;
             int len = snprintf(item, sizeof item, "%s:%d:%u:%llu;", hwloc_obj_type_string(o->type),
                                d, o->os_index, csize);
-            h = fnv1a(h, item, (size_t)len);
+            h = gt_fnv1a64(h, item, (size_t)len);
         }
     }
     snprintf(e->topology_digest, sizeof e->topology_digest, "fnv1a64:%016llx",
@@ -257,11 +249,6 @@ static double fma_kernel(long iters, float seed) {
     return s;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 gt_status gt_env_measure_peaks(gt_backend *be, gt_peaks *out) {
     memset(out, 0, sizeof *out);
     uint64_t t_start = gt_now_ns();
@@ -316,8 +303,7 @@ gt_status gt_env_measure_peaks(gt_backend *be, gt_peaks *out) {
         if ((s = be->synchronize(be)) != GT_OK) goto done;
         if (rep >= 0) secs[rep] = (double)(gt_now_ns() - t0) * 1e-9;
     }
-    qsort(secs, 5, sizeof secs[0], cmp_double);
-    out->sgemm_gflops = 2.0 * n * (double)n * n / secs[2] * 1e-9;
+    out->sgemm_gflops = 2.0 * n * (double)n * n / gt_median(secs, 5) * 1e-9;
 done:
     gt_backend_dealloc(be, a);
     gt_backend_dealloc(be, w);

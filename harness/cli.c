@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int gt_opt(gt_args *a, const char *name, const char **value, int *err) {
     const char *arg = a->argv[a->i];
@@ -177,4 +178,13 @@ int gt_report_binding(gt_report *rep, gt_comm *comm) {
     free(all);
     free(rows);
     return ok;
+}
+
+int gt_default_threads(int ranks) {
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!local) local = getenv("SLURM_NTASKS_PER_NODE");
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int per_node = local && atoi(local) > 0 && atoi(local) < ranks ? atoi(local) : ranks;
+    if (per_node < 1) per_node = 1;
+    return ncpu / per_node >= 1 ? (int)(ncpu / per_node) : 1;
 }

@@ -60,6 +60,11 @@ void gt_watchdog_report(struct gt_report *rep, const char *suite, const char *ca
 struct gt_comm;
 int gt_report_binding(struct gt_report *rep, struct gt_comm *comm);
 
+/* cpu threads per rank when the user gave none: this node's cores divided by
+ * the ranks that share it, at most `ranks` (the local rank count comes from
+ * OMPI_COMM_WORLD_LOCAL_SIZE or SLURM_NTASKS_PER_NODE). At least 1. */
+int gt_default_threads(int ranks);
+
 int gt_cmd_train(int argc, char **argv);
 int gt_cmd_list(int argc, char **argv);
 int gt_cmd_env(int argc, char **argv);

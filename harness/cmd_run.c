@@ -397,13 +397,8 @@ int gt_cmd_run(int argc, char **argv) {
         gt_comm_free(comm);
         return gt_usage_error("run", "--root %d: there are only %d ranks", cfg.root, n);
     }
-    if (threads == 0) {
-        /* the same cores per rank on every topology: efficiencies compare like with like */
-        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        int per_node = local && atoi(local) > 0 && atoi(local) < biggest ? atoi(local) : biggest;
-        threads = ncpu / per_node >= 1 ? (int)(ncpu / per_node) : 1;
-    }
+    /* the same cores per rank on every topology: efficiencies compare like with like */
+    if (threads == 0) threads = gt_default_threads(biggest);
     gt_suite_collectives_configure(&cfg);
 
     const char *path = rank == 0 ? report_path : NULL;

@@ -311,15 +311,16 @@ int gt_cmd_train(int argc, char **argv) {
         quiet = 1;
         report_path = NULL; /* rank 0 writes the report */
     }
-    int threads_given = cfg.threads;
-    if (cfg.threads == 0 && nranks > 1) {
-        /* ranks on one node share its cores; oversubscribed OpenMP and
-         * OpenBLAS threads cost far more than they give */
-        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-        if (!local) local = getenv("SLURM_NTASKS_PER_NODE");
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        int per_node = local ? atoi(local) : nranks;
-        cfg.threads = per_node > 0 && ncpu / per_node >= 1 ? (int)(ncpu / per_node) : 1;
+    /* ranks on one node share its cores; oversubscribed OpenMP and OpenBLAS
+     * threads cost far more than they give. With several topologies every
+     * one gets the cores per rank of the largest: scaling efficiency then
+     * compares N ranks with N times one rank. */
+    if (cfg.threads == 0 && ntopos > 1) {
+        int biggest = 1;
+        for (int i = 0; i < ntopos; i++) biggest = topos[i] > biggest ? topos[i] : biggest;
+        cfg.threads = gt_default_threads(biggest);
+    } else if (cfg.threads == 0 && nranks > 1) {
+        cfg.threads = gt_default_threads(nranks);
     }
     if (quiet) pr.every = 0;
 
@@ -367,17 +368,6 @@ int gt_cmd_train(int argc, char **argv) {
         gt_train_config tc = cfg;
         tc.comm = sub;
         if (weak) tc.batch = cfg.batch * N;
-        if (!threads_given && ntopos > 1) {
-            /* every topology gets the same cores per rank (those of the largest
-             * one): scaling efficiency compares N ranks with N times one rank */
-            const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-            long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-            int biggest = 1;
-            for (int i = 0; i < ntopos; i++) biggest = topos[i] > biggest ? topos[i] : biggest;
-            int per_node = local && atoi(local) > 0 && atoi(local) < biggest ? atoi(local)
-                                                                              : biggest;
-            tc.threads = ncpu / per_node >= 1 ? (int)(ncpu / per_node) : 1;
-        }
         gt_train_stats st;
         memset(&st, 0, sizeof st);
         {

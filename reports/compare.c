@@ -3,6 +3,7 @@
 #include "reports/compare.h"
 
 #include "engine/fileio.h"
+#include "engine/stats.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -48,29 +49,13 @@ static int is_excluded(const char *key) {
 
 /* ---- statistics ------------------------------------------------------------------ */
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(const double *v, size_t n) {
-    if (n == 0) return NAN;
-    double *s = malloc(n * sizeof *s);
-    if (!s) return NAN;
-    memcpy(s, v, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_double);
-    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    free(s);
-    return m;
-}
-
 typedef struct ranked {
     double v;
     int from_a;
 } ranked;
 
 static int cmp_ranked(const void *a, const void *b) {
-    return cmp_double(&((const ranked *)a)->v, &((const ranked *)b)->v);
+    return gt_cmp_double(&((const ranked *)a)->v, &((const ranked *)b)->v);
 }
 
 double gt_mann_whitney_p(const double *a, size_t na, const double *b, size_t nb, double *u_out) {
@@ -143,8 +128,8 @@ static double p_disjoint(size_t nb, size_t nn) {
 static assessment assess(const double *base, size_t nb, const double *new_, size_t nn,
                          int higher_better, double threshold) {
     assessment a = {.method = GT_METHOD_NONE,
-                    .base_med = median_of(base, nb),
-                    .new_med = median_of(new_, nn),
+                    .base_med = gt_median(base, nb),
+                    .new_med = gt_median(new_, nn),
                     .rel = NAN,
                     .p = NAN,
                     .overlap = 1};
@@ -520,8 +505,8 @@ static int add_metric(cmp_result *r, const char *name, json_t *mb, json_t *mn,
         m->p = m->p_adj = m->a.p;
         m->verdict = decide(&m->a, m->p, opt->alpha);
     } else {
-        m->base_med = median_of(vb, m->nb);
-        m->new_med = median_of(vn, m->nn);
+        m->base_med = gt_median(vb, m->nb);
+        m->new_med = gt_median(vn, m->nn);
     }
     free(vb);
     free(vn);

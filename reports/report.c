@@ -3,6 +3,7 @@
 #include "reports/report.h"
 
 #include "engine/fileio.h"
+#include "engine/stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -261,11 +262,6 @@ void gt_result_check(gt_result *res, const char *name, int passed, double value,
         gt_result_set_status(res, GT_RESULT_FAIL, NULL);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 void gt_result_metric(gt_result *res, const char *name, const char *unit, int higher_better,
                       double value, const double *samples, size_t n) {
     json_t *m = json_object();
@@ -279,7 +275,7 @@ void gt_result_metric(gt_result *res, const char *name, const char *unit, int hi
         json_object_set_new(m, "samples", arr);
         if (sorted) {
             memcpy(sorted, samples, n * sizeof *sorted);
-            qsort(sorted, n, sizeof *sorted, cmp_double);
+            qsort(sorted, n, sizeof *sorted, gt_cmp_double);
             double med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
             json_object_set_new(m, "min", num(sorted[0]));
             json_object_set_new(m, "median", num(med));

@@ -11,6 +11,8 @@
 
 #include "suites/collectives.h"
 
+#include "engine/stats.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -461,16 +463,6 @@ typedef struct row_result {
     double t_gt[MAX_REPS], t_raw[MAX_REPS]; /* s per op, slowest rank */
 } row_result;
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-static double median(const double *v, int n) {
-    double s[MAX_REPS];
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
 static double vmin(const double *v, int n) {
     double m = v[0];
     for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
@@ -608,18 +600,18 @@ static void record_row(const suite_state *st, const coll_def *d, placement *pl,
     }
     unsigned long long sz = (unsigned long long)nominal;
     snprintf(name, sizeof name, "busbw_%llu", sz);
-    gt_result_metric(pl->res, name, "GB/s", 1, median(bw, R), bw, (size_t)R);
+    gt_result_metric(pl->res, name, "GB/s", 1, gt_median(bw, (size_t)(R)), bw, (size_t)R);
     snprintf(name, sizeof name, "time_%llu", sz);
-    gt_result_metric(pl->res, name, "us", 0, median(us, R), us, (size_t)R);
+    gt_result_metric(pl->res, name, "us", 0, gt_median(us, (size_t)(R)), us, (size_t)R);
     if (rr->have_raw) {
         snprintf(name, sizeof name, "raw_busbw_%llu", sz);
-        gt_result_metric(pl->res, name, "GB/s", 1, median(rbw, R), rbw, (size_t)R);
+        gt_result_metric(pl->res, name, "GB/s", 1, gt_median(rbw, (size_t)(R)), rbw, (size_t)R);
         snprintf(name, sizeof name, "overhead_ratio_%llu", sz);
-        gt_result_metric(pl->res, name, "ratio", 1, median(ratio, R), ratio, (size_t)R);
+        gt_result_metric(pl->res, name, "ratio", 1, gt_median(ratio, (size_t)(R)), ratio, (size_t)R);
     }
     if (rr->wrong && !pl->wrong) pl->first_wrong_size = nominal;
     pl->wrong += rr->wrong;
-    pl->bw_sum += median(bw, R);
+    pl->bw_sum += gt_median(bw, (size_t)(R));
     pl->bw_n++;
     if (rr->have_raw && nominal >= GT_COLL_OVERHEAD_MIN_BYTES) {
         if (trusted(st, rr, nominal)) {
@@ -637,15 +629,15 @@ static void print_half(FILE *f, const coll_def *d, const row_result *rr, int n) 
         fprintf(f, "  %8s %7s %7s %6s %7s %6s", "-", "-", "-", "-", "-", "-");
         return;
     }
-    double t = median(rr->t_gt, rr->reps);
+    double t = gt_median(rr->t_gt, (size_t)(rr->reps));
     double alg = t > 0 ? rr->bytes / t * 1e-9 : 0;
     fprintf(f, "  %8.2f %7.2f %7.2f %6lld", t * 1e6, alg, alg * d->factor(n), rr->wrong);
     if (rr->have_raw) {
         double ratio[MAX_REPS];
         for (int r = 0; r < rr->reps; r++)
             ratio[r] = rr->t_gt[r] > 0 ? rr->t_raw[r] / rr->t_gt[r] : 0;
-        fprintf(f, " %7.2f %6.3f", busbw_of(d, rr, median(rr->t_raw, rr->reps), n),
-                median(ratio, rr->reps));
+        fprintf(f, " %7.2f %6.3f", busbw_of(d, rr, gt_median(rr->t_raw, (size_t)(rr->reps)), n),
+                gt_median(ratio, (size_t)(rr->reps)));
     } else {
         fprintf(f, " %7s %6s", "skip", "-");
     }

@@ -1,6 +1,8 @@
 /* Machine probes (suites/probe.h). */
 #include "suites/probe.h"
 
+#include "engine/stats.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,14 +15,9 @@
 #include <omp.h>
 #endif
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 double gt_probe_median(double *x, size_t n) {
     if (!n) return 0.0;
-    qsort(x, n, sizeof *x, cmp_double);
+    qsort(x, n, sizeof *x, gt_cmp_double);
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 

@@ -16,6 +16,7 @@
 #include "engine/dp.h"
 #include "kernels/ops.h"
 #include "engine/env.h"
+#include "engine/stats.h"
 #include "engine/timer.h"
 
 gt_train_config gt_train_defaults(void) {
@@ -46,22 +47,6 @@ void gt_train_stats_release(gt_train_stats *s) {
     free(s->wait_ms);
     free(s->comm_ms);
     memset(s, 0, sizeof *s);
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n) {
-    if (n <= 0) return NAN;
-    double *t = malloc((size_t)n * sizeof *t);
-    if (!t) return NAN;
-    memcpy(t, v, (size_t)n * sizeof *t);
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-    free(t);
-    return m;
 }
 
 double gt_train_tail_loss(const gt_train_stats *st, int k) {
@@ -97,16 +82,6 @@ static gt_status load_data(const gt_train_config *cfg, gt_tokens *tok) {
     return gt_synth_generate(&sc, tok);
 }
 
-static uint64_t fnv1a(const void *data, size_t n) {
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /* FNV-1a of every parameter tensor (llm.c order), compared across ranks:
  * a mismatch names the first tensor that differs and the ranks involved. */
 static gt_status check_consistency(gt_gpt2 *model, gt_comm *comm, int step) {
@@ -118,7 +93,7 @@ static gt_status check_consistency(gt_gpt2 *model, gt_comm *comm, int step) {
     size_t off = 0;
     for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
         size_t len = gt_gpt2_tensor_size(model, i);
-        mine[i] = (int64_t)fnv1a(host + off, len * sizeof(float));
+        mine[i] = (int64_t)gt_fnv1a64(GT_FNV1A64_INIT, host + off, len * sizeof(float));
         off += len;
     }
     free(host);
@@ -880,9 +855,9 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     }
     /* the first step pays for first-touch page faults and cache warm-up */
     int skip = st->steps_done > 1 ? 1 : 0;
-    st->ms_per_step = median(st->ms + skip, st->steps_done - skip);
+    st->ms_per_step = gt_median(st->ms + skip, (size_t)(st->steps_done - skip));
     st->tokens_per_s = (double)cfg->batch * T / (st->ms_per_step * 1e-3);
-    st->exposed_comm_ms = median(st->comm_ms + skip, st->steps_done - skip);
+    st->exposed_comm_ms = gt_median(st->comm_ms + skip, (size_t)(st->steps_done - skip));
     st->mfu = st->tokens_per_s * st->flops_per_token / (st->peak_gflops * 1e9 * R);
     {
         size_t bytes = st->num_params * sizeof(float);
@@ -891,7 +866,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
             s = GT_ERR(GT_ERR_OOM, "no host memory for the final parameters");
             goto done;
         }
-        if ((s = gt_gpt2_get_params(model, host)) == GT_OK) st->params_digest = fnv1a(host, bytes);
+        if ((s = gt_gpt2_get_params(model, host)) == GT_OK) st->params_digest = gt_fnv1a64(GT_FNV1A64_INIT, host, bytes);
         free(host);
     }
 done:
@@ -956,7 +931,7 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
                      (size_t)(n - skip));
     gt_result_metric(res, "mfu", "fraction", 1, st->mfu, NULL, 0);
     gt_result_metric(res, "peak_sgemm", "GFLOP/s", 1, st->peak_gflops, NULL, 0);
-    gt_result_metric(res, "data_wait_ms", "ms", 0, median(st->wait_ms + skip, n - skip),
+    gt_result_metric(res, "data_wait_ms", "ms", 0, gt_median(st->wait_ms + skip, (size_t)(n - skip)),
                      st->wait_ms + skip, (size_t)(n - skip));
     if (st->comm_ms)
         gt_result_metric(res, "exposed_comm_ms", "ms", 0, st->exposed_comm_ms,
