@@ -8,21 +8,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 
-# expect CODE PATTERN -- command...: runs it, checks exit code and output
-expect() {
-    local want=$1 pattern=$2
-    shift 3
-    local out rc
-    out=$("$@" 2>&1)
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        echo "FAIL: '$*' exited $rc, expected $want"; echo "$out" | tail -5; fails=$((fails + 1))
-    elif [ -n "$pattern" ] && ! grep -qiE -- "$pattern" <<<"$out"; then
-        echo "FAIL: '$*' output lacks /$pattern/"; echo "$out" | tail -5; fails=$((fails + 1))
-    else
-        echo "ok: $* -> $rc"
-    fi
-}
+EXPECT_GREP_FLAGS=-i
+. "$(dirname "$0")/lib.sh"
 
 fast="--peak-gflops 100 --quiet"
 expect 2 "unknown command" -- "$g" frobnicate

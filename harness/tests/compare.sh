@@ -10,20 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 
-expect() {
-    local want=$1 pattern=$2
-    shift 3
-    local out rc
-    out=$("$@" 2>&1)
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        echo "FAIL: '$*' exited $rc, expected $want"; echo "$out" | tail -8; fails=$((fails + 1))
-    elif [ -n "$pattern" ] && ! grep -qE -- "$pattern" <<<"$out"; then
-        echo "FAIL: '$*' output lacks /$pattern/"; echo "$out" | tail -8; fails=$((fails + 1))
-    else
-        echo "ok: $* -> $rc"
-    fi
-}
+. "$(dirname "$0")/lib.sh"
 
 # 12 steps: 11 samples per timing metric, enough for the U test
 "$g" train --steps 12 --peak-gflops 100 --quiet --report "$tmp/a.json" >/dev/null ||
