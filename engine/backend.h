@@ -51,6 +51,23 @@ struct gt_backend {
     gt_status (*synchronize)(gt_backend *be);
     /* One-line description for reports ("cpu: 2 threads, OpenBLAS 0.3.21"). */
     const char *(*describe)(gt_backend *be);
+    /* Device-side timing, for backends whose ops run asynchronously (cuda;
+     * NULL on host backends, where the host clock is the truth).
+     * timer_start queues a start mark on the backend's stream and returns a
+     * token; timer_stop queues the end mark, waits for it and returns the
+     * seconds between the marks (device time, CUDA events) and frees the
+     * token. */
+    gt_status (*timer_start)(gt_backend *be, void **token);
+    gt_status (*timer_stop)(gt_backend *be, void *token, double *seconds);
+    /* Evicts the device's last-level cache (writes a buffer larger than L2)
+     * so the next op runs cold; NULL where not applicable. Queued like an
+     * op. */
+    gt_status (*flush_cache)(gt_backend *be);
+    /* Choices the backend made at run time, one per line ("conv2d_fwd
+     * N8 C16 H32 W32 OC32 K3 s1 p1: cudnn IMPLICIT_PRECOMP_GEMM", "attention:
+     * cudnn sdpa"), for reports; NULL or "" when there are none. The string
+     * stays valid until the next op on the backend. */
+    const char *(*notes)(gt_backend *be);
     /* Frees impl (not alloc, not the struct). */
     void (*destroy)(gt_backend *be);
     void *impl;

@@ -10,7 +10,24 @@ static const char *const g_op_names[GT_OP_COUNT] = {
     [GT_OP_RESIDUAL_FWD] = "residual_fwd",     [GT_OP_RESIDUAL_BWD] = "residual_bwd",
     [GT_OP_CLASSIFIER_FWD] = "classifier_fwd", [GT_OP_CLASSIFIER_BWD] = "classifier_bwd",
     [GT_OP_ADAMW] = "adamw",                   [GT_OP_SUMSQ] = "sumsq",
+    [GT_OP_CONV2D_FWD] = "conv2d_fwd",         [GT_OP_CONV2D_BWD] = "conv2d_bwd",
+    [GT_OP_BATCHNORM_FWD] = "batchnorm_fwd",   [GT_OP_BATCHNORM_BWD] = "batchnorm_bwd",
+    [GT_OP_RELU_FWD] = "relu_fwd",             [GT_OP_RELU_BWD] = "relu_bwd",
+    [GT_OP_AVGPOOL_FWD] = "avgpool_fwd",       [GT_OP_AVGPOOL_BWD] = "avgpool_bwd",
+    [GT_OP_CAST] = "cast",
 };
+
+static int conv_out(int in, int k, int stride, int pad) {
+    if (in < 1 || k < 1 || stride < 1 || pad < 0) return 0;
+    long span = (long)in + 2L * pad - k;
+    return span < 0 ? 0 : (int)(span / stride + 1);
+}
+int gt_conv2d_out_h(const gt_conv2d_shape *s) {
+    return s ? conv_out(s->H, s->KH, s->stride, s->pad) : 0;
+}
+int gt_conv2d_out_w(const gt_conv2d_shape *s) {
+    return s ? conv_out(s->W, s->KW, s->stride, s->pad) : 0;
+}
 
 const char *gt_op_name(gt_op op) {
     if ((int)op < 0 || op >= GT_OP_COUNT) return "unknown_op";
@@ -38,6 +55,15 @@ const void *gt_ops_slot(const gt_ops *ops, gt_op op) {
     case GT_OP_CLASSIFIER_BWD: return (const void *)ops->classifier_bwd;
     case GT_OP_ADAMW: return (const void *)ops->adamw;
     case GT_OP_SUMSQ: return (const void *)ops->sumsq;
+    case GT_OP_CONV2D_FWD: return (const void *)ops->conv2d_fwd;
+    case GT_OP_CONV2D_BWD: return (const void *)ops->conv2d_bwd;
+    case GT_OP_BATCHNORM_FWD: return (const void *)ops->batchnorm_fwd;
+    case GT_OP_BATCHNORM_BWD: return (const void *)ops->batchnorm_bwd;
+    case GT_OP_RELU_FWD: return (const void *)ops->relu_fwd;
+    case GT_OP_RELU_BWD: return (const void *)ops->relu_bwd;
+    case GT_OP_AVGPOOL_FWD: return (const void *)ops->avgpool_fwd;
+    case GT_OP_AVGPOOL_BWD: return (const void *)ops->avgpool_bwd;
+    case GT_OP_CAST: return (const void *)ops->cast;
     default: return NULL;
     }
 }

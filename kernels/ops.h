@@ -53,8 +53,31 @@ typedef enum gt_op {
     GT_OP_CLASSIFIER_BWD,
     GT_OP_ADAMW,
     GT_OP_SUMSQ,
+    /* vision and MLP ops (issue 7) and the precision cast */
+    GT_OP_CONV2D_FWD,
+    GT_OP_CONV2D_BWD,
+    GT_OP_BATCHNORM_FWD,
+    GT_OP_BATCHNORM_BWD,
+    GT_OP_RELU_FWD,
+    GT_OP_RELU_BWD,
+    GT_OP_AVGPOOL_FWD,
+    GT_OP_AVGPOOL_BWD,
+    GT_OP_CAST,
     GT_OP_COUNT
 } gt_op;
+
+/* Shape of a 2-D convolution, NCHW activations, (OC, C, KH, KW) weights,
+ * zero padding `pad` on every side, the same stride in both directions,
+ * no dilation, no groups. OH = (H + 2 pad - KH) / stride + 1, likewise OW;
+ * both must be >= 1. */
+typedef struct gt_conv2d_shape {
+    int N, C, H, W; /* input */
+    int OC, KH, KW;
+    int stride, pad;
+} gt_conv2d_shape;
+/* OH and OW of s (0 when the shape is invalid). */
+int gt_conv2d_out_h(const gt_conv2d_shape *s);
+int gt_conv2d_out_w(const gt_conv2d_shape *s);
 
 /* "encoder_fwd", ... */
 const char *gt_op_name(gt_op op);
@@ -143,6 +166,60 @@ struct gt_ops {
     /* *out_host = sum of x[i]^2 in fp64, reduced in a fixed order
      * (for the global gradient norm). Synchronous. */
     gt_status (*sumsq)(const gt_kctx *k, const void *x, size_t n, double *out_host);
+
+    /* ---- vision / MLP ops ---------------------------------------------------
+     * out(N,OC,OH,OW) = cross-correlation of inp(N,C,H,W) with
+     * weight(OC,C,KH,KW) (torch.nn.Conv2d), + bias(OC) when bias != NULL.
+     * Overwrites out. A backend may use workspace from its allocator. */
+    gt_status (*conv2d_fwd)(const gt_kctx *k, void *out, const void *inp, const void *weight,
+                            const void *bias, const gt_conv2d_shape *s);
+    /* dinp(N,C,H,W) +=, dweight(OC,C,KH,KW) +=, dbias(OC) += ; dinp and
+     * dbias may be NULL (skipped). Deterministic like every op: on cuda the
+     * algorithms are chosen among cuDNN's deterministic ones. */
+    gt_status (*conv2d_bwd)(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
+                            const void *dout, const void *inp, const void *weight,
+                            const gt_conv2d_shape *s);
+
+    /* Batch normalisation over (N, HW) per channel of inp(N,C,HW)
+     * (torch.nn.BatchNorm2d; HW = 1 for BatchNorm1d on (N,C)).
+     * training != 0: batch statistics; mean(C), rstd(C) fp32 are saved for
+     * the backward (rstd = 1/sqrt(biased var + eps)); running_mean(C) and
+     * running_var(C) (fp32) become (1-momentum) running + momentum batch,
+     * with the UNBIASED batch variance (count N*HW; var unchanged when the
+     * count is 1). training == 0: normalises with the running statistics
+     * and writes neither mean/rstd nor the running ones (mean, rstd may be
+     * NULL). out = (inp - mu) * r * weight(C) + bias(C). Overwrites out. */
+    gt_status (*batchnorm_fwd)(const gt_kctx *k, void *out, float *mean, float *rstd,
+                               float *running_mean, float *running_var, const void *inp,
+                               const void *weight, const void *bias, int N, int C, int HW,
+                               float eps, float momentum, int training);
+    /* Training-mode backward: dinp(N,C,HW) +=, dweight(C) +=, dbias(C) +=,
+     * from the forward's mean and rstd. */
+    gt_status (*batchnorm_bwd)(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
+                               const void *dout, const void *inp, const void *weight,
+                               const float *mean, const float *rstd, int N, int C, int HW);
+
+    /* out(n) = max(inp, 0). Overwrites out; out may alias inp. */
+    gt_status (*relu_fwd)(const gt_kctx *k, void *out, const void *inp, size_t n);
+    /* dinp(n) += dout where out > 0 (out: the forward's output; the
+     * derivative at 0 is 0, like torch). */
+    gt_status (*relu_bwd)(const gt_kctx *k, void *dinp, const void *out, const void *dout,
+                          size_t n);
+
+    /* Global average pooling: out(N,C) = mean over HW of inp(N,C,HW).
+     * Overwrites out. */
+    gt_status (*avgpool_fwd)(const gt_kctx *k, void *out, const void *inp, int N, int C, int HW);
+    /* dinp(N,C,HW) += dout(N,C) / HW. */
+    gt_status (*avgpool_bwd)(const gt_kctx *k, void *dinp, const void *dout, int N, int C,
+                             int HW);
+
+    /* dst(n) in dst_dt = src(n) in src_dt, floating-point dtypes fp32, bf16,
+     * fp16 (fp64 where the backend handles it), rounding to nearest even;
+     * k->dt is ignored. dst and src must not overlap unless the dtypes are
+     * equal (a copy). For mixed precision: the compute copy of the fp32
+     * master weights. */
+    gt_status (*cast)(const gt_kctx *k, void *dst, gt_dtype dst_dt, const void *src,
+                      gt_dtype src_dt, size_t n);
 };
 
 /* The slot of `op` in `ops` as a generic pointer, NULL when empty. */

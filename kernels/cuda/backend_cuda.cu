@@ -7,6 +7,7 @@
  * (cudaStreamCreate): it also orders with work others put on the legacy
  * default stream.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,86 @@ static const char *cuda_describe(gt_backend *be) {
     return impl_of(be)->desc;
 }
 
+void gt_cuda_note(gt_cuda_impl *im, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n <= 0) return;
+    size_t len = strlen(line);
+    /* already there as a whole line? */
+    for (const char *p = im->notes; (p = strstr(p, line)) != NULL; p++)
+        if ((p == im->notes || p[-1] == '\n') && (p[len] == '\n' || p[len] == '\0')) return;
+    size_t used = strlen(im->notes);
+    if (used + len + 2 > sizeof im->notes) return;
+    if (used) im->notes[used++] = '\n';
+    memcpy(im->notes + used, line, len + 1);
+}
+
+static const char *cuda_notes(gt_backend *be) {
+    return impl_of(be)->notes;
+}
+
+/* ---- device timing and cache flush ---------------------------------------------------- */
+
+typedef struct cuda_timer {
+    cudaEvent_t start, stop;
+} cuda_timer;
+
+static gt_status cuda_timer_start(gt_backend *be, void **token) {
+    gt_cuda_impl *im = impl_of(be);
+    *token = NULL;
+    GT_TRY(set_device(im));
+    cuda_timer *t = (cuda_timer *)calloc(1, sizeof *t);
+    if (!t) return GT_ERR(GT_ERR_OOM, "cuda timer: out of host memory");
+    cudaError_t e = cudaEventCreate(&t->start);
+    if (e == cudaSuccess) e = cudaEventCreate(&t->stop);
+    if (e == cudaSuccess) e = cudaEventRecord(t->start, im->stream);
+    if (e != cudaSuccess) {
+        if (t->start) (void)cudaEventDestroy(t->start);
+        if (t->stop) (void)cudaEventDestroy(t->stop);
+        free(t);
+        return GT_ERR(GT_ERR_DEVICE, "cuda timer start: %s", cudaGetErrorString(e));
+    }
+    *token = t;
+    return GT_OK;
+}
+
+static gt_status cuda_timer_stop(gt_backend *be, void *token, double *seconds) {
+    gt_cuda_impl *im = impl_of(be);
+    cuda_timer *t = (cuda_timer *)token;
+    if (!t) return GT_ERR(GT_ERR_INVALID, "cuda timer stop: no token");
+    float ms = 0.0f;
+    cudaError_t e = cudaSetDevice(im->device);
+    if (e == cudaSuccess) e = cudaEventRecord(t->stop, im->stream);
+    if (e == cudaSuccess) e = cudaEventSynchronize(t->stop);
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, t->start, t->stop);
+    (void)cudaEventDestroy(t->start);
+    (void)cudaEventDestroy(t->stop);
+    free(t);
+    if (e != cudaSuccess)
+        return GT_ERR(GT_ERR_DEVICE, "cuda timer stop: %s", cudaGetErrorString(e));
+    *seconds = (double)ms * 1e-3;
+    return GT_OK;
+}
+
+/* Writes a buffer of twice the L2 size: every line of L2 then holds flush
+ * data, not an op's inputs. */
+static gt_status cuda_flush_cache(gt_backend *be) {
+    gt_cuda_impl *im = impl_of(be);
+    GT_TRY(set_device(im));
+    if (!im->flush_buf) {
+        int l2 = 0;
+        GT_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, im->device));
+        size_t bytes = 2 * (size_t)(l2 > 0 ? l2 : (64 << 20));
+        GT_CUDA_TRY(cudaMalloc(&im->flush_buf, bytes));
+        im->flush_bytes = bytes;
+    }
+    GT_CUDA_TRY(cudaMemsetAsync(im->flush_buf, 0x5a, im->flush_bytes, im->stream));
+    return GT_OK;
+}
+
 static void impl_free(gt_cuda_impl *im) {
     if (!im) return;
     if (cudaSetDevice(im->device) == cudaSuccess) {
@@ -147,6 +228,10 @@ static void impl_free(gt_cuda_impl *im) {
 #if GT_HAVE_CUBLAS
         if (im->lt) (void)cublasLtDestroy(im->lt);
 #endif
+#if GT_HAVE_CUDNN
+        if (im->cudnn) (void)cudnnDestroy(im->cudnn);
+#endif
+        if (im->flush_buf) (void)cudaFree(im->flush_buf);
         if (im->lt_workspace) (void)cudaFree(im->lt_workspace);
         if (im->stream) (void)cudaStreamDestroy(im->stream);
     }
@@ -192,6 +277,15 @@ static gt_status impl_init(gt_cuda_impl *im, int dev) {
     GT_CUBLAS_TRY(cublasLtCreate(&im->lt));
     GT_CUDA_TRY(cudaMalloc(&im->lt_workspace, GT_CUDA_LT_WORKSPACE_BYTES));
     im->lt_workspace_bytes = GT_CUDA_LT_WORKSPACE_BYTES;
+#endif
+#if GT_HAVE_CUDNN
+    {
+        cudnnStatus_t cs = cudnnCreate(&im->cudnn);
+        if (cs == CUDNN_STATUS_SUCCESS) cs = cudnnSetStream(im->cudnn, im->stream);
+        if (cs != CUDNN_STATUS_SUCCESS)
+            return GT_ERR(GT_ERR_DEVICE, "cudnnCreate/cudnnSetStream failed: %s",
+                          cudnnGetErrorString(cs));
+    }
 #endif
     return GT_OK;
 }
@@ -244,6 +338,10 @@ extern "C" gt_status gt_backend_cuda_new(const gt_backend_config *cfg, gt_backen
     be->memset_zero = cuda_memset_zero;
     be->synchronize = cuda_synchronize;
     be->describe = cuda_describe;
+    be->timer_start = cuda_timer_start;
+    be->timer_stop = cuda_timer_stop;
+    be->flush_cache = cuda_flush_cache;
+    be->notes = cuda_notes;
     be->destroy = cuda_destroy;
     be->impl = im;
     *out = be;

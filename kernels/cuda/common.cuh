@@ -19,6 +19,9 @@
 #if GT_HAVE_CUBLAS
 #include <cublasLt.h>
 #endif
+#if GT_HAVE_CUDNN
+#include <cudnn.h>
+#endif
 
 #include "engine/alloc.h"
 #include "engine/backend.h"
@@ -68,8 +71,23 @@ typedef struct gt_cuda_impl {
 #endif
     void *lt_workspace; /* cudaMalloc'd directly, not through the caching allocator */
     size_t lt_workspace_bytes;
+#if GT_HAVE_CUDNN
+    cudnnHandle_t cudnn; /* bound to `stream` */
+#endif
+    void *flush_buf; /* flush_cache's buffer (2 x L2), allocated on first use */
+    size_t flush_bytes;
     char desc[256];
+    char notes[8192]; /* gt_cuda_note's lines, each once */
 } gt_cuda_impl;
+
+/* Appends one line (printf format, no newline) to the backend's notes
+ * (gt_backend.notes) unless that exact line is already there; silently
+ * drops lines once the buffer is full. */
+void gt_cuda_note(gt_cuda_impl *im, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* Per-call set-up of every op: checks that k is a cuda context, that k->dt
  * is fp32 or bf16 (GT_ERR_UNSUPPORTED naming `op` otherwise) and makes the
