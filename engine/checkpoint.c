@@ -131,7 +131,7 @@ static void encode_meta(unsigned char *h, const gt_ckpt_meta *m, int n) {
     put32(h + 368, (uint32_t)m->seq_len);
     put32(h + 372, (uint32_t)m->rank);
     put32(h + 376, (uint32_t)m->nranks);
-    put32(h + 380, 0);
+    put32(h + 380, (uint32_t)m->precision);
     put64(h + 384, m->num_params);
     const gt_adamw_config *o = &m->opt;
     putf(h + 392, o->lr);
@@ -161,6 +161,7 @@ static void decode_meta(const unsigned char *h, gt_ckpt_meta *m) {
     m->seq_len = (int32_t)get32(h + 368);
     m->rank = (int32_t)get32(h + 372);
     m->nranks = (int32_t)get32(h + 376);
+    m->precision = (int32_t)get32(h + 380);
     m->num_params = get64(h + 384);
     gt_adamw_config *o = &m->opt;
     o->lr = getf(h + 392);

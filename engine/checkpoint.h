@@ -52,13 +52,17 @@ typedef struct gt_ckpt_meta {
     int32_t global_batch;
     int32_t seq_len;
     int32_t rank, nranks;     /* this file's shard of nranks (1: not sharded) */
+    int32_t precision;        /* gt_dtype the run stored activations, compute weights and
+                               * gradients in (0 = fp32: also what files written before
+                               * the field read, the bytes were reserved zeros) */
     uint64_t num_params;
     gt_adamw_config opt;      /* the schedule's position is (opt, step) */
 } gt_ckpt_meta;
 
 typedef struct gt_ckpt_tensor {
     char name[GT_CKPT_NAME_LEN];
-    int32_t dtype;            /* gt_dtype; only GT_DTYPE_FP32 is written today */
+    int32_t dtype;            /* gt_dtype: fp32 (parameters, AdamW state); fp64 (the
+                               * fp16 loss scaler) */
     int32_t ndim;             /* 1..GT_CKPT_MAX_DIMS */
     int64_t shape[GT_CKPT_MAX_DIMS];
     uint64_t range_lo;        /* flat state shards: first element held; else 0 */

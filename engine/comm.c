@@ -2,7 +2,8 @@
  * wait (or the backend's blocking call under the watchdog thread), the
  * watchdog, per-communicator sequence numbers and statistics, and the
  * deterministic tree all-reduce built from send/recv/broadcast so that
- * every backend has it. Backends (comm_self.c, comm_mpi.c) only move bytes. */
+ * every backend has it. Backends (comm_self.c, comm_mpi.c, comm_nccl.c) only
+ * move bytes. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "engine/comm.h"
@@ -120,13 +121,16 @@ gt_status gt_comm_world(const gt_comm_config *cfg, gt_comm **out) {
         be = &gt_comm_self_backend;
     } else if (strcmp(name, "mpi") == 0) {
         be = &gt_comm_mpi_backend;
+    } else if (strcmp(name, "nccl") == 0) {
+        /* never picked by auto: it needs one GPU per rank */
+        be = &gt_comm_nccl_backend;
     } else if (strcmp(name, "auto") == 0) {
         /* Outside a launcher MPI_Init would still work (singleton), but it
          * costs a second and may print warnings; a plain run stays self. */
         be = launched_by_launcher() ? &gt_comm_mpi_backend : &gt_comm_self_backend;
     } else {
-        return GT_ERR(GT_ERR_INVALID, "unknown communicator backend '%s' (auto, self, mpi)",
-                      name);
+        return GT_ERR(GT_ERR_INVALID,
+                      "unknown communicator backend '%s' (auto, self, mpi, nccl)", name);
     }
 
     void *impl = NULL;
@@ -662,7 +666,17 @@ gt_status gt_comm_split(gt_comm *c, int color, int key, gt_comm **out) {
 /* ---- deterministic tree all-reduce ------------------------------------------ */
 
 static void add_inplace(void *acc, const void *x, size_t n, gt_dtype dt) {
-    if (dt == GT_DTYPE_FP32) {
+    if (dt == GT_DTYPE_BF16 || dt == GT_DTYPE_FP16) {
+        /* in fp32, rounded once: the correctly rounded sum of two 16-bit values */
+        uint16_t *a = acc;
+        const uint16_t *b = x;
+        int bf = dt == GT_DTYPE_BF16;
+        for (size_t i = 0; i < n; i++) {
+            float v = bf ? gt_bf16_to_fp32(a[i]) + gt_bf16_to_fp32(b[i])
+                         : gt_fp16_to_fp32(a[i]) + gt_fp16_to_fp32(b[i]);
+            a[i] = bf ? gt_fp32_to_bf16(v) : gt_fp32_to_fp16(v);
+        }
+    } else if (dt == GT_DTYPE_FP32) {
         float *a = acc;
         const float *b = x;
         for (size_t i = 0; i < n; i++) a[i] = a[i] + b[i]; /* left operand first */
@@ -675,12 +689,18 @@ static void add_inplace(void *acc, const void *x, size_t n, gt_dtype dt) {
 
 gt_status gt_comm_allreduce_tree(gt_comm *c, void *buf, size_t count, gt_dtype dt) {
     GT_TRY(check_common(c, "allreduce_tree", buf, buf, count, dt));
-    if (dt != GT_DTYPE_FP32 && dt != GT_DTYPE_FP64)
-        return GT_ERR(GT_ERR_INVALID, "allreduce_tree: dtype %s (fp32 and fp64 only)",
+    if (dt != GT_DTYPE_FP32 && dt != GT_DTYPE_FP64 && dt != GT_DTYPE_BF16 &&
+        dt != GT_DTYPE_FP16)
+        return GT_ERR(GT_ERR_INVALID, "allreduce_tree: dtype %s (fp32, fp64, bf16, fp16 only)",
                       gt_dtype_name(dt));
     if (c->size & (c->size - 1))
         return GT_ERR(GT_ERR_INVALID,
                       "allreduce_tree: %d ranks; the fixed tree needs a power of two", c->size);
+    if (count > 0 && c->be->device_memory && c->be->device_memory(c->impl, buf))
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "allreduce_tree: buf is device memory (%s communicator); the fixed "
+                      "tree adds the partials on the host: copy them to host memory first",
+                      c->be->name);
     unsigned long long seq = ++c->tree_seq;
     if (c->size == 1 || count == 0) return GT_OK;
     void *tmp = NULL;

@@ -1,15 +1,25 @@
 /* Communicators: the one interface every distributed part of gauntlet uses
  * (data parallelism, the collectives suite, consistency checks).
  *
- * Backends: "self" (one process, no MPI, always built) and "mpi" (built with
- * MPI); "nccl" joins with the CUDA issue on the same interface. A backend is
+ * Backends: "self" (one process, no MPI, always built), "mpi" (built with
+ * MPI) and "nccl" (built with CUDA, NCCL and MPI: engine/comm_nccl.c says
+ * how it starts, picks its GPU and completes operations). A backend is
  * a table of non-blocking primitives, plus optionally the library's own
  * blocking collectives (gt_comm_backend below); this layer adds what every
  * backend shares: blocking forms, sequence numbers, the watchdog deadline,
  * statistics, and the deterministic tree all-reduce.
  *
- * Buffers: host memory for self and mpi (device memory for nccl). count is in
- * elements of dtype. In-place: pass the same pointer as send and recv.
+ * Buffers: host memory for self and mpi. nccl: device memory (cudaMalloc or
+ * managed) runs on NCCL, on the communicator's own stream, which first
+ * waits (on the GPU, not the host) for the work issued so far on the legacy
+ * default stream and on every blocking stream, the cuda backend's included;
+ * work on a caller's non-blocking stream must be synchronised first. Host
+ * memory runs on the MPI communicator the nccl one was bootstrapped with,
+ * so small host exchanges (flags, timings) keep working; both kinds in one
+ * operation is GT_ERR_INVALID, and every rank must pass the same kind.
+ * nccl send/recv have no tags: messages between two ranks match in the
+ * order they were posted (the tag is only range-checked), and a receive's
+ * count must equal the send's (NCCL's rule). count is in elements of dtype. In-place: pass the same pointer as send and recv.
  * Supported dtypes: fp32, fp64, bf16, fp16, int32, int64. bf16 and fp16
  * reductions accumulate in fp32 per pairwise combination (MPI has no such
  * types: a user-defined op does it) and round back once per combination.
@@ -79,7 +89,9 @@ typedef struct gt_comm_request gt_comm_request;
 
 typedef struct gt_comm_config {
     const char *backend; /* "auto" (mpi when launched by mpirun/srun and built in, else
-                            self), "self", "mpi" */
+                            self), "self", "mpi", "nccl" (never chosen by auto: one rank
+                            per GPU; GT_ERR_UNSUPPORTED without a visible GPU, or when
+                            NCCL or MPI is not built in) */
     double timeout_s;    /* watchdog deadline of every blocking operation; <= 0: none.
                             default 300 */
 } gt_comm_config;
@@ -95,7 +107,7 @@ void gt_comm_free(gt_comm *c);
 
 int gt_comm_rank(const gt_comm *c);
 int gt_comm_size(const gt_comm *c);
-const char *gt_comm_backend_name(const gt_comm *c); /* "self", "mpi" */
+const char *gt_comm_backend_name(const gt_comm *c); /* "self", "mpi", "nccl" */
 /* Rank in the world communicator of rank r of c (for messages). */
 int gt_comm_world_rank(const gt_comm *c, int r);
 
@@ -158,8 +170,11 @@ gt_status gt_comm_test(gt_comm *c, gt_comm_request *req, int *done);
  * already reduced by the caller with the same balanced binary tree; here
  * the rank partials are combined by the tree ((r0 + r1) + (r2 + r3)) + ...,
  * left operand first, so the whole is one fixed binary tree over the leaves.
- * Requires a power-of-two size (GT_ERR_INVALID otherwise). fp32 and fp64
- * only. In place on buf; every rank ends with the same bits. Cost: log2(n)
+ * Requires a power-of-two size (GT_ERR_INVALID otherwise). fp32, fp64,
+ * bf16 and fp16 (each pairwise sum of two 16-bit values in fp32, rounded
+ * once: the correctly rounded sum, the same bits as a backend's residual_fwd
+ * in that dtype gives for the caller's tree of leaves). Host memory only: the partials are added on the host
+ * (GT_ERR_UNSUPPORTED for an nccl communicator's device buffer). In place on buf; every rank ends with the same bits. Cost: log2(n)
  * rounds of full-size send/recv to combine, then a broadcast. */
 gt_status gt_comm_allreduce_tree(gt_comm *c, void *buf, size_t count, gt_dtype dt);
 
@@ -188,11 +203,13 @@ typedef struct gt_comm_stats {
 } gt_comm_stats;
 void gt_comm_get_stats(const gt_comm *c, gt_comm_stats *out);
 
-/* The library communicator behind c (MPI_Comm* for mpi, NULL for self), so
- * the collectives suite can time the raw library on the same ranks. */
+/* The library communicator behind c (MPI_Comm* for mpi, ncclComm_t* for
+ * nccl, NULL for self), so the collectives suite can time the raw library
+ * on the same ranks. */
 void *gt_comm_native_handle(gt_comm *c);
 
-/* Library version string for reports ("Open MPI v4.1.4 ..." or "self"). */
+/* Library version string for reports ("Open MPI v4.1.4 ...", "NCCL 2.28.9"
+ * or "self"). */
 const char *gt_comm_library_version(const gt_comm *c);
 
 /* ---- backend interface (for comm backends only) -------------------------------
@@ -242,10 +259,15 @@ typedef struct gt_comm_backend {
      * thread (the one call made off the thread that owns the communicator). */
     void (*abort)(void *impl, int code);
     void (*destroy)(void *impl);
+    /* Optional (NULL: never). 1 when p is device memory, which comm.c's own
+     * host-side code (the tree all-reduce's additions) cannot touch. */
+    int (*device_memory)(void *impl, const void *p);
 } gt_comm_backend;
 
 extern const gt_comm_backend gt_comm_self_backend; /* engine/comm_self.c */
 extern const gt_comm_backend gt_comm_mpi_backend;  /* engine/comm_mpi.c (stub without MPI) */
+/* engine/comm_nccl.c (stub without NCCL or MPI) */
+extern const gt_comm_backend gt_comm_nccl_backend;
 
 #ifdef __cplusplus
 }

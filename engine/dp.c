@@ -11,7 +11,7 @@
 typedef struct bucket {
     size_t lo, hi;          /* element range of the gradient buffer */
     gt_comm_request *req;   /* in flight, or NULL */
-    int started, done;
+    int started, done;      /* done: summed, and back in grads when staged */
 } bucket;
 
 struct gt_dp {
@@ -20,8 +20,15 @@ struct gt_dp {
     gt_dp_config cfg;
     int rank, size;
     size_t n, padded, shard;
-    float *grads;       /* current step's buffer (borrowed) */
-    float *gshard;      /* ZeRO-1 non-deterministic: reduce-scatter output */
+    size_t es;          /* bytes per gradient element */
+    int staged;         /* device memory, host communicator: through host mirrors */
+    int dev_comm;       /* the communicator takes device memory (nccl) */
+    void *grads;        /* current step's buffer (borrowed, backend memory) */
+    void *gshard;       /* ZeRO-1 non-deterministic: reduce-scatter output (backend) */
+    void *hgrads;       /* staged: host mirror of grads (padded elements) */
+    void *hshard;       /* staged ZeRO-1 non-deterministic: host reduce-scatter output */
+    float *hparams;     /* staged ZeRO-1: host mirror of the fp32 params (padded) */
+    double *dpart;      /* nccl ZeRO-1: device buffer of the norm partials */
     bucket *buckets;
     int nbuckets;
     int finished;
@@ -30,10 +37,53 @@ struct gt_dp {
 
 gt_dp_config gt_dp_defaults(void) {
     return (gt_dp_config){.bucket_bytes = (size_t)25 << 20, .zero = 0, .deterministic = 0,
-                          .chunk = (size_t)1 << 16};
+                          .chunk = (size_t)1 << 16, .grad_dtype = GT_DTYPE_FP32};
 }
 
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* The one place that decides where the communicator's buffers live (dp.h):
+ * directly in backend memory, or staged through host mirrors. */
+static gt_status choose_placement(gt_dp *dp) {
+    const char *cname = gt_comm_backend_name(dp->comm);
+    int device = dp->be->device != GT_DEVICE_HOST;
+    int nccl = strcmp(cname, "nccl") == 0;
+    if (nccl && !device)
+        return GT_ERR(GT_ERR_INVALID,
+                      "data parallel: the nccl communicator needs device memory, but backend "
+                      "'%s' keeps its memory on the host: use the mpi or self communicator",
+                      dp->be->name);
+    if (nccl && dp->cfg.deterministic)
+        return GT_ERR(GT_ERR_INVALID,
+                      "data parallel: --deterministic over nccl is not supported (the tree "
+                      "all-reduce adds on the host); use the mpi communicator, which stages "
+                      "the device gradients through host memory");
+    dp->dev_comm = nccl;
+    dp->staged = device && !nccl && dp->size > 1;
+    return GT_OK;
+}
+
+/* Host (staged) and device (nccl) scratch buffers this configuration needs. */
+static gt_status alloc_buffers(gt_dp *dp) {
+    const gt_dp_config *cfg = &dp->cfg;
+    if (cfg->zero && !cfg->deterministic)
+        GT_TRY(gt_backend_alloc(dp->be, dp->shard * dp->es, &dp->gshard));
+    if (dp->staged) {
+        if (!(dp->hgrads = malloc(dp->padded * dp->es)))
+            return GT_ERR(GT_ERR_OOM, "data parallel: no host memory for the staging copy of "
+                                      "the gradients (%zu bytes)", dp->padded * dp->es);
+        if (cfg->zero && !cfg->deterministic && !(dp->hshard = malloc(dp->shard * dp->es)))
+            return GT_ERR(GT_ERR_OOM, "data parallel: no host memory for the staged shard "
+                                      "(%zu bytes)", dp->shard * dp->es);
+        if (cfg->zero && !(dp->hparams = malloc(dp->padded * sizeof(float))))
+            return GT_ERR(GT_ERR_OOM, "data parallel: no host memory for the staging copy of "
+                                      "the parameters (%zu bytes)", dp->padded * sizeof(float));
+    }
+    if (dp->dev_comm && cfg->zero && dp->size > 1)
+        GT_TRY(gt_backend_alloc(dp->be, dp->padded / cfg->chunk * sizeof(double),
+                                (void **)&dp->dpart));
+    return GT_OK;
+}
 
 gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size_t n_params,
                     gt_dp **out) {
@@ -46,6 +96,11 @@ gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size
                       size);
     if (cfg->chunk == 0 || cfg->zero < 0 || cfg->zero > 1)
         return GT_ERR(GT_ERR_INVALID, "data parallel: chunk must be > 0 and zero 0 or 1");
+    if (cfg->grad_dtype != GT_DTYPE_FP32 && cfg->grad_dtype != GT_DTYPE_BF16 &&
+        cfg->grad_dtype != GT_DTYPE_FP16)
+        return GT_ERR(GT_ERR_INVALID,
+                      "data parallel: gradient dtype %s; use fp32, bf16 or fp16",
+                      gt_dtype_name(cfg->grad_dtype));
     gt_dp *dp = calloc(1, sizeof *dp);
     if (!dp) return GT_ERR(GT_ERR_OOM, "out of host memory");
     dp->comm = comm;
@@ -54,19 +109,20 @@ gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size
     dp->rank = gt_comm_rank(comm);
     dp->size = size;
     dp->n = n_params;
+    dp->es = gt_dtype_size(cfg->grad_dtype);
     size_t unit = cfg->chunk * (size_t)size;
     dp->padded = (n_params + unit - 1) / unit * unit;
     if (dp->padded == 0) dp->padded = unit;
     dp->shard = dp->padded / (size_t)size;
-    if (cfg->zero && !cfg->deterministic) {
-        gt_status s = gt_backend_alloc(be, dp->shard * sizeof(float), (void **)&dp->gshard);
-        if (s != GT_OK) {
-            free(dp);
-            return s;
-        }
+    gt_status s = choose_placement(dp);
+    if (s == GT_OK) s = alloc_buffers(dp);
+    if (s != GT_OK) {
+        gt_dp_free(dp);
+        return s;
     }
-    /* buckets from the end of the buffer, where the backward finishes first */
-    size_t per = cfg->bucket_bytes / sizeof(float);
+    /* buckets from the end of the buffer, where the backward finishes first;
+     * the same bytes per bucket whatever the dtype */
+    size_t per = cfg->bucket_bytes / dp->es;
     if (per == 0) per = 1;
     dp->nbuckets = (int)((n_params + per - 1) / per);
     dp->buckets = calloc((size_t)(dp->nbuckets ? dp->nbuckets : 1), sizeof(bucket));
@@ -86,6 +142,10 @@ gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size
 void gt_dp_free(gt_dp *dp) {
     if (!dp) return;
     gt_backend_dealloc(dp->be, dp->gshard);
+    gt_backend_dealloc(dp->be, dp->dpart);
+    free(dp->hgrads);
+    free(dp->hshard);
+    free(dp->hparams);
     free(dp->buckets);
     free(dp);
 }
@@ -108,7 +168,23 @@ static int overlapped(const gt_dp *dp) {
     return !dp->cfg.deterministic && !dp->cfg.zero && dp->size > 1;
 }
 
-gt_status gt_dp_begin(gt_dp *dp, float *grads) {
+/* Element i of a buffer of the gradient dtype. */
+static void *at(const gt_dp *dp, void *base, size_t i) { return (char *)base + i * dp->es; }
+
+/* Staging: elements [lo, lo + count) of grads to / from the host mirror. */
+static gt_status stage_out(gt_dp *dp, size_t lo, size_t count) {
+    return dp->be->copy_to_host(dp->be, at(dp, dp->hgrads, lo), at(dp, dp->grads, lo),
+                                count * dp->es);
+}
+static gt_status stage_in(gt_dp *dp, size_t lo, size_t count) {
+    return dp->be->copy_to_device(dp->be, at(dp, dp->grads, lo), at(dp, dp->hgrads, lo),
+                                  count * dp->es);
+}
+
+/* The buffer the communicator reduces: the host mirror when staged. */
+static void *comm_grads(gt_dp *dp) { return dp->staged ? dp->hgrads : dp->grads; }
+
+gt_status gt_dp_begin(gt_dp *dp, void *grads) {
     dp->grads = grads;
     dp->finished = 0;
     for (int b = 0; b < dp->nbuckets; b++) {
@@ -121,11 +197,19 @@ gt_status gt_dp_begin(gt_dp *dp, float *grads) {
 }
 
 static gt_status start_bucket(gt_dp *dp, bucket *bk) {
-    float *p = dp->grads + bk->lo;
     size_t count = bk->hi - bk->lo;
     bk->started = 1;
-    dp->bytes += count * sizeof(float);
-    return gt_comm_allreduce(dp->comm, p, p, count, GT_DTYPE_FP32, GT_REDOP_SUM, &bk->req);
+    dp->bytes += count * dp->es;
+    if (dp->staged) GT_TRY(stage_out(dp, bk->lo, count));
+    void *p = at(dp, comm_grads(dp), bk->lo);
+    return gt_comm_allreduce(dp->comm, p, p, count, dp->cfg.grad_dtype, GT_REDOP_SUM, &bk->req);
+}
+
+/* A bucket's all-reduce completed: its sums go back to the device when staged. */
+static gt_status bucket_done(gt_dp *dp, bucket *bk) {
+    bk->req = NULL;
+    bk->done = 1;
+    return dp->staged ? stage_in(dp, bk->lo, bk->hi - bk->lo) : GT_OK;
 }
 
 gt_status gt_dp_grads_ready(gt_dp *dp, size_t frontier) {
@@ -138,29 +222,36 @@ gt_status gt_dp_grads_ready(gt_dp *dp, size_t frontier) {
         if (bk->req) {
             int done = 0;
             GT_TRY(gt_comm_test(dp->comm, bk->req, &done));
-            if (done) {
-                bk->req = NULL;
-                bk->done = 1;
-            }
+            if (done) GT_TRY(bucket_done(dp, bk));
         }
     }
     return GT_OK;
 }
 
-gt_status gt_dp_finish(gt_dp *dp, float **shard_grads, double *exposed_s) {
+gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s) {
     uint64_t t0 = gt_now_ns();
     size_t lo, hi;
+    gt_dtype dt = dp->cfg.grad_dtype;
     gt_dp_shard(dp, &lo, &hi);
     if (dp->size == 1) {
-        *shard_grads = dp->grads + lo;
+        *shard_grads = at(dp, dp->grads, lo);
     } else if (dp->cfg.deterministic) {
-        dp->bytes += dp->n * sizeof(float);
-        GT_TRY(gt_comm_allreduce_tree(dp->comm, dp->grads, dp->n, GT_DTYPE_FP32));
-        *shard_grads = dp->grads + lo;
+        dp->bytes += dp->n * dp->es;
+        if (dp->staged) GT_TRY(stage_out(dp, 0, dp->n));
+        GT_TRY(gt_comm_allreduce_tree(dp->comm, comm_grads(dp), dp->n, dt));
+        if (dp->staged) GT_TRY(stage_in(dp, 0, dp->n));
+        *shard_grads = at(dp, dp->grads, lo);
     } else if (dp->cfg.zero) {
-        dp->bytes += dp->padded * sizeof(float);
-        GT_TRY(gt_comm_reduce_scatter(dp->comm, dp->grads, dp->gshard, dp->shard,
-                                      GT_DTYPE_FP32, GT_REDOP_SUM, NULL));
+        dp->bytes += dp->padded * dp->es;
+        if (dp->staged) {
+            GT_TRY(stage_out(dp, 0, dp->padded));
+            GT_TRY(gt_comm_reduce_scatter(dp->comm, dp->hgrads, dp->hshard, dp->shard, dt,
+                                          GT_REDOP_SUM, NULL));
+            GT_TRY(dp->be->copy_to_device(dp->be, dp->gshard, dp->hshard, dp->shard * dp->es));
+        } else {
+            GT_TRY(gt_comm_reduce_scatter(dp->comm, dp->grads, dp->gshard, dp->shard, dt,
+                                          GT_REDOP_SUM, NULL));
+        }
         *shard_grads = dp->gshard;
     } else {
         /* whatever the hook did not start (no hook, or the last buckets) */
@@ -173,7 +264,7 @@ gt_status gt_dp_finish(gt_dp *dp, float **shard_grads, double *exposed_s) {
                 bk->req = NULL;
                 if (s != GT_OK) return s;
             }
-            bk->done = 1;
+            if (!bk->done) GT_TRY(bucket_done(dp, bk));
         }
         *shard_grads = dp->grads;
     }
@@ -182,38 +273,63 @@ gt_status gt_dp_finish(gt_dp *dp, float **shard_grads, double *exposed_s) {
     return GT_OK;
 }
 
+/* part[r * per_rank, (r + 1) * per_rank) from rank r, on every rank (host
+ * memory; through the device buffer for a communicator of device memory). */
+static gt_status gather_partials(gt_dp *dp, double *part, size_t per_rank) {
+    double *mine = part + (size_t)dp->rank * per_rank;
+    if (!dp->dev_comm)
+        return gt_comm_allgather(dp->comm, mine, part, per_rank, GT_DTYPE_FP64, NULL);
+    size_t all = per_rank * (size_t)dp->size;
+    double *dmine = dp->dpart + (size_t)dp->rank * per_rank;
+    GT_TRY(dp->be->copy_to_device(dp->be, dmine, mine, per_rank * sizeof(double)));
+    GT_TRY(gt_comm_allgather(dp->comm, dmine, dp->dpart, per_rank, GT_DTYPE_FP64, NULL));
+    return dp->be->copy_to_host(dp->be, part, dp->dpart, all * sizeof(double));
+}
+
 gt_status gt_dp_grad_norm(gt_dp *dp, double *norm) {
     if (!dp->finished)
         return GT_ERR(GT_ERR_INVALID, "data parallel: gradient norm before gt_dp_finish");
+    if (!dp->be->ops->sumsq)
+        return GT_ERR(GT_ERR_UNSUPPORTED, "data parallel: backend '%s' has no sumsq op for "
+                                          "the gradient norm", dp->be->name);
     size_t chunk = dp->cfg.chunk, nchunks = dp->padded / chunk;
     size_t per_rank = dp->shard / chunk;
     double *part = calloc(nchunks, sizeof(double));
     if (!part) return GT_ERR(GT_ERR_OOM, "out of host memory");
-    gt_kctx k = {.be = dp->be, .dt = GT_DTYPE_FP32};
+    gt_kctx k = {.be = dp->be, .dt = dp->cfg.grad_dtype};
     gt_status s = GT_OK;
     if (dp->cfg.zero && dp->size > 1) {
         /* this rank's chunks from its shard, everyone's through allgather */
-        const float *g = dp->cfg.deterministic ? dp->grads + (size_t)dp->rank * dp->shard
-                                               : dp->gshard;
+        void *g = dp->cfg.deterministic ? at(dp, dp->grads, (size_t)dp->rank * dp->shard)
+                                        : dp->gshard;
         double *mine = part + (size_t)dp->rank * per_rank;
         for (size_t c = 0; c < per_rank && s == GT_OK; c++)
-            s = dp->be->ops->sumsq(&k, g + c * chunk, chunk, &mine[c]);
-        if (s == GT_OK)
-            s = gt_comm_allgather(dp->comm, mine, part, per_rank, GT_DTYPE_FP64, NULL);
+            s = dp->be->ops->sumsq(&k, at(dp, g, c * chunk), chunk, &mine[c]);
+        if (s == GT_OK) s = gather_partials(dp, part, per_rank);
     } else {
         for (size_t c = 0; c < nchunks && s == GT_OK; c++)
-            s = dp->be->ops->sumsq(&k, dp->grads + c * chunk, chunk, &part[c]);
+            s = dp->be->ops->sumsq(&k, at(dp, dp->grads, c * chunk), chunk, &part[c]);
     }
     double ss = 0.0;
     for (size_t c = 0; c < nchunks; c++) ss += part[c];
     free(part);
     *norm = sqrt(ss);
-    return s;
+    if (s != GT_OK)
+        return gt_error_wrap(s, "data parallel: gradient norm (%s gradients)",
+                             gt_dtype_name(dp->cfg.grad_dtype));
+    return GT_OK;
 }
 
 gt_status gt_dp_gather_params(gt_dp *dp, float *params) {
     if (!dp->cfg.zero || dp->size == 1) return GT_OK;
     dp->bytes += dp->padded * sizeof(float);
-    return gt_comm_allgather(dp->comm, params + (size_t)dp->rank * dp->shard, params, dp->shard,
-                             GT_DTYPE_FP32, NULL);
+    size_t off = (size_t)dp->rank * dp->shard;
+    if (!dp->staged)
+        return gt_comm_allgather(dp->comm, params + off, params, dp->shard, GT_DTYPE_FP32,
+                                 NULL);
+    GT_TRY(dp->be->copy_to_host(dp->be, dp->hparams + off, params + off,
+                                dp->shard * sizeof(float)));
+    GT_TRY(gt_comm_allgather(dp->comm, dp->hparams + off, dp->hparams, dp->shard,
+                             GT_DTYPE_FP32, NULL));
+    return dp->be->copy_to_device(dp->be, params, dp->hparams, dp->padded * sizeof(float));
 }

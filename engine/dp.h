@@ -3,9 +3,38 @@
  * optimizer state, the deterministic (tree) mode, and a gradient norm whose
  * bits do not depend on the rank count.
  *
- * Works on flat fp32 buffers of backend memory (host memory for the self and
- * mpi communicators): the model hands its gradient buffer and tells when a
- * suffix of it is final (gt_dp_grads_ready).
+ * Works on one flat gradient buffer of backend memory, stored in
+ * cfg.grad_dtype (fp32, or bf16 / fp16 for mixed precision): the model
+ * hands its gradient buffer and tells when a suffix of it is final
+ * (gt_dp_grads_ready). Parameters (gt_dp_gather_params) are fp32 master
+ * weights whatever the gradient dtype.
+ *
+ * Where the communicator's buffers live is decided once, in gt_dp_new, from
+ * the backend's device and the communicator's name:
+ *   host backend (ref, cpu), self or mpi: the buffers are used directly.
+ *   device backend (cuda), self or mpi: STAGED: each bucket is copied to a
+ *     host mirror (copy_to_host), all-reduced there and copied back
+ *     (copy_to_device); likewise the tree, the reduce-scatter and the
+ *     parameter all-gather. Correct, not fast: the copies are synchronous,
+ *     so a bucket's copy waits for the backward queued before it and the
+ *     overlap with the backward is mostly lost; the host mirror costs
+ *     gt_dp_padded elements of host memory (plus the fp32 parameters with
+ *     ZeRO-1), pageable, not pinned.
+ *   device backend, "nccl": device pointers go straight to the
+ *     communicator; only the gradient norm's per-chunk partials (fp64) go
+ *     through a small device buffer. A host backend with "nccl" is
+ *     GT_ERR_INVALID, and so is --deterministic with "nccl" (the tree adds
+ *     on the host: use mpi, which stages).
+ * With one rank nothing is communicated, so nothing is staged.
+ *
+ * 16-bit gradients: buckets, the reduce-scatter and the tree reduce in the
+ * gradient dtype, each pairwise combination in fp32 rounded once to the
+ * dtype (engine/comm.h). The sum of two bf16 (or two fp16) values computed
+ * that way is the correctly rounded sum, which is also what every
+ * backend's residual_fwd in that dtype gives, so a micro-batch tree built
+ * with it inside a rank and the rank tree here form one fixed binary tree
+ * of correctly rounded 16-bit sums: --deterministic keeps its
+ * topology-independent bits.
  *
  * Gradients are expected pre-scaled by 1 / (global tokens), so that the SUM
  * over ranks is the gradient of the global mean loss.
@@ -17,6 +46,7 @@
 
 #include "engine/backend.h"
 #include "engine/comm.h"
+#include "engine/dtype.h"
 #include "engine/status.h"
 
 #ifdef __cplusplus
@@ -28,15 +58,22 @@ typedef struct gt_dp_config {
     int zero;            /* 0: every rank keeps the whole optimizer state; 1: ZeRO-1 */
     int deterministic;   /* 1: the cross-rank sum is gt_comm_allreduce_tree */
     size_t chunk;        /* gradient-norm chunk (elements); shards are whole chunks */
+    gt_dtype grad_dtype; /* storage of the gradient buffer: GT_DTYPE_FP32 (default,
+                            and what a zeroed config means), GT_DTYPE_BF16, GT_DTYPE_FP16 */
 } gt_dp_config;
 
+/* bucket_bytes 25 MiB, zero 0, deterministic 0, chunk 65536, grad_dtype fp32. */
 gt_dp_config gt_dp_defaults(void);
 
 typedef struct gt_dp gt_dp;
 
 /* n_params: the real parameters (buckets cover [0, n_params)). The padded
  * length gt_dp_padded is a multiple of chunk * size, split into equal
- * shards. deterministic requires a power-of-two size (GT_ERR_INVALID). */
+ * shards. comm and be are borrowed and must outlive the gt_dp.
+ * GT_ERR_INVALID: deterministic with a size that is not a power of two,
+ * chunk 0, zero not 0 or 1, grad_dtype not fp32/bf16/fp16, or a
+ * communicator that cannot take this backend's memory (see the top);
+ * GT_ERR_OOM. */
 gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size_t n_params,
                     gt_dp **out);
 void gt_dp_free(gt_dp *dp);
@@ -46,25 +83,30 @@ size_t gt_dp_padded(const gt_dp *dp);
  * ZeRO-1. */
 void gt_dp_shard(const gt_dp *dp, size_t *lo, size_t *hi);
 
-/* Starts a step on the gradient buffer grads (gt_dp_padded elements). */
-gt_status gt_dp_begin(gt_dp *dp, float *grads);
+/* Starts a step on the gradient buffer grads: gt_dp_padded elements of
+ * grad_dtype in backend memory (borrowed until gt_dp_finish returns). */
+gt_status gt_dp_begin(gt_dp *dp, void *grads);
 /* Gradients in [frontier, n_params) are final: buckets entirely inside
  * start now (non-deterministic mode without ZeRO; otherwise nothing
  * happens until gt_dp_finish). Also lets outstanding requests progress. */
 gt_status gt_dp_grads_ready(gt_dp *dp, size_t frontier);
 /* Completes the reduction. *shard_grads receives the summed gradients of
- * this rank's shard (pointer to gt_dp_shard's length: into grads, or a
- * scratch buffer with ZeRO-1). *exposed_s, when not NULL, receives the time
- * spent here, i.e. communication the backward did not hide. */
-gt_status gt_dp_finish(gt_dp *dp, float **shard_grads, double *exposed_s);
+ * this rank's shard, in grad_dtype, backend memory (pointer to gt_dp_shard's
+ * length: into grads, or a buffer of the gt_dp with ZeRO-1). Pass the
+ * address of the caller's pointer, e.g. (void **)&gshard for a float *.
+ * *exposed_s, when not NULL, receives the time spent here, i.e.
+ * communication the backward did not hide. */
+gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s);
 
 /* Global L2 norm of the summed gradients: sums of squares of fixed chunks
- * (ops->sumsq on `chunk` elements each), added in chunk order on every rank.
- * Call after gt_dp_finish. */
+ * (ops->sumsq with k->dt = grad_dtype on `chunk` elements each), added in
+ * chunk order on every rank. Call after gt_dp_finish. GT_ERR_UNSUPPORTED
+ * when the backend's sumsq does not handle grad_dtype. */
 gt_status gt_dp_grad_norm(gt_dp *dp, double *norm);
 
-/* ZeRO-1: every rank's updated shard of params goes to every rank (in-place
- * all-gather). No-op otherwise. */
+/* ZeRO-1: every rank's updated shard of params (fp32, backend memory,
+ * gt_dp_padded elements) goes to every rank (in-place all-gather). No-op
+ * otherwise. */
 gt_status gt_dp_gather_params(gt_dp *dp, float *params);
 
 /* Statistics: bytes all-reduced / reduce-scattered / gathered by this rank. */

@@ -88,6 +88,34 @@ void gt_env_release(gt_env *e);
  * Python wheels. Never fails; cuInit runs only when libcuda.so.1 loads. */
 void gt_env_collect_gpu(gt_env *e);
 
+/* One reading of a GPU's clocks and health, taken around a case (the
+ * report's per-result "telemetry"). Numbers are -1 when NVML did not give
+ * them. */
+typedef struct gt_gpu_sample {
+    int index;                 /* CUDA ordinal read */
+    char uuid[48];             /* "GPU-...": NVML's spelling */
+    double t_unix;             /* when (wall clock, seconds) */
+    int sm_clock_mhz;
+    int mem_clock_mhz;
+    int temperature_c;
+    double power_w;            /* board power draw */
+    int has_throttle;          /* throttle_reasons below is valid */
+    unsigned long long throttle_reasons; /* NVML clocks-event reason bits, 0 = none */
+    char throttle_names[192];  /* as gt_env_gpu.throttle_names */
+} gt_gpu_sample;
+
+/* Reads the GPU of CUDA ordinal cuda_index; < 0: this rank's own GPU, the
+ * launcher's local rank (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, ...;
+ * else 0) modulo the visible devices, the device the cuda backend and the
+ * nccl communicator take. libcuda (for the device's UUID) and NVML (matched
+ * by UUID, as in gt_env_collect_gpu) are loaded once with dlopen on the
+ * first call and kept; a reading is five NVML queries, well under a
+ * millisecond. Returns 1 with *out filled, 0 when there is no driver, no
+ * NVML, no such device or no NVML match: then nothing is to be recorded,
+ * which is not an error (no last-error message is set). Call from one
+ * thread at a time. */
+int gt_env_gpu_sample(int cuda_index, gt_gpu_sample *out);
+
 /* Measured peaks of a backend. */
 typedef struct gt_peaks {
     double fma_gflops;   /* FP32 FMA throughput, all threads of the backend */

@@ -13,10 +13,13 @@
 #include <dlfcn.h>
 #include <glob.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "engine/timer.h"
 
 /* ---- declarations of the entry points ------------------------------------------- */
 
@@ -495,4 +498,90 @@ void gt_env_collect_gpu(gt_env *e) {
     probe_version_lib(LIB_CUDNN, &dirs, e->cudnn, sizeof e->cudnn);
     probe_version_lib(LIB_NCCL, &dirs, e->nccl, sizeof e->nccl);
     dirs_free(&dirs);
+}
+
+/* ---- per-case telemetry ----------------------------------------------------------
+ * The fingerprint above loads and releases everything each time; telemetry
+ * reads the same GPU around every case, so its libraries stay loaded and
+ * the CUDA-ordinal-to-NVML match is made once per device. */
+
+static struct {
+    pthread_once_t once;
+    int ok;                /* libcuda and NVML loaded and started */
+    int count;             /* CUDA devices visible */
+    cu_device_get_fn device_get;
+    cu_uuid_fn uuid;
+    nvml_api nv;
+    int resolved[GT_ENV_MAX_GPUS]; /* 1 matched, -1 no match, 0 not tried */
+    nvml_device dev[GT_ENV_MAX_GPUS];
+    char uuids[GT_ENV_MAX_GPUS][48];
+} g_tel = {.once = PTHREAD_ONCE_INIT};
+
+static void telemetry_open(void) {
+    static const char *const names[] = {"libcuda.so.1"};
+    char path[160], why[160], drv[80];
+    /* by name only, as probe_driver: never a toolkit's stub */
+    void *h = lib_open(names, 1, NULL, path, sizeof path, why, sizeof why);
+    if (!h) return;
+    cu_init_fn init = NULL;
+    cu_int_fn device_count = NULL;
+    SYM(init, h, "cuInit");
+    SYM(device_count, h, "cuDeviceGetCount");
+    SYM(g_tel.device_get, h, "cuDeviceGet");
+    SYM(g_tel.uuid, h, "cuDeviceGetUuid");
+    if (!g_tel.uuid) SYM(g_tel.uuid, h, "cuDeviceGetUuid_v2");
+    if (!init || !device_count || !g_tel.device_get || !g_tel.uuid || init(0) != 0 ||
+        device_count(&g_tel.count) != 0 || g_tel.count <= 0)
+        return; /* libcuda stays loaded: see probe_driver */
+    nvml_open(&g_tel.nv, drv, sizeof drv); /* NVML's init is counted: never shut down here */
+    g_tel.ok = g_tel.nv.h != NULL && g_tel.nv.clock != NULL;
+}
+
+static int local_rank(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                       "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *s = getenv(vars[i]);
+        if (s && *s) {
+            char *end = NULL;
+            long r = strtol(s, &end, 10);
+            if (end && *end == '\0' && r >= 0 && r < 1 << 20) return (int)r;
+        }
+    }
+    return 0;
+}
+
+int gt_env_gpu_sample(int cuda_index, gt_gpu_sample *out) {
+    pthread_once(&g_tel.once, telemetry_open);
+    if (!out || !g_tel.ok) return 0;
+    int i = cuda_index >= 0 ? cuda_index : local_rank() % g_tel.count;
+    if (i >= g_tel.count || i >= GT_ENV_MAX_GPUS) return 0;
+    if (!g_tel.resolved[i]) {
+        int dev = 0;
+        unsigned char u[16];
+        g_tel.resolved[i] = -1;
+        if (g_tel.device_get(&dev, i) == 0 && g_tel.uuid(u, dev) == 0) {
+            format_uuid(u, g_tel.uuids[i], sizeof g_tel.uuids[i]);
+            g_tel.dev[i] = nvml_find(&g_tel.nv, g_tel.uuids[i]);
+            if (g_tel.dev[i]) g_tel.resolved[i] = 1;
+        }
+    }
+    if (g_tel.resolved[i] != 1) return 0;
+    const nvml_api *nv = &g_tel.nv;
+    nvml_device d = g_tel.dev[i];
+    *out = (gt_gpu_sample){.index = i, .t_unix = gt_wall_time(), .sm_clock_mhz = -1,
+                           .mem_clock_mhz = -1, .temperature_c = -1, .power_w = -1};
+    copy_str(out->uuid, sizeof out->uuid, g_tel.uuids[i]);
+    unsigned v = 0;
+    if (nv->clock(d, NVML_CLOCK_SM, &v) == 0) out->sm_clock_mhz = (int)v;
+    if (nv->clock(d, NVML_CLOCK_MEM, &v) == 0) out->mem_clock_mhz = (int)v;
+    if (nv->temp && nv->temp(d, NVML_TEMPERATURE_GPU, &v) == 0) out->temperature_c = (int)v;
+    if (nv->power && nv->power(d, &v) == 0) out->power_w = v / 1000.0;
+    unsigned long long r = 0;
+    if (nv->reasons && nv->reasons(d, &r) == 0) {
+        out->has_throttle = 1;
+        out->throttle_reasons = r;
+        decode_reasons(r, out->throttle_names, sizeof out->throttle_names);
+    }
+    return 1;
 }

@@ -38,6 +38,9 @@ static void run_usage(FILE *f) {
         "  --baseline FILE       compare with this report at the end (gauntlet compare);\n"
         "                        exit 3 on a regression\n"
         "  --threshold X%%       compare's minimum effect size (default 5%%)\n"
+        "  --comm NAME           communicator: auto (mpi when launched by mpirun/srun, else\n"
+        "                        self), self, mpi, or nccl (one GPU per rank; collectives on\n"
+        "                        device buffers against raw NCCL)\n"
         "  --comm-timeout S      watchdog per collective in seconds (default 300)\n"
         "  --inject-delay OP:US  slow kernel OP by US microseconds per call (tests the gate)\n"
         "  --quiet               no per-case lines, only the summary\n"
@@ -137,13 +140,43 @@ typedef struct progress {
     int unit, units;  /* suite x backend x topology being run, of how many */
     int results;
     int write_failed;
+    /* GPU telemetry (rank 0, units on a GPU): every result gets the reading
+     * taken when its case started (the previous one's end) and at its end */
+    int telemetry;
+    size_t annotated;    /* results before this index have had their turn */
+    gt_gpu_sample last;  /* the latest reading: the next case's start */
+    int have_last;
 } progress;
+
+/* Starts telemetry for a unit: results from now on are this unit's. */
+static void telemetry_begin(progress *p, int on_gpu) {
+    p->telemetry = on_gpu && p->rep && p->path != NULL;
+    p->annotated = gt_report_result_count(p->rep);
+    p->have_last = p->telemetry && gt_env_gpu_sample(-1, &p->last);
+}
+
+/* Gives the results added since the last call the readings around their
+ * case. Without NVML (or off a GPU) nothing is recorded. */
+static void telemetry_mark(progress *p) {
+    if (!p->telemetry) return;
+    size_t n = gt_report_result_count(p->rep);
+    if (n == p->annotated) return;
+    gt_gpu_sample now;
+    int have = gt_env_gpu_sample(-1, &now);
+    for (size_t i = p->annotated; i < n && (have || p->have_last); i++)
+        gt_result_telemetry(gt_report_result_at(p->rep, i), p->have_last ? &p->last : NULL,
+                            have ? &now : NULL);
+    p->annotated = n;
+    if (have) p->last = now;
+    p->have_last = have;
+}
 
 /* After each result: rewrite the report (a crash keeps what finished; at
  * most every 0.5 s, each write is an fsync) and say where the run is. */
 static void case_done(void *ctx, gt_result *res) {
     progress *p = ctx;
     p->results++;
+    telemetry_mark(p);
     double now = gt_now_ns() * 1e-9;
     if (p->path && !p->write_failed && now - p->last_write >= 0.5) {
         p->last_write = now;
@@ -300,6 +333,11 @@ int gt_cmd_run(int argc, char **argv) {
             err |= !gt_parse_int(&a, "--reps", v, 1, 32, &cfg.reps);
         } else if (gt_opt(&a, "--root", &v, &err)) {
             err |= !gt_parse_int(&a, "--root", v, 0, 1 << 30, &cfg.root);
+        } else if (gt_opt(&a, "--comm", &v, &err)) {
+            if (v && strcmp(v, "auto") && strcmp(v, "self") && strcmp(v, "mpi") &&
+                strcmp(v, "nccl"))
+                return gt_usage_error("run", "--comm '%s': use auto, self, mpi or nccl", v);
+            ccfg.backend = v;
         } else if (gt_opt(&a, "--comm-timeout", &v, &err)) {
             err |= !gt_parse_double(&a, "--comm-timeout", v, 0.0, 1e7, &ccfg.timeout_s);
         } else if (gt_opt(&a, "--report", &v, &err)) {
@@ -478,6 +516,9 @@ int gt_cmd_run(int argc, char **argv) {
                             cases[i] ? "/" : "", cases[i] ? cases[i] : "", topo, backends[b]);
                 gt_watchdog_report(path ? rep : NULL, su->name, cases[i] ? cases[i] : "running",
                                    topo, backends[b]);
+                /* on a GPU: the cuda backend, or any suite on an nccl communicator */
+                telemetry_begin(&pr, rank == 0 && (!strcmp(backends[b], "cuda") ||
+                                                   !strcmp(gt_comm_backend_name(comm), "nccl")));
                 if (sub) {
                     gt_suite_ctx ctx = {.comm = sub,
                                         .backend = backends[b],
@@ -503,12 +544,15 @@ int gt_cmd_run(int argc, char **argv) {
                             if (res) gt_result_set_status(res, GT_RESULT_ERROR, gt_last_error());
                         }
                         rc = GT_EXIT_USAGE;
+                        telemetry_mark(&pr);
                         /* a bad case name is the same everywhere: go on; a
                          * communicator failure is not */
                         if (s == GT_ERR_INVALID || s == GT_ERR_UNSUPPORTED) s = GT_OK;
                     }
                     gt_comm_free(sub);
                 }
+                telemetry_mark(&pr); /* results a suite added without case_done */
+                pr.telemetry = 0;
                 pr.unit++;
                 if (s == GT_OK) s = gt_comm_barrier(comm, NULL);
             }

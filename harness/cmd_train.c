@@ -9,6 +9,7 @@
 #include "engine/env.h"
 #include "harness/cli.h"
 #include "reports/report.h"
+#include "models/model.h"
 #include "suites/train.h"
 
 static void train_usage(FILE *f) {
@@ -16,7 +17,9 @@ static void train_usage(FILE *f) {
         f, "usage: gauntlet train [options]\n"
            "\n"
            "model:\n"
-           "  --model NAME          gpt2-tiny (default), gpt2-small, gpt2-124m\n"
+           "  --model NAME          gpt2-tiny (default), gpt2-small, gpt2-124m; mlp-tiny,\n"
+           "                        mlp-tiny-relu, mlp-small, convnet-tiny, resnet-small\n"
+           "                        train on their synthetic task (docs/models.md)\n"
            "  --layers N --heads N --channels N --vocab N --padded-vocab N --max-seq N\n"
            "                        override fields of the preset\n"
            "  --init-from llmc:FILE start from an llm.c model file (fp32, version 3); without\n"
@@ -31,6 +34,11 @@ static void train_usage(FILE *f) {
            "                        AdamW (defaults lr 1e-3, warmup 10, min frac 0.1, wd 0,\n"
            "                        clip 1.0, betas 0.9 0.95, eps 1e-8)\n"
            "  --seed N              initialisation and data order (default 1337)\n"
+           "  --precision P         fp32 (default), bf16 or fp16: storage of activations,\n"
+           "                        weights (a compute copy) and gradients; master weights\n"
+           "                        and AdamW state stay fp32. fp16 adds dynamic loss\n"
+           "                        scaling (overflowing steps are skipped and counted).\n"
+           "                        bf16/fp16 need a backend that stores them (ref, cuda)\n"
            "data:\n"
            "  --data FILE           token file (gauntlet or llm.c format); default: synthetic\n"
            "  --data-order ORDER    sequential (default) or shuffled\n"
@@ -76,15 +84,20 @@ static void train_usage(FILE *f) {
 
 typedef struct printer {
     int every;
+    const char *unit; /* throughput unit: "tok" (gpt2), "samples", "images" */
 } printer;
 
 static void print_step(void *ctx, int step, int steps, float loss, float lr, double norm, double ms,
                        double tps, double mfu) {
     printer *p = ctx;
     if (p->every <= 0 || (step % p->every != 0 && step != 1 && step != steps)) return;
+    /* a non-finite norm reaches here only from an fp16 step the loss scaler skipped */
+    char nb[16];
+    if (isfinite(norm)) snprintf(nb, sizeof nb, "%7.4f", norm);
+    else snprintf(nb, sizeof nb, "skipped");
     printf(
-        "step %5d/%d | loss %.6f | lr %.3e | norm %7.4f | %8.1f ms | %9.0f tok/s | MFU %5.1f%%\n",
-        step, steps, loss, lr, norm, ms, tps, 100.0 * mfu);
+        "step %5d/%d | loss %.6f | lr %.3e | norm %7s | %8.1f ms | %9.0f %s/s | MFU %5.1f%%\n",
+        step, steps, loss, lr, nb, ms, tps, p->unit ? p->unit : "tok", 100.0 * mfu);
     fflush(stdout);
 }
 
@@ -92,13 +105,23 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
                           int rc, double tail) {
     printf("\nsummary: %s on %s\n", cfg->model_name, st->backend_desc);
     printf("  parameters       %zu\n", st->num_params);
+    printf("  precision        %s", gt_dtype_name(cfg->precision));
+    if (cfg->precision == GT_DTYPE_FP16)
+        printf(" (loss scale %g at the end, %lld step(s) skipped for overflow)",
+               st->final_loss_scale, (long long)st->skipped_steps);
+    printf("\n");
     printf("  final loss       %.6f (mean of last 10 steps %.6f)\n",
            st->loss[st->steps_done - 1], tail);
-    if (st->entropy >= 0)
+    int tokens = strcmp(st->unit, "tokens") == 0 || !st->unit[0];
+    if (st->entropy >= 0 && tokens)
         printf("  source entropy   %.6f nats/token (gap %.4f)\n", st->entropy,
                tail - st->entropy);
+    else if (st->entropy >= 0)
+        printf("  target loss      %.6f nats/sample, the task's Bayes-optimal loss (gap %.4f)\n",
+               st->entropy, tail - st->entropy);
     printf("  step time        %.2f ms (median)\n", st->ms_per_step);
-    printf("  throughput       %.0f tokens/s over %d rank(s)\n", st->tokens_per_s, nranks);
+    printf("  throughput       %.0f %s/s over %d rank(s)\n", st->tokens_per_s,
+           tokens ? "tokens" : st->unit, nranks);
     printf("  MFU              %.1f%% of %.1f GFLOP/s per rank %s\n", 100.0 * st->mfu,
            st->peak_gflops, cfg->peak_gflops > 0 ? "(--peak-gflops)" : "measured SGEMM");
     if (nranks > 1)
@@ -124,11 +147,17 @@ int gt_cmd_train(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--model") == 0) {
             snprintf(cfg.model_name, sizeof cfg.model_name, "%s", argv[i + 1]);
-            gt_status s = gt_gpt2_preset(argv[i + 1], &cfg.model);
+            const char *fam = gt_model_family_of(argv[i + 1]);
+            gt_status s = fam && strcmp(fam, "gpt2") != 0
+                              ? GT_OK
+                              : gt_gpt2_preset(argv[i + 1], &cfg.model);
             if (s != GT_OK) return gt_fail("train", s);
         } else if (strncmp(argv[i], "--model=", 8) == 0) {
             snprintf(cfg.model_name, sizeof cfg.model_name, "%s", argv[i] + 8);
-            gt_status s = gt_gpt2_preset(argv[i] + 8, &cfg.model);
+            const char *fam = gt_model_family_of(argv[i] + 8);
+            gt_status s = fam && strcmp(fam, "gpt2") != 0
+                              ? GT_OK
+                              : gt_gpt2_preset(argv[i] + 8, &cfg.model);
             if (s != GT_OK) return gt_fail("train", s);
         }
     /* --init-from without --model: the file's config is the base */
@@ -196,6 +225,12 @@ int gt_cmd_train(int argc, char **argv) {
             err |= !gt_parse_float(&a, "--eps", v, 1e-30, 1.0, &cfg.opt.eps);
         } else if (gt_opt(&a, "--seed", &v, &err)) {
             err |= !gt_parse_u64(&a, "--seed", v, &cfg.seed);
+        } else if (gt_opt(&a, "--precision", &v, &err)) {
+            gt_dtype dt = GT_DTYPE_FP32;
+            if (v && (gt_dtype_parse(v, &dt) != GT_OK ||
+                      (dt != GT_DTYPE_FP32 && dt != GT_DTYPE_BF16 && dt != GT_DTYPE_FP16)))
+                return gt_usage_error("train", "--precision '%s': use fp32, bf16 or fp16", v);
+            cfg.precision = dt;
         } else if (gt_opt(&a, "--data", &v, &err)) {
             cfg.data_path = v;
         } else if (gt_opt(&a, "--data-order", &v, &err)) {
@@ -344,7 +379,16 @@ int gt_cmd_train(int argc, char **argv) {
         gt_comm_free(comm);
         return gt_fail("train", s);
     }
-    if (!quiet)
+    const char *fam = gt_model_family_of(cfg.model_name);
+    if (fam && strcmp(fam, "mlp") == 0) pr.unit = "samples";
+    if (fam && strcmp(fam, "convnet") == 0) pr.unit = "images";
+    if (!quiet && fam && strcmp(fam, "gpt2") != 0)
+        printf("gauntlet train: %s on its synthetic task, batch %d, %d steps, backend %s, %d "
+               "rank(s) over %s%s%s\n",
+               cfg.model_name, cfg.batch, cfg.steps, cfg.backend, nranks,
+               gt_comm_backend_name(comm), cfg.deterministic ? ", deterministic" : "",
+               cfg.zero ? ", ZeRO-1" : "");
+    else if (!quiet)
         printf("gauntlet train: %s (L%d H%d C%d V%d Vp%d maxT%d), batch %d x seq %d, %d steps, "
                "backend %s, %d rank(s) over %s%s%s\n",
                cfg.model_name, m->num_layers, m->num_heads, m->channels, m->vocab_size,

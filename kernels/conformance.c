@@ -18,7 +18,7 @@
 #define KC_SEED 20240611u
 /* Unit roundoff of fp32 arithmetic: every backend computes in fp32 at least. */
 #define U32 (1.0 / 16777216.0)
-#define KC_MAX_ARR 10
+#define KC_MAX_ARR 12
 
 /* An array of n values: h (host fp32, already rounded to dt), d (on the
  * backend under test, in dt), r (on ref, fp32). ids: int32 token ids. */
@@ -110,6 +110,21 @@ static gt_status mk_ids(gt_kcase *c, int i, size_t n, int range, uint64_t stream
     return s;
 }
 
+/* Uploads array i's host values again (after set-up changed them on the
+ * host), to both sides. */
+static gt_status refresh(gt_kcase *c, int i) {
+    kc_arr *x = &c->a[i];
+    size_t bytes = x->n * gt_dtype_size(x->dt);
+    if (bytes == 0) return GT_OK;
+    void *tmp = malloc(bytes);
+    if (!tmp) return GT_ERR(GT_ERR_OOM, "no host memory for %zu bytes", bytes);
+    gt_convert(tmp, x->dt, x->h, GT_DTYPE_FP32, x->n);
+    gt_status s = c->be->copy_to_device(c->be, x->d, tmp, bytes);
+    free(tmp);
+    if (s == GT_OK && c->ref) s = c->ref->copy_to_device(c->ref, x->r, x->h, x->n * sizeof(float));
+    return s;
+}
+
 void gt_kcase_free(gt_kcase *c) {
     if (!c) return;
     for (int i = 0; i < KC_MAX_ARR; i++) {
@@ -143,6 +158,25 @@ const char *gt_kshape_label(gt_op op, const gt_kshape *s, char *buf, size_t size
     case GT_OP_CLASSIFIER_FWD:
     case GT_OP_CLASSIFIER_BWD: snprintf(buf, size, "N%d_V%d_Vp%d", s->N, s->V, s->Vp); break;
     case GT_OP_ADAMW: snprintf(buf, size, "n%zu_t%d", s->n, s->step); break;
+    case GT_OP_CONV2D_FWD:
+    case GT_OP_CONV2D_BWD: {
+        char kk[32];
+        if (s->KH == s->KW)
+            snprintf(kk, sizeof kk, "%d", s->KH);
+        else
+            snprintf(kk, sizeof kk, "%dx%d", s->KH, s->KW);
+        snprintf(buf, size, "N%d_C%d_H%d_W%d_OC%d_K%s_s%d_p%d%s", s->N, s->C, s->H, s->W, s->OC,
+                 kk, s->stride, s->pad, s->bias ? "" : "_nobias");
+        break;
+    }
+    case GT_OP_BATCHNORM_FWD:
+    case GT_OP_BATCHNORM_BWD:
+        /* the backward is training-mode only: no suffix */
+        snprintf(buf, size, "N%d_C%d_H%d_W%d%s", s->N, s->C, s->H, s->W,
+                 op == GT_OP_BATCHNORM_BWD ? "" : s->train ? "_train" : "_eval");
+        break;
+    case GT_OP_AVGPOOL_FWD:
+    case GT_OP_AVGPOOL_BWD: snprintf(buf, size, "N%d_C%d_H%d_W%d", s->N, s->C, s->H, s->W); break;
     default: snprintf(buf, size, "n%zu", s->n); break;
     }
     return buf;
@@ -158,6 +192,17 @@ enum { AT_QKV, AT_OUT, AT_ATT, AT_DOUT, AT_DQKV };
 enum { PW_X, PW_Y, PW_OUT, PW_DINP, PW_A, PW_DA, PW_DB };
 enum { CL_TG, CL_LOGITS, CL_LOSSES, CL_DL, CL_LOGITS2 };
 enum { OP_G, OP_P, OP_M, OP_V };
+enum { CV_INP, CV_W, CV_B, CV_OUT, CV_DOUT, CV_DINP, CV_DW, CV_DB };
+enum { BN_INP, BN_W, BN_B, BN_OUT, BN_MEAN, BN_RSTD, BN_RM, BN_RV, BN_DOUT, BN_DINP, BN_DW, BN_DB };
+enum { RL_X, RL_OUT, RL_A, RL_Y, RL_DOUT, RL_DINP };
+enum { AP_INP, AP_OUT, AP_DOUT, AP_DINP };
+enum { CA_SRC, CA_DST, CA_TMP, CA_LOW, CA_WIDE };
+
+static gt_conv2d_shape conv_of(const gt_kshape *s) {
+    gt_conv2d_shape cs = {.N = s->N, .C = s->C, .H = s->H, .W = s->W, .OC = s->OC,
+                          .KH = s->KH, .KW = s->KW, .stride = s->stride, .pad = s->pad};
+    return cs;
+}
 
 static const void *P(gt_kcase *c, int side, int i) { return side ? c->a[i].r : c->a[i].d; }
 static void *W(gt_kcase *c, int side, int i) { return side ? c->a[i].r : c->a[i].d; }
@@ -222,6 +267,48 @@ static gt_status call(gt_kcase *c, int side, gt_op op, int inplace) {
         return o->adamw(&k, W(c, side, OP_P), P(c, side, OP_G), W(c, side, OP_M),
                         W(c, side, OP_V), s->n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, s->step);
     case GT_OP_SUMSQ: return o->sumsq(&k, P(c, side, OP_G), s->n, &c->sumsq[side]);
+    case GT_OP_CONV2D_FWD: {
+        gt_conv2d_shape cs = conv_of(s);
+        return o->conv2d_fwd(&k, W(c, side, CV_OUT), P(c, side, CV_INP), P(c, side, CV_W),
+                             s->bias ? P(c, side, CV_B) : NULL, &cs);
+    }
+    case GT_OP_CONV2D_BWD: {
+        gt_conv2d_shape cs = conv_of(s);
+        return o->conv2d_bwd(&k, W(c, side, CV_DINP), W(c, side, CV_DW),
+                             s->bias ? W(c, side, CV_DB) : NULL, P(c, side, CV_DOUT),
+                             P(c, side, CV_INP), P(c, side, CV_W), &cs);
+    }
+    case GT_OP_BATCHNORM_FWD: /* eval mode with mean, rstd NULL, as ops.h allows */
+        return o->batchnorm_fwd(&k, W(c, side, BN_OUT), s->train ? W(c, side, BN_MEAN) : NULL,
+                                s->train ? W(c, side, BN_RSTD) : NULL, W(c, side, BN_RM),
+                                W(c, side, BN_RV), P(c, side, BN_INP), P(c, side, BN_W),
+                                P(c, side, BN_B), s->N, s->C, s->H * s->W, 1e-5f, 0.1f, s->train);
+    case GT_OP_BATCHNORM_BWD:
+        return o->batchnorm_bwd(&k, W(c, side, BN_DINP), W(c, side, BN_DW), W(c, side, BN_DB),
+                                P(c, side, BN_DOUT), P(c, side, BN_INP), P(c, side, BN_W),
+                                P(c, side, BN_MEAN), P(c, side, BN_RSTD), s->N, s->C, s->H * s->W);
+    case GT_OP_RELU_FWD:
+        if (inplace) /* out aliasing inp: the form models use */
+            return o->relu_fwd(&k, W(c, side, RL_A), P(c, side, RL_A), s->n);
+        return o->relu_fwd(&k, W(c, side, RL_OUT), P(c, side, RL_X), s->n);
+    case GT_OP_RELU_BWD:
+        return o->relu_bwd(&k, W(c, side, RL_DINP), P(c, side, RL_Y), P(c, side, RL_DOUT), s->n);
+    case GT_OP_AVGPOOL_FWD:
+        return o->avgpool_fwd(&k, W(c, side, AP_OUT), P(c, side, AP_INP), s->N, s->C, s->H * s->W);
+    case GT_OP_AVGPOOL_BWD:
+        return o->avgpool_bwd(&k, W(c, side, AP_DINP), P(c, side, AP_DOUT), s->N, s->C,
+                              s->H * s->W);
+    case GT_OP_CAST: {
+        gt_dtype F = GT_DTYPE_FP32;
+        if (inplace) /* the widening direction: dt -> fp32 (ref: already fp32, a copy) */
+            return o->cast(&k, W(c, side, CA_WIDE), F, P(c, side, CA_LOW), side ? F : c->dt, s->n);
+        /* fp32 -> dt, the compute copy of master weights. The ref keeps fp32
+         * arrays: it rounds into a scratch array (an fp32-sized buffer holds
+         * n values of any dt here) and widens that back, exactly. */
+        if (!side) return o->cast(&k, W(c, 0, CA_DST), c->dt, P(c, 0, CA_SRC), F, s->n);
+        gt_status st = o->cast(&k, W(c, 1, CA_TMP), c->dt, P(c, 1, CA_SRC), F, s->n);
+        return st != GT_OK ? st : o->cast(&k, W(c, 1, CA_DST), F, P(c, 1, CA_TMP), c->dt, s->n);
+    }
     default: return GT_ERR(GT_ERR_INVALID, "unknown op %d", (int)op);
     }
 }
@@ -240,8 +327,52 @@ static int positive_dims(gt_op op, const gt_kshape *s) {
     case GT_OP_CLASSIFIER_FWD:
     case GT_OP_CLASSIFIER_BWD: return s->N > 0 && s->V > 0 && s->Vp >= s->V;
     case GT_OP_ADAMW: return s->step >= 1;
+    case GT_OP_CONV2D_FWD:
+    case GT_OP_CONV2D_BWD: {
+        gt_conv2d_shape cs = conv_of(s);
+        return s->N > 0 && s->C > 0 && s->OC > 0 && gt_conv2d_out_h(&cs) > 0 &&
+               gt_conv2d_out_w(&cs) > 0;
+    }
+    case GT_OP_BATCHNORM_FWD:
+    case GT_OP_BATCHNORM_BWD:
+    case GT_OP_AVGPOOL_FWD:
+    case GT_OP_AVGPOOL_BWD: return s->N > 0 && s->C > 0 && s->H > 0 && s->W > 0;
     default: return 1;
     }
+}
+
+/* batchnorm_bwd's saved state: the ref's training-mode statistics of the
+ * case's (rounded) input, on both sides, so that only the backward is
+ * measured. Running statistics and output go to scratch. */
+static gt_status bn_ref_stats(gt_kcase *c) {
+    const gt_kshape *s = &c->sh;
+    size_t n = (size_t)s->N * s->C * s->H * s->W, C = (size_t)s->C;
+    gt_backend *r = c->ref;
+    gt_status st = GT_OK;
+    if (!r) {
+        gt_backend_config cfg = {.threads = 1, .device = -1};
+        GT_TRY(gt_backend_new("ref", &cfg, &r));
+    }
+    float *out = malloc(n * sizeof(float)), *rs = calloc(4 * C, sizeof(float));
+    if (!out || !rs) {
+        st = GT_ERR(GT_ERR_OOM, "no host memory for the batchnorm statistics (%zu floats)", n);
+    } else {
+        /* ref memory is host memory: run it on the host copies */
+        gt_kctx kr = {r, GT_DTYPE_FP32};
+        float *m = rs, *rstd = rs + C, *rm = rs + 2 * C, *rv = rs + 3 * C;
+        st = gt_ops_ref.batchnorm_fwd(&kr, out, m, rstd, rm, rv, c->a[BN_INP].h, c->a[BN_W].h,
+                                      c->a[BN_B].h, s->N, s->C, s->H * s->W, 1e-5f, 0.1f, 1);
+        if (st == GT_OK) {
+            memcpy(c->a[BN_MEAN].h, m, C * sizeof(float));
+            memcpy(c->a[BN_RSTD].h, rstd, C * sizeof(float));
+            st = refresh(c, BN_MEAN);
+        }
+        if (st == GT_OK) st = refresh(c, BN_RSTD);
+    }
+    free(out);
+    free(rs);
+    if (r != c->ref) gt_backend_free(r);
+    return st;
 }
 
 gt_status gt_kcase_new(gt_backend *be, gt_backend *ref, gt_dtype dt, gt_op op,
@@ -408,6 +539,85 @@ gt_status gt_kcase_new(gt_backend *be, gt_backend *ref, gt_dtype dt, gt_op op,
             MK(OP_V, F, s->n, 0, 0.0f, 0.02f, 63);
         }
         break;
+    case GT_OP_CONV2D_FWD:
+    case GT_OP_CONV2D_BWD: {
+        gt_conv2d_shape cs = conv_of(s);
+        size_t nin = (size_t)s->N * s->C * s->H * s->W;
+        size_t nw = (size_t)s->OC * s->C * s->KH * s->KW;
+        size_t nout = (size_t)s->N * s->OC * gt_conv2d_out_h(&cs) * gt_conv2d_out_w(&cs);
+        /* weights ~ 1/sqrt(fan-in) (He-like): outputs O(1) at any C, K */
+        MK(CV_INP, dt, nin, 1, 0.0f, 1.0f, 70);
+        MK(CV_W, dt, nw, 1, 0.0f, (float)(1.0 / sqrt((double)s->C * s->KH * s->KW)), 71);
+        MK(CV_B, dt, s->OC, 1, 0.0f, 0.5f, 72);
+        MK(CV_OUT, dt, nout, 0, -1.0f, 1.0f, 73);
+        if (op == GT_OP_CONV2D_BWD) {
+            MK(CV_DOUT, dt, nout, 1, 0.0f, 1.0f, 74);
+            MK(CV_DINP, dt, nin, 1, 0.0f, 1.0f, 75);
+            MK(CV_DW, dt, nw, 1, 0.0f, 1.0f, 76);
+            MK(CV_DB, dt, s->OC, 1, 0.0f, 1.0f, 77);
+        }
+        break;
+    }
+    case GT_OP_BATCHNORM_FWD:
+    case GT_OP_BATCHNORM_BWD: {
+        size_t n = (size_t)s->N * s->C * s->H * s->W;
+        MK(BN_INP, dt, n, 1, 0.3f, 1.5f, 80);
+        MK(BN_W, dt, s->C, 1, 1.0f, 0.2f, 81);
+        MK(BN_B, dt, s->C, 1, 0.0f, 0.2f, 82);
+        MK(BN_MEAN, F, s->C, 0, -1.0f, 1.0f, 84);
+        MK(BN_RSTD, F, s->C, 0, -1.0f, 1.0f, 85);
+        if (op == GT_OP_BATCHNORM_FWD) {
+            MK(BN_OUT, dt, n, 0, -1.0f, 1.0f, 83);
+            MK(BN_RM, F, s->C, 1, 0.3f, 0.5f, 86);
+            MK(BN_RV, F, s->C, 0, 0.5f, 3.0f, 87); /* a variance: positive */
+        } else {
+            MK(BN_DOUT, dt, n, 1, 0.0f, 1.0f, 88);
+            MK(BN_DINP, dt, n, 1, 0.0f, 1.0f, 89);
+            MK(BN_DW, dt, s->C, 1, 0.0f, 1.0f, 90);
+            MK(BN_DB, dt, s->C, 1, 0.0f, 1.0f, 91);
+            if (st == GT_OK) st = bn_ref_stats(c);
+        }
+        break;
+    }
+    case GT_OP_RELU_FWD:
+    case GT_OP_RELU_BWD:
+        if (op == GT_OP_RELU_FWD) {
+            MK(RL_X, dt, s->n, 1, 0.0f, 1.0f, 100);
+            MK(RL_OUT, dt, s->n, 0, -1.0f, 1.0f, 101);
+            MK(RL_A, dt, s->n, 1, 0.0f, 1.0f, 102);
+        } else {
+            /* out is a forward's output: about half exact zeros */
+            MK(RL_Y, dt, s->n, 1, 0.0f, 1.0f, 103);
+            if (st == GT_OK) {
+                for (size_t i = 0; i < s->n; i++)
+                    if (c->a[RL_Y].h[i] < 0.0f) c->a[RL_Y].h[i] = 0.0f;
+                st = refresh(c, RL_Y);
+            }
+            MK(RL_DOUT, dt, s->n, 1, 0.0f, 1.0f, 104);
+            MK(RL_DINP, dt, s->n, 1, 0.0f, 1.0f, 105);
+        }
+        break;
+    case GT_OP_AVGPOOL_FWD:
+    case GT_OP_AVGPOOL_BWD: {
+        size_t nr = (size_t)s->N * s->C, n = nr * s->H * s->W;
+        if (op == GT_OP_AVGPOOL_FWD) {
+            MK(AP_INP, dt, n, 1, 0.3f, 1.0f, 110);
+            MK(AP_OUT, dt, nr, 0, -1.0f, 1.0f, 111);
+        } else {
+            MK(AP_DOUT, dt, nr, 1, 0.0f, 1.0f, 112);
+            MK(AP_DINP, dt, n, 1, 0.0f, 1.0f, 113);
+        }
+        break;
+    }
+    case GT_OP_CAST:
+        /* N(0, 100): values that round in bf16 and fp16, over exponents from
+         * tiny (near 0) to ~2^9; kernels.cast.* covers the special values */
+        MK(CA_SRC, F, s->n, 1, 0.0f, 100.0f, 120);
+        MK(CA_DST, dt, s->n, 0, -1.0f, 1.0f, 121); /* overwritten: garbage in */
+        MK(CA_TMP, F, s->n, 0, -1.0f, 1.0f, 122);
+        MK(CA_LOW, dt, s->n, 1, 0.0f, 100.0f, 123);
+        MK(CA_WIDE, F, s->n, 0, -1.0f, 1.0f, 124);
+        break;
     default: st = GT_ERR(GT_ERR_INVALID, "unknown op"); break;
     }
 #undef MK
@@ -515,6 +725,98 @@ done:
     return extra;
 }
 
+/* The same bound for conv2d, whose outputs are dot products too: the ref
+ * convolution of the absolute values gives sum|a||b| per element, times
+ * (K + 2) u with K the terms per element (C KH KW for out, plus the bias;
+ * at most OC KH KW for dinp; N OH OW for dweight). which 0: out in *e0;
+ * 1: dinp in *e0 and dweight in *e1, from one backward. */
+static gt_status conv_bounds(gt_kcase *c, int which, double **e0, double **e1) {
+    const gt_kshape *s = &c->sh;
+    gt_conv2d_shape cs = conv_of(s);
+    int OH = gt_conv2d_out_h(&cs), OW = gt_conv2d_out_w(&cs);
+    size_t nin = (size_t)s->N * s->C * s->H * s->W, nw = (size_t)s->OC * s->C * s->KH * s->KW;
+    size_t nout = (size_t)s->N * s->OC * OH * OW;
+    gt_kctx kr = {c->ref, GT_DTYPE_FP32};
+    gt_status st = GT_OK;
+    *e0 = NULL;
+    if (e1) *e1 = NULL;
+    float *ai = malloc(nin * 4), *aw = malloc(nw * 4), *ab = malloc((size_t)s->OC * 4);
+    float *ad = malloc(nout * 4), *r0 = calloc(which ? nin : nout, 4), *r1 = calloc(nw, 4);
+    double *x0 = malloc((which ? nin : nout) * sizeof(double)), *x1 = malloc(nw * sizeof(double));
+    if (!ai || !aw || !ab || !ad || !r0 || !r1 || !x0 || !x1) {
+        st = GT_ERR(GT_ERR_OOM, "no host memory for the conv2d bound");
+        goto done;
+    }
+    for (size_t i = 0; i < nin; i++) ai[i] = fabsf(c->a[CV_INP].h[i]);
+    for (size_t i = 0; i < nw; i++) aw[i] = fabsf(c->a[CV_W].h[i]);
+    for (int i = 0; i < s->OC; i++) ab[i] = fabsf(c->a[CV_B].h[i]);
+    if (which == 0) {
+        st = gt_ops_ref.conv2d_fwd(&kr, r0, ai, aw, s->bias ? ab : NULL, &cs);
+        double K = (double)s->C * s->KH * s->KW + (s->bias ? 1 : 0);
+        for (size_t i = 0; st == GT_OK && i < nout; i++) x0[i] = (K + 2) * U32 * r0[i];
+    } else {
+        for (size_t i = 0; i < nout; i++) ad[i] = fabsf(c->a[CV_DOUT].h[i]);
+        st = gt_ops_ref.conv2d_bwd(&kr, r0, r1, NULL, ad, ai, aw, &cs);
+        double Ki = (double)s->OC * s->KH * s->KW, Kw = (double)s->N * OH * OW;
+        for (size_t i = 0; st == GT_OK && i < nin; i++) x0[i] = (Ki + 2) * U32 * r0[i];
+        for (size_t i = 0; st == GT_OK && i < nw; i++) x1[i] = (Kw + 2) * U32 * r1[i];
+    }
+done:
+    if (st == GT_OK) {
+        *e0 = x0;
+        x0 = NULL;
+        if (e1) {
+            *e1 = x1;
+            x1 = NULL;
+        }
+    }
+    free(ai);
+    free(aw);
+    free(ab);
+    free(ad);
+    free(r0);
+    free(r1);
+    free(x0);
+    free(x1);
+    return st;
+}
+
+/* batchnorm_bwd's dinp = s (w dy - mean(w dy) - norm mean(w dy norm)) + old:
+ * three terms of size |w dy s|, |mean(w dy) s|, |norm mean(w dy norm) s|
+ * that cancel (exactly, at a count of 1), each rounded a few times in fp32
+ * (8 u of each), the two means sums of cnt terms (4 sqrt(cnt) u more), plus
+ * the old value's rounding (2 u). rstd reaches 1/sqrt(eps) where a channel
+ * is constant, so the bound scales with it rather than a fixed atol. */
+static double *bn_bwd_bound(gt_kcase *c) {
+    const gt_kshape *s = &c->sh;
+    int N = s->N, C = s->C, HW = s->H * s->W;
+    double cnt = (double)N * HW;
+    const float *x = c->a[BN_INP].h, *w = c->a[BN_W].h, *dy = c->a[BN_DOUT].h;
+    const float *mean = c->a[BN_MEAN].h, *rstd = c->a[BN_RSTD].h, *old = c->a[BN_DINP].h;
+    double *extra = malloc((size_t)N * C * HW * sizeof(double));
+    if (!extra) return NULL;
+    for (int ch = 0; ch < C; ch++) {
+        double m1 = 0.0, m2 = 0.0, sc = rstd[ch];
+        for (int n = 0; n < N; n++)
+            for (int p = 0; p < HW; p++) {
+                size_t i = ((size_t)n * C + ch) * HW + p;
+                m1 += (double)w[ch] * dy[i];
+                m2 += (double)w[ch] * dy[i] * ((x[i] - (double)mean[ch]) * sc);
+            }
+        m1 = fabs(m1 / cnt * sc);
+        m2 = fabs(m2 / cnt * sc);
+        for (int n = 0; n < N; n++)
+            for (int p = 0; p < HW; p++) {
+                size_t i = ((size_t)n * C + ch) * HW + p;
+                double norm = fabs((x[i] - (double)mean[ch]) * sc);
+                double t1 = fabs((double)w[ch] * dy[i] * sc), t23 = m1 + norm * m2;
+                extra[i] = 8.0 * U32 * (t1 + t23) + 4.0 * sqrt(cnt) * U32 * t23 +
+                           2.0 * U32 * fabs(old[i]);
+            }
+    }
+    return extra;
+}
+
 /* Runs `op` (variant inplace) on both sides; GT_ERR_UNSUPPORTED passes
  * through from the backend, a ref failure is an error of its own. */
 static gt_status run_both(gt_kcase *c, int inplace) {
@@ -604,6 +906,23 @@ gt_status gt_kcase_check(gt_kcase *c, gt_kcheck ck[GT_KCHECK_MAX], int *n) {
         int hs = s->C / s->NH;
         gt_tolerance ta = scaled(tol, 8.0, 1.0);
         ta.atol += (double)hs * U32 * 8.0;
+        if (c->dt == GT_DTYPE_BF16 || c->dt == GT_DTYPE_FP16) {
+            /* Flash attention (cuda's cuDNN path, docs/cuda.md) rounds the
+             * probabilities and dS to the storage type before its second
+             * matmuls: an error of u sum_j p_j |v_j| per output, up to a
+             * few u of the array's largest value, which rtol cannot absorb
+             * near zero. Allow 16 u max|want| (u = 2^-8 bf16, 2^-11 fp16). */
+            int ai = c->op == GT_OP_ATTENTION_FWD ? AT_OUT : AT_DQKV;
+            float *w = malloc(c->a[ai].n ? c->a[ai].n * sizeof(float) : 1);
+            st = w ? download(c->ref, GT_DTYPE_FP32, c->a[ai].r, c->a[ai].n, w)
+                   : GT_ERR(GT_ERR_OOM, "no host memory for the attention bound");
+            double mx = 0.0;
+            for (size_t i = 0; st == GT_OK && i < c->a[ai].n; i++)
+                if (fabs(w[i]) > mx) mx = fabs(w[i]);
+            free(w);
+            if (st != GT_OK) break;
+            ta.atol += 16.0 * (c->dt == GT_DTYPE_BF16 ? 1.0 / 256.0 : 1.0 / 2048.0) * mx;
+        }
         if (c->op == GT_OP_ATTENTION_FWD) {
             st = check_arr(c, &ck[(*n)++], "out", AT_OUT, ta, NULL);
         } else {
@@ -678,6 +997,96 @@ gt_status gt_kcase_check(gt_kcase *c, gt_kcheck ck[GT_KCHECK_MAX], int *n) {
         }
         break;
     }
+    case GT_OP_CONV2D_FWD: {
+        double *ex = NULL;
+        st = conv_bounds(c, 0, &ex, NULL);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "out", CV_OUT, tol, ex);
+        free(ex);
+        break;
+    }
+    case GT_OP_CONV2D_BWD: {
+        double *e1 = NULL, *e2 = NULL;
+        st = conv_bounds(c, 1, &e1, &e2);
+        if (st == GT_OK) {
+            /* The accumulated old value is one more term of each sum. */
+            for (size_t i = 0; i < c->a[CV_DINP].n; i++) e1[i] += 2 * U32 * fabs(c->a[CV_DINP].h[i]);
+            for (size_t i = 0; i < c->a[CV_DW].n; i++) e2[i] += 2 * U32 * fabs(c->a[CV_DW].h[i]);
+            st = check_arr(c, &ck[(*n)++], "dinp", CV_DINP, tol, e1);
+        }
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "dweight", CV_DW, tol, e2);
+        if (st == GT_OK && s->bias) {
+            /* N OH OW-term fp32 sums of N(0,1): ~u per partial sum of size
+             * up to that count, 4 cnt u at most in practice. */
+            gt_conv2d_shape cs = conv_of(s);
+            double cnt = (double)s->N * gt_conv2d_out_h(&cs) * gt_conv2d_out_w(&cs);
+            gt_tolerance tr = tol;
+            tr.atol += 4.0 * cnt * U32;
+            st = check_arr(c, &ck[(*n)++], "dbias", CV_DB, tr, NULL);
+        }
+        free(e1);
+        free(e2);
+        break;
+    }
+    case GT_OP_BATCHNORM_FWD: {
+        /* out as layernorm's (norm carries mean's and rstd's fp32 rounding
+         * times |x - mean| rstd, up to ~4). The statistics are sums of
+         * cnt = N HW terms: a fixed-order fp32 sum of them errs by ~sqrt(cnt)
+         * u relative in practice (fp64 on ref and cpu): allow 4 sqrt(cnt) u,
+         * which the running statistics inherit. */
+        double cnt = (double)s->N * s->H * s->W;
+        gt_tolerance ts = tf;
+        ts.rtol += 4.0 * sqrt(cnt) * U32;
+        ts.atol += 4.0 * sqrt(cnt) * U32;
+        st = check_arr(c, &ck[(*n)++], "out", BN_OUT, scaled(tol, 4.0, 1.0), NULL);
+        if (st == GT_OK && s->train) st = check_arr(c, &ck[(*n)++], "mean", BN_MEAN, ts, NULL);
+        if (st == GT_OK && s->train) st = check_arr(c, &ck[(*n)++], "rstd", BN_RSTD, ts, NULL);
+        /* eval mode must leave them as they were: compared all the same */
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "running_mean", BN_RM, ts, NULL);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "running_var", BN_RV, ts, NULL);
+        break;
+    }
+    case GT_OP_BATCHNORM_BWD: {
+        /* dinp: per-element bound from its three terms (bn_bwd_bound).
+         * dweight/dbias: cnt-term sums of O(1) terms, 4 cnt u as conv2d's
+         * dbias. */
+        double cnt = (double)s->N * s->H * s->W;
+        double *ex = bn_bwd_bound(c);
+        st = ex ? check_arr(c, &ck[(*n)++], "dinp", BN_DINP, tol, ex)
+                : GT_ERR(GT_ERR_OOM, "no host memory for the batchnorm bound");
+        free(ex);
+        gt_tolerance tr = tol;
+        tr.atol += 4.0 * cnt * U32;
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "dweight", BN_DW, tr, NULL);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "dbias", BN_DB, tr, NULL);
+        break;
+    }
+    case GT_OP_RELU_FWD:
+        /* exact: a select */
+        st = check_arr(c, &ck[(*n)++], "out", RL_OUT, tol, NULL);
+        if (st == GT_OK) st = run_both(c, 1);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "inplace", RL_A, tol, NULL);
+        break;
+    case GT_OP_RELU_BWD: st = check_arr(c, &ck[(*n)++], "dinp", RL_DINP, tol, NULL); break;
+    case GT_OP_AVGPOOL_FWD: {
+        /* mean of HW terms: an fp32 sum errs by <= (HW - 1) u sum|x|, i.e.
+         * ~HW u mean|x| after the division (mean|x| ~ 1 here) */
+        gt_tolerance ta = tol;
+        ta.atol += (double)s->H * s->W * U32;
+        st = check_arr(c, &ck[(*n)++], "out", AP_OUT, ta, NULL);
+        break;
+    }
+    case GT_OP_AVGPOOL_BWD:
+        /* dout / HW rounded, then added: two roundings where the ref has one */
+        st = check_arr(c, &ck[(*n)++], "dinp", AP_DINP, scaled(tol, 2.0, 1.0), NULL);
+        break;
+    case GT_OP_CAST: {
+        /* exact: rounding to nearest even has one answer, widening is exact */
+        gt_tolerance t0 = {0};
+        st = check_arr(c, &ck[(*n)++], "out", CA_DST, t0, NULL);
+        if (st == GT_OK) st = run_both(c, 1);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "widen", CA_WIDE, t0, NULL);
+        break;
+    }
     default: break;
     }
     return st;
@@ -719,6 +1128,24 @@ double gt_kcase_flops(const gt_kcase *c) {
     case GT_OP_CLASSIFIER_BWD: return 5.0 * N * s->V;   /* + normalise, subtract */
     case GT_OP_ADAMW: return 15.0 * n;
     case GT_OP_SUMSQ: return 2.0 * n;
+    case GT_OP_CONV2D_FWD:
+    case GT_OP_CONV2D_BWD: {
+        /* 2 N OC OH OW C KH KW per direct convolution (+ the bias); the
+         * backward is two of them (dinp, dweight) plus the dbias sum */
+        gt_conv2d_shape cs = conv_of(s);
+        double nout = N * OC * gt_conv2d_out_h(&cs) * gt_conv2d_out_w(&cs);
+        double conv = 2.0 * nout * C * s->KH * s->KW;
+        if (c->op == GT_OP_CONV2D_FWD) return conv + (s->bias ? nout : 0.0);
+        return 2.0 * conv + (s->bias ? nout : 0.0);
+    }
+    case GT_OP_BATCHNORM_FWD: /* training: mean, var (2), norm (2), scale+shift (2), +1 */
+        return (s->train ? 8.0 : 4.0) * N * C * s->H * s->W;
+    case GT_OP_BATCHNORM_BWD: return 12.0 * N * C * s->H * s->W; /* 2 sums, norm twice, dinp */
+    case GT_OP_RELU_FWD: return n;
+    case GT_OP_RELU_BWD: return n;
+    case GT_OP_AVGPOOL_FWD: return N * C * s->H * s->W + N * C; /* adds, then a divide per row */
+    case GT_OP_AVGPOOL_BWD: return N * C * s->H * s->W;
+    case GT_OP_CAST: return n; /* one conversion per value */
     default: return 0.0;
     }
 }
@@ -747,10 +1174,33 @@ double gt_kcase_bytes(const gt_kcase *c) {
     case GT_OP_CLASSIFIER_BWD: return e * 2.0 * N * s->Vp + 8.0 * N;
     case GT_OP_ADAMW: return e * n + 24.0 * n; /* grads; params, m, v read and written */
     case GT_OP_SUMSQ: return e * n;
+    case GT_OP_CONV2D_FWD:
+    case GT_OP_CONV2D_BWD: {
+        gt_conv2d_shape cs = conv_of(s);
+        double nin = N * C * s->H * s->W, nw = OC * C * s->KH * s->KW;
+        double nout = N * OC * gt_conv2d_out_h(&cs) * gt_conv2d_out_w(&cs);
+        if (c->op == GT_OP_CONV2D_FWD) return e * (nin + nw + nout + (s->bias ? OC : 0.0));
+        /* dout, inp, weight read; dinp, dweight (and dbias) read and written */
+        return e * (nout + nin + nw + 2.0 * nin + 2.0 * nw + (s->bias ? 2.0 * OC : 0.0));
+    }
+    case GT_OP_BATCHNORM_FWD: {
+        double nhw = N * C * s->H * s->W;
+        /* training: mean, rstd written, running ones read and written; eval:
+         * the running ones read */
+        return e * (2.0 * nhw + 2.0 * C) + (s->train ? 24.0 * C : 8.0 * C);
+    }
+    case GT_OP_BATCHNORM_BWD: /* dout, inp, dinp rw; w, dw/db rw; mean, rstd */
+        return e * (4.0 * N * C * s->H * s->W + 5.0 * C) + 8.0 * C;
+    case GT_OP_RELU_FWD: return e * 2.0 * n;
+    case GT_OP_RELU_BWD: return e * 4.0 * n; /* out, dout read, dinp rw */
+    case GT_OP_AVGPOOL_FWD: return e * (N * C * s->H * s->W + N * C);
+    case GT_OP_AVGPOOL_BWD: return e * (N * C + 2.0 * N * C * s->H * s->W);
+    case GT_OP_CAST: return (4.0 + e) * n; /* fp32 read, dt written */
     default: return 0.0;
     }
 }
 
 int gt_kcase_compute_bound(const gt_kcase *c) {
-    return c->op == GT_OP_MATMUL_FWD || c->op == GT_OP_MATMUL_BWD;
+    return c->op == GT_OP_MATMUL_FWD || c->op == GT_OP_MATMUL_BWD ||
+           c->op == GT_OP_CONV2D_FWD || c->op == GT_OP_CONV2D_BWD;
 }

@@ -31,17 +31,23 @@ extern "C" {
 /* The dimensions an op reads; each op uses its own subset:
  *   encoder    B, T, C, V          layernorm  N, C
  *   matmul     N, C, OC, bias      attention  B, T, C, NH
- *   gelu, residual, sumsq  n       classifier N, V, Vp
- *   adamw      n, step */
+ *   gelu, residual, relu, sumsq  n classifier N, V, Vp
+ *   adamw      n, step
+ *   conv2d     N, C, H, W, OC, KH, KW, stride, pad, bias
+ *   batchnorm  N, C, H, W (HW = H W), train
+ *   avgpool    N, C, H, W (HW = H W) */
 typedef struct gt_kshape {
     int B, T, C, OC, NH, V, Vp, N;
     size_t n;
-    int bias; /* matmul: with a bias vector */
+    int bias; /* matmul, conv2d: with a bias vector */
     int step; /* adamw: step t >= 1 */
+    int H, W, KH, KW, stride, pad; /* images and convolutions */
+    int train; /* batchnorm: training mode (batch statistics) */
 } gt_kshape;
 
 /* The op's shape as a label without spaces ("N256_C768_OC3072",
- * "N64_C768_OC768_nobias", "n786432"), written to buf; returns buf. */
+ * "N64_C768_OC768_nobias", "n786432", "N8_C64_H32_W32_OC64_K3_s1_p1",
+ * "N8_C64_H8_W8_train"), written to buf; returns buf. */
 const char *gt_kshape_label(gt_op op, const gt_kshape *sh, char *buf, size_t size);
 
 /* The comparison of one output array. */
@@ -55,7 +61,7 @@ typedef struct gt_kcheck {
     double worst;            /* max |g - w| / allowed: <= 1 passes (inf on NaN mismatch) */
 } gt_kcheck;
 
-#define GT_KCHECK_MAX 4
+#define GT_KCHECK_MAX 5
 
 typedef struct gt_kcase gt_kcase;
 
@@ -63,8 +69,8 @@ typedef struct gt_kcase gt_kcase;
  * (a ref backend; may be NULL for timing only, then gt_kcase_check is
  * GT_ERR_INVALID). Backward ops whose input is a forward's saved state run
  * that forward here (attention_bwd: each backend's own attention_fwd;
- * layernorm_bwd: the ref's mean/rstd on both sides, so only the backward
- * is measured). GT_ERR_UNSUPPORTED when the op's slot (or the forward it
+ * layernorm_bwd and batchnorm_bwd: the ref's mean/rstd on both sides, so
+ * only the backward is measured). GT_ERR_UNSUPPORTED when the op's slot (or the forward it
  * needs) is empty on `be`, or `be` declines dt; GT_ERR_OOM; GT_ERR_INVALID
  * for a bad shape. */
 gt_status gt_kcase_new(gt_backend *be, gt_backend *ref, gt_dtype dt, gt_op op,
@@ -86,9 +92,9 @@ gt_status gt_kcase_check(gt_kcase *c, gt_kcheck checks[GT_KCHECK_MAX], int *n);
 gt_status gt_kcase_run(gt_kcase *c);
 
 /* Floating-point operations and bytes moved (read + written, the minimum a
- * kernel must touch once) per call; compute-bound: 1 for matmul (judged
- * against the SGEMM peak), 0 for memory-bound ops (judged against memory
- * bandwidth). */
+ * kernel must touch once) per call; compute-bound: 1 for matmul and conv2d
+ * (judged against the SGEMM peak), 0 for memory-bound ops (judged against
+ * memory bandwidth). */
 double gt_kcase_flops(const gt_kcase *c);
 double gt_kcase_bytes(const gt_kcase *c);
 int gt_kcase_compute_bound(const gt_kcase *c);

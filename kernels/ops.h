@@ -8,7 +8,8 @@
  *     cuda). Shapes are written at every parameter, row-major, last index
  *     fastest. N = B*T rows where the op is per token.
  *   - Activations, weights and their gradients are stored in `k->dt`
- *     (fp32 on ref and cpu; fp32 or bf16 on cuda). LayerNorm statistics,
+ *     (fp32 on cpu; fp32, bf16 or fp16 on ref, the transformer ops, AdamW's
+ *     gradients and sumsq; fp32, bf16 or fp16 on cuda). LayerNorm statistics,
  *     losses and AdamW state are always fp32. Token ids are int32.
  *   - Backward ops ACCUMULATE (+=) into every gradient they write, except
  *     where marked "overwrites". The caller zeroes gradients once per step.
@@ -118,7 +119,8 @@ struct gt_ops {
      * concatenated. Overwrites out.
      * att: backend-owned saved state for the backward, room for
      * B*NH*T*T fp32; ref and cpu store the softmax probabilities there
-     * (B,NH,T,T). Callers must not interpret it. */
+     * (B,NH,T,T), cuda's cuDNN path the row logsumexp and a copy of out
+     * (docs/cuda.md). Callers must not interpret it. */
     gt_status (*attention_fwd)(const gt_kctx *k, void *out, float *att, const void *qkv, int B,
                                int T, int C, int NH);
     /* dqkv(B,T,3C) += from dout(B,T,C), the forward's qkv and att. */

@@ -22,6 +22,7 @@
  * match. Their changes are still shown as notes under the result. */
 const char *const gt_compare_excluded_params[] = {
     "backend_detail",       /* the backend's description: library versions, threads */
+    "backend_notes",        /* the backend's run-time choices (cuDNN algorithms) */
     "final_params_fnv1a64", /* digest of the final weights: a numerics change shows here */
     "num_params",           /* derived from the model config */
     "source_entropy",       /* measured on the synthetic source */

@@ -320,6 +320,39 @@ void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stat
     json_object_set_new(mem, name, a);
 }
 
+/* One reading: unknown numbers (negative) and an unknown throttle state are null. */
+static json_t *sample_json(const gt_gpu_sample *g) {
+    json_t *o = json_object();
+    json_object_set_new(o, "t_unix", g->t_unix > 0 ? num(g->t_unix) : json_null());
+    json_object_set_new(o, "sm_clock_mhz", int_or_null(g->sm_clock_mhz));
+    json_object_set_new(o, "mem_clock_mhz", int_or_null(g->mem_clock_mhz));
+    json_object_set_new(o, "temperature_c", int_or_null(g->temperature_c));
+    json_object_set_new(o, "power_w", g->power_w >= 0 ? num(g->power_w) : json_null());
+    char hex[24] = "";
+    if (g->has_throttle) snprintf(hex, sizeof hex, "0x%llx", g->throttle_reasons);
+    json_object_set_new(o, "throttle_reasons", str_or_null(hex));
+    json_object_set_new(o, "throttle_reason_names",
+                        g->has_throttle ? str_or_null(g->throttle_names) : json_null());
+    return o;
+}
+
+void gt_result_telemetry(gt_result *res, const gt_gpu_sample *start, const gt_gpu_sample *end) {
+    if (!res || (!start && !end)) return;
+    const gt_gpu_sample *any = start ? start : end;
+    json_t *t = json_object();
+    json_object_set_new(t, "gpu_index", json_integer(any->index));
+    json_object_set_new(t, "uuid", str_or_null(any->uuid));
+    json_object_set_new(t, "start", start ? sample_json(start) : json_null());
+    json_object_set_new(t, "end", end ? sample_json(end) : json_null());
+    json_object_set_new(res->obj, "telemetry", t);
+}
+
+size_t gt_report_result_count(const gt_report *r) { return r ? r->n_res : 0; }
+
+gt_result *gt_report_result_at(gt_report *r, size_t i) {
+    return r && i < r->n_res ? r->res[i] : NULL;
+}
+
 void gt_report_counts(const gt_report *r, int counts[GT_RESULT_STATUS_COUNT]) {
     memset(counts, 0, GT_RESULT_STATUS_COUNT * sizeof counts[0]);
     for (size_t i = 0; i < r->n_res; i++) counts[gt_result_get_status(r->res[i])]++;

@@ -79,6 +79,16 @@ void gt_result_series(gt_result *res, const char *name, const double *values, si
 /* Allocator statistics of the case. */
 void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stats *st);
 
+/* GPU telemetry of the case (docs/report-schema.md, "telemetry"): the
+ * readings at its start and at its end, either may be NULL (not recorded).
+ * Replaces an earlier call's. Both NULL: nothing is written. */
+void gt_result_telemetry(gt_result *res, const gt_gpu_sample *start, const gt_gpu_sample *end);
+
+/* The results added so far, in order (for hooks that annotate the results a
+ * suite added since they last looked). at: NULL past the end. */
+size_t gt_report_result_count(const gt_report *r);
+gt_result *gt_report_result_at(gt_report *r, size_t i);
+
 /* Writes the report now (summary recomputed, end time = now). */
 gt_status gt_report_write(gt_report *r);
 

@@ -4,8 +4,18 @@
  *
  * Each collective is one small table entry below (coll_def): its bus
  * bandwidth factor, how its buffers are laid out, how inputs are built, how
- * it runs through gt_comm and through MPI, and how its result is checked.
- * The timing loop and the checking loop exist once (run_row).
+ * it runs through gt_comm and through the raw library (MPI, or NCCL on an
+ * nccl communicator), and how its result is checked. The timing loop and
+ * the checking loop exist once (run_row).
+ *
+ * On an nccl communicator the buffers are device memory (cudaMalloc):
+ * inputs are built in host mirrors and copied up, results copied back and
+ * checked on the host. Every gt_comm call is blocking (its stream is
+ * drained before it returns), and the raw NCCL call is followed by
+ * cudaStreamSynchronize on a stream of the suite's own, so host time per
+ * operation measures the same thing on both sides. The suite's own small
+ * exchanges (agreeing on iterations, the slowest rank's times) pass host
+ * buffers, which the nccl communicator sends over MPI.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -25,6 +35,10 @@
 
 #if GT_HAVE_MPI
 #include <mpi.h>
+#endif
+#if GT_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#include <nccl.h>
 #endif
 
 #define MAX_REPS 32
@@ -83,10 +97,19 @@ typedef struct coll_ctx {
     int in_place;
     uint64_t seed;
     int64_t amp_a, amp_s, amp_m;
+    int raw_nccl;   /* the raw baseline is NCCL (else MPI) */
+    int dev;        /* send/recv are device memory, hsend/hrecv their host mirrors */
+    void *hsend, *hrecv, *dsend, *drecv;
 #if GT_HAVE_MPI
     MPI_Comm mpi;
     MPI_Datatype mtype; /* MPI_DATATYPE_NULL: no raw baseline for this dtype/op */
     MPI_Op mop;
+#endif
+#if GT_HAVE_NCCL
+    ncclComm_t nccl;
+    cudaStream_t stream; /* the raw baseline's */
+    ncclDataType_t ntype;
+    ncclRedOp_t nop;
 #endif
 } coll_ctx;
 
@@ -189,6 +212,20 @@ static void raw_avg(const coll_ctx *x, void *buf, size_t elems) {
 }
 #endif
 
+#if GT_HAVE_NCCL
+static gt_status cuda_status(cudaError_t e, const char *what) {
+    if (e == cudaSuccess) return GT_OK;
+    return GT_ERR(GT_ERR_DEVICE, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* A raw NCCL call, then the stream drained: what a blocking gt_comm call does. */
+static gt_status nccl_done(coll_ctx *x, ncclResult_t r, const char *what) {
+    if (r != ncclSuccess)
+        return GT_ERR(GT_ERR_COMM, "raw %s: %s", what, ncclGetErrorString(r));
+    return cuda_status(cudaStreamSynchronize(x->stream), "raw: cudaStreamSynchronize");
+}
+#endif
+
 /* ---- the collectives ------------------------------------------------------- */
 
 typedef struct coll_def {
@@ -201,7 +238,8 @@ typedef struct coll_def {
     void (*init)(coll_ctx *x);
     long long (*check)(const coll_ctx *x); /* wrong elements on this rank */
     gt_status (*run)(coll_ctx *x);
-    gt_status (*run_raw)(coll_ctx *x);
+    gt_status (*run_raw)(coll_ctx *x);  /* MPI */
+    gt_status (*run_nccl)(coll_ctx *x); /* NCCL, on device buffers */
 } coll_def;
 
 static double factor_one(int n) { return 1.0; }
@@ -212,6 +250,11 @@ static double factor_gather(int n) { return (double)(n - 1) / n; }
 #define RAW(fn) fn
 #else
 #define RAW(fn) NULL
+#endif
+#if GT_HAVE_NCCL
+#define RAWN(fn) fn
+#else
+#define RAWN(fn) NULL
 #endif
 
 /* allreduce: recv[i] = op over ranks of send[i] */
@@ -234,6 +277,14 @@ static gt_status allreduce_raw(coll_ctx *x) {
                            x->mtype, x->mop, x->mpi);
     raw_avg(x, x->recv, x->count);
     return mpi_status(rc, "MPI_Allreduce");
+}
+#endif
+#if GT_HAVE_NCCL
+/* NCCL's own avg (ncclAvg) is the raw baseline: what a user of NCCL calls */
+static gt_status allreduce_nccl(coll_ctx *x) {
+    return nccl_done(x, ncclAllReduce(x->in_place ? x->recv : x->send, x->recv, x->count,
+                                      x->ntype, x->nop, x->nccl, x->stream),
+                     "ncclAllReduce");
 }
 #endif
 
@@ -259,6 +310,13 @@ static gt_status reduce_raw(coll_ctx *x) {
     return mpi_status(rc, "MPI_Reduce");
 }
 #endif
+#if GT_HAVE_NCCL
+static gt_status reduce_nccl(coll_ctx *x) {
+    return nccl_done(x, ncclReduce(x->in_place ? x->recv : x->send, x->recv, x->count, x->ntype,
+                                   x->nop, x->root, x->nccl, x->stream),
+                     "ncclReduce");
+}
+#endif
 
 /* broadcast: one buffer, so in place only */
 static void broadcast_init(coll_ctx *x) {
@@ -274,6 +332,13 @@ static gt_status broadcast_run(coll_ctx *x) {
 #if GT_HAVE_MPI
 static gt_status broadcast_raw(coll_ctx *x) {
     return mpi_status(MPI_Bcast(x->recv, (int)x->count, x->mtype, x->root, x->mpi), "MPI_Bcast");
+}
+#endif
+#if GT_HAVE_NCCL
+static gt_status broadcast_nccl(coll_ctx *x) {
+    return nccl_done(x, ncclBroadcast(x->recv, x->recv, x->count, x->ntype, x->root, x->nccl,
+                                      x->stream),
+                     "ncclBroadcast");
 }
 #endif
 
@@ -301,6 +366,13 @@ static gt_status allgather_raw(coll_ctx *x) {
     int rc = MPI_Allgather(x->in_place ? MPI_IN_PLACE : x->send, c, x->mtype, x->recv, c,
                            x->mtype, x->mpi);
     return mpi_status(rc, "MPI_Allgather");
+}
+#endif
+#if GT_HAVE_NCCL
+static gt_status allgather_nccl(coll_ctx *x) {
+    return nccl_done(x, ncclAllGather(allgather_send(x), x->recv, x->count, x->ntype, x->nccl,
+                                      x->stream),
+                     "ncclAllGather");
 }
 #endif
 
@@ -331,6 +403,16 @@ static gt_status reduce_scatter_raw(coll_ctx *x) {
     return mpi_status(rc, "MPI_Reduce_scatter_block");
 }
 #endif
+#if GT_HAVE_NCCL
+/* NCCL's in place leaves block r at recv + r * count; the raw baseline does
+ * not move it to the start (its result is not checked, only timed). */
+static gt_status reduce_scatter_nccl(coll_ctx *x) {
+    void *out = x->in_place ? at(x, x->recv, (size_t)x->rank * x->count) : x->recv;
+    return nccl_done(x, ncclReduceScatter(x->in_place ? x->recv : x->send, out, x->count,
+                                          x->ntype, x->nop, x->nccl, x->stream),
+                     "ncclReduceScatter");
+}
+#endif
 
 /* alltoall: block j of rank r's send goes to rank j as its block r. Element
  * k of that block holds move_value(r, j * count + k). */
@@ -354,6 +436,21 @@ static gt_status alltoall_raw(coll_ctx *x) {
     int c = (int)x->count;
     return mpi_status(MPI_Alltoall(x->send, c, x->mtype, x->recv, c, x->mtype, x->mpi),
                       "MPI_Alltoall");
+}
+#endif
+#if GT_HAVE_NCCL
+/* NCCL has no all-to-all: grouped send/recv, as nccl-tests does it */
+static gt_status alltoall_nccl(coll_ctx *x) {
+    ncclResult_t r = ncclGroupStart();
+    for (int j = 0; j < x->n && r == ncclSuccess; j++) {
+        r = ncclSend(at(x, x->send, (size_t)j * x->count), x->count, x->ntype, j, x->nccl,
+                     x->stream);
+        if (r == ncclSuccess)
+            r = ncclRecv(at(x, x->recv, (size_t)j * x->count), x->count, x->ntype, j, x->nccl,
+                         x->stream);
+    }
+    ncclResult_t r2 = ncclGroupEnd();
+    return nccl_done(x, r != ncclSuccess ? r : r2, "alltoall (ncclSend/ncclRecv group)");
 }
 #endif
 
@@ -386,23 +483,40 @@ static gt_status sendrecv_raw(coll_ctx *x) {
     return mpi_status(rc, "MPI_Sendrecv");
 }
 #endif
+#if GT_HAVE_NCCL
+static gt_status sendrecv_nccl(coll_ctx *x) {
+    ncclResult_t r = ncclGroupStart();
+    if (r == ncclSuccess)
+        r = ncclSend(x->send, x->count, x->ntype, ring_next(x), x->nccl, x->stream);
+    if (r == ncclSuccess)
+        r = ncclRecv(x->recv, x->count, x->ntype, ring_prev(x), x->nccl, x->stream);
+    ncclResult_t r2 = ncclGroupEnd();
+    return nccl_done(x, r != ncclSuccess ? r : r2, "sendrecv (ncclSend/ncclRecv group)");
+}
+#endif
 
 static const coll_def g_colls[GT_COLL_TEST_COUNT] = {
     [GT_COLL_TEST_ALLREDUCE] = {"allreduce", 1, 0, 1, 1, 0, factor_allreduce, allreduce_init,
-                                allreduce_check, allreduce_run, RAW(allreduce_raw)},
+                                allreduce_check, allreduce_run, RAW(allreduce_raw),
+                                RAWN(allreduce_nccl)},
     [GT_COLL_TEST_REDUCE] = {"reduce", 1, 1, 1, 1, 0, factor_one, allreduce_init, reduce_check,
-                             reduce_run, RAW(reduce_raw)},
+                             reduce_run, RAW(reduce_raw), RAWN(reduce_nccl)},
     [GT_COLL_TEST_BROADCAST] = {"broadcast", 0, 1, 0, 1, 0, factor_one, broadcast_init,
-                                broadcast_check, broadcast_run, RAW(broadcast_raw)},
+                                broadcast_check, broadcast_run, RAW(broadcast_raw),
+                                RAWN(broadcast_nccl)},
     [GT_COLL_TEST_ALLGATHER] = {"allgather", 0, 0, 1, 1, 1, factor_gather, allgather_init,
-                                allgather_check, allgather_run, RAW(allgather_raw)},
+                                allgather_check, allgather_run, RAW(allgather_raw),
+                                RAWN(allgather_nccl)},
     [GT_COLL_TEST_REDUCE_SCATTER] = {"reduce_scatter", 1, 0, 1, 1, 1, factor_gather,
                                      reduce_scatter_init, reduce_scatter_check,
-                                     reduce_scatter_run, RAW(reduce_scatter_raw)},
+                                     reduce_scatter_run, RAW(reduce_scatter_raw),
+                                     RAWN(reduce_scatter_nccl)},
     [GT_COLL_TEST_ALLTOALL] = {"alltoall", 0, 0, 1, 0, 1, factor_gather, alltoall_init,
-                               alltoall_check, alltoall_run, RAW(alltoall_raw)},
+                               alltoall_check, alltoall_run, RAW(alltoall_raw),
+                               RAWN(alltoall_nccl)},
     [GT_COLL_TEST_SENDRECV] = {"sendrecv", 0, 0, 1, 0, 0, factor_one, sendrecv_init,
-                               sendrecv_check, sendrecv_run, RAW(sendrecv_raw)},
+                               sendrecv_check, sendrecv_run, RAW(sendrecv_raw),
+                               RAWN(sendrecv_nccl)},
 };
 
 const char *gt_coll_test_name(gt_coll_test t) {
@@ -476,12 +590,48 @@ static double vmax(const double *v, int n) {
 
 static double elapsed_s(uint64_t t0) { return (double)(gt_now_ns() - t0) * 1e-9; }
 
+static gt_status run_raw(coll_ctx *x, const coll_def *d) {
+    return x->raw_nccl ? d->run_nccl(x) : d->run_raw(x);
+}
+
 static gt_status time_block(coll_ctx *x, const coll_def *d, int raw, int iters, double *out) {
     GT_TRY(gt_comm_barrier(x->comm, NULL));
     uint64_t t0 = gt_now_ns();
-    for (int it = 0; it < iters; it++) GT_TRY(raw ? d->run_raw(x) : d->run(x));
+    for (int it = 0; it < iters; it++) GT_TRY(raw ? run_raw(x, d) : d->run(x));
     *out = elapsed_s(t0) / iters;
     return GT_OK;
+}
+
+/* Device buffers: the host mirrors' first `bytes` up (both buffers: in
+ * place inputs live in recv), and recv's back into its mirror, after which
+ * x->send/x->recv point at the device (put) and at recv's mirror (get). */
+static gt_status mirror_put(coll_ctx *x, size_t bytes) {
+#if GT_HAVE_NCCL
+    GT_TRY(cuda_status(cudaMemcpy(x->dsend, x->hsend, bytes, cudaMemcpyHostToDevice),
+                       "collectives: cudaMemcpy of the inputs"));
+    GT_TRY(cuda_status(cudaMemcpy(x->drecv, x->hrecv, bytes, cudaMemcpyHostToDevice),
+                       "collectives: cudaMemcpy of the inputs"));
+    x->send = x->dsend;
+    x->recv = x->drecv;
+    return GT_OK;
+#else
+    (void)x;
+    (void)bytes;
+    return GT_ERR(GT_ERR_UNSUPPORTED, "collectives: device buffers need a build with NCCL");
+#endif
+}
+
+static gt_status mirror_get(coll_ctx *x, size_t bytes) {
+#if GT_HAVE_NCCL
+    GT_TRY(cuda_status(cudaMemcpy(x->hrecv, x->drecv, bytes, cudaMemcpyDeviceToHost),
+                       "collectives: cudaMemcpy of the results"));
+    x->recv = x->hrecv;
+    return GT_OK;
+#else
+    (void)x;
+    (void)bytes;
+    return GT_ERR(GT_ERR_UNSUPPORTED, "collectives: device buffers need a build with NCCL");
+#endif
 }
 
 static gt_status run_row(coll_ctx *x, const coll_def *d, uint64_t nominal, int in_place,
@@ -490,7 +640,7 @@ static gt_status run_row(coll_ctx *x, const coll_def *d, uint64_t nominal, int i
     size_t per = x->esize * (d->blocks ? (size_t)x->n : 1);
     size_t count = (size_t)(nominal / per);
 #if GT_HAVE_MPI
-    if (count > 0x7fffffff) have_raw = 0; /* MPI counts are int: no raw row */
+    if (count > 0x7fffffff && !x->raw_nccl) have_raw = 0; /* MPI counts are int: no raw row */
 #endif
     rr->count = count * (d->blocks ? (size_t)x->n : 1);
     rr->bytes = (double)(count * per);
@@ -500,12 +650,21 @@ static gt_status run_row(coll_ctx *x, const coll_def *d, uint64_t nominal, int i
     x->count = count;
     x->in_place = in_place;
 
-    /* the checked run, on fresh inputs and poisoned outputs */
+    /* the checked run, on fresh inputs and poisoned outputs (device
+     * buffers: built in the host mirrors, copied up, copied back to check) */
+    size_t extent = count * per;
+    if (x->dev) {
+        x->send = x->hsend;
+        x->recv = x->hrecv;
+    }
     d->init(x);
+    if (x->dev) GT_TRY(mirror_put(x, extent));
     uint64_t t0 = gt_now_ns();
     GT_TRY(d->run(x));
     double first = elapsed_s(t0);
+    if (x->dev) GT_TRY(mirror_get(x, extent));
     long long wrong = d->check(x);
+    if (x->dev) x->recv = x->drecv;
 
     double warm = first;
     if (p->warmup > 0) {
@@ -514,7 +673,7 @@ static gt_status run_row(coll_ctx *x, const coll_def *d, uint64_t nominal, int i
         warm = elapsed_s(t0) / p->warmup;
     }
     if (have_raw)
-        for (int i = 0; i < p->warmup; i++) GT_TRY(d->run_raw(x));
+        for (int i = 0; i < p->warmup; i++) GT_TRY(run_raw(x, d));
     /* every rank must choose the same iteration count: agree on the mean */
     double agree[2] = {(double)wrong, warm};
     GT_TRY(gt_comm_allreduce(x->comm, agree, agree, 2, GT_DTYPE_FP64, GT_REDOP_SUM, NULL));
@@ -567,6 +726,7 @@ typedef struct suite_state {
     char topology[16];
     const char *backend;
     int have_mpi;
+    int have_nccl; /* nccl communicator: device buffers, raw NCCL */
 } suite_state;
 
 static double busbw_of(const coll_def *d, const row_result *rr, double t, int n) {
@@ -647,7 +807,10 @@ static void print_header(const suite_state *st, const coll_def *d) {
     FILE *f = st->cfg->out;
     if (!f) return;
     fprintf(f, "\n# %s: %d ranks, backend %s; raw = %s\n", d->name, gt_comm_size(st->comm),
-            st->backend, st->have_mpi ? "the MPI call on the same buffers" : "skip (no MPI)");
+            st->backend,
+            st->have_nccl  ? "the NCCL call on the same device buffers (then stream sync)"
+            : st->have_mpi ? "the MPI call on the same buffers"
+                           : "skip (no MPI)");
     fprintf(f, "#%62s%-44s  %s\n", "", "out-of-place", "in-place");
     fprintf(f, "#%11s %11s %6s %5s %4s  %8s %7s %7s %6s %7s %6s  %8s %7s %7s %6s %7s %6s\n",
             "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "raw",
@@ -704,7 +867,8 @@ static void set_params(suite_state *st, const coll_def *d, gt_result *res, gt_dt
     gt_result_param_int(res, "max_bytes", (long long)c->max_bytes);
     gt_result_param_int(res, "step_factor", c->step_factor);
     if (d->rooted) gt_result_param_int(res, "root", c->root);
-    gt_result_param_str(res, "raw", have_raw ? "mpi" : "none");
+    gt_result_param_str(res, "raw", !have_raw ? "none" : st->have_nccl ? "nccl" : "mpi");
+    gt_result_param_str(res, "buffers", st->have_nccl ? "device" : "host");
 }
 
 /* Marks the results of an interrupted combination. */
@@ -744,6 +908,21 @@ static gt_status run_combo(suite_state *st, coll_ctx *x, const coll_def *d, gt_d
         }
     }
     have_raw = x->mtype != MPI_DATATYPE_NULL;
+#endif
+#if GT_HAVE_NCCL
+    if (x->raw_nccl) {
+        /* NCCL has every dtype and op, avg included (ncclAvg) */
+        static const ncclDataType_t types[GT_DTYPE_COUNT] = {
+            [GT_DTYPE_FP32] = ncclFloat32, [GT_DTYPE_FP64] = ncclFloat64,
+            [GT_DTYPE_BF16] = ncclBfloat16, [GT_DTYPE_FP16] = ncclFloat16,
+            [GT_DTYPE_INT32] = ncclInt32,  [GT_DTYPE_INT64] = ncclInt64};
+        x->ntype = types[dt];
+        x->nop = op == GT_REDOP_AVG   ? ncclAvg
+                 : op == GT_REDOP_MAX ? ncclMax
+                 : op == GT_REDOP_MIN ? ncclMin
+                                      : ncclSum;
+        have_raw = 1;
+    }
 #endif
 
     char case_name[96];
@@ -837,6 +1016,47 @@ static void local_load(suite_state *st, coll_ctx *x) {
     st->oversubscribed = st->local_ranks > st->cpus;
 }
 
+/* Host buffers of `cap` bytes (zeroed: a mirror's unused tail is copied up
+ * too), and on the device the pair the collectives run on plus the raw
+ * baseline's stream. */
+static gt_status buffers_new(coll_ctx *x, size_t cap) {
+    x->hsend = aligned_alloc(64, cap);
+    x->hrecv = aligned_alloc(64, cap);
+    if (!x->hsend || !x->hrecv)
+        return GT_ERR(GT_ERR_OOM, "collectives: two buffers of %zu bytes", cap);
+    memset(x->hsend, 0, cap);
+    memset(x->hrecv, 0, cap);
+    x->send = x->hsend;
+    x->recv = x->hrecv;
+    if (!x->dev) return GT_OK;
+#if GT_HAVE_NCCL
+    cudaError_t e = cudaMalloc(&x->dsend, cap);
+    if (e == cudaSuccess) e = cudaMalloc(&x->drecv, cap);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return GT_ERR(GT_ERR_OOM, "collectives: two device buffers of %zu bytes: %s (lower -e)",
+                      cap, cudaGetErrorString(e));
+    }
+    GT_TRY(cuda_status(cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking),
+                       "collectives: cudaStreamCreateWithFlags"));
+    x->send = x->dsend;
+    x->recv = x->drecv;
+    return GT_OK;
+#else
+    return GT_ERR(GT_ERR_UNSUPPORTED, "collectives: device buffers need a build with NCCL");
+#endif
+}
+
+static void buffers_free(coll_ctx *x) {
+    free(x->hsend);
+    free(x->hrecv);
+#if GT_HAVE_NCCL
+    if (x->dsend) cudaFree(x->dsend);
+    if (x->drecv) cudaFree(x->drecv);
+    if (x->stream) cudaStreamDestroy(x->stream);
+#endif
+}
+
 gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
                       gt_coll_summary *summary) {
     if (!comm || !cfg || !rep || !summary)
@@ -865,27 +1085,35 @@ gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
     x.n = n;
     x.root = cfg->root;
     x.seed = cfg->seed;
-#if GT_HAVE_MPI
+    /* the native handle is an ncclComm_t * on nccl, an MPI_Comm * on mpi */
+    int is_nccl = strcmp(st.backend, "nccl") == 0;
     void *native = gt_comm_native_handle(comm);
-    if (native) {
+    (void)native; /* unused in a build without MPI and NCCL */
+#if GT_HAVE_NCCL
+    if (is_nccl && native) {
+        x.nccl = *(ncclComm_t *)native;
+        x.raw_nccl = x.dev = st.have_nccl = 1;
+    }
+#endif
+#if GT_HAVE_MPI
+    if (!is_nccl && native) {
         x.mpi = *(MPI_Comm *)native;
         st.have_mpi = 1;
     }
 #endif
+    if (is_nccl && !x.dev)
+        return GT_ERR(GT_ERR_UNSUPPORTED, "collectives: an nccl communicator without its handle");
     local_load(&st, &x);
 
     /* One pair of buffers at the largest size serves every row: no
      * collective's buffers exceed its nominal size. */
     size_t cap = (size_t)cfg->max_bytes < 64 ? 64 : ((size_t)cfg->max_bytes + 63) / 64 * 64;
-    x.send = aligned_alloc(64, cap);
-    x.recv = aligned_alloc(64, cap);
-    if (!x.send || !x.recv) {
-        free(x.send);
-        free(x.recv);
-        return GT_ERR(GT_ERR_OOM, "collectives: two buffers of %zu bytes", cap);
+    gt_status s = buffers_new(&x, cap);
+    if (s != GT_OK) {
+        buffers_free(&x);
+        return s;
     }
 
-    gt_status s = GT_OK;
     for (int t = 0; t < GT_COLL_TEST_COUNT && s == GT_OK; t++) {
         if (!(cfg->colls & (1u << t))) continue;
         const coll_def *d = &g_colls[t];
@@ -914,12 +1142,14 @@ gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
             fprintf(cfg->out, "# busbw vs raw: smallest %.3f over %d checked results (limit %.2f)\n",
                     summary->min_overhead_ratio, summary->overhead_checked,
                     GT_COLL_OVERHEAD_LIMIT);
+        else if (st.have_nccl)
+            fprintf(cfg->out, "# busbw vs raw: not checked (no size >= 1 MiB with steady "
+                              "times of at least 100 us)\n");
         else if (st.have_mpi)
             fprintf(cfg->out, "# busbw vs raw: not checked (%d ranks on %d cores here, or no "
                               "size >= 1 MiB with steady times)\n",
                     st.local_ranks, st.cpus);
     }
-    free(x.send);
-    free(x.recv);
+    buffers_free(&x);
     return s;
 }

@@ -11,7 +11,11 @@
  *   - warm-up, then `reps` blocks of timed iterations; a block's time is the
  *     slowest rank's mean time per operation; blocks of gt_comm and of the
  *     raw library (MPI_Allreduce etc. on the same buffers through
- *     gt_comm_native_handle) alternate, so both see the same machine state.
+ *     gt_comm_native_handle; on an nccl communicator ncclAllReduce etc. on
+ *     the same device buffers, then a stream synchronise) alternate, so
+ *     both see the same machine state.
+ * On an nccl communicator the buffers are device memory; inputs are built
+ * and results checked through host copies.
  * Definitions are nccl-tests': algbw = bytes / time, busbw = algbw x factor
  * (allreduce 2(n-1)/n; reduce_scatter, allgather, alltoall (n-1)/n;
  * broadcast, reduce, sendrecv 1); bytes is the count x element size for

@@ -54,13 +54,15 @@ static gt_status run(const gt_suite_ctx *ctx) {
 
 static void list(FILE *f) {
     for (int t = 0; t < GT_COLL_TEST_COUNT; t++)
-        fprintf(f, "  %-28s busbw/algbw per size x dtype x op, #wrong = 0, overhead vs raw MPI\n",
+        fprintf(f, "  %-28s busbw/algbw per size x dtype x op, #wrong = 0, overhead vs raw "
+                   "MPI/NCCL\n",
                 gt_coll_test_name((gt_coll_test)t));
 }
 
 const gt_suite gt_suite_collectives = {
     .name = "collectives",
-    .description = "nccl-tests' sweep through the communicator, exact results, raw MPI baseline",
+    .description = "nccl-tests' sweep through the communicator, exact results, raw MPI (or "
+                   "NCCL) baseline",
     .list = list,
     .min_ranks = 1,
     .max_ranks = 0,

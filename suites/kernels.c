@@ -11,7 +11,15 @@
  * batch's time per call. Sampling stops once there are >= 10 samples and
  * >= 0.1 s of them and the samples' relative standard deviation is below
  * 0.5%, or at the effort's time cap (quick 0.2 s, default 1 s, full 3 s),
- * or at 5 caps with >= 3 samples for ops slower than a tenth of the cap. */
+ * or at 5 caps with >= 3 samples for ops slower than a tenth of the cap.
+ *
+ * On a backend with device timers (be->timer_start: cuda) the device's own
+ * marks (CUDA events) time each batch instead of the host clock, and every
+ * op is timed twice: hot (batches as above: inputs stay in L2 between
+ * calls when they fit) and cold (one call per sample after be->flush_cache
+ * evicts L2; the flush is queued before the start mark, so it is not in
+ * the interval), each with the stop rule above. Host backends have no
+ * cold figures: there is nothing comparable to flush. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -32,6 +40,7 @@
 #define KS_RSD_TARGET 0.005
 #define KS_BATCH_SECONDS 1e-3
 #define KS_MAX_SAMPLES 4096
+#define KS_COLD_MAX_SAMPLES 200 /* single calls: enough for a median, keeps reports small */
 
 /* ---- the shape grid --------------------------------------------------------------
  * `effort`: the lowest effort that runs the shape. `huge`: too slow to time
@@ -97,6 +106,36 @@ static const ks_shape ks_optim[] = {
     {D, 0, {.n = 10000000, .step = 1}},
     {F, 1, {.n = 124475904, .step = 1}}, /* every parameter of gpt2-124m */
 };
+/* Vision ops: a CIFAR ResNet's stages at batch 32 (16 channels 32x32, 32 at
+ * 16x16, 64 at 8x8), its 1x1 shortcut and stride-2 downsampling, and from
+ * full on the ImageNet stem (7x7 stride 2 on 224x224) and the last stage. */
+static const ks_shape ks_conv[] = {
+    {Q, 0, {.N = 1, .C = 1, .H = 1, .W = 1, .OC = 1, .KH = 1, .KW = 1, .stride = 1, .bias = 1}},
+    {Q, 0, {.N = 2, .C = 3, .H = 7, .W = 7, .OC = 5, .KH = 3, .KW = 3, .stride = 2, .pad = 1, .bias = 1}},
+    {Q, 0, {.N = 4, .C = 16, .H = 16, .W = 16, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
+    {D, 0, {.N = 32, .C = 3, .H = 32, .W = 32, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
+    {D, 0, {.N = 32, .C = 16, .H = 32, .W = 32, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
+    {D, 0, {.N = 32, .C = 32, .H = 16, .W = 16, .OC = 64, .KH = 3, .KW = 3, .stride = 2, .pad = 1}},
+    {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .OC = 64, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
+    {D, 0, {.N = 32, .C = 32, .H = 16, .W = 16, .OC = 64, .KH = 1, .KW = 1, .stride = 2}},
+    {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .OC = 128, .KH = 1, .KW = 1, .stride = 1}},
+    {F, 1, {.N = 8, .C = 3, .H = 224, .W = 224, .OC = 64, .KH = 7, .KW = 7, .stride = 2, .pad = 3}},
+    {F, 1, {.N = 8, .C = 512, .H = 7, .W = 7, .OC = 512, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
+};
+/* batchnorm, avgpool: N, C, H, W. A shape with train 0 is batchnorm_fwd's
+ * eval mode, and only that (the backward is training-mode only, avgpool has
+ * no modes). */
+static const ks_shape ks_image[] = {
+    {Q, 0, {.N = 1, .C = 1, .H = 1, .W = 1, .train = 1}},
+    {Q, 0, {.N = 1, .C = 3, .H = 7, .W = 5, .train = 1}},
+    {Q, 0, {.N = 1, .C = 3, .H = 7, .W = 5, .train = 0}},
+    {Q, 0, {.N = 4, .C = 16, .H = 16, .W = 16, .train = 1}},
+    {Q, 0, {.N = 64, .C = 256, .H = 1, .W = 1, .train = 1}}, /* BatchNorm1d of an MLP */
+    {D, 0, {.N = 32, .C = 16, .H = 32, .W = 32, .train = 1}},
+    {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .train = 1}},
+    {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .train = 0}},
+    {F, 1, {.N = 32, .C = 64, .H = 112, .W = 112, .train = 1}}, /* after the ImageNet stem */
+};
 #undef Q
 #undef D
 #undef F
@@ -120,7 +159,13 @@ static const ks_shape *ks_grid(gt_op op, size_t *n) {
     case GT_OP_CLASSIFIER_BWD: G(ks_classifier);
     case GT_OP_ADAMW:
     case GT_OP_SUMSQ: G(ks_optim);
-    default: G(ks_pointwise);
+    case GT_OP_CONV2D_FWD:
+    case GT_OP_CONV2D_BWD: G(ks_conv);
+    case GT_OP_BATCHNORM_FWD:
+    case GT_OP_BATCHNORM_BWD:
+    case GT_OP_AVGPOOL_FWD:
+    case GT_OP_AVGPOOL_BWD: G(ks_image);
+    default: G(ks_pointwise); /* gelu, residual, relu */
     }
 #undef G
 }
@@ -210,6 +255,79 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, long delay_u
     return GT_OK;
 }
 
+/* One batch of `iters` calls between the backend's device timer marks;
+ * *sec: the device time between the marks. */
+static gt_status ks_batch_dev(gt_kcase *c, gt_backend *be, long iters, long delay_us, double *sec) {
+    void *tok = NULL;
+    double t = 0.0;
+    gt_status s = be->timer_start(be, &tok);
+    for (long i = 0; s == GT_OK && i < iters; i++) s = ks_call(c, delay_us);
+    if (tok) {
+        gt_status s2 = be->timer_stop(be, tok, &t);
+        if (s == GT_OK) s = s2;
+    }
+    *sec = t;
+    return s;
+}
+
+/* The stop rule of the top; spent: wall seconds of sampling so far. */
+static int ks_enough(const double *us, size_t n, double spent, double cap_s) {
+    if (n >= KS_MIN_SAMPLES &&
+        ((spent >= KS_MIN_SECONDS && gt_probe_rsd(us, n) < KS_RSD_TARGET) || spent >= cap_s))
+        return 1;
+    return n >= 3 && spent >= 5.0 * cap_s; /* ops slower than cap/10 per call */
+}
+
+/* Hot samples on a device-timed backend, us per call: batches grown to
+ * KS_BATCH_SECONDS of device time, each timed between device marks. The
+ * calls of a batch are queued back to back, so an op shorter than its
+ * launch is measured at the launch rate (the device idles between calls):
+ * that is what such an op costs in a training step too. */
+static gt_status ks_time_dev_hot(gt_kcase *c, gt_backend *be, double cap_s, long delay_us,
+                                 double *us, size_t *n) {
+    *n = 0;
+    gt_status s;
+    long iters = 1;
+    for (;;) {
+        double sec = 0.0;
+        if ((s = ks_batch_dev(c, be, iters, delay_us, &sec)) != GT_OK) return s;
+        if (sec >= KS_BATCH_SECONDS || iters >= 1000000) break;
+        long grow = sec > 0 ? (long)ceil(1.2 * KS_BATCH_SECONDS / sec * iters) : 10 * iters;
+        iters = grow > 2 * iters ? grow : 2 * iters;
+        if (iters > 1000000) iters = 1000000;
+    }
+    uint64_t t0 = gt_now_ns();
+    while (*n < KS_MAX_SAMPLES) {
+        double sec = 0.0;
+        if ((s = ks_batch_dev(c, be, iters, delay_us, &sec)) != GT_OK) return s;
+        us[(*n)++] = sec / (double)iters * 1e6;
+        if (ks_enough(us, *n, (double)(gt_now_ns() - t0) * 1e-9, cap_s)) break;
+    }
+    return GT_OK;
+}
+
+/* Cold samples, us per call (at most KS_COLD_MAX_SAMPLES): flush the
+ * device's cache, then one call between device marks. The flush is queued
+ * before the start mark (not timed) and keeps the device busy while the
+ * call is queued, so the host's launch latency stays out of the interval
+ * unless queuing the call takes longer than the flush (about 40 us on an
+ * H100). Event resolution is about 0.5 us: single calls of a few us are
+ * coarse, the median over many samples is not. */
+static gt_status ks_time_dev_cold(gt_kcase *c, gt_backend *be, double cap_s, long delay_us,
+                                  double *us, size_t *n) {
+    *n = 0;
+    gt_status s;
+    uint64_t t0 = gt_now_ns();
+    while (*n < KS_COLD_MAX_SAMPLES) {
+        double sec = 0.0;
+        if ((s = be->flush_cache(be)) != GT_OK) return s;
+        if ((s = ks_batch_dev(c, be, 1, delay_us, &sec)) != GT_OK) return s;
+        us[(*n)++] = sec * 1e6;
+        if (ks_enough(us, *n, (double)(gt_now_ns() - t0) * 1e-9, cap_s)) break;
+    }
+    return GT_OK;
+}
+
 static void ks_params(gt_result *res, gt_op op, gt_dtype dt, const gt_kshape *s, const char *lb) {
     gt_result_param_str(res, "op", gt_op_name(op));
     gt_result_param_str(res, "dtype", gt_dtype_name(dt));
@@ -251,6 +369,29 @@ static void ks_params(gt_result *res, gt_op op, gt_dtype dt, const gt_kshape *s,
         gt_result_param_int(res, "n", (long long)s->n);
         gt_result_param_int(res, "step", s->step);
         break;
+    case GT_OP_CONV2D_FWD:
+    case GT_OP_CONV2D_BWD:
+        gt_result_param_int(res, "N", s->N);
+        gt_result_param_int(res, "C", s->C);
+        gt_result_param_int(res, "H", s->H);
+        gt_result_param_int(res, "W", s->W);
+        gt_result_param_int(res, "OC", s->OC);
+        gt_result_param_int(res, "KH", s->KH);
+        gt_result_param_int(res, "KW", s->KW);
+        gt_result_param_int(res, "stride", s->stride);
+        gt_result_param_int(res, "pad", s->pad);
+        gt_result_param_int(res, "bias", s->bias);
+        break;
+    case GT_OP_BATCHNORM_FWD:
+    case GT_OP_BATCHNORM_BWD:
+    case GT_OP_AVGPOOL_FWD:
+    case GT_OP_AVGPOOL_BWD:
+        gt_result_param_int(res, "N", s->N);
+        gt_result_param_int(res, "C", s->C);
+        gt_result_param_int(res, "H", s->H);
+        gt_result_param_int(res, "W", s->W);
+        if (op == GT_OP_BATCHNORM_FWD) gt_result_param_int(res, "train", s->train);
+        break;
     default: gt_result_param_int(res, "n", (long long)s->n); break;
     }
 }
@@ -258,14 +399,79 @@ static void ks_params(gt_result *res, gt_op op, gt_dtype dt, const gt_kshape *s,
 typedef struct ks_run {
     const gt_suite_ctx *ctx;
     gt_backend *be, *ref;
-    int have_peaks;
+    int have_peaks; /* 1 measured, -1 failed (no fractions), 0 not yet */
     gt_probe_peaks pk;
+    double gemm_peak[GT_DTYPE_COUNT]; /* compute peak per dtype, GFLOP/s; 0: none */
+    int gemm_tried[GT_DTYPE_COUNT];
     gt_op delay_op;
     long delay_us;
     double cap_s;
-    double *us, *tmp;
+    double *us, *cold, *tmp;
     int done;
 } ks_run;
+
+/* The peak an op is judged against (0: none): the memory bandwidth, or
+ * for compute-bound ops the GEMM peak of the case's dtype (the SGEMM probe
+ * on host backends). Measured on first need; each is announced once. */
+static double ks_peak(ks_run *r, int compute_bound, gt_dtype dt) {
+    FILE *out = r->ctx->out;
+    if (!r->have_peaks) {
+        gt_status s = gt_probe_peaks_get(r->be, &r->pk);
+        r->have_peaks = s == GT_OK ? 1 : -1;
+        if (out && s == GT_OK)
+            fprintf(out, "kernels: memory peak %.1f GB/s (%s)\n", r->pk.mem_gbps, r->pk.mem_how);
+        else if (out)
+            fprintf(out, "kernels: no peaks, no fraction_of_peak: %s: %s\n", gt_status_name(s),
+                    gt_last_error());
+    }
+    if (r->have_peaks < 0) return 0.0;
+    if (!compute_bound) return r->pk.mem_gbps;
+    if ((int)dt < 0 || dt >= GT_DTYPE_COUNT) return 0.0;
+    if (!r->gemm_tried[dt]) {
+        const char *how = "";
+        r->gemm_tried[dt] = 1;
+        gt_status s = gt_probe_gemm_peak(r->be, dt, &r->gemm_peak[dt], &how);
+        if (out && s == GT_OK)
+            fprintf(out, "kernels: compute peak %s %.1f GFLOP/s (%s)\n", gt_dtype_name(dt),
+                    r->gemm_peak[dt], how);
+        else if (out)
+            fprintf(out, "kernels: no %s compute peak: %s: %s\n", gt_dtype_name(dt),
+                    gt_status_name(s), gt_last_error());
+        if (s != GT_OK) r->gemm_peak[dt] = 0.0;
+    }
+    return r->gemm_peak[dt];
+}
+
+/* Records time_us<sfx>, gflops<sfx>, gbps<sfx> with their samples from
+ * us[0..n), and fraction_of_peak<sfx> when peak > 0; returns the median
+ * time and in *gf_med, *gb_med the rates at that time (the median of the
+ * rates is the rate of the median time). */
+static double ks_metrics(ks_run *r, gt_result *res, const char *sfx, double flops, double bytes,
+                         int compute_bound, double peak, const double *us, size_t n,
+                         double *gf_med, double *gb_med) {
+    double *gf = r->tmp, *gb = r->tmp + KS_MAX_SAMPLES, *sorted = r->tmp + 2 * KS_MAX_SAMPLES;
+    for (size_t i = 0; i < n; i++) {
+        gf[i] = flops / (us[i] * 1e-6) * 1e-9;
+        gb[i] = bytes / (us[i] * 1e-6) * 1e-9;
+    }
+    memcpy(sorted, us, n * sizeof(double));
+    double t_med = gt_probe_median(sorted, n);
+    *gf_med = flops / (t_med * 1e-6) * 1e-9;
+    *gb_med = bytes / (t_med * 1e-6) * 1e-9;
+    char name[48];
+    snprintf(name, sizeof name, "time_us%s", sfx);
+    gt_result_metric(res, name, "us", 0, t_med, us, n);
+    snprintf(name, sizeof name, "gflops%s", sfx);
+    gt_result_metric(res, name, "GFLOP/s", 1, *gf_med, gf, n);
+    snprintf(name, sizeof name, "gbps%s", sfx);
+    gt_result_metric(res, name, "GB/s", 1, *gb_med, gb, n);
+    if (peak > 0) {
+        snprintf(name, sizeof name, "fraction_of_peak%s", sfx);
+        gt_result_metric(res, name, "fraction", 1, (compute_bound ? *gf_med : *gb_med) / peak,
+                         NULL, 0);
+    }
+    return t_med;
+}
 
 static void ks_finish(ks_run *r, gt_result *res, const char *name, const char *line) {
     if (r->ctx->out)
@@ -276,11 +482,34 @@ static void ks_finish(ks_run *r, gt_result *res, const char *name, const char *l
     r->done++;
 }
 
+/* Length of the backend's notes now (0 for a backend without notes). */
+static size_t ks_notes_len(gt_backend *be) {
+    const char *n = be->notes ? be->notes(be) : NULL;
+    return n ? strlen(n) : 0;
+}
+
+/* The notes the backend added since length `from` (notes only grow: each
+ * line once), i.e. the run-time choices it made for this case (the cuDNN
+ * algorithms of a conv2d, the attention path), as the param
+ * backend_notes. Compare leaves it out of a result's identity and shows
+ * its changes as notes (a new cuDNN picking another algorithm). A choice
+ * an earlier case already noted is not repeated here. */
+static void ks_notes_param(gt_result *res, gt_backend *be, size_t from) {
+    const char *n = be->notes ? be->notes(be) : NULL;
+    if (!n || strlen(n) <= from) return;
+    n += from;
+    if (*n == '\n') n++;
+    if (*n) gt_result_param_str(res, "backend_notes", n);
+}
+
 /* One op x dtype x shape: conformance, then speed. Returns non-OK only for
  * out of memory (the run cannot go on). */
 static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
     const gt_suite_ctx *ctx = r->ctx;
     char lb[96], name[160], line[256] = "";
+    if ((op == GT_OP_BATCHNORM_BWD || op == GT_OP_AVGPOOL_FWD || op == GT_OP_AVGPOOL_BWD) &&
+        !ks->sh.train)
+        return GT_OK; /* an eval-mode shape of ks_image: batchnorm_fwd's only */
     gt_kshape_label(op, &ks->sh, lb, sizeof lb);
     snprintf(name, sizeof name, "%s/%s/%s", gt_op_name(op), gt_dtype_name(dt), lb);
     if (!ks_selected(ctx->case_filter, name)) return GT_OK;
@@ -296,11 +525,13 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
     gt_kcase *c = NULL;
     gt_kcheck ck[GT_KCHECK_MAX];
     int nck = 0;
+    size_t notes0 = ks_notes_len(r->be);
     gt_status s = gt_kcase_new(r->be, r->ref, dt, op, &ks->sh, &c);
     if (s == GT_OK) s = gt_kcase_check(c, ck, &nck);
     if (s != GT_OK) {
         snprintf(line, sizeof line, "%s: %s", gt_status_name(s), gt_last_error());
         gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR, line);
+        ks_notes_param(res, r->be, notes0);
         ks_finish(r, res, name, line);
         gt_kcase_free(c);
         return s == GT_ERR_OOM ? s : GT_OK;
@@ -327,48 +558,45 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
     gt_result_check(res, "conformance", bad == 0, worst, 1.0, detail);
     int off = snprintf(line, sizeof line, "err/allowed %.3g", worst);
 
-    /* Speed: never for the oracle; not for huge shapes in a quick run. */
+    /* Speed: never for the oracle; not for huge shapes in a quick run.
+     * Device-timed backends: hot and cold (see the top). */
     int timed = strcmp(r->be->name, "ref") != 0 && !(ks->huge && ctx->effort == GT_EFFORT_QUICK);
-    if (timed && !r->have_peaks) {
-        if ((s = gt_probe_peaks_get(r->be, &r->pk)) != GT_OK) {
-            gt_kcase_free(c);
-            return s == GT_ERR_OOM ? s : GT_OK;
-        }
-        r->have_peaks = 1;
-    }
+    int dev = r->be->timer_start && r->be->timer_stop && r->be->flush_cache;
     if (timed) {
-        size_t n = 0;
+        size_t n = 0, nc = 0;
         long delay = op == r->delay_op ? r->delay_us : 0;
-        s = ks_time(c, r->be, r->cap_s, delay, r->us, &n);
+        s = dev ? ks_time_dev_hot(c, r->be, r->cap_s, delay, r->us, &n)
+                : ks_time(c, r->be, r->cap_s, delay, r->us, &n);
+        if (s == GT_OK && dev) s = ks_time_dev_cold(c, r->be, r->cap_s, delay, r->cold, &nc);
         if (s != GT_OK) {
             snprintf(line, sizeof line, "timing: %s: %s", gt_status_name(s), gt_last_error());
             gt_result_set_status(res, GT_RESULT_ERROR, line);
         } else {
             double flops = gt_kcase_flops(c), bytes = gt_kcase_bytes(c);
-            double *gf = r->tmp, *gb = r->tmp + KS_MAX_SAMPLES;
-            for (size_t i = 0; i < n; i++) {
-                gf[i] = flops / (r->us[i] * 1e-6) * 1e-9;
-                gb[i] = bytes / (r->us[i] * 1e-6) * 1e-9;
-            }
-            /* the median of the rates is the rate of the median time */
-            memcpy(gf + 2 * KS_MAX_SAMPLES, r->us, n * sizeof(double));
-            double t_med = gt_probe_median(gf + 2 * KS_MAX_SAMPLES, n);
-            double gf_med = flops / (t_med * 1e-6) * 1e-9, gb_med = bytes / (t_med * 1e-6) * 1e-9;
-            gt_result_metric(res, "time_us", "us", 0, t_med, r->us, n);
-            gt_result_metric(res, "gflops", "GFLOP/s", 1, gf_med, gf, n);
-            gt_result_metric(res, "gbps", "GB/s", 1, gb_med, gb, n);
             int cb = gt_kcase_compute_bound(c);
-            double peak = cb ? r->pk.peaks.sgemm_gflops : r->pk.mem_gbps;
-            if (peak > 0)
-                gt_result_metric(res, "fraction_of_peak", "fraction", 1,
-                                 (cb ? gf_med : gb_med) / peak, NULL, 0);
+            double peak = ks_peak(r, cb, dt), gf_med, gb_med;
+            double t_med =
+                ks_metrics(r, res, "", flops, bytes, cb, peak, r->us, n, &gf_med, &gb_med);
+            if (peak > 0) gt_result_metric(res, "peak", cb ? "GFLOP/s" : "GB/s", 1, peak, NULL, 0);
             gt_result_param_str(res, "bound", cb ? "compute" : "memory");
             if (delay) gt_result_param_int(res, "injected_delay_us", delay);
-            snprintf(line + off, sizeof line - (size_t)off,
-                     "  %10.2f us  %8.2f GFLOP/s  %8.2f GB/s  (%zu samples, rsd %.2f%%)", t_med,
-                     gf_med, gb_med, n, 100.0 * gt_probe_rsd(r->us, n));
+            if (dev) {
+                double gfc, gbc;
+                double tc =
+                    ks_metrics(r, res, "_cold", flops, bytes, cb, peak, r->cold, nc, &gfc, &gbc);
+                snprintf(line + off, sizeof line - (size_t)off,
+                         "  hot %9.2f us %7.3f TFLOP/s %8.1f GB/s  cold %9.2f us %8.1f GB/s"
+                         "  (%zu+%zu samples, rsd %.2f%%)",
+                         t_med, gf_med * 1e-3, gb_med, tc, gbc, n, nc,
+                         100.0 * gt_probe_rsd(r->us, n));
+            } else {
+                snprintf(line + off, sizeof line - (size_t)off,
+                         "  %10.2f us  %8.2f GFLOP/s  %8.2f GB/s  (%zu samples, rsd %.2f%%)",
+                         t_med, gf_med, gb_med, n, 100.0 * gt_probe_rsd(r->us, n));
+            }
         }
     }
+    ks_notes_param(res, r->be, notes0);
     gt_kcase_free(c);
     ks_finish(r, res, name, line);
     return GT_OK;
@@ -399,15 +627,16 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
         return s;
     }
     r.us = malloc(KS_MAX_SAMPLES * sizeof(double));
+    r.cold = malloc(KS_MAX_SAMPLES * sizeof(double));
     r.tmp = malloc(3 * KS_MAX_SAMPLES * sizeof(double));
-    if (!r.us || !r.tmp) s = GT_ERR(GT_ERR_OOM, "no host memory");
+    if (!r.us || !r.cold || !r.tmp) s = GT_ERR(GT_ERR_OOM, "no host memory");
     if (ctx->out && s == GT_OK)
         fprintf(ctx->out, "kernels: %s vs ref, effort %d, time cap %.1f s per case%s%s\n",
                 r.be->describe(r.be), (int)ctx->effort, r.cap_s,
                 r.delay_us ? ", injected delay " : "", r.delay_us ? ctx->inject_delay : "");
-    /* fp32 everywhere; bf16 where the backend's storage can be bf16 (cuda). */
-    gt_dtype dts[2] = {GT_DTYPE_FP32, GT_DTYPE_BF16};
-    int ndt = r.be->device == GT_DEVICE_CUDA ? 2 : 1;
+    /* fp32 everywhere; bf16 and fp16 where the backend's storage can be 16-bit (cuda). */
+    gt_dtype dts[3] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
+    int ndt = r.be->device == GT_DEVICE_CUDA ? 3 : 1;
     for (int d = 0; d < ndt && s == GT_OK; d++)
         for (int o = 0; o < GT_OP_COUNT && s == GT_OK; o++) {
             size_t n = 0;
@@ -416,6 +645,7 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
                 if (g[i].effort <= ctx->effort) s = ks_case(&r, (gt_op)o, dts[d], &g[i]);
         }
     free(r.us);
+    free(r.cold);
     free(r.tmp);
     gt_backend_free(r.ref);
     gt_backend_free(r.be);
@@ -424,8 +654,8 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
 
 static void ks_list(FILE *f) {
     for (int o = 0; o < GT_OP_COUNT; o++)
-        fprintf(f, "  %s/<dtype>/<shape>  conformance vs ref (max abs/rel error), time, GFLOP/s, "
-                   "GB/s, fraction of peak\n",
+        fprintf(f, "  %s/<dtype>/<shape>  conformance vs ref (max abs/rel error), time (cuda: "
+                   "hot and cold), GFLOP/s, GB/s, fraction of peak\n",
                 gt_op_name((gt_op)o));
 }
 

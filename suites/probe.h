@@ -23,21 +23,49 @@ extern "C" {
  * *gbps. GT_ERR_OOM when the arrays cannot be had. */
 gt_status gt_probe_triad(size_t bytes, int threads, int reps, double *samples, double *gbps);
 
-/* Device-to-device copy of `bytes` through be->copy_device (read + write:
- * 2 x bytes per copy), median of `reps` in *gbps, samples optional. */
+/* Device-to-device copy of `bytes` (read + write: 2 x bytes per copy),
+ * median of `reps` samples in *gbps, samples optional. With device timers
+ * (be->timer_start: cuda) a sample is GT_PROBE_COPY_BATCH copies queued
+ * through the backend's cast op between equal dtypes (an asynchronous
+ * device copy, cudaMemcpyAsync on cuda) between the backend's timer marks,
+ * so neither the host nor a synchronisation is in the interval; a backend
+ * without a cast op falls back to copy_device inside the marks (then the
+ * wait for each copy adds its wake-up latency). Without device timers:
+ * copy_device and the host clock. One unsampled warm-up first. */
+#define GT_PROBE_COPY_BATCH 4
 gt_status gt_probe_copy(gt_backend *be, size_t bytes, int reps, double *samples, double *gbps);
 
 /* The peaks of `be`, measured the first time they are asked for in this
  * process (keyed by backend name and thread count) and remembered:
  * gt_env_measure_peaks, and the memory bandwidth of the backend's memory
- * (triad with be->threads threads for host backends, copy_device
- * otherwise). */
+ * (triad with be->threads threads for host backends, gt_probe_copy of
+ * GT_PROBE_COPY_BYTES otherwise, whose buffers are then given back to the
+ * device with gt_allocator_trim, which also releases every other cached
+ * free block of the backend's allocator). */
+#define GT_PROBE_COPY_BYTES ((size_t)512 << 20)
 typedef struct gt_probe_peaks {
     gt_peaks peaks;
     double mem_gbps;
-    const char *mem_how; /* "host triad, 3 x 64 MiB" / "device copy, 256 MiB" (static) */
+    const char *mem_how; /* "host triad, 3 x 64 MiB" / "device copy, 512 MiB, ..." (static) */
 } gt_probe_peaks;
 gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out);
+
+/* The compute peak that an op of storage dtype `dt` is judged against, in
+ * GFLOP/s, measured once per process per backend (name, threads) and dtype:
+ *   host backends (no device timers): the SGEMM probe of
+ *     gt_env_measure_peaks (n = 2048, fp32), for fp32 only;
+ *   device backends: one n x n x n GEMM (n = GT_PROBE_GEMM_N) through
+ *     be->ops->matmul_fwd in `dt` (the path the ops and training use: the
+ *     bf16 peak for bf16 ops, true fp32 for fp32), timed with the backend's
+ *     timer marks, median of GT_PROBE_GEMM_REPS after 2 warm-up calls;
+ *     the memory (3 n^2 elements) is given back to the device afterwards
+ *     (gt_allocator_trim, as above).
+ * *how (optional) gets a static description. GT_ERR_UNSUPPORTED when the
+ * backend has no matmul_fwd or declines dt (host backends: any dtype but
+ * fp32); GT_ERR_OOM when the matrices do not fit. */
+#define GT_PROBE_GEMM_N 8192
+#define GT_PROBE_GEMM_REPS 5
+gt_status gt_probe_gemm_peak(gt_backend *be, gt_dtype dt, double *gflops, const char **how);
 
 /* Median of x[0..n) (x is sorted in place); 0 for n == 0. */
 double gt_probe_median(double *x, size_t n);

@@ -18,6 +18,18 @@
 #include "engine/env.h"
 #include "engine/stats.h"
 #include "engine/timer.h"
+#include "models/gpt2/gpt2_model.h"
+#include "models/convnet/convnet.h"
+#include "models/mlp/mlp.h"
+#include "models/model.h"
+#include "models/tasks.h"
+
+/* mlp and convnet read dense samples from their synthetic task
+ * (models/tasks.h); gpt2 reads tokens. */
+static int dense_model(const gt_train_config *cfg) {
+    const char *f = gt_model_family_of(cfg->model_name);
+    return f && strcmp(f, "gpt2") != 0;
+}
 
 gt_train_config gt_train_defaults(void) {
     gt_train_config c;
@@ -34,6 +46,8 @@ gt_train_config gt_train_defaults(void) {
     c.data_order = GT_DATA_ORDER_SEQUENTIAL;
     c.synth_branch = 4;
     c.backend = "cpu";
+    c.precision = GT_DTYPE_FP32;
+    c.loss_scale = gt_lossscale_defaults();
     c.prefetch = 1;
     return c;
 }
@@ -46,6 +60,8 @@ void gt_train_stats_release(gt_train_stats *s) {
     free(s->ms);
     free(s->wait_ms);
     free(s->comm_ms);
+    free(s->loss_scale);
+    free(s->skipped);
     memset(s, 0, sizeof *s);
 }
 
@@ -82,39 +98,41 @@ static gt_status load_data(const gt_train_config *cfg, gt_tokens *tok) {
     return gt_synth_generate(&sc, tok);
 }
 
-/* FNV-1a of every parameter tensor (llm.c order), compared across ranks:
- * a mismatch names the first tensor that differs and the ranks involved. */
-static gt_status check_consistency(gt_gpt2 *model, gt_comm *comm, int step) {
-    size_t n = gt_gpt2_num_params(model);
+/* FNV-1a of every parameter tensor (canonical order), compared across
+ * ranks: a mismatch names the first tensor that differs and the ranks
+ * involved. */
+static gt_status check_consistency(gt_model *model, gt_comm *comm, int step) {
+    size_t n = gt_model_num_params(model);
+    int NT = gt_model_num_tensors(model);
+    int R = gt_comm_size(comm);
     float *host = malloc(n * sizeof(float));
-    if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory for the consistency check");
-    gt_status s = gt_gpt2_get_params(model, host);
-    int64_t mine[GT_GPT2_NUM_TENSORS];
+    int64_t *mine = malloc((size_t)NT * sizeof(int64_t));
+    int64_t *all = malloc((size_t)R * NT * sizeof(int64_t));
+    gt_status s = GT_OK;
+    if (!host || !mine || !all)
+        s = GT_ERR(GT_ERR_OOM, "out of host memory for the consistency check");
+    if (s == GT_OK) s = gt_model_get_params(model, host);
     size_t off = 0;
-    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
-        size_t len = gt_gpt2_tensor_size(model, i);
+    for (int i = 0; i < NT && s == GT_OK; i++) {
+        size_t len = gt_model_tensor_size(model, i);
         mine[i] = (int64_t)gt_fnv1a64(GT_FNV1A64_INIT, host + off, len * sizeof(float));
         off += len;
     }
-    free(host);
-    if (s != GT_OK) return s;
-    int R = gt_comm_size(comm);
-    int64_t *all = malloc((size_t)R * GT_GPT2_NUM_TENSORS * sizeof(int64_t));
-    if (!all) return GT_ERR(GT_ERR_OOM, "out of host memory for the consistency check");
-    s = gt_comm_allgather(comm, mine, all, GT_GPT2_NUM_TENSORS, GT_DTYPE_INT64, NULL);
-    for (int i = 0; i < GT_GPT2_NUM_TENSORS && s == GT_OK; i++)
+    if (s == GT_OK) s = gt_comm_allgather(comm, mine, all, (size_t)NT, GT_DTYPE_INT64, NULL);
+    for (int i = 0; i < NT && s == GT_OK; i++)
         for (int r = 1; r < R; r++)
-            if (all[(size_t)r * GT_GPT2_NUM_TENSORS + i] != all[i]) {
+            if (all[(size_t)r * NT + i] != all[i]) {
                 s = GT_ERR(GT_ERR_MISMATCH,
                            "parameters differ across ranks %s%.0d: tensor '%s' on rank %d "
                            "(hash %016llx) vs rank 0 (hash %016llx)",
                            step ? "after step " : "at initialisation", step,
-                           gt_gpt2_tensor_name(i),
-                           gt_comm_world_rank(comm, r),
-                           (unsigned long long)all[(size_t)r * GT_GPT2_NUM_TENSORS + i],
+                           gt_model_tensor_name(model, i), gt_comm_world_rank(comm, r),
+                           (unsigned long long)all[(size_t)r * NT + i],
                            (unsigned long long)all[i]);
                 break;
             }
+    free(host);
+    free(mine);
     free(all);
     return s;
 }
@@ -172,32 +190,47 @@ static gt_status agree(gt_comm *comm, gt_status s, int *collective) {
 
 /* ---- checkpoints ------------------------------------------------------------------ */
 
-/* The 16 parameter tensors, llm.c order, pointing into `host` (llm.c layout). */
-static int param_tensors(gt_gpt2 *model, float *host, gt_ckpt_tensor *t) {
+/* The parameter tensors, canonical order (llm.c's for gpt2), pointing into
+ * `host` (that layout), then the state tensors (BatchNorm running
+ * statistics) pointing into `state`. Returns the count. */
+static int param_tensors(gt_model *model, float *host, float *state, gt_ckpt_tensor *t) {
     size_t off = 0;
-    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
-        memset(&t[i], 0, sizeof t[i]);
-        snprintf(t[i].name, sizeof t[i].name, "%s", gt_gpt2_tensor_name(i));
-        t[i].dtype = GT_DTYPE_FP32;
-        t[i].ndim = gt_gpt2_tensor_shape(model, i, t[i].shape);
-        t[i].data = host ? host + off : NULL;
-        off += gt_gpt2_tensor_size(model, i);
+    int NT = gt_model_num_tensors(model), n = 0;
+    for (int i = 0; i < NT; i++, n++) {
+        memset(&t[n], 0, sizeof t[n]);
+        snprintf(t[n].name, sizeof t[n].name, "%s", gt_model_tensor_name(model, i));
+        t[n].dtype = GT_DTYPE_FP32;
+        t[n].ndim = gt_model_tensor_shape(model, i, t[n].shape);
+        t[n].data = host ? host + off : NULL;
+        off += gt_model_tensor_size(model, i);
     }
-    return GT_GPT2_NUM_TENSORS;
+    off = 0;
+    for (int i = 0; i < gt_model_num_state_tensors(model); i++, n++) {
+        memset(&t[n], 0, sizeof t[n]);
+        snprintf(t[n].name, sizeof t[n].name, "%s", gt_model_state_name(model, i));
+        t[n].dtype = GT_DTYPE_FP32;
+        t[n].ndim = gt_model_state_shape(model, i, t[n].shape);
+        t[n].data = state ? state + off : NULL;
+        off += gt_model_state_size(model, i);
+    }
+    return n;
 }
 
-static void fill_meta(const gt_train_config *cfg, gt_gpt2 *model, gt_comm *comm,
+/* Room for param_tensors' list plus the loss scaler and AdamW m, v. */
+static int max_ckpt_tensors(const gt_model *model) {
+    return gt_model_num_tensors(model) + gt_model_num_state_tensors(model) + 3;
+}
+
+static void fill_meta(const gt_train_config *cfg, gt_model *model, gt_comm *comm,
                       const char *backend_desc, int done, int rank, int nranks,
                       gt_ckpt_meta *m) {
     memset(m, 0, sizeof *m);
-    snprintf(m->backend, sizeof m->backend, "%s", backend_desc);
+    snprintf(m->backend, sizeof m->backend, "%.*s", (int)sizeof m->backend - 1, backend_desc);
     snprintf(m->library, sizeof m->library, "%s %s", gt_comm_backend_name(comm),
              gt_comm_library_version(comm));
-    const gt_gpt2_config *c = &cfg->model;
-    int32_t fields[GT_CKPT_MODEL_FIELDS] = {c->max_seq_len, c->vocab_size,
-                                           c->padded_vocab_size, c->num_layers,
-                                           c->num_heads, c->channels};
-    memcpy(m->model, fields, sizeof fields);
+    int32_t fields[GT_MODEL_CONFIG_FIELDS];
+    gt_model_config_fields(model, fields);
+    memcpy(m->model, fields, sizeof m->model);
     m->dtype = GT_DTYPE_FP32;
     m->step = done;
     m->seed = cfg->seed;
@@ -207,20 +240,25 @@ static void fill_meta(const gt_train_config *cfg, gt_gpt2 *model, gt_comm *comm,
     m->seq_len = cfg->seq_len;
     m->rank = rank;
     m->nranks = nranks;
-    m->num_params = gt_gpt2_num_params(model);
+    m->num_params = gt_model_num_params(model);
     m->opt = cfg->opt;
+    m->precision = (int32_t)cfg->precision;
 }
+
+/* The loss scaler's state in a checkpoint (fp16 runs, rank 0's file): fp64
+ * [scale, consecutive good steps, skipped steps], all exact in fp64. */
+static const char *const LOSS_SCALER = "loss_scaler";
 
 /* After `done` steps: one file (rank 0 writes it; every rank holds the same
  * state), or with ZeRO-1 a folder with every rank's shard of m and v (rank 0's
  * also holds the parameters) and a MANIFEST that rank 0 writes once all
  * shards are safely on disk. */
-static gt_status save_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, gt_comm *comm,
+static gt_status save_checkpoint(const gt_train_config *cfg, gt_model *model, gt_comm *comm,
                                  size_t lo, size_t hi, int done, const char *backend_desc,
-                                 int *collective) {
+                                 const gt_lossscale *ls, int *collective) {
     int R = gt_comm_size(comm), rank = gt_comm_rank(comm);
     int sharded = cfg->zero;
-    size_t np = gt_gpt2_num_params(model);
+    size_t np = gt_model_num_params(model);
     size_t slo = sharded ? (lo < np ? lo : np) : 0, shi = sharded ? (hi < np ? hi : np) : np;
     char where[4096], path[4200];
     gt_ckpt_name(where, sizeof where, cfg->checkpoint_dir, done, sharded);
@@ -244,17 +282,32 @@ static gt_status save_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, gt_
         int with_params = rank == 0;
         size_t n = shi - slo;
         float *host = with_params ? malloc(np * sizeof(float)) : NULL;
+        /* the state tensors (rank 0's running statistics) go with the parameters */
+        float *sth = with_params ? malloc((gt_model_state_numel(model) + 1) * sizeof(float))
+                                 : NULL;
         float *mh = malloc((n ? n : 1) * sizeof(float)), *vh = malloc((n ? n : 1) * sizeof(float));
-        if ((with_params && !host) || !mh || !vh) {
+        gt_ckpt_tensor *t = malloc((size_t)max_ckpt_tensors(model) * sizeof *t);
+        if ((with_params && (!host || !sth)) || !mh || !vh || !t) {
             s = GT_ERR(GT_ERR_OOM, "out of host memory staging a checkpoint of %zu parameters",
                        np);
         } else {
-            if (with_params) s = gt_gpt2_get_params(model, host);
-            if (s == GT_OK) s = gt_gpt2_get_opt_state(model, slo, shi, mh, vh);
+            if (with_params) s = gt_model_get_params(model, host);
+            if (with_params && s == GT_OK) s = gt_model_get_state(model, sth);
+            if (s == GT_OK) s = gt_model_get_opt_state(model, slo, shi, mh, vh);
         }
         if (s == GT_OK) {
-            gt_ckpt_tensor t[GT_GPT2_NUM_TENSORS + 2];
-            int nt = with_params ? param_tensors(model, host, t) : 0;
+            int nt = with_params ? param_tensors(model, host, sth, t) : 0;
+            double scaler[3] = {ls ? ls->scale : 1.0, ls ? (double)ls->good_steps : 0.0,
+                                ls ? (double)ls->skipped : 0.0};
+            if (with_params && ls) {
+                gt_ckpt_tensor *e = &t[nt++];
+                memset(e, 0, sizeof *e);
+                snprintf(e->name, sizeof e->name, "%s", LOSS_SCALER);
+                e->dtype = GT_DTYPE_FP64;
+                e->ndim = 1;
+                e->shape[0] = 3;
+                e->data = scaler;
+            }
             for (int k = 0; k < 2; k++) {
                 gt_ckpt_tensor *e = &t[nt++];
                 memset(e, 0, sizeof *e);
@@ -272,6 +325,8 @@ static gt_status save_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, gt_
             else snprintf(path, sizeof path, "%s", where);
             s = gt_ckpt_write(path, &meta, t, nt, &crc, &bytes);
         }
+        free(t);
+        free(sth);
         free(host);
         free(mh);
         free(vh);
@@ -299,7 +354,7 @@ static gt_status save_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, gt_
 
 /* Refuses a checkpoint written by another configuration, naming the field. */
 static gt_status check_meta(const char *file, const gt_ckpt_meta *m, const gt_train_config *cfg,
-                            size_t np) {
+                            gt_model *model, size_t np) {
 #define SAME(name, got, want)                                                                  \
     if ((long long)(got) != (long long)(want))                                                 \
         return GT_ERR(GT_ERR_MISMATCH,                                                         \
@@ -312,12 +367,17 @@ static gt_status check_meta(const char *file, const gt_ckpt_meta *m, const gt_tr
                       "checkpoint '%s' does not match this run: %s is %g in the checkpoint, "  \
                       "%g here; resume with the settings it was written with",                 \
                       file, name, (double)(got), (double)(want));
-    const gt_gpt2_config *c = &cfg->model;
-    int32_t fields[GT_CKPT_MODEL_FIELDS] = {c->max_seq_len, c->vocab_size,
-                                           c->padded_vocab_size, c->num_layers,
-                                           c->num_heads, c->channels};
-    for (int i = 0; i < GT_CKPT_MODEL_FIELDS; i++) SAME(gt_ckpt_model_field(i), m->model[i], fields[i]);
+    int32_t fields[GT_MODEL_CONFIG_FIELDS];
+    gt_model_config_fields(model, fields);
+    for (int i = 0; i < GT_CKPT_MODEL_FIELDS && i < GT_MODEL_CONFIG_FIELDS; i++)
+        SAME(gt_model_config_field_name(model, i), m->model[i], fields[i]);
     SAME("dtype (0 = fp32)", m->dtype, GT_DTYPE_FP32);
+    if (m->precision != (int32_t)cfg->precision)
+        return GT_ERR(GT_ERR_MISMATCH,
+                      "checkpoint '%s' does not match this run: it was trained with --precision "
+                      "%s, this run asks for %s; resume with --precision %s",
+                      file, gt_dtype_name((gt_dtype)m->precision), gt_dtype_name(cfg->precision),
+                      gt_dtype_name((gt_dtype)m->precision));
     SAME("num_params", m->num_params, np);
     SAME("seed", m->seed, cfg->seed);
     SAME("data_order", m->data_order, cfg->data_order);
@@ -347,8 +407,8 @@ enum { MAX_SHARDS = 1 << 16 };
 /* Loads parameters, this rank's range [lo, hi) of m and v (from whichever
  * files hold it: a sharded checkpoint resumes on any rank count, with or
  * without ZeRO) and the step. */
-static gt_status load_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, size_t lo,
-                                 size_t hi, int64_t *start) {
+static gt_status load_checkpoint(const gt_train_config *cfg, gt_model *model, size_t lo,
+                                 size_t hi, gt_lossscale *ls, int64_t *start) {
     char where[4096], path[4200];
     int sharded = 0, nfiles = 1;
     int64_t mstep = -1;
@@ -363,9 +423,11 @@ static gt_status load_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, siz
             return s;
         }
     }
-    size_t np = gt_gpt2_num_params(model);
+    size_t np = gt_model_num_params(model), nst = gt_model_state_numel(model);
     size_t nlo = lo < np ? lo : np, nhi = hi < np ? hi : np, need = nhi - nlo, covered = 0;
     float *host = malloc(np * sizeof(float));
+    float *sth = malloc((nst + 1) * sizeof(float));
+    gt_ckpt_tensor *want = malloc((size_t)max_ckpt_tensors(model) * sizeof *want);
     float *mh = malloc((need ? need : 1) * sizeof(float));
     float *vh = malloc((need ? need : 1) * sizeof(float));
     float *tmp = NULL;
@@ -373,7 +435,8 @@ static gt_status load_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, siz
     gt_ckpt_meta first;
     memset(&first, 0, sizeof first);
     gt_status s = GT_OK;
-    if (!host || !mh || !vh) s = GT_ERR(GT_ERR_OOM, "out of host memory loading a checkpoint");
+    if (!host || !sth || !want || !mh || !vh)
+        s = GT_ERR(GT_ERR_OOM, "out of host memory loading a checkpoint");
     for (int r = 0; r < nfiles && s == GT_OK; r++) {
         if (sharded) gt_ckpt_shard_name(path, sizeof path, where, r);
         else snprintf(path, sizeof path, "%s", where);
@@ -381,7 +444,7 @@ static gt_status load_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, siz
         const gt_ckpt_meta *m = gt_ckpt_meta_of(f);
         if (r == 0) {
             first = *m;
-            if ((s = check_meta(path, m, cfg, np)) != GT_OK) break;
+            if ((s = check_meta(path, m, cfg, model, np)) != GT_OK) break;
         }
         if (m->step != first.step || m->nranks != (sharded ? nfiles : 1) ||
             m->rank != (sharded ? r : 0) || (sharded && m->step != mstep) ||
@@ -394,10 +457,9 @@ static gt_status load_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, siz
             break;
         }
         if (r == 0) {
-            gt_ckpt_tensor want[GT_GPT2_NUM_TENSORS];
-            param_tensors(model, NULL, want);
-            size_t off = 0;
-            for (int i = 0; i < GT_GPT2_NUM_TENSORS && s == GT_OK; i++) {
+            /* the parameters, then the state tensors (running statistics) */
+            int nwant = param_tensors(model, host, sth, want);
+            for (int i = 0; i < nwant && s == GT_OK; i++) {
                 int k = gt_ckpt_find(f, want[i].name);
                 const gt_ckpt_tensor *t = k >= 0 ? gt_ckpt_tensor_at(f, k) : NULL;
                 if (!t) {
@@ -413,9 +475,21 @@ static gt_status load_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, siz
                                (long long)want[i].shape[0], (long long)want[i].shape[1],
                                (long long)want[i].shape[2]);
                 } else {
-                    s = gt_ckpt_read(f, k, host + off);
+                    s = gt_ckpt_read(f, k, (void *)want[i].data);
                 }
-                off += gt_gpt2_tensor_size(model, i);
+            }
+            if (s == GT_OK && ls) {
+                int k = gt_ckpt_find(f, LOSS_SCALER);
+                const gt_ckpt_tensor *t = k >= 0 ? gt_ckpt_tensor_at(f, k) : NULL;
+                double st3[3];
+                if (!t || t->dtype != GT_DTYPE_FP64 || t->ndim != 1 || t->shape[0] != 3)
+                    s = GT_ERR(GT_ERR_MISMATCH,
+                               "checkpoint '%s' of an fp16 run has no '%s' tensor (fp64, 3): "
+                               "the loss scale cannot be restored",
+                               path, LOSS_SCALER);
+                else if ((s = gt_ckpt_read(f, k, st3)) == GT_OK &&
+                         (s = gt_lossscale_restore(ls, st3[0], st3[1], st3[2])) != GT_OK)
+                    s = gt_error_wrap(s, "checkpoint '%s'", path);
             }
         }
         for (int k = 0; k < 2 && s == GT_OK; k++) {
@@ -452,10 +526,13 @@ static gt_status load_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, siz
                    "checkpoint '%s' holds %zu of the %zu optimizer-state elements this rank "
                    "needs (overlapping or missing shards)",
                    where, covered, need);
-    if (s == GT_OK) s = gt_gpt2_set_params(model, host);
-    if (s == GT_OK) s = gt_gpt2_set_opt_state(model, nlo, nhi, mh, vh);
+    if (s == GT_OK) s = gt_model_set_params(model, host);
+    if (s == GT_OK) s = gt_model_set_state(model, sth);
+    if (s == GT_OK) s = gt_model_set_opt_state(model, nlo, nhi, mh, vh);
     if (s == GT_OK) *start = first.step;
     free(tmp);
+    free(want);
+    free(sth);
     free(host);
     free(mh);
     free(vh);
@@ -467,21 +544,21 @@ static gt_status load_checkpoint(const gt_train_config *cfg, gt_gpt2 *model, siz
  * Called on every rank when some rank saw a non-finite loss or gradient norm
  * at `step` (1-based): finds the first non-finite value in llm.c's order,
  * the gradients of each rank's shard first, then the parameters, and
- * returns the same error on every rank. (fp16 training would skip the step
- * and lower the loss scale instead: that belongs to the CUDA issue; fp32
- * stops here.) */
-static gt_status nonfinite_error(gt_gpt2 *model, gt_comm *comm, const float *gshard, size_t lo,
+ * returns the same error on every rank. (An fp16 gradient overflow with a
+ * finite loss does not come here: the loss scaler skips the step.) */
+static gt_status nonfinite_error(gt_model *model, gt_comm *comm, const void *gshard, size_t lo,
                                  size_t hi, int step, int bad_rank, int at_loss, double value) {
     int R = gt_comm_size(comm);
     int found = 0, kind = 2;
-    gt_gpt2_loc loc;
+    gt_model_loc loc;
     float v = 0;
     memset(&loc, 0, sizeof loc);
-    gt_status s = gt_gpt2_find_nonfinite(model, gshard, lo, hi, &found, &loc, &v);
+    gt_status s = gt_model_find_nonfinite(model, gshard, gt_model_dtype(model), lo, hi, &found,
+                                          &loc, &v);
     if (s == GT_OK && found) kind = 0;
     if (s == GT_OK && !found) {
-        s = gt_gpt2_find_nonfinite(model, gt_gpt2_params_buffer(model), 0,
-                                   gt_gpt2_num_params(model), &found, &loc, &v);
+        s = gt_model_find_nonfinite(model, gt_model_params_buffer(model), GT_DTYPE_FP32, 0,
+                                    gt_model_num_params(model), &found, &loc, &v);
         if (s == GT_OK && found) kind = 1;
     }
     if (s != GT_OK) return s;
@@ -502,17 +579,19 @@ static gt_status nonfinite_error(gt_gpt2 *model, gt_comm *comm, const float *gsh
             best = r;
     char where[320] = "";
     if (all[4 * best] < 2) {
-        gt_gpt2_loc l2;
+        gt_model_loc l2;
         size_t x = (size_t)all[4 * best + 2];
-        gt_gpt2_locate(model, x, &l2);
+        gt_model_locate(model, x, &l2);
         int32_t b32 = (int32_t)all[4 * best + 3];
         float fv;
         memcpy(&fv, &b32, sizeof fv);
         char name[96];
-        gt_gpt2_loc_format(&l2, name, sizeof name);
-        snprintf(where, sizeof where, "the first non-finite value is the %s of %s (llm.c flat "
+        gt_model_loc_format(model, &l2, name, sizeof name);
+        snprintf(where, sizeof where, "the first non-finite value is the %s of %s (%s flat "
                  "index %zu) = %g, held by rank %d",
-                 all[4 * best] == 0 ? "gradient" : "parameter", name, l2.flat, (double)fv, best);
+                 all[4 * best] == 0 ? "gradient" : "parameter", name,
+                 strcmp(gt_model_get_info(model)->family, "gpt2") == 0 ? "llm.c" : "canonical",
+                 l2.flat, (double)fv, best);
     } else {
         snprintf(where, sizeof where,
                  "no gradient or parameter holds a non-finite value (the loss overflowed)");
@@ -535,17 +614,18 @@ static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
  * consecutive micro-batches. With a power-of-two count it is the same tree
  * as any other split of the same leaves over ranks. */
 typedef struct grad_tree {
-    float *slot[32];
+    void *slot[32];
     int used[32];
     int nslots;
     size_t n;
+    gt_dtype dt; /* the gradients' */
 } grad_tree;
 
-static gt_status tree_push(gt_backend *be, grad_tree *t, const float *g) {
-    gt_kctx k = {.be = be, .dt = GT_DTYPE_FP32};
-    size_t bytes = t->n * sizeof(float);
+static gt_status tree_push(gt_backend *be, grad_tree *t, const void *g) {
+    gt_kctx k = {.be = be, .dt = t->dt};
+    size_t bytes = t->n * gt_dtype_size(t->dt);
     int l = 0;
-    const float *carry = g;
+    const void *carry = g;
     while (l < t->nslots && t->used[l]) {
         /* left operand: the earlier micro-batches */
         GT_TRY(be->ops->residual_fwd(&k, t->slot[l], t->slot[l], carry, t->n));
@@ -569,12 +649,27 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     int R = 1, rank = 0;
     if (cfg->steps < 1) return GT_ERR(GT_ERR_INVALID, "--steps must be >= 1, got %d", cfg->steps);
     if (cfg->batch < 1) return GT_ERR(GT_ERR_INVALID, "--batch must be >= 1, got %d", cfg->batch);
-    if (cfg->seq_len < 1 || cfg->seq_len > cfg->model.max_seq_len)
-        return GT_ERR(GT_ERR_INVALID,
-                      "--seq %d is out of range: the model's max_seq_len is %d (raise it with "
-                      "--max-seq or shorten --seq)",
-                      cfg->seq_len, cfg->model.max_seq_len);
-    GT_TRY(gt_gpt2_config_check(&cfg->model));
+    int dense = dense_model(cfg);
+    if (dense) {
+        /* the synthetic task is the data: nothing else applies */
+        if (cfg->data_path || cfg->init_from)
+            return GT_ERR(GT_ERR_INVALID,
+                          "%s trains on its synthetic task (docs/models.md): --data and "
+                          "--init-from are for gpt2",
+                          cfg->model_name);
+        if (cfg->data_order != GT_DATA_ORDER_SEQUENTIAL)
+            return GT_ERR(GT_ERR_INVALID,
+                          "%s: --order %s does not apply: its synthetic samples are already "
+                          "independent draws; leave --order at sequential",
+                          cfg->model_name, gt_data_order_name(cfg->data_order));
+    } else {
+        if (cfg->seq_len < 1 || cfg->seq_len > cfg->model.max_seq_len)
+            return GT_ERR(GT_ERR_INVALID,
+                          "--seq %d is out of range: the model's max_seq_len is %d (raise it "
+                          "with --max-seq or shorten --seq)",
+                          cfg->seq_len, cfg->model.max_seq_len);
+        GT_TRY(gt_gpt2_config_check(&cfg->model));
+    }
     GT_TRY(gt_adamw_config_check(&cfg->opt));
     if (!comm) {
         gt_comm_config cc = gt_comm_defaults();
@@ -591,7 +686,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
      * must not change with the rank count; 1 sequence unless told */
     int B = cfg->batch / R;
     int M = cfg->micro_batch > 0 ? cfg->micro_batch : cfg->deterministic ? 1 : B;
-    int T = cfg->seq_len;
+    int T = dense ? 1 : cfg->seq_len; /* predictions per sample */
     if (cfg->batch % R != 0) {
         s = GT_ERR(GT_ERR_INVALID,
                    "the global batch of %d sequences does not split across %d ranks: use a "
@@ -615,6 +710,14 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         s = GT_ERR(GT_ERR_INVALID, "--checkpoint-every needs a --checkpoint-dir to write into");
     if (s == GT_OK && cfg->resume && cfg->init_from)
         s = GT_ERR(GT_ERR_INVALID, "--resume and --init-from both set the parameters: pick one");
+    if (s == GT_OK && cfg->precision != GT_DTYPE_FP32 && cfg->precision != GT_DTYPE_BF16 &&
+        cfg->precision != GT_DTYPE_FP16)
+        s = GT_ERR(GT_ERR_INVALID, "--precision %s: use fp32, bf16 or fp16",
+                   gt_dtype_name(cfg->precision));
+    int fp16 = cfg->precision == GT_DTYPE_FP16;
+    gt_lossscale ls;
+    memset(&ls, 0, sizeof ls);
+    if (s == GT_OK && fp16) s = gt_lossscale_init(&ls, &cfg->loss_scale);
     if (s != GT_OK) {
         gt_comm_free(own_comm);
         return s;
@@ -636,11 +739,14 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     st->ms = calloc(n, sizeof(double));
     st->wait_ms = calloc(n, sizeof(double));
     st->comm_ms = calloc(n, sizeof(double));
+    st->loss_scale = calloc(n, sizeof(double));
+    st->skipped = calloc(n, 1);
+    st->final_loss_scale = 1.0;
     /* per rank: its micro-batch losses, then 1 when its gradient norm is not finite */
     float *mb_loss = calloc((size_t)k_local + 1, sizeof(float));
     float *all_loss = calloc(((size_t)k_local + 1) * R, sizeof(float));
     if (!st->loss || !st->lr || !st->grad_norm || !st->ms || !st->wait_ms || !st->comm_ms ||
-        !mb_loss || !all_loss) {
+        !st->loss_scale || !st->skipped || !mb_loss || !all_loss) {
         free(mb_loss);
         free(all_loss);
         gt_comm_free(own_comm);
@@ -648,8 +754,12 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     }
 
     gt_backend *be = NULL;
-    gt_gpt2 *model = NULL;
+    gt_model *model = NULL;
     gt_loader *loader = NULL;
+    gt_task *task = NULL;
+    float *dense_x = NULL;   /* (B, sample_numel) this rank's samples of a step */
+    int32_t *dense_y = NULL; /* (B) their labels */
+    size_t numel = 0;
     gt_dp *dp = NULL;
     grad_tree tree;
     memset(&tree, 0, sizeof tree);
@@ -659,35 +769,70 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     gt_backend_config bc = {.threads = cfg->threads, .device = -1};
     if ((s = gt_backend_new(cfg->backend, &bc, &be)) != GT_OK) goto done;
     snprintf(st->backend_desc, sizeof st->backend_desc, "%s", be->describe(be));
-    if ((s = load_data(cfg, &tok)) != GT_OK) goto done;
-    st->entropy = tok.entropy;
-    st->vocab = cfg->model.vocab_size;
-
-    if ((s = gt_gpt2_new(be, &cfg->model, M, T, &model)) != GT_OK) goto done;
+    if (dense) {
+        /* a backend that cannot store the precision refuses here, naming both */
+        if ((s = gt_model_new_dt(be, cfg->model_name, cfg->precision, M, 1, &model)) != GT_OK)
+            goto done;
+        gt_task_config tc;
+        if ((s = gt_model_task(model, cfg->seed, &tc)) != GT_OK ||
+            (s = gt_task_new(&tc, &task)) != GT_OK)
+            goto done;
+        /* the entropy of the label noise: the loss of a perfect model */
+        st->entropy = gt_task_target_loss(task);
+        st->vocab = gt_model_get_info(model)->classes;
+        numel = gt_task_sample_numel(task);
+        dense_x = malloc((size_t)B * numel * sizeof(float));
+        dense_y = malloc((size_t)B * sizeof(int32_t));
+        if (!dense_x || !dense_y) {
+            s = GT_ERR(GT_ERR_OOM, "no host memory for a batch of %d samples", B);
+            goto done;
+        }
+    } else {
+        if ((s = load_data(cfg, &tok)) != GT_OK) goto done;
+        st->entropy = tok.entropy;
+        st->vocab = cfg->model.vocab_size;
+        gt_gpt2 *g = NULL;
+        /* a backend that cannot store the precision refuses here, naming both */
+        if ((s = gt_gpt2_new_dt(be, &cfg->model, cfg->precision, M, T, &g)) != GT_OK) goto done;
+        if (cfg->init_from && !cfg->resume) {
+            if (strncmp(cfg->init_from, "llmc:", 5) != 0)
+                s = GT_ERR(GT_ERR_INVALID,
+                           "--init-from '%s': expected llmc:FILE (an llm.c model file)",
+                           cfg->init_from);
+            else
+                s = gt_gpt2_load_llmc(g, cfg->init_from + 5);
+            if (s != GT_OK) {
+                gt_gpt2_free(g);
+                goto done;
+            }
+        }
+        if ((s = gt_gpt2_model_wrap(g, M, T, cfg->model_name, &model)) != GT_OK) goto done;
+    }
+    snprintf(st->unit, sizeof st->unit, "%s", gt_model_get_info(model)->unit);
     gt_dp_config dc = gt_dp_defaults();
     dc.zero = cfg->zero;
     dc.deterministic = cfg->deterministic;
-    dc.chunk = gt_gpt2_norm_chunk(model);
+    dc.chunk = gt_model_norm_chunk(model);
+    dc.grad_dtype = cfg->precision;
     if (cfg->bucket_mb > 0) dc.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
-    if ((s = gt_dp_new(comm, be, &dc, gt_gpt2_num_params(model), &dp)) != GT_OK) goto done;
+    if ((s = gt_dp_new(comm, be, &dc, gt_model_num_params(model), &dp)) != GT_OK) goto done;
     size_t lo, hi;
     gt_dp_shard(dp, &lo, &hi);
-    if ((s = gt_gpt2_pad(model, gt_dp_padded(dp))) != GT_OK) goto done;
-    if ((s = gt_gpt2_set_opt_range(model, lo, hi)) != GT_OK) goto done;
+    if ((s = gt_model_pad(model, gt_dp_padded(dp))) != GT_OK) goto done;
+    if ((s = gt_model_set_opt_range(model, lo, hi)) != GT_OK) goto done;
     int64_t start = 0;
     if (cfg->resume) {
-        s = agree(comm, load_checkpoint(cfg, model, lo, hi, &start), &st->collective_error);
+        s = agree(comm, load_checkpoint(cfg, model, lo, hi, fp16 ? &ls : NULL, &start),
+                  &st->collective_error);
         if (s != GT_OK) goto done;
         st->first_step = (int)start;
-    } else if (cfg->init_from) {
-        if (strncmp(cfg->init_from, "llmc:", 5) != 0) {
-            s = GT_ERR(GT_ERR_INVALID,
-                       "--init-from '%s': expected llmc:FILE (an llm.c model file)",
-                       cfg->init_from);
-            goto done;
+        if (fp16) {
+            st->skipped_steps = ls.skipped;
+            st->final_loss_scale = ls.scale;
         }
-        if ((s = gt_gpt2_load_llmc(model, cfg->init_from + 5)) != GT_OK) goto done;
-    } else if ((s = gt_gpt2_init_random(model, cfg->seed)) != GT_OK) {
+    } else if (cfg->init_from) {
+        /* loaded into the gpt2 before it was wrapped (above) */
+    } else if ((s = gt_model_init_random(model, cfg->seed)) != GT_OK) {
         goto done;
     }
     {
@@ -696,23 +841,25 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         const char *fault = getenv("GT_FAULT_PERTURB_RANK");
         if (fault && atoi(fault) == rank && R > 1) {
             float one = 1.0f;
-            float *p = gt_gpt2_params_buffer(model);
-            if ((s = be->copy_to_device(be, p + gt_gpt2_num_params(model) - 1, &one,
-                                        sizeof one)) != GT_OK)
+            float *p = gt_model_params_buffer(model);
+            size_t last = gt_model_num_params(model) - 1;
+            if ((s = be->copy_to_device(be, p + last, &one, sizeof one)) != GT_OK ||
+                (s = gt_model_sync_weights(model, last, last + 1)) != GT_OK)
                 goto done;
         }
     }
     if (R > 1 && (s = check_consistency(model, comm, 0)) != GT_OK) goto done;
     if (cfg->deterministic && k_local > 1) {
-        tree.n = gt_gpt2_num_params_padded(model);
+        tree.n = gt_model_num_params_padded(model);
+        tree.dt = cfg->precision;
         while ((1 << tree.nslots) <= k_local) tree.nslots++;
         for (int l = 0; l < tree.nslots; l++)
-            if ((s = gt_backend_alloc(be, tree.n * sizeof(float), (void **)&tree.slot[l])) !=
+            if ((s = gt_backend_alloc(be, tree.n * gt_dtype_size(tree.dt), &tree.slot[l])) !=
                 GT_OK)
                 goto done;
     }
-    st->num_params = gt_gpt2_num_params(model);
-    st->flops_per_token = gt_gpt2_flops_per_token(model, T);
+    st->num_params = gt_model_num_params(model);
+    st->flops_per_token = gt_model_flops_per_unit(model); /* per token / sample / image */
     st->peak_gflops = cfg->peak_gflops;
     if (st->peak_gflops <= 0) {
         gt_peaks pk;
@@ -728,10 +875,10 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
                            .seed = cfg->seed,
                            .start_step = start,
                            .prefetch = cfg->prefetch};
-    if ((s = gt_loader_new(&tok, &lc, &loader)) != GT_OK) goto done;
+    if (!dense && (s = gt_loader_new(&tok, &lc, &loader)) != GT_OK) goto done;
 
-    float *grads = gt_gpt2_grads_buffer(model);
-    float *params = gt_gpt2_params_buffer(model);
+    void *grads = gt_model_grads_buffer(model);
+    float *params = gt_model_params_buffer(model);
     /* each token's loss weighs 1 / (global tokens): the sum over ranks is the
      * gradient of the global mean */
     float dloss = 1.0f / (float)((double)cfg->batch * T);
@@ -741,53 +888,97 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     const char *stall = getenv("GT_FAULT_STALL");
     if (stall && sscanf(stall, "%d:%d", &stall_rank, &stall_step) != 2) stall_rank = -1;
     /* fault injection for the non-finite test: "RANK:STEP" makes that rank
-     * write a NaN into one gradient of its shard before the norm */
-    int nan_rank = -1, nan_step = -1;
+     * write a NaN into one gradient of its shard before the norm;
+     * "RANK:STEP:loss" makes that rank's loss NaN instead, as a forward that
+     * overflowed would (not a loss-scaling matter, even in fp16) */
+    int nan_rank = -1, nan_step = -1, nan_loss = 0;
     const char *nanf = getenv("GT_FAULT_NAN");
-    if (nanf && sscanf(nanf, "%d:%d", &nan_rank, &nan_step) != 2) nan_rank = -1;
+    if (nanf) {
+        char what[8] = "";
+        int got = sscanf(nanf, "%d:%d:%7s", &nan_rank, &nan_step, what);
+        if (got < 2) nan_rank = -1;
+        nan_loss = got == 3 && strcmp(what, "loss") == 0;
+    }
+    /* fault injection for the loss scaler's test: "STEP" makes rank 0 start
+     * that step's backward from an infinite dloss, so its gradients overflow */
+    const char *ovf = getenv("GT_FAULT_OVERFLOW");
+    int overflow_step = ovf ? atoi(ovf) : -1;
     int end = cfg->stop_after > 0 && cfg->stop_after < cfg->steps ? cfg->stop_after : cfg->steps;
-    size_t uhi = hi < gt_gpt2_num_params(model) ? hi : gt_gpt2_num_params(model);
+    size_t uhi = hi < gt_model_num_params(model) ? hi : gt_model_num_params(model);
     for (int step = (int)start; step < end; step++) {
         int i = step - (int)start; /* this run's statistics */
         if (rank == stall_rank && step + 1 == stall_step)
             for (;;) sleep(1000);
         uint64_t t0 = gt_now_ns(), wait = 0;
-        const int32_t *inputs, *targets;
-        if ((s = gt_loader_next(loader, &inputs, &targets, &wait)) != GT_OK) goto done;
+        const int32_t *inputs = NULL, *targets = NULL;
+        if (dense) {
+            /* this rank's samples of the global batch, made on the spot:
+             * sample i is the same whoever makes it */
+            uint64_t w0 = gt_now_ns();
+            gt_task_fill(task, (uint64_t)step * cfg->batch + (uint64_t)rank * B, B, dense_x,
+                         dense_y);
+            wait = gt_now_ns() - w0;
+        } else if ((s = gt_loader_next(loader, &inputs, &targets, &wait)) != GT_OK) {
+            goto done;
+        }
         if ((s = gt_dp_begin(dp, grads)) != GT_OK) goto done;
-        if ((s = gt_gpt2_zero_grad(model)) != GT_OK) goto done;
+        if ((s = gt_model_zero_grad(model)) != GT_OK) goto done;
+        /* fp16: the scaled loss keeps small gradients above fp16's underflow */
+        float scale = fp16 ? ls.scale : 1.0f;
+        float dloss_step = dloss * scale;
+        if (rank == 0 && step + 1 == overflow_step) {
+            fprintf(stderr, "gauntlet: GT_FAULT_OVERFLOW: rank 0 starts the backward of step %d "
+                            "from an infinite dloss\n", step + 1);
+            dloss_step = INFINITY;
+        }
         for (int j = 0; j < k_local; j++) {
-            const int32_t *in = inputs + (size_t)j * M * T, *tg = targets + (size_t)j * M * T;
+            gt_batch mb = {.n = M, .T = T};
+            if (dense) {
+                mb.inputs = dense_x + (size_t)j * M * numel;
+                mb.targets = dense_y + (size_t)j * M;
+            } else {
+                mb.tokens = inputs + (size_t)j * M * T;
+                mb.targets = targets + (size_t)j * M * T;
+            }
             int last = j == k_local - 1;
-            if (cfg->deterministic && j > 0 && (s = gt_gpt2_zero_grad(model)) != GT_OK)
+            if (cfg->deterministic && j > 0 && (s = gt_model_zero_grad(model)) != GT_OK)
                 goto done;
-            gt_gpt2_set_grad_hook(model, last && !cfg->deterministic ? dp_hook : NULL, dp);
-            if ((s = gt_gpt2_forward_backward(model, in, tg, M, T, dloss, &mb_loss[j])) != GT_OK)
+            gt_model_set_grad_hook(model, last && !cfg->deterministic ? dp_hook : NULL, dp);
+            if ((s = gt_model_forward_backward(model, &mb, dloss_step, &mb_loss[j])) != GT_OK)
                 goto done;
             if (cfg->deterministic && k_local > 1 &&
                 (s = tree_push(be, &tree, grads)) != GT_OK)
                 goto done;
         }
-        gt_gpt2_set_grad_hook(model, NULL, NULL);
+        gt_model_set_grad_hook(model, NULL, NULL);
         if (cfg->deterministic && k_local > 1) {
             int top = tree.nslots - 1;
-            s = be->copy_device(be, grads, tree.slot[top], tree.n * sizeof(float));
+            s = be->copy_device(be, grads, tree.slot[top], tree.n * gt_dtype_size(tree.dt));
             tree.used[top] = 0;
             if (s != GT_OK) goto done;
         }
-        float *gshard = NULL;
+        void *gshard = NULL;
         double exposed = 0;
         if ((s = gt_dp_finish(dp, &gshard, &exposed)) != GT_OK) goto done;
-        if (rank == nan_rank && step + 1 == nan_step && lo < uhi) {
+        if (rank == nan_rank && step + 1 == nan_step && nan_loss) {
+            fprintf(stderr, "gauntlet: GT_FAULT_NAN: rank %d makes its loss NaN at step %d\n",
+                    rank, step + 1);
+            mb_loss[0] = NAN;
+        } else if (rank == nan_rank && step + 1 == nan_step && lo < uhi) {
             size_t x = lo + (uhi - lo) / 2;
+            uint16_t bad16 = cfg->precision == GT_DTYPE_BF16 ? gt_fp32_to_bf16(NAN)
+                                                             : gt_fp32_to_fp16(NAN);
             float bad = NAN;
-            gt_gpt2_loc loc;
+            gt_model_loc loc;
             char name[96];
-            gt_gpt2_locate(model, x, &loc);
-            gt_gpt2_loc_format(&loc, name, sizeof name);
+            gt_model_locate(model, x, &loc);
+            gt_model_loc_format(model, &loc, name, sizeof name);
             fprintf(stderr, "gauntlet: GT_FAULT_NAN: rank %d writes NaN into the gradient of %s "
                             "at step %d\n", rank, name, step + 1);
-            if ((s = be->copy_to_device(be, gshard + (x - lo), &bad, sizeof bad)) != GT_OK)
+            size_t es = gt_dtype_size(cfg->precision);
+            if ((s = be->copy_to_device(be, (char *)gshard + (x - lo) * es,
+                                        es == sizeof bad ? (const void *)&bad : &bad16, es)) !=
+                GT_OK)
                 goto done;
         }
         double norm = 0;
@@ -813,6 +1004,24 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         double loss = lsum / (k_local * R);
         for (int r = 0; r < R && bad_rank < 0; r++)
             if (all_loss[(size_t)r * (k_local + 1) + k_local] != 0.0f) bad_rank = r;
+        /* fp16: a finite loss with non-finite gradients is an overflow that
+         * the scaler handles; every rank sees the same flags, so every rank
+         * skips together. A non-finite loss is never a scaling matter. */
+        int skip = 0;
+        if (fp16 && isfinite(loss) && !at_loss) {
+            if ((s = gt_lossscale_update(&ls, bad_rank < 0, &skip)) != GT_OK) {
+                s = gt_error_wrap(s, "step %d", step + 1);
+                st->collective_error = R > 1;
+                goto done;
+            }
+            if (skip) {
+                fprintf(stderr,
+                        "gauntlet: step %d: fp16 gradients overflowed at loss scale %g: step "
+                        "skipped, scale now %g\n",
+                        step + 1, (double)scale, (double)ls.scale);
+                bad_rank = -1;
+            }
+        }
         if (!isfinite(loss) || bad_rank >= 0) {
             if (bad_rank < 0) {
                 bad_rank = 0;
@@ -823,13 +1032,23 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
             st->collective_error = R > 1;
             goto done;
         }
+        /* the lr schedule advances on a skipped step (torch: scheduler.step()
+         * runs, optimizer.step() does not); AdamW's t counts real updates */
         float lr = gt_lr_at(&cfg->opt, step);
-        float scale = gt_clip_scale(&cfg->opt, norm);
-        if (lo < uhi &&
-            (s = gt_gpt2_update_range(model, &cfg->opt, step + 1, lr, scale, gshard, lo, uhi)) !=
-                GT_OK)
-            goto done;
-        if ((s = gt_dp_gather_params(dp, params)) != GT_OK) goto done;
+        norm /= scale; /* clipping and the report see the unscaled norm */
+        if (!skip) {
+            int t = step + 1 - (int)ls.skipped;
+            float gscale = gt_clip_scale(&cfg->opt, norm) / scale;
+            if (lo < uhi && (s = gt_model_update_range(model, &cfg->opt, t, lr, gscale, gshard, lo,
+                                                      uhi)) != GT_OK)
+                goto done;
+            if ((s = gt_dp_gather_params(dp, params)) != GT_OK) goto done;
+            /* ZeRO-1: the other ranks' shards arrived as fp32 masters */
+            if (cfg->zero && R > 1 && ((s = gt_model_sync_weights(model, 0, lo)) != GT_OK ||
+                                       (s = gt_model_sync_weights(model, hi, gt_dp_padded(dp))) !=
+                                           GT_OK))
+                goto done;
+        }
         if ((s = be->synchronize(be)) != GT_OK) goto done;
         if (R > 1 && cfg->check_every > 0 && (step + 1) % cfg->check_every == 0 &&
             (s = check_consistency(model, comm, step + 1)) != GT_OK)
@@ -841,7 +1060,13 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         st->ms[i] = ms;
         st->wait_ms[i] = (double)wait * 1e-6;
         st->comm_ms[i] = exposed * 1e3;
+        st->loss_scale[i] = scale;
+        st->skipped[i] = (unsigned char)skip;
         st->steps_done = i + 1;
+        if (fp16) {
+            st->skipped_steps = ls.skipped;
+            st->final_loss_scale = ls.scale;
+        }
         double tps = (double)cfg->batch * T / (ms * 1e-3);
         double mfu = tps * st->flops_per_token / (st->peak_gflops * 1e9 * R);
         if (cfg->on_step && rank == 0)
@@ -850,7 +1075,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         /* after the step's timing: a checkpoint is not training time */
         if (cfg->checkpoint_every > 0 && (step + 1) % cfg->checkpoint_every == 0 &&
             (s = save_checkpoint(cfg, model, comm, lo, hi, step + 1, st->backend_desc,
-                                 &st->collective_error)) != GT_OK)
+                                 fp16 ? &ls : NULL, &st->collective_error)) != GT_OK)
             goto done;
     }
     /* the first step pays for first-touch page faults and cache warm-up */
@@ -860,13 +1085,20 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     st->exposed_comm_ms = gt_median(st->comm_ms + skip, (size_t)(st->steps_done - skip));
     st->mfu = st->tokens_per_s * st->flops_per_token / (st->peak_gflops * 1e9 * R);
     {
+        /* the parameters, then the state tensors (BatchNorm running statistics) */
+        size_t nst = gt_model_state_numel(model);
         size_t bytes = st->num_params * sizeof(float);
-        float *host = malloc(bytes);
+        float *host = malloc(bytes + nst * sizeof(float));
         if (!host) {
             s = GT_ERR(GT_ERR_OOM, "no host memory for the final parameters");
             goto done;
         }
-        if ((s = gt_gpt2_get_params(model, host)) == GT_OK) st->params_digest = gt_fnv1a64(GT_FNV1A64_INIT, host, bytes);
+        if ((s = gt_model_get_params(model, host)) == GT_OK)
+            st->weights_digest = gt_fnv1a64(GT_FNV1A64_INIT, host, bytes);
+        if (s == GT_OK &&
+            (s = gt_model_get_state(model, host + st->num_params)) == GT_OK)
+            st->params_digest =
+                gt_fnv1a64(GT_FNV1A64_INIT, host, bytes + nst * sizeof(float));
         free(host);
     }
 done:
@@ -875,7 +1107,10 @@ done:
     for (int l = 0; l < tree.nslots; l++) gt_backend_dealloc(be, tree.slot[l]);
     gt_dp_free(dp);
     gt_loader_free(loader);
-    gt_gpt2_free(model);
+    gt_model_free(model);
+    gt_task_free(task);
+    free(dense_x);
+    free(dense_y);
     gt_tokens_release(&tok);
     gt_backend_free(be);
     gt_comm_free(own_comm);
@@ -884,17 +1119,43 @@ done:
     return s;
 }
 
+/* The architecture of an mlp / convnet preset, as report parameters. */
+static void dense_params(const char *name, gt_result *res) {
+    gt_mlp_config mc;
+    gt_convnet_config cc;
+    const char *fam = gt_model_family_of(name);
+    if (fam && strcmp(fam, "mlp") == 0 && gt_mlp_preset(name, &mc) == GT_OK) {
+        gt_result_param_int(res, "in_dim", mc.in_dim);
+        gt_result_param_int(res, "classes", mc.classes);
+        gt_result_param_int(res, "depth", mc.depth);
+        gt_result_param_int(res, "width", mc.width);
+        gt_result_param_str(res, "activation", mc.act == GT_MLP_RELU ? "relu" : "gelu");
+    } else if (fam && gt_convnet_preset(name, &cc) == GT_OK) {
+        gt_result_param_int(res, "channels", cc.channels);
+        gt_result_param_int(res, "height", cc.height);
+        gt_result_param_int(res, "width", cc.width);
+        gt_result_param_int(res, "classes", cc.classes);
+        gt_result_param_int(res, "stem", cc.stem);
+        gt_result_param_int(res, "blocks", cc.nblocks);
+    }
+}
+
 void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res) {
     const gt_gpt2_config *m = &cfg->model;
+    int dense = dense_model(cfg);
     gt_result_param_str(res, "model", cfg->model_name);
-    gt_result_param_int(res, "layers", m->num_layers);
-    gt_result_param_int(res, "heads", m->num_heads);
-    gt_result_param_int(res, "channels", m->channels);
-    gt_result_param_int(res, "vocab", m->vocab_size);
-    gt_result_param_int(res, "padded_vocab", m->padded_vocab_size);
-    gt_result_param_int(res, "max_seq", m->max_seq_len);
+    if (dense) {
+        dense_params(cfg->model_name, res);
+    } else {
+        gt_result_param_int(res, "layers", m->num_layers);
+        gt_result_param_int(res, "heads", m->num_heads);
+        gt_result_param_int(res, "channels", m->channels);
+        gt_result_param_int(res, "vocab", m->vocab_size);
+        gt_result_param_int(res, "padded_vocab", m->padded_vocab_size);
+        gt_result_param_int(res, "max_seq", m->max_seq_len);
+    }
     gt_result_param_int(res, "batch", cfg->batch);
-    gt_result_param_int(res, "seq", cfg->seq_len);
+    if (!dense) gt_result_param_int(res, "seq", cfg->seq_len);
     gt_result_param_int(res, "steps", cfg->steps);
     gt_result_param_num(res, "lr", cfg->opt.lr);
     gt_result_param_int(res, "warmup", cfg->opt.warmup_steps);
@@ -908,11 +1169,12 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     gt_result_param_str(res, "data", cfg->data_path ? cfg->data_path : "synthetic");
     gt_result_param_str(res, "data_order", gt_data_order_name(cfg->data_order));
     gt_result_param_int(res, "threads", cfg->threads);
-    gt_result_param_str(res, "precision", "fp32");
+    gt_result_param_str(res, "precision", gt_dtype_name(cfg->precision));
     if (cfg->init_from) gt_result_param_str(res, "init_from", cfg->init_from);
     gt_result_param_str(res, "backend_detail", st->backend_desc);
     gt_result_param_int(res, "num_params", (long long)st->num_params);
-    if (st->entropy >= 0) gt_result_param_num(res, "source_entropy", st->entropy);
+    if (st->entropy >= 0)
+        gt_result_param_num(res, dense ? "target_loss" : "source_entropy", st->entropy);
     char digest[32];
     snprintf(digest, sizeof digest, "%016llx", (unsigned long long)st->params_digest);
     gt_result_param_str(res, "final_params_fnv1a64", digest);
@@ -921,10 +1183,14 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     int skip = n > 1 ? 1 : 0;
     double *tps = malloc((size_t)(n > 0 ? n : 1) * sizeof *tps);
     if (tps) {
-        for (int i = skip; i < n; i++)
-            tps[i - skip] = (double)cfg->batch * cfg->seq_len / (st->ms[i] * 1e-3);
-        gt_result_metric(res, "tokens_per_s", "tokens/s", 1, st->tokens_per_s, tps,
-                         (size_t)(n - skip));
+        int T = dense ? 1 : cfg->seq_len;
+        for (int i = skip; i < n; i++) tps[i - skip] = (double)cfg->batch * T / (st->ms[i] * 1e-3);
+        /* tokens_per_s, samples_per_s, images_per_s */
+        const char *unit = st->unit[0] ? st->unit : dense ? "samples" : "tokens";
+        char mname[32], munit[32];
+        snprintf(mname, sizeof mname, "%s_per_s", unit);
+        snprintf(munit, sizeof munit, "%s/s", unit);
+        gt_result_metric(res, mname, munit, 1, st->tokens_per_s, tps, (size_t)(n - skip));
         free(tps);
     }
     gt_result_metric(res, "ms_per_step", "ms", 0, st->ms_per_step, st->ms + skip,
@@ -946,15 +1212,30 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     }
     if (cfg->checkpoint_every > 0) gt_result_param_int(res, "checkpoint_every", cfg->checkpoint_every);
     if (cfg->stop_after > 0) gt_result_param_int(res, "stop_after", cfg->stop_after);
-    gt_result_metric(res, "final_loss", "nats/token", 0, n ? st->loss[n - 1] : NAN, NULL, 0);
+    gt_result_metric(res, "final_loss", dense ? "nats/sample" : "nats/token", 0,
+                     n ? st->loss[n - 1] : NAN, NULL, 0);
     gt_result_metric(res, "peak_memory", "bytes", 0, (double)st->mem.peak_in_use, NULL, 0);
     gt_result_series(res, "loss", st->loss, (size_t)n);
     gt_result_series(res, "lr", st->lr, (size_t)n);
     gt_result_series(res, "grad_norm", st->grad_norm, (size_t)n);
     gt_result_series(res, "ms", st->ms, (size_t)n);
+    if (cfg->precision == GT_DTYPE_FP16) {
+        /* overflows the loss scaler handled: counted, not failed */
+        gt_result_metric(res, "skipped_steps", "steps", 0, (double)st->skipped_steps, NULL, 0);
+        gt_result_metric(res, "loss_scale", "factor", 1, st->final_loss_scale, NULL, 0);
+        if (st->loss_scale) gt_result_series(res, "loss_scale", st->loss_scale, (size_t)n);
+    }
     gt_result_alloc_stats(res, "backend", &st->mem);
-    int finite = n > 0;
-    for (int i = 0; i < n; i++) finite &= isfinite(st->loss[i]) && isfinite(st->grad_norm[i]);
+    /* no step ran (a skipped or failed case): its status says why, and a
+     * failed check would make a skip look like a failure to `compare` */
+    if (n == 0) return;
+    int finite = 1;
+    for (int i = 0; i < n; i++)
+        finite &= isfinite(st->loss[i]) &&
+                  (isfinite(st->grad_norm[i]) || (st->skipped && st->skipped[i]));
     gt_result_check(res, "finite_loss", finite, n ? st->loss[n - 1] : NAN, NAN,
-                    "every step's loss and gradient norm is finite");
+                    cfg->precision == GT_DTYPE_FP16
+                        ? "every step's loss is finite, and its gradient norm unless the "
+                          "loss scaler skipped the step (fp16 overflow)"
+                        : "every step's loss and gradient norm is finite");
 }

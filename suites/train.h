@@ -10,6 +10,8 @@
 #include "engine/alloc.h"
 #include "engine/comm.h"
 #include "engine/data.h"
+#include "engine/dtype.h"
+#include "engine/lossscale.h"
 #include "engine/optim.h"
 #include "engine/status.h"
 #include "models/gpt2/gpt2.h"
@@ -20,8 +22,11 @@ extern "C" {
 #endif
 
 typedef struct gt_train_config {
-    char model_name[64];     /* preset it started from, for reports */
-    gt_gpt2_config model;
+    char model_name[64];     /* preset it started from, for reports; an mlp or convnet
+                              * preset (models/model.h) selects that model and its
+                              * synthetic task, and `model`, seq_len, the data fields and
+                              * init_from do not apply (docs/models.md) */
+    gt_gpt2_config model;    /* gpt2 only */
     int batch;               /* global batch, sequences per optimizer step */
     int seq_len;             /* T */
     int steps;
@@ -32,6 +37,11 @@ typedef struct gt_train_config {
     int64_t synth_tokens;    /* 0: enough for every step to see new data */
     int synth_branch;        /* successors per state of the synthetic chain */
     const char *backend;     /* "cpu", "ref", "cuda" */
+    /* mixed precision (models/gpt2/gpt2.h, "Precision"): storage of
+     * activations, compute weights and gradients; fp32 master weights and
+     * AdamW state whatever it is. fp16 adds dynamic loss scaling */
+    gt_dtype precision;      /* GT_DTYPE_FP32 (default), _BF16 or _FP16 */
+    gt_lossscale_config loss_scale; /* fp16 only: gt_lossscale_defaults() */
     int threads;             /* cpu threads, 0: default */
     const char *init_from;   /* "llmc:FILE" or NULL */
     double peak_gflops;      /* MFU reference; <= 0: measure it */
@@ -56,7 +66,7 @@ typedef struct gt_train_config {
 } gt_train_config;
 
 /* Defaults for the gpt2-tiny preset: batch 8, seq 64, 200 steps, lr 1e-3,
- * warm-up 10, cpu backend, sequential order, seed 1337. */
+ * warm-up 10, cpu backend, fp32, sequential order, seed 1337. */
 gt_train_config gt_train_defaults(void);
 
 typedef struct gt_train_stats {
@@ -70,25 +80,47 @@ typedef struct gt_train_stats {
     double *ms;         /* (steps) wall time of each step */
     double *wait_ms;    /* (steps) time waiting for data */
     double *comm_ms;    /* (steps) communication the backward did not hide */
-    double tokens_per_s;      /* median over steps after the first */
+    double *loss_scale; /* (steps) fp16: the loss scale of each step's backward, else 1 */
+    unsigned char *skipped; /* (steps) 1: fp16 overflow, the optimizer step was skipped */
+    int64_t skipped_steps;    /* fp16: steps skipped for overflow since step 0 (resumes
+                               * included) */
+    double final_loss_scale;  /* fp16: the scale the next step would use; 1 otherwise */
+    double tokens_per_s;      /* median over steps after the first, in `unit`s per second
+                               * (tokens for gpt2, samples / images for mlp / convnet) */
+    char unit[16];            /* "tokens", "samples", "images" (gt_model_info.unit) */
     double ms_per_step;       /* median */
     double exposed_comm_ms;   /* median of comm_ms */
     double mfu;               /* model FLOP/s over peak_gflops */
     double peak_gflops;       /* the reference used */
-    double flops_per_token;
-    double entropy;           /* source entropy rate (nats/token), < 0 unknown */
+    double flops_per_token;   /* per unit */
+    double entropy;           /* source entropy rate (nats/token) for gpt2, the task's
+                               * Bayes-optimal loss for mlp / convnet; < 0 unknown */
     size_t num_params;
-    uint64_t params_digest;   /* FNV-1a 64 of the final parameters' bytes */
+    uint64_t params_digest;   /* FNV-1a 64 of the final parameters' bytes, then the state
+                               * tensors' (BatchNorm running statistics; none for gpt2) */
+    uint64_t weights_digest;  /* the same of the parameters alone (the topology check: rank
+                               * 0's running statistics depend on the rank count) */
     gt_alloc_stats mem;       /* backend allocator at the end */
     char backend_desc[256];
-    int vocab;                /* model V */
+    int vocab;                /* model V, or the classes of mlp / convnet */
     int nranks;
     size_t comm_bytes;        /* bytes this rank reduced / gathered */
 } gt_train_stats;
 
 void gt_train_stats_release(gt_train_stats *s);
 
-/* Runs the whole training job. On error, *out holds the steps that finished. */
+/* Runs the whole training job. On error, *out holds the steps that finished.
+ *
+ * fp16: the backward starts from dloss * the loss scale (engine/lossscale.h);
+ * a step whose global gradient norm is not finite is an overflow: every rank
+ * skips the optimizer step (the master weights and m, v stay as they were),
+ * the scale backs off and the step counts in skipped_steps. As with torch's
+ * GradScaler and an lr scheduler, the lr schedule still advances on a
+ * skipped step while AdamW's step count t does not (t = step - skipped).
+ * A non-finite LOSS is an error in every precision, and so is a non-finite
+ * gradient norm in fp32 and bf16. Fault injection: GT_FAULT_OVERFLOW=STEP
+ * makes rank 0 start that step's backward from an infinite dloss
+ * (docs/reliability.md). */
 gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *out);
 
 /* Puts config, metrics, series and allocator stats of a run into a result. */

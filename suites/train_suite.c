@@ -1,5 +1,5 @@
-/* The train and scaling suites: gpt2 through the training loop
- * (suites/train.c) on the topology's communicator. */
+/* The train and scaling suites: gpt2, mlp and convnet through the training
+ * loop (suites/train.c) on the topology's communicator. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +22,39 @@ static struct {
 
 static int wanted(const gt_suite_ctx *ctx, const char *name) {
     return !ctx->case_filter || strcmp(ctx->case_filter, name) == 0;
+}
+
+/* Per-case references of earlier topologies (rank 0), keyed by case name:
+ * the mlp / convnet topology digests and scaling step times. */
+enum { MAX_REFS = 16 };
+static struct {
+    char name[64];
+    uint64_t digest;
+    double ms;
+    int ranks;
+    char topology[16];
+} g_refs[MAX_REFS];
+
+static int ref_slot(const char *name) {
+    for (int i = 0; i < MAX_REFS; i++) {
+        if (strcmp(g_refs[i].name, name) == 0) return i;
+        if (!g_refs[i].name[0]) {
+            snprintf(g_refs[i].name, sizeof g_refs[i].name, "%.63s", name);
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* A dense-model case runs for `--case NAME`, the case's short name
+ * ("run_to_run": every model's) or its model ("mlp-tiny", "mlp-tiny/"). */
+static int wanted_dense(const gt_suite_ctx *ctx, const char *model, const char *what) {
+    if (!ctx->case_filter) return 1;
+    char full[96], pre[80];
+    snprintf(full, sizeof full, "%s/%s", model, what);
+    snprintf(pre, sizeof pre, "%s/", model);
+    return strcmp(ctx->case_filter, full) == 0 || strcmp(ctx->case_filter, what) == 0 ||
+           strcmp(ctx->case_filter, model) == 0 || strcmp(ctx->case_filter, pre) == 0;
 }
 
 static void done(const gt_suite_ctx *ctx, gt_result *res) {
@@ -56,6 +89,51 @@ static gt_result *train_case(const gt_suite_ctx *ctx, const char *suite, const c
 
 /* A status that must stop the suite: the communicator can no longer be trusted. */
 static int fatal(gt_status s) { return s == GT_ERR_COMM || s == GT_ERR_TIMEOUT || s == GT_ERR_OOM; }
+
+/* bf16 / fp16 training against fp32 on the same backend: the mean loss of
+ * the last 8 of 24 steps within `limit` nats of fp32's. On ref the gaps
+ * measured ~2e-4 (bf16) and ~3e-5 (fp16) (models/tests/gpt2_precision.c);
+ * limits of 0.02 and 0.005 leave room for backends that accumulate in
+ * fp32 rather than fp64, and still catch a compute copy that is not kept
+ * up to date (the loss then stays near ln(V), more than 0.5 nats off).
+ * A backend that cannot store dt makes the case a skip. */
+static gt_status precision_case(const gt_suite_ctx *ctx, gt_dtype dt, const char *name) {
+    gt_train_config c = base_config(ctx, 24);
+    c.opt.lr = 3e-3f;
+    c.batch = 4;
+    c.peak_gflops = 1;
+    c.precision = dt;
+    gt_train_config ref = c;
+    ref.precision = GT_DTYPE_FP32;
+    gt_train_stats a, b;
+    memset(&b, 0, sizeof b);
+    char full[80];
+    snprintf(full, sizeof full, "gpt2-tiny/%s", name);
+    gt_status s;
+    gt_result *res = train_case(ctx, "train", full, &c, &a, &s);
+    if (s == GT_OK) {
+        s = gt_train_run(&ref, &b);
+        if (res && s != GT_OK)
+            gt_result_set_status(res, GT_RESULT_ERROR, gt_last_error());
+    }
+    if (res && s == GT_OK) {
+        double limit = dt == GT_DTYPE_BF16 ? 0.02 : 0.005;
+        double ta = gt_train_tail_loss(&a, 8), tb = gt_train_tail_loss(&b, 8);
+        char detail[160];
+        snprintf(detail, sizeof detail,
+                 "mean loss of the last 8 steps within %.3f nats of the fp32 run's %.6f", limit,
+                 tb);
+        gt_result_check(res, "close_to_fp32", fabs(ta - tb) <= limit, fabs(ta - tb), limit,
+                        detail);
+    }
+    done(ctx, res);
+    gt_train_stats_release(&a);
+    gt_train_stats_release(&b);
+    return fatal(s) ? s : GT_OK;
+}
+
+static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int steps,
+                             double upper, double lower);
 
 static gt_status train_run(const gt_suite_ctx *ctx) {
     gt_status s = GT_OK;
@@ -177,6 +255,150 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
         gt_train_stats_release(&b);
         if (fatal(s)) return s;
     }
+    for (int k = 0; k < 2; k++) {
+        gt_dtype dt = k == 0 ? GT_DTYPE_BF16 : GT_DTYPE_FP16;
+        char name[64];
+        snprintf(name, sizeof name, "precision_%s", gt_dtype_name(dt));
+        if (!wanted(ctx, name)) continue;
+        GT_TRY(precision_case(ctx, dt, name));
+    }
+    /* margins: docs/testing.md, "mlp and convnet through the train suite" */
+    GT_TRY(dense_cases(ctx, "mlp-tiny", 3000, 0.12, 0.08));
+    GT_TRY(dense_cases(ctx, "convnet-tiny", 600, 0.10, 0.10));
+    return GT_OK;
+}
+
+/* ---- mlp and convnet (docs/models.md) ---------------------------------------------
+ * Each tiny preset on its synthetic task: AdamW lr 1e-2, beta2 0.999, 5%
+ * warm-up, cosine decay, the settings of models/tests/dense_convergence.c. */
+static gt_train_config dense_config(const gt_suite_ctx *ctx, const char *model, int steps) {
+    gt_train_config c = base_config(ctx, steps);
+    snprintf(c.model_name, sizeof c.model_name, "%s", model);
+    c.batch = strncmp(model, "mlp", 3) == 0 ? 64 : 32;
+    c.opt.lr = 1e-2f;
+    c.opt.beta2 = 0.999f;
+    c.opt.warmup_steps = steps / 20;
+    return c;
+}
+
+static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int steps,
+                             double upper, double lower) {
+    int R = gt_comm_size(ctx->comm);
+    gt_status s = GT_OK;
+    char name[96];
+    if (wanted_dense(ctx, model, "convergence")) {
+        gt_train_config c = dense_config(ctx, model, steps);
+        gt_train_stats st;
+        snprintf(name, sizeof name, "%s/convergence", model);
+        gt_result *res = train_case(ctx, "train", name, &c, &st, &s);
+        if (res && s == GT_OK) {
+            double tail = gt_train_tail_loss(&st, 100);
+            char detail[200];
+            snprintf(detail, sizeof detail,
+                     "mean training loss of the last 100 steps within [-%.2f, +%.2f] of the "
+                     "task's Bayes-optimal loss %.6f",
+                     lower, upper, st.entropy);
+            gt_result_check(res, "converged",
+                            tail <= st.entropy + upper && tail >= st.entropy - lower, tail,
+                            st.entropy + upper, detail);
+        }
+        done(ctx, res);
+        gt_train_stats_release(&st);
+        if (fatal(s)) return s;
+    }
+    if (wanted_dense(ctx, model, "run_to_run")) {
+        gt_train_config c = dense_config(ctx, model, 20);
+        c.peak_gflops = 1;
+        gt_train_stats a, b;
+        memset(&b, 0, sizeof b);
+        s = gt_train_run(&c, &a);
+        if (s == GT_OK) s = gt_train_run(&c, &b);
+        if (ctx->rep) {
+            snprintf(name, sizeof name, "%s/run_to_run", model);
+            gt_result *res = gt_report_add_result(ctx->rep, "train", name, ctx->topology,
+                                                  ctx->backend);
+            gt_train_record(&c, &b, res);
+            if (s != GT_OK) {
+                gt_result_set_status(res, GT_RESULT_ERROR, gt_last_error());
+            } else {
+                int same = a.params_digest == b.params_digest && a.steps_done == b.steps_done &&
+                           memcmp(a.loss, b.loss, sizeof(double) * (size_t)a.steps_done) == 0;
+                gt_result_check(res, "run_to_run", same, same, 1,
+                                "two runs with the same seed: bitwise-equal losses, weights "
+                                "and BatchNorm running statistics");
+            }
+            done(ctx, res);
+        }
+        gt_train_stats_release(&a);
+        gt_train_stats_release(&b);
+        if (fatal(s)) return s;
+    }
+    if (wanted_dense(ctx, model, "topology") && (R & (R - 1)) == 0) {
+        /* micro-batches of 2 samples are the tree's leaves on every topology, so
+         * BatchNorm sees the same batches; rank 0's running statistics differ
+         * with the rank count (docs/models.md): the weights alone are compared */
+        gt_train_config c = dense_config(ctx, model, 10);
+        c.peak_gflops = 1;
+        c.deterministic = 1;
+        c.micro_batch = 2;
+        c.batch = 16;
+        gt_train_stats st;
+        snprintf(name, sizeof name, "%s/topology", model);
+        gt_result *res = train_case(ctx, "train", name, &c, &st, &s);
+        if (res && s == GT_OK) {
+            int k = ref_slot(name);
+            uint64_t d = st.weights_digest;
+            if (k >= 0 && !g_refs[k].ranks) {
+                g_refs[k].ranks = R;
+                g_refs[k].digest = d;
+                snprintf(g_refs[k].topology, sizeof g_refs[k].topology, "%s", ctx->topology);
+                gt_result_param_str(res, "reference", "this topology is the reference");
+            } else if (k >= 0) {
+                char detail[160];
+                snprintf(detail, sizeof detail,
+                         "deterministic weights %016llx bitwise equal to topology %s's",
+                         (unsigned long long)d, g_refs[k].topology);
+                gt_result_check(res, "topology_bitwise", d == g_refs[k].digest,
+                                d == g_refs[k].digest, 1, detail);
+            }
+        }
+        done(ctx, res);
+        gt_train_stats_release(&st);
+        if (fatal(s)) return s;
+    }
+    if (wanted_dense(ctx, model, "cross_backend") && R == 1) {
+        const char *other = strcmp(ctx->backend, "cuda") == 0 ? "cpu" : "ref";
+        gt_train_config c = dense_config(ctx, model, 10);
+        c.peak_gflops = 1;
+        gt_train_config o = c;
+        o.backend = other;
+        gt_train_stats a, b;
+        memset(&b, 0, sizeof b);
+        s = gt_train_run(&c, &a);
+        if (s == GT_OK) s = gt_train_run(&o, &b);
+        if (ctx->rep) {
+            snprintf(name, sizeof name, "%s/cross_backend_vs_%s", model, other);
+            gt_result *res = gt_report_add_result(ctx->rep, "train", name, ctx->topology,
+                                                  ctx->backend);
+            gt_train_record(&c, &a, res);
+            if (s != GT_OK) {
+                gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP
+                                                                  : GT_RESULT_ERROR,
+                                     gt_last_error());
+            } else {
+                double worst = 0;
+                for (int i = 0; i < a.steps_done && i < b.steps_done; i++)
+                    worst = fmax(worst, fabs(a.loss[i] - b.loss[i]) / fabs(b.loss[i]));
+                /* measured ~1e-7 (models.dense_determinism.cpu): as gpt2's */
+                gt_result_check(res, "cross_backend", worst <= 1e-4, worst, 1e-4,
+                                "largest relative difference of the per-step losses");
+            }
+            done(ctx, res);
+        }
+        gt_train_stats_release(&a);
+        gt_train_stats_release(&b);
+        if (fatal(s)) return s;
+    }
     return GT_OK;
 }
 
@@ -188,11 +410,33 @@ static void train_list(FILE *f) {
             "topology");
     fprintf(f, "  %-28s cpu vs ref (cuda vs cpu): losses within 1e-4 (1 rank)\n",
             "cross_backend");
+    fprintf(f, "  %-28s bf16 storage, fp32 masters: loss within 0.02 of fp32's (skip on a "
+               "backend without bf16)\n",
+            "precision_bf16");
+    fprintf(f, "  %-28s fp16 with loss scaling: loss within 0.005 of fp32's, skipped steps "
+               "counted\n",
+            "precision_fp16");
+    for (int k = 0; k < 2; k++) {
+        const char *m = k ? "convnet-tiny" : "mlp-tiny";
+        char n[64];
+        snprintf(n, sizeof n, "%s/convergence", m);
+        fprintf(f, "  %-28s %s on its synthetic task reaches the Bayes-optimal loss\n", n,
+                m);
+        snprintf(n, sizeof n, "%s/run_to_run", m);
+        fprintf(f, "  %-28s two runs: bitwise-equal losses, weights, running statistics\n", n);
+        snprintf(n, sizeof n, "%s/topology", m);
+        fprintf(f, "  %-28s --deterministic, micro-batch 2: the same weights on every "
+                   "topology\n",
+                n);
+        snprintf(n, sizeof n, "%s/cross_backend", m);
+        fprintf(f, "  %-28s cpu vs ref (cuda vs cpu): losses within 1e-4 (1 rank)\n", n);
+    }
 }
 
 const gt_suite gt_suite_train = {
     .name = "train",
-    .description = "gpt2 convergence and determinism (run to run, across topologies, backends)",
+    .description = "gpt2, mlp and convnet convergence, determinism (run to run, across "
+                   "topologies, backends), gpt2 mixed precision",
     .list = train_list,
     .min_ranks = 1,
     .max_ranks = 0,
@@ -232,9 +476,37 @@ static gt_status scaling_case(const gt_suite_ctx *ctx, int weak) {
     return fatal(s) ? s : GT_OK;
 }
 
+/* Strong scaling of an mlp / convnet preset: samples (images) per second,
+ * efficiency against the first topology run. */
+static gt_status dense_scaling_case(const gt_suite_ctx *ctx, const char *model, int batch) {
+    int R = gt_comm_size(ctx->comm);
+    gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 8 : 30);
+    snprintf(c.model_name, sizeof c.model_name, "%s", model);
+    c.batch = batch;
+    gt_train_stats st;
+    gt_status s;
+    gt_result *res = train_case(ctx, "scaling", model, &c, &st, &s);
+    if (res && s == GT_OK) {
+        int k = ref_slot(model);
+        if (k >= 0 && !g_refs[k].ranks) {
+            g_refs[k].ms = st.ms_per_step;
+            g_refs[k].ranks = R;
+        } else if (k >= 0) {
+            double eff = g_refs[k].ms * g_refs[k].ranks / ((double)R * st.ms_per_step);
+            gt_result_metric(res, "strong_scaling_efficiency", "fraction", 1, eff, NULL, 0);
+            gt_result_param_int(res, "reference_ranks", g_refs[k].ranks);
+        }
+    }
+    done(ctx, res);
+    gt_train_stats_release(&st);
+    return fatal(s) ? s : GT_OK;
+}
+
 static gt_status scaling_run(const gt_suite_ctx *ctx) {
     if (wanted(ctx, "gpt2-small")) GT_TRY(scaling_case(ctx, 0));
     if (wanted(ctx, "gpt2-small/weak")) GT_TRY(scaling_case(ctx, 1));
+    if (wanted(ctx, "mlp-small")) GT_TRY(dense_scaling_case(ctx, "mlp-small", 64));
+    if (wanted(ctx, "resnet-small")) GT_TRY(dense_scaling_case(ctx, "resnet-small", 16));
     return GT_OK;
 }
 
@@ -244,11 +516,16 @@ static void scaling_list(FILE *f) {
             "gpt2-small");
     fprintf(f, "  %-28s the same with 8 sequences per rank: weak scaling efficiency\n",
             "gpt2-small/weak");
+    fprintf(f, "  %-28s samples/s, MFU, strong scaling efficiency (global batch 64)\n",
+            "mlp-small");
+    fprintf(f, "  %-28s images/s, MFU, strong scaling efficiency (global batch 16)\n",
+            "resnet-small");
 }
 
 const gt_suite gt_suite_scaling = {
     .name = "scaling",
-    .description = "gpt2-small training on each topology: tokens/s and scaling efficiency",
+    .description = "gpt2-small, mlp-small and resnet-small training on each topology: "
+                   "throughput and scaling efficiency",
     .list = scaling_list,
     .min_ranks = 1,
     .max_ranks = 0,

@@ -32,6 +32,15 @@ const gt_ops gt_ops_cpu = {
     .classifier_bwd = gt_cpu_classifier_bwd,
     .adamw = gt_cpu_adamw,
     .sumsq = gt_cpu_sumsq,
+    .cast = gt_cpu_cast,
+    .conv2d_fwd = gt_cpu_conv2d_fwd,
+    .conv2d_bwd = gt_cpu_conv2d_bwd,
+    .batchnorm_fwd = gt_cpu_batchnorm_fwd,
+    .batchnorm_bwd = gt_cpu_batchnorm_bwd,
+    .relu_fwd = gt_cpu_relu_fwd,
+    .relu_bwd = gt_cpu_relu_bwd,
+    .avgpool_fwd = gt_cpu_avgpool_fwd,
+    .avgpool_bwd = gt_cpu_avgpool_bwd,
 };
 
 typedef struct cpu_impl {

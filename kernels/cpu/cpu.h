@@ -83,5 +83,27 @@ gt_status gt_cpu_adamw(const gt_kctx *k, float *params, const void *grads, float
                        size_t n, float lr, float beta1, float beta2, float eps,
                        float weight_decay, float grad_scale, int t);
 gt_status gt_cpu_sumsq(const gt_kctx *k, const void *x, size_t n, double *out_host);
+/* fp32 / fp64 / bf16 / fp16 in any direction (cast.c; any k->dt). */
+gt_status gt_cpu_cast(const gt_kctx *k, void *dst, gt_dtype dst_dt, const void *src,
+                      gt_dtype src_dt, size_t n);
+/* vision ops (conv.c, vision.c) */
+gt_status gt_cpu_conv2d_fwd(const gt_kctx *k, void *out, const void *inp, const void *weight,
+                            const void *bias, const gt_conv2d_shape *s);
+gt_status gt_cpu_conv2d_bwd(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
+                            const void *dout, const void *inp, const void *weight,
+                            const gt_conv2d_shape *s);
+gt_status gt_cpu_batchnorm_fwd(const gt_kctx *k, void *out, float *mean, float *rstd,
+                               float *running_mean, float *running_var, const void *inp,
+                               const void *weight, const void *bias, int N, int C, int HW,
+                               float eps, float momentum, int training);
+gt_status gt_cpu_batchnorm_bwd(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
+                               const void *dout, const void *inp, const void *weight,
+                               const float *mean, const float *rstd, int N, int C, int HW);
+gt_status gt_cpu_relu_fwd(const gt_kctx *k, void *out, const void *inp, size_t n);
+gt_status gt_cpu_relu_bwd(const gt_kctx *k, void *dinp, const void *out, const void *dout,
+                          size_t n);
+gt_status gt_cpu_avgpool_fwd(const gt_kctx *k, void *out, const void *inp, int N, int C, int HW);
+gt_status gt_cpu_avgpool_bwd(const gt_kctx *k, void *dinp, const void *dout, int N, int C,
+                             int HW);
 
 #endif

@@ -4,7 +4,7 @@
  *   m = beta1 m + (1-beta1) g ;  v = beta2 v + (1-beta2) g^2
  *   params -= lr * ((m / (1-beta1^t)) / (sqrt(v / (1-beta2^t)) + eps)
  *                   + weight_decay * params)
- * params, m, v fp32 (master weights); grads fp32 or bf16 (k->dt). The bias
+ * params, m, v fp32 (master weights); grads fp32, bf16 or fp16 (k->dt). The bias
  * corrections 1-beta^t are computed once on the host in fp64 and rounded to
  * fp32. One thread per parameter.
  * Bound: memory bandwidth (4 reads + 3 writes per parameter).

@@ -1,7 +1,9 @@
 /* Causal multi-head self-attention, forward and backward: gauntlet's own
- * straightforward kernels. (cuDNN flash attention, which never stores the
- * (T,T) probabilities, is the subject of the later CUDA issue; this set is
- * the simple, obviously-deterministic baseline it will be checked against.)
+ * straightforward kernels, and the entry points, which first offer the call
+ * to cuDNN's fused flash attention (attention_cudnn.cu: bf16/fp16, never
+ * stores the (T,T) probabilities). The own kernels are the fp32 path, the
+ * fallback, and the simple, obviously-deterministic baseline the cuDNN path
+ * is checked against (kernels.attention_cudnn.cuda).
  *
  * qkv(B,T,3C) holds q, k, v side by side; head h is columns [h*hs, (h+1)*hs)
  * of each, hs = C / NH <= ATT_MAX_HS. scale = 1/sqrt(hs).
@@ -25,7 +27,8 @@
  *      kernel 2, one warp per key row t2: dk_t2 += scale * sum_t dS[t,t2] q_t,
  *        dv_t2 += sum_t P[t,t2] dO_t, for t = t2 .. T-1 in chunks of 32.
  *      Every gradient element has one writer: no atomics.
- * Variants: qkv / out / dout / dqkv fp32 or bf16; att fp32; fp32 arithmetic.
+ * Variants: qkv / out / dout / dqkv fp32, bf16 or fp16; att fp32; fp32
+ *      arithmetic.
  * Bound: FLOP/s in principle (about 2*B*NH*T^2*hs for the forward, 2.5x that
  *      backward, half of it masked), but these kernels are CUDA-core and
  *      L2-bandwidth bound (q.k dot products per lane read k rows with a
@@ -301,13 +304,21 @@ static gt_status attention_fwd_launch(gt_cuda_impl *im, void *out, float *att, c
     return GT_OK;
 }
 
+gt_status gt_cuda_attention_fwd_own(gt_cuda_impl *im, gt_dtype dt, void *out, float *att,
+                                    const void *qkv, int B, int T, int C, int NH) {
+    return GT_CUDA_DISPATCH(dt, attention_fwd_launch, im, out, att, qkv, B, T, C, NH);
+}
+
 extern "C" gt_status gt_cuda_attention_fwd(const gt_kctx *k, void *out, float *att, const void *qkv,
                                            int B, int T, int C, int NH) {
     gt_cuda_impl *im;
     GT_TRY(gt_cuda_begin(k, "attention_fwd", &im));
     GT_TRY(att_check("attention_fwd", B, T, C, NH));
     if ((size_t)B * T == 0) return GT_OK;
-    return GT_CUDA_DISPATCH(k->dt, attention_fwd_launch, im, out, att, qkv, B, T, C, NH);
+    int done = 0;
+    GT_TRY(gt_cuda_sdpa_fwd(k, im, out, att, qkv, B, T, C, NH, &done));
+    if (done) return GT_OK;
+    return gt_cuda_attention_fwd_own(im, k->dt, out, att, qkv, B, T, C, NH);
 }
 
 template <typename T>
@@ -333,6 +344,12 @@ static gt_status attention_bwd_launch(const gt_kctx *k, gt_cuda_impl *im, void *
     return GT_OK;
 }
 
+gt_status gt_cuda_attention_bwd_own(const gt_kctx *k, gt_cuda_impl *im, void *dqkv,
+                                    const void *dout, const void *qkv, const float *att, int B,
+                                    int T, int C, int NH) {
+    return GT_CUDA_DISPATCH(k->dt, attention_bwd_launch, k, im, dqkv, dout, qkv, att, B, T, C, NH);
+}
+
 extern "C" gt_status gt_cuda_attention_bwd(const gt_kctx *k, void *dqkv, const void *dout,
                                            const void *qkv, const float *att, int B, int T, int C,
                                            int NH) {
@@ -340,5 +357,8 @@ extern "C" gt_status gt_cuda_attention_bwd(const gt_kctx *k, void *dqkv, const v
     GT_TRY(gt_cuda_begin(k, "attention_bwd", &im));
     GT_TRY(att_check("attention_bwd", B, T, C, NH));
     if ((size_t)B * T == 0) return GT_OK;
-    return GT_CUDA_DISPATCH(k->dt, attention_bwd_launch, k, im, dqkv, dout, qkv, att, B, T, C, NH);
+    int done = 0;
+    GT_TRY(gt_cuda_sdpa_bwd(k, im, dqkv, dout, qkv, att, B, T, C, NH, &done));
+    if (done) return GT_OK;
+    return gt_cuda_attention_bwd_own(k, im, dqkv, dout, qkv, att, B, T, C, NH);
 }

@@ -14,6 +14,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
+#include "kernels/cuda/ops_cuda_vision.h"
 
 /* cuBLASLt workspace: enough for the split-K and stream-K algorithms of
  * GPT-2-sized GEMMs on Hopper (llm.c uses the same). */
@@ -41,18 +42,44 @@ extern "C" const gt_ops gt_ops_cuda = {
     .classifier_bwd = gt_cuda_classifier_bwd,
     .adamw = gt_cuda_adamw,
     .sumsq = gt_cuda_sumsq,
+    /* C++ designators must follow the declaration order of gt_ops */
+#if GT_HAVE_CUDNN
+    .conv2d_fwd = gt_cuda_conv2d_fwd,
+    .conv2d_bwd = gt_cuda_conv2d_bwd,
+#else
+    .conv2d_fwd = NULL, /* cuDNN absent: skipped */
+    .conv2d_bwd = NULL,
+#endif
+    .batchnorm_fwd = gt_cuda_batchnorm_fwd,
+    .batchnorm_bwd = gt_cuda_batchnorm_bwd,
+    .relu_fwd = gt_cuda_relu_fwd,
+    .relu_bwd = gt_cuda_relu_bwd,
+    .avgpool_fwd = gt_cuda_avgpool_fwd,
+    .avgpool_bwd = gt_cuda_avgpool_bwd,
+    .cast = gt_cuda_cast,
 };
 
 static gt_cuda_impl *impl_of(gt_backend *be) {
     return (gt_cuda_impl *)be->impl;
 }
 
+gt_status gt_cuda_begin_any(const gt_kctx *k, const char *op, gt_cuda_impl **out) {
+    if (!k || !k->be || k->be->device != GT_DEVICE_CUDA || !k->be->impl)
+        return GT_ERR(GT_ERR_INVALID, "cuda %s: the context is not a cuda backend's", op);
+    gt_cuda_impl *im = impl_of(k->be);
+    int cur = -1;
+    GT_CUDA_TRY(cudaGetDevice(&cur));
+    if (cur != im->device) GT_CUDA_TRY(cudaSetDevice(im->device));
+    *out = im;
+    return GT_OK;
+}
+
 gt_status gt_cuda_begin(const gt_kctx *k, const char *op, gt_cuda_impl **out) {
     if (!k || !k->be || k->be->device != GT_DEVICE_CUDA || !k->be->impl)
         return GT_ERR(GT_ERR_INVALID, "cuda %s: the context is not a cuda backend's", op);
-    if (k->dt != GT_DTYPE_FP32 && k->dt != GT_DTYPE_BF16)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "cuda %s: dtype %s is not supported (fp32, bf16)", op,
-                      gt_dtype_name(k->dt));
+    if (k->dt != GT_DTYPE_FP32 && k->dt != GT_DTYPE_BF16 && k->dt != GT_DTYPE_FP16)
+        return GT_ERR(GT_ERR_UNSUPPORTED, "cuda %s: dtype %s is not supported (fp32, bf16, fp16)",
+                      op, gt_dtype_name(k->dt));
     gt_cuda_impl *im = impl_of(k->be);
     int cur = -1;
     GT_CUDA_TRY(cudaGetDevice(&cur));
@@ -228,6 +255,7 @@ static void impl_free(gt_cuda_impl *im) {
 #if GT_HAVE_CUBLAS
         if (im->lt) (void)cublasLtDestroy(im->lt);
 #endif
+        gt_cuda_sdpa_free(im->sdpa); /* plans reference the cuDNN handle */
 #if GT_HAVE_CUDNN
         if (im->cudnn) (void)cudnnDestroy(im->cudnn);
 #endif
@@ -261,8 +289,27 @@ static int local_rank_device(int count) {
     return 0;
 }
 
+/* GT_CUDA_ATTENTION: which attention path (docs/cuda.md). */
+static gt_status attention_mode(int *mode) {
+    const char *s = getenv("GT_CUDA_ATTENTION");
+    *mode = GT_CUDA_ATT_AUTO;
+    if (!s || !*s || strcmp(s, "auto") == 0) return GT_OK;
+    if (strcmp(s, "own") == 0) {
+        *mode = GT_CUDA_ATT_OWN;
+        return GT_OK;
+    }
+    if (strcmp(s, "cudnn") == 0) {
+        *mode = GT_CUDA_ATT_CUDNN;
+        return GT_OK;
+    }
+    return GT_ERR(GT_ERR_INVALID,
+                  "GT_CUDA_ATTENTION=%.64s is not understood: use auto (or unset), own or cudnn",
+                  s);
+}
+
 static gt_status impl_init(gt_cuda_impl *im, int dev) {
     im->device = dev;
+    GT_TRY(attention_mode(&im->att_mode));
     GT_CUDA_TRY(cudaSetDevice(dev));
     cudaDeviceProp prop;
     GT_CUDA_TRY(cudaGetDeviceProperties(&prop, dev));

@@ -11,7 +11,7 @@
  * columns j = tid, tid + CLS_BLOCK, ...; the pairs are combined by xor
  * butterflies in a warp, then across warps in warp order: one read of the
  * row for the statistics, one more (bwd) to write the gradient.
- * Variants: logits / dlogits fp32 or bf16; losses fp32; fp32 arithmetic.
+ * Variants: logits / dlogits fp32, bf16 or fp16; losses fp32; fp32 arithmetic.
  * Bound: memory bandwidth (N*Vp elements read once, twice for bwd, plus one
  *      write).
  * Determinism: the combination order depends on the column index only.

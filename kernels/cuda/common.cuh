@@ -1,16 +1,18 @@
 /* Shared by every CUDA file of the cuda backend: error macros, the backend's
- * private state, per-call set-up, bf16/fp32 load/store helpers and
+ * private state, per-call set-up, fp32/bf16/fp16 load/store helpers and
  * deterministic warp reductions.
  *
  * Every kernel is a template over its storage type T, instantiated for
- * float and __nv_bfloat16 only (compile time: CI builds on 2 cores).
- * Arithmetic is always fp32 (fp64 for sumsq); bf16 is rounded to nearest
- * even once, on store.
+ * float, __nv_bfloat16 and __half only (compile time: CI builds on 2
+ * cores). Arithmetic is always fp32 (fp64 for sumsq); bf16 and fp16 are
+ * rounded to nearest even once, on store (fp16: overflow to +-Inf, like
+ * any IEEE narrowing; keeping values in range is the loss scaler's job).
  */
 #ifndef GT_CUDA_COMMON_CUH
 #define GT_CUDA_COMMON_CUH
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,11 +76,16 @@ typedef struct gt_cuda_impl {
 #if GT_HAVE_CUDNN
     cudnnHandle_t cudnn; /* bound to `stream` */
 #endif
-    void *flush_buf; /* flush_cache's buffer (2 x L2), allocated on first use */
+    int att_mode;              /* GT_CUDA_ATT_*: GT_CUDA_ATTENTION, read at creation */
+    struct gt_cuda_sdpa *sdpa; /* cuDNN attention plans and records (attention_cudnn.cu) */
+    void *flush_buf;           /* flush_cache's buffer (2 x L2), allocated on first use */
     size_t flush_bytes;
     char desc[256];
     char notes[8192]; /* gt_cuda_note's lines, each once */
 } gt_cuda_impl;
+
+/* Attention path (GT_CUDA_ATTENTION=auto|own|cudnn, unset = auto). */
+enum { GT_CUDA_ATT_AUTO = 0, GT_CUDA_ATT_OWN, GT_CUDA_ATT_CUDNN };
 
 /* Appends one line (printf format, no newline) to the backend's notes
  * (gt_backend.notes) unless that exact line is already there; silently
@@ -90,9 +97,36 @@ void gt_cuda_note(gt_cuda_impl *im, const char *fmt, ...)
     ;
 
 /* Per-call set-up of every op: checks that k is a cuda context, that k->dt
- * is fp32 or bf16 (GT_ERR_UNSUPPORTED naming `op` otherwise) and makes the
- * backend's device current for the calling thread. */
+ * is fp32, bf16 or fp16 (GT_ERR_UNSUPPORTED naming `op` otherwise) and
+ * makes the backend's device current for the calling thread. */
 gt_status gt_cuda_begin(const gt_kctx *k, const char *op, gt_cuda_impl **out);
+/* The same without the dtype check, for ops that ignore k->dt (cast). */
+gt_status gt_cuda_begin_any(const gt_kctx *k, const char *op, gt_cuda_impl **out);
+
+/* ---- attention: cuDNN fused SDPA (attention_cudnn.cu) and the own kernels
+ * (attention.cu), shared between the two files ---- */
+
+/* Forward through cuDNN when the mode, dtype, shape, device and cuDNN allow
+ * it: *done = 1 when cuDNN ran (att then holds cuDNN's state, not the
+ * probabilities), 0 when the caller must run the own kernel (the reason is
+ * in the notes; GT_ERR_UNSUPPORTED instead when GT_CUDA_ATTENTION=cudnn).
+ * Records which path wrote `att`, for the backward. */
+gt_status gt_cuda_sdpa_fwd(const gt_kctx *k, gt_cuda_impl *im, void *out, float *att,
+                           const void *qkv, int B, int T, int C, int NH, int *done);
+/* Backward for an `att` written by gt_cuda_sdpa_fwd: *done = 0 when the
+ * forward took the own kernel (att holds the probabilities). */
+gt_status gt_cuda_sdpa_bwd(const gt_kctx *k, gt_cuda_impl *im, void *dqkv, const void *dout,
+                           const void *qkv, const float *att, int B, int T, int C, int NH,
+                           int *done);
+/* Frees the plans (impl_free). Accepts NULL. */
+void gt_cuda_sdpa_free(struct gt_cuda_sdpa *s);
+/* The own kernels (no dtype or shape checks beyond what attention.cu's
+ * entry points did): att holds the probabilities (B,NH,T,T). */
+gt_status gt_cuda_attention_fwd_own(gt_cuda_impl *im, gt_dtype dt, void *out, float *att,
+                                    const void *qkv, int B, int T, int C, int NH);
+gt_status gt_cuda_attention_bwd_own(const gt_kctx *k, gt_cuda_impl *im, void *dqkv,
+                                    const void *dout, const void *qkv, const float *att, int B,
+                                    int T, int C, int NH);
 
 /* Temporary device memory from the backend's caching allocator. Freeing
  * right after queuing the kernels that use it is safe: all work runs on
@@ -123,6 +157,9 @@ template <>
 __device__ __forceinline__ float gt_ld<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i) {
     return __bfloat162float(p[i]);
 }
+template <> __device__ __forceinline__ float gt_ld<__half>(const __half *p, size_t i) {
+    return __half2float(p[i]);
+}
 
 template <typename T> __device__ __forceinline__ void gt_st(T *p, size_t i, float v);
 template <> __device__ __forceinline__ void gt_st<float>(float *p, size_t i, float v) {
@@ -131,6 +168,9 @@ template <> __device__ __forceinline__ void gt_st<float>(float *p, size_t i, flo
 template <>
 __device__ __forceinline__ void gt_st<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, float v) {
     p[i] = __float2bfloat16_rn(v);
+}
+template <> __device__ __forceinline__ void gt_st<__half>(__half *p, size_t i, float v) {
+    p[i] = __float2half_rn(v);
 }
 
 /* ---- deterministic reductions ------------------------------------------------- */
@@ -154,8 +194,12 @@ __device__ __forceinline__ float gt_warp_max(float v) {
     return v;
 }
 
-/* Dispatch on k->dt for the launchers: `launch<T>(args...)`. */
+/* Dispatch on k->dt for the launchers: `launch<T>(args...)`, T = float for
+ * fp32 (and anything else: gt_cuda_begin has refused other dtypes),
+ * __nv_bfloat16 for bf16, __half for fp16. */
 #define GT_CUDA_DISPATCH(dt, launch, ...)                                                          \
-    ((dt) == GT_DTYPE_BF16 ? launch<__nv_bfloat16>(__VA_ARGS__) : launch<float>(__VA_ARGS__))
+    ((dt) == GT_DTYPE_BF16   ? launch<__nv_bfloat16>(__VA_ARGS__)                                  \
+     : (dt) == GT_DTYPE_FP16 ? launch<__half>(__VA_ARGS__)                                         \
+                             : launch<float>(__VA_ARGS__))
 
 #endif

@@ -5,7 +5,7 @@
  * bwd: dwpe(t,c) += sum over b of dout(b,t,c): one thread per (t,c), b in
  *      order. dwte: a scatter-add by token, done without atomics so that the
  *      result is bitwise reproducible and each token's sum runs in (b,t)
- *      order, in fp32, rounded once into dwte (one rounding even in bf16):
+ *      order, in fp32, rounded once into dwte (one rounding even in bf16/fp16):
  *        1. next[i] = the next position j > i with inp[j] == inp[i] (or -1),
  *           head[j] = 0 for every position that has an earlier occurrence.
  *           One thread per position scanning forward through shared-memory
@@ -15,7 +15,7 @@
  *        2. one block per head position walks its chain in order and adds
  *           the rows of dout into dwte[token]: reads dout once, bandwidth
  *           bound, serialised only along one token's occurrences.
- *      Variants: fp32 and bf16 storage; token ids int32 (in [0,V), checked
+ *      Variants: fp32, bf16 and fp16 storage; token ids int32 (in [0,V), checked
  *      by callers).
  */
 #include "kernels/cuda/common.cuh"

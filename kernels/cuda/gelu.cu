@@ -3,7 +3,7 @@
  * fwd: out(n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
  * bwd: dinp(n) += gelu'(inp) * dout, with sech^2 = 1 / cosh^2 (accurate
  *      for small arguments, 0 where cosh overflows).
- * Variants: fp32 and bf16 storage, fp32 arithmetic (tanhf, coshf).
+ * Variants: fp32, bf16 and fp16 storage, fp32 arithmetic (tanhf, coshf).
  * Bound: memory bandwidth (fwd 1 read + 1 write, bwd 3 reads + 1 write).
  * Determinism: one thread per element, no reduction.
  */

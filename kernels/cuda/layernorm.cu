@@ -10,7 +10,7 @@
  *      (chunk, 32 columns) writes a partial per column, then one thread per
  *      column sums the partials in chunk order and adds once into dweight,
  *      dbias.
- * Variants: fp32 and bf16 storage, fp32 arithmetic.
+ * Variants: fp32, bf16 and fp16 storage, fp32 arithmetic.
  * Bound: memory bandwidth (fwd reads inp about twice from L1/L2 and DRAM
  *      once; bwd reads dout and inp twice: row kernel and column kernel).
  * Determinism: warp sums are xor butterflies in lane order; the column

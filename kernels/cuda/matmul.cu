@@ -11,10 +11,12 @@
  * matrix are the column-major (K,R) matrix, its transpose, so a row-major
  * X = Y @ Z is computed as the column-major X^T = Z^T @ Y^T; each call below
  * names the column-major shapes it uses.
- * Variants: fp32 (CUBLAS_COMPUTE_32F: true fp32, no TF32) and bf16 storage
- *      with fp32 compute and scale; C and D in the storage type.
- * Bound: FLOP/s: 2*N*C*OC per GEMM (dense fp32 ~ 60 TFLOP/s, bf16 tensor
- *      cores ~ 990 TFLOP/s dense on an H100 SXM); dbias is bandwidth bound.
+ * Variants: fp32 (CUBLAS_COMPUTE_32F: true fp32, no TF32), and bf16 or fp16
+ *      storage (CUDA_R_16BF / CUDA_R_16F) with fp32 compute and scale; A, B,
+ *      C, D and the bias in the storage type.
+ * Bound: FLOP/s: 2*N*C*OC per GEMM (dense fp32 ~ 60 TFLOP/s, bf16 and fp16
+ *      tensor cores ~ 990 TFLOP/s dense on an H100 SXM); dbias is bandwidth
+ *      bound.
  * Determinism: cuBLASLt picks its algorithm from the shape, types, pointer
  *      alignment and workspace size only, and its algorithms (split-K
  *      reductions included) are bitwise reproducible on the same GPU model
@@ -103,8 +105,11 @@ static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, bool ta, bool
         return GT_ERR(GT_ERR_UNSUPPORTED,
                       "cuBLASLt has no algorithm for %s m=%d n=%d k=%d op=%c%c%s (alignment "
                       "A %u B %u D %u)",
-                      dtype == CUDA_R_16BF ? "bf16" : "fp32", m, n, kk, ta ? 'T' : 'N',
-                      tb ? 'T' : 'N', bias ? " +bias" : "", al_a, al_b, al_d);
+                      dtype == CUDA_R_16BF  ? "bf16"
+                      : dtype == CUDA_R_16F ? "fp16"
+                                            : "fp32",
+                      m, n, kk, ta ? 'T' : 'N', tb ? 'T' : 'N', bias ? " +bias" : "", al_a, al_b,
+                      al_d);
     GT_CUBLAS_TRY(hs);
 
     const float alpha = 1.0f;
@@ -154,7 +159,7 @@ __global__ void matmul_dbias_sum_kernel(T *dbias, const float *__restrict__ part
 }
 
 static cudaDataType_t cuda_type(gt_dtype dt) {
-    return dt == GT_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    return dt == GT_DTYPE_BF16 ? CUDA_R_16BF : dt == GT_DTYPE_FP16 ? CUDA_R_16F : CUDA_R_32F;
 }
 
 template <typename T>

@@ -5,8 +5,15 @@
  * ops return once the work is queued, except sumsq, which waits for its
  * result.
  *
- * Every op handles k->dt fp32 and bf16 (bf16 storage, fp32 arithmetic) and
- * returns GT_ERR_UNSUPPORTED for any other dtype.
+ * Every op handles k->dt fp32, bf16 and fp16 (16-bit storage, fp32
+ * arithmetic) and returns GT_ERR_UNSUPPORTED for any other dtype; cast
+ * ignores k->dt and converts between fp32, fp64, bf16 and fp16.
+ *
+ * attention_fwd/bwd take cuDNN's fused flash attention (SDPA) for bf16 and
+ * fp16 when cuDNN is compiled in and takes the shape, gauntlet's own
+ * kernels otherwise; GT_CUDA_ATTENTION=own|cudnn|auto (read when the
+ * backend is created) forces one (docs/cuda.md). The path taken is in the
+ * backend's notes.
  */
 #ifndef GT_OPS_CUDA_H
 #define GT_OPS_CUDA_H
@@ -52,6 +59,9 @@ gt_status gt_cuda_adamw(const gt_kctx *k, float *params, const void *grads, floa
                         size_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
                         float grad_scale, int t);
 gt_status gt_cuda_sumsq(const gt_kctx *k, const void *x, size_t n, double *out_host);
+/* Ignores k->dt; any direction among fp32, fp64, bf16, fp16. */
+gt_status gt_cuda_cast(const gt_kctx *k, void *dst, gt_dtype dst_dt, const void *src,
+                       gt_dtype src_dt, size_t n);
 
 #ifdef __cplusplus
 }

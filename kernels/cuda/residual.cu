@@ -2,7 +2,7 @@
  *
  * fwd: out(n) = a + b (out may alias a or b: no __restrict__).
  * bwd: da(n) += dout, db(n) += dout.
- * Variants: fp32 and bf16 storage, fp32 addition rounded once.
+ * Variants: fp32, bf16 and fp16 storage, fp32 addition rounded once.
  * Bound: memory bandwidth (fwd 2 reads + 1 write, bwd 3 reads + 2 writes).
  * Determinism: one thread per element, no reduction.
  */

@@ -7,7 +7,7 @@
  *   results in order) into partial[block].
  * Pass 2: one block sums the SUMSQ_GRID partials the same way.
  * The result is copied to the host and the stream waited for.
- * Variants: x fp32 or bf16.
+ * Variants: x fp32, bf16 or fp16.
  * Bound: memory bandwidth (one read of x); SUMSQ_GRID = 1024 blocks of 256
  *   threads keeps an H100's 132 SMs busy with 8 resident blocks each.
  * Determinism: the order of every addition depends on n only.

@@ -1,6 +1,8 @@
 /* The ref backend: the oracle every other backend is compared with.
- * Plain loops, fp64 accumulation, fp32 storage only, one thread, never tuned:
- * its only job is to be obviously correct. */
+ * Plain loops, fp64 accumulation, one thread, never tuned: its only job is
+ * to be obviously correct. The transformer ops, AdamW's gradients and sumsq
+ * store fp32, bf16 or fp16 (each element loaded to fp64, rounded once on
+ * store: ref.h); the vision ops (GT_REF_CHECK_DT) store fp32 only. */
 #include <stdlib.h>
 
 #include "kernels/ref/ref.h"
@@ -22,6 +24,15 @@ const gt_ops gt_ops_ref = {
     .classifier_bwd = gt_ref_classifier_bwd,
     .adamw = gt_ref_adamw,
     .sumsq = gt_ref_sumsq,
+    .cast = gt_ref_cast,
+    .conv2d_fwd = gt_ref_conv2d_fwd,
+    .conv2d_bwd = gt_ref_conv2d_bwd,
+    .batchnorm_fwd = gt_ref_batchnorm_fwd,
+    .batchnorm_bwd = gt_ref_batchnorm_bwd,
+    .relu_fwd = gt_ref_relu_fwd,
+    .relu_bwd = gt_ref_relu_bwd,
+    .avgpool_fwd = gt_ref_avgpool_fwd,
+    .avgpool_bwd = gt_ref_avgpool_bwd,
 };
 
 static const char *ref_describe(gt_backend *be) {

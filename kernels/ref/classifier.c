@@ -1,5 +1,6 @@
 /* ref classifier: softmax cross-entropy over the first V of Vp columns in
- * fp64, and the fused forward + backward (dlogits may alias logits). */
+ * fp64, and the fused forward + backward (dlogits may alias logits).
+ * Storage of logits and dlogits fp32, bf16 or fp16; losses are fp32. */
 #include <math.h>
 
 #include "kernels/ref/ref.h"
@@ -10,49 +11,49 @@ static gt_status check(int N, int V, int Vp) {
     return GT_OK;
 }
 
-/* logsumexp of row[:V] and its max, in fp64. */
-static double row_lse(const float *row, int V, double *mx_out) {
+/* logsumexp of the row starting at element `row` of logits, columns [0, V),
+ * in fp64. */
+static double row_lse(const void *logits, gt_dtype dt, size_t row, int V) {
     double mx = -INFINITY;
-    for (int j = 0; j < V; j++)
-        if (row[j] > mx) mx = row[j];
+    for (int j = 0; j < V; j++) {
+        double x = gt_ref_ld(logits, dt, row + j);
+        if (x > mx) mx = x;
+    }
     double sum = 0.0;
-    for (int j = 0; j < V; j++) sum += exp((double)row[j] - mx);
-    *mx_out = mx;
+    for (int j = 0; j < V; j++) sum += exp(gt_ref_ld(logits, dt, row + j) - mx);
     return mx + log(sum);
 }
 
-gt_status gt_ref_classifier_fwd(const gt_kctx *k, float *losses, const void *logits_,
+gt_status gt_ref_classifier_fwd(const gt_kctx *k, float *losses, const void *logits,
                                 const int32_t *targets, int N, int V, int Vp) {
-    GT_REF_CHECK_DT(k);
+    GT_REF_CHECK_DT_ANY(k);
     GT_TRY(check(N, V, Vp));
-    const float *logits = logits_;
+    gt_dtype dt = k->dt;
     for (int i = 0; i < N; i++) {
-        const float *row = logits + (size_t)i * Vp;
-        double mx;
-        losses[i] = (float)(row_lse(row, V, &mx) - row[targets[i]]);
+        size_t row = (size_t)i * Vp;
+        losses[i] = (float)(row_lse(logits, dt, row, V) - gt_ref_ld(logits, dt, row + targets[i]));
     }
     return GT_OK;
 }
 
-gt_status gt_ref_classifier_bwd(const gt_kctx *k, void *dlogits_, float *losses,
-                                const void *logits_, const int32_t *targets, float dloss, int N,
+gt_status gt_ref_classifier_bwd(const gt_kctx *k, void *dlogits, float *losses,
+                                const void *logits, const int32_t *targets, float dloss, int N,
                                 int V, int Vp) {
-    GT_REF_CHECK_DT(k);
+    GT_REF_CHECK_DT_ANY(k);
     GT_TRY(check(N, V, Vp));
-    float *dlogits = dlogits_;
-    const float *logits = logits_;
+    gt_dtype dt = k->dt;
     for (int i = 0; i < N; i++) {
-        const float *row = logits + (size_t)i * Vp;
-        float *drow = dlogits + (size_t)i * Vp; /* may be row itself */
-        double mx;
-        double lse = row_lse(row, V, &mx);
+        /* dlogits may be logits itself: element j is read before it is
+         * written, and the loss is taken before any write */
+        size_t row = (size_t)i * Vp;
+        double lse = row_lse(logits, dt, row, V);
         int tg = targets[i];
-        if (losses) losses[i] = (float)(lse - row[tg]);
+        if (losses) losses[i] = (float)(lse - gt_ref_ld(logits, dt, row + tg));
         for (int j = 0; j < V; j++) {
-            double p = exp((double)row[j] - lse);
-            drow[j] = (float)((double)dloss * (p - (j == tg ? 1.0 : 0.0)));
+            double p = exp(gt_ref_ld(logits, dt, row + j) - lse);
+            gt_ref_st(dlogits, dt, row + j, (double)dloss * (p - (j == tg ? 1.0 : 0.0)));
         }
-        for (int j = V; j < Vp; j++) drow[j] = 0.0f;
+        for (int j = V; j < Vp; j++) gt_ref_st(dlogits, dt, row + j, 0.0);
     }
     return GT_OK;
 }

@@ -1,53 +1,52 @@
-/* ref pointwise ops: GELU (tanh approximation) and residual add, in fp64. */
+/* ref pointwise ops: GELU (tanh approximation) and residual add, in fp64.
+ * Storage fp32, bf16 or fp16. */
 #include <math.h>
 
 #include "kernels/ref/ref.h"
 
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 
-gt_status gt_ref_gelu_fwd(const gt_kctx *k, void *out_, const void *inp_, size_t n) {
-    GT_REF_CHECK_DT(k);
-    float *out = out_;
-    const float *inp = inp_;
+gt_status gt_ref_gelu_fwd(const gt_kctx *k, void *out, const void *inp, size_t n) {
+    GT_REF_CHECK_DT_ANY(k);
+    gt_dtype dt = k->dt;
     for (size_t i = 0; i < n; i++) {
-        double x = inp[i];
-        out[i] = (float)(0.5 * x * (1.0 + tanh(GELU_K * (x + 0.044715 * x * x * x))));
+        double x = gt_ref_ld(inp, dt, i);
+        gt_ref_st(out, dt, i, 0.5 * x * (1.0 + tanh(GELU_K * (x + 0.044715 * x * x * x))));
     }
     return GT_OK;
 }
 
-gt_status gt_ref_gelu_bwd(const gt_kctx *k, void *dinp_, const void *inp_, const void *dout_,
+gt_status gt_ref_gelu_bwd(const gt_kctx *k, void *dinp, const void *inp, const void *dout,
                           size_t n) {
-    GT_REF_CHECK_DT(k);
-    float *dinp = dinp_;
-    const float *inp = inp_, *dout = dout_;
+    GT_REF_CHECK_DT_ANY(k);
+    gt_dtype dt = k->dt;
     for (size_t i = 0; i < n; i++) {
-        double x = inp[i];
+        double x = gt_ref_ld(inp, dt, i);
         double u = GELU_K * (x + 0.044715 * x * x * x);
         double th = tanh(u);
         double sech2 = 1.0 - th * th;
         double g = 0.5 * (1.0 + th) + 0.5 * x * sech2 * GELU_K * (1.0 + 3.0 * 0.044715 * x * x);
-        dinp[i] = (float)((double)dinp[i] + g * dout[i]);
+        gt_ref_st(dinp, dt, i, gt_ref_ld(dinp, dt, i) + g * gt_ref_ld(dout, dt, i));
     }
     return GT_OK;
 }
 
-gt_status gt_ref_residual_fwd(const gt_kctx *k, void *out_, const void *a_, const void *b_,
+gt_status gt_ref_residual_fwd(const gt_kctx *k, void *out, const void *a, const void *b,
                               size_t n) {
-    GT_REF_CHECK_DT(k);
-    float *out = out_;
-    const float *a = a_, *b = b_;
-    for (size_t i = 0; i < n; i++) out[i] = (float)((double)a[i] + b[i]);
+    GT_REF_CHECK_DT_ANY(k);
+    gt_dtype dt = k->dt;
+    /* element by element, each loaded before its store: out may alias a or b */
+    for (size_t i = 0; i < n; i++) gt_ref_st(out, dt, i, gt_ref_ld(a, dt, i) + gt_ref_ld(b, dt, i));
     return GT_OK;
 }
 
-gt_status gt_ref_residual_bwd(const gt_kctx *k, void *da_, void *db_, const void *dout_, size_t n) {
-    GT_REF_CHECK_DT(k);
-    float *da = da_, *db = db_;
-    const float *dout = dout_;
+gt_status gt_ref_residual_bwd(const gt_kctx *k, void *da, void *db, const void *dout, size_t n) {
+    GT_REF_CHECK_DT_ANY(k);
+    gt_dtype dt = k->dt;
     for (size_t i = 0; i < n; i++) {
-        da[i] = (float)((double)da[i] + dout[i]);
-        db[i] = (float)((double)db[i] + dout[i]);
+        double g = gt_ref_ld(dout, dt, i);
+        gt_ref_st(da, dt, i, gt_ref_ld(da, dt, i) + g);
+        gt_ref_st(db, dt, i, gt_ref_ld(db, dt, i) + g);
     }
     return GT_OK;
 }

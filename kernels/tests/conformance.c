@@ -108,6 +108,9 @@ int main(int argc, char **argv) {
         one(&t, GT_OP_GELU_BWD, sh);
         one(&t, GT_OP_RESIDUAL_FWD, sh);
         one(&t, GT_OP_RESIDUAL_BWD, sh);
+        one(&t, GT_OP_RELU_FWD, sh);
+        one(&t, GT_OP_RELU_BWD, sh);
+        one(&t, GT_OP_CAST, sh);
     }
     static const int cl[][3] = {{1, 1, 1}, {3, 7, 16}, {17, 65, 65}, {8, 1000, 1024}, {4, 50257, 50304}};
     for (size_t i = 0; i < sizeof cl / sizeof cl[0]; i++) {
@@ -120,6 +123,43 @@ int main(int argc, char **argv) {
         gt_kshape sh = {.n = op[i], .step = i % 2 ? 1 : 10};
         one(&t, GT_OP_ADAMW, sh);
         one(&t, GT_OP_SUMSQ, sh);
+    }
+
+    /* vision ops: N, C, H, W. 1x1 images, N = 1, C = 1, odd sizes, a
+     * BatchNorm1d shape (HW 1), ResNet-ish stages; batchnorm in both modes,
+     * with a count N HW of 1 (running variance unchanged) and of 2. */
+    static const int im[][4] = {{1, 1, 1, 1}, {2, 1, 1, 1},   {1, 3, 7, 5},
+                                {3, 17, 1, 1}, {4, 16, 8, 8}, {64, 256, 1, 1},
+                                {8, 64, 16, 16}, {2, 512, 4, 4}};
+    for (size_t i = 0; i < sizeof im / sizeof im[0]; i++) {
+        gt_kshape sh = {.N = im[i][0], .C = im[i][1], .H = im[i][2], .W = im[i][3]};
+        one(&t, GT_OP_AVGPOOL_FWD, sh);
+        one(&t, GT_OP_AVGPOOL_BWD, sh);
+        sh.train = 1;
+        one(&t, GT_OP_BATCHNORM_FWD, sh);
+        one(&t, GT_OP_BATCHNORM_BWD, sh);
+        sh.train = 0;
+        one(&t, GT_OP_BATCHNORM_FWD, sh);
+    }
+    /* conv2d: N, C, H, W, OC, KH, KW, stride, pad, bias. 1x1 images, kernels
+     * 1/3/5/7 and 3x1, pad 0..3, stride 2 on odd sizes, the 1x1 stride-1
+     * pad-0 path and its stride-2 sibling, ResNet-ish blocks, and shapes
+     * whose im2col spans one image or a partial group of images on cpu. */
+    static const int cv[][10] = {
+        {1, 1, 1, 1, 1, 1, 1, 1, 0, 1},      {1, 1, 1, 1, 2, 3, 3, 1, 1, 1},
+        {2, 3, 7, 7, 5, 3, 3, 2, 1, 1},      {1, 2, 9, 7, 3, 3, 3, 2, 0, 0},
+        {2, 3, 8, 8, 4, 5, 5, 1, 2, 1},      {2, 3, 11, 11, 4, 7, 7, 2, 2, 1},
+        {1, 3, 15, 13, 8, 7, 7, 2, 3, 0},    {3, 5, 6, 4, 7, 3, 1, 1, 1, 1},
+        {2, 16, 8, 8, 32, 1, 1, 1, 0, 1},    {2, 16, 9, 9, 32, 1, 1, 2, 0, 0},
+        {4, 16, 16, 16, 16, 3, 3, 1, 1, 1},  {4, 16, 16, 16, 32, 3, 3, 2, 1, 0},
+        {8, 64, 8, 8, 64, 3, 3, 1, 1, 0},    {3, 32, 36, 36, 4, 3, 3, 1, 1, 1},
+        {2, 64, 32, 32, 8, 3, 3, 1, 1, 1}};
+    for (size_t i = 0; i < sizeof cv / sizeof cv[0]; i++) {
+        gt_kshape sh = {.N = cv[i][0], .C = cv[i][1], .H = cv[i][2], .W = cv[i][3],
+                        .OC = cv[i][4], .KH = cv[i][5], .KW = cv[i][6], .stride = cv[i][7],
+                        .pad = cv[i][8], .bias = cv[i][9]};
+        one(&t, GT_OP_CONV2D_FWD, sh);
+        one(&t, GT_OP_CONV2D_BWD, sh);
     }
 
     printf("conformance %s %s: %d checks, %d failed, %d skipped\n", bname, gt_dtype_name(t.dt),

@@ -128,6 +128,76 @@ static gt_status run_op(gt_backend *be, gt_op op, run *r) {
     case GT_OP_SUMSQ:
         s = o->sumsq(&k, a, nbig, &r->d);
         break;
+    /* vision ops on a ResNet-ish stage, N8 C32 16x16: the im2col path (3x3,
+     * stride 1 and 2) and the 1x1 path of conv2d; batchnorm with every
+     * channel summed over 2048 values */
+    case GT_OP_CONV2D_FWD:
+    case GT_OP_CONV2D_BWD: {
+        gt_conv2d_shape cs[3] = {
+            {.N = 8, .C = 32, .H = 16, .W = 16, .OC = 64, .KH = 3, .KW = 3, .stride = 1, .pad = 1},
+            {.N = 8, .C = 32, .H = 16, .W = 16, .OC = 64, .KH = 1, .KW = 1, .stride = 1, .pad = 0},
+            {.N = 8, .C = 32, .H = 16, .W = 16, .OC = 64, .KH = 3, .KW = 3, .stride = 2, .pad = 1}};
+        size_t nin = (size_t)8 * 32 * 16 * 16;
+        for (int v = 0; v < 3 && s == GT_OK; v++) {
+            size_t nout = (size_t)8 * 64 * gt_conv2d_out_h(&cs[v]) * gt_conv2d_out_w(&cs[v]);
+            size_t nw = (size_t)64 * 32 * cs[v].KH * cs[v].KW;
+            if (op == GT_OP_CONV2D_FWD) {
+                r->n[v] = nout, r->out[v] = tu_xmalloc(nout * 4);
+                s = o->conv2d_fwd(&k, r->out[v], a, c, b, &cs[v]);
+            } else {
+                r->n[2 * v] = nin, r->out[2 * v] = cp(a, nin);
+                r->n[2 * v + 1] = nw, r->out[2 * v + 1] = cp(b, nw);
+                float *db = v == 0 ? (r->n[6] = 64, r->out[6] = cp(c, 64)) : NULL;
+                s = o->conv2d_bwd(&k, r->out[2 * v], r->out[2 * v + 1], db, b + nw, a + nin, c, &cs[v]);
+            }
+        }
+        break;
+    }
+    case GT_OP_BATCHNORM_FWD:
+        r->n[0] = (size_t)8 * 64 * 256, r->out[0] = tu_xmalloc(r->n[0] * 4);
+        for (int i = 1; i <= 4; i++) r->n[i] = 64, r->out[i] = cp(b, 64);
+        for (int i = 0; i < 64; i++) r->out[4][i] = 1.0f + fabsf(r->out[4][i]); /* a variance */
+        s = o->batchnorm_fwd(&k, r->out[0], r->out[1], r->out[2], r->out[3], r->out[4], a, b, c,
+                             8, 64, 256, 1e-5f, 0.1f, 1);
+        /* BatchNorm1d (HW 1): channels in blocks; mean, rstd, running mean, var side by side */
+        r->n[5] = (size_t)512 * 256, r->out[5] = tu_xmalloc(r->n[5] * 4);
+        r->n[6] = 4 * 256, r->out[6] = cp(b, 4 * 256);
+        for (int i = 3 * 256; i < 4 * 256; i++) r->out[6][i] = 1.0f + fabsf(r->out[6][i]);
+        if (s == GT_OK)
+            s = o->batchnorm_fwd(&k, r->out[5], r->out[6], r->out[6] + 256, r->out[6] + 512,
+                                 r->out[6] + 768, a, b, c, 512, 256, 1, 1e-5f, 0.1f, 1);
+        break;
+    case GT_OP_BATCHNORM_BWD: {
+        float mean[256], rstd[256];
+        for (int i = 0; i < 256; i++) mean[i] = 0.1f * b[i], rstd[i] = 1.0f + 0.5f * fabsf(c[i]);
+        r->n[0] = (size_t)8 * 64 * 256, r->out[0] = cp(b, r->n[0]);
+        r->n[1] = 64, r->out[1] = cp(c, 64);
+        r->n[2] = 64, r->out[2] = cp(c + 64, 64);
+        s = o->batchnorm_bwd(&k, r->out[0], r->out[1], r->out[2], c, a, b, mean, rstd, 8, 64, 256);
+        /* BatchNorm1d: N 512, C 256 (HW 1); dweight, dbias side by side */
+        r->n[3] = (size_t)512 * 256, r->out[3] = cp(b, r->n[3]);
+        r->n[4] = 512, r->out[4] = cp(c, 512);
+        if (s == GT_OK)
+            s = o->batchnorm_bwd(&k, r->out[3], r->out[4], r->out[4] + 256, c, a, b, mean, rstd,
+                                 512, 256, 1);
+        break;
+    }
+    case GT_OP_RELU_FWD:
+        r->n[0] = nbig, r->out[0] = tu_xmalloc(nbig * 4);
+        s = o->relu_fwd(&k, r->out[0], a, nbig);
+        break;
+    case GT_OP_RELU_BWD:
+        r->n[0] = nbig, r->out[0] = cp(b, nbig);
+        s = o->relu_bwd(&k, r->out[0], a, c, nbig);
+        break;
+    case GT_OP_AVGPOOL_FWD:
+        r->n[0] = (size_t)8 * 512, r->out[0] = tu_xmalloc(r->n[0] * 4);
+        s = o->avgpool_fwd(&k, r->out[0], a, 8, 512, 49);
+        break;
+    case GT_OP_AVGPOOL_BWD:
+        r->n[0] = (size_t)8 * 512 * 49, r->out[0] = cp(b, r->n[0]);
+        s = o->avgpool_bwd(&k, r->out[0], c, 8, 512, 49);
+        break;
     default: break;
     }
     free(a);

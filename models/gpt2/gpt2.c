@@ -67,7 +67,11 @@ struct gt_gpt2 {
     size_t num_alloc;                    /* params/grads length incl. zero padding */
     size_t norm_chunk;                   /* see gt_gpt2_norm_chunk */
     size_t opt_lo, opt_hi;               /* the range m and v hold */
-    float *params, *grads, *m, *v;       /* backend memory, fp32 */
+    gt_dtype dt;                         /* storage of activations, wc and grads */
+    size_t es;                           /* its bytes per element */
+    float *params, *m, *v;               /* backend memory, fp32: master weights, AdamW */
+    void *wc;                            /* compute copy of params in dt (== params for fp32) */
+    void *grads;                         /* in dt */
     struct { size_t off, len; int decay; } seg[3 + 8 * 1024];
     int nseg;
     gt_gpt2_grad_hook hook;
@@ -146,28 +150,30 @@ static void param_sizes(const gt_gpt2_config *c, size_t s[GT_GPT2_NUM_TENSORS]) 
     s[P_LNFB] = C;
 }
 
-static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t s[A_COUNT]) {
+/* Bytes of each activation: `e` bytes per element of the storage dtype,
+ * fp32 for the LayerNorm statistics, the attention state and the losses. */
+static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, size_t s[A_COUNT]) {
     size_t C = (size_t)c->channels, L = (size_t)c->num_layers, NH = (size_t)c->num_heads;
-    size_t BT = (size_t)B * (size_t)T, f = sizeof(float);
+    size_t BT = (size_t)B * (size_t)T, f = e, f32 = sizeof(float);
     s[A_ENCODED] = BT * C * f;
     s[A_LN1] = L * BT * C * f;
-    s[A_LN1_MEAN] = L * BT * f;
-    s[A_LN1_RSTD] = L * BT * f;
+    s[A_LN1_MEAN] = L * BT * f32;
+    s[A_LN1_RSTD] = L * BT * f32;
     s[A_QKV] = L * BT * 3 * C * f;
     s[A_ATTY] = L * BT * C * f;
-    s[A_ATT] = L * (size_t)B * NH * (size_t)T * (size_t)T * f;
+    s[A_ATT] = L * (size_t)B * NH * (size_t)T * (size_t)T * f32;
     s[A_RES2] = L * BT * C * f;
     s[A_LN2] = L * BT * C * f;
-    s[A_LN2_MEAN] = L * BT * f;
-    s[A_LN2_RSTD] = L * BT * f;
+    s[A_LN2_MEAN] = L * BT * f32;
+    s[A_LN2_RSTD] = L * BT * f32;
     s[A_FCH] = L * BT * 4 * C * f;
     s[A_FCH_GELU] = L * BT * 4 * C * f;
     s[A_RES3] = L * BT * C * f;
     s[A_LNF] = BT * C * f;
-    s[A_LNF_MEAN] = BT * f;
-    s[A_LNF_RSTD] = BT * f;
+    s[A_LNF_MEAN] = BT * f32;
+    s[A_LNF_RSTD] = BT * f32;
     s[A_LOGITS] = BT * (size_t)c->padded_vocab_size * f;
-    s[A_LOSSES] = BT * f;
+    s[A_LOSSES] = BT * f32;
     s[A_TOKENS] = BT * sizeof(int32_t);
     s[A_TARGETS] = BT * sizeof(int32_t);
     s[A_DRES] = BT * C * f;
@@ -236,7 +242,9 @@ static size_t poff(const gt_gpt2 *m, int i, int l) {
     return m->layer_base + (size_t)l * m->layer_size + m->inner[i];
 }
 
-static float *P(gt_gpt2 *m, float *base, int i, int l) { return base + poff(m, i, l); }
+/* Tensor i (layer l) of the compute weights and of the gradients, in dt. */
+static void *PW(gt_gpt2 *m, int i, int l) { return (char *)m->wc + poff(m, i, l) * m->es; }
+static void *PG(gt_gpt2 *m, int i, int l) { return (char *)m->grads + poff(m, i, l) * m->es; }
 
 /* dir 0: canonical (llm.c) -> internal; 1: internal -> canonical. */
 static void permute(const gt_gpt2 *m, float *dst, const float *src, int dir) {
@@ -253,9 +261,43 @@ static void permute(const gt_gpt2 *m, float *dst, const float *src, int dir) {
 
 static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
 
+/* A backend that cannot store dt says so on its first op: ask it once here,
+ * on a 1x1 matmul in scratch memory, so that the refusal comes before any
+ * work and names the precision. */
+static gt_status probe_dtype(gt_gpt2 *m) {
+    if (m->dt == GT_DTYPE_FP32) return GT_OK;
+    gt_backend *be = m->be;
+    if (!be->ops->cast)
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "backend '%s' has no cast op: it cannot keep a %s copy of the fp32 "
+                      "weights; use --precision fp32 or a backend that stores %s",
+                      be->name, gt_dtype_name(m->dt), gt_dtype_name(m->dt));
+    /* the first bytes of the (not yet used) backward scratch */
+    void *out = m->act[A_DLN], *in = m->act[A_DATTY], *w = m->act[A_DQKV];
+    gt_status s = be->memset_zero(be, out, m->es);
+    if (s == GT_OK) s = be->memset_zero(be, in, m->es);
+    if (s == GT_OK) s = be->memset_zero(be, w, m->es);
+    if (s == GT_OK && be->ops->matmul_fwd)
+        s = be->ops->matmul_fwd(&m->k, out, in, w, NULL, 1, 1, 1); // (1,1) @ (1,1)^T
+    if (s == GT_ERR_UNSUPPORTED)
+        return gt_error_wrap(s, "--precision %s: backend '%s' does not store %s activations "
+                                "and weights; use --precision fp32 there, or a backend that "
+                                "does (ref, cuda)",
+                             gt_dtype_name(m->dt), be->name, gt_dtype_name(m->dt));
+    return s;
+}
+
 gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, gt_gpt2 **out) {
+    return gt_gpt2_new_dt(be, cfg, GT_DTYPE_FP32, B, T, out);
+}
+
+gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt, int B, int T,
+                         gt_gpt2 **out) {
     *out = NULL;
     GT_TRY(gt_gpt2_config_check(cfg));
+    if (dt != GT_DTYPE_FP32 && dt != GT_DTYPE_BF16 && dt != GT_DTYPE_FP16)
+        return GT_ERR(GT_ERR_INVALID, "gpt2 storage dtype %s: expected fp32, bf16 or fp16",
+                      gt_dtype_name(dt));
     if (B < 1 || T < 1)
         return GT_ERR(GT_ERR_INVALID, "batch (%d) and sequence length (%d) must be >= 1", B, T);
     if (T > cfg->max_seq_len)
@@ -268,7 +310,9 @@ gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, g
     m->cfg = *cfg;
     m->be = be;
     m->k.be = be;
-    m->k.dt = GT_DTYPE_FP32;
+    m->k.dt = dt;
+    m->dt = dt;
+    m->es = gt_dtype_size(dt);
     m->B = B;
     m->T = T;
     param_sizes(cfg, m->sizes);
@@ -280,14 +324,18 @@ gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, g
     m->num_alloc = (m->num_params + m->norm_chunk - 1) / m->norm_chunk * m->norm_chunk;
     m->opt_lo = 0;
     m->opt_hi = m->num_params;
-    size_t pbytes = m->num_alloc * sizeof(float);
+    size_t pbytes = m->num_alloc * sizeof(float), gbytes = m->num_alloc * m->es;
     gt_status s = GT_OK;
     if ((s = gt_backend_alloc(be, pbytes, (void **)&m->params)) != GT_OK ||
-        (s = gt_backend_alloc(be, pbytes, (void **)&m->grads)) != GT_OK ||
+        (s = gt_backend_alloc(be, gbytes, &m->grads)) != GT_OK ||
         (s = gt_backend_alloc(be, pbytes, (void **)&m->m)) != GT_OK ||
         (s = gt_backend_alloc(be, pbytes, (void **)&m->v)) != GT_OK)
         goto fail;
-    act_sizes(cfg, B, T, m->act_sizes);
+    if (dt == GT_DTYPE_FP32) m->wc = m->params;
+    else if ((s = gt_backend_alloc(be, gbytes, &m->wc)) != GT_OK ||
+             (s = be->memset_zero(be, m->wc, gbytes)) != GT_OK)
+        goto fail;
+    act_sizes(cfg, B, T, m->es, m->act_sizes);
     size_t total = 0;
     for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
     if ((s = gt_backend_alloc(be, total, (void **)&m->act_mem)) != GT_OK) goto fail;
@@ -301,10 +349,12 @@ gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, g
         s = GT_ERR(GT_ERR_OOM, "out of host memory for the loss buffer");
         goto fail;
     }
-    if ((s = be->memset_zero(be, m->grads, pbytes)) != GT_OK ||
+    if ((s = be->memset_zero(be, m->params, pbytes)) != GT_OK ||
+        (s = be->memset_zero(be, m->grads, gbytes)) != GT_OK ||
         (s = be->memset_zero(be, m->m, pbytes)) != GT_OK ||
         (s = be->memset_zero(be, m->v, pbytes)) != GT_OK)
         goto fail;
+    if ((s = probe_dtype(m)) != GT_OK) goto fail;
     *out = m;
     return GT_OK;
 fail:
@@ -314,6 +364,7 @@ fail:
 
 void gt_gpt2_free(gt_gpt2 *m) {
     if (!m) return;
+    if (m->wc != m->params) gt_backend_dealloc(m->be, m->wc);
     gt_backend_dealloc(m->be, m->params);
     gt_backend_dealloc(m->be, m->grads);
     gt_backend_dealloc(m->be, m->m);
@@ -323,8 +374,12 @@ void gt_gpt2_free(gt_gpt2 *m) {
     free(m);
 }
 
+gt_dtype gt_gpt2_dtype(const gt_gpt2 *m) { return m->dt; }
+
 size_t gt_gpt2_memory_bytes(const gt_gpt2 *m) {
-    size_t total = 4 * m->num_params * sizeof(float);
+    /* fp32 master weights, m and v; gradients and the compute copy in dt */
+    size_t total = 3 * m->num_params * sizeof(float) + m->num_params * m->es;
+    if (m->dt != GT_DTYPE_FP32) total += m->num_params * m->es;
     for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
     return total;
 }
@@ -441,7 +496,10 @@ gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path) {
 
 /* ---- forward --------------------------------------------------------------------- */
 
-#define ACT(i) ((float *)m->act[(i)])
+/* Activation i in the storage dtype, `off` elements in; F32(i): the fp32 ones
+ * (LayerNorm statistics, attention state, losses). */
+#define ACT(i, off) ((void *)((char *)m->act[(i)] + (size_t)(off) * m->es))
+#define F32(i) ((float *)m->act[(i)])
 
 static gt_status check_tokens(const gt_gpt2 *m, const int32_t *tok, int n, const char *what) {
     for (int i = 0; i < n; i++) {
@@ -461,11 +519,18 @@ static gt_status require(const void *slot, const gt_backend *be, const char *op)
     return GT_OK;
 }
 
+/* The ops gpt2 calls (cast only to keep a compute copy in bf16 / fp16). */
 static gt_status require_ops(const gt_gpt2 *m) {
+    static const gt_op used[] = {
+        GT_OP_ENCODER_FWD,   GT_OP_ENCODER_BWD,    GT_OP_LAYERNORM_FWD, GT_OP_LAYERNORM_BWD,
+        GT_OP_MATMUL_FWD,    GT_OP_MATMUL_BWD,     GT_OP_ATTENTION_FWD, GT_OP_ATTENTION_BWD,
+        GT_OP_GELU_FWD,      GT_OP_GELU_BWD,       GT_OP_RESIDUAL_FWD,  GT_OP_CLASSIFIER_FWD,
+        GT_OP_CLASSIFIER_BWD, GT_OP_ADAMW,         GT_OP_SUMSQ,
+    };
     const gt_ops *o = m->be->ops;
-    for (int op = 0; op < GT_OP_COUNT; op++)
-        if (op != GT_OP_RESIDUAL_BWD) GT_TRY(require(gt_ops_slot(o, (gt_op)op), m->be,
-                                                     gt_op_name((gt_op)op)));
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
+        GT_TRY(require(gt_ops_slot(o, used[i]), m->be, gt_op_name(used[i])));
+    if (m->dt != GT_DTYPE_FP32) GT_TRY(require(o->cast, m->be, "cast"));
     return GT_OK;
 }
 
@@ -484,45 +549,44 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
     if (targets) GT_TRY(check_tokens(m, targets, B * T, "target"));
     m->last_B = B;
     m->last_T = T;
-    int C = c->channels, NH = c->num_heads, L = c->num_layers, V = c->vocab_size,
-        Vp = c->padded_vocab_size;
+    int C = c->channels, NH = c->num_heads, L = c->num_layers, Vp = c->padded_vocab_size;
     int N = B * T;
     size_t NC = (size_t)N * C;
     GT_TRY(be->copy_to_device(be, m->act[A_TOKENS], inputs, (size_t)N * sizeof(int32_t)));
     if (targets)
         GT_TRY(be->copy_to_device(be, m->act[A_TARGETS], targets, (size_t)N * sizeof(int32_t)));
 
-    float *p = m->params;
-    GT_TRY(o->encoder_fwd(k, ACT(A_ENCODED), m->act[A_TOKENS], P(m, p, P_WTE, 0),
-                          P(m, p, P_WPE, 0), B, T, C)); // (B,T,C)
+    /* weights: the compute copy (the fp32 masters themselves in fp32) */
+    GT_TRY(o->encoder_fwd(k, ACT(A_ENCODED, 0), m->act[A_TOKENS], PW(m, P_WTE, 0),
+                          PW(m, P_WPE, 0), B, T, C)); // (B,T,C)
     for (int l = 0; l < L; l++) {
-        float *residual = l == 0 ? ACT(A_ENCODED) : ACT(A_RES3) + (size_t)(l - 1) * NC;
-        float *ln1w = P(m, p, P_LN1W, l);             // (C)
-        float *ln1b = P(m, p, P_LN1B, l);             // (C)
-        float *qkvw = P(m, p, P_QKVW, l);     // (3C,C)
-        float *qkvb = P(m, p, P_QKVB, l);         // (3C)
-        float *attprojw = P(m, p, P_ATTPROJW, l); // (C,C)
-        float *attprojb = P(m, p, P_ATTPROJB, l);     // (C)
-        float *ln2w = P(m, p, P_LN2W, l);             // (C)
-        float *ln2b = P(m, p, P_LN2B, l);             // (C)
-        float *fcw = P(m, p, P_FCW, l);       // (4C,C)
-        float *fcb = P(m, p, P_FCB, l);           // (4C)
-        float *fcprojw = P(m, p, P_FCPROJW, l); // (C,4C)
-        float *fcprojb = P(m, p, P_FCPROJB, l);       // (C)
+        void *residual = l == 0 ? ACT(A_ENCODED, 0) : ACT(A_RES3, (size_t)(l - 1) * NC);
+        void *ln1w = PW(m, P_LN1W, l);         // (C)
+        void *ln1b = PW(m, P_LN1B, l);         // (C)
+        void *qkvw = PW(m, P_QKVW, l);         // (3C,C)
+        void *qkvb = PW(m, P_QKVB, l);         // (3C)
+        void *attprojw = PW(m, P_ATTPROJW, l); // (C,C)
+        void *attprojb = PW(m, P_ATTPROJB, l); // (C)
+        void *ln2w = PW(m, P_LN2W, l);         // (C)
+        void *ln2b = PW(m, P_LN2B, l);         // (C)
+        void *fcw = PW(m, P_FCW, l);           // (4C,C)
+        void *fcb = PW(m, P_FCB, l);           // (4C)
+        void *fcprojw = PW(m, P_FCPROJW, l);   // (C,4C)
+        void *fcprojb = PW(m, P_FCPROJB, l);   // (C)
 
-        float *ln1 = ACT(A_LN1) + (size_t)l * NC;                   // (B,T,C)
-        float *ln1_mean = ACT(A_LN1_MEAN) + (size_t)l * N;          // (B,T)
-        float *ln1_rstd = ACT(A_LN1_RSTD) + (size_t)l * N;          // (B,T)
-        float *qkv = ACT(A_QKV) + (size_t)l * 3 * NC;               // (B,T,3C)
-        float *atty = ACT(A_ATTY) + (size_t)l * NC;                 // (B,T,C)
-        float *att = ACT(A_ATT) + (size_t)l * B * NH * T * T;       // (B,NH,T,T)
-        float *res2 = ACT(A_RES2) + (size_t)l * NC;                 // (B,T,C)
-        float *ln2 = ACT(A_LN2) + (size_t)l * NC;                   // (B,T,C)
-        float *ln2_mean = ACT(A_LN2_MEAN) + (size_t)l * N;          // (B,T)
-        float *ln2_rstd = ACT(A_LN2_RSTD) + (size_t)l * N;          // (B,T)
-        float *fch = ACT(A_FCH) + (size_t)l * 4 * NC;               // (B,T,4C)
-        float *fch_gelu = ACT(A_FCH_GELU) + (size_t)l * 4 * NC;     // (B,T,4C)
-        float *res3 = ACT(A_RES3) + (size_t)l * NC;                 // (B,T,C)
+        void *ln1 = ACT(A_LN1, (size_t)l * NC);                       // (B,T,C)
+        float *ln1_mean = F32(A_LN1_MEAN) + (size_t)l * N;            // (B,T)
+        float *ln1_rstd = F32(A_LN1_RSTD) + (size_t)l * N;            // (B,T)
+        void *qkv = ACT(A_QKV, (size_t)l * 3 * NC);                   // (B,T,3C)
+        void *atty = ACT(A_ATTY, (size_t)l * NC);                     // (B,T,C)
+        float *att = F32(A_ATT) + (size_t)l * B * NH * T * T;         // (B,NH,T,T)
+        void *res2 = ACT(A_RES2, (size_t)l * NC);                     // (B,T,C)
+        void *ln2 = ACT(A_LN2, (size_t)l * NC);                       // (B,T,C)
+        float *ln2_mean = F32(A_LN2_MEAN) + (size_t)l * N;            // (B,T)
+        float *ln2_rstd = F32(A_LN2_RSTD) + (size_t)l * N;            // (B,T)
+        void *fch = ACT(A_FCH, (size_t)l * 4 * NC);                   // (B,T,4C)
+        void *fch_gelu = ACT(A_FCH_GELU, (size_t)l * 4 * NC);         // (B,T,4C)
+        void *res3 = ACT(A_RES3, (size_t)l * NC);                     // (B,T,C)
         /* the attention output projection and the MLP output reuse the
          * residual buffers as scratch: res2 = residual + attproj */
         GT_TRY(o->layernorm_fwd(k, ln1, ln1_mean, ln1_rstd, residual, ln1w, ln1b, N, C, 1e-5f));
@@ -536,17 +600,16 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
         GT_TRY(o->matmul_fwd(k, res3, fch_gelu, fcprojw, fcprojb, N, 4 * C, C)); // fcproj
         GT_TRY(o->residual_fwd(k, res3, res2, res3, NC));
     }
-    float *last = ACT(A_RES3) + (size_t)(L - 1) * NC; // (B,T,C)
-    GT_TRY(o->layernorm_fwd(k, ACT(A_LNF), ACT(A_LNF_MEAN), ACT(A_LNF_RSTD), last,
-                            P(m, p, P_LNFW, 0), P(m, p, P_LNFB, 0), N, C, 1e-5f));
+    void *last = ACT(A_RES3, (size_t)(L - 1) * NC); // (B,T,C)
+    GT_TRY(o->layernorm_fwd(k, ACT(A_LNF, 0), F32(A_LNF_MEAN), F32(A_LNF_RSTD), last,
+                            PW(m, P_LNFW, 0), PW(m, P_LNFB, 0), N, C, 1e-5f));
     /* the output head is the token embedding (tied weights), no bias */
-    GT_TRY(o->matmul_fwd(k, ACT(A_LOGITS), ACT(A_LNF), P(m, p, P_WTE, 0), NULL, N, C, Vp));
-    (void)V;
+    GT_TRY(o->matmul_fwd(k, ACT(A_LOGITS, 0), ACT(A_LNF, 0), PW(m, P_WTE, 0), NULL, N, C, Vp));
     return GT_OK;
 }
 
 static gt_status mean_loss_of(gt_gpt2 *m, int N, float *mean_loss) {
-    GT_TRY(m->be->copy_to_host(m->be, m->host_losses, ACT(A_LOSSES), (size_t)N * sizeof(float)));
+    GT_TRY(m->be->copy_to_host(m->be, m->host_losses, F32(A_LOSSES), (size_t)N * sizeof(float)));
     double sum = 0.0; /* fixed order: the host sums */
     for (int i = 0; i < N; i++) sum += m->host_losses[i];
     *mean_loss = (float)(sum / N);
@@ -558,7 +621,7 @@ gt_status gt_gpt2_forward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targ
     GT_TRY(forward_body(m, inputs, targets, B, T));
     if (!targets) return GT_OK;
     const gt_gpt2_config *c = &m->cfg;
-    GT_TRY(m->be->ops->classifier_fwd(&m->k, ACT(A_LOSSES), ACT(A_LOGITS), m->act[A_TARGETS],
+    GT_TRY(m->be->ops->classifier_fwd(&m->k, F32(A_LOSSES), ACT(A_LOGITS, 0), m->act[A_TARGETS],
                                       B * T, c->vocab_size, c->padded_vocab_size));
     if (mean_loss) GT_TRY(mean_loss_of(m, B * T, mean_loss));
     return GT_OK;
@@ -577,107 +640,105 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
     int C = c->channels, NH = c->num_heads, L = c->num_layers, V = c->vocab_size,
         Vp = c->padded_vocab_size;
     int N = B * T;
-    size_t NC = (size_t)N * C;
-    float *p = m->params, *g = m->grads;
+    size_t NC = (size_t)N * C, es = m->es;
 
     /* losses and dlogits in one pass; dlogits overwrite the logits */
-    GT_TRY(o->classifier_bwd(k, ACT(A_LOGITS), ACT(A_LOSSES), ACT(A_LOGITS), m->act[A_TARGETS],
-                             dloss, N, V, Vp));
+    GT_TRY(o->classifier_bwd(k, ACT(A_LOGITS, 0), F32(A_LOSSES), ACT(A_LOGITS, 0),
+                             m->act[A_TARGETS], dloss, N, V, Vp));
     if (mean_loss) GT_TRY(mean_loss_of(m, N, mean_loss));
 
-    float *dres = ACT(A_DRES);   // (B,T,C)
-    float *dln = ACT(A_DLN);     // (B,T,C)
-    GT_TRY(be->memset_zero(be, dln, NC * sizeof(float)));
-    GT_TRY(o->matmul_bwd(k, dln, P(m, g, P_WTE, 0), NULL, ACT(A_LOGITS), ACT(A_LNF),
-                         P(m, p, P_WTE, 0), N, C, Vp));
-    float *last = ACT(A_RES3) + (size_t)(L - 1) * NC;
-    GT_TRY(be->memset_zero(be, dres, NC * sizeof(float)));
-    GT_TRY(o->layernorm_bwd(k, dres, P(m, g, P_LNFW, 0), P(m, g, P_LNFB, 0), dln, last,
-                            P(m, p, P_LNFW, 0), ACT(A_LNF_MEAN), ACT(A_LNF_RSTD), N, C));
+    void *dres = ACT(A_DRES, 0); // (B,T,C)
+    void *dln = ACT(A_DLN, 0);   // (B,T,C)
+    GT_TRY(be->memset_zero(be, dln, NC * es));
+    GT_TRY(o->matmul_bwd(k, dln, PG(m, P_WTE, 0), NULL, ACT(A_LOGITS, 0), ACT(A_LNF, 0),
+                         PW(m, P_WTE, 0), N, C, Vp));
+    void *last = ACT(A_RES3, (size_t)(L - 1) * NC);
+    GT_TRY(be->memset_zero(be, dres, NC * es));
+    GT_TRY(o->layernorm_bwd(k, dres, PG(m, P_LNFW, 0), PG(m, P_LNFB, 0), dln, last,
+                            PW(m, P_LNFW, 0), F32(A_LNF_MEAN), F32(A_LNF_RSTD), N, C));
     if (m->hook) GT_TRY(m->hook(m->hook_ctx, m->lnf_base));
 
-    float *datty = ACT(A_DATTY), *dqkv = ACT(A_DQKV), *dfch = ACT(A_DFCH),
-          *dfch_gelu = ACT(A_DFCH_GELU);
+    void *datty = ACT(A_DATTY, 0), *dqkv = ACT(A_DQKV, 0), *dfch = ACT(A_DFCH, 0),
+         *dfch_gelu = ACT(A_DFCH_GELU, 0);
     for (int l = L - 1; l >= 0; l--) {
-        float *residual = l == 0 ? ACT(A_ENCODED) : ACT(A_RES3) + (size_t)(l - 1) * NC;
-        float *ln1w = P(m, p, P_LN1W, l), *dln1w = P(m, g, P_LN1W, l);
-        float *dln1b = P(m, g, P_LN1B, l);
-        float *qkvw = P(m, p, P_QKVW, l), *dqkvw = P(m, g, P_QKVW, l);
-        float *dqkvb = P(m, g, P_QKVB, l);
-        float *attprojw = P(m, p, P_ATTPROJW, l);
-        float *dattprojw = P(m, g, P_ATTPROJW, l);
-        float *dattprojb = P(m, g, P_ATTPROJB, l);
-        float *ln2w = P(m, p, P_LN2W, l), *dln2w = P(m, g, P_LN2W, l);
-        float *dln2b = P(m, g, P_LN2B, l);
-        float *fcw = P(m, p, P_FCW, l), *dfcw = P(m, g, P_FCW, l);
-        float *dfcb = P(m, g, P_FCB, l);
-        float *fcprojw = P(m, p, P_FCPROJW, l);
-        float *dfcprojw = P(m, g, P_FCPROJW, l);
-        float *dfcprojb = P(m, g, P_FCPROJB, l);
+        void *residual = l == 0 ? ACT(A_ENCODED, 0) : ACT(A_RES3, (size_t)(l - 1) * NC);
+        void *ln1w = PW(m, P_LN1W, l), *dln1w = PG(m, P_LN1W, l);
+        void *dln1b = PG(m, P_LN1B, l);
+        void *qkvw = PW(m, P_QKVW, l), *dqkvw = PG(m, P_QKVW, l);
+        void *dqkvb = PG(m, P_QKVB, l);
+        void *attprojw = PW(m, P_ATTPROJW, l);
+        void *dattprojw = PG(m, P_ATTPROJW, l);
+        void *dattprojb = PG(m, P_ATTPROJB, l);
+        void *ln2w = PW(m, P_LN2W, l), *dln2w = PG(m, P_LN2W, l);
+        void *dln2b = PG(m, P_LN2B, l);
+        void *fcw = PW(m, P_FCW, l), *dfcw = PG(m, P_FCW, l);
+        void *dfcb = PG(m, P_FCB, l);
+        void *fcprojw = PW(m, P_FCPROJW, l);
+        void *dfcprojw = PG(m, P_FCPROJW, l);
+        void *dfcprojb = PG(m, P_FCPROJB, l);
 
-        float *ln1 = ACT(A_LN1) + (size_t)l * NC;
-        float *ln1_mean = ACT(A_LN1_MEAN) + (size_t)l * N;
-        float *ln1_rstd = ACT(A_LN1_RSTD) + (size_t)l * N;
-        float *qkv = ACT(A_QKV) + (size_t)l * 3 * NC;
-        float *atty = ACT(A_ATTY) + (size_t)l * NC;
-        float *att = ACT(A_ATT) + (size_t)l * B * NH * T * T;
-        float *res2 = ACT(A_RES2) + (size_t)l * NC;
-        float *ln2 = ACT(A_LN2) + (size_t)l * NC;
-        float *ln2_mean = ACT(A_LN2_MEAN) + (size_t)l * N;
-        float *ln2_rstd = ACT(A_LN2_RSTD) + (size_t)l * N;
-        float *fch = ACT(A_FCH) + (size_t)l * 4 * NC;
-        float *fch_gelu = ACT(A_FCH_GELU) + (size_t)l * 4 * NC;
+        void *ln1 = ACT(A_LN1, (size_t)l * NC);
+        float *ln1_mean = F32(A_LN1_MEAN) + (size_t)l * N;
+        float *ln1_rstd = F32(A_LN1_RSTD) + (size_t)l * N;
+        void *qkv = ACT(A_QKV, (size_t)l * 3 * NC);
+        void *atty = ACT(A_ATTY, (size_t)l * NC);
+        float *att = F32(A_ATT) + (size_t)l * B * NH * T * T;
+        void *res2 = ACT(A_RES2, (size_t)l * NC);
+        void *ln2 = ACT(A_LN2, (size_t)l * NC);
+        float *ln2_mean = F32(A_LN2_MEAN) + (size_t)l * N;
+        float *ln2_rstd = F32(A_LN2_RSTD) + (size_t)l * N;
+        void *fch = ACT(A_FCH, (size_t)l * 4 * NC);
+        void *fch_gelu = ACT(A_FCH_GELU, (size_t)l * 4 * NC);
 
         /* dres holds d(res3). res3 = res2 + fcproj: both get dres, so dres
          * is used directly as d(fcproj) and keeps accumulating as d(res2). */
-        GT_TRY(be->memset_zero(be, dfch_gelu, 4 * NC * sizeof(float)));
+        GT_TRY(be->memset_zero(be, dfch_gelu, 4 * NC * es));
         GT_TRY(o->matmul_bwd(k, dfch_gelu, dfcprojw, dfcprojb, dres, fch_gelu, fcprojw, N,
                              4 * C, C));
-        GT_TRY(be->memset_zero(be, dfch, 4 * NC * sizeof(float)));
+        GT_TRY(be->memset_zero(be, dfch, 4 * NC * es));
         GT_TRY(o->gelu_bwd(k, dfch, fch, dfch_gelu, 4 * NC));
-        GT_TRY(be->memset_zero(be, dln, NC * sizeof(float)));
+        GT_TRY(be->memset_zero(be, dln, NC * es));
         GT_TRY(o->matmul_bwd(k, dln, dfcw, dfcb, dfch, ln2, fcw, N, C, 4 * C));
         GT_TRY(o->layernorm_bwd(k, dres, dln2w, dln2b, dln, res2, ln2w, ln2_mean, ln2_rstd, N,
                                 C));
         /* dres now holds d(res2); res2 = residual + attproj, same trick */
-        GT_TRY(be->memset_zero(be, datty, NC * sizeof(float)));
+        GT_TRY(be->memset_zero(be, datty, NC * es));
         GT_TRY(o->matmul_bwd(k, datty, dattprojw, dattprojb, dres, atty, attprojw, N, C, C));
-        GT_TRY(be->memset_zero(be, dqkv, 3 * NC * sizeof(float)));
+        GT_TRY(be->memset_zero(be, dqkv, 3 * NC * es));
         GT_TRY(o->attention_bwd(k, dqkv, datty, qkv, att, B, T, C, NH));
-        GT_TRY(be->memset_zero(be, dln, NC * sizeof(float)));
+        GT_TRY(be->memset_zero(be, dln, NC * es));
         GT_TRY(o->matmul_bwd(k, dln, dqkvw, dqkvb, dqkv, ln1, qkvw, N, C, 3 * C));
         GT_TRY(o->layernorm_bwd(k, dres, dln1w, dln1b, dln, residual, ln1w, ln1_mean, ln1_rstd,
                                 N, C));
         /* dres now holds d(residual), the gradient of this block's input */
         if (m->hook) GT_TRY(m->hook(m->hook_ctx, poff(m, P_LN1W, l)));
     }
-    GT_TRY(o->encoder_bwd(k, P(m, g, P_WTE, 0), P(m, g, P_WPE, 0), dres, m->act[A_TOKENS], B,
-                          T, C));
+    GT_TRY(o->encoder_bwd(k, PG(m, P_WTE, 0), PG(m, P_WPE, 0), dres, m->act[A_TOKENS], B, T, C));
     if (m->hook) GT_TRY(m->hook(m->hook_ctx, 0));
     return GT_OK;
 }
 
 gt_status gt_gpt2_zero_grad(gt_gpt2 *m) {
-    return m->be->memset_zero(m->be, m->grads, m->num_alloc * sizeof(float));
+    return m->be->memset_zero(m->be, m->grads, m->num_alloc * m->es);
 }
 
 size_t gt_gpt2_num_params_padded(const gt_gpt2 *m) { return m->num_alloc; }
 size_t gt_gpt2_norm_chunk(const gt_gpt2 *m) { return m->norm_chunk; }
 float *gt_gpt2_params_buffer(gt_gpt2 *m) { return m->params; }
-float *gt_gpt2_grads_buffer(gt_gpt2 *m) { return m->grads; }
+void *gt_gpt2_grads_buffer(gt_gpt2 *m) { return m->grads; }
 
 void gt_gpt2_set_grad_hook(gt_gpt2 *m, gt_gpt2_grad_hook hook, void *ctx) {
     m->hook = hook;
     m->hook_ctx = ctx;
 }
 
-/* Reallocates a zeroed buffer of n elements in place of *buf, keeping the
- * first `keep` elements. */
-static gt_status regrow(gt_gpt2 *m, float **buf, size_t n, size_t keep) {
-    float *nb = NULL;
-    GT_TRY(gt_backend_alloc(m->be, n * sizeof(float), (void **)&nb));
-    gt_status s = m->be->memset_zero(m->be, nb, n * sizeof(float));
-    if (s == GT_OK && keep) s = m->be->copy_device(m->be, nb, *buf, keep * sizeof(float));
+/* Reallocates a zeroed buffer of n elements of `es` bytes in place of *buf,
+ * keeping the first `keep` elements. */
+static gt_status regrow(gt_gpt2 *m, void **buf, size_t es, size_t n, size_t keep) {
+    void *nb = NULL;
+    GT_TRY(gt_backend_alloc(m->be, n * es, &nb));
+    gt_status s = m->be->memset_zero(m->be, nb, n * es);
+    if (s == GT_OK && keep) s = m->be->copy_device(m->be, nb, *buf, keep * es);
     if (s != GT_OK) {
         gt_backend_dealloc(m->be, nb);
         return s;
@@ -695,8 +756,11 @@ gt_status gt_gpt2_pad(gt_gpt2 *m, size_t n_alloc) {
     if (n_alloc % m->norm_chunk != 0)
         return GT_ERR(GT_ERR_INVALID, "padding %zu is not a multiple of the norm chunk %zu",
                       n_alloc, m->norm_chunk);
-    GT_TRY(regrow(m, &m->params, n_alloc, m->num_alloc));
-    GT_TRY(regrow(m, &m->grads, n_alloc, m->num_alloc));
+    int own_copy = m->wc != m->params;
+    GT_TRY(regrow(m, (void **)&m->params, sizeof(float), n_alloc, m->num_alloc));
+    if (own_copy) GT_TRY(regrow(m, &m->wc, m->es, n_alloc, m->num_alloc));
+    else m->wc = m->params;
+    GT_TRY(regrow(m, &m->grads, m->es, n_alloc, m->num_alloc));
     m->num_alloc = n_alloc;
     return GT_OK;
 }
@@ -706,14 +770,14 @@ gt_status gt_gpt2_set_opt_range(gt_gpt2 *m, size_t lo, size_t hi) {
         return GT_ERR(GT_ERR_INVALID, "optimizer range [%zu, %zu) is outside [0, %zu)", lo, hi,
                       m->num_alloc);
     size_t n = hi - lo ? hi - lo : 1;
-    GT_TRY(regrow(m, &m->m, n, 0));
-    GT_TRY(regrow(m, &m->v, n, 0));
+    GT_TRY(regrow(m, (void **)&m->m, sizeof(float), n, 0));
+    GT_TRY(regrow(m, (void **)&m->v, sizeof(float), n, 0));
     m->opt_lo = lo;
     m->opt_hi = hi;
     return GT_OK;
 }
 
-gt_status gt_gpt2_grad_sumsq_chunks(gt_gpt2 *m, const float *grads, size_t lo_chunk,
+gt_status gt_gpt2_grad_sumsq_chunks(gt_gpt2 *m, const void *grads, size_t lo_chunk,
                                     size_t hi_chunk, double *partials) {
     for (size_t c = lo_chunk; c < hi_chunk; c++) {
         size_t off = c * m->norm_chunk;
@@ -721,7 +785,8 @@ gt_status gt_gpt2_grad_sumsq_chunks(gt_gpt2 *m, const float *grads, size_t lo_ch
             return GT_ERR(GT_ERR_INVALID, "norm chunk %zu ends past the %zu padded parameters: "
                                           "pad to a multiple of the norm chunk first",
                           c, m->num_alloc);
-        GT_TRY(m->be->ops->sumsq(&m->k, grads + off, m->norm_chunk, &partials[c - lo_chunk]));
+        GT_TRY(m->be->ops->sumsq(&m->k, (const char *)grads + off * m->es, m->norm_chunk,
+                                 &partials[c - lo_chunk]));
     }
     return GT_OK;
 }
@@ -738,8 +803,18 @@ gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out) {
     return s;
 }
 
+gt_status gt_gpt2_sync_weights(gt_gpt2 *m, size_t lo, size_t hi) {
+    if (lo > hi || hi > m->num_alloc)
+        return GT_ERR(GT_ERR_INVALID, "weight range [%zu, %zu) is outside [0, %zu)", lo, hi,
+                      m->num_alloc);
+    if (m->dt == GT_DTYPE_FP32 || lo == hi) return GT_OK;
+    GT_TRY(require(m->be->ops->cast, m->be, "cast"));
+    return m->be->ops->cast(&m->k, (char *)m->wc + lo * m->es, m->dt, m->params + lo,
+                            GT_DTYPE_FP32, hi - lo);
+}
+
 gt_status gt_gpt2_update_range(gt_gpt2 *m, const gt_adamw_config *cfg, int t, float lr,
-                               float grad_scale, const float *grads, size_t lo, size_t hi) {
+                               float grad_scale, const void *grads, size_t lo, size_t hi) {
     if (t < 1) return GT_ERR(GT_ERR_INVALID, "optimizer step must be >= 1, got %d", t);
     if (lo < m->opt_lo || hi > m->opt_hi)
         return GT_ERR(GT_ERR_INVALID, "update of [%zu, %zu) outside the optimizer state's "
@@ -751,11 +826,11 @@ gt_status gt_gpt2_update_range(gt_gpt2 *m, const gt_adamw_config *cfg, int t, fl
         if (b > hi) b = hi;
         if (a >= b) continue;
         float wd = m->seg[i].decay ? cfg->weight_decay : 0.0f;
-        GT_TRY(m->be->ops->adamw(&m->k, m->params + a, grads + (a - lo), m->m + (a - m->opt_lo),
-                                 m->v + (a - m->opt_lo), b - a, lr, cfg->beta1, cfg->beta2,
-                                 cfg->eps, wd, grad_scale, t));
+        GT_TRY(m->be->ops->adamw(&m->k, m->params + a, (const char *)grads + (a - lo) * m->es,
+                                 m->m + (a - m->opt_lo), m->v + (a - m->opt_lo), b - a, lr,
+                                 cfg->beta1, cfg->beta2, cfg->eps, wd, grad_scale, t));
     }
-    return GT_OK;
+    return gt_gpt2_sync_weights(m, lo, hi);
 }
 
 gt_status gt_gpt2_update(gt_gpt2 *m, const gt_adamw_config *cfg, int t, double *grad_norm,
@@ -774,13 +849,21 @@ gt_status gt_gpt2_update(gt_gpt2 *m, const gt_adamw_config *cfg, int t, double *
     return GT_OK;
 }
 
-/* Host staging through the canonical (llm.c) order. */
-static gt_status copy_out(gt_gpt2 *m, const float *dev, float *dst) {
-    float *tmp = malloc(m->num_params * sizeof(float));
-    if (!tmp) return GT_ERR(GT_ERR_OOM, "out of host memory copying %zu parameters",
-                            m->num_params);
-    gt_status s = m->be->copy_to_host(m->be, tmp, dev, m->num_params * sizeof(float));
+/* Host staging through the canonical (llm.c) order; `dev` holds dtype dt,
+ * dst receives fp32. */
+static gt_status copy_out(gt_gpt2 *m, const void *dev, gt_dtype dt, float *dst) {
+    size_t n = m->num_params, es = gt_dtype_size(dt);
+    float *tmp = malloc(n * sizeof(float));
+    void *raw = dt == GT_DTYPE_FP32 ? (void *)tmp : malloc(n * es);
+    if (!tmp || !raw) {
+        free(tmp);
+        if (raw != (void *)tmp) free(raw);
+        return GT_ERR(GT_ERR_OOM, "out of host memory copying %zu parameters", n);
+    }
+    gt_status s = m->be->copy_to_host(m->be, raw, dev, n * es);
+    if (s == GT_OK && raw != (void *)tmp) gt_convert(tmp, GT_DTYPE_FP32, raw, dt, n);
     if (s == GT_OK) permute(m, dst, tmp, 1);
+    if (raw != (void *)tmp) free(raw);
     free(tmp);
     return s;
 }
@@ -792,11 +875,14 @@ gt_status gt_gpt2_set_params(gt_gpt2 *m, const float *src) {
     permute(m, tmp, src, 0);
     gt_status s = m->be->copy_to_device(m->be, m->params, tmp, m->num_params * sizeof(float));
     free(tmp);
+    if (s == GT_OK) s = gt_gpt2_sync_weights(m, 0, m->num_params);
     return s;
 }
 
-gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst) { return copy_out(m, m->params, dst); }
-gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst) { return copy_out(m, m->grads, dst); }
+gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst) {
+    return copy_out(m, m->params, GT_DTYPE_FP32, dst);
+}
+gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst) { return copy_out(m, m->grads, m->dt, dst); }
 
 double gt_gpt2_flops_per_token(const gt_gpt2 *m, int T) {
     const gt_gpt2_config *c = &m->cfg;
@@ -881,14 +967,22 @@ void gt_gpt2_loc_format(const gt_gpt2_loc *loc, char *out, size_t n) {
     else snprintf(out, n, "%s, element %zu", gt_gpt2_tensor_name(loc->tensor), loc->element);
 }
 
-gt_status gt_gpt2_find_nonfinite(gt_gpt2 *m, const float *buf, size_t lo, size_t hi,
-                                 int *found, gt_gpt2_loc *loc, float *value) {
+gt_status gt_gpt2_find_nonfinite(gt_gpt2 *m, const void *buf, gt_dtype dt, size_t lo,
+                                 size_t hi, int *found, gt_gpt2_loc *loc, float *value) {
     *found = 0;
     if (hi > m->num_params) hi = m->num_params;
     if (lo >= hi) return GT_OK;
-    float *host = malloc((hi - lo) * sizeof(float));
-    if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory searching for non-finite values");
-    gt_status s = m->be->copy_to_host(m->be, host, buf, (hi - lo) * sizeof(float));
+    size_t n = hi - lo, es = gt_dtype_size(dt);
+    float *host = malloc(n * sizeof(float));
+    void *raw = dt == GT_DTYPE_FP32 ? (void *)host : malloc(n * es);
+    if (!host || !raw) {
+        free(host);
+        if (raw != (void *)host) free(raw);
+        return GT_ERR(GT_ERR_OOM, "out of host memory searching for non-finite values");
+    }
+    gt_status s = m->be->copy_to_host(m->be, raw, buf, n * es);
+    if (s == GT_OK && raw != (void *)host) gt_convert(host, GT_DTYPE_FP32, raw, dt, n);
+    if (raw != (void *)host) free(raw);
     int L = m->cfg.num_layers;
     /* llm.c's order: the first tensor a user would look at in a model file */
     for (int i = 0; i < GT_GPT2_NUM_TENSORS && s == GT_OK && !*found; i++) {

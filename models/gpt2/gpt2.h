@@ -11,6 +11,19 @@
  * Inside, each layer's tensors are kept together (see "data parallelism").
  * Rows V..Vp-1 of wte are padding: they are initialised to zero, never reach
  * the loss, and their gradient is zero.
+ *
+ * Precision: a model has a storage dtype dt (fp32, bf16 or fp16), fixed at
+ * creation. The parameters proper are always fp32: they are the MASTER
+ * weights that AdamW updates (with fp32 m and v) and that get/set_params,
+ * checkpoints and the cross-rank hash see. With bf16 or fp16 the forward
+ * and backward read a compute copy of the weights in dt, made with the
+ * backend's cast op (round to nearest even) whenever the masters change:
+ * set_params (so init_random and load_llmc), update_range (its range), and
+ * gt_gpt2_sync_weights for callers that write the masters themselves (the
+ * ZeRO-1 all-gather). Activations and gradients are stored in dt (llm.c's
+ * choice: gradients accumulate in dt across micro-batches); the ops
+ * accumulate in fp32 or wider inside; LayerNorm statistics, the attention
+ * state and the losses stay fp32. In fp32 the compute copy IS the masters.
  */
 #ifndef GT_GPT2_H
 #define GT_GPT2_H
@@ -20,6 +33,7 @@
 
 #include "engine/alloc.h"
 #include "engine/backend.h"
+#include "engine/dtype.h"
 #include "engine/optim.h"
 #include "engine/status.h"
 
@@ -52,7 +66,15 @@ typedef struct gt_gpt2 gt_gpt2;
  * forward. Parameters are uninitialised until gt_gpt2_init_random or
  * gt_gpt2_load_llmc. */
 gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, gt_gpt2 **out);
+/* The same with storage dtype dt (GT_DTYPE_FP32, _BF16 or _FP16; see
+ * "Precision" above; gt_gpt2_new is dt = fp32). GT_ERR_INVALID for another
+ * dtype; GT_ERR_UNSUPPORTED, naming the backend and dt, when the backend
+ * cannot store dt (it is asked once here, on a 1x1 matmul) or has no cast op. */
+gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt, int B, int T,
+                         gt_gpt2 **out);
 void gt_gpt2_free(gt_gpt2 *m);
+/* The storage dtype of activations, compute weights and gradients. */
+gt_dtype gt_gpt2_dtype(const gt_gpt2 *m);
 
 const gt_gpt2_config *gt_gpt2_get_config(const gt_gpt2 *m);
 size_t gt_gpt2_num_params(const gt_gpt2 *m);
@@ -98,8 +120,8 @@ gt_status gt_gpt2_zero_grad(gt_gpt2 *m);
 size_t gt_gpt2_norm_chunk(const gt_gpt2 *m);
 gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out);
 /* partials[c - lo_chunk] = sum of squares of chunk c of `grads` (a buffer
- * laid out like the model's gradients), c in [lo_chunk, hi_chunk). */
-gt_status gt_gpt2_grad_sumsq_chunks(gt_gpt2 *m, const float *grads, size_t lo_chunk,
+ * laid out like the model's gradients, in its dtype), c in [lo_chunk, hi_chunk). */
+gt_status gt_gpt2_grad_sumsq_chunks(gt_gpt2 *m, const void *grads, size_t lo_chunk,
                                     size_t hi_chunk, double *partials);
 
 /* One AdamW step (1-based step t): lr from gt_lr_at(cfg, t-1), clipping by
@@ -121,9 +143,14 @@ typedef gt_status (*gt_gpt2_grad_hook)(void *ctx, size_t frontier);
 void gt_gpt2_set_grad_hook(gt_gpt2 *m, gt_gpt2_grad_hook hook, void *ctx);
 
 /* The flat parameter and gradient buffers (backend memory, internal layout,
- * gt_gpt2_num_params_padded elements; the padding is zero). */
+ * gt_gpt2_num_params_padded elements; the padding is zero): the fp32 master
+ * weights, and the gradients in the model's dtype. Whoever writes the
+ * masters directly calls gt_gpt2_sync_weights on what it wrote. */
 float *gt_gpt2_params_buffer(gt_gpt2 *m);
-float *gt_gpt2_grads_buffer(gt_gpt2 *m);
+void *gt_gpt2_grads_buffer(gt_gpt2 *m);
+/* Refreshes the compute copy of internal range [lo, hi) from the masters
+ * (the cast op); nothing to do in fp32. */
+gt_status gt_gpt2_sync_weights(gt_gpt2 *m, size_t lo, size_t hi);
 size_t gt_gpt2_num_params_padded(const gt_gpt2 *m);
 /* Grows params and grads to n_alloc elements (zero padding; a multiple of
  * gt_gpt2_norm_chunk), e.g. to split them into equal shards. Keeps both. */
@@ -131,15 +158,18 @@ gt_status gt_gpt2_pad(gt_gpt2 *m, size_t n_alloc);
 /* AdamW state (m, v) is kept for [lo, hi) only, zeroed (ZeRO-1 shards). */
 gt_status gt_gpt2_set_opt_range(gt_gpt2 *m, size_t lo, size_t hi);
 /* AdamW on parameters [lo, hi) (internal layout, within the state's range),
- * with gradients grads[0 .. hi-lo) (the shard), learning rate lr and the
- * clipping scale; weight decay per tensor as in gt_gpt2_update. */
+ * with gradients grads[0 .. hi-lo) (the shard, in the model's dtype),
+ * learning rate lr and grad_scale (the clipping scale, divided by the loss
+ * scale in fp16); weight decay per tensor as in gt_gpt2_update. Then the
+ * compute copy of [lo, hi) is refreshed. */
 gt_status gt_gpt2_update_range(gt_gpt2 *m, const gt_adamw_config *cfg, int t, float lr,
-                               float grad_scale, const float *grads, size_t lo, size_t hi);
+                               float grad_scale, const void *grads, size_t lo, size_t hi);
 
 /* Replaces all parameters from a host array of num_params fp32 (llm.c order). */
 gt_status gt_gpt2_set_params(gt_gpt2 *m, const float *src);
 
-/* Host copies in llm.c's order: parameters / gradients (num_params fp32). */
+/* Host copies in llm.c's order: master parameters / gradients (num_params
+ * fp32; gradients stored in bf16 or fp16 are converted exactly). */
 gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst);
 gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst);
 
@@ -168,12 +198,12 @@ typedef struct gt_gpt2_loc {
 void gt_gpt2_locate(const gt_gpt2 *m, size_t internal, gt_gpt2_loc *out);
 /* "qkvw layer 3, element 17" */
 void gt_gpt2_loc_format(const gt_gpt2_loc *loc, char *out, size_t n);
-/* Searches buf (backend memory laid out like the internal range [lo, hi),
- * buf[0] being element lo) for a NaN or an infinity, in llm.c's order
- * (tensor by tensor, layer by layer): *found 0 when all are finite, else
- * 1 with the first one's location in *loc and value in *value. */
-gt_status gt_gpt2_find_nonfinite(gt_gpt2 *m, const float *buf, size_t lo, size_t hi,
-                                 int *found, gt_gpt2_loc *loc, float *value);
+/* Searches buf (backend memory of dtype dt laid out like the internal range
+ * [lo, hi), buf[0] being element lo) for a NaN or an infinity, in llm.c's
+ * order (tensor by tensor, layer by layer): *found 0 when all are finite,
+ * else 1 with the first one's location in *loc and value in *value. */
+gt_status gt_gpt2_find_nonfinite(gt_gpt2 *m, const void *buf, gt_dtype dt, size_t lo,
+                                 size_t hi, int *found, gt_gpt2_loc *loc, float *value);
 
 /* Model FLOPs per token for one training step (forward + backward):
  * 6 * num_params + 6 * L * C * T (causal attention scores and values:
@@ -181,7 +211,8 @@ gt_status gt_gpt2_find_nonfinite(gt_gpt2 *m, const float *buf, size_t lo, size_t
  * mask). The convention llm.c and nanoGPT's MFU use. */
 double gt_gpt2_flops_per_token(const gt_gpt2 *m, int T);
 
-/* Bytes of backend memory the model holds (params, grads, state, activations). */
+/* Bytes of backend memory the model holds (master params, compute copy,
+ * grads, AdamW state, activations). */
 size_t gt_gpt2_memory_bytes(const gt_gpt2 *m);
 
 #ifdef __cplusplus

@@ -1,10 +1,12 @@
 /* Validates a gauntlet report against the schema of docs/report-schema.md.
  * usage: report_check FILE [--steps N] [--status pass|fail|error]
  *                          [--zero-check NAME] [--no-failed-checks] [--except NAME]
- *                          [--no-errors]
+ *                          [--no-errors] [--telemetry]
  * --zero-check NAME: at least one check NAME exists and every one has value 0
  * (e.g. wrong_elements); --no-failed-checks: no check failed, except those
- * named by --except (repeatable); --no-errors: no result has status error.
+ * named by --except (repeatable); --no-errors: no result has status error;
+ * --telemetry: every result run on a GPU (backend cuda or nccl) carries a
+ * telemetry object (an optional one is always validated when present).
  * Exit 0 when valid and as expected, 1 otherwise (each problem printed). */
 #include <jansson.h>
 #include <stdio.h>
@@ -31,16 +33,51 @@ static json_t *get(json_t *o, const char *path) {
     return o;
 }
 
+static int int_or_null(json_t *v) { return !v || json_is_null(v) || json_is_integer(v); }
+static int num_or_null(json_t *v) { return !v || json_is_null(v) || json_is_number(v); }
+static int str_or_null(json_t *v) { return !v || json_is_null(v) || json_is_string(v); }
+
+/* The optional per-result GPU telemetry: gpu_index, uuid, and start / end
+ * readings (object or null) whose every field is of its type or null. */
+static void check_telemetry(json_t *t, size_t i) {
+    NEED(json_is_object(t), "result %zu: telemetry is not an object", i);
+    if (!json_is_object(t)) return;
+    NEED(json_is_integer(get(t, "gpu_index")) && json_integer_value(get(t, "gpu_index")) >= 0,
+         "result %zu: telemetry.gpu_index missing or negative", i);
+    NEED(str_or_null(get(t, "uuid")), "result %zu: telemetry.uuid is not a string", i);
+    static const char *const ends[] = {"start", "end"};
+    int readings = 0;
+    for (int k = 0; k < 2; k++) {
+        json_t *g = get(t, ends[k]);
+        if (!g || json_is_null(g)) continue;
+        readings++;
+        NEED(json_is_object(g), "result %zu: telemetry.%s is not an object", i, ends[k]);
+        if (!json_is_object(g)) continue;
+        static const char *const ints[] = {"sm_clock_mhz", "mem_clock_mhz", "temperature_c"};
+        for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
+            NEED(int_or_null(get(g, ints[j])), "result %zu: telemetry.%s.%s is not an integer",
+                 i, ends[k], ints[j]);
+        NEED(num_or_null(get(g, "power_w")) && num_or_null(get(g, "t_unix")),
+             "result %zu: telemetry.%s power_w/t_unix not numbers", i, ends[k]);
+        const char *hex = json_string_value(get(g, "throttle_reasons"));
+        NEED(str_or_null(get(g, "throttle_reasons")) && (!hex || !strncmp(hex, "0x", 2)),
+             "result %zu: telemetry.%s.throttle_reasons is not a 0x... string", i, ends[k]);
+        NEED(str_or_null(get(g, "throttle_reason_names")),
+             "result %zu: telemetry.%s.throttle_reason_names is not a string", i, ends[k]);
+    }
+    NEED(readings > 0, "result %zu: telemetry has neither a start nor an end reading", i);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: report_check FILE [--steps N] [--status S] [--zero-check NAME] "
-                        "[--no-failed-checks] [--except NAME] [--no-errors]\n");
+                        "[--no-failed-checks] [--except NAME] [--no-errors] [--telemetry]\n");
         return 2;
     }
     long steps = -1;
     const char *want_status = NULL, *zero_check = NULL;
     const char *except[16];
-    int n_except = 0, no_failed = 0, no_errors = 0;
+    int n_except = 0, no_failed = 0, no_errors = 0, want_telemetry = 0;
     for (int i = 2; i < argc; i++) {
         int has_value = i + 1 < argc;
         if (strcmp(argv[i], "--steps") == 0 && has_value) steps = atol(argv[++i]);
@@ -50,6 +87,7 @@ int main(int argc, char **argv) {
             except[n_except++] = argv[++i];
         else if (strcmp(argv[i], "--no-failed-checks") == 0) no_failed = 1;
         else if (strcmp(argv[i], "--no-errors") == 0) no_errors = 1;
+        else if (strcmp(argv[i], "--telemetry") == 0) want_telemetry = 1;
     }
     long zero_seen = 0;
     json_error_t err;
@@ -125,6 +163,12 @@ int main(int argc, char **argv) {
                  "metric %s: better must be higher|lower", key);
             NEED(json_is_integer(get(m, "n")), "metric %s has no n", key);
         }
+        json_t *tel = get(r, "telemetry");
+        if (tel) check_telemetry(tel, i);
+        const char *be = json_string_value(get(r, "backend"));
+        if (want_telemetry && be && (!strcmp(be, "cuda") || !strcmp(be, "nccl")))
+            NEED(tel != NULL, "result %zu (%s, backend %s) has no telemetry", i,
+                 json_string_value(get(r, "case")), be);
         if (steps >= 0) {
             json_t *loss = get(r, "series.loss");
             NEED(json_is_array(loss) && (long)json_array_size(loss) == steps,

@@ -1,0 +1,148 @@
+/* Cast: dst(n) in dst_dt = src(n) in src_dt, the precision cast of mixed
+ * precision (the compute copy of the fp32 master weights, gradients back
+ * to fp32).
+ *
+ * Dtypes: fp32, fp64, bf16, fp16, any direction (16 kernels, one grid-stride
+ * loop each); k->dt is ignored. Rounding to nearest even, once: a 16-bit or
+ * fp32 source goes through fp32 (exact), an fp64 source is rounded straight
+ * from the double (__double2bfloat16 / __double2half / __double2float_rn),
+ * so fp64 -> bf16/fp16 rounds once where gt_convert on the host rounds
+ * twice (through fp32): the two can differ by one unit in the last place on
+ * values within 2^-24 relative of a tie. NaN stays NaN, overflow goes to
+ * +-Inf, fp16 subnormals are produced exactly (CUDA's conversions are IEEE).
+ * Equal dtypes: a device copy (cudaMemcpyAsync); dst == src is a no-op and
+ * partially overlapping ranges are copied through scratch.
+ * Bound: memory bandwidth (n * (size(src) + size(dst)) bytes).
+ * Determinism: elementwise.
+ */
+#include <type_traits>
+
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/ops_cuda.h"
+
+#define CAST_BLOCK 256
+
+template <typename S> __device__ __forceinline__ float cast_to_f32(S x);
+template <> __device__ __forceinline__ float cast_to_f32<float>(float x) {
+    return x;
+}
+template <> __device__ __forceinline__ float cast_to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
+    return __bfloat162float(x);
+}
+template <> __device__ __forceinline__ float cast_to_f32<__half>(__half x) {
+    return __half2float(x);
+}
+
+template <typename D> __device__ __forceinline__ D cast_from_f32(float x);
+template <> __device__ __forceinline__ float cast_from_f32<float>(float x) {
+    return x;
+}
+template <> __device__ __forceinline__ double cast_from_f32<double>(float x) {
+    return (double)x;
+}
+template <> __device__ __forceinline__ __nv_bfloat16 cast_from_f32<__nv_bfloat16>(float x) {
+    return __float2bfloat16_rn(x);
+}
+template <> __device__ __forceinline__ __half cast_from_f32<__half>(float x) {
+    return __float2half_rn(x);
+}
+
+template <typename D> __device__ __forceinline__ D cast_from_f64(double x);
+template <> __device__ __forceinline__ float cast_from_f64<float>(double x) {
+    return __double2float_rn(x);
+}
+template <> __device__ __forceinline__ double cast_from_f64<double>(double x) {
+    return x;
+}
+template <> __device__ __forceinline__ __nv_bfloat16 cast_from_f64<__nv_bfloat16>(double x) {
+    return __double2bfloat16(x);
+}
+template <> __device__ __forceinline__ __half cast_from_f64<__half>(double x) {
+    return __double2half(x);
+}
+
+template <typename D, typename S>
+__global__ void cast_kernel(D *__restrict__ dst, const S *__restrict__ src, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        if constexpr (std::is_same<S, double>::value)
+            dst[i] = cast_from_f64<D>(src[i]);
+        else
+            dst[i] = cast_from_f32<D>(cast_to_f32<S>(src[i]));
+    }
+}
+
+template <typename D, typename S>
+static gt_status cast_launch(gt_cuda_impl *im, void *dst, const void *src, size_t n) {
+    cast_kernel<D, S><<<gt_cuda_grid_1d(n, CAST_BLOCK), CAST_BLOCK, 0, im->stream>>>(
+        (D *)dst, (const S *)src, n);
+    GT_CUDA_LAUNCHED("cast_kernel");
+    return GT_OK;
+}
+
+static bool cast_float_dtype(gt_dtype dt) {
+    return dt == GT_DTYPE_FP32 || dt == GT_DTYPE_FP64 || dt == GT_DTYPE_BF16 || dt == GT_DTYPE_FP16;
+}
+
+template <typename D>
+static gt_status cast_from(gt_cuda_impl *im, void *dst, const void *src, gt_dtype src_dt,
+                           size_t n) {
+    switch (src_dt) {
+    case GT_DTYPE_FP32:
+        return cast_launch<D, float>(im, dst, src, n);
+    case GT_DTYPE_FP64:
+        return cast_launch<D, double>(im, dst, src, n);
+    case GT_DTYPE_BF16:
+        return cast_launch<D, __nv_bfloat16>(im, dst, src, n);
+    default:
+        return cast_launch<D, __half>(im, dst, src, n);
+    }
+}
+
+extern "C" gt_status gt_cuda_cast(const gt_kctx *k, void *dst, gt_dtype dst_dt, const void *src,
+                                  gt_dtype src_dt, size_t n) {
+    gt_cuda_impl *im;
+    GT_TRY(gt_cuda_begin_any(k, "cast", &im));
+    if (!cast_float_dtype(dst_dt) || !cast_float_dtype(src_dt))
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "cuda cast: %s -> %s is not supported (fp32, fp64, bf16, fp16 only)",
+                      gt_dtype_name(src_dt), gt_dtype_name(dst_dt));
+    if (n == 0) return GT_OK;
+    if (!dst || !src) return GT_ERR(GT_ERR_INVALID, "cuda cast: NULL pointer for n=%zu", n);
+    size_t dbytes = n * gt_dtype_size(dst_dt), sbytes = n * gt_dtype_size(src_dt);
+    uintptr_t d0 = (uintptr_t)dst, s0 = (uintptr_t)src;
+    bool overlap = d0 < s0 + sbytes && s0 < d0 + dbytes;
+    if (dst_dt == src_dt) {
+        if (dst == src) return GT_OK;
+        if (!overlap) {
+            GT_CUDA_TRY(cudaMemcpyAsync(dst, src, dbytes, cudaMemcpyDeviceToDevice, im->stream));
+            return GT_OK;
+        }
+        /* overlapping copy: through scratch, both copies on the stream */
+        void *tmp = NULL;
+        GT_TRY(gt_cuda_scratch(k, dbytes, &tmp));
+        cudaError_t e = cudaMemcpyAsync(tmp, src, dbytes, cudaMemcpyDeviceToDevice, im->stream);
+        if (e == cudaSuccess)
+            e = cudaMemcpyAsync(dst, tmp, dbytes, cudaMemcpyDeviceToDevice, im->stream);
+        gt_cuda_scratch_free(k, tmp);
+        if (e != cudaSuccess)
+            return GT_ERR(GT_ERR_DEVICE, "cuda cast: overlapping copy of %zu bytes failed: %s",
+                          dbytes, cudaGetErrorString(e));
+        return GT_OK;
+    }
+    if (overlap)
+        return GT_ERR(GT_ERR_INVALID,
+                      "cuda cast %s -> %s: dst and src overlap; use separate buffers (only a "
+                      "same-dtype copy may overlap)",
+                      gt_dtype_name(src_dt), gt_dtype_name(dst_dt));
+    switch (dst_dt) {
+    case GT_DTYPE_FP32:
+        return cast_from<float>(im, dst, src, src_dt, n);
+    case GT_DTYPE_FP64:
+        return cast_from<double>(im, dst, src, src_dt, n);
+    case GT_DTYPE_BF16:
+        return cast_from<__nv_bfloat16>(im, dst, src, src_dt, n);
+    default:
+        return cast_from<__half>(im, dst, src, src_dt, n);
+    }
+}

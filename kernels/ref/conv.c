@@ -1,0 +1,118 @@
+/* ref conv2d: direct loops over torch.nn.Conv2d's definition (NCHW, weights
+ * (OC, C, KH, KW), zero padding, one stride, no dilation or groups), every
+ * output and every gradient element a single fp64 sum:
+ *   out[n,o,y,x]   = bias[o] + sum_{c,i,j} inp[n,c, y s - p + i, x s - p + j] w[o,c,i,j]
+ *   dinp[n,c,h,v] += sum_{o,i,j : (h + p - i) / s = y, (v + p - j) / s = x exact, in range}
+ *                    dout[n,o,y,x] w[o,c,i,j]
+ *   dw[o,c,i,j]   += sum_{n,y,x} dout[n,o,y,x] inp[n,c, y s - p + i, x s - p + j]
+ *   dbias[o]      += sum_{n,y,x} dout[n,o,y,x]
+ * dinp is a gather (each element sums its own terms) rather than a scatter,
+ * so that it too is one fp64 sum rounded once. */
+#include "kernels/ref/ref.h"
+
+/* GT_OK when s describes a convolution ops.h accepts; OH, OW out. */
+static gt_status conv_shape(const char *op, const gt_conv2d_shape *s, int *OH, int *OW) {
+    if (!s) return GT_ERR(GT_ERR_INVALID, "%s: shape is NULL", op);
+    *OH = gt_conv2d_out_h(s);
+    *OW = gt_conv2d_out_w(s);
+    if (s->N < 0 || s->C < 1 || s->OC < 1 || *OH < 1 || *OW < 1)
+        return GT_ERR(GT_ERR_INVALID,
+                      "%s: N=%d C=%d H=%d W=%d OC=%d KH=%d KW=%d stride=%d pad=%d gives "
+                      "OH=%d OW=%d (need N >= 0, C, OC, stride >= 1, pad >= 0 and a kernel "
+                      "no larger than the padded input)",
+                      op, s->N, s->C, s->H, s->W, s->OC, s->KH, s->KW, s->stride, s->pad, *OH,
+                      *OW);
+    return GT_OK;
+}
+
+gt_status gt_ref_conv2d_fwd(const gt_kctx *k, void *out_, const void *inp_, const void *weight_,
+                            const void *bias_, const gt_conv2d_shape *s) {
+    GT_REF_CHECK_DT(k);
+    int OH, OW;
+    GT_TRY(conv_shape("conv2d_fwd", s, &OH, &OW));
+    float *out = out_;                         // (N, OC, OH, OW)
+    const float *inp = inp_, *w = weight_;     // (N, C, H, W), (OC, C, KH, KW)
+    const float *bias = bias_;                 // (OC) or NULL
+    int C = s->C, H = s->H, W = s->W, KH = s->KH, KW = s->KW, st = s->stride, pad = s->pad;
+    for (int n = 0; n < s->N; n++)
+        for (int o = 0; o < s->OC; o++)
+            for (int y = 0; y < OH; y++)
+                for (int x = 0; x < OW; x++) {
+                    double acc = bias ? bias[o] : 0.0;
+                    for (int c = 0; c < C; c++)
+                        for (int i = 0; i < KH; i++) {
+                            int h = y * st - pad + i;
+                            if (h < 0 || h >= H) continue;
+                            for (int j = 0; j < KW; j++) {
+                                int v = x * st - pad + j;
+                                if (v < 0 || v >= W) continue;
+                                acc += (double)inp[(((size_t)n * C + c) * H + h) * W + v] *
+                                       w[(((size_t)o * C + c) * KH + i) * KW + j];
+                            }
+                        }
+                    out[(((size_t)n * s->OC + o) * OH + y) * OW + x] = (float)acc;
+                }
+    return GT_OK;
+}
+
+gt_status gt_ref_conv2d_bwd(const gt_kctx *k, void *dinp_, void *dweight_, void *dbias_,
+                            const void *dout_, const void *inp_, const void *weight_,
+                            const gt_conv2d_shape *s) {
+    GT_REF_CHECK_DT(k);
+    int OH, OW;
+    GT_TRY(conv_shape("conv2d_bwd", s, &OH, &OW));
+    float *dinp = dinp_, *dw = dweight_, *db = dbias_; // as inp, weight, (OC); dinp, db may be NULL
+    const float *dout = dout_, *inp = inp_, *w = weight_;
+    int N = s->N, C = s->C, H = s->H, W = s->W, OC = s->OC, KH = s->KH, KW = s->KW;
+    int st = s->stride, pad = s->pad;
+#define DOUT(n, o, y, x) dout[(((size_t)(n) * OC + (o)) * OH + (y)) * OW + (x)]
+    if (db)
+        for (int o = 0; o < OC; o++) {
+            double acc = db[o];
+            for (int n = 0; n < N; n++)
+                for (int y = 0; y < OH; y++)
+                    for (int x = 0; x < OW; x++) acc += DOUT(n, o, y, x);
+            db[o] = (float)acc;
+        }
+    for (int o = 0; o < OC; o++)
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < KH; i++)
+                for (int j = 0; j < KW; j++) {
+                    float *d = &dw[(((size_t)o * C + c) * KH + i) * KW + j];
+                    double acc = *d;
+                    for (int n = 0; n < N; n++)
+                        for (int y = 0; y < OH; y++) {
+                            int h = y * st - pad + i;
+                            if (h < 0 || h >= H) continue;
+                            for (int x = 0; x < OW; x++) {
+                                int v = x * st - pad + j;
+                                if (v < 0 || v >= W) continue;
+                                acc += (double)DOUT(n, o, y, x) *
+                                       inp[(((size_t)n * C + c) * H + h) * W + v];
+                            }
+                        }
+                    *d = (float)acc;
+                }
+    if (dinp)
+        for (int n = 0; n < N; n++)
+            for (int c = 0; c < C; c++)
+                for (int h = 0; h < H; h++)
+                    for (int v = 0; v < W; v++) {
+                        float *d = &dinp[(((size_t)n * C + c) * H + h) * W + v];
+                        double acc = *d;
+                        for (int o = 0; o < OC; o++)
+                            for (int i = 0; i < KH; i++) {
+                                int ys = h + pad - i; /* = y * stride */
+                                if (ys < 0 || ys % st || ys / st >= OH) continue;
+                                for (int j = 0; j < KW; j++) {
+                                    int xs = v + pad - j;
+                                    if (xs < 0 || xs % st || xs / st >= OW) continue;
+                                    acc += (double)DOUT(n, o, ys / st, xs / st) *
+                                           w[(((size_t)o * C + c) * KH + i) * KW + j];
+                                }
+                            }
+                        *d = (float)acc;
+                    }
+#undef DOUT
+    return GT_OK;
+}

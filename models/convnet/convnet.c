@@ -1,0 +1,472 @@
+/* ConvNet forward and backward on the op table (convnet.h has the layout).
+ * Reads top to bottom, llm.c style, shapes at every call. */
+#include "models/convnet/convnet.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/rng.h"
+#include "models/model_impl.h"
+
+static const float BN_EPS = 1e-5f, BN_MOMENTUM = 0.1f;
+
+/* conv (no bias) -> BatchNorm, the unit every layer is made of */
+typedef struct cbn {
+    gt_conv2d_shape s;    /* N = capacity; set to the batch at each call */
+    int OC, OH, OW;
+    int w, bw, bb;        /* parameter tensors */
+    int rm, rv;           /* state tensors */
+    float *conv, *bn;     /* (N, OC, OH, OW) conv output, BN output */
+    float *mean, *rstd;   /* (OC) batch statistics saved for the backward */
+    float *dconv, *dbn;   /* gradients of conv and bn outputs (dbn NULL: borrowed) */
+} cbn;
+
+typedef struct block {
+    cbn c1, c2, pr;
+    int proj;             /* 1: projection shortcut pr */
+    int first;            /* first tensor of the block */
+    float *out;           /* (N, OC, OH, OW) after the final ReLU */
+    float *dout;          /* gradient of out */
+    float *dsum;          /* gradient before the final ReLU */
+    float *dr1;           /* gradient of relu(bn1) */
+} block;
+
+typedef struct convnet {
+    gt_flat f; /* first: the generic slots cast impl to gt_flat */
+    gt_convnet_config cfg;
+    int B;
+    cbn stem;
+    float *stem_dout;     /* gradient of relu(stem bn) (in place in stem.bn) */
+    block blk[GT_CONVNET_MAX_BLOCKS];
+    int fcw, fcb;
+    int Cl, HWl;          /* channels and pixels of the last feature map */
+    float *in;            /* (B, C, H, W) */
+    float *pooled, *dpooled; /* (B, Cl) */
+    float *logits;        /* (B, K) */
+    float *losses;        /* (B) */
+    int32_t *targets;     /* (B) */
+    char *act_mem;
+    size_t act_off, act_total;
+    float *host_losses;
+    double macs;
+} convnet;
+
+#define NET(m) ((convnet *)(m)->impl)
+
+gt_status gt_convnet_preset(const char *name, gt_convnet_config *out) {
+    static const struct {
+        const char *name;
+        gt_convnet_config c;
+    } presets[] = {
+        {"convnet-tiny", {3, 8, 8, 4, 8, 2, {8, 16}, {1, 2}}},
+        {"resnet-small", {3, 32, 32, 10, 16, 6, {16, 16, 32, 32, 64, 64}, {1, 1, 2, 1, 2, 1}}},
+    };
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (name && strcmp(name, presets[i].name) == 0) {
+            *out = presets[i].c;
+            return GT_OK;
+        }
+    return GT_ERR(GT_ERR_INVALID,
+                  "unknown model '%s': the convnet presets are convnet-tiny, resnet-small",
+                  name ? name : "(null)");
+}
+
+gt_status gt_convnet_config_check(const gt_convnet_config *c) {
+#define RANGE(what, v, lo, hi)                                                                 \
+    if ((v) < (lo) || (v) > (hi))                                                              \
+        return GT_ERR(GT_ERR_INVALID, "convnet config: %s = %d is out of range [%d, %d]",      \
+                      what, (int)(v), (lo), (hi));
+    RANGE("channels", c->channels, 1, 4096);
+    RANGE("height", c->height, 1, 4096);
+    RANGE("width", c->width, 1, 4096);
+    RANGE("classes", c->classes, 2, 65536);
+    RANGE("stem", c->stem, 1, 4096);
+    RANGE("nblocks", c->nblocks, 0, GT_CONVNET_MAX_BLOCKS);
+    int h = c->height, w = c->width;
+    for (int b = 0; b < c->nblocks; b++) {
+        char what[48];
+        snprintf(what, sizeof what, "block_channels[%d]", b);
+        RANGE(what, c->block_channels[b], 1, 4096);
+        if (c->block_stride[b] != 1 && c->block_stride[b] != 2)
+            return GT_ERR(GT_ERR_INVALID, "convnet config: block_stride[%d] = %d must be 1 or 2",
+                          b, c->block_stride[b]);
+        h = (h - 1) / c->block_stride[b] + 1;
+        w = (w - 1) / c->block_stride[b] + 1;
+    }
+#undef RANGE
+    (void)h;
+    (void)w;
+    return GT_OK;
+}
+
+static const char *const g_fields[GT_MODEL_CONFIG_FIELDS] = {"channels", "height", "width",
+                                                             "classes",  "stem",   "nblocks"};
+
+static void config_fields(const gt_model *m, int32_t out[GT_MODEL_CONFIG_FIELDS]) {
+    const gt_convnet_config *c = &NET(m)->cfg;
+    out[0] = c->channels;
+    out[1] = c->height;
+    out[2] = c->width;
+    out[3] = c->classes;
+    out[4] = c->stem;
+    out[5] = c->nblocks;
+}
+static const char *config_field_name(const gt_model *m, int i) {
+    (void)m;
+    return g_fields[i];
+}
+
+static void destroy(gt_model *m) {
+    convnet *p = NET(m);
+    if (p) {
+        gt_backend_dealloc(p->f.be, p->act_mem);
+        gt_flat_release(&p->f);
+        free(p->host_losses);
+        free(p);
+    }
+    free(m);
+}
+
+/* ---- building ------------------------------------------------------------------- */
+
+/* Declares the tensors of a conv+BN unit reading (IC, H, W) maps. */
+static void cbn_declare(convnet *p, cbn *u, const char *conv_name, const char *bn_name, int IC,
+                        int H, int W, int OC, int K, int stride) {
+    char nm[GT_FLAT_NAME_LEN];
+    u->s = (gt_conv2d_shape){.N = p->B, .C = IC, .H = H, .W = W, .OC = OC, .KH = K, .KW = K,
+                             .stride = stride, .pad = K / 2};
+    u->OC = OC;
+    u->OH = gt_conv2d_out_h(&u->s);
+    u->OW = gt_conv2d_out_w(&u->s);
+    snprintf(nm, sizeof nm, "%s.w", conv_name);
+    u->w = gt_flat_add(&p->f, nm, 1, 4, OC, IC, K, K);
+    snprintf(nm, sizeof nm, "%s.w", bn_name);
+    u->bw = gt_flat_add(&p->f, nm, 0, 1, OC, 1, 1, 1);
+    snprintf(nm, sizeof nm, "%s.b", bn_name);
+    u->bb = gt_flat_add(&p->f, nm, 0, 1, OC, 1, 1, 1);
+    snprintf(nm, sizeof nm, "%s.running_mean", bn_name);
+    u->rm = gt_flat_add_state(&p->f, nm, OC);
+    snprintf(nm, sizeof nm, "%s.running_var", bn_name);
+    u->rv = gt_flat_add_state(&p->f, nm, OC);
+    p->macs += (double)OC * u->OH * u->OW * IC * K * K;
+}
+
+static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
+
+/* Carves `bytes` from the activation arena (first pass: only counts). */
+static float *carve(convnet *p, size_t floats) {
+    size_t bytes = align_up(floats * sizeof(float));
+    float *r = p->act_mem ? (float *)(p->act_mem + p->act_off) : NULL;
+    p->act_off += bytes;
+    return r;
+}
+
+static void cbn_carve(convnet *p, cbn *u, int with_dbn) {
+    size_t n = (size_t)p->B * u->OC * u->OH * u->OW;
+    u->conv = carve(p, n);
+    u->bn = carve(p, n);
+    u->mean = carve(p, (size_t)u->OC);
+    u->rstd = carve(p, (size_t)u->OC);
+    u->dconv = carve(p, n);
+    u->dbn = with_dbn ? carve(p, n) : NULL;
+}
+
+static void carve_all(convnet *p) {
+    const gt_convnet_config *c = &p->cfg;
+    p->act_off = 0;
+    p->in = carve(p, (size_t)p->B * c->channels * c->height * c->width);
+    cbn_carve(p, &p->stem, 1);
+    p->stem_dout = carve(p, (size_t)p->B * p->stem.OC * p->stem.OH * p->stem.OW);
+    for (int b = 0; b < c->nblocks; b++) {
+        block *k = &p->blk[b];
+        size_t n = (size_t)p->B * k->c2.OC * k->c2.OH * k->c2.OW;
+        cbn_carve(p, &k->c1, 1);
+        cbn_carve(p, &k->c2, 0);
+        if (k->proj) cbn_carve(p, &k->pr, 0);
+        k->out = carve(p, n);
+        k->dout = carve(p, n);
+        k->dsum = carve(p, n);
+        k->dr1 = carve(p, (size_t)p->B * k->c1.OC * k->c1.OH * k->c1.OW);
+    }
+    p->pooled = carve(p, (size_t)p->B * p->Cl);
+    p->dpooled = carve(p, (size_t)p->B * p->Cl);
+    p->logits = carve(p, (size_t)p->B * c->classes);
+    p->losses = carve(p, (size_t)p->B);
+    p->targets = (int32_t *)carve(p, (size_t)p->B);
+    p->act_total = p->act_off;
+}
+
+static gt_status init_random(gt_model *m, uint64_t seed) {
+    convnet *p = NET(m);
+    gt_flat *f = &p->f;
+    float *host = malloc(f->num_params * sizeof(float));
+    float *st = malloc((f->state_numel ? f->state_numel : 1) * sizeof(float));
+    if (!host || !st) {
+        free(host);
+        free(st);
+        return GT_ERR(GT_ERR_OOM, "out of host memory initialising %zu parameters",
+                      f->num_params);
+    }
+    for (int i = 0; i < f->nt; i++) {
+        const gt_flat_tensor *t = &f->t[i];
+        float *d = host + t->off;
+        if (t->ndim == 4) { /* conv: Kaiming normal, fan_out, ReLU gain */
+            double fan_out = (double)t->shape[0] * t->shape[2] * t->shape[3];
+            gt_rng_fill_normal(d, t->n, 0.0f, (float)sqrt(2.0 / fan_out), seed, (uint64_t)i, 0);
+        } else if (i == p->fcw || i == p->fcb) { /* torch.nn.Linear */
+            float bound = 1.0f / sqrtf((float)p->Cl);
+            gt_rng_fill_uniform(d, t->n, -bound, bound, seed, (uint64_t)i, 0);
+        } else { /* BN weight 1, bias 0: names end in .w / .b */
+            float v = t->name[strlen(t->name) - 1] == 'w' ? 1.0f : 0.0f;
+            for (size_t j = 0; j < t->n; j++) d[j] = v;
+        }
+    }
+    for (int i = 0; i < f->ns; i++) { /* running mean 0, running var 1 */
+        float v = (i % 2) ? 1.0f : 0.0f;
+        for (size_t j = 0; j < f->s[i].n; j++) st[f->s[i].off + j] = v;
+    }
+    gt_status s = gt_flat_set_params(m, host);
+    if (s == GT_OK) s = gt_flat_set_state(m, st);
+    free(host);
+    free(st);
+    return s;
+}
+
+/* ---- forward ------------------------------------------------------------------------ */
+
+static const gt_op g_ops[] = {GT_OP_CONV2D_FWD,     GT_OP_CONV2D_BWD,    GT_OP_BATCHNORM_FWD,
+                              GT_OP_BATCHNORM_BWD,  GT_OP_RELU_FWD,      GT_OP_RELU_BWD,
+                              GT_OP_AVGPOOL_FWD,    GT_OP_AVGPOOL_BWD,   GT_OP_MATMUL_FWD,
+                              GT_OP_MATMUL_BWD,     GT_OP_RESIDUAL_FWD,  GT_OP_CLASSIFIER_FWD,
+                              GT_OP_CLASSIFIER_BWD};
+
+/* bn(conv(x)) over N images, training or evaluation statistics */
+static gt_status cbn_fwd(convnet *p, cbn *u, const float *x, int N, int training) {
+    gt_flat *f = &p->f;
+    const gt_ops *o = f->be->ops;
+    gt_conv2d_shape s = u->s;
+    s.N = N;
+    GT_TRY(o->conv2d_fwd(&f->k, u->conv, x, gt_flat_param(f, u->w), NULL, &s)); // (N,OC,OH,OW)
+    return o->batchnorm_fwd(&f->k, u->bn, u->mean, u->rstd, gt_flat_state(f, u->rm),
+                            gt_flat_state(f, u->rv), u->conv, gt_flat_param(f, u->bw),
+                            gt_flat_param(f, u->bb), N, u->OC, u->OH * u->OW, BN_EPS,
+                            BN_MOMENTUM, training);
+}
+
+/* From dbn (gradient of the BN output): parameter gradients, and dx +=
+ * (dx NULL: the input needs none). */
+static gt_status cbn_bwd(convnet *p, cbn *u, float *dx, const float *dbn, const float *x,
+                         int N) {
+    gt_flat *f = &p->f;
+    const gt_ops *o = f->be->ops;
+    gt_backend *be = f->be;
+    size_t n = (size_t)N * u->OC * u->OH * u->OW;
+    gt_conv2d_shape s = u->s;
+    s.N = N;
+    GT_TRY(be->memset_zero(be, u->dconv, n * sizeof(float)));
+    GT_TRY(o->batchnorm_bwd(&f->k, u->dconv, gt_flat_grad(f, u->bw), gt_flat_grad(f, u->bb), dbn,
+                            u->conv, gt_flat_param(f, u->bw), u->mean, u->rstd, N, u->OC,
+                            u->OH * u->OW));
+    return o->conv2d_bwd(&f->k, dx, gt_flat_grad(f, u->w), NULL, u->dconv, x,
+                         gt_flat_param(f, u->w), &s);
+}
+
+static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets, int training) {
+    convnet *p = NET(m);
+    gt_flat *f = &p->f;
+    const gt_convnet_config *c = &p->cfg;
+    const gt_ops *o = f->be->ops;
+    const gt_kctx *k = &f->k;
+    GT_TRY(gt_flat_require(f, "convnet", g_ops, (int)(sizeof g_ops / sizeof g_ops[0])));
+    GT_TRY(gt_flat_check_batch(m, bt, need_targets));
+    int N = bt->n, K = c->classes;
+    GT_TRY(f->be->copy_to_device(f->be, p->in, bt->inputs,
+                                 (size_t)N * c->channels * c->height * c->width * sizeof(float)));
+    if (bt->targets)
+        GT_TRY(f->be->copy_to_device(f->be, p->targets, bt->targets,
+                                     (size_t)N * sizeof(int32_t)));
+    /* stem: relu(bn(conv(x))), the ReLU in place */
+    cbn *st = &p->stem;
+    size_t ns = (size_t)N * st->OC * st->OH * st->OW;
+    GT_TRY(cbn_fwd(p, st, p->in, N, training));                // (N,S,H,W)
+    GT_TRY(o->relu_fwd(k, st->bn, st->bn, ns));
+    const float *x = st->bn;
+    for (int b = 0; b < c->nblocks; b++) {
+        block *bl = &p->blk[b];
+        size_t n1 = (size_t)N * bl->c1.OC * bl->c1.OH * bl->c1.OW;
+        size_t n2 = (size_t)N * bl->c2.OC * bl->c2.OH * bl->c2.OW;
+        GT_TRY(cbn_fwd(p, &bl->c1, x, N, training));            // (N,OC,OH,OW)
+        GT_TRY(o->relu_fwd(k, bl->c1.bn, bl->c1.bn, n1));      // r1, in place
+        GT_TRY(cbn_fwd(p, &bl->c2, bl->c1.bn, N, training));    // (N,OC,OH,OW)
+        const float *sc = x;                                    // identity shortcut
+        if (bl->proj) {
+            GT_TRY(cbn_fwd(p, &bl->pr, x, N, training));
+            sc = bl->pr.bn;
+        }
+        GT_TRY(o->residual_fwd(k, bl->out, bl->c2.bn, sc, n2));
+        GT_TRY(o->relu_fwd(k, bl->out, bl->out, n2));
+        x = bl->out;
+    }
+    GT_TRY(o->avgpool_fwd(k, p->pooled, x, N, p->Cl, p->HWl));           // (N,Cl)
+    GT_TRY(o->matmul_fwd(k, p->logits, p->pooled, gt_flat_param(f, p->fcw),
+                         gt_flat_param(f, p->fcb), N, p->Cl, K));       // (N,K)
+    return GT_OK;
+}
+
+static gt_status forward(gt_model *m, const gt_batch *bt, float *mean_loss) {
+    convnet *p = NET(m);
+    GT_TRY(forward_body(m, bt, 0, m->training));
+    if (!bt->targets) return GT_OK;
+    int K = p->cfg.classes;
+    GT_TRY(p->f.be->ops->classifier_fwd(&p->f.k, p->losses, p->logits, p->targets, bt->n, K, K));
+    if (mean_loss) GT_TRY(gt_flat_mean_loss(&p->f, p->losses, p->host_losses, bt->n, mean_loss));
+    return GT_OK;
+}
+
+/* ---- backward ----------------------------------------------------------------------- */
+
+static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
+                                  float *mean_loss) {
+    convnet *p = NET(m);
+    gt_flat *f = &p->f;
+    const gt_convnet_config *c = &p->cfg;
+    const gt_ops *o = f->be->ops;
+    const gt_kctx *k = &f->k;
+    gt_backend *be = f->be;
+    GT_TRY(forward_body(m, bt, 1, 1));
+    int N = bt->n, K = c->classes;
+    GT_TRY(o->classifier_bwd(k, p->logits, p->losses, p->logits, p->targets, dloss, N, K, K));
+    if (mean_loss) GT_TRY(gt_flat_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
+
+    /* head: dpooled (N,Cl), then the last feature map's gradient */
+    float *dlast = c->nblocks > 0 ? p->blk[c->nblocks - 1].dout : p->stem_dout;
+    size_t nl = (size_t)N * p->Cl * p->HWl;
+    GT_TRY(be->memset_zero(be, p->dpooled, (size_t)N * p->Cl * sizeof(float)));
+    GT_TRY(o->matmul_bwd(k, p->dpooled, gt_flat_grad(f, p->fcw), gt_flat_grad(f, p->fcb),
+                         p->logits, p->pooled, gt_flat_param(f, p->fcw), N, p->Cl, K));
+    GT_TRY(gt_flat_ready(f, p->fcw));
+    GT_TRY(be->memset_zero(be, dlast, nl * sizeof(float)));
+    GT_TRY(o->avgpool_bwd(k, dlast, p->dpooled, N, p->Cl, p->HWl));
+
+    for (int b = c->nblocks - 1; b >= 0; b--) {
+        block *bl = &p->blk[b];
+        const float *x = b > 0 ? p->blk[b - 1].out : p->stem.bn;  // block input
+        float *dx = b > 0 ? p->blk[b - 1].dout : p->stem_dout;    // its gradient
+        size_t nin = (size_t)N * bl->c1.s.C * bl->c1.s.H * bl->c1.s.W;
+        size_t n1 = (size_t)N * bl->c1.OC * bl->c1.OH * bl->c1.OW;
+        size_t n2 = (size_t)N * bl->c2.OC * bl->c2.OH * bl->c2.OW;
+        /* out = relu(bn2 + shortcut): dsum goes to both branches */
+        GT_TRY(be->memset_zero(be, bl->dsum, n2 * sizeof(float)));
+        GT_TRY(o->relu_bwd(k, bl->dsum, bl->out, bl->dout, n2));
+        GT_TRY(be->memset_zero(be, bl->dr1, n1 * sizeof(float)));
+        GT_TRY(cbn_bwd(p, &bl->c2, bl->dr1, bl->dsum, bl->c1.bn, N));
+        GT_TRY(be->memset_zero(be, bl->c1.dbn, n1 * sizeof(float)));
+        GT_TRY(o->relu_bwd(k, bl->c1.dbn, bl->c1.bn, bl->dr1, n1));
+        GT_TRY(be->memset_zero(be, dx, nin * sizeof(float)));
+        GT_TRY(cbn_bwd(p, &bl->c1, dx, bl->c1.dbn, x, N));
+        if (bl->proj) GT_TRY(cbn_bwd(p, &bl->pr, dx, bl->dsum, x, N));
+        else GT_TRY(o->residual_fwd(k, dx, dx, bl->dsum, nin)); /* dx += dsum */
+        GT_TRY(gt_flat_ready(f, bl->first));
+    }
+    /* stem: relu in place over its BN output; the input needs no gradient */
+    cbn *st = &p->stem;
+    size_t ns = (size_t)N * st->OC * st->OH * st->OW;
+    GT_TRY(be->memset_zero(be, st->dbn, ns * sizeof(float)));
+    GT_TRY(o->relu_bwd(k, st->dbn, st->bn, p->stem_dout, ns));
+    GT_TRY(cbn_bwd(p, st, NULL, st->dbn, p->in, N));
+    GT_TRY(gt_flat_ready(f, 0));
+    return GT_OK;
+}
+
+static const gt_model_vt g_vt = {
+    GT_FLAT_VT_SLOTS,
+    .destroy = destroy,
+    .config_fields = config_fields,
+    .config_field_name = config_field_name,
+    .init_random = init_random,
+    .forward = forward,
+    .forward_backward = forward_backward,
+};
+
+gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, const char *name,
+                         int max_batch, gt_model **out) {
+    *out = NULL;
+    GT_TRY(gt_convnet_config_check(cfg));
+    if (max_batch < 1)
+        return GT_ERR(GT_ERR_INVALID, "convnet: the batch (%d) must be >= 1", max_batch);
+    gt_model *m = calloc(1, sizeof *m);
+    convnet *p = calloc(1, sizeof *p);
+    if (!m || !p) {
+        free(m);
+        free(p);
+        return GT_ERR(GT_ERR_OOM, "out of host memory for the model struct");
+    }
+    m->vt = &g_vt;
+    m->impl = p;
+    m->training = 1;
+    p->cfg = *cfg;
+    p->B = max_batch;
+    gt_model_info *in = &m->info;
+    snprintf(in->name, sizeof in->name, "%s", name ? name : "convnet");
+    in->family = "convnet";
+    in->input = GT_MODEL_INPUT_DENSE;
+    in->unit = "images";
+    in->units_per_sample = 1;
+    in->sample_numel = cfg->channels * cfg->height * cfg->width;
+    in->classes = cfg->classes;
+    in->max_batch = max_batch;
+    in->max_T = 1;
+    in->has_state = 1;
+
+    /* tensors in forward order */
+    cbn_declare(p, &p->stem, "stem.conv", "stem.bn", cfg->channels, cfg->height, cfg->width,
+                cfg->stem, 3, 1);
+    int C = cfg->stem, H = p->stem.OH, W = p->stem.OW;
+    for (int b = 0; b < cfg->nblocks; b++) {
+        block *bl = &p->blk[b];
+        char cn[32], bn[32];
+        int OC = cfg->block_channels[b], s = cfg->block_stride[b];
+        bl->first = p->f.nt;
+        snprintf(cn, sizeof cn, "block%d.conv1", b);
+        snprintf(bn, sizeof bn, "block%d.bn1", b);
+        cbn_declare(p, &bl->c1, cn, bn, C, H, W, OC, 3, s);
+        snprintf(cn, sizeof cn, "block%d.conv2", b);
+        snprintf(bn, sizeof bn, "block%d.bn2", b);
+        cbn_declare(p, &bl->c2, cn, bn, OC, bl->c1.OH, bl->c1.OW, OC, 3, 1);
+        bl->proj = s != 1 || OC != C;
+        if (bl->proj) {
+            snprintf(cn, sizeof cn, "block%d.proj", b);
+            snprintf(bn, sizeof bn, "block%d.projbn", b);
+            cbn_declare(p, &bl->pr, cn, bn, C, H, W, OC, 1, s);
+        }
+        C = OC;
+        H = bl->c1.OH;
+        W = bl->c1.OW;
+    }
+    p->Cl = C;
+    p->HWl = H * W;
+    p->fcw = gt_flat_add(&p->f, "fc.w", 1, 2, cfg->classes, C, 1, 1);
+    p->fcb = gt_flat_add(&p->f, "fc.b", 0, 1, cfg->classes, 1, 1, 1);
+    p->macs += (double)cfg->classes * C;
+    p->f.flops_per_unit = 6.0 * p->macs;
+
+    gt_status s = gt_flat_alloc(&p->f, be);
+    if (s == GT_OK) {
+        carve_all(p); /* sizes only */
+        s = gt_backend_alloc(be, p->act_total, (void **)&p->act_mem);
+    }
+    if (s == GT_OK) {
+        carve_all(p);
+        p->f.act_bytes = p->act_total;
+        p->host_losses = malloc((size_t)max_batch * sizeof(float));
+        if (!p->host_losses) s = GT_ERR(GT_ERR_OOM, "out of host memory for the loss buffer");
+    }
+    if (s != GT_OK) {
+        destroy(m);
+        return s;
+    }
+    *out = m;
+    return GT_OK;
+}

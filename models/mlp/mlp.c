@@ -1,0 +1,277 @@
+/* MLP forward and backward on the op table (mlp.h has the layout). Reads
+ * top to bottom, llm.c style, shapes at every call. */
+#include "models/mlp/mlp.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/rng.h"
+#include "models/model_impl.h"
+
+typedef struct mlp {
+    gt_flat f; /* first: the generic slots cast impl to gt_flat */
+    gt_mlp_config cfg;
+    int B;             /* capacity */
+    int w[65], b[65];  /* tensor indices; [depth] is the head */
+    char *act_mem;
+    float *in;         /* (B, in_dim) */
+    float *z, *a;      /* (depth, B, width) pre- and post-activation */
+    float *logits;     /* (B, K); dlogits in place during backward */
+    float *losses;     /* (B) */
+    int32_t *targets;  /* (B) */
+    float *d0, *d1;    /* (B, max(width, ...)) backward scratch */
+    float *host_losses;
+} mlp;
+
+#define MLP(m) ((mlp *)(m)->impl)
+
+gt_status gt_mlp_preset(const char *name, gt_mlp_config *out) {
+    static const struct {
+        const char *name;
+        gt_mlp_config c;
+    } presets[] = {
+        {"mlp-tiny", {16, 8, 2, 64, GT_MLP_GELU}},
+        {"mlp-tiny-relu", {16, 8, 2, 64, GT_MLP_RELU}},
+        {"mlp-small", {64, 16, 4, 512, GT_MLP_GELU}},
+    };
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (name && strcmp(name, presets[i].name) == 0) {
+            *out = presets[i].c;
+            return GT_OK;
+        }
+    return GT_ERR(GT_ERR_INVALID, "unknown model '%s': the mlp presets are mlp-tiny, "
+                                  "mlp-tiny-relu, mlp-small",
+                  name ? name : "(null)");
+}
+
+gt_status gt_mlp_config_check(const gt_mlp_config *c) {
+#define RANGE(field, lo, hi)                                                                   \
+    if ((int)c->field < (lo) || (int)c->field > (hi))                                          \
+        return GT_ERR(GT_ERR_INVALID, "mlp config: " #field " = %d is out of range [%d, %d]",   \
+                      (int)c->field, (lo), (hi));
+    RANGE(in_dim, 1, 65536);
+    RANGE(classes, 2, 65536);
+    RANGE(depth, 0, 64);
+    RANGE(width, 1, 65536);
+    RANGE(act, 0, GT_MLP_ACT_COUNT - 1);
+#undef RANGE
+    return GT_OK;
+}
+
+static const char *const g_fields[GT_MODEL_CONFIG_FIELDS] = {
+    "in_dim", "classes", "depth", "width", "activation (0 gelu, 1 relu)", "unused"};
+
+static void config_fields(const gt_model *m, int32_t out[GT_MODEL_CONFIG_FIELDS]) {
+    const gt_mlp_config *c = &MLP(m)->cfg;
+    out[0] = c->in_dim;
+    out[1] = c->classes;
+    out[2] = c->depth;
+    out[3] = c->width;
+    out[4] = (int32_t)c->act;
+}
+static const char *config_field_name(const gt_model *m, int i) {
+    (void)m;
+    return g_fields[i];
+}
+
+static void destroy(gt_model *m) {
+    mlp *p = MLP(m);
+    if (p) {
+        gt_backend_dealloc(p->f.be, p->act_mem);
+        gt_flat_release(&p->f);
+        free(p->host_losses);
+        free(p);
+    }
+    free(m);
+}
+
+static gt_status init_random(gt_model *m, uint64_t seed) {
+    gt_flat *f = &MLP(m)->f;
+    float *host = malloc(f->num_params * sizeof(float));
+    if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory initialising %zu parameters",
+                             f->num_params);
+    for (int i = 0; i < f->nt; i++) {
+        /* torch.nn.Linear.reset_parameters: kaiming_uniform(a=sqrt(5)) on W
+         * is U(+-1/sqrt(fan_in)), and b the same bound */
+        int64_t fan_in = f->t[i].ndim == 2 ? f->t[i].shape[1] : f->t[i - 1].shape[1];
+        float bound = 1.0f / sqrtf((float)fan_in);
+        gt_rng_fill_uniform(host + f->t[i].off, f->t[i].n, -bound, bound, seed, (uint64_t)i, 0);
+    }
+    gt_status s = gt_flat_set_params(m, host);
+    free(host);
+    return s;
+}
+
+static const gt_op g_ops_gelu[] = {GT_OP_MATMUL_FWD, GT_OP_MATMUL_BWD, GT_OP_GELU_FWD,
+                                   GT_OP_GELU_BWD, GT_OP_CLASSIFIER_FWD, GT_OP_CLASSIFIER_BWD};
+static const gt_op g_ops_relu[] = {GT_OP_MATMUL_FWD, GT_OP_MATMUL_BWD, GT_OP_RELU_FWD,
+                                   GT_OP_RELU_BWD, GT_OP_CLASSIFIER_FWD, GT_OP_CLASSIFIER_BWD};
+
+/* ---- forward ------------------------------------------------------------------------ */
+
+static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets) {
+    mlp *p = MLP(m);
+    gt_flat *f = &p->f;
+    const gt_mlp_config *c = &p->cfg;
+    const gt_ops *o = f->be->ops;
+    const gt_kctx *k = &f->k;
+    GT_TRY(gt_flat_require(f, "mlp", c->act == GT_MLP_GELU ? g_ops_gelu : g_ops_relu, 6));
+    GT_TRY(gt_flat_check_batch(m, bt, need_targets));
+    int N = bt->n, D = c->in_dim, W = c->width, K = c->classes, L = c->depth;
+    size_t NW = (size_t)N * W, BW = (size_t)p->B * W;
+    GT_TRY(f->be->copy_to_device(f->be, p->in, bt->inputs, (size_t)N * D * sizeof(float)));
+    if (bt->targets)
+        GT_TRY(f->be->copy_to_device(f->be, p->targets, bt->targets,
+                                     (size_t)N * sizeof(int32_t)));
+    const float *x = p->in; // (N, D)
+    int xin = D;
+    for (int l = 0; l < L; l++) {
+        float *z = p->z + (size_t)l * BW; // (N, W)
+        float *a = p->a + (size_t)l * BW; // (N, W)
+        GT_TRY(o->matmul_fwd(k, z, x, gt_flat_param(f, p->w[l]), gt_flat_param(f, p->b[l]), N,
+                             xin, W));
+        if (c->act == GT_MLP_GELU) GT_TRY(o->gelu_fwd(k, a, z, NW));
+        else GT_TRY(o->relu_fwd(k, a, z, NW));
+        x = a;
+        xin = W;
+    }
+    GT_TRY(o->matmul_fwd(k, p->logits, x, gt_flat_param(f, p->w[L]), gt_flat_param(f, p->b[L]),
+                         N, xin, K)); // (N, K)
+    return GT_OK;
+}
+
+static gt_status forward(gt_model *m, const gt_batch *bt, float *mean_loss) {
+    mlp *p = MLP(m);
+    GT_TRY(forward_body(m, bt, 0));
+    if (!bt->targets) return GT_OK;
+    int K = p->cfg.classes;
+    GT_TRY(p->f.be->ops->classifier_fwd(&p->f.k, p->losses, p->logits, p->targets, bt->n, K, K));
+    if (mean_loss) GT_TRY(gt_flat_mean_loss(&p->f, p->losses, p->host_losses, bt->n, mean_loss));
+    return GT_OK;
+}
+
+/* ---- backward ----------------------------------------------------------------------- */
+
+static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
+                                  float *mean_loss) {
+    mlp *p = MLP(m);
+    gt_flat *f = &p->f;
+    const gt_mlp_config *c = &p->cfg;
+    const gt_ops *o = f->be->ops;
+    const gt_kctx *k = &f->k;
+    gt_backend *be = f->be;
+    GT_TRY(forward_body(m, bt, 1));
+    int N = bt->n, D = c->in_dim, W = c->width, K = c->classes, L = c->depth;
+    size_t NW = (size_t)N * W, BW = (size_t)p->B * W;
+    /* losses and dlogits in one pass; dlogits overwrite the logits */
+    GT_TRY(o->classifier_bwd(k, p->logits, p->losses, p->logits, p->targets, dloss, N, K, K));
+    if (mean_loss) GT_TRY(gt_flat_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
+
+    /* head: da (N, W) = dlogits @ head.w; gradients of head.w, head.b */
+    const float *top = L > 0 ? p->a + (size_t)(L - 1) * BW : p->in;
+    float *da = p->d0, *dz = p->d1;
+    if (L > 0) GT_TRY(be->memset_zero(be, da, NW * sizeof(float)));
+    GT_TRY(o->matmul_bwd(k, L > 0 ? da : NULL, gt_flat_grad(f, p->w[L]),
+                         gt_flat_grad(f, p->b[L]), p->logits, top, gt_flat_param(f, p->w[L]), N,
+                         L > 0 ? W : D, K));
+    GT_TRY(gt_flat_ready(f, p->w[L]));
+    for (int l = L - 1; l >= 0; l--) {
+        float *z = p->z + (size_t)l * BW, *a = p->a + (size_t)l * BW; // (N, W)
+        const float *x = l > 0 ? p->a + (size_t)(l - 1) * BW : p->in;  // (N, W or D)
+        GT_TRY(be->memset_zero(be, dz, NW * sizeof(float)));
+        if (c->act == GT_MLP_GELU) GT_TRY(o->gelu_bwd(k, dz, z, da, NW));
+        else GT_TRY(o->relu_bwd(k, dz, a, da, NW));
+        /* da now receives d(a_{l-1}); the input needs no gradient */
+        if (l > 0) GT_TRY(be->memset_zero(be, da, NW * sizeof(float)));
+        GT_TRY(o->matmul_bwd(k, l > 0 ? da : NULL, gt_flat_grad(f, p->w[l]),
+                             gt_flat_grad(f, p->b[l]), dz, x, gt_flat_param(f, p->w[l]), N,
+                             l > 0 ? W : D, W));
+        GT_TRY(gt_flat_ready(f, p->w[l]));
+    }
+    if (L == 0) GT_TRY(gt_flat_ready(f, 0));
+    return GT_OK;
+}
+
+static const gt_model_vt g_vt = {
+    GT_FLAT_VT_SLOTS,
+    .destroy = destroy,
+    .config_fields = config_fields,
+    .config_field_name = config_field_name,
+    .init_random = init_random,
+    .forward = forward,
+    .forward_backward = forward_backward,
+};
+
+static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
+
+gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, const char *name, int max_batch,
+                     gt_model **out) {
+    *out = NULL;
+    GT_TRY(gt_mlp_config_check(cfg));
+    if (max_batch < 1)
+        return GT_ERR(GT_ERR_INVALID, "mlp: the batch (%d) must be >= 1", max_batch);
+    gt_model *m = calloc(1, sizeof *m);
+    mlp *p = calloc(1, sizeof *p);
+    if (!m || !p) {
+        free(m);
+        free(p);
+        return GT_ERR(GT_ERR_OOM, "out of host memory for the model struct");
+    }
+    m->vt = &g_vt;
+    m->impl = p;
+    m->training = 1;
+    p->cfg = *cfg;
+    p->B = max_batch;
+    int D = cfg->in_dim, W = cfg->width, K = cfg->classes, L = cfg->depth;
+    gt_model_info *in = &m->info;
+    snprintf(in->name, sizeof in->name, "%s", name ? name : "mlp");
+    in->family = "mlp";
+    in->input = GT_MODEL_INPUT_DENSE;
+    in->unit = "samples";
+    in->units_per_sample = 1;
+    in->sample_numel = D;
+    in->classes = K;
+    in->max_batch = max_batch;
+    in->max_T = 1;
+    char nm[GT_FLAT_NAME_LEN];
+    double macs = 0;
+    for (int l = 0; l <= L; l++) {
+        int fin = l == 0 ? D : W, fout = l == L ? K : W;
+        if (l == L) snprintf(nm, sizeof nm, "head.w");
+        else snprintf(nm, sizeof nm, "fc%d.w", l);
+        p->w[l] = gt_flat_add(&p->f, nm, 1, 2, fout, fin, 1, 1);
+        if (l == L) snprintf(nm, sizeof nm, "head.b");
+        else snprintf(nm, sizeof nm, "fc%d.b", l);
+        p->b[l] = gt_flat_add(&p->f, nm, 0, 1, fout, 1, 1, 1);
+        macs += (double)fin * fout;
+    }
+    p->f.flops_per_unit = 6.0 * macs;
+    gt_status s = gt_flat_alloc(&p->f, be);
+    size_t B = (size_t)max_batch, f4 = sizeof(float);
+    size_t sizes[8] = {B * D * f4, (size_t)L * B * W * f4, (size_t)L * B * W * f4,
+                       B * K * f4, B * f4, B * sizeof(int32_t), B * W * f4, B * W * f4};
+    size_t total = 0;
+    for (int i = 0; i < 8; i++) total += align_up(sizes[i] ? sizes[i] : 1);
+    if (s == GT_OK) s = gt_backend_alloc(be, total, (void **)&p->act_mem);
+    if (s == GT_OK) {
+        void **dst[8] = {(void **)&p->in, (void **)&p->z, (void **)&p->a, (void **)&p->logits,
+                         (void **)&p->losses, (void **)&p->targets, (void **)&p->d0,
+                         (void **)&p->d1};
+        size_t off = 0;
+        for (int i = 0; i < 8; i++) {
+            *dst[i] = p->act_mem + off;
+            off += align_up(sizes[i] ? sizes[i] : 1);
+        }
+        p->f.act_bytes = total;
+        p->host_losses = malloc(B * f4);
+        if (!p->host_losses) s = GT_ERR(GT_ERR_OOM, "out of host memory for the loss buffer");
+    }
+    if (s != GT_OK) {
+        destroy(m);
+        return s;
+    }
+    *out = m;
+    return GT_OK;
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Mixed precision under data parallelism, ref backend, `mpirun -np 2`.
+# usage: gpt2_precision_mpi.sh MPIEXEC GAUNTLET
+# - bf16 and fp16 with --deterministic (micro-batch 1): the final weights on
+#   2 ranks, without and with --zero 1, are bitwise those of 1 rank (ZeRO-1
+#   gathers the fp32 masters; every rank must rebuild its bf16 / fp16
+#   compute copy of the other ranks' shards, or the next forward differs);
+# - fp16 with an overflow injected on rank 0 at step 2 (GT_FAULT_OVERFLOW=2):
+#   both ranks skip the step together and end where 1 rank ends; a sharded
+#   fp16 checkpoint of step 2 resumes on 2 ranks and on 1 rank to the same
+#   weights (the loss scaler's state travels in rank 0's file).
+set -u
+mpiexec=$1
+g=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+digest() { grep -o 'fnv1a64 [0-9a-f]*' "$1" | head -1 | cut -d' ' -f2; }
+one() { "$g" train $common "$@"; }
+two() { "$mpiexec" --oversubscribe --allow-run-as-root -np 2 "$g" train $common "$@"; }
+same() { # WHAT REF_OUT OUT...: every OUT has REF_OUT's digest
+    local what=$1 ref
+    ref=$(digest "$2")
+    shift 2
+    for f in "$@"; do
+        local d
+        d=$(digest "$f")
+        if [ -z "$ref" ] || [ "$d" != "$ref" ]; then
+            fail "$what: $(basename "$f") has weights '$d', 1 rank '$ref'"; tail -3 "$f"; return
+        fi
+    done
+    echo "ok: $what (weights $ref)"
+}
+
+base="--backend ref --steps 4 --batch 4 --deterministic --micro-batch 1 --peak-gflops 100"
+base="$base --print-every 0 --check-consistency 1"
+for p in bf16 fp16; do
+    common="$base --precision $p"
+    one > "$tmp/$p.1.out" 2>&1 || fail "$p: 1 rank (rc $?)"
+    two --zero 0 > "$tmp/$p.2.out" 2>&1 || fail "$p: 2 ranks (rc $?)"
+    two --zero 1 > "$tmp/$p.2z.out" 2>&1 || fail "$p: 2 ranks --zero 1 (rc $?)"
+    same "$p: 2 ranks, with and without --zero 1, = 1 rank" "$tmp/$p.1.out" "$tmp/$p.2.out" \
+        "$tmp/$p.2z.out"
+done
+
+common="$base --precision fp16"
+export GT_FAULT_OVERFLOW=2
+one > "$tmp/o.1.out" 2>&1 || fail "overflow: 1 rank (rc $?)"
+two --zero 1 > "$tmp/o.2z.out" 2>&1 || fail "overflow: 2 ranks (rc $?)"
+two --zero 1 --stop-after 2 --checkpoint-every 2 --checkpoint-dir "$tmp/ck" > "$tmp/o.half.out" \
+    2>&1 || fail "overflow: first half on 2 ranks (rc $?)"
+two --zero 1 --resume "$tmp/ck" > "$tmp/o.res2.out" 2>&1 || fail "overflow: resume on 2 (rc $?)"
+one --resume "$tmp/ck" > "$tmp/o.res1.out" 2>&1 || fail "overflow: resume on 1 (rc $?)"
+unset GT_FAULT_OVERFLOW
+for f in o.1 o.2z o.res2 o.res1; do
+    grep -q "loss scale 32768 at the end, 1 step(s) skipped" "$tmp/$f.out" ||
+        fail "$f: the summary does not show 1 skipped step and scale 32768"
+done
+same "fp16 overflow at step 2: 2 ranks --zero 1, and its sharded checkpoint resumed on 2 and 1" \
+    "$tmp/o.1.out" "$tmp/o.2z.out" "$tmp/o.res2.out" "$tmp/o.res1.out"
+
+if [ $fails -ne 0 ]; then
+    echo "$fails failure(s)"
+    exit 1
+fi
+echo "all mpi precision checks passed"
