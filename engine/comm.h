@@ -19,7 +19,9 @@
  * operation is GT_ERR_INVALID, and every rank must pass the same kind.
  * nccl send/recv have no tags: messages between two ranks match in the
  * order they were posted (the tag is only range-checked), and a receive's
- * count must equal the send's (NCCL's rule). count is in elements of dtype. In-place: pass the same pointer as send and recv.
+ * count must equal the send's (NCCL's rule).
+ * count is in elements of dtype. In-place: pass the same pointer as send
+ * and recv.
  * Supported dtypes: fp32, fp64, bf16, fp16, int32, int64. bf16 and fp16
  * reductions accumulate in fp32 per pairwise combination (MPI has no such
  * types: a user-defined op does it) and round back once per combination.
@@ -28,9 +30,10 @@
  * bf16/fp16 in fp32, rounded once; for integers C division, truncating).
  *
  * Errors: GT_ERR_INVALID (bad argument: dtype, root, count), GT_ERR_COMM (the
- * library failed: message has the MPI error string), GT_ERR_TIMEOUT (the
- * watchdog: message names the operation, its sequence number, its size and
- * the peers it waited for as far as this rank can tell).
+ * library failed: message has the MPI or NCCL error string), GT_ERR_DEVICE
+ * (nccl: a CUDA call failed), GT_ERR_TIMEOUT (the watchdog: message names
+ * the operation, its sequence number, its size and the peers it waited for
+ * as far as this rank can tell).
  *
  * The watchdog, and what a timeout does (timeout_s of the config):
  * - a blocking collective (req NULL: allreduce, reduce, broadcast,
@@ -38,7 +41,7 @@
  *   its deadline ENDS THE JOB: the watchdog thread prints
  *   "gauntlet: watchdog: rank R: <message>" to stderr, calls the handler of
  *   gt_comm_set_timeout_handler, then aborts every process (MPI_Abort with
- *   code 3; exit for self). A library's blocking collective cannot be
+ *   code 3, after ncclCommAbort for nccl; exit for self). A library's blocking collective cannot be
  *   cancelled or left, so there is no status to return. Such calls run the
  *   library's blocking collective (MPI_Allreduce, ...: faster than the
  *   non-blocking ones) with a watchdog thread keeping the deadline.

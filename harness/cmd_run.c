@@ -544,14 +544,14 @@ int gt_cmd_run(int argc, char **argv) {
                             if (res) gt_result_set_status(res, GT_RESULT_ERROR, gt_last_error());
                         }
                         rc = GT_EXIT_USAGE;
-                        telemetry_mark(&pr);
                         /* a bad case name is the same everywhere: go on; a
                          * communicator failure is not */
                         if (s == GT_ERR_INVALID || s == GT_ERR_UNSUPPORTED) s = GT_OK;
                     }
                     gt_comm_free(sub);
                 }
-                telemetry_mark(&pr); /* results a suite added without case_done */
+                /* results a suite added without case_done, and the error result above */
+                telemetry_mark(&pr);
                 pr.telemetry = 0;
                 pr.unit++;
                 if (s == GT_OK) s = gt_comm_barrier(comm, NULL);

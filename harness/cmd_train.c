@@ -148,16 +148,18 @@ int gt_cmd_train(int argc, char **argv) {
         if (strcmp(argv[i], "--model") == 0) {
             snprintf(cfg.model_name, sizeof cfg.model_name, "%s", argv[i + 1]);
             const char *fam = gt_model_family_of(argv[i + 1]);
-            gt_status s = fam && strcmp(fam, "gpt2") != 0
-                              ? GT_OK
-                              : gt_gpt2_preset(argv[i + 1], &cfg.model);
+            gt_status s = !fam ? GT_ERR(GT_ERR_INVALID, "unknown model '%s': the presets are %s",
+                                        argv[i + 1], gt_model_preset_names())
+                          : strcmp(fam, "gpt2") != 0 ? GT_OK
+                                                     : gt_gpt2_preset(argv[i + 1], &cfg.model);
             if (s != GT_OK) return gt_fail("train", s);
         } else if (strncmp(argv[i], "--model=", 8) == 0) {
             snprintf(cfg.model_name, sizeof cfg.model_name, "%s", argv[i] + 8);
             const char *fam = gt_model_family_of(argv[i] + 8);
-            gt_status s = fam && strcmp(fam, "gpt2") != 0
-                              ? GT_OK
-                              : gt_gpt2_preset(argv[i] + 8, &cfg.model);
+            gt_status s = !fam ? GT_ERR(GT_ERR_INVALID, "unknown model '%s': the presets are %s",
+                                        argv[i] + 8, gt_model_preset_names())
+                          : strcmp(fam, "gpt2") != 0 ? GT_OK
+                                                     : gt_gpt2_preset(argv[i] + 8, &cfg.model);
             if (s != GT_OK) return gt_fail("train", s);
         }
     /* --init-from without --model: the file's config is the base */

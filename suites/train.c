@@ -659,8 +659,8 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
                           cfg->model_name);
         if (cfg->data_order != GT_DATA_ORDER_SEQUENTIAL)
             return GT_ERR(GT_ERR_INVALID,
-                          "%s: --order %s does not apply: its synthetic samples are already "
-                          "independent draws; leave --order at sequential",
+                          "%s: --data-order %s does not apply: its synthetic samples are "
+                          "already independent draws; leave --data-order at sequential",
                           cfg->model_name, gt_data_order_name(cfg->data_order));
     } else {
         if (cfg->seq_len < 1 || cfg->seq_len > cfg->model.max_seq_len)

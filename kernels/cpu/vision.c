@@ -2,9 +2,10 @@
  * (training and eval), forward and backward.
  *
  * Variants: ReLU in blocks like the other pointwise ops; avgpool one
- * (n, c) row per work item; batchnorm one channel per work item, so the
+ * (n, c) row per work item; batchnorm one channel per work item (a block
+ * of BN_CB channels when HW is small, BatchNorm1d's HW 1 above all), so the
  * statistics and the dweight/dbias sums of a channel are each summed by
- * one thread in a fixed order (fp64 lanes), whatever the thread count.
+ * one thread in a fixed order (in fp64), whatever the thread count.
  * Eval-mode batchnorm is elementwise and goes over (n, c) rows.
  * Bound: memory bandwidth (relu_fwd 8 B/elem, relu_bwd 16, avgpool_fwd 4,
  * avgpool_bwd 8, batchnorm_fwd training 12 (two reads, one write),
