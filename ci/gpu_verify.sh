@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317,SC2086,SC2012  # stages are called as "stage_$s"; option lists split on purpose
 # Verify the CUDA backend and the nccl communicator on a machine with an NVIDIA GPU,
 # in as few calls as possible (docs/gpu-verification.md has the device-tool calls).
 #
@@ -9,31 +10,39 @@
 #       probe     what the machine has (GPU, nvcc, cuDNN/NCCL, MPI, jansson, sanitizer)
 #       build     configure + build build-gpu/ for this GPU's architecture, `gauntlet env`
 #       gputest   ctest -L gpu
-#       test      every other CTest test (-LE gpu)
+#       test      every other CTest test (ctest -LE gpu -j)
 #       sanitize  compute-sanitizer memcheck / racecheck / synccheck on cuda tests
-#       bench     kernels suite, gpt2-124m bf16 training, nccl collectives, torch baseline
-#       all       probe build gputest test sanitize bench (more than one 10-minute call)
-#   Stages after build need build-gpu/ (a stage names build itself when the build is
-#   missing or stale: a fresh machine keeps nothing).
+#       train     gpt2-124m bf16 B=16 T=1024 (cuDNN and own attention), torch.compile baseline
+#       kernels   gauntlet run kernels --backend cuda (conformance, hot/cold speed, peaks)
+#       nccl      gauntlet run collectives --comm nccl on this GPU (needs MPI built in)
+#       bench     train kernels nccl
+#       all       probe build gputest test sanitize train kernels nccl (several calls' worth:
+#                 set GV_BUDGET_S=0 where no 10-minute limit applies)
+#   A GPU stage builds first when build-gpu/ has no finished build (a fresh machine keeps
+#   nothing); naming `build` again on a warm machine is an incremental build (seconds).
 #
-# Output: everything under ${OUT:-./gpu-out}: summary.md (figures and counts),
-# gpu-verify.tar.gz (every log and JSON report), and the main reports as plain files
-# (at most 8 files: what the device tool brings back).
+# Output: everything under ${OUT:-build-gpu-out} (build-gpu-out is git-ignored):
+# summary.md (figures and counts), gpu-verify.tar.gz (every log and JSON report), and
+# the main reports as plain files: at most 8 files, what the device tool brings back.
 # Exit: 0 every stage passed, 1 a test/check failed, 2 usage or build error,
-# 3 no GPU here (stages that need one stop at once and say so).
+# 3 no GPU here (a GPU stage stops at once and says so, before any work).
 #
-# Environment: GV_BUDGET_S (default 570: the whole invocation ends its stages inside
-# this many seconds, so a 600 s call always returns its files), GV_STEPS (training
-# steps, default 40), GV_JOBS (default nproc), GV_BUILD (default build-gpu),
-# GV_DEPS (default build-gpu-deps), CUDNN_PATH / NCCL_HOME (use these first),
-# GV_ARCH (CUDA architectures, default: the GPU's compute capability, else 90).
+# Environment: GV_BUDGET_S (default 570: the invocation ends its stages inside this many
+# seconds so that a 600 s device call always returns its files; 0: no limit), GV_STEPS
+# (training steps, default 40), GV_JOBS (default nproc), GV_BUILD (default build-gpu),
+# GV_DEPS (default build-gpu-deps), CUDNN_PATH / NCCL_HOME (looked at first), CUDA_HOME
+# (default /usr/local/cuda), GV_ARCH (CUDA architectures, default: the GPU's compute
+# capability, 90 without a GPU), GV_PEAK_GFLOPS (MFU reference, default: the GPU's dense
+# bf16 datasheet peak), GV_KERNELS_ARGS (e.g. --quick or --full), GV_SANITIZER_ARGS.
+# For checking the script without a GPU: GV_PREFER_WHEELS=1 (cuDNN/NCCL from Python
+# wheels only), GV_PKG_CONFIG_STANDIN=1 (carried jansson + the pkg-config stand-in).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
 BUILD=${GV_BUILD:-build-gpu}
 DEPS=${GV_DEPS:-build-gpu-deps}
-OUTDIR=${OUT:-$ROOT/gpu-out}
+OUTDIR=${OUT:-$ROOT/build-gpu-out}
 WORK=$ROOT/$BUILD/verify          # logs and reports; packed into $OUTDIR after each stage
 JOBS=${GV_JOBS:-$(nproc 2>/dev/null || echo 4)}
 BUDGET=${GV_BUDGET_S:-570}
@@ -45,7 +54,7 @@ export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 RC=0                               # worst outcome so far (0 < 1 < 3 < 2 is not needed: max)
 note() { printf '[gpu_verify %4ds] %s\n' "$(($(date +%s) - T0))" "$*" | tee -a "$WORK/progress.log" >&2; }
 worse() { [ "$1" -gt "$RC" ] && RC=$1; return 0; }
-left() { echo $((BUDGET - ($(date +%s) - T0))); }
+left() { [ "$BUDGET" -gt 0 ] && echo $((BUDGET - ($(date +%s) - T0))) || echo 1000000; }
 # cap SECONDS: min(SECONDS, what is left of the budget minus 15 s for packing)
 cap() { local l; l=$(($(left) - 15)); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
 # run_to LIMIT LOG CMD...: run with a time limit, output to LOG (and a tail to stderr)
@@ -125,7 +134,9 @@ EOF
 find_lib() {
     local name=$1 hdr=$2 var d inc lib r
     case $name in cudnn) var=${CUDNN_PATH:-} ;; nccl) var=${NCCL_HOME:-} ;; *) var= ;; esac
-    for d in $var "$CUDA_HOME" /usr /usr/local; do
+    local sys_dirs=("$CUDA_HOME" /usr /usr/local)
+    [ "${GV_PREFER_WHEELS:-0}" = 1 ] && sys_dirs=()      # exercise the wheel lookup
+    for d in $var "${sys_dirs[@]}"; do
         [ -n "$d" ] || continue
         inc=; lib=
         for i in "$d/include" "$d/include/x86_64-linux-gnu" "$d/targets/x86_64-linux/include"; do
@@ -172,30 +183,30 @@ setup_env() {
         cs=$(ls -d "$CUDA_HOME"/compute-sanitizer /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -1)
         [ -n "$cs" ] && export PATH="$PATH:$cs"
     }
-    local ld="$CUDA_HOME/lib64" r
+    local ld="$CUDA_HOME/lib64" r inc lib d
     CMAKE_LIB_ARGS=()
     CUDNN_DESC="not found"; NCCL_DESC="not found"; CUBLAS_DESC="CUDA toolkit"
     if r=$(find_lib cudnn cudnn.h); then
-        set -- $r
-        local d; d=$(link_dir cudnn "$1" "$2")
+        read -r inc lib <<<"$r"
+        d=$(link_dir cudnn "$inc" "$lib")
         export CUDNN_PATH=$d
-        CMAKE_LIB_ARGS+=("-DCUDNN_INCLUDE_DIR=$1" "-DCUDNN_LIBRARY=$d/lib/libcudnn.so")
-        ld="$ld:$2"; CUDNN_DESC="$1 | $2"
+        CMAKE_LIB_ARGS+=("-DCUDNN_INCLUDE_DIR=$inc" "-DCUDNN_LIBRARY=$d/lib/libcudnn.so")
+        ld="$ld:$lib"; CUDNN_DESC="$inc | $lib"
     fi
     if r=$(find_lib nccl nccl.h); then
-        set -- $r
-        local d; d=$(link_dir nccl "$1" "$2")
+        read -r inc lib <<<"$r"
+        d=$(link_dir nccl "$inc" "$lib")
         export NCCL_HOME=$d
-        CMAKE_LIB_ARGS+=("-DNCCL_INCLUDE_DIR=$1" "-DNCCL_LIBRARY=$d/lib/libnccl.so")
-        ld="$ld:$2"; NCCL_DESC="$1 | $2"
+        CMAKE_LIB_ARGS+=("-DNCCL_INCLUDE_DIR=$inc" "-DNCCL_LIBRARY=$d/lib/libnccl.so")
+        ld="$ld:$lib"; NCCL_DESC="$inc | $lib"
     fi
     # cuBLAS: the toolkit's, else a wheel's (CMake's FindCUDAToolkit looks in CMAKE_LIBRARY_PATH)
     if ! compgen -G "$CUDA_HOME/lib64/libcublasLt.so*" >/dev/null && r=$(find_lib cublasLt cublasLt.h); then
-        set -- $r
-        local d; d=$(link_dir cublas "$1" "$2")
+        read -r inc lib <<<"$r"
+        d=$(link_dir cublas "$inc" "$lib")
         export CMAKE_LIBRARY_PATH="$d/lib${CMAKE_LIBRARY_PATH:+:$CMAKE_LIBRARY_PATH}"
-        export CPATH="$1${CPATH:+:$CPATH}"
-        ld="$ld:$2"; CUBLAS_DESC="$1 | $2 (wheel)"
+        export CPATH="$inc${CPATH:+:$CPATH}"
+        ld="$ld:$lib"; CUBLAS_DESC="$inc | $lib (wheel)"
     fi
     # other wheel libraries cuDNN may dlopen (nvrtc, cublas of the wheel) go last
     local w
@@ -206,13 +217,14 @@ setup_env() {
 
     # jansson: the system's, else the carried one ($DEPS from `prep`); pkg-config likewise
     JANSSON_DESC=system
-    if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists jansson 2>/dev/null; then
+    local standin=${GV_PKG_CONFIG_STANDIN:-0}              # 1: as if pkg-config and jansson were absent
+    if [ "$standin" != 1 ] && command -v pkg-config >/dev/null 2>&1 && pkg-config --exists jansson 2>/dev/null; then
         :
     elif [ -f "$ROOT/$DEPS/jansson/lib/pkgconfig/jansson.pc" ]; then
         export PKG_CONFIG_PATH="$ROOT/$DEPS/jansson/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
         export LD_LIBRARY_PATH="$ROOT/$DEPS/jansson/lib:$LD_LIBRARY_PATH"
         JANSSON_DESC="carried ($DEPS/jansson)"
-        if ! command -v pkg-config >/dev/null 2>&1; then
+        if [ "$standin" = 1 ] || ! command -v pkg-config >/dev/null 2>&1; then
             CMAKE_LIB_ARGS+=("-DPKG_CONFIG_EXECUTABLE=$ROOT/$DEPS/bin/pkg-config")
             JANSSON_DESC="$JANSSON_DESC, pkg-config stand-in"
         fi
@@ -360,7 +372,7 @@ stage_build() {
     fi
     grep -A14 'gauntlet .* configuration' "$log" >"$WORK/configure-summary.txt"
     cat "$WORK/configure-summary.txt" >&2
-    local t=$(date +%s)
+    local t; t=$(date +%s)
     if ! run_to "$(cap 480)" "$log" cmake --build "$BUILD" -j "$JOBS"; then
         note "build: FAILED (build.log)"; grep -m20 -B2 -A8 'error' "$log" >&2
         echo "| build | FAILED after $(($(date +%s) - t)) s |" >>"$WORK/stages.md"; worse 2; return 2
@@ -456,52 +468,83 @@ stage_sanitize() {
     echo "| sanitize | ${res[*]} |" >>"$WORK/stages.md"
 }
 
-stage_bench() {
-    need_gpu bench || return 0
-    ensure_built bench || return 0
-    local G=$BUILD/harness/gauntlet gpu peak=""
-    gpu=$(timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-    # dense bf16 tensor-core datasheet peak (GFLOP/s) for the MFU column of the summary
+gpu_peak() {
+    # dense bf16 tensor-core datasheet peak (GFLOP/s): the MFU reference of the train stage
+    local gpu
+    gpu=$(timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
     case $gpu in
-        *H100*PCIe*) peak=756000 ;; *H100*|*H200*|*H800*) peak=989400 ;; *A100*) peak=312000 ;;
-        *B200*) peak=2250000 ;; *L40S*) peak=362000 ;;
+        *H100*PCIe*) PEAK=756000 ;; *H100*|*H200*|*H800*) PEAK=989400 ;; *A100*) PEAK=312000 ;;
+        *B200*) PEAK=2250000 ;; *L40S*) PEAK=362000 ;; *) PEAK= ;;
     esac
-    echo "$gpu|$peak" >"$WORK/gpu.txt"
+    PEAK=${GV_PEAK_GFLOPS:-$PEAK}
+    echo "$gpu|$PEAK" >"$WORK/gpu.txt"
+}
+
+stage_train() {
+    need_gpu train || return 0
+    ensure_built train || return 0
+    local G=$BUILD/harness/gauntlet PEAK
+    gpu_peak
     [ -f "$WORK/env.txt" ] || run_to 60 "$WORK/env.txt" "$G" env
-    # 1. training first (the figure that matters most), bf16, cuDNN attention (auto)
-    note "bench: gpt2-124m bf16 B16 T1024, $STEPS steps"
+    # 1. gpt2-124m bf16, B=16 T=1024, cuDNN attention where it applies (auto)
+    note "train: gpt2-124m bf16 B16 T1024, $STEPS steps (MFU against ${PEAK:-the measured SGEMM} GFLOP/s)"
     run_to "$(cap 240)" "$WORK/train_bf16.log" "$G" train --model gpt2-124m --backend cuda \
         --precision bf16 --batch 16 --seq 1024 --steps "$STEPS" --report "$WORK/train_bf16.json" \
-        ${peak:+--peak-gflops $peak} || worse 1
-    # 2. the same with the own attention kernels (what cuDNN's fused attention buys), fewer steps
-    note "bench: the same, GT_CUDA_ATTENTION=own"
-    GT_CUDA_ATTENTION=own run_to "$(cap 120)" "$WORK/train_bf16_own.log" "$G" train --model gpt2-124m \
+        ${PEAK:+--peak-gflops $PEAK} || worse 1
+    # 2. the same with the own attention kernels: what cuDNN's fused attention buys
+    note "train: the same with GT_CUDA_ATTENTION=own"
+    GT_CUDA_ATTENTION=own run_to "$(cap 150)" "$WORK/train_bf16_own.log" "$G" train --model gpt2-124m \
         --backend cuda --precision bf16 --batch 16 --seq 1024 --steps $((STEPS / 2 > 10 ? STEPS / 2 : 10)) \
-        --report "$WORK/train_bf16_own.json" ${peak:+--peak-gflops $peak} || worse 1
-    # 3. kernels suite: conformance + hot/cold speed, copy and GEMM peaks
-    note "bench: kernels suite"
-    run_to "$(cap 240)" "$WORK/kernels.log" "$G" run kernels --backend cuda --report "$WORK/kernels.json" || worse 1
-    # 4. NCCL collectives on this GPU (needs MPI: the nccl communicator bootstraps through it)
-    if grep -q 'NCCL    : yes' "$WORK/configure-summary.txt" 2>/dev/null && grep -q 'MPI     : yes' "$WORK/configure-summary.txt"; then
-        note "bench: collectives --comm nccl"
-        local pre=()
-        command -v mpirun >/dev/null 2>&1 && pre=(mpirun --allow-run-as-root --oversubscribe -np 1)
-        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 run_to "$(cap 150)" "$WORK/collectives.log" \
-            "${pre[@]}" "$G" run collectives --comm nccl -e 256M --report "$WORK/collectives.json" || worse 1
-    else
-        note "bench: collectives --comm nccl SKIPPED: needs NCCL and MPI built in (configure-summary.txt)"
-        echo "nccl collectives skipped: the nccl communicator needs NCCL and MPI (engine/comm_nccl.c bootstraps through MPI)" >"$WORK/collectives.log"
-    fi
-    # 5. PyTorch torch.compile baseline, same model and shapes
+        --report "$WORK/train_bf16_own.json" ${PEAK:+--peak-gflops $PEAK} || worse 1
+    # 3. PyTorch torch.compile on the same model and shapes
     if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
-        note "bench: torch.compile baseline"
+        note "train: torch.compile baseline"
         run_to "$(cap 240)" "$WORK/torch_baseline.log" python3 "$ROOT/ci/torch_gpt2_baseline.py" \
-            --batch 16 --seq 1024 --steps 30 --json "$WORK/torch_baseline.json" ${peak:+--peak-gflops $peak} || true
+            --batch 16 --seq 1024 --steps 30 --json "$WORK/torch_baseline.json" ${PEAK:+--peak-gflops $PEAK} ||
+            note "train: torch baseline failed (torch_baseline.log)"
     else
-        note "bench: torch with CUDA not importable: no torch baseline"
+        note "train: torch with CUDA not importable: no torch baseline"
         echo "torch baseline skipped: torch with CUDA not importable" >"$WORK/torch_baseline.log"
     fi
-    echo "| bench | see the figures below |" >>"$WORK/stages.md"
+    echo "| train | gpt2-124m bf16 B16 T1024 (figures below) |" >>"$WORK/stages.md"
+}
+
+stage_kernels() {
+    need_gpu kernels || return 0
+    ensure_built kernels || return 0
+    local G=$BUILD/harness/gauntlet rc
+    [ -f "$WORK/env.txt" ] || run_to 60 "$WORK/env.txt" "$G" env
+    # conformance against ref + hot/cold speed; the report is rewritten after every case,
+    # so a run cut by the budget still leaves what finished
+    note "kernels: gauntlet run kernels --backend cuda ${GV_KERNELS_ARGS:-}"
+    run_to "$(cap 420)" "$WORK/kernels.log" "$G" run kernels --backend cuda ${GV_KERNELS_ARGS:-} \
+        --report "$WORK/kernels.json"
+    rc=$?
+    [ $rc -eq 0 ] || worse 1
+    echo "| kernels | exit $rc$([ $rc -eq 124 ] && echo ' (cut by the time limit: partial report)') |" >>"$WORK/stages.md"
+}
+
+stage_nccl() {
+    need_gpu nccl || return 0
+    ensure_built nccl || return 0
+    local G=$BUILD/harness/gauntlet rc pre=()
+    if ! grep -q 'NCCL    : yes' "$WORK/configure-summary.txt" 2>/dev/null ||
+       ! grep -q 'MPI     : yes' "$WORK/configure-summary.txt" 2>/dev/null; then
+        note "nccl: SKIPPED: the nccl communicator needs NCCL and MPI built in (engine/comm_nccl.c bootstraps through MPI); see configure-summary.txt"
+        echo "skipped: NCCL and MPI not both built in" >"$WORK/collectives.log"
+        echo "| nccl | skipped: needs NCCL and MPI (configure summary: $(grep -E 'NCCL|MPI ' "$WORK/configure-summary.txt" 2>/dev/null | sed 's/.*-- *//' | tr -s ' ' | paste -sd';')) |" >>"$WORK/stages.md"
+        return 0
+    fi
+    if command -v mpirun >/dev/null 2>&1; then
+        pre=(mpirun -np 1)
+        mpirun --version 2>&1 | grep -q 'Open MPI' && pre=(mpirun --allow-run-as-root -np 1)
+    fi
+    note "nccl: ${pre[*]} gauntlet run collectives --comm nccl -e 256M"
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 run_to "$(cap 240)" "$WORK/collectives.log" \
+        "${pre[@]}" "$G" run collectives --comm nccl -e 256M --report "$WORK/collectives.json"
+    rc=$?
+    [ $rc -eq 0 ] || worse 1
+    echo "| nccl | exit $rc (1 rank, one GPU: busbw of all-reduce is 0 by nccl-tests' factor 2(n-1)/n; algbw and #wrong matter) |" >>"$WORK/stages.md"
 }
 
 # ---------------------------------------------------------------------------------------
@@ -518,20 +561,21 @@ pack() {
     return 0
 }
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '3,/^set -uo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 1 ] || usage
 stages=()
 for a in "$@"; do
     case $a in
-        prep|probe|build|gputest|test|sanitize|bench) stages+=("$a") ;;
-        all) stages+=(probe build gputest test sanitize bench) ;;
+        prep|probe|build|gputest|test|sanitize|train|kernels|nccl) stages+=("$a") ;;
+        bench) stages+=(train kernels nccl) ;;
+        all) stages+=(probe build gputest test sanitize train kernels nccl) ;;
         -h|--help|help) usage ;;
-        *) echo "gpu_verify: unknown stage '$a' (prep probe build gputest test sanitize bench all)" >&2; exit 2 ;;
+        *) echo "gpu_verify: unknown stage '$a' (prep probe build gputest test sanitize train kernels nccl bench all)" >&2; exit 2 ;;
     esac
 done
 # A GPU stage on a machine without one: say so at once (no build, no probe of minutes).
 for s in "${stages[@]}"; do
-    case $s in gputest|test|sanitize|bench)
+    case $s in gputest|test|sanitize|train|kernels|nccl)
         if ! have_gpu; then
             echo "gpu_verify: NO GPU here: $GPU_WHY." >&2
             echo "gpu_verify: stage '$s' needs an NVIDIA GPU: run it through the device tool (docs/gpu-verification.md)." >&2
@@ -545,7 +589,7 @@ for s in "${stages[@]}"; do
     note "=== stage $s (budget left $(left) s)"
     "stage_$s"
     rc=$?
-    pack
+    [ "$s" = prep ] || pack
     if [ "$s" = build ] && [ $rc -ne 0 ]; then note "build failed: later stages not run"; break; fi
     [ "$s" = prep ] && [ $rc -ne 0 ] && exit 2
 done

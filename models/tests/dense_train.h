@@ -1,6 +1,8 @@
 /* A minimal training loop over the generic model interface for the mlp and
- * convnet tests (suites/train.c drives gpt2; docs/models.md says what
- * porting it needs). One process, one backend, AdamW through
+ * convnet tests: the model and its task alone, without suites/train.c's
+ * data parallelism, checkpoints and reports (models.dense_cli.cpu covers
+ * those), so that a failure here points at the model. One process, one
+ * backend, AdamW through
  * gt_model_update, samples from the model's synthetic task (gt_model_task):
  * step t (0-based) trains on samples [t*B, (t+1)*B), so every step sees
  * fresh data.

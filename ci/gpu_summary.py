@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""summary.md for ci/gpu_verify.sh, from the logs and JSON reports in its work folder.
+
+  gpu_summary.py --junit FILE          one line: CTest counts from ctest's JUnit file
+  gpu_summary.py --work DIR [--rc N]   the whole summary.md on stdout
+
+Standard library only: it runs under whatever python3 the GPU machine has.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+
+def junit_counts(path):
+    root = ET.parse(path).getroot()
+    cases = root.iter("testcase")
+    passed, failed, skipped = [], [], []
+    for c in cases:
+        name = c.get("name", "?")
+        st = (c.get("status") or "").lower()
+        if c.find("failure") is not None or c.find("error") is not None or st == "fail":
+            failed.append(name)
+        elif c.find("skipped") is not None or st in ("notrun", "disabled", "skipped"):
+            skipped.append(name)
+        else:
+            passed.append(name)
+    n = len(passed) + len(failed) + len(skipped)
+    s = f"{n} tests: {len(passed)} passed, {len(failed)} failed, {len(skipped)} skipped"
+    if failed:
+        s += "; FAILED: " + ", ".join(failed)
+    if skipped:
+        s += "; skipped: " + ", ".join(skipped)
+    return s
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def read(path, limit=None):
+    try:
+        with open(path, errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    return lines[:limit] if limit else lines
+
+
+def m(res, name):
+    v = res.get("metrics", {}).get(name)
+    return v.get("value") if isinstance(v, dict) else None
+
+
+def fmt(x, nd=1):
+    if x is None:
+        return "-"
+    if isinstance(x, str):
+        return x
+    return f"{x:,.{nd}f}"
+
+
+def section_env(work, out):
+    out.append("## Machine and versions\n")
+    gpu = read(os.path.join(work, "gpu.txt"))
+    if gpu:
+        out.append(f"GPU: {gpu[0].split('|')[0]}\n")
+    env = read(os.path.join(work, "env.txt"), 45)
+    if env:
+        out.append("`gauntlet env`:\n\n```\n" + "\n".join(env) + "\n```\n")
+    conf = read(os.path.join(work, "configure-summary.txt"))
+    if conf:
+        out.append("Configure summary:\n\n```\n" +
+                   "\n".join(re.sub(r"^-- ?", "", l) for l in conf if l.strip("- ")) + "\n```\n")
+    probe = read(os.path.join(work, "probe.txt"))
+    if probe:
+        keep = [l for l in probe if re.match(r"(date|PRETTY|cpu|glibc|name,|NVIDIA|Cuda comp|gcc|cmake"
+                                             r"|mpirun|compute-san|--- (cuDNN|NCCL|cuBLAS|jansson|hwloc|python)"
+                                             r"|#define|torch)", l.strip())]
+        if keep:
+            out.append("Probe (probe.txt has all of it):\n\n```\n" + "\n".join(keep[:40]) + "\n```\n")
+
+
+def section_kernels(work, out):
+    d = load(os.path.join(work, "kernels.json"))
+    if not d:
+        return
+    res = [r for r in d.get("results", []) if r.get("suite") == "kernels"]
+    counts = {}
+    for r in res:
+        counts[r.get("status")] = counts.get(r.get("status"), 0) + 1
+    out.append("## Kernels suite (`gauntlet run kernels --backend cuda`)\n")
+    out.append("Results: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) +
+               (" (report cut short: see kernels.log)" if not d.get("summary") else "") + "\n")
+    bad = [r for r in res if r.get("status") in ("fail", "error")]
+    if bad:
+        out.append("Failed / errored cases:\n")
+        for r in bad[:40]:
+            det = "; ".join(f"{c.get('name')}: {c.get('detail', '')}" for c in r.get("checks", [])
+                            if not c.get("passed")) or r.get("error", r.get("message", ""))
+            out.append(f"- `{r.get('case')}` {r.get('status')}: {str(det)[:300]}")
+        out.append("")
+    # peaks per (bound, dtype): the suite's own copy and GEMM probes
+    peaks = {}
+    for r in res:
+        p = m(r, "peak")
+        if p:
+            dt = (r.get("case", "").split("/") + ["?", "?"])[1]
+            bound = r.get("params", {}).get("bound", "?")
+            peaks[(bound, dt)] = p
+    if peaks:
+        out.append("Measured peaks (the suite's probes: GEMM 8192^3 through matmul_fwd, 512 MiB device copy):\n")
+        out.append("| bound | dtype | peak |\n|---|---|---|")
+        for (b, dt), p in sorted(peaks.items()):
+            out.append(f"| {b} | {dt} | {fmt(p / 1e3, 1) + ' TFLOP/s' if b == 'compute' else fmt(p, 0) + ' GB/s'} |")
+        out.append("")
+    timed = [r for r in res if m(r, "time_us") is not None]
+    comp = [r for r in timed if r.get("params", {}).get("bound") == "compute"]
+    mem = [r for r in timed if r.get("params", {}).get("bound") == "memory"]
+    if comp:
+        comp.sort(key=lambda r: -(m(r, "gflops") or 0))
+        out.append("Compute-bound cases, fastest 15 (hot; cold in the report):\n")
+        out.append("| case | time us | TFLOP/s | of peak | cold TFLOP/s |\n|---|---|---|---|---|")
+        for r in comp[:15]:
+            fp = m(r, "fraction_of_peak")
+            out.append(f"| `{r['case']}` | {fmt(m(r, 'time_us'), 2)} | {fmt((m(r, 'gflops') or 0) / 1e3, 2)} | "
+                       f"{fmt(fp * 100 if fp is not None else None, 1)}% | {fmt((m(r, 'gflops_cold') or 0) / 1e3, 2)} |")
+        out.append("")
+    if mem:
+        # the largest shape of each op and dtype (most bytes): what bandwidth means
+        best = {}
+        for r in mem:
+            op, dt = (r["case"].split("/") + ["?"])[:2]
+            key = (op, dt)
+            if key not in best or (m(r, "time_us") or 0) > (m(best[key], "time_us") or 0):
+                best[key] = r
+        out.append("Memory-bound ops, largest shape of each (GB/s counts bytes read + written):\n")
+        out.append("| case | time us | GB/s hot | GB/s cold | cold of copy peak |\n|---|---|---|---|---|")
+        for key in sorted(best):
+            r = best[key]
+            fc = m(r, "fraction_of_peak_cold")
+            out.append(f"| `{r['case']}` | {fmt(m(r, 'time_us'), 2)} | {fmt(m(r, 'gbps'), 0)} | "
+                       f"{fmt(m(r, 'gbps_cold'), 0)} | {fmt(fc * 100 if fc is not None else None, 1)}% |")
+        out.append("")
+    notes = sorted({r.get("params", {}).get("backend_notes", "") for r in res
+                    if "attention" in r.get("case", "")} - {""})
+    if notes:
+        out.append("Attention paths (backend notes):\n\n```\n" + "\n".join(n[:300] for n in notes[:12]) + "\n```\n")
+
+
+def train_row(label, path):
+    d = load(path)
+    if not d or not d.get("results"):
+        return None
+    r = d["results"][0]
+    p = r.get("params", {})
+    mem = m(r, "peak_memory")
+    return (f"| {label} | {r.get('status')} | {fmt(m(r, 'tokens_per_s'), 0)} | {fmt(m(r, 'ms_per_step'), 1)} | "
+            f"{fmt((m(r, 'mfu') or 0) * 100, 1)}% | {fmt((m(r, 'peak_sgemm') or 0) / 1e3, 1)} | "
+            f"{fmt(m(r, 'final_loss'), 4)} | {fmt(mem / 2**30 if mem else None, 2)} | {p.get('steps', '-')} |")
+
+
+def section_train(work, out):
+    rows = []
+    for label, f in (("gauntlet, cuDNN attention (auto)", "train_bf16.json"),
+                     ("gauntlet, own attention", "train_bf16_own.json")):
+        row = train_row(label, os.path.join(work, f))
+        if row:
+            rows.append(row)
+    tb = load(os.path.join(work, "torch_baseline.json"))
+    if tb:
+        rows.append(f"| PyTorch {tb.get('torch', '')} torch.compile | {tb.get('status', 'pass')} | "
+                    f"{fmt(tb.get('tokens_per_s'), 0)} | {fmt(tb.get('ms_per_step'), 1)} | "
+                    f"{fmt((tb.get('mfu') or 0) * 100, 1)}% | {fmt((tb.get('peak_gflops') or 0) / 1e3, 1)} | "
+                    f"{fmt(tb.get('final_loss'), 4)} | {fmt(tb.get('peak_memory_gib'), 2)} | {tb.get('steps', '-')} |")
+    if not rows:
+        for f in ("train_bf16.log", "torch_baseline.log"):
+            tail = read(os.path.join(work, f))
+            if tail:
+                out.append(f"## Training: no report; the end of {f}\n\n```\n" + "\n".join(tail[-15:]) + "\n```\n")
+        return
+    out.append("## gpt2-124m training, bf16, B=16 T=1024, one GPU\n")
+    out.append("| run | status | tokens/s | ms/step | MFU | MFU ref TFLOP/s | final loss | peak GiB | steps |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    out.extend(rows)
+    out.append("\nMFU = 6N + 6LCT FLOPs per token x tokens/s over the reference (the GPU's dense bf16 "
+               "datasheet peak, passed as --peak-gflops; the median step, the first left out). "
+               "torch_baseline.log has the PyTorch run.\n")
+
+
+def section_nccl(work, out):
+    d = load(os.path.join(work, "collectives.json"))
+    if not d:
+        log = read(os.path.join(work, "collectives.log"))
+        if log:
+            out.append("## NCCL collectives\n\n```\n" + "\n".join(log[-10:]) + "\n```\n")
+        return
+    res = [r for r in d.get("results", []) if r.get("suite") == "collectives"]
+    out.append("## NCCL collectives (`gauntlet run collectives --comm nccl`, 1 rank)\n")
+    out.append("| case | topology | status | largest size | busbw GB/s | time us | raw NCCL busbw | failed checks |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    for r in res:
+        sizes = [int(k.split("_")[1]) for k in r.get("metrics", {}) if re.fullmatch(r"busbw_\d+", k)]
+        if not sizes:
+            continue
+        s = max(sizes)
+        failed = ", ".join(c.get("name", "") for c in r.get("checks", []) if not c.get("passed")) or "-"
+        out.append(f"| `{r.get('case')}` | {r.get('topology')} | {r.get('status')} | {s:,} B | "
+                   f"{fmt(m(r, f'busbw_{s}'), 1)} | {fmt(m(r, f'time_{s}'), 1)} | "
+                   f"{fmt(m(r, f'raw_busbw_{s}'), 1)} | {failed} |")
+    out.append("\nOn one rank nccl-tests' bus factor makes all-reduce / all-gather / reduce-scatter "
+               "busbw 0; the figures that matter here are #wrong = 0 and the overhead against raw "
+               "NCCL. Busbw across GPUs needs a machine with several.\n")
+
+
+def section_sanitize(work, out):
+    logs = sorted(glob.glob(os.path.join(work, "sanitize-*.log")))
+    if not logs:
+        return
+    out.append("## compute-sanitizer\n")
+    for f in logs:
+        lines = read(f) or []
+        summ = next((l for l in reversed(lines) if "ERROR SUMMARY" in l), "no ERROR SUMMARY line")
+        out.append(f"- {os.path.basename(f)[9:-4]}: {summ.strip()}")
+    out.append("")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--junit")
+    ap.add_argument("--work", action="append",
+                    help="work folder (verify/ of a run); repeat to merge several calls, later wins")
+    ap.add_argument("--rc", default="?")
+    a = ap.parse_args()
+    if a.junit:
+        print(junit_counts(a.junit))
+        return 0
+    if not a.work:
+        ap.error("--junit or --work")
+    work = a.work[-1]
+    if len(a.work) > 1:
+        # merge: each file from the last folder that has it; stages and progress concatenated
+        import shutil
+        import tempfile
+        work = tempfile.mkdtemp(prefix="gv-merge-")
+        for name in ("stages.md", "progress.log"):
+            with open(os.path.join(work, name), "w") as dst:
+                for i, w in enumerate(a.work):
+                    lines = read(os.path.join(w, name)) or []
+                    if name == "stages.md" and i:
+                        lines = [l for l in lines if not l.startswith(("| stage |", "|---"))]
+                    dst.write("\n".join(lines) + ("\n" if lines else ""))
+        for w in a.work:
+            for f in os.listdir(w):
+                if f not in ("stages.md", "progress.log") and os.path.isfile(os.path.join(w, f)):
+                    shutil.copy(os.path.join(w, f), os.path.join(work, f))
+    out = ["# GPU verification summary (ci/gpu_verify.sh)\n"]
+    out.append(f"Exit status of the last invocation: {a.rc} "
+               "(0 all passed, 1 a check failed, 2 build/usage error, 3 no GPU)\n")
+    st = read(os.path.join(work, "stages.md"))
+    if st:
+        out.append("## Stages\n\n" + "\n".join(st) + "\n")
+    section_env(work, out)
+    section_train(work, out)
+    section_kernels(work, out)
+    section_nccl(work, out)
+    section_sanitize(work, out)
+    prog = read(os.path.join(work, "progress.log"))
+    if prog:
+        out.append("## Progress log\n\n```\n" + "\n".join(prog[-40:]) + "\n```\n")
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
