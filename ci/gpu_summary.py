@@ -203,21 +203,36 @@ def section_nccl(work, out):
             out.append("## NCCL collectives\n\n```\n" + "\n".join(log[-10:]) + "\n```\n")
         return
     res = [r for r in d.get("results", []) if r.get("suite") == "collectives"]
-    out.append("## NCCL collectives (`gauntlet run collectives --comm nccl`, 1 rank)\n")
-    out.append("| case | topology | status | largest size | busbw GB/s | time us | raw NCCL busbw | failed checks |")
-    out.append("|---|---|---|---|---|---|---|---|")
+    out.append("## NCCL collectives (`gauntlet run collectives --comm nccl`)\n")
+    out.append("One row per collective and topology: every dtype x op x in/out of place counted; the "
+               "figures are the fp32 (else first) out-of-place row at the largest size. "
+               "algbw = bytes / time.\n")
+    out.append("| collective | ranks | results (pass) | wrong elements | size | time us | algbw GB/s "
+               "| busbw GB/s | raw NCCL busbw | failed checks |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    groups = {}
     for r in res:
+        groups.setdefault((r.get("case", "?").split("/")[0], r.get("topology")), []).append(r)
+    for (coll, topo), rs in groups.items():
+        npass = sum(r.get("status") == "pass" for r in rs)
+        wrong = sum((c.get("value") or 0) for r in rs for c in r.get("checks", [])
+                    if c.get("name") == "wrong_elements")
+        failed = sorted({c.get("name", "") for r in rs for c in r.get("checks", []) if not c.get("passed")})
+        pick = [r for r in rs if r.get("params", {}).get("dtype") == "fp32"
+                and not r.get("params", {}).get("in_place")] or rs
+        r = pick[0]
         sizes = [int(k.split("_")[1]) for k in r.get("metrics", {}) if re.fullmatch(r"busbw_\d+", k)]
         if not sizes:
             continue
-        s = max(sizes)
-        failed = ", ".join(c.get("name", "") for c in r.get("checks", []) if not c.get("passed")) or "-"
-        out.append(f"| `{r.get('case')}` | {r.get('topology')} | {r.get('status')} | {s:,} B | "
-                   f"{fmt(m(r, f'busbw_{s}'), 1)} | {fmt(m(r, f'time_{s}'), 1)} | "
-                   f"{fmt(m(r, f'raw_busbw_{s}'), 1)} | {failed} |")
+        sz = max(sizes)
+        t = m(r, f"time_{sz}")
+        algbw = sz / (t * 1e3) if t else None
+        out.append(f"| {coll} | {topo} | {len(rs)} ({npass}) | {fmt(wrong, 0)} | {sz:,} B | {fmt(t, 1)} | "
+                   f"{fmt(algbw, 1)} | {fmt(m(r, f'busbw_{sz}'), 1)} | {fmt(m(r, f'raw_busbw_{sz}'), 1)} | "
+                   f"{', '.join(failed) or '-'} |")
     out.append("\nOn one rank nccl-tests' bus factor makes all-reduce / all-gather / reduce-scatter "
-               "busbw 0; the figures that matter here are #wrong = 0 and the overhead against raw "
-               "NCCL. Busbw across GPUs needs a machine with several.\n")
+               "busbw 0; what one GPU shows is #wrong = 0, algbw and the overhead against raw NCCL. "
+               "Busbw across GPUs needs a machine with several.\n")
 
 
 def section_sanitize(work, out):
@@ -252,9 +267,11 @@ def main():
         work = tempfile.mkdtemp(prefix="gv-merge-")
         for name in ("stages.md", "progress.log"):
             with open(os.path.join(work, name), "w") as dst:
-                for i, w in enumerate(a.work):
+                if name == "stages.md":
+                    dst.write("| stage | result |\n|---|---|\n")
+                for w in a.work:
                     lines = read(os.path.join(w, name)) or []
-                    if name == "stages.md" and i:
+                    if name == "stages.md":
                         lines = [l for l in lines if not l.startswith(("| stage |", "|---"))]
                     dst.write("\n".join(lines) + ("\n" if lines else ""))
         for w in a.work:

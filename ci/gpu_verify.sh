@@ -50,6 +50,8 @@ STEPS=${GV_STEPS:-40}
 T0=$(date +%s)
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+# the device machine runs commands as root: Open MPI refuses that unless told
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 RC=0                               # worst outcome so far (0 < 1 < 3 < 2 is not needed: max)
 note() { printf '[gpu_verify %4ds] %s\n' "$(($(date +%s) - T0))" "$*" | tee -a "$WORK/progress.log" >&2; }
@@ -163,7 +165,7 @@ link_dir() {
     local name=$1 inc=$2 lib=$3 dst=$ROOT/$BUILD/deps/$1 f base
     rm -rf "$dst"; mkdir -p "$dst/lib"
     ln -s "$inc" "$dst/include"
-    for f in "$lib"/lib*.so*; do
+    for f in "$lib"/lib"$name"*.so*; do             # libcudnn_graph.so.9 etc. too
         [ -e "$f" ] || continue
         base=$(basename "$f")
         ln -sf "$f" "$dst/lib/$base"
@@ -213,7 +215,9 @@ setup_env() {
     while read -r w; do
         [ -n "$w" ] && ld="$ld:$w"
     done < <(py_nvidia_roots | while read -r x; do find "$x" -maxdepth 3 -type d -name lib 2>/dev/null; done | sort -u)
-    export LD_LIBRARY_PATH="$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # first occurrence of each folder wins (the toolkit's lib64 before any wheel's)
+    ld=$(printf '%s' "$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" | tr ':' '\n' | awk 'NF && !seen[$0]++' | paste -sd:)
+    export LD_LIBRARY_PATH="$ld"
 
     # jansson: the system's, else the carried one ($DEPS from `prep`); pkg-config likewise
     JANSSON_DESC=system
@@ -326,14 +330,19 @@ stage_probe() {
         grep -m1 PRETTY_NAME /etc/os-release 2>/dev/null
         echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)  x $(nproc)"
         echo "glibc: $(ldd --version 2>&1 | head -1)"
-        echo "--- nvidia-smi"; timeout 30 nvidia-smi 2>&1 | head -30
-        timeout 30 nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit --format=csv 2>&1
+        echo "--- nvidia-smi"
+        if command -v nvidia-smi >/dev/null 2>&1; then
+            timeout 30 nvidia-smi 2>&1 | head -30
+            timeout 30 nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit --format=csv 2>&1
+        else
+            echo "nvidia-smi: not found"
+        fi
         echo "--- nvcc"; nvcc --version 2>&1 | tail -2
         echo "--- compilers"; for c in gcc g++ cc cmake ctest ninja pkg-config mpicc mpirun compute-sanitizer python3; do
             printf '%-18s %s\n' "$c" "$(command -v $c || echo MISSING)"; done
         gcc --version 2>&1 | head -1; cmake --version 2>&1 | head -1
         mpirun --version 2>&1 | head -1
-        compute-sanitizer --version 2>&1 | tail -1
+        command -v compute-sanitizer >/dev/null 2>&1 && compute-sanitizer --version 2>&1 | tail -1
         echo "--- cuDNN:  $CUDNN_DESC"
         [ -n "${CUDNN_PATH:-}" ] && grep -h '#define CUDNN_M[AI][JN]OR\|#define CUDNN_PATCHLEVEL' "$CUDNN_PATH"/include/cudnn_version.h 2>/dev/null | tr '\n' ' ' && echo
         echo "--- NCCL:   $NCCL_DESC"
@@ -404,6 +413,13 @@ ctest_run() {
     local counts
     counts=$(python3 "$ROOT/ci/gpu_summary.py" --junit "$junit" 2>/dev/null || echo "no junit (ctest rc $rc)")
     note "$name: $counts"
+    # a GPU test that skips (77) on a GPU machine did not verify anything: say so and fail
+    # (the 2-rank nccl tests skip legitimately with one GPU)
+    local odd=""
+    if [ "$name" = gputest ] && [[ $counts == *"skipped: "* ]]; then
+        odd=$(echo "${counts#*skipped: }" | tr ',' '\n' | sed 's/^ *//' | grep -v '_np2$' | paste -sd' ')
+        [ -n "$odd" ] && { note "gputest: SKIPPED ON A GPU MACHINE (not verified): $odd"; counts="$counts; NOT VERIFIED (skipped with a GPU present): $odd"; worse 1; }
+    fi
     echo "| $name | $counts |" >>"$WORK/stages.md"
     [ $rc -eq 0 ] || worse 1
     return 0
@@ -412,7 +428,7 @@ ctest_run() {
 stage_gputest() {
     need_gpu gputest || return 0
     ensure_built gputest || return 0
-    ctest_run gputest -L gpu
+    ctest_run gputest -L gpu -j 4
 }
 
 stage_test() {
@@ -521,7 +537,16 @@ stage_kernels() {
         --report "$WORK/kernels.json"
     rc=$?
     [ $rc -eq 0 ] || worse 1
-    echo "| kernels | exit $rc$([ $rc -eq 124 ] && echo ' (cut by the time limit: partial report)') |" >>"$WORK/stages.md"
+    # exit 0 with every case skipped means the cuda backend did not come up: not verified
+    local ran
+    ran=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(r.get("status")=="pass" or r.get("status")=="fail" for r in d.get("results",[])))' "$WORK/kernels.json" 2>/dev/null || echo 0)
+    local why=""
+    [ $rc -eq 124 ] && why=" (cut by the time limit: partial report)"
+    if [ "${ran:-0}" -eq 0 ]; then
+        why="$why; NOT VERIFIED: no case ran on cuda (see kernels.log)"; worse 1
+        note "kernels: no case ran on the cuda backend (kernels.log)"
+    fi
+    echo "| kernels | exit $rc, $ran cases ran$why |" >>"$WORK/stages.md"
 }
 
 stage_nccl() {
@@ -552,12 +577,25 @@ pack() {
     python3 "$ROOT/ci/gpu_summary.py" --work "$WORK" --rc "$RC" >"$WORK/summary.md" 2>>"$WORK/progress.log" ||
         { echo "# gpu_verify summary (summary script failed)"; cat "$WORK/stages.md"; } >"$WORK/summary.md"
     cp "$WORK/summary.md" "$OUTDIR/summary.md"
-    tar -C "$WORK/.." -czf "$OUTDIR/gpu-verify.tar.gz.tmp" "$(basename "$WORK")" 2>/dev/null &&
-        mv "$OUTDIR/gpu-verify.tar.gz.tmp" "$OUTDIR/gpu-verify.tar.gz"
-    local f
+    # The device tool brings back at most 8 files of at most 16 MiB each: big reports
+    # travel gzipped, and leave the tarball when it would be too big with them.
+    local f lim=$((15 * 1024 * 1024)) excl=()
     for f in kernels.json train_bf16.json collectives.json torch_baseline.json probe.txt; do
-        [ -f "$WORK/$f" ] && cp "$WORK/$f" "$OUTDIR/$f"
+        rm -f "$OUTDIR/$f" "$OUTDIR/$f.gz"
+        [ -f "$WORK/$f" ] || continue
+        if [ "$(stat -c %s "$WORK/$f")" -le "$lim" ]; then
+            cp "$WORK/$f" "$OUTDIR/$f"
+        else
+            gzip -c "$WORK/$f" >"$OUTDIR/$f.gz"
+        fi
     done
+    tar -C "$WORK/.." -czf "$OUTDIR/gpu-verify.tar.gz.tmp" "$(basename "$WORK")" 2>/dev/null
+    if [ "$(stat -c %s "$OUTDIR/gpu-verify.tar.gz.tmp" 2>/dev/null || echo 0)" -gt "$lim" ]; then
+        excl=(--exclude='*.json')
+        tar -C "$WORK/.." -czf "$OUTDIR/gpu-verify.tar.gz.tmp" "${excl[@]}" "$(basename "$WORK")" 2>/dev/null
+        note "pack: reports left out of gpu-verify.tar.gz (too big): they come back as separate files"
+    fi
+    mv -f "$OUTDIR/gpu-verify.tar.gz.tmp" "$OUTDIR/gpu-verify.tar.gz" 2>/dev/null
     return 0
 }
 
