@@ -255,3 +255,47 @@ gt_status gt_probe_gemm_peak(gt_backend *be, gt_dtype dt, double *gflops, const 
                "device timer marks, median of " PROBE_STR(GT_PROBE_GEMM_REPS);
     return GT_OK;
 }
+
+/* ---- datasheet peaks ------------------------------------------------------------ */
+/* Dense TFLOP/s from NVIDIA's product pages (boost clock, no sparsity). The
+ * first entry whose every key occurs in the GPU name wins, so the more
+ * specific names come first. */
+typedef struct datasheet_gpu {
+    const char *key1, *key2;
+    double tf16; /* bf16 / fp16 tensor core */
+    double tf32; /* fp32 FMA (CUDA cores) */
+} datasheet_gpu;
+
+static const datasheet_gpu g_datasheet[] = {
+    {"H100", "PCIe", 756.5, 51.2},
+    {"H100", "NVL", 835.5, 60.0},
+    {"H100", NULL, 989.4, 66.9}, /* SXM5 ("NVIDIA H100 80GB HBM3") */
+    {"GH200", NULL, 989.4, 66.9},
+    {"H200", NULL, 989.4, 66.9},
+    {"H800", NULL, 989.4, 66.9},
+    {"A100", NULL, 312.0, 19.5},
+    {"A800", NULL, 312.0, 19.5},
+    {"L40S", NULL, 362.05, 91.6},
+    {"A10", NULL, 125.0, 31.2},
+};
+
+double gt_probe_datasheet_gflops(gt_backend *be, gt_dtype dt) {
+    if (!be || be->device != GT_DEVICE_CUDA || !be->describe) return 0.0;
+    const char *desc = be->describe(be); /* "cuda: NVIDIA H100 80GB HBM3, sm_90, ..." */
+    if (!desc) return 0.0;
+    char name[160];
+    const char *p = strstr(desc, "cuda: ");
+    p = p ? p + 6 : desc;
+    size_t n = strcspn(p, ",");
+    if (n >= sizeof name) n = sizeof name - 1;
+    memcpy(name, p, n);
+    name[n] = '\0';
+    for (size_t i = 0; i < sizeof g_datasheet / sizeof g_datasheet[0]; i++) {
+        const datasheet_gpu *g = &g_datasheet[i];
+        if (!strstr(name, g->key1) || (g->key2 && !strstr(name, g->key2))) continue;
+        if (dt == GT_DTYPE_BF16 || dt == GT_DTYPE_FP16) return g->tf16 * 1e3;
+        if (dt == GT_DTYPE_FP32) return g->tf32 * 1e3;
+        return 0.0;
+    }
+    return 0.0;
+}

@@ -67,6 +67,14 @@ gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out);
 #define GT_PROBE_GEMM_REPS 5
 gt_status gt_probe_gemm_peak(gt_backend *be, gt_dtype dt, double *gflops, const char **how);
 
+/* The dense (no sparsity) datasheet peak in GFLOP/s of the GPU behind a
+ * cuda backend for matmuls in `dt` (bf16/fp16: tensor cores; fp32: the
+ * CUDA-core FMA rate, as our fp32 GEMMs use no TF32), from the GPU name in
+ * be->describe(). 0 when the backend is not cuda or the GPU is not in the
+ * table (H100 SXM/PCIe/NVL, H200, GH200, A100, L40S, A10). For MFU as
+ * papers quote it, next to the measured-GEMM reference. */
+double gt_probe_datasheet_gflops(gt_backend *be, gt_dtype dt);
+
 /* Median of x[0..n) (x is sorted in place); 0 for n == 0. */
 double gt_probe_median(double *x, size_t n);
 /* Sample standard deviation / mean; 0 for n < 2 or mean 0. */

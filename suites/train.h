@@ -92,6 +92,10 @@ typedef struct gt_train_stats {
     double exposed_comm_ms;   /* median of comm_ms */
     double mfu;               /* model FLOP/s over peak_gflops */
     double peak_gflops;       /* the reference used */
+    char peak_how[96];        /* what peak_gflops is: "--peak-gflops", "measured SGEMM n=2048",
+                               * "measured bf16 GEMM 8192^3 (cuda events)" */
+    double datasheet_gflops;  /* the GPU's dense datasheet peak in the training dtype, 0 unknown */
+    double mfu_datasheet;     /* model FLOP/s over datasheet_gflops (0 when unknown) */
     double flops_per_token;   /* per unit */
     double entropy;           /* source entropy rate (nats/token) for gpt2, the task's
                                * Bayes-optimal loss for mlp / convnet; < 0 unknown */
