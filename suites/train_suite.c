@@ -1,8 +1,16 @@
 /* The train and scaling suites: gpt2, mlp and convnet through the training
  * loop (suites/train.c) on the topology's communicator. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, lstat */
+
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine/comm.h"
 #include "suites/suite.h"
@@ -20,6 +28,7 @@ static struct {
     int weak_ranks;
 } g_ref;
 
+/* The scaling suite's cases have one name each. */
 static int wanted(const gt_suite_ctx *ctx, const char *name) {
     return !ctx->case_filter || strcmp(ctx->case_filter, name) == 0;
 }
@@ -46,15 +55,19 @@ static int ref_slot(const char *name) {
     return -1;
 }
 
-/* A dense-model case runs for `--case NAME`, the case's short name
- * ("run_to_run": every model's) or its model ("mlp-tiny", "mlp-tiny/"). */
-static int wanted_dense(const gt_suite_ctx *ctx, const char *model, const char *what) {
-    if (!ctx->case_filter) return 1;
-    char full[96], pre[80];
-    snprintf(full, sizeof full, "%s/%s", model, what);
-    snprintf(pre, sizeof pre, "%s/", model);
-    return strcmp(ctx->case_filter, full) == 0 || strcmp(ctx->case_filter, what) == 0 ||
-           strcmp(ctx->case_filter, model) == 0 || strcmp(ctx->case_filter, pre) == 0;
+/* A train-suite case of any model runs for its full name ("gpt2-tiny/run_to_run"),
+ * its short name ("run_to_run": that case of every model that has it) or its model
+ * ("mlp-tiny", "mlp-tiny/": all of that model's cases). `what` is the name `gauntlet
+ * list` shows; cross_backend also answers to the name its result carries
+ * (`alias`, "cross_backend_vs_ref"; NULL: none). */
+static int wanted_case(const gt_suite_ctx *ctx, const char *model, const char *what,
+                       const char *alias) {
+    const char *f = ctx->case_filter;
+    if (!f) return 1;
+    size_t n = strlen(model);
+    const char *rest = strncmp(f, model, n) == 0 && f[n] == '/' ? f + n + 1 : f;
+    if (strcmp(f, model) == 0 || (rest != f && !*rest)) return 1;
+    return strcmp(rest, what) == 0 || (alias && strcmp(rest, alias) == 0);
 }
 
 static void done(const gt_suite_ctx *ctx, gt_result *res) {
@@ -89,6 +102,146 @@ static gt_result *train_case(const gt_suite_ctx *ctx, const char *suite, const c
 
 /* A status that must stop the suite: the communicator can no longer be trusted. */
 static int fatal(gt_status s) { return s == GT_ERR_COMM || s == GT_ERR_TIMEOUT || s == GT_ERR_OOM; }
+
+/* A fresh checkpoint directory, the same on every rank: rank 0 creates it
+ * (mkdtemp under $TMPDIR, else /tmp) and broadcasts its path. Collective;
+ * every rank returns the same status. The ranks must share that file
+ * system (one node, or a shared $TMPDIR). */
+static gt_status ckpt_tmpdir(gt_comm *comm, char *dir, size_t n) {
+    int32_t buf[1024]; /* the path, as int32 words for the broadcast */
+    char *path = (char *)buf;
+    memset(buf, 0, sizeof buf);
+    const char *t = getenv("TMPDIR");
+    if (!t || !*t) t = "/tmp";
+    char why[160] = "it failed on rank 0";
+    if (gt_comm_rank(comm) == 0) {
+        int len = snprintf(path, sizeof buf, "%s/gt_resume_XXXXXX", t);
+        if (len < 0 || (size_t)len >= sizeof buf || (size_t)len >= n) {
+            snprintf(why, sizeof why, "the path is too long");
+            path[0] = 0;
+        } else if (!mkdtemp(path)) {
+            snprintf(why, sizeof why, "%s", strerror(errno));
+            path[0] = 0;
+        }
+    }
+    if (gt_comm_size(comm) > 1) {
+        gt_status s = gt_comm_broadcast(comm, buf, sizeof buf / sizeof buf[0], GT_DTYPE_INT32, 0,
+                                        NULL);
+        if (s != GT_OK) {
+            if (gt_comm_rank(comm) == 0 && path[0]) rmdir(path);
+            return s;
+        }
+    }
+    if (!path[0])
+        return GT_ERR(GT_ERR_IO,
+                      "cannot create a temporary checkpoint directory in '%s' "
+                      "($TMPDIR, else /tmp): %s",
+                      t, why);
+    snprintf(dir, n, "%s", path);
+    return GT_OK;
+}
+
+/* Removes `dir` and everything in it: what the resume case wrote there
+ * (checkpoint files, sharded folders). Best effort. */
+static void remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            char path[4400];
+            int len = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            if (len < 0 || (size_t)len >= sizeof path) continue;
+            struct stat sb;
+            if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+                remove_tree(path);
+            else
+                unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* Checkpoint and resume: c->steps steps unbroken; the same run stopped after
+ * step `at` with a checkpoint there, in a fresh temporary directory; and a
+ * run resumed from that directory to c->steps. The losses of steps at+1 ..
+ * steps and the final parameters and state (BatchNorm running statistics)
+ * must be the same bits as the unbroken run's. The result records the
+ * unbroken run. */
+static gt_status resume_case(const gt_suite_ctx *ctx, const gt_train_config *c, int at) {
+    int N = c->steps;
+    gt_train_stats a, b, r;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    memset(&r, 0, sizeof r);
+    char dir[4096], err[1024] = "";
+    gt_status s = ckpt_tmpdir(ctx->comm, dir, sizeof dir);
+    int have_dir = s == GT_OK;
+    if (s == GT_OK) s = gt_train_run(c, &a);
+    gt_train_config part = *c;
+    part.checkpoint_dir = dir;
+    part.checkpoint_every = at;
+    part.stop_after = at;
+    if (s == GT_OK) s = gt_train_run(&part, &b);
+    gt_train_config rest = *c;
+    rest.resume = dir;
+    if (s == GT_OK) s = gt_train_run(&rest, &r);
+    if (s != GT_OK) snprintf(err, sizeof err, "%s", gt_last_error());
+    /* every rank is done with the directory before rank 0 removes it, also
+     * after an error (unless the communicator itself failed) */
+    if (have_dir) {
+        if (gt_comm_size(ctx->comm) > 1 && !fatal(s)) {
+            gt_status bs = gt_comm_barrier(ctx->comm, NULL);
+            if (s == GT_OK && bs != GT_OK) {
+                s = bs;
+                snprintf(err, sizeof err, "%s", gt_last_error());
+            }
+        }
+        if (gt_comm_rank(ctx->comm) == 0) remove_tree(dir);
+    }
+    if (ctx->rep) {
+        char name[96];
+        snprintf(name, sizeof name, "%s/resume", c->model_name);
+        gt_result *res =
+            gt_report_add_result(ctx->rep, "train", name, ctx->topology, ctx->backend);
+        gt_train_record(c, &a, res);
+        gt_result_param_int(res, "resume_at_step", at);
+        if (s != GT_OK) {
+            gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR,
+                                 err);
+        } else {
+            /* a resumed run that did not start at `at` or stopped early
+             * matches none of its steps */
+            int n = N - at, differ = n;
+            if (a.steps_done == N && b.steps_done == at && r.first_step == at &&
+                r.steps_done == n) {
+                differ = 0;
+                for (int i = 0; i < n; i++)
+                    differ += memcmp(&a.loss[at + i], &r.loss[i], sizeof(double)) != 0;
+            }
+            char detail[240];
+            snprintf(detail, sizeof detail,
+                     "losses of steps %d..%d resumed from the checkpoint of step %d bitwise "
+                     "equal to the unbroken run's (value: steps that differ; resumed run "
+                     "started after step %d and did %d steps)",
+                     at + 1, N, at, r.first_step, r.steps_done);
+            gt_result_check(res, "resumed_losses", differ == 0, differ, 0, detail);
+            int same = a.params_digest == r.params_digest;
+            snprintf(detail, sizeof detail,
+                     "final parameters%s of the resumed run, fnv1a64 %016llx, bitwise equal to "
+                     "the unbroken run's %016llx",
+                     r.params_digest == r.weights_digest ? "" : " and BatchNorm running statistics",
+                     (unsigned long long)r.params_digest, (unsigned long long)a.params_digest);
+            gt_result_check(res, "resumed_weights", same, same, 1, detail);
+        }
+        done(ctx, res);
+    }
+    gt_train_stats_release(&a);
+    gt_train_stats_release(&b);
+    gt_train_stats_release(&r);
+    return fatal(s) ? s : GT_OK;
+}
 
 /* bf16 / fp16 training against fp32 on the same backend: the mean loss of
  * the last 8 of 24 steps within `limit` nats of fp32's. On ref the gaps
@@ -139,7 +292,7 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
     gt_status s = GT_OK;
     int R = gt_comm_size(ctx->comm);
     int quick = ctx->effort == GT_EFFORT_QUICK;
-    if (wanted(ctx, "convergence")) {
+    if (wanted_case(ctx, "gpt2-tiny", "convergence", NULL)) {
         /* margins from docs/testing.md: 1000 steps end 0.040-0.049 above the
          * entropy (mean of 50); 600 steps about 0.07 (mean of 10) */
         gt_train_config c = base_config(ctx, quick ? 600 : 1000);
@@ -162,7 +315,7 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
         gt_train_stats_release(&st);
         if (fatal(s)) return s;
     }
-    if (wanted(ctx, "run_to_run")) {
+    if (wanted_case(ctx, "gpt2-tiny", "run_to_run", NULL)) {
         gt_train_config c = base_config(ctx, 20);
         c.peak_gflops = 1;
         gt_train_stats a, b;
@@ -189,7 +342,7 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
         gt_train_stats_release(&b);
         if (fatal(s)) return s;
     }
-    if (wanted(ctx, "topology") && (R & (R - 1)) == 0) {
+    if (wanted_case(ctx, "gpt2-tiny", "topology", NULL) && (R & (R - 1)) == 0) {
         /* --deterministic: the same bits on every power-of-two topology */
         gt_train_config c = base_config(ctx, 10);
         c.peak_gflops = 1;
@@ -218,9 +371,11 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
         gt_train_stats_release(&st);
         if (fatal(s)) return s;
     }
-    if (wanted(ctx, "cross_backend") && R == 1) {
+    const char *other = strcmp(ctx->backend, "cuda") == 0 ? "cpu" : "ref";
+    char vs[32];
+    snprintf(vs, sizeof vs, "cross_backend_vs_%s", other);
+    if (wanted_case(ctx, "gpt2-tiny", "cross_backend", vs) && R == 1) {
         /* the other backend: cpu against ref, cuda against cpu */
-        const char *other = strcmp(ctx->backend, "cuda") == 0 ? "cpu" : "ref";
         gt_train_config c = base_config(ctx, 10);
         c.peak_gflops = 1;
         gt_train_config o = c;
@@ -259,8 +414,15 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
         gt_dtype dt = k == 0 ? GT_DTYPE_BF16 : GT_DTYPE_FP16;
         char name[64];
         snprintf(name, sizeof name, "precision_%s", gt_dtype_name(dt));
-        if (!wanted(ctx, name)) continue;
+        if (!wanted_case(ctx, "gpt2-tiny", name, NULL)) continue;
         GT_TRY(precision_case(ctx, dt, name));
+    }
+    if (wanted_case(ctx, "gpt2-tiny", "resume", NULL)) {
+        /* 8 steps of 4 sequences, a checkpoint at step 4 */
+        gt_train_config c = base_config(ctx, 8);
+        c.peak_gflops = 1;
+        c.batch = 4;
+        GT_TRY(resume_case(ctx, &c, 4));
     }
     /* margins: docs/testing.md, "mlp and convnet through the train suite" */
     GT_TRY(dense_cases(ctx, "mlp-tiny", 3000, 0.12, 0.08));
@@ -286,7 +448,7 @@ static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int ste
     int R = gt_comm_size(ctx->comm);
     gt_status s = GT_OK;
     char name[96];
-    if (wanted_dense(ctx, model, "convergence")) {
+    if (wanted_case(ctx, model, "convergence", NULL)) {
         gt_train_config c = dense_config(ctx, model, steps);
         gt_train_stats st;
         snprintf(name, sizeof name, "%s/convergence", model);
@@ -306,7 +468,7 @@ static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int ste
         gt_train_stats_release(&st);
         if (fatal(s)) return s;
     }
-    if (wanted_dense(ctx, model, "run_to_run")) {
+    if (wanted_case(ctx, model, "run_to_run", NULL)) {
         gt_train_config c = dense_config(ctx, model, 20);
         c.peak_gflops = 1;
         gt_train_stats a, b;
@@ -333,7 +495,7 @@ static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int ste
         gt_train_stats_release(&b);
         if (fatal(s)) return s;
     }
-    if (wanted_dense(ctx, model, "topology") && (R & (R - 1)) == 0) {
+    if (wanted_case(ctx, model, "topology", NULL) && (R & (R - 1)) == 0) {
         /* micro-batches of 2 samples are the tree's leaves on every topology, so
          * BatchNorm sees the same batches; rank 0's running statistics differ
          * with the rank count (docs/models.md): the weights alone are compared */
@@ -366,8 +528,10 @@ static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int ste
         gt_train_stats_release(&st);
         if (fatal(s)) return s;
     }
-    if (wanted_dense(ctx, model, "cross_backend") && R == 1) {
-        const char *other = strcmp(ctx->backend, "cuda") == 0 ? "cpu" : "ref";
+    const char *other = strcmp(ctx->backend, "cuda") == 0 ? "cpu" : "ref";
+    char vs[32];
+    snprintf(vs, sizeof vs, "cross_backend_vs_%s", other);
+    if (wanted_case(ctx, model, "cross_backend", vs) && R == 1) {
         gt_train_config c = dense_config(ctx, model, 10);
         c.peak_gflops = 1;
         gt_train_config o = c;
@@ -399,29 +563,38 @@ static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int ste
         gt_train_stats_release(&b);
         if (fatal(s)) return s;
     }
+    if (wanted_case(ctx, model, "resume", NULL)) {
+        /* 10 steps, a checkpoint at step 5 */
+        gt_train_config c = dense_config(ctx, model, 10);
+        c.peak_gflops = 1;
+        GT_TRY(resume_case(ctx, &c, 5));
+    }
     return GT_OK;
 }
 
 static void train_list(FILE *f) {
-    fprintf(f, "  %-28s gpt2-tiny on the synthetic source reaches its entropy rate\n",
-            "convergence");
-    fprintf(f, "  %-28s two runs, same seed: bitwise-equal losses and weights\n", "run_to_run");
+    fprintf(f, "  %-28s on the synthetic source reaches its entropy rate\n",
+            "gpt2-tiny/convergence");
+    fprintf(f, "  %-28s two runs, same seed: bitwise-equal losses and weights\n",
+            "gpt2-tiny/run_to_run");
     fprintf(f, "  %-28s --deterministic: the same weights on every power-of-two topology\n",
-            "topology");
+            "gpt2-tiny/topology");
     fprintf(f, "  %-28s cpu vs ref (cuda vs cpu): losses within 1e-4 (1 rank)\n",
-            "cross_backend");
+            "gpt2-tiny/cross_backend");
     fprintf(f, "  %-28s bf16 storage, fp32 masters: loss within 0.02 of fp32's (skip on a "
                "backend without bf16)\n",
-            "precision_bf16");
+            "gpt2-tiny/precision_bf16");
     fprintf(f, "  %-28s fp16 with loss scaling: loss within 0.005 of fp32's, skipped steps "
                "counted\n",
-            "precision_fp16");
+            "gpt2-tiny/precision_fp16");
+    fprintf(f, "  %-28s 8 steps against 4 + checkpoint + resume: bitwise-equal losses and "
+               "weights\n",
+            "gpt2-tiny/resume");
     for (int k = 0; k < 2; k++) {
         const char *m = k ? "convnet-tiny" : "mlp-tiny";
         char n[64];
         snprintf(n, sizeof n, "%s/convergence", m);
-        fprintf(f, "  %-28s %s on its synthetic task reaches the Bayes-optimal loss\n", n,
-                m);
+        fprintf(f, "  %-28s on its synthetic task reaches the Bayes-optimal loss\n", n);
         snprintf(n, sizeof n, "%s/run_to_run", m);
         fprintf(f, "  %-28s two runs: bitwise-equal losses, weights, running statistics\n", n);
         snprintf(n, sizeof n, "%s/topology", m);
@@ -430,13 +603,17 @@ static void train_list(FILE *f) {
                 n);
         snprintf(n, sizeof n, "%s/cross_backend", m);
         fprintf(f, "  %-28s cpu vs ref (cuda vs cpu): losses within 1e-4 (1 rank)\n", n);
+        snprintf(n, sizeof n, "%s/resume", m);
+        fprintf(f, "  %-28s 10 steps against 5 + checkpoint + resume: bitwise-equal losses, "
+                   "weights, running statistics\n",
+                n);
     }
 }
 
 const gt_suite gt_suite_train = {
     .name = "train",
     .description = "gpt2, mlp and convnet convergence, determinism (run to run, across "
-                   "topologies, backends), gpt2 mixed precision",
+                   "topologies, backends, checkpoint and resume), gpt2 mixed precision",
     .list = train_list,
     .min_ranks = 1,
     .max_ranks = 0,

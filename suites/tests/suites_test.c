@@ -6,11 +6,16 @@
  *   - an injected delay "gelu_fwd:3000" raises gelu_fwd's median time_us by
  *     at least 3000 us (the fault the gate's own test relies on);
  *   - the memory suite's checks pass;
- *   - the health suite's metrics are positive, its MPI cases skipped on 1 rank.
+ *   - the health suite's metrics are positive, its MPI cases skipped on 1 rank;
+ *   - the train suite's case filter selects by full name, short name (that case
+ *     of every model) and the name a cross_backend result carries, the same way
+ *     for gpt2, mlp and convnet; every resume case passes its two checks and
+ *     leaves nothing behind in $TMPDIR.
  * The report API writes and never reads, so the report goes to a temporary
  * file that this test reads back with jansson (as reports/tests do). */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +236,95 @@ static void test_health(gt_comm *comm) {
     json_decref(root);
 }
 
+/* Runs the train suite with `filter` and checks that exactly the cases in
+ * `want` (NULL-terminated, in order) came out, none of them failed or in
+ * error (a skip is fine: bf16 on cpu). Returns the report (caller frees). */
+static json_t *train_filter(gt_comm *comm, const char *filter, const char *const *want) {
+    int ndone = 0;
+    json_t *root = run_suite(&gt_suite_train, comm, filter, NULL, &ndone);
+    size_t i, n = 0;
+    json_t *r;
+    while (want[n]) n++;
+    EXPECT(json_array_size(results(root)) == n, "train filter '%s': %zu results, want %zu",
+           filter, json_array_size(results(root)), n);
+    json_array_foreach(results(root), i, r) {
+        const char *c = str(r, "case");
+        EXPECT(i < n && !strcmp(c, want[i]), "train filter '%s': result %zu is %s, want %s",
+               filter, i, c, i < n ? want[i] : "none");
+        EXPECT(!strcmp(str(r, "status"), "pass") || !strcmp(str(r, "status"), "skip"),
+               "train/%s: %s (%s)", c, str(r, "status"), str(r, "message"));
+    }
+    return root;
+}
+
+static void test_train(gt_comm *comm) {
+    /* the resume cases' checkpoint directories go to a $TMPDIR of our own,
+     * which must be empty again afterwards */
+    char tmp[] = "/tmp/gt_suites_test_tmp_XXXXXX";
+    if (!mkdtemp(tmp)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    const char *old = getenv("TMPDIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("TMPDIR", tmp, 1);
+
+    static const char *const resume[] = {"gpt2-tiny/resume", "mlp-tiny/resume",
+                                         "convnet-tiny/resume", NULL};
+    json_t *root = train_filter(comm, "resume", resume);
+    all_checks_pass(root, "train");
+    size_t i;
+    json_t *r;
+    json_array_foreach(results(root), i, r) {
+        const char *c = str(r, "case");
+        EXPECT(check_named(r, "resumed_losses") && check_named(r, "resumed_weights"),
+               "train/%s: no resumed_losses / resumed_weights check", c);
+        EXPECT(json_integer_value(json_object_get(json_object_get(r, "params"),
+                                                  "resume_at_step")) > 0,
+               "train/%s: no resume_at_step param", c);
+    }
+    json_decref(root);
+
+    /* full and short names alike for every model */
+    static const char *const mlp_resume[] = {"mlp-tiny/resume", NULL};
+    json_decref(train_filter(comm, "mlp-tiny/resume", mlp_resume));
+    static const char *const gpt2_r2r[] = {"gpt2-tiny/run_to_run", NULL};
+    json_decref(train_filter(comm, "gpt2-tiny/run_to_run", gpt2_r2r));
+    static const char *const r2r[] = {"gpt2-tiny/run_to_run", "mlp-tiny/run_to_run",
+                                      "convnet-tiny/run_to_run", NULL};
+    json_decref(train_filter(comm, "run_to_run", r2r));
+    static const char *const gpt2_topo[] = {"gpt2-tiny/topology", NULL};
+    json_decref(train_filter(comm, "gpt2-tiny/topology", gpt2_topo));
+    static const char *const conv_cb[] = {"convnet-tiny/cross_backend_vs_ref", NULL};
+    json_decref(train_filter(comm, "convnet-tiny/cross_backend", conv_cb));
+    json_decref(train_filter(comm, "convnet-tiny/cross_backend_vs_ref", conv_cb));
+    static const char *const bf16[] = {"gpt2-tiny/precision_bf16", NULL};
+    json_decref(train_filter(comm, "gpt2-tiny/precision_bf16", bf16));
+    json_decref(train_filter(comm, "precision_bf16", bf16));
+    static const char *const none[] = {NULL};
+    json_decref(train_filter(comm, "convnet-tiny/precision_bf16", none));
+    json_decref(train_filter(comm, "mlp-tiny/run_to_run/", none));
+    json_decref(train_filter(comm, "tiny/resume", none));
+
+    DIR *d = opendir(tmp);
+    int left = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            fprintf(stderr, "left behind: %s/%s\n", tmp, e->d_name);
+            left++;
+        }
+    if (d) closedir(d);
+    EXPECT(d && left == 0, "train/resume: %d entries left in $TMPDIR %s", left, tmp);
+    if (saved) {
+        setenv("TMPDIR", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TMPDIR");
+    }
+    rmdir(tmp);
+}
+
 int main(void) {
     gt_comm_config cfg = gt_comm_defaults();
     cfg.backend = "self";
@@ -244,6 +338,7 @@ int main(void) {
     test_delay(comm);
     test_memory(comm);
     test_health(comm);
+    test_train(comm);
     gt_comm_free(comm);
     printf("suites_test: %d failure(s), %.1f s\n", g_fails, (double)(gt_now_ns() - t0) * 1e-9);
     return g_fails ? 1 : 0;
