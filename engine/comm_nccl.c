@@ -67,6 +67,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/env.h"
 #include "engine/timer.h"
 
 /* kernels/cuda/comm_avg.cu: x[i] /= ranks on `stream`; a cudaError_t. */
@@ -501,20 +502,6 @@ static int nccl_cancel(void *impl, void *handle) {
 
 /* ---- world, split, destroy -------------------------------------------------------- */
 
-static int env_local_rank(void) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                       "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *s = getenv(vars[i]);
-        if (s && *s) {
-            char *end = NULL;
-            long r = strtol(s, &end, 10);
-            if (end && *end == '\0' && r >= 0) return (int)r;
-        }
-    }
-    return -1;
-}
-
 /* Picks and selects this rank's GPU; on failure `why` says what is wrong.
  * Collective over `mc` (finds the ranks of this node). */
 static void select_device(MPI_Comm mc, int *dev, char *why, size_t len) {
@@ -535,7 +522,7 @@ static void select_device(MPI_Comm mc, int *dev, char *why, size_t len) {
                  e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
         cudaGetLastError();
     } else {
-        int local = env_local_rank();
+        int local = gt_env_local_rank();
         *dev = (local >= 0 ? local : node_rank) % count;
         e = cudaSetDevice(*dev);
         if (e == cudaSuccess) e = cudaFree(NULL); /* create the context now */

@@ -90,6 +90,20 @@ static void read_affinity(gt_env *e) {
     }
 }
 
+int gt_env_local_rank(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                       "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *s = getenv(vars[i]);
+        if (s && *s) {
+            char *end = NULL;
+            long r = strtol(s, &end, 10);
+            if (end && *end == '\0' && r >= 0 && r < 1 << 20) return (int)r;
+        }
+    }
+    return -1;
+}
+
 void gt_env_host_affinity(char *host, size_t host_len, char *cpus, size_t cpus_len) {
     gt_env e;
     memset(&e, 0, sizeof e);

@@ -74,6 +74,12 @@ typedef struct gt_env {
     char *vars[GT_ENV_MAX_VARS];  /* owned "NAME=value" of OMP_*, OPENBLAS_*, CUDA_*, NCCL_*, OMPI_* */
 } gt_env;
 
+/* This process's index among the ranks of its node, from the launcher's
+ * environment (Open MPI, MPICH/Hydra, MVAPICH, Slurm, torchrun); -1 when no
+ * launcher set one. Picks the GPU local to a rank (cuda backend, nccl,
+ * telemetry). */
+int gt_env_local_rank(void);
+
 /* Just the host name and this process's CPU affinity ("0-3,8"): cheap,
  * for the per-rank binding table (no GPU libraries loaded). */
 void gt_env_host_affinity(char *host, size_t host_len, char *cpus, size_t cpus_len);

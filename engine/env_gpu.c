@@ -537,24 +537,11 @@ static void telemetry_open(void) {
     g_tel.ok = g_tel.nv.h != NULL && g_tel.nv.clock != NULL;
 }
 
-static int local_rank(void) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                       "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *s = getenv(vars[i]);
-        if (s && *s) {
-            char *end = NULL;
-            long r = strtol(s, &end, 10);
-            if (end && *end == '\0' && r >= 0 && r < 1 << 20) return (int)r;
-        }
-    }
-    return 0;
-}
-
 int gt_env_gpu_sample(int cuda_index, gt_gpu_sample *out) {
     pthread_once(&g_tel.once, telemetry_open);
     if (!out || !g_tel.ok) return 0;
-    int i = cuda_index >= 0 ? cuda_index : local_rank() % g_tel.count;
+    int local = gt_env_local_rank();
+    int i = cuda_index >= 0 ? cuda_index : (local < 0 ? 0 : local) % g_tel.count;
     if (i >= g_tel.count || i >= GT_ENV_MAX_GPUS) return 0;
     if (!g_tel.resolved[i]) {
         int dev = 0;

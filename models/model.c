@@ -333,6 +333,23 @@ gt_status gt_flat_check_batch(const gt_model *m, const gt_batch *b, int need_tar
     return GT_OK;
 }
 
+gt_status gt_flat_upload_batch(gt_flat *f, const gt_batch *b, size_t in_per_sample, float *in_dev,
+                               int32_t *targets_dev) {
+    GT_TRY(f->be->copy_to_device(f->be, in_dev, b->inputs,
+                                 (size_t)b->n * in_per_sample * sizeof(float)));
+    if (b->targets)
+        GT_TRY(f->be->copy_to_device(f->be, targets_dev, b->targets,
+                                     (size_t)b->n * sizeof(int32_t)));
+    return GT_OK;
+}
+
+gt_status gt_flat_class_loss(gt_flat *f, float *losses_dev, float *host_scratch,
+                             const float *logits, const int32_t *targets_dev, int n, int K,
+                             float *mean_loss) {
+    GT_TRY(f->be->ops->classifier_fwd(&f->k, losses_dev, logits, targets_dev, n, K, K));
+    return mean_loss ? gt_flat_mean_loss(f, losses_dev, host_scratch, n, mean_loss) : GT_OK;
+}
+
 gt_status gt_flat_mean_loss(gt_flat *f, const float *losses_dev, float *host, int n,
                             float *mean_loss) {
     GT_TRY(f->be->copy_to_host(f->be, host, losses_dev, (size_t)n * sizeof(float)));

@@ -66,6 +66,16 @@ gt_status gt_flat_require(const gt_flat *f, const char *family, const gt_op *ops
 /* Checks a dense batch against the model's capacity and classes, names
  * the first bad label. */
 gt_status gt_flat_check_batch(const gt_model *m, const gt_batch *b, int need_targets);
+/* Copies a dense batch to the backend: inputs (n x in_per_sample fp32) to
+ * in_dev and, when the batch has labels, the labels to targets_dev. */
+gt_status gt_flat_upload_batch(gt_flat *f, const gt_batch *b, size_t in_per_sample, float *in_dev,
+                               int32_t *targets_dev);
+/* The classification head's loss: losses_dev(n) = softmax cross-entropy of
+ * logits(n, K) against targets_dev, and *mean_loss (when not NULL) their
+ * mean, summed in order on the host (host_scratch: n floats). */
+gt_status gt_flat_class_loss(gt_flat *f, float *losses_dev, float *host_scratch,
+                             const float *logits, const int32_t *targets_dev, int n, int K,
+                             float *mean_loss);
 /* Copies the losses(n) fp32 from the backend and sums them in order. */
 gt_status gt_flat_mean_loss(gt_flat *f, const float *losses_dev, float *host_scratch, int n,
                             float *mean_loss);

@@ -243,6 +243,43 @@ static gt_status resume_case(const gt_suite_ctx *ctx, const gt_train_config *c, 
     return fatal(s) ? s : GT_OK;
 }
 
+/* cross_backend: the same run of `model` on ctx's backend and on `other`
+ * (cpu against ref, cuda against cpu); the per-step losses must agree
+ * within 1e-4 relative. Returns non-OK only for a fatal error. */
+static gt_status cross_backend_case(const gt_suite_ctx *ctx, const char *model,
+                                    const gt_train_config *cfg, const char *other) {
+    gt_train_config c = *cfg, o = *cfg;
+    o.backend = other;
+    gt_train_stats a, b;
+    memset(&b, 0, sizeof b);
+    gt_status s = gt_train_run(&c, &a);
+    if (s == GT_OK) s = gt_train_run(&o, &b);
+    if (ctx->rep) {
+        char name[128];
+        snprintf(name, sizeof name, "%s/cross_backend_vs_%s", model, other);
+        gt_result *res = gt_report_add_result(ctx->rep, "train", name, ctx->topology,
+                                              ctx->backend);
+        gt_train_record(&c, &a, res);
+        if (s != GT_OK) {
+            gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR,
+                                 gt_last_error());
+        } else {
+            double worst = 0;
+            for (int i = 0; i < a.steps_done && i < b.steps_done; i++)
+                worst = fmax(worst, fabs(a.loss[i] - b.loss[i]) / fabs(b.loss[i]));
+            /* fp32 kernels summing in different orders over 10 steps of AdamW:
+             * measured ~1e-7 (gpt2, and mlp/convnet in models.dense_determinism.cpu);
+             * 1e-4 leaves room, still catches a wrong kernel (errors of 1e-2 and more) */
+            gt_result_check(res, "cross_backend", worst <= 1e-4, worst, 1e-4,
+                            "largest relative difference of the per-step losses");
+        }
+        done(ctx, res);
+    }
+    gt_train_stats_release(&a);
+    gt_train_stats_release(&b);
+    return fatal(s) ? s : GT_OK;
+}
+
 /* bf16 / fp16 training against fp32 on the same backend: the mean loss of
  * the last 8 of 24 steps within `limit` nats of fp32's. On ref the gaps
  * measured ~2e-4 (bf16) and ~3e-5 (fp16) (models/tests/gpt2_precision.c);
@@ -378,37 +415,7 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
         /* the other backend: cpu against ref, cuda against cpu */
         gt_train_config c = base_config(ctx, 10);
         c.peak_gflops = 1;
-        gt_train_config o = c;
-        o.backend = other;
-        gt_train_stats a, b;
-        memset(&b, 0, sizeof b);
-        s = gt_train_run(&c, &a);
-        if (s == GT_OK) s = gt_train_run(&o, &b);
-        if (ctx->rep) {
-            char name[64];
-            snprintf(name, sizeof name, "gpt2-tiny/cross_backend_vs_%s", other);
-            gt_result *res =
-                gt_report_add_result(ctx->rep, "train", name, ctx->topology, ctx->backend);
-            gt_train_record(&c, &a, res);
-            if (s != GT_OK) {
-                gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP
-                                                                  : GT_RESULT_ERROR,
-                                     gt_last_error());
-            } else {
-                double worst = 0;
-                for (int i = 0; i < a.steps_done && i < b.steps_done; i++)
-                    worst = fmax(worst, fabs(a.loss[i] - b.loss[i]) / fabs(b.loss[i]));
-                /* fp32 kernels summing in different orders over 10 steps of
-                 * AdamW: measured ~1e-7; 1e-4 leaves room, still catches a
-                 * wrong kernel (errors of 1e-2 and more) */
-                gt_result_check(res, "cross_backend", worst <= 1e-4, worst, 1e-4,
-                                "largest relative difference of the per-step losses");
-            }
-            done(ctx, res);
-        }
-        gt_train_stats_release(&a);
-        gt_train_stats_release(&b);
-        if (fatal(s)) return s;
+        GT_TRY(cross_backend_case(ctx, "gpt2-tiny", &c, other));
     }
     for (int k = 0; k < 2; k++) {
         gt_dtype dt = k == 0 ? GT_DTYPE_BF16 : GT_DTYPE_FP16;
@@ -534,34 +541,7 @@ static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int ste
     if (wanted_case(ctx, model, "cross_backend", vs) && R == 1) {
         gt_train_config c = dense_config(ctx, model, 10);
         c.peak_gflops = 1;
-        gt_train_config o = c;
-        o.backend = other;
-        gt_train_stats a, b;
-        memset(&b, 0, sizeof b);
-        s = gt_train_run(&c, &a);
-        if (s == GT_OK) s = gt_train_run(&o, &b);
-        if (ctx->rep) {
-            snprintf(name, sizeof name, "%s/cross_backend_vs_%s", model, other);
-            gt_result *res = gt_report_add_result(ctx->rep, "train", name, ctx->topology,
-                                                  ctx->backend);
-            gt_train_record(&c, &a, res);
-            if (s != GT_OK) {
-                gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP
-                                                                  : GT_RESULT_ERROR,
-                                     gt_last_error());
-            } else {
-                double worst = 0;
-                for (int i = 0; i < a.steps_done && i < b.steps_done; i++)
-                    worst = fmax(worst, fabs(a.loss[i] - b.loss[i]) / fabs(b.loss[i]));
-                /* measured ~1e-7 (models.dense_determinism.cpu): as gpt2's */
-                gt_result_check(res, "cross_backend", worst <= 1e-4, worst, 1e-4,
-                                "largest relative difference of the per-step losses");
-            }
-            done(ctx, res);
-        }
-        gt_train_stats_release(&a);
-        gt_train_stats_release(&b);
-        if (fatal(s)) return s;
+        GT_TRY(cross_backend_case(ctx, model, &c, other));
     }
     if (wanted_case(ctx, model, "resume", NULL)) {
         /* 10 steps, a checkpoint at step 5 */

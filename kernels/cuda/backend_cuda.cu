@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/env.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/ops_cuda_vision.h"
@@ -273,20 +274,10 @@ static void cuda_destroy(gt_backend *be) {
 }
 
 /* cfg->device < 0: the rank's local index from the launcher's environment
- * (Open MPI, MPICH/Hydra, MVAPICH, Slurm, torchrun), modulo the device
- * count; 0 when none is set. */
+ * (gt_env_local_rank), modulo the device count; 0 when none is set. */
 static int local_rank_device(int count) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                       "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *s = getenv(vars[i]);
-        if (s && *s) {
-            char *end = NULL;
-            long r = strtol(s, &end, 10);
-            if (end && *end == '\0' && r >= 0) return (int)(r % count);
-        }
-    }
-    return 0;
+    int r = gt_env_local_rank();
+    return r < 0 ? 0 : r % count;
 }
 
 /* GT_CUDA_ATTENTION: which attention path (docs/cuda.md). */

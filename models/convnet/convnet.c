@@ -282,11 +282,8 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets,
     GT_TRY(gt_flat_require(f, "convnet", g_ops, (int)(sizeof g_ops / sizeof g_ops[0])));
     GT_TRY(gt_flat_check_batch(m, bt, need_targets));
     int N = bt->n, K = c->classes;
-    GT_TRY(f->be->copy_to_device(f->be, p->in, bt->inputs,
-                                 (size_t)N * c->channels * c->height * c->width * sizeof(float)));
-    if (bt->targets)
-        GT_TRY(f->be->copy_to_device(f->be, p->targets, bt->targets,
-                                     (size_t)N * sizeof(int32_t)));
+    GT_TRY(gt_flat_upload_batch(f, bt, (size_t)c->channels * c->height * c->width, p->in,
+                                p->targets));
     /* stem: relu(bn(conv(x))), the ReLU in place */
     cbn *st = &p->stem;
     size_t ns = (size_t)N * st->OC * st->OH * st->OW;
@@ -319,10 +316,8 @@ static gt_status forward(gt_model *m, const gt_batch *bt, float *mean_loss) {
     convnet *p = NET(m);
     GT_TRY(forward_body(m, bt, 0, m->training));
     if (!bt->targets) return GT_OK;
-    int K = p->cfg.classes;
-    GT_TRY(p->f.be->ops->classifier_fwd(&p->f.k, p->losses, p->logits, p->targets, bt->n, K, K));
-    if (mean_loss) GT_TRY(gt_flat_mean_loss(&p->f, p->losses, p->host_losses, bt->n, mean_loss));
-    return GT_OK;
+    return gt_flat_class_loss(&p->f, p->losses, p->host_losses, p->logits, p->targets, bt->n,
+                              p->cfg.classes, mean_loss);
 }
 
 /* ---- backward ----------------------------------------------------------------------- */

@@ -121,10 +121,7 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets)
     GT_TRY(gt_flat_check_batch(m, bt, need_targets));
     int N = bt->n, D = c->in_dim, W = c->width, K = c->classes, L = c->depth;
     size_t NW = (size_t)N * W, BW = (size_t)p->B * W;
-    GT_TRY(f->be->copy_to_device(f->be, p->in, bt->inputs, (size_t)N * D * sizeof(float)));
-    if (bt->targets)
-        GT_TRY(f->be->copy_to_device(f->be, p->targets, bt->targets,
-                                     (size_t)N * sizeof(int32_t)));
+    GT_TRY(gt_flat_upload_batch(f, bt, (size_t)D, p->in, p->targets));
     const float *x = p->in; // (N, D)
     int xin = D;
     for (int l = 0; l < L; l++) {
@@ -146,10 +143,8 @@ static gt_status forward(gt_model *m, const gt_batch *bt, float *mean_loss) {
     mlp *p = MLP(m);
     GT_TRY(forward_body(m, bt, 0));
     if (!bt->targets) return GT_OK;
-    int K = p->cfg.classes;
-    GT_TRY(p->f.be->ops->classifier_fwd(&p->f.k, p->losses, p->logits, p->targets, bt->n, K, K));
-    if (mean_loss) GT_TRY(gt_flat_mean_loss(&p->f, p->losses, p->host_losses, bt->n, mean_loss));
-    return GT_OK;
+    return gt_flat_class_loss(&p->f, p->losses, p->host_losses, p->logits, p->targets, bt->n,
+                              p->cfg.classes, mean_loss);
 }
 
 /* ---- backward ----------------------------------------------------------------------- */

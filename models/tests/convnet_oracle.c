@@ -23,6 +23,7 @@
 #include "engine/rng.h"
 #include "engine/tests/check.h"
 #include "models/convnet/convnet.h"
+#include "models/tests/backend_or_skip.h"
 
 /* ---- fp64 layers ------------------------------------------------------------------ */
 
@@ -186,17 +187,7 @@ static const char *const g_expect_names[] = {
 
 int main(int argc, char **argv) {
     const char *backend = argc > 1 ? argv[1] : "cpu";
-    gt_backend *be = NULL;
-    gt_backend_config bc = {.threads = 0, .device = -1};
-    gt_status s = gt_backend_new(backend, &bc, &be);
-    if (s == GT_ERR_UNSUPPORTED) {
-        printf("skip: %s\n", gt_last_error());
-        return 77;
-    }
-    if (s != GT_OK) {
-        fprintf(stderr, "backend %s: %s\n", backend, gt_last_error());
-        return 1;
-    }
+    gt_backend *be = mt_backend_or_skip(backend, 0);
     /* odd sizes on purpose: 2 channels, 6x5 images, an identity block and a
      * stride-2 projection block (6x5 -> 3x3) */
     gt_convnet_config cfg = {.channels = 2, .height = 6, .width = 5, .classes = 3, .stem = 3,

@@ -14,6 +14,7 @@
 #include "engine/tests/check.h"
 #include "engine/rng.h"
 #include "models/gpt2/gpt2.h"
+#include "models/tests/backend_or_skip.h"
 
 
 typedef struct oracle {
@@ -119,17 +120,7 @@ static double oracle_loss(const oracle *o, const int32_t *inp, const int32_t *tg
 
 int main(int argc, char **argv) {
     const char *backend = argc > 1 ? argv[1] : "cpu";
-    gt_backend *be = NULL;
-    gt_backend_config bc = {.threads = 0, .device = -1};
-    gt_status s = gt_backend_new(backend, &bc, &be);
-    if (s == GT_ERR_UNSUPPORTED) {
-        printf("skip: %s\n", gt_last_error());
-        return 77;
-    }
-    if (s != GT_OK) {
-        fprintf(stderr, "backend %s: %s\n", backend, gt_last_error());
-        return 1;
-    }
+    gt_backend *be = mt_backend_or_skip(backend, 0);
     /* odd sizes on purpose: V < Vp padding, T < maxT, hs = 6 */
     gt_gpt2_config cfg = {.max_seq_len = 11, .vocab_size = 37, .padded_vocab_size = 40,
                           .num_layers = 2, .num_heads = 3, .channels = 18};

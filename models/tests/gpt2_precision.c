@@ -32,6 +32,7 @@
 
 #include "engine/backend.h"
 #include "suites/train.h"
+#include "models/tests/backend_or_skip.h"
 
 static int g_fail;
 
@@ -184,17 +185,7 @@ static void test_refusal(void) {
 
 int main(int argc, char **argv) {
     const char *backend = argc > 1 ? argv[1] : "ref";
-    gt_backend *be = NULL;
-    gt_backend_config bc = {.threads = 1, .device = -1};
-    gt_status s = gt_backend_new(backend, &bc, &be);
-    if (s == GT_ERR_UNSUPPORTED) {
-        printf("skip: %s\n", gt_last_error());
-        return 77;
-    }
-    if (s != GT_OK) {
-        fprintf(stderr, "backend %s: %s\n", backend, gt_last_error());
-        return 1;
-    }
+    gt_backend *be = mt_backend_or_skip(backend, 1);
     gt_backend_free(be);
     if (strcmp(backend, "ref") == 0) {
         test_refusal();

@@ -16,6 +16,7 @@
 #include "engine/rng.h"
 #include "engine/tests/check.h"
 #include "models/mlp/mlp.h"
+#include "models/tests/backend_or_skip.h"
 
 static double gelu(double x) {
     return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
@@ -162,17 +163,7 @@ static void run(gt_backend *be, const gt_mlp_config *cfg, const char *what) {
 
 int main(int argc, char **argv) {
     const char *backend = argc > 1 ? argv[1] : "cpu";
-    gt_backend *be = NULL;
-    gt_backend_config bc = {.threads = 0, .device = -1};
-    gt_status s = gt_backend_new(backend, &bc, &be);
-    if (s == GT_ERR_UNSUPPORTED) {
-        printf("skip: %s\n", gt_last_error());
-        return 77;
-    }
-    if (s != GT_OK) {
-        fprintf(stderr, "backend %s: %s\n", backend, gt_last_error());
-        return 1;
-    }
+    gt_backend *be = mt_backend_or_skip(backend, 0);
     gt_mlp_config gelu_cfg = {.in_dim = 7, .classes = 5, .depth = 2, .width = 9,
                               .act = GT_MLP_GELU};
     gt_mlp_config relu_cfg = gelu_cfg;
