@@ -1,5 +1,5 @@
-/* cpu pointwise ops: GELU (tanh approximation) forward/backward and the
- * residual add. One pass each, OpenMP over blocks, vectorised bodies.
+/* cpu pointwise ops: GELU (tanh approximation) forward/backward, the
+ * residual add and ReLU. One pass each, OpenMP over blocks, vectorised bodies.
  * Bound: memory bandwidth (gelu_fwd 8 B/elem, gelu_bwd 12, residual_fwd 12,
  * residual_bwd 20) - the exp in GELU is cheap enough to hide behind it.
  *
@@ -91,6 +91,42 @@ gt_status gt_cpu_residual_bwd(const gt_kctx *k, void *da_, void *db_, const void
             da[i] += dout[i];
             db[i] += dout[i];
         }
+    }
+    return GT_OK;
+}
+
+/* ReLU: out = max(x, 0), a NaN passes through as in the ref; the backward
+ * reads the forward's output (8 and 16 B/elem). */
+gt_status gt_cpu_relu_fwd(const gt_kctx *k, void *out_, const void *inp_, size_t n) {
+    GT_CPU_CHECK_DT(k);
+    /* No restrict: out may alias inp (elementwise, so that is safe). */
+    float *out = out_;
+    const float *inp = inp_;
+    size_t nb = (n + BLOCK - 1) / BLOCK;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#endif
+    for (size_t blk = 0; blk < nb; blk++) {
+        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
+        /* NaN passes through, as in the ref */
+        for (size_t i = blk * BLOCK; i < end; i++) out[i] = inp[i] < 0.0f ? 0.0f : inp[i];
+    }
+    return GT_OK;
+}
+
+gt_status gt_cpu_relu_bwd(const gt_kctx *k, void *dinp_, const void *out_, const void *dout_,
+                          size_t n) {
+    GT_CPU_CHECK_DT(k);
+    float *restrict dinp = dinp_;
+    const float *restrict out = out_;
+    const float *restrict dout = dout_;
+    size_t nb = (n + BLOCK - 1) / BLOCK;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#endif
+    for (size_t blk = 0; blk < nb; blk++) {
+        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
+        for (size_t i = blk * BLOCK; i < end; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
     }
     return GT_OK;
 }

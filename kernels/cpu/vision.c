@@ -1,14 +1,14 @@
-/* cpu vision ops: ReLU, global average pooling and batch normalisation
- * (training and eval), forward and backward.
+/* cpu vision ops: global average pooling and batch normalisation
+ * (training and eval), forward and backward (ReLU is with the other
+ * pointwise ops, in pointwise.c).
  *
- * Variants: ReLU in blocks like the other pointwise ops; avgpool one
- * (n, c) row per work item; batchnorm one channel per work item (a block
- * of BN_CB channels when HW is small, BatchNorm1d's HW 1 above all), so the
+ * Variants: avgpool one (n, c) row per work item; batchnorm one channel per
+ * work item (a block of BN_CB channels when HW is small, BatchNorm1d's HW 1
+ * above all), so the
  * statistics and the dweight/dbias sums of a channel are each summed by
  * one thread in a fixed order (in fp64), whatever the thread count.
  * Eval-mode batchnorm is elementwise and goes over (n, c) rows.
- * Bound: memory bandwidth (relu_fwd 8 B/elem, relu_bwd 16, avgpool_fwd 4,
- * avgpool_bwd 8, batchnorm_fwd training 12 (two reads, one write),
+ * Bound: memory bandwidth (avgpool_fwd 4 B/elem, avgpool_bwd 8, batchnorm_fwd training 12 (two reads, one write),
  * batchnorm_bwd 24 (dout and inp twice, dinp read and written)).
  *
  * Batchnorm semantics are the ref's (kernels/ref/vision.c): torch's, and
@@ -17,42 +17,7 @@
 
 #include "kernels/cpu/cpu.h"
 
-#define BLOCK 4096   /* elements per OpenMP work item (relu) */
 #define PAR_MIN 65536 /* below this a parallel region costs more than it saves */
-
-gt_status gt_cpu_relu_fwd(const gt_kctx *k, void *out_, const void *inp_, size_t n) {
-    GT_CPU_CHECK_DT(k);
-    /* No restrict: out may alias inp (elementwise, so that is safe). */
-    float *out = out_;
-    const float *inp = inp_;
-    size_t nb = (n + BLOCK - 1) / BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-#endif
-    for (size_t blk = 0; blk < nb; blk++) {
-        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
-        /* NaN passes through, as in the ref */
-        for (size_t i = blk * BLOCK; i < end; i++) out[i] = inp[i] < 0.0f ? 0.0f : inp[i];
-    }
-    return GT_OK;
-}
-
-gt_status gt_cpu_relu_bwd(const gt_kctx *k, void *dinp_, const void *out_, const void *dout_,
-                          size_t n) {
-    GT_CPU_CHECK_DT(k);
-    float *restrict dinp = dinp_;
-    const float *restrict out = out_;
-    const float *restrict dout = dout_;
-    size_t nb = (n + BLOCK - 1) / BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-#endif
-    for (size_t blk = 0; blk < nb; blk++) {
-        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
-        for (size_t i = blk * BLOCK; i < end; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
-    }
-    return GT_OK;
-}
 
 /* Sum of x[0..n) in fp64 with 8 lanes in a fixed order. */
 static inline double sum_f64(const float *x, int n) {
