@@ -159,6 +159,11 @@ static gt_status sdpa_err(cudnnStatus_t cs, const char *step, const char *call) 
         if (sdpa_cs_ != CUDNN_STATUS_SUCCESS) return sdpa_err(sdpa_cs_, (step), #stmt);            \
     } while (0)
 
+/* Sets a descriptor-valued attribute (the statement, with the attribute's
+ * name, is in the error message as with SDPA_TRY). */
+#define SDPA_SET_DESC(step, desc, attr, value)                                                     \
+    SDPA_TRY(step, cudnnBackendSetAttribute(desc, attr, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &(value)))
+
 /* ---- graph building ----------------------------------------------------------------- */
 
 static gt_status g_new(sdpa_graph *g, cudnnBackendDescriptorType_t type, const char *step,
@@ -233,18 +238,13 @@ static gt_status g_pointwise(sdpa_graph *g, const char *name, cudnnPointwiseMode
                                                 &axis));
     SDPA_TRY(name, cudnnBackendFinalize(pw));
     GT_TRY(g_new(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, name, &op));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
     if (b)
-        SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
-                                                CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b));
+        SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b);
     if (t)
-        SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC,
-                                                CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+        SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t);
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
     SDPA_TRY(name, cudnnBackendFinalize(op));
     return g_op(g, op, name);
 }
@@ -259,14 +259,10 @@ static gt_status g_matmul(sdpa_graph *g, const char *name, cudnnBackendDescripto
                                             1, &comp));
     SDPA_TRY(name, cudnnBackendFinalize(mm));
     GT_TRY(g_new(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, name, &op));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_DESC,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm));
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm);
     SDPA_TRY(name, cudnnBackendFinalize(op));
     return g_op(g, op, name);
 }
@@ -283,12 +279,9 @@ static gt_status g_reduce(sdpa_graph *g, const char *name, cudnnReduceTensorOp_t
                                             CUDNN_TYPE_DATA_TYPE, 1, &comp));
     SDPA_TRY(name, cudnnBackendFinalize(rd));
     GT_TRY(g_new(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, name, &op));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd));
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x);
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y);
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, rd);
     SDPA_TRY(name, cudnnBackendFinalize(op));
     return g_op(g, op, name);
 }
@@ -298,10 +291,8 @@ static gt_status g_reshape(sdpa_graph *g, const char *name, cudnnBackendDescript
                            cudnnBackendDescriptor_t y) {
     cudnnBackendDescriptor_t op = NULL;
     GT_TRY(g_new(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, name, &op));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
-    SDPA_TRY(name, cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x);
+    SDPA_SET_DESC(name, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y);
     SDPA_TRY(name, cudnnBackendFinalize(op));
     return g_op(g, op, name);
 }
@@ -320,8 +311,7 @@ static gt_status g_plan(gt_cuda_impl *im, sdpa_graph *g, const char *what) {
 
     GT_TRY(g_new(g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what, &heur));
     cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-    SDPA_TRY(what, cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &og));
+    SDPA_SET_DESC(what, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, og);
     SDPA_TRY(what, cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE,
                                             1, &mode));
     SDPA_TRY(what, cudnnBackendFinalize(heur));
