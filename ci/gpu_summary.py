@@ -235,6 +235,49 @@ def section_nccl(work, out):
                "Busbw across GPUs needs a machine with several.\n")
 
 
+def section_models(work, out):
+    d = load(os.path.join(work, "models.json"))
+    if not d:
+        return
+    res = [r for r in d.get("results", []) if r.get("suite") in ("train", "scaling")]
+    out.append("## Model suites (`gauntlet run train scaling --backend all --topologies 1`)\n")
+    counts = {}
+    for r in res:
+        key = (r.get("backend"), r.get("status"))
+        counts[key] = counts.get(key, 0) + 1
+    out.append("Results: " + ", ".join(f"{b} {st} {n}" for (b, st), n in sorted(counts.items())) +
+               (" (report cut short: see models.log)" if not d.get("summary") else "") + "\n")
+    bad = [r for r in res if r.get("status") in ("fail", "error")]
+    if bad:
+        out.append("Failed / errored cases:\n")
+        for r in bad[:40]:
+            det = "; ".join(f"{c.get('name')}: {c.get('detail', '')}" for c in r.get("checks", [])
+                            if not c.get("passed")) or r.get("error", r.get("message", ""))
+            out.append(f"- `{r.get('suite')}/{r.get('case')}` on {r.get('backend')} {r.get('status')}: "
+                       f"{str(det)[:300]}")
+        out.append("")
+    out.append("| suite | case | backend | status | throughput | ms/step | MFU | peak memory MiB | final loss |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    for r in res:
+        thr, unit = None, ""
+        for name, u in (("tokens_per_s", "tok/s"), ("samples_per_s", "samples/s"),
+                        ("images_per_s", "images/s")):
+            if m(r, name) is not None:
+                thr, unit = m(r, name), u
+        mfu = m(r, "mfu")
+        pm = m(r, "peak_memory")
+        out.append(f"| {r.get('suite')} | `{r.get('case')}` | {r.get('backend')} | {r.get('status')} | "
+                   f"{fmt(thr, 0) + ' ' + unit if thr else '-'} | {fmt(m(r, 'ms_per_step') or None, 2)} | "
+                   f"{fmt(mfu * 100, 1) + '%' if mfu is not None else '-'} | "
+                   f"{fmt(pm / 2**20 if pm is not None else None, 0)} | {fmt(m(r, 'final_loss'), 4)} |")
+    out.append("")
+    notes = sorted({r.get("params", {}).get("backend_notes", "") for r in res
+                    if r.get("backend") == "cuda"} - {""})
+    if notes:
+        out.append("Backend notes on cuda (cuDNN conv algorithms, attention paths):\n\n```\n" +
+                   "\n".join(n[:400] for n in notes[:12]) + "\n```\n")
+
+
 def section_sanitize(work, out):
     logs = sorted(glob.glob(os.path.join(work, "sanitize-*.log")))
     if not logs:
@@ -288,6 +331,7 @@ def main():
     section_train(work, out)
     section_kernels(work, out)
     section_nccl(work, out)
+    section_models(work, out)
     section_sanitize(work, out)
     prog = read(os.path.join(work, "progress.log"))
     if prog:

@@ -15,8 +15,9 @@
 #       train     gpt2-124m bf16 B=16 T=1024 (cuDNN and own attention), torch.compile baseline
 #       kernels   gauntlet run kernels --backend cuda (conformance, hot/cold speed, peaks)
 #       nccl      gauntlet run collectives --comm nccl on this GPU (needs MPI built in)
-#       bench     train kernels nccl
-#       all       probe build gputest test sanitize train kernels nccl (several calls' worth:
+#       models    gauntlet run train scaling --backend all --topologies 1 (gpt2, mlp, convnet)
+#       bench     train kernels nccl models
+#       all       probe build gputest test sanitize train kernels nccl models (several calls' worth:
 #                 set GV_BUDGET_S=0 where no 10-minute limit applies)
 #   A GPU stage builds first when build-gpu/ has no finished build (a fresh machine keeps
 #   nothing); naming `build` again on a warm machine is an incremental build (seconds).
@@ -33,7 +34,8 @@
 # GV_DEPS (default build-gpu-deps), CUDNN_PATH / NCCL_HOME (looked at first), CUDA_HOME
 # (default /usr/local/cuda), GV_ARCH (CUDA architectures, default: the GPU's compute
 # capability, 90 without a GPU), GV_PEAK_GFLOPS (MFU reference, default: the GPU's dense
-# bf16 datasheet peak), GV_KERNELS_ARGS (e.g. --quick or --full), GV_SANITIZER_ARGS.
+# bf16 datasheet peak), GV_KERNELS_ARGS (e.g. --quick or --full), GV_MODELS_ARGS (default
+# --quick), GV_SANITIZER_ARGS.
 # For checking the script without a GPU: GV_PREFER_WHEELS=1 (cuDNN/NCCL from Python
 # wheels only), GV_PKG_CONFIG_STANDIN=1 (carried jansson + the pkg-config stand-in).
 set -uo pipefail
@@ -545,6 +547,29 @@ stage_train() {
     echo "| train | gpt2-124m bf16 B16 T1024: gauntlet (cuDNN attention) exit $rc1, own attention exit $rc2, torch.compile baseline exit $rc3 (figures below) |" >>"$WORK/stages.md"
 }
 
+stage_models() {
+    need_gpu models || return 0
+    ensure_built models || return 0
+    local G=$BUILD/harness/gauntlet rc
+    # issue 7's gate: the train and scaling suites (gpt2, mlp, convnet: convergence,
+    # run_to_run, topology, cross_backend, resume, precision, throughput) on every backend
+    # this machine has (cpu and cuda), one rank; the report is rewritten after every case
+    note "models: gauntlet run train scaling --backend all --topologies 1 ${GV_MODELS_ARGS:---quick}"
+    run_to "$(cap 240)" "$WORK/models.log" "$G" run train scaling --backend all --topologies 1 \
+        ${GV_MODELS_ARGS:---quick} --report "$WORK/models.json"
+    rc=$?
+    [ $rc -eq 0 ] || worse 1
+    local ran
+    ran=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(r.get("backend")=="cuda" and r.get("status") in ("pass","fail") for r in d.get("results",[])))' "$WORK/models.json" 2>/dev/null || echo 0)
+    local why=""
+    [ $rc -eq 124 ] && why=" (cut by the time limit: partial report)"
+    if [ "${ran:-0}" -eq 0 ]; then
+        why="$why; NOT VERIFIED: no model case ran on cuda (see models.log)"; worse 1
+        note "models: no case ran on the cuda backend (models.log)"
+    fi
+    echo "| models | exit $rc, $ran cases ran on cuda$why |" >>"$WORK/stages.md"
+}
+
 stage_kernels() {
     need_gpu kernels || return 0
     ensure_built kernels || return 0
@@ -600,7 +625,7 @@ pack() {
     # The device tool brings back at most 8 files of at most 16 MiB each: big reports
     # travel gzipped, and leave the tarball when it would be too big with them.
     local f lim=$((15 * 1024 * 1024)) excl=()
-    for f in kernels.json train_bf16.json collectives.json torch_baseline.json probe.txt; do
+    for f in kernels.json train_bf16.json collectives.json torch_baseline.json models.json probe.txt; do
         rm -f "$OUTDIR/$f" "$OUTDIR/$f.gz"
         [ -f "$WORK/$f" ] || continue
         if [ "$(stat -c %s "$WORK/$f")" -le "$lim" ]; then
@@ -624,16 +649,16 @@ usage() { sed -n '3,/^set -uo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 2
 stages=()
 for a in "$@"; do
     case $a in
-        prep|probe|build|gputest|test|sanitize|train|kernels|nccl) stages+=("$a") ;;
-        bench) stages+=(train kernels nccl) ;;
-        all) stages+=(probe build gputest test sanitize train kernels nccl) ;;
+        prep|probe|build|gputest|test|sanitize|train|kernels|nccl|models) stages+=("$a") ;;
+        bench) stages+=(train kernels nccl models) ;;
+        all) stages+=(probe build gputest test sanitize train kernels nccl models) ;;
         -h|--help|help) usage ;;
-        *) echo "gpu_verify: unknown stage '$a' (prep probe build gputest test sanitize train kernels nccl bench all)" >&2; exit 2 ;;
+        *) echo "gpu_verify: unknown stage '$a' (prep probe build gputest test sanitize train kernels nccl models bench all)" >&2; exit 2 ;;
     esac
 done
 # A GPU stage on a machine without one: say so at once (no build, no probe of minutes).
 for s in "${stages[@]}"; do
-    case $s in gputest|test|sanitize|train|kernels|nccl)
+    case $s in gputest|test|sanitize|train|kernels|nccl|models)
         if ! have_gpu; then
             echo "gpu_verify: NO GPU here: $GPU_WHY." >&2
             echo "gpu_verify: stage '$s' needs an NVIDIA GPU: run it through the device tool (docs/gpu-verification.md)." >&2

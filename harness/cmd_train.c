@@ -123,8 +123,9 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
     printf("  step time        %.2f ms (median)\n", st->ms_per_step);
     printf("  throughput       %.0f %s/s over %d rank(s)\n", st->tokens_per_s,
            tokens ? "tokens" : st->unit, nranks);
-    printf("  MFU              %.1f%% of %.1f GFLOP/s per rank (%s)\n", 100.0 * st->mfu,
-           st->peak_gflops, st->peak_how);
+    if (st->peak_gflops > 0)
+        printf("  MFU              %.1f%% of %.1f GFLOP/s per rank (%s)\n", 100.0 * st->mfu,
+               st->peak_gflops, st->peak_how);
     if (st->datasheet_gflops > 0)
         printf("  MFU (datasheet)  %.1f%% of the GPU's dense %.0f GFLOP/s\n",
                100.0 * st->mfu_datasheet, st->datasheet_gflops);

@@ -863,20 +863,24 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     st->flops_per_token = gt_model_flops_per_unit(model); /* per token / sample / image */
     st->peak_gflops = cfg->peak_gflops;
     snprintf(st->peak_how, sizeof st->peak_how, "--peak-gflops");
-    if (st->peak_gflops <= 0 && be->timer_start) {
+    if (cfg->peak_gflops < 0) {
+        st->peak_gflops = 0; /* GT_TRAIN_NO_MFU: mfu stays 0 and is not reported */
+        snprintf(st->peak_how, sizeof st->peak_how, "none");
+    } else if (st->peak_gflops == 0 && be->timer_start) {
         /* a device backend: a large GEMM in the training dtype, timed on the device
          * (the bf16 tensor-core rate for bf16 training, true fp32 for fp32) */
         const char *how = NULL;
         if ((s = gt_probe_gemm_peak(be, cfg->precision, &st->peak_gflops, &how)) != GT_OK) goto done;
         snprintf(st->peak_how, sizeof st->peak_how, "measured %s GEMM %d^3 (device timers)",
                  gt_dtype_name(cfg->precision), GT_PROBE_GEMM_N);
-    } else if (st->peak_gflops <= 0) {
+    } else if (st->peak_gflops == 0) {
         gt_peaks pk;
         if ((s = gt_env_measure_peaks(be, &pk)) != GT_OK) goto done;
         st->peak_gflops = pk.sgemm_gflops;
         snprintf(st->peak_how, sizeof st->peak_how, "measured SGEMM n=%d", pk.sgemm_n);
     }
-    st->datasheet_gflops = gt_probe_datasheet_gflops(be, cfg->precision);
+    st->datasheet_gflops =
+        cfg->peak_gflops < 0 ? 0 : gt_probe_datasheet_gflops(be, cfg->precision);
 
     gt_loader_config lc = {.global_batch = cfg->batch,
                            .seq_len = T,
@@ -1079,7 +1083,9 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
             st->final_loss_scale = ls.scale;
         }
         double tps = (double)cfg->batch * T / (ms * 1e-3);
-        double mfu = tps * st->flops_per_token / (st->peak_gflops * 1e9 * R);
+        double mfu = st->peak_gflops > 0
+                         ? tps * st->flops_per_token / (st->peak_gflops * 1e9 * R)
+                         : 0.0;
         if (cfg->on_step && rank == 0)
             cfg->on_step(cfg->on_step_ctx, step + 1, cfg->steps, (float)loss, lr, norm, ms, tps,
                          mfu);
@@ -1094,7 +1100,8 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     st->ms_per_step = gt_median(st->ms + skip, (size_t)(st->steps_done - skip));
     st->tokens_per_s = (double)cfg->batch * T / (st->ms_per_step * 1e-3);
     st->exposed_comm_ms = gt_median(st->comm_ms + skip, (size_t)(st->steps_done - skip));
-    st->mfu = st->tokens_per_s * st->flops_per_token / (st->peak_gflops * 1e9 * R);
+    if (st->peak_gflops > 0)
+        st->mfu = st->tokens_per_s * st->flops_per_token / (st->peak_gflops * 1e9 * R);
     if (st->datasheet_gflops > 0)
         st->mfu_datasheet = st->tokens_per_s * st->flops_per_token / (st->datasheet_gflops * 1e9 * R);
     {
@@ -1208,9 +1215,11 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     }
     gt_result_metric(res, "ms_per_step", "ms", 0, st->ms_per_step, st->ms + skip,
                      (size_t)(n - skip));
-    gt_result_metric(res, "mfu", "fraction", 1, st->mfu, NULL, 0);
-    gt_result_metric(res, "peak_sgemm", "GFLOP/s", 1, st->peak_gflops, NULL, 0);
-    gt_result_param_str(res, "mfu_reference", st->peak_how);
+    if (st->peak_gflops > 0) { /* not for correctness runs (GT_TRAIN_NO_MFU) */
+        gt_result_metric(res, "mfu", "fraction", 1, st->mfu, NULL, 0);
+        gt_result_metric(res, "peak_sgemm", "GFLOP/s", 1, st->peak_gflops, NULL, 0);
+        gt_result_param_str(res, "mfu_reference", st->peak_how);
+    }
     if (st->datasheet_gflops > 0) {
         gt_result_metric(res, "mfu_datasheet", "fraction", 1, st->mfu_datasheet, NULL, 0);
         gt_result_metric(res, "peak_datasheet", "GFLOP/s", 1, st->datasheet_gflops, NULL, 0);

@@ -17,6 +17,9 @@
 #include "models/gpt2/gpt2.h"
 #include "reports/report.h"
 
+/* gt_train_config.peak_gflops: no MFU at all (no peak probe, no mfu metric) */
+#define GT_TRAIN_NO_MFU (-1.0)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -44,7 +47,9 @@ typedef struct gt_train_config {
     gt_lossscale_config loss_scale; /* fp16 only: gt_lossscale_defaults() */
     int threads;             /* cpu threads, 0: default */
     const char *init_from;   /* "llmc:FILE" or NULL */
-    double peak_gflops;      /* MFU reference; <= 0: measure it */
+    double peak_gflops;      /* MFU reference in GFLOP/s; 0: measure it;
+                              * GT_TRAIN_NO_MFU: neither measured nor
+                              * reported (correctness runs) */
     int prefetch;            /* data loader thread */
     /* data parallelism: `batch` is always the global batch */
     gt_comm *comm;           /* borrowed; NULL: one process */

@@ -291,7 +291,7 @@ static gt_status precision_case(const gt_suite_ctx *ctx, gt_dtype dt, const char
     gt_train_config c = base_config(ctx, 24);
     c.opt.lr = 3e-3f;
     c.batch = 4;
-    c.peak_gflops = 1;
+    c.peak_gflops = GT_TRAIN_NO_MFU;
     c.precision = dt;
     gt_train_config ref = c;
     ref.precision = GT_DTYPE_FP32;
@@ -354,7 +354,7 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
     }
     if (wanted_case(ctx, "gpt2-tiny", "run_to_run", NULL)) {
         gt_train_config c = base_config(ctx, 20);
-        c.peak_gflops = 1;
+        c.peak_gflops = GT_TRAIN_NO_MFU;
         gt_train_stats a, b;
         gt_status sa = gt_train_run(&c, &a);
         gt_status sb = sa == GT_OK ? gt_train_run(&c, &b) : sa;
@@ -382,7 +382,7 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
     if (wanted_case(ctx, "gpt2-tiny", "topology", NULL) && (R & (R - 1)) == 0) {
         /* --deterministic: the same bits on every power-of-two topology */
         gt_train_config c = base_config(ctx, 10);
-        c.peak_gflops = 1;
+        c.peak_gflops = GT_TRAIN_NO_MFU;
         c.deterministic = 1;
         c.micro_batch = 1;
         gt_train_stats st;
@@ -414,7 +414,7 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
     if (wanted_case(ctx, "gpt2-tiny", "cross_backend", vs) && R == 1) {
         /* the other backend: cpu against ref, cuda against cpu */
         gt_train_config c = base_config(ctx, 10);
-        c.peak_gflops = 1;
+        c.peak_gflops = GT_TRAIN_NO_MFU;
         GT_TRY(cross_backend_case(ctx, "gpt2-tiny", &c, other));
     }
     for (int k = 0; k < 2; k++) {
@@ -427,7 +427,7 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
     if (wanted_case(ctx, "gpt2-tiny", "resume", NULL)) {
         /* 8 steps of 4 sequences, a checkpoint at step 4 */
         gt_train_config c = base_config(ctx, 8);
-        c.peak_gflops = 1;
+        c.peak_gflops = GT_TRAIN_NO_MFU;
         c.batch = 4;
         GT_TRY(resume_case(ctx, &c, 4));
     }
@@ -477,7 +477,7 @@ static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int ste
     }
     if (wanted_case(ctx, model, "run_to_run", NULL)) {
         gt_train_config c = dense_config(ctx, model, 20);
-        c.peak_gflops = 1;
+        c.peak_gflops = GT_TRAIN_NO_MFU;
         gt_train_stats a, b;
         memset(&b, 0, sizeof b);
         s = gt_train_run(&c, &a);
@@ -507,7 +507,7 @@ static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int ste
          * BatchNorm sees the same batches; rank 0's running statistics differ
          * with the rank count (docs/models.md): the weights alone are compared */
         gt_train_config c = dense_config(ctx, model, 10);
-        c.peak_gflops = 1;
+        c.peak_gflops = GT_TRAIN_NO_MFU;
         c.deterministic = 1;
         c.micro_batch = 2;
         c.batch = 16;
@@ -540,13 +540,13 @@ static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int ste
     snprintf(vs, sizeof vs, "cross_backend_vs_%s", other);
     if (wanted_case(ctx, model, "cross_backend", vs) && R == 1) {
         gt_train_config c = dense_config(ctx, model, 10);
-        c.peak_gflops = 1;
+        c.peak_gflops = GT_TRAIN_NO_MFU;
         GT_TRY(cross_backend_case(ctx, model, &c, other));
     }
     if (wanted_case(ctx, model, "resume", NULL)) {
         /* 10 steps, a checkpoint at step 5 */
         gt_train_config c = dense_config(ctx, model, 10);
-        c.peak_gflops = 1;
+        c.peak_gflops = GT_TRAIN_NO_MFU;
         GT_TRY(resume_case(ctx, &c, 5));
     }
     return GT_OK;

@@ -18,7 +18,7 @@ int main(void) {
     c.steps = 1000;
     c.opt.lr = 3e-3f;
     c.opt.total_steps = c.steps;
-    c.peak_gflops = 1.0; /* no SGEMM probe */
+    c.peak_gflops = GT_TRAIN_NO_MFU; /* no peak probe */
     const char *seed = getenv("GT_TEST_SEED");
     if (seed) c.seed = strtoull(seed, NULL, 10);
     gt_train_stats st;

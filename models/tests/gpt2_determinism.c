@@ -18,7 +18,7 @@ static int run(int threads, gt_data_order order, gt_train_stats *st) {
     c.steps = 12;
     c.threads = threads;
     c.data_order = order;
-    c.peak_gflops = 1.0; /* no SGEMM probe: not needed here */
+    c.peak_gflops = GT_TRAIN_NO_MFU; /* no peak probe: not needed here */
     c.opt.weight_decay = 0.1f;
     c.opt.total_steps = c.steps;
     gt_status s = gt_train_run(&c, st);

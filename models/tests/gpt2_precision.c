@@ -57,7 +57,7 @@ static gt_train_config base(const char *backend, gt_dtype dt, int steps, int bat
     c.opt.total_steps = steps;
     c.threads = 1;
     c.prefetch = 0;
-    c.peak_gflops = 1.0; /* no SGEMM probe */
+    c.peak_gflops = GT_TRAIN_NO_MFU; /* no peak probe */
     return c;
 }
 
