@@ -239,8 +239,8 @@ def section_models(work, out):
     d = load(os.path.join(work, "models.json"))
     if not d:
         return
-    res = [r for r in d.get("results", []) if r.get("suite") in ("train", "scaling")]
-    out.append("## Model suites (`gauntlet run train scaling --backend all --topologies 1`)\n")
+    res = [r for r in d.get("results", []) if r.get("suite") in ("train", "scaling", "memory")]
+    out.append("## Model suites (`gauntlet run train scaling memory --backend all --topologies 1`)\n")
     counts = {}
     for r in res:
         key = (r.get("backend"), r.get("status"))

@@ -15,7 +15,8 @@
 #       train     gpt2-124m bf16 B=16 T=1024 (cuDNN and own attention), torch.compile baseline
 #       kernels   gauntlet run kernels --backend cuda (conformance, hot/cold speed, peaks)
 #       nccl      gauntlet run collectives --comm nccl on this GPU (needs MPI built in)
-#       models    gauntlet run train scaling --backend all --topologies 1 (gpt2, mlp, convnet)
+#       models    gauntlet run train scaling memory --backend all --topologies 1 (gpt2, mlp,
+#                 convnet; no cudaMalloc after the first step)
 #       bench     train kernels nccl models
 #       all       probe build gputest test sanitize train kernels nccl models (several calls' worth:
 #                 set GV_BUDGET_S=0 where no 10-minute limit applies)
@@ -553,9 +554,11 @@ stage_models() {
     local G=$BUILD/harness/gauntlet rc
     # issue 7's gate: the train and scaling suites (gpt2, mlp, convnet: convergence,
     # run_to_run, topology, cross_backend, resume, precision, throughput) on every backend
-    # this machine has (cpu and cuda), one rank; the report is rewritten after every case
-    note "models: gauntlet run train scaling --backend all --topologies 1 ${GV_MODELS_ARGS:---quick}"
-    run_to "$(cap 240)" "$WORK/models.log" "$G" run train scaling --backend all --topologies 1 \
+    # this machine has (cpu and cuda), one rank; the memory suite checks that the caching
+    # allocator makes no raw allocation after the first step; the report is rewritten after
+    # every case
+    note "models: gauntlet run train scaling memory --backend all --topologies 1 ${GV_MODELS_ARGS:---quick}"
+    run_to "$(cap 240)" "$WORK/models.log" "$G" run train scaling memory --backend all --topologies 1 \
         ${GV_MODELS_ARGS:---quick} --report "$WORK/models.json"
     rc=$?
     [ $rc -eq 0 ] || worse 1
