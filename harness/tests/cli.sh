@@ -6,7 +6,6 @@ g=$1
 check=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
 
 EXPECT_GREP_FLAGS=-i
 . "$(dirname "$0")/lib.sh"

@@ -13,8 +13,7 @@ check=$2
 shift 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh"
 
 # the quick default matrix: allreduce, reduce, reduce_scatter x 6 dtypes x 4
 # ops x 2 placements; broadcast, alltoall, sendrecv x 6 dtypes x 1;

@@ -8,7 +8,6 @@ g=$1
 edit=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
 
 . "$(dirname "$0")/lib.sh"
 

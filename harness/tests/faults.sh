@@ -18,28 +18,10 @@ check=$3
 mpiexec=${4:-}
 tmp=$(mktemp -d)
 export OMP_WAIT_POLICY=passive
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
-
 # expect CODE PATTERN command...: exit code and the words the user must see;
-# a crash (signal: code > 128) fails whatever CODE is
-expect() {
-    local want=$1 pattern=$2
-    shift 2
-    local out rc
-    out=$(timeout 120 "$@" 2>&1)
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "'$*' exited $rc, expected $want"; echo "$out" | tail -5
-    elif [ -n "$pattern" ] && ! grep -qE -- "$pattern" <<<"$out"; then
-        fail "'$*' output lacks /$pattern/"; echo "$out" | tail -5
-    elif grep -q '(null)' <<<"$out"; then
-        fail "'$*' printed a NULL string"; echo "$out" | tail -5
-    else
-        ok "$* -> $rc"
-    fi
-}
+# a crash (signal: code > 128) fails whatever CODE is; a hang fails after 120 s
+. "$(dirname "$0")/lib.sh"
+EXPECT_TIMEOUT=120
 
 # unchanged SAVED FILE WHAT: FILE is byte-identical to SAVED, no temporary left
 unchanged() {

@@ -10,25 +10,9 @@ set -u
 g=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
-
 # expect CODE PATTERN command...: exit code and the words the user must see
-expect() {
-    local want=$1 pattern=$2
-    shift 2
-    local out rc
-    out=$("$@" 2>&1)
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "'$*' exited $rc, expected $want"; echo "$out" | tail -5
-    elif [ -n "$pattern" ] && ! grep -qiE -- "$pattern" <<<"$out"; then
-        fail "'$*' output lacks /$pattern/"; echo "$out" | tail -5
-    else
-        ok "$* -> $rc"
-    fi
-}
+. "$(dirname "$0")/lib.sh"
+EXPECT_GREP_FLAGS=-i
 
 # ---- real reports: two short trainings (overlaid loss curves), collectives on self
 "$g" train --steps 20 --peak-gflops 100 --quiet --report "$tmp/t1.json" >/dev/null ||

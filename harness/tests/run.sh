@@ -8,8 +8,7 @@ g=$1
 check=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
+. "$(dirname "$0")/lib.sh"
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # the quick set on one process (the MPI topologies have their own tests)

@@ -14,8 +14,7 @@ check=$2
 fake=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh"
 args=(run collectives --colls allreduce,broadcast --dtypes fp32 -b 8 -e 64 --quiet)
 
 LD_LIBRARY_PATH="$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
