@@ -125,6 +125,15 @@ static gt_status refresh(gt_kcase *c, int i) {
     return s;
 }
 
+/* Array i of an output the op must overwrite: every 7th value NaN (on both
+ * sides), so that an op that reads it (accumulates, or scales it by a zero
+ * beta) is caught. */
+static gt_status poison(gt_kcase *c, int i) {
+    kc_arr *x = &c->a[i];
+    for (size_t j = 0; j < x->n; j += 7) x->h[j] = NAN;
+    return refresh(c, i);
+}
+
 void gt_kcase_free(gt_kcase *c) {
     if (!c) return;
     for (int i = 0; i < KC_MAX_ARR; i++) {
@@ -148,6 +157,8 @@ const char *gt_kshape_label(gt_op op, const gt_kshape *s, char *buf, size_t size
     case GT_OP_LAYERNORM_BWD: snprintf(buf, size, "N%d_C%d", s->N, s->C); break;
     case GT_OP_MATMUL_FWD:
     case GT_OP_MATMUL_BWD:
+    case GT_OP_MATMUL_GELU_FWD:
+    case GT_OP_MATMUL_DGELU_BWD:
         /* with a bias is what models use: the plain label; "_nobias" marks the other */
         snprintf(buf, size, "N%d_C%d_OC%d%s", s->N, s->C, s->OC, s->bias ? "" : "_nobias");
         break;
@@ -187,7 +198,9 @@ const char *gt_kshape_label(gt_op op, const gt_kshape *s, char *buf, size_t size
 /* Array slots per op family (names of the op's parameters). */
 enum { EN_INP, EN_WTE, EN_WPE, EN_OUT, EN_DOUT, EN_DWTE, EN_DWPE };
 enum { LN_INP, LN_W, LN_B, LN_OUT, LN_MEAN, LN_RSTD, LN_DOUT, LN_DINP, LN_DW, LN_DB };
-enum { MM_INP, MM_W, MM_B, MM_OUT, MM_DOUT, MM_DINP, MM_DW, MM_DB };
+/* matmul_gelu_fwd: out MM_OUT, pre MM_PRE; matmul_dgelu_bwd: dpre MM_DINP,
+ * the pre-activation input MM_PRE */
+enum { MM_INP, MM_W, MM_B, MM_OUT, MM_DOUT, MM_DINP, MM_DW, MM_DB, MM_PRE };
 enum { AT_QKV, AT_OUT, AT_ATT, AT_DOUT, AT_DQKV };
 enum { PW_X, PW_Y, PW_OUT, PW_DINP, PW_A, PW_DA, PW_DB };
 enum { CL_TG, CL_LOGITS, CL_LOSSES, CL_DL, CL_LOGITS2 };
@@ -236,12 +249,21 @@ static gt_status call(gt_kcase *c, int side, gt_op op, int inplace) {
         return o->matmul_bwd(&k, W(c, side, MM_DINP), W(c, side, MM_DW),
                              s->bias ? W(c, side, MM_DB) : NULL, P(c, side, MM_DOUT),
                              P(c, side, MM_INP), P(c, side, MM_W), s->N, s->C, s->OC);
+    case GT_OP_MATMUL_GELU_FWD:
+        return o->matmul_gelu_fwd(&k, W(c, side, MM_OUT), W(c, side, MM_PRE), P(c, side, MM_INP),
+                                  P(c, side, MM_W), s->bias ? P(c, side, MM_B) : NULL, s->N, s->C,
+                                  s->OC);
+    case GT_OP_MATMUL_DGELU_BWD:
+        return o->matmul_dgelu_bwd(&k, W(c, side, MM_DINP), W(c, side, MM_DW),
+                                   s->bias ? W(c, side, MM_DB) : NULL, P(c, side, MM_DOUT),
+                                   P(c, side, MM_INP), P(c, side, MM_W), P(c, side, MM_PRE), s->N,
+                                   s->C, s->OC);
     case GT_OP_ATTENTION_FWD:
         return o->attention_fwd(&k, W(c, side, AT_OUT), W(c, side, AT_ATT), P(c, side, AT_QKV),
                                 s->B, s->T, s->C, s->NH);
     case GT_OP_ATTENTION_BWD:
         return o->attention_bwd(&k, W(c, side, AT_DQKV), P(c, side, AT_DOUT), P(c, side, AT_QKV),
-                                P(c, side, AT_ATT), s->B, s->T, s->C, s->NH);
+                                P(c, side, AT_OUT), P(c, side, AT_ATT), s->B, s->T, s->C, s->NH);
     case GT_OP_GELU_FWD: return o->gelu_fwd(&k, W(c, side, PW_OUT), P(c, side, PW_X), s->n);
     case GT_OP_GELU_BWD:
         return o->gelu_bwd(&k, W(c, side, PW_DINP), P(c, side, PW_X), P(c, side, PW_Y), s->n);
@@ -320,7 +342,9 @@ static int positive_dims(gt_op op, const gt_kshape *s) {
     case GT_OP_LAYERNORM_FWD:
     case GT_OP_LAYERNORM_BWD: return s->N > 0 && s->C > 0;
     case GT_OP_MATMUL_FWD:
-    case GT_OP_MATMUL_BWD: return s->N > 0 && s->C > 0 && s->OC > 0;
+    case GT_OP_MATMUL_BWD:
+    case GT_OP_MATMUL_GELU_FWD:
+    case GT_OP_MATMUL_DGELU_BWD: return s->N > 0 && s->C > 0 && s->OC > 0;
     case GT_OP_ATTENTION_FWD:
     case GT_OP_ATTENTION_BWD:
         return s->B > 0 && s->T > 0 && s->C > 0 && s->NH > 0 && s->C % s->NH == 0;
@@ -476,11 +500,39 @@ gt_status gt_kcase_new(gt_backend *be, gt_backend *ref, gt_dtype dt, gt_op op,
         MK(MM_OUT, dt, (size_t)s->N * s->OC, 0, -1.0f, 1.0f, 23);
         if (op == GT_OP_MATMUL_BWD) {
             MK(MM_DOUT, dt, (size_t)s->N * s->OC, 1, 0.0f, 1.0f, 24);
-            MK(MM_DINP, dt, (size_t)s->N * s->C, 1, 0.0f, 1.0f, 25);
+            /* overwritten: garbage in, NaN included, which must not leak out */
+            MK(MM_DINP, dt, (size_t)s->N * s->C, 0, -5.0f, 5.0f, 25);
+            if (st == GT_OK) st = poison(c, MM_DINP);
             MK(MM_DW, dt, (size_t)s->OC * s->C, 1, 0.0f, 1.0f, 26);
             MK(MM_DB, dt, s->OC, 1, 0.0f, 1.0f, 27);
         }
         break;
+    case GT_OP_MATMUL_GELU_FWD:
+    case GT_OP_MATMUL_DGELU_BWD: {
+        /* Pre-activations ~ N(0, 2): GELU's negative tail (where 1 + tanh
+         * cancels) and its curved middle, not only its linear part. The
+         * forward's pre comes from weights scaled by 1/sqrt(C); the
+         * backward's is an input. Outputs start as garbage with NaN. */
+        size_t nin = (size_t)s->N * s->C, nw = (size_t)s->OC * s->C, nout = (size_t)s->N * s->OC;
+        MK(MM_INP, dt, nin, 1, 0.0f, 1.0f, 130);
+        MK(MM_B, dt, s->OC, 1, 0.0f, 0.5f, 132);
+        if (op == GT_OP_MATMUL_GELU_FWD) {
+            MK(MM_W, dt, nw, 1, 0.0f, (float)(2.0 / sqrt((double)s->C)), 131);
+            MK(MM_OUT, dt, nout, 0, -5.0f, 5.0f, 133);
+            if (st == GT_OK) st = poison(c, MM_OUT);
+            MK(MM_PRE, dt, nout, 0, -5.0f, 5.0f, 134);
+            if (st == GT_OK) st = poison(c, MM_PRE);
+        } else {
+            MK(MM_W, dt, nw, 1, 0.0f, (float)(1.0 / sqrt((double)s->OC)), 131);
+            MK(MM_DOUT, dt, nout, 1, 0.0f, 1.0f, 135);
+            MK(MM_PRE, dt, nin, 1, 0.0f, 2.0f, 136);
+            MK(MM_DINP, dt, nin, 0, -5.0f, 5.0f, 137);
+            if (st == GT_OK) st = poison(c, MM_DINP);
+            MK(MM_DW, dt, nw, 1, 0.0f, 1.0f, 138);
+            MK(MM_DB, dt, s->OC, 1, 0.0f, 1.0f, 139);
+        }
+        break;
+    }
     case GT_OP_ATTENTION_FWD:
     case GT_OP_ATTENTION_BWD: {
         size_t nqkv = (size_t)s->B * s->T * 3 * s->C, nout = (size_t)s->B * s->T * s->C;
@@ -488,6 +540,18 @@ gt_status gt_kcase_new(gt_backend *be, gt_backend *ref, gt_dtype dt, gt_op op,
         MK(AT_QKV, dt, nqkv, 1, 0.0f, 1.0f, 30);
         MK(AT_OUT, dt, nout, 0, -1.0f, 1.0f, 31);
         MK(AT_ATT, F, natt, 0, -1.0f, 1.0f, 32);
+        /* The ref side keeps its (B,NH,T,T) probabilities; the backend's
+         * side gets exactly the state its attention_state_floats asks for,
+         * so that a backend writing more than it promised shows. */
+        if (st == GT_OK) {
+            gt_kctx kb = {be, dt};
+            size_t nb = gt_attention_state_floats(be->ops, &kb, s->B, s->T, s->C, s->NH);
+            if (nb != natt) {
+                gt_backend_dealloc(be, c->a[AT_ATT].d);
+                c->a[AT_ATT].d = NULL;
+                st = gt_backend_alloc(be, nb * sizeof(float), &c->a[AT_ATT].d);
+            }
+        }
         if (op == GT_OP_ATTENTION_BWD) {
             MK(AT_DOUT, dt, nout, 1, 0.0f, 1.0f, 33);
             MK(AT_DQKV, dt, nqkv, 1, 0.0f, 1.0f, 34);
@@ -725,6 +789,80 @@ done:
     return extra;
 }
 
+/* Unit roundoff of the storage dtype. */
+static double unit_roundoff(gt_dtype dt) {
+    return dt == GT_DTYPE_BF16 ? 1.0 / 256.0 : dt == GT_DTYPE_FP16 ? 1.0 / 2048.0 : U32;
+}
+
+#define KC_GELU_K 0.7978845608028654 /* sqrt(2/pi) */
+static double gelu_grad(double x) {
+    double th = tanh(KC_GELU_K * (x + 0.044715 * x * x * x));
+    return 0.5 * (1.0 + th) +
+           0.5 * x * (1.0 - th * th) * KC_GELU_K * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+/* Per-element allowances of the fused GELU matmuls, on top of the dtype's
+ * tolerance (4x rtol, as gelu_fwd/bwd: the rounded argument of exp/tanh).
+ * u: the storage's unit roundoff; ut: the relative error allowed in tanh:
+ * 16 u32 in fp32 (tanhf/expf meet it with room), u for 16-bit storage,
+ * where a backend may evaluate tanh only as precisely as the storage (a
+ * GEMM epilogue such as cuBLASLt's GELU may use a hardware approximation:
+ * ~2^-11 in fp32, coarser in bf16/fp16), which the output's rounding would
+ * hide except in GELU's negative tail, where out and gelu' are small but
+ * 0.5 |p| times tanh's error is not. This also means a 16-bit check cannot
+ * tell the erf GELU from the tanh one (they differ by < 5e-4): fp32 can.
+ * which 0, matmul_gelu_fwd's out, p the pre-activation (the ref's):
+ *   |gelu'(p)| (the GEMM's bound on p + u |p|: gelu may be taken of the
+ *   rounded p) + ut |p| (0.5 |p| times tanh's error, twice).
+ * which 1, matmul_dgelu_bwd's dpre, g = dout @ weight (the ref's), p the
+ *   pre input: |gelu'(p)| (the GEMM's bound on g + u |g|: g may be rounded
+ *   to the storage before the product) + ut |g| (0.5 + |p| k (1 + 3 c p^2))
+ *   (d gelu' / d tanh times tanh's error). */
+static gt_status gelu_bound(gt_kcase *c, int which, double **out) {
+    const gt_kshape *s = &c->sh;
+    size_t n = which == 0 ? (size_t)s->N * s->OC : (size_t)s->N * s->C;
+    double u = unit_roundoff(c->dt), ut = c->dt == GT_DTYPE_FP32 ? 16.0 * U32 : u;
+    gt_status st = GT_OK;
+    *out = NULL;
+    double *ex = abs_bound(c, which);
+    float *p = malloc(n * sizeof(float)), *g = NULL, *dw = NULL;
+    if (!ex || !p) {
+        st = GT_ERR(GT_ERR_OOM, "no host memory for the GELU matmul bound");
+        goto done;
+    }
+    if (which == 0) {
+        st = download(c->ref, GT_DTYPE_FP32, c->a[MM_PRE].r, n, p);
+        for (size_t i = 0; st == GT_OK && i < n; i++)
+            ex[i] = fabs(gelu_grad(p[i])) * (ex[i] + u * fabs(p[i])) + ut * fabs(p[i]);
+    } else {
+        /* g on the host copies (ref memory is host memory) */
+        gt_kctx kr = {c->ref, GT_DTYPE_FP32};
+        g = malloc(n * sizeof(float));
+        dw = calloc((size_t)s->OC * s->C, sizeof(float));
+        if (!g || !dw) {
+            st = GT_ERR(GT_ERR_OOM, "no host memory for the GELU matmul bound");
+            goto done;
+        }
+        st = gt_ops_ref.matmul_bwd(&kr, g, dw, NULL, c->a[MM_DOUT].h, c->a[MM_INP].h,
+                                   c->a[MM_W].h, s->N, s->C, s->OC);
+        for (size_t i = 0; st == GT_OK && i < n; i++) {
+            double x = c->a[MM_PRE].h[i], ag = fabs(g[i]);
+            double dtanh = 0.5 + fabs(x) * KC_GELU_K * (1.0 + 3.0 * 0.044715 * x * x);
+            ex[i] = fabs(gelu_grad(x)) * (ex[i] + u * ag) + ut * ag * dtanh;
+        }
+    }
+done:
+    if (st == GT_OK) {
+        *out = ex;
+        ex = NULL;
+    }
+    free(ex);
+    free(p);
+    free(g);
+    free(dw);
+    return st;
+}
+
 /* The same bound for conv2d, whose outputs are dot products too: the ref
  * convolution of the absolute values gives sum|a||b| per element, times
  * (K + 2) u with K the terms per element (C KH KW for out, plus the bias;
@@ -879,12 +1017,12 @@ gt_status gt_kcase_check(gt_kcase *c, gt_kcheck ck[GT_KCHECK_MAX], int *n) {
         break;
     }
     case GT_OP_MATMUL_BWD: {
-        /* The accumulated old value is one more term of each sum. */
+        /* dweight's accumulated old value is one more term of each sum. */
         double *e1 = abs_bound(c, 1), *e2 = abs_bound(c, 2);
         if (!e1 || !e2) {
             st = GT_ERR(GT_ERR_OOM, "no host memory for the matmul bound");
         } else {
-            for (size_t i = 0; i < c->a[MM_DINP].n; i++) e1[i] += 2 * U32 * fabs(c->a[MM_DINP].h[i]);
+            /* (dinp is overwritten: its old value is not a term) */
             for (size_t i = 0; i < c->a[MM_DW].n; i++) e2[i] += 2 * U32 * fabs(c->a[MM_DW].h[i]);
             st = check_arr(c, &ck[(*n)++], "dinp", MM_DINP, tol, e1);
             if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "dweight", MM_DW, tol, e2);
@@ -893,6 +1031,36 @@ gt_status gt_kcase_check(gt_kcase *c, gt_kcheck ck[GT_KCHECK_MAX], int *n) {
                 tr.atol += (double)s->N * U32 * 4.0 * s->N;
                 st = check_arr(c, &ck[(*n)++], "dbias", MM_DB, tr, NULL);
             }
+        }
+        free(e1);
+        free(e2);
+        break;
+    }
+    case GT_OP_MATMUL_GELU_FWD: {
+        /* pre as matmul_fwd's out; out: gelu_bound */
+        double *e0 = abs_bound(c, 0), *e1 = NULL;
+        st = e0 ? check_arr(c, &ck[(*n)++], "pre", MM_PRE, tol, e0)
+                : GT_ERR(GT_ERR_OOM, "no host memory for the matmul bound");
+        if (st == GT_OK) st = gelu_bound(c, 0, &e1);
+        if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "out", MM_OUT, scaled(tol, 4.0, 1.0), e1);
+        free(e0);
+        free(e1);
+        break;
+    }
+    case GT_OP_MATMUL_DGELU_BWD: {
+        /* dpre (overwritten): gelu_bound; dweight, dbias as matmul_bwd's */
+        double *e1 = NULL, *e2 = abs_bound(c, 2);
+        st = e2 ? gelu_bound(c, 1, &e1) : GT_ERR(GT_ERR_OOM, "no host memory for the matmul bound");
+        if (st == GT_OK)
+            st = check_arr(c, &ck[(*n)++], "dpre", MM_DINP, scaled(tol, 4.0, 1.0), e1);
+        if (st == GT_OK) {
+            for (size_t i = 0; i < c->a[MM_DW].n; i++) e2[i] += 2 * U32 * fabs(c->a[MM_DW].h[i]);
+            st = check_arr(c, &ck[(*n)++], "dweight", MM_DW, tol, e2);
+        }
+        if (st == GT_OK && s->bias) {
+            gt_tolerance tr = tol; /* N-term fp32 column sum of N(0,1) */
+            tr.atol += (double)s->N * U32 * 4.0 * s->N;
+            st = check_arr(c, &ck[(*n)++], "dbias", MM_DB, tr, NULL);
         }
         free(e1);
         free(e2);
@@ -1113,6 +1281,10 @@ double gt_kcase_flops(const gt_kcase *c) {
     case GT_OP_LAYERNORM_BWD: return 14.0 * N * C;
     case GT_OP_MATMUL_FWD: return 2.0 * N * C * OC + (s->bias ? N * OC : 0.0);
     case GT_OP_MATMUL_BWD: return 4.0 * N * C * OC + (s->bias ? N * OC : 0.0);
+    /* + GELU (8 per element, as gelu_fwd) / GELU' (16, as gelu_bwd) and its product */
+    case GT_OP_MATMUL_GELU_FWD: return 2.0 * N * C * OC + (s->bias ? N * OC : 0.0) + 8.0 * N * OC;
+    case GT_OP_MATMUL_DGELU_BWD:
+        return 4.0 * N * C * OC + (s->bias ? N * OC : 0.0) + 17.0 * N * C;
     case GT_OP_ATTENTION_FWD:
         /* causal: q k^T and att v over T(T+1)/2 pairs per head, 2 flops
          * each per head dimension: 2 * 2 * B NH T(T+1)/2 hs = 2 B T(T+1) C,
@@ -1161,8 +1333,13 @@ double gt_kcase_bytes(const gt_kcase *c) {
     case GT_OP_LAYERNORM_FWD: return e * (2.0 * N * C + 2.0 * C) + 8.0 * N;
     case GT_OP_LAYERNORM_BWD: return e * (4.0 * N * C + 5.0 * C) + 8.0 * N; /* dout, inp, dinp rw; w, dw/db rw */
     case GT_OP_MATMUL_FWD: return e * (N * C + OC * C + N * OC + (s->bias ? OC : 0.0));
-    case GT_OP_MATMUL_BWD:
-        return e * (N * OC + N * C + OC * C + 2.0 * N * C + 2.0 * OC * C + (s->bias ? 2.0 * OC : 0.0));
+    case GT_OP_MATMUL_BWD: /* dinp written (overwritten), dweight/dbias read and written */
+        return e * (N * OC + N * C + OC * C + N * C + 2.0 * OC * C + (s->bias ? 2.0 * OC : 0.0));
+    case GT_OP_MATMUL_GELU_FWD: /* inp, weight, bias read; pre and out written */
+        return e * (N * C + OC * C + 2.0 * N * OC + (s->bias ? OC : 0.0));
+    case GT_OP_MATMUL_DGELU_BWD: /* dout, inp, weight, pre read; dpre written; dweight rw */
+        return e * (N * OC + N * C + OC * C + N * C + N * C + 2.0 * OC * C +
+                    (s->bias ? 2.0 * OC : 0.0));
     case GT_OP_ATTENTION_FWD: return e * 4.0 * BT * C + 4.0 * s->B * s->NH * (double)s->T * s->T;
     case GT_OP_ATTENTION_BWD: return e * (BT * C + 3.0 * BT * C + 6.0 * BT * C) +
                                      4.0 * s->B * s->NH * (double)s->T * s->T;
@@ -1202,5 +1379,6 @@ double gt_kcase_bytes(const gt_kcase *c) {
 
 int gt_kcase_compute_bound(const gt_kcase *c) {
     return c->op == GT_OP_MATMUL_FWD || c->op == GT_OP_MATMUL_BWD ||
+           c->op == GT_OP_MATMUL_GELU_FWD || c->op == GT_OP_MATMUL_DGELU_BWD ||
            c->op == GT_OP_CONV2D_FWD || c->op == GT_OP_CONV2D_BWD;
 }

@@ -10,7 +10,9 @@
  * |got - want| <= atol + rtol |want| (gt_dtype_tolerance) widened by the
  * per-op allowances written next to each op in conformance.c, with the
  * reason. Gradients start from random values, not zero, so "accumulates"
- * is checked too.
+ * is checked too; outputs an op overwrites start as garbage with NaN in it
+ * (matmul_bwd's dinp, the fused GELU matmuls' outputs), so "overwrites"
+ * is checked as well.
  *
  * Units: flops and bytes are per call of the op on the backend under test
  * (definitions in conformance.c and docs/suites.md). */
@@ -31,6 +33,7 @@ extern "C" {
 /* The dimensions an op reads; each op uses its own subset:
  *   encoder    B, T, C, V          layernorm  N, C
  *   matmul     N, C, OC, bias      attention  B, T, C, NH
+ *   matmul_gelu_fwd, matmul_dgelu_bwd  N, C, OC, bias (the linear layer's)
  *   gelu, residual, relu, sumsq  n classifier N, V, Vp
  *   adamw      n, step
  *   conv2d     N, C, H, W, OC, KH, KW, stride, pad, bias
@@ -68,7 +71,8 @@ typedef struct gt_kcase gt_kcase;
 /* Builds the case: inputs on `be` in storage dtype `dt` and on `ref`
  * (a ref backend; may be NULL for timing only, then gt_kcase_check is
  * GT_ERR_INVALID). Backward ops whose input is a forward's saved state run
- * that forward here (attention_bwd: each backend's own attention_fwd;
+ * that forward here (attention_bwd: each backend's own attention_fwd, its
+ * out and an att of that backend's attention_state_floats;
  * layernorm_bwd and batchnorm_bwd: the ref's mean/rstd on both sides, so
  * only the backward is measured). GT_ERR_UNSUPPORTED when the op's slot (or the forward it
  * needs) is empty on `be`, or `be` declines dt; GT_ERR_OOM; GT_ERR_INVALID

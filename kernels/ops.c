@@ -15,6 +15,7 @@ static const char *const g_op_names[GT_OP_COUNT] = {
     [GT_OP_RELU_FWD] = "relu_fwd",             [GT_OP_RELU_BWD] = "relu_bwd",
     [GT_OP_AVGPOOL_FWD] = "avgpool_fwd",       [GT_OP_AVGPOOL_BWD] = "avgpool_bwd",
     [GT_OP_CAST] = "cast",
+    [GT_OP_MATMUL_GELU_FWD] = "matmul_gelu_fwd", [GT_OP_MATMUL_DGELU_BWD] = "matmul_dgelu_bwd",
 };
 
 static int conv_out(int in, int k, int stride, int pad) {
@@ -64,6 +65,16 @@ const void *gt_ops_slot(const gt_ops *ops, gt_op op) {
     case GT_OP_AVGPOOL_FWD: return (const void *)ops->avgpool_fwd;
     case GT_OP_AVGPOOL_BWD: return (const void *)ops->avgpool_bwd;
     case GT_OP_CAST: return (const void *)ops->cast;
+    case GT_OP_MATMUL_GELU_FWD: return (const void *)ops->matmul_gelu_fwd;
+    case GT_OP_MATMUL_DGELU_BWD: return (const void *)ops->matmul_dgelu_bwd;
     default: return NULL;
     }
+}
+
+size_t gt_attention_state_floats(const gt_ops *ops, const gt_kctx *k, int B, int T, int C,
+                                 int NH) {
+    if (B <= 0 || T <= 0 || NH <= 0) return 0;
+    if (ops && ops->attention_state_floats)
+        return ops->attention_state_floats(k, B, T, C, NH);
+    return (size_t)B * NH * T * T;
 }

@@ -12,7 +12,9 @@
  *     gradients and sumsq; fp32, bf16 or fp16 on cuda). LayerNorm statistics,
  *     losses and AdamW state are always fp32. Token ids are int32.
  *   - Backward ops ACCUMULATE (+=) into every gradient they write, except
- *     where marked "overwrites". The caller zeroes gradients once per step.
+ *     where marked "overwrites" (the input gradients of matmul_bwd and
+ *     matmul_dgelu_bwd, classifier_bwd's dlogits). The caller zeroes the
+ *     parameter gradients once per step.
  *   - No op may reduce in an order that depends on the thread count, block
  *     count or timing: results are bitwise reproducible for a fixed shape.
  *   - Ops return GT_OK, GT_ERR_INVALID (bad shape) or GT_ERR_UNSUPPORTED
@@ -64,6 +66,9 @@ typedef enum gt_op {
     GT_OP_AVGPOOL_FWD,
     GT_OP_AVGPOOL_BWD,
     GT_OP_CAST,
+    /* a linear layer fused with GELU: the MLP of a transformer block */
+    GT_OP_MATMUL_GELU_FWD,
+    GT_OP_MATMUL_DGELU_BWD,
     GT_OP_COUNT
 } gt_op;
 
@@ -107,7 +112,9 @@ struct gt_ops {
      * Overwrites out. */
     gt_status (*matmul_fwd)(const gt_kctx *k, void *out, const void *inp, const void *weight,
                             const void *bias, int N, int C, int OC);
-    /* dinp(N,C) += dout(N,OC) @ weight(OC,C); dweight(OC,C) += dout^T @ inp;
+    /* dinp(N,C) = dout(N,OC) @ weight(OC,C), OVERWRITES dinp (llm.c's
+     * contract: every caller's dinp is a fresh buffer, and a GEMM that need
+     * not read it back is cheaper); dweight(OC,C) += dout^T @ inp;
      * dbias(OC) += column sums of dout. dinp and dbias may be NULL (skipped). */
     gt_status (*matmul_bwd)(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
                             const void *dout, const void *inp, const void *weight, int N, int C,
@@ -117,15 +124,26 @@ struct gt_ops {
      * side, each C = NH * hs with head h at columns [h*hs, (h+1)*hs).
      * out(B,T,C) = softmax(q k^T / sqrt(hs) + causal mask) v, heads
      * concatenated. Overwrites out.
-     * att: backend-owned saved state for the backward, room for
-     * B*NH*T*T fp32; ref and cpu store the softmax probabilities there
-     * (B,NH,T,T), cuda's cuDNN path the row logsumexp and a copy of out
-     * (docs/cuda.md). Callers must not interpret it. */
+     * att: backend-owned saved state for the backward, fp32, room for
+     * gt_attention_state_floats(ops, k, B, T, C, NH) floats (below); ref
+     * and cpu store the softmax probabilities there (B,NH,T,T), cuda's
+     * cuDNN path the row logsumexp (B,NH,T) (docs/cuda.md). Callers must
+     * not interpret it. */
     gt_status (*attention_fwd)(const gt_kctx *k, void *out, float *att, const void *qkv, int B,
                                int T, int C, int NH);
-    /* dqkv(B,T,3C) += from dout(B,T,C), the forward's qkv and att. */
+    /* dqkv(B,T,3C) += from dout(B,T,C) and the forward's qkv, out(B,T,C)
+     * and att, unchanged since that forward of this backend (same k->dt
+     * and shape). out must not be NULL: cuda's cuDNN path reads it (ref
+     * and cpu do not; GT_ERR_INVALID on every backend when NULL). */
     gt_status (*attention_bwd)(const gt_kctx *k, void *dqkv, const void *dout, const void *qkv,
-                               const float *att, int B, int T, int C, int NH);
+                               const void *out, const float *att, int B, int T, int C, int NH);
+    /* Not an op but a question, optional (NULL: B*NH*T*T): how many fp32
+     * floats of att attention_fwd/bwd use for (k->dt, B, T, C, NH), exactly
+     * what the path the ops will take for that shape needs, so that a
+     * caller may reserve only that. The answer is fixed for a backend and
+     * shape; it never fails (a shape the ops refuse answers B*NH*T*T).
+     * Call it through gt_attention_state_floats. */
+    size_t (*attention_state_floats)(const gt_kctx *k, int B, int T, int C, int NH);
 
     /* GELU, tanh approximation:
      * out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Overwrites out. */
@@ -222,10 +240,38 @@ struct gt_ops {
      * master weights. */
     gt_status (*cast)(const gt_kctx *k, void *dst, gt_dtype dst_dt, const void *src,
                       gt_dtype src_dt, size_t n);
+
+    /* ---- a linear layer fused with GELU (a transformer's MLP) -----------------
+     * Optional: a backend without them leaves both slots empty and callers
+     * compose matmul_fwd + gelu_fwd and matmul_bwd + gelu_bwd instead. They
+     * exist so that the GPU can apply GELU in the GEMM's epilogue (cuBLASLt
+     * GELU_AUX_BIAS / DGELU) rather than in separate passes over memory.
+     *
+     * pre(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC) (bias may be NULL),
+     * out(N,OC) = gelu(pre), the tanh approximation of gelu_fwd. Overwrites
+     * both. gelu may be taken of pre before or after its rounding to the
+     * storage type (the fused GPU path has the fp32 accumulator): the two
+     * differ by |gelu'(pre)| times pre's rounding. */
+    gt_status (*matmul_gelu_fwd)(const gt_kctx *k, void *out, void *pre, const void *inp,
+                                 const void *weight, const void *bias, int N, int C, int OC);
+    /* The backward of y(N,OC) = inp(N,C) @ weight(OC,C)^T + b whose input
+     * was inp = gelu(pre), pre(N,C) (matmul_gelu_fwd's out and pre):
+     * dpre(N,C) = (dout(N,OC) @ weight) * gelu'(pre), OVERWRITES dpre;
+     * dweight(OC,C) += dout^T @ inp; dbias(OC) += column sums of dout
+     * (dbias may be NULL). */
+    gt_status (*matmul_dgelu_bwd)(const gt_kctx *k, void *dpre, void *dweight, void *dbias,
+                                  const void *dout, const void *inp, const void *weight,
+                                  const void *pre, int N, int C, int OC);
 };
 
 /* The slot of `op` in `ops` as a generic pointer, NULL when empty. */
 const void *gt_ops_slot(const gt_ops *ops, gt_op op);
+
+/* Floats of attention state (att) that ops->attention_fwd needs for
+ * (k->dt, B, T, C, NH): ops->attention_state_floats when the backend has
+ * it, B*NH*T*T otherwise; 0 when B, T or NH is not positive. */
+size_t gt_attention_state_floats(const gt_ops *ops, const gt_kctx *k, int B, int T, int C,
+                                 int NH);
 
 /* Op tables of each backend (the cuda one exists only with CUDA). */
 extern const gt_ops gt_ops_ref;

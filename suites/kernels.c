@@ -79,6 +79,15 @@ static const ks_shape ks_matmul[] = {
     {D, 0, {.N = 256, .C = 3072, .OC = 768, .bias = 1}}, /* fcproj */
     {F, 1, {.N = 256, .C = 768, .OC = 50304, .bias = 0}}, /* lm_head */
 };
+/* linear + GELU: odd edges, then gpt2-124m's MLP at B 4 T 64: fc forward
+ * (768 -> 3072 with GELU) and fcproj's backward through GELU' (3072 -> 768) */
+static const ks_shape ks_matmul_gelu[] = {
+    {Q, 0, {.N = 3, .C = 7, .OC = 17, .bias = 1}},
+    {Q, 0, {.N = 17, .C = 64, .OC = 65, .bias = 0}},
+    {Q, 0, {.N = 64, .C = 256, .OC = 1024, .bias = 1}},
+    {D, 0, {.N = 256, .C = 768, .OC = 3072, .bias = 1}}, /* fc */
+    {D, 0, {.N = 256, .C = 3072, .OC = 768, .bias = 1}}, /* fcproj */
+};
 static const ks_shape ks_attention[] = {
     {Q, 0, {.B = 1, .T = 1, .C = 4, .NH = 1}},
     {Q, 0, {.B = 2, .T = 7, .C = 12, .NH = 3}},
@@ -153,6 +162,8 @@ static const ks_shape *ks_grid(gt_op op, size_t *n) {
     case GT_OP_LAYERNORM_BWD: G(ks_layernorm);
     case GT_OP_MATMUL_FWD:
     case GT_OP_MATMUL_BWD: G(ks_matmul);
+    case GT_OP_MATMUL_GELU_FWD:
+    case GT_OP_MATMUL_DGELU_BWD: G(ks_matmul_gelu);
     case GT_OP_ATTENTION_FWD:
     case GT_OP_ATTENTION_BWD: G(ks_attention);
     case GT_OP_CLASSIFIER_FWD:
@@ -347,6 +358,8 @@ static void ks_params(gt_result *res, gt_op op, gt_dtype dt, const gt_kshape *s,
         break;
     case GT_OP_MATMUL_FWD:
     case GT_OP_MATMUL_BWD:
+    case GT_OP_MATMUL_GELU_FWD:
+    case GT_OP_MATMUL_DGELU_BWD:
         gt_result_param_int(res, "N", s->N);
         gt_result_param_int(res, "C", s->C);
         gt_result_param_int(res, "OC", s->OC);

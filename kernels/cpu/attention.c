@@ -90,9 +90,11 @@ gt_status gt_cpu_attention_fwd(const gt_kctx *k, void *out_, float *att, const v
 }
 
 gt_status gt_cpu_attention_bwd(const gt_kctx *k, void *dqkv_, const void *dout_, const void *qkv_,
-                               const float *att, int B, int T, int C, int NH) {
+                               const void *out, const float *att, int B, int T, int C, int NH) {
     GT_CPU_CHECK_DT(k);
     GT_TRY(check(B, T, C, NH));
+    /* out is part of the contract (cuda reads it); the probabilities are enough here */
+    if (!out) return GT_ERR(GT_ERR_INVALID, "attention_bwd: out (the forward's output) is NULL");
     if (B == 0 || T == 0) return GT_OK;
     float *dqkv = dqkv_;
     const float *dout = dout_, *qkv = qkv_;

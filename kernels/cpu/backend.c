@@ -41,6 +41,8 @@ const gt_ops gt_ops_cpu = {
     .relu_bwd = gt_cpu_relu_bwd,
     .avgpool_fwd = gt_cpu_avgpool_fwd,
     .avgpool_bwd = gt_cpu_avgpool_bwd,
+    .matmul_gelu_fwd = gt_cpu_matmul_gelu_fwd,
+    .matmul_dgelu_bwd = gt_cpu_matmul_dgelu_bwd,
 };
 
 typedef struct cpu_impl {

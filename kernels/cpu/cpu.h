@@ -49,6 +49,27 @@ static inline float gt_cpu_clampf(float x, float lo, float hi) {
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
+/* GELU (tanh approximation) as x * sigmoid(2u), u = sqrt(2/pi)(x + 0.044715
+ * x^3): equal to 0.5 x (1 + tanh u) without the cancellation of 1 + tanh u
+ * for negative x; and its derivative through sigmoid(2u)(1 - sigmoid(2u)) =
+ * e s^2, e = exp(-2u), s = 1/(1+e). Shared by gelu_fwd/bwd and the fused
+ * matmul_gelu_fwd/matmul_dgelu_bwd, which therefore give the same bits as
+ * the unfused sequence. Branch-free: loops calling them vectorise. */
+#define GT_CPU_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+static inline float gt_cpu_gelu(float x) {
+    float z = -2.0f * GT_CPU_GELU_K * (x + 0.044715f * x * x * x);
+    float e = gt_cpu_expf(gt_cpu_clampf(z, -87.0f, 88.0f));
+    return x / (1.0f + e);
+}
+static inline float gt_cpu_gelu_grad(float x) {
+    float x2 = x * x;
+    float z = -2.0f * GT_CPU_GELU_K * (x + 0.044715f * x2 * x);
+    float e = gt_cpu_expf(gt_cpu_clampf(z, -87.0f, 88.0f));
+    float s = 1.0f / (1.0f + e);
+    float du = 2.0f * GT_CPU_GELU_K * (1.0f + 3.0f * 0.044715f * x2);
+    return s + x * (e * s * s) * du;
+}
+
 gt_status gt_cpu_encoder_fwd(const gt_kctx *k, void *out, const int32_t *inp, const void *wte,
                              const void *wpe, int B, int T, int C);
 gt_status gt_cpu_encoder_bwd(const gt_kctx *k, void *dwte, void *dwpe, const void *dout,
@@ -67,7 +88,7 @@ gt_status gt_cpu_matmul_bwd(const gt_kctx *k, void *dinp, void *dweight, void *d
 gt_status gt_cpu_attention_fwd(const gt_kctx *k, void *out, float *att, const void *qkv, int B,
                                int T, int C, int NH);
 gt_status gt_cpu_attention_bwd(const gt_kctx *k, void *dqkv, const void *dout, const void *qkv,
-                               const float *att, int B, int T, int C, int NH);
+                               const void *out, const float *att, int B, int T, int C, int NH);
 gt_status gt_cpu_gelu_fwd(const gt_kctx *k, void *out, const void *inp, size_t n);
 gt_status gt_cpu_gelu_bwd(const gt_kctx *k, void *dinp, const void *inp, const void *dout,
                           size_t n);
@@ -86,6 +107,12 @@ gt_status gt_cpu_sumsq(const gt_kctx *k, const void *x, size_t n, double *out_ho
 /* fp32 / fp64 / bf16 / fp16 in any direction (cast.c; any k->dt). */
 gt_status gt_cpu_cast(const gt_kctx *k, void *dst, gt_dtype dst_dt, const void *src,
                       gt_dtype src_dt, size_t n);
+/* linear + GELU (matmul.c) */
+gt_status gt_cpu_matmul_gelu_fwd(const gt_kctx *k, void *out, void *pre, const void *inp,
+                                 const void *weight, const void *bias, int N, int C, int OC);
+gt_status gt_cpu_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void *dweight, void *dbias,
+                                  const void *dout, const void *inp, const void *weight,
+                                  const void *pre, int N, int C, int OC);
 /* vision ops (conv.c, vision.c) */
 gt_status gt_cpu_conv2d_fwd(const gt_kctx *k, void *out, const void *inp, const void *weight,
                             const void *bias, const gt_conv2d_shape *s);

@@ -1,9 +1,15 @@
 /* cpu matmul: out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias, and backward
- * dinp += dout @ weight, dweight += dout^T @ inp, dbias += colsum(dout).
+ * dinp = dout @ weight (overwritten), dweight += dout^T @ inp,
+ * dbias += colsum(dout); and the same linear layer fused with GELU
+ * (matmul_gelu_fwd: pre and gelu(pre); matmul_dgelu_bwd: dpre = (dout @
+ * weight) * gelu'(pre)).
  *
  * Variants: the three GEMMs go through gt_cpu_sgemm (OpenBLAS or the own
  * blocked kernel); the bias rides in the GEMM's C (no extra pass); dbias is
- * a column-parallel sum. Bound: GEMM FLOP/s (2 N C OC per GEMM). */
+ * a column-parallel sum. The GELU ops are the GEMM then one elementwise
+ * pass with gelu_fwd/bwd's formulas (cpu.h), so they give the bits of the
+ * unfused sequence: on a CPU the pass costs what it costs either way (the
+ * saving is a GPU epilogue's). Bound: GEMM FLOP/s (2 N C OC per GEMM). */
 #include <stdlib.h>
 
 #include "kernels/cpu/cpu.h"
@@ -12,7 +18,8 @@
 gt_status gt_cpu_matmul_fwd(const gt_kctx *k, void *out, const void *inp, const void *weight,
                             const void *bias, int N, int C, int OC) {
     GT_CPU_CHECK_DT(k);
-    if (N < 0 || C < 0 || OC < 0) return GT_ERR(GT_ERR_INVALID, "matmul_fwd: N=%d C=%d OC=%d", N, C, OC);
+    if (N < 0 || C < 0 || OC < 0)
+        return GT_ERR(GT_ERR_INVALID, "matmul_fwd: N=%d C=%d OC=%d", N, C, OC);
     return gt_cpu_sgemm(0, 1, N, OC, C, inp, C, weight, C, 0.0f, out, OC, bias);
 }
 
@@ -27,12 +34,15 @@ static void bias_grad(float *dbias, const float *dout, int N, int OC) {
     for (int blk = 0; blk < nb; blk++) {
         int o0 = blk * CB, w = OC - o0 < CB ? OC - o0 : CB;
         float acc[CB];
-        for (int j = 0; j < w; j++) acc[j] = 0.0f;
+        for (int j = 0; j < w; j++)
+            acc[j] = 0.0f;
         for (int i = 0; i < N; i++) {
             const float *row = dout + (size_t)i * OC + o0;
-            for (int j = 0; j < w; j++) acc[j] += row[j];
+            for (int j = 0; j < w; j++)
+                acc[j] += row[j];
         }
-        for (int j = 0; j < w; j++) dbias[o0 + j] += acc[j];
+        for (int j = 0; j < w; j++)
+            dbias[o0 + j] += acc[j];
     }
 }
 
@@ -40,11 +50,58 @@ gt_status gt_cpu_matmul_bwd(const gt_kctx *k, void *dinp, void *dweight, void *d
                             const void *dout, const void *inp, const void *weight, int N, int C,
                             int OC) {
     GT_CPU_CHECK_DT(k);
-    if (N < 0 || C < 0 || OC < 0) return GT_ERR(GT_ERR_INVALID, "matmul_bwd: N=%d C=%d OC=%d", N, C, OC);
-    if (dinp) /* (N,C) += (N,OC) @ (OC,C) */
-        GT_TRY(gt_cpu_sgemm(0, 0, N, C, OC, dout, OC, weight, C, 1.0f, dinp, C, NULL));
+    if (N < 0 || C < 0 || OC < 0)
+        return GT_ERR(GT_ERR_INVALID, "matmul_bwd: N=%d C=%d OC=%d", N, C, OC);
+    if (dinp) /* (N,C) = (N,OC) @ (OC,C), beta 0: dinp's old values are never read */
+        GT_TRY(gt_cpu_sgemm(0, 0, N, C, OC, dout, OC, weight, C, 0.0f, dinp, C, NULL));
     /* (OC,C) += (N,OC)^T @ (N,C) */
     GT_TRY(gt_cpu_sgemm(1, 0, OC, C, N, dout, OC, inp, C, 1.0f, dweight, C, NULL));
     if (dbias) bias_grad(dbias, dout, N, OC);
     return GT_OK;
+}
+
+#define GELU_BLOCK 4096    /* elements per OpenMP work item */
+#define GELU_PAR_MIN 65536 /* below this a parallel region costs more than it saves */
+
+gt_status gt_cpu_matmul_gelu_fwd(const gt_kctx *k, void *out_, void *pre_, const void *inp,
+                                 const void *weight, const void *bias, int N, int C, int OC) {
+    GT_CPU_CHECK_DT(k);
+    if (N < 0 || C < 0 || OC < 0)
+        return GT_ERR(GT_ERR_INVALID, "matmul_gelu_fwd: N=%d C=%d OC=%d", N, C, OC);
+    GT_TRY(gt_cpu_sgemm(0, 1, N, OC, C, inp, C, weight, C, 0.0f, pre_, OC, bias));
+    float *restrict out = out_;
+    const float *restrict pre = pre_;
+    size_t n = (size_t)N * OC, nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (n > GELU_PAR_MIN)
+#endif
+    for (size_t blk = 0; blk < nb; blk++) {
+        size_t end = (blk + 1) * GELU_BLOCK < n ? (blk + 1) * GELU_BLOCK : n;
+        for (size_t i = blk * GELU_BLOCK; i < end; i++)
+            out[i] = gt_cpu_gelu(pre[i]);
+    }
+    return GT_OK;
+}
+
+gt_status gt_cpu_matmul_dgelu_bwd(const gt_kctx *k, void *dpre_, void *dweight, void *dbias,
+                                  const void *dout, const void *inp, const void *weight,
+                                  const void *pre_, int N, int C, int OC) {
+    GT_CPU_CHECK_DT(k);
+    if (N < 0 || C < 0 || OC < 0)
+        return GT_ERR(GT_ERR_INVALID, "matmul_dgelu_bwd: N=%d C=%d OC=%d", N, C, OC);
+    /* dpre(N,C) = (N,OC) @ (OC,C), then times gelu'(pre) in place */
+    GT_TRY(gt_cpu_sgemm(0, 0, N, C, OC, dout, OC, weight, C, 0.0f, dpre_, C, NULL));
+    float *restrict dpre = dpre_;
+    const float *restrict pre = pre_;
+    size_t n = (size_t)N * C, nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (n > GELU_PAR_MIN)
+#endif
+    for (size_t blk = 0; blk < nb; blk++) {
+        size_t end = (blk + 1) * GELU_BLOCK < n ? (blk + 1) * GELU_BLOCK : n;
+        for (size_t i = blk * GELU_BLOCK; i < end; i++)
+            dpre[i] = gt_cpu_gelu_grad(pre[i]) * dpre[i];
+    }
+    /* dweight and dbias exactly as matmul_bwd */
+    return gt_cpu_matmul_bwd(k, NULL, dweight, dbias, dout, inp, weight, N, C, OC);
 }

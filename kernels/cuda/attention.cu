@@ -19,6 +19,9 @@
  *         diagonal, like ref and cpu), and the chunk's probabilities are
  *         broadcast by shuffles while lane l accumulates out[d] for
  *         d = l, l+32, ... (coalesced reads of v rows).
+ * State: att holds the probabilities (B,NH,T,T) when the own kernels
+ *      take the shape (attention_state_floats then answers B*NH*T*T; on
+ *      cuDNN's path it answers B*NH*T and the own kernels never run).
  * bwd: with P = att, dO = dout, D_t = sum_t2 P[t,t2] dP[t,t2] = dO_t . O_t
  *      (O_t recomputed as sum_t2 P[t,t2] v[t2]), dP[t,t2] = dO_t . v_t2 and
  *      dS = P (dP - D_t):
@@ -351,14 +354,33 @@ gt_status gt_cuda_attention_bwd_own(const gt_kctx *k, gt_cuda_impl *im, void *dq
 }
 
 extern "C" gt_status gt_cuda_attention_bwd(const gt_kctx *k, void *dqkv, const void *dout,
-                                           const void *qkv, const float *att, int B, int T, int C,
-                                           int NH) {
+                                           const void *qkv, const void *out, const float *att,
+                                           int B, int T, int C, int NH) {
     gt_cuda_impl *im;
     GT_TRY(gt_cuda_begin(k, "attention_bwd", &im));
     GT_TRY(att_check("attention_bwd", B, T, C, NH));
+    if (!out) return GT_ERR(GT_ERR_INVALID, "attention_bwd: out (the forward's output) is NULL");
     if ((size_t)B * T == 0) return GT_OK;
     int done = 0;
-    GT_TRY(gt_cuda_sdpa_bwd(k, im, dqkv, dout, qkv, att, B, T, C, NH, &done));
+    GT_TRY(gt_cuda_sdpa_bwd(k, im, dqkv, dout, qkv, out, att, B, T, C, NH, &done));
     if (done) return GT_OK;
     return gt_cuda_attention_bwd_own(k, im, dqkv, dout, qkv, att, B, T, C, NH);
+}
+
+/* The answer of the path decision the ops take (gt_cuda_sdpa_state_floats).
+ * A shape or context the ops would refuse, or a cuDNN failure while
+ * building the shape's plans (the op will report it), answers the own
+ * kernels' B*NH*T*T: never less than the op could write. */
+extern "C" size_t gt_cuda_attention_state_floats(const gt_kctx *k, int B, int T, int C, int NH) {
+    if (B <= 0 || T <= 0 || NH <= 0) return 0;
+    size_t full = (size_t)B * NH * T * T, n = full;
+    gt_cuda_impl *im = NULL;
+    gt_status s = gt_cuda_begin(k, "attention_state_floats", &im);
+    if (s == GT_OK) s = att_check("attention_state_floats", B, T, C, NH);
+    if (s == GT_OK) s = gt_cuda_sdpa_state_floats(im, k->dt, B, T, C, NH, &n);
+    if (s != GT_OK) {
+        gt_error_clear(); /* the op itself reports it */
+        return full;
+    }
+    return n < full ? n : full;
 }

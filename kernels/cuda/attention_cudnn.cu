@@ -28,17 +28,22 @@
  *      4-D tensors (B,NH,T,hs) with strides (T*3C, hs, 3C, 1) over the same
  *      buffer (K^T swaps the last two dims and strides); out/dout (B,T,C)
  *      are (B,NH,T,hs) with strides (T*C, hs, C, 1).
- * State: att (room for B*NH*T*T fp32) holds Stats (B,NH,T) at offset 0 and,
- *      when it fits, a copy of O (the backward needs it and the op table
- *      does not pass it) 256 bytes aligned after it; otherwise the backward
- *      re-runs the forward graph into scratch (bitwise the same O).
+ * State: att holds Stats (B,NH,T) fp32 and nothing else: B*NH*T floats,
+ *      what attention_state_floats promises for this path. The backward
+ *      reads O from the `out` that attention_bwd receives.
+ * Path: sdpa_decide() alone says whether a (dtype, shape) takes cuDNN;
+ *      attention_state_floats, attention_fwd and attention_bwd all ask it,
+ *      and its answer never changes for a backend (plans are cached, the
+ *      mode is read at creation), so the backward reads att the way the
+ *      forward wrote it and the caller's att is never too small.
+ *      Pointers are not part of the decision: a qkv, out, dout or att that
+ *      is not 16-byte aligned is staged through aligned scratch (device
+ *      copies), the same plan runs and the result is bitwise the same.
  * Accumulation: cuDNN overwrites dQ/dK/dV; they go to a (B,T,3C) scratch
  *      and one kernel adds them to dqkv (fp32 add, one rounding).
  * Plans: built on the first call of a shape (B,T,NH,hs,dtype), forward and
  *      backward together (a forward taken by cuDNN must have a backward),
- *      cached in the impl until the backend is freed. Every `att` a forward
- *      writes is remembered with the path that wrote it (the last
- *      SDPA_RECORDS buffers), so the backward reads it the right way.
+ *      cached in the impl until the backend is freed.
  * Bound: FLOP/s: 4*B*NH*T^2*hs forward (half of it masked: flash skips
  *      the masked tiles), 2.5x that backward, on the tensor cores.
  * Determinism: forward engines are deterministic; the backward graph and
@@ -51,18 +56,11 @@
 
 #include "kernels/cuda/common.cuh"
 
-#define SDPA_RECORDS 256 /* att buffers remembered (gpt2-xl has 48 layers) */
-
-typedef struct sdpa_record {
-    const float *att;
-    int B, T, C, NH;
-    gt_dtype dt;
-    int cudnn; /* 1: att holds Stats (+ O); 0: the probabilities */
-} sdpa_record;
-
 static const char *dt_name(gt_dtype dt) {
     return gt_dtype_name(dt);
 }
+
+typedef struct sdpa_plan *sdpa_plan_ref; /* always NULL without cuDNN */
 
 #if GT_HAVE_CUDNN
 
@@ -93,12 +91,10 @@ typedef struct sdpa_plan {
 #endif
 
 struct gt_cuda_sdpa {
-#if GT_HAVE_CUDNN
-    sdpa_plan *plans;
-#endif
-    sdpa_record rec[SDPA_RECORDS];
-    int nrec, next_rec;
+    sdpa_plan_ref plans;
 };
+
+#if GT_HAVE_CUDNN
 
 static gt_status sdpa_state(gt_cuda_impl *im, struct gt_cuda_sdpa **out) {
     if (!im->sdpa) {
@@ -108,33 +104,6 @@ static gt_status sdpa_state(gt_cuda_impl *im, struct gt_cuda_sdpa **out) {
     *out = im->sdpa;
     return GT_OK;
 }
-
-static void record_put(struct gt_cuda_sdpa *s, const float *att, int B, int T, int C, int NH,
-                       gt_dtype dt, int cudnn) {
-    sdpa_record r = {att, B, T, C, NH, dt, cudnn};
-    for (int i = 0; i < s->nrec; i++)
-        if (s->rec[i].att == att) {
-            s->rec[i] = r;
-            return;
-        }
-    s->rec[s->next_rec] = r;
-    s->next_rec = (s->next_rec + 1) % SDPA_RECORDS;
-    if (s->nrec < SDPA_RECORDS) s->nrec++;
-}
-
-/* The record of `att` for this shape, or NULL. */
-static const sdpa_record *record_get(const struct gt_cuda_sdpa *s, const float *att, int B, int T,
-                                     int C, int NH, gt_dtype dt) {
-    if (!s) return NULL;
-    for (int i = 0; i < s->nrec; i++) {
-        const sdpa_record *r = &s->rec[i];
-        if (r->att == att && r->B == B && r->T == T && r->C == C && r->NH == NH && r->dt == dt)
-            return r;
-    }
-    return NULL;
-}
-
-#if GT_HAVE_CUDNN
 
 /* ---- cuDNN status -> gt_status ------------------------------------------------------ */
 
@@ -330,6 +299,7 @@ static gt_status g_plan(gt_cuda_impl *im, sdpa_graph *g, const char *what) {
                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, cfgs));
 
     int nondet = 0, declined = 0;
+    char first_fail[256] = ""; /* the first config that failed to finalize, and why */
     for (int64_t i = 0; i < got; i++) {
         cudnnBackendDescriptor_t eng = NULL;
         int64_t n = 0, gidx = -1;
@@ -356,13 +326,21 @@ static gt_status g_plan(gt_cuda_impl *im, sdpa_graph *g, const char *what) {
                                                 CUDNN_TYPE_HANDLE, 1, &im->cudnn));
         SDPA_TRY(what, cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
                                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[i]));
+        /* Any failure here (not only NOT_SUPPORTED: a runtime-compiled
+         * engine can fail to build) rules out this config, not the graph:
+         * the next one is tried, as cudnn-frontend's check_support does. */
         cudnnStatus_t cs = cudnnBackendFinalize(plan);
-        if (CUDNN_STATUS_CATEGORY(cs) == CUDNN_STATUS_NOT_SUPPORTED) {
+        if (cs != CUDNN_STATUS_SUCCESS) {
+            if (!first_fail[0]) {
+                char detail[160] = "";
+                cudnnGetLastErrorString(detail, sizeof detail);
+                snprintf(first_fail, sizeof first_fail, "; the first, engine %lld: %s (%d)%s%s",
+                         (long long)gidx, cudnnGetErrorString(cs), (int)cs, detail[0] ? ": " : "",
+                         detail);
+            }
             declined++;
             continue;
         }
-        if (cs != CUDNN_STATUS_SUCCESS)
-            return sdpa_err(cs, what, "cudnnBackendFinalize(execution plan)");
         int64_t ws = 0;
         SDPA_TRY(what, cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                                 CUDNN_TYPE_INT64, 1, &n, &ws));
@@ -373,8 +351,8 @@ static gt_status g_plan(gt_cuda_impl *im, sdpa_graph *g, const char *what) {
     }
     return GT_ERR(GT_ERR_UNSUPPORTED,
                   "cuDNN SDPA %s: none of the %lld engine configs usable (%d nondeterministic, %d "
-                  "failed to finalize)",
-                  what, (long long)got, nondet, declined);
+                  "failed to finalize%s)",
+                  what, (long long)got, nondet, declined, first_fail);
 }
 
 /* Tensor uids of both graphs. */
@@ -665,30 +643,56 @@ static gt_status plan_run(const gt_kctx *k, gt_cuda_impl *im, sdpa_graph *g, con
     return GT_OK;
 }
 
-/* Where the copy of O lives in att, and whether it fits. */
-static size_t o_offset(int B, int T, int NH) {
-    size_t stats = (size_t)B * NH * T * sizeof(float);
-    return (stats + 255) / 256 * 256;
-}
-static int o_fits(int B, int T, int C, int NH, gt_dtype dt) {
-    return o_offset(B, T, NH) + (size_t)B * T * C * gt_dtype_size(dt) <=
-           (size_t)B * NH * T * T * sizeof(float);
-}
-
 static int aligned16(const void *p) {
     return ((uintptr_t)p & 15) == 0;
 }
 
-static gt_status run_fwd(const gt_kctx *k, gt_cuda_impl *im, sdpa_plan *p, void *out, float *stats,
+/* An aligned stand-in for a device array of `bytes` that may not be
+ * 16-byte aligned (the plans declare 16): *use = p itself when it is, else
+ * a scratch block (*scr, to free), filled from p when `in`. Queued on the
+ * stream like everything else. */
+static gt_status stage(const gt_kctx *k, gt_cuda_impl *im, const void *p, size_t bytes, int in,
+                       void **use, void **scr) {
+    *scr = NULL;
+    *use = (void *)p;
+    if (aligned16(p)) return GT_OK;
+    GT_TRY(gt_cuda_scratch(k, bytes, scr));
+    *use = *scr;
+    if (in) GT_CUDA_TRY(cudaMemcpyAsync(*scr, p, bytes, cudaMemcpyDeviceToDevice, im->stream));
+    return GT_OK;
+}
+
+/* The forward plan: out(B,T,C) and Stats into att (B*NH*T fp32). */
+static gt_status run_fwd(const gt_kctx *k, gt_cuda_impl *im, sdpa_plan *p, void *out, float *att,
                          const void *qkv) {
     size_t es = gt_dtype_size(p->dt), C = (size_t)p->NH * p->hs;
-    float scale = 1.0f / sqrtf((float)p->hs), neginf = -3.402823466e38f; /* lowest float */
-    int64_t uids[7] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_NEGINF};
-    const char *base = (const char *)qkv;
-    void *ptrs[7] = {
-        (void *)base, (void *)(base + C * es), (void *)(base + 2 * C * es), out, stats, &scale,
-        &neginf};
-    return plan_run(k, im, &p->fwd, "forward", 7, uids, ptrs);
+    size_t nq = (size_t)p->B * p->T * 3 * C, no = (size_t)p->B * p->T * C;
+    size_t nr = (size_t)p->B * p->NH * p->T;
+    void *q = NULL, *o = NULL, *st = NULL, *sq = NULL, *so = NULL, *ss = NULL;
+    gt_status r = stage(k, im, qkv, nq * es, 1, &q, &sq);
+    if (r == GT_OK) r = stage(k, im, out, no * es, 0, &o, &so);
+    if (r == GT_OK) r = stage(k, im, att, nr * sizeof(float), 0, &st, &ss);
+    if (r == GT_OK) {
+        float scale = 1.0f / sqrtf((float)p->hs), neginf = -3.402823466e38f; /* lowest float */
+        int64_t uids[7] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_NEGINF};
+        const char *base = (const char *)q;
+        void *ptrs[7] = {(void *)base, (void *)(base + C * es), (void *)(base + 2 * C * es), o,
+                         st, &scale, &neginf};
+        r = plan_run(k, im, &p->fwd, "forward", 7, uids, ptrs);
+    }
+    if (r == GT_OK && so) {
+        cudaError_t e = cudaMemcpyAsync(out, so, no * es, cudaMemcpyDeviceToDevice, im->stream);
+        if (e != cudaSuccess) r = GT_ERR(GT_ERR_DEVICE, "staging out back: %s", cudaGetErrorString(e));
+    }
+    if (r == GT_OK && ss) {
+        cudaError_t e = cudaMemcpyAsync(att, ss, nr * sizeof(float), cudaMemcpyDeviceToDevice,
+                                        im->stream);
+        if (e != cudaSuccess) r = GT_ERR(GT_ERR_DEVICE, "staging att back: %s", cudaGetErrorString(e));
+    }
+    gt_cuda_scratch_free(k, ss);
+    gt_cuda_scratch_free(k, so);
+    gt_cuda_scratch_free(k, sq);
+    return r;
 }
 
 /* dqkv(n) += d(n) */
@@ -707,41 +711,34 @@ static gt_status accumulate_launch(gt_cuda_impl *im, void *dqkv, const void *d, 
     return GT_OK;
 }
 
-/* The cuDNN backward into scratch, then dqkv += it. O from att, or
- * recomputed when it did not fit. */
+/* The backward plan into a (B,T,3C) scratch, then dqkv += it. O is the
+ * forward's out, Stats its att. */
 static gt_status run_bwd(const gt_kctx *k, gt_cuda_impl *im, sdpa_plan *p, void *dqkv,
-                         const void *dout, const void *qkv, const float *att) {
+                         const void *dout, const void *qkv, const void *out, const float *att) {
     int B = p->B, T = p->T, NH = p->NH;
     size_t es = gt_dtype_size(p->dt), C = (size_t)NH * p->hs;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nr = (size_t)B * NH * T;
-    void *dscr = NULL, *ssum = NULL, *orec = NULL;
-    const void *O = NULL;
-    gt_status st = gt_cuda_scratch(k, nq * es, &dscr);
-    if (st == GT_OK) st = gt_cuda_scratch(k, nr * sizeof(float), &ssum);
-    if (st == GT_OK && o_fits(B, T, (int)C, NH, p->dt)) {
-        O = (const char *)att + o_offset(B, T, NH);
-    } else if (st == GT_OK) {
-        /* no room for O in att: the forward again (deterministic: the same O) */
-        st = gt_cuda_scratch(k, no * es + o_offset(B, T, NH), &orec);
-        if (st == GT_OK)
-            st = run_fwd(k, im, p, (char *)orec + o_offset(B, T, NH), (float *)orec, qkv);
-        O = (const char *)orec + o_offset(B, T, NH);
-        gt_cuda_note(im,
-                     "attention_bwd B%d T%d NH%d hs%d %s: O recomputed (att too small to keep it)",
-                     B, T, NH, p->hs, dt_name(p->dt));
-    }
-    if (st == GT_OK) {
+    void *dscr = NULL, *ssum = NULL;
+    void *q = NULL, *o = NULL, *dO = NULL, *st = NULL, *sq = NULL, *so = NULL, *sd = NULL,
+         *ss = NULL;
+    gt_status r = gt_cuda_scratch(k, nq * es, &dscr);
+    if (r == GT_OK) r = gt_cuda_scratch(k, nr * sizeof(float), &ssum);
+    if (r == GT_OK) r = stage(k, im, qkv, nq * es, 1, &q, &sq);
+    if (r == GT_OK) r = stage(k, im, out, no * es, 1, &o, &so);
+    if (r == GT_OK) r = stage(k, im, dout, no * es, 1, &dO, &sd);
+    if (r == GT_OK) r = stage(k, im, att, nr * sizeof(float), 1, &st, &ss);
+    if (r == GT_OK) {
         float scale = 1.0f / sqrtf((float)p->hs), neginf = -3.402823466e38f, one = 1.0f;
-        const char *q = (const char *)qkv;
+        const char *qb = (const char *)q;
         char *dq = (char *)dscr;
         int64_t uids[13] = {UID_Q,  UID_K,  UID_V,     UID_O,      UID_DO,  UID_STATS, UID_DQ,
                             UID_DK, UID_DV, UID_SCALE, UID_NEGINF, UID_ONE, UID_SSUM};
-        void *ptrs[13] = {(void *)q,
-                          (void *)(q + C * es),
-                          (void *)(q + 2 * C * es),
-                          (void *)O,
-                          (void *)dout,
-                          (void *)att,
+        void *ptrs[13] = {(void *)qb,
+                          (void *)(qb + C * es),
+                          (void *)(qb + 2 * C * es),
+                          o,
+                          dO,
+                          st,
                           dq,
                           dq + C * es,
                           dq + 2 * C * es,
@@ -749,18 +746,61 @@ static gt_status run_bwd(const gt_kctx *k, gt_cuda_impl *im, sdpa_plan *p, void 
                           &neginf,
                           &one,
                           ssum};
-        st = plan_run(k, im, &p->bwd, "backward", 13, uids, ptrs);
+        r = plan_run(k, im, &p->bwd, "backward", 13, uids, ptrs);
     }
-    if (st == GT_OK) st = GT_CUDA_DISPATCH(p->dt, accumulate_launch, im, dqkv, dscr, nq);
-    gt_cuda_scratch_free(k, orec);
+    if (r == GT_OK) r = GT_CUDA_DISPATCH(p->dt, accumulate_launch, im, dqkv, dscr, nq);
+    gt_cuda_scratch_free(k, ss);
+    gt_cuda_scratch_free(k, sd);
+    gt_cuda_scratch_free(k, so);
+    gt_cuda_scratch_free(k, sq);
     gt_cuda_scratch_free(k, ssum);
     gt_cuda_scratch_free(k, dscr);
-    return st;
+    return r;
 }
 
 #endif /* GT_HAVE_CUDNN */
 
-/* ---- entry points ------------------------------------------------------------------- */
+/* ---- the path decision and the entry points --------------------------------------------- */
+
+/* THE decision (see the top): *p = the usable plan when (dt, shape) takes
+ * cuDNN, else *p = NULL and *why says why the own kernels run. Pointers
+ * play no part. Builds and caches the plan on the first call of a shape;
+ * a real cuDNN failure while building is returned (and not cached). */
+static gt_status sdpa_decide(gt_cuda_impl *im, gt_dtype dt, int B, int T, int C, int NH,
+                             sdpa_plan_ref *p, const char **why) {
+    *p = NULL;
+    *why = NULL;
+    if (im->att_mode == GT_CUDA_ATT_OWN) {
+        *why = "GT_CUDA_ATTENTION=own";
+    } else if (dt != GT_DTYPE_BF16 && dt != GT_DTYPE_FP16) {
+        *why = "cuDNN's fused attention needs bf16 or fp16 storage";
+    } else {
+#if !GT_HAVE_CUDNN
+        (void)B, (void)T, (void)C, (void)NH;
+        *why = "cuDNN is not compiled in";
+#else
+        struct gt_cuda_sdpa *s = NULL;
+        GT_TRY(sdpa_state(im, &s));
+        sdpa_plan *pl = NULL;
+        GT_TRY(plan_get(im, s, B, T, NH, C / NH, dt, &pl));
+        if (pl->usable)
+            *p = pl;
+        else
+            *why = pl->reason;
+#endif
+    }
+    return GT_OK;
+}
+
+gt_status gt_cuda_sdpa_state_floats(gt_cuda_impl *im, gt_dtype dt, int B, int T, int C, int NH,
+                                    size_t *floats) {
+    sdpa_plan_ref p = NULL;
+    const char *why = NULL;
+    *floats = (size_t)B * NH * T * T;
+    GT_TRY(sdpa_decide(im, dt, B, T, C, NH, &p, &why));
+    if (p) *floats = (size_t)B * NH * T; /* Stats only */
+    return GT_OK;
+}
 
 /* The note naming the own path and why; GT_ERR_UNSUPPORTED when the user
  * forced cuDNN. */
@@ -780,110 +820,50 @@ gt_status gt_cuda_sdpa_fwd(const gt_kctx *k, gt_cuda_impl *im, void *out, float 
                            const void *qkv, int B, int T, int C, int NH, int *done) {
     *done = 0;
     int hs = C / NH;
-    gt_dtype dt = k->dt;
-    struct gt_cuda_sdpa *s = NULL;
-    GT_TRY(sdpa_state(im, &s));
+    sdpa_plan_ref p = NULL;
     const char *why = NULL;
-    if (im->att_mode == GT_CUDA_ATT_OWN)
-        why = "GT_CUDA_ATTENTION=own";
-    else if (dt != GT_DTYPE_BF16 && dt != GT_DTYPE_FP16)
-        why = "cuDNN's fused attention needs bf16 or fp16 storage";
-#if !GT_HAVE_CUDNN
-    else
-        why = "cuDNN is not compiled in";
+    GT_TRY(sdpa_decide(im, k->dt, B, T, C, NH, &p, &why));
+    if (!p) return take_own(im, "attention_fwd", B, T, NH, hs, k->dt, why);
+#if GT_HAVE_CUDNN
+    GT_TRY(run_fwd(k, im, p, out, att, qkv));
+    int staged = !aligned16(qkv) || !aligned16(out) || !aligned16(att);
+    gt_cuda_note(im, "attention_fwd B%d T%d NH%d hs%d %s: cudnn sdpa (engine %lld, cuDNN %zu%s)", B,
+                 T, NH, hs, dt_name(k->dt), (long long)p->fwd.engine, cudnnGetVersion(),
+                 staged ? "; staged: qkv, out or att not 16-byte aligned" : "");
+    *done = 1;
 #else
-    sdpa_plan *p = NULL;
-    if (!why) {
-        GT_TRY(plan_get(im, s, B, T, NH, hs, dt, &p));
-        if (!p->usable)
-            why = p->reason;
-        else if (!aligned16(qkv) || !aligned16(out) || !aligned16(att))
-            why = "qkv, out or att not 16-byte aligned";
-    }
-    if (!why) {
-        GT_TRY(run_fwd(k, im, p, out, att, qkv));
-        if (o_fits(B, T, C, NH, dt))
-            GT_CUDA_TRY(cudaMemcpyAsync((char *)att + o_offset(B, T, NH), out,
-                                        (size_t)B * T * C * gt_dtype_size(dt),
-                                        cudaMemcpyDeviceToDevice, im->stream));
-        record_put(s, att, B, T, C, NH, dt, 1);
-        gt_cuda_note(im, "attention_fwd B%d T%d NH%d hs%d %s: cudnn sdpa (engine %lld, cuDNN %zu)",
-                     B, T, NH, hs, dt_name(dt), (long long)p->fwd.engine, cudnnGetVersion());
-        *done = 1;
-        return GT_OK;
-    }
+    (void)out, (void)att, (void)qkv;
 #endif
-    GT_TRY(take_own(im, "attention_fwd", B, T, NH, hs, dt, why));
-    record_put(s, att, B, T, C, NH, dt, 0);
     return GT_OK;
 }
 
 gt_status gt_cuda_sdpa_bwd(const gt_kctx *k, gt_cuda_impl *im, void *dqkv, const void *dout,
-                           const void *qkv, const float *att, int B, int T, int C, int NH,
-                           int *done) {
+                           const void *qkv, const void *out, const float *att, int B, int T,
+                           int C, int NH, int *done) {
     *done = 0;
-    const sdpa_record *r = record_get(im->sdpa, att, B, T, C, NH, k->dt);
-    if (!r) {
-        /* Not written by this backend's attention_fwd for this shape (or
-         * forgotten): only the own path can read it, and only if the
-         * forward could not have been cuDNN's. */
-        if (im->att_mode == GT_CUDA_ATT_OWN || (k->dt != GT_DTYPE_BF16 && k->dt != GT_DTYPE_FP16) ||
-            !GT_HAVE_CUDNN)
-            return GT_OK;
-#if GT_HAVE_CUDNN
-        struct gt_cuda_sdpa *s = NULL;
-        sdpa_plan *p = NULL;
-        GT_TRY(sdpa_state(im, &s));
-        GT_TRY(plan_get(im, s, B, T, NH, C / NH, k->dt, &p));
-        if (!p->usable) return GT_OK;
-#endif
-        return GT_ERR(GT_ERR_INVALID,
-                      "attention_bwd B%d T%d C%d NH%d %s: att %p was not written by this "
-                      "backend's attention_fwd for this shape (it remembers the last %d att "
-                      "buffers): run attention_fwd first",
-                      B, T, C, NH, dt_name(k->dt), (const void *)att, SDPA_RECORDS);
-    }
-    if (!r->cudnn) return GT_OK; /* att holds the probabilities */
-#if GT_HAVE_CUDNN
     int hs = C / NH;
-    sdpa_plan *p = NULL;
-    GT_TRY(plan_get(im, im->sdpa, B, T, NH, hs, k->dt, &p));
-    if (p->usable && aligned16(qkv) && aligned16(dout)) {
-        GT_TRY(run_bwd(k, im, p, dqkv, dout, qkv, att));
-        gt_cuda_note(im,
-                     "attention_bwd B%d T%d NH%d hs%d %s: cudnn sdpa (engine %lld, deterministic "
-                     "graph: dQ without an atomic fp32 accumulator)",
-                     B, T, NH, hs, dt_name(k->dt), (long long)p->bwd.engine);
-        *done = 1;
-        return GT_OK;
-    }
-    /* The forward was cuDNN's but this call cannot be (pointers not
-     * aligned): the probabilities from the own forward, into scratch, then
-     * the own backward. */
-    if (im->att_mode == GT_CUDA_ATT_CUDNN)
-        return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "attention_bwd B%d T%d NH%d hs%d %s: GT_CUDA_ATTENTION=cudnn, but qkv or "
-                      "dout is not 16-byte aligned",
+    sdpa_plan_ref p = NULL;
+    const char *why = NULL;
+    GT_TRY(sdpa_decide(im, k->dt, B, T, C, NH, &p, &why));
+    if (!p) return take_own(im, "attention_bwd", B, T, NH, hs, k->dt, why);
+#if GT_HAVE_CUDNN
+    if (!out)
+        return GT_ERR(GT_ERR_INVALID,
+                      "attention_bwd B%d T%d NH%d hs%d %s: out is NULL (the cuDNN backward reads "
+                      "the forward's out)",
                       B, T, NH, hs, dt_name(k->dt));
+    GT_TRY(run_bwd(k, im, p, dqkv, dout, qkv, out, att));
+    int staged = !aligned16(qkv) || !aligned16(out) || !aligned16(dout) || !aligned16(att);
     gt_cuda_note(im,
-                 "attention_bwd B%d T%d NH%d hs%d %s: own kernel from recomputed probabilities "
-                 "(qkv or dout not 16-byte aligned)",
-                 B, T, NH, hs, dt_name(k->dt));
-    void *patt = NULL, *pout = NULL;
-    gt_status st = gt_cuda_scratch(k, (size_t)B * NH * T * T * sizeof(float), &patt);
-    if (st == GT_OK) st = gt_cuda_scratch(k, (size_t)B * T * C * gt_dtype_size(k->dt), &pout);
-    if (st == GT_OK)
-        st = gt_cuda_attention_fwd_own(im, k->dt, pout, (float *)patt, qkv, B, T, C, NH);
-    if (st == GT_OK)
-        st = gt_cuda_attention_bwd_own(k, im, dqkv, dout, qkv, (const float *)patt, B, T, C, NH);
-    gt_cuda_scratch_free(k, pout);
-    gt_cuda_scratch_free(k, patt);
-    if (st == GT_OK) *done = 1;
-    return st;
+                 "attention_bwd B%d T%d NH%d hs%d %s: cudnn sdpa (engine %lld, deterministic "
+                 "graph: dQ without an atomic fp32 accumulator%s)",
+                 B, T, NH, hs, dt_name(k->dt), (long long)p->bwd.engine,
+                 staged ? "; staged: qkv, out, dout or att not 16-byte aligned" : "");
+    *done = 1;
 #else
-    (void)dqkv, (void)dout, (void)qkv;
-    return GT_OK;
+    (void)dqkv, (void)dout, (void)qkv, (void)out, (void)att;
 #endif
+    return GT_OK;
 }
 
 void gt_cuda_sdpa_free(struct gt_cuda_sdpa *s) {

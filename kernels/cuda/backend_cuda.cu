@@ -35,6 +35,7 @@ extern "C" const gt_ops gt_ops_cuda = {
 #endif
     .attention_fwd = gt_cuda_attention_fwd,
     .attention_bwd = gt_cuda_attention_bwd,
+    .attention_state_floats = gt_cuda_attention_state_floats,
     .gelu_fwd = gt_cuda_gelu_fwd,
     .gelu_bwd = gt_cuda_gelu_bwd,
     .residual_fwd = gt_cuda_residual_fwd,
@@ -58,6 +59,13 @@ extern "C" const gt_ops gt_ops_cuda = {
     .avgpool_fwd = gt_cuda_avgpool_fwd,
     .avgpool_bwd = gt_cuda_avgpool_bwd,
     .cast = gt_cuda_cast,
+#if GT_HAVE_CUBLAS
+    .matmul_gelu_fwd = gt_cuda_matmul_gelu_fwd,
+    .matmul_dgelu_bwd = gt_cuda_matmul_dgelu_bwd,
+#else
+    .matmul_gelu_fwd = NULL, /* no cuBLASLt: models compose the unfused ops */
+    .matmul_dgelu_bwd = NULL,
+#endif
 };
 
 static gt_cuda_impl *impl_of(gt_backend *be) {

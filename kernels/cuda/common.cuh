@@ -77,7 +77,7 @@ typedef struct gt_cuda_impl {
     cudnnHandle_t cudnn; /* bound to `stream` */
 #endif
     int att_mode;              /* GT_CUDA_ATT_*: GT_CUDA_ATTENTION, read at creation */
-    struct gt_cuda_sdpa *sdpa; /* cuDNN attention plans and records (attention_cudnn.cu) */
+    struct gt_cuda_sdpa *sdpa; /* cuDNN attention plans (attention_cudnn.cu) */
     void *flush_buf;           /* flush_cache's buffer (2 x L2), allocated on first use */
     size_t flush_bytes;
     char desc[256];
@@ -106,18 +106,26 @@ gt_status gt_cuda_begin_any(const gt_kctx *k, const char *op, gt_cuda_impl **out
 /* ---- attention: cuDNN fused SDPA (attention_cudnn.cu) and the own kernels
  * (attention.cu), shared between the two files ---- */
 
-/* Forward through cuDNN when the mode, dtype, shape, device and cuDNN allow
- * it: *done = 1 when cuDNN ran (att then holds cuDNN's state, not the
- * probabilities), 0 when the caller must run the own kernel (the reason is
- * in the notes; GT_ERR_UNSUPPORTED instead when GT_CUDA_ATTENTION=cudnn).
- * Records which path wrote `att`, for the backward. */
+/* One decision, pointers aside, says whether a (dtype, shape) takes cuDNN
+ * or the own kernels; it never changes for a backend (attention_cudnn.cu).
+ * *floats = what attention_fwd keeps in att on that path: B*NH*T (the row
+ * logsumexp) for cuDNN, B*NH*T*T (the probabilities) for the own kernels.
+ * Builds the shape's cuDNN plans on first use (the only failures). */
+gt_status gt_cuda_sdpa_state_floats(gt_cuda_impl *im, gt_dtype dt, int B, int T, int C, int NH,
+                                    size_t *floats);
+/* Forward through cuDNN when the decision says so: *done = 1 (att then
+ * holds the logsumexp, not the probabilities), 0 when the caller must run
+ * the own kernel (the reason is in the notes; GT_ERR_UNSUPPORTED instead
+ * when GT_CUDA_ATTENTION=cudnn). Pointers that are not 16-byte aligned are
+ * staged through aligned scratch, never a reason to change path. */
 gt_status gt_cuda_sdpa_fwd(const gt_kctx *k, gt_cuda_impl *im, void *out, float *att,
                            const void *qkv, int B, int T, int C, int NH, int *done);
-/* Backward for an `att` written by gt_cuda_sdpa_fwd: *done = 0 when the
- * forward took the own kernel (att holds the probabilities). */
+/* Backward by the same decision: *done = 0 when the own kernel must run
+ * (att holds the probabilities). out is the forward's output (required on
+ * the cuDNN path: GT_ERR_INVALID when NULL). */
 gt_status gt_cuda_sdpa_bwd(const gt_kctx *k, gt_cuda_impl *im, void *dqkv, const void *dout,
-                           const void *qkv, const float *att, int B, int T, int C, int NH,
-                           int *done);
+                           const void *qkv, const void *out, const float *att, int B, int T,
+                           int C, int NH, int *done);
 /* Frees the plans (impl_free). Accepts NULL. */
 void gt_cuda_sdpa_free(struct gt_cuda_sdpa *s);
 /* The own kernels (no dtype or shape checks beyond what attention.cu's
@@ -171,6 +179,27 @@ __device__ __forceinline__ void gt_st<__nv_bfloat16>(__nv_bfloat16 *p, size_t i,
 }
 template <> __device__ __forceinline__ void gt_st<__half>(__half *p, size_t i, float v) {
     p[i] = __float2half_rn(v);
+}
+
+/* ---- GELU, tanh approximation --------------------------------------------------- */
+/* out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) and its derivative
+ * (sech^2 = 1 / cosh^2: accurate for small arguments, 0 where cosh
+ * overflows), fp32. Shared by gelu.cu and the fused GELU matmuls'
+ * fallback (matmul.cu), which therefore give the bits of the unfused
+ * sequence. */
+#define GT_CUDA_GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
+__device__ __forceinline__ float gt_gelu(float x) {
+    float cube = 0.044715f * x * x * x;
+    return 0.5f * x * (1.0f + tanhf(GT_CUDA_GELU_SCALE * (x + cube)));
+}
+__device__ __forceinline__ float gt_gelu_grad(float x) {
+    float cube = 0.044715f * x * x * x;
+    float arg = GT_CUDA_GELU_SCALE * (x + cube);
+    float th = tanhf(arg);
+    float ch = coshf(arg);
+    float sech2 = 1.0f / (ch * ch);
+    return 0.5f * (1.0f + th) +
+           x * 0.5f * sech2 * GT_CUDA_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
 /* ---- deterministic reductions ------------------------------------------------- */

@@ -10,31 +10,18 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
 
-#define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
-
+/* gt_gelu, gt_gelu_grad: common.cuh */
 template <typename T> __global__ void gelu_fwd_kernel(T *out, const T *inp, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float x = gt_ld(inp, i);
-        float cube = 0.044715f * x * x * x;
-        gt_st(out, i, 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + cube))));
-    }
+         i += (size_t)gridDim.x * blockDim.x)
+        gt_st(out, i, gt_gelu(gt_ld(inp, i)));
 }
 
 template <typename T>
 __global__ void gelu_bwd_kernel(T *dinp, const T *inp, const T *dout, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float x = gt_ld(inp, i);
-        float cube = 0.044715f * x * x * x;
-        float arg = GELU_SCALE * (x + cube);
-        float th = tanhf(arg);
-        float ch = coshf(arg);
-        float sech2 = 1.0f / (ch * ch);
-        float grad =
-            0.5f * (1.0f + th) + x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        gt_st(dinp, i, gt_ld(dinp, i) + grad * gt_ld(dout, i));
-    }
+         i += (size_t)gridDim.x * blockDim.x)
+        gt_st(dinp, i, gt_ld(dinp, i) + gt_gelu_grad(gt_ld(inp, i)) * gt_ld(dout, i));
 }
 
 template <typename T>

@@ -1,26 +1,46 @@
-/* Matmul (a linear layer) through cuBLASLt, forward and backward.
+/* Matmul (a linear layer) through cuBLASLt, forward and backward, and the
+ * same layer fused with GELU (a transformer's MLP).
  *
  * fwd: out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC), bias fused as the
  *      cuBLASLt BIAS epilogue (own broadcast kernel when the bias pointer is
  *      not 16-byte aligned or no algorithm takes the epilogue).
- * bwd: dinp(N,C) += dout(N,OC) @ weight(OC,C)        (beta = 1)
+ * bwd: dinp(N,C) = dout(N,OC) @ weight(OC,C)         (beta = 0: overwritten,
+ *                                                      never read)
  *      dweight(OC,C) += dout^T @ inp                  (beta = 1)
  *      dbias(OC) += column sums of dout: fixed chunks of MM_ROWS rows, a
  *      partial per (chunk, column), then the partials summed in chunk order.
+ * gelu_fwd: pre = inp @ weight^T + bias, out = gelu(pre) in ONE GEMM: the
+ *      GELU_AUX_BIAS (GELU_AUX without a bias) epilogue writes out as D and
+ *      pre as its auxiliary matrix (aux ld = OC).
+ * dgelu_bwd: dpre = (dout @ weight) * gelu'(pre) in ONE GEMM: the DGELU
+ *      epilogue reads pre as its auxiliary matrix (aux ld = C), beta = 0;
+ *      dweight and dbias as bwd.
+ *      The GELU epilogues are taken for bf16 and fp16 storage only, when
+ *      the aux ld (OC, resp. C) is a multiple of 8 (cublasLt.h,
+ *      CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD), the bias 16-byte aligned and
+ *      the heuristic offers an algorithm; otherwise the plain GEMM and an own
+ *      elementwise kernel (common.cuh's gt_gelu / gt_gelu_grad, the bits of
+ *      gelu_fwd/gelu_bwd). fp32 always takes the own kernel: cuBLASLt's GELU
+ *      is not documented to be fp32-accurate (a hardware tanh approximation
+ *      would be ~2^-11), and fp32 conformance allows a few ulp. The path
+ *      taken is noted once per shape (gt_cuda_note).
  * Row-major through column-major cuBLASLt: the bytes of a row-major (R,K)
  * matrix are the column-major (K,R) matrix, its transpose, so a row-major
  * X = Y @ Z is computed as the column-major X^T = Z^T @ Y^T; each call below
- * names the column-major shapes it uses.
+ * names the column-major shapes it uses. The aux matrices (pre, dpre's pre)
+ * have D's column-major shape and ld.
  * Variants: fp32 (CUBLAS_COMPUTE_32F: true fp32, no TF32), and bf16 or fp16
  *      storage (CUDA_R_16BF / CUDA_R_16F) with fp32 compute and scale; A, B,
- *      C, D and the bias in the storage type.
+ *      C, D, the bias and the aux matrix in the storage type (the aux type
+ *      is left at its default, D's type).
  * Bound: FLOP/s: 2*N*C*OC per GEMM (dense fp32 ~ 60 TFLOP/s, bf16 and fp16
- *      tensor cores ~ 990 TFLOP/s dense on an H100 SXM); dbias is bandwidth
- *      bound.
- * Determinism: cuBLASLt picks its algorithm from the shape, types, pointer
- *      alignment and workspace size only, and its algorithms (split-K
- *      reductions included) are bitwise reproducible on the same GPU model
- *      and library version; the dbias reduction order depends on N only.
+ *      tensor cores ~ 990 TFLOP/s dense on an H100 SXM); dbias and the own
+ *      GELU kernels are bandwidth bound.
+ * Determinism: cuBLASLt picks its algorithm from the shape, types, epilogue,
+ *      pointer alignment and workspace size only, and its algorithms
+ *      (split-K reductions included) are bitwise reproducible on the same GPU
+ *      model and library version; the dbias reduction order depends on N
+ *      only; the GELU kernels are elementwise.
  */
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
@@ -53,15 +73,30 @@ struct lt_descs {
         if (op) (void)cublasLtMatmulDescDestroy(op);
     }
 };
+
+/* An epilogue for lt_matmul: BIAS (bias), GELU_AUX / GELU_AUX_BIAS (bias,
+ * aux written: the pre-GELU values), DGELU (aux read: the pre-GELU values).
+ * aux has D's shape, leading dimension aux_ld elements, D's type. */
+struct lt_epi {
+    cublasLtEpilogue_t kind = CUBLASLT_EPILOGUE_DEFAULT;
+    const void *bias = nullptr;
+    const void *aux = nullptr;
+    int64_t aux_ld = 0;
+};
 } // namespace
 
-/* Column-major D(m,n) (ld ldd) = op(A)(m,kk) @ op(B)(kk,n) + beta * D
- * [+ bias(m) broadcast over columns]. A is stored (kk,m) when ta, else
- * (m,kk); B is stored (n,kk) when tb, else (kk,n). GT_ERR_UNSUPPORTED when
- * cuBLASLt has no algorithm for it. */
+static const char *dt_name(cudaDataType_t t) {
+    return t == CUDA_R_16BF ? "bf16" : t == CUDA_R_16F ? "fp16" : "fp32";
+}
+
+/* Column-major D(m,n) (ld ldd) = epilogue(op(A)(m,kk) @ op(B)(kk,n) + beta * D).
+ * A is stored (kk,m) when ta, else (m,kk); B is stored (n,kk) when tb, else
+ * (kk,n). epi may be NULL (none). GT_ERR_UNSUPPORTED when cuBLASLt has no
+ * algorithm for it (or, with an aux matrix, refuses the descriptor as an
+ * invalid value: the caller falls back). */
 static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, bool ta, bool tb, int m, int n,
                            int kk, const void *A, int lda, const void *B, int ldb, void *D, int ldd,
-                           float beta, const void *bias) {
+                           float beta, const lt_epi *epi) {
     lt_descs d;
     GT_CUBLAS_TRY(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -70,14 +105,29 @@ static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, bool ta, bool
         cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     GT_CUBLAS_TRY(
         cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
-    if (bias) {
-        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-        GT_CUBLAS_TRY(
-            cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    bool has_aux = epi && epi->aux;
+    if (epi && epi->kind != CUBLASLT_EPILOGUE_DEFAULT) {
+        cublasLtEpilogue_t kind = epi->kind;
+        GT_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind,
+                                                     sizeof kind));
+    }
+    if (epi && epi->bias) {
+        const void *bias = epi->bias;
         GT_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                      sizeof bias));
         GT_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                      &dtype, sizeof dtype));
+    }
+    if (has_aux) {
+        /* The aux type stays at its default (-1: D's type), which is the
+         * storage type pre must have. The heuristic reads the pointer's
+         * alignment from its value. */
+        const void *aux = epi->aux;
+        int64_t ld = epi->aux_ld;
+        GT_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(
+            d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+        GT_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                     &ld, sizeof ld));
     }
     GT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.a, dtype, ta ? kk : m, ta ? m : kk, lda));
     GT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.b, dtype, tb ? n : kk, tb ? kk : n, ldb));
@@ -101,15 +151,14 @@ static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, bool ta, bool
     int count = 0;
     cublasStatus_t hs =
         cublasLtMatmulAlgoGetHeuristic(im->lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &res, &count);
-    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS && count == 0))
+    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_INVALID_VALUE && has_aux) ||
+        (hs == CUBLAS_STATUS_SUCCESS && count == 0))
         return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "cuBLASLt has no algorithm for %s m=%d n=%d k=%d op=%c%c%s (alignment "
-                      "A %u B %u D %u)",
-                      dtype == CUDA_R_16BF  ? "bf16"
-                      : dtype == CUDA_R_16F ? "fp16"
-                                            : "fp32",
-                      m, n, kk, ta ? 'T' : 'N', tb ? 'T' : 'N', bias ? " +bias" : "", al_a, al_b,
-                      al_d);
+                      "cuBLASLt has no algorithm for %s m=%d n=%d k=%d op=%c%c epilogue %d "
+                      "(alignment A %u B %u D %u aux %u; heuristic %s)",
+                      dt_name(dtype), m, n, kk, ta ? 'T' : 'N', tb ? 'T' : 'N',
+                      epi ? (int)epi->kind : 0, al_a, al_b, al_d,
+                      has_aux ? ptr_alignment(epi->aux) : 0, cublasLtGetStatusName(hs));
     GT_CUBLAS_TRY(hs);
 
     const float alpha = 1.0f;
@@ -171,6 +220,26 @@ static gt_status bias_launch(gt_cuda_impl *im, void *out, const void *bias, int 
     return GT_OK;
 }
 
+/* out(N,OC) = inp @ weight^T + bias, the BIAS epilogue when the bias is
+ * 16-byte aligned and an algorithm takes it, else the plain GEMM and the
+ * own broadcast kernel. */
+static gt_status linear_fwd(gt_cuda_impl *im, gt_dtype dt, void *out, const void *inp,
+                            const void *weight, const void *bias, int N, int C, int OC) {
+    cudaDataType_t t = cuda_type(dt);
+    /* out^T(OC,N) = op_T(weight as column-major (C,OC)) @ inp as column-major (C,N). */
+    if (bias && ((uintptr_t)bias % 16) == 0) {
+        lt_epi e;
+        e.kind = CUBLASLT_EPILOGUE_BIAS;
+        e.bias = bias;
+        gt_status s = lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, &e);
+        if (s != GT_ERR_UNSUPPORTED) return s;
+        gt_error_clear(); /* retried below without the epilogue */
+    }
+    GT_TRY(lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, NULL));
+    if (bias) return GT_CUDA_DISPATCH(dt, bias_launch, im, out, bias, N, OC);
+    return GT_OK;
+}
+
 extern "C" gt_status gt_cuda_matmul_fwd(const gt_kctx *k, void *out, const void *inp,
                                         const void *weight, const void *bias, int N, int C,
                                         int OC) {
@@ -179,18 +248,7 @@ extern "C" gt_status gt_cuda_matmul_fwd(const gt_kctx *k, void *out, const void 
     if (N < 0 || C <= 0 || OC < 0)
         return GT_ERR(GT_ERR_INVALID, "matmul_fwd: bad shape N=%d C=%d OC=%d", N, C, OC);
     if (N == 0 || OC == 0) return GT_OK;
-    cudaDataType_t t = cuda_type(k->dt);
-    /* out^T(OC,N) = op_T(weight as column-major (C,OC)) @ inp as column-major (C,N). */
-    bool fused = bias && ((uintptr_t)bias % 16) == 0;
-    if (fused) {
-        gt_status s =
-            lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, bias);
-        if (s != GT_ERR_UNSUPPORTED) return s;
-        gt_error_clear(); /* retried below without the epilogue */
-    }
-    GT_TRY(lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, NULL));
-    if (bias) return GT_CUDA_DISPATCH(k->dt, bias_launch, im, out, bias, N, OC);
-    return GT_OK;
+    return linear_fwd(im, k->dt, out, inp, weight, bias, N, C, OC);
 }
 
 template <typename T>
@@ -215,6 +273,19 @@ static gt_status dbias_launch(const gt_kctx *k, gt_cuda_impl *im, void *dbias, c
     return GT_OK;
 }
 
+/* The parameter gradients of a linear layer (matmul_bwd and
+ * matmul_dgelu_bwd): dweight(OC,C) += dout^T @ inp, dbias(OC) += column
+ * sums of dout (dbias may be NULL). */
+static gt_status weight_grads(const gt_kctx *k, gt_cuda_impl *im, void *dweight, void *dbias,
+                              const void *dout, const void *inp, int N, int C, int OC) {
+    /* dweight^T(C,OC) += inp^T(C,N col-major) @ dout(N,OC) = op T of the
+     * column-major (OC,N) view of dout. */
+    GT_TRY(lt_matmul(im, cuda_type(k->dt), false, true, C, OC, N, inp, C, dout, OC, dweight, C,
+                     1.0f, NULL));
+    if (dbias) return GT_CUDA_DISPATCH(k->dt, dbias_launch, k, im, dbias, dout, N, OC);
+    return GT_OK;
+}
+
 extern "C" gt_status gt_cuda_matmul_bwd(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
                                         const void *dout, const void *inp, const void *weight,
                                         int N, int C, int OC) {
@@ -223,16 +294,160 @@ extern "C" gt_status gt_cuda_matmul_bwd(const gt_kctx *k, void *dinp, void *dwei
     if (N < 0 || C <= 0 || OC <= 0 || OC > 65535 * 32)
         return GT_ERR(GT_ERR_INVALID, "matmul_bwd: bad shape N=%d C=%d OC=%d", N, C, OC);
     if (N == 0) return GT_OK;
-    cudaDataType_t t = cuda_type(k->dt);
     if (dinp) {
-        /* dinp^T(C,N) += weight(C,OC col-major) @ dout^T(OC,N col-major). */
-        GT_TRY(lt_matmul(im, t, false, false, C, N, OC, weight, C, dout, OC, dinp, C, 1.0f, NULL));
+        /* dinp^T(C,N) = weight(C,OC col-major) @ dout^T(OC,N col-major);
+         * beta 0: the old dinp is never read (it may hold NaN). */
+        GT_TRY(lt_matmul(im, cuda_type(k->dt), false, false, C, N, OC, weight, C, dout, OC, dinp, C,
+                         0.0f, NULL));
     }
-    /* dweight^T(C,OC) += inp^T(C,N col-major) @ dout(N,OC) = op T of the
-     * column-major (OC,N) view of dout. */
-    GT_TRY(lt_matmul(im, t, false, true, C, OC, N, inp, C, dout, OC, dweight, C, 1.0f, NULL));
-    if (dbias) return GT_CUDA_DISPATCH(k->dt, dbias_launch, k, im, dbias, dout, N, OC);
+    return weight_grads(k, im, dweight, dbias, dout, inp, N, C, OC);
+}
+
+/* ---- linear + GELU ------------------------------------------------------------------ */
+
+/* out(n) = gelu(pre), with pre += bias(OC) first (stored back) when bias is
+ * not NULL: the fallback's pass after a plain GEMM. */
+template <typename T>
+__global__ void matmul_gelu_kernel(T *out, T *pre, const T *__restrict__ bias, size_t n, int OC) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float x = gt_ld(pre, i);
+        if (bias) {
+            /* rounded to the storage type, as the unfused matmul_fwd stores it */
+            gt_st(pre, i, x + gt_ld(bias, i % OC));
+            x = gt_ld(pre, i);
+        }
+        gt_st(out, i, gt_gelu(x));
+    }
+}
+
+/* dpre(n) = gelu'(pre) * dpre, in place: the fallback's pass after a plain
+ * GEMM wrote dout @ weight into dpre. */
+template <typename T>
+__global__ void matmul_dgelu_kernel(T *dpre, const T *__restrict__ pre, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        gt_st(dpre, i, gt_gelu_grad(gt_ld(pre, i)) * gt_ld(dpre, i));
+}
+
+template <typename T>
+static gt_status gelu_launch(gt_cuda_impl *im, void *out, void *pre, const void *bias, int N,
+                             int OC) {
+    size_t n = (size_t)N * OC;
+    matmul_gelu_kernel<T><<<gt_cuda_grid_1d(n, 256), 256, 0, im->stream>>>((T *)out, (T *)pre,
+                                                                           (const T *)bias, n, OC);
+    GT_CUDA_LAUNCHED("matmul_gelu_kernel");
     return GT_OK;
+}
+
+template <typename T>
+static gt_status dgelu_launch(gt_cuda_impl *im, void *dpre, const void *pre, int N, int C) {
+    size_t n = (size_t)N * C;
+    matmul_dgelu_kernel<T>
+        <<<gt_cuda_grid_1d(n, 256), 256, 0, im->stream>>>((T *)dpre, (const T *)pre, n);
+    GT_CUDA_LAUNCHED("matmul_dgelu_kernel");
+    return GT_OK;
+}
+
+/* Why the GELU epilogue is not tried for this call (NULL: try it). ld: the
+ * aux matrix's leading dimension (OC forward, C backward). */
+static const char *gelu_epi_refusal(gt_dtype dt, int ld, const void *bias) {
+    if (dt == GT_DTYPE_FP32) return "fp32: cuBLASLt's GELU is not documented fp32-accurate";
+    if (ld % 8 != 0) return "aux ld not a multiple of 8";
+    if (bias && ((uintptr_t)bias % 16) != 0) return "bias not 16-byte aligned";
+    return NULL;
+}
+
+extern "C" gt_status gt_cuda_matmul_gelu_fwd(const gt_kctx *k, void *out, void *pre,
+                                             const void *inp, const void *weight, const void *bias,
+                                             int N, int C, int OC) {
+    gt_cuda_impl *im;
+    GT_TRY(gt_cuda_begin(k, "matmul_gelu_fwd", &im));
+    if (N < 0 || C <= 0 || OC < 0)
+        return GT_ERR(GT_ERR_INVALID, "matmul_gelu_fwd: bad shape N=%d C=%d OC=%d", N, C, OC);
+    if (N == 0 || OC == 0) return GT_OK;
+    cudaDataType_t t = cuda_type(k->dt);
+    const char *why = gelu_epi_refusal(k->dt, OC, bias);
+    const char *epi_name = bias ? "GELU_AUX_BIAS" : "GELU_AUX";
+    if (!why) {
+        /* out^T(OC,N) = gelu(op_T(weight as column-major (C,OC)) @ inp^T + bias),
+         * the aux pre^T(OC,N) the values before GELU, ld OC like D's. */
+        lt_epi e;
+        e.kind = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+        e.bias = bias;
+        e.aux = pre;
+        e.aux_ld = OC;
+        gt_status s = lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, &e);
+        if (s == GT_OK) {
+            gt_cuda_note(im, "matmul_gelu_fwd N%d C%d OC%d %s: cublasLt %s epilogue", N, C, OC,
+                         dt_name(t), epi_name);
+            return GT_OK;
+        }
+        if (s != GT_ERR_UNSUPPORTED) return s;
+        gt_error_clear(); /* the fallback below */
+        why = "no cuBLASLt algorithm takes the epilogue here";
+    }
+    gt_cuda_note(im, "matmul_gelu_fwd N%d C%d OC%d %s: matmul + own GELU kernel (%s)", N, C, OC,
+                 dt_name(t), why);
+    /* pre = inp @ weight^T (+ bias through the BIAS epilogue when it takes it) */
+    bool bias_in_gemm = bias && ((uintptr_t)bias % 16) == 0;
+    if (bias_in_gemm) {
+        lt_epi e;
+        e.kind = CUBLASLT_EPILOGUE_BIAS;
+        e.bias = bias;
+        gt_status s = lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f, &e);
+        if (s == GT_ERR_UNSUPPORTED) {
+            gt_error_clear();
+            bias_in_gemm = false;
+        } else if (s != GT_OK) {
+            return s;
+        }
+    }
+    if (!bias_in_gemm)
+        GT_TRY(lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f, NULL));
+    /* out = gelu(pre), the bias added on the way when the GEMM did not */
+    return GT_CUDA_DISPATCH(k->dt, gelu_launch, im, out, pre, bias_in_gemm ? NULL : bias, N, OC);
+}
+
+extern "C" gt_status gt_cuda_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void *dweight,
+                                              void *dbias, const void *dout, const void *inp,
+                                              const void *weight, const void *pre, int N, int C,
+                                              int OC) {
+    gt_cuda_impl *im;
+    GT_TRY(gt_cuda_begin(k, "matmul_dgelu_bwd", &im));
+    if (N < 0 || C <= 0 || OC <= 0 || OC > 65535 * 32)
+        return GT_ERR(GT_ERR_INVALID, "matmul_dgelu_bwd: bad shape N=%d C=%d OC=%d", N, C, OC);
+    if (N == 0) return GT_OK;
+    cudaDataType_t t = cuda_type(k->dt);
+    const char *why = gelu_epi_refusal(k->dt, C, NULL);
+    bool done = false;
+    if (!why) {
+        /* dpre^T(C,N) = (weight(C,OC col-major) @ dout^T(OC,N)) * gelu'(pre^T),
+         * the aux pre^T(C,N) ld C like D's; beta 0: dpre is never read. */
+        lt_epi e;
+        e.kind = CUBLASLT_EPILOGUE_DGELU;
+        e.aux = pre;
+        e.aux_ld = C;
+        gt_status s =
+            lt_matmul(im, t, false, false, C, N, OC, weight, C, dout, OC, dpre, C, 0.0f, &e);
+        if (s == GT_OK) {
+            gt_cuda_note(im, "matmul_dgelu_bwd N%d C%d OC%d %s: cublasLt DGELU epilogue", N, C, OC,
+                         dt_name(t));
+            done = true;
+        } else if (s != GT_ERR_UNSUPPORTED) {
+            return s;
+        } else {
+            gt_error_clear(); /* the fallback below */
+            why = "no cuBLASLt algorithm takes the epilogue here";
+        }
+    }
+    if (!done) {
+        gt_cuda_note(im, "matmul_dgelu_bwd N%d C%d OC%d %s: matmul + own GELU' kernel (%s)", N, C,
+                     OC, dt_name(t), why);
+        GT_TRY(lt_matmul(im, t, false, false, C, N, OC, weight, C, dout, OC, dpre, C, 0.0f, NULL));
+        GT_TRY(GT_CUDA_DISPATCH(k->dt, dgelu_launch, im, dpre, pre, N, C));
+    }
+    return weight_grads(k, im, dweight, dbias, dout, inp, N, C, OC);
 }
 
 #endif /* GT_HAVE_CUBLAS */

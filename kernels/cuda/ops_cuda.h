@@ -13,7 +13,8 @@
  * fp16 when cuDNN is compiled in and takes the shape, gauntlet's own
  * kernels otherwise; GT_CUDA_ATTENTION=own|cudnn|auto (read when the
  * backend is created) forces one (docs/cuda.md). The path taken is in the
- * backend's notes.
+ * backend's notes; attention_state_floats answers from the same decision
+ * (B*NH*T floats of state on cuDNN's path, B*NH*T*T on the own one).
  */
 #ifndef GT_OPS_CUDA_H
 #define GT_OPS_CUDA_H
@@ -42,10 +43,19 @@ gt_status gt_cuda_matmul_fwd(const gt_kctx *k, void *out, const void *inp, const
 gt_status gt_cuda_matmul_bwd(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
                              const void *dout, const void *inp, const void *weight, int N, int C,
                              int OC);
+/* cuBLASLt's GELU_AUX(_BIAS) / DGELU epilogues for bf16 and fp16 where they
+ * apply, the plain GEMM and an own GELU kernel otherwise (the path is in
+ * the notes; docs/cuda.md). Also only with cuBLASLt. */
+gt_status gt_cuda_matmul_gelu_fwd(const gt_kctx *k, void *out, void *pre, const void *inp,
+                                  const void *weight, const void *bias, int N, int C, int OC);
+gt_status gt_cuda_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void *dweight, void *dbias,
+                                   const void *dout, const void *inp, const void *weight,
+                                   const void *pre, int N, int C, int OC);
 gt_status gt_cuda_attention_fwd(const gt_kctx *k, void *out, float *att, const void *qkv, int B,
                                 int T, int C, int NH);
 gt_status gt_cuda_attention_bwd(const gt_kctx *k, void *dqkv, const void *dout, const void *qkv,
-                                const float *att, int B, int T, int C, int NH);
+                                const void *out, const float *att, int B, int T, int C, int NH);
+size_t gt_cuda_attention_state_floats(const gt_kctx *k, int B, int T, int C, int NH);
 gt_status gt_cuda_gelu_fwd(const gt_kctx *k, void *out, const void *inp, size_t n);
 gt_status gt_cuda_gelu_bwd(const gt_kctx *k, void *dinp, const void *inp, const void *dout,
                            size_t n);

@@ -1,7 +1,8 @@
 /* ref attention: causal multi-head softmax(q k^T / sqrt(hs)) v in fp64, the
  * probabilities saved in att (B,NH,T,T) (zero above the diagonal), and the
- * backward through them. Storage of qkv, out and their gradients fp32, bf16
- * or fp16; att is fp32 in every case. */
+ * backward through them (it takes the forward's out but does not need it).
+ * Storage of qkv, out and their gradients fp32, bf16 or fp16; att is fp32
+ * in every case. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +55,13 @@ gt_status gt_ref_attention_fwd(const gt_kctx *k, void *out, float *att, const vo
 }
 
 gt_status gt_ref_attention_bwd(const gt_kctx *k, void *dqkv, const void *dout, const void *qkv,
-                               const float *att, int B, int T, int C, int NH) {
+                               const void *out, const float *att, int B, int T, int C, int NH) {
     GT_REF_CHECK_DT_ANY(k);
     if (B < 0 || T < 0 || C <= 0 || NH <= 0 || C % NH != 0)
         return GT_ERR(GT_ERR_INVALID, "attention_bwd: B=%d T=%d C=%d NH=%d (C %% NH must be 0)", B, T, C, NH);
+    /* out is part of the contract (other backends read it); the
+     * probabilities in att are all this backward needs */
+    if (!out) return GT_ERR(GT_ERR_INVALID, "attention_bwd: out (the forward's output) is NULL");
     gt_dtype dt = k->dt;
     int hs = C / NH;
     double scale = 1.0 / sqrt((double)hs);

@@ -33,6 +33,8 @@ const gt_ops gt_ops_ref = {
     .relu_bwd = gt_ref_relu_bwd,
     .avgpool_fwd = gt_ref_avgpool_fwd,
     .avgpool_bwd = gt_ref_avgpool_bwd,
+    .matmul_gelu_fwd = gt_ref_matmul_gelu_fwd,
+    .matmul_dgelu_bwd = gt_ref_matmul_dgelu_bwd,
 };
 
 static const char *ref_describe(gt_backend *be) {

@@ -4,14 +4,11 @@
 
 #include "kernels/ref/ref.h"
 
-#define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
-
 gt_status gt_ref_gelu_fwd(const gt_kctx *k, void *out, const void *inp, size_t n) {
     GT_REF_CHECK_DT_ANY(k);
     gt_dtype dt = k->dt;
     for (size_t i = 0; i < n; i++) {
-        double x = gt_ref_ld(inp, dt, i);
-        gt_ref_st(out, dt, i, 0.5 * x * (1.0 + tanh(GELU_K * (x + 0.044715 * x * x * x))));
+        gt_ref_st(out, dt, i, gt_ref_gelu(gt_ref_ld(inp, dt, i)));
     }
     return GT_OK;
 }
@@ -21,11 +18,7 @@ gt_status gt_ref_gelu_bwd(const gt_kctx *k, void *dinp, const void *inp, const v
     GT_REF_CHECK_DT_ANY(k);
     gt_dtype dt = k->dt;
     for (size_t i = 0; i < n; i++) {
-        double x = gt_ref_ld(inp, dt, i);
-        double u = GELU_K * (x + 0.044715 * x * x * x);
-        double th = tanh(u);
-        double sech2 = 1.0 - th * th;
-        double g = 0.5 * (1.0 + th) + 0.5 * x * sech2 * GELU_K * (1.0 + 3.0 * 0.044715 * x * x);
+        double g = gt_ref_gelu_grad(gt_ref_ld(inp, dt, i));
         gt_ref_st(dinp, dt, i, gt_ref_ld(dinp, dt, i) + g * gt_ref_ld(dout, dt, i));
     }
     return GT_OK;

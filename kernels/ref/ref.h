@@ -78,6 +78,18 @@ static inline void gt_ref_st(void *p, gt_dtype dt, size_t i, double v) {
         ((float *)p)[i] = (float)v;
 }
 
+/* GELU, tanh approximation, and its derivative, in fp64 (gelu_fwd/bwd and
+ * the fused matmul_gelu_fwd/matmul_dgelu_bwd share them). */
+#define GT_REF_GELU_K 0.7978845608028654 /* sqrt(2/pi) */
+static inline double gt_ref_gelu(double x) {
+    return 0.5 * x * (1.0 + tanh(GT_REF_GELU_K * (x + 0.044715 * x * x * x)));
+}
+static inline double gt_ref_gelu_grad(double x) {
+    double th = tanh(GT_REF_GELU_K * (x + 0.044715 * x * x * x));
+    double sech2 = 1.0 - th * th;
+    return 0.5 * (1.0 + th) + 0.5 * x * sech2 * GT_REF_GELU_K * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
 gt_status gt_ref_encoder_fwd(const gt_kctx *k, void *out, const int32_t *inp, const void *wte,
                              const void *wpe, int B, int T, int C);
 gt_status gt_ref_encoder_bwd(const gt_kctx *k, void *dwte, void *dwpe, const void *dout,
@@ -96,7 +108,7 @@ gt_status gt_ref_matmul_bwd(const gt_kctx *k, void *dinp, void *dweight, void *d
 gt_status gt_ref_attention_fwd(const gt_kctx *k, void *out, float *att, const void *qkv, int B,
                                int T, int C, int NH);
 gt_status gt_ref_attention_bwd(const gt_kctx *k, void *dqkv, const void *dout, const void *qkv,
-                               const float *att, int B, int T, int C, int NH);
+                               const void *out, const float *att, int B, int T, int C, int NH);
 gt_status gt_ref_gelu_fwd(const gt_kctx *k, void *out, const void *inp, size_t n);
 gt_status gt_ref_gelu_bwd(const gt_kctx *k, void *dinp, const void *inp, const void *dout,
                           size_t n);
@@ -131,6 +143,11 @@ gt_status gt_ref_relu_bwd(const gt_kctx *k, void *dinp, const void *out, const v
 gt_status gt_ref_avgpool_fwd(const gt_kctx *k, void *out, const void *inp, int N, int C, int HW);
 gt_status gt_ref_avgpool_bwd(const gt_kctx *k, void *dinp, const void *dout, int N, int C,
                              int HW);
+gt_status gt_ref_matmul_gelu_fwd(const gt_kctx *k, void *out, void *pre, const void *inp,
+                                 const void *weight, const void *bias, int N, int C, int OC);
+gt_status gt_ref_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void *dweight, void *dbias,
+                                  const void *dout, const void *inp, const void *weight,
+                                  const void *pre, int N, int C, int OC);
 gt_status gt_ref_cast(const gt_kctx *k, void *dst, gt_dtype dst_dt, const void *src,
                       gt_dtype src_dt, size_t n);
 /* cast's pieces, shared with the cpu backend so that both give the same

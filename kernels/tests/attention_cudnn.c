@@ -61,7 +61,14 @@ static gt_status run(gt_backend *be, gt_dtype dt, shape s, const float *qkv_h, c
                      const float *x_h, result *r) {
     gt_kctx k = {be, dt};
     size_t n3 = (size_t)s.B * s.T * 3 * s.C, n1 = (size_t)s.B * s.T * s.C, es = gt_dtype_size(dt);
-    size_t natt = (size_t)s.B * s.NH * s.T * s.T;
+    /* exactly the state the backend asks for: B*NH*T floats (the row
+     * logsumexp) on the cuDNN path, B*NH*T*T on the own one */
+    size_t natt = gt_attention_state_floats(be->ops, &k, s.B, s.T, s.C, s.NH);
+    if (!strcmp(be->name, "cuda") && natt != (size_t)s.B * s.NH * s.T * s.T &&
+        natt != (size_t)s.B * s.NH * s.T) {
+        printf("  attention_state_floats = %zu: neither B*NH*T nor B*NH*T*T\n", natt);
+        return GT_ERR(GT_ERR_INVALID, "unexpected attention state size");
+    }
     void *qkv = tu_upload(be, dt, qkv_h, n3), *dout = tu_upload(be, dt, dout_h, n1);
     void *out = NULL, *att = NULL, *dqkv = NULL;
     gt_status st = gt_backend_alloc(be, n1 * es, &out);
@@ -69,7 +76,8 @@ static gt_status run(gt_backend *be, gt_dtype dt, shape s, const float *qkv_h, c
     if (st == GT_OK) st = gt_backend_alloc(be, n3 * es, &dqkv);
     if (st == GT_OK) st = be->memset_zero(be, dqkv, n3 * es);
     if (st == GT_OK) st = be->ops->attention_fwd(&k, out, att, qkv, s.B, s.T, s.C, s.NH);
-    if (st == GT_OK) st = be->ops->attention_bwd(&k, dqkv, dout, qkv, att, s.B, s.T, s.C, s.NH);
+    if (st == GT_OK)
+        st = be->ops->attention_bwd(&k, dqkv, dout, qkv, out, att, s.B, s.T, s.C, s.NH);
     if (st == GT_OK) {
         r->out_raw = get_raw(be, out, n1 * es);
         r->dq_raw = get_raw(be, dqkv, n3 * es);
@@ -78,7 +86,7 @@ static gt_status run(gt_backend *be, gt_dtype dt, shape s, const float *qkv_h, c
         gt_convert(r->out, GT_DTYPE_FP32, r->out_raw, dt, n1);
         gt_convert(r->dqkv, GT_DTYPE_FP32, r->dq_raw, dt, n3);
         void *x = tu_upload(be, dt, x_h, n3);
-        st = be->ops->attention_bwd(&k, x, dout, qkv, att, s.B, s.T, s.C, s.NH);
+        st = be->ops->attention_bwd(&k, x, dout, qkv, out, att, s.B, s.T, s.C, s.NH);
         if (st == GT_OK) r->acc_raw = get_raw(be, x, n3 * es);
         gt_backend_dealloc(be, x);
     }

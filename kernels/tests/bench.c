@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
     int32_t ids[N];
     for (int i = 0; i < N; i++) ids[i] = (int32_t)(gt_rng_u32(1, 6, i) % V);
     float mean[N], rstd[N];
-    float *att = tu_xmalloc((size_t)B * NH * T * T * 4);
+    float *att = tu_xmalloc(gt_attention_state_floats(o, &k, B, T, C, NH) * 4);
     double total = 0.0, ss;
     printf("cpu backend: %s; gpt2-124m B=%d T=%d\n", be->describe(be), B, T);
     TIME("encoder_fwd", 1, o->encoder_fwd(&k, d, ids, b, b, B, T, C));
@@ -56,18 +56,23 @@ int main(int argc, char **argv) {
     TIME("layernorm_bwd", 2 * L + 1, o->layernorm_bwd(&k, d, e, e + C, a, c, b, mean, rstd, N, C));
     TIME("matmul_fwd qkv (C768 OC2304)", L, o->matmul_fwd(&k, d, a, b, c, N, C, 3 * C));
     TIME("matmul_fwd attproj (768->768)", L, o->matmul_fwd(&k, d, a, b, c, N, C, C));
-    TIME("matmul_fwd fc (768->3072)", L, o->matmul_fwd(&k, d, a, b, c, N, C, 4 * C));
+    /* gpt2 runs fc + GELU and fcproj's backward + GELU' fused (per-step 0 here) */
+    TIME("matmul_fwd fc (768->3072)", 0, o->matmul_fwd(&k, d, a, b, c, N, C, 4 * C));
+    TIME("matmul_gelu_fwd fc (768->3072)", L,
+         o->matmul_gelu_fwd(&k, d, d + (size_t)N * 4 * C, a, b, c, N, C, 4 * C));
     TIME("matmul_fwd fcproj (3072->768)", L, o->matmul_fwd(&k, d, a, b, c, N, 4 * C, C));
     TIME("matmul_fwd lm_head (768->50304)", 1, o->matmul_fwd(&k, d, a, b, NULL, N, C, Vp));
     TIME("matmul_bwd qkv", L, o->matmul_bwd(&k, d, e, e, a, c, b, N, C, 3 * C));
     TIME("matmul_bwd attproj", L, o->matmul_bwd(&k, d, e, e, a, c, b, N, C, C));
     TIME("matmul_bwd fc", L, o->matmul_bwd(&k, d, e, e, a, c, b, N, C, 4 * C));
-    TIME("matmul_bwd fcproj", L, o->matmul_bwd(&k, d, e, e, a, c, b, N, 4 * C, C));
+    TIME("matmul_bwd fcproj", 0, o->matmul_bwd(&k, d, e, e, a, c, b, N, 4 * C, C));
+    TIME("matmul_dgelu_bwd fcproj", L,
+         o->matmul_dgelu_bwd(&k, d, e, e, a, c, b, c + (size_t)N * 4 * C, N, 4 * C, C));
     TIME("matmul_bwd lm_head", 1, o->matmul_bwd(&k, d, e, NULL, a, c, b, N, C, Vp));
     TIME("attention_fwd (NH12 T64)", L, o->attention_fwd(&k, d, att, a, B, T, C, NH));
-    TIME("attention_bwd", L, o->attention_bwd(&k, e, c, a, att, B, T, C, NH));
-    TIME("gelu_fwd (N256 x 3072)", L, o->gelu_fwd(&k, d, a, (size_t)N * 4 * C));
-    TIME("gelu_bwd", L, o->gelu_bwd(&k, d, a, c, (size_t)N * 4 * C));
+    TIME("attention_bwd", L, o->attention_bwd(&k, e, c, a, d, att, B, T, C, NH));
+    TIME("gelu_fwd (N256 x 3072)", 0, o->gelu_fwd(&k, d, a, (size_t)N * 4 * C));
+    TIME("gelu_bwd", 0, o->gelu_bwd(&k, d, a, c, (size_t)N * 4 * C));
     TIME("residual_fwd (N256 C768)", 2 * L, o->residual_fwd(&k, d, a, c, (size_t)N * C));
     TIME("residual_bwd", 2 * L, o->residual_bwd(&k, d, e, c, (size_t)N * C));
     TIME("classifier_fwd (N256 Vp50304)", 0, o->classifier_fwd(&k, mean, a, ids, N, V, Vp));

@@ -94,6 +94,17 @@ int main(int argc, char **argv) {
         one(&t, GT_OP_MATMUL_FWD, sh);
         one(&t, GT_OP_MATMUL_BWD, sh);
     }
+    /* linear + GELU: N = 1, OC (the forward's aux ld) or C (the backward's)
+     * not a multiple of 8 (cuda's fallback), multiples of 8 (cuda's
+     * cuBLASLt epilogues in bf16/fp16), no bias, gpt2's fc and fcproj */
+    static const int mg[][4] = {{1, 1, 1, 1},     {1, 16, 8, 0},      {3, 7, 17, 1},
+                                {17, 64, 65, 0},  {65, 40, 24, 1},    {7, 300, 129, 1},
+                                {32, 768, 3072, 1}, {32, 3072, 768, 1}, {256, 128, 320, 0}};
+    for (size_t i = 0; i < sizeof mg / sizeof mg[0]; i++) {
+        gt_kshape sh = {.N = mg[i][0], .C = mg[i][1], .OC = mg[i][2], .bias = mg[i][3]};
+        one(&t, GT_OP_MATMUL_GELU_FWD, sh);
+        one(&t, GT_OP_MATMUL_DGELU_BWD, sh);
+    }
     static const int at[][4] = {{1, 1, 4, 1},    {2, 7, 12, 3},   {1, 17, 32, 4},
                                 {2, 64, 128, 2}, {1, 65, 256, 4}, {3, 3, 3, 3}};
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {

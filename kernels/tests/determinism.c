@@ -77,17 +77,29 @@ static gt_status run_op(gt_backend *be, gt_op op, run *r) {
         r->n[2] = 3 * C, r->out[2] = cp(c, r->n[2]);
         s = o->matmul_bwd(&k, r->out[0], r->out[1], r->out[2], b, a, c, N, C, 3 * C);
         break;
+    case GT_OP_MATMUL_GELU_FWD: /* out, pre (N, 3C) */
+        r->n[0] = (size_t)N * 3 * C, r->out[0] = tu_xmalloc(r->n[0] * 4);
+        r->n[1] = (size_t)N * 3 * C, r->out[1] = tu_xmalloc(r->n[1] * 4);
+        s = o->matmul_gelu_fwd(&k, r->out[0], r->out[1], a, c, b, N, C, 3 * C);
+        break;
+    case GT_OP_MATMUL_DGELU_BWD: /* dpre (N, C) overwritten; dweight, dbias accumulated */
+        r->n[0] = (size_t)N * C, r->out[0] = cp(a, r->n[0]);
+        r->n[1] = (size_t)3 * C * C, r->out[1] = cp(b, r->n[1]);
+        r->n[2] = 3 * C, r->out[2] = cp(c, r->n[2]);
+        s = o->matmul_dgelu_bwd(&k, r->out[0], r->out[1], r->out[2], b, a, c, b + 7, N, C, 3 * C);
+        break;
     case GT_OP_ATTENTION_FWD:
         r->n[0] = (size_t)N * C, r->out[0] = tu_xmalloc(r->n[0] * 4);
-        r->n[1] = (size_t)B * NH * T * T, r->out[1] = tu_xmalloc(r->n[1] * 4);
+        r->n[1] = gt_attention_state_floats(o, &k, B, T, C, NH);
+        r->out[1] = tu_xmalloc(r->n[1] * 4);
         s = o->attention_fwd(&k, r->out[0], r->out[1], a, B, T, C, NH);
         break;
     case GT_OP_ATTENTION_BWD: {
-        float *att = tu_xmalloc((size_t)B * NH * T * T * 4);
+        float *att = tu_xmalloc(gt_attention_state_floats(o, &k, B, T, C, NH) * 4);
         float *tmp = tu_xmalloc((size_t)N * C * 4);
         s = o->attention_fwd(&k, tmp, att, a, B, T, C, NH);
         r->n[0] = (size_t)N * 3 * C, r->out[0] = cp(c, r->n[0]);
-        if (s == GT_OK) s = o->attention_bwd(&k, r->out[0], b, a, att, B, T, C, NH);
+        if (s == GT_OK) s = o->attention_bwd(&k, r->out[0], b, a, tmp, att, B, T, C, NH);
         free(att);
         free(tmp);
         break;

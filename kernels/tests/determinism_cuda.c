@@ -116,19 +116,40 @@ static gt_status run_op(run *r, gt_op op) {
                           arr(r, dt, (size_t)N * C, 26, 0, 1, 0),
                           arr(r, dt, (size_t)OC * C, 27, 0, 0.05f, 0), N, C, OC);
         break;
-    case GT_OP_ATTENTION_FWD:
+    case GT_OP_MATMUL_GELU_FWD: /* gpt2's fc: the GELU_AUX_BIAS epilogue in bf16/fp16 */
+        s = o->matmul_gelu_fwd(&k, fetch(r, out(r, dt, (size_t)N * 4 * C), dt, (size_t)N * 4 * C),
+                               fetch(r, out(r, dt, (size_t)N * 4 * C), dt, (size_t)N * 4 * C),
+                               arr(r, dt, (size_t)N * C, 80, 0, 1, 0),
+                               arr(r, dt, (size_t)4 * C * C, 81, 0, 0.05f, 0),
+                               arr(r, dt, 4 * C, 82, 0, 1, 0), N, C, 4 * C);
+        break;
+    case GT_OP_MATMUL_DGELU_BWD: /* gpt2's fcproj: the DGELU epilogue in bf16/fp16 */
+        s = o->matmul_dgelu_bwd(
+            &k, fetch(r, arr(r, dt, (size_t)N * 4 * C, 83, 0, 1, 0), dt, (size_t)N * 4 * C),
+            fetch(r, arr(r, dt, (size_t)C * 4 * C, 84, 0, 1, 0), dt, (size_t)C * 4 * C),
+            fetch(r, arr(r, dt, C, 85, 0, 1, 0), dt, C), arr(r, dt, (size_t)N * C, 86, 0, 1, 0),
+            arr(r, dt, (size_t)N * 4 * C, 87, 0, 1, 0),
+            arr(r, dt, (size_t)C * 4 * C, 88, 0, 0.05f, 0),
+            arr(r, dt, (size_t)N * 4 * C, 89, 0, 2, 0), N, 4 * C, C);
+        break;
+    case GT_OP_ATTENTION_FWD: {
+        /* att: exactly the state the backend asks for (its cuDNN path keeps
+         * the row logsumexp, B*NH*T floats, compared like any output) */
+        size_t na = gt_attention_state_floats(o, &k, B, T, C, NH);
         s = o->attention_fwd(&k, fetch(r, out(r, dt, (size_t)N * C), dt, (size_t)N * C),
-                             fetch(r, out(r, F, (size_t)B * NH * T * T), F, (size_t)B * NH * T * T),
+                             fetch(r, out(r, F, na), F, na),
                              arr(r, dt, (size_t)N * 3 * C, 28, 0, 1, 0), B, T, C, NH);
         break;
+    }
     case GT_OP_ATTENTION_BWD: {
         void *qkv = arr(r, dt, (size_t)N * 3 * C, 29, 0, 1, 0);
-        void *att = out(r, F, (size_t)B * NH * T * T);
-        s = o->attention_fwd(&k, out(r, dt, (size_t)N * C), att, qkv, B, T, C, NH);
+        void *att = out(r, F, gt_attention_state_floats(o, &k, B, T, C, NH));
+        void *o_fwd = out(r, dt, (size_t)N * C);
+        s = o->attention_fwd(&k, o_fwd, att, qkv, B, T, C, NH);
         if (s == GT_OK)
             s = o->attention_bwd(
                 &k, fetch(r, arr(r, dt, (size_t)N * 3 * C, 30, 0, 1, 0), dt, (size_t)N * 3 * C),
-                arr(r, dt, (size_t)N * C, 31, 0, 1, 0), qkv, att, B, T, C, NH);
+                arr(r, dt, (size_t)N * C, 31, 0, 1, 0), qkv, o_fwd, att, B, T, C, NH);
         break;
     }
     case GT_OP_GELU_FWD:

@@ -105,6 +105,24 @@ static double l_matmul(gc *g, const double *const *x) {
     return L;
 }
 
+/* ---- GELU then a linear layer: L = sum R * (gelu(pre) @ W^T + b), the
+ * function matmul_dgelu_bwd differentiates ---- */
+static double l_gelu_matmul(gc *g, const double *const *x) {
+    int N = g->i1, C = g->i2, OC = g->i3;
+    double L = 0;
+    for (int i = 0; i < N; i++)
+        for (int o = 0; o < OC; o++) {
+            double acc = x[2][o];
+            for (int c = 0; c < C; c++) {
+                double p = x[0][(size_t)i * C + c];
+                double a = 0.5 * p * (1 + tanh(0.7978845608028654 * (p + 0.044715 * p * p * p)));
+                acc += a * x[1][(size_t)o * C + c];
+            }
+            L += g->R[(size_t)i * OC + o] * acc;
+        }
+    return L;
+}
+
 /* ---- attention ---- */
 static double l_attention(gc *g, const double *const *x) {
     int B = g->i1, T = g->i2, C = g->i3, NH = g->i4, hs = C / NH;
@@ -343,6 +361,29 @@ int main(void) {
         cmp(&g, "matmul_bwd", 2, db);
         fails += g.fails, checks += g.checks;
     }
+    {   /* GELU then linear, N3 C5 OC4: dpre, dweight, dbias of matmul_dgelu_bwd; dpre
+         * starts as garbage (overwritten), dweight/dbias at zero */
+        int N = 3, C = 5, OC = 4;
+        gc g = {.na = 3, .loss = l_gelu_matmul, .i1 = N, .i2 = C, .i3 = OC};
+        g.x[0] = rnd(N * C, 0, 2, 60), g.n[0] = N * C, g.name[0] = "pre";
+        g.x[1] = rnd(OC * C, 0, 1, 61), g.n[1] = OC * C, g.name[1] = "weight";
+        g.x[2] = rnd(OC, 0, 1, 62), g.n[2] = OC, g.name[2] = "bias";
+        float *R = rnd(N * OC, 0, 1, 63), *act = calloc(N * C, 4);
+        float *dp = rnd(N * C, 0, 9, 64), *dw = calloc(OC * C, 4), *db = calloc(OC, 4);
+        g.R = R;
+        for (int i = 0; i < N * C; i++) { /* inp = gelu(pre), as the forward left it */
+            double p = g.x[0][i];
+            act[i] = (float)(0.5 * p * (1 + tanh(0.7978845608028654 * (p + 0.044715 * p * p * p))));
+        }
+        gt_status st =
+            gt_ops_ref.matmul_dgelu_bwd(&k, dp, dw, db, R, act, g.x[1], g.x[0], N, C, OC);
+        if (st != GT_OK) tu_die("matmul_dgelu_bwd", st);
+        cmp(&g, "matmul_dgelu_bwd", 0, dp);
+        cmp(&g, "matmul_dgelu_bwd", 1, dw);
+        cmp(&g, "matmul_dgelu_bwd", 2, db);
+        fails += g.fails, checks += g.checks;
+        free(act);
+    }
     {   /* attention B2 T5 C6 NH2 */
         int B = 2, T = 5, C = 6, NH = 2;
         size_t n = (size_t)B * T * 3 * C;
@@ -352,7 +393,7 @@ int main(void) {
         float *att = calloc(B * NH * T * T, 4), *dq = calloc(n, 4);
         g.R = R;
         gt_ops_ref.attention_fwd(&k, out, att, g.x[0], B, T, C, NH);
-        gt_ops_ref.attention_bwd(&k, dq, R, g.x[0], att, B, T, C, NH);
+        gt_ops_ref.attention_bwd(&k, dq, R, g.x[0], out, att, B, T, C, NH);
         cmp(&g, "attention_bwd", 0, dq);
         fails += g.fails, checks += g.checks;
     }

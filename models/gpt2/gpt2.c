@@ -28,7 +28,7 @@ enum {
     A_LN1_RSTD, /* (L,B,T) fp32 */
     A_QKV,      /* (L,B,T,3C) */
     A_ATTY,     /* (L,B,T,C) */
-    A_ATT,      /* (L,B,NH,T,T) fp32, backend-owned attention state */
+    A_ATT,      /* (L, att_layer_floats) fp32, backend-owned attention state */
     A_RES2,     /* (L,B,T,C) residual after attention */
     A_LN2,      /* (L,B,T,C) */
     A_LN2_MEAN, /* (L,B,T) */
@@ -49,7 +49,7 @@ enum {
     A_DATTY,    /* (B,T,C) */
     A_DQKV,     /* (B,T,3C) */
     A_DFCH,     /* (B,T,4C) */
-    A_DFCH_GELU,/* (B,T,4C) */
+    A_DFCH_GELU,/* (B,T,4C), only for a backend without the fused GELU matmuls: 0 bytes */
     A_COUNT
 };
 
@@ -77,9 +77,14 @@ struct gt_gpt2 {
     gt_gpt2_grad_hook hook;
     void *hook_ctx;
     size_t act_sizes[A_COUNT];     /* bytes */
+    int fused_mlp;                 /* the backend has matmul_gelu_fwd and matmul_dgelu_bwd */
     char *act_mem;
     void *act[A_COUNT];
     int last_B, last_T; /* shape of the last forward */
+    float *att;         /* attention state of the last forward: act[A_ATT] or att_spill */
+    size_t att_stride;  /* its floats per layer */
+    float *att_spill;   /* backend memory, when a forward's shape needs more state than */
+    size_t att_spill_bytes; /* A_ATT (sized for the capacity shape) holds */
     float *host_losses; /* (B,T) host copy */
 };
 
@@ -153,7 +158,7 @@ static void param_sizes(const gt_gpt2_config *c, size_t s[GT_GPT2_NUM_TENSORS]) 
 /* Bytes of each activation: `e` bytes per element of the storage dtype,
  * fp32 for the LayerNorm statistics, the attention state and the losses. */
 static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, size_t s[A_COUNT]) {
-    size_t C = (size_t)c->channels, L = (size_t)c->num_layers, NH = (size_t)c->num_heads;
+    size_t C = (size_t)c->channels, L = (size_t)c->num_layers;
     size_t BT = (size_t)B * (size_t)T, f = e, f32 = sizeof(float);
     s[A_ENCODED] = BT * C * f;
     s[A_LN1] = L * BT * C * f;
@@ -161,7 +166,7 @@ static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, size_t s[
     s[A_LN1_RSTD] = L * BT * f32;
     s[A_QKV] = L * BT * 3 * C * f;
     s[A_ATTY] = L * BT * C * f;
-    s[A_ATT] = L * (size_t)B * NH * (size_t)T * (size_t)T * f32;
+    s[A_ATT] = 0; /* asked of the backend: att_layer_floats, in gt_gpt2_new_dt */
     s[A_RES2] = L * BT * C * f;
     s[A_LN2] = L * BT * C * f;
     s[A_LN2_MEAN] = L * BT * f32;
@@ -181,7 +186,7 @@ static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, size_t s[
     s[A_DATTY] = BT * C * f;
     s[A_DQKV] = BT * 3 * C * f;
     s[A_DFCH] = BT * 4 * C * f;
-    s[A_DFCH_GELU] = BT * 4 * C * f;
+    s[A_DFCH_GELU] = BT * 4 * C * f; /* unfused backward only: gt_gpt2_new_dt zeroes it */
 }
 
 
@@ -261,6 +266,16 @@ static void permute(const gt_gpt2 *m, float *dst, const float *src, int dir) {
 
 static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
 
+/* One layer's attention state for a (B,T) forward: what the backend's
+ * attention_fwd asks for (B*NH*T*T floats of probabilities on ref and cpu,
+ * B*NH*T of row logsumexp on cuda's cuDNN path), rounded up to 64 floats
+ * so that every layer's slice stays 256-byte aligned. */
+static size_t att_layer_floats(const gt_gpt2 *m, int B, int T) {
+    size_t n = gt_attention_state_floats(m->be->ops, &m->k, B, T, m->cfg.channels,
+                                         m->cfg.num_heads);
+    return (n + 63) / 64 * 64;
+}
+
 /* A backend that cannot store dt says so on its first op: ask it once here,
  * on a 1x1 matmul in scratch memory, so that the refusal comes before any
  * work and names the precision. */
@@ -336,6 +351,12 @@ gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
              (s = be->memset_zero(be, m->wc, gbytes)) != GT_OK)
         goto fail;
     act_sizes(cfg, B, T, m->es, m->act_sizes);
+    /* the MLP through the fused ops when the backend has both (the GPU's
+     * GEMM epilogues): dfch is then written by matmul_dgelu_bwd directly,
+     * and the unfused sequence's dfch_gelu scratch is not needed */
+    m->fused_mlp = be->ops->matmul_gelu_fwd && be->ops->matmul_dgelu_bwd;
+    if (m->fused_mlp) m->act_sizes[A_DFCH_GELU] = 0;
+    m->act_sizes[A_ATT] = (size_t)cfg->num_layers * att_layer_floats(m, B, T) * sizeof(float);
     size_t total = 0;
     for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
     if ((s = gt_backend_alloc(be, total, (void **)&m->act_mem)) != GT_OK) goto fail;
@@ -370,6 +391,7 @@ void gt_gpt2_free(gt_gpt2 *m) {
     gt_backend_dealloc(m->be, m->m);
     gt_backend_dealloc(m->be, m->v);
     gt_backend_dealloc(m->be, m->act_mem);
+    gt_backend_dealloc(m->be, m->att_spill);
     free(m->host_losses);
     free(m);
 }
@@ -381,7 +403,7 @@ size_t gt_gpt2_memory_bytes(const gt_gpt2 *m) {
     size_t total = 3 * m->num_params * sizeof(float) + m->num_params * m->es;
     if (m->dt != GT_DTYPE_FP32) total += m->num_params * m->es;
     for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
-    return total;
+    return total + m->att_spill_bytes;
 }
 
 
@@ -524,12 +546,19 @@ static gt_status require_ops(const gt_gpt2 *m) {
     static const gt_op used[] = {
         GT_OP_ENCODER_FWD,   GT_OP_ENCODER_BWD,    GT_OP_LAYERNORM_FWD, GT_OP_LAYERNORM_BWD,
         GT_OP_MATMUL_FWD,    GT_OP_MATMUL_BWD,     GT_OP_ATTENTION_FWD, GT_OP_ATTENTION_BWD,
-        GT_OP_GELU_FWD,      GT_OP_GELU_BWD,       GT_OP_RESIDUAL_FWD,  GT_OP_CLASSIFIER_FWD,
-        GT_OP_CLASSIFIER_BWD, GT_OP_ADAMW,         GT_OP_SUMSQ,
+        GT_OP_RESIDUAL_FWD,  GT_OP_CLASSIFIER_FWD, GT_OP_CLASSIFIER_BWD, GT_OP_ADAMW,
+        GT_OP_SUMSQ,
     };
+    /* the MLP: the fused ops, or the unfused sequence's GELU ops */
+    static const gt_op fused[] = {GT_OP_MATMUL_GELU_FWD, GT_OP_MATMUL_DGELU_BWD};
+    static const gt_op unfused[] = {GT_OP_GELU_FWD, GT_OP_GELU_BWD};
     const gt_ops *o = m->be->ops;
     for (size_t i = 0; i < sizeof used / sizeof used[0]; i++)
         GT_TRY(require(gt_ops_slot(o, used[i]), m->be, gt_op_name(used[i])));
+    for (size_t i = 0; i < 2; i++) {
+        gt_op op = m->fused_mlp ? fused[i] : unfused[i];
+        GT_TRY(require(gt_ops_slot(o, op), m->be, gt_op_name(op)));
+    }
     if (m->dt != GT_DTYPE_FP32) GT_TRY(require(o->cast, m->be, "cast"));
     return GT_OK;
 }
@@ -549,6 +578,23 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
     if (targets) GT_TRY(check_tokens(m, targets, B * T, "target"));
     m->last_B = B;
     m->last_T = T;
+    /* The attention state of this shape. A_ATT was sized for the capacity
+     * shape; a smaller one normally needs less, but may take another path
+     * (cuda: cuDNN for one T, the own kernels for another) that needs more:
+     * then a separate buffer, kept for later forwards. */
+    m->att_stride = att_layer_floats(m, B, T);
+    size_t att_bytes = (size_t)c->num_layers * m->att_stride * sizeof(float);
+    m->att = F32(A_ATT);
+    if (att_bytes > m->act_sizes[A_ATT]) {
+        if (att_bytes > m->att_spill_bytes) {
+            gt_backend_dealloc(be, m->att_spill);
+            m->att_spill = NULL;
+            m->att_spill_bytes = 0;
+            GT_TRY(gt_backend_alloc(be, att_bytes, (void **)&m->att_spill));
+            m->att_spill_bytes = att_bytes;
+        }
+        m->att = m->att_spill;
+    }
     int C = c->channels, NH = c->num_heads, L = c->num_layers, Vp = c->padded_vocab_size;
     int N = B * T;
     size_t NC = (size_t)N * C;
@@ -579,7 +625,7 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
         float *ln1_rstd = F32(A_LN1_RSTD) + (size_t)l * N;            // (B,T)
         void *qkv = ACT(A_QKV, (size_t)l * 3 * NC);                   // (B,T,3C)
         void *atty = ACT(A_ATTY, (size_t)l * NC);                     // (B,T,C)
-        float *att = F32(A_ATT) + (size_t)l * B * NH * T * T;         // (B,NH,T,T)
+        float *att = m->att + (size_t)l * m->att_stride;              // backend's state
         void *res2 = ACT(A_RES2, (size_t)l * NC);                     // (B,T,C)
         void *ln2 = ACT(A_LN2, (size_t)l * NC);                       // (B,T,C)
         float *ln2_mean = F32(A_LN2_MEAN) + (size_t)l * N;            // (B,T)
@@ -595,8 +641,12 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
         GT_TRY(o->matmul_fwd(k, res2, atty, attprojw, attprojb, N, C, C)); // attproj
         GT_TRY(o->residual_fwd(k, res2, residual, res2, NC));
         GT_TRY(o->layernorm_fwd(k, ln2, ln2_mean, ln2_rstd, res2, ln2w, ln2b, N, C, 1e-5f));
-        GT_TRY(o->matmul_fwd(k, fch, ln2, fcw, fcb, N, C, 4 * C));
-        GT_TRY(o->gelu_fwd(k, fch_gelu, fch, (size_t)N * 4 * C));
+        if (m->fused_mlp) { /* fch and gelu(fch) from one GEMM */
+            GT_TRY(o->matmul_gelu_fwd(k, fch_gelu, fch, ln2, fcw, fcb, N, C, 4 * C));
+        } else {
+            GT_TRY(o->matmul_fwd(k, fch, ln2, fcw, fcb, N, C, 4 * C));
+            GT_TRY(o->gelu_fwd(k, fch_gelu, fch, (size_t)N * 4 * C));
+        }
         GT_TRY(o->matmul_fwd(k, res3, fch_gelu, fcprojw, fcprojb, N, 4 * C, C)); // fcproj
         GT_TRY(o->residual_fwd(k, res3, res2, res3, NC));
     }
@@ -649,7 +699,6 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
 
     void *dres = ACT(A_DRES, 0); // (B,T,C)
     void *dln = ACT(A_DLN, 0);   // (B,T,C)
-    GT_TRY(be->memset_zero(be, dln, NC * es));
     GT_TRY(o->matmul_bwd(k, dln, PG(m, P_WTE, 0), NULL, ACT(A_LOGITS, 0), ACT(A_LNF, 0),
                          PW(m, P_WTE, 0), N, C, Vp));
     void *last = ACT(A_RES3, (size_t)(L - 1) * NC);
@@ -682,7 +731,7 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
         float *ln1_rstd = F32(A_LN1_RSTD) + (size_t)l * N;
         void *qkv = ACT(A_QKV, (size_t)l * 3 * NC);
         void *atty = ACT(A_ATTY, (size_t)l * NC);
-        float *att = F32(A_ATT) + (size_t)l * B * NH * T * T;
+        float *att = m->att + (size_t)l * m->att_stride;
         void *res2 = ACT(A_RES2, (size_t)l * NC);
         void *ln2 = ACT(A_LN2, (size_t)l * NC);
         float *ln2_mean = F32(A_LN2_MEAN) + (size_t)l * N;
@@ -692,21 +741,24 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
 
         /* dres holds d(res3). res3 = res2 + fcproj: both get dres, so dres
          * is used directly as d(fcproj) and keeps accumulating as d(res2). */
-        GT_TRY(be->memset_zero(be, dfch_gelu, 4 * NC * es));
-        GT_TRY(o->matmul_bwd(k, dfch_gelu, dfcprojw, dfcprojb, dres, fch_gelu, fcprojw, N,
-                             4 * C, C));
-        GT_TRY(be->memset_zero(be, dfch, 4 * NC * es));
-        GT_TRY(o->gelu_bwd(k, dfch, fch, dfch_gelu, 4 * NC));
-        GT_TRY(be->memset_zero(be, dln, NC * es));
+        /* dfch = (dres @ fcprojw) * gelu'(fch), overwritten (matmul_bwd and
+         * matmul_dgelu_bwd overwrite their input gradient: no memsets) */
+        if (m->fused_mlp) {
+            GT_TRY(o->matmul_dgelu_bwd(k, dfch, dfcprojw, dfcprojb, dres, fch_gelu, fcprojw, fch,
+                                       N, 4 * C, C));
+        } else {
+            GT_TRY(o->matmul_bwd(k, dfch_gelu, dfcprojw, dfcprojb, dres, fch_gelu, fcprojw, N,
+                                 4 * C, C));
+            GT_TRY(be->memset_zero(be, dfch, 4 * NC * es));
+            GT_TRY(o->gelu_bwd(k, dfch, fch, dfch_gelu, 4 * NC));
+        }
         GT_TRY(o->matmul_bwd(k, dln, dfcw, dfcb, dfch, ln2, fcw, N, C, 4 * C));
         GT_TRY(o->layernorm_bwd(k, dres, dln2w, dln2b, dln, res2, ln2w, ln2_mean, ln2_rstd, N,
                                 C));
         /* dres now holds d(res2); res2 = residual + attproj, same trick */
-        GT_TRY(be->memset_zero(be, datty, NC * es));
         GT_TRY(o->matmul_bwd(k, datty, dattprojw, dattprojb, dres, atty, attprojw, N, C, C));
         GT_TRY(be->memset_zero(be, dqkv, 3 * NC * es));
-        GT_TRY(o->attention_bwd(k, dqkv, datty, qkv, att, B, T, C, NH));
-        GT_TRY(be->memset_zero(be, dln, NC * es));
+        GT_TRY(o->attention_bwd(k, dqkv, datty, qkv, atty, att, B, T, C, NH));
         GT_TRY(o->matmul_bwd(k, dln, dqkvw, dqkvb, dqkv, ln1, qkvw, N, C, 3 * C));
         GT_TRY(o->layernorm_bwd(k, dres, dln1w, dln1b, dln, residual, ln1w, ln1_mean, ln1_rstd,
                                 N, C));

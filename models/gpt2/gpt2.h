@@ -24,6 +24,12 @@
  * choice: gradients accumulate in dt across micro-batches); the ops
  * accumulate in fp32 or wider inside; LayerNorm statistics, the attention
  * state and the losses stay fp32. In fp32 the compute copy IS the masters.
+ *
+ * The MLP (fc, GELU, fcproj) runs through matmul_gelu_fwd and
+ * matmul_dgelu_bwd when the backend fills both slots (on cuda, GELU in the
+ * GEMM epilogue: kernels/ops.h, docs/cuda.md), through matmul + gelu ops and
+ * a (B,T,4C) scratch otherwise; the two agree within rounding (bitwise on
+ * cpu, which composes the same kernels).
  */
 #ifndef GT_GPT2_H
 #define GT_GPT2_H

@@ -108,6 +108,16 @@ static const gt_op g_ops_gelu[] = {GT_OP_MATMUL_FWD, GT_OP_MATMUL_BWD, GT_OP_GEL
                                    GT_OP_GELU_BWD, GT_OP_CLASSIFIER_FWD, GT_OP_CLASSIFIER_BWD};
 static const gt_op g_ops_relu[] = {GT_OP_MATMUL_FWD, GT_OP_MATMUL_BWD, GT_OP_RELU_FWD,
                                    GT_OP_RELU_BWD, GT_OP_CLASSIFIER_FWD, GT_OP_CLASSIFIER_BWD};
+/* GELU layers through the fused linear + GELU ops when the backend has both
+ * (on a GPU, GELU rides in the GEMM's epilogue), else the unfused pairs */
+static const gt_op g_ops_gelu_fused[] = {GT_OP_MATMUL_FWD,      GT_OP_MATMUL_BWD,
+                                         GT_OP_MATMUL_GELU_FWD, GT_OP_MATMUL_DGELU_BWD,
+                                         GT_OP_CLASSIFIER_FWD,  GT_OP_CLASSIFIER_BWD};
+
+static int fused_gelu(const mlp *p) {
+    const gt_ops *o = p->f.be->ops;
+    return p->cfg.act == GT_MLP_GELU && o->matmul_gelu_fwd && o->matmul_dgelu_bwd;
+}
 
 /* ---- forward ------------------------------------------------------------------------ */
 
@@ -117,7 +127,9 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets)
     const gt_mlp_config *c = &p->cfg;
     const gt_ops *o = f->be->ops;
     const gt_kctx *k = &f->k;
-    GT_TRY(gt_flat_require(f, "mlp", c->act == GT_MLP_GELU ? g_ops_gelu : g_ops_relu, 6));
+    int fused = fused_gelu(p);
+    const gt_op *need = fused ? g_ops_gelu_fused : c->act == GT_MLP_GELU ? g_ops_gelu : g_ops_relu;
+    GT_TRY(gt_flat_require(f, "mlp", need, 6));
     GT_TRY(gt_flat_check_batch(m, bt, need_targets));
     int N = bt->n, D = c->in_dim, W = c->width, K = c->classes, L = c->depth;
     size_t NW = (size_t)N * W, BW = (size_t)p->B * W;
@@ -127,10 +139,15 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets)
     for (int l = 0; l < L; l++) {
         float *z = p->z + (size_t)l * BW; // (N, W)
         float *a = p->a + (size_t)l * BW; // (N, W)
-        GT_TRY(o->matmul_fwd(k, z, x, gt_flat_param(f, p->w[l]), gt_flat_param(f, p->b[l]), N,
-                             xin, W));
-        if (c->act == GT_MLP_GELU) GT_TRY(o->gelu_fwd(k, a, z, NW));
-        else GT_TRY(o->relu_fwd(k, a, z, NW));
+        if (fused) { /* z and a = gelu(z) from one call */
+            GT_TRY(o->matmul_gelu_fwd(k, a, z, x, gt_flat_param(f, p->w[l]),
+                                      gt_flat_param(f, p->b[l]), N, xin, W));
+        } else {
+            GT_TRY(o->matmul_fwd(k, z, x, gt_flat_param(f, p->w[l]), gt_flat_param(f, p->b[l]),
+                                 N, xin, W));
+            if (c->act == GT_MLP_GELU) GT_TRY(o->gelu_fwd(k, a, z, NW));
+            else GT_TRY(o->relu_fwd(k, a, z, NW));
+        }
         x = a;
         xin = W;
     }
@@ -164,10 +181,40 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     GT_TRY(o->classifier_bwd(k, p->logits, p->losses, p->logits, p->targets, dloss, N, K, K));
     if (mean_loss) GT_TRY(gt_flat_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
 
-    /* head: da (N, W) = dlogits @ head.w; gradients of head.w, head.b */
     const float *top = L > 0 ? p->a + (size_t)(L - 1) * BW : p->in;
+    if (fused_gelu(p)) {
+        /* each call gives the next layer down its dz directly:
+         * dz_{l-1} (N, W) = (dz_l @ w_l) * gelu'(z_{l-1}), overwritten */
+        float *dz = p->d0, *dnext = p->d1;
+        if (L > 0)
+            GT_TRY(o->matmul_dgelu_bwd(k, dz, gt_flat_grad(f, p->w[L]), gt_flat_grad(f, p->b[L]),
+                                       p->logits, top, gt_flat_param(f, p->w[L]),
+                                       p->z + (size_t)(L - 1) * BW, N, W, K));
+        else
+            GT_TRY(o->matmul_bwd(k, NULL, gt_flat_grad(f, p->w[L]), gt_flat_grad(f, p->b[L]),
+                                 p->logits, top, gt_flat_param(f, p->w[L]), N, D, K));
+        GT_TRY(gt_flat_ready(f, p->w[L]));
+        for (int l = L - 1; l >= 0; l--) {
+            const float *x = l > 0 ? p->a + (size_t)(l - 1) * BW : p->in; // (N, W or D)
+            if (l > 0)
+                GT_TRY(o->matmul_dgelu_bwd(k, dnext, gt_flat_grad(f, p->w[l]),
+                                           gt_flat_grad(f, p->b[l]), dz, x,
+                                           gt_flat_param(f, p->w[l]), p->z + (size_t)(l - 1) * BW,
+                                           N, W, W));
+            else /* the input needs no gradient */
+                GT_TRY(o->matmul_bwd(k, NULL, gt_flat_grad(f, p->w[l]), gt_flat_grad(f, p->b[l]),
+                                     dz, x, gt_flat_param(f, p->w[l]), N, D, W));
+            GT_TRY(gt_flat_ready(f, p->w[l]));
+            float *t = dz;
+            dz = dnext;
+            dnext = t;
+        }
+        if (L == 0) GT_TRY(gt_flat_ready(f, 0));
+        return GT_OK;
+    }
+
+    /* head: da (N, W) = dlogits @ head.w (overwritten); gradients of head.w, head.b */
     float *da = p->d0, *dz = p->d1;
-    if (L > 0) GT_TRY(be->memset_zero(be, da, NW * sizeof(float)));
     GT_TRY(o->matmul_bwd(k, L > 0 ? da : NULL, gt_flat_grad(f, p->w[L]),
                          gt_flat_grad(f, p->b[L]), p->logits, top, gt_flat_param(f, p->w[L]), N,
                          L > 0 ? W : D, K));
@@ -178,8 +225,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
         GT_TRY(be->memset_zero(be, dz, NW * sizeof(float)));
         if (c->act == GT_MLP_GELU) GT_TRY(o->gelu_bwd(k, dz, z, da, NW));
         else GT_TRY(o->relu_bwd(k, dz, a, da, NW));
-        /* da now receives d(a_{l-1}); the input needs no gradient */
-        if (l > 0) GT_TRY(be->memset_zero(be, da, NW * sizeof(float)));
+        /* da now receives d(a_{l-1}), overwritten; the input needs no gradient */
         GT_TRY(o->matmul_bwd(k, l > 0 ? da : NULL, gt_flat_grad(f, p->w[l]),
                              gt_flat_grad(f, p->b[l]), dz, x, gt_flat_param(f, p->w[l]), N,
                              l > 0 ? W : D, W));

@@ -13,6 +13,7 @@
 #include "engine/backend.h"
 #include "engine/tests/check.h"
 #include "engine/rng.h"
+#include "kernels/ops.h"
 #include "models/gpt2/gpt2.h"
 #include "models/tests/backend_or_skip.h"
 
@@ -118,9 +119,13 @@ static double oracle_loss(const oracle *o, const int32_t *inp, const int32_t *tg
     return total / ((double)o->B * T);
 }
 
-int main(int argc, char **argv) {
-    const char *backend = argc > 1 ? argv[1] : "cpu";
-    gt_backend *be = mt_backend_or_skip(backend, 0);
+/* A model on `be` against the oracle: the loss, and the gradients against
+ * central differences. Returns 0 when the model could run (failed CHECKs
+ * are counted, not returned), its loss and gradients (np floats, the
+ * caller frees them) through the out-parameters. */
+static int check_model(gt_backend *be, const char *variant, float *loss_out, float **grads_out,
+                       size_t *np_out) {
+    printf("%s:\n", variant);
     /* odd sizes on purpose: V < Vp padding, T < maxT, hs = 6 */
     gt_gpt2_config cfg = {.max_seq_len = 11, .vocab_size = 37, .padded_vocab_size = 40,
                           .num_layers = 2, .num_heads = 3, .channels = 18};
@@ -207,7 +212,51 @@ int main(int argc, char **argv) {
     }
     printf("gradients: worst error %.3g of the tensor's largest gradient\n", worst);
     gt_gpt2_free(m);
+    free(pf), free(pd);
+    *loss_out = loss;
+    *grads_out = gf;
+    *np_out = np;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *backend = argc > 1 ? argv[1] : "cpu";
+    gt_backend *be = mt_backend_or_skip(backend, 0);
+    const gt_ops *ops = be->ops;
+    int fused = ops->matmul_gelu_fwd && ops->matmul_dgelu_bwd;
+    float loss = 0, loss_u = 0, *g = NULL, *g_u = NULL;
+    size_t np = 0;
+    if (check_model(be, fused ? "MLP through matmul_gelu_fwd / matmul_dgelu_bwd" : "unfused MLP",
+                    &loss, &g, &np))
+        return 1;
+    if (fused) {
+        /* The same backend with the fused slots emptied: gpt2 must take the
+         * unfused sequence (matmul + gelu ops, the dfch_gelu scratch), pass
+         * the oracle too, and agree with the fused run. */
+        gt_ops unfused = *ops;
+        unfused.matmul_gelu_fwd = NULL;
+        unfused.matmul_dgelu_bwd = NULL;
+        be->ops = &unfused;
+        int rc = check_model(be, "unfused MLP (fused slots emptied)", &loss_u, &g_u, &np);
+        be->ops = ops;
+        if (rc) return 1;
+        double gmax = 0, dmax = 0;
+        size_t same = 0;
+        for (size_t i = 0; i < np; i++) {
+            gmax = fmax(gmax, fabs(g[i]));
+            dmax = fmax(dmax, fabs((double)g[i] - g_u[i]));
+            same += g[i] == g_u[i];
+        }
+        printf("fused vs unfused: loss %.9g vs %.9g, max gradient difference %.3g (%.3g of the "
+               "largest), %zu of %zu gradients bitwise equal\n",
+               loss, loss_u, dmax, gmax > 0 ? dmax / gmax : 0.0, same, np);
+        CHECK(fabs((double)loss - loss_u) <= 1e-6 * fabs(loss), "fused loss %.9g, unfused %.9g",
+              loss, loss_u);
+        CHECK(dmax <= 1e-5 * gmax, "fused and unfused gradients differ by %.3g (largest %.3g)",
+              dmax, gmax);
+    }
+    free(g);
+    free(g_u);
     gt_backend_free(be);
-    free(pf), free(gf), free(pd);
     return check_done("models.gpt2_oracle");
 }

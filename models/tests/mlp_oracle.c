@@ -15,6 +15,7 @@
 #include "engine/backend.h"
 #include "engine/rng.h"
 #include "engine/tests/check.h"
+#include "kernels/ops.h"
 #include "models/mlp/mlp.h"
 #include "models/tests/backend_or_skip.h"
 
@@ -174,6 +175,18 @@ int main(int argc, char **argv) {
     run(be, &gelu_cfg, "gelu depth 2");
     run(be, &relu_cfg, "relu depth 3");
     run(be, &lin_cfg, "linear (depth 0)");
+    if (be->ops->matmul_gelu_fwd && be->ops->matmul_dgelu_bwd) {
+        /* GELU layers went through the fused ops: the unfused sequence too,
+         * on the same backend with those slots emptied */
+        const gt_ops *ops = be->ops;
+        gt_ops unfused = *ops;
+        unfused.matmul_gelu_fwd = NULL;
+        unfused.matmul_dgelu_bwd = NULL;
+        be->ops = &unfused;
+        run(be, &gelu_cfg, "gelu depth 2, unfused (fused slots emptied)");
+        run(be, &lin_cfg, "linear (depth 0), unfused");
+        be->ops = ops;
+    }
     gt_backend_free(be);
     return check_done("models.mlp_oracle");
 }
