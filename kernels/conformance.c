@@ -801,6 +801,20 @@ static double gelu_grad(double x) {
            0.5 * x * (1.0 - th * th) * KC_GELU_K * (1.0 + 3.0 * 0.044715 * x * x);
 }
 
+/* matmul_bwd's and matmul_dgelu_bwd's weight gradients: dweight against
+ * e2 (abs_bound of the GEMM, plus the accumulated old value as one more
+ * term), dbias (when the case has one) as an N-term fp32 column sum of
+ * N(0,1) values. */
+static gt_status check_dweight_dbias(gt_kcase *c, gt_kcheck *ck, int *n, gt_tolerance tol,
+                                     double *e2, int bias, int N) {
+    for (size_t i = 0; i < c->a[MM_DW].n; i++) e2[i] += 2 * U32 * fabs(c->a[MM_DW].h[i]);
+    GT_TRY(check_arr(c, &ck[(*n)++], "dweight", MM_DW, tol, e2));
+    if (!bias) return GT_OK;
+    gt_tolerance tr = tol;
+    tr.atol += (double)N * U32 * 4.0 * N;
+    return check_arr(c, &ck[(*n)++], "dbias", MM_DB, tr, NULL);
+}
+
 /* Per-element allowances of the fused GELU matmuls, on top of the dtype's
  * tolerance (4x rtol, as gelu_fwd/bwd: the rounded argument of exp/tanh).
  * u: the storage's unit roundoff; ut: the relative error allowed in tanh:
@@ -1023,14 +1037,8 @@ gt_status gt_kcase_check(gt_kcase *c, gt_kcheck ck[GT_KCHECK_MAX], int *n) {
             st = GT_ERR(GT_ERR_OOM, "no host memory for the matmul bound");
         } else {
             /* (dinp is overwritten: its old value is not a term) */
-            for (size_t i = 0; i < c->a[MM_DW].n; i++) e2[i] += 2 * U32 * fabs(c->a[MM_DW].h[i]);
             st = check_arr(c, &ck[(*n)++], "dinp", MM_DINP, tol, e1);
-            if (st == GT_OK) st = check_arr(c, &ck[(*n)++], "dweight", MM_DW, tol, e2);
-            if (st == GT_OK && s->bias) {
-                gt_tolerance tr = tol; /* N-term fp32 column sum of N(0,1) */
-                tr.atol += (double)s->N * U32 * 4.0 * s->N;
-                st = check_arr(c, &ck[(*n)++], "dbias", MM_DB, tr, NULL);
-            }
+            if (st == GT_OK) st = check_dweight_dbias(c, ck, n, tol, e2, s->bias, s->N);
         }
         free(e1);
         free(e2);
@@ -1053,15 +1061,7 @@ gt_status gt_kcase_check(gt_kcase *c, gt_kcheck ck[GT_KCHECK_MAX], int *n) {
         st = e2 ? gelu_bound(c, 1, &e1) : GT_ERR(GT_ERR_OOM, "no host memory for the matmul bound");
         if (st == GT_OK)
             st = check_arr(c, &ck[(*n)++], "dpre", MM_DINP, scaled(tol, 4.0, 1.0), e1);
-        if (st == GT_OK) {
-            for (size_t i = 0; i < c->a[MM_DW].n; i++) e2[i] += 2 * U32 * fabs(c->a[MM_DW].h[i]);
-            st = check_arr(c, &ck[(*n)++], "dweight", MM_DW, tol, e2);
-        }
-        if (st == GT_OK && s->bias) {
-            gt_tolerance tr = tol; /* N-term fp32 column sum of N(0,1) */
-            tr.atol += (double)s->N * U32 * 4.0 * s->N;
-            st = check_arr(c, &ck[(*n)++], "dbias", MM_DB, tr, NULL);
-        }
+        if (st == GT_OK) st = check_dweight_dbias(c, ck, n, tol, e2, s->bias, s->N);
         free(e1);
         free(e2);
         break;
