@@ -67,6 +67,19 @@ def fmt(x, nd=1):
     return f"{x:,.{nd}f}"
 
 
+def failed_cases(res, out, label):
+    """The failed and errored results of res, each with its failed checks' details."""
+    bad = [r for r in res if r.get("status") in ("fail", "error")]
+    if not bad:
+        return
+    out.append("Failed / errored cases:\n")
+    for r in bad[:40]:
+        det = "; ".join(f"{c.get('name')}: {c.get('detail', '')}" for c in r.get("checks", [])
+                        if not c.get("passed")) or r.get("error", r.get("message", ""))
+        out.append(f"- {label(r)} {r.get('status')}: {str(det)[:300]}")
+    out.append("")
+
+
 def section_env(work, out):
     out.append("## Machine and versions\n")
     gpu = read(os.path.join(work, "gpu.txt"))
@@ -99,14 +112,7 @@ def section_kernels(work, out):
     out.append("## Kernels suite (`gauntlet run kernels --backend cuda`)\n")
     out.append("Results: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) +
                (" (report cut short: see kernels.log)" if not d.get("summary") else "") + "\n")
-    bad = [r for r in res if r.get("status") in ("fail", "error")]
-    if bad:
-        out.append("Failed / errored cases:\n")
-        for r in bad[:40]:
-            det = "; ".join(f"{c.get('name')}: {c.get('detail', '')}" for c in r.get("checks", [])
-                            if not c.get("passed")) or r.get("error", r.get("message", ""))
-            out.append(f"- `{r.get('case')}` {r.get('status')}: {str(det)[:300]}")
-        out.append("")
+    failed_cases(res, out, lambda r: f"`{r.get('case')}`")
     # peaks per (bound, dtype): the suite's own copy and GEMM probes
     peaks = {}
     for r in res:
@@ -247,15 +253,7 @@ def section_models(work, out):
         counts[key] = counts.get(key, 0) + 1
     out.append("Results: " + ", ".join(f"{b} {st} {n}" for (b, st), n in sorted(counts.items())) +
                (" (report cut short: see models.log)" if not d.get("summary") else "") + "\n")
-    bad = [r for r in res if r.get("status") in ("fail", "error")]
-    if bad:
-        out.append("Failed / errored cases:\n")
-        for r in bad[:40]:
-            det = "; ".join(f"{c.get('name')}: {c.get('detail', '')}" for c in r.get("checks", [])
-                            if not c.get("passed")) or r.get("error", r.get("message", ""))
-            out.append(f"- `{r.get('suite')}/{r.get('case')}` on {r.get('backend')} {r.get('status')}: "
-                       f"{str(det)[:300]}")
-        out.append("")
+    failed_cases(res, out, lambda r: f"`{r.get('suite')}/{r.get('case')}` on {r.get('backend')}")
     out.append("| suite | case | backend | status | throughput | ms/step | MFU | peak memory MiB | final loss |")
     out.append("|---|---|---|---|---|---|---|---|---|")
     for r in res:

@@ -548,10 +548,25 @@ stage_train() {
     echo "| train | gpt2-124m bf16 B16 T1024: gauntlet (cuDNN attention) exit $rc1, own attention exit $rc2, torch.compile baseline exit $rc3 (figures below) |" >>"$WORK/stages.md"
 }
 
+# cuda_verdict NAME RC RAN_WORDS CASE_WORD: the stage row of a `gauntlet run` stage whose
+# report is $WORK/NAME.json and log $WORK/NAME.log. Exit 0 with every cuda case skipped
+# means the cuda backend did not come up: NOT VERIFIED.
+cuda_verdict() {
+    local name=$1 rc=$2 ran why=""
+    [ "$rc" -eq 0 ] || worse 1
+    ran=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(r.get("backend")=="cuda" and r.get("status") in ("pass","fail") for r in d.get("results",[])))' "$WORK/$name.json" 2>/dev/null || echo 0)
+    [ "$rc" -eq 124 ] && why=" (cut by the time limit: partial report)"
+    if [ "${ran:-0}" -eq 0 ]; then
+        why="$why; NOT VERIFIED: no $4 ran on cuda (see $name.log)"; worse 1
+        note "$name: no case ran on the cuda backend ($name.log)"
+    fi
+    echo "| $name | exit $rc, $ran $3$why |" >>"$WORK/stages.md"
+}
+
 stage_models() {
     need_gpu models || return 0
     ensure_built models || return 0
-    local G=$BUILD/harness/gauntlet rc
+    local G=$BUILD/harness/gauntlet
     # issue 7's gate: the train and scaling suites (gpt2, mlp, convnet: convergence,
     # run_to_run, topology, cross_backend, resume, precision, throughput) on every backend
     # this machine has (cpu and cuda), one rank; the memory suite checks that the caching
@@ -560,41 +575,20 @@ stage_models() {
     note "models: gauntlet run train scaling memory --backend all --topologies 1 ${GV_MODELS_ARGS:---quick}"
     run_to "$(cap 240)" "$WORK/models.log" "$G" run train scaling memory --backend all --topologies 1 \
         ${GV_MODELS_ARGS:---quick} --report "$WORK/models.json"
-    rc=$?
-    [ $rc -eq 0 ] || worse 1
-    local ran
-    ran=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(r.get("backend")=="cuda" and r.get("status") in ("pass","fail") for r in d.get("results",[])))' "$WORK/models.json" 2>/dev/null || echo 0)
-    local why=""
-    [ $rc -eq 124 ] && why=" (cut by the time limit: partial report)"
-    if [ "${ran:-0}" -eq 0 ]; then
-        why="$why; NOT VERIFIED: no model case ran on cuda (see models.log)"; worse 1
-        note "models: no case ran on the cuda backend (models.log)"
-    fi
-    echo "| models | exit $rc, $ran cases ran on cuda$why |" >>"$WORK/stages.md"
+    cuda_verdict models $? "cases ran on cuda" "model case"
 }
 
 stage_kernels() {
     need_gpu kernels || return 0
     ensure_built kernels || return 0
-    local G=$BUILD/harness/gauntlet rc
+    local G=$BUILD/harness/gauntlet
     [ -f "$WORK/env.txt" ] || run_to 60 "$WORK/env.txt" "$G" env
     # conformance against ref + hot/cold speed; the report is rewritten after every case,
     # so a run cut by the budget still leaves what finished
     note "kernels: gauntlet run kernels --backend cuda ${GV_KERNELS_ARGS:-}"
     run_to "$(cap 420)" "$WORK/kernels.log" "$G" run kernels --backend cuda ${GV_KERNELS_ARGS:-} \
         --report "$WORK/kernels.json"
-    rc=$?
-    [ $rc -eq 0 ] || worse 1
-    # exit 0 with every case skipped means the cuda backend did not come up: not verified
-    local ran
-    ran=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(r.get("status")=="pass" or r.get("status")=="fail" for r in d.get("results",[])))' "$WORK/kernels.json" 2>/dev/null || echo 0)
-    local why=""
-    [ $rc -eq 124 ] && why=" (cut by the time limit: partial report)"
-    if [ "${ran:-0}" -eq 0 ]; then
-        why="$why; NOT VERIFIED: no case ran on cuda (see kernels.log)"; worse 1
-        note "kernels: no case ran on the cuda backend (kernels.log)"
-    fi
-    echo "| kernels | exit $rc, $ran cases ran$why |" >>"$WORK/stages.md"
+    cuda_verdict kernels $? "cases ran" "case"
 }
 
 stage_nccl() {

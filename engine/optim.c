@@ -72,3 +72,14 @@ float gt_clip_scale(const gt_adamw_config *c, double grad_norm) {
     double s = (double)c->grad_clip / (grad_norm + 1e-6);
     return s < 1.0 ? (float)s : 1.0f;
 }
+
+gt_status gt_adamw_step_scalars(const gt_adamw_config *c, int t, double grad_norm, float *lr,
+                                float *clip) {
+    if (!isfinite(grad_norm))
+        return GT_ERR(GT_ERR_INVALID, "gradient norm is %g at step %d: training diverged "
+                                      "(lower --lr or enable --grad-clip)",
+                      grad_norm, t);
+    *lr = gt_lr_at(c, t - 1);
+    *clip = gt_clip_scale(c, grad_norm);
+    return GT_OK;
+}

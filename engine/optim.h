@@ -44,6 +44,12 @@ float gt_lr_at(const gt_adamw_config *c, int step);
  * (when clip > 0) so that a poisoned step shows instead of going unclipped. */
 float gt_clip_scale(const gt_adamw_config *c, double grad_norm);
 
+/* One optimiser step's scalars from the global gradient norm of 1-based
+ * step t: *lr = gt_lr_at(c, t - 1), *clip = gt_clip_scale(c, grad_norm).
+ * GT_ERR_INVALID ("training diverged") when the norm is not finite. */
+gt_status gt_adamw_step_scalars(const gt_adamw_config *c, int t, double grad_norm, float *lr,
+                                float *clip);
+
 #ifdef __cplusplus
 }
 #endif

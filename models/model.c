@@ -452,13 +452,9 @@ gt_status gt_flat_update(gt_model *m, const gt_adamw_config *cfg, int t, double 
     gt_flat *f = FLAT(m);
     double norm = 0.0;
     GT_TRY(gt_flat_grad_norm(m, &norm));
-    if (!isfinite(norm))
-        return GT_ERR(GT_ERR_INVALID, "gradient norm is %g at step %d: training diverged "
-                                      "(lower --lr or enable --grad-clip)",
-                      norm, t);
-    float lr = gt_lr_at(cfg, t - 1);
-    GT_TRY(gt_flat_update_range(m, cfg, t, lr, gt_clip_scale(cfg, norm), f->grads, 0,
-                                f->num_params));
+    float lr, clip;
+    GT_TRY(gt_adamw_step_scalars(cfg, t, norm, &lr, &clip));
+    GT_TRY(gt_flat_update_range(m, cfg, t, lr, clip, f->grads, 0, f->num_params));
     if (grad_norm) *grad_norm = norm;
     if (lr_out) *lr_out = lr;
     return GT_OK;

@@ -92,6 +92,9 @@ gt_status gt_cpu_attention_bwd(const gt_kctx *k, void *dqkv, const void *dout, c
 gt_status gt_cpu_gelu_fwd(const gt_kctx *k, void *out, const void *inp, size_t n);
 gt_status gt_cpu_gelu_bwd(const gt_kctx *k, void *dinp, const void *inp, const void *dout,
                           size_t n);
+/* y(n) *= gelu'(pre) in place (the fused matmul_dgelu_bwd's second pass);
+ * the same blocks and expression as gelu_bwd. */
+void gt_cpu_gelu_grad_mul(float *y, const float *pre, size_t n);
 gt_status gt_cpu_residual_fwd(const gt_kctx *k, void *out, const void *a, const void *b,
                               size_t n);
 gt_status gt_cpu_residual_bwd(const gt_kctx *k, void *da, void *db, const void *dout, size_t n);

@@ -60,33 +60,14 @@ gt_status gt_cpu_matmul_bwd(const gt_kctx *k, void *dinp, void *dweight, void *d
     return GT_OK;
 }
 
-#define GELU_BLOCK 4096    /* elements per OpenMP work item */
-#define GELU_PAR_MIN 65536 /* below this a parallel region costs more than it saves */
-
-/* grad 0: y = gelu(pre); grad 1: y *= gelu'(pre). Elementwise over fixed
- * blocks: the bits do not depend on the thread count. */
-static void gelu_pass(float *restrict y, const float *restrict pre, size_t n, int grad) {
-    size_t nb = (n + GELU_BLOCK - 1) / GELU_BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > GELU_PAR_MIN)
-#endif
-    for (size_t blk = 0; blk < nb; blk++) {
-        size_t end = (blk + 1) * GELU_BLOCK < n ? (blk + 1) * GELU_BLOCK : n;
-        if (grad)
-            for (size_t i = blk * GELU_BLOCK; i < end; i++) y[i] = gt_cpu_gelu_grad(pre[i]) * y[i];
-        else
-            for (size_t i = blk * GELU_BLOCK; i < end; i++) y[i] = gt_cpu_gelu(pre[i]);
-    }
-}
-
 gt_status gt_cpu_matmul_gelu_fwd(const gt_kctx *k, void *out_, void *pre_, const void *inp,
                                  const void *weight, const void *bias, int N, int C, int OC) {
     GT_CPU_CHECK_DT(k);
     if (N < 0 || C < 0 || OC < 0)
         return GT_ERR(GT_ERR_INVALID, "matmul_gelu_fwd: N=%d C=%d OC=%d", N, C, OC);
     GT_TRY(gt_cpu_sgemm(0, 1, N, OC, C, inp, C, weight, C, 0.0f, pre_, OC, bias));
-    gelu_pass(out_, pre_, (size_t)N * OC, 0);
-    return GT_OK;
+    /* the pointwise op over the whole GEMM output: the unfused bits */
+    return gt_cpu_gelu_fwd(k, out_, pre_, (size_t)N * OC);
 }
 
 gt_status gt_cpu_matmul_dgelu_bwd(const gt_kctx *k, void *dpre_, void *dweight, void *dbias,
@@ -97,7 +78,7 @@ gt_status gt_cpu_matmul_dgelu_bwd(const gt_kctx *k, void *dpre_, void *dweight, 
         return GT_ERR(GT_ERR_INVALID, "matmul_dgelu_bwd: N=%d C=%d OC=%d", N, C, OC);
     /* dpre(N,C) = (N,OC) @ (OC,C), then times gelu'(pre) in place */
     GT_TRY(gt_cpu_sgemm(0, 0, N, C, OC, dout, OC, weight, C, 0.0f, dpre_, C, NULL));
-    gelu_pass(dpre_, pre_, (size_t)N * C, 1);
+    gt_cpu_gelu_grad_mul(dpre_, pre_, (size_t)N * C);
     /* dweight and dbias exactly as matmul_bwd */
     return gt_cpu_matmul_bwd(k, NULL, dweight, dbias, dout, inp, weight, N, C, OC);
 }

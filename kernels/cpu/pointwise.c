@@ -41,6 +41,17 @@ gt_status gt_cpu_gelu_bwd(const gt_kctx *k, void *dinp_, const void *inp_, const
     return GT_OK;
 }
 
+void gt_cpu_gelu_grad_mul(float *restrict y, const float *restrict pre, size_t n) {
+    size_t nb = (n + BLOCK - 1) / BLOCK;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#endif
+    for (size_t blk = 0; blk < nb; blk++) {
+        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
+        for (size_t i = blk * BLOCK; i < end; i++) y[i] = gt_cpu_gelu_grad(pre[i]) * y[i];
+    }
+}
+
 gt_status gt_cpu_residual_fwd(const gt_kctx *k, void *out_, const void *a_, const void *b_,
                               size_t n) {
     GT_CPU_CHECK_DT(k);

@@ -889,13 +889,9 @@ gt_status gt_gpt2_update(gt_gpt2 *m, const gt_adamw_config *cfg, int t, double *
                          float *lr_out) {
     double norm = 0.0;
     GT_TRY(gt_gpt2_grad_norm(m, &norm));
-    if (!isfinite(norm))
-        return GT_ERR(GT_ERR_INVALID, "gradient norm is %g at step %d: training diverged "
-                                      "(lower --lr or enable --grad-clip)",
-                      norm, t);
-    float lr = gt_lr_at(cfg, t - 1);
-    GT_TRY(gt_gpt2_update_range(m, cfg, t, lr, gt_clip_scale(cfg, norm), m->grads, 0,
-                                m->num_params));
+    float lr, clip;
+    GT_TRY(gt_adamw_step_scalars(cfg, t, norm, &lr, &clip));
+    GT_TRY(gt_gpt2_update_range(m, cfg, t, lr, clip, m->grads, 0, m->num_params));
     if (grad_norm) *grad_norm = norm;
     if (lr_out) *lr_out = lr;
     return GT_OK;
