@@ -7,7 +7,7 @@
  * Variants: the three GEMMs go through gt_cpu_sgemm (OpenBLAS or the own
  * blocked kernel); the bias rides in the GEMM's C (no extra pass); dbias is
  * a column-parallel sum. The GELU ops are the GEMM then one elementwise
- * pass with gelu_fwd/bwd's formulas (cpu.h), so they give the bits of the
+ * pass of pointwise.c (gelu_fwd, gt_cpu_gelu_grad_mul), so they give the bits of the
  * unfused sequence: on a CPU the pass costs what it costs either way (the
  * saving is a GPU epilogue's). Bound: GEMM FLOP/s (2 N C OC per GEMM). */
 #include <stdlib.h>
