@@ -78,3 +78,28 @@ size_t gt_attention_state_floats(const gt_ops *ops, const gt_kctx *k, int B, int
         return ops->attention_state_floats(k, B, T, C, NH);
     return (size_t)B * NH * T * T;
 }
+
+gt_status gt_ops_probe_dtype(gt_backend *be, gt_dtype dt) {
+    if (dt == GT_DTYPE_FP32) return GT_OK;
+    if (!be->ops->cast)
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "backend '%s' has no cast op: it cannot keep a %s copy of the fp32 "
+                      "weights; use --precision fp32 or a backend that stores %s",
+                      be->name, gt_dtype_name(dt), gt_dtype_name(dt));
+    if (!be->ops->matmul_fwd)
+        return GT_ERR(GT_ERR_UNSUPPORTED, "backend '%s' has no matmul_fwd op", be->name);
+    /* out, inp, weight of a (1,1) @ (1,1)^T, zeroed */
+    char *buf = NULL;
+    GT_TRY(gt_backend_alloc(be, 3 * 256, (void **)&buf));
+    gt_kctx k = {be, dt};
+    gt_status s = be->memset_zero(be, buf, 3 * 256);
+    if (s == GT_OK) s = be->ops->matmul_fwd(&k, buf, buf + 256, buf + 512, NULL, 1, 1, 1);
+    if (s == GT_OK) s = be->synchronize(be);
+    gt_backend_dealloc(be, buf);
+    if (s == GT_ERR_UNSUPPORTED)
+        return gt_error_wrap(s, "--precision %s: backend '%s' does not store %s activations "
+                                "and weights; use --precision fp32 there, or a backend that "
+                                "does (ref, cuda)",
+                             gt_dtype_name(dt), be->name, gt_dtype_name(dt));
+    return s;
+}

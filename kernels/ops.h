@@ -8,8 +8,8 @@
  *     cuda). Shapes are written at every parameter, row-major, last index
  *     fastest. N = B*T rows where the op is per token.
  *   - Activations, weights and their gradients are stored in `k->dt`
- *     (fp32 on cpu; fp32, bf16 or fp16 on ref, the transformer ops, AdamW's
- *     gradients and sumsq; fp32, bf16 or fp16 on cuda). LayerNorm statistics,
+ *     (fp32 on cpu; fp32, bf16 or fp16 on ref, every op, and on cuda).
+ *     LayerNorm and BatchNorm statistics (BatchNorm's running ones too),
  *     losses and AdamW state are always fp32. Token ids are int32.
  *   - Backward ops ACCUMULATE (+=) into every gradient they write, except
  *     where marked "overwrites" (the input gradients of matmul_bwd and
@@ -272,6 +272,13 @@ const void *gt_ops_slot(const gt_ops *ops, gt_op op);
  * it, B*NH*T*T otherwise; 0 when B, T or NH is not positive. */
 size_t gt_attention_state_floats(const gt_ops *ops, const gt_kctx *k, int B, int T, int C,
                                  int NH);
+
+/* GT_OK when `be` can train with storage dtype dt: fp32 always; bf16 and
+ * fp16 when it has a cast op (the compute copy of the fp32 masters) and
+ * its matmul_fwd accepts dt, asked once on a (1,1) product in scratch
+ * memory so that a refusal comes before any work and names the precision
+ * (GT_ERR_UNSUPPORTED). Models call it when they are created. */
+gt_status gt_ops_probe_dtype(gt_backend *be, gt_dtype dt);
 
 /* Op tables of each backend (the cuda one exists only with CUDA). */
 extern const gt_ops gt_ops_ref;

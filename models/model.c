@@ -51,18 +51,14 @@ gt_status gt_model_new_dt(gt_backend *be, const char *name, gt_dtype dt, int max
         return GT_ERR(GT_ERR_INVALID, "unknown model '%s': the presets are %s",
                       name ? name : "(null)", gt_model_preset_names());
     if (strcmp(fam, "gpt2") == 0) return gt_gpt2_model_new(be, name, dt, max_batch, T, out);
-    if (dt != GT_DTYPE_FP32)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "%s is fp32 only (asked for %s): mixed precision "
-                                          "exists for gpt2; drop --precision for this model",
-                      name, gt_dtype_name(dt));
     if (strcmp(fam, "mlp") == 0) {
         gt_mlp_config c;
         GT_TRY(gt_mlp_preset(name, &c));
-        return gt_mlp_new(be, &c, name, max_batch, out);
+        return gt_mlp_new(be, &c, dt, name, max_batch, out);
     }
     gt_convnet_config c;
     GT_TRY(gt_convnet_preset(name, &c));
-    return gt_convnet_new(be, &c, name, max_batch, out);
+    return gt_convnet_new(be, &c, dt, name, max_batch, out);
 }
 
 void gt_model_free(gt_model *m) {
@@ -270,27 +266,33 @@ int gt_flat_add_state(gt_flat *f, const char *name, int64_t n) {
     return add_to(f->s, &f->ns, &f->state_numel, name, 0, 1, &n);
 }
 
-gt_status gt_flat_alloc(gt_flat *f, gt_backend *be) {
+gt_status gt_flat_alloc(gt_flat *f, gt_backend *be, gt_dtype dt) {
     f->be = be;
     f->k.be = be;
-    f->k.dt = GT_DTYPE_FP32;
+    f->k.dt = dt;
+    if (dt != GT_DTYPE_FP32 && dt != GT_DTYPE_BF16 && dt != GT_DTYPE_FP16)
+        return GT_ERR(GT_ERR_INVALID, "storage dtype %s: use fp32, bf16 or fp16",
+                      gt_dtype_name(dt));
+    f->es = gt_dtype_size(dt);
     /* gpt2's rule: 65536, doubled until there are at most 256 chunks */
     f->norm_chunk = (size_t)1 << 16;
     while (f->norm_chunk * 256 < f->num_params) f->norm_chunk *= 2;
     f->num_alloc = (f->num_params + f->norm_chunk - 1) / f->norm_chunk * f->norm_chunk;
     f->opt_lo = 0;
     f->opt_hi = f->num_params;
-    size_t bytes = f->num_alloc * sizeof(float);
-    float **bufs[4] = {&f->params, &f->grads, &f->m, &f->v};
-    for (int i = 0; i < 4; i++) {
-        GT_TRY(gt_backend_alloc(be, bytes, (void **)bufs[i]));
+    /* fp32 masters and AdamW state; gradients and the compute copy in dt */
+    void **bufs[5] = {(void **)&f->params, (void **)&f->m, (void **)&f->v, &f->grads, &f->wc};
+    int nbufs = dt == GT_DTYPE_FP32 ? 4 : 5;
+    for (int i = 0; i < nbufs; i++) {
+        size_t bytes = f->num_alloc * (i < 3 ? sizeof(float) : f->es);
+        GT_TRY(gt_backend_alloc(be, bytes, bufs[i]));
         GT_TRY(be->memset_zero(be, *bufs[i], bytes));
     }
     if (f->state_numel) {
         GT_TRY(gt_backend_alloc(be, f->state_numel * sizeof(float), (void **)&f->state));
         GT_TRY(be->memset_zero(be, f->state, f->state_numel * sizeof(float)));
     }
-    return GT_OK;
+    return gt_ops_probe_dtype(be, dt);
 }
 
 void gt_flat_release(gt_flat *f) {
@@ -300,7 +302,11 @@ void gt_flat_release(gt_flat *f) {
     gt_backend_dealloc(f->be, f->m);
     gt_backend_dealloc(f->be, f->v);
     gt_backend_dealloc(f->be, f->state);
-    f->params = f->grads = f->m = f->v = f->state = NULL;
+    gt_backend_dealloc(f->be, f->wc);
+    free(f->stage);
+    f->params = f->m = f->v = f->state = NULL;
+    f->grads = f->wc = f->stage = NULL;
+    f->stage_bytes = 0;
 }
 
 gt_status gt_flat_ready(gt_flat *f, int i) {
@@ -333,10 +339,23 @@ gt_status gt_flat_check_batch(const gt_model *m, const gt_batch *b, int need_tar
     return GT_OK;
 }
 
-gt_status gt_flat_upload_batch(gt_flat *f, const gt_batch *b, size_t in_per_sample, float *in_dev,
+gt_status gt_flat_upload_batch(gt_flat *f, const gt_batch *b, size_t in_per_sample, void *in_dev,
                                int32_t *targets_dev) {
-    GT_TRY(f->be->copy_to_device(f->be, in_dev, b->inputs,
-                                 (size_t)b->n * in_per_sample * sizeof(float)));
+    size_t n = (size_t)b->n * in_per_sample;
+    const void *src = b->inputs;
+    if (f->k.dt != GT_DTYPE_FP32) { /* rounded on the host, once per element */
+        if (f->stage_bytes < n * f->es) {
+            void *nb = realloc(f->stage, n * f->es);
+            if (!nb)
+                return GT_ERR(GT_ERR_OOM, "out of host memory staging %zu inputs in %s", n,
+                              gt_dtype_name(f->k.dt));
+            f->stage = nb;
+            f->stage_bytes = n * f->es;
+        }
+        gt_convert(f->stage, f->k.dt, b->inputs, GT_DTYPE_FP32, n);
+        src = f->stage;
+    }
+    GT_TRY(f->be->copy_to_device(f->be, in_dev, src, n * f->es));
     if (b->targets)
         GT_TRY(f->be->copy_to_device(f->be, targets_dev, b->targets,
                                      (size_t)b->n * sizeof(int32_t)));
@@ -344,7 +363,7 @@ gt_status gt_flat_upload_batch(gt_flat *f, const gt_batch *b, size_t in_per_samp
 }
 
 gt_status gt_flat_class_loss(gt_flat *f, float *losses_dev, float *host_scratch,
-                             const float *logits, const int32_t *targets_dev, int n, int K,
+                             const void *logits, const int32_t *targets_dev, int n, int K,
                              float *mean_loss) {
     GT_TRY(f->be->ops->classifier_fwd(&f->k, losses_dev, logits, targets_dev, n, K, K));
     return mean_loss ? gt_flat_mean_loss(f, losses_dev, host_scratch, n, mean_loss) : GT_OK;
@@ -371,26 +390,36 @@ int gt_flat_tensor_shape(const gt_model *m, int i, int64_t shape[4]) {
 
 gt_status gt_flat_set_params(gt_model *m, const float *src) {
     gt_flat *f = FLAT(m);
-    return f->be->copy_to_device(f->be, f->params, src, f->num_params * sizeof(float));
+    GT_TRY(f->be->copy_to_device(f->be, f->params, src, f->num_params * sizeof(float)));
+    return gt_flat_sync_weights(m, 0, f->num_params);
 }
 gt_status gt_flat_get_params(gt_model *m, float *dst) {
     gt_flat *f = FLAT(m);
     return f->be->copy_to_host(f->be, dst, f->params, f->num_params * sizeof(float));
 }
+/* n elements of the k.dt buffer `dev` to dst in fp32. */
+static gt_status copy_out_fp32(gt_flat *f, float *dst, const void *dev, size_t n) {
+    if (f->k.dt == GT_DTYPE_FP32) return f->be->copy_to_host(f->be, dst, dev, n * sizeof(float));
+    void *raw = malloc(n * f->es);
+    if (!raw) return GT_ERR(GT_ERR_OOM, "out of host memory copying %zu values", n);
+    gt_status s = f->be->copy_to_host(f->be, raw, dev, n * f->es);
+    if (s == GT_OK) gt_convert(dst, GT_DTYPE_FP32, raw, f->k.dt, n);
+    free(raw);
+    return s;
+}
 gt_status gt_flat_get_grads(gt_model *m, float *dst) {
     gt_flat *f = FLAT(m);
-    return f->be->copy_to_host(f->be, dst, f->grads, f->num_params * sizeof(float));
+    return copy_out_fp32(f, dst, f->grads, f->num_params);
 }
 gt_status gt_flat_zero_grad(gt_model *m) {
     gt_flat *f = FLAT(m);
-    return f->be->memset_zero(f->be, f->grads, f->num_alloc * sizeof(float));
+    return f->be->memset_zero(f->be, f->grads, f->num_alloc * f->es);
 }
 size_t gt_flat_norm_chunk(const gt_model *m) { return FLAT(m)->norm_chunk; }
 
 gt_status gt_flat_grad_sumsq_chunks(gt_model *m, const void *gbuf, size_t lo_chunk,
                                     size_t hi_chunk, double *partials) {
     gt_flat *f = FLAT(m);
-    const float *grads = gbuf;
     if (!f->be->ops->sumsq)
         return GT_ERR(GT_ERR_UNSUPPORTED, "backend '%s' has no sumsq op", f->be->name);
     for (size_t c = lo_chunk; c < hi_chunk; c++) {
@@ -399,7 +428,8 @@ gt_status gt_flat_grad_sumsq_chunks(gt_model *m, const void *gbuf, size_t lo_chu
             return GT_ERR(GT_ERR_INVALID, "norm chunk %zu ends past the %zu padded parameters: "
                                           "pad to a multiple of the norm chunk first",
                           c, f->num_alloc);
-        GT_TRY(f->be->ops->sumsq(&f->k, grads + off, f->norm_chunk, &partials[c - lo_chunk]));
+        GT_TRY(f->be->ops->sumsq(&f->k, gt_flat_at(f, gbuf, off), f->norm_chunk,
+                                 &partials[c - lo_chunk]));
     }
     return GT_OK;
 }
@@ -420,7 +450,6 @@ gt_status gt_flat_grad_norm(gt_model *m, double *out) {
 gt_status gt_flat_update_range(gt_model *m, const gt_adamw_config *cfg, int t, float lr,
                                float grad_scale, const void *gbuf, size_t lo, size_t hi) {
     gt_flat *f = FLAT(m);
-    const float *grads = gbuf;
     if (t < 1) return GT_ERR(GT_ERR_INVALID, "optimizer step must be >= 1, got %d", t);
     if (lo < f->opt_lo || hi > f->opt_hi)
         return GT_ERR(GT_ERR_INVALID, "update of [%zu, %zu) outside the optimizer state's "
@@ -438,13 +467,13 @@ gt_status gt_flat_update_range(gt_model *m, const gt_adamw_config *cfg, int t, f
         if (b > hi) b = hi;
         if (a < b) {
             float wd = f->t[i].decay ? cfg->weight_decay : 0.0f;
-            GT_TRY(f->be->ops->adamw(&f->k, f->params + a, grads + (a - lo),
+            GT_TRY(f->be->ops->adamw(&f->k, f->params + a, gt_flat_at(f, gbuf, a - lo),
                                      f->m + (a - f->opt_lo), f->v + (a - f->opt_lo), b - a, lr,
                                      cfg->beta1, cfg->beta2, cfg->eps, wd, grad_scale, t));
         }
         i = j + 1;
     }
-    return GT_OK;
+    return gt_flat_sync_weights(m, lo, hi);
 }
 
 gt_status gt_flat_update(gt_model *m, const gt_adamw_config *cfg, int t, double *grad_norm,
@@ -466,22 +495,30 @@ void gt_flat_set_grad_hook(gt_model *m, gt_model_grad_hook hook, void *ctx) {
 }
 float *gt_flat_params_buffer(gt_model *m) { return FLAT(m)->params; }
 void *gt_flat_grads_buffer(gt_model *m) { return FLAT(m)->grads; }
-/* fp32 only: the compute weights ARE the masters */
+/* The compute copy of masters [lo, hi), rounded to k.dt (in fp32 the
+ * compute weights ARE the masters). */
 gt_status gt_flat_sync_weights(gt_model *m, size_t lo, size_t hi) {
-    (void)m;
-    (void)lo;
-    (void)hi;
-    return GT_OK;
+    gt_flat *f = FLAT(m);
+    if (lo > hi || hi > f->num_alloc)
+        return GT_ERR(GT_ERR_INVALID, "weight range [%zu, %zu) is outside [0, %zu)", lo, hi,
+                      f->num_alloc);
+    if (!f->wc || lo == hi) return GT_OK;
+    if (!f->be->ops->cast)
+        return GT_ERR(GT_ERR_UNSUPPORTED, "backend '%s' has no cast op", f->be->name);
+    return f->be->ops->cast(&f->k, gt_flat_at(f, f->wc, lo), f->k.dt, f->params + lo,
+                            GT_DTYPE_FP32, hi - lo);
 }
 gt_dtype gt_flat_dtype(const gt_model *m) { return FLAT(m)->k.dt; }
 size_t gt_flat_num_params_padded(const gt_model *m) { return FLAT(m)->num_alloc; }
 
-/* A zeroed buffer of n elements in place of *buf, keeping the first `keep`. */
-static gt_status regrow(gt_flat *f, float **buf, size_t n, size_t keep) {
-    float *nb = NULL;
-    GT_TRY(gt_backend_alloc(f->be, n * sizeof(float), (void **)&nb));
-    gt_status s = f->be->memset_zero(f->be, nb, n * sizeof(float));
-    if (s == GT_OK && keep) s = f->be->copy_device(f->be, nb, *buf, keep * sizeof(float));
+/* A zeroed buffer of n elements of es bytes in place of *buf, keeping the
+ * first `keep`. */
+static gt_status regrow(gt_flat *f, void *bufp, size_t es, size_t n, size_t keep) {
+    void **buf = bufp;
+    void *nb = NULL;
+    GT_TRY(gt_backend_alloc(f->be, n * es, &nb));
+    gt_status s = f->be->memset_zero(f->be, nb, n * es);
+    if (s == GT_OK && keep) s = f->be->copy_device(f->be, nb, *buf, keep * es);
     if (s != GT_OK) {
         gt_backend_dealloc(f->be, nb);
         return s;
@@ -501,8 +538,9 @@ gt_status gt_flat_pad(gt_model *m, size_t n_alloc) {
         return GT_ERR(GT_ERR_INVALID, "padding %zu is not a multiple of the norm chunk %zu",
                       n_alloc, f->norm_chunk);
     size_t keep = f->num_alloc < n_alloc ? f->num_alloc : n_alloc;
-    GT_TRY(regrow(f, &f->params, n_alloc, keep));
-    GT_TRY(regrow(f, &f->grads, n_alloc, keep));
+    GT_TRY(regrow(f, &f->params, sizeof(float), n_alloc, keep));
+    GT_TRY(regrow(f, &f->grads, f->es, n_alloc, keep));
+    if (f->wc) GT_TRY(regrow(f, &f->wc, f->es, n_alloc, keep));
     f->num_alloc = n_alloc;
     return GT_OK;
 }
@@ -513,8 +551,8 @@ gt_status gt_flat_set_opt_range(gt_model *m, size_t lo, size_t hi) {
         return GT_ERR(GT_ERR_INVALID, "optimizer range [%zu, %zu) is outside [0, %zu)", lo, hi,
                       f->num_alloc);
     size_t n = hi - lo ? hi - lo : 1;
-    GT_TRY(regrow(f, &f->m, n, 0));
-    GT_TRY(regrow(f, &f->v, n, 0));
+    GT_TRY(regrow(f, &f->m, sizeof(float), n, 0));
+    GT_TRY(regrow(f, &f->v, sizeof(float), n, 0));
     f->opt_lo = lo;
     f->opt_hi = hi;
     return GT_OK;
@@ -593,14 +631,19 @@ gt_status gt_flat_find_nonfinite(gt_model *m, const void *buf, gt_dtype dt, size
                                  size_t hi, int *found, gt_model_loc *loc, float *value) {
     gt_flat *f = FLAT(m);
     *found = 0;
-    if (dt != GT_DTYPE_FP32)
-        return GT_ERR(GT_ERR_INVALID, "%s keeps every buffer in fp32, asked to search %s",
-                      m->info.name, gt_dtype_name(dt));
+    if (dt != GT_DTYPE_FP32 && dt != f->k.dt)
+        return GT_ERR(GT_ERR_INVALID, "%s keeps its buffers in fp32 and %s, asked to search %s",
+                      m->info.name, gt_dtype_name(f->k.dt), gt_dtype_name(dt));
     if (hi > f->num_params) hi = f->num_params;
     if (lo >= hi) return GT_OK;
     float *host = malloc((hi - lo) * sizeof(float));
     if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory searching for non-finite values");
-    gt_status s = f->be->copy_to_host(f->be, host, buf, (hi - lo) * sizeof(float));
+    gt_status s;
+    if (dt == GT_DTYPE_FP32) {
+        s = f->be->copy_to_host(f->be, host, buf, (hi - lo) * sizeof(float));
+    } else { /* dt == k.dt; widening is exact: NaN stays NaN, Inf stays Inf */
+        s = copy_out_fp32(f, host, buf, hi - lo);
+    }
     /* the internal layout is the canonical order: the first one is the first */
     for (size_t x = lo; s == GT_OK && x < hi; x++)
         if (!isfinite(host[x - lo])) {
@@ -617,6 +660,7 @@ double gt_flat_flops_per_unit(const gt_model *m) { return FLAT(m)->flops_per_uni
 
 size_t gt_flat_memory_bytes(const gt_model *m) {
     const gt_flat *f = FLAT(m);
-    return 2 * f->num_alloc * sizeof(float) + 2 * (f->opt_hi - f->opt_lo) * sizeof(float) +
-           f->state_numel * sizeof(float) + f->act_bytes;
+    return f->num_alloc * (sizeof(float) + f->es * (f->wc ? 2 : 1)) +
+           2 * (f->opt_hi - f->opt_lo) * sizeof(float) + f->state_numel * sizeof(float) +
+           f->act_bytes;
 }

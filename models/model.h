@@ -27,8 +27,8 @@
  * Every model keeps parameters, gradients and the AdamW state m, v in one
  * contiguous buffer each, in backend memory: fp32 master parameters and
  * AdamW state; gradients (and activations) in the model's storage dtype
- * (gt_model_dtype: fp32 for mlp and convnet, fp32 / bf16 / fp16 for gpt2,
- * whose header explains the compute copy of the weights). The "internal layout" is
+ * (gt_model_dtype: fp32, bf16 or fp16, with a compute copy of the weights
+ * in that dtype when it is not fp32; gpt2.h explains the scheme). The "internal layout" is
  * the order in which gradients become final during the backward (for
  * bucketed all-reduce); the "canonical order" is the order of the tensor
  * list (gt_model_tensor_name), used by get/set_params and files. For mlp and
@@ -114,9 +114,10 @@ typedef struct gt_model_loc {
  * when `name` is unknown. Parameters are uninitialised until
  * gt_model_init_random or gt_model_set_params. */
 gt_status gt_model_new(gt_backend *be, const char *name, int max_batch, int T, gt_model **out);
-/* The same with storage dtype dt (gt_model_new is fp32). gpt2 takes fp32,
- * bf16 and fp16 (gt_gpt2_new_dt); mlp and convnet fp32 only: another dt is
- * GT_ERR_UNSUPPORTED naming the model. */
+/* The same with storage dtype dt (gt_model_new is fp32): fp32, bf16 or
+ * fp16 for every family. A backend that cannot store dt refuses here with
+ * GT_ERR_UNSUPPORTED naming the precision and the backend
+ * (gt_ops_probe_dtype). */
 gt_status gt_model_new_dt(gt_backend *be, const char *name, gt_dtype dt, int max_batch, int T,
                           gt_model **out);
 /* Accepts NULL. */
@@ -236,7 +237,7 @@ void gt_model_locate(const gt_model *m, size_t internal, gt_model_loc *out);
 void gt_model_loc_format(const gt_model *m, const gt_model_loc *loc, char *out, size_t n);
 /* First NaN or infinity of buf (backend memory of dtype dt holding the
  * internal range [lo, hi)), searched in canonical order; *found 0 when all
- * are finite. (mlp and convnet: dt must be fp32.) */
+ * are finite. (mlp and convnet: dt is fp32 or the model's dtype.) */
 gt_status gt_model_find_nonfinite(gt_model *m, const void *buf, gt_dtype dt, size_t lo,
                                   size_t hi, int *found, gt_model_loc *loc, float *value);
 

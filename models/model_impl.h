@@ -3,9 +3,11 @@
  * gt_flat: the parameter store mlp and convnet share. Tensors are appended
  * in forward order, one after the other, so the canonical order IS the
  * internal layout and the backward finalises a suffix of it at a time (what
- * the grad hook and bucketed all-reduce need). It owns params, grads,
- * AdamW m and v (fp32, backend memory, padded to whole norm chunks like
- * gpt2's) and the state buffer (BatchNorm running statistics), and
+ * the grad hook and bucketed all-reduce need). It owns the fp32 master
+ * params, AdamW m and v, the gradients and, for 16-bit storage, the
+ * compute copy of the weights in the storage dtype k.dt (gpt2's scheme:
+ * gpt2.h), all in backend memory, padded to whole norm chunks like gpt2's,
+ * and the state buffer (BatchNorm running statistics, fp32), and
  * implements every gt_model_vt slot that only needs the layout
  * (GT_FLAT_VT_SLOTS). A model built on it puts a gt_flat FIRST in its impl
  * struct and fills in forward, forward_backward, init_random,
@@ -33,12 +35,17 @@ typedef struct gt_flat_tensor {
 
 typedef struct gt_flat {
     gt_backend *be;
-    gt_kctx k;
+    gt_kctx k;  /* k.dt: storage dtype of activations, compute weights, gradients */
+    size_t es;  /* its size in bytes */
     int nt, ns;
     gt_flat_tensor t[GT_FLAT_MAX_TENSORS]; /* parameters */
     gt_flat_tensor s[GT_FLAT_MAX_TENSORS]; /* state */
     size_t num_params, num_alloc, norm_chunk, opt_lo, opt_hi, state_numel;
-    float *params, *grads, *m, *v, *state;
+    float *params, *m, *v, *state; /* fp32 */
+    void *grads;                   /* k.dt */
+    void *wc;                      /* k.dt compute copy of params; NULL in fp32 */
+    void *stage;                   /* host staging of a batch's inputs in k.dt */
+    size_t stage_bytes;
     gt_model_grad_hook hook;
     void *hook_ctx;
     double flops_per_unit; /* set by the model */
@@ -51,13 +58,22 @@ typedef struct gt_flat {
 int gt_flat_add(gt_flat *f, const char *name, int decay, int ndim, int64_t d0, int64_t d1,
                 int64_t d2, int64_t d3);
 int gt_flat_add_state(gt_flat *f, const char *name, int64_t n);
-/* Allocates and zeroes every buffer on `be` (borrowed). */
-gt_status gt_flat_alloc(gt_flat *f, gt_backend *be);
+/* Allocates and zeroes every buffer on `be` (borrowed) for storage dtype
+ * dt (fp32, bf16, fp16); a backend that cannot store dt refuses here
+ * (gt_ops_probe_dtype). */
+gt_status gt_flat_alloc(gt_flat *f, gt_backend *be, gt_dtype dt);
 /* Frees the buffers; accepts a zeroed store. */
 void gt_flat_release(gt_flat *f);
 
-static inline float *gt_flat_param(gt_flat *f, int i) { return f->params + f->t[i].off; }
-static inline float *gt_flat_grad(gt_flat *f, int i) { return f->grads + f->t[i].off; }
+/* Element `n` of a k.dt buffer. */
+static inline void *gt_flat_at(const gt_flat *f, const void *base, size_t n) {
+    return (char *)base + n * f->es;
+}
+/* Tensor i's compute weights (k.dt) and gradient (k.dt). */
+static inline void *gt_flat_param(gt_flat *f, int i) {
+    return gt_flat_at(f, f->wc ? f->wc : (void *)f->params, f->t[i].off);
+}
+static inline void *gt_flat_grad(gt_flat *f, int i) { return gt_flat_at(f, f->grads, f->t[i].off); }
 static inline float *gt_flat_state(gt_flat *f, int i) { return f->state + f->s[i].off; }
 /* Tells the hook (when set) that tensors i.. are final. */
 gt_status gt_flat_ready(gt_flat *f, int i);
@@ -66,15 +82,17 @@ gt_status gt_flat_require(const gt_flat *f, const char *family, const gt_op *ops
 /* Checks a dense batch against the model's capacity and classes, names
  * the first bad label. */
 gt_status gt_flat_check_batch(const gt_model *m, const gt_batch *b, int need_targets);
-/* Copies a dense batch to the backend: inputs (n x in_per_sample fp32) to
- * in_dev and, when the batch has labels, the labels to targets_dev. */
-gt_status gt_flat_upload_batch(gt_flat *f, const gt_batch *b, size_t in_per_sample, float *in_dev,
+/* Copies a dense batch to the backend: inputs (n x in_per_sample fp32,
+ * rounded on the host to k.dt) to in_dev and, when the batch has labels,
+ * the labels to targets_dev. */
+gt_status gt_flat_upload_batch(gt_flat *f, const gt_batch *b, size_t in_per_sample, void *in_dev,
                                int32_t *targets_dev);
-/* The classification head's loss: losses_dev(n) = softmax cross-entropy of
- * logits(n, K) against targets_dev, and *mean_loss (when not NULL) their
- * mean, summed in order on the host (host_scratch: n floats). */
+/* The classification head's loss: losses_dev(n) (fp32) = softmax
+ * cross-entropy of logits(n, K) (k.dt) against targets_dev, and *mean_loss
+ * (when not NULL) their mean, summed in order on the host (host_scratch:
+ * n floats). */
 gt_status gt_flat_class_loss(gt_flat *f, float *losses_dev, float *host_scratch,
-                             const float *logits, const int32_t *targets_dev, int n, int K,
+                             const void *logits, const int32_t *targets_dev, int n, int K,
                              float *mean_loss);
 /* Copies the losses(n) fp32 from the backend and sums them in order. */
 gt_status gt_flat_mean_loss(gt_flat *f, const float *losses_dev, float *host_scratch, int n,

@@ -1,8 +1,7 @@
 /* The ref backend: the oracle every other backend is compared with.
  * Plain loops, fp64 accumulation, one thread, never tuned: its only job is
- * to be obviously correct. The transformer ops, AdamW's gradients and sumsq
- * store fp32, bf16 or fp16 (each element loaded to fp64, rounded once on
- * store: ref.h); the vision ops (GT_REF_CHECK_DT) store fp32 only. */
+ * to be obviously correct. Every op stores fp32, bf16 or fp16 (each
+ * element loaded to fp64, rounded once on store: ref.h). */
 #include <stdlib.h>
 
 #include "kernels/ref/ref.h"

@@ -7,7 +7,9 @@
  *   dw[o,c,i,j]   += sum_{n,y,x} dout[n,o,y,x] inp[n,c, y s - p + i, x s - p + j]
  *   dbias[o]      += sum_{n,y,x} dout[n,o,y,x]
  * dinp is a gather (each element sums its own terms) rather than a scatter,
- * so that it too is one fp64 sum rounded once. */
+ * so that it too is one fp64 sum rounded once. Storage fp32, bf16 or fp16:
+ * each element loaded to fp64, each result (the accumulated old value one
+ * more term of its sum) rounded once on store. */
 #include "kernels/ref/ref.h"
 
 /* GT_OK when s describes a convolution ops.h accepts; OH, OW out. */
@@ -25,20 +27,19 @@ static gt_status conv_shape(const char *op, const gt_conv2d_shape *s, int *OH, i
     return GT_OK;
 }
 
-gt_status gt_ref_conv2d_fwd(const gt_kctx *k, void *out_, const void *inp_, const void *weight_,
-                            const void *bias_, const gt_conv2d_shape *s) {
-    GT_REF_CHECK_DT(k);
+gt_status gt_ref_conv2d_fwd(const gt_kctx *k, void *out, const void *inp, const void *w,
+                            const void *bias, const gt_conv2d_shape *s) {
+    GT_REF_CHECK_DT_ANY(k);
     int OH, OW;
     GT_TRY(conv_shape("conv2d_fwd", s, &OH, &OW));
-    float *out = out_;                         // (N, OC, OH, OW)
-    const float *inp = inp_, *w = weight_;     // (N, C, H, W), (OC, C, KH, KW)
-    const float *bias = bias_;                 // (OC) or NULL
+    gt_dtype dt = k->dt; // out (N, OC, OH, OW), inp (N, C, H, W), w (OC, C, KH, KW)
+                         // bias (OC) or NULL
     int C = s->C, H = s->H, W = s->W, KH = s->KH, KW = s->KW, st = s->stride, pad = s->pad;
     for (int n = 0; n < s->N; n++)
         for (int o = 0; o < s->OC; o++)
             for (int y = 0; y < OH; y++)
                 for (int x = 0; x < OW; x++) {
-                    double acc = bias ? bias[o] : 0.0;
+                    double acc = bias ? gt_ref_ld(bias, dt, o) : 0.0;
                     for (int c = 0; c < C; c++)
                         for (int i = 0; i < KH; i++) {
                             int h = y * st - pad + i;
@@ -46,40 +47,38 @@ gt_status gt_ref_conv2d_fwd(const gt_kctx *k, void *out_, const void *inp_, cons
                             for (int j = 0; j < KW; j++) {
                                 int v = x * st - pad + j;
                                 if (v < 0 || v >= W) continue;
-                                acc += (double)inp[(((size_t)n * C + c) * H + h) * W + v] *
-                                       w[(((size_t)o * C + c) * KH + i) * KW + j];
+                                acc += gt_ref_ld(inp, dt, (((size_t)n * C + c) * H + h) * W + v) *
+                                       gt_ref_ld(w, dt, (((size_t)o * C + c) * KH + i) * KW + j);
                             }
                         }
-                    out[(((size_t)n * s->OC + o) * OH + y) * OW + x] = (float)acc;
+                    gt_ref_st(out, dt, (((size_t)n * s->OC + o) * OH + y) * OW + x, acc);
                 }
     return GT_OK;
 }
 
-gt_status gt_ref_conv2d_bwd(const gt_kctx *k, void *dinp_, void *dweight_, void *dbias_,
-                            const void *dout_, const void *inp_, const void *weight_,
-                            const gt_conv2d_shape *s) {
-    GT_REF_CHECK_DT(k);
+gt_status gt_ref_conv2d_bwd(const gt_kctx *k, void *dinp, void *dw, void *db, const void *dout,
+                            const void *inp, const void *w, const gt_conv2d_shape *s) {
+    GT_REF_CHECK_DT_ANY(k);
     int OH, OW;
     GT_TRY(conv_shape("conv2d_bwd", s, &OH, &OW));
-    float *dinp = dinp_, *dw = dweight_, *db = dbias_; // as inp, weight, (OC); dinp, db may be NULL
-    const float *dout = dout_, *inp = inp_, *w = weight_;
+    gt_dtype dt = k->dt; // dinp, dw, db as inp, w, (OC); dinp, db may be NULL
     int N = s->N, C = s->C, H = s->H, W = s->W, OC = s->OC, KH = s->KH, KW = s->KW;
     int st = s->stride, pad = s->pad;
-#define DOUT(n, o, y, x) dout[(((size_t)(n) * OC + (o)) * OH + (y)) * OW + (x)]
+#define DOUT(n, o, y, x) gt_ref_ld(dout, dt, (((size_t)(n) * OC + (o)) * OH + (y)) * OW + (x))
     if (db)
         for (int o = 0; o < OC; o++) {
-            double acc = db[o];
+            double acc = gt_ref_ld(db, dt, o);
             for (int n = 0; n < N; n++)
                 for (int y = 0; y < OH; y++)
                     for (int x = 0; x < OW; x++) acc += DOUT(n, o, y, x);
-            db[o] = (float)acc;
+            gt_ref_st(db, dt, o, acc);
         }
     for (int o = 0; o < OC; o++)
         for (int c = 0; c < C; c++)
             for (int i = 0; i < KH; i++)
                 for (int j = 0; j < KW; j++) {
-                    float *d = &dw[(((size_t)o * C + c) * KH + i) * KW + j];
-                    double acc = *d;
+                    size_t d = (((size_t)o * C + c) * KH + i) * KW + j;
+                    double acc = gt_ref_ld(dw, dt, d);
                     for (int n = 0; n < N; n++)
                         for (int y = 0; y < OH; y++) {
                             int h = y * st - pad + i;
@@ -87,19 +86,19 @@ gt_status gt_ref_conv2d_bwd(const gt_kctx *k, void *dinp_, void *dweight_, void 
                             for (int x = 0; x < OW; x++) {
                                 int v = x * st - pad + j;
                                 if (v < 0 || v >= W) continue;
-                                acc += (double)DOUT(n, o, y, x) *
-                                       inp[(((size_t)n * C + c) * H + h) * W + v];
+                                acc += DOUT(n, o, y, x) *
+                                       gt_ref_ld(inp, dt, (((size_t)n * C + c) * H + h) * W + v);
                             }
                         }
-                    *d = (float)acc;
+                    gt_ref_st(dw, dt, d, acc);
                 }
     if (dinp)
         for (int n = 0; n < N; n++)
             for (int c = 0; c < C; c++)
                 for (int h = 0; h < H; h++)
                     for (int v = 0; v < W; v++) {
-                        float *d = &dinp[(((size_t)n * C + c) * H + h) * W + v];
-                        double acc = *d;
+                        size_t d = (((size_t)n * C + c) * H + h) * W + v;
+                        double acc = gt_ref_ld(dinp, dt, d);
                         for (int o = 0; o < OC; o++)
                             for (int i = 0; i < KH; i++) {
                                 int ys = h + pad - i; /* = y * stride */
@@ -107,11 +106,11 @@ gt_status gt_ref_conv2d_bwd(const gt_kctx *k, void *dinp_, void *dweight_, void 
                                 for (int j = 0; j < KW; j++) {
                                     int xs = v + pad - j;
                                     if (xs < 0 || xs % st || xs / st >= OW) continue;
-                                    acc += (double)DOUT(n, o, ys / st, xs / st) *
-                                           w[(((size_t)o * C + c) * KH + i) * KW + j];
+                                    size_t e = (((size_t)o * C + c) * KH + i) * KW + j;
+                                    acc += DOUT(n, o, ys / st, xs / st) * gt_ref_ld(w, dt, e);
                                 }
                             }
-                        *d = (float)acc;
+                        gt_ref_st(dinp, dt, d, acc);
                     }
 #undef DOUT
     return GT_OK;

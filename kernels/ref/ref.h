@@ -8,21 +8,13 @@
 
 #include "kernels/ops.h"
 
-/* Ops that store fp32 only start with this. */
-#define GT_REF_CHECK_DT(k)                                                              \
-    do {                                                                                \
-        if ((k)->dt != GT_DTYPE_FP32)                                                   \
-            return GT_ERR(GT_ERR_UNSUPPORTED, "ref %s: storage dtype %s not handled "   \
-                          "(the oracle works on fp32; round inputs first)",             \
-                          __func__, gt_dtype_name((k)->dt));                            \
-    } while (0)
-
-/* Ops that store fp32, bf16 or fp16 start with this (the transformer ops,
- * AdamW's gradients and sumsq; cast ignores k->dt). They load every
- * element to fp64 with gt_ref_ld, compute exactly as for fp32 storage, and
- * round once on store with gt_ref_st, so fp32 storage gives the same bits
- * as before 16-bit storage existed. LayerNorm statistics, the attention
- * probabilities, losses and AdamW state stay fp32 whatever k->dt is. */
+/* Every op that reads k->dt starts with this (all but cast, which ignores
+ * it): storage fp32, bf16 or fp16. They load every element to fp64 with
+ * gt_ref_ld, compute exactly as for fp32 storage, and round once on store
+ * with gt_ref_st, so fp32 storage gives the same bits as before 16-bit
+ * storage existed. LayerNorm and BatchNorm statistics (BatchNorm's
+ * running ones too), the attention probabilities, losses and AdamW state
+ * stay fp32 whatever k->dt is. */
 #define GT_REF_CHECK_DT_ANY(k)                                                          \
     do {                                                                                \
         if ((k)->dt != GT_DTYPE_FP32 && (k)->dt != GT_DTYPE_BF16 &&                     \

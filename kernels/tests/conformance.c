@@ -7,26 +7,36 @@
  * The cases themselves (seeded inputs, the call on both backends, the
  * per-op tolerances and their reasons) live in kernels/conformance.c, which
  * the kernels suite shares; this program is the shape grid and the report.
+ *
+ * Coverage cannot go silently: an op whose slot is filled but that the grid
+ * never reaches fails, and on the ref backend, which stores fp32, bf16 and
+ * fp16 for every op (ref.h), a skip fails too (elsewhere an empty slot or a
+ * declined dtype is a skip, printed and counted).
  * Exit: 0 pass, 1 a check failed, 77 the backend is not available here. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/conformance.h"
 
 typedef struct tc_ctx {
     gt_backend *be, *ref;
     gt_dtype dt;
+    int no_skips; /* a skip is a failure (the ref backend) */
     int checks, fails, skips;
+    int reached[GT_OP_COUNT]; /* cases of each op the grid ran */
 } tc_ctx;
 
-/* One op at one shape: an empty slot or a declined dtype is a skip, a
- * failed run or an element outside the bound a failure. */
+/* One op at one shape: an empty slot or a declined dtype is a skip (a
+ * failure with no_skips), a failed run or an element outside the bound a
+ * failure. */
 static void one(tc_ctx *t, gt_op op, gt_kshape sh) {
     char lb[96];
     gt_kshape_label(op, &sh, lb, sizeof lb);
     gt_kcase *c = NULL;
     gt_kcheck ck[GT_KCHECK_MAX];
     int n = 0;
+    t->reached[op]++;
     gt_status s = gt_kcase_new(t->be, t->ref, t->dt, op, &sh, &c);
     if (s == GT_OK) s = gt_kcase_check(c, ck, &n);
     for (int i = 0; i < n; i++) {
@@ -42,7 +52,11 @@ static void one(tc_ctx *t, gt_op op, gt_kshape sh) {
         }
         printf("\n");
     }
-    if (s == GT_ERR_UNSUPPORTED) {
+    if (s == GT_ERR_UNSUPPORTED && t->no_skips) {
+        printf("  %-15s %-26s FAIL: skipped on %s, which must handle %s: %s\n", gt_op_name(op),
+               lb, t->be->name, gt_dtype_name(t->dt), gt_last_error());
+        t->fails++;
+    } else if (s == GT_ERR_UNSUPPORTED) {
         printf("  %-15s %-26s skipped: %s\n", gt_op_name(op), lb, gt_last_error());
         t->skips++;
     } else if (s != GT_OK) {
@@ -71,8 +85,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gt_backend_new: %s: %s\n", gt_status_name(s), gt_last_error());
         return 2;
     }
-    printf("conformance: %s (%s) vs ref, storage %s\n", bname, t.be->describe(t.be),
-           gt_dtype_name(t.dt));
+    t.no_skips = strcmp(t.be->name, "ref") == 0;
+    printf("conformance: %s (%s) vs ref, storage %s%s\n", bname, t.be->describe(t.be),
+           gt_dtype_name(t.dt), t.no_skips ? " (a skip fails)" : "");
 
     static const int enc[][4] = {{1, 1, 1, 1}, {2, 3, 7, 5}, {3, 17, 65, 11}, {4, 64, 768, 50}};
     for (size_t i = 0; i < sizeof enc / sizeof enc[0]; i++) {
@@ -173,6 +188,12 @@ int main(int argc, char **argv) {
         one(&t, GT_OP_CONV2D_BWD, sh);
     }
 
+    for (int op = 0; op < GT_OP_COUNT; op++)
+        if (gt_ops_slot(t.be->ops, (gt_op)op) && !t.reached[op]) {
+            printf("  %-15s FAIL: the backend has it, the shape grid never runs it\n",
+                   gt_op_name((gt_op)op));
+            t.fails++;
+        }
     printf("conformance %s %s: %d checks, %d failed, %d skipped\n", bname, gt_dtype_name(t.dt),
            t.checks, t.fails, t.skips);
     gt_backend_free(t.ref);

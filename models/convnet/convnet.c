@@ -18,19 +18,19 @@ typedef struct cbn {
     int OC, OH, OW;
     int w, bw, bb;        /* parameter tensors */
     int rm, rv;           /* state tensors */
-    float *conv, *bn;     /* (N, OC, OH, OW) conv output, BN output */
-    float *mean, *rstd;   /* (OC) batch statistics saved for the backward */
-    float *dconv, *dbn;   /* gradients of conv and bn outputs (dbn NULL: borrowed) */
+    void *conv, *bn;      /* (N, OC, OH, OW) conv output, BN output */
+    float *mean, *rstd;   /* (OC) batch statistics saved for the backward, fp32 */
+    void *dconv, *dbn;    /* gradients of conv and bn outputs (dbn NULL: borrowed) */
 } cbn;
 
 typedef struct block {
     cbn c1, c2, pr;
     int proj;             /* 1: projection shortcut pr */
     int first;            /* first tensor of the block */
-    float *out;           /* (N, OC, OH, OW) after the final ReLU */
-    float *dout;          /* gradient of out */
-    float *dsum;          /* gradient before the final ReLU */
-    float *dr1;           /* gradient of relu(bn1) */
+    void *out;            /* (N, OC, OH, OW) after the final ReLU */
+    void *dout;           /* gradient of out */
+    void *dsum;           /* gradient before the final ReLU */
+    void *dr1;            /* gradient of relu(bn1) */
 } block;
 
 typedef struct convnet {
@@ -38,14 +38,15 @@ typedef struct convnet {
     gt_convnet_config cfg;
     int B;
     cbn stem;
-    float *stem_dout;     /* gradient of relu(stem bn) (in place in stem.bn) */
+    void *stem_dout;      /* gradient of relu(stem bn) (in place in stem.bn) */
     block blk[GT_CONVNET_MAX_BLOCKS];
     int fcw, fcb;
     int Cl, HWl;          /* channels and pixels of the last feature map */
-    float *in;            /* (B, C, H, W) */
-    float *pooled, *dpooled; /* (B, Cl) */
-    float *logits;        /* (B, K) */
-    float *losses;        /* (B) */
+    /* activations and their gradients in the storage dtype f.k.dt */
+    void *in;             /* (B, C, H, W) */
+    void *pooled, *dpooled; /* (B, Cl) */
+    void *logits;         /* (B, K) */
+    float *losses;        /* (B) fp32 */
     int32_t *targets;     /* (B) */
     char *act_mem;
     size_t act_off, act_total;
@@ -155,20 +156,24 @@ static void cbn_declare(convnet *p, cbn *u, const char *conv_name, const char *b
 
 static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
 
-/* Carves `bytes` from the activation arena (first pass: only counts). */
-static float *carve(convnet *p, size_t floats) {
-    size_t bytes = align_up(floats * sizeof(float));
-    float *r = p->act_mem ? (float *)(p->act_mem + p->act_off) : NULL;
+/* Carves n elements of es bytes from the activation arena (first pass:
+ * only counts). */
+static void *carve_es(convnet *p, size_t n, size_t es) {
+    size_t bytes = align_up(n * es);
+    void *r = p->act_mem ? p->act_mem + p->act_off : NULL;
     p->act_off += bytes;
     return r;
 }
+/* n activations in the storage dtype */
+static void *carve(convnet *p, size_t n) { return carve_es(p, n, p->f.es); }
+static float *carve_f32(convnet *p, size_t n) { return carve_es(p, n, sizeof(float)); }
 
 static void cbn_carve(convnet *p, cbn *u, int with_dbn) {
     size_t n = (size_t)p->B * u->OC * u->OH * u->OW;
     u->conv = carve(p, n);
     u->bn = carve(p, n);
-    u->mean = carve(p, (size_t)u->OC);
-    u->rstd = carve(p, (size_t)u->OC);
+    u->mean = carve_f32(p, (size_t)u->OC);
+    u->rstd = carve_f32(p, (size_t)u->OC);
     u->dconv = carve(p, n);
     u->dbn = with_dbn ? carve(p, n) : NULL;
 }
@@ -193,8 +198,8 @@ static void carve_all(convnet *p) {
     p->pooled = carve(p, (size_t)p->B * p->Cl);
     p->dpooled = carve(p, (size_t)p->B * p->Cl);
     p->logits = carve(p, (size_t)p->B * c->classes);
-    p->losses = carve(p, (size_t)p->B);
-    p->targets = (int32_t *)carve(p, (size_t)p->B);
+    p->losses = carve_f32(p, (size_t)p->B);
+    p->targets = carve_es(p, (size_t)p->B, sizeof(int32_t));
     p->act_total = p->act_off;
 }
 
@@ -243,7 +248,7 @@ static const gt_op g_ops[] = {GT_OP_CONV2D_FWD,     GT_OP_CONV2D_BWD,    GT_OP_B
                               GT_OP_CLASSIFIER_BWD};
 
 /* bn(conv(x)) over N images, training or evaluation statistics */
-static gt_status cbn_fwd(convnet *p, cbn *u, const float *x, int N, int training) {
+static gt_status cbn_fwd(convnet *p, cbn *u, const void *x, int N, int training) {
     gt_flat *f = &p->f;
     const gt_ops *o = f->be->ops;
     gt_conv2d_shape s = u->s;
@@ -257,15 +262,14 @@ static gt_status cbn_fwd(convnet *p, cbn *u, const float *x, int N, int training
 
 /* From dbn (gradient of the BN output): parameter gradients, and dx +=
  * (dx NULL: the input needs none). */
-static gt_status cbn_bwd(convnet *p, cbn *u, float *dx, const float *dbn, const float *x,
-                         int N) {
+static gt_status cbn_bwd(convnet *p, cbn *u, void *dx, const void *dbn, const void *x, int N) {
     gt_flat *f = &p->f;
     const gt_ops *o = f->be->ops;
     gt_backend *be = f->be;
     size_t n = (size_t)N * u->OC * u->OH * u->OW;
     gt_conv2d_shape s = u->s;
     s.N = N;
-    GT_TRY(be->memset_zero(be, u->dconv, n * sizeof(float)));
+    GT_TRY(be->memset_zero(be, u->dconv, n * f->es));
     GT_TRY(o->batchnorm_bwd(&f->k, u->dconv, gt_flat_grad(f, u->bw), gt_flat_grad(f, u->bb), dbn,
                             u->conv, gt_flat_param(f, u->bw), u->mean, u->rstd, N, u->OC,
                             u->OH * u->OW));
@@ -289,7 +293,7 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets,
     size_t ns = (size_t)N * st->OC * st->OH * st->OW;
     GT_TRY(cbn_fwd(p, st, p->in, N, training));                // (N,S,H,W)
     GT_TRY(o->relu_fwd(k, st->bn, st->bn, ns));
-    const float *x = st->bn;
+    const void *x = st->bn;
     for (int b = 0; b < c->nblocks; b++) {
         block *bl = &p->blk[b];
         size_t n1 = (size_t)N * bl->c1.OC * bl->c1.OH * bl->c1.OW;
@@ -297,7 +301,7 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets,
         GT_TRY(cbn_fwd(p, &bl->c1, x, N, training));            // (N,OC,OH,OW)
         GT_TRY(o->relu_fwd(k, bl->c1.bn, bl->c1.bn, n1));      // r1, in place
         GT_TRY(cbn_fwd(p, &bl->c2, bl->c1.bn, N, training));    // (N,OC,OH,OW)
-        const float *sc = x;                                    // identity shortcut
+        const void *sc = x;                                     // identity shortcut
         if (bl->proj) {
             GT_TRY(cbn_fwd(p, &bl->pr, x, N, training));
             sc = bl->pr.bn;
@@ -336,29 +340,30 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     if (mean_loss) GT_TRY(gt_flat_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
 
     /* head: dpooled (N,Cl), then the last feature map's gradient */
-    float *dlast = c->nblocks > 0 ? p->blk[c->nblocks - 1].dout : p->stem_dout;
+    void *dlast = c->nblocks > 0 ? p->blk[c->nblocks - 1].dout : p->stem_dout;
+    size_t es = f->es;
     size_t nl = (size_t)N * p->Cl * p->HWl;
     GT_TRY(o->matmul_bwd(k, p->dpooled, /* overwritten */ gt_flat_grad(f, p->fcw), gt_flat_grad(f, p->fcb),
                          p->logits, p->pooled, gt_flat_param(f, p->fcw), N, p->Cl, K));
     GT_TRY(gt_flat_ready(f, p->fcw));
-    GT_TRY(be->memset_zero(be, dlast, nl * sizeof(float)));
+    GT_TRY(be->memset_zero(be, dlast, nl * es));
     GT_TRY(o->avgpool_bwd(k, dlast, p->dpooled, N, p->Cl, p->HWl));
 
     for (int b = c->nblocks - 1; b >= 0; b--) {
         block *bl = &p->blk[b];
-        const float *x = b > 0 ? p->blk[b - 1].out : p->stem.bn;  // block input
-        float *dx = b > 0 ? p->blk[b - 1].dout : p->stem_dout;    // its gradient
+        const void *x = b > 0 ? p->blk[b - 1].out : p->stem.bn;   // block input
+        void *dx = b > 0 ? p->blk[b - 1].dout : p->stem_dout;     // its gradient
         size_t nin = (size_t)N * bl->c1.s.C * bl->c1.s.H * bl->c1.s.W;
         size_t n1 = (size_t)N * bl->c1.OC * bl->c1.OH * bl->c1.OW;
         size_t n2 = (size_t)N * bl->c2.OC * bl->c2.OH * bl->c2.OW;
         /* out = relu(bn2 + shortcut): dsum goes to both branches */
-        GT_TRY(be->memset_zero(be, bl->dsum, n2 * sizeof(float)));
+        GT_TRY(be->memset_zero(be, bl->dsum, n2 * es));
         GT_TRY(o->relu_bwd(k, bl->dsum, bl->out, bl->dout, n2));
-        GT_TRY(be->memset_zero(be, bl->dr1, n1 * sizeof(float)));
+        GT_TRY(be->memset_zero(be, bl->dr1, n1 * es));
         GT_TRY(cbn_bwd(p, &bl->c2, bl->dr1, bl->dsum, bl->c1.bn, N));
-        GT_TRY(be->memset_zero(be, bl->c1.dbn, n1 * sizeof(float)));
+        GT_TRY(be->memset_zero(be, bl->c1.dbn, n1 * es));
         GT_TRY(o->relu_bwd(k, bl->c1.dbn, bl->c1.bn, bl->dr1, n1));
-        GT_TRY(be->memset_zero(be, dx, nin * sizeof(float)));
+        GT_TRY(be->memset_zero(be, dx, nin * es));
         GT_TRY(cbn_bwd(p, &bl->c1, dx, bl->c1.dbn, x, N));
         if (bl->proj) GT_TRY(cbn_bwd(p, &bl->pr, dx, bl->dsum, x, N));
         else GT_TRY(o->residual_fwd(k, dx, dx, bl->dsum, nin)); /* dx += dsum */
@@ -367,7 +372,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     /* stem: relu in place over its BN output; the input needs no gradient */
     cbn *st = &p->stem;
     size_t ns = (size_t)N * st->OC * st->OH * st->OW;
-    GT_TRY(be->memset_zero(be, st->dbn, ns * sizeof(float)));
+    GT_TRY(be->memset_zero(be, st->dbn, ns * es));
     GT_TRY(o->relu_bwd(k, st->dbn, st->bn, p->stem_dout, ns));
     GT_TRY(cbn_bwd(p, st, NULL, st->dbn, p->in, N));
     GT_TRY(gt_flat_ready(f, 0));
@@ -384,8 +389,8 @@ static const gt_model_vt g_vt = {
     .forward_backward = forward_backward,
 };
 
-gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, const char *name,
-                         int max_batch, gt_model **out) {
+gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, gt_dtype dt,
+                         const char *name, int max_batch, gt_model **out) {
     *out = NULL;
     GT_TRY(gt_convnet_config_check(cfg));
     if (max_batch < 1)
@@ -446,7 +451,7 @@ gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, const cha
     p->macs += (double)cfg->classes * C;
     p->f.flops_per_unit = 6.0 * p->macs;
 
-    gt_status s = gt_flat_alloc(&p->f, be);
+    gt_status s = gt_flat_alloc(&p->f, be, dt);
     if (s == GT_OK) {
         carve_all(p); /* sizes only */
         s = gt_backend_alloc(be, p->act_total, (void **)&p->act_mem);

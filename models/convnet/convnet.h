@@ -59,10 +59,13 @@ gt_status gt_convnet_preset(const char *name, gt_convnet_config *out);
 /* Checks every field and that every feature map stays >= 1x1. */
 gt_status gt_convnet_config_check(const gt_convnet_config *c);
 
-/* The model for at most max_batch images per forward on `be` (borrowed).
- * `name` (may be NULL: "convnet") is what reports call it. */
-gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, const char *name,
-                         int max_batch, gt_model **out);
+/* The model for at most max_batch images per forward on `be` (borrowed),
+ * activations, compute weights and gradients stored in dt (fp32, bf16,
+ * fp16; fp32 master weights, AdamW state, BatchNorm statistics and
+ * running statistics whatever dt is). `name` (may be NULL: "convnet") is
+ * what reports call it. */
+gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, gt_dtype dt,
+                         const char *name, int max_batch, gt_model **out);
 
 #ifdef __cplusplus
 }

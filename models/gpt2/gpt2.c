@@ -276,32 +276,6 @@ static size_t att_layer_floats(const gt_gpt2 *m, int B, int T) {
     return (n + 63) / 64 * 64;
 }
 
-/* A backend that cannot store dt says so on its first op: ask it once here,
- * on a 1x1 matmul in scratch memory, so that the refusal comes before any
- * work and names the precision. */
-static gt_status probe_dtype(gt_gpt2 *m) {
-    if (m->dt == GT_DTYPE_FP32) return GT_OK;
-    gt_backend *be = m->be;
-    if (!be->ops->cast)
-        return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "backend '%s' has no cast op: it cannot keep a %s copy of the fp32 "
-                      "weights; use --precision fp32 or a backend that stores %s",
-                      be->name, gt_dtype_name(m->dt), gt_dtype_name(m->dt));
-    /* the first bytes of the (not yet used) backward scratch */
-    void *out = m->act[A_DLN], *in = m->act[A_DATTY], *w = m->act[A_DQKV];
-    gt_status s = be->memset_zero(be, out, m->es);
-    if (s == GT_OK) s = be->memset_zero(be, in, m->es);
-    if (s == GT_OK) s = be->memset_zero(be, w, m->es);
-    if (s == GT_OK && be->ops->matmul_fwd)
-        s = be->ops->matmul_fwd(&m->k, out, in, w, NULL, 1, 1, 1); // (1,1) @ (1,1)^T
-    if (s == GT_ERR_UNSUPPORTED)
-        return gt_error_wrap(s, "--precision %s: backend '%s' does not store %s activations "
-                                "and weights; use --precision fp32 there, or a backend that "
-                                "does (ref, cuda)",
-                             gt_dtype_name(m->dt), be->name, gt_dtype_name(m->dt));
-    return s;
-}
-
 gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, gt_gpt2 **out) {
     return gt_gpt2_new_dt(be, cfg, GT_DTYPE_FP32, B, T, out);
 }
@@ -375,7 +349,7 @@ gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
         (s = be->memset_zero(be, m->m, pbytes)) != GT_OK ||
         (s = be->memset_zero(be, m->v, pbytes)) != GT_OK)
         goto fail;
-    if ((s = probe_dtype(m)) != GT_OK) goto fail;
+    if ((s = gt_ops_probe_dtype(m->be, m->dt)) != GT_OK) goto fail;
     *out = m;
     return GT_OK;
 fail:

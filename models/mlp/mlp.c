@@ -15,17 +15,19 @@ typedef struct mlp {
     gt_mlp_config cfg;
     int B;             /* capacity */
     int w[65], b[65];  /* tensor indices; [depth] is the head */
-    char *act_mem;
-    float *in;         /* (B, in_dim) */
-    float *z, *a;      /* (depth, B, width) pre- and post-activation */
-    float *logits;     /* (B, K); dlogits in place during backward */
-    float *losses;     /* (B) */
+    char *act_mem;     /* activations in the storage dtype f.k.dt, except: */
+    void *in;          /* (B, in_dim) */
+    void *z, *a;       /* (depth, B, width) pre- and post-activation */
+    void *logits;      /* (B, K); dlogits in place during backward */
+    float *losses;     /* (B) fp32 */
     int32_t *targets;  /* (B) */
-    float *d0, *d1;    /* (B, max(width, ...)) backward scratch */
+    void *d0, *d1;     /* (B, max(width, ...)) backward scratch */
     float *host_losses;
 } mlp;
 
 #define MLP(m) ((mlp *)(m)->impl)
+/* element n of an activation buffer */
+#define AT(base, n) gt_flat_at(&p->f, (base), (n))
 
 gt_status gt_mlp_preset(const char *name, gt_mlp_config *out) {
     static const struct {
@@ -134,11 +136,11 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets)
     int N = bt->n, D = c->in_dim, W = c->width, K = c->classes, L = c->depth;
     size_t NW = (size_t)N * W, BW = (size_t)p->B * W;
     GT_TRY(gt_flat_upload_batch(f, bt, (size_t)D, p->in, p->targets));
-    const float *x = p->in; // (N, D)
+    const void *x = p->in; // (N, D)
     int xin = D;
     for (int l = 0; l < L; l++) {
-        float *z = p->z + (size_t)l * BW; // (N, W)
-        float *a = p->a + (size_t)l * BW; // (N, W)
+        void *z = AT(p->z, (size_t)l * BW); // (N, W)
+        void *a = AT(p->a, (size_t)l * BW); // (N, W)
         if (fused) { /* z and a = gelu(z) from one call */
             GT_TRY(o->matmul_gelu_fwd(k, a, z, x, gt_flat_param(f, p->w[l]),
                                       gt_flat_param(f, p->b[l]), N, xin, W));
@@ -181,31 +183,31 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     GT_TRY(o->classifier_bwd(k, p->logits, p->losses, p->logits, p->targets, dloss, N, K, K));
     if (mean_loss) GT_TRY(gt_flat_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
 
-    const float *top = L > 0 ? p->a + (size_t)(L - 1) * BW : p->in;
+    const void *top = L > 0 ? AT(p->a, (size_t)(L - 1) * BW) : p->in;
     if (fused_gelu(p)) {
         /* each call gives the next layer down its dz directly:
          * dz_{l-1} (N, W) = (dz_l @ w_l) * gelu'(z_{l-1}), overwritten */
-        float *dz = p->d0, *dnext = p->d1;
+        void *dz = p->d0, *dnext = p->d1;
         if (L > 0)
             GT_TRY(o->matmul_dgelu_bwd(k, dz, gt_flat_grad(f, p->w[L]), gt_flat_grad(f, p->b[L]),
                                        p->logits, top, gt_flat_param(f, p->w[L]),
-                                       p->z + (size_t)(L - 1) * BW, N, W, K));
+                                       AT(p->z, (size_t)(L - 1) * BW), N, W, K));
         else
             GT_TRY(o->matmul_bwd(k, NULL, gt_flat_grad(f, p->w[L]), gt_flat_grad(f, p->b[L]),
                                  p->logits, top, gt_flat_param(f, p->w[L]), N, D, K));
         GT_TRY(gt_flat_ready(f, p->w[L]));
         for (int l = L - 1; l >= 0; l--) {
-            const float *x = l > 0 ? p->a + (size_t)(l - 1) * BW : p->in; // (N, W or D)
+            const void *x = l > 0 ? AT(p->a, (size_t)(l - 1) * BW) : p->in; // (N, W or D)
             if (l > 0)
                 GT_TRY(o->matmul_dgelu_bwd(k, dnext, gt_flat_grad(f, p->w[l]),
                                            gt_flat_grad(f, p->b[l]), dz, x,
-                                           gt_flat_param(f, p->w[l]), p->z + (size_t)(l - 1) * BW,
+                                           gt_flat_param(f, p->w[l]), AT(p->z, (size_t)(l - 1) * BW),
                                            N, W, W));
             else /* the input needs no gradient */
                 GT_TRY(o->matmul_bwd(k, NULL, gt_flat_grad(f, p->w[l]), gt_flat_grad(f, p->b[l]),
                                      dz, x, gt_flat_param(f, p->w[l]), N, D, W));
             GT_TRY(gt_flat_ready(f, p->w[l]));
-            float *t = dz;
+            void *t = dz;
             dz = dnext;
             dnext = t;
         }
@@ -214,15 +216,15 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     }
 
     /* head: da (N, W) = dlogits @ head.w (overwritten); gradients of head.w, head.b */
-    float *da = p->d0, *dz = p->d1;
+    void *da = p->d0, *dz = p->d1;
     GT_TRY(o->matmul_bwd(k, L > 0 ? da : NULL, gt_flat_grad(f, p->w[L]),
                          gt_flat_grad(f, p->b[L]), p->logits, top, gt_flat_param(f, p->w[L]), N,
                          L > 0 ? W : D, K));
     GT_TRY(gt_flat_ready(f, p->w[L]));
     for (int l = L - 1; l >= 0; l--) {
-        float *z = p->z + (size_t)l * BW, *a = p->a + (size_t)l * BW; // (N, W)
-        const float *x = l > 0 ? p->a + (size_t)(l - 1) * BW : p->in;  // (N, W or D)
-        GT_TRY(be->memset_zero(be, dz, NW * sizeof(float)));
+        void *z = AT(p->z, (size_t)l * BW), *a = AT(p->a, (size_t)l * BW); // (N, W)
+        const void *x = l > 0 ? AT(p->a, (size_t)(l - 1) * BW) : p->in;     // (N, W or D)
+        GT_TRY(be->memset_zero(be, dz, NW * f->es));
         if (c->act == GT_MLP_GELU) GT_TRY(o->gelu_bwd(k, dz, z, da, NW));
         else GT_TRY(o->relu_bwd(k, dz, a, da, NW));
         /* da now receives d(a_{l-1}), overwritten; the input needs no gradient */
@@ -247,8 +249,8 @@ static const gt_model_vt g_vt = {
 
 static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
 
-gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, const char *name, int max_batch,
-                     gt_model **out) {
+gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt, const char *name,
+                     int max_batch, gt_model **out) {
     *out = NULL;
     GT_TRY(gt_mlp_config_check(cfg));
     if (max_batch < 1)
@@ -289,10 +291,10 @@ gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, const char *name,
         macs += (double)fin * fout;
     }
     p->f.flops_per_unit = 6.0 * macs;
-    gt_status s = gt_flat_alloc(&p->f, be);
-    size_t B = (size_t)max_batch, f4 = sizeof(float);
-    size_t sizes[8] = {B * D * f4, (size_t)L * B * W * f4, (size_t)L * B * W * f4,
-                       B * K * f4, B * f4, B * sizeof(int32_t), B * W * f4, B * W * f4};
+    gt_status s = gt_flat_alloc(&p->f, be, dt);
+    size_t B = (size_t)max_batch, f4 = sizeof(float), e = gt_dtype_size(dt);
+    size_t sizes[8] = {B * D * e, (size_t)L * B * W * e, (size_t)L * B * W * e,
+                       B * K * e, B * f4, B * sizeof(int32_t), B * W * e, B * W * e};
     size_t total = 0;
     for (int i = 0; i < 8; i++) total += align_up(sizes[i] ? sizes[i] : 1);
     if (s == GT_OK) s = gt_backend_alloc(be, total, (void **)&p->act_mem);

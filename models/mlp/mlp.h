@@ -41,10 +41,12 @@ gt_status gt_mlp_preset(const char *name, gt_mlp_config *out);
 /* Checks every field; the message names it. */
 gt_status gt_mlp_config_check(const gt_mlp_config *c);
 
-/* The model for at most max_batch samples per forward on `be` (borrowed).
- * `name` (may be NULL: "mlp") is what reports call it. */
-gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, const char *name, int max_batch,
-                     gt_model **out);
+/* The model for at most max_batch samples per forward on `be` (borrowed),
+ * activations, compute weights and gradients stored in dt (fp32, bf16,
+ * fp16; fp32 master weights and AdamW state whatever dt is). `name` (may
+ * be NULL: "mlp") is what reports call it. */
+gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt, const char *name,
+                     int max_batch, gt_model **out);
 
 #ifdef __cplusplus
 }

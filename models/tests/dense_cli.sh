@@ -63,7 +63,7 @@ refused() { # WHAT PATTERN ARGS...
 }
 refused "--data-order shuffled refused" "already independent" --model mlp-tiny --data-order shuffled
 refused "--init-from refused" "are for gpt2" --model convnet-tiny --init-from llmc:/nonexistent
-refused "--precision bf16 refused" "fp32 only" --model mlp-tiny --precision bf16
+refused "--precision bf16 on cpu refused" "backend 'cpu' does not store bf16" --model mlp-tiny --precision bf16
 refused "unknown model names the presets" "resnet-small" --model resnet-huge
 [ $fails -eq 0 ] && echo "all passed" || echo "$fails failure(s)"
 exit $((fails > 0))

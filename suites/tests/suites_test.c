@@ -300,9 +300,13 @@ static void test_train(gt_comm *comm) {
     json_decref(train_filter(comm, "convnet-tiny/cross_backend_vs_ref", conv_cb));
     static const char *const bf16[] = {"gpt2-tiny/precision_bf16", NULL};
     json_decref(train_filter(comm, "gpt2-tiny/precision_bf16", bf16));
-    json_decref(train_filter(comm, "precision_bf16", bf16));
+    static const char *const all_bf16[] = {"gpt2-tiny/precision_bf16", "mlp-tiny/precision_bf16",
+                                           "convnet-tiny/precision_bf16", NULL};
+    json_decref(train_filter(comm, "precision_bf16", all_bf16));
+    static const char *const conv_fp16[] = {"convnet-tiny/precision_fp16", NULL};
+    json_decref(train_filter(comm, "convnet-tiny/precision_fp16", conv_fp16));
     static const char *const none[] = {NULL};
-    json_decref(train_filter(comm, "convnet-tiny/precision_bf16", none));
+    json_decref(train_filter(comm, "convnet-tiny/precision_bf8", none));
     json_decref(train_filter(comm, "mlp-tiny/run_to_run/", none));
     json_decref(train_filter(comm, "tiny/resume", none));
 
