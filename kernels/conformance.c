@@ -21,7 +21,8 @@
 #define KC_MAX_ARR 12
 
 /* An array of n values: h (host fp32, already rounded to dt), d (on the
- * backend under test, in dt), r (on ref, fp32). ids: int32 token ids. */
+ * backend under test, in dt, sh.offset elements into its allocation
+ * dbase), r (on ref, fp32). ids: int32 token ids. */
 typedef struct kc_arr {
     size_t n;
     gt_dtype dt;
@@ -29,6 +30,7 @@ typedef struct kc_arr {
     float *h;
     int32_t *hid;
     void *d, *r;
+    void *dbase;
 } kc_arr;
 
 struct gt_kcase {
@@ -43,9 +45,20 @@ struct gt_kcase {
 
 /* ---- arrays ------------------------------------------------------------------ */
 
-static gt_status upload(gt_backend *be, gt_dtype dt, const float *h, size_t n, void **out) {
+/* n values of es bytes on be, `off` elements into a fresh allocation:
+ * *base is what to free, *out the array. */
+static gt_status alloc_at(gt_backend *be, size_t es, size_t n, size_t off, void **base,
+                          void **out) {
+    *out = NULL;
+    gt_status s = gt_backend_alloc(be, (n + off) * es, base);
+    if (s == GT_OK) *out = (char *)*base + off * es;
+    return s;
+}
+
+static gt_status upload(gt_backend *be, gt_dtype dt, const float *h, size_t n, size_t off,
+                        void **base, void **out) {
     size_t bytes = n * gt_dtype_size(dt);
-    gt_status s = gt_backend_alloc(be, bytes, out);
+    gt_status s = alloc_at(be, gt_dtype_size(dt), n, off, base, out);
     if (s != GT_OK || n == 0) return s;
     void *tmp = malloc(bytes);
     if (!tmp) return GT_ERR(GT_ERR_OOM, "no host memory for %zu bytes", bytes);
@@ -86,8 +99,9 @@ static gt_status mk(gt_kcase *c, int i, gt_dtype dt, size_t n, int dist, float a
         gt_convert(x->h, GT_DTYPE_FP32, tmp, dt, n);
         free(tmp);
     }
-    gt_status s = upload(c->be, dt, x->h, n, &x->d);
-    if (s == GT_OK && c->ref) s = upload(c->ref, GT_DTYPE_FP32, x->h, n, &x->r);
+    gt_status s = upload(c->be, dt, x->h, n, (size_t)c->sh.offset, &x->dbase, &x->d);
+    void *rbase = NULL; /* the ref's arrays start at their allocation: x->r */
+    if (s == GT_OK && c->ref) s = upload(c->ref, GT_DTYPE_FP32, x->h, n, 0, &rbase, &x->r);
     return s;
 }
 
@@ -101,7 +115,7 @@ static gt_status mk_ids(gt_kcase *c, int i, size_t n, int range, uint64_t stream
     for (size_t j = 0; j < n; j++)
         x->hid[j] = (int32_t)(gt_rng_u32(KC_SEED, stream, j) % (uint32_t)(range > 0 ? range : 1));
     size_t bytes = n * sizeof(int32_t);
-    gt_status s = gt_backend_alloc(c->be, bytes, &x->d);
+    gt_status s = alloc_at(c->be, sizeof(int32_t), n, (size_t)c->sh.offset, &x->dbase, &x->d);
     if (s == GT_OK && bytes) s = c->be->copy_to_device(c->be, x->d, x->hid, bytes);
     if (s == GT_OK && c->ref) {
         s = gt_backend_alloc(c->ref, bytes, &x->r);
@@ -137,7 +151,7 @@ static gt_status poison(gt_kcase *c, int i) {
 void gt_kcase_free(gt_kcase *c) {
     if (!c) return;
     for (int i = 0; i < KC_MAX_ARR; i++) {
-        gt_backend_dealloc(c->be, c->a[i].d);
+        gt_backend_dealloc(c->be, c->a[i].dbase);
         if (c->ref) gt_backend_dealloc(c->ref, c->a[i].r);
         free(c->a[i].h);
         free(c->a[i].hid);
@@ -190,6 +204,8 @@ const char *gt_kshape_label(gt_op op, const gt_kshape *s, char *buf, size_t size
     case GT_OP_AVGPOOL_BWD: snprintf(buf, size, "N%d_C%d_H%d_W%d", s->N, s->C, s->H, s->W); break;
     default: snprintf(buf, size, "n%zu", s->n); break;
     }
+    size_t len = strlen(buf);
+    if (s->offset && len < size) snprintf(buf + len, size - len, "_off%d", s->offset);
     return buf;
 }
 
@@ -406,7 +422,7 @@ gt_status gt_kcase_new(gt_backend *be, gt_backend *ref, gt_dtype dt, gt_op op,
     if (!gt_ops_slot(be->ops, op))
         return GT_ERR(GT_ERR_UNSUPPORTED, "%s: empty slot on backend %s", gt_op_name(op),
                       be->name);
-    if (!positive_dims(op, sh)) {
+    if (!positive_dims(op, sh) || sh->offset < 0) {
         char lb[96];
         return GT_ERR(GT_ERR_INVALID, "%s: bad shape %s", gt_op_name(op),
                       gt_kshape_label(op, sh, lb, sizeof lb));
@@ -547,9 +563,10 @@ gt_status gt_kcase_new(gt_backend *be, gt_backend *ref, gt_dtype dt, gt_op op,
             gt_kctx kb = {be, dt};
             size_t nb = gt_attention_state_floats(be->ops, &kb, s->B, s->T, s->C, s->NH);
             if (nb != natt) {
-                gt_backend_dealloc(be, c->a[AT_ATT].d);
-                c->a[AT_ATT].d = NULL;
-                st = gt_backend_alloc(be, nb * sizeof(float), &c->a[AT_ATT].d);
+                gt_backend_dealloc(be, c->a[AT_ATT].dbase);
+                c->a[AT_ATT].dbase = c->a[AT_ATT].d = NULL;
+                st = alloc_at(be, sizeof(float), nb, (size_t)s->offset, &c->a[AT_ATT].dbase,
+                              &c->a[AT_ATT].d);
             }
         }
         if (op == GT_OP_ATTENTION_BWD) {

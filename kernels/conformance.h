@@ -46,11 +46,17 @@ typedef struct gt_kshape {
     int step; /* adamw: step t >= 1 */
     int H, W, KH, KW, stride, pad; /* images and convolutions */
     int train; /* batchnorm: training mode (batch statistics) */
+    /* Every op: each array on the backend under test starts this many of
+     * its elements into its allocation (0: at the allocator's alignment).
+     * 1 leaves 16-bit arrays 2-byte aligned, as a model's parameter and
+     * gradient tensors are at odd offsets into their flat buffers; the
+     * label ends in "_off<offset>". */
+    int offset;
 } gt_kshape;
 
 /* The op's shape as a label without spaces ("N256_C768_OC3072",
  * "N64_C768_OC768_nobias", "n786432", "N8_C64_H32_W32_OC64_K3_s1_p1",
- * "N8_C64_H8_W8_train"), written to buf; returns buf. */
+ * "N8_C64_H8_W8_train", "n1000_off1"), written to buf; returns buf. */
 const char *gt_kshape_label(gt_op op, const gt_kshape *sh, char *buf, size_t size);
 
 /* The comparison of one output array. */

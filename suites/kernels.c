@@ -78,6 +78,8 @@ static const ks_shape ks_matmul[] = {
     {D, 0, {.N = 256, .C = 768, .OC = 3072, .bias = 1}}, /* fc */
     {D, 0, {.N = 256, .C = 3072, .OC = 768, .bias = 1}}, /* fcproj */
     {F, 1, {.N = 256, .C = 768, .OC = 50304, .bias = 0}}, /* lm_head */
+    {D, 0, {.N = 64, .C = 64, .OC = 8, .bias = 1}},       /* mlp-tiny's head: OC = K = 8 */
+    {D, 0, {.N = 16, .C = 64, .OC = 10, .bias = 1}},      /* resnet-small's fc: K = 10 */
 };
 /* linear + GELU: odd edges, then gpt2-124m's MLP at B 4 T 64: fc forward
  * (768 -> 3072 with GELU) and fcproj's backward through GELU' (3072 -> 768) */
@@ -87,6 +89,8 @@ static const ks_shape ks_matmul_gelu[] = {
     {Q, 0, {.N = 64, .C = 256, .OC = 1024, .bias = 1}},
     {D, 0, {.N = 256, .C = 768, .OC = 3072, .bias = 1}}, /* fc */
     {D, 0, {.N = 256, .C = 3072, .OC = 768, .bias = 1}}, /* fcproj */
+    {D, 0, {.N = 64, .C = 16, .OC = 64, .bias = 1}},     /* mlp-tiny's first layer */
+    {D, 0, {.N = 64, .C = 64, .OC = 8, .bias = 1}},      /* mlp-tiny's head (dgelu_bwd) */
 };
 static const ks_shape ks_attention[] = {
     {Q, 0, {.B = 1, .T = 1, .C = 4, .NH = 1}},
@@ -107,6 +111,8 @@ static const ks_shape ks_classifier[] = {
     {Q, 0, {.N = 17, .V = 65, .Vp = 65}},
     {Q, 0, {.N = 32, .V = 50257, .Vp = 50304}},
     {D, 0, {.N = 256, .V = 50257, .Vp = 50304}},
+    {D, 0, {.N = 32, .V = 4, .Vp = 4}},   /* convnet-tiny's head */
+    {D, 0, {.N = 16, .V = 10, .Vp = 10}}, /* resnet-small's head */
 };
 static const ks_shape ks_optim[] = {
     {Q, 0, {.n = 1, .step = 1}},
@@ -128,6 +134,9 @@ static const ks_shape ks_conv[] = {
     {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .OC = 64, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
     {D, 0, {.N = 32, .C = 32, .H = 16, .W = 16, .OC = 64, .KH = 1, .KW = 1, .stride = 2}},
     {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .OC = 128, .KH = 1, .KW = 1, .stride = 1}},
+    /* convnet-tiny: its stem, and 8 -> 16 channels with stride 2 */
+    {D, 0, {.N = 32, .C = 3, .H = 8, .W = 8, .OC = 8, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
+    {D, 0, {.N = 32, .C = 8, .H = 8, .W = 8, .OC = 16, .KH = 3, .KW = 3, .stride = 2, .pad = 1}},
     {F, 1, {.N = 8, .C = 3, .H = 224, .W = 224, .OC = 64, .KH = 7, .KW = 7, .stride = 2, .pad = 3}},
     {F, 1, {.N = 8, .C = 512, .H = 7, .W = 7, .OC = 512, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
 };
@@ -143,6 +152,7 @@ static const ks_shape ks_image[] = {
     {D, 0, {.N = 32, .C = 16, .H = 32, .W = 32, .train = 1}},
     {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .train = 1}},
     {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .train = 0}},
+    {D, 0, {.N = 32, .C = 8, .H = 8, .W = 8, .train = 1}}, /* convnet-tiny's first maps */
     {F, 1, {.N = 32, .C = 64, .H = 112, .W = 112, .train = 1}}, /* after the ImageNet stem */
 };
 #undef Q

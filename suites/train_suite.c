@@ -320,6 +320,8 @@ static gt_status precision_case(const gt_suite_ctx *ctx, const char *model,
 
 static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int steps,
                              double upper, double lower);
+static gt_status small_convergence(const gt_suite_ctx *ctx, const char *model, int steps,
+                                   double upper, double lower);
 
 static gt_status train_run(const gt_suite_ctx *ctx) {
     gt_status s = GT_OK;
@@ -439,6 +441,10 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
     /* margins: docs/testing.md, "mlp and convnet through the train suite" */
     GT_TRY(dense_cases(ctx, "mlp-tiny", 3000, 0.12, 0.08));
     GT_TRY(dense_cases(ctx, "convnet-tiny", 600, 0.10, 0.10));
+    /* measured gaps +0.025 (mlp-small) and +0.042 (resnet-small); the
+     * tail's noise is ~0.02 (3200 fresh samples) */
+    GT_TRY(small_convergence(ctx, "mlp-small", 4000, 0.10, 0.05));
+    GT_TRY(small_convergence(ctx, "resnet-small", 600, 0.10, 0.05));
     return GT_OK;
 }
 
@@ -455,6 +461,60 @@ static gt_train_config dense_config(const gt_suite_ctx *ctx, const char *model, 
     return c;
 }
 
+/* "MODEL/convergence": config c on the model's synthetic task; the mean
+ * training loss of the last 100 steps within [-lower, +upper] of the
+ * task's Bayes-optimal loss. */
+static gt_status dense_convergence_case(const gt_suite_ctx *ctx, const char *model,
+                                        const gt_train_config *c, double upper, double lower) {
+    gt_status s = GT_OK;
+    gt_train_stats st;
+    char name[96];
+    snprintf(name, sizeof name, "%s/convergence", model);
+    gt_result *res = train_case(ctx, "train", name, c, &st, &s);
+    if (res && s == GT_OK) {
+        double tail = gt_train_tail_loss(&st, 100);
+        char detail[200];
+        snprintf(detail, sizeof detail,
+                 "mean training loss of the last 100 steps within [-%.2f, +%.2f] of the "
+                 "task's Bayes-optimal loss %.6f",
+                 lower, upper, st.entropy);
+        gt_result_check(res, "converged",
+                        tail <= st.entropy + upper && tail >= st.entropy - lower, tail,
+                        st.entropy + upper, detail);
+    }
+    done(ctx, res);
+    gt_train_stats_release(&st);
+    return fatal(s) ? s : GT_OK;
+}
+
+/* The larger presets reach their task's target too (--full only: on 2
+ * cores mlp-small takes ~30 s, resnet-small ~2 min; never on ref, whose
+ * direct-loop convolutions would take half an hour). lr 3e-3, the tiny
+ * presets' other settings. Named explicitly at a lower effort, or on ref,
+ * the case is a skip that says why. */
+static gt_status small_convergence(const gt_suite_ctx *ctx, const char *model, int steps,
+                                   double upper, double lower) {
+    char name[96];
+    snprintf(name, sizeof name, "%s/convergence", model);
+    if (!wanted_case(ctx, model, "convergence", NULL)) return GT_OK;
+    const char *why = ctx->effort < GT_EFFORT_FULL ? "runs with --full only"
+                      : strcmp(ctx->backend, "ref") == 0
+                          ? "not on ref: the oracle's direct loops are too slow for it"
+                          : NULL;
+    if (why) {
+        if (ctx->case_filter && ctx->rep) {
+            gt_result *res =
+                gt_report_add_result(ctx->rep, "train", name, ctx->topology, ctx->backend);
+            gt_result_set_status(res, GT_RESULT_SKIP, why);
+            done(ctx, res);
+        }
+        return GT_OK;
+    }
+    gt_train_config c = dense_config(ctx, model, steps);
+    c.opt.lr = 3e-3f;
+    return dense_convergence_case(ctx, model, &c, upper, lower);
+}
+
 static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int steps,
                              double upper, double lower) {
     int R = gt_comm_size(ctx->comm);
@@ -462,23 +522,7 @@ static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int ste
     char name[96];
     if (wanted_case(ctx, model, "convergence", NULL)) {
         gt_train_config c = dense_config(ctx, model, steps);
-        gt_train_stats st;
-        snprintf(name, sizeof name, "%s/convergence", model);
-        gt_result *res = train_case(ctx, "train", name, &c, &st, &s);
-        if (res && s == GT_OK) {
-            double tail = gt_train_tail_loss(&st, 100);
-            char detail[200];
-            snprintf(detail, sizeof detail,
-                     "mean training loss of the last 100 steps within [-%.2f, +%.2f] of the "
-                     "task's Bayes-optimal loss %.6f",
-                     lower, upper, st.entropy);
-            gt_result_check(res, "converged",
-                            tail <= st.entropy + upper && tail >= st.entropy - lower, tail,
-                            st.entropy + upper, detail);
-        }
-        done(ctx, res);
-        gt_train_stats_release(&st);
-        if (fatal(s)) return s;
+        GT_TRY(dense_convergence_case(ctx, model, &c, upper, lower));
     }
     if (wanted_case(ctx, model, "run_to_run", NULL)) {
         gt_train_config c = dense_config(ctx, model, 20);
@@ -574,6 +618,10 @@ static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int ste
 }
 
 static void train_list(FILE *f) {
+    fprintf(f, "  %-28s --full, not on ref: 4000 steps reach the task's Bayes-optimal loss\n",
+            "mlp-small/convergence");
+    fprintf(f, "  %-28s --full, not on ref: 600 steps reach the task's Bayes-optimal loss\n",
+            "resnet-small/convergence");
     fprintf(f, "  %-28s on the synthetic source reaches its entropy rate\n",
             "gpt2-tiny/convergence");
     fprintf(f, "  %-28s two runs, same seed: bitwise-equal losses and weights\n",

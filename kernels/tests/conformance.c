@@ -101,22 +101,41 @@ int main(int argc, char **argv) {
         one(&t, GT_OP_LAYERNORM_FWD, sh);
         one(&t, GT_OP_LAYERNORM_BWD, sh);
     }
-    static const int mm[][4] = {{1, 1, 1, 1},     {3, 7, 17, 1},    {17, 64, 65, 0},
+    /* N, C, OC, bias, offset. Then the dense models' layers: mlp-tiny's
+     * first (C = in_dim 16) and head (K = 8), convnet-tiny's fc (16 -> 4,
+     * also at a micro-batch of 2), resnet-small's (64 -> 10); and at odd
+     * element offsets, where a model's weights, bias and gradients sit in
+     * its flat buffers (2-byte aligned in bf16/fp16). */
+    static const int mm[][5] = {{1, 1, 1, 1},     {3, 7, 17, 1},    {17, 64, 65, 0},
                                 {65, 33, 7, 1},   {7, 300, 129, 1}, {64, 768, 768, 1},
-                                {256, 128, 320, 0}};
+                                {256, 128, 320, 0},
+                                {64, 16, 64, 1},  {64, 64, 8, 1},   {32, 16, 4, 1},
+                                {2, 16, 4, 1},    {16, 64, 10, 1},
+                                {32, 16, 4, 1, 1}, {16, 64, 10, 1, 1}, {64, 64, 8, 1, 3},
+                                {3, 7, 17, 0, 1}};
     for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
-        gt_kshape sh = {.N = mm[i][0], .C = mm[i][1], .OC = mm[i][2], .bias = mm[i][3]};
+        gt_kshape sh = {.N = mm[i][0], .C = mm[i][1], .OC = mm[i][2], .bias = mm[i][3],
+                        .offset = mm[i][4]};
         one(&t, GT_OP_MATMUL_FWD, sh);
         one(&t, GT_OP_MATMUL_BWD, sh);
     }
     /* linear + GELU: N = 1, OC (the forward's aux ld) or C (the backward's)
      * not a multiple of 8 (cuda's fallback), multiples of 8 (cuda's
      * cuBLASLt epilogues in bf16/fp16), no bias, gpt2's fc and fcproj */
-    static const int mg[][4] = {{1, 1, 1, 1},     {1, 16, 8, 0},      {3, 7, 17, 1},
+    /* Then mlp-tiny's: its first layer (16 -> 64: both epilogues in
+     * bf16/fp16), the head's backward through GELU' (C 64, OC = K 8 or 10,
+     * or 4 at a micro-batch of 2), and the same at odd offsets (a bias not
+     * 16-byte aligned, and a pre/aux pointer that is only 2-byte aligned
+     * in bf16/fp16: whatever cuBLASLt's heuristic makes of it). */
+    static const int mg[][5] = {{1, 1, 1, 1},     {1, 16, 8, 0},      {3, 7, 17, 1},
                                 {17, 64, 65, 0},  {65, 40, 24, 1},    {7, 300, 129, 1},
-                                {32, 768, 3072, 1}, {32, 3072, 768, 1}, {256, 128, 320, 0}};
+                                {32, 768, 3072, 1}, {32, 3072, 768, 1}, {256, 128, 320, 0},
+                                {64, 16, 64, 1},  {64, 64, 8, 1},     {64, 64, 10, 1},
+                                {2, 64, 4, 1},
+                                {64, 16, 64, 1, 1}, {64, 64, 8, 1, 1}, {17, 64, 16, 0, 3}};
     for (size_t i = 0; i < sizeof mg / sizeof mg[0]; i++) {
-        gt_kshape sh = {.N = mg[i][0], .C = mg[i][1], .OC = mg[i][2], .bias = mg[i][3]};
+        gt_kshape sh = {.N = mg[i][0], .C = mg[i][1], .OC = mg[i][2], .bias = mg[i][3],
+                        .offset = mg[i][4]};
         one(&t, GT_OP_MATMUL_GELU_FWD, sh);
         one(&t, GT_OP_MATMUL_DGELU_BWD, sh);
     }
@@ -127,9 +146,11 @@ int main(int argc, char **argv) {
         one(&t, GT_OP_ATTENTION_FWD, sh);
         one(&t, GT_OP_ATTENTION_BWD, sh);
     }
-    static const size_t pw[] = {1, 7, 65, 100003};
+    /* n, offset: the elementwise ops at odd offsets too (cast: the compute
+     * copy of master weights [lo, hi) at any lo) */
+    static const size_t pw[][2] = {{1, 0}, {7, 0}, {65, 0}, {100003, 0}, {1001, 1}, {65, 3}};
     for (size_t i = 0; i < sizeof pw / sizeof pw[0]; i++) {
-        gt_kshape sh = {.n = pw[i]};
+        gt_kshape sh = {.n = pw[i][0], .offset = (int)pw[i][1]};
         one(&t, GT_OP_GELU_FWD, sh);
         one(&t, GT_OP_GELU_BWD, sh);
         one(&t, GT_OP_RESIDUAL_FWD, sh);
@@ -138,15 +159,24 @@ int main(int argc, char **argv) {
         one(&t, GT_OP_RELU_BWD, sh);
         one(&t, GT_OP_CAST, sh);
     }
-    static const int cl[][3] = {{1, 1, 1}, {3, 7, 16}, {17, 65, 65}, {8, 1000, 1024}, {4, 50257, 50304}};
+    /* N, V, Vp, offset; then the dense models' heads, V = Vp = K (mlp-tiny
+     * 8, mlp-small 16, convnet-tiny 4, resnet-small 10: rows that are not
+     * a multiple of any vector width), and at odd offsets */
+    static const int cl[][4] = {{1, 1, 1},   {3, 7, 16},   {17, 65, 65}, {8, 1000, 1024},
+                                {4, 50257, 50304},
+                                {64, 8, 8},  {64, 16, 16}, {32, 4, 4},   {16, 10, 10},
+                                {2, 10, 10}, {32, 4, 4, 1}, {5, 10, 10, 3}};
     for (size_t i = 0; i < sizeof cl / sizeof cl[0]; i++) {
-        gt_kshape sh = {.N = cl[i][0], .V = cl[i][1], .Vp = cl[i][2]};
+        gt_kshape sh = {.N = cl[i][0], .V = cl[i][1], .Vp = cl[i][2], .offset = cl[i][3]};
         one(&t, GT_OP_CLASSIFIER_FWD, sh);
         one(&t, GT_OP_CLASSIFIER_BWD, sh);
     }
-    static const size_t op[] = {0, 1, 17, 100003, 1000003};
+    /* n, offset: AdamW over a run of tensors and sumsq over a range that
+     * start at an odd element (update_range, sharded optimizer state) */
+    static const size_t op[][2] = {{0, 0}, {1, 0}, {17, 0}, {100003, 0}, {1000003, 0},
+                                   {1088, 1}, {65, 3}};
     for (size_t i = 0; i < sizeof op / sizeof op[0]; i++) {
-        gt_kshape sh = {.n = op[i], .step = i % 2 ? 1 : 10};
+        gt_kshape sh = {.n = op[i][0], .step = i % 2 ? 1 : 10, .offset = (int)op[i][1]};
         one(&t, GT_OP_ADAMW, sh);
         one(&t, GT_OP_SUMSQ, sh);
     }
@@ -154,11 +184,18 @@ int main(int argc, char **argv) {
     /* vision ops: N, C, H, W. 1x1 images, N = 1, C = 1, odd sizes, a
      * BatchNorm1d shape (HW 1), ResNet-ish stages; batchnorm in both modes,
      * with a count N HW of 1 (running variance unchanged) and of 2. */
-    static const int im[][4] = {{1, 1, 1, 1}, {2, 1, 1, 1},   {1, 3, 7, 5},
+    /* Then convnet-tiny's maps (8 channels 8x8, 16 at 4x4, at batch 32 and
+     * at a micro-batch of 2), resnet-small's last (64 at 8x8, batch 16),
+     * and odd offsets (BatchNorm weight and bias at odd parameter
+     * offsets). N, C, H, W, offset. */
+    static const int im[][5] = {{1, 1, 1, 1}, {2, 1, 1, 1},   {1, 3, 7, 5},
                                 {3, 17, 1, 1}, {4, 16, 8, 8}, {64, 256, 1, 1},
-                                {8, 64, 16, 16}, {2, 512, 4, 4}};
+                                {8, 64, 16, 16}, {2, 512, 4, 4},
+                                {32, 8, 8, 8}, {32, 16, 4, 4}, {2, 16, 4, 4}, {16, 64, 8, 8},
+                                {2, 8, 8, 8, 1}, {3, 16, 4, 4, 3}};
     for (size_t i = 0; i < sizeof im / sizeof im[0]; i++) {
-        gt_kshape sh = {.N = im[i][0], .C = im[i][1], .H = im[i][2], .W = im[i][3]};
+        gt_kshape sh = {.N = im[i][0], .C = im[i][1], .H = im[i][2], .W = im[i][3],
+                        .offset = im[i][4]};
         one(&t, GT_OP_AVGPOOL_FWD, sh);
         one(&t, GT_OP_AVGPOOL_BWD, sh);
         sh.train = 1;
@@ -171,7 +208,13 @@ int main(int argc, char **argv) {
      * 1/3/5/7 and 3x1, pad 0..3, stride 2 on odd sizes, the 1x1 stride-1
      * pad-0 path and its stride-2 sibling, ResNet-ish blocks, and shapes
      * whose im2col spans one image or a partial group of images on cpu. */
-    static const int cv[][10] = {
+    /* Then every convolution of convnet-tiny (stem 3 -> 8, 8 -> 8, 8 -> 16
+     * stride 2, 16 -> 16 and the 1x1 stride-2 projection; batch 32, and
+     * micro-batches of 2 and 1), resnet-small's stem (3 -> 16 on 32x32,
+     * batch 16) and a projection, and odd offsets (the weights and their
+     * gradient at an odd parameter offset: 2-byte aligned in bf16/fp16).
+     * Last column: offset. */
+    static const int cv[][11] = {
         {1, 1, 1, 1, 1, 1, 1, 1, 0, 1},      {1, 1, 1, 1, 2, 3, 3, 1, 1, 1},
         {2, 3, 7, 7, 5, 3, 3, 2, 1, 1},      {1, 2, 9, 7, 3, 3, 3, 2, 0, 0},
         {2, 3, 8, 8, 4, 5, 5, 1, 2, 1},      {2, 3, 11, 11, 4, 7, 7, 2, 2, 1},
@@ -179,11 +222,18 @@ int main(int argc, char **argv) {
         {2, 16, 8, 8, 32, 1, 1, 1, 0, 1},    {2, 16, 9, 9, 32, 1, 1, 2, 0, 0},
         {4, 16, 16, 16, 16, 3, 3, 1, 1, 1},  {4, 16, 16, 16, 32, 3, 3, 2, 1, 0},
         {8, 64, 8, 8, 64, 3, 3, 1, 1, 0},    {3, 32, 36, 36, 4, 3, 3, 1, 1, 1},
-        {2, 64, 32, 32, 8, 3, 3, 1, 1, 1}};
+        {2, 64, 32, 32, 8, 3, 3, 1, 1, 1},
+        {32, 3, 8, 8, 8, 3, 3, 1, 1, 0},     {32, 8, 8, 8, 8, 3, 3, 1, 1, 0},
+        {32, 8, 8, 8, 16, 3, 3, 2, 1, 0},    {32, 16, 4, 4, 16, 3, 3, 1, 1, 0},
+        {32, 8, 8, 8, 16, 1, 1, 2, 0, 0},    {2, 16, 4, 4, 16, 3, 3, 1, 1, 0},
+        {1, 8, 8, 8, 16, 1, 1, 2, 0, 0},     {16, 3, 32, 32, 16, 3, 3, 1, 1, 0},
+        {16, 16, 16, 16, 32, 1, 1, 2, 0, 0},
+        {2, 3, 8, 8, 8, 3, 3, 1, 1, 0, 1},   {2, 8, 8, 8, 16, 1, 1, 2, 0, 0, 1},
+        {2, 8, 8, 8, 16, 3, 3, 2, 1, 1, 3}};
     for (size_t i = 0; i < sizeof cv / sizeof cv[0]; i++) {
         gt_kshape sh = {.N = cv[i][0], .C = cv[i][1], .H = cv[i][2], .W = cv[i][3],
                         .OC = cv[i][4], .KH = cv[i][5], .KW = cv[i][6], .stride = cv[i][7],
-                        .pad = cv[i][8], .bias = cv[i][9]};
+                        .pad = cv[i][8], .bias = cv[i][9], .offset = cv[i][10]};
         one(&t, GT_OP_CONV2D_FWD, sh);
         one(&t, GT_OP_CONV2D_BWD, sh);
     }

@@ -11,9 +11,8 @@ g=$1
 check=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
+. "$(dirname "$0")/../../harness/tests/lib.sh" # fails, fail, ok, expect
 common="--steps 10 --batch 8 --peak-gflops 100 --print-every 0 --threads 1 --weight-decay 0.1"
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 digest() { grep -o 'fnv1a64 [0-9a-f]*' "$1" | head -1 | cut -d' ' -f2; }
 losses() { # the last 5 values of the report's loss series, as written
     tr -d ' \n' < "$1" | grep -o '"loss":\[[^]]*\]' | head -1 | tr -d '"loss:[]' |
@@ -28,29 +27,29 @@ losses() { # the last 5 values of the report's loss series, as written
     > "$tmp/res.out" 2>&1 || fail "resume: $(tail -3 "$tmp/res.out")"
 a=$(digest "$tmp/full.out")
 b=$(digest "$tmp/res.out")
-if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "ok: convnet resume: final digest $a equal"
+if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "convnet resume: final digest $a equal"
 else fail "convnet resume: digest $a unbroken, $b resumed"; fi
 la=$(losses "$tmp/full.json")
 lb=$(losses "$tmp/res.json")
-if [ -n "$la" ] && [ "$la" = "$lb" ]; then echo "ok: convnet resume: losses of steps 6..10 equal"
+if [ -n "$la" ] && [ "$la" = "$lb" ]; then ok "convnet resume: losses of steps 6..10 equal"
 else fail "convnet resume: losses '$la' vs '$lb'"; fi
-"$check" "$tmp/full.json" --no-errors > "$tmp/check.out" 2>&1 && echo "ok: report validates" ||
+"$check" "$tmp/full.json" --no-errors > "$tmp/check.out" 2>&1 && ok "report validates" ||
     fail "report_check: $(cat "$tmp/check.out")"
 for k in images_per_s mfu peak_memory target_loss; do
-    grep -q "\"$k\"" "$tmp/full.json" && echo "ok: report has $k" || fail "no $k in the report"
+    grep -q "\"$k\"" "$tmp/full.json" && ok "report has $k" || fail "no $k in the report"
 done
 # a checkpoint without its running statistics is refused, naming the tensor
 f=$(ls "$tmp"/ck/*.gtck | head -1)
 "$g" train --model mlp-tiny $common --resume "$f" > "$tmp/wrong.out" 2>&1
 rc=$?
-[ $rc -eq 2 ] && echo "ok: a convnet checkpoint refused by mlp-tiny (exit 2)" ||
+[ $rc -eq 2 ] && ok "a convnet checkpoint refused by mlp-tiny (exit 2)" ||
     fail "mlp-tiny resumed a convnet checkpoint (exit $rc): $(tail -2 "$tmp/wrong.out")"
 
 "$g" train --model mlp-tiny $common --report "$tmp/mlp.json" > "$tmp/mlp.out" 2>&1 ||
     fail "mlp-tiny: $(tail -3 "$tmp/mlp.out")"
-grep -q '"samples_per_s"' "$tmp/mlp.json" && echo "ok: mlp reports samples_per_s" ||
+grep -q '"samples_per_s"' "$tmp/mlp.json" && ok "mlp reports samples_per_s" ||
     fail "no samples_per_s for mlp"
-grep -q "samples/s" "$tmp/mlp.out" && echo "ok: mlp summary in samples/s" || fail "summary unit"
+grep -q "samples/s" "$tmp/mlp.out" && ok "mlp summary in samples/s" || fail "summary unit"
 
 refused() { # WHAT PATTERN ARGS...
     local what=$1 pat=$2
@@ -58,7 +57,7 @@ refused() { # WHAT PATTERN ARGS...
     local out rc
     out=$("$g" train $common "$@" 2>&1)
     rc=$?
-    if [ $rc -eq 2 ] && grep -q -- "$pat" <<<"$out"; then echo "ok: $what"
+    if [ $rc -eq 2 ] && grep -q -- "$pat" <<<"$out"; then ok "$what"
     else fail "$what: exit $rc, output: $(tail -2 <<<"$out")"; fi
 }
 refused "--data-order shuffled refused" "already independent" --model mlp-tiny --data-order shuffled

@@ -16,7 +16,7 @@ np=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-fails=0
+. "$(dirname "$0")/../../harness/tests/lib.sh" # fails, fail, ok, expect
 common="--steps 12 --batch 4 --peak-gflops 100 --print-every 0 --threads 1 --weight-decay 0.1"
 # 2 ranks: the sum over ranks in a fixed tree, so that reruns agree bit for bit
 [ "$np" -gt 1 ] && common="$common --deterministic --micro-batch 1"
@@ -25,7 +25,6 @@ launch() {
     if [ "$mpiexec" = none ]; then "$g" train $common "$@"
     else "$mpiexec" --oversubscribe --allow-run-as-root -np "$np" "$g" train $common "$@"; fi
 }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 digest() { grep -o 'fnv1a64 [0-9a-f]*' "$1" | head -1 | cut -d' ' -f2; }
 losses() { # the last 6 values of the report's loss series, as written (17 digits)
     tr -d ' \n' < "$1" | grep -o '"loss":\[[^]]*\]' | head -1 | tr -d '"loss:[]' |
@@ -37,7 +36,7 @@ expect_refusal() { # WHAT PATTERN ARGS...: exit 2 with PATTERN in the message
     local out rc
     out=$(launch "$@" 2>&1)
     rc=$?
-    if [ $rc -eq 2 ] && grep -q -- "$pat" <<<"$out"; then echo "ok: $what"
+    if [ $rc -eq 2 ] && grep -q -- "$pat" <<<"$out"; then ok "$what"
     else fail "$what: rc $rc, expected 2 and '$pat'"; echo "$out" | grep -i gauntlet | tail -3; fi
 }
 
@@ -52,7 +51,7 @@ for zero in 0 1; do
     a=$(digest "$tmp/$tag.full.out") b=$(digest "$tmp/$tag.res.out")
     la=$(losses "$tmp/$tag.full.json") lb=$(losses "$tmp/$tag.res.json")
     if [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$la" ] && [ "$la" = "$lb" ]; then
-        echo "ok: --zero $zero, $np rank(s): resumed at 6 = unbroken (weights $a, losses 7..12 $lb)"
+        ok "--zero $zero, $np rank(s): resumed at 6 = unbroken (weights $a, losses 7..12 $lb)"
     else
         fail "--zero $zero: resumed weights $b vs $a, losses $lb vs $la"
     fi
@@ -97,7 +96,7 @@ for zero in 0 1; do
        ! [ -e "$d/ckpt_00000006.gtck" ] && ! [ -e "$d/ckpt_00000006/MANIFEST" ] &&
        launch --zero $zero --resume "$d" > "$tmp/fw$zero.out" 2>&1 &&
        [ "$(digest "$tmp/fw$zero.out")" = "$(digest "$tmp/z$zero.full.out")" ]; then
-        echo "ok: --zero $zero: a failed write keeps the previous checkpoint, which resumes"
+        ok "--zero $zero: a failed write keeps the previous checkpoint, which resumes"
     else
         fail "--zero $zero failed write: rc $rc"; echo "$out" | grep -i gauntlet | tail -3; ls -R "$d"
     fi
@@ -111,7 +110,7 @@ tensor=$(grep -o 'gradient of .* at step 3' <<<"$out" | sed 's/gradient of \(.*\
 if [ $rc -eq 2 ] && [ -n "$tensor" ] &&
    grep -q "non-finite gradient norm (nan) at step 3 on rank $r: the first non-finite value is the gradient of $tensor" <<<"$out" &&
    "$check" "$tmp/nan.json" --status error > /dev/null; then
-    echo "ok: an injected NaN is named (step 3, rank $r, $tensor)"
+    ok "an injected NaN is named (step 3, rank $r, $tensor)"
 else
     fail "NaN injection: rc $rc, tensor '$tensor'"; echo "$out" | grep -i gauntlet | tail -3
 fi

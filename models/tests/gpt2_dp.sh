@@ -9,7 +9,7 @@ check=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-fails=0
+. "$(dirname "$0")/../../harness/tests/lib.sh" # fails, fail, ok, expect
 common="--steps 6 --batch 8 --peak-gflops 100 --print-every 0 --threads 1 --weight-decay 0.1"
 
 run() { # NAME NP ARGS...: trains, keeps the report and the final-weights digest
@@ -19,18 +19,18 @@ run() { # NAME NP ARGS...: trains, keeps the report and the final-weights digest
         --report "$tmp/$name.json" > "$tmp/$name.out" 2>&1
     local rc=$?
     if [ $rc -ne 0 ]; then
-        echo "FAIL: $name: exit code $rc"; grep -i "gauntlet" "$tmp/$name.out" | tail -3
-        fails=$((fails + 1)); return
+        fail "$name: exit code $rc"; grep -i "gauntlet" "$tmp/$name.out" | tail -3
+        return
     fi
     grep -o 'fnv1a64 [0-9a-f]*' "$tmp/$name.out" | head -1 | cut -d' ' -f2 > "$tmp/$name.digest"
 }
 same() { # A B WHAT: bitwise-equal weights and losses
     if [ -s "$tmp/$1.digest" ] && cmp -s "$tmp/$1.digest" "$tmp/$2.digest" &&
        "$diff" "$tmp/$1.json" "$tmp/$2.json" --rtol 0 > /dev/null; then
-        echo "ok: $3 ($(cat "$tmp/$1.digest"))"
+        ok "$3 ($(cat "$tmp/$1.digest"))"
     else
-        echo "FAIL: $3: weights $(cat "$tmp/$1.digest" 2>/dev/null) vs $(cat "$tmp/$2.digest" 2>/dev/null)"
-        "$diff" "$tmp/$1.json" "$tmp/$2.json"; fails=$((fails + 1))
+        fail "$3: weights $(cat "$tmp/$1.digest" 2>/dev/null) vs $(cat "$tmp/$2.digest" 2>/dev/null)"
+        "$diff" "$tmp/$1.json" "$tmp/$2.json"
     fi
 }
 
@@ -45,23 +45,23 @@ same det2 zero2 "ZeRO-1 vs none, 2 ranks"
 # without --deterministic: within tolerance of the deterministic run
 for np in 1 2 4; do run fast$np $np; done
 for np in 1 2 4; do
-    if "$diff" "$tmp/det1.json" "$tmp/fast$np.json" --rtol 1e-4; then echo "ok: default mode, $np ranks, within 1e-4"
-    else echo "FAIL: default mode on $np ranks strays from the deterministic losses"; fails=$((fails + 1)); fi
+    if "$diff" "$tmp/det1.json" "$tmp/fast$np.json" --rtol 1e-4; then ok "default mode, $np ranks, within 1e-4"
+    else fail "default mode on $np ranks strays from the deterministic losses"; fi
 done
 run fastzero2 2 --zero 1
 "$diff" "$tmp/fast2.json" "$tmp/fastzero2.json" --rtol 1e-4 > /dev/null ||
-    { echo "FAIL: ZeRO-1 without --deterministic strays"; fails=$((fails + 1)); }
+    fail "ZeRO-1 without --deterministic strays"
 
 # errors before any work: a batch the ranks do not split, a parameter mismatch
 out=$("$mpiexec" --oversubscribe --allow-run-as-root -np 4 "$g" train $common --batch 6 2>&1)
 rc=$?
-if [ $rc -eq 2 ] && grep -q "does not split across 4 ranks" <<<"$out"; then echo "ok: batch 6 on 4 ranks refused"
-else echo "FAIL: batch 6 on 4 ranks: rc $rc"; echo "$out" | tail -3; fails=$((fails + 1)); fi
+if [ $rc -eq 2 ] && grep -q "does not split across 4 ranks" <<<"$out"; then ok "batch 6 on 4 ranks refused"
+else fail "batch 6 on 4 ranks: rc $rc"; echo "$out" | tail -3; fi
 out=$(GT_FAULT_PERTURB_RANK=1 "$mpiexec" --oversubscribe --allow-run-as-root -np 2 "$g" train $common 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && grep -q "parameters differ across ranks at initialisation: tensor 'lnfb' on rank 1" <<<"$out"; then
-    echo "ok: a perturbed rank is named"
-else echo "FAIL: perturbed parameters not reported (rc $rc)"; echo "$out" | tail -3; fails=$((fails + 1)); fi
+    ok "a perturbed rank is named"
+else fail "perturbed parameters not reported (rc $rc)"; echo "$out" | tail -3; fi
 
 # the watchdog: rank 1 stops at step 3; rank 0 names the collective, writes the
 # report of what finished and ends the job within the deadline instead of hanging
@@ -73,10 +73,10 @@ elapsed=$(( $(date +%s) - start ))
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $elapsed -lt 60 ] &&
    grep -q "did not complete within 2 s" <<<"$out" &&
    "$check" "$tmp/wd.json" --status error > /dev/null; then
-    echo "ok: a stalled rank ends the job in ${elapsed} s with the collective named"
+    ok "a stalled rank ends the job in ${elapsed} s with the collective named"
 else
-    echo "FAIL: watchdog: rc $rc after ${elapsed} s"; echo "$out" | grep -i gauntlet | tail -3
-    "$check" "$tmp/wd.json" --status error; fails=$((fails + 1))
+    fail "watchdog: rc $rc after ${elapsed} s"; echo "$out" | grep -i gauntlet | tail -3
+    "$check" "$tmp/wd.json" --status error
 fi
 
 [ $fails -eq 0 ] && echo "all cases passed" || { echo "$fails case(s) failed"; exit 1; }

@@ -14,8 +14,7 @@ g=$1
 check=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/../../harness/tests/lib.sh" # fails, fail, ok, expect
 digest() { grep -o 'fnv1a64 [0-9a-f]*' "$1" | head -1 | cut -d' ' -f2; }
 losses() { # the last 4 values of the report's loss series, as written (17 digits)
     tr -d ' \n' < "$1" | grep -o '"loss":\[[^]]*\]' | head -1 | tr -d '"loss:[]' |
@@ -30,7 +29,7 @@ expect_refusal() { # WHAT PATTERN ARGS...: exit 2 with PATTERN in the message
     local out rc
     out=$("$g" train "$@" 2>&1)
     rc=$?
-    if [ $rc -eq 2 ] && grep -q -- "$pat" <<<"$out"; then echo "ok: $what"
+    if [ $rc -eq 2 ] && grep -q -- "$pat" <<<"$out"; then ok "$what"
     else fail "$what: rc $rc, expected 2 and '$pat'"; echo "$out" | grep -i gauntlet | tail -3; fi
 }
 
@@ -52,14 +51,14 @@ grep -q "step 3: fp16 gradients overflowed at loss scale 65536: step skipped, sc
 a=$(digest "$tmp/full.out") b=$(digest "$tmp/res.out")
 la=$(losses "$tmp/full.json") lb=$(losses "$tmp/res.json")
 if [ -n "$a" ] && [ "$a" = "$b" ] && [ -n "$la" ] && [ "$la" = "$lb" ]; then
-    echo "ok: fp16 resumed at 4 = unbroken (weights $a, losses 5..8 $lb)"
+    ok "fp16 resumed at 4 = unbroken (weights $a, losses 5..8 $lb)"
 else
     fail "fp16 resume: weights $b vs $a, losses $lb vs $la"
 fi
 for r in full res; do
     s=$(metric "$tmp/$r.json" skipped_steps) l=$(metric "$tmp/$r.json" loss_scale)
     if [ "$s" = "1.0" ] && [ "$l" = "32768.0" ]; then
-        echo "ok: $r report: skipped_steps $s, loss_scale $l"
+        ok "$r report: skipped_steps $s, loss_scale $l"
     else
         fail "$r report: skipped_steps '$s' (want 1.0), loss_scale '$l' (want 32768.0)"
     fi

@@ -15,8 +15,7 @@ g=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/../../harness/tests/lib.sh" # fails, fail, ok, expect
 digest() { grep -o 'fnv1a64 [0-9a-f]*' "$1" | head -1 | cut -d' ' -f2; }
 one() { "$g" train $common "$@"; }
 two() { "$mpiexec" --oversubscribe --allow-run-as-root -np 2 "$g" train $common "$@"; }
@@ -31,7 +30,7 @@ same() { # WHAT REF_OUT OUT...: every OUT has REF_OUT's digest
             fail "$what: $(basename "$f") has weights '$d', 1 rank '$ref'"; tail -3 "$f"; return
         fi
     done
-    echo "ok: $what (weights $ref)"
+    ok "$what (weights $ref)"
 }
 
 base="--backend ref --steps 4 --batch 4 --deterministic --micro-batch 1 --peak-gflops 100"
