@@ -246,6 +246,8 @@ def section_models(work, out):
     if not d:
         return
     res = [r for r in d.get("results", []) if r.get("suite") in ("train", "scaling", "memory")]
+    small = load(os.path.join(work, "models_small.json")) or {}
+    res += small.get("results", [])  # mlp-small / resnet-small convergence (--full)
     out.append("## Model suites (`gauntlet run train scaling memory --backend all --topologies 1`)\n")
     counts = {}
     for r in res:
