@@ -1198,6 +1198,10 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     char digest[32];
     snprintf(digest, sizeof digest, "%016llx", (unsigned long long)st->params_digest);
     gt_result_param_str(res, "final_params_fnv1a64", digest);
+    if (st->weights_digest != st->params_digest) { /* models with state tensors */
+        snprintf(digest, sizeof digest, "%016llx", (unsigned long long)st->weights_digest);
+        gt_result_param_str(res, "final_weights_fnv1a64", digest);
+    }
 
     int n = st->steps_done;
     int skip = n > 1 ? 1 : 0;

@@ -17,13 +17,17 @@
  *      dweight and dbias as bwd.
  *      The GELU epilogues are taken for bf16 and fp16 storage only, when
  *      the aux ld (OC, resp. C) is a multiple of 8 (cublasLt.h,
- *      CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD), the bias 16-byte aligned and
- *      the heuristic offers an algorithm; otherwise the plain GEMM and an own
- *      elementwise kernel (common.cuh's gt_gelu / gt_gelu_grad, the bits of
- *      gelu_fwd/gelu_bwd). fp32 always takes the own kernel: cuBLASLt's GELU
- *      is not documented to be fp32-accurate (a hardware tanh approximation
- *      would be ~2^-11), and fp32 conformance allows a few ulp. The path
- *      taken is noted once per shape (gt_cuda_note).
+ *      CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD), the bias and the aux matrix
+ *      16-byte aligned (that ld rule suggests 16-byte accesses to aux; the
+ *      heuristic is said to read the aux pointer's alignment, but a model's
+ *      pre is an aligned activation anyway, so nothing is lost by not
+ *      relying on it) and the heuristic offers an algorithm; otherwise the
+ *      plain GEMM and an own elementwise kernel (common.cuh's gt_gelu /
+ *      gt_gelu_grad, the bits of gelu_fwd/gelu_bwd). fp32 always takes the
+ *      own kernel: cuBLASLt's GELU is not documented to be fp32-accurate
+ *      (a hardware tanh approximation would be ~2^-11), and fp32
+ *      conformance allows a few ulp. The path taken is noted once per
+ *      shape (gt_cuda_note).
  * Row-major through column-major cuBLASLt: the bytes of a row-major (R,K)
  * matrix are the column-major (K,R) matrix, its transpose, so a row-major
  * X = Y @ Z is computed as the column-major X^T = Z^T @ Y^T; each call below
@@ -350,11 +354,13 @@ static gt_status dgelu_launch(gt_cuda_impl *im, void *dpre, const void *pre, int
 }
 
 /* Why the GELU epilogue is not tried for this call (NULL: try it). ld: the
- * aux matrix's leading dimension (OC forward, C backward). */
-static const char *gelu_epi_refusal(gt_dtype dt, int ld, const void *bias) {
+ * aux matrix's leading dimension (OC forward, C backward); aux: that
+ * matrix (pre). */
+static const char *gelu_epi_refusal(gt_dtype dt, int ld, const void *bias, const void *aux) {
     if (dt == GT_DTYPE_FP32) return "fp32: cuBLASLt's GELU is not documented fp32-accurate";
     if (ld % 8 != 0) return "aux ld not a multiple of 8";
     if (bias && ((uintptr_t)bias % 16) != 0) return "bias not 16-byte aligned";
+    if (((uintptr_t)aux % 16) != 0) return "aux (pre) not 16-byte aligned";
     return NULL;
 }
 
@@ -367,7 +373,7 @@ extern "C" gt_status gt_cuda_matmul_gelu_fwd(const gt_kctx *k, void *out, void *
         return GT_ERR(GT_ERR_INVALID, "matmul_gelu_fwd: bad shape N=%d C=%d OC=%d", N, C, OC);
     if (N == 0 || OC == 0) return GT_OK;
     cudaDataType_t t = cuda_type(k->dt);
-    const char *why = gelu_epi_refusal(k->dt, OC, bias);
+    const char *why = gelu_epi_refusal(k->dt, OC, bias, pre);
     const char *epi_name = bias ? "GELU_AUX_BIAS" : "GELU_AUX";
     if (!why) {
         /* out^T(OC,N) = gelu(op_T(weight as column-major (C,OC)) @ inp^T + bias),
@@ -419,7 +425,7 @@ extern "C" gt_status gt_cuda_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void
         return GT_ERR(GT_ERR_INVALID, "matmul_dgelu_bwd: bad shape N=%d C=%d OC=%d", N, C, OC);
     if (N == 0) return GT_OK;
     cudaDataType_t t = cuda_type(k->dt);
-    const char *why = gelu_epi_refusal(k->dt, C, NULL);
+    const char *why = gelu_epi_refusal(k->dt, C, NULL, pre);
     bool done = false;
     if (!why) {
         /* dpre^T(C,N) = (weight(C,OC col-major) @ dout^T(OC,N)) * gelu'(pre^T),

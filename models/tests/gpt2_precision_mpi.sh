@@ -8,7 +8,11 @@
 # - fp16 with an overflow injected on rank 0 at step 2 (GT_FAULT_OVERFLOW=2):
 #   both ranks skip the step together and end where 1 rank ends; a sharded
 #   fp16 checkpoint of step 2 resumes on 2 ranks and on 1 rank to the same
-#   weights (the loss scaler's state travels in rank 0's file).
+#   weights (the loss scaler's state travels in rank 0's file);
+# - convnet-tiny and mlp-tiny in bf16 and fp16, --deterministic with
+#   micro-batches of 2: the final weights (final_weights_fnv1a64 for the
+#   convnet: the running statistics are rank 0's) on 2 ranks, without and
+#   with --zero 1, are bitwise those of 1 rank.
 set -u
 mpiexec=$1
 g=$2
@@ -59,6 +63,32 @@ for f in o.1 o.2z o.res2 o.res1; do
 done
 same "fp16 overflow at step 2: 2 ranks --zero 1, and its sharded checkpoint resumed on 2 and 1" \
     "$tmp/o.1.out" "$tmp/o.2z.out" "$tmp/o.res2.out" "$tmp/o.res1.out"
+
+# mlp and convnet: the weights' digest from the report (the printed digest of
+# a convnet includes rank 0's running statistics)
+wdigest() {
+    local k=final_weights_fnv1a64
+    grep -q "\"$k\"" "$1" || k=final_params_fnv1a64
+    grep -o "\"$k\": *\"[0-9a-f]*\"" "$1" | head -1 | grep -o '[0-9a-f]\{16\}'
+}
+dbase="--backend ref --steps 4 --batch 8 --deterministic --micro-batch 2 --peak-gflops 100"
+dbase="$dbase --print-every 0 --check-consistency 1"
+for m in convnet-tiny mlp-tiny; do
+    for p in bf16 fp16; do
+        common="$dbase --model $m --precision $p"
+        one --report "$tmp/$m.$p.1.json" > "$tmp/$m.$p.1.out" 2>&1 || fail "$m $p: 1 rank"
+        two --report "$tmp/$m.$p.2.json" > "$tmp/$m.$p.2.out" 2>&1 || fail "$m $p: 2 ranks"
+        two --zero 1 --report "$tmp/$m.$p.2z.json" > "$tmp/$m.$p.2z.out" 2>&1 ||
+            fail "$m $p: 2 ranks --zero 1"
+        a=$(wdigest "$tmp/$m.$p.1.json"); b=$(wdigest "$tmp/$m.$p.2.json")
+        c=$(wdigest "$tmp/$m.$p.2z.json")
+        if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ]; then
+            ok "$m $p: 2 ranks, with and without --zero 1, = 1 rank (weights $a)"
+        else
+            fail "$m $p: weights 1 rank '$a', 2 ranks '$b', 2 ranks --zero 1 '$c'"
+        fi
+    done
+done
 
 if [ $fails -ne 0 ]; then
     echo "$fails failure(s)"
