@@ -9,25 +9,24 @@ check=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/lib.sh"
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # the quick set on one process (the MPI topologies have their own tests)
 "$g" run --quick --topologies 1 --quiet --report "$tmp/q.json" > "$tmp/q.out" 2>&1
 rc=$?
-[ $rc -eq 0 ] && ok "run --quick exits 0" || { bad "run --quick exited $rc"; tail -15 "$tmp/q.out"; }
+[ $rc -eq 0 ] && ok "run --quick exits 0" || { fail "run --quick exited $rc"; tail -15 "$tmp/q.out"; }
 "$check" "$tmp/q.json" --no-errors > "$tmp/check.out" 2>&1 && ok "its report validates" ||
-    { bad "report_check"; cat "$tmp/check.out"; }
+    { fail "report_check"; cat "$tmp/check.out"; }
 for suite in health kernels memory collectives train scaling; do
     grep -q "\"suite\": \"$suite\"" "$tmp/q.json" && ok "suite $suite in the report" ||
-        bad "no $suite results in the report"
+        fail "no $suite results in the report"
 done
-grep -q "summary" "$tmp/q.out" && ok "summary printed" || bad "no summary"
+grep -q "summary" "$tmp/q.out" && ok "summary printed" || fail "no summary"
 
 # the gate against itself
 "$g" compare "$tmp/q.json" "$tmp/q.json" > "$tmp/self.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] && grep -q "NEW may ship" "$tmp/self.out" && ok "compare with itself: exit 0" ||
-    { bad "compare with itself exited $rc"; tail -5 "$tmp/self.out"; }
+    { fail "compare with itself exited $rc"; tail -5 "$tmp/self.out"; }
 
 # one kernel slowed by 2 ms a call: exit 3 with that kernel named
 "$g" run kernels/gelu_fwd --quick --quiet --report "$tmp/base.json" > /dev/null 2>&1
@@ -39,18 +38,18 @@ if [ $rc -eq 3 ] && grep -q "SLOWER *kernels/gelu_fwd" "$tmp/slow.out" &&
    grep -q "MUST NOT SHIP" "$tmp/slow.out" && grep -q "<failure" "$tmp/junit.xml"; then
     ok "slowed gelu_fwd: exit 3, named, JUnit failure"
 else
-    bad "slowed kernel: compare exited $rc"; grep -E "SLOWER|SHIP" "$tmp/slow.out" | head -5
+    fail "slowed kernel: compare exited $rc"; grep -E "SLOWER|SHIP" "$tmp/slow.out" | head -5
 fi
 # the same through run --baseline
 "$g" run kernels/gelu_fwd --quick --quiet --inject-delay gelu_fwd:2000 --baseline "$tmp/base.json" \
     --report "$tmp/slow2.json" > "$tmp/slow2.out" 2>&1
 rc=$?
-[ $rc -eq 3 ] && ok "run --baseline: exit 3" || { bad "run --baseline exited $rc"; tail -5 "$tmp/slow2.out"; }
+[ $rc -eq 3 ] && ok "run --baseline: exit 3" || { fail "run --baseline exited $rc"; tail -5 "$tmp/slow2.out"; }
 
 # selection errors
 "$g" run nosuchsuite > "$tmp/e.out" 2>&1
 [ $? -eq 2 ] && grep -q "no suite 'nosuchsuite'" "$tmp/e.out" && ok "unknown suite: exit 2" ||
-    bad "unknown suite"
-"$g" list > "$tmp/l.out" 2>&1 && grep -q "^kernels:" "$tmp/l.out" && ok "list" || bad "list"
+    fail "unknown suite"
+"$g" list > "$tmp/l.out" 2>&1 && grep -q "^kernels:" "$tmp/l.out" && ok "list" || fail "list"
 
 [ $fails -eq 0 ] && echo "all cases passed" || { echo "$fails case(s) failed"; exit 1; }

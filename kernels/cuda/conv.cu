@@ -443,8 +443,7 @@ static gt_status conv_stage_ptr(conv_stage *sg, const void *p, size_t bytes, int
     sg->tmp[i] = t;
     sg->bytes[i] = bytes;
     sg->back[i] = back;
-    if (in)
-        GT_CUDA_TRY(cudaMemcpyAsync(t, p, bytes, cudaMemcpyDeviceToDevice, sg->im->stream));
+    if (in) GT_CUDA_TRY(cudaMemcpyAsync(t, p, bytes, cudaMemcpyDeviceToDevice, sg->im->stream));
     *out = t;
     return GT_OK;
 }
@@ -524,8 +523,8 @@ extern "C" gt_status gt_cuda_conv2d_fwd(const gt_kctx *k, void *out, const void 
     if (st == GT_OK) {
         float alpha = 1.0f, beta = bias ? 1.0f : 0.0f; /* float for every storage type */
         cudnnStatus_t cs = cudnnConvolutionForward(im->cudnn, &alpha, p->x, x, p->w, w, ch->conv,
-                                                   (cudnnConvolutionFwdAlgo_t)ch->algo, ws,
-                                                   ch->ws, &beta, p->y, y);
+                                                   (cudnnConvolutionFwdAlgo_t)ch->algo, ws, ch->ws,
+                                                   &beta, p->y, y);
         if (cs != CUDNN_STATUS_SUCCESS)
             st = GT_ERR(GT_ERR_DEVICE, "cudnnConvolutionForward (%s) failed: %s", ch->note,
                         cudnnGetErrorString(cs));
@@ -575,8 +574,8 @@ extern "C" gt_status gt_cuda_conv2d_bwd(const gt_kctx *k, void *dinp, void *dwei
     float alpha = 1.0f, beta = 1.0f; /* accumulate */
     if (st == GT_OK && dinp) {
         cudnnStatus_t cs = cudnnConvolutionBackwardData(
-            im->cudnn, &alpha, p->w, w, p->y, dy, cd->conv,
-            (cudnnConvolutionBwdDataAlgo_t)cd->algo, ws, wsz, &beta, p->x, dx);
+            im->cudnn, &alpha, p->w, w, p->y, dy, cd->conv, (cudnnConvolutionBwdDataAlgo_t)cd->algo,
+            ws, wsz, &beta, p->x, dx);
         if (cs != CUDNN_STATUS_SUCCESS)
             st = GT_ERR(GT_ERR_DEVICE, "cudnnConvolutionBackwardData (%s) failed: %s", cd->note,
                         cudnnGetErrorString(cs));
