@@ -34,6 +34,9 @@ static void train_usage(FILE *f) {
            "                        AdamW (defaults lr 1e-3, warmup 10, min frac 0.1, wd 0,\n"
            "                        clip 1.0, betas 0.9 0.95, eps 1e-8)\n"
            "  --seed N              initialisation and data order (default 1337)\n"
+           "  --eval-samples N      mlp / convnet: after training, the loss on N unseen\n"
+           "                        samples in evaluation mode (BatchNorm's running\n"
+           "                        statistics) against the Bayes predictor's (default 0)\n"
            "  --precision P         fp32 (default), bf16 or fp16: storage of activations,\n"
            "                        weights (a compute copy) and gradients; master weights\n"
            "                        and AdamW state stay fp32. fp16 adds dynamic loss\n"
@@ -120,6 +123,10 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
     else if (st->entropy >= 0)
         printf("  target loss      %.6f nats/sample, the task's Bayes-optimal loss (gap %.4f)\n",
                st->entropy, tail - st->entropy);
+    if (st->eval_samples > 0)
+        printf("  held-out loss    %.6f over %d unseen samples, evaluation mode (the Bayes "
+               "predictor's %.6f: gap %.4f)\n",
+               st->eval_loss, st->eval_samples, st->eval_bayes, st->eval_loss - st->eval_bayes);
     printf("  step time        %.2f ms (median)\n", st->ms_per_step);
     printf("  throughput       %.0f %s/s over %d rank(s)\n", st->tokens_per_s,
            tokens ? "tokens" : st->unit, nranks);
@@ -282,6 +289,8 @@ int gt_cmd_train(int argc, char **argv) {
             err |= !gt_parse_int(&a, "--checkpoint-every", v, 1, 1 << 30, &cfg.checkpoint_every);
         } else if (gt_opt(&a, "--resume", &v, &err)) {
             cfg.resume = v;
+        } else if (gt_opt(&a, "--eval-samples", &v, &err)) {
+            err |= !gt_parse_int(&a, "--eval-samples", v, 0, 1 << 24, &cfg.eval_samples);
         } else if (gt_opt(&a, "--stop-after", &v, &err)) {
             err |= !gt_parse_int(&a, "--stop-after", v, 1, 100000000, &cfg.stop_after);
         } else if (gt_opt(&a, "--comm", &v, &err)) {

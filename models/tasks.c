@@ -260,6 +260,15 @@ int gt_task_classify(const gt_task *t, const float *x) {
     return t->cfg.kind == GT_TASK_TEACHER ? teacher_argmax(t, x) : matched_filter(t, x);
 }
 
+double gt_task_bayes_loss_sum(const gt_task *t, const float *x, const int32_t *y, int n) {
+    double eps = t->cfg.label_noise, K = t->cfg.classes;
+    double l_hit = -log(1.0 - eps + eps / K), l_miss = -log(eps / K);
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += gt_task_classify(t, x + (size_t)i * t->numel) == y[i] ? l_hit : l_miss;
+    return sum;
+}
+
 int gt_task_clean_class(const gt_task *t, uint64_t i) {
     if (t->cfg.kind == GT_TASK_TEMPLATES)
         return (int)(gt_rng_u32(t->cfg.seed, S_CLASS, i) % (uint32_t)t->cfg.classes);

@@ -90,6 +90,14 @@ int gt_task_clean_class(const gt_task *t, uint64_t i);
  * filter. Equal to gt_task_clean_class for every sample the task produces. */
 int gt_task_classify(const gt_task *t, const float *x);
 
+/* The summed cross-entropy of the Bayes-optimal predictor on n samples
+ * x (n, sample_numel) with labels y: it puts 1 - eps + eps/K on
+ * gt_task_classify(x) and eps/K on every other class, so each sample
+ * costs -log(1 - eps + eps/K) or -log(eps/K). Its mean over many samples
+ * is gt_task_target_loss; on the samples a model was evaluated on it is
+ * the reference that removes most of the label noise's sampling noise. */
+double gt_task_bayes_loss_sum(const gt_task *t, const float *x, const int32_t *y, int n);
+
 /* TEACHER: the gap between the teacher's two largest logits at x (>= margin
  * for every sample produced, except a sample whose 64 draws all fell short);
  * 0 for TEMPLATES. */

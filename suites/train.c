@@ -642,15 +642,48 @@ static gt_status tree_push(gt_backend *be, grad_tree *t, const void *g) {
 
 static gt_status dp_hook(void *ctx, size_t frontier) { return gt_dp_grads_ready(ctx, frontier); }
 
+/* The held-out evaluation of a dense model (rank 0): n samples from
+ * GT_TRAIN_EVAL_FIRST in forwards of at most M (x, y: host room for M),
+ * evaluation mode, training mode again afterwards. Means summed in order. */
+static gt_status held_out_eval(gt_model *model, const gt_task *task, int n, int M, float *x,
+                               int32_t *y, gt_train_stats *st) {
+    double sum = 0.0, bayes = 0.0;
+    gt_status s = GT_OK;
+    gt_model_set_training(model, 0);
+    for (int done_n = 0; done_n < n && s == GT_OK;) {
+        int k = n - done_n < M ? n - done_n : M;
+        gt_task_fill(task, GT_TRAIN_EVAL_FIRST + (uint64_t)done_n, k, x, y);
+        gt_batch b = {.n = k, .T = 1, .inputs = x, .targets = y};
+        float loss = 0.0f;
+        s = gt_model_forward(model, &b, &loss);
+        sum += (double)loss * k;
+        bayes += gt_task_bayes_loss_sum(task, x, y, k);
+        done_n += k;
+    }
+    gt_model_set_training(model, 1);
+    if (s != GT_OK) return gt_error_wrap(s, "held-out evaluation of %d samples", n);
+    st->eval_loss = sum / n;
+    st->eval_bayes = bayes / n;
+    st->eval_samples = n;
+    return GT_OK;
+}
+
 gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     memset(st, 0, sizeof *st);
     st->entropy = -1;
+    st->eval_loss = st->eval_bayes = NAN;
     gt_comm *comm = cfg->comm;
     gt_comm *own_comm = NULL;
     int R = 1, rank = 0;
     if (cfg->steps < 1) return GT_ERR(GT_ERR_INVALID, "--steps must be >= 1, got %d", cfg->steps);
     if (cfg->batch < 1) return GT_ERR(GT_ERR_INVALID, "--batch must be >= 1, got %d", cfg->batch);
     int dense = dense_model(cfg);
+    if (cfg->eval_samples < 0 || (cfg->eval_samples > 0 && !dense))
+        return GT_ERR(GT_ERR_INVALID,
+                      "--eval-samples %d: a held-out evaluation is for the mlp and convnet "
+                      "presets (their synthetic task has unseen samples); gpt2 reports its "
+                      "training loss against the source's entropy",
+                      cfg->eval_samples);
     if (dense) {
         /* the synthetic task is the data: nothing else applies */
         if (cfg->data_path || cfg->init_from)
@@ -1104,6 +1137,9 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         st->mfu = st->tokens_per_s * st->flops_per_token / (st->peak_gflops * 1e9 * R);
     if (st->datasheet_gflops > 0)
         st->mfu_datasheet = st->tokens_per_s * st->flops_per_token / (st->datasheet_gflops * 1e9 * R);
+    if (dense && cfg->eval_samples > 0 && rank == 0 &&
+        (s = held_out_eval(model, task, cfg->eval_samples, M, dense_x, dense_y, st)) != GT_OK)
+        goto done;
     {
         /* the parameters, then the state tensors (BatchNorm running statistics) */
         size_t nst = gt_model_state_numel(model);
@@ -1246,6 +1282,11 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     gt_result_metric(res, "final_loss", dense ? "nats/sample" : "nats/token", 0,
                      n ? st->loss[n - 1] : NAN, NULL, 0);
     gt_result_metric(res, "peak_memory", "bytes", 0, (double)st->mem.peak_in_use, NULL, 0);
+    if (st->eval_samples > 0) {
+        gt_result_metric(res, "eval_loss", "nats/sample", 0, st->eval_loss, NULL, 0);
+        gt_result_param_num(res, "eval_bayes_loss", st->eval_bayes);
+        gt_result_param_int(res, "eval_samples", st->eval_samples);
+    }
     gt_result_series(res, "loss", st->loss, (size_t)n);
     gt_result_series(res, "lr", st->lr, (size_t)n);
     gt_result_series(res, "grad_norm", st->grad_norm, (size_t)n);

@@ -19,6 +19,9 @@
 
 /* gt_train_config.peak_gflops: no MFU at all (no peak probe, no mfu metric) */
 #define GT_TRAIN_NO_MFU (-1.0)
+/* The first sample index of the held-out evaluation (2^40: far past any
+ * step * batch a run reaches). */
+#define GT_TRAIN_EVAL_FIRST ((uint64_t)1 << 40)
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,6 +67,10 @@ typedef struct gt_train_config {
     const char *resume;      /* a checkpoint file, a sharded folder, or a directory (latest) */
     int stop_after;          /* end after this step as an interruption would (0: --steps);
                               * the lr schedule still spans `steps` */
+    int eval_samples;        /* mlp / convnet: after training, rank 0 evaluates this many
+                              * held-out samples of the task (from GT_TRAIN_EVAL_FIRST on,
+                              * never trained on) in evaluation mode (BatchNorm's running
+                              * statistics); 0: none */
     /* Called after every step (may be NULL). */
     void (*on_step)(void *ctx, int step, int steps, float loss, float lr, double grad_norm,
                     double ms, double tokens_per_s, double mfu);
@@ -104,6 +111,9 @@ typedef struct gt_train_stats {
     double flops_per_token;   /* per unit */
     double entropy;           /* source entropy rate (nats/token) for gpt2, the task's
                                * Bayes-optimal loss for mlp / convnet; < 0 unknown */
+    double eval_loss;         /* mean held-out loss (eval_samples > 0; NAN otherwise) */
+    double eval_bayes;        /* the Bayes-optimal predictor's on the same samples */
+    int eval_samples;         /* how many were evaluated (0: none) */
     size_t num_params;
     uint64_t params_digest;   /* FNV-1a 64 of the final parameters' bytes, then the state
                                * tensors' (BatchNorm running statistics; none for gpt2) */

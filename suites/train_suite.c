@@ -463,12 +463,20 @@ static gt_train_config dense_config(const gt_suite_ctx *ctx, const char *model, 
 
 /* "MODEL/convergence": config c on the model's synthetic task; the mean
  * training loss of the last 100 steps within [-lower, +upper] of the
- * task's Bayes-optimal loss. */
+ * task's Bayes-optimal loss, and the loss on 8192 unseen samples in
+ * evaluation mode (BatchNorm's running statistics) within [-0.02, +upper]
+ * of the Bayes predictor's on the same samples (the same comparison as
+ * models/tests/dense_convergence.c, whose bands for the same settings are
+ * tighter: the label noise mostly cancels, so it can only be slightly
+ * negative). */
 static gt_status dense_convergence_case(const gt_suite_ctx *ctx, const char *model,
-                                        const gt_train_config *c, double upper, double lower) {
+                                        const gt_train_config *c0, double upper, double lower) {
     gt_status s = GT_OK;
     gt_train_stats st;
     char name[96];
+    gt_train_config cc = *c0;
+    const gt_train_config *c = &cc;
+    cc.eval_samples = 8192;
     snprintf(name, sizeof name, "%s/convergence", model);
     gt_result *res = train_case(ctx, "train", name, c, &st, &s);
     if (res && s == GT_OK) {
@@ -481,6 +489,12 @@ static gt_status dense_convergence_case(const gt_suite_ctx *ctx, const char *mod
         gt_result_check(res, "converged",
                         tail <= st.entropy + upper && tail >= st.entropy - lower, tail,
                         st.entropy + upper, detail);
+        double gap = st.eval_loss - st.eval_bayes;
+        snprintf(detail, sizeof detail,
+                 "loss on %d unseen samples in evaluation mode minus the Bayes predictor's "
+                 "on them (%.6f) within [-0.02, +%.2f]",
+                 st.eval_samples, st.eval_bayes, upper);
+        gt_result_check(res, "held_out", gap <= upper && gap >= -0.02, gap, upper, detail);
     }
     done(ctx, res);
     gt_train_stats_release(&st);

@@ -19,12 +19,13 @@ losses() { # the last 5 values of the report's loss series, as written
         tr ',' '\n' | tail -5 | tr '\n' ' '
 }
 
-"$g" train --model convnet-tiny $common --report "$tmp/full.json" > "$tmp/full.out" 2>&1 ||
+"$g" train --model convnet-tiny $common --eval-samples 256 --report "$tmp/full.json" \
+    > "$tmp/full.out" 2>&1 ||
     fail "unbroken run: $(tail -3 "$tmp/full.out")"
 "$g" train --model convnet-tiny $common --checkpoint-every 5 --checkpoint-dir "$tmp/ck" \
     --stop-after 5 > "$tmp/part.out" 2>&1 || fail "first half: $(tail -3 "$tmp/part.out")"
-"$g" train --model convnet-tiny $common --resume "$tmp/ck" --report "$tmp/res.json" \
-    > "$tmp/res.out" 2>&1 || fail "resume: $(tail -3 "$tmp/res.out")"
+"$g" train --model convnet-tiny $common --resume "$tmp/ck" --eval-samples 256 \
+    --report "$tmp/res.json" > "$tmp/res.out" 2>&1 || fail "resume: $(tail -3 "$tmp/res.out")"
 a=$(digest "$tmp/full.out")
 b=$(digest "$tmp/res.out")
 if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "convnet resume: final digest $a equal"
@@ -35,9 +36,15 @@ if [ -n "$la" ] && [ "$la" = "$lb" ]; then ok "convnet resume: losses of steps 6
 else fail "convnet resume: losses '$la' vs '$lb'"; fi
 "$check" "$tmp/full.json" --no-errors > "$tmp/check.out" 2>&1 && ok "report validates" ||
     fail "report_check: $(cat "$tmp/check.out")"
-for k in images_per_s mfu peak_memory target_loss; do
+for k in images_per_s mfu peak_memory target_loss eval_loss eval_bayes_loss; do
     grep -q "\"$k\"" "$tmp/full.json" && ok "report has $k" || fail "no $k in the report"
 done
+# the held-out evaluation (evaluation mode: the running statistics) of the
+# resumed run is the unbroken run's, to the last printed digit
+ea=$(grep -o 'held-out loss *[0-9.]*' "$tmp/full.out")
+eb=$(grep -o 'held-out loss *[0-9.]*' "$tmp/res.out")
+if [ -n "$ea" ] && [ "$ea" = "$eb" ]; then ok "convnet resume: $ea equal"
+else fail "convnet resume: '$ea' unbroken vs '$eb' resumed"; fi
 # a checkpoint without its running statistics is refused, naming the tensor
 f=$(ls "$tmp"/ck/*.gtck | head -1)
 "$g" train --model mlp-tiny $common --resume "$f" > "$tmp/wrong.out" 2>&1
@@ -64,5 +71,6 @@ refused "--data-order shuffled refused" "already independent" --model mlp-tiny -
 refused "--init-from refused" "are for gpt2" --model convnet-tiny --init-from llmc:/nonexistent
 refused "--precision bf16 on cpu refused" "backend 'cpu' does not store bf16" --model mlp-tiny --precision bf16
 refused "unknown model names the presets" "resnet-small" --model resnet-huge
+refused "--eval-samples refused for gpt2" "is for the mlp and convnet" --eval-samples 64
 [ $fails -eq 0 ] && echo "all passed" || echo "$fails failure(s)"
 exit $((fails > 0))

@@ -151,9 +151,6 @@ static inline gt_status dense_train(const dense_cfg *c, dense_result *r) {
         /* evaluation mode: BatchNorm's running statistics */
         gt_model_set_training(m, 0);
         double sum = 0, bayes = 0;
-        const gt_task_config *tc2 = gt_task_get_config(task);
-        double eps = tc2->label_noise, K = tc2->classes;
-        double l_hit = -log(1.0 - eps + eps / K), l_miss = -log(eps / K);
         int done_n = 0;
         while (done_n < c->eval_samples) {
             int n = c->eval_samples - done_n < c->batch ? c->eval_samples - done_n : c->batch;
@@ -164,8 +161,7 @@ static inline gt_status dense_train(const dense_cfg *c, dense_result *r) {
             float loss = 0;
             if ((s = gt_model_forward(m, &b, &loss)) != GT_OK) goto done;
             sum += (double)loss * n;
-            for (int i = 0; i < n; i++)
-                bayes += gt_task_classify(task, x + (size_t)i * numel) == y[i] ? l_hit : l_miss;
+            bayes += gt_task_bayes_loss_sum(task, x, y, n);
             done_n += n;
         }
         r->eval_loss = sum / c->eval_samples;
