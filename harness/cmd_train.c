@@ -37,6 +37,10 @@ static void train_usage(FILE *f) {
            "  --eval-samples N      mlp / convnet: after training, the loss on N unseen\n"
            "                        samples in evaluation mode (BatchNorm's running\n"
            "                        statistics) against the Bayes predictor's (default 0)\n"
+           "  --eval-every K        also after every K steps: the held-out loss curve\n"
+           "  --target-gap X        with --eval-every: steps and training time until the\n"
+           "                        held-out loss is within X of the Bayes predictor's\n"
+           "                        (time to target, as MLPerf times to a quality target)\n"
            "  --precision P         fp32 (default), bf16 or fp16: storage of activations,\n"
            "                        weights (a compute copy) and gradients; master weights\n"
            "                        and AdamW state stay fp32. fp16 adds dynamic loss\n"
@@ -127,6 +131,12 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
         printf("  held-out loss    %.6f over %d unseen samples, evaluation mode (the Bayes "
                "predictor's %.6f: gap %.4f)\n",
                st->eval_loss, st->eval_samples, st->eval_bayes, st->eval_loss - st->eval_bayes);
+    if (cfg->target_gap > 0 && st->steps_to_target > 0)
+        printf("  time to target   step %d, %.3f s of training (held-out gap <= %g)\n",
+               st->steps_to_target, st->time_to_target_s, cfg->target_gap);
+    else if (cfg->target_gap > 0)
+        printf("  time to target   not reached: no evaluation within %g of the Bayes loss\n",
+               cfg->target_gap);
     printf("  step time        %.2f ms (median)\n", st->ms_per_step);
     printf("  throughput       %.0f %s/s over %d rank(s)\n", st->tokens_per_s,
            tokens ? "tokens" : st->unit, nranks);
@@ -291,6 +301,10 @@ int gt_cmd_train(int argc, char **argv) {
             cfg.resume = v;
         } else if (gt_opt(&a, "--eval-samples", &v, &err)) {
             err |= !gt_parse_int(&a, "--eval-samples", v, 0, 1 << 24, &cfg.eval_samples);
+        } else if (gt_opt(&a, "--eval-every", &v, &err)) {
+            err |= !gt_parse_int(&a, "--eval-every", v, 1, 1 << 30, &cfg.eval_every);
+        } else if (gt_opt(&a, "--target-gap", &v, &err)) {
+            err |= !gt_parse_double(&a, "--target-gap", v, 1e-9, 100.0, &cfg.target_gap);
         } else if (gt_opt(&a, "--stop-after", &v, &err)) {
             err |= !gt_parse_int(&a, "--stop-after", v, 1, 100000000, &cfg.stop_after);
         } else if (gt_opt(&a, "--comm", &v, &err)) {

@@ -63,6 +63,8 @@ void gt_train_stats_release(gt_train_stats *s) {
     free(s->comm_ms);
     free(s->loss_scale);
     free(s->skipped);
+    free(s->eval_curve);
+    free(s->eval_at);
     memset(s, 0, sizeof *s);
 }
 
@@ -672,6 +674,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     memset(st, 0, sizeof *st);
     st->entropy = -1;
     st->eval_loss = st->eval_bayes = NAN;
+    st->steps_to_target = -1;
     gt_comm *comm = cfg->comm;
     gt_comm *own_comm = NULL;
     int R = 1, rank = 0;
@@ -684,6 +687,16 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
                       "presets (their synthetic task has unseen samples); gpt2 reports its "
                       "training loss against the source's entropy",
                       cfg->eval_samples);
+    if (cfg->eval_every < 0 || (cfg->eval_every > 0 && cfg->eval_samples <= 0))
+        return GT_ERR(GT_ERR_INVALID,
+                      "--eval-every %d needs --eval-samples N (how many held-out samples each "
+                      "evaluation takes)",
+                      cfg->eval_every);
+    if (cfg->target_gap < 0 || (cfg->target_gap > 0 && cfg->eval_every <= 0))
+        return GT_ERR(GT_ERR_INVALID,
+                      "--target-gap %g needs --eval-every K: the target is looked for at the "
+                      "periodic evaluations",
+                      cfg->target_gap);
     if (dense) {
         /* the synthetic task is the data: nothing else applies */
         if (cfg->data_path || cfg->init_from)
@@ -776,6 +789,15 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     st->loss_scale = calloc(n, sizeof(double));
     st->skipped = calloc(n, 1);
     st->final_loss_scale = 1.0;
+    if (cfg->eval_every > 0) {
+        size_t ne = n / (size_t)cfg->eval_every + 1;
+        st->eval_curve = calloc(ne, sizeof(double));
+        st->eval_at = calloc(ne, sizeof(int));
+        if (!st->eval_curve || !st->eval_at) {
+            gt_comm_free(own_comm);
+            return GT_ERR(GT_ERR_OOM, "no host memory for %zu evaluations", ne);
+        }
+    }
     /* per rank: its micro-batch losses, then 1 when its gradient norm is not finite */
     float *mb_loss = calloc((size_t)k_local + 1, sizeof(float));
     float *all_loss = calloc(((size_t)k_local + 1) * R, sizeof(float));
@@ -1122,7 +1144,22 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         if (cfg->on_step && rank == 0)
             cfg->on_step(cfg->on_step_ctx, step + 1, cfg->steps, (float)loss, lr, norm, ms, tps,
                          mfu);
-        /* after the step's timing: a checkpoint is not training time */
+        /* after the step's timing: neither an evaluation nor a checkpoint is
+         * training time */
+        if (dense && cfg->eval_every > 0 && (step + 1) % cfg->eval_every == 0 && rank == 0) {
+            if ((s = held_out_eval(model, task, cfg->eval_samples, M, dense_x, dense_y, st)) !=
+                GT_OK)
+                goto done;
+            st->eval_curve[st->n_evals] = st->eval_loss;
+            st->eval_at[st->n_evals++] = step + 1;
+            if (cfg->target_gap > 0 && st->steps_to_target < 0 &&
+                st->eval_loss - st->eval_bayes <= cfg->target_gap) {
+                st->steps_to_target = step + 1;
+                double t = 0.0;
+                for (int j = 0; j <= i; j++) t += st->ms[j];
+                st->time_to_target_s = t * 1e-3;
+            }
+        }
         if (cfg->checkpoint_every > 0 && (step + 1) % cfg->checkpoint_every == 0 &&
             (s = save_checkpoint(cfg, model, comm, lo, hi, step + 1, st->backend_desc,
                                  fp16 ? &ls : NULL, &st->collective_error)) != GT_OK)
@@ -1286,6 +1323,21 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
         gt_result_metric(res, "eval_loss", "nats/sample", 0, st->eval_loss, NULL, 0);
         gt_result_param_num(res, "eval_bayes_loss", st->eval_bayes);
         gt_result_param_int(res, "eval_samples", st->eval_samples);
+    }
+    if (st->n_evals > 0) {
+        double *at = malloc((size_t)st->n_evals * sizeof *at);
+        for (int j = 0; at && j < st->n_evals; j++) at[j] = st->eval_at[j];
+        gt_result_series(res, "eval_loss", st->eval_curve, (size_t)st->n_evals);
+        if (at) gt_result_series(res, "eval_step", at, (size_t)st->n_evals);
+        free(at);
+        gt_result_param_int(res, "eval_every", cfg->eval_every);
+    }
+    if (cfg->target_gap > 0) {
+        gt_result_param_num(res, "target_gap", cfg->target_gap);
+        if (st->steps_to_target > 0) {
+            gt_result_metric(res, "steps_to_target", "steps", 0, st->steps_to_target, NULL, 0);
+            gt_result_metric(res, "time_to_target", "s", 0, st->time_to_target_s, NULL, 0);
+        }
     }
     gt_result_series(res, "loss", st->loss, (size_t)n);
     gt_result_series(res, "lr", st->lr, (size_t)n);

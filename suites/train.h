@@ -71,6 +71,11 @@ typedef struct gt_train_config {
                               * held-out samples of the task (from GT_TRAIN_EVAL_FIRST on,
                               * never trained on) in evaluation mode (BatchNorm's running
                               * statistics); 0: none */
+    int eval_every;          /* also after every K steps (needs eval_samples): the curve
+                              * eval_loss over steps; 0: only after training */
+    double target_gap;       /* > 0: the first periodic evaluation whose loss is within this
+                              * of the Bayes predictor's is the target (MLPerf's quality
+                              * target): steps and training time to reach it */
     /* Called after every step (may be NULL). */
     void (*on_step)(void *ctx, int step, int steps, float loss, float lr, double grad_norm,
                     double ms, double tokens_per_s, double mfu);
@@ -114,6 +119,11 @@ typedef struct gt_train_stats {
     double eval_loss;         /* mean held-out loss (eval_samples > 0; NAN otherwise) */
     double eval_bayes;        /* the Bayes-optimal predictor's on the same samples */
     int eval_samples;         /* how many were evaluated (0: none) */
+    double *eval_curve;       /* eval_every: the held-out loss after steps eval_at[i] */
+    int *eval_at;
+    int n_evals;
+    int steps_to_target;      /* target_gap: the global step that reached it, -1: not reached */
+    double time_to_target_s;  /* this run's training time (step times) until then */
     size_t num_params;
     uint64_t params_digest;   /* FNV-1a 64 of the final parameters' bytes, then the state
                                * tensors' (BatchNorm running statistics; none for gpt2) */

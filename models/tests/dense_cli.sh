@@ -5,7 +5,9 @@
 # the same final digest (parameters AND BatchNorm running statistics) and the
 # same losses of steps 6..10; the report validates and carries images_per_s,
 # mfu, peak_memory and target_loss; mlp-tiny reports samples_per_s; the
-# options that do not apply to a dense model are refused naming the problem.
+# options that do not apply to a dense model are refused naming the problem;
+# the held-out evaluation survives a resume bitwise; --eval-every and
+# --target-gap report time to target (and nothing when it is not reached).
 set -u
 g=$1
 check=$2
@@ -58,6 +60,20 @@ grep -q '"samples_per_s"' "$tmp/mlp.json" && ok "mlp reports samples_per_s" ||
     fail "no samples_per_s for mlp"
 grep -q "samples/s" "$tmp/mlp.out" && ok "mlp summary in samples/s" || fail "summary unit"
 
+# time to target: 10 steps, evaluations after 5 and 10; a gap of 10 nats is
+# reached at the first one, a gap of 1e-6 never (no metric then)
+"$g" train --model mlp-tiny $common --eval-samples 128 --eval-every 5 --target-gap 10 \
+    --report "$tmp/tt.json" > "$tmp/tt.out" 2>&1 || fail "time to target: $(tail -3 "$tmp/tt.out")"
+tr -d ' \n' < "$tmp/tt.json" | grep -q '"steps_to_target":{"value":5' &&
+    ok "steps_to_target 5 in the report" || fail "no steps_to_target 5 in the report"
+grep -q "time to target   step 5" "$tmp/tt.out" && ok "summary prints the time to target" ||
+    fail "summary lacks the time to target"
+"$g" train --model mlp-tiny $common --eval-samples 128 --eval-every 5 --target-gap 1e-6 \
+    --report "$tmp/tn.json" > "$tmp/tn.out" 2>&1 || fail "unreached target: $(tail -3 "$tmp/tn.out")"
+if ! grep -q steps_to_target "$tmp/tn.json" && grep -q "not reached" "$tmp/tn.out"; then
+    ok "an unreached target: no metric, the summary says so"
+else fail "an unreached target was reported as reached"; fi
+
 refused() { # WHAT PATTERN ARGS...
     local what=$1 pat=$2
     shift 2
@@ -72,5 +88,7 @@ refused "--init-from refused" "are for gpt2" --model convnet-tiny --init-from ll
 refused "--precision bf16 on cpu refused" "backend 'cpu' does not store bf16" --model mlp-tiny --precision bf16
 refused "unknown model names the presets" "resnet-small" --model resnet-huge
 refused "--eval-samples refused for gpt2" "is for the mlp and convnet" --eval-samples 64
+refused "--target-gap needs --eval-every" "needs --eval-every" --model mlp-tiny --target-gap 0.1
+refused "--eval-every needs --eval-samples" "needs --eval-samples" --model mlp-tiny --eval-every 5
 [ $fails -eq 0 ] && echo "all passed" || echo "$fails failure(s)"
 exit $((fails > 0))
