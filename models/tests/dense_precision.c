@@ -28,20 +28,10 @@
 #include <unistd.h>
 
 #include "engine/backend.h"
+#include "engine/tests/check.h"
 #include "models/tests/backend_or_skip.h"
+#include "models/tests/train_run.h"
 #include "suites/train.h"
-
-static int g_fail;
-
-#define EXPECT(cond, ...)                                                              \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            g_fail++;                                                                  \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
-            fprintf(stderr, __VA_ARGS__);                                              \
-            fputc('\n', stderr);                                                       \
-        }                                                                              \
-    } while (0)
 
 /* The train suite's settings for the dense presets (dense_config). */
 static gt_train_config base(const char *backend, const char *model, gt_dtype dt, int steps) {
@@ -61,32 +51,18 @@ static gt_train_config base(const char *backend, const char *model, gt_dtype dt,
     return c;
 }
 
-static gt_status run(const gt_train_config *c, gt_train_stats *st, const char *what) {
-    gt_status s = gt_train_run(c, st);
-    printf("%-14s %-40s %s", c->model_name, what, s == GT_OK ? "ok" : gt_status_name(s));
-    if (s == GT_OK && st->steps_done > 0)
-        printf(": loss %.6f after %d steps, skipped %lld, scale %g, params %016llx",
-               st->loss[st->steps_done - 1], st->first_step + st->steps_done,
-               (long long)st->skipped_steps, st->final_loss_scale,
-               (unsigned long long)st->params_digest);
-    else if (s != GT_OK)
-        printf(": %s", gt_last_error());
-    printf("\n");
-    return s;
-}
-
 static void test_close_to_fp32(const char *backend, const char *model) {
     enum { STEPS = 40, TAIL = 10 };
     int conv = strncmp(model, "mlp", 3) != 0;
     double lim_b = conv ? 0.03 : 0.02, lim_h = conv ? 0.03 : 0.005;
     gt_train_stats s32, sb, sh;
     gt_train_config c = base(backend, model, GT_DTYPE_FP32, STEPS);
-    gt_status a = run(&c, &s32, "fp32, 40 steps");
+    gt_status a = mt_train_run(&c, &s32, "fp32, 40 steps");
     c.precision = GT_DTYPE_BF16;
-    gt_status b = run(&c, &sb, "bf16, 40 steps");
+    gt_status b = mt_train_run(&c, &sb, "bf16, 40 steps");
     c.precision = GT_DTYPE_FP16;
-    gt_status h = run(&c, &sh, "fp16, 40 steps");
-    EXPECT(a == GT_OK && b == GT_OK && h == GT_OK, "%s: the three runs: %d %d %d", model, a, b,
+    gt_status h = mt_train_run(&c, &sh, "fp16, 40 steps");
+    CHECK(a == GT_OK && b == GT_OK && h == GT_OK, "%s: the three runs: %d %d %d", model, a, b,
            h);
     if (a == GT_OK && b == GT_OK && h == GT_OK) {
         double t32 = gt_train_tail_loss(&s32, TAIL), tb = gt_train_tail_loss(&sb, TAIL),
@@ -94,16 +70,16 @@ static void test_close_to_fp32(const char *backend, const char *model) {
         printf("%-14s mean loss of the last %d steps: fp32 %.6f bf16 %.6f (%+.2e) fp16 %.6f "
                "(%+.2e)\n",
                model, TAIL, t32, tb, tb - t32, th, th - t32);
-        EXPECT(t32 < s32.loss[0] - 0.2, "%s fp32 learned: %.4f from %.4f", model, t32,
+        CHECK(t32 < s32.loss[0] - 0.2, "%s fp32 learned: %.4f from %.4f", model, t32,
                s32.loss[0]);
-        EXPECT(fabs(tb - t32) <= lim_b, "%s bf16 %.6f vs fp32 %.6f", model, tb, t32);
-        EXPECT(fabs(th - t32) <= lim_h, "%s fp16 %.6f vs fp32 %.6f", model, th, t32);
-        EXPECT(sb.params_digest != s32.params_digest, "%s bf16 weights are fp32's", model);
-        EXPECT(sh.params_digest != s32.params_digest, "%s fp16 weights are fp32's", model);
-        EXPECT(sh.skipped_steps == 0 && sh.final_loss_scale == 65536.0,
+        CHECK(fabs(tb - t32) <= lim_b, "%s bf16 %.6f vs fp32 %.6f", model, tb, t32);
+        CHECK(fabs(th - t32) <= lim_h, "%s fp16 %.6f vs fp32 %.6f", model, th, t32);
+        CHECK(sb.params_digest != s32.params_digest, "%s bf16 weights are fp32's", model);
+        CHECK(sh.params_digest != s32.params_digest, "%s fp16 weights are fp32's", model);
+        CHECK(sh.skipped_steps == 0 && sh.final_loss_scale == 65536.0,
                "%s fp16 without overflow: skipped %lld scale %g", model,
                (long long)sh.skipped_steps, sh.final_loss_scale);
-        EXPECT(sb.final_loss_scale == 1.0 && sb.skipped_steps == 0, "%s bf16 has no scaler",
+        CHECK(sb.final_loss_scale == 1.0 && sb.skipped_steps == 0, "%s bf16 has no scaler",
                model);
     }
     gt_train_stats_release(&s32);
@@ -115,24 +91,24 @@ static void test_overflow_skip(const char *backend) {
     gt_train_config c = base(backend, "convnet-tiny", GT_DTYPE_FP16, 6);
     gt_train_stats two, three;
     c.stop_after = 2;
-    gt_status a = run(&c, &two, "fp16, stop after 2");
+    gt_status a = mt_train_run(&c, &two, "fp16, stop after 2");
     setenv("GT_FAULT_OVERFLOW", "3", 1);
     c.stop_after = 3;
-    gt_status b = run(&c, &three, "fp16, GT_FAULT_OVERFLOW=3, stop after 3");
+    gt_status b = mt_train_run(&c, &three, "fp16, GT_FAULT_OVERFLOW=3, stop after 3");
     unsetenv("GT_FAULT_OVERFLOW");
-    EXPECT(a == GT_OK && b == GT_OK, "both runs: %d %d", a, b);
+    CHECK(a == GT_OK && b == GT_OK, "both runs: %d %d", a, b);
     if (a == GT_OK && b == GT_OK) {
-        EXPECT(three.steps_done == 3 && three.skipped_steps == 1 && three.skipped[2] == 1,
+        CHECK(three.steps_done == 3 && three.skipped_steps == 1 && three.skipped[2] == 1,
                "step 3 skipped: skipped %lld of %d", (long long)three.skipped_steps,
                three.steps_done);
-        EXPECT(three.final_loss_scale == 32768.0, "scale after the skip %g",
+        CHECK(three.final_loss_scale == 32768.0, "scale after the skip %g",
                three.final_loss_scale);
         /* the weights alone: the skipped step's forward still moved the
          * BatchNorm running statistics, as under torch's GradScaler */
-        EXPECT(three.weights_digest == two.weights_digest,
+        CHECK(three.weights_digest == two.weights_digest,
                "master weights changed in the skipped step: %016llx after 3 vs %016llx after 2",
                (unsigned long long)three.weights_digest, (unsigned long long)two.weights_digest);
-        EXPECT(three.params_digest != two.params_digest,
+        CHECK(three.params_digest != two.params_digest,
                "the running statistics did not move in the skipped step's forward");
     }
     gt_train_stats_release(&two);
@@ -143,30 +119,30 @@ static void test_resume(const char *backend, gt_dtype dt) {
     enum { N = 10, AT = 5 };
     char dir[] = "/tmp/gt_dense_precision_XXXXXX";
     if (!mkdtemp(dir)) {
-        EXPECT(0, "mkdtemp failed");
+        CHECK(0, "mkdtemp failed");
         return;
     }
     gt_train_stats full, part, rest;
     memset(&part, 0, sizeof part);
     memset(&rest, 0, sizeof rest);
     gt_train_config c = base(backend, "convnet-tiny", dt, N);
-    gt_status a = run(&c, &full, "10 steps");
+    gt_status a = mt_train_run(&c, &full, "10 steps");
     gt_train_config p = c;
     p.checkpoint_dir = dir;
     p.checkpoint_every = AT;
     p.stop_after = AT;
-    gt_status b = a == GT_OK ? run(&p, &part, "5 steps + checkpoint") : a;
+    gt_status b = a == GT_OK ? mt_train_run(&p, &part, "5 steps + checkpoint") : a;
     gt_train_config r = c;
     r.resume = dir;
-    gt_status d = b == GT_OK ? run(&r, &rest, "resumed at 5") : b;
-    EXPECT(d == GT_OK, "%s resume runs: %d %d %d", gt_dtype_name(dt), a, b, d);
+    gt_status d = b == GT_OK ? mt_train_run(&r, &rest, "resumed at 5") : b;
+    CHECK(d == GT_OK, "%s resume runs: %d %d %d", gt_dtype_name(dt), a, b, d);
     if (d == GT_OK) {
         int differ = rest.first_step != AT || rest.steps_done != N - AT;
         for (int i = 0; !differ && i < N - AT; i++)
             differ += memcmp(&full.loss[AT + i], &rest.loss[i], sizeof(double)) != 0;
-        EXPECT(differ == 0, "%s: resumed losses differ from the unbroken run's",
+        CHECK(differ == 0, "%s: resumed losses differ from the unbroken run's",
                gt_dtype_name(dt));
-        EXPECT(full.params_digest == rest.params_digest,
+        CHECK(full.params_digest == rest.params_digest,
                "%s: final weights %016llx resumed vs %016llx unbroken", gt_dtype_name(dt),
                (unsigned long long)rest.params_digest, (unsigned long long)full.params_digest);
     }
@@ -183,11 +159,11 @@ static void test_refusal(void) {
     for (int i = 0; i < 2; i++) {
         gt_train_config c = base("cpu", models[i], GT_DTYPE_BF16, 2);
         gt_train_stats st;
-        gt_status s = run(&c, &st, "bf16 on cpu");
-        EXPECT(s == GT_ERR_UNSUPPORTED && strstr(gt_last_error(), "--precision bf16") &&
+        gt_status s = mt_train_run(&c, &st, "bf16 on cpu");
+        CHECK(s == GT_ERR_UNSUPPORTED && strstr(gt_last_error(), "--precision bf16") &&
                    strstr(gt_last_error(), "'cpu'"),
                "%s cpu bf16: %s", models[i], gt_last_error());
-        EXPECT(st.steps_done == 0, "refused before any step, did %d", st.steps_done);
+        CHECK(st.steps_done == 0, "refused before any step, did %d", st.steps_done);
         gt_train_stats_release(&st);
     }
 }
@@ -203,10 +179,7 @@ int main(int argc, char **argv) {
     test_overflow_skip(backend);
     test_resume(backend, GT_DTYPE_BF16);
     test_resume(backend, GT_DTYPE_FP16);
-    if (g_fail) {
-        fprintf(stderr, "models.dense_precision.%s: %d check(s) failed\n", backend, g_fail);
-        return 1;
-    }
-    printf("models.dense_precision.%s: all checks passed\n", backend);
-    return 0;
+    char name[64];
+    snprintf(name, sizeof name, "models.dense_precision.%s", backend);
+    return check_done(name);
 }

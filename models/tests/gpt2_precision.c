@@ -32,19 +32,9 @@
 
 #include "engine/backend.h"
 #include "suites/train.h"
+#include "engine/tests/check.h"
 #include "models/tests/backend_or_skip.h"
-
-static int g_fail;
-
-#define EXPECT(cond, ...)                                                              \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            g_fail++;                                                                  \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
-            fprintf(stderr, __VA_ARGS__);                                              \
-            fputc('\n', stderr);                                                       \
-        }                                                                              \
-    } while (0)
+#include "models/tests/train_run.h"
 
 static gt_train_config base(const char *backend, gt_dtype dt, int steps, int batch) {
     gt_train_config c = gt_train_defaults();
@@ -61,43 +51,30 @@ static gt_train_config base(const char *backend, gt_dtype dt, int steps, int bat
     return c;
 }
 
-static gt_status run(const gt_train_config *c, gt_train_stats *st, const char *what) {
-    gt_status s = gt_train_run(c, st);
-    printf("%-44s %s", what, s == GT_OK ? "ok" : gt_status_name(s));
-    if (s == GT_OK && st->steps_done > 0)
-        printf(": loss %.6f after %d steps, skipped %lld, scale %g, params %016llx",
-               st->loss[st->steps_done - 1], st->steps_done, (long long)st->skipped_steps,
-               st->final_loss_scale, (unsigned long long)st->params_digest);
-    else if (s != GT_OK)
-        printf(": %s", gt_last_error());
-    printf("\n");
-    return s;
-}
-
 static void test_close_to_fp32(const char *backend) {
     enum { STEPS = 24, TAIL = 8 };
     gt_train_stats s32, s16b, s16h;
     gt_train_config c = base(backend, GT_DTYPE_FP32, STEPS, 4);
-    gt_status a = run(&c, &s32, "fp32, 24 steps");
+    gt_status a = mt_train_run(&c, &s32, "fp32, 24 steps");
     c.precision = GT_DTYPE_BF16;
-    gt_status b = run(&c, &s16b, "bf16, 24 steps");
+    gt_status b = mt_train_run(&c, &s16b, "bf16, 24 steps");
     c.precision = GT_DTYPE_FP16;
-    gt_status h = run(&c, &s16h, "fp16, 24 steps");
-    EXPECT(a == GT_OK && b == GT_OK && h == GT_OK, "the three runs: %d %d %d", a, b, h);
+    gt_status h = mt_train_run(&c, &s16h, "fp16, 24 steps");
+    CHECK(a == GT_OK && b == GT_OK && h == GT_OK, "the three runs: %d %d %d", a, b, h);
     if (a == GT_OK && b == GT_OK && h == GT_OK) {
         double t32 = gt_train_tail_loss(&s32, TAIL), tb = gt_train_tail_loss(&s16b, TAIL),
                th = gt_train_tail_loss(&s16h, TAIL);
         printf("mean loss of the last %d steps: fp32 %.6f bf16 %.6f (%+.2e) fp16 %.6f (%+.2e)\n",
                TAIL, t32, tb, tb - t32, th, th - t32);
-        EXPECT(t32 < s32.loss[0] - 0.5, "fp32 learned: %.4f from %.4f", t32, s32.loss[0]);
-        EXPECT(fabs(tb - t32) <= 0.02, "bf16 %.6f vs fp32 %.6f", tb, t32);
-        EXPECT(fabs(th - t32) <= 0.005, "fp16 %.6f vs fp32 %.6f", th, t32);
-        EXPECT(s16b.params_digest != s32.params_digest, "bf16 weights are fp32's: not bf16");
-        EXPECT(s16h.params_digest != s32.params_digest, "fp16 weights are fp32's: not fp16");
-        EXPECT(s16h.skipped_steps == 0 && s16h.final_loss_scale == 65536.0,
+        CHECK(t32 < s32.loss[0] - 0.5, "fp32 learned: %.4f from %.4f", t32, s32.loss[0]);
+        CHECK(fabs(tb - t32) <= 0.02, "bf16 %.6f vs fp32 %.6f", tb, t32);
+        CHECK(fabs(th - t32) <= 0.005, "fp16 %.6f vs fp32 %.6f", th, t32);
+        CHECK(s16b.params_digest != s32.params_digest, "bf16 weights are fp32's: not bf16");
+        CHECK(s16h.params_digest != s32.params_digest, "fp16 weights are fp32's: not fp16");
+        CHECK(s16h.skipped_steps == 0 && s16h.final_loss_scale == 65536.0,
                "fp16 without overflow: skipped %lld scale %g", (long long)s16h.skipped_steps,
                s16h.final_loss_scale);
-        EXPECT(s16b.final_loss_scale == 1.0 && s16b.skipped_steps == 0, "bf16 has no scaler");
+        CHECK(s16b.final_loss_scale == 1.0 && s16b.skipped_steps == 0, "bf16 has no scaler");
     }
     gt_train_stats_release(&s32);
     gt_train_stats_release(&s16b);
@@ -108,22 +85,22 @@ static void test_overflow_skip(const char *backend) {
     gt_train_config c = base(backend, GT_DTYPE_FP16, 6, 2);
     gt_train_stats two, three;
     c.stop_after = 2;
-    gt_status a = run(&c, &two, "fp16, stop after 2");
+    gt_status a = mt_train_run(&c, &two, "fp16, stop after 2");
     setenv("GT_FAULT_OVERFLOW", "3", 1);
     c.stop_after = 3;
-    gt_status b = run(&c, &three, "fp16, GT_FAULT_OVERFLOW=3, stop after 3");
+    gt_status b = mt_train_run(&c, &three, "fp16, GT_FAULT_OVERFLOW=3, stop after 3");
     unsetenv("GT_FAULT_OVERFLOW");
-    EXPECT(a == GT_OK && b == GT_OK, "both runs: %d %d", a, b);
+    CHECK(a == GT_OK && b == GT_OK, "both runs: %d %d", a, b);
     if (a == GT_OK && b == GT_OK) {
-        EXPECT(three.steps_done == 3 && three.skipped_steps == 1, "skipped %lld of %d",
+        CHECK(three.steps_done == 3 && three.skipped_steps == 1, "skipped %lld of %d",
                (long long)three.skipped_steps, three.steps_done);
-        EXPECT(three.skipped[2] == 1 && three.skipped[0] == 0 && three.skipped[1] == 0,
+        CHECK(three.skipped[2] == 1 && three.skipped[0] == 0 && three.skipped[1] == 0,
                "step 3 is the skipped one");
-        EXPECT(three.loss_scale[2] == 65536.0 && three.final_loss_scale == 32768.0,
+        CHECK(three.loss_scale[2] == 65536.0 && three.final_loss_scale == 32768.0,
                "scale of step 3 %g, after it %g", three.loss_scale[2], three.final_loss_scale);
-        EXPECT(isfinite(three.loss[2]), "the loss of the skipped step is finite: %g",
+        CHECK(isfinite(three.loss[2]), "the loss of the skipped step is finite: %g",
                three.loss[2]);
-        EXPECT(three.params_digest == two.params_digest,
+        CHECK(three.params_digest == two.params_digest,
                "master weights changed in the skipped step: %016llx after 3 vs %016llx after 2",
                (unsigned long long)three.params_digest, (unsigned long long)two.params_digest);
     }
@@ -137,7 +114,7 @@ static gt_status fault_run(const char *backend, gt_dtype dt, const char *var, co
     gt_train_config c = base(backend, dt, 2, 2);
     c.stop_after = 1;
     setenv(var, value, 1);
-    gt_status s = run(&c, st, what);
+    gt_status s = mt_train_run(&c, st, what);
     unsetenv(var);
     return s;
 }
@@ -146,23 +123,23 @@ static void test_nonfinite(void) {
     gt_train_stats st;
     gt_status s = fault_run("ref", GT_DTYPE_BF16, "GT_FAULT_NAN", "0:1", &st,
                             "bf16, NaN gradient");
-    EXPECT(s == GT_ERR_INVALID && strstr(gt_last_error(), "non-finite gradient norm"),
+    CHECK(s == GT_ERR_INVALID && strstr(gt_last_error(), "non-finite gradient norm"),
            "bf16 NaN gradient must stop: %s", gt_last_error());
     gt_train_stats_release(&st);
 
     s = fault_run("ref", GT_DTYPE_FP16, "GT_FAULT_NAN", "0:1", &st, "fp16, NaN gradient");
-    EXPECT(s == GT_OK && st.skipped_steps == 1 && st.final_loss_scale == 32768.0,
+    CHECK(s == GT_OK && st.skipped_steps == 1 && st.final_loss_scale == 32768.0,
            "fp16 NaN gradient is an overflow: %d, skipped %lld", s,
            (long long)st.skipped_steps);
     gt_train_stats_release(&st);
 
     s = fault_run("ref", GT_DTYPE_FP16, "GT_FAULT_NAN", "0:1:loss", &st, "fp16, NaN loss");
-    EXPECT(s == GT_ERR_INVALID && strstr(gt_last_error(), "non-finite loss"),
+    CHECK(s == GT_ERR_INVALID && strstr(gt_last_error(), "non-finite loss"),
            "fp16 NaN loss must stop: %s", gt_last_error());
     gt_train_stats_release(&st);
 
     s = fault_run("cpu", GT_DTYPE_FP32, "GT_FAULT_OVERFLOW", "1", &st, "fp32, infinite dloss");
-    EXPECT(s == GT_ERR_INVALID && strstr(gt_last_error(), "non-finite gradient norm"),
+    CHECK(s == GT_ERR_INVALID && strstr(gt_last_error(), "non-finite gradient norm"),
            "fp32 overflow must stop: %s", gt_last_error());
     gt_train_stats_release(&st);
 }
@@ -170,15 +147,15 @@ static void test_nonfinite(void) {
 static void test_refusal(void) {
     gt_train_config c = base("cpu", GT_DTYPE_BF16, 2, 2);
     gt_train_stats st;
-    gt_status s = run(&c, &st, "bf16 on cpu");
-    EXPECT(s == GT_ERR_UNSUPPORTED && strstr(gt_last_error(), "--precision bf16") &&
+    gt_status s = mt_train_run(&c, &st, "bf16 on cpu");
+    CHECK(s == GT_ERR_UNSUPPORTED && strstr(gt_last_error(), "--precision bf16") &&
                strstr(gt_last_error(), "'cpu'"),
            "cpu bf16: %s", gt_last_error());
-    EXPECT(st.steps_done == 0, "refused before any step, did %d", st.steps_done);
+    CHECK(st.steps_done == 0, "refused before any step, did %d", st.steps_done);
     gt_train_stats_release(&st);
     c.precision = GT_DTYPE_INT32;
-    s = run(&c, &st, "int32 precision");
-    EXPECT(s == GT_ERR_INVALID && strstr(gt_last_error(), "fp32, bf16 or fp16"),
+    s = mt_train_run(&c, &st, "int32 precision");
+    CHECK(s == GT_ERR_INVALID && strstr(gt_last_error(), "fp32, bf16 or fp16"),
            "int32: %s", gt_last_error());
     gt_train_stats_release(&st);
 }
@@ -193,10 +170,7 @@ int main(int argc, char **argv) {
     }
     test_overflow_skip(backend);
     test_close_to_fp32(backend);
-    if (g_fail) {
-        fprintf(stderr, "models.gpt2_precision.%s: %d check(s) failed\n", backend, g_fail);
-        return 1;
-    }
-    printf("models.gpt2_precision.%s: all checks passed\n", backend);
-    return 0;
+    char name[64];
+    snprintf(name, sizeof name, "models.gpt2_precision.%s", backend);
+    return check_done(name);
 }
