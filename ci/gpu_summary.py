@@ -256,8 +256,9 @@ def section_models(work, out):
     out.append("Results: " + ", ".join(f"{b} {st} {n}" for (b, st), n in sorted(counts.items())) +
                (" (report cut short: see models.log)" if not d.get("summary") else "") + "\n")
     failed_cases(res, out, lambda r: f"`{r.get('suite')}/{r.get('case')}` on {r.get('backend')}")
-    out.append("| suite | case | backend | status | throughput | ms/step | MFU | peak memory MiB | final loss |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    out.append("| suite | case | backend | status | throughput | ms/step | MFU | peak memory MiB | final loss "
+               "| held-out gap | time to target |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in res:
         thr, unit = None, ""
         for name, u in (("tokens_per_s", "tok/s"), ("samples_per_s", "samples/s"),
@@ -266,10 +267,15 @@ def section_models(work, out):
                 thr, unit = m(r, name), u
         mfu = m(r, "mfu")
         pm = m(r, "peak_memory")
+        ev, eb = m(r, "eval_loss"), r.get("params", {}).get("eval_bayes_loss")
+        gap = ev - eb if ev is not None and isinstance(eb, (int, float)) else None
+        ttt, stt = m(r, "time_to_target"), m(r, "steps_to_target")
         out.append(f"| {r.get('suite')} | `{r.get('case')}` | {r.get('backend')} | {r.get('status')} | "
                    f"{fmt(thr, 0) + ' ' + unit if thr else '-'} | {fmt(m(r, 'ms_per_step') or None, 2)} | "
                    f"{fmt(mfu * 100, 1) + '%' if mfu is not None else '-'} | "
-                   f"{fmt(pm / 2**20 if pm is not None else None, 0)} | {fmt(m(r, 'final_loss'), 4)} |")
+                   f"{fmt(pm / 2**20 if pm is not None else None, 0)} | {fmt(m(r, 'final_loss'), 4)} | "
+                   f"{fmt(gap, 4)} | "
+                   f"{(fmt(ttt, 2) + ' s (step ' + fmt(stt, 0) + ')') if ttt is not None else '-'} |")
     out.append("")
     notes = sorted({r.get("params", {}).get("backend_notes", "") for r in res
                     if r.get("backend") == "cuda"} - {""})
