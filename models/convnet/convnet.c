@@ -343,8 +343,9 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     void *dlast = c->nblocks > 0 ? p->blk[c->nblocks - 1].dout : p->stem_dout;
     size_t es = f->es;
     size_t nl = (size_t)N * p->Cl * p->HWl;
-    GT_TRY(o->matmul_bwd(k, p->dpooled, /* overwritten */ gt_flat_grad(f, p->fcw), gt_flat_grad(f, p->fcb),
-                         p->logits, p->pooled, gt_flat_param(f, p->fcw), N, p->Cl, K));
+    GT_TRY(o->matmul_bwd(k, p->dpooled /* overwritten */, gt_flat_grad(f, p->fcw),
+                         gt_flat_grad(f, p->fcb), p->logits, p->pooled, gt_flat_param(f, p->fcw),
+                         N, p->Cl, K));
     GT_TRY(gt_flat_ready(f, p->fcw));
     GT_TRY(be->memset_zero(be, dlast, nl * es));
     GT_TRY(o->avgpool_bwd(k, dlast, p->dpooled, N, p->Cl, p->HWl));

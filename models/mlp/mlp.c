@@ -201,8 +201,8 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
             if (l > 0)
                 GT_TRY(o->matmul_dgelu_bwd(k, dnext, gt_flat_grad(f, p->w[l]),
                                            gt_flat_grad(f, p->b[l]), dz, x,
-                                           gt_flat_param(f, p->w[l]), AT(p->z, (size_t)(l - 1) * BW),
-                                           N, W, W));
+                                           gt_flat_param(f, p->w[l]),
+                                           AT(p->z, (size_t)(l - 1) * BW), N, W, W));
             else /* the input needs no gradient */
                 GT_TRY(o->matmul_bwd(k, NULL, gt_flat_grad(f, p->w[l]), gt_flat_grad(f, p->b[l]),
                                      dz, x, gt_flat_param(f, p->w[l]), N, D, W));
