@@ -577,9 +577,10 @@ stage_models() {
         ${GV_MODELS_ARGS:---quick} --report "$WORK/models.json"
     cuda_verdict models $? "cases ran on cuda" "model case"
     # the larger presets reach their targets too (--full cases; seconds on a GPU)
-    note "models: mlp-small and resnet-small convergence on cuda (--full)"
-    run_to "$(cap 120)" "$WORK/models_small.log" "$G" run train/mlp-small/convergence \
-        train/resnet-small/convergence --backend cuda --topologies 1 --full \
+    note "models: mlp-small and resnet-small convergence and time to target (5 seeds) on cuda (--full)"
+    run_to "$(cap 150)" "$WORK/models_small.log" "$G" run train/mlp-small/convergence \
+        train/resnet-small/convergence train/mlp-small/time_to_target \
+        train/resnet-small/time_to_target --backend cuda --topologies 1 --full \
         --report "$WORK/models_small.json"
     cuda_verdict models_small $? "cases ran on cuda" "convergence case"
 }
