@@ -15,6 +15,7 @@
  * Bound: memory bandwidth (N*Vp elements read once, twice for bwd, plus one
  *      write).
  * Determinism: the combination order depends on the column index only.
+ * A NaN anywhere in a row's logits makes its loss and dlogits NaN.
  */
 #include <math.h>
 
@@ -45,8 +46,10 @@ __global__ void __launch_bounds__(CLS_BLOCK)
     if (threadIdx.x == 0) s_target = gt_ld(x, target); /* before any write of the row */
 
     float m = -INFINITY, s = 0.0f;
+    int nan = 0; /* the online max skips NaN (every comparison is false): flagged instead */
     for (int j = threadIdx.x; j < V; j += CLS_BLOCK) {
         float v = gt_ld(x, j);
+        nan |= v != v;
         if (v > m) {
             s = s * (m == -INFINITY ? 0.0f : expf(m - v)) + 1.0f;
             m = v;
@@ -64,11 +67,15 @@ __global__ void __launch_bounds__(CLS_BLOCK)
         sm[warp] = m;
         ss[warp] = s;
     }
-    __syncthreads(); /* also: every read of the row above is done */
+    /* a barrier (also: every read of the row above is done) and a block-wide OR */
+    int any_nan = __syncthreads_or(nan);
     m = -INFINITY;
     s = 0.0f;
     for (int w = 0; w < CLS_BLOCK / 32; w++)
         cls_combine(m, s, sm[w], ss[w]);
+    /* a NaN logit makes the row's loss and every dlogit NaN, as on ref and cpu,
+     * so that the training loop reports a non-finite loss (not an fp16 overflow) */
+    if (any_nan) m = NAN;
     float lse = m + logf(s);
     if (threadIdx.x == 0 && losses) losses[row] = lse - s_target;
 
