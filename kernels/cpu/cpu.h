@@ -20,15 +20,19 @@
                           __func__, gt_dtype_name((k)->dt));                            \
     } while (0)
 
-/* expf for x in [-87, 88] (callers clamp), within ~2 ulp: Cody-Waite range
+/* expf for x in [-87, 88] (callers clamp; NaN gives NaN), within ~2 ulp: Cody-Waite range
  * reduction x = n ln2 + r, |r| <= ln2/2, a degree-7 Taylor polynomial
  * (truncation 1.4e-9 relative) and 2^n built in the exponent bits. Written
  * without calls or branches so that loops calling it vectorise: glibc's
  * expf does not, and the classifier, softmax and GELU are dominated by it. */
 static inline float gt_cpu_expf(float x) {
     /* Round to nearest by the 1.5 * 2^23 trick: exact for |x log2 e| < 2^22,
-     * and unlike floorf it vectorises everywhere. */
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+     * and unlike floorf it vectorises everywhere. n comes from a copy of x
+     * that is never NaN (every comparison with NaN is false: -87), so that
+     * the conversion to int below is defined; r keeps x, so NaN in gives
+     * NaN out. For x in [-87, 88] the copy is x: the same bits as without. */
+    float xn = x > -87.0f ? x : -87.0f;
+    float n = (xn * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = x - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
     float p = 1.0f / 5040.0f;
