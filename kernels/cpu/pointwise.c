@@ -9,18 +9,28 @@
 #define BLOCK 4096                  /* elements per OpenMP work item */
 #define PAR_MIN 65536               /* below this a parallel region costs more than it saves */
 
+#ifdef _OPENMP
+#define PAR_FOR_BLOCKS_ _Pragma("omp parallel for schedule(static) if (n_ > PAR_MIN)")
+#else
+#define PAR_FOR_BLOCKS_
+#endif
+/* for (i = 0; i < n; i++) BODY, in OpenMP work items of BLOCK elements
+ * (elementwise: the bits do not depend on the thread count). */
+#define FOR_EACH_BLOCKED(n, i, BODY)                                                    \
+    do {                                                                                \
+        size_t n_ = (n), nb_ = (n_ + BLOCK - 1) / BLOCK;                                \
+        PAR_FOR_BLOCKS_                                                                 \
+        for (size_t blk_ = 0; blk_ < nb_; blk_++) {                                     \
+            size_t end_ = (blk_ + 1) * BLOCK < n_ ? (blk_ + 1) * BLOCK : n_;            \
+            for (size_t i = blk_ * BLOCK; i < end_; i++) BODY;                          \
+        }                                                                               \
+    } while (0)
+
 gt_status gt_cpu_gelu_fwd(const gt_kctx *k, void *out_, const void *inp_, size_t n) {
     GT_CPU_CHECK_DT(k);
     float *restrict out = out_;
     const float *restrict inp = inp_;
-    size_t nb = (n + BLOCK - 1) / BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-#endif
-    for (size_t blk = 0; blk < nb; blk++) {
-        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
-        for (size_t i = blk * BLOCK; i < end; i++) out[i] = gt_cpu_gelu(inp[i]);
-    }
+    FOR_EACH_BLOCKED(n, i, out[i] = gt_cpu_gelu(inp[i]));
     return GT_OK;
 }
 
@@ -30,26 +40,12 @@ gt_status gt_cpu_gelu_bwd(const gt_kctx *k, void *dinp_, const void *inp_, const
     float *restrict dinp = dinp_;
     const float *restrict inp = inp_;
     const float *restrict dout = dout_;
-    size_t nb = (n + BLOCK - 1) / BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-#endif
-    for (size_t blk = 0; blk < nb; blk++) {
-        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
-        for (size_t i = blk * BLOCK; i < end; i++) dinp[i] += gt_cpu_gelu_grad(inp[i]) * dout[i];
-    }
+    FOR_EACH_BLOCKED(n, i, dinp[i] += gt_cpu_gelu_grad(inp[i]) * dout[i]);
     return GT_OK;
 }
 
 void gt_cpu_gelu_grad_mul(float *restrict y, const float *restrict pre, size_t n) {
-    size_t nb = (n + BLOCK - 1) / BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-#endif
-    for (size_t blk = 0; blk < nb; blk++) {
-        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
-        for (size_t i = blk * BLOCK; i < end; i++) y[i] = gt_cpu_gelu_grad(pre[i]) * y[i];
-    }
+    FOR_EACH_BLOCKED(n, i, y[i] = gt_cpu_gelu_grad(pre[i]) * y[i]);
 }
 
 gt_status gt_cpu_residual_fwd(const gt_kctx *k, void *out_, const void *a_, const void *b_,
@@ -58,14 +54,7 @@ gt_status gt_cpu_residual_fwd(const gt_kctx *k, void *out_, const void *a_, cons
     /* No restrict: out may alias a or b (elementwise, so that is safe). */
     float *out = out_;
     const float *a = a_, *b = b_;
-    size_t nb = (n + BLOCK - 1) / BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-#endif
-    for (size_t blk = 0; blk < nb; blk++) {
-        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
-        for (size_t i = blk * BLOCK; i < end; i++) out[i] = a[i] + b[i];
-    }
+    FOR_EACH_BLOCKED(n, i, out[i] = a[i] + b[i]);
     return GT_OK;
 }
 
@@ -74,17 +63,10 @@ gt_status gt_cpu_residual_bwd(const gt_kctx *k, void *da_, void *db_, const void
     float *restrict da = da_;
     float *restrict db = db_;
     const float *restrict dout = dout_;
-    size_t nb = (n + BLOCK - 1) / BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-#endif
-    for (size_t blk = 0; blk < nb; blk++) {
-        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
-        for (size_t i = blk * BLOCK; i < end; i++) {
-            da[i] += dout[i];
-            db[i] += dout[i];
-        }
-    }
+    FOR_EACH_BLOCKED(n, i, {
+        da[i] += dout[i];
+        db[i] += dout[i];
+    });
     return GT_OK;
 }
 
@@ -95,15 +77,7 @@ gt_status gt_cpu_relu_fwd(const gt_kctx *k, void *out_, const void *inp_, size_t
     /* No restrict: out may alias inp (elementwise, so that is safe). */
     float *out = out_;
     const float *inp = inp_;
-    size_t nb = (n + BLOCK - 1) / BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-#endif
-    for (size_t blk = 0; blk < nb; blk++) {
-        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
-        /* NaN passes through, as in the ref */
-        for (size_t i = blk * BLOCK; i < end; i++) out[i] = inp[i] < 0.0f ? 0.0f : inp[i];
-    }
+    FOR_EACH_BLOCKED(n, i, out[i] = inp[i] < 0.0f ? 0.0f : inp[i]);
     return GT_OK;
 }
 
@@ -113,13 +87,6 @@ gt_status gt_cpu_relu_bwd(const gt_kctx *k, void *dinp_, const void *out_, const
     float *restrict dinp = dinp_;
     const float *restrict out = out_;
     const float *restrict dout = dout_;
-    size_t nb = (n + BLOCK - 1) / BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
-#endif
-    for (size_t blk = 0; blk < nb; blk++) {
-        size_t end = (blk + 1) * BLOCK < n ? (blk + 1) * BLOCK : n;
-        for (size_t i = blk * BLOCK; i < end; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
-    }
+    FOR_EACH_BLOCKED(n, i, dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f);
     return GT_OK;
 }
