@@ -4,6 +4,7 @@
 #define GT_MODELS_TESTS_TRAIN_RUN_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "suites/train.h"
 
@@ -22,6 +23,22 @@ static inline gt_status mt_train_run(const gt_train_config *c, gt_train_stats *s
         printf(": %s", gt_last_error());
     printf("\n");
     return s;
+}
+
+/* The fp16 loss scaler's overflow skip: c (fp16) stopped after 2 steps
+ * into *two, then with GT_FAULT_OVERFLOW=3 stopped after 3 into *three,
+ * so that step 3 is the one to skip. Returns 1 when both runs succeeded
+ * (the caller checks and releases both stats either way). setenv and
+ * unsetenv: the including test defines _POSIX_C_SOURCE. */
+static inline int mt_overflow_runs(gt_train_config c, gt_train_stats *two,
+                                   gt_train_stats *three) {
+    c.stop_after = 2;
+    gt_status a = mt_train_run(&c, two, "fp16, stop after 2");
+    setenv("GT_FAULT_OVERFLOW", "3", 1);
+    c.stop_after = 3;
+    gt_status b = mt_train_run(&c, three, "fp16, GT_FAULT_OVERFLOW=3, stop after 3");
+    unsetenv("GT_FAULT_OVERFLOW");
+    return a == GT_OK && b == GT_OK;
 }
 
 #endif
