@@ -475,15 +475,14 @@ static gt_train_config dense_config(const gt_suite_ctx *ctx, const char *model, 
  * tighter: the label noise mostly cancels, so it can only be slightly
  * negative). */
 static gt_status dense_convergence_case(const gt_suite_ctx *ctx, const char *model,
-                                        const gt_train_config *c0, double upper, double lower) {
+                                        const gt_train_config *base, double upper, double lower) {
     gt_status s = GT_OK;
     gt_train_stats st;
     char name[96];
-    gt_train_config cc = *c0;
-    const gt_train_config *c = &cc;
-    cc.eval_samples = 8192;
+    gt_train_config c = *base;
+    c.eval_samples = 8192;
     snprintf(name, sizeof name, "%s/convergence", model);
-    gt_result *res = train_case(ctx, "train", name, c, &st, &s);
+    gt_result *res = train_case(ctx, "train", name, &c, &st, &s);
     if (res && s == GT_OK) {
         double tail = gt_train_tail_loss(&st, 100);
         char detail[200];
