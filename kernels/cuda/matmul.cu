@@ -40,6 +40,13 @@
  * Bound: FLOP/s: 2*N*C*OC per GEMM (dense fp32 ~ 60 TFLOP/s, bf16 and fp16
  *      tensor cores ~ 990 TFLOP/s dense on an H100 SXM); dbias and the own
  *      GELU kernels are bandwidth bound.
+ * Alignment: the heuristic is told each pointer's alignment (ptr_alignment),
+ *      so it only offers algorithms that can read it. Should it offer none
+ *      for a plain GEMM whose operands are not all 16-byte aligned (a
+ *      tensor at an odd element offset of a flat 16-bit store is 2-byte
+ *      aligned), lt_gemm copies those operands to aligned scratch from the
+ *      caching allocator and asks again (D copied in when beta != 0, and
+ *      back), as conv.cu does for cuDNN; the path is noted once per shape.
  * Determinism: cuBLASLt picks its algorithm from the shape, types, epilogue,
  *      pointer alignment and workspace size only, and its algorithms
  *      (split-K reductions included) are bitwise reproducible on the same GPU
@@ -171,6 +178,66 @@ static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, bool ta, bool
     return GT_OK;
 }
 
+/* Elements a column-major (rows, cols) matrix with leading dimension ld
+ * spans: the last column holds only its rows, so no byte past the end of a
+ * tightly allocated matrix is read. */
+static size_t lt_extent(int rows, int cols, int ld) {
+    return rows <= 0 || cols <= 0 ? 0 : (size_t)(cols - 1) * (size_t)ld + (size_t)rows;
+}
+
+/* *use = p when p is 16-byte aligned, else scratch of `bytes` (a copy of
+ * p's contents when `in`), remembered in tmp for the release. */
+static gt_status lt_stage(const gt_kctx *k, gt_cuda_impl *im, const void *p, size_t bytes, int in,
+                          void **tmp, const void **use) {
+    *tmp = NULL;
+    *use = p;
+    if (((uintptr_t)p % 16) == 0 || bytes == 0) return GT_OK;
+    GT_TRY(gt_cuda_scratch(k, bytes, tmp));
+    if (in) GT_CUDA_TRY(cudaMemcpyAsync(*tmp, p, bytes, cudaMemcpyDeviceToDevice, im->stream));
+    *use = *tmp;
+    return GT_OK;
+}
+
+/* A plain GEMM (no epilogue) through lt_matmul; when cuBLASLt has no
+ * algorithm for these pointers and one of them is not 16-byte aligned,
+ * again with the misaligned operands staged (see the top). */
+static gt_status lt_gemm(const gt_kctx *k, gt_cuda_impl *im, cudaDataType_t dtype, bool ta,
+                         bool tb, int m, int n, int kk, const void *A, int lda, const void *B,
+                         int ldb, void *D, int ldd, float beta) {
+    gt_status s = lt_matmul(im, dtype, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, beta, NULL);
+    bool misaligned = ((uintptr_t)A | (uintptr_t)B | (uintptr_t)D) % 16 != 0;
+    if (s != GT_ERR_UNSUPPORTED || !misaligned) return s;
+    char why[256];
+    snprintf(why, sizeof why, "%s", gt_last_error());
+    gt_error_clear();
+    size_t es = dtype == CUDA_R_32F ? 4 : 2;
+    size_t ba = lt_extent(ta ? kk : m, ta ? m : kk, lda) * es;
+    size_t bb = lt_extent(tb ? n : kk, tb ? kk : n, ldb) * es;
+    size_t bd = lt_extent(m, n, ldd) * es;
+    void *ta_ = NULL, *tb_ = NULL, *td_ = NULL;
+    const void *a = A, *b = B, *dd = D;
+    s = lt_stage(k, im, A, ba, 1, &ta_, &a);
+    if (s == GT_OK) s = lt_stage(k, im, B, bb, 1, &tb_, &b);
+    if (s == GT_OK) s = lt_stage(k, im, D, bd, beta != 0.0f, &td_, &dd);
+    if (s == GT_OK)
+        s = lt_matmul(im, dtype, ta, tb, m, n, kk, a, lda, b, ldb, (void *)dd, ldd, beta, NULL);
+    if (s == GT_OK && td_) {
+        cudaError_t e = cudaMemcpyAsync(D, td_, bd, cudaMemcpyDeviceToDevice, im->stream);
+        if (e != cudaSuccess)
+            s = GT_ERR(GT_ERR_DEVICE, "cuBLASLt GEMM: copying the staged result back failed: %s",
+                       cudaGetErrorString(e));
+    }
+    /* freeing right after queuing is safe: one stream (common.cuh) */
+    if (ta_) gt_cuda_scratch_free(k, ta_);
+    if (tb_) gt_cuda_scratch_free(k, tb_);
+    if (td_) gt_cuda_scratch_free(k, td_);
+    if (s == GT_OK)
+        gt_cuda_note(im, "GEMM %s m=%d n=%d k=%d op=%c%c: operands staged to 16-byte aligned "
+                     "scratch (unstaged: %.160s)", dt_name(dtype), m, n, kk, ta ? 'T' : 'N',
+                     tb ? 'T' : 'N', why);
+    return s;
+}
+
 /* out(N,OC) += bias(OC): when the epilogue could not be used. */
 template <typename T>
 __global__ void matmul_bias_kernel(T *out, const T *__restrict__ bias, size_t n, int OC) {
@@ -227,7 +294,8 @@ static gt_status bias_launch(gt_cuda_impl *im, void *out, const void *bias, int 
 /* out(N,OC) = inp @ weight^T + bias, the BIAS epilogue when the bias is
  * 16-byte aligned and an algorithm takes it, else the plain GEMM and the
  * own broadcast kernel. */
-static gt_status linear_fwd(gt_cuda_impl *im, gt_dtype dt, void *out, const void *inp,
+static gt_status linear_fwd(const gt_kctx *k, gt_cuda_impl *im, gt_dtype dt, void *out,
+                            const void *inp,
                             const void *weight, const void *bias, int N, int C, int OC) {
     cudaDataType_t t = cuda_type(dt);
     /* out^T(OC,N) = op_T(weight as column-major (C,OC)) @ inp as column-major (C,N). */
@@ -239,7 +307,7 @@ static gt_status linear_fwd(gt_cuda_impl *im, gt_dtype dt, void *out, const void
         if (s != GT_ERR_UNSUPPORTED) return s;
         gt_error_clear(); /* retried below without the epilogue */
     }
-    GT_TRY(lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, NULL));
+    GT_TRY(lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f));
     if (bias) return GT_CUDA_DISPATCH(dt, bias_launch, im, out, bias, N, OC);
     return GT_OK;
 }
@@ -252,7 +320,7 @@ extern "C" gt_status gt_cuda_matmul_fwd(const gt_kctx *k, void *out, const void 
     if (N < 0 || C <= 0 || OC < 0)
         return GT_ERR(GT_ERR_INVALID, "matmul_fwd: bad shape N=%d C=%d OC=%d", N, C, OC);
     if (N == 0 || OC == 0) return GT_OK;
-    return linear_fwd(im, k->dt, out, inp, weight, bias, N, C, OC);
+    return linear_fwd(k, im, k->dt, out, inp, weight, bias, N, C, OC);
 }
 
 template <typename T>
@@ -284,8 +352,8 @@ static gt_status weight_grads(const gt_kctx *k, gt_cuda_impl *im, void *dweight,
                               const void *dout, const void *inp, int N, int C, int OC) {
     /* dweight^T(C,OC) += inp^T(C,N col-major) @ dout(N,OC) = op T of the
      * column-major (OC,N) view of dout. */
-    GT_TRY(lt_matmul(im, cuda_type(k->dt), false, true, C, OC, N, inp, C, dout, OC, dweight, C,
-                     1.0f, NULL));
+    GT_TRY(lt_gemm(k, im, cuda_type(k->dt), false, true, C, OC, N, inp, C, dout, OC, dweight, C,
+                   1.0f));
     if (dbias) return GT_CUDA_DISPATCH(k->dt, dbias_launch, k, im, dbias, dout, N, OC);
     return GT_OK;
 }
@@ -301,8 +369,8 @@ extern "C" gt_status gt_cuda_matmul_bwd(const gt_kctx *k, void *dinp, void *dwei
     if (dinp) {
         /* dinp^T(C,N) = weight(C,OC col-major) @ dout^T(OC,N col-major);
          * beta 0: the old dinp is never read (it may hold NaN). */
-        GT_TRY(lt_matmul(im, cuda_type(k->dt), false, false, C, N, OC, weight, C, dout, OC, dinp, C,
-                         0.0f, NULL));
+        GT_TRY(lt_gemm(k, im, cuda_type(k->dt), false, false, C, N, OC, weight, C, dout, OC, dinp,
+                       C, 0.0f));
     }
     return weight_grads(k, im, dweight, dbias, dout, inp, N, C, OC);
 }
@@ -410,7 +478,7 @@ extern "C" gt_status gt_cuda_matmul_gelu_fwd(const gt_kctx *k, void *out, void *
         }
     }
     if (!bias_in_gemm)
-        GT_TRY(lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f, NULL));
+        GT_TRY(lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f));
     /* out = gelu(pre), the bias added on the way when the GEMM did not */
     return GT_CUDA_DISPATCH(k->dt, gelu_launch, im, out, pre, bias_in_gemm ? NULL : bias, N, OC);
 }
@@ -450,7 +518,7 @@ extern "C" gt_status gt_cuda_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void
     if (!done) {
         gt_cuda_note(im, "matmul_dgelu_bwd N%d C%d OC%d %s: matmul + own GELU' kernel (%s)", N, C,
                      OC, dt_name(t), why);
-        GT_TRY(lt_matmul(im, t, false, false, C, N, OC, weight, C, dout, OC, dpre, C, 0.0f, NULL));
+        GT_TRY(lt_gemm(k, im, t, false, false, C, N, OC, weight, C, dout, OC, dpre, C, 0.0f));
         GT_TRY(GT_CUDA_DISPATCH(k->dt, dgelu_launch, im, dpre, pre, N, C));
     }
     return weight_grads(k, im, dweight, dbias, dout, inp, N, C, OC);
