@@ -191,12 +191,17 @@ int main(int argc, char **argv) {
     /* Then convnet-tiny's maps (8 channels 8x8, 16 at 4x4, at batch 32 and
      * at a micro-batch of 2), resnet-small's last (64 at 8x8, batch 16),
      * and odd offsets (BatchNorm weight and bias at odd parameter
-     * offsets). N, C, H, W, offset. */
+     * offsets). Last, maps of 2 to 15 values (3x3, 2x3) in more channels
+     * than cpu's batchnorm blocks (32 channels a work item below HW 16, a
+     * partial last block), HW 9 on its 8-lane sums with a tail, HW 6 on
+     * its scalar ones and on avgpool's scalar rows (HW < 8).
+     * N, C, H, W, offset. */
     static const int im[][5] = {{1, 1, 1, 1}, {2, 1, 1, 1},   {1, 3, 7, 5},
                                 {3, 17, 1, 1}, {4, 16, 8, 8}, {64, 256, 1, 1},
                                 {8, 64, 16, 16}, {2, 512, 4, 4},
                                 {32, 8, 8, 8}, {32, 16, 4, 4}, {2, 16, 4, 4}, {16, 64, 8, 8},
-                                {2, 8, 8, 8, 1}, {3, 16, 4, 4, 3}};
+                                {2, 8, 8, 8, 1}, {3, 16, 4, 4, 3},
+                                {4, 40, 3, 3}, {5, 36, 2, 3}};
     for (size_t i = 0; i < sizeof im / sizeof im[0]; i++) {
         gt_kshape sh = {.N = im[i][0], .C = im[i][1], .H = im[i][2], .W = im[i][3],
                         .offset = im[i][4]};
@@ -217,7 +222,12 @@ int main(int argc, char **argv) {
      * micro-batches of 2 and 1), resnet-small's stem (3 -> 16 on 32x32,
      * batch 16) and a projection, and odd offsets (the weights and their
      * gradient at an odd parameter offset: 2-byte aligned in bf16/fp16).
-     * Last column: offset. */
+     * Then paths of cpu's im2col/col2im that only some shapes take: "same"
+     * convolutions taller than the rows col2im adds flat at a time (256
+     * rows for a 3x3 pad 1, 85 for a 7x7 pad 3); one image per group with
+     * a plane count (131) that col2im's runs of 2 planes do not divide;
+     * 1x1 with padding and 1x3 without, which must not take the 1x1
+     * stride-1 pad-0 path. Last column: offset. */
     static const int cv[][11] = {
         {1, 1, 1, 1, 1, 1, 1, 1, 0, 1},      {1, 1, 1, 1, 2, 3, 3, 1, 1, 1},
         {2, 3, 7, 7, 5, 3, 3, 2, 1, 1},      {1, 2, 9, 7, 3, 3, 3, 2, 0, 0},
@@ -233,7 +243,10 @@ int main(int argc, char **argv) {
         {1, 8, 8, 8, 16, 1, 1, 2, 0, 0},     {16, 3, 32, 32, 16, 3, 3, 1, 1, 0},
         {16, 16, 16, 16, 32, 1, 1, 2, 0, 0},
         {2, 3, 8, 8, 8, 3, 3, 1, 1, 0, 1},   {2, 8, 8, 8, 16, 1, 1, 2, 0, 0, 1},
-        {2, 8, 8, 8, 16, 3, 3, 2, 1, 1, 3}};
+        {2, 8, 8, 8, 16, 3, 3, 2, 1, 1, 3},
+        {1, 2, 260, 4, 3, 3, 3, 1, 1, 1},    {1, 2, 90, 7, 3, 7, 7, 1, 3, 0},
+        {2, 131, 22, 22, 2, 3, 3, 1, 1, 1},  {2, 3, 5, 4, 4, 1, 1, 1, 1, 1},
+        {2, 4, 6, 9, 5, 1, 3, 1, 0, 1}};
     for (size_t i = 0; i < sizeof cv / sizeof cv[0]; i++) {
         gt_kshape sh = {.N = cv[i][0], .C = cv[i][1], .H = cv[i][2], .W = cv[i][3],
                         .OC = cv[i][4], .KH = cv[i][5], .KW = cv[i][6], .stride = cv[i][7],
