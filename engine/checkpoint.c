@@ -580,12 +580,15 @@ gt_status gt_ckpt_manifest_read(const char *folder, int64_t *step, int *nranks, 
         version != GT_CKPT_FORMAT_VERSION)
         return GT_ERR(GT_ERR_MISMATCH, "'%s': not a version %d manifest", path,
                       GT_CKPT_FORMAT_VERSION);
-    line = strchr(line, '\n') + 1;
-    if (sscanf(line, "step %lld", &st) != 1)
+    /* each line must end: a manifest cut after its version or step line
+     * (its checksum recomputed) has no next line to read */
+    line = strchr(line, '\n');
+    if (!line || sscanf(line + 1, "step %lld", &st) != 1)
         return GT_ERR(GT_ERR_MISMATCH, "'%s': no step line", path);
-    line = strchr(line, '\n') + 1;
-    if (sscanf(line, "ranks %d", &nr) != 1 || nr < 1 || nr > max_ranks)
+    line = strchr(line + 1, '\n');
+    if (!line || sscanf(line + 1, "ranks %d", &nr) != 1 || nr < 1 || nr > max_ranks)
         return GT_ERR(GT_ERR_MISMATCH, "'%s': bad rank count (at most %d)", path, max_ranks);
+    line++; /* the ranks line; each shard line follows the previous line's end */
     for (int r = 0; r < nr; r++) {
         line = strchr(line, '\n');
         if (!line)
