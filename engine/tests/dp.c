@@ -124,11 +124,13 @@ static void *upload(gt_backend *be, const void *h, size_t bytes) {
 
 /* ---- exact sums, norm, gather ------------------------------------------------- */
 
-static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det) {
+/* hook_stop: the lowest frontier the backward's hook reports (0: all the way
+ * down; 5: no hook call at all, gt_dp_finish starts every bucket) */
+static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, int hook_stop) {
     const size_t n = 5000, chunk = 64;
     char what[96];
-    snprintf(what, sizeof what, "%s %s%s%s", gt_dtype_name(dt), fake ? "device" : "host",
-             zero ? " zero" : "", det ? " det" : "");
+    snprintf(what, sizeof what, "%s %s%s%s%s", gt_dtype_name(dt), fake ? "device" : "host",
+             zero ? " zero" : "", det ? " det" : "", hook_stop ? " no hook" : "");
     gt_backend *be = new_backend(fake);
     if (!be) return;
     gt_dp_config cfg = gt_dp_defaults();
@@ -155,7 +157,7 @@ static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det) 
     g_to_host = g_to_dev = 0;
     CHECK_OK(gt_dp_begin(dp, grads));
     /* the backward's hook: the frontier moves from the end to the start */
-    for (int f = 4; f >= 0; f--) CHECK_OK(gt_dp_grads_ready(dp, n * (size_t)f / 4));
+    for (int f = 4; f >= hook_stop; f--) CHECK_OK(gt_dp_grads_ready(dp, n * (size_t)f / 4));
     void *shard = NULL;
     double exposed = -1;
     CHECK_OK(gt_dp_finish(dp, &shard, &exposed));
@@ -290,6 +292,48 @@ static void errors(gt_comm *comm) {
     cfg = gt_dp_defaults();
     cfg.chunk = 0;
     CHECK_STATUS(gt_dp_new(comm, be, &cfg, 100, &dp), GT_ERR_INVALID);
+    cfg = gt_dp_defaults();
+    cfg.zero = 2; /* ZeRO stages 0 and 1 only */
+    CHECK_STATUS(gt_dp_new(comm, be, &cfg, 100, &dp), GT_ERR_INVALID);
+    cfg.zero = -1;
+    CHECK_STATUS(gt_dp_new(comm, be, &cfg, 100, &dp), GT_ERR_INVALID);
+    /* the fixed tree needs a power-of-two rank count: 3 of 4 ranks are refused */
+    gt_comm *three = NULL;
+    CHECK_OK(gt_comm_split(comm, g_size == 4 && g_rank == 0 ? -1 : 0, g_rank, &three));
+    if (three && gt_comm_size(three) == 3) {
+        cfg = gt_dp_defaults();
+        cfg.deterministic = 1;
+        CHECK_STATUS(gt_dp_new(three, be, &cfg, 100, &dp), GT_ERR_INVALID);
+        CHECK(dp == NULL, "no gt_dp on 3 ranks");
+    }
+    gt_comm_free(three);
+    /* a new step while a bucket of the last one is in flight (more than one
+     * rank: the hook starts it). Rank 0 starts its bucket while the others
+     * wait for its message before starting theirs, so rank 0's all-reduce
+     * cannot have completed when it asks; gt_dp_finish then completes it */
+    cfg = gt_dp_defaults();
+    CHECK_OK(gt_dp_new(comm, be, &cfg, 100, &dp));
+    if (dp) {
+        void *gbuf = NULL;
+        int32_t token = 1;
+        CHECK_OK(gt_backend_alloc(be, gt_dp_padded(dp) * sizeof(float), &gbuf));
+        if (gbuf) CHECK_OK(be->memset_zero(be, gbuf, gt_dp_padded(dp) * sizeof(float)));
+        CHECK_OK(gt_dp_begin(dp, gbuf));
+        if (g_rank == 0) {
+            CHECK_OK(gt_dp_grads_ready(dp, 0));
+            if (g_size > 1) CHECK_STATUS(gt_dp_begin(dp, gbuf), GT_ERR_INVALID);
+            for (int r = 1; r < g_size; r++)
+                CHECK_OK(gt_comm_send(comm, &token, 1, GT_DTYPE_INT32, r, 7, NULL));
+        } else {
+            CHECK_OK(gt_comm_recv(comm, &token, 1, GT_DTYPE_INT32, 0, 7, NULL));
+            CHECK_OK(gt_dp_grads_ready(dp, 0));
+        }
+        void *shard = NULL;
+        CHECK_OK(gt_dp_finish(dp, &shard, NULL));
+        gt_backend_dealloc(be, gbuf);
+        gt_dp_free(dp);
+        dp = NULL;
+    }
     /* the norm before the reduction finished */
     cfg = gt_dp_defaults();
     cfg.grad_dtype = GT_DTYPE_BF16;
@@ -316,7 +360,9 @@ int main(void) {
     errors(comm);
     for (size_t d = 0; d < sizeof k_gdt / sizeof k_gdt[0]; d++) {
         for (int fake = 0; fake < 2; fake++) {
-            for (int mode = 0; mode < 4; mode++) exact_case(comm, fake, k_gdt[d], mode & 1, mode >> 1);
+            for (int mode = 0; mode < 4; mode++)
+                exact_case(comm, fake, k_gdt[d], mode & 1, mode >> 1, 0);
+            exact_case(comm, fake, k_gdt[d], 0, 0, 5);
             tree_case(comm, fake, k_gdt[d], 0);
             tree_case(comm, fake, k_gdt[d], 1);
         }

@@ -66,6 +66,21 @@ static void test_floor(void) {
     CHECK(ls.scale == 1.0f, "clamped to the floor: %g", (double)ls.scale);
 }
 
+/* growing past the largest float keeps the scale (as torch's GradScaler) and
+ * restarts the count */
+static void test_growth_ceiling(void) {
+    gt_lossscale_config c = gt_lossscale_defaults();
+    c.init_scale = 0x1p127f;
+    c.growth_interval = 1;
+    gt_lossscale ls;
+    CHECK_OK(gt_lossscale_init(&ls, &c));
+    int skip = -1;
+    CHECK_OK(gt_lossscale_update(&ls, 1, &skip));
+    CHECK(skip == 0 && ls.scale == 0x1p127f && ls.good_steps == 0,
+          "growth that would overflow: scale %g good %lld", (double)ls.scale,
+          (long long)ls.good_steps);
+}
+
 static void test_restore(void) {
     gt_lossscale_config c = gt_lossscale_defaults();
     gt_lossscale ls;
@@ -76,6 +91,7 @@ static void test_restore(void) {
     CHECK_STATUS(gt_lossscale_restore(&ls, NAN, 0, 0), GT_ERR_INVALID);
     CHECK_STATUS(gt_lossscale_restore(&ls, 1024.0, -1, 0), GT_ERR_INVALID);
     CHECK_STATUS(gt_lossscale_restore(&ls, 1024.0, 0, 2.5), GT_ERR_INVALID);
+    CHECK_STATUS(gt_lossscale_restore(&ls, 1024.0, 2.5, 0), GT_ERR_INVALID);
     CHECK(ls.scale == 8192.0f, "a refused restore keeps the state");
 }
 
@@ -105,6 +121,7 @@ int main(void) {
     test_defaults();
     test_growth_and_backoff();
     test_floor();
+    test_growth_ceiling();
     test_restore();
     test_config();
     return check_done("engine.lossscale.host");

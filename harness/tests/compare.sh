@@ -17,6 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 expect 0 "NEW may ship" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --junit "$tmp/same.xml"
 expect 0 "0 slower, 0 failed checks" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --quiet
+expect 0 "alpha 0.05 per metric;" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --per-metric-alpha
 grep -q '<testsuites name="gauntlet compare".* failures="0"' "$tmp/same.xml" ||
     fail "same.xml has failures or no testsuites"
 
@@ -27,6 +28,11 @@ expect 3 "SLOWER +train/gpt2-tiny .*tokens_per_s" -- "$g" compare "$tmp/a.json" 
     --junit "$tmp/slow.xml"
 expect 3 "NEW MUST NOT SHIP" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" --quiet
 expect 0 "1 faster" -- "$g" compare "$tmp/slow.json" "$tmp/a.json"
+# --threshold as a percentage: 99% lower is slower above 50%, and only
+# ambiguous (which ships) with a threshold of 99.5%
+expect 3 "SLOWER +train/gpt2-tiny .*tokens_per_s" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" \
+    --threshold 50%
+expect 0 "0 slower.*NEW may ship" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" --threshold 99.5%
 # JUnit: well formed enough for a CI parser (xmllint when present)
 x="$tmp/slow.xml"
 for want in '^<\?xml version="1.0"' '<testsuites ' '<testsuite name="train"' \
@@ -62,6 +68,7 @@ expect 2 "is not JSON" -- "$g" compare "$tmp/bad.json" "$tmp/a.json"
 expect 2 "cannot read the NEW report" -- "$g" compare "$tmp/a.json" "$tmp/none.json"
 expect 2 "needs two reports" -- "$g" compare "$tmp/a.json"
 expect 2 "write a percentage as 5%" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --threshold 5
+expect 2 "write a percentage as 1%" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --threshold 1
 expect 2 "unknown option" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --bogus
 expect 2 "cannot write JUnit" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --junit /nonexistent-dir/j.xml
 expect 0 "--threshold" -- "$g" compare --help

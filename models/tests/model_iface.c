@@ -161,6 +161,9 @@ static void dense_iface(gt_backend *be, const char *name, const char *unit, int 
         free(g);
         free(h.snap);
     }
+    /* training needs labels */
+    gt_batch nl = {.n = B, .T = 1, .inputs = x};
+    CHECK_STATUS(gt_model_forward_backward(m, &nl, 1.0f / B, NULL), GT_ERR_INVALID);
     /* a token batch, too large a batch, fp16 */
     int32_t tok[4] = {0};
     gt_batch tb = {.n = B, .T = 1, .tokens = tok, .targets = y};
@@ -179,6 +182,140 @@ static void dense_iface(gt_backend *be, const char *name, const char *unit, int 
     printf("%s: hook frontiers fall to 0 in %d calls; info and refusals ok\n", name, h.calls);
 }
 
+/* gt_flat, the parameter store of mlp and convnet, as ZeRO-1 uses it: an
+ * optimizer range [lo, hi) cutting through tensors updates exactly those
+ * elements, with the full model's values and AdamW state; the refusals of
+ * ranges, paddings and state outside the store; locate and find_nonfinite. */
+static void flat_store(gt_backend *be) {
+    int B = 4;
+    gt_model *a = NULL, *z = NULL;
+    CHECK_OK(gt_model_new(be, "mlp-tiny", B, 1, &a));
+    CHECK_OK(gt_model_new(be, "mlp-tiny", B, 1, &z));
+    if (!a || !z) return;
+    size_t np = gt_model_num_params(a);
+    CHECK_OK(gt_model_init_random(a, 3));
+    CHECK_OK(gt_model_init_random(z, 3));
+    /* the same seeded gradients in both */
+    float *g = malloc(np * sizeof(float)), *pa = malloc(np * sizeof(float)),
+          *pz = malloc(np * sizeof(float)), *p0 = malloc(np * sizeof(float));
+    gt_rng_fill_normal(g, np, 0.0f, 1.0f, 99u, 0, 0);
+    CHECK_OK(be->copy_to_device(be, gt_model_grads_buffer(a), g, np * sizeof(float)));
+    CHECK_OK(be->copy_to_device(be, gt_model_grads_buffer(z), g, np * sizeof(float)));
+    CHECK_OK(gt_model_get_params(z, p0));
+    /* the gradient norm: every chunk counts (mlp-tiny fits in one) */
+    double norm = -1, ss = 0;
+    for (size_t i = 0; i < np; i++) ss += (double)g[i] * g[i];
+    CHECK_OK(gt_model_grad_norm(a, &norm));
+    CHECK(fabs(norm - sqrt(ss)) <= 1e-9 * sqrt(ss), "grad norm %.17g, want %.17g", norm, sqrt(ss));
+    size_t nch = gt_model_num_params_padded(a) / gt_model_norm_chunk(a);
+    double parts[8];
+    CHECK(nch >= 1 && nch < 8, "%zu norm chunks", nch);
+    CHECK_STATUS(gt_model_grad_sumsq_chunks(a, gt_model_grads_buffer(a), 0, nch + 1, parts),
+                 GT_ERR_INVALID);
+    /* [lo, hi): from inside the first tensor to inside the last */
+    size_t n0 = gt_model_tensor_size(a, 0), nl = gt_model_tensor_size(a, gt_model_num_tensors(a) - 1);
+    size_t lo = n0 / 2, hi = np - nl / 2;
+    CHECK(gt_model_num_tensors(a) >= 3 && lo > 0 && hi < np, "mlp-tiny layout");
+    gt_adamw_config cfg = gt_adamw_defaults();
+    cfg.weight_decay = 0.1f;
+    CHECK_OK(gt_model_update_range(a, &cfg, 1, 1e-2f, 1.0f, gt_model_grads_buffer(a), 0, np));
+    CHECK_OK(gt_model_set_opt_range(z, lo, hi));
+    const void *shard = (const char *)gt_model_grads_buffer(z) + lo * sizeof(float);
+    CHECK_OK(gt_model_update_range(z, &cfg, 1, 1e-2f, 1.0f, shard, lo, hi));
+    CHECK_OK(gt_model_get_params(a, pa));
+    CHECK_OK(gt_model_get_params(z, pz));
+    size_t bad_in = 0, bad_out = 0;
+    for (size_t i = 0; i < np; i++) {
+        if (i >= lo && i < hi) bad_in += pz[i] != pa[i];
+        else bad_out += pz[i] != p0[i];
+    }
+    CHECK(bad_in == 0 && bad_out == 0,
+          "update of [%zu, %zu) of %zu: %zu differ from the full update, %zu outside changed",
+          lo, hi, np, bad_in, bad_out);
+    float *ma = malloc(np * sizeof(float)), *va = malloc(np * sizeof(float));
+    float *mz = malloc(np * sizeof(float)), *vz = malloc(np * sizeof(float));
+    CHECK_OK(gt_model_get_opt_state(a, lo, hi, ma, va));
+    CHECK_OK(gt_model_get_opt_state(z, lo, hi, mz, vz));
+    CHECK(memcmp(ma, mz, (hi - lo) * sizeof(float)) == 0 &&
+              memcmp(va, vz, (hi - lo) * sizeof(float)) == 0,
+          "AdamW state of the range differs from the full model's");
+    /* step 0 (AdamW counts from 1), outside the range, the padding, the parameters */
+    CHECK_STATUS(gt_model_update_range(z, &cfg, 0, 1e-2f, 1.0f, shard, lo, hi), GT_ERR_INVALID);
+    CHECK_STATUS(gt_model_update_range(z, &cfg, 1, 1e-2f, 1.0f, shard, lo - 1, hi), GT_ERR_INVALID);
+    CHECK_STATUS(gt_model_update_range(z, &cfg, 1, 1e-2f, 1.0f, shard, lo, hi + 1), GT_ERR_INVALID);
+    CHECK_STATUS(gt_model_get_opt_state(z, lo - 1, hi, mz, vz), GT_ERR_INVALID);
+    size_t chunk = gt_model_norm_chunk(a), padded = gt_model_num_params_padded(a);
+    CHECK_STATUS(gt_model_pad(a, padded + 1), GT_ERR_INVALID);
+    CHECK(padded >= chunk, "padded %zu, chunk %zu", padded, chunk);
+    CHECK_OK(gt_model_pad(a, padded + chunk));
+    CHECK(gt_model_num_params_padded(a) == padded + chunk, "padded after gt_model_pad");
+    CHECK_OK(gt_model_set_opt_range(a, 0, padded + chunk));
+    CHECK_STATUS(gt_model_get_opt_state(a, np - 1, np + 1, ma, va), GT_ERR_INVALID);
+    CHECK_STATUS(gt_model_set_opt_state(a, np - 1, np + 1, ma, va), GT_ERR_INVALID);
+    CHECK_STATUS(gt_model_pad(z, np - 1), GT_ERR_INVALID);
+    CHECK_STATUS(gt_model_pad(z, 0), GT_ERR_INVALID); /* a multiple of the chunk, below */
+    /* locate: the first element of tensor 1 is in tensor 1 */
+    gt_model_loc loc;
+    gt_model_locate(a, n0, &loc);
+    CHECK(loc.tensor == 1 && loc.element == 0, "element %zu: tensor %d element %zu", n0,
+          loc.tensor, loc.element);
+    gt_model_locate(a, n0 - 1, &loc);
+    CHECK(loc.tensor == 0 && loc.element == n0 - 1, "element %zu: tensor %d element %zu",
+          n0 - 1, loc.tensor, loc.element);
+    /* find_nonfinite: the first of two, in [lo, hi) */
+    for (size_t i = 0; i < np; i++) g[i] = 1.0f;
+    g[n0 + 3] = INFINITY;
+    g[hi - 2] = NAN;
+    void *dev = NULL;
+    CHECK_OK(gt_backend_alloc(be, np * sizeof(float), &dev));
+    if (dev) {
+        CHECK_OK(be->copy_to_device(be, dev, g + lo, (hi - lo) * sizeof(float)));
+        int found = 0;
+        float v = 0;
+        CHECK_OK(gt_model_find_nonfinite(a, dev, GT_DTYPE_FP32, lo, hi, &found, &loc, &v));
+        CHECK(found && isinf(v) && loc.internal == n0 + 3 && loc.tensor == 1 && loc.element == 3,
+              "first non-finite: found %d value %g at %zu (tensor %d element %zu)", found,
+              (double)v, loc.internal, loc.tensor, loc.element);
+        gt_backend_dealloc(be, dev);
+    }
+    free(g), free(pa), free(pz), free(p0), free(ma), free(va), free(mz), free(vz);
+    gt_model_free(a);
+    gt_model_free(z);
+
+    /* weight decay: on the weight matrices only, never on the biases (zero
+     * gradients: the decay is the whole update) */
+    gt_model *d = NULL;
+    CHECK_OK(gt_model_new(be, "mlp-tiny", B, 1, &d));
+    if (!d) return;
+    CHECK_OK(gt_model_zero_grad(d));
+    float *before = malloc(np * sizeof(float)), *after = malloc(np * sizeof(float));
+    for (size_t e = 0; e < np; e++) before[e] = 0.5f + 0.001f * (float)(e % 100);
+    CHECK_OK(gt_model_set_params(d, before)); /* biases too: none is 0 */
+    cfg.weight_decay = 0.5f;
+    CHECK_OK(gt_model_update_range(d, &cfg, 1, 0.1f, 1.0f, gt_model_grads_buffer(d), 0, np));
+    CHECK_OK(gt_model_get_params(d, after));
+    size_t off = 0;
+    for (int i = 0; i < gt_model_num_tensors(d); i++) {
+        int64_t shape[4];
+        int nd = gt_model_tensor_shape(d, i, shape);
+        size_t n = gt_model_tensor_size(d, i), changed = 0, nonzero = 0;
+        for (size_t e = off; e < off + n; e++) {
+            changed += after[e] != before[e];
+            nonzero += before[e] != 0;
+        }
+        if (nd >= 2)
+            CHECK(changed == nonzero && nonzero > 0, "%s: weight decay changed %zu of %zu",
+                  gt_model_tensor_name(d, i), changed, nonzero);
+        else
+            CHECK(changed == 0, "%s: a bias decayed (%zu values changed)",
+                  gt_model_tensor_name(d, i), changed);
+        off += n;
+    }
+    free(before);
+    free(after);
+    gt_model_free(d);
+}
+
 int main(void) {
     gt_backend *be = NULL;
     gt_backend_config bc = {.threads = 1, .device = -1};
@@ -189,6 +326,7 @@ int main(void) {
     gpt2_same(be);
     dense_iface(be, "mlp-tiny", "samples", 0);
     dense_iface(be, "convnet-tiny", "images", 1);
+    flat_store(be);
     gt_model *m = NULL;
     CHECK_STATUS(gt_model_new(be, "resnet-huge", 1, 1, &m), GT_ERR_INVALID);
     CHECK(strstr(gt_last_error(), "resnet-small") && strstr(gt_last_error(), "gpt2-tiny") &&

@@ -2,6 +2,7 @@
  * hand-built reports (reports/compare.h). */
 #define _GNU_SOURCE
 #include "reports/compare.h"
+#include "reports/report.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -119,6 +120,40 @@ static void test_verdicts(void) {
     EXPECT(gt_compare_samples(zeros, 0, zeros, 5, 1, &o, &m, NULL, NULL, NULL, NULL) ==
            GT_VERDICT_AMBIGUOUS);
     EXPECT(m == GT_METHOD_NONE);
+
+    /* |rel| >= t is large: exactly 5% down, fully separated -> slower */
+    double b9[9], n9[9];
+    for (int i = 0; i < 9; i++)
+        b9[i] = 100 + 0.01 * (i - 4), n9[i] = 95 + 0.01 * (i - 4);
+    EXPECT(gt_compare_samples(b9, 9, n9, 9, 1, &o, NULL, NULL, NULL, &rel, NULL) ==
+           GT_VERDICT_SLOWER);
+    expect_near(rel, -0.05, 0, "exactly at the threshold");
+    /* a zero baseline and a non-zero NEW: no relative change, counted as large */
+    double ones[5] = {1, 1, 1, 1, 1};
+    EXPECT(gt_compare_samples(zeros, 5, ones, 5, 0, &o, NULL, NULL, NULL, &rel, NULL) ==
+           GT_VERDICT_SLOWER);
+    EXPECT(isnan(rel));
+    /* 5 samples each is enough for the U test; 4 on a side is not */
+    EXPECT(gt_compare_samples(base, 5, slow, 5, 1, &o, &m, NULL, NULL, NULL, NULL) ==
+           GT_VERDICT_SLOWER);
+    EXPECT(m == GT_METHOD_U_TEST);
+    gt_compare_samples(base, 4, slow, 5, 1, &o, &m, NULL, NULL, NULL, NULL);
+    EXPECT(m == GT_METHOD_RANGES);
+    /* 1 vs 3 is ranges, not "one value each": disjoint but small -> ambiguous */
+    double three[3] = {100.5, 101, 101.5};
+    EXPECT(gt_compare_samples(&one, 1, three, 3, 1, &o, &m, NULL, NULL, NULL, &p) ==
+           GT_VERDICT_AMBIGUOUS);
+    EXPECT(m == GT_METHOD_RANGES);
+    expect_near(p, 0.5, 1e-12, "ranges: chance of disjoint 1 vs 3");
+    /* ranges that touch (base max == new min) overlap: large -> ambiguous, p = 1 */
+    double touch[4] = {70, 71, 72, 100};
+    EXPECT(gt_compare_samples(base, 4, touch, 4, 1, &o, NULL, NULL, NULL, NULL, &p) ==
+           GT_VERDICT_AMBIGUOUS);
+    expect_near(p, 1, 0, "touching ranges overlap");
+    /* disjoint 4 vs 4 but under the threshold (3.4%): ambiguous, not same */
+    double up[4] = {103.5, 104.5, 105.5, 106.5};
+    EXPECT(gt_compare_samples(base, 4, up, 4, 1, &o, NULL, NULL, NULL, NULL, NULL) ==
+           GT_VERDICT_AMBIGUOUS);
 }
 
 /* ---- hand-built reports ----------------------------------------------------------- */
@@ -281,6 +316,22 @@ static void test_gate(void) {
     out = printed(c);
     EXPECT(strstr(out, "check conformance FAILED in NEW") != NULL);
     free(out);
+    /* --quiet still shows the failing result in the table */
+    char *qbuf = NULL;
+    size_t qlen = 0;
+    FILE *qf = open_memstream(&qbuf, &qlen);
+    gt_compare_print(c, qf, 1);
+    fclose(qf);
+    EXPECT(strstr(qbuf, "kernels/matmul [topology 1, backend cpu]  pass -> fail") != NULL);
+    free(qbuf);
+    /* JUnit: the result's status testcase fails, counted at both levels */
+    EXPECT(gt_compare_write_junit(c, path_of("junit.xml")) == GT_OK);
+    x = slurp(path_of("junit.xml"));
+    EXPECT(x && strstr(x, "<failure type=\"check\" message=\"a check failed in NEW\">"));
+    EXPECT(x && strstr(x, "<testsuites name=\"gauntlet compare\" tests=\"6\" failures=\"1\""));
+    EXPECT(x && strstr(x, "<testsuite name=\"kernels\" tests=\"4\" failures=\"1\""));
+    EXPECT(x && strstr(x, "<testsuite name=\"collectives\" tests=\"2\" failures=\"0\""));
+    free(x);
     gt_compare_free(c);
 
     /* a result that passed in BASE is missing from NEW */
@@ -323,6 +374,178 @@ static void test_gate(void) {
     EXPECT(gt_compare_write_junit != NULL);
 }
 
+/* A report around results[] written as JSON text. */
+static void write_results(const char *name, int schema, const char *results) {
+    FILE *f = fopen(path_of(name), "w");
+    if (!f) {
+        perror(name);
+        exit(1);
+    }
+    fprintf(f,
+            "{\"schema_version\": %d, \"run\": {\"id\": \"t\"}, \"env\": {},\n"
+            " \"results\": [%s]}\n",
+            schema, results);
+    fclose(f);
+}
+
+/* one result of suite "s": case, status, params, checks and metrics as JSON text */
+static char *result_json(const char *kase, const char *status, const char *params,
+                         const char *checks, const char *metrics) {
+    static char buf[8][2048];
+    static int k = 0;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k],
+             "{\"suite\": \"s\", \"case\": \"%s\", \"topology\": \"1\", \"backend\": \"cpu\", "
+             "\"status\": \"%s\", \"params\": {%s}, \"checks\": [%s], \"metrics\": {%s}}",
+             kase, status, params, checks, metrics);
+    return buf[k];
+}
+
+/* compares rules/NAME_A.json with rules/NAME_B.json; returns may_ship, fills k */
+static int gate(const char *a, const char *b, const gt_compare_options *o, gt_compare_counts *k) {
+    gt_compare *c = NULL;
+    memset(k, 0, sizeof *k);
+    if (gt_compare_files(path_of(a), path_of(b), o, &c) != GT_OK) {
+        fprintf(stderr, "FAIL compare %s %s: %s\n", a, b, gt_last_error());
+        g_fails++;
+        return -1;
+    }
+    gt_compare_get_counts(c, k);
+    int ship = gt_compare_may_ship(c);
+    gt_compare_free(c);
+    return ship;
+}
+
+static void test_gate_rules(void) {
+    gt_compare_counts k;
+    gt_compare *c = NULL;
+    const char *ok = "{\"name\": \"conformance\", \"passed\": true}";
+    const char *ok2 = "{\"name\": \"finite\", \"passed\": true}";
+    char two[256];
+    snprintf(two, sizeof two, "%s, %s", ok, ok2);
+    char buf[4096];
+
+    /* schema versions: 1 .. GT_REPORT_SCHEMA_VERSION are read, others refused */
+    write_results("r_base.json", 1, result_json("a", "pass", "", ok, ""));
+    write_results("r_v0.json", 0, result_json("a", "pass", "", ok, ""));
+    write_results("r_vnext.json", GT_REPORT_SCHEMA_VERSION + 1, result_json("a", "pass", "", ok, ""));
+    EXPECT(gt_compare_files(path_of("r_base.json"), path_of("r_v0.json"), NULL, &c) ==
+           GT_ERR_INVALID);
+    EXPECT(strstr(gt_last_error(), "versions start at 1") != NULL);
+    EXPECT(gt_compare_files(path_of("r_vnext.json"), path_of("r_base.json"), NULL, &c) ==
+           GT_ERR_INVALID);
+    EXPECT(strstr(gt_last_error(), "newer than this gauntlet") != NULL);
+
+    /* a result without a string status is not a report's */
+    write_results("r_nostatus.json", 1,
+                  "{\"suite\": \"s\", \"case\": \"a\", \"topology\": \"1\", "
+                  "\"backend\": \"cpu\", \"checks\": [], \"metrics\": {}}");
+    EXPECT(gt_compare_files(path_of("r_base.json"), path_of("r_nostatus.json"), NULL, &c) ==
+           GT_ERR_INVALID);
+    EXPECT(strstr(gt_last_error(), "no string 'status'") != NULL);
+
+    /* the loss curve: 3% off at one step fails the default loss_rtol of 2%,
+     * 1% off does not */
+    static const char *const curves[] = {"[4.0, 3.5, 3.0, 2.5]", "[4.0, 3.5, 3.09, 2.5]",
+                                         "[4.0, 3.5, 3.03, 2.5]"};
+    static const char *const curve_files[] = {"r_l0.json", "r_l3.json", "r_l1.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(buf, sizeof buf,
+                 "{\"suite\": \"s\", \"case\": \"a\", \"topology\": \"1\", "
+                 "\"backend\": \"cpu\", \"status\": \"pass\", \"checks\": [], "
+                 "\"metrics\": {}, \"series\": {\"loss\": %s}}",
+                 curves[i]);
+        write_results(curve_files[i], 1, buf);
+    }
+    EXPECT(gate("r_l0.json", "r_l3.json", NULL, &k) == 0 && k.failed_checks == 1);
+    EXPECT(gate("r_l0.json", "r_l1.json", NULL, &k) == 1 && k.failed_checks == 0);
+
+    /* fingerprint: a GPU's momentary state (clocks, temperature) is not a
+     * difference; its model is */
+    static const char *const gpus[] = {"{\"name\": \"H100\", \"state\": {\"temp_c\": 40}}",
+                                       "{\"name\": \"H100\", \"state\": {\"temp_c\": 70}}",
+                                       "{\"name\": \"H200\", \"state\": {\"temp_c\": 40}}"};
+    static const char *const gpu_files[] = {"r_g0.json", "r_g1.json", "r_g2.json"};
+    for (int i = 0; i < 3; i++) {
+        FILE *gf = fopen(path_of(gpu_files[i]), "w");
+        fprintf(gf, "{\"schema_version\": 1, \"env\": {\"gpus\": [%s]}, \"results\": [%s]}\n",
+                gpus[i], result_json("a", "pass", "", ok, ""));
+        fclose(gf);
+    }
+    EXPECT(gate("r_g0.json", "r_g1.json", NULL, &k) == 1 && k.fingerprint_diffs == 0);
+    EXPECT(gate("r_g0.json", "r_g2.json", NULL, &k) == 1 && k.fingerprint_diffs == 1);
+
+    /* pass in BASE, skip in NEW: coverage lost, must not ship */
+    write_results("r_skip.json", 1, result_json("a", "skip", "", "", ""));
+    EXPECT(gate("r_base.json", "r_skip.json", NULL, &k) == 0 && k.missing == 1);
+    /* error in NEW (no checks at all), and fail without a failed check */
+    write_results("r_error.json", 1, result_json("a", "error", "", "", ""));
+    EXPECT(gate("r_base.json", "r_error.json", NULL, &k) == 0 && k.failed_results == 1);
+    write_results("r_fail.json", 1, result_json("a", "fail", "", ok, ""));
+    EXPECT(gate("r_base.json", "r_fail.json", NULL, &k) == 0 && k.failed_results == 1 &&
+           k.failed_checks == 0);
+    /* a check that passed in BASE and is absent from NEW fails */
+    write_results("r_two.json", 1, result_json("a", "pass", "", two, ""));
+    EXPECT(gate("r_two.json", "r_base.json", NULL, &k) == 0 && k.failed_checks == 1);
+    EXPECT(gate("r_base.json", "r_two.json", NULL, &k) == 1 && k.failed_checks == 0);
+    /* a result that did not pass in BASE may vanish from NEW */
+    snprintf(buf, sizeof buf, "%s, %s", result_json("a", "pass", "", ok, ""),
+             result_json("b", "fail", "", "", ""));
+    write_results("r_bfail.json", 1, buf);
+    EXPECT(gate("r_bfail.json", "r_base.json", NULL, &k) == 1 && k.missing == 0 &&
+           k.only_base == 1);
+
+    /* every measured param (docs/ci-gating.md) is left out of the identity:
+     * the results still match */
+    static const char *const measured[] = {
+        "backend_detail", "backend_notes",  "final_params_fnv1a64", "num_params",
+        "mfu_reference",  "source_entropy", "injected_delay_us"};
+    for (size_t e = 0; e < sizeof measured / sizeof measured[0]; e++) {
+        char pa[128], pb[128];
+        snprintf(pa, sizeof pa, "\"n\": 1, \"%s\": \"x\"", measured[e]);
+        snprintf(pb, sizeof pb, "\"n\": 1, \"%s\": \"y\"", measured[e]);
+        write_results("r_pa.json", 1, result_json("a", "pass", pa, ok, ""));
+        write_results("r_pb.json", 1, result_json("a", "pass", pb, ok, ""));
+        if (!(gate("r_pa.json", "r_pb.json", NULL, &k) == 1 && k.matched == 1 &&
+              k.only_new == 0)) {
+            fprintf(stderr, "FAIL param %s breaks the match\n", measured[e]);
+            g_fails++;
+        }
+    }
+    /* ... while a chosen param is part of it */
+    write_results("r_pa.json", 1, result_json("a", "pass", "\"n\": 1", ok, ""));
+    write_results("r_pb.json", 1, result_json("a", "pass", "\"n\": 2", ok, ""));
+    EXPECT(gate("r_pa.json", "r_pb.json", NULL, &k) == 0 && k.matched == 0 && k.missing == 1);
+
+    /* three results with one identity: the k-th matches the k-th */
+    snprintf(buf, sizeof buf, "%s, %s, %s", result_json("a", "pass", "", ok, ""),
+             result_json("a", "pass", "", ok, ""), result_json("a", "pass", "", ok, ""));
+    write_results("r_dup.json", 1, buf);
+    EXPECT(gate("r_dup.json", "r_dup.json", NULL, &k) == 1 && k.matched == 3 && k.only_new == 0);
+
+    /* Holm: two metrics, each 4 vs 4 disjoint and 30% lower (p = 2/70 each).
+     * Alone each is slower; corrected for 2 tests, neither is (2 * 2/70 > 0.05) */
+    const char *mb = "\"x\": {\"better\": \"higher\", \"samples\": [100, 101, 102, 103]}, "
+                     "\"y\": {\"better\": \"higher\", \"samples\": [100, 101, 102, 103]}";
+    const char *mn = "\"x\": {\"better\": \"higher\", \"samples\": [70, 71, 72, 73]}, "
+                     "\"y\": {\"better\": \"higher\", \"samples\": [70, 71, 72, 73]}";
+    write_results("r_mb.json", 1, result_json("a", "pass", "", ok, mb));
+    write_results("r_mn.json", 1, result_json("a", "pass", "", ok, mn));
+    EXPECT(gate("r_mb.json", "r_mn.json", NULL, &k) == 1 && k.slower == 0 && k.ambiguous == 2);
+    gt_compare_options per = gt_compare_defaults();
+    per.correction = GT_CORRECTION_NONE;
+    EXPECT(gate("r_mb.json", "r_mn.json", &per, &k) == 0 && k.slower == 2);
+
+    const char *names[] = {"r_base.json", "r_v0.json",   "r_vnext.json", "r_skip.json",
+                           "r_error.json", "r_fail.json", "r_two.json",   "r_bfail.json",
+                           "r_pa.json",   "r_pb.json",   "r_dup.json",   "r_mb.json",
+                           "r_mn.json",   "r_nostatus.json", "r_l0.json", "r_l3.json",
+                           "r_l1.json",   "r_g0.json",   "r_g1.json",   "r_g2.json"};
+    if (g_fails == 0)
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            unlink(path_of(names[i]));
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/gt_compare_test.XXXXXX");
     if (!mkdtemp(g_dir)) {
@@ -332,6 +555,7 @@ int main(void) {
     test_mann_whitney();
     test_verdicts();
     test_gate();
+    test_gate_rules();
     if (g_fails == 0) {
         const char *names[] = {"base.json",  "detail.json", "slow.json", "junit.xml", "failed.json",
                                "fewer.json", "newer.json",  "bad.json",  "other.json"};
