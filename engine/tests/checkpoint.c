@@ -30,17 +30,23 @@ static void flip(const char *path, long off) {
     fclose(f);
 }
 
+/* The 2-tensor table the tests write: w [2, 3] over a, adamw.m [3] over b. */
+static void two_tensors(gt_ckpt_tensor t[2], float *a, float *b) {
+    memset(t, 0, 2 * sizeof t[0]);
+    snprintf(t[0].name, sizeof t[0].name, "w");
+    t[0].dtype = GT_DTYPE_FP32, t[0].ndim = 2, t[0].shape[0] = 2, t[0].shape[1] = 3, t[0].data = a;
+    snprintf(t[1].name, sizeof t[1].name, "adamw.m");
+    t[1].dtype = GT_DTYPE_FP32, t[1].ndim = 1, t[1].shape[0] = 3, t[1].data = b;
+}
+
 static void test_roundtrip(void) {
     char dir[] = "/tmp/gt_ckpt_XXXXXX", path[256];
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     snprintf(path, sizeof path, "%s/a.gtck", dir);
     float a[6] = {1, 2, 3, 4, 5, 6}, b[3] = {-1, -2, -3};
     gt_ckpt_tensor t[2];
-    memset(t, 0, sizeof t);
-    snprintf(t[0].name, sizeof t[0].name, "w");
-    t[0].dtype = GT_DTYPE_FP32, t[0].ndim = 2, t[0].shape[0] = 2, t[0].shape[1] = 3, t[0].data = a;
-    snprintf(t[1].name, sizeof t[1].name, "adamw.m");
-    t[1].dtype = GT_DTYPE_FP32, t[1].ndim = 1, t[1].shape[0] = 3, t[1].range_lo = 7, t[1].data = b;
+    two_tensors(t, a, b);
+    t[1].range_lo = 7;
     gt_ckpt_meta m;
     memset(&m, 0, sizeof m);
     m.step = 5, m.seed = 42, m.nranks = 1, m.model[3] = 12, m.opt.lr = 1e-3f;
@@ -120,11 +126,7 @@ enum { FIXED = 432, ENTRY = 128 }; /* docs/formats.md */
 static uint64_t write_two(const char *path) {
     float a[6] = {1, 2, 3, 4, 5, 6}, b[3] = {-1, -2, -3};
     gt_ckpt_tensor t[2];
-    memset(t, 0, sizeof t);
-    snprintf(t[0].name, sizeof t[0].name, "w");
-    t[0].dtype = GT_DTYPE_FP32, t[0].ndim = 2, t[0].shape[0] = 2, t[0].shape[1] = 3, t[0].data = a;
-    snprintf(t[1].name, sizeof t[1].name, "adamw.m");
-    t[1].dtype = GT_DTYPE_FP32, t[1].ndim = 1, t[1].shape[0] = 3, t[1].data = b;
+    two_tensors(t, a, b);
     gt_ckpt_meta m;
     memset(&m, 0, sizeof m);
     m.nranks = 1;

@@ -11,6 +11,7 @@
 
 #include "engine/tests/check.h"
 #include "kernels/tests/testutil.h"
+#include "kernels/tests/dtype_main.h"
 
 enum { N = 2, V = 10, VP = 16 };
 
@@ -62,39 +63,22 @@ static void run(gt_backend *be, gt_dtype dt) {
     gt_backend_dealloc(be, losses);
 }
 
+/* classifier_fwd on a (1,1) row: does the backend store dt? */
+static gt_status probe(gt_backend *be, gt_dtype dt) {
+    gt_kctx k = {be, dt};
+    float zero = 0.0f;
+    int32_t t0 = 0;
+    void *p = tu_upload(be, dt, &zero, 1), *td = tu_upload_raw(be, &t0, sizeof t0);
+    float *ld = NULL;
+    gt_status s = gt_backend_alloc(be, sizeof(float), (void **)&ld);
+    if (s != GT_OK) tu_die("alloc", s);
+    s = be->ops->classifier_fwd(&k, ld, p, td, 1, 1, 1);
+    gt_backend_dealloc(be, p);
+    gt_backend_dealloc(be, td);
+    gt_backend_dealloc(be, ld);
+    return s;
+}
+
 int main(int argc, char **argv) {
-    const char *name = argc > 1 ? argv[1] : "cpu";
-    gt_backend *be = NULL;
-    gt_backend_config bc = {.threads = 1, .device = -1};
-    gt_status s = gt_backend_new(name, &bc, &be);
-    if (s == GT_ERR_UNSUPPORTED) {
-        printf("skip: %s\n", gt_last_error());
-        return 77;
-    }
-    if (s != GT_OK) tu_die("backend", s);
-    static const gt_dtype dts[] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
-    for (int d = 0; d < 3; d++) {
-        /* a backend that does not store the dtype (cpu: fp32 only) skips it */
-        gt_kctx k = {be, dts[d]};
-        float zero = 0.0f;
-        int32_t t0 = 0;
-        void *probe = tu_upload(be, dts[d], &zero, 1), *td = tu_upload_raw(be, &t0, sizeof t0);
-        float *ld = NULL;
-        s = gt_backend_alloc(be, sizeof(float), (void **)&ld);
-        if (s != GT_OK) tu_die("alloc", s);
-        gt_status ps = be->ops->classifier_fwd(&k, ld, probe, td, 1, 1, 1);
-        gt_backend_dealloc(be, probe);
-        gt_backend_dealloc(be, td);
-        gt_backend_dealloc(be, ld);
-        if (ps == GT_ERR_UNSUPPORTED) {
-            printf("%s %s: not stored here, skipped\n", name, gt_dtype_name(dts[d]));
-            continue;
-        }
-        run(be, dts[d]);
-        printf("%s %s: checked\n", name, gt_dtype_name(dts[d]));
-    }
-    gt_backend_free(be);
-    char what[64];
-    snprintf(what, sizeof what, "kernels.classifier_nan.%s", name);
-    return check_done(what);
+    return tu_main_each_dtype(argc, argv, "kernels.classifier_nan", probe, run);
 }

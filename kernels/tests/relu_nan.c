@@ -12,6 +12,7 @@
 
 #include "engine/tests/check.h"
 #include "kernels/tests/testutil.h"
+#include "kernels/tests/dtype_main.h"
 
 enum { N = 11 };
 
@@ -46,35 +47,17 @@ static void run(gt_backend *be, gt_dtype dt) {
     gt_backend_dealloc(be, inplace);
 }
 
+/* relu_fwd on one value, in place: does the backend store dt? */
+static gt_status probe(gt_backend *be, gt_dtype dt) {
+    gt_kctx k = {be, dt};
+    float one = 1.0f;
+    void *p = tu_upload(be, dt, &one, 1);
+    gt_status s = be->ops->relu_fwd(&k, p, p, 1);
+    if (s == GT_OK) s = be->synchronize(be);
+    gt_backend_dealloc(be, p);
+    return s;
+}
+
 int main(int argc, char **argv) {
-    const char *name = argc > 1 ? argv[1] : "cpu";
-    gt_backend *be = NULL;
-    gt_backend_config bc = {.threads = 1, .device = -1};
-    gt_status s = gt_backend_new(name, &bc, &be);
-    if (s == GT_ERR_UNSUPPORTED) {
-        printf("skip: %s\n", gt_last_error());
-        return 77;
-    }
-    if (s != GT_OK) tu_die("backend", s);
-    static const gt_dtype dts[] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
-    for (int d = 0; d < 3; d++) {
-        /* a backend that does not store the dtype (cpu: fp32 only) skips it */
-        gt_kctx k = {be, dts[d]};
-        float one = 1.0f;
-        void *probe = tu_upload(be, dts[d], &one, 1);
-        gt_status ps = be->ops->relu_fwd(&k, probe, probe, 1);
-        if (ps == GT_OK) ps = be->synchronize(be);
-        gt_backend_dealloc(be, probe);
-        if (ps == GT_ERR_UNSUPPORTED) {
-            printf("%s %s: not stored here, skipped\n", name, gt_dtype_name(dts[d]));
-            continue;
-        }
-        CHECK_OK(ps);
-        run(be, dts[d]);
-        printf("%s %s: checked\n", name, gt_dtype_name(dts[d]));
-    }
-    gt_backend_free(be);
-    char what[64];
-    snprintf(what, sizeof what, "kernels.relu_nan.%s", name);
-    return check_done(what);
+    return tu_main_each_dtype(argc, argv, "kernels.relu_nan", probe, run);
 }
