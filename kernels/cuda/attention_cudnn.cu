@@ -643,35 +643,18 @@ static gt_status plan_run(const gt_kctx *k, gt_cuda_impl *im, sdpa_graph *g, con
     return GT_OK;
 }
 
-static int aligned16(const void *p) {
-    return ((uintptr_t)p & 15) == 0;
-}
-
-/* An aligned stand-in for a device array of `bytes` that may not be
- * 16-byte aligned (the plans declare 16): *use = p itself when it is, else
- * a scratch block (*scr, to free), filled from p when `in`. Queued on the
- * stream like everything else. */
-static gt_status stage(const gt_kctx *k, gt_cuda_impl *im, const void *p, size_t bytes, int in,
-                       void **use, void **scr) {
-    *scr = NULL;
-    *use = (void *)p;
-    if (aligned16(p)) return GT_OK;
-    GT_TRY(gt_cuda_scratch(k, bytes, scr));
-    *use = *scr;
-    if (in) GT_CUDA_TRY(cudaMemcpyAsync(*scr, p, bytes, cudaMemcpyDeviceToDevice, im->stream));
-    return GT_OK;
-}
-
 /* The forward plan: out(B,T,C) and Stats into att (B*NH*T fp32). */
 static gt_status run_fwd(const gt_kctx *k, gt_cuda_impl *im, sdpa_plan *p, void *out, float *att,
                          const void *qkv) {
     size_t es = gt_dtype_size(p->dt), C = (size_t)p->NH * p->hs;
     size_t nq = (size_t)p->B * p->T * 3 * C, no = (size_t)p->B * p->T * C;
     size_t nr = (size_t)p->B * p->NH * p->T;
-    void *q = NULL, *o = NULL, *st = NULL, *sq = NULL, *so = NULL, *ss = NULL;
-    gt_status r = stage(k, im, qkv, nq * es, 1, &q, &sq);
-    if (r == GT_OK) r = stage(k, im, out, no * es, 0, &o, &so);
-    if (r == GT_OK) r = stage(k, im, att, nr * sizeof(float), 0, &st, &ss);
+    /* the plans declare 16-byte alignment: less aligned arrays are staged */
+    gt_cuda_stage sg = gt_cuda_stage_begin(k, im);
+    void *q = NULL, *o = NULL, *st = NULL;
+    gt_status r = gt_cuda_stage_ptr(&sg, qkv, nq * es, 1, 0, &q);
+    if (r == GT_OK) r = gt_cuda_stage_ptr(&sg, out, no * es, 0, 1, &o);
+    if (r == GT_OK) r = gt_cuda_stage_ptr(&sg, att, nr * sizeof(float), 0, 1, &st);
     if (r == GT_OK) {
         float scale = 1.0f / sqrtf((float)p->hs), neginf = -3.402823466e38f; /* lowest float */
         int64_t uids[7] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_NEGINF};
@@ -680,19 +663,7 @@ static gt_status run_fwd(const gt_kctx *k, gt_cuda_impl *im, sdpa_plan *p, void 
                          st, &scale, &neginf};
         r = plan_run(k, im, &p->fwd, "forward", 7, uids, ptrs);
     }
-    if (r == GT_OK && so) {
-        cudaError_t e = cudaMemcpyAsync(out, so, no * es, cudaMemcpyDeviceToDevice, im->stream);
-        if (e != cudaSuccess) r = GT_ERR(GT_ERR_DEVICE, "staging out back: %s", cudaGetErrorString(e));
-    }
-    if (r == GT_OK && ss) {
-        cudaError_t e = cudaMemcpyAsync(att, ss, nr * sizeof(float), cudaMemcpyDeviceToDevice,
-                                        im->stream);
-        if (e != cudaSuccess) r = GT_ERR(GT_ERR_DEVICE, "staging att back: %s", cudaGetErrorString(e));
-    }
-    gt_cuda_scratch_free(k, ss);
-    gt_cuda_scratch_free(k, so);
-    gt_cuda_scratch_free(k, sq);
-    return r;
+    return gt_cuda_unstage(&sg, r);
 }
 
 /* dqkv(n) += d(n) */
@@ -719,14 +690,14 @@ static gt_status run_bwd(const gt_kctx *k, gt_cuda_impl *im, sdpa_plan *p, void 
     size_t es = gt_dtype_size(p->dt), C = (size_t)NH * p->hs;
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nr = (size_t)B * NH * T;
     void *dscr = NULL, *ssum = NULL;
-    void *q = NULL, *o = NULL, *dO = NULL, *st = NULL, *sq = NULL, *so = NULL, *sd = NULL,
-         *ss = NULL;
+    gt_cuda_stage sg = gt_cuda_stage_begin(k, im); /* inputs only: dq/dk/dv go to dscr */
+    void *q = NULL, *o = NULL, *dO = NULL, *st = NULL;
     gt_status r = gt_cuda_scratch(k, nq * es, &dscr);
     if (r == GT_OK) r = gt_cuda_scratch(k, nr * sizeof(float), &ssum);
-    if (r == GT_OK) r = stage(k, im, qkv, nq * es, 1, &q, &sq);
-    if (r == GT_OK) r = stage(k, im, out, no * es, 1, &o, &so);
-    if (r == GT_OK) r = stage(k, im, dout, no * es, 1, &dO, &sd);
-    if (r == GT_OK) r = stage(k, im, att, nr * sizeof(float), 1, &st, &ss);
+    if (r == GT_OK) r = gt_cuda_stage_ptr(&sg, qkv, nq * es, 1, 0, &q);
+    if (r == GT_OK) r = gt_cuda_stage_ptr(&sg, out, no * es, 1, 0, &o);
+    if (r == GT_OK) r = gt_cuda_stage_ptr(&sg, dout, no * es, 1, 0, &dO);
+    if (r == GT_OK) r = gt_cuda_stage_ptr(&sg, att, nr * sizeof(float), 1, 0, &st);
     if (r == GT_OK) {
         float scale = 1.0f / sqrtf((float)p->hs), neginf = -3.402823466e38f, one = 1.0f;
         const char *qb = (const char *)q;
@@ -749,10 +720,7 @@ static gt_status run_bwd(const gt_kctx *k, gt_cuda_impl *im, sdpa_plan *p, void 
         r = plan_run(k, im, &p->bwd, "backward", 13, uids, ptrs);
     }
     if (r == GT_OK) r = GT_CUDA_DISPATCH(p->dt, accumulate_launch, im, dqkv, dscr, nq);
-    gt_cuda_scratch_free(k, ss);
-    gt_cuda_scratch_free(k, sd);
-    gt_cuda_scratch_free(k, so);
-    gt_cuda_scratch_free(k, sq);
+    r = gt_cuda_unstage(&sg, r);
     gt_cuda_scratch_free(k, ssum);
     gt_cuda_scratch_free(k, dscr);
     return r;
@@ -826,7 +794,7 @@ gt_status gt_cuda_sdpa_fwd(const gt_kctx *k, gt_cuda_impl *im, void *out, float 
     if (!p) return take_own(im, "attention_fwd", B, T, NH, hs, k->dt, why);
 #if GT_HAVE_CUDNN
     GT_TRY(run_fwd(k, im, p, out, att, qkv));
-    int staged = !aligned16(qkv) || !aligned16(out) || !aligned16(att);
+    int staged = !gt_cuda_aligned(qkv) || !gt_cuda_aligned(out) || !gt_cuda_aligned(att);
     gt_cuda_note(im, "attention_fwd B%d T%d NH%d hs%d %s: cudnn sdpa (engine %lld, cuDNN %zu%s)", B,
                  T, NH, hs, dt_name(k->dt), (long long)p->fwd.engine, cudnnGetVersion(),
                  staged ? "; staged: qkv, out or att not 16-byte aligned" : "");
@@ -853,7 +821,8 @@ gt_status gt_cuda_sdpa_bwd(const gt_kctx *k, gt_cuda_impl *im, void *dqkv, const
                       "the forward's out)",
                       B, T, NH, hs, dt_name(k->dt));
     GT_TRY(run_bwd(k, im, p, dqkv, dout, qkv, out, att));
-    int staged = !aligned16(qkv) || !aligned16(out) || !aligned16(dout) || !aligned16(att);
+    int staged = !gt_cuda_aligned(qkv) || !gt_cuda_aligned(out) || !gt_cuda_aligned(dout) ||
+                 !gt_cuda_aligned(att);
     gt_cuda_note(im,
                  "attention_bwd B%d T%d NH%d hs%d %s: cudnn sdpa (engine %lld, deterministic "
                  "graph: dQ without an atomic fp32 accumulator%s)",

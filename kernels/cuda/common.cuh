@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gt_config.h"
 #if GT_HAVE_CUBLAS
@@ -144,6 +145,76 @@ static inline gt_status gt_cuda_scratch(const gt_kctx *k, size_t bytes, void **o
 }
 static inline void gt_cuda_scratch_free(const gt_kctx *k, void *p) {
     gt_dealloc(k->be->alloc, p);
+}
+
+/* Staging of device arrays that are not GT_CUDA_STAGE_ALIGN-byte aligned
+ * for a library call (cuDNN, cuBLASLt) that may assume they are: each goes
+ * through scratch from the caching allocator (256-byte aligned), copied in
+ * when the call reads it (`in`), copied back when it writes it (`back`).
+ * Aligned arrays pass straight through. Everything is queued on the one
+ * stream, so the scratch is released right after the copies back. Use:
+ *   gt_cuda_stage sg = gt_cuda_stage_begin(k, im);
+ *   st = gt_cuda_stage_ptr(&sg, p, bytes, in, back, &use);  ... the call ...
+ *   st = gt_cuda_unstage(&sg, st);
+ * sg.n > 0 after staging: something was staged (for the backend notes). */
+#define GT_CUDA_STAGE_ALIGN 16
+#define GT_CUDA_STAGE_MAX 6
+typedef struct gt_cuda_stage {
+    const gt_kctx *k;
+    gt_cuda_impl *im;
+    int n;
+    void *orig[GT_CUDA_STAGE_MAX], *tmp[GT_CUDA_STAGE_MAX];
+    size_t bytes[GT_CUDA_STAGE_MAX];
+    int back[GT_CUDA_STAGE_MAX];
+} gt_cuda_stage;
+
+static inline gt_cuda_stage gt_cuda_stage_begin(const gt_kctx *k, gt_cuda_impl *im) {
+    gt_cuda_stage sg;
+    memset(&sg, 0, sizeof sg);
+    sg.k = k;
+    sg.im = im;
+    return sg;
+}
+
+static inline int gt_cuda_aligned(const void *p) {
+    return ((uintptr_t)p % GT_CUDA_STAGE_ALIGN) == 0;
+}
+
+/* *use = p when p is aligned (or bytes is 0), else scratch of `bytes`
+ * holding a copy of p's contents when `in`, remembered for the copy back
+ * (`back`) and the release in gt_cuda_unstage. */
+static inline gt_status gt_cuda_stage_ptr(gt_cuda_stage *sg, const void *p, size_t bytes, int in,
+                                          int back, void **use) {
+    *use = (void *)p;
+    if (gt_cuda_aligned(p) || bytes == 0) return GT_OK;
+    GT_ASSERT(sg->n < GT_CUDA_STAGE_MAX);
+    void *t = NULL;
+    GT_TRY(gt_cuda_scratch(sg->k, bytes, &t));
+    int i = sg->n++;
+    sg->orig[i] = (void *)p;
+    sg->tmp[i] = t;
+    sg->bytes[i] = bytes;
+    sg->back[i] = back;
+    if (in) GT_CUDA_TRY(cudaMemcpyAsync(t, p, bytes, cudaMemcpyDeviceToDevice, sg->im->stream));
+    *use = t;
+    return GT_OK;
+}
+
+/* Copies the staged outputs back (when st is GT_OK) and releases the
+ * scratch. Returns st, or the copy's failure. */
+static inline gt_status gt_cuda_unstage(gt_cuda_stage *sg, gt_status st) {
+    for (int i = 0; i < sg->n; i++) {
+        if (st == GT_OK && sg->back[i]) {
+            cudaError_t e = cudaMemcpyAsync(sg->orig[i], sg->tmp[i], sg->bytes[i],
+                                            cudaMemcpyDeviceToDevice, sg->im->stream);
+            if (e != cudaSuccess)
+                st = GT_ERR(GT_ERR_DEVICE, "copying a staged array back failed: %s",
+                            cudaGetErrorString(e));
+        }
+        gt_cuda_scratch_free(sg->k, sg->tmp[i]);
+    }
+    sg->n = 0;
+    return st;
 }
 
 /* Grid for a 1-D grid-stride loop over n elements. */

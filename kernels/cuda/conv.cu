@@ -51,9 +51,9 @@
  *      weights and their gradients sit at the offsets of a flat parameter
  *      buffer, only element-aligned in general (2 bytes in bf16/fp16), so
  *      every tensor cuDNN reads or writes whose pointer is not
- *      CONV_ALIGN-byte aligned is staged through scratch from the caching
- *      allocator (256-byte aligned): copied in when cuDNN reads it, copied
- *      back when it writes it. Activations carved from an arena are aligned
+ *      GT_CUDA_STAGE_ALIGN-byte aligned is staged through scratch
+ *      (gt_cuda_stage_ptr, common.cuh): copied in when cuDNN reads it,
+ *      copied back when it writes it. Activations carved from an arena are aligned
  *      and pass straight through; the same data give the same bits either
  *      way (the algorithm does not depend on the pointers).
  * Bound: compute for the usual shapes (2 N OC C KH KW OH OW FLOPs per
@@ -78,8 +78,6 @@
 #define CONV_WORKSPACE_MAX ((size_t)256 << 20) /* largest workspace accepted */
 #define CONV_MAX_CANDIDATES 16                 /* >= any *_ALGO_COUNT */
 #define CONV_BIAS_THREADS 256                  /* dbias: threads per channel */
-#define CONV_ALIGN 16                          /* bytes: tensors less aligned are staged */
-#define CONV_STAGED 5                          /* most tensors of one call */
 
 /* A failing cuDNN call as GT_ERR_DEVICE with the statement and cuDNN's
  * message. Only for functions returning gt_status. */
@@ -417,55 +415,6 @@ static gt_status conv_dbias_launch(gt_cuda_impl *im, void *dbias, const void *do
     return GT_OK;
 }
 
-/* ---- staging of tensors that are not CONV_ALIGN-byte aligned --------------------------- */
-
-typedef struct conv_stage {
-    const gt_kctx *k;
-    gt_cuda_impl *im;
-    int n;
-    void *orig[CONV_STAGED], *tmp[CONV_STAGED];
-    size_t bytes[CONV_STAGED];
-    int back[CONV_STAGED]; /* cuDNN writes it: copied back after the call */
-} conv_stage;
-
-/* *out = p when p is CONV_ALIGN-byte aligned, else scratch of `bytes`
- * holding a copy of p's contents when `in` (cuDNN reads them), noted for
- * the copy back (back) and the release in conv_unstage. */
-static gt_status conv_stage_ptr(conv_stage *sg, const void *p, size_t bytes, int in, int back,
-                                void **out) {
-    *out = (void *)p;
-    if (((uintptr_t)p % CONV_ALIGN) == 0 || bytes == 0) return GT_OK;
-    GT_ASSERT(sg->n < CONV_STAGED);
-    void *t = NULL;
-    GT_TRY(gt_cuda_scratch(sg->k, bytes, &t));
-    int i = sg->n++;
-    sg->orig[i] = (void *)p;
-    sg->tmp[i] = t;
-    sg->bytes[i] = bytes;
-    sg->back[i] = back;
-    if (in) GT_CUDA_TRY(cudaMemcpyAsync(t, p, bytes, cudaMemcpyDeviceToDevice, sg->im->stream));
-    *out = t;
-    return GT_OK;
-}
-
-/* Copies the staged outputs back (when st is GT_OK) and releases the
- * scratch: freeing right after queuing is safe, everything is on one
- * stream. Returns st, or the copy's failure. */
-static gt_status conv_unstage(conv_stage *sg, gt_status st) {
-    for (int i = 0; i < sg->n; i++) {
-        if (st == GT_OK && sg->back[i]) {
-            cudaError_t e = cudaMemcpyAsync(sg->orig[i], sg->tmp[i], sg->bytes[i],
-                                            cudaMemcpyDeviceToDevice, sg->im->stream);
-            if (e != cudaSuccess)
-                st = GT_ERR(GT_ERR_DEVICE, "cuda conv2d: copying a staged tensor back failed: %s",
-                            cudaGetErrorString(e));
-        }
-        gt_cuda_scratch_free(sg->k, sg->tmp[i]);
-    }
-    sg->n = 0;
-    return st;
-}
-
 /* ---- the ops ---------------------------------------------------------------------------- */
 
 /* GT_OK when s is a convolution ops.h accepts and cuDNN's 32-bit
@@ -507,15 +456,15 @@ extern "C" gt_status gt_cuda_conv2d_fwd(const gt_kctx *k, void *out, const void 
     /* what cuDNN sees: out is never read back from the caller's memory
      * (the bias fill, or beta = 0, gives its initial contents) */
     size_t es = gt_dtype_size(k->dt), nout = (size_t)s->N * s->OC * OH * OW;
-    conv_stage sg = {k, im, 0, {NULL}, {NULL}, {0}, {0}};
+    gt_cuda_stage sg = gt_cuda_stage_begin(k, im);
     void *x = NULL, *w = NULL, *y = NULL;
-    gt_status st = conv_stage_ptr(&sg, inp, (size_t)s->N * s->C * s->H * s->W * es, 1, 0, &x);
+    gt_status st = gt_cuda_stage_ptr(&sg, inp, (size_t)s->N * s->C * s->H * s->W * es, 1, 0, &x);
     if (st == GT_OK)
-        st = conv_stage_ptr(&sg, weight, (size_t)s->OC * s->C * s->KH * s->KW * es, 1, 0, &w);
-    if (st == GT_OK) st = conv_stage_ptr(&sg, out, nout * es, 0, 1, &y);
+        st = gt_cuda_stage_ptr(&sg, weight, (size_t)s->OC * s->C * s->KH * s->KW * es, 1, 0, &w);
+    if (st == GT_OK) st = gt_cuda_stage_ptr(&sg, out, nout * es, 0, 1, &y);
     if (st == GT_OK && sg.n)
         gt_cuda_note(im, "conv2d_fwd %s: tensors not %d-byte aligned staged through scratch",
-                     gt_dtype_name(k->dt), CONV_ALIGN);
+                     gt_dtype_name(k->dt), GT_CUDA_STAGE_ALIGN);
     if (st == GT_OK && bias)
         st = GT_CUDA_DISPATCH(k->dt, conv_bias_fill_launch, im, y, bias, nout, s->OC, OH * OW);
     void *ws = NULL;
@@ -530,7 +479,7 @@ extern "C" gt_status gt_cuda_conv2d_fwd(const gt_kctx *k, void *out, const void 
                         cudnnGetErrorString(cs));
     }
     if (ws) gt_cuda_scratch_free(k, ws);
-    st = conv_unstage(&sg, st);
+    st = gt_cuda_unstage(&sg, st);
     if (owned) plan_free(p);
     return st;
 }
@@ -557,16 +506,16 @@ extern "C" gt_status gt_cuda_conv2d_bwd(const gt_kctx *k, void *dinp, void *dwei
     /* what cuDNN sees; dinp and dweight accumulate (beta = 1): staged both ways */
     size_t es = gt_dtype_size(k->dt), nin = (size_t)s->N * s->C * s->H * s->W;
     size_t nw = (size_t)s->OC * s->C * s->KH * s->KW, nout = (size_t)s->N * s->OC * OH * OW;
-    conv_stage sg = {k, im, 0, {NULL}, {NULL}, {0}, {0}};
+    gt_cuda_stage sg = gt_cuda_stage_begin(k, im);
     void *dy = NULL, *x = NULL, *w = NULL, *dx = NULL, *dw = NULL;
-    if (st == GT_OK) st = conv_stage_ptr(&sg, dout, nout * es, 1, 0, &dy);
-    if (st == GT_OK) st = conv_stage_ptr(&sg, inp, nin * es, 1, 0, &x);
-    if (st == GT_OK) st = conv_stage_ptr(&sg, dweight, nw * es, 1, 1, &dw);
-    if (st == GT_OK && dinp) st = conv_stage_ptr(&sg, weight, nw * es, 1, 0, &w);
-    if (st == GT_OK && dinp) st = conv_stage_ptr(&sg, dinp, nin * es, 1, 1, &dx);
+    if (st == GT_OK) st = gt_cuda_stage_ptr(&sg, dout, nout * es, 1, 0, &dy);
+    if (st == GT_OK) st = gt_cuda_stage_ptr(&sg, inp, nin * es, 1, 0, &x);
+    if (st == GT_OK) st = gt_cuda_stage_ptr(&sg, dweight, nw * es, 1, 1, &dw);
+    if (st == GT_OK && dinp) st = gt_cuda_stage_ptr(&sg, weight, nw * es, 1, 0, &w);
+    if (st == GT_OK && dinp) st = gt_cuda_stage_ptr(&sg, dinp, nin * es, 1, 1, &dx);
     if (st == GT_OK && sg.n)
         gt_cuda_note(im, "conv2d_bwd %s: tensors not %d-byte aligned staged through scratch",
-                     gt_dtype_name(k->dt), CONV_ALIGN);
+                     gt_dtype_name(k->dt), GT_CUDA_STAGE_ALIGN);
     size_t wsz = cf->ws;
     if (dinp && cd->ws > wsz) wsz = cd->ws;
     void *ws = NULL;
@@ -589,7 +538,7 @@ extern "C" gt_status gt_cuda_conv2d_bwd(const gt_kctx *k, void *dinp, void *dwei
                         cudnnGetErrorString(cs));
     }
     if (ws) gt_cuda_scratch_free(k, ws);
-    st = conv_unstage(&sg, st);
+    st = gt_cuda_unstage(&sg, st);
     if (owned) plan_free(p);
     return st;
 }

@@ -44,9 +44,10 @@
  *      so it only offers algorithms that can read it. Should it offer none
  *      for a plain GEMM whose operands are not all 16-byte aligned (a
  *      tensor at an odd element offset of a flat 16-bit store is 2-byte
- *      aligned), lt_gemm copies those operands to aligned scratch from the
- *      caching allocator and asks again (D copied in when beta != 0, and
- *      back), as conv.cu does for cuDNN; the path is noted once per shape.
+ *      aligned), lt_gemm stages those operands through aligned scratch
+ *      (gt_cuda_stage_ptr, common.cuh, as conv.cu and the cuDNN attention
+ *      do; D copied in when beta != 0, and back) and asks again; the path
+ *      is noted once per shape.
  * Determinism: cuBLASLt picks its algorithm from the shape, types, epilogue,
  *      pointer alignment and workspace size only, and its algorithms
  *      (split-K reductions included) are bitwise reproducible on the same GPU
@@ -185,19 +186,6 @@ static size_t lt_extent(int rows, int cols, int ld) {
     return rows <= 0 || cols <= 0 ? 0 : (size_t)(cols - 1) * (size_t)ld + (size_t)rows;
 }
 
-/* *use = p when p is 16-byte aligned, else scratch of `bytes` (a copy of
- * p's contents when `in`), remembered in tmp for the release. */
-static gt_status lt_stage(const gt_kctx *k, gt_cuda_impl *im, const void *p, size_t bytes, int in,
-                          void **tmp, const void **use) {
-    *tmp = NULL;
-    *use = p;
-    if (((uintptr_t)p % 16) == 0 || bytes == 0) return GT_OK;
-    GT_TRY(gt_cuda_scratch(k, bytes, tmp));
-    if (in) GT_CUDA_TRY(cudaMemcpyAsync(*tmp, p, bytes, cudaMemcpyDeviceToDevice, im->stream));
-    *use = *tmp;
-    return GT_OK;
-}
-
 /* A plain GEMM (no epilogue) through lt_matmul; when cuBLASLt has no
  * algorithm for these pointers and one of them is not 16-byte aligned,
  * again with the misaligned operands staged (see the top). */
@@ -205,32 +193,21 @@ static gt_status lt_gemm(const gt_kctx *k, gt_cuda_impl *im, cudaDataType_t dtyp
                          bool tb, int m, int n, int kk, const void *A, int lda, const void *B,
                          int ldb, void *D, int ldd, float beta) {
     gt_status s = lt_matmul(im, dtype, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, beta, NULL);
-    bool misaligned = ((uintptr_t)A | (uintptr_t)B | (uintptr_t)D) % 16 != 0;
+    bool misaligned = !gt_cuda_aligned(A) || !gt_cuda_aligned(B) || !gt_cuda_aligned(D);
     if (s != GT_ERR_UNSUPPORTED || !misaligned) return s;
     char why[256];
     snprintf(why, sizeof why, "%s", gt_last_error());
     gt_error_clear();
     size_t es = dtype == CUDA_R_32F ? 4 : 2;
-    size_t ba = lt_extent(ta ? kk : m, ta ? m : kk, lda) * es;
-    size_t bb = lt_extent(tb ? n : kk, tb ? kk : n, ldb) * es;
-    size_t bd = lt_extent(m, n, ldd) * es;
-    void *ta_ = NULL, *tb_ = NULL, *td_ = NULL;
-    const void *a = A, *b = B, *dd = D;
-    s = lt_stage(k, im, A, ba, 1, &ta_, &a);
-    if (s == GT_OK) s = lt_stage(k, im, B, bb, 1, &tb_, &b);
-    if (s == GT_OK) s = lt_stage(k, im, D, bd, beta != 0.0f, &td_, &dd);
+    gt_cuda_stage sg = gt_cuda_stage_begin(k, im);
+    void *a = NULL, *b = NULL, *dd = NULL;
+    s = gt_cuda_stage_ptr(&sg, A, lt_extent(ta ? kk : m, ta ? m : kk, lda) * es, 1, 0, &a);
     if (s == GT_OK)
-        s = lt_matmul(im, dtype, ta, tb, m, n, kk, a, lda, b, ldb, (void *)dd, ldd, beta, NULL);
-    if (s == GT_OK && td_) {
-        cudaError_t e = cudaMemcpyAsync(D, td_, bd, cudaMemcpyDeviceToDevice, im->stream);
-        if (e != cudaSuccess)
-            s = GT_ERR(GT_ERR_DEVICE, "cuBLASLt GEMM: copying the staged result back failed: %s",
-                       cudaGetErrorString(e));
-    }
-    /* freeing right after queuing is safe: one stream (common.cuh) */
-    if (ta_) gt_cuda_scratch_free(k, ta_);
-    if (tb_) gt_cuda_scratch_free(k, tb_);
-    if (td_) gt_cuda_scratch_free(k, td_);
+        s = gt_cuda_stage_ptr(&sg, B, lt_extent(tb ? n : kk, tb ? kk : n, ldb) * es, 1, 0, &b);
+    if (s == GT_OK)
+        s = gt_cuda_stage_ptr(&sg, D, lt_extent(m, n, ldd) * es, beta != 0.0f, 1, &dd);
+    if (s == GT_OK) s = lt_matmul(im, dtype, ta, tb, m, n, kk, a, lda, b, ldb, dd, ldd, beta, NULL);
+    s = gt_cuda_unstage(&sg, s);
     if (s == GT_OK)
         gt_cuda_note(im, "GEMM %s m=%d n=%d k=%d op=%c%c: operands staged to 16-byte aligned "
                      "scratch (unstaged: %.160s)", dt_name(dtype), m, n, kk, ta ? 'T' : 'N',
