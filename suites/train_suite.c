@@ -505,11 +505,6 @@ static gt_status dense_convergence_case(const gt_suite_ctx *ctx, const char *mod
     return fatal(s) ? s : GT_OK;
 }
 
-/* The larger presets reach their task's target too (--full only: on 2
- * cores mlp-small takes ~30 s, resnet-small ~2 min; never on ref, whose
- * direct-loop convolutions would take half an hour). lr 3e-3, the tiny
- * presets' other settings. Named explicitly at a lower effort, or on ref,
- * the case is a skip that says why. They also report time to target. */
 /* 1 when a small-preset case "MODEL/WHAT" is to run here; else 0, after a
  * skip result saying why when the case was named explicitly. */
 static int small_case_runs(const gt_suite_ctx *ctx, const char *model, const char *what) {
@@ -528,6 +523,11 @@ static int small_case_runs(const gt_suite_ctx *ctx, const char *model, const cha
     return !why;
 }
 
+/* The larger presets reach their task's target too (--full only: on 2
+ * cores mlp-small takes ~30 s, resnet-small ~2 min; never on ref, whose
+ * direct-loop convolutions would take half an hour). lr 3e-3, the tiny
+ * presets' other settings. Named explicitly at a lower effort, or on ref,
+ * the case is a skip that says why. They also report time to target. */
 static gt_status small_convergence(const gt_suite_ctx *ctx, const char *model, int steps,
                                    double upper, double lower) {
     if (!small_case_runs(ctx, model, "convergence")) return GT_OK;
