@@ -19,6 +19,9 @@
 #include <string.h>
 
 #include "gt_config.h"
+#ifdef GT_CUDA_EMU
+#include "kernels/cuda/emu/gt_emu.h"
+#endif
 #if GT_HAVE_CUBLAS
 #include <cublasLt.h>
 #endif

@@ -1,0 +1,719 @@
+/* The CUDA emulator's scheduler and its CUDA runtime (gt_emu.h says what
+ * it is for). One emulated device whose memory is host memory; every
+ * stream is the null stream and every call completes before it returns.
+ *
+ * Scheduling: a block's threads run on fibers, one at a time, each until
+ * it reaches a barrier, a warp operation or its end. When none can run,
+ * the warp operations whose masks are complete are resolved, else the
+ * block barrier when every live thread waits at it, else the block is
+ * stuck: a fatal error listing where each thread waits. The order in which
+ * runnable threads are started changes from launch to launch (forward or
+ * backward from a rotating start), so a kernel whose result depends on it
+ * (a race between barriers) gives different bits run to run, which the
+ * determinism tests compare. GT_EMU_ORDER=forward pins it. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "kernels/cuda/emu/gt_emu.h"
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+/* AddressSanitizer must be told when execution moves to another stack
+ * (the sanitize build runs the emulator too, ci/sanitize.sh). */
+#if defined(__SANITIZE_ADDRESS__)
+#define GT_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GT_EMU_ASAN 1
+#endif
+#endif
+#ifdef GT_EMU_ASAN
+#include <sanitizer/common_interface_defs.h>
+#define GT_EMU_START_SWITCH(save, bottom, size) __sanitizer_start_switch_fiber((save), (bottom), (size))
+#define GT_EMU_FINISH_SWITCH(save, bottom, size) __sanitizer_finish_switch_fiber((save), (bottom), (size))
+#else
+#define GT_EMU_START_SWITCH(save, bottom, size) ((void)0)
+#define GT_EMU_FINISH_SWITCH(save, bottom, size) ((void)0)
+#endif
+
+namespace gt_emu {
+
+thread_local thread_state *cur;
+thread_local const block_ctx *cur_block;
+
+[[noreturn]] static void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fatal(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gauntlet cuda emulator: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    fflush(stderr);
+    abort();
+}
+
+/* ---- fibers ------------------------------------------------------------------ */
+
+enum { ST_RUNNABLE = 0, ST_WAITING, ST_DONE };
+
+static const size_t STACK_BYTES = 256 * 1024;
+
+#if defined(__x86_64__)
+/* Saves the callee-saved registers, MXCSR and the x87 control word on the
+ * current stack, stores the stack pointer in *save and continues on `to`. */
+extern "C" void gt_emu_switch(void **save, void *to);
+asm(R"(
+    .text
+    .globl gt_emu_switch
+    .type gt_emu_switch,@function
+gt_emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size gt_emu_switch, .-gt_emu_switch
+    .section .note.GNU-stack,"",@progbits
+    .text
+)");
+#endif
+
+struct fiber {
+    char *stack = nullptr;
+    void *asan_fake = nullptr; /* the fiber's fake stack while it is switched out */
+#if defined(__x86_64__)
+    void *sp = nullptr;
+#else
+    ucontext_t uc;
+#endif
+};
+
+/* Stacks are kept from launch to launch (a launch maps none once the pool
+ * holds as many as its blocks have threads). */
+static thread_local std::vector<fiber> *pool;
+
+struct sched {
+    std::vector<thread_state> threads;
+    std::vector<fiber> &fibers;
+    explicit sched(std::vector<fiber> &f) : fibers(f) {}
+    block_ctx block;
+    body_fn body = nullptr;
+    void *closure = nullptr;
+    const char *kernel = "";
+    unsigned running = 0; /* index of the thread on the cpu */
+#if defined(__x86_64__)
+    void *sched_sp = nullptr;
+#else
+    ucontext_t sched_uc;
+#endif
+    const void *sched_bottom = nullptr; /* the scheduler's stack, for ASan */
+    size_t sched_size = 0;
+    void *sched_fake = nullptr;
+};
+
+static thread_local sched *S;
+
+static void fiber_main() {
+    sched *s = S;
+    GT_EMU_FINISH_SWITCH(nullptr, &s->sched_bottom, &s->sched_size);
+    s->body(s->closure);
+    thread_state &t = s->threads[s->running];
+    t.state = ST_DONE;
+    /* no save slot: the fiber never comes back, ASan may drop its fake stack */
+    GT_EMU_START_SWITCH(nullptr, s->sched_bottom, s->sched_size);
+#if defined(__x86_64__)
+    gt_emu_switch(&s->fibers[s->running].sp, s->sched_sp);
+#else
+    swapcontext(&s->fibers[s->running].uc, &s->sched_uc);
+#endif
+    fatal("a finished thread was resumed");
+}
+
+static void fiber_prepare(sched *s, unsigned i) {
+    fiber &f = s->fibers[i];
+    if (!f.stack) {
+        void *m = mmap(nullptr, STACK_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) fatal("cannot map a fiber stack: %s", strerror(errno));
+        /* the lowest page stays unmapped: an overflow faults */
+        mprotect(m, 4096, PROT_NONE);
+        f.stack = (char *)m;
+    }
+#if defined(__x86_64__)
+    uintptr_t top = ((uintptr_t)(f.stack + STACK_BYTES) & ~(uintptr_t)15) - 64;
+    /* the return address sits 16-byte aligned, as after a call */
+    uint64_t *ret = (uint64_t *)top;
+    ret[0] = (uint64_t)(uintptr_t)&fiber_main;
+    ret[1] = 0;
+    uint64_t *sp = ret - 7; /* mxcsr+fpcw, r15, r14, r13, r12, rbx, rbp */
+    uint32_t mxcsr;
+    uint16_t fpcw;
+    asm volatile("stmxcsr %0" : "=m"(mxcsr));
+    asm volatile("fnstcw %0" : "=m"(fpcw));
+    memset(sp, 0, 7 * sizeof(uint64_t));
+    memcpy((char *)sp, &mxcsr, 4);
+    memcpy((char *)sp + 4, &fpcw, 2);
+    f.sp = sp;
+#else
+    getcontext(&f.uc);
+    f.uc.uc_stack.ss_sp = f.stack + 4096;
+    f.uc.uc_stack.ss_size = STACK_BYTES - 4096;
+    f.uc.uc_link = nullptr;
+    makecontext(&f.uc, (void (*)())fiber_main, 0);
+#endif
+}
+
+static void resume(sched *s, unsigned i) {
+    s->running = i;
+    cur = &s->threads[i];
+    fiber &f = s->fibers[i];
+    GT_EMU_START_SWITCH(&s->sched_fake, f.stack + 4096, STACK_BYTES - 4096);
+#if defined(__x86_64__)
+    gt_emu_switch(&s->sched_sp, f.sp);
+#else
+    swapcontext(&s->sched_uc, &f.uc);
+#endif
+    GT_EMU_FINISH_SWITCH(s->sched_fake, nullptr, nullptr);
+    cur = nullptr;
+}
+
+void wait_op(int op) {
+    sched *s = S;
+    if (!s || !cur) fatal("a barrier or warp operation outside a kernel");
+    thread_state &t = s->threads[s->running];
+    t.state = ST_WAITING;
+    t.op = op;
+    fiber &f = s->fibers[s->running];
+    GT_EMU_START_SWITCH(&f.asan_fake, s->sched_bottom, s->sched_size);
+#if defined(__x86_64__)
+    gt_emu_switch(&f.sp, s->sched_sp);
+#else
+    swapcontext(&f.uc, &s->sched_uc);
+#endif
+    /* resumed by the scheduler: cur is this thread again */
+    GT_EMU_FINISH_SWITCH(f.asan_fake, &s->sched_bottom, &s->sched_size);
+}
+
+uint64_t shuffle(unsigned mask, uint64_t v, int src, int width, int op) {
+    thread_state *t = cur;
+    if (!t) fatal("a warp operation outside a kernel");
+    t->mask = mask;
+    t->value = v;
+    t->src = src;
+    t->width = width;
+    wait_op(op);
+    return cur->value;
+}
+
+static const char *op_name(int op) {
+    switch (op) {
+    case OP_SHFL:
+        return "__shfl_sync";
+    case OP_SHFL_XOR:
+        return "__shfl_xor_sync";
+    case OP_SYNCWARP:
+        return "__syncwarp";
+    case OP_SYNCTHREADS:
+        return "__syncthreads";
+    case OP_SYNCTHREADS_OR:
+        return "__syncthreads_or";
+    }
+    return "?";
+}
+
+static bool is_warp_op(int op) { return op == OP_SHFL || op == OP_SHFL_XOR || op == OP_SYNCWARP; }
+
+[[noreturn]] static void stuck(sched *s, const char *why, unsigned who) {
+    const thread_state &w = s->threads[who];
+    fprintf(stderr,
+            "gauntlet cuda emulator: %s: block (%u,%u,%u) of %s, thread (%u,%u,%u) (warp %u lane "
+            "%u)\n",
+            why, s->block.block_idx.x, s->block.block_idx.y, s->block.block_idx.z, s->kernel,
+            w.tid.x, w.tid.y, w.tid.z, w.warp, w.lane);
+    unsigned shown = 0;
+    for (size_t i = 0; i < s->threads.size() && shown < 64; i++) {
+        const thread_state &t = s->threads[i];
+        if (t.warp != w.warp && shown >= 32) continue;
+        fprintf(stderr, "  thread %zu (warp %u lane %u): %s", i, t.warp, t.lane,
+                t.state == ST_DONE ? "exited" : t.state == ST_RUNNABLE ? "runnable" : op_name(t.op));
+        if (t.state == ST_WAITING && is_warp_op(t.op)) fprintf(stderr, " mask 0x%08x", t.mask);
+        fprintf(stderr, "\n");
+        shown++;
+    }
+    fflush(stderr);
+    abort();
+}
+
+/* Resolves every warp operation whose mask is complete. Returns how many
+ * threads it released. */
+static unsigned resolve_warps(sched *s) {
+    unsigned released = 0;
+    size_t n = s->threads.size();
+    std::vector<uint64_t> out(32);
+    for (size_t base = 0; base < n; base += 32) {
+        unsigned lanes = (unsigned)(n - base < 32 ? n - base : 32);
+        for (unsigned l = 0; l < lanes; l++) {
+            thread_state &t = s->threads[base + l];
+            if (t.state != ST_WAITING || !is_warp_op(t.op)) continue;
+            unsigned m = t.mask;
+            if (!(m & (1u << l))) stuck(s, "a warp operation whose mask leaves out its own lane", base + l);
+            bool ready = true;
+            for (unsigned j = 0; j < 32; j++) {
+                if (!(m & (1u << j))) continue;
+                if (j >= lanes) stuck(s, "a warp mask names a lane the block does not have", base + l);
+                thread_state &u = s->threads[base + j];
+                if (u.state == ST_DONE)
+                    stuck(s, "a warp mask names a lane that has exited", base + l);
+                if (u.state != ST_WAITING || !is_warp_op(u.op)) {
+                    ready = false;
+                    continue;
+                }
+                if (u.op != t.op || u.mask != m)
+                    stuck(s, "lanes of one mask wait at different warp operations", base + l);
+            }
+            if (!ready) continue;
+            /* every lane of m is here: compute all results, then release */
+            for (unsigned j = 0; j < 32; j++) {
+                if (!(m & (1u << j))) continue;
+                thread_state &u = s->threads[base + j];
+                if (u.op == OP_SYNCWARP) {
+                    out[j] = 0;
+                    continue;
+                }
+                int w = u.width;
+                if (w <= 0 || w > 32 || (w & (w - 1)))
+                    stuck(s, "a shuffle width that is not a power of 2 up to 32", base + j);
+                unsigned seg = j & ~(unsigned)(w - 1);
+                unsigned from;
+                if (u.op == OP_SHFL) {
+                    from = seg + ((unsigned)u.src & (unsigned)(w - 1));
+                } else {
+                    from = j ^ (unsigned)u.src;
+                    if ((from & ~(unsigned)(w - 1)) > seg) from = j; /* a later group: own value */
+                }
+                if (from >= 32 || !(m & (1u << from)))
+                    stuck(s, "a shuffle reads a lane outside its mask", base + j);
+                out[j] = s->threads[base + from].value;
+            }
+            for (unsigned j = 0; j < 32; j++) {
+                if (!(m & (1u << j))) continue;
+                thread_state &u = s->threads[base + j];
+                u.value = out[j];
+                u.state = ST_RUNNABLE;
+                released++;
+            }
+        }
+    }
+    return released;
+}
+
+static unsigned resolve_block(sched *s) {
+    size_t n = s->threads.size();
+    int op = 0, pred = 0;
+    size_t done = 0, first_done = 0;
+    for (size_t i = 0; i < n; i++) {
+        thread_state &t = s->threads[i];
+        if (t.state == ST_DONE) {
+            if (!done++) first_done = i;
+            continue;
+        }
+        if (t.state != ST_WAITING) return 0;
+        if (is_warp_op(t.op)) stuck(s, "a warp operation waits for lanes held at __syncthreads", i);
+        if (op && t.op != op) stuck(s, "threads wait at different block barriers", i);
+        op = t.op;
+        pred |= t.pred;
+    }
+    if (!op) return 0;
+    if (done) stuck(s, "a thread exited while others wait at __syncthreads", first_done);
+    for (size_t i = 0; i < n; i++) {
+        thread_state &t = s->threads[i];
+        t.state = ST_RUNNABLE;
+        if (op == OP_SYNCTHREADS_OR) t.pred = pred;
+    }
+    return (unsigned)n;
+}
+
+static thread_local cudaError_t last_error = cudaSuccess;
+static unsigned long long launches;
+static int order_mode = -1; /* -1 unread, 0 rotate, 1 forward */
+
+static void run_block(sched *s) {
+    size_t n = s->threads.size();
+    for (size_t i = 0; i < n; i++) {
+        thread_state &t = s->threads[i];
+        t.state = ST_RUNNABLE;
+        t.op = 0;
+        t.pred = 0;
+        fiber_prepare(s, (unsigned)i);
+    }
+    unsigned long long seq = launches;
+    for (;;) {
+        /* this launch's start and direction */
+        size_t start = order_mode == 1 ? 0 : (size_t)((seq * 2654435761ull) % n);
+        bool backward = order_mode != 1 && (seq & 1);
+        bool any = false;
+        for (size_t k = 0; k < n; k++) {
+            size_t i = backward ? (start + n - k) % n : (start + k) % n;
+            if (s->threads[i].state == ST_RUNNABLE) {
+                resume(s, (unsigned)i);
+                any = true;
+            }
+        }
+        (void)any;
+        bool all_done = true;
+        for (size_t i = 0; i < n && all_done; i++) all_done = s->threads[i].state == ST_DONE;
+        if (all_done) return;
+        if (resolve_warps(s)) continue;
+        if (resolve_block(s)) continue;
+        for (size_t i = 0; i < n; i++)
+            if (s->threads[i].state == ST_WAITING)
+                stuck(s, "no thread can go on (a deadlock)", (unsigned)i);
+        fatal("the scheduler lost track of the threads of %s", s->kernel);
+    }
+}
+
+void run_grid(const char *name, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,
+              body_fn body, void *closure) {
+    (void)stream;
+    if (order_mode < 0) {
+        const char *o = getenv("GT_EMU_ORDER");
+        order_mode = (o && strcmp(o, "forward") == 0) ? 1 : 0;
+    }
+    unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
+    if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > 1024 || block.y > 1024 ||
+        block.z > 64 || threads > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
+        grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535) {
+        last_error = cudaErrorInvalidConfiguration;
+        return;
+    }
+    if (shmem > 48 * 1024) {
+        last_error = cudaErrorInvalidValue;
+        return;
+    }
+    if (S) fatal("%s was launched from inside a kernel", name);
+    if (!pool) pool = new std::vector<fiber>();
+    if (pool->size() < threads) pool->resize(threads);
+    sched s(*pool);
+    s.threads.resize(threads);
+    s.body = body;
+    s.closure = closure;
+    s.kernel = name;
+    s.block.block_dim = block;
+    s.block.grid_dim = grid;
+    for (unsigned z = 0, i = 0; z < block.z; z++)
+        for (unsigned y = 0; y < block.y; y++)
+            for (unsigned x = 0; x < block.x; x++, i++) {
+                thread_state &t = s.threads[i];
+                memset(&t, 0, sizeof t);
+                t.tid = make_uint3(x, y, z);
+                t.lane = i % 32;
+                t.warp = i / 32;
+            }
+    S = &s;
+    cur_block = &s.block;
+    for (unsigned bz = 0; bz < grid.z; bz++)
+        for (unsigned by = 0; by < grid.y; by++)
+            for (unsigned bx = 0; bx < grid.x; bx++) {
+                s.block.block_idx = make_uint3(bx, by, bz);
+                run_block(&s);
+            }
+    launches++;
+    S = nullptr;
+    cur_block = nullptr;
+}
+
+} // namespace gt_emu
+
+/* ---- the CUDA runtime ------------------------------------------------------- */
+
+using gt_emu::last_error;
+
+namespace {
+std::mutex mem_mu;
+std::map<uintptr_t, size_t> allocations; /* device allocations: start -> bytes */
+int current_device = 0;
+
+cudaError_t fail(cudaError_t e) {
+    last_error = e;
+    return e;
+}
+
+bool is_device(const void *p) {
+    std::lock_guard<std::mutex> g(mem_mu);
+    uintptr_t a = (uintptr_t)p;
+    auto it = allocations.upper_bound(a);
+    if (it == allocations.begin()) return false;
+    --it;
+    return a >= it->first && a < it->first + (it->second ? it->second : 1);
+}
+
+double now_ms() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+struct emu_event {
+    double ms;
+    bool recorded;
+};
+struct emu_stream {
+    int dummy;
+};
+} // namespace
+
+extern "C" {
+
+cudaError_t cudaGetLastError(void) {
+    cudaError_t e = last_error;
+    last_error = cudaSuccess;
+    return e;
+}
+cudaError_t cudaPeekAtLastError(void) { return last_error; }
+
+const char *cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess:
+        return "no error";
+    case cudaErrorInvalidValue:
+        return "invalid argument";
+    case cudaErrorMemoryAllocation:
+        return "out of memory";
+    case cudaErrorInvalidConfiguration:
+        return "invalid configuration argument";
+    case cudaErrorInvalidDevice:
+        return "invalid device ordinal";
+    default:
+        return "an error of the CUDA emulator";
+    }
+}
+const char *cudaGetErrorName(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess:
+        return "cudaSuccess";
+    case cudaErrorInvalidValue:
+        return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+        return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+        return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice:
+        return "cudaErrorInvalidDevice";
+    default:
+        return "cudaErrorUnknown";
+    }
+}
+
+cudaError_t cudaGetDeviceCount(int *n) {
+    *n = 1;
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int d) {
+    if (d != 0) return fail(cudaErrorInvalidDevice);
+    current_device = d;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int *d) {
+    *d = current_device;
+    return cudaSuccess;
+}
+cudaError_t cudaRuntimeGetVersion(int *v) {
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+cudaError_t cudaDriverGetVersion(int *v) {
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
+    if (d != 0) return fail(cudaErrorInvalidDevice);
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "gauntlet CUDA emulator (CPU, not a GPU)");
+    p->major = 9;
+    p->minor = 0;
+    p->multiProcessorCount = 4;
+    p->totalGlobalMem = (size_t)8 << 30;
+#undef warpSize
+    p->warpSize = 32;
+    p->maxThreadsPerBlock = 1024;
+    p->sharedMemPerBlock = 48 * 1024;
+    p->l2CacheSize = 1 << 20;
+    p->maxGridSize[0] = 2147483647;
+    p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+    p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
+    p->maxThreadsDim[2] = 64;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int d) {
+    if (d != 0) return fail(cudaErrorInvalidDevice);
+    switch (a) {
+    case cudaDevAttrL2CacheSize:
+        *v = 1 << 20;
+        return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount:
+        *v = 4;
+        return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor:
+        *v = 9;
+        return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor:
+        *v = 0;
+        return cudaSuccess;
+    default:
+        return fail(cudaErrorInvalidValue);
+    }
+}
+
+cudaError_t cudaMalloc(void **p, size_t bytes) {
+    size_t n = bytes ? (bytes + 255) / 256 * 256 : 256;
+    void *m = aligned_alloc(256, n);
+    if (!m) {
+        *p = nullptr;
+        return fail(cudaErrorMemoryAllocation);
+    }
+    /* fresh device memory holds garbage, not zeros: NaN bit patterns here
+     * make a kernel that reads what it never wrote visible */
+    memset(m, 0xff, n);
+    std::lock_guard<std::mutex> g(mem_mu);
+    allocations[(uintptr_t)m] = bytes;
+    *p = m;
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void *p) {
+    if (!p) return cudaSuccess;
+    {
+        std::lock_guard<std::mutex> g(mem_mu);
+        auto it = allocations.find((uintptr_t)p);
+        if (it == allocations.end()) return fail(cudaErrorInvalidValue);
+        allocations.erase(it);
+    }
+    free(p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *a, const void *p) {
+    memset(a, 0, sizeof *a);
+    if (is_device(p)) {
+        a->type = cudaMemoryTypeDevice;
+        a->device = 0;
+        a->devicePointer = (void *)p;
+    } else {
+        a->type = cudaMemoryTypeUnregistered;
+        a->device = -2;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
+    (void)kind;
+    if (n) memmove(dst, src, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind,
+                            cudaStream_t s) {
+    (void)s;
+    return cudaMemcpy(dst, src, n, kind);
+}
+cudaError_t cudaMemset(void *p, int v, size_t n) {
+    if (n) memset(p, v, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
+    (void)s;
+    return cudaMemset(p, v, n);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *s) {
+    *s = (cudaStream_t) new emu_stream();
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
+    (void)flags;
+    return cudaStreamCreate(s);
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    delete (emu_stream *)s;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    (void)s;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+    (void)s;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
+    (void)s;
+    (void)e;
+    (void)flags;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+
+cudaError_t cudaEventCreate(cudaEvent_t *e) {
+    *e = (cudaEvent_t) new emu_event{0, false};
+    return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
+    (void)flags;
+    return cudaEventCreate(e);
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    delete (emu_event *)e;
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    (void)s;
+    emu_event *ev = (emu_event *)e;
+    ev->ms = now_ms();
+    ev->recorded = true;
+    return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+    (void)e;
+    return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+    (void)e;
+    return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+    emu_event *x = (emu_event *)a, *y = (emu_event *)b;
+    if (!x->recorded || !y->recorded) return fail(cudaErrorInvalidResourceHandle);
+    *ms = (float)(y->ms - x->ms);
+    return cudaSuccess;
+}
+
+} // extern "C"
