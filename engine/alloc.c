@@ -27,6 +27,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Under AddressSanitizer every byte of a segment that no live block asked
+ * for is poisoned: free blocks, and the tail of a block past the bytes
+ * requested (sizes are rounded up to GT_ALLOC_ALIGN). A kernel reading or
+ * writing past its tensor then faults as it would past a malloc'd array,
+ * although segments are carved into many tensors. */
+#if defined(__SANITIZE_ADDRESS__)
+#define GT_ALLOC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GT_ALLOC_ASAN 1
+#endif
+#endif
+#ifdef GT_ALLOC_ASAN
+#include <sanitizer/asan_interface.h>
+#define GT_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define GT_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define GT_POISON(p, n) ((void)(p), (void)(n))
+#define GT_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #define GT_SMALL_LIMIT ((size_t)1 << 20)
 #define GT_SMALL_SEGMENT ((size_t)2 << 20)
 #define GT_LARGE_ROUND ((size_t)512 << 10)
@@ -197,6 +218,7 @@ static void segment_release(gt_allocator *a, gt_segment *s) {
     else
         a->segments = s->next;
     if (s->next) s->next->prev = s->prev;
+    GT_UNPOISON(s->base, s->size);
     a->raw.free(a->raw.ctx, s->base, s->size);
     a->st.reserved -= s->size;
     a->st.n_raw_frees++;
@@ -230,6 +252,7 @@ static gt_block *segment_new(gt_allocator *a, int pool, size_t size, int *raw_fa
         free(b);
         return NULL;
     }
+    GT_POISON(s->base, size);
     a->st.n_raw_allocs++;
     a->st.reserved += size;
     if (a->st.reserved > a->st.peak_reserved) a->st.peak_reserved = a->st.reserved;
@@ -399,6 +422,7 @@ gt_status gt_alloc(gt_allocator *a, size_t bytes, void **out) {
     free_remove(a, b);
     a->st.in_use += b->size;
     if (a->st.in_use > a->st.peak_in_use) a->st.peak_in_use = a->st.in_use;
+    GT_UNPOISON(b->ptr, bytes);
     *out = b->ptr;
     pthread_mutex_unlock(&a->mu);
     return GT_OK;
@@ -416,6 +440,7 @@ void gt_dealloc(gt_allocator *a, void *p) {
         GT_ASSERT(b && !b->free);
     }
     a->st.in_use -= b->size;
+    GT_POISON(b->ptr, b->size);
     free_insert(a, b);
     if (b->next && b->next->free) b = block_merge(a, b, b->next);
     if (b->prev && b->prev->free) b = block_merge(a, b->prev, b);

@@ -50,8 +50,8 @@
 
 namespace gt_emu {
 
-thread_local thread_state *cur;
-thread_local const block_ctx *cur_block;
+__thread thread_state *cur;
+__thread const block_ctx *cur_block;
 
 [[noreturn]] static void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fatal(const char *fmt, ...) {
@@ -69,11 +69,17 @@ static void fatal(const char *fmt, ...) {
 
 enum { ST_RUNNABLE = 0, ST_WAITING, ST_DONE };
 
-static const size_t STACK_BYTES = 256 * 1024;
+#ifdef GT_EMU_ASAN
+static const size_t STACK_BYTES = 256 * 1024; /* ASan's redzones take room */
+#else
+static const size_t STACK_BYTES = 128 * 1024;
+#endif
 
 #if defined(__x86_64__)
-/* Saves the callee-saved registers, MXCSR and the x87 control word on the
- * current stack, stores the stack pointer in *save and continues on `to`. */
+/* Saves the callee-saved registers on the current stack, stores the stack
+ * pointer in *save and continues on `to`. The floating-point control words
+ * (MXCSR, x87) are not switched: every fiber runs under the launching
+ * thread's, and kernels never change them. */
 extern "C" void gt_emu_switch(void **save, void *to);
 asm(R"(
     .text
@@ -86,14 +92,8 @@ gt_emu_switch:
     pushq %r13
     pushq %r14
     pushq %r15
-    subq $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    addq $8, %rsp
     popq %r15
     popq %r14
     popq %r13
@@ -104,7 +104,7 @@ gt_emu_switch:
     .size gt_emu_switch, .-gt_emu_switch
     .section .note.GNU-stack,"",@progbits
     .text
-)");
+)");;
 #endif
 
 struct fiber {
@@ -169,19 +169,15 @@ static void fiber_prepare(sched *s, unsigned i) {
         f.stack = (char *)m;
     }
 #if defined(__x86_64__)
-    uintptr_t top = ((uintptr_t)(f.stack + STACK_BYTES) & ~(uintptr_t)15) - 64;
+    /* Tops staggered by a cache line per fiber: stacks 2^k bytes apart would
+     * put every fiber's hot frames in the same cache sets. */
+    uintptr_t top = ((uintptr_t)(f.stack + STACK_BYTES) & ~(uintptr_t)15) - 64 - (i % 61) * 64;
     /* the return address sits 16-byte aligned, as after a call */
     uint64_t *ret = (uint64_t *)top;
     ret[0] = (uint64_t)(uintptr_t)&fiber_main;
     ret[1] = 0;
-    uint64_t *sp = ret - 7; /* mxcsr+fpcw, r15, r14, r13, r12, rbx, rbp */
-    uint32_t mxcsr;
-    uint16_t fpcw;
-    asm volatile("stmxcsr %0" : "=m"(mxcsr));
-    asm volatile("fnstcw %0" : "=m"(fpcw));
-    memset(sp, 0, 7 * sizeof(uint64_t));
-    memcpy((char *)sp, &mxcsr, 4);
-    memcpy((char *)sp + 4, &fpcw, 2);
+    uint64_t *sp = ret - 6; /* r15, r14, r13, r12, rbx, rbp */
+    memset(sp, 0, 6 * sizeof(uint64_t));
     f.sp = sp;
 #else
     getcontext(&f.uc);

@@ -58,8 +58,10 @@ struct block_ctx {
     dim3 block_dim, grid_dim;
 };
 
-extern thread_local thread_state *cur;
-extern thread_local const block_ctx *cur_block;
+/* __thread, not thread_local: plain TLS without the C++ wrapper call (which UBSan
+ * saw return null on a fiber stack). */
+extern __thread thread_state *cur;
+extern __thread const block_ctx *cur_block;
 
 enum { OP_SHFL = 1, OP_SHFL_XOR, OP_SYNCWARP, OP_SYNCTHREADS, OP_SYNCTHREADS_OR };
 
