@@ -2,8 +2,8 @@
  * same layer fused with GELU (a transformer's MLP).
  *
  * fwd: out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC), bias fused as the
- *      cuBLASLt BIAS epilogue (own broadcast kernel when the bias pointer is
- *      not 16-byte aligned or no algorithm takes the epilogue).
+ *      cuBLASLt BIAS epilogue (own broadcast kernel when no algorithm takes
+ *      the epilogue, even with the pointers staged: see Alignment).
  * bwd: dinp(N,C) = dout(N,OC) @ weight(OC,C)         (beta = 0: overwritten,
  *                                                      never read)
  *      dweight(OC,C) += dout^T @ inp                  (beta = 1)
@@ -17,16 +17,13 @@
  *      dweight and dbias as bwd.
  *      The GELU epilogues are taken for bf16 and fp16 storage only, when
  *      the aux ld (OC, resp. C) is a multiple of 8 (cublasLt.h,
- *      CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD), the bias and the aux matrix
- *      16-byte aligned (that ld rule suggests 16-byte accesses to aux; the
- *      heuristic is said to read the aux pointer's alignment, but a model's
- *      pre is an aligned activation anyway, so nothing is lost by not
- *      relying on it) and the heuristic offers an algorithm; otherwise the
- *      plain GEMM and an own elementwise kernel (common.cuh's gt_gelu /
- *      gt_gelu_grad, the bits of gelu_fwd/gelu_bwd). fp32 always takes the
- *      own kernel: cuBLASLt's GELU is not documented to be fp32-accurate
- *      (a hardware tanh approximation would be ~2^-11), and fp32
- *      conformance allows a few ulp. The path taken is noted once per
+ *      CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD) and the heuristic offers an
+ *      algorithm (a misaligned bias or aux matrix staged, see Alignment);
+ *      otherwise the plain GEMM and an own elementwise kernel (common.cuh's
+ *      gt_gelu / gt_gelu_grad, the bits of gelu_fwd/gelu_bwd). fp32 always
+ *      takes the own kernel: cuBLASLt's GELU is not documented to be
+ *      fp32-accurate (a hardware tanh approximation would be ~2^-11), and
+ *      fp32 conformance allows a few ulp. The path taken is noted once per
  *      shape (gt_cuda_note).
  * Row-major through column-major cuBLASLt: the bytes of a row-major (R,K)
  * matrix are the column-major (K,R) matrix, its transpose, so a row-major
@@ -42,12 +39,19 @@
  *      GELU kernels are bandwidth bound.
  * Alignment: the heuristic is told each pointer's alignment (ptr_alignment),
  *      so it only offers algorithms that can read it. Should it offer none
- *      for a plain GEMM whose operands are not all 16-byte aligned (a
- *      tensor at an odd element offset of a flat 16-bit store is 2-byte
- *      aligned), lt_gemm stages those operands through aligned scratch
+ *      for a GEMM whose operands are not all 16-byte aligned (a tensor at an
+ *      odd element offset of a flat 16-bit store is 2-byte aligned), lt_gemm
+ *      stages the misaligned ones through aligned scratch
  *      (gt_cuda_stage_ptr, common.cuh, as conv.cu and the cuDNN attention
- *      do; D copied in when beta != 0, and back) and asks again; the path
- *      is noted once per shape.
+ *      do; D copied in when beta != 0, and back) and asks again. A bias or
+ *      aux matrix that is not 16-byte aligned is staged before the first
+ *      ask (the heuristic is said to read their alignment from the
+ *      pointers, but nothing tells it for sure; the aux matrix is copied
+ *      in for DGELU, back for GELU_AUX). Either way the epilogue is kept:
+ *      dropping it for the own bias or GELU kernel would round GEMM + bias
+ *      twice in 16-bit storage (the GEMM's result, then the sum), an error
+ *      of u |GEMM| that cancellation against the bias makes large relative
+ *      to the result. The path is noted once per shape.
  * Determinism: cuBLASLt picks its algorithm from the shape, types, epilogue,
  *      pointer alignment and workspace size only, and its algorithms
  *      (split-K reductions included) are bitwise reproducible on the same GPU
@@ -186,32 +190,59 @@ static size_t lt_extent(int rows, int cols, int ld) {
     return rows <= 0 || cols <= 0 ? 0 : (size_t)(cols - 1) * (size_t)ld + (size_t)rows;
 }
 
-/* A plain GEMM (no epilogue) through lt_matmul; when cuBLASLt has no
- * algorithm for these pointers and one of them is not 16-byte aligned,
- * again with the misaligned operands staged (see the top). */
+/* A GEMM through lt_matmul with epilogue epi (NULL: none); when cuBLASLt
+ * has no algorithm for these pointers and one of A, B, D is not 16-byte
+ * aligned, again with the misaligned ones staged; a misaligned bias or aux
+ * matrix is staged (with the rest) at once (see the top). Staging keeps
+ * the epilogue: the fallbacks without it round the GEMM's result to the
+ * storage type before the bias or GELU is applied, a second rounding the
+ * fused result does not have. */
 static gt_status lt_gemm(const gt_kctx *k, gt_cuda_impl *im, cudaDataType_t dtype, bool ta,
                          bool tb, int m, int n, int kk, const void *A, int lda, const void *B,
-                         int ldb, void *D, int ldd, float beta) {
-    gt_status s = lt_matmul(im, dtype, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, beta, NULL);
-    bool misaligned = !gt_cuda_aligned(A) || !gt_cuda_aligned(B) || !gt_cuda_aligned(D);
-    if (s != GT_ERR_UNSUPPORTED || !misaligned) return s;
+                         int ldb, void *D, int ldd, float beta, const lt_epi *epi) {
+    const void *bias = epi ? epi->bias : NULL, *aux = epi ? epi->aux : NULL;
+    bool side_misaligned = (bias && !gt_cuda_aligned(bias)) || (aux && !gt_cuda_aligned(aux));
+    bool misaligned = side_misaligned || !gt_cuda_aligned(A) || !gt_cuda_aligned(B) ||
+                      !gt_cuda_aligned(D);
     char why[256];
-    snprintf(why, sizeof why, "%s", gt_last_error());
-    gt_error_clear();
+    gt_status s;
+    if (!side_misaligned) {
+        s = lt_matmul(im, dtype, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, beta, epi);
+        if (s != GT_ERR_UNSUPPORTED || !misaligned) return s;
+        snprintf(why, sizeof why, "%s", gt_last_error());
+        gt_error_clear();
+    } else {
+        snprintf(why, sizeof why, "the bias or aux matrix is not 16-byte aligned: not asked");
+    }
     size_t es = dtype == CUDA_R_32F ? 4 : 2;
     gt_cuda_stage sg = gt_cuda_stage_begin(k, im);
-    void *a = NULL, *b = NULL, *dd = NULL;
+    void *a = NULL, *b = NULL, *dd = NULL, *sb = NULL, *sx = NULL;
+    lt_epi e;
+    if (epi) e = *epi;
     s = gt_cuda_stage_ptr(&sg, A, lt_extent(ta ? kk : m, ta ? m : kk, lda) * es, 1, 0, &a);
     if (s == GT_OK)
         s = gt_cuda_stage_ptr(&sg, B, lt_extent(tb ? n : kk, tb ? kk : n, ldb) * es, 1, 0, &b);
     if (s == GT_OK)
         s = gt_cuda_stage_ptr(&sg, D, lt_extent(m, n, ldd) * es, beta != 0.0f, 1, &dd);
-    if (s == GT_OK) s = lt_matmul(im, dtype, ta, tb, m, n, kk, a, lda, b, ldb, dd, ldd, beta, NULL);
+    /* the bias: D's rows, read; the aux matrix: D's shape at ld aux_ld,
+     * read by DGELU, written by the GELU_AUX epilogues */
+    if (s == GT_OK && bias) s = gt_cuda_stage_ptr(&sg, bias, (size_t)m * es, 1, 0, &sb);
+    if (s == GT_OK && aux) {
+        bool reads = epi->kind == CUBLASLT_EPILOGUE_DGELU;
+        s = gt_cuda_stage_ptr(&sg, aux, lt_extent(m, n, (int)epi->aux_ld) * es, reads, !reads,
+                              &sx);
+    }
+    if (s == GT_OK) {
+        e.bias = sb;
+        e.aux = sx;
+        s = lt_matmul(im, dtype, ta, tb, m, n, kk, a, lda, b, ldb, dd, ldd, beta,
+                      epi ? &e : NULL);
+    }
     s = gt_cuda_unstage(&sg, s);
     if (s == GT_OK)
-        gt_cuda_note(im, "GEMM %s m=%d n=%d k=%d op=%c%c: operands staged to 16-byte aligned "
-                     "scratch (unstaged: %.160s)", dt_name(dtype), m, n, kk, ta ? 'T' : 'N',
-                     tb ? 'T' : 'N', why);
+        gt_cuda_note(im, "GEMM %s m=%d n=%d k=%d op=%c%c epilogue %d: operands staged to "
+                     "16-byte aligned scratch (unstaged: %.160s)", dt_name(dtype), m, n, kk,
+                     ta ? 'T' : 'N', tb ? 'T' : 'N', epi ? (int)epi->kind : 0, why);
     return s;
 }
 
@@ -268,23 +299,24 @@ static gt_status bias_launch(gt_cuda_impl *im, void *out, const void *bias, int 
     return GT_OK;
 }
 
-/* out(N,OC) = inp @ weight^T + bias, the BIAS epilogue when the bias is
- * 16-byte aligned and an algorithm takes it, else the plain GEMM and the
- * own broadcast kernel. */
+/* out(N,OC) = inp @ weight^T + bias, the BIAS epilogue when an algorithm
+ * takes it (a misaligned bias staged like the operands: one rounding of
+ * GEMM + bias), else the plain GEMM and the own broadcast kernel. */
 static gt_status linear_fwd(const gt_kctx *k, gt_cuda_impl *im, gt_dtype dt, void *out,
                             const void *inp,
                             const void *weight, const void *bias, int N, int C, int OC) {
     cudaDataType_t t = cuda_type(dt);
     /* out^T(OC,N) = op_T(weight as column-major (C,OC)) @ inp as column-major (C,N). */
-    if (bias && ((uintptr_t)bias % 16) == 0) {
+    if (bias) {
         lt_epi e;
         e.kind = CUBLASLT_EPILOGUE_BIAS;
         e.bias = bias;
-        gt_status s = lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, &e);
+        gt_status s =
+            lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, &e);
         if (s != GT_ERR_UNSUPPORTED) return s;
         gt_error_clear(); /* retried below without the epilogue */
     }
-    GT_TRY(lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f));
+    GT_TRY(lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, NULL));
     if (bias) return GT_CUDA_DISPATCH(dt, bias_launch, im, out, bias, N, OC);
     return GT_OK;
 }
@@ -330,7 +362,7 @@ static gt_status weight_grads(const gt_kctx *k, gt_cuda_impl *im, void *dweight,
     /* dweight^T(C,OC) += inp^T(C,N col-major) @ dout(N,OC) = op T of the
      * column-major (OC,N) view of dout. */
     GT_TRY(lt_gemm(k, im, cuda_type(k->dt), false, true, C, OC, N, inp, C, dout, OC, dweight, C,
-                   1.0f));
+                   1.0f, NULL));
     if (dbias) return GT_CUDA_DISPATCH(k->dt, dbias_launch, k, im, dbias, dout, N, OC);
     return GT_OK;
 }
@@ -347,7 +379,7 @@ extern "C" gt_status gt_cuda_matmul_bwd(const gt_kctx *k, void *dinp, void *dwei
         /* dinp^T(C,N) = weight(C,OC col-major) @ dout^T(OC,N col-major);
          * beta 0: the old dinp is never read (it may hold NaN). */
         GT_TRY(lt_gemm(k, im, cuda_type(k->dt), false, false, C, N, OC, weight, C, dout, OC, dinp,
-                       C, 0.0f));
+                       C, 0.0f, NULL));
     }
     return weight_grads(k, im, dweight, dbias, dout, inp, N, C, OC);
 }
@@ -399,13 +431,11 @@ static gt_status dgelu_launch(gt_cuda_impl *im, void *dpre, const void *pre, int
 }
 
 /* Why the GELU epilogue is not tried for this call (NULL: try it). ld: the
- * aux matrix's leading dimension (OC forward, C backward); aux: that
- * matrix (pre). */
-static const char *gelu_epi_refusal(gt_dtype dt, int ld, const void *bias, const void *aux) {
+ * aux matrix's leading dimension (OC forward, C backward). A bias or aux
+ * pointer that is not 16-byte aligned is no reason: lt_gemm stages it. */
+static const char *gelu_epi_refusal(gt_dtype dt, int ld) {
     if (dt == GT_DTYPE_FP32) return "fp32: cuBLASLt's GELU is not documented fp32-accurate";
     if (ld % 8 != 0) return "aux ld not a multiple of 8";
-    if (bias && ((uintptr_t)bias % 16) != 0) return "bias not 16-byte aligned";
-    if (((uintptr_t)aux % 16) != 0) return "aux (pre) not 16-byte aligned";
     return NULL;
 }
 
@@ -418,7 +448,7 @@ extern "C" gt_status gt_cuda_matmul_gelu_fwd(const gt_kctx *k, void *out, void *
         return GT_ERR(GT_ERR_INVALID, "matmul_gelu_fwd: bad shape N=%d C=%d OC=%d", N, C, OC);
     if (N == 0 || OC == 0) return GT_OK;
     cudaDataType_t t = cuda_type(k->dt);
-    const char *why = gelu_epi_refusal(k->dt, OC, bias, pre);
+    const char *why = gelu_epi_refusal(k->dt, OC);
     const char *epi_name = bias ? "GELU_AUX_BIAS" : "GELU_AUX";
     if (!why) {
         /* out^T(OC,N) = gelu(op_T(weight as column-major (C,OC)) @ inp^T + bias),
@@ -428,7 +458,8 @@ extern "C" gt_status gt_cuda_matmul_gelu_fwd(const gt_kctx *k, void *out, void *
         e.bias = bias;
         e.aux = pre;
         e.aux_ld = OC;
-        gt_status s = lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, &e);
+        gt_status s =
+            lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, &e);
         if (s == GT_OK) {
             gt_cuda_note(im, "matmul_gelu_fwd N%d C%d OC%d %s: cublasLt %s epilogue", N, C, OC,
                          dt_name(t), epi_name);
@@ -441,12 +472,13 @@ extern "C" gt_status gt_cuda_matmul_gelu_fwd(const gt_kctx *k, void *out, void *
     gt_cuda_note(im, "matmul_gelu_fwd N%d C%d OC%d %s: matmul + own GELU kernel (%s)", N, C, OC,
                  dt_name(t), why);
     /* pre = inp @ weight^T (+ bias through the BIAS epilogue when it takes it) */
-    bool bias_in_gemm = bias && ((uintptr_t)bias % 16) == 0;
+    bool bias_in_gemm = bias != NULL;
     if (bias_in_gemm) {
         lt_epi e;
         e.kind = CUBLASLT_EPILOGUE_BIAS;
         e.bias = bias;
-        gt_status s = lt_matmul(im, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f, &e);
+        gt_status s =
+            lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f, &e);
         if (s == GT_ERR_UNSUPPORTED) {
             gt_error_clear();
             bias_in_gemm = false;
@@ -455,7 +487,7 @@ extern "C" gt_status gt_cuda_matmul_gelu_fwd(const gt_kctx *k, void *out, void *
         }
     }
     if (!bias_in_gemm)
-        GT_TRY(lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f));
+        GT_TRY(lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f, NULL));
     /* out = gelu(pre), the bias added on the way when the GEMM did not */
     return GT_CUDA_DISPATCH(k->dt, gelu_launch, im, out, pre, bias_in_gemm ? NULL : bias, N, OC);
 }
@@ -470,7 +502,7 @@ extern "C" gt_status gt_cuda_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void
         return GT_ERR(GT_ERR_INVALID, "matmul_dgelu_bwd: bad shape N=%d C=%d OC=%d", N, C, OC);
     if (N == 0) return GT_OK;
     cudaDataType_t t = cuda_type(k->dt);
-    const char *why = gelu_epi_refusal(k->dt, C, NULL, pre);
+    const char *why = gelu_epi_refusal(k->dt, C);
     bool done = false;
     if (!why) {
         /* dpre^T(C,N) = (weight(C,OC col-major) @ dout^T(OC,N)) * gelu'(pre^T),
@@ -480,7 +512,7 @@ extern "C" gt_status gt_cuda_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void
         e.aux = pre;
         e.aux_ld = C;
         gt_status s =
-            lt_matmul(im, t, false, false, C, N, OC, weight, C, dout, OC, dpre, C, 0.0f, &e);
+            lt_gemm(k, im, t, false, false, C, N, OC, weight, C, dout, OC, dpre, C, 0.0f, &e);
         if (s == GT_OK) {
             gt_cuda_note(im, "matmul_dgelu_bwd N%d C%d OC%d %s: cublasLt DGELU epilogue", N, C, OC,
                          dt_name(t));
@@ -495,7 +527,7 @@ extern "C" gt_status gt_cuda_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void
     if (!done) {
         gt_cuda_note(im, "matmul_dgelu_bwd N%d C%d OC%d %s: matmul + own GELU' kernel (%s)", N, C,
                      OC, dt_name(t), why);
-        GT_TRY(lt_gemm(k, im, t, false, false, C, N, OC, weight, C, dout, OC, dpre, C, 0.0f));
+        GT_TRY(lt_gemm(k, im, t, false, false, C, N, OC, weight, C, dout, OC, dpre, C, 0.0f, NULL));
         GT_TRY(GT_CUDA_DISPATCH(k->dt, dgelu_launch, im, dpre, pre, N, C));
     }
     return weight_grads(k, im, dweight, dbias, dout, inp, N, C, OC);

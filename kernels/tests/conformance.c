@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
     }
     t.no_skips = strcmp(t.be->name, "ref") == 0 || strcmp(t.be->name, "cuda") == 0;
     printf("conformance: %s (%s) vs ref, storage %s%s\n", bname, t.be->describe(t.be),
-           gt_dtype_name(t.dt), t.no_skips ? " (a skip fails)" : "");
+           gt_dtype_name(t.dt), t.no_skips ? " (a filled slot that declines a case fails)" : "");
 
     static const int enc[][4] = {{1, 1, 1, 1}, {2, 3, 7, 5}, {3, 17, 65, 11}, {4, 64, 768, 50}};
     for (size_t i = 0; i < sizeof enc / sizeof enc[0]; i++) {
