@@ -117,19 +117,34 @@ struct fiber {
 #endif
 };
 
-/* Stacks are kept from launch to launch (a launch maps none once the pool
- * holds as many as its blocks have threads). */
+/* Stacks are kept from launch to launch (the pool grows to the largest
+ * block seen).
+ *
+ * Threads run on worker fibers: a worker starts the block's threads one
+ * after another, in this launch's order, on its own stack, until one of
+ * them waits at a barrier or warp operation. That thread keeps the worker
+ * (its stack holds the thread's frames) and the scheduler starts a new
+ * worker for the threads after it; when a waiting thread is released and
+ * ends, its worker goes on with threads not yet started, if any, and
+ * otherwise ends. A kernel without barriers therefore runs a whole block
+ * on one stack with two switches, not two per thread. */
 static thread_local std::vector<fiber> *pool;
 
 struct sched {
     std::vector<thread_state> threads;
     std::vector<fiber> &fibers;
+    std::vector<unsigned> free_fibers; /* indices into fibers, taken from the back */
+    std::vector<int> fiber_of;         /* per thread: its worker, -1 when not running */
+    std::vector<unsigned> order;       /* this block's start order */
+    size_t next = 0;                   /* order[next] is the next thread to start */
     explicit sched(std::vector<fiber> &f) : fibers(f) {}
     block_ctx block;
     body_fn body = nullptr;
     void *closure = nullptr;
     const char *kernel = "";
-    unsigned running = 0; /* index of the thread on the cpu */
+    unsigned running = 0;     /* index of the thread on the cpu */
+    unsigned cur_fiber = 0;   /* the worker switched to */
+    bool fiber_ended = false; /* it ran out of threads and will not come back */
 #if defined(__x86_64__)
     void *sched_sp = nullptr;
 #else
@@ -145,17 +160,26 @@ static thread_local sched *S;
 static void fiber_main() {
     sched *s = S;
     GT_EMU_FINISH_SWITCH(nullptr, &s->sched_bottom, &s->sched_size);
-    s->body(s->closure);
-    thread_state &t = s->threads[s->running];
-    t.state = ST_DONE;
-    /* no save slot: the fiber never comes back, ASan may drop its fake stack */
+    unsigned me = s->cur_fiber;
+    while (s->next < s->order.size()) {
+        unsigned i = s->order[s->next++];
+        s->running = i;
+        cur = &s->threads[i];
+        s->fiber_of[i] = (int)me;
+        s->body(s->closure); /* may wait: then this worker is suspended inside */
+        s->threads[i].state = ST_DONE;
+        s->fiber_of[i] = -1;
+    }
+    s->fiber_ended = true;
+    cur = nullptr;
+    /* no save slot: the worker never comes back, ASan may drop its fake stack */
     GT_EMU_START_SWITCH(nullptr, s->sched_bottom, s->sched_size);
 #if defined(__x86_64__)
-    gt_emu_switch(&s->fibers[s->running].sp, s->sched_sp);
+    gt_emu_switch(&s->fibers[me].sp, s->sched_sp);
 #else
-    swapcontext(&s->fibers[s->running].uc, &s->sched_uc);
+    swapcontext(&s->fibers[me].uc, &s->sched_uc);
 #endif
-    fatal("a finished thread was resumed");
+    fatal("a finished worker was resumed");
 }
 
 static void fiber_prepare(sched *s, unsigned i) {
@@ -188,10 +212,11 @@ static void fiber_prepare(sched *s, unsigned i) {
 #endif
 }
 
-static void resume(sched *s, unsigned i) {
-    s->running = i;
-    cur = &s->threads[i];
-    fiber &f = s->fibers[i];
+/* Runs worker fi until a thread on it waits or it ends. */
+static void run_fiber(sched *s, unsigned fi) {
+    fiber &f = s->fibers[fi];
+    s->cur_fiber = fi;
+    s->fiber_ended = false;
     GT_EMU_START_SWITCH(&s->sched_fake, f.stack + 4096, STACK_BYTES - 4096);
 #if defined(__x86_64__)
     gt_emu_switch(&s->sched_sp, f.sp);
@@ -200,6 +225,23 @@ static void resume(sched *s, unsigned i) {
 #endif
     GT_EMU_FINISH_SWITCH(s->sched_fake, nullptr, nullptr);
     cur = nullptr;
+    if (s->fiber_ended) s->free_fibers.push_back(fi);
+}
+
+/* A new worker for the threads not started yet. */
+static void start_worker(sched *s) {
+    if (s->free_fibers.empty()) fatal("no free fiber for a worker of %s", s->kernel);
+    unsigned fi = s->free_fibers.back();
+    s->free_fibers.pop_back();
+    fiber_prepare(s, fi);
+    run_fiber(s, fi);
+}
+
+/* Continues released thread i on its worker. */
+static void resume(sched *s, unsigned i) {
+    s->running = i;
+    cur = &s->threads[i];
+    run_fiber(s, (unsigned)s->fiber_of[i]);
 }
 
 void wait_op(int op) {
@@ -208,7 +250,7 @@ void wait_op(int op) {
     thread_state &t = s->threads[s->running];
     t.state = ST_WAITING;
     t.op = op;
-    fiber &f = s->fibers[s->running];
+    fiber &f = s->fibers[s->fiber_of[s->running]];
     GT_EMU_START_SWITCH(&f.asan_fake, s->sched_bottom, s->sched_size);
 #if defined(__x86_64__)
     gt_emu_switch(&f.sp, s->sched_sp);
@@ -364,27 +406,29 @@ static int order_mode = -1; /* -1 unread, 0 rotate, 1 forward */
 
 static void run_block(sched *s) {
     size_t n = s->threads.size();
+    s->free_fibers.clear();
+    for (size_t i = n; i-- > 0;) s->free_fibers.push_back((unsigned)i); /* 0 taken first */
+    s->fiber_of.assign(n, -1);
     for (size_t i = 0; i < n; i++) {
         thread_state &t = s->threads[i];
         t.state = ST_RUNNABLE;
         t.op = 0;
         t.pred = 0;
-        fiber_prepare(s, (unsigned)i);
     }
+    /* this launch's start order: forward or backward from a rotating start */
     unsigned long long seq = launches;
+    size_t start = order_mode == 1 ? 0 : (size_t)((seq * 2654435761ull) % n);
+    bool backward = order_mode != 1 && (seq & 1);
+    s->order.resize(n);
+    for (size_t k = 0; k < n; k++) s->order[k] = (unsigned)(backward ? (start + n - k) % n : (start + k) % n);
+    s->next = 0;
     for (;;) {
-        /* this launch's start and direction */
-        size_t start = order_mode == 1 ? 0 : (size_t)((seq * 2654435761ull) % n);
-        bool backward = order_mode != 1 && (seq & 1);
-        bool any = false;
+        /* released threads continue, in the same order */
         for (size_t k = 0; k < n; k++) {
-            size_t i = backward ? (start + n - k) % n : (start + k) % n;
-            if (s->threads[i].state == ST_RUNNABLE) {
-                resume(s, (unsigned)i);
-                any = true;
-            }
+            unsigned i = s->order[k];
+            if (s->threads[i].state == ST_RUNNABLE && s->fiber_of[i] >= 0) resume(s, i);
         }
-        (void)any;
+        while (s->next < n) start_worker(s);
         bool all_done = true;
         for (size_t i = 0; i < n && all_done; i++) all_done = s->threads[i].state == ST_DONE;
         if (all_done) return;
