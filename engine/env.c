@@ -227,7 +227,9 @@ gt_status gt_env_collect(gt_env *e) {
 #else
     snprintf(e->hwloc, sizeof e->hwloc, "absent");
 #endif
-#if GT_HAVE_CUDA
+#if GT_CUDA_EMULATOR
+    snprintf(e->cuda, sizeof e->cuda, "EMULATED on the CPU (GT_CUDA_EMULATOR): not a GPU");
+#elif GT_HAVE_CUDA
     snprintf(e->cuda, sizeof e->cuda, "compiled with CUDA %s for sm %s", GT_CUDA_VERSION,
              GT_CUDA_ARCHS);
 #else

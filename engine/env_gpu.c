@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "engine/timer.h"
+#include "gt_config.h"
 
 /* ---- declarations of the entry points ------------------------------------------- */
 
@@ -492,6 +493,15 @@ static void probe_driver(gt_env *e) {
 void gt_env_collect_gpu(gt_env *e) {
     e->n_gpus = 0;
     probe_driver(e);
+    if (GT_CUDA_EMULATOR) {
+        /* The cuda backend runs on the CPU emulator with gauntlet's stand-ins:
+         * the host's CUDA libraries, if any, play no part (cuda-emulator.md). */
+        snprintf(e->cuda_runtime, sizeof e->cuda_runtime, "emulated (gauntlet's CPU emulator)");
+        snprintf(e->cublas, sizeof e->cublas, "emulated (gauntlet stand-in)");
+        snprintf(e->cudnn, sizeof e->cudnn, "emulated (gauntlet stand-in, convolutions only)");
+        e->nccl[0] = '\0';
+        return;
+    }
     lib_dirs dirs = {0};
     probe_version_lib(LIB_CUDART, &dirs, e->cuda_runtime, sizeof e->cuda_runtime);
     probe_version_lib(LIB_CUBLASLT, &dirs, e->cublas, sizeof e->cublas);
