@@ -499,7 +499,7 @@ void gt_env_collect_gpu(gt_env *e) {
         snprintf(e->cuda_runtime, sizeof e->cuda_runtime, "emulated (gauntlet's CPU emulator)");
         snprintf(e->cublas, sizeof e->cublas, "emulated (gauntlet stand-in)");
         snprintf(e->cudnn, sizeof e->cudnn, "emulated (gauntlet stand-in, convolutions only)");
-        e->nccl[0] = '\0';
+        snprintf(e->nccl, sizeof e->nccl, "emulated (not built: no NCCL in the emulator)");
         return;
     }
     lib_dirs dirs = {0};

@@ -10,6 +10,7 @@
 
 #include "engine/env.h"
 #include "engine/tests/check.h"
+#include "gt_config.h"
 
 static int terminated(const char *s, size_t cap) { return memchr(s, '\0', cap) != NULL; }
 
@@ -21,6 +22,10 @@ static void check_lib_field(const char *what, const char *s, size_t cap) {
     if (strncmp(s, "absent", 6) == 0)
         CHECK(strncmp(s, "absent (", 8) == 0 && strlen(s) > 10 && s[strlen(s) - 1] == ')',
               "%s = '%s' gives no reason", what, s);
+    else if (GT_CUDA_EMULATOR && strcmp(what, "cuda_driver") != 0)
+        /* the emulator's stand-ins, never a host library (docs/cuda-emulator.md) */
+        CHECK(strncmp(s, "emulated (", 10) == 0 && s[strlen(s) - 1] == ')',
+              "%s = '%s' in an emulator build", what, s);
     else
         CHECK(s[0] >= '0' && s[0] <= '9' && strchr(s, '(') != NULL,
               "%s = '%s' is neither a version with its path nor absent", what, s);
@@ -91,7 +96,7 @@ int main(void) {
         {"libcudnn.so", "cudnn", e.cudnn},
         {"libnccl.so", "nccl", e.nccl},
     };
-    for (size_t i = 0; i < sizeof toolkit / sizeof toolkit[0]; i++) {
+    for (size_t i = 0; i < sizeof toolkit / sizeof toolkit[0] && !GT_CUDA_EMULATOR; i++) {
         if (!toolkit_has(toolkit[i].prefix)) {
             printf("skip: no /usr/local/cuda/lib64/%s*\n", toolkit[i].prefix);
             continue;
