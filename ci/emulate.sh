@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # The cuda backend on the CPU emulator (docs/cuda-emulator.md): builds
 # gauntlet with GT_CUDA_EMULATOR=ON in build-emu (no GPU, no nvcc: the CUDA
-# headers only) and runs every gpu-labelled test there, the ones that take
-# minutes under ASan (ci/sanitize.sh runs the others) included:
-# kernels.determinism.cuda (the emulator changes the thread order from launch
-# to launch, so a race between barriers shows as a difference between its two
-# runs), models.gpt2_precision.cuda and models.dense_precision.cuda (16-bit
-# training with loss scaling and resume). A pass says the backend's own code
-# computes what ref computes; it says nothing about a GPU's speed or its
-# libraries (gpu-verification.md).
+# headers only) and runs the gpu-labelled tests there.
+#
+#   ci/emulate.sh            every gpu-labelled test (about 2 min on 2 cores)
+#   ci/emulate.sh REGEX      those whose name matches REGEX (ctest -R)
+#
+# Only the executables those tests run are built. CI (.ci/run) runs
+# kernels.determinism.cuda here: the emulator changes the thread order from
+# launch to launch, so a race between barriers shows as a difference between
+# its two runs, and it takes minutes under ASan, where ci/sanitize.sh runs the
+# other cheap cuda tests. A pass says the backend's own code computes what
+# ref computes; it says nothing about a GPU's speed or its libraries
+# (gpu-verification.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-emu}
 JOBS=${JOBS:-$(nproc)}
+SELECT=()
+[ $# -gt 0 ] && SELECT=(-R "$1")
 
 if [ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda_runtime.h" ]; then
     echo "emulate: no CUDA headers under ${CUDA_HOME:-/usr/local/cuda}/include: install the CUDA" \
@@ -22,6 +28,13 @@ fi
 mkdir -p "$BUILD"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGT_CUDA_EMULATOR=ON \
       -DCMAKE_C_FLAGS=-Werror >"$BUILD/configure.log" || { cat "$BUILD/configure.log"; exit 1; }
-cmake --build "$BUILD" -j "$JOBS"
+# the executables of the selected tests: test a.b.c is target test_a_b_c
+# (gt_add_test); the script tests run the harness, built anyway
+mapfile -t targets < <(comm -12 \
+    <(cd "$BUILD" && ctest -N -L gpu "${SELECT[@]}" | sed -n 's/^ *Test *#[0-9]*: //p' |
+      tr . _ | sed 's/^/test_/' | sort -u) \
+    <(cmake --build "$BUILD" --target help | sed -n 's/^[.][.][.] //p' | sort -u))
+[ ${#targets[@]} -gt 0 ] || { echo "emulate: no gpu-labelled test matches ${1:-}" >&2; exit 1; }
+cmake --build "$BUILD" -j "$JOBS" --target gauntlet report_check "${targets[@]}"
 cd "$BUILD"
-ctest --output-on-failure -j "$JOBS" -L gpu
+ctest --output-on-failure -j "$JOBS" -L gpu "${SELECT[@]}"

@@ -507,13 +507,34 @@ cudaError_t fail(cudaError_t e) {
     return e;
 }
 
-bool is_device(const void *p) {
+/* Whether [p, p + n) lies inside one cudaMalloc'd allocation (n = 0: p does). */
+bool in_device(const void *p, size_t n) {
     std::lock_guard<std::mutex> g(mem_mu);
     uintptr_t a = (uintptr_t)p;
     auto it = allocations.upper_bound(a);
     if (it == allocations.begin()) return false;
     --it;
-    return a >= it->first && a < it->first + (it->second ? it->second : 1);
+    size_t len = it->second ? it->second : 1;
+    return a >= it->first && a - it->first < len && (n == 0 || n <= len - (a - it->first));
+}
+bool is_device(const void *p) { return in_device(p, 0); }
+
+/* What a GPU does with a copy whose pointers do not match its kind: refuse
+ * it (cudaErrorInvalidValue). Printed too: on the emulator both kinds of
+ * memory are host memory, so the copy would otherwise just work. */
+cudaError_t check_copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
+    if (n == 0 || kind == cudaMemcpyDefault) return cudaSuccess;
+    bool dev_dst = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    bool dev_src = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    const char *bad = nullptr;
+    if (dev_dst && !in_device(dst, n)) bad = "the destination is not device memory";
+    else if (!dev_dst && is_device(dst)) bad = "the destination is device memory";
+    else if (dev_src && !in_device(src, n)) bad = "the source is not device memory";
+    else if (!dev_src && is_device(src)) bad = "the source is device memory";
+    if (!bad) return cudaSuccess;
+    fprintf(stderr, "gauntlet cuda emulator: cudaMemcpy of %zu bytes, kind %d: %s\n", n,
+            (int)kind, bad);
+    return fail(cudaErrorInvalidValue);
 }
 
 double now_ms() {
@@ -676,7 +697,8 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *a, const void *p) {
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
-    (void)kind;
+    cudaError_t e = check_copy(dst, src, n, kind);
+    if (e != cudaSuccess) return e;
     if (n) memmove(dst, src, n);
     return cudaSuccess;
 }
@@ -686,6 +708,11 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind
     return cudaMemcpy(dst, src, n, kind);
 }
 cudaError_t cudaMemset(void *p, int v, size_t n) {
+    if (n && !in_device(p, n)) {
+        fprintf(stderr, "gauntlet cuda emulator: cudaMemset of %zu bytes outside device memory\n",
+                n);
+        return fail(cudaErrorInvalidValue);
+    }
     if (n) memset(p, v, n);
     return cudaSuccess;
 }
