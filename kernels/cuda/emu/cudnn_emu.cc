@@ -1142,6 +1142,21 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cud
     return CUDNN_STATUS_SUCCESS;
 }
 
+/* The heuristic's candidates into cuDNN's perf struct of the direction
+ * (the three differ in the algo enum only). time -1: a heuristic measures
+ * nothing. */
+extern "C++" template <typename P> void fill_perf(P *out, const cand *c, int n) {
+    for (int i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].algo = (decltype(out[i].algo))c[i].algo;
+        out[i].status = c[i].status;
+        out[i].time = -1.0f;
+        out[i].memory = c[i].memory;
+        out[i].determinism = c[i].det;
+        out[i].mathType = c[i].math;
+    }
+}
+
 cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithm_v7(
     cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
     const cudnnFilterDescriptor_t filterDesc, const cudnnConvolutionDescriptor_t convDesc,
@@ -1152,15 +1167,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithm_v7(
         heuristic("cudnnGetConvolutionForwardAlgorithm_v7", DIR_FWD, handle, srcDesc, filterDesc,
                   convDesc, destDesc, requestedAlgoCount, returnedAlgoCount, c);
     if (s != CUDNN_STATUS_SUCCESS) return s;
-    for (int i = 0; i < *returnedAlgoCount; i++) {
-        memset(&perfResults[i], 0, sizeof perfResults[i]);
-        perfResults[i].algo = (cudnnConvolutionFwdAlgo_t)c[i].algo;
-        perfResults[i].status = c[i].status;
-        perfResults[i].time = -1.0f; /* a heuristic measures nothing */
-        perfResults[i].memory = c[i].memory;
-        perfResults[i].determinism = c[i].det;
-        perfResults[i].mathType = c[i].math;
-    }
+    fill_perf(perfResults, c, *returnedAlgoCount);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1174,15 +1181,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardDataAlgorithm_v7(
         heuristic("cudnnGetConvolutionBackwardDataAlgorithm_v7", DIR_BWD_DATA, handle, gradDesc,
                   filterDesc, convDesc, diffDesc, requestedAlgoCount, returnedAlgoCount, c);
     if (s != CUDNN_STATUS_SUCCESS) return s;
-    for (int i = 0; i < *returnedAlgoCount; i++) {
-        memset(&perfResults[i], 0, sizeof perfResults[i]);
-        perfResults[i].algo = (cudnnConvolutionBwdDataAlgo_t)c[i].algo;
-        perfResults[i].status = c[i].status;
-        perfResults[i].time = -1.0f;
-        perfResults[i].memory = c[i].memory;
-        perfResults[i].determinism = c[i].det;
-        perfResults[i].mathType = c[i].math;
-    }
+    fill_perf(perfResults, c, *returnedAlgoCount);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1196,15 +1195,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         heuristic("cudnnGetConvolutionBackwardFilterAlgorithm_v7", DIR_BWD_FILTER, handle, srcDesc,
                   gradDesc, convDesc, diffDesc, requestedAlgoCount, returnedAlgoCount, c);
     if (s != CUDNN_STATUS_SUCCESS) return s;
-    for (int i = 0; i < *returnedAlgoCount; i++) {
-        memset(&perfResults[i], 0, sizeof perfResults[i]);
-        perfResults[i].algo = (cudnnConvolutionBwdFilterAlgo_t)c[i].algo;
-        perfResults[i].status = c[i].status;
-        perfResults[i].time = -1.0f;
-        perfResults[i].memory = c[i].memory;
-        perfResults[i].determinism = c[i].det;
-        perfResults[i].mathType = c[i].math;
-    }
+    fill_perf(perfResults, c, *returnedAlgoCount);
     return CUDNN_STATUS_SUCCESS;
 }
 
