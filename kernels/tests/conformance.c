@@ -93,7 +93,10 @@ int main(int argc, char **argv) {
     printf("conformance: %s (%s) vs ref, storage %s%s\n", bname, t.be->describe(t.be),
            gt_dtype_name(t.dt), t.no_skips ? " (a filled slot that declines a case fails)" : "");
 
-    static const int enc[][4] = {{1, 1, 1, 1}, {2, 3, 7, 5}, {3, 17, 65, 11}, {4, 64, 768, 50}};
+    /* B, T, C, V; last, more positions (400) than cuda's encoder_bwd scans
+     * in one shared-memory tile (256), with tokens repeating across tiles */
+    static const int enc[][4] = {{1, 1, 1, 1},     {2, 3, 7, 5}, {3, 17, 65, 11},
+                                 {4, 64, 768, 50}, {2, 200, 8, 5}};
     for (size_t i = 0; i < sizeof enc / sizeof enc[0]; i++) {
         gt_kshape sh = {.B = enc[i][0], .T = enc[i][1], .C = enc[i][2], .V = enc[i][3]};
         one(&t, GT_OP_ENCODER_FWD, sh);
@@ -143,8 +146,11 @@ int main(int argc, char **argv) {
         one(&t, GT_OP_MATMUL_GELU_FWD, sh);
         one(&t, GT_OP_MATMUL_DGELU_BWD, sh);
     }
+    /* B, T, C, NH; last, a head size of 200 (cuda's own kernels keep up to
+     * 8 values of a row per lane: d = lane + 32 i, the last i partial) */
     static const int at[][4] = {{1, 1, 4, 1},    {2, 7, 12, 3},   {1, 17, 32, 4},
-                                {2, 64, 128, 2}, {1, 65, 256, 4}, {3, 3, 3, 3}};
+                                {2, 64, 128, 2}, {1, 65, 256, 4}, {3, 3, 3, 3},
+                                {1, 33, 200, 1}};
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
         gt_kshape sh = {.B = at[i][0], .T = at[i][1], .C = at[i][2], .NH = at[i][3]};
         one(&t, GT_OP_ATTENTION_FWD, sh);
@@ -194,14 +200,16 @@ int main(int argc, char **argv) {
      * offsets). Last, maps of 2 to 15 values (3x3, 2x3) in more channels
      * than cpu's batchnorm blocks (32 channels a work item below HW 16, a
      * partial last block), HW 9 on its 8-lane sums with a tail, HW 6 on
-     * its scalar ones and on avgpool's scalar rows (HW < 8).
+     * its scalar ones and on avgpool's scalar rows (HW < 8). Last, a channel
+     * of 3267 values, which cuda's batchnorm cuts into 2 chunks (more than
+     * 2048 values, few channels), the last one shorter: the chunks' merge.
      * N, C, H, W, offset. */
     static const int im[][5] = {{1, 1, 1, 1}, {2, 1, 1, 1},   {1, 3, 7, 5},
                                 {3, 17, 1, 1}, {4, 16, 8, 8}, {64, 256, 1, 1},
                                 {8, 64, 16, 16}, {2, 512, 4, 4},
                                 {32, 8, 8, 8}, {32, 16, 4, 4}, {2, 16, 4, 4}, {16, 64, 8, 8},
                                 {2, 8, 8, 8, 1}, {3, 16, 4, 4, 3},
-                                {4, 40, 3, 3}, {5, 36, 2, 3}};
+                                {4, 40, 3, 3}, {5, 36, 2, 3}, {3, 2, 33, 33}};
     for (size_t i = 0; i < sizeof im / sizeof im[0]; i++) {
         gt_kshape sh = {.N = im[i][0], .C = im[i][1], .H = im[i][2], .W = im[i][3],
                         .offset = im[i][4]};
