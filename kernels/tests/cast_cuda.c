@@ -15,19 +15,6 @@
 
 static const gt_dtype k_fdt[] = {GT_DTYPE_FP32, GT_DTYPE_FP64, GT_DTYPE_BF16, GT_DTYPE_FP16};
 
-static int is_nan(const void *p, gt_dtype dt, size_t i) {
-    switch (dt) {
-    case GT_DTYPE_FP32:
-        return isnan(((const float *)p)[i]);
-    case GT_DTYPE_FP64:
-        return isnan(((const double *)p)[i]);
-    case GT_DTYPE_BF16:
-        return (((const uint16_t *)p)[i] & 0x7fff) > 0x7f80;
-    default:
-        return (((const uint16_t *)p)[i] & 0x7fff) > 0x7c00;
-    }
-}
-
 int main(void) {
     gt_backend_config cfg = {.threads = 0, .device = -1};
     gt_backend *be = NULL, *ref = NULL;
@@ -63,7 +50,7 @@ int main(void) {
             size_t bad = 0, first = 0, es = gt_dtype_size(to);
             if (s == GT_OK) {
                 for (size_t i = 0; i < n; i++) {
-                    int wn = is_nan(want, to, i), gn = is_nan(got, to, i);
+                    int wn = tu_is_nan(want, to, i), gn = tu_is_nan(got, to, i);
                     int same = wn || gn
                                    ? wn == gn
                                    : memcmp((char *)want + i * es, (char *)got + i * es, es) == 0;

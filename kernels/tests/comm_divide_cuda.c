@@ -47,20 +47,6 @@ static void host_divide(void *want, const void *x, gt_dtype dt, size_t n, int ra
     }
 }
 
-static int is_nan(const void *p, gt_dtype dt, size_t i) {
-    switch (dt) {
-    case GT_DTYPE_FP32:
-        return isnan(((const float *)p)[i]);
-    case GT_DTYPE_FP64:
-        return isnan(((const double *)p)[i]);
-    case GT_DTYPE_BF16:
-        return (((const uint16_t *)p)[i] & 0x7fff) > 0x7f80;
-    case GT_DTYPE_FP16:
-        return (((const uint16_t *)p)[i] & 0x7fff) > 0x7c00;
-    default:
-        return 0;
-    }
-}
 #endif
 
 int main(void) {
@@ -96,7 +82,7 @@ int main(void) {
             s = e == 0 ? be->copy_to_host(be, got, d, bytes) : GT_ERR_DEVICE;
             size_t bad = 0, first = 0;
             for (size_t i = 0; s == GT_OK && i < n; i++) {
-                int wn = is_nan(want, dt, i), gn = is_nan(got, dt, i);
+                int wn = tu_is_nan(want, dt, i), gn = tu_is_nan(got, dt, i);
                 int same = wn || gn ? wn == gn
                                     : memcmp((char *)want + i * es, (char *)got + i * es, es) == 0;
                 if (!same && !bad++) first = i;

@@ -18,6 +18,23 @@
 
 #define TU_SEED 20240611u
 
+/* Whether element i of p (dtype dt, host memory) is a NaN; integer dtypes
+ * never are. bf16/fp16 by their bits: exponent all ones, mantissa nonzero. */
+static inline int tu_is_nan(const void *p, gt_dtype dt, size_t i) {
+    switch (dt) {
+    case GT_DTYPE_FP32:
+        return isnan(((const float *)p)[i]);
+    case GT_DTYPE_FP64:
+        return isnan(((const double *)p)[i]);
+    case GT_DTYPE_BF16:
+        return (((const uint16_t *)p)[i] & 0x7fff) > 0x7f80;
+    case GT_DTYPE_FP16:
+        return (((const uint16_t *)p)[i] & 0x7fff) > 0x7c00;
+    default:
+        return 0;
+    }
+}
+
 static inline void *tu_xmalloc(size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) {
