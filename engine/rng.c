@@ -86,22 +86,41 @@ double gt_rng_uniform_f64(uint64_t seed, uint64_t stream, uint64_t index) {
     return (double)(gt_rng_u64(seed, stream, index) >> 11) * 0x1p-53;
 }
 
-float gt_rng_normal(uint64_t seed, uint64_t stream, uint64_t index) {
+/* Box-Muller on one Philox block: the radius and angle shared by the pair
+ * of normals 2 pair and 2 pair + 1 (cos, then sin). */
+static void normal_pair(uint64_t seed, uint64_t stream, uint64_t pair, double *r, double *theta) {
     uint32_t w[4];
-    block(seed, stream, index / 2, w);
+    block(seed, stream, pair, w);
     uint64_t a = (uint64_t)w[0] | (uint64_t)w[1] << 32;
     uint64_t b = (uint64_t)w[2] | (uint64_t)w[3] << 32;
     double u1 = (double)((a >> 11) + 1) * 0x1p-53;
     double u2 = (double)(b >> 11) * 0x1p-53;
-    double r = sqrt(-2.0 * log(u1));
-    double theta = 6.283185307179586476925286766559 * u2;
+    *r = sqrt(-2.0 * log(u1));
+    *theta = 6.283185307179586476925286766559 * u2;
+}
+
+float gt_rng_normal(uint64_t seed, uint64_t stream, uint64_t index) {
+    double r, theta;
+    normal_pair(seed, stream, index / 2, &r, &theta);
     return (float)(index % 2 ? r * sin(theta) : r * cos(theta));
 }
 
+/* The same values as gt_rng_normal element by element, with one Philox
+ * block, logarithm and square root per pair instead of per element (test
+ * inputs and model initialisation fill millions). */
 void gt_rng_fill_normal(float *dst, size_t n, float mean, float std, uint64_t seed,
                         uint64_t stream, uint64_t offset) {
-    for (size_t i = 0; i < n; i++)
-        dst[i] = gt_rng_normal(seed, stream, offset + i) * std + mean;
+    size_t i = 0;
+    while (i < n) {
+        uint64_t index = offset + i;
+        double r, theta;
+        normal_pair(seed, stream, index / 2, &r, &theta);
+        if (index % 2 == 0) {
+            dst[i++] = (float)(r * cos(theta)) * std + mean;
+            if (i == n) break;
+        }
+        dst[i++] = (float)(r * sin(theta)) * std + mean;
+    }
 }
 
 void gt_rng_fill_uniform(float *dst, size_t n, float lo, float hi, uint64_t seed,

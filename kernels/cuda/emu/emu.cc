@@ -3,13 +3,15 @@
  * stream is the null stream and every call completes before it returns.
  *
  * Scheduling: a block's threads run on fibers, one at a time, each until
- * it reaches a barrier, a warp operation or its end. When none can run,
- * the warp operations whose masks are complete are resolved, else the
- * block barrier when every live thread waits at it, else the block is
- * stuck: a fatal error listing where each thread waits. The order in which
- * runnable threads are started changes from launch to launch (forward or
- * backward from a rotating start), so a kernel whose result depends on it
- * (a race between barriers) gives different bits run to run, which the
+ * it reaches a barrier, a warp operation or its end. A warp operation
+ * completes when the last lane of its mask arrives, the block barrier when
+ * the last thread does; a thread that waits hands the cpu straight to the
+ * next released or not yet started thread. When none is left and some
+ * still wait, the block is stuck: a fatal error listing where each thread
+ * waits. The order in which the threads of a block start (and released
+ * lanes go on) changes from launch to launch (forward or backward from a
+ * rotating start), so a kernel whose result depends on it (a race between
+ * barriers) gives different bits run to run, which the
  * determinism tests compare. GT_EMU_ORDER=forward pins it. */
 #include <errno.h>
 #include <pthread.h>
@@ -40,6 +42,7 @@
 #endif
 #endif
 #ifdef GT_EMU_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define GT_EMU_START_SWITCH(save, bottom, size) __sanitizer_start_switch_fiber((save), (bottom), (size))
 #define GT_EMU_FINISH_SWITCH(save, bottom, size) __sanitizer_finish_switch_fiber((save), (bottom), (size))
@@ -107,14 +110,27 @@ gt_emu_switch:
 )");;
 #endif
 
-struct fiber {
-    char *stack = nullptr;
-    void *asan_fake = nullptr; /* the fiber's fake stack while it is switched out */
+/* A saved execution context: a stack pointer on x86-64, a ucontext elsewhere. */
+struct ctx {
 #if defined(__x86_64__)
     void *sp = nullptr;
 #else
     ucontext_t uc;
 #endif
+};
+
+static inline void ctx_switch(ctx *save, ctx *to) {
+#if defined(__x86_64__)
+    gt_emu_switch(&save->sp, to->sp);
+#else
+    swapcontext(&save->uc, &to->uc);
+#endif
+}
+
+struct fiber {
+    char *stack = nullptr;
+    void *asan_fake = nullptr; /* the fiber's fake stack while it is switched out */
+    ctx c;
 };
 
 /* Stacks are kept from launch to launch (the pool grows to the largest
@@ -123,11 +139,20 @@ struct fiber {
  * Threads run on worker fibers: a worker starts the block's threads one
  * after another, in this launch's order, on its own stack, until one of
  * them waits at a barrier or warp operation. That thread keeps the worker
- * (its stack holds the thread's frames) and the scheduler starts a new
- * worker for the threads after it; when a waiting thread is released and
- * ends, its worker goes on with threads not yet started, if any, and
- * otherwise ends. A kernel without barriers therefore runs a whole block
- * on one stack with two switches, not two per thread. */
+ * (its stack holds the thread's frames) and a new worker starts the
+ * threads after it; when a waiting thread is released and ends, its worker
+ * goes on with threads not yet started, if any, and otherwise ends. A
+ * kernel without barriers therefore runs a whole block on one stack with
+ * two switches, not two per thread.
+ *
+ * Operations complete when their last participant arrives: the lane that
+ * completes a warp operation (every lane of its mask waits at it) or the
+ * thread that completes a block barrier computes every participant's
+ * result, queues the others as released and goes on without a switch. A
+ * thread that has to wait switches straight to the next work: the oldest
+ * released thread, else a new worker, else the scheduler, which is only
+ * reached when every thread has ended or none can go on. A warp's shuffle
+ * thus costs one switch per lane, not two plus a scan of the block. */
 static thread_local std::vector<fiber> *pool;
 
 struct sched {
@@ -137,19 +162,24 @@ struct sched {
     std::vector<int> fiber_of;         /* per thread: its worker, -1 when not running */
     std::vector<unsigned> order;       /* this block's start order */
     size_t next = 0;                   /* order[next] is the next thread to start */
+    bool backward = false;             /* this launch releases lanes high to low */
     explicit sched(std::vector<fiber> &f) : fibers(f) {}
+    /* released threads, first in first out; a thread is queued at most once */
+    std::vector<unsigned> ready;
+    size_t ready_head = 0, ready_count = 0;
+    std::vector<unsigned> warp_arrived; /* per warp: the lanes waiting at a warp operation */
+    size_t at_barrier = 0;              /* threads waiting at the block barrier */
+    int barrier_op = 0;
+    int barrier_pred = 0;
+    size_t done = 0; /* threads that ended */
     block_ctx block;
     body_fn body = nullptr;
     void *closure = nullptr;
     const char *kernel = "";
-    unsigned running = 0;     /* index of the thread on the cpu */
-    unsigned cur_fiber = 0;   /* the worker switched to */
-    bool fiber_ended = false; /* it ran out of threads and will not come back */
-#if defined(__x86_64__)
-    void *sched_sp = nullptr;
-#else
-    ucontext_t sched_uc;
-#endif
+    unsigned cur_fiber = 0;  /* the worker being started */
+    bool from_sched = false; /* the switch in progress left the scheduler's stack */
+    ctx sched_ctx;
+    ctx gone; /* where an ending worker's context goes, never to be resumed */
     const void *sched_bottom = nullptr; /* the scheduler's stack, for ASan */
     size_t sched_size = 0;
     void *sched_fake = nullptr;
@@ -157,30 +187,7 @@ struct sched {
 
 static thread_local sched *S;
 
-static void fiber_main() {
-    sched *s = S;
-    GT_EMU_FINISH_SWITCH(nullptr, &s->sched_bottom, &s->sched_size);
-    unsigned me = s->cur_fiber;
-    while (s->next < s->order.size()) {
-        unsigned i = s->order[s->next++];
-        s->running = i;
-        cur = &s->threads[i];
-        s->fiber_of[i] = (int)me;
-        s->body(s->closure); /* may wait: then this worker is suspended inside */
-        s->threads[i].state = ST_DONE;
-        s->fiber_of[i] = -1;
-    }
-    s->fiber_ended = true;
-    cur = nullptr;
-    /* no save slot: the worker never comes back, ASan may drop its fake stack */
-    GT_EMU_START_SWITCH(nullptr, s->sched_bottom, s->sched_size);
-#if defined(__x86_64__)
-    gt_emu_switch(&s->fibers[me].sp, s->sched_sp);
-#else
-    swapcontext(&s->fibers[me].uc, &s->sched_uc);
-#endif
-    fatal("a finished worker was resumed");
-}
+static void fiber_main();
 
 static void fiber_prepare(sched *s, unsigned i) {
     fiber &f = s->fibers[i];
@@ -192,6 +199,11 @@ static void fiber_prepare(sched *s, unsigned i) {
         mprotect(m, 4096, PROT_NONE);
         f.stack = (char *)m;
     }
+#ifdef GT_EMU_ASAN
+    /* a worker that ran out of threads never returned from its frames: their
+     * redzones are still poisoned where the new worker's frames go */
+    ASAN_UNPOISON_MEMORY_REGION(f.stack + 4096, STACK_BYTES - 4096);
+#endif
 #if defined(__x86_64__)
     /* Tops staggered by a cache line per fiber: stacks 2^k bytes apart would
      * put every fiber's hot frames in the same cache sets. */
@@ -202,74 +214,90 @@ static void fiber_prepare(sched *s, unsigned i) {
     ret[1] = 0;
     uint64_t *sp = ret - 6; /* r15, r14, r13, r12, rbx, rbp */
     memset(sp, 0, 6 * sizeof(uint64_t));
-    f.sp = sp;
+    f.c.sp = sp;
 #else
-    getcontext(&f.uc);
-    f.uc.uc_stack.ss_sp = f.stack + 4096;
-    f.uc.uc_stack.ss_size = STACK_BYTES - 4096;
-    f.uc.uc_link = nullptr;
-    makecontext(&f.uc, (void (*)())fiber_main, 0);
+    getcontext(&f.c.uc);
+    f.c.uc.uc_stack.ss_sp = f.stack + 4096;
+    f.c.uc.uc_stack.ss_size = STACK_BYTES - 4096;
+    f.c.uc.uc_link = nullptr;
+    makecontext(&f.c.uc, (void (*)())fiber_main, 0);
 #endif
 }
 
-/* Runs worker fi until a thread on it waits or it ends. */
-static void run_fiber(sched *s, unsigned fi) {
-    fiber &f = s->fibers[fi];
-    s->cur_fiber = fi;
-    s->fiber_ended = false;
-    GT_EMU_START_SWITCH(&s->sched_fake, f.stack + 4096, STACK_BYTES - 4096);
-#if defined(__x86_64__)
-    gt_emu_switch(&s->sched_sp, f.sp);
-#else
-    swapcontext(&s->sched_uc, &f.uc);
-#endif
-    GT_EMU_FINISH_SWITCH(s->sched_fake, nullptr, nullptr);
-    cur = nullptr;
-    if (s->fiber_ended) s->free_fibers.push_back(fi);
+static void push_ready(sched *s, unsigned i) {
+    size_t n = s->ready.size(), at = s->ready_head + s->ready_count++;
+    s->ready[at >= n ? at - n : at] = i;
 }
 
-/* A new worker for the threads not started yet. */
-static void start_worker(sched *s) {
-    if (s->free_fibers.empty()) fatal("no free fiber for a worker of %s", s->kernel);
-    unsigned fi = s->free_fibers.back();
-    s->free_fibers.pop_back();
-    fiber_prepare(s, fi);
-    run_fiber(s, fi);
+/* Leaves the running fiber `self` (null: a worker that ran out of threads
+ * and never comes back) for the next work: the oldest released thread,
+ * else a new worker for the threads not started yet, else the scheduler.
+ * Returns when `self` is switched to again. */
+static void leave(sched *s, fiber *self) {
+    ctx *to;
+    const void *bottom;
+    size_t size;
+    if (s->ready_count) {
+        unsigned i = s->ready[s->ready_head];
+        s->ready_head = s->ready_head + 1 == s->ready.size() ? 0 : s->ready_head + 1;
+        s->ready_count--;
+        cur = &s->threads[i];
+        fiber &f = s->fibers[(unsigned)s->fiber_of[i]];
+        to = &f.c;
+        bottom = f.stack + 4096;
+        size = STACK_BYTES - 4096;
+    } else if (s->next < s->order.size()) {
+        if (s->free_fibers.empty()) fatal("no free fiber for a worker of %s", s->kernel);
+        unsigned fi = s->free_fibers.back();
+        s->free_fibers.pop_back();
+        fiber_prepare(s, fi);
+        s->cur_fiber = fi;
+        fiber &f = s->fibers[fi];
+        to = &f.c;
+        bottom = f.stack + 4096;
+        size = STACK_BYTES - 4096;
+    } else {
+        cur = nullptr;
+        to = &s->sched_ctx;
+        bottom = s->sched_bottom;
+        size = s->sched_size;
+    }
+    s->from_sched = false;
+    (void)bottom;
+    (void)size;
+    if (!self) {
+        /* no save slot: ASan may drop the ending worker's fake stack */
+        GT_EMU_START_SWITCH(nullptr, bottom, size);
+        ctx_switch(&s->gone, to);
+        fatal("a finished worker was resumed");
+    }
+    GT_EMU_START_SWITCH(&self->asan_fake, bottom, size);
+    ctx_switch(&self->c, to);
+    GT_EMU_FINISH_SWITCH(self->asan_fake, nullptr, nullptr);
 }
 
-/* Continues released thread i on its worker. */
-static void resume(sched *s, unsigned i) {
-    s->running = i;
-    cur = &s->threads[i];
-    run_fiber(s, (unsigned)s->fiber_of[i]);
-}
-
-void wait_op(int op) {
+static void fiber_main() {
     sched *s = S;
-    if (!s || !cur) fatal("a barrier or warp operation outside a kernel");
-    thread_state &t = s->threads[s->running];
-    t.state = ST_WAITING;
-    t.op = op;
-    fiber &f = s->fibers[s->fiber_of[s->running]];
-    GT_EMU_START_SWITCH(&f.asan_fake, s->sched_bottom, s->sched_size);
-#if defined(__x86_64__)
-    gt_emu_switch(&f.sp, s->sched_sp);
-#else
-    swapcontext(&f.uc, &s->sched_uc);
-#endif
-    /* resumed by the scheduler: cur is this thread again */
-    GT_EMU_FINISH_SWITCH(f.asan_fake, &s->sched_bottom, &s->sched_size);
-}
-
-uint64_t shuffle(unsigned mask, uint64_t v, int src, int width, int op) {
-    thread_state *t = cur;
-    if (!t) fatal("a warp operation outside a kernel");
-    t->mask = mask;
-    t->value = v;
-    t->src = src;
-    t->width = width;
-    wait_op(op);
-    return cur->value;
+    {
+        const void *bottom = nullptr;
+        size_t size = 0;
+        GT_EMU_FINISH_SWITCH(nullptr, &bottom, &size);
+        if (s->from_sched) {
+            s->sched_bottom = bottom;
+            s->sched_size = size;
+        }
+    }
+    unsigned me = s->cur_fiber;
+    while (s->next < s->order.size()) {
+        unsigned i = s->order[s->next++];
+        cur = &s->threads[i];
+        s->fiber_of[i] = (int)me;
+        s->body(s->closure); /* may wait: then this worker is suspended inside */
+        s->threads[i].state = ST_DONE;
+        s->fiber_of[i] = -1;
+        s->done++;
+    }
+    leave(s, nullptr);
 }
 
 static const char *op_name(int op) {
@@ -311,93 +339,134 @@ static bool is_warp_op(int op) { return op == OP_SHFL || op == OP_SHFL_XOR || op
     abort();
 }
 
-/* Resolves every warp operation whose mask is complete. Returns how many
- * threads it released. */
-static unsigned resolve_warps(sched *s) {
-    unsigned released = 0;
+/* Thread `me` arrives at a warp operation (its mask, value, source and
+ * width are in its state). Returns true when its arrival completed the
+ * operation: every lane's result is in place, the others are queued. */
+static bool warp_arrive(sched *s, unsigned me, int op) {
+    thread_state &t = s->threads[me];
+    t.state = ST_WAITING;
+    t.op = op;
+    unsigned base = me & ~31u, l = me & 31u;
     size_t n = s->threads.size();
-    std::vector<uint64_t> out(32);
-    for (size_t base = 0; base < n; base += 32) {
-        unsigned lanes = (unsigned)(n - base < 32 ? n - base : 32);
-        for (unsigned l = 0; l < lanes; l++) {
-            thread_state &t = s->threads[base + l];
-            if (t.state != ST_WAITING || !is_warp_op(t.op)) continue;
-            unsigned m = t.mask;
-            if (!(m & (1u << l))) stuck(s, "a warp operation whose mask leaves out its own lane", base + l);
-            bool ready = true;
-            for (unsigned j = 0; j < 32; j++) {
-                if (!(m & (1u << j))) continue;
-                if (j >= lanes) stuck(s, "a warp mask names a lane the block does not have", base + l);
-                thread_state &u = s->threads[base + j];
-                if (u.state == ST_DONE)
-                    stuck(s, "a warp mask names a lane that has exited", base + l);
-                if (u.state != ST_WAITING || !is_warp_op(u.op)) {
-                    ready = false;
-                    continue;
-                }
-                if (u.op != t.op || u.mask != m)
-                    stuck(s, "lanes of one mask wait at different warp operations", base + l);
-            }
-            if (!ready) continue;
-            /* every lane of m is here: compute all results, then release */
-            for (unsigned j = 0; j < 32; j++) {
-                if (!(m & (1u << j))) continue;
-                thread_state &u = s->threads[base + j];
-                if (u.op == OP_SYNCWARP) {
-                    out[j] = 0;
-                    continue;
-                }
-                int w = u.width;
-                if (w <= 0 || w > 32 || (w & (w - 1)))
-                    stuck(s, "a shuffle width that is not a power of 2 up to 32", base + j);
-                unsigned seg = j & ~(unsigned)(w - 1);
-                unsigned from;
-                if (u.op == OP_SHFL) {
-                    from = seg + ((unsigned)u.src & (unsigned)(w - 1));
-                } else {
-                    from = j ^ (unsigned)u.src;
-                    if ((from & ~(unsigned)(w - 1)) > seg) from = j; /* a later group: own value */
-                }
-                if (from >= 32 || !(m & (1u << from)))
-                    stuck(s, "a shuffle reads a lane outside its mask", base + j);
-                out[j] = s->threads[base + from].value;
-            }
-            for (unsigned j = 0; j < 32; j++) {
-                if (!(m & (1u << j))) continue;
-                thread_state &u = s->threads[base + j];
-                u.value = out[j];
-                u.state = ST_RUNNABLE;
-                released++;
-            }
-        }
+    unsigned lanes = (unsigned)(n - base < 32 ? n - base : 32);
+    unsigned m = t.mask;
+    if (!(m & (1u << l))) stuck(s, "a warp operation whose mask leaves out its own lane", me);
+    if (lanes < 32 && (m >> lanes)) stuck(s, "a warp mask names a lane the block does not have", me);
+    unsigned &arrived = s->warp_arrived[me >> 5];
+    arrived |= 1u << l;
+    if ((arrived & m) != m) return false;
+    /* every lane of m waits at a warp operation: the same one? */
+    uint64_t out[32];
+    for (unsigned rest = m; rest; rest &= rest - 1) {
+        unsigned j = (unsigned)__builtin_ctz(rest);
+        const thread_state &u = s->threads[base + j];
+        if (u.op != op || u.mask != m)
+            stuck(s, "lanes of one mask wait at different warp operations", me);
     }
-    return released;
-}
-
-static unsigned resolve_block(sched *s) {
-    size_t n = s->threads.size();
-    int op = 0, pred = 0;
-    size_t done = 0, first_done = 0;
-    for (size_t i = 0; i < n; i++) {
-        thread_state &t = s->threads[i];
-        if (t.state == ST_DONE) {
-            if (!done++) first_done = i;
+    for (unsigned rest = m; rest; rest &= rest - 1) {
+        unsigned j = (unsigned)__builtin_ctz(rest);
+        const thread_state &u = s->threads[base + j];
+        if (op == OP_SYNCWARP) {
+            out[j] = 0;
             continue;
         }
-        if (t.state != ST_WAITING) return 0;
-        if (is_warp_op(t.op)) stuck(s, "a warp operation waits for lanes held at __syncthreads", i);
-        if (op && t.op != op) stuck(s, "threads wait at different block barriers", i);
-        op = t.op;
-        pred |= t.pred;
+        int w = u.width;
+        if (w <= 0 || w > 32 || (w & (w - 1)))
+            stuck(s, "a shuffle width that is not a power of 2 up to 32", base + j);
+        unsigned seg = j & ~(unsigned)(w - 1);
+        unsigned from;
+        if (op == OP_SHFL) {
+            from = seg + ((unsigned)u.src & (unsigned)(w - 1));
+        } else {
+            from = j ^ (unsigned)u.src;
+            if ((from & ~(unsigned)(w - 1)) > seg) from = j; /* a later group: own value */
+        }
+        if (from >= 32 || !(m & (1u << from)))
+            stuck(s, "a shuffle reads a lane outside its mask", base + j);
+        out[j] = s->threads[base + from].value;
     }
-    if (!op) return 0;
-    if (done) stuck(s, "a thread exited while others wait at __syncthreads", first_done);
+    arrived &= ~m;
+    for (unsigned k = 0; k < 32; k++) {
+        unsigned j = s->backward ? 31 - k : k;
+        if (!(m & (1u << j))) continue;
+        thread_state &u = s->threads[base + j];
+        u.value = out[j];
+        u.state = ST_RUNNABLE;
+        if (base + j != me) push_ready(s, base + j);
+    }
+    return true;
+}
+
+/* Thread `me` arrives at __syncthreads(_or). Returns true when it was the
+ * last: every thread is released (the others queued in start order). A
+ * thread that exited keeps the count short: that is a stuck block. */
+static bool block_arrive(sched *s, unsigned me, int op) {
+    thread_state &t = s->threads[me];
+    t.state = ST_WAITING;
+    t.op = op;
+    if (s->at_barrier && s->barrier_op != op) stuck(s, "threads wait at different block barriers", me);
+    s->barrier_op = op;
+    s->barrier_pred |= t.pred;
+    size_t n = s->threads.size();
+    if (++s->at_barrier < n) return false;
+    for (size_t k = 0; k < n; k++) {
+        unsigned i = s->order[k];
+        thread_state &u = s->threads[i];
+        u.state = ST_RUNNABLE;
+        if (op == OP_SYNCTHREADS_OR) u.pred = s->barrier_pred;
+        if (i != me) push_ready(s, i);
+    }
+    s->at_barrier = 0;
+    s->barrier_op = 0;
+    s->barrier_pred = 0;
+    return true;
+}
+
+void wait_op(int op) {
+    sched *s = S;
+    thread_state *t = cur;
+    if (!s || !t) fatal("a barrier or warp operation outside a kernel");
+    unsigned me = (unsigned)(t - s->threads.data());
+    if (is_warp_op(op) ? warp_arrive(s, me, op) : block_arrive(s, me, op)) return;
+    leave(s, &s->fibers[(unsigned)s->fiber_of[me]]);
+    /* released and switched to: cur is this thread again */
+}
+
+uint64_t shuffle(unsigned mask, uint64_t v, int src, int width, int op) {
+    thread_state *t = cur;
+    if (!t) fatal("a warp operation outside a kernel");
+    t->mask = mask;
+    t->value = v;
+    t->src = src;
+    t->width = width;
+    wait_op(op);
+    return cur->value;
+}
+
+/* No thread can go on and some wait: says why (operations complete as
+ * their last participant arrives, so what is left waits for a thread that
+ * exited, that waits elsewhere, or for nothing that will come). */
+[[noreturn]] static void diagnose(sched *s) {
+    size_t n = s->threads.size();
     for (size_t i = 0; i < n; i++) {
-        thread_state &t = s->threads[i];
-        t.state = ST_RUNNABLE;
-        if (op == OP_SYNCTHREADS_OR) t.pred = pred;
+        const thread_state &t = s->threads[i];
+        if (t.state != ST_WAITING || !is_warp_op(t.op)) continue;
+        size_t base = i & ~(size_t)31;
+        for (unsigned rest = t.mask; rest; rest &= rest - 1) {
+            const thread_state &u = s->threads[base + (unsigned)__builtin_ctz(rest)];
+            if (u.state == ST_DONE) stuck(s, "a warp mask names a lane that has exited", (unsigned)i);
+            if (u.state == ST_WAITING && !is_warp_op(u.op))
+                stuck(s, "a warp operation waits for lanes held at __syncthreads", (unsigned)i);
+        }
     }
-    return (unsigned)n;
+    if (s->at_barrier && s->done)
+        for (size_t i = 0; i < n; i++)
+            if (s->threads[i].state == ST_DONE)
+                stuck(s, "a thread exited while others wait at __syncthreads", (unsigned)i);
+    for (size_t i = 0; i < n; i++)
+        if (s->threads[i].state == ST_WAITING)
+            stuck(s, "no thread can go on (a deadlock)", (unsigned)i);
+    fatal("the scheduler lost track of the threads of %s", s->kernel);
 }
 
 static thread_local cudaError_t last_error = cudaSuccess;
@@ -415,30 +484,34 @@ static void run_block(sched *s) {
         t.op = 0;
         t.pred = 0;
     }
+    s->ready.assign(n, 0);
+    s->ready_head = s->ready_count = 0;
+    s->warp_arrived.assign((n + 31) / 32, 0);
+    s->at_barrier = 0;
+    s->barrier_op = s->barrier_pred = 0;
+    s->done = 0;
     /* this launch's start order: forward or backward from a rotating start */
     unsigned long long seq = launches;
     size_t start = order_mode == 1 ? 0 : (size_t)((seq * 2654435761ull) % n);
-    bool backward = order_mode != 1 && (seq & 1);
+    s->backward = order_mode != 1 && (seq & 1);
     s->order.resize(n);
-    for (size_t k = 0; k < n; k++) s->order[k] = (unsigned)(backward ? (start + n - k) % n : (start + k) % n);
+    for (size_t k = 0; k < n; k++)
+        s->order[k] = (unsigned)(s->backward ? (start + n - k) % n : (start + k) % n);
     s->next = 0;
-    for (;;) {
-        /* released threads continue, in the same order */
-        for (size_t k = 0; k < n; k++) {
-            unsigned i = s->order[k];
-            if (s->threads[i].state == ST_RUNNABLE && s->fiber_of[i] >= 0) resume(s, i);
-        }
-        while (s->next < n) start_worker(s);
-        bool all_done = true;
-        for (size_t i = 0; i < n && all_done; i++) all_done = s->threads[i].state == ST_DONE;
-        if (all_done) return;
-        if (resolve_warps(s)) continue;
-        if (resolve_block(s)) continue;
-        for (size_t i = 0; i < n; i++)
-            if (s->threads[i].state == ST_WAITING)
-                stuck(s, "no thread can go on (a deadlock)", (unsigned)i);
-        fatal("the scheduler lost track of the threads of %s", s->kernel);
-    }
+    /* the first worker; the scheduler is switched back to only when every
+     * thread has ended or none can go on */
+    unsigned fi = s->free_fibers.back();
+    s->free_fibers.pop_back();
+    fiber_prepare(s, fi);
+    s->cur_fiber = fi;
+    fiber &f = s->fibers[fi];
+    s->from_sched = true;
+    GT_EMU_START_SWITCH(&s->sched_fake, f.stack + 4096, STACK_BYTES - 4096);
+    ctx_switch(&s->sched_ctx, &f.c);
+    GT_EMU_FINISH_SWITCH(s->sched_fake, nullptr, nullptr);
+    cur = nullptr;
+    if (s->done == n) return;
+    diagnose(s);
 }
 
 void run_grid(const char *name, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,
