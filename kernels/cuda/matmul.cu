@@ -2,8 +2,9 @@
  * same layer fused with GELU (a transformer's MLP).
  *
  * fwd: out(N,OC) = inp(N,C) @ weight(OC,C)^T + bias(OC), bias fused as the
- *      cuBLASLt BIAS epilogue (own broadcast kernel when no algorithm takes
- *      the epilogue, even with the pointers staged: see Alignment).
+ *      cuBLASLt BIAS epilogue (when no algorithm takes the epilogue, even
+ *      with the pointers staged, see Alignment: the GEMM into fp32 and an
+ *      own broadcast kernel that adds the bias and rounds once).
  * bwd: dinp(N,C) = dout(N,OC) @ weight(OC,C)         (beta = 0: overwritten,
  *                                                      never read)
  *      dweight(OC,C) += dout^T @ inp                  (beta = 1)
@@ -19,8 +20,12 @@
  *      the aux ld (OC, resp. C) is a multiple of 8 (cublasLt.h,
  *      CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD) and the heuristic offers an
  *      algorithm (a misaligned bias or aux matrix staged, see Alignment);
- *      otherwise the plain GEMM and an own elementwise kernel (common.cuh's
- *      gt_gelu / gt_gelu_grad, the bits of gelu_fwd/gelu_bwd). fp32 always
+ *      otherwise the GEMM without the GELU epilogue and an own elementwise
+ *      kernel (common.cuh's gt_gelu / gt_gelu_grad, the functions of
+ *      gelu_fwd/gelu_bwd) that rounds each result once: forward, the GEMM
+ *      writes pre (with the BIAS epilogue, or no bias), or an fp32 result
+ *      the kernel adds the bias to; backward, the GEMM's fp32 result is
+ *      multiplied by gelu'(pre). fp32 always
  *      takes the own kernel: cuBLASLt's GELU is not documented to be
  *      fp32-accurate (a hardware tanh approximation would be ~2^-11), and
  *      fp32 conformance allows a few ulp. The path taken is noted once per
@@ -33,7 +38,8 @@
  * Variants: fp32 (CUBLAS_COMPUTE_32F: true fp32, no TF32), and bf16 or fp16
  *      storage (CUDA_R_16BF / CUDA_R_16F) with fp32 compute and scale; A, B,
  *      C, D, the bias and the aux matrix in the storage type (the aux type
- *      is left at its default, D's type).
+ *      is left at its default, D's type), except the fallbacks' GEMMs,
+ *      whose D is CUDA_R_32F scratch from the caching allocator.
  * Bound: FLOP/s: 2*N*C*OC per GEMM (dense fp32 ~ 60 TFLOP/s, bf16 and fp16
  *      tensor cores ~ 990 TFLOP/s dense on an H100 SXM); dbias and the own
  *      GELU kernels are bandwidth bound.
@@ -48,10 +54,11 @@
  *      ask (the heuristic is said to read their alignment from the
  *      pointers, but nothing tells it for sure; the aux matrix is copied
  *      in for DGELU, back for GELU_AUX). Either way the epilogue is kept:
- *      dropping it for the own bias or GELU kernel would round GEMM + bias
- *      twice in 16-bit storage (the GEMM's result, then the sum), an error
- *      of u |GEMM| that cancellation against the bias makes large relative
- *      to the result. The path is noted once per shape.
+ *      the fallback costs a pass over an fp32 copy of the result. (The
+ *      fallback must not round the GEMM's result to 16 bits before adding
+ *      the bias: GEMM + bias rounded twice is an error of u |GEMM|, which
+ *      cancellation against the bias makes large relative to the result.)
+ *      The path is noted once per shape.
  * Determinism: cuBLASLt picks its algorithm from the shape, types, epilogue,
  *      pointer alignment and workspace size only, and its algorithms
  *      (split-K reductions included) are bitwise reproducible on the same GPU
@@ -107,12 +114,17 @@ static const char *dt_name(cudaDataType_t t) {
 
 /* Column-major D(m,n) (ld ldd) = epilogue(op(A)(m,kk) @ op(B)(kk,n) + beta * D).
  * A is stored (kk,m) when ta, else (m,kk); B is stored (n,kk) when tb, else
- * (kk,n). epi may be NULL (none). GT_ERR_UNSUPPORTED when cuBLASLt has no
- * algorithm for it (or, with an aux matrix, refuses the descriptor as an
- * invalid value: the caller falls back). */
-static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, bool ta, bool tb, int m, int n,
-                           int kk, const void *A, int lda, const void *B, int ldb, void *D, int ldd,
-                           float beta, const lt_epi *epi) {
+ * (kk,n). A and B have type dtype; D (and C, the same matrix) dtype_d: dtype,
+ * or CUDA_R_32F for a 16-bit dtype (the fallbacks' fp32 accumulator, a
+ * combination the cuBLASLt guide lists for CUBLAS_COMPUTE_32F), then with
+ * no epilogue. epi may be NULL (none). GT_ERR_UNSUPPORTED when cuBLASLt
+ * has no algorithm for it (or, with an aux matrix, refuses the descriptor
+ * as an invalid value: the caller falls back). */
+static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_t dtype_d, bool ta,
+                           bool tb, int m, int n, int kk, const void *A, int lda, const void *B,
+                           int ldb, void *D, int ldd, float beta, const lt_epi *epi) {
+    /* the bias and aux types below are dtype's: D must have it too */
+    GT_ASSERT(dtype_d == dtype || !epi || epi->kind == CUBLASLT_EPILOGUE_DEFAULT);
     lt_descs d;
     GT_CUBLAS_TRY(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -147,7 +159,7 @@ static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, bool ta, bool
     }
     GT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.a, dtype, ta ? kk : m, ta ? m : kk, lda));
     GT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.b, dtype, tb ? n : kk, tb ? kk : n, ldb));
-    GT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.c, dtype, m, n, ldd));
+    GT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&d.c, dtype_d, m, n, ldd));
 
     GT_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&d.pref));
     uint64_t ws = im->lt_workspace_bytes;
@@ -170,10 +182,10 @@ static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, bool ta, bool
     if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_INVALID_VALUE && has_aux) ||
         (hs == CUBLAS_STATUS_SUCCESS && count == 0))
         return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "cuBLASLt has no algorithm for %s m=%d n=%d k=%d op=%c%c epilogue %d "
+                      "cuBLASLt has no algorithm for %s%s m=%d n=%d k=%d op=%c%c epilogue %d "
                       "(alignment A %u B %u D %u aux %u; heuristic %s)",
-                      dt_name(dtype), m, n, kk, ta ? 'T' : 'N', tb ? 'T' : 'N',
-                      epi ? (int)epi->kind : 0, al_a, al_b, al_d,
+                      dt_name(dtype), dtype_d != dtype ? " (D fp32)" : "", m, n, kk, ta ? 'T' : 'N',
+                      tb ? 'T' : 'N', epi ? (int)epi->kind : 0, al_a, al_b, al_d,
                       has_aux ? ptr_alignment(epi->aux) : 0, cublasLtGetStatusName(hs));
     GT_CUBLAS_TRY(hs);
 
@@ -194,12 +206,12 @@ static size_t lt_extent(int rows, int cols, int ld) {
  * has no algorithm for these pointers and one of A, B, D is not 16-byte
  * aligned, again with the misaligned ones staged; a misaligned bias or aux
  * matrix is staged (with the rest) at once (see the top). Staging keeps
- * the epilogue: the fallbacks without it round the GEMM's result to the
- * storage type before the bias or GELU is applied, a second rounding the
- * fused result does not have. */
-static gt_status lt_gemm(const gt_kctx *k, gt_cuda_impl *im, cudaDataType_t dtype, bool ta,
-                         bool tb, int m, int n, int kk, const void *A, int lda, const void *B,
-                         int ldb, void *D, int ldd, float beta, const lt_epi *epi) {
+ * the epilogue: the fallbacks without it need an fp32 copy of the GEMM's
+ * result and another pass over memory. */
+static gt_status lt_gemm(const gt_kctx *k, gt_cuda_impl *im, cudaDataType_t dtype,
+                         cudaDataType_t dtype_d, bool ta, bool tb, int m, int n, int kk,
+                         const void *A, int lda, const void *B, int ldb, void *D, int ldd,
+                         float beta, const lt_epi *epi) {
     const void *bias = epi ? epi->bias : NULL, *aux = epi ? epi->aux : NULL;
     bool side_misaligned = (bias && !gt_cuda_aligned(bias)) || (aux && !gt_cuda_aligned(aux));
     bool misaligned = side_misaligned || !gt_cuda_aligned(A) || !gt_cuda_aligned(B) ||
@@ -207,14 +219,14 @@ static gt_status lt_gemm(const gt_kctx *k, gt_cuda_impl *im, cudaDataType_t dtyp
     char why[256];
     gt_status s;
     if (!side_misaligned) {
-        s = lt_matmul(im, dtype, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, beta, epi);
+        s = lt_matmul(im, dtype, dtype_d, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, beta, epi);
         if (s != GT_ERR_UNSUPPORTED || !misaligned) return s;
         snprintf(why, sizeof why, "%s", gt_last_error());
         gt_error_clear();
     } else {
         snprintf(why, sizeof why, "the bias or aux matrix is not 16-byte aligned: not asked");
     }
-    size_t es = dtype == CUDA_R_32F ? 4 : 2;
+    size_t es = dtype == CUDA_R_32F ? 4 : 2, es_d = dtype_d == CUDA_R_32F ? 4 : 2;
     gt_cuda_stage sg = gt_cuda_stage_begin(k, im);
     void *a = NULL, *b = NULL, *dd = NULL, *sb = NULL, *sx = NULL;
     lt_epi e;
@@ -223,7 +235,7 @@ static gt_status lt_gemm(const gt_kctx *k, gt_cuda_impl *im, cudaDataType_t dtyp
     if (s == GT_OK)
         s = gt_cuda_stage_ptr(&sg, B, lt_extent(tb ? n : kk, tb ? kk : n, ldb) * es, 1, 0, &b);
     if (s == GT_OK)
-        s = gt_cuda_stage_ptr(&sg, D, lt_extent(m, n, ldd) * es, beta != 0.0f, 1, &dd);
+        s = gt_cuda_stage_ptr(&sg, D, lt_extent(m, n, ldd) * es_d, beta != 0.0f, 1, &dd);
     /* the bias: D's rows, read; the aux matrix: D's shape at ld aux_ld,
      * read by DGELU, written by the GELU_AUX epilogues */
     if (s == GT_OK && bias) s = gt_cuda_stage_ptr(&sg, bias, (size_t)m * es, 1, 0, &sb);
@@ -235,7 +247,7 @@ static gt_status lt_gemm(const gt_kctx *k, gt_cuda_impl *im, cudaDataType_t dtyp
     if (s == GT_OK) {
         e.bias = sb;
         e.aux = sx;
-        s = lt_matmul(im, dtype, ta, tb, m, n, kk, a, lda, b, ldb, dd, ldd, beta,
+        s = lt_matmul(im, dtype, dtype_d, ta, tb, m, n, kk, a, lda, b, ldb, dd, ldd, beta,
                       epi ? &e : NULL);
     }
     s = gt_cuda_unstage(&sg, s);
@@ -246,12 +258,15 @@ static gt_status lt_gemm(const gt_kctx *k, gt_cuda_impl *im, cudaDataType_t dtyp
     return s;
 }
 
-/* out(N,OC) += bias(OC): when the epilogue could not be used. */
+/* out(N,OC) = acc + bias(OC), rounded once to T: when no algorithm takes
+ * the BIAS epilogue. acc is the GEMM's result in fp32: scratch for 16-bit
+ * storage, out itself for fp32 (in place, hence no __restrict__). */
 template <typename T>
-__global__ void matmul_bias_kernel(T *out, const T *__restrict__ bias, size_t n, int OC) {
+__global__ void matmul_bias_kernel(T *out, const float *acc, const T *__restrict__ bias, size_t n,
+                                   int OC) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        gt_st(out, i, gt_ld(out, i) + gt_ld(bias, i % OC));
+        gt_st(out, i, acc[i] + gt_ld(bias, i % OC));
 }
 
 /* grid (chunks, ceil(OC/32)), block (32, MM_COLS_Y): partial[chunk][col]. */
@@ -291,34 +306,73 @@ static cudaDataType_t cuda_type(gt_dtype dt) {
 }
 
 template <typename T>
-static gt_status bias_launch(gt_cuda_impl *im, void *out, const void *bias, int N, int OC) {
+static gt_status bias_launch(gt_cuda_impl *im, void *out, const float *acc, const void *bias, int N,
+                             int OC) {
     size_t n = (size_t)N * OC;
     matmul_bias_kernel<T>
-        <<<gt_cuda_grid_1d(n, 256), 256, 0, im->stream>>>((T *)out, (const T *)bias, n, OC);
+        <<<gt_cuda_grid_1d(n, 256), 256, 0, im->stream>>>((T *)out, acc, (const T *)bias, n, OC);
     GT_CUDA_LAUNCHED("matmul_bias_kernel");
     return GT_OK;
 }
 
-/* out(N,OC) = inp @ weight^T + bias, the BIAS epilogue when an algorithm
- * takes it (a misaligned bias staged like the operands: one rounding of
- * GEMM + bias), else the plain GEMM and the own broadcast kernel. */
-static gt_status linear_fwd(const gt_kctx *k, gt_cuda_impl *im, gt_dtype dt, void *out,
-                            const void *inp,
-                            const void *weight, const void *bias, int N, int C, int OC) {
-    cudaDataType_t t = cuda_type(dt);
-    /* out^T(OC,N) = op_T(weight as column-major (C,OC)) @ inp as column-major (C,N). */
-    if (bias) {
-        lt_epi e;
-        e.kind = CUBLASLT_EPILOGUE_BIAS;
-        e.bias = bias;
-        gt_status s =
-            lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, &e);
-        if (s != GT_ERR_UNSUPPORTED) return s;
-        gt_error_clear(); /* retried below without the epilogue */
+/* The fallbacks' GEMM without an epilogue, whose result the own kernel
+ * reads in fp32 and rounds once to the storage type after adding the bias
+ * or applying GELU/GELU': column-major (m,n) = op(A) @ op(B) as lt_gemm
+ * (beta 0). fp32 storage: into D itself (*acc = D, the kernel works in
+ * place). bf16/fp16: into fp32 scratch of m*n floats, ld m, from the
+ * caching allocator (*acc; the caller frees it with gt_cuda_scratch_free
+ * once its kernel is queued: one stream orders a later user after it). */
+static gt_status gemm_acc32(const gt_kctx *k, gt_cuda_impl *im, bool ta, bool tb, int m, int n,
+                            int kk, const void *A, int lda, const void *B, int ldb, void *D,
+                            int ldd, float **acc) {
+    cudaDataType_t t = cuda_type(k->dt);
+    *acc = NULL;
+    if (k->dt == GT_DTYPE_FP32) {
+        GT_TRY(lt_gemm(k, im, t, t, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, 0.0f, NULL));
+        *acc = (float *)D;
+        return GT_OK;
     }
-    GT_TRY(lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, NULL));
-    if (bias) return GT_CUDA_DISPATCH(dt, bias_launch, im, out, bias, N, OC);
+    void *p = NULL;
+    GT_TRY(gt_cuda_scratch(k, (size_t)m * n * sizeof(float), &p));
+    gt_status s = lt_gemm(k, im, t, CUDA_R_32F, ta, tb, m, n, kk, A, lda, B, ldb, p, m, 0.0f, NULL);
+    if (s != GT_OK) {
+        gt_cuda_scratch_free(k, p);
+        return s;
+    }
+    *acc = (float *)p;
     return GT_OK;
+}
+
+/* Releases gemm_acc32's scratch (nothing for fp32, where acc is D). */
+static void acc32_free(const gt_kctx *k, float *acc) {
+    if (k->dt != GT_DTYPE_FP32) gt_cuda_scratch_free(k, acc);
+}
+
+/* out(N,OC) = inp @ weight^T + bias, the BIAS epilogue when an algorithm
+ * takes it (a misaligned bias staged like the operands), else the GEMM in
+ * fp32 (gemm_acc32) and the own broadcast kernel: one rounding of GEMM +
+ * bias to the storage type either way. */
+static gt_status linear_fwd(const gt_kctx *k, gt_cuda_impl *im, void *out, const void *inp,
+                            const void *weight, const void *bias, int N, int C, int OC) {
+    cudaDataType_t t = cuda_type(k->dt);
+    /* out^T(OC,N) = op_T(weight as column-major (C,OC)) @ inp as column-major (C,N). */
+    if (!bias)
+        return lt_gemm(k, im, t, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, NULL);
+    lt_epi e;
+    e.kind = CUBLASLT_EPILOGUE_BIAS;
+    e.bias = bias;
+    gt_status s = lt_gemm(k, im, t, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, &e);
+    if (s != GT_ERR_UNSUPPORTED) return s;
+    gt_error_clear(); /* the fallback */
+    gt_cuda_note(im,
+                 "matmul_fwd N%d C%d OC%d %s: matmul + own bias kernel (no cuBLASLt algorithm "
+                 "takes the BIAS epilogue)",
+                 N, C, OC, dt_name(t));
+    float *acc = NULL;
+    GT_TRY(gemm_acc32(k, im, true, false, OC, N, C, weight, C, inp, C, out, OC, &acc));
+    s = GT_CUDA_DISPATCH(k->dt, bias_launch, im, out, acc, bias, N, OC);
+    acc32_free(k, acc);
+    return s;
 }
 
 extern "C" gt_status gt_cuda_matmul_fwd(const gt_kctx *k, void *out, const void *inp,
@@ -329,7 +383,7 @@ extern "C" gt_status gt_cuda_matmul_fwd(const gt_kctx *k, void *out, const void 
     if (N < 0 || C <= 0 || OC < 0)
         return GT_ERR(GT_ERR_INVALID, "matmul_fwd: bad shape N=%d C=%d OC=%d", N, C, OC);
     if (N == 0 || OC == 0) return GT_OK;
-    return linear_fwd(k, im, k->dt, out, inp, weight, bias, N, C, OC);
+    return linear_fwd(k, im, out, inp, weight, bias, N, C, OC);
 }
 
 template <typename T>
@@ -361,8 +415,8 @@ static gt_status weight_grads(const gt_kctx *k, gt_cuda_impl *im, void *dweight,
                               const void *dout, const void *inp, int N, int C, int OC) {
     /* dweight^T(C,OC) += inp^T(C,N col-major) @ dout(N,OC) = op T of the
      * column-major (OC,N) view of dout. */
-    GT_TRY(lt_gemm(k, im, cuda_type(k->dt), false, true, C, OC, N, inp, C, dout, OC, dweight, C,
-                   1.0f, NULL));
+    cudaDataType_t t = cuda_type(k->dt);
+    GT_TRY(lt_gemm(k, im, t, t, false, true, C, OC, N, inp, C, dout, OC, dweight, C, 1.0f, NULL));
     if (dbias) return GT_CUDA_DISPATCH(k->dt, dbias_launch, k, im, dbias, dout, N, OC);
     return GT_OK;
 }
@@ -378,54 +432,63 @@ extern "C" gt_status gt_cuda_matmul_bwd(const gt_kctx *k, void *dinp, void *dwei
     if (dinp) {
         /* dinp^T(C,N) = weight(C,OC col-major) @ dout^T(OC,N col-major);
          * beta 0: the old dinp is never read (it may hold NaN). */
-        GT_TRY(lt_gemm(k, im, cuda_type(k->dt), false, false, C, N, OC, weight, C, dout, OC, dinp,
-                       C, 0.0f, NULL));
+        cudaDataType_t t = cuda_type(k->dt);
+        GT_TRY(
+            lt_gemm(k, im, t, t, false, false, C, N, OC, weight, C, dout, OC, dinp, C, 0.0f, NULL));
     }
     return weight_grads(k, im, dweight, dbias, dout, inp, N, C, OC);
 }
 
 /* ---- linear + GELU ------------------------------------------------------------------ */
 
-/* out(n) = gelu(pre), with pre += bias(OC) first (stored back) when bias is
- * not NULL: the fallback's pass after a plain GEMM. */
+/* out(n) = gelu(pre): the fallback's pass after a GEMM without the GELU
+ * epilogue. acc NULL: the GEMM wrote pre (plus the bias, through the BIAS
+ * epilogue, when there is one) and bias is NULL. Else pre = acc + bias(OC)
+ * (bias may be NULL), rounded once to T and stored; acc is the GEMM's
+ * result in fp32: scratch for 16-bit storage, pre itself for fp32. Either
+ * way gelu is taken of pre as stored, as the unfused matmul_fwd + gelu_fwd
+ * do, so out = gelu(pre) holds bitwise for the pre the backward reads. */
 template <typename T>
-__global__ void matmul_gelu_kernel(T *out, T *pre, const T *__restrict__ bias, size_t n, int OC) {
+__global__ void matmul_gelu_kernel(T *out, T *pre, const float *acc, const T *__restrict__ bias,
+                                   size_t n, int OC) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        float x = gt_ld(pre, i);
-        if (bias) {
-            /* rounded to the storage type, as the unfused matmul_fwd stores it */
-            gt_st(pre, i, x + gt_ld(bias, i % OC));
-            x = gt_ld(pre, i);
+        if (acc) {
+            float x = acc[i];
+            if (bias) x += gt_ld(bias, i % OC);
+            gt_st(pre, i, x);
         }
-        gt_st(out, i, gt_gelu(x));
+        gt_st(out, i, gt_gelu(gt_ld(pre, i)));
     }
 }
 
-/* dpre(n) = gelu'(pre) * dpre, in place: the fallback's pass after a plain
- * GEMM wrote dout @ weight into dpre. */
+/* dpre(n) = gelu'(pre) * acc, rounded once to T: the fallback's pass after
+ * the GEMM dout @ weight without the DGELU epilogue. acc is that GEMM's
+ * result in fp32: scratch for 16-bit storage, dpre itself for fp32. */
 template <typename T>
-__global__ void matmul_dgelu_kernel(T *dpre, const T *__restrict__ pre, size_t n) {
+__global__ void matmul_dgelu_kernel(T *dpre, const float *acc, const T *__restrict__ pre,
+                                    size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        gt_st(dpre, i, gt_gelu_grad(gt_ld(pre, i)) * gt_ld(dpre, i));
+        gt_st(dpre, i, gt_gelu_grad(gt_ld(pre, i)) * acc[i]);
 }
 
 template <typename T>
-static gt_status gelu_launch(gt_cuda_impl *im, void *out, void *pre, const void *bias, int N,
-                             int OC) {
+static gt_status gelu_launch(gt_cuda_impl *im, void *out, void *pre, const float *acc,
+                             const void *bias, int N, int OC) {
     size_t n = (size_t)N * OC;
-    matmul_gelu_kernel<T><<<gt_cuda_grid_1d(n, 256), 256, 0, im->stream>>>((T *)out, (T *)pre,
+    matmul_gelu_kernel<T><<<gt_cuda_grid_1d(n, 256), 256, 0, im->stream>>>((T *)out, (T *)pre, acc,
                                                                            (const T *)bias, n, OC);
     GT_CUDA_LAUNCHED("matmul_gelu_kernel");
     return GT_OK;
 }
 
 template <typename T>
-static gt_status dgelu_launch(gt_cuda_impl *im, void *dpre, const void *pre, int N, int C) {
+static gt_status dgelu_launch(gt_cuda_impl *im, void *dpre, const float *acc, const void *pre,
+                              int N, int C) {
     size_t n = (size_t)N * C;
     matmul_dgelu_kernel<T>
-        <<<gt_cuda_grid_1d(n, 256), 256, 0, im->stream>>>((T *)dpre, (const T *)pre, n);
+        <<<gt_cuda_grid_1d(n, 256), 256, 0, im->stream>>>((T *)dpre, acc, (const T *)pre, n);
     GT_CUDA_LAUNCHED("matmul_dgelu_kernel");
     return GT_OK;
 }
@@ -459,7 +522,7 @@ extern "C" gt_status gt_cuda_matmul_gelu_fwd(const gt_kctx *k, void *out, void *
         e.aux = pre;
         e.aux_ld = OC;
         gt_status s =
-            lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, &e);
+            lt_gemm(k, im, t, t, true, false, OC, N, C, weight, C, inp, C, out, OC, 0.0f, &e);
         if (s == GT_OK) {
             gt_cuda_note(im, "matmul_gelu_fwd N%d C%d OC%d %s: cublasLt %s epilogue", N, C, OC,
                          dt_name(t), epi_name);
@@ -471,25 +534,28 @@ extern "C" gt_status gt_cuda_matmul_gelu_fwd(const gt_kctx *k, void *out, void *
     }
     gt_cuda_note(im, "matmul_gelu_fwd N%d C%d OC%d %s: matmul + own GELU kernel (%s)", N, C, OC,
                  dt_name(t), why);
-    /* pre = inp @ weight^T (+ bias through the BIAS epilogue when it takes it) */
-    bool bias_in_gemm = bias != NULL;
-    if (bias_in_gemm) {
-        lt_epi e;
-        e.kind = CUBLASLT_EPILOGUE_BIAS;
-        e.bias = bias;
-        gt_status s =
-            lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f, &e);
-        if (s == GT_ERR_UNSUPPORTED) {
-            gt_error_clear();
-            bias_in_gemm = false;
-        } else if (s != GT_OK) {
-            return s;
-        }
-    }
-    if (!bias_in_gemm)
-        GT_TRY(lt_gemm(k, im, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f, NULL));
-    /* out = gelu(pre), the bias added on the way when the GEMM did not */
-    return GT_CUDA_DISPATCH(k->dt, gelu_launch, im, out, pre, bias_in_gemm ? NULL : bias, N, OC);
+    /* pre = inp @ weight^T + bias, rounded once: the plain GEMM without a
+     * bias, else the BIAS epilogue when an algorithm takes it; then
+     * out = gelu(pre) */
+    lt_epi e;
+    e.kind = CUBLASLT_EPILOGUE_BIAS;
+    e.bias = bias;
+    gt_status s = lt_gemm(k, im, t, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f,
+                          bias ? &e : NULL);
+    if (s == GT_OK) return GT_CUDA_DISPATCH(k->dt, gelu_launch, im, out, pre, NULL, NULL, N, OC);
+    if (s != GT_ERR_UNSUPPORTED || !bias) return s;
+    gt_error_clear();
+    /* no algorithm for the BIAS epilogue either: the GEMM in fp32, the bias
+     * added by the own kernel, which rounds pre once */
+    gt_cuda_note(im,
+                 "matmul_gelu_fwd N%d C%d OC%d %s: the bias added by the own GELU kernel (no "
+                 "cuBLASLt algorithm takes the BIAS epilogue)",
+                 N, C, OC, dt_name(t));
+    float *acc = NULL;
+    GT_TRY(gemm_acc32(k, im, true, false, OC, N, C, weight, C, inp, C, pre, OC, &acc));
+    s = GT_CUDA_DISPATCH(k->dt, gelu_launch, im, out, pre, acc, bias, N, OC);
+    acc32_free(k, acc);
+    return s;
 }
 
 extern "C" gt_status gt_cuda_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void *dweight,
@@ -512,7 +578,7 @@ extern "C" gt_status gt_cuda_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void
         e.aux = pre;
         e.aux_ld = C;
         gt_status s =
-            lt_gemm(k, im, t, false, false, C, N, OC, weight, C, dout, OC, dpre, C, 0.0f, &e);
+            lt_gemm(k, im, t, t, false, false, C, N, OC, weight, C, dout, OC, dpre, C, 0.0f, &e);
         if (s == GT_OK) {
             gt_cuda_note(im, "matmul_dgelu_bwd N%d C%d OC%d %s: cublasLt DGELU epilogue", N, C, OC,
                          dt_name(t));
@@ -527,8 +593,12 @@ extern "C" gt_status gt_cuda_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void
     if (!done) {
         gt_cuda_note(im, "matmul_dgelu_bwd N%d C%d OC%d %s: matmul + own GELU' kernel (%s)", N, C,
                      OC, dt_name(t), why);
-        GT_TRY(lt_gemm(k, im, t, false, false, C, N, OC, weight, C, dout, OC, dpre, C, 0.0f, NULL));
-        GT_TRY(GT_CUDA_DISPATCH(k->dt, dgelu_launch, im, dpre, pre, N, C));
+        /* the GEMM in fp32, gelu' applied and dpre rounded once by the own kernel */
+        float *acc = NULL;
+        GT_TRY(gemm_acc32(k, im, false, false, C, N, OC, weight, C, dout, OC, dpre, C, &acc));
+        gt_status s = GT_CUDA_DISPATCH(k->dt, dgelu_launch, im, dpre, acc, pre, N, C);
+        acc32_free(k, acc);
+        GT_TRY(s);
     }
     return weight_grads(k, im, dweight, dbias, dout, inp, N, C, OC);
 }
