@@ -21,8 +21,11 @@
 #define KC_MAX_ARR 12
 
 /* An array of n values: h (host fp32, already rounded to dt), d (on the
- * backend under test, in dt, sh.offset elements into its allocation
- * dbase), r (on ref, fp32). ids: int32 token ids. */
+ * backend under test, in dt, sh.offset elements past its leading guard
+ * band), r (on ref, fp32). ids: int32 token ids (dt GT_DTYPE_INT32).
+ * base, lead, cnt: each side's allocation ([0] d, [1] r), the elements
+ * before the array in it (guard band and offset) and the array's length
+ * there (n, except the attention state on the backend under test). */
 typedef struct kc_arr {
     size_t n;
     gt_dtype dt;
@@ -30,7 +33,8 @@ typedef struct kc_arr {
     float *h;
     int32_t *hid;
     void *d, *r;
-    void *dbase;
+    void *base[2];
+    size_t lead[2], cnt[2];
 } kc_arr;
 
 struct gt_kcase {
@@ -40,30 +44,124 @@ struct gt_kcase {
     gt_kshape sh;
     int narr;
     kc_arr a[KC_MAX_ARR];
-    double sumsq[2]; /* sumsq results: [0] backend, [1] ref */
+    double sumsq[2];      /* sumsq results: [0] backend, [1] ref */
+    char guard_what[128]; /* the failed guard check's name (gt_kcheck.what) */
 };
 
 /* ---- arrays ------------------------------------------------------------------ */
 
-/* n values of es bytes on be, `off` elements into a fresh allocation:
- * *base is what to free, *out the array. */
-static gt_status alloc_at(gt_backend *be, size_t es, size_t n, size_t off, void **base,
-                          void **out) {
-    *out = NULL;
-    gt_status s = gt_backend_alloc(be, (n + off) * es, base);
-    if (s == GT_OK) *out = (char *)*base + off * es;
+/* Guard bands: every array of a case, on both backends, sits inside its own
+ * allocation between KC_GUARD bytes of sentinels before it (after them, the
+ * shape's offset elements, sentinels too) and KC_GUARD bytes after its last
+ * element. gt_kcase_check compares them bitwise after the op ran (and its
+ * in-place variant): an op that writes one element past an array's end, or
+ * before its start, fails there, naming the array. The caching allocator's
+ * rounding (GT_ALLOC_ALIGN) would otherwise hide such a write in slack that
+ * nobody reads. KC_GUARD is a multiple of that alignment, so the arrays
+ * keep the alignment the offset gives them. */
+#define KC_GUARD 256
+#define KC_GUARD_STREAM 1000u /* + 2 * array + side: never a data stream */
+
+/* Under AddressSanitizer the bands are poisoned too: engine/alloc.c poisons
+ * only what no block asked for, and these lie inside the blocks, so without
+ * it a kernel reading past its array would no longer stop at its source
+ * line. Sanitized builds have no real GPU (CMakeLists.txt turns the cuda
+ * backend off unless it is the CPU emulator): every backend's memory is
+ * host memory there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KC_ASAN 1
+#endif
+#endif
+#ifdef KC_ASAN
+#include <sanitizer/asan_interface.h>
+#define KC_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define KC_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define KC_POISON(p, n) ((void)(p), (void)(n))
+#define KC_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* The dtype of array x on `side`. */
+static gt_dtype side_dt(const kc_arr *x, int side) {
+    return x->ids ? GT_DTYPE_INT32 : side ? GT_DTYPE_FP32 : x->dt;
+}
+
+/* Poisons (1) or unpoisons (0) array i's bands on `side`. */
+static void guard_poison(kc_arr *x, int side, int on) {
+    size_t es = gt_dtype_size(side_dt(x, side));
+    char *b = x->base[side], *past = b + (x->lead[side] + x->cnt[side]) * es;
+    if (on) {
+        KC_POISON(b, x->lead[side] * es);
+        KC_POISON(past, (size_t)KC_GUARD);
+    } else {
+        KC_UNPOISON(b, x->lead[side] * es);
+        KC_UNPOISON(past, (size_t)KC_GUARD);
+    }
+}
+
+/* count sentinels of dt for array i on `side`, in a fresh host buffer:
+ * finite, negative and different per array, side and position, from
+ * [-3e4, -1e3) (int32: [-2^20, -1], never a token id). Something an op
+ * writes by accident (a zero, a result, a copy of another array's guard),
+ * ReLU, and a value an op computes from a guard it read, all change them;
+ * fp16 holds them. */
+static gt_status guard_values(gt_dtype dt, size_t count, int i, int side, void **out) {
+    uint64_t stream = KC_GUARD_STREAM + 2u * (unsigned)i + (unsigned)side;
+    *out = malloc(count * gt_dtype_size(dt) + 1);
+    float *f = malloc(count * sizeof(float) + 1);
+    if (!*out || !f) {
+        free(*out);
+        free(f);
+        *out = NULL;
+        return GT_ERR(GT_ERR_OOM, "no host memory for %zu guard values", count);
+    }
+    if (dt == GT_DTYPE_INT32) {
+        for (size_t j = 0; j < count; j++)
+            ((int32_t *)*out)[j] = -1 - (int32_t)(gt_rng_u32(KC_SEED, stream, j) >> 12);
+    } else {
+        gt_rng_fill_uniform(f, count, -3e4f, -1e3f, KC_SEED, stream, 0);
+        gt_convert(*out, dt, f, GT_DTYPE_FP32, count);
+    }
+    free(f);
+    return GT_OK;
+}
+
+/* Allocates array i on `side` (0: the backend under test, at the case's
+ * offset; 1: ref) for n elements between guard bands, and writes the
+ * sentinels; x->d or x->r is the array. */
+static gt_status kc_alloc(gt_kcase *c, int i, int side, size_t n) {
+    kc_arr *x = &c->a[i];
+    gt_backend *be = side ? c->ref : c->be;
+    gt_dtype dt = side_dt(x, side);
+    size_t es = gt_dtype_size(dt), tail = KC_GUARD / es;
+    size_t lead = KC_GUARD / es + (side ? 0 : (size_t)c->sh.offset);
+    void **p = side ? &x->r : &x->d;
+    *p = NULL;
+    GT_TRY(gt_backend_alloc(be, (lead + n + tail) * es, &x->base[side]));
+    *p = (char *)x->base[side] + lead * es;
+    x->lead[side] = lead;
+    x->cnt[side] = n;
+    void *g = NULL;
+    GT_TRY(guard_values(dt, lead + tail, i, side, &g));
+    gt_status s = be->copy_to_device(be, x->base[side], g, lead * es);
+    if (s == GT_OK)
+        s = be->copy_to_device(be, (char *)*p + n * es, (char *)g + lead * es, tail * es);
+    free(g);
+    guard_poison(x, side, 1);
     return s;
 }
 
-static gt_status upload(gt_backend *be, gt_dtype dt, const float *h, size_t n, size_t off,
-                        void **base, void **out) {
+/* h (n fp32 values) to d on be in dt. */
+static gt_status put(gt_backend *be, gt_dtype dt, void *d, const float *h, size_t n) {
     size_t bytes = n * gt_dtype_size(dt);
-    gt_status s = alloc_at(be, gt_dtype_size(dt), n, off, base, out);
-    if (s != GT_OK || n == 0) return s;
+    if (bytes == 0) return GT_OK;
     void *tmp = malloc(bytes);
     if (!tmp) return GT_ERR(GT_ERR_OOM, "no host memory for %zu bytes", bytes);
     gt_convert(tmp, dt, h, GT_DTYPE_FP32, n);
-    s = be->copy_to_device(be, *out, tmp, bytes);
+    gt_status s = be->copy_to_device(be, d, tmp, bytes);
     free(tmp);
     return s;
 }
@@ -76,6 +174,17 @@ static gt_status download(gt_backend *be, gt_dtype dt, const void *d, size_t n, 
     if (s == GT_OK) gt_convert(h, GT_DTYPE_FP32, tmp, dt, n);
     free(tmp);
     return s;
+}
+
+/* Rounds h (n values) to the storage dtype dt in place. */
+static gt_status round_to(float *h, size_t n, gt_dtype dt) {
+    if (dt == GT_DTYPE_FP32 || n == 0) return GT_OK;
+    void *tmp = malloc(n * gt_dtype_size(dt));
+    if (!tmp) return GT_ERR(GT_ERR_OOM, "no host memory");
+    gt_convert(tmp, dt, h, GT_DTYPE_FP32, n);
+    gt_convert(h, GT_DTYPE_FP32, tmp, dt, n);
+    free(tmp);
+    return GT_OK;
 }
 
 /* Array i of c: n values, dist 0 uniform [a, b), 1 normal (mean a, std b),
@@ -92,16 +201,11 @@ static gt_status mk(gt_kcase *c, int i, gt_dtype dt, size_t n, int dist, float a
         gt_rng_fill_uniform(x->h, n, a, b, KC_SEED, stream, 0);
     else
         gt_rng_fill_normal(x->h, n, a, b, KC_SEED, stream, 0);
-    if (dt != GT_DTYPE_FP32 && n) { /* round to the storage dtype */
-        void *tmp = malloc(n * gt_dtype_size(dt));
-        if (!tmp) return GT_ERR(GT_ERR_OOM, "no host memory");
-        gt_convert(tmp, dt, x->h, GT_DTYPE_FP32, n);
-        gt_convert(x->h, GT_DTYPE_FP32, tmp, dt, n);
-        free(tmp);
-    }
-    gt_status s = upload(c->be, dt, x->h, n, (size_t)c->sh.offset, &x->dbase, &x->d);
-    void *rbase = NULL; /* the ref's arrays start at their allocation: x->r */
-    if (s == GT_OK && c->ref) s = upload(c->ref, GT_DTYPE_FP32, x->h, n, 0, &rbase, &x->r);
+    GT_TRY(round_to(x->h, n, dt));
+    gt_status s = kc_alloc(c, i, 0, n);
+    if (s == GT_OK) s = put(c->be, dt, x->d, x->h, n);
+    if (s == GT_OK && c->ref) s = kc_alloc(c, i, 1, n);
+    if (s == GT_OK && c->ref) s = put(c->ref, GT_DTYPE_FP32, x->r, x->h, n);
     return s;
 }
 
@@ -110,17 +214,16 @@ static gt_status mk_ids(gt_kcase *c, int i, size_t n, int range, uint64_t stream
     kc_arr *x = &c->a[i];
     x->n = n;
     x->ids = 1;
+    x->dt = GT_DTYPE_INT32;
     x->hid = malloc(n ? n * sizeof(int32_t) : 1);
     if (!x->hid) return GT_ERR(GT_ERR_OOM, "no host memory");
     for (size_t j = 0; j < n; j++)
         x->hid[j] = (int32_t)(gt_rng_u32(KC_SEED, stream, j) % (uint32_t)(range > 0 ? range : 1));
     size_t bytes = n * sizeof(int32_t);
-    gt_status s = alloc_at(c->be, sizeof(int32_t), n, (size_t)c->sh.offset, &x->dbase, &x->d);
+    gt_status s = kc_alloc(c, i, 0, n);
     if (s == GT_OK && bytes) s = c->be->copy_to_device(c->be, x->d, x->hid, bytes);
-    if (s == GT_OK && c->ref) {
-        s = gt_backend_alloc(c->ref, bytes, &x->r);
-        if (s == GT_OK && bytes) s = c->ref->copy_to_device(c->ref, x->r, x->hid, bytes);
-    }
+    if (s == GT_OK && c->ref) s = kc_alloc(c, i, 1, n);
+    if (s == GT_OK && c->ref && bytes) s = c->ref->copy_to_device(c->ref, x->r, x->hid, bytes);
     return s;
 }
 
@@ -128,14 +231,8 @@ static gt_status mk_ids(gt_kcase *c, int i, size_t n, int range, uint64_t stream
  * host), to both sides. */
 static gt_status refresh(gt_kcase *c, int i) {
     kc_arr *x = &c->a[i];
-    size_t bytes = x->n * gt_dtype_size(x->dt);
-    if (bytes == 0) return GT_OK;
-    void *tmp = malloc(bytes);
-    if (!tmp) return GT_ERR(GT_ERR_OOM, "no host memory for %zu bytes", bytes);
-    gt_convert(tmp, x->dt, x->h, GT_DTYPE_FP32, x->n);
-    gt_status s = c->be->copy_to_device(c->be, x->d, tmp, bytes);
-    free(tmp);
-    if (s == GT_OK && c->ref) s = c->ref->copy_to_device(c->ref, x->r, x->h, x->n * sizeof(float));
+    gt_status s = put(c->be, x->dt, x->d, x->h, x->n);
+    if (s == GT_OK && c->ref) s = put(c->ref, GT_DTYPE_FP32, x->r, x->h, x->n);
     return s;
 }
 
@@ -151,8 +248,8 @@ static gt_status poison(gt_kcase *c, int i) {
 void gt_kcase_free(gt_kcase *c) {
     if (!c) return;
     for (int i = 0; i < KC_MAX_ARR; i++) {
-        gt_backend_dealloc(c->be, c->a[i].dbase);
-        if (c->ref) gt_backend_dealloc(c->ref, c->a[i].r);
+        gt_backend_dealloc(c->be, c->a[i].base[0]);
+        if (c->ref) gt_backend_dealloc(c->ref, c->a[i].base[1]);
         free(c->a[i].h);
         free(c->a[i].hid);
     }
@@ -197,8 +294,9 @@ const char *gt_kshape_label(gt_op op, const gt_kshape *s, char *buf, size_t size
     case GT_OP_BATCHNORM_FWD:
     case GT_OP_BATCHNORM_BWD:
         /* the backward is training-mode only: no suffix */
-        snprintf(buf, size, "N%d_C%d_H%d_W%d%s", s->N, s->C, s->H, s->W,
-                 op == GT_OP_BATCHNORM_BWD ? "" : s->train ? "_train" : "_eval");
+        snprintf(buf, size, "N%d_C%d_H%d_W%d%s%s", s->N, s->C, s->H, s->W,
+                 op == GT_OP_BATCHNORM_BWD ? "" : s->train ? "_train" : "_eval",
+                 s->drift ? "_drift" : "");
         break;
     case GT_OP_AVGPOOL_FWD:
     case GT_OP_AVGPOOL_BWD: snprintf(buf, size, "N%d_C%d_H%d_W%d", s->N, s->C, s->H, s->W); break;
@@ -226,6 +324,61 @@ enum { BN_INP, BN_W, BN_B, BN_OUT, BN_MEAN, BN_RSTD, BN_RM, BN_RV, BN_DOUT, BN_D
 enum { RL_X, RL_OUT, RL_A, RL_Y, RL_DOUT, RL_DINP };
 enum { AP_INP, AP_OUT, AP_DOUT, AP_DINP };
 enum { CA_SRC, CA_DST, CA_TMP, CA_LOW, CA_WIDE };
+
+/* Array i's name in op's family (the slots above), for messages. */
+static const char *arr_name(gt_op op, int i) {
+    static const char *const en[] = {"inp", "wte", "wpe", "out", "dout", "dwte", "dwpe"};
+    static const char *const ln[] = {"inp",  "weight", "bias", "out",     "mean",
+                                     "rstd", "dout",   "dinp", "dweight", "dbias"};
+    static const char *const mm[] = {"inp",  "weight", "bias",    "out",  "dout",
+                                     "dinp", "dweight", "dbias", "pre"};
+    static const char *const at[] = {"qkv", "out", "att", "dout", "dqkv"};
+    static const char *const pw[] = {"x", "y", "out", "dinp", "inplace", "da", "db"};
+    static const char *const cl[] = {"targets", "logits", "losses", "dlogits", "inplace"};
+    static const char *const op_[] = {"grads", "params", "m", "v"};
+    static const char *const cv[] = {"inp",  "weight", "bias",    "out",
+                                     "dout", "dinp",   "dweight", "dbias"};
+    static const char *const bn[] = {"inp",  "weight",       "bias",        "out",
+                                     "mean", "rstd",         "running_mean", "running_var",
+                                     "dout", "dinp",         "dweight",      "dbias"};
+    static const char *const rl[] = {"x", "out", "inplace", "out", "dout", "dinp"};
+    static const char *const ap[] = {"inp", "out", "dout", "dinp"};
+    static const char *const ca[] = {"src", "out", "tmp", "low", "widen"};
+#define KC_NAME(t) return i >= 0 && (size_t)i < sizeof t / sizeof t[0] ? t[i] : "?"
+    switch (op) {
+    case GT_OP_ENCODER_FWD:
+    case GT_OP_ENCODER_BWD: KC_NAME(en);
+    case GT_OP_LAYERNORM_FWD:
+    case GT_OP_LAYERNORM_BWD: KC_NAME(ln);
+    case GT_OP_MATMUL_DGELU_BWD:
+        if (i == MM_DINP) return "dpre";
+        KC_NAME(mm);
+    case GT_OP_MATMUL_FWD:
+    case GT_OP_MATMUL_BWD:
+    case GT_OP_MATMUL_GELU_FWD: KC_NAME(mm);
+    case GT_OP_ATTENTION_FWD:
+    case GT_OP_ATTENTION_BWD: KC_NAME(at);
+    case GT_OP_GELU_FWD:
+    case GT_OP_GELU_BWD:
+    case GT_OP_RESIDUAL_FWD:
+    case GT_OP_RESIDUAL_BWD: KC_NAME(pw);
+    case GT_OP_CLASSIFIER_FWD:
+    case GT_OP_CLASSIFIER_BWD: KC_NAME(cl);
+    case GT_OP_ADAMW:
+    case GT_OP_SUMSQ: KC_NAME(op_);
+    case GT_OP_CONV2D_FWD:
+    case GT_OP_CONV2D_BWD: KC_NAME(cv);
+    case GT_OP_BATCHNORM_FWD:
+    case GT_OP_BATCHNORM_BWD: KC_NAME(bn);
+    case GT_OP_RELU_FWD:
+    case GT_OP_RELU_BWD: KC_NAME(rl);
+    case GT_OP_AVGPOOL_FWD:
+    case GT_OP_AVGPOOL_BWD: KC_NAME(ap);
+    case GT_OP_CAST: KC_NAME(ca);
+    default: return "?";
+    }
+#undef KC_NAME
+}
 
 static gt_conv2d_shape conv_of(const gt_kshape *s) {
     gt_conv2d_shape cs = {.N = s->N, .C = s->C, .H = s->H, .W = s->W, .OC = s->OC,
@@ -563,10 +716,9 @@ gt_status gt_kcase_new(gt_backend *be, gt_backend *ref, gt_dtype dt, gt_op op,
             gt_kctx kb = {be, dt};
             size_t nb = gt_attention_state_floats(be->ops, &kb, s->B, s->T, s->C, s->NH);
             if (nb != natt) {
-                gt_backend_dealloc(be, c->a[AT_ATT].dbase);
-                c->a[AT_ATT].dbase = c->a[AT_ATT].d = NULL;
-                st = alloc_at(be, sizeof(float), nb, (size_t)s->offset, &c->a[AT_ATT].dbase,
-                              &c->a[AT_ATT].d);
+                gt_backend_dealloc(be, c->a[AT_ATT].base[0]);
+                c->a[AT_ATT].base[0] = c->a[AT_ATT].d = NULL;
+                st = kc_alloc(c, AT_ATT, 0, nb);
             }
         }
         if (op == GT_OP_ATTENTION_BWD) {
@@ -641,8 +793,22 @@ gt_status gt_kcase_new(gt_backend *be, gt_backend *ref, gt_dtype dt, gt_op op,
     }
     case GT_OP_BATCHNORM_FWD:
     case GT_OP_BATCHNORM_BWD: {
-        size_t n = (size_t)s->N * s->C * s->H * s->W;
+        size_t n = (size_t)s->N * s->C * s->H * s->W, HW = (size_t)s->H * s->W;
         MK(BN_INP, dt, n, 1, 0.3f, 1.5f, 80);
+        if (st == GT_OK && s->drift) {
+            /* + 8 + 8 k / (N HW) at the channel's k-th value (sample-major,
+             * the order the statistics reduce in): chunks of a channel
+             * have means up to 8 apart, the batch's variance is mostly
+             * between them. Rounded to dt again. */
+            float *h = c->a[BN_INP].h;
+            double cnt = (double)s->N * HW;
+            for (size_t j = 0; j < n; j++) {
+                size_t k = j / ((size_t)s->C * HW) * HW + j % HW;
+                h[j] += (float)(8.0 + 8.0 * (double)k / cnt);
+            }
+            st = round_to(h, n, dt);
+            if (st == GT_OK) st = refresh(c, BN_INP);
+        }
         MK(BN_W, dt, s->C, 1, 1.0f, 0.2f, 81);
         MK(BN_B, dt, s->C, 1, 0.0f, 0.2f, 82);
         MK(BN_MEAN, F, s->C, 0, -1.0f, 1.0f, 84);
@@ -986,6 +1152,76 @@ static double *bn_bwd_bound(gt_kcase *c) {
     return extra;
 }
 
+/* Every array's guard bands on both sides against their sentinels,
+ * bitwise. *k is filled only when one changed: a failing check whose name
+ * lists each damaged band, "guard past out", "guard before dinp", "ref
+ * past out" (the oracle's side), ...; first_bad, got and want are the first
+ * changed sentinel's (past: its index, n or more; before: how many elements
+ * before the start); n counts every sentinel compared. *bad: whether one
+ * changed. */
+static gt_status check_guards(gt_kcase *c, gt_kcheck *k, int *bad) {
+    *bad = 0;
+    memset(k, 0, sizeof *k);
+    size_t wl = (size_t)snprintf(c->guard_what, sizeof c->guard_what, "guard");
+    gt_status st = GT_OK;
+    for (int i = 0; i < KC_MAX_ARR && st == GT_OK; i++)
+        for (int side = 0; side < 2 && st == GT_OK; side++) {
+            kc_arr *x = &c->a[i];
+            if (!x->base[side]) continue;
+            gt_backend *be = side ? c->ref : c->be;
+            gt_dtype dt = side_dt(x, side);
+            size_t es = gt_dtype_size(dt), lead = x->lead[side], tail = KC_GUARD / es;
+            size_t cnt = lead + tail;
+            unsigned char *got = malloc(cnt * es), *want = NULL;
+            void *wv = NULL;
+            if (!got) return GT_ERR(GT_ERR_OOM, "no host memory for the guard bands");
+            st = guard_values(dt, cnt, i, side, &wv);
+            want = wv;
+            guard_poison(x, side, 0);
+            if (st == GT_OK) st = be->copy_to_host(be, got, x->base[side], lead * es);
+            if (st == GT_OK)
+                st = be->copy_to_host(be, got + lead * es,
+                                      (const char *)x->base[side] + (lead + x->cnt[side]) * es,
+                                      tail * es);
+            guard_poison(x, side, 1);
+            int damaged[2] = {0, 0}; /* before, past */
+            for (size_t j = 0; st == GT_OK && j < cnt; j++) {
+                if (memcmp(got + j * es, want + j * es, es) == 0) continue;
+                if (!k->bad) {
+                    float g = 0.0f, w = 0.0f;
+                    if (dt == GT_DTYPE_INT32) {
+                        int32_t gi, wi;
+                        memcpy(&gi, got + j * es, sizeof gi);
+                        memcpy(&wi, want + j * es, sizeof wi);
+                        g = (float)gi;
+                        w = (float)wi;
+                    } else {
+                        gt_convert(&g, GT_DTYPE_FP32, got + j * es, dt, 1);
+                        gt_convert(&w, GT_DTYPE_FP32, want + j * es, dt, 1);
+                    }
+                    k->what = c->guard_what;
+                    k->first_bad = j < lead ? lead - j : x->cnt[side] + (j - lead);
+                    k->got_first = g;
+                    k->want_first = w;
+                    k->max_abs = isnan(g) ? INFINITY : fabs((double)g - w);
+                    k->worst = INFINITY;
+                }
+                damaged[j >= lead] = 1;
+                k->bad++;
+            }
+            for (int p = 0; p < 2; p++)
+                if (damaged[p] && wl < sizeof c->guard_what)
+                    wl += (size_t)snprintf(c->guard_what + wl, sizeof c->guard_what - wl,
+                                           "%s %s%s %s", wl > 5 ? "," : "", side ? "ref " : "",
+                                           p ? "past" : "before", arr_name(c->op, i));
+            k->n += cnt;
+            free(got);
+            free(want);
+        }
+    *bad = k->bad != 0;
+    return st;
+}
+
 /* Runs `op` (variant inplace) on both sides; GT_ERR_UNSUPPORTED passes
  * through from the backend, a ref failure is an error of its own. */
 static gt_status run_both(gt_kcase *c, int inplace) {
@@ -1273,6 +1509,12 @@ gt_status gt_kcase_check(gt_kcase *c, gt_kcheck ck[GT_KCHECK_MAX], int *n) {
         break;
     }
     default: break;
+    }
+    /* last, whether any run wrote outside an array */
+    int bad = 0;
+    if (st == GT_OK && *n < GT_KCHECK_MAX) {
+        st = check_guards(c, &ck[*n], &bad);
+        if (bad) (*n)++;
     }
     return st;
 }

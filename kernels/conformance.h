@@ -12,7 +12,10 @@
  * reason. Gradients start from random values, not zero, so "accumulates"
  * is checked too; outputs an op overwrites start as garbage with NaN in it
  * (matmul_bwd's dinp, the fused GELU matmuls' outputs), so "overwrites"
- * is checked as well.
+ * is checked as well. Every array on both backends sits between guard
+ * bands of sentinel values inside its allocation; an op that writes
+ * outside its arrays (one past the end, before the start) fails a "guard"
+ * check naming the array.
  *
  * Units: flops and bytes are per call of the op on the backend under test
  * (definitions in conformance.c and docs/suites.md). */
@@ -37,7 +40,7 @@ extern "C" {
  *   gelu, residual, relu, sumsq  n classifier N, V, Vp
  *   adamw      n, step
  *   conv2d     N, C, H, W, OC, KH, KW, stride, pad, bias
- *   batchnorm  N, C, H, W (HW = H W), train
+ *   batchnorm  N, C, H, W (HW = H W), train, drift
  *   avgpool    N, C, H, W (HW = H W) */
 typedef struct gt_kshape {
     int B, T, C, OC, NH, V, Vp, N;
@@ -46,6 +49,9 @@ typedef struct gt_kshape {
     int step; /* adamw: step t >= 1 */
     int H, W, KH, KW, stride, pad; /* images and convolutions */
     int train; /* batchnorm: training mode (batch statistics) */
+    /* batchnorm: the input's mean drifts along each channel, 8 at its first
+     * value to 16 at its last (sample-major order); label "_drift" */
+    int drift;
     /* Every op: each array on the backend under test starts this many of
      * its elements into its allocation (0: at the allocator's alignment).
      * 1 leaves 16-bit arrays 2-byte aligned, as a model's parameter and
@@ -56,12 +62,15 @@ typedef struct gt_kshape {
 
 /* The op's shape as a label without spaces ("N256_C768_OC3072",
  * "N64_C768_OC768_nobias", "n786432", "N8_C64_H32_W32_OC64_K3_s1_p1",
- * "N8_C64_H8_W8_train", "n1000_off1"), written to buf; returns buf. */
+ * "N8_C64_H8_W8_train", "N3_C2_H33_W33_train_drift", "n1000_off1"),
+ * written to buf; returns buf. */
 const char *gt_kshape_label(gt_op op, const gt_kshape *sh, char *buf, size_t size);
 
 /* The comparison of one output array. */
 typedef struct gt_kcheck {
-    const char *what;       /* "out", "dweight", "inplace", ... (static) */
+    /* "out", "dweight", "inplace", ... (static); "guard past out" and the
+     * like (the case's, valid until gt_kcase_free) */
+    const char *what;
     gt_tolerance tol;       /* rtol, atol used (a per-element bound may add to it) */
     size_t n, bad;          /* elements compared, elements outside the bound */
     size_t first_bad;       /* index of the first bad element */
@@ -70,7 +79,7 @@ typedef struct gt_kcheck {
     double worst;            /* max |g - w| / allowed: <= 1 passes (inf on NaN mismatch) */
 } gt_kcheck;
 
-#define GT_KCHECK_MAX 5
+#define GT_KCHECK_MAX 6
 
 typedef struct gt_kcase gt_kcase;
 
@@ -90,7 +99,12 @@ void gt_kcase_free(gt_kcase *c);
 
 /* Runs the op once on both backends from the initial state (call it before
  * gt_kcase_run) and compares every output: checks[0 .. *n) (at most
- * GT_KCHECK_MAX). GT_ERR_UNSUPPORTED when the backend declined (skip),
+ * GT_KCHECK_MAX). Then every array's guard bands, on both sides: when a
+ * sentinel changed, one more check, failing, whose `what` lists the
+ * damaged bands ("guard past out", "guard before dinp, ref before dinp":
+ * "ref" is the oracle's side) and whose first_bad is the first changed
+ * element (past: its index, n or more; before: how many elements before
+ * the start). GT_ERR_UNSUPPORTED when the backend declined (skip),
  * another status when either run failed (the message says which side). */
 gt_status gt_kcase_check(gt_kcase *c, gt_kcheck checks[GT_KCHECK_MAX], int *n);
 

@@ -159,16 +159,33 @@ struct gt_ops {
     gt_status (*residual_bwd)(const gt_kctx *k, void *da, void *db, const void *dout, size_t n);
 
     /* Softmax cross-entropy over the first V of Vp columns of logits(N,Vp)
-     * (columns >= V are padding and never change the loss):
+     * (columns >= V are padding and never change the loss, whatever they
+     * hold, NaN and Inf included):
      * losses(N, fp32) = logsumexp(logits[i,:V]) - logits[i, targets[i]].
-     * targets in [0, V). Overwrites losses. */
+     * targets in [0, V). Overwrites losses.
+     * Non-finite logits, on every backend in every storage dtype (as the
+     * formula evaluates in IEEE arithmetic, max-shifted; the tests
+     * kernels.classifier_nan and kernels.classifier_inf hold them to it):
+     *   - a -Inf logit (a masked class) has probability exactly 0: it adds
+     *     nothing to the row's sum, and its dlogit below is exactly 0;
+     *   - a -Inf target logit gives a loss of +Inf; the dlogits are still
+     *     the formula's: exactly -dloss at the target (its probability is
+     *     0), dloss * p over the row's finite logits elsewhere;
+     *   - a row whose V logits are all -Inf has no softmax (0 / 0): its
+     *     loss and its V dlogits are NaN;
+     *   - a NaN or a +Inf logit (an overflow upstream: Inf - Inf in the
+     *     shifted sum) makes the row's loss and its V dlogits NaN, so that
+     *     the training loop reports a non-finite loss instead of training
+     *     on; the other rows are unaffected.
+     * Padding dlogits are 0 in every case. */
     gt_status (*classifier_fwd)(const gt_kctx *k, float *losses, const void *logits,
                                 const int32_t *targets, int N, int V, int Vp);
     /* Fused forward + backward, one pass over the logits:
      * losses(N) as above (overwrites; may be NULL), and
      * dlogits(N,Vp) = dloss * (softmax(logits[i,:V]) - onehot(targets[i]))
-     * for columns < V, 0 for padding columns. OVERWRITES dlogits, which may
-     * alias logits (the memory-saving path). */
+     * for columns < V, 0 for padding columns (non-finite logits: as
+     * above). OVERWRITES dlogits, which may alias logits (the
+     * memory-saving path). */
     gt_status (*classifier_bwd)(const gt_kctx *k, void *dlogits, float *losses,
                                 const void *logits, const int32_t *targets, float dloss, int N,
                                 int V, int Vp);

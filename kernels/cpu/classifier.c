@@ -28,6 +28,16 @@ static inline float row_max(const float *restrict x, int V) {
     return m;
 }
 
+/* exp(x - mx) for the softmax: exactly 0 for a -Inf logit (a masked class,
+ * kernels/ops.h; the clamp that keeps gt_cpu_expf in its range would give
+ * it e^-87), NaN for a NaN, and for a row of -Inf only (mx -Inf) 0, whose
+ * sum of 0 makes the loss and dlogits NaN as ops.h says. A select: the
+ * loops still vectorise. */
+static inline float cls_exp(float x, float mx) {
+    float e = gt_cpu_expf(gt_cpu_clampf(x - mx, -87.0f, 0.0f));
+    return x == -INFINITY ? 0.0f : e;
+}
+
 static inline double lanes_sum(const float l[16]) {
     double s = 0.0;
     for (int j = 0; j < 16; j++) s += l[j];
@@ -48,8 +58,8 @@ gt_status gt_cpu_classifier_fwd(const gt_kctx *k, float *losses, const void *log
         float l[16] = {0};
         int c = 0;
         for (; c + 16 <= V; c += 16)
-            for (int j = 0; j < 16; j++) l[j] += gt_cpu_expf(gt_cpu_clampf(x[c + j] - mx, -87.0f, 0.0f));
-        for (; c < V; c++) l[c & 15] += gt_cpu_expf(gt_cpu_clampf(x[c] - mx, -87.0f, 0.0f));
+            for (int j = 0; j < 16; j++) l[j] += cls_exp(x[c + j], mx);
+        for (; c < V; c++) l[c & 15] += cls_exp(x[c], mx);
         losses[i] = (float)((double)mx + log(lanes_sum(l)) - (double)x[targets[i]]);
     }
     return GT_OK;
@@ -76,12 +86,12 @@ gt_status gt_cpu_classifier_bwd(const gt_kctx *k, void *dlogits_, float *losses,
         int c = 0;
         for (; c + 16 <= V; c += 16)
             for (int j = 0; j < 16; j++) {
-                float e = gt_cpu_expf(gt_cpu_clampf(x[c + j] - mx, -87.0f, 0.0f));
+                float e = cls_exp(x[c + j], mx);
                 d[c + j] = e;
                 l[j] += e;
             }
         for (; c < V; c++) {
-            float e = gt_cpu_expf(gt_cpu_clampf(x[c] - mx, -87.0f, 0.0f));
+            float e = cls_exp(x[c], mx);
             d[c] = e;
             l[c & 15] += e;
         }

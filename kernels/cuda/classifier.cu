@@ -15,7 +15,11 @@
  * Bound: memory bandwidth (N*Vp elements read once, twice for bwd, plus one
  *      write).
  * Determinism: the combination order depends on the column index only.
- * A NaN anywhere in a row's logits makes its loss and dlogits NaN.
+ * Non-finite logits as kernels/ops.h defines them: a NaN anywhere in a row
+ * makes its loss and dlogits NaN (flagged block-wide, below), and so does a
+ * +Inf (the combination's exp(Inf - Inf)); a -Inf logit has probability
+ * exactly 0 (the online update skips it), a -Inf target gives a loss of
+ * +Inf, a row of -Inf only NaN (its sum is 0, its max -Inf).
  */
 #include <math.h>
 
@@ -54,6 +58,8 @@ __global__ void __launch_bounds__(CLS_BLOCK)
             s = s * (m == -INFINITY ? 0.0f : expf(m - v)) + 1.0f;
             m = v;
         } else if (v > -INFINITY) {
+            /* not for -Inf: it adds 0, but while a thread has seen only
+             * -Inf its m is -Inf too and exp(-Inf - -Inf) would be NaN */
             s += expf(v - m);
         }
     }

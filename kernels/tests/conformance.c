@@ -2,7 +2,12 @@
  * backward, on the backend under test against the ref backend, over a grid
  * of shapes from tiny and odd to GPT-2 sized.
  *
- * usage: conformance <backend> <dtype>
+ * usage: conformance <backend> <dtype> [op-prefix,...]
+ *
+ * With a third argument only the ops whose names start with one of its
+ * comma-separated prefixes run (e.g. "matmul": the GEMM ops, for the
+ * emulator runs that force cuBLASLt's fallbacks); a list that selects no op
+ * is an error.
  *
  * The cases themselves (seeded inputs, the call on both backends, the
  * per-op tolerances and their reasons) live in kernels/conformance.c, which
@@ -15,7 +20,9 @@
  * alignment cuBLASLt/cuDNN has no algorithm for) fails too; an empty slot
  * (cuda built without cuDNN or cuBLASLt) and, on other backends, a declined
  * dtype are skips, printed and counted. Cases with an offset put every
- * array that many elements past an aligned allocation (conformance.h).
+ * array that many elements past an aligned allocation, and every array sits
+ * between guard bands of sentinels: a write outside it fails the case with
+ * a "guard" check naming the array (conformance.h).
  * Exit: 0 pass, 1 a check failed, 77 the backend is not available here. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +36,21 @@ typedef struct tc_ctx {
     int no_skips; /* a declined case of a filled slot is a failure (ref, cuda) */
     int checks, fails, skips;
     int reached[GT_OP_COUNT]; /* cases of each op the grid ran */
+    const char *only;         /* comma-separated op-name prefixes, or NULL: every op */
 } tc_ctx;
+
+/* Whether op is selected by t->only. */
+static int selected(const tc_ctx *t, gt_op op) {
+    if (!t->only) return 1;
+    const char *name = gt_op_name(op), *p = t->only;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len && strncmp(name, p, len) == 0) return 1;
+        p += len;
+        if (*p == ',') p++;
+    }
+    return 0;
+}
 
 /* One op at one shape: an empty slot or a declined dtype is a skip (a
  * failure with no_skips), a failed run or an element outside the bound a
@@ -40,6 +61,7 @@ static void one(tc_ctx *t, gt_op op, gt_kshape sh) {
     gt_kcase *c = NULL;
     gt_kcheck ck[GT_KCHECK_MAX];
     int n = 0;
+    if (!selected(t, op)) return;
     t->reached[op]++;
     gt_status s = gt_kcase_new(t->be, t->ref, t->dt, op, &sh, &c);
     if (s == GT_OK) s = gt_kcase_check(c, ck, &n);
@@ -79,6 +101,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "unknown dtype '%s'\n", dname);
         return 2;
     }
+    if (argc > 3) {
+        t.only = argv[3];
+        int any = 0;
+        for (int op = 0; op < GT_OP_COUNT; op++) any |= selected(&t, (gt_op)op);
+        if (!any) {
+            fprintf(stderr, "conformance: no op name starts with any of '%s' (op names: "
+                            "matmul_fwd, layernorm_bwd, ...: see kernels/ops.h)\n", t.only);
+            return 2;
+        }
+    }
     gt_backend_config cfg = {.threads = 0, .device = -1};
     gt_status s = gt_backend_new(bname, &cfg, &t.be);
     if (s == GT_ERR_UNSUPPORTED) {
@@ -90,8 +122,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     t.no_skips = strcmp(t.be->name, "ref") == 0 || strcmp(t.be->name, "cuda") == 0;
-    printf("conformance: %s (%s) vs ref, storage %s%s\n", bname, t.be->describe(t.be),
-           gt_dtype_name(t.dt), t.no_skips ? " (a filled slot that declines a case fails)" : "");
+    printf("conformance: %s (%s) vs ref, storage %s%s%s%s\n", bname, t.be->describe(t.be),
+           gt_dtype_name(t.dt), t.no_skips ? " (a filled slot that declines a case fails)" : "",
+           t.only ? ", ops starting with " : "", t.only ? t.only : "");
 
     /* B, T, C, V; last, more positions (400) than cuda's encoder_bwd scans
      * in one shared-memory tile (256), with tokens repeating across tiles */
@@ -221,6 +254,19 @@ int main(int argc, char **argv) {
         sh.train = 0;
         one(&t, GT_OP_BATCHNORM_FWD, sh);
     }
+    /* BatchNorm in training mode on inputs whose mean drifts along each
+     * channel (conformance.h): cuda cuts a channel of 3267 values into 2
+     * chunks, one of 5120 into 3, whose means lie far apart; the merge of
+     * their statistics needs Chan's between-chunk term d^2 n_a n_b / n
+     * (iid inputs give chunks of nearly equal means and hide it).
+     * N, C, H, W. */
+    static const int bd[][4] = {{3, 2, 33, 33}, {2, 1, 64, 40}};
+    for (size_t i = 0; i < sizeof bd / sizeof bd[0]; i++) {
+        gt_kshape sh = {.N = bd[i][0], .C = bd[i][1], .H = bd[i][2], .W = bd[i][3], .train = 1,
+                        .drift = 1};
+        one(&t, GT_OP_BATCHNORM_FWD, sh);
+        one(&t, GT_OP_BATCHNORM_BWD, sh);
+    }
     /* conv2d: N, C, H, W, OC, KH, KW, stride, pad, bias. 1x1 images, kernels
      * 1/3/5/7 and 3x1, pad 0..3, stride 2 on odd sizes, the 1x1 stride-1
      * pad-0 path and its stride-2 sibling, ResNet-ish blocks, and shapes
@@ -264,7 +310,7 @@ int main(int argc, char **argv) {
     }
 
     for (int op = 0; op < GT_OP_COUNT; op++)
-        if (gt_ops_slot(t.be->ops, (gt_op)op) && !t.reached[op]) {
+        if (gt_ops_slot(t.be->ops, (gt_op)op) && selected(&t, (gt_op)op) && !t.reached[op]) {
             printf("  %-15s FAIL: the backend has it, the shape grid never runs it\n",
                    gt_op_name((gt_op)op));
             t.fails++;
