@@ -3,15 +3,16 @@
 # gauntlet with GT_CUDA_EMULATOR=ON in build-emu (no GPU, no nvcc: the CUDA
 # headers only) and runs the gpu-labelled tests there.
 #
-#   ci/emulate.sh            every gpu-labelled test (about 2 min on 2 cores)
+#   ci/emulate.sh            every gpu-labelled test (about 70 s of tests on 2 cores)
 #   ci/emulate.sh REGEX      those whose name matches REGEX (ctest -R)
 #
-# Only the executables those tests run are built. CI (.ci/run) runs
-# kernels.determinism.cuda here: the emulator changes the thread order from
-# launch to launch, so a race between barriers shows as a difference between
-# its two runs, and it takes minutes under ASan, where ci/sanitize.sh runs the
-# other cheap cuda tests. A pass says the backend's own code computes what
-# ref computes; it says nothing about a GPU's speed or its libraries
+# Only the executables those tests run are built. CI (.ci/run) runs them all
+# here: the emulator changes the thread order from launch to launch, so a race
+# between barriers shows as a difference between the two runs of
+# kernels.determinism.cuda, and that test, the conv determinism test and the
+# 16-bit training tests take minutes under ASan, where ci/sanitize.sh runs the
+# other cuda tests. A pass says the backend's own code computes what ref
+# computes; it says nothing about a GPU's speed or its libraries
 # (gpu-verification.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -42,5 +42,6 @@ cd "$BUILD"
 # conformance tests here).
 ctest --output-on-failure -j "$JOBS" -L "unit|conformance" -LE slow \
       -E "^suites[.]collectives[.]mpi|^models[.]gpt2_precision[.](ref|cuda)$"
-# kernels.determinism.cuda and kernels.conv_determinism.cuda (minutes, resp.
-# 30 s alone, under ASan) run without it in ci/emulate.sh.
+# kernels.determinism.cuda, kernels.conv_determinism.cuda and
+# models.dense_precision.cuda (minutes under ASan) run without it in
+# ci/emulate.sh, with every other gpu-labelled test.
