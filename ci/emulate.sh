@@ -6,12 +6,12 @@
 #   ci/emulate.sh            every gpu-labelled test (about 70 s of tests on 2 cores)
 #   ci/emulate.sh REGEX      those whose name matches REGEX (ctest -R)
 #
-# Only the executables those tests run are built. CI (.ci/run) runs them all
-# here: the emulator changes the thread order from launch to launch, so a race
-# between barriers shows as a difference between the two runs of
-# kernels.determinism.cuda, and that test, the conv determinism test and the
-# 16-bit training tests take minutes under ASan, where ci/sanitize.sh runs the
-# other cuda tests. A pass says the backend's own code computes what ref
+# Only the executables those tests run are built. CI (.ci/run) runs here the
+# gpu-labelled tests ci/sanitize.sh leaves out: the emulator changes the
+# thread order from launch to launch, so a race between barriers shows as a
+# difference between the two runs of kernels.determinism.cuda, and that test,
+# the conv determinism test and the 16-bit training tests take minutes under
+# ASan, where ci/sanitize.sh runs the other cuda tests. A pass says the backend's own code computes what ref
 # computes; it says nothing about a GPU's speed or its libraries
 # (gpu-verification.md).
 set -euo pipefail
@@ -29,11 +29,15 @@ fi
 mkdir -p "$BUILD"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGT_CUDA_EMULATOR=ON \
       -DCMAKE_C_FLAGS=-Werror >"$BUILD/configure.log" || { cat "$BUILD/configure.log"; exit 1; }
-# the executables of the selected tests: test a.b.c is target test_a_b_c
-# (gt_add_test); the script tests run the harness, built anyway
+# the executables of the selected tests, from their add_test lines (an
+# executable is the target of its name; the _lt_fallback tests run the
+# conformance ones); the script tests run the harness, built anyway
+mapfile -t names < <(cd "$BUILD" && ctest -N -L gpu "${SELECT[@]}" | sed -n 's/^ *Test *#[0-9]*: //p')
 mapfile -t targets < <(comm -12 \
-    <(cd "$BUILD" && ctest -N -L gpu "${SELECT[@]}" | sed -n 's/^ *Test *#[0-9]*: //p' |
-      tr . _ | sed 's/^/test_/' | sort -u) \
+    <(for n in "${names[@]}"; do
+          grep -rhF --include=CTestTestfile.cmake "add_test([=[$n]=] " "$BUILD" |
+              sed -n 's/^add_test([^"]*"\([^"]*\)".*/\1/p'
+      done | xargs -r -n1 basename | sort -u) \
     <(cmake --build "$BUILD" --target help | sed -n 's/^[.][.][.] //p' | sort -u))
 [ ${#targets[@]} -gt 0 ] || { echo "emulate: no gpu-labelled test matches ${1:-}" >&2; exit 1; }
 cmake --build "$BUILD" -j "$JOBS" --target gauntlet report_check "${targets[@]}"

@@ -30,15 +30,8 @@ static double unit(gt_dtype dt) {
 
 static gt_backend *mk_backend(const char *mode) {
     setenv("GT_CUDA_ATTENTION", mode, 1);
-    gt_backend_config cfg = {.threads = 0, .device = -1};
-    gt_backend *be = NULL;
-    gt_status s = gt_backend_new("cuda", &cfg, &be);
+    gt_backend *be = tu_backend_or_skip("cuda", 0);
     unsetenv("GT_CUDA_ATTENTION");
-    if (s == GT_ERR_UNSUPPORTED) {
-        printf("skipped: cuda backend unavailable: %s\n", gt_last_error());
-        exit(77);
-    }
-    if (s != GT_OK) tu_die("gt_backend_new(cuda)", s);
     return be;
 }
 

@@ -16,15 +16,8 @@
 static const gt_dtype k_fdt[] = {GT_DTYPE_FP32, GT_DTYPE_FP64, GT_DTYPE_BF16, GT_DTYPE_FP16};
 
 int main(void) {
-    gt_backend_config cfg = {.threads = 0, .device = -1};
-    gt_backend *be = NULL, *ref = NULL;
-    gt_status s = gt_backend_new("cuda", &cfg, &be);
-    if (s == GT_ERR_UNSUPPORTED) {
-        printf("skipped: cuda backend unavailable: %s\n", gt_last_error());
-        return 77;
-    }
-    if (s != GT_OK) tu_die("gt_backend_new(cuda)", s);
-    if ((s = gt_backend_new("ref", &cfg, &ref)) != GT_OK) tu_die("gt_backend_new(ref)", s);
+    gt_backend *be = tu_backend_or_skip("cuda", 0), *ref = tu_backend_or_skip("ref", 0);
+    gt_status s;
     if (!be->ops->cast || !ref->ops->cast) {
         printf("FAIL: the cast slot is empty (cuda %p, ref %p)\n", (void *)be->ops->cast,
                (void *)ref->ops->cast);

@@ -54,14 +54,8 @@ int main(void) {
     printf("skipped: built without the cuda backend\n");
     return 77;
 #else
-    gt_backend_config cfg = {.threads = 0, .device = -1};
-    gt_backend *be = NULL;
-    gt_status s = gt_backend_new("cuda", &cfg, &be);
-    if (s == GT_ERR_UNSUPPORTED) {
-        printf("skipped: cuda backend unavailable: %s\n", gt_last_error());
-        return 77;
-    }
-    if (s != GT_OK) tu_die("gt_backend_new(cuda)", s);
+    gt_backend *be = tu_backend_or_skip("cuda", 0);
+    gt_status s;
     /* odd, several blocks of 256 (a partial last one); the legacy default
      * stream (NULL) orders with the backend's blocking stream both ways */
     const size_t n = 3 * 256 + 77;

@@ -320,14 +320,7 @@ static void run_free(run *r) {
 }
 
 int main(void) {
-    gt_backend_config cfg = {.threads = 0, .device = -1};
-    gt_backend *be = NULL;
-    gt_status s = gt_backend_new("cuda", &cfg, &be);
-    if (s == GT_ERR_UNSUPPORTED) {
-        printf("skipped: cuda backend unavailable: %s\n", gt_last_error());
-        return 77;
-    }
-    if (s != GT_OK) tu_die("gt_backend_new(cuda)", s);
+    gt_backend *be = tu_backend_or_skip("cuda", 0);
     printf("determinism: cuda ops run twice, %s\n", be->describe(be));
     static const gt_dtype dts[] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
     int fails = 0, skips = 0;

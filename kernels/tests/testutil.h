@@ -49,6 +49,25 @@ static inline void tu_die(const char *what, gt_status s) {
     exit(2);
 }
 
+/* Backend `name` with `threads` threads; a backend this build or machine
+ * lacks (no GPU) ends the test as skipped (exit 77), any other failure as
+ * an error (exit 2). */
+static inline gt_backend *tu_backend_or_skip(const char *name, int threads) {
+    gt_backend_config cfg = {.threads = threads, .device = -1};
+    gt_backend *be = NULL;
+    gt_status s = gt_backend_new(name, &cfg, &be);
+    if (s == GT_ERR_UNSUPPORTED) {
+        printf("skipped: %s backend unavailable: %s\n", name, gt_last_error());
+        exit(77);
+    }
+    if (s != GT_OK) {
+        char what[64];
+        snprintf(what, sizeof what, "gt_backend_new(%s)", name);
+        tu_die(what, s);
+    }
+    return be;
+}
+
 /* An array of n values: h (host fp32, already rounded to dt), d (on the
  * backend under test, in dt), r (on ref, fp32). */
 typedef struct tu_arr {

@@ -7,7 +7,8 @@
  * warp shuffles and barriers execute for real, one block at a time, each
  * thread on its own fiber, and the results go through the same
  * conformance and determinism tests as a GPU's. It says nothing about
- * speed, about the libraries (cuBLASLt, cuDNN, NCCL are not emulated) or
+ * speed, about the real libraries (cuBLASLt and cuDNN calls go to
+ * stand-ins written from their documentation, NCCL is not emulated) or
  * about what a GPU's memory model allows beyond barriers.
  *
  * Strict where CUDA says "undefined": a shuffle or __syncwarp whose mask
