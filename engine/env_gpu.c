@@ -498,7 +498,8 @@ void gt_env_collect_gpu(gt_env *e) {
          * the host's CUDA libraries, if any, play no part (cuda-emulator.md). */
         snprintf(e->cuda_runtime, sizeof e->cuda_runtime, "emulated (gauntlet's CPU emulator)");
         snprintf(e->cublas, sizeof e->cublas, "emulated (gauntlet stand-in)");
-        snprintf(e->cudnn, sizeof e->cudnn, "emulated (gauntlet stand-in, convolutions only)");
+        snprintf(e->cudnn, sizeof e->cudnn,
+                 "emulated (gauntlet stand-in: convolutions, graph interpreter)");
         snprintf(e->nccl, sizeof e->nccl, "emulated (not built: no NCCL in the emulator)");
         return;
     }

@@ -306,9 +306,27 @@ static gt_status attention_mode(int *mode) {
                   s);
 }
 
+/* GT_CUDA_LT_EPILOGUES: default-only takes no cuBLASLt epilogue but
+ * DEFAULT, as a library without the BIAS/GELU kernels would (matmul.cu's
+ * fallbacks run; kernels.conformance*_lt_fallback.cuda). */
+static gt_status lt_epilogues_mode(int *default_only) {
+    const char *s = getenv("GT_CUDA_LT_EPILOGUES");
+    *default_only = 0;
+    if (!s || !*s || strcmp(s, "all") == 0) return GT_OK;
+    if (strcmp(s, "default-only") == 0) {
+        *default_only = 1;
+        return GT_OK;
+    }
+    return GT_ERR(GT_ERR_INVALID,
+                  "GT_CUDA_LT_EPILOGUES=%.64s is not understood: use all (or unset) or "
+                  "default-only",
+                  s);
+}
+
 static gt_status impl_init(gt_cuda_impl *im, int dev) {
     im->device = dev;
     GT_TRY(attention_mode(&im->att_mode));
+    GT_TRY(lt_epilogues_mode(&im->lt_default_only));
     GT_CUDA_TRY(cudaSetDevice(dev));
     cudaDeviceProp prop;
     GT_CUDA_TRY(cudaGetDeviceProperties(&prop, dev));

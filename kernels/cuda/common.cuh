@@ -81,6 +81,7 @@ typedef struct gt_cuda_impl {
     cudnnHandle_t cudnn; /* bound to `stream` */
 #endif
     int att_mode;              /* GT_CUDA_ATT_*: GT_CUDA_ATTENTION, read at creation */
+    int lt_default_only;       /* GT_CUDA_LT_EPILOGUES=default-only, read at creation */
     struct gt_cuda_sdpa *sdpa; /* cuDNN attention plans (attention_cudnn.cu) */
     void *flush_buf;           /* flush_cache's buffer (2 x L2), allocated on first use */
     size_t flush_bytes;

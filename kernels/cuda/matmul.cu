@@ -179,6 +179,11 @@ static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_
     int count = 0;
     cublasStatus_t hs =
         cublasLtMatmulAlgoGetHeuristic(im->lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &res, &count);
+    /* GT_CUDA_LT_EPILOGUES=default-only: answered as a library without
+     * kernels for the epilogue would answer (the fallbacks run) */
+    if (im->lt_default_only && epi && epi->kind != CUBLASLT_EPILOGUE_DEFAULT &&
+        hs == CUBLAS_STATUS_SUCCESS)
+        hs = CUBLAS_STATUS_NOT_SUPPORTED;
     if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_INVALID_VALUE && has_aux) ||
         (hs == CUBLAS_STATUS_SUCCESS && count == 0))
         return GT_ERR(GT_ERR_UNSUPPORTED,

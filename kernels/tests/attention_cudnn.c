@@ -128,10 +128,6 @@ int main(void) {
     printf("skipped: cuDNN is not compiled in\n");
     return 77;
 #endif
-#if GT_CUDA_EMULATOR
-    printf("skipped: the CUDA emulator's cuDNN has no fused attention (docs/cuda-emulator.md)\n");
-    return 77;
-#endif
     gt_backend *own = mk_backend("own"), *dnn = mk_backend("cudnn");
     const char *desc = dnn->describe(dnn);
     const char *sm = strstr(desc, "sm_");

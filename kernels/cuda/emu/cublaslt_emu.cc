@@ -40,15 +40,6 @@
  * bugs in the caller); NOT_SUPPORTED ones when GT_EMU_CUBLASLT_VERBOSE is
  * set (they are expected: the caller falls back).
  *
- * GT_EMU_CUBLASLT_EPILOGUES=default-only plays a library that has kernels
- * for CUBLASLT_EPILOGUE_DEFAULT only: the heuristic (and cublasLtMatmul)
- * answers NOT_SUPPORTED for every other epilogue, after the checks above,
- * as the real library does for an epilogue it has no algorithm for, so the
- * caller's fallbacks (own bias and GELU kernels) run and can be tested.
- * Unset, empty or "all": every emulated epilogue has its algorithm. Any
- * other value refuses every call (INVALID_VALUE, printed): a misspelt knob
- * must not pass a test that was meant to take the fallbacks.
- *
  * Speed: op(A) and op(B) are widened to fp32 copies once, then an axpy
  * form (contiguous, vectorisable inner loop over D's rows, in blocks that
  * stay in cache) accumulates each column in k order. Single-threaded, like
@@ -168,20 +159,6 @@ cublasStatus_t refuse(cublasStatus_t s, const char *fn, const char *fmt, ...) {
     fprintf(stderr, "\n");
     va_end(ap);
     return s;
-}
-
-/* GT_EMU_CUBLASLT_EPILOGUES (see the top): 0 all, 1 default-only, 2 not
- * understood. Read once. */
-int epilogue_mode = -1;
-
-int epilogues_knob() {
-    if (epilogue_mode < 0) {
-        const char *v = getenv("GT_EMU_CUBLASLT_EPILOGUES");
-        epilogue_mode = !v || !*v || strcmp(v, "all") == 0 ? 0
-                        : strcmp(v, "default-only") == 0   ? 1
-                                                           : 2;
-    }
-    return epilogue_mode;
 }
 
 /* ---- types and values -------------------------------------------------------- */
@@ -329,11 +306,6 @@ cublasStatus_t check_problem(const char *fn, cublasLtHandle_t h, cublasLtMatmulD
     p->c = get_obj<layout>(cd, K_LAYOUT);
     p->d = get_obj<layout>(dd, K_LAYOUT);
     if (!p->op) return refuse(CUBLAS_STATUS_INVALID_VALUE, fn, "not a live matmul descriptor");
-    if (epilogues_knob() == 2)
-        return refuse(CUBLAS_STATUS_INVALID_VALUE, fn,
-                      "GT_EMU_CUBLASLT_EPILOGUES=%.64s is not understood: use all (or unset) or "
-                      "default-only",
-                      getenv("GT_EMU_CUBLASLT_EPILOGUES"));
     if (!p->a || !p->b || !p->c || !p->d)
         return refuse(CUBLAS_STATUS_INVALID_VALUE, fn, "Adesc, Bdesc, Cdesc or Ddesc is not a "
                       "live matrix layout");
@@ -435,10 +407,6 @@ cublasStatus_t check_problem(const char *fn, cublasLtHandle_t h, cublasLtMatmulD
                           "no algorithm for an aux pointer aligned to %u bytes",
                           ptr_alignment(o.aux));
     }
-    if (o.epilogue != CUBLASLT_EPILOGUE_DEFAULT && epilogues_knob() == 1)
-        return refuse(CUBLAS_STATUS_NOT_SUPPORTED, fn,
-                      "no algorithm for epilogue %u (GT_EMU_CUBLASLT_EPILOGUES=default-only)",
-                      o.epilogue);
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -50,10 +50,19 @@
  * finalized), finalize checks what cuDNN requires of tensors, pointwise,
  * matmul, reduction and reshape operations (required attributes, shape
  * agreement, broadcasting) and of the operation graph (handle, ops, unique
- * tensor ids). There are no engines: finalizing an operation graph that
- * passes the checks fails with CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, so
- * attention_cudnn.cu falls back to the own kernels (GT_CUDA_ATTENTION=auto)
- * or reports unsupported (=cudnn).
+ * tensor ids), and compiles the graph for an interpreter that executes it
+ * as built: ops in data-dependence order, each tensor held as fp32 values
+ * by coordinate and rounded to its declared type when written (virtual
+ * ones too), tensors in memory read and written through their own dims and
+ * strides, a reshape a view (X laid out by its strides, read back by Y's).
+ * Matmul (batched, broadcast), the pointwise modes pw_interpreted lists,
+ * reductions ADD/MUL/MAX/MIN, reshape; anything else is NOT_SUPPORTED. The
+ * heuristics offer two engines: 0, noted NONDETERMINISTIC and ranked
+ * first, reverses its matmuls' summation order on every other call; 1 is
+ * deterministic. Workspace 0. Execute checks the variant pack against the
+ * graph (every non-virtual uid, no other, no NULL, device memory over each
+ * tensor's extent, the declared byte alignment). Nothing here says what
+ * the real cuDNN's engines accept.
  *
  * Single-threaded, synchronous (every stream is the emulator's null stream). */
 #include <cuda_runtime.h>
@@ -62,6 +71,7 @@
 #include <cuda_fp16.h>
 #include <cudnn.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,6 +79,7 @@
 #include <string.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -1543,7 +1554,7 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBackwardFilter(
 
 } // extern "C"
 
-/* ---- the graph (backend) API: checked descriptors, no engines ------------------------------ */
+/* ---- the graph (backend) API: checked descriptors, an interpreter ------------------------- */
 
 namespace {
 
@@ -1553,10 +1564,16 @@ struct battr {
     std::vector<unsigned char> bytes;
 };
 
+struct program; /* a finalized operation graph, compiled for the interpreter */
+
 struct bdesc {
     cudnnBackendDescriptorType_t type;
     bool finalized;
     std::map<int, battr> attrs;
+    /* operation graph, heuristics, engine config, engine, plan: the
+     * compiled graph and (config, engine, plan) the engine's index */
+    std::shared_ptr<program> prog;
+    int64_t engine = -1;
 };
 
 size_t attr_elem_size(cudnnBackendAttributeType_t t) {
@@ -1886,8 +1903,648 @@ bool is_operation(cudnnBackendDescriptorType_t t) {
     }
 }
 
+/* ---- the interpreter: a finalized operation graph compiled into a program ---------------- */
+
+enum { P_POINTWISE, P_MATMUL, P_REDUCTION, P_RESHAPE };
+
+struct ptensor {
+    int64_t uid;
+    cudnnDataType_t dt;
+    std::vector<int64_t> dim, stride;
+    int64_t align;
+    bool virt, byval;
+    size_t n; /* elements */
+};
+
+struct pop {
+    int kind;
+    int mode;       /* pointwise mode or reduction operator */
+    int64_t axis;   /* GEN_INDEX */
+    int x, b, t, y; /* tensor indices, -1: none (matmul: x = A, b = B, y = C) */
+};
+
+struct program {
+    std::vector<ptensor> t;
+    std::vector<pop> ops;      /* in an order where every input is written before it is read */
+    std::vector<int> last_use; /* per tensor: the last op reading it, -1 none */
+};
+
+bool attr_bool(const bdesc *d, int name) {
+    const battr *a = attr(d, name);
+    bool v = false;
+    if (a && a->count >= 1 && a->type == CUDNN_TYPE_BOOLEAN) memcpy(&v, a->bytes.data(), sizeof v);
+    return v;
+}
+
+bool pw_unary(int mode) {
+    switch (mode) {
+    case CUDNN_POINTWISE_EXP:
+    case CUDNN_POINTWISE_LOG:
+    case CUDNN_POINTWISE_NEG:
+    case CUDNN_POINTWISE_ABS:
+    case CUDNN_POINTWISE_SQRT:
+    case CUDNN_POINTWISE_RSQRT:
+    case CUDNN_POINTWISE_RECIPROCAL:
+    case CUDNN_POINTWISE_IDENTITY:
+    case CUDNN_POINTWISE_TANH_FWD:
+    case CUDNN_POINTWISE_LOGICAL_NOT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* the pointwise modes the interpreter computes */
+bool pw_interpreted(int mode) {
+    switch (mode) {
+    case CUDNN_POINTWISE_ADD:
+    case CUDNN_POINTWISE_SUB:
+    case CUDNN_POINTWISE_MUL:
+    case CUDNN_POINTWISE_DIV:
+    case CUDNN_POINTWISE_MAX:
+    case CUDNN_POINTWISE_MIN:
+    case CUDNN_POINTWISE_CMP_EQ:
+    case CUDNN_POINTWISE_CMP_NEQ:
+    case CUDNN_POINTWISE_CMP_GT:
+    case CUDNN_POINTWISE_CMP_GE:
+    case CUDNN_POINTWISE_CMP_LT:
+    case CUDNN_POINTWISE_CMP_LE:
+    case CUDNN_POINTWISE_LOGICAL_AND:
+    case CUDNN_POINTWISE_LOGICAL_OR:
+    case CUDNN_POINTWISE_BINARY_SELECT:
+    case CUDNN_POINTWISE_GEN_INDEX:
+        return true;
+    default:
+        return pw_unary(mode);
+    }
+}
+
+bool dt_interpreted(cudnnDataType_t dt) {
+    return dt == CUDNN_DATA_FLOAT || dt == CUDNN_DATA_HALF || dt == CUDNN_DATA_BFLOAT16 ||
+           dt == CUDNN_DATA_INT32 || dt == CUDNN_DATA_BOOLEAN;
+}
+
+/* Compiles the finalized graph d (its ops checked by finalize_op) into
+ * d->prog: tensors by uid, ops in data-dependence order. */
+cudnnStatus_t compile(const char *fn, bdesc *d) {
+    auto P = std::make_shared<program>();
+    std::map<const bdesc *, int> idx;
+    cudnnStatus_t bad = CUDNN_STATUS_SUCCESS;
+    auto tix = [&](const bdesc *t) -> int {
+        if (!t) return -1;
+        auto it = idx.find(t);
+        if (it != idx.end()) return it->second;
+        ptensor pt;
+        std::vector<int64_t> v;
+        attr_i64(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, v);
+        pt.uid = v[0];
+        attr_i64(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, v);
+        pt.align = v[0];
+        pt.dt = (cudnnDataType_t)attr_enum(t, CUDNN_ATTR_TENSOR_DATA_TYPE, -1);
+        attr_i64(t, CUDNN_ATTR_TENSOR_DIMENSIONS, pt.dim);
+        attr_i64(t, CUDNN_ATTR_TENSOR_STRIDES, pt.stride);
+        pt.virt = attr_bool(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL);
+        pt.byval = attr_bool(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE);
+        pt.n = 1;
+        for (int64_t e : pt.dim)
+            pt.n *= (size_t)e;
+        if (!dt_interpreted(pt.dt) && !bad)
+            bad = fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE, fn,
+                       "tensor uid %lld: data type %s (%d) is not interpreted", (long long)pt.uid,
+                       dt_name(pt.dt), (int)pt.dt);
+        if (!pt.virt && pt.dt == CUDNN_DATA_BOOLEAN && !bad)
+            bad = fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE, fn,
+                       "tensor uid %lld: a BOOLEAN tensor in memory is not interpreted (virtual "
+                       "only)",
+                       (long long)pt.uid);
+        if (pt.byval && (pt.n != 1 || pt.dt != CUDNN_DATA_FLOAT) && !bad)
+            bad = fail(CUDNN_STATUS_NOT_SUPPORTED, fn,
+                       "tensor uid %lld: by-value tensors are interpreted as one FLOAT only",
+                       (long long)pt.uid);
+        P->t.push_back(pt);
+        return idx[t] = (int)P->t.size() - 1;
+    };
+    const battr *ops = attr(d, CUDNN_ATTR_OPERATIONGRAPH_OPS);
+    std::vector<pop> raw;
+    for (int64_t i = 0; i < ops->count; i++) {
+        const bdesc *op = attr_desc(d, CUDNN_ATTR_OPERATIONGRAPH_OPS, (int)i);
+        pop o = {0, -1, -1, -1, -1, -1, -1};
+        if (op->type == CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) {
+            const bdesc *pw = attr_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR);
+            o.kind = P_POINTWISE;
+            o.mode = attr_enum(pw, CUDNN_ATTR_POINTWISE_MODE, -1);
+            int prec = attr_enum(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, -1);
+            o.x = tix(attr_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC));
+            o.b = tix(attr_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC));
+            o.t = tix(attr_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC));
+            o.y = tix(attr_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC));
+            std::vector<int64_t> ax;
+            if (attr_i64(pw, CUDNN_ATTR_POINTWISE_AXIS, ax) && !ax.empty()) o.axis = ax[0];
+            if (!pw_interpreted(o.mode))
+                return fail(CUDNN_STATUS_NOT_SUPPORTED, fn,
+                            "op %lld: pointwise mode %d is not interpreted", (long long)i, o.mode);
+            if (prec != CUDNN_DATA_FLOAT && prec != CUDNN_DATA_INT32 && prec != CUDNN_DATA_BOOLEAN)
+                return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE, fn,
+                            "op %lld: pointwise math precision %s (%d) is not interpreted",
+                            (long long)i, dt_name((cudnnDataType_t)prec), prec);
+            bool unary = pw_unary(o.mode) || o.mode == CUDNN_POINTWISE_GEN_INDEX;
+            if (unary && o.b >= 0)
+                return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                            "op %lld: pointwise mode %d takes one input, BDESC is set",
+                            (long long)i, o.mode);
+            if (o.t >= 0 && o.mode != CUDNN_POINTWISE_BINARY_SELECT)
+                return fail(CUDNN_STATUS_BAD_PARAM, fn, "op %lld: pointwise mode %d takes no TDESC",
+                            (long long)i, o.mode);
+            if (o.mode == CUDNN_POINTWISE_GEN_INDEX && o.axis < 0)
+                return fail(CUDNN_STATUS_BAD_PARAM, fn, "op %lld: GEN_INDEX without an axis",
+                            (long long)i);
+            if (o.mode != CUDNN_POINTWISE_GEN_INDEX && o.axis >= 0)
+                return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                            "op %lld: AXIS is set on pointwise mode %d (GEN_INDEX only)",
+                            (long long)i, o.mode);
+            if (o.mode == CUDNN_POINTWISE_BINARY_SELECT && P->t[o.t].dt != CUDNN_DATA_BOOLEAN)
+                return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                            "op %lld: BINARY_SELECT's TDESC (uid %lld) is %s, not BOOLEAN",
+                            (long long)i, (long long)P->t[o.t].uid, dt_name(P->t[o.t].dt));
+        } else if (op->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) {
+            const bdesc *mm = attr_desc(op, CUDNN_ATTR_OPERATION_MATMUL_DESC);
+            o.kind = P_MATMUL;
+            o.x = tix(attr_desc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC));
+            o.b = tix(attr_desc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC));
+            o.y = tix(attr_desc(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC));
+            int comp = attr_enum(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, -1);
+            if (comp != CUDNN_DATA_FLOAT)
+                return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE, fn,
+                            "op %lld: matmul compute type %s (%d) is not interpreted (FLOAT only)",
+                            (long long)i, dt_name((cudnnDataType_t)comp), comp);
+        } else if (op->type == CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR) {
+            const bdesc *rd = attr_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC);
+            o.kind = P_REDUCTION;
+            o.mode = attr_enum(rd, CUDNN_ATTR_REDUCTION_OPERATOR, -1);
+            o.x = tix(attr_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC));
+            o.y = tix(attr_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC));
+            int comp = attr_enum(rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, -1);
+            if (o.mode != CUDNN_REDUCE_TENSOR_ADD && o.mode != CUDNN_REDUCE_TENSOR_MAX &&
+                o.mode != CUDNN_REDUCE_TENSOR_MIN && o.mode != CUDNN_REDUCE_TENSOR_MUL)
+                return fail(CUDNN_STATUS_NOT_SUPPORTED, fn,
+                            "op %lld: reduction operator %d is not interpreted", (long long)i,
+                            o.mode);
+            if (comp != CUDNN_DATA_FLOAT)
+                return fail(CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE, fn,
+                            "op %lld: reduction compute type %s (%d) is not interpreted",
+                            (long long)i, dt_name((cudnnDataType_t)comp), comp);
+        } else if (op->type == CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR) {
+            o.kind = P_RESHAPE;
+            o.x = tix(attr_desc(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC));
+            o.y = tix(attr_desc(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC));
+        } else {
+            return fail(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, fn,
+                        "op %lld: operation descriptor type %d is not interpreted", (long long)i,
+                        (int)op->type);
+        }
+        if (bad) return bad;
+        raw.push_back(o);
+    }
+    /* every tensor written at most once, never a by-value one; every virtual
+     * tensor read is written */
+    size_t nt = P->t.size(), no = raw.size();
+    std::vector<int> producer(nt, -1);
+    for (size_t i = 0; i < no; i++) {
+        int y = raw[i].y;
+        if (producer[y] >= 0)
+            return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                        "tensor uid %lld is the output of ops %d and %zu", (long long)P->t[y].uid,
+                        producer[y], i);
+        if (P->t[y].byval)
+            return fail(CUDNN_STATUS_BAD_PARAM, fn, "op %zu writes the by-value tensor uid %lld", i,
+                        (long long)P->t[y].uid);
+        producer[y] = (int)i;
+    }
+    for (size_t i = 0; i < no; i++)
+        for (int in : {raw[i].x, raw[i].b, raw[i].t})
+            if (in >= 0 && P->t[in].virt && producer[in] < 0)
+                return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                            "op %zu reads the virtual tensor uid %lld, which no op writes", i,
+                            (long long)P->t[in].uid);
+    /* data-dependence order, the graph's own order among ready ops */
+    std::vector<bool> done(no, false), ready_t(nt, false);
+    for (size_t j = 0; j < nt; j++)
+        ready_t[j] = producer[j] < 0;
+    for (size_t step = 0; step < no; step++) {
+        size_t pick = no;
+        for (size_t i = 0; i < no && pick == no; i++) {
+            if (done[i]) continue;
+            bool ok = true;
+            for (int in : {raw[i].x, raw[i].b, raw[i].t})
+                if (in >= 0 && !ready_t[in]) ok = false;
+            if (ok) pick = i;
+        }
+        if (pick == no) return fail(CUDNN_STATUS_BAD_PARAM, fn, "the operation graph has a cycle");
+        done[pick] = true;
+        ready_t[raw[pick].y] = true;
+        P->ops.push_back(raw[pick]);
+    }
+    P->last_use.assign(nt, -1);
+    for (size_t i = 0; i < no; i++)
+        for (int in : {P->ops[i].x, P->ops[i].b, P->ops[i].t})
+            if (in >= 0) P->last_use[in] = (int)i;
+    d->prog = P;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* ---- execution ---------------------------------------------------------------------------- */
+
+unsigned long long g_graph_calls; /* the nondeterministic engine's summation order */
+
+/* v rounded to what a tensor of type dt holds */
+float round_to(cudnnDataType_t dt, float v) {
+    switch (dt) {
+    case CUDNN_DATA_HALF:
+        return __half2float(__float2half_rn(v));
+    case CUDNN_DATA_BFLOAT16:
+        return __bfloat162float(__float2bfloat16_rn(v));
+    case CUDNN_DATA_INT32:
+        if (v != v) return 0.0f;
+        return v >= 2147483647.0f    ? 2147483647.0f
+               : v <= -2147483648.0f ? -2147483648.0f
+                                     : truncf(v);
+    case CUDNN_DATA_BOOLEAN:
+        return v != 0.0f ? 1.0f : 0.0f;
+    default:
+        return v;
+    }
+}
+
+size_t mem_size(cudnnDataType_t dt) {
+    return dt == CUDNN_DATA_INT32 ? 4 : dt_size(dt);
+}
+
+float mem_load(const void *p, int64_t i, cudnnDataType_t dt) {
+    if (dt == CUDNN_DATA_INT32) return (float)((const int32_t *)p)[i];
+    return load1(p, (size_t)i, dt);
+}
+
+void mem_store(void *p, int64_t i, cudnnDataType_t dt, float v) {
+    if (dt == CUDNN_DATA_INT32)
+        ((int32_t *)p)[i] = (int32_t)v;
+    else
+        store1(p, (size_t)i, dt, v);
+}
+
+/* Calls f(logical index, memory offset) over the tensor's elements in
+ * row-major order (the offset from the tensor's strides). */
+template <typename F> void each_elem(const ptensor &t, F f) {
+    size_t n = t.dim.size();
+    std::vector<int64_t> c(n, 0);
+    int64_t off = 0;
+    int64_t inner = t.dim[n - 1], is = t.stride[n - 1];
+    for (size_t i = 0; i < t.n; i += (size_t)inner) {
+        for (int64_t e = 0; e < inner; e++)
+            f(i + (size_t)e, off + e * is);
+        for (int k = (int)n - 2; k >= 0; k--) {
+            off += t.stride[k];
+            if (++c[k] < t.dim[k]) break;
+            off -= t.stride[k] * t.dim[k];
+            c[k] = 0;
+        }
+    }
+}
+
+/* the elements' span in memory, in elements */
+int64_t span_of(const ptensor &t) {
+    int64_t s = 1;
+    for (size_t i = 0; i < t.dim.size(); i++)
+        s += (t.dim[i] - 1) * t.stride[i];
+    return s;
+}
+
+/* row-major strides of `in` seen with `out`'s dims: 0 where in broadcasts */
+std::vector<int64_t> bstrides(const std::vector<int64_t> &in, const std::vector<int64_t> &out) {
+    std::vector<int64_t> s(in.size());
+    int64_t acc = 1;
+    for (int i = (int)in.size() - 1; i >= 0; i--) {
+        s[i] = (in[i] == 1 && out[i] != 1) ? 0 : acc;
+        acc *= in[i];
+    }
+    return s;
+}
+
+float pw_eval(int mode, float x, float b, float t) {
+    switch (mode) {
+    case CUDNN_POINTWISE_ADD:
+        return x + b;
+    case CUDNN_POINTWISE_SUB:
+        return x - b;
+    case CUDNN_POINTWISE_MUL:
+        return x * b;
+    case CUDNN_POINTWISE_DIV:
+        return x / b;
+    case CUDNN_POINTWISE_MAX:
+        return x > b ? x : b;
+    case CUDNN_POINTWISE_MIN:
+        return x < b ? x : b;
+    case CUDNN_POINTWISE_CMP_EQ:
+        return x == b;
+    case CUDNN_POINTWISE_CMP_NEQ:
+        return x != b;
+    case CUDNN_POINTWISE_CMP_GT:
+        return x > b;
+    case CUDNN_POINTWISE_CMP_GE:
+        return x >= b;
+    case CUDNN_POINTWISE_CMP_LT:
+        return x < b;
+    case CUDNN_POINTWISE_CMP_LE:
+        return x <= b;
+    case CUDNN_POINTWISE_LOGICAL_AND:
+        return x != 0 && b != 0;
+    case CUDNN_POINTWISE_LOGICAL_OR:
+        return x != 0 || b != 0;
+    case CUDNN_POINTWISE_LOGICAL_NOT:
+        return x == 0;
+    case CUDNN_POINTWISE_BINARY_SELECT: /* y = t ? x : b */
+        return t != 0 ? x : b;
+    case CUDNN_POINTWISE_EXP:
+        return expf(x);
+    case CUDNN_POINTWISE_LOG:
+        return logf(x);
+    case CUDNN_POINTWISE_NEG:
+        return -x;
+    case CUDNN_POINTWISE_ABS:
+        return fabsf(x);
+    case CUDNN_POINTWISE_SQRT:
+        return sqrtf(x);
+    case CUDNN_POINTWISE_RSQRT:
+        return 1.0f / sqrtf(x);
+    case CUDNN_POINTWISE_RECIPROCAL:
+        return 1.0f / x;
+    case CUDNN_POINTWISE_TANH_FWD:
+        return tanhf(x);
+    default: /* IDENTITY */
+        return x;
+    }
+}
+
+struct runner {
+    const program &P;
+    int64_t engine;
+    std::vector<const void *> ptr;       /* per tensor: memory (non-virtual) */
+    std::vector<std::vector<float>> val; /* per tensor: row-major values, rounded to its type */
+    std::vector<bool> have;
+
+    const std::vector<float> &get(int i) {
+        if (!have[i]) { /* a non-virtual input: read from memory */
+            const ptensor &t = P.t[i];
+            std::vector<float> &v = val[i];
+            v.resize(t.n);
+            if (t.byval)
+                v[0] = *(const float *)ptr[i];
+            else
+                each_elem(t, [&](size_t l, int64_t off) { v[l] = mem_load(ptr[i], off, t.dt); });
+            have[i] = true;
+        }
+        return val[i];
+    }
+
+    /* y's values are complete: round them, write them out when y is in memory */
+    void put(int y) {
+        const ptensor &t = P.t[y];
+        std::vector<float> &v = val[y];
+        if (t.dt != CUDNN_DATA_FLOAT)
+            for (float &e : v)
+                e = round_to(t.dt, e);
+        if (!t.virt)
+            each_elem(t,
+                      [&](size_t l, int64_t off) { mem_store((void *)ptr[y], off, t.dt, v[l]); });
+        have[y] = true;
+    }
+
+    void pointwise(const pop &o) {
+        const ptensor &ty = P.t[o.y];
+        const std::vector<int64_t> &dy = ty.dim;
+        size_t n = dy.size();
+        const float *xv = get(o.x).data();
+        const float *bv = o.b >= 0 ? get(o.b).data() : NULL;
+        const float *tv = o.t >= 0 ? get(o.t).data() : NULL;
+        std::vector<int64_t> sx = bstrides(P.t[o.x].dim, dy);
+        std::vector<int64_t> sb =
+            o.b >= 0 ? bstrides(P.t[o.b].dim, dy) : std::vector<int64_t>(n, 0);
+        std::vector<int64_t> st =
+            o.t >= 0 ? bstrides(P.t[o.t].dim, dy) : std::vector<int64_t>(n, 0);
+        std::vector<float> &out = val[o.y];
+        out.resize(ty.n);
+        std::vector<int64_t> c(n, 0);
+        int64_t ox = 0, ob = 0, ot = 0, inner = dy[n - 1];
+        for (size_t i = 0; i < ty.n; i += (size_t)inner) {
+            if (o.mode == CUDNN_POINTWISE_GEN_INDEX) {
+                for (int64_t e = 0; e < inner; e++)
+                    out[i + e] = (float)(o.axis == (int64_t)n - 1 ? e : c[o.axis]);
+            } else {
+                for (int64_t e = 0; e < inner; e++)
+                    out[i + e] =
+                        pw_eval(o.mode, xv[ox + e * sx[n - 1]], bv ? bv[ob + e * sb[n - 1]] : 0.0f,
+                                tv ? tv[ot + e * st[n - 1]] : 0.0f);
+            }
+            for (int k = (int)n - 2; k >= 0; k--) {
+                ox += sx[k], ob += sb[k], ot += st[k];
+                if (++c[k] < dy[k]) break;
+                ox -= sx[k] * dy[k], ob -= sb[k] * dy[k], ot -= st[k] * dy[k];
+                c[k] = 0;
+            }
+        }
+    }
+
+    /* C = A B over the last two dims, batched (and broadcast) over the rest;
+     * fp32, k summed in order (the nondeterministic engine reverses it on
+     * every other call, as split-k atomics would reorder it) */
+    void matmul(const pop &o) {
+        const ptensor &ta = P.t[o.x], &tb = P.t[o.b], &tc = P.t[o.y];
+        size_t n = tc.dim.size();
+        int64_t M = tc.dim[n - 2], N = tc.dim[n - 1], K = ta.dim[n - 1];
+        const float *av = get(o.x).data(), *bv = get(o.b).data();
+        std::vector<float> &cv = val[o.y];
+        cv.assign(tc.n, 0.0f);
+        std::vector<int64_t> bdim(tc.dim.begin(), tc.dim.end() - 2);
+        std::vector<int64_t> sa =
+            bstrides(std::vector<int64_t>(ta.dim.begin(), ta.dim.end() - 2), bdim);
+        std::vector<int64_t> sb =
+            bstrides(std::vector<int64_t>(tb.dim.begin(), tb.dim.end() - 2), bdim);
+        bool rev = engine == 0 && (g_graph_calls & 1);
+        size_t nb = tc.n / (size_t)(M * N);
+        std::vector<int64_t> c(bdim.size(), 0);
+        for (size_t bi = 0; bi < nb; bi++) {
+            int64_t oa = 0, ob = 0;
+            for (size_t k = 0; k < bdim.size(); k++)
+                oa += c[k] * sa[k], ob += c[k] * sb[k];
+            const float *A = av + oa * M * K, *B = bv + ob * K * N;
+            float *C = cv.data() + bi * (size_t)(M * N);
+            for (int64_t m = 0; m < M; m++) {
+                float *crow = C + m * N;
+                for (int64_t kk = 0; kk < K; kk++) {
+                    int64_t k = rev ? K - 1 - kk : kk;
+                    float a = A[m * K + k];
+                    const float *brow = B + k * N;
+                    for (int64_t j = 0; j < N; j++)
+                        crow[j] += a * brow[j];
+                }
+            }
+            for (int k = (int)bdim.size() - 1; k >= 0; k--) {
+                if (++c[k] < bdim[k]) break;
+                c[k] = 0;
+            }
+        }
+    }
+
+    /* Y = reduce(X) over the dims where Y's extent is 1, in row-major order */
+    void reduction(const pop &o) {
+        const ptensor &tx = P.t[o.x], &ty = P.t[o.y];
+        const float *xv = get(o.x).data();
+        float init = o.mode == CUDNN_REDUCE_TENSOR_ADD   ? 0.0f
+                     : o.mode == CUDNN_REDUCE_TENSOR_MUL ? 1.0f
+                     : o.mode == CUDNN_REDUCE_TENSOR_MAX ? -INFINITY
+                                                         : INFINITY;
+        std::vector<float> &yv = val[o.y];
+        yv.assign(ty.n, init);
+        /* Y's row-major strides seen over X's dims (0 where reduced) */
+        std::vector<int64_t> sy(ty.dim.size());
+        int64_t acc = 1;
+        for (int i = (int)ty.dim.size() - 1; i >= 0; i--) {
+            sy[i] = ty.dim[i] == 1 ? 0 : acc;
+            acc *= ty.dim[i];
+        }
+        ptensor view = tx;
+        view.stride = sy;
+        each_elem(view, [&](size_t l, int64_t oy) {
+            float v = xv[l], &r = yv[oy];
+            switch (o.mode) {
+            case CUDNN_REDUCE_TENSOR_ADD:
+                r += v;
+                break;
+            case CUDNN_REDUCE_TENSOR_MUL:
+                r *= v;
+                break;
+            case CUDNN_REDUCE_TENSOR_MAX:
+                r = v > r ? v : r;
+                break;
+            default:
+                r = v < r ? v : r;
+                break;
+            }
+        });
+    }
+
+    /* Y = X's elements laid out by X's strides, read back by Y's strides (a
+     * view: VIEW_ONLY reshape; a transpose when only the strides differ) */
+    cudnnStatus_t reshape(const char *fn, const pop &o) {
+        const ptensor &tx = P.t[o.x], &ty = P.t[o.y];
+        const float *xv = get(o.x).data();
+        int64_t span = span_of(tx);
+        std::vector<float> mem((size_t)span, 0.0f);
+        std::vector<unsigned char> set((size_t)span, 0);
+        bool clash = false;
+        each_elem(tx, [&](size_t l, int64_t off) {
+            clash |= set[off] != 0;
+            set[off] = 1;
+            mem[off] = xv[l];
+        });
+        if (clash)
+            return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                        "reshape uid %lld -> %lld: X's strides give two elements one address",
+                        (long long)tx.uid, (long long)ty.uid);
+        std::vector<float> &yv = val[o.y];
+        yv.resize(ty.n);
+        bool outside = false;
+        each_elem(ty, [&](size_t l, int64_t off) {
+            if (off >= span || !set[off]) {
+                outside = true;
+                return;
+            }
+            yv[l] = mem[off];
+        });
+        if (outside)
+            return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                        "reshape uid %lld -> %lld: Y's strides reach addresses X does not hold",
+                        (long long)tx.uid, (long long)ty.uid);
+        return CUDNN_STATUS_SUCCESS;
+    }
+};
+
+cudnnStatus_t execute(const char *fn, const bdesc *plan, const bdesc *vp) {
+    const program &P = *plan->prog;
+    std::vector<int64_t> uids;
+    attr_i64(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, uids);
+    const battr *pa = attr(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
+    std::map<int64_t, const void *> given;
+    for (size_t i = 0; i < uids.size(); i++) {
+        const void *p;
+        memcpy(&p, pa->bytes.data() + i * sizeof p, sizeof p);
+        given[uids[i]] = p;
+    }
+    runner r{P, plan->engine, {}, {}, {}};
+    size_t nt = P.t.size();
+    r.ptr.assign(nt, NULL);
+    r.val.resize(nt);
+    r.have.assign(nt, false);
+    std::set<int64_t> used;
+    for (size_t i = 0; i < nt; i++) {
+        const ptensor &t = P.t[i];
+        if (t.virt) continue;
+        auto it = given.find(t.uid);
+        if (it == given.end())
+            return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                        "tensor uid %lld is not virtual and not in the variant pack",
+                        (long long)t.uid);
+        used.insert(t.uid);
+        const void *p = it->second;
+        if (!p)
+            return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, fn,
+                        "the variant pack's pointer for uid %lld is NULL", (long long)t.uid);
+        if (!t.byval) {
+            size_t bytes = (size_t)span_of(t) * mem_size(t.dt);
+            if (!device_range(p, bytes))
+                return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                            "uid %lld (%p, %zu bytes from its dims and strides) is not device "
+                            "memory over its whole extent",
+                            (long long)t.uid, p, bytes);
+            if ((uintptr_t)p % (uintptr_t)t.align)
+                return fail(CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER, fn,
+                            "uid %lld (%p) is not aligned to its declared %lld bytes",
+                            (long long)t.uid, p, (long long)t.align);
+        }
+        r.ptr[i] = p;
+    }
+    for (int64_t u : uids)
+        if (!used.count(u))
+            return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                        "the variant pack names uid %lld, which is no non-virtual tensor of the "
+                        "graph",
+                        (long long)u);
+    for (size_t i = 0; i < P.ops.size(); i++) {
+        const pop &o = P.ops[i];
+        switch (o.kind) {
+        case P_POINTWISE:
+            r.pointwise(o);
+            break;
+        case P_MATMUL:
+            r.matmul(o);
+            break;
+        case P_REDUCTION:
+            r.reduction(o);
+            break;
+        default: {
+            cudnnStatus_t s = r.reshape(fn, o);
+            if (s != CUDNN_STATUS_SUCCESS) return s;
+        }
+        }
+        r.put(o.y);
+        for (int in : {o.x, o.b, o.t})
+            if (in >= 0 && P.last_use[in] == (int)i) std::vector<float>().swap(r.val[in]);
+    }
+    g_graph_calls++;
+    return CUDNN_STATUS_SUCCESS;
+}
+
 /* The operation graph: a live handle, at least one finalized operation,
- * every tensor id naming one tensor. Then: no engine (see the top). */
+ * every tensor id naming one tensor; then compiled for the interpreter. */
 cudnnStatus_t finalize_graph(const char *fn, bdesc *d) {
     const battr *h = attr(d, CUDNN_ATTR_OPERATIONGRAPH_HANDLE);
     void *hp = NULL;
@@ -1918,10 +2575,121 @@ cudnnStatus_t finalize_graph(const char *fn, bdesc *d) {
             }
         }
     }
-    return fail(CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, fn,
-                "the CUDA emulator's cuDNN stand-in has no engines: no operation graph (this one: "
-                "%lld operations, %zu tensors) can run",
-                (long long)ops->count, uids.size());
+    return compile(fn, d);
+}
+
+/* ---- heuristics, engines, plans, variant packs ----------------------------------------------- */
+
+/* The engines every compiled graph offers, in the heuristics' order:
+ * engine 0 sums its matmuls in an order that changes from call to call
+ * (NONDETERMINISTIC, as split-k atomics; ranked first so that a caller's
+ * filtering really runs), engine 1 is deterministic. */
+const int N_ENGINES = 2;
+
+void set_attr(bdesc *d, int name, cudnnBackendAttributeType_t type, int64_t count,
+              const void *elems) {
+    battr a;
+    a.type = type;
+    a.count = count;
+    const unsigned char *b = (const unsigned char *)elems;
+    a.bytes.assign(b, b + (size_t)count * attr_elem_size(type));
+    d->attrs[name] = a;
+}
+
+cudnnStatus_t finalize_heur(const char *fn, bdesc *d) {
+    bdesc *g = attr_desc(d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+    if (!g || !g->prog)
+        return fail(CUDNN_STATUS_BAD_PARAM, fn, "heuristics: no finalized OPERATION_GRAPH");
+    int mode = attr_enum(d, CUDNN_ATTR_ENGINEHEUR_MODE, -1);
+    if (mode != CUDNN_HEUR_MODE_INSTANT && mode != CUDNN_HEUR_MODE_B &&
+        mode != CUDNN_HEUR_MODE_FALLBACK && mode != CUDNN_HEUR_MODE_A)
+        return fail(CUDNN_STATUS_BAD_PARAM, fn, "heuristics: MODE %d is not a heuristics mode",
+                    mode);
+    d->prog = g->prog;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* The attributes the library fills into descriptors the caller created:
+ * ENGINEHEUR_RESULTS (engine configs), ENGINECFG_ENGINE (an engine). */
+cudnnStatus_t get_filled(const char *fn, bdesc *d, int name, cudnnBackendAttributeType_t type,
+                         int64_t req, int64_t *count, void *elems) {
+    if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR)
+        return fail(CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE, fn,
+                    "attribute %d has type CUDNN_TYPE_BACKEND_DESCRIPTOR, not %d", name, (int)type);
+    bool heur = name == CUDNN_ATTR_ENGINEHEUR_RESULTS;
+    int64_t have = heur ? N_ENGINES : 1;
+    cudnnBackendDescriptorType_t want =
+        heur ? CUDNN_BACKEND_ENGINECFG_DESCRIPTOR : CUDNN_BACKEND_ENGINE_DESCRIPTOR;
+    int64_t n = req < have ? req : have;
+    for (int64_t i = 0; i < n; i++) {
+        bdesc *o = bd(((void **)elems)[i]);
+        if (!o || o->type != want)
+            return fail(CUDNN_STATUS_BAD_PARAM_DESCRIPTOR_TYPE, fn,
+                        "attribute %d: element %lld is not a live descriptor of type %d (create "
+                        "them before asking)",
+                        name, (long long)i, (int)want);
+        if (o->finalized)
+            return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                        "attribute %d: element %lld is already finalized", name, (long long)i);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        bdesc *o = bd(((void **)elems)[i]);
+        o->attrs.clear();
+        o->prog = d->prog;
+        o->engine = heur ? i : d->engine;
+        if (heur) {
+            set_attr(o, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, NULL);
+        } else {
+            cudnnBackendNumericalNote_t nd = CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC;
+            set_attr(o, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &o->engine);
+            set_attr(o, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                     o->engine == 0 ? 1 : 0, &nd);
+            set_attr(o, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, 0, NULL);
+            set_attr(o, CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, NULL);
+        }
+        o->finalized = true;
+    }
+    if (count) *count = have;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t finalize_plan(const char *fn, bdesc *d) {
+    const battr *h = attr(d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE);
+    void *hp = NULL;
+    if (h && h->count >= 1) memcpy(&hp, h->bytes.data(), sizeof hp);
+    if (!h || !reg_has(K_HANDLE, hp))
+        return fail(CUDNN_STATUS_BAD_PARAM, fn, "execution plan: no live HANDLE");
+    bdesc *cfg = attr_desc(d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG);
+    if (!cfg || !cfg->finalized || !cfg->prog)
+        return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                    "execution plan: ENGINE_CONFIG is not an engine config from the heuristics");
+    d->prog = cfg->prog;
+    d->engine = cfg->engine;
+    int64_t ws = 0; /* the interpreter keeps its intermediates in host memory */
+    set_attr(d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &ws);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t finalize_variant_pack(const char *fn, bdesc *d) {
+    const battr *u = attr(d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS),
+                *p = attr(d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS),
+                *w = attr(d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE);
+    if (!u || !p || !w)
+        return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                    "variant pack: UNIQUE_IDS, DATA_POINTERS and WORKSPACE are required");
+    if (u->count != p->count)
+        return fail(CUDNN_STATUS_BAD_PARAM, fn, "variant pack: %lld unique ids, %lld pointers",
+                    (long long)u->count, (long long)p->count);
+    if (w->count != 1)
+        return fail(CUDNN_STATUS_BAD_PARAM, fn, "variant pack: WORKSPACE takes one pointer");
+    std::vector<int64_t> ids;
+    attr_i64(d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, ids);
+    std::set<int64_t> seen;
+    for (int64_t id : ids)
+        if (!seen.insert(id).second)
+            return fail(CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES, fn,
+                        "variant pack: unique id %lld given twice", (long long)id);
+    return CUDNN_STATUS_SUCCESS;
 }
 
 } // namespace
@@ -1967,7 +2735,11 @@ cudnnStatus_t CUDNNWINAPI cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc
         return fail(CUDNN_STATUS_BAD_PARAM, fn, "attribute %d: %lld elements at %p",
                     (int)attributeName, (long long)elementCount, arrayOfElements);
     const attr_spec *sp = spec_of(attributeName);
-    if (sp) {
+    if (!sp)
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, fn,
+                    "attribute %d (on descriptor type %d) is not emulated by the graph stand-in",
+                    (int)attributeName, (int)d->type);
+    {
         if (sp->owner != d->type)
             return fail(CUDNN_STATUS_BAD_PARAM, fn,
                         "attribute %d belongs to descriptor type %d, not %d", (int)attributeName,
@@ -1977,6 +2749,14 @@ cudnnStatus_t CUDNNWINAPI cudnnBackendSetAttribute(cudnnBackendDescriptor_t desc
                         "attribute %d has type %d, not %d", (int)attributeName, (int)sp->type,
                         (int)attributeType);
     }
+    bool many = attributeName == CUDNN_ATTR_TENSOR_DIMENSIONS ||
+                attributeName == CUDNN_ATTR_TENSOR_STRIDES ||
+                attributeName == CUDNN_ATTR_OPERATIONGRAPH_OPS ||
+                attributeName == CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS ||
+                attributeName == CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS;
+    if (!many && elementCount != 1)
+        return fail(CUDNN_STATUS_BAD_PARAM, fn, "attribute %d takes one element, not %lld",
+                    (int)attributeName, (long long)elementCount);
     if (attributeType == CUDNN_TYPE_BACKEND_DESCRIPTOR)
         for (int64_t i = 0; i < elementCount; i++) {
             const bdesc *r = bd(((void *const *)arrayOfElements)[i]);
@@ -2023,6 +2803,12 @@ cudnnStatus_t CUDNNWINAPI cudnnBackendGetAttribute(cudnnBackendDescriptor_t cons
                     "attribute %d: the descriptor is not finalized", (int)attributeName);
     if (requestedElementCount < 0 || (requestedElementCount > 0 && !arrayOfElements))
         return fail(CUDNN_STATUS_BAD_PARAM, fn, "attribute %d: bad request", (int)attributeName);
+    if ((d->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR &&
+         attributeName == CUDNN_ATTR_ENGINEHEUR_RESULTS) ||
+        (d->type == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR &&
+         attributeName == CUDNN_ATTR_ENGINECFG_ENGINE))
+        return get_filled(fn, d, attributeName, attributeType, requestedElementCount, elementCount,
+                          arrayOfElements);
     const battr *a = attr(d, attributeName);
     if (!a)
         return fail(CUDNN_STATUS_BAD_PARAM, fn, "attribute %d is not available here",
@@ -2065,11 +2851,19 @@ cudnnStatus_t CUDNNWINAPI cudnnBackendFinalize(cudnnBackendDescriptor_t descript
         s = finalize_graph(fn, d);
         break;
     case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
+        s = finalize_heur(fn, d);
+        break;
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
+        s = finalize_plan(fn, d);
+        break;
+    case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
+        s = finalize_variant_pack(fn, d);
+        break;
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
     case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
         s = fail(CUDNN_STATUS_NOT_SUPPORTED, fn,
-                 "the CUDA emulator's cuDNN stand-in has no engines (descriptor type %d)",
+                 "the graph stand-in's engines and engine configs come from the heuristics "
+                 "(CUDNN_ATTR_ENGINEHEUR_RESULTS), they are not built by hand (descriptor type %d)",
                  (int)d->type);
         break;
     default:
@@ -2090,8 +2884,12 @@ cudnnStatus_t CUDNNWINAPI cudnnBackendExecute(cudnnHandle_t handle,
     if (!p || p->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || !v ||
         v->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
         return fail(CUDNN_STATUS_BAD_PARAM, fn, "not an execution plan and a variant pack");
-    /* an execution plan never finalizes here (no engines) */
-    return fail(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, fn, "the execution plan is not finalized");
+    if (!p->finalized || !p->prog)
+        return fail(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, fn,
+                    "the execution plan is not finalized");
+    if (!v->finalized)
+        return fail(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, fn, "the variant pack is not finalized");
+    return execute(fn, p, v);
 }
 
 } // extern "C"
