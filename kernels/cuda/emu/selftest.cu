@@ -9,7 +9,9 @@
  *   split masks in one warp; __syncthreads_or.
  * - Races: a read that races a write between two barriers gives both
  *   outcomes over 16 launches (the start order rotates), one outcome under
- *   GT_EMU_ORDER=forward.
+ *   GT_EMU_ORDER=forward; shared memory reused by a second block sum
+ *   without a leading barrier gives wrong sums in some launches (a warp
+ *   runs ahead of the others), right ones with the barrier.
  * - Strictness: each case CUDA leaves undefined ends a child process with
  *   SIGABRT and the message docs/cuda-emulator.md lists; launches outside
  *   the device limits fail with CUDA's error codes; copies whose pointers
@@ -148,6 +150,52 @@ __global__ void race_kernel(int *out) {
     __syncthreads();
     if (threadIdx.x == 1) s = 1;
     if (threadIdx.x == 0) *out = s;
+}
+
+/* Two block sums through the same shared array (256 threads, 8 warps),
+ * the second of 2x: out = {sum x, sum 2x}. Without the leading barrier a
+ * warp that finishes its second warp sum early overwrites its slot while
+ * other warps still read the first sums (bn_block_sum2 in vision.cu has
+ * that barrier for that reason). */
+__device__ int two_sums_part(int v, int *sh, int lead) {
+    unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    if (lead) __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    int s = 0;
+    for (int w = 0; w < 8; w++) s += sh[w];
+    return s;
+}
+__global__ void two_sums_kernel(const int *x, int *out, int lead) {
+    __shared__ int sh[8];
+    int v = x[threadIdx.x];
+    int a = two_sums_part(v, sh, lead);
+    int b = two_sums_part(2 * v, sh, lead);
+    if (threadIdx.x == 0) {
+        out[0] = a;
+        out[1] = b;
+    }
+    /* every thread's first sum must be a: a stale or early slot shows here */
+    if (a != out[2]) out[3] = 1;
+}
+
+/* How many of 16 launches of two_sums_kernel give a wrong sum. */
+static int two_sums_wrong(int lead) {
+    int hx[256], want = 0;
+    for (int i = 0; i < 256; i++) want += hx[i] = i % 7 + 1;
+    int *x = (int *)dev_alloc(sizeof hx), *out = (int *)dev_alloc(4 * sizeof(int)), wrong = 0;
+    cudaMemcpy(x, hx, sizeof hx, cudaMemcpyHostToDevice);
+    for (int i = 0; i < 16; i++) {
+        int h[4] = {0, 0, want, 0};
+        cudaMemcpy(out, h, sizeof h, cudaMemcpyHostToDevice);
+        two_sums_kernel<<<1, 256>>>(x, out, lead);
+        cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
+        wrong += h[0] != want || h[1] != 2 * want || h[3] != 0;
+    }
+    cudaFree(x);
+    cudaFree(out);
+    return wrong;
 }
 
 /* How many of 16 launches of race_kernel read 1. */
@@ -319,6 +367,17 @@ int main(int argc, char **argv) {
               "GT_EMU_ORDER=forward: the racy kernel read 1 in %d of 16 launches (status 0x%x)",
               fwd, status);
         printf("  racy kernel under GT_EMU_ORDER=forward: in %d of 16 launches\n", fwd);
+    }
+
+    {
+        int with = two_sums_wrong(1), without = two_sums_wrong(0);
+        CHECK(with == 0, "two block sums with the leading barrier: %d of 16 launches wrong", with);
+        CHECK(without > 0 && without < 16,
+              "two block sums without the leading barrier: %d of 16 launches wrong (want some, "
+              "not all: no launch lets a warp run ahead, or every one does)",
+              without);
+        printf("  shared memory reused without a leading barrier: wrong in %d of 16 launches\n",
+               without);
     }
 
     /* strictness */
