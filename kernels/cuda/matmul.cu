@@ -22,10 +22,10 @@
  *      algorithm (a misaligned bias or aux matrix staged, see Alignment);
  *      otherwise the GEMM without the GELU epilogue and an own elementwise
  *      kernel (common.cuh's gt_gelu / gt_gelu_grad, the functions of
- *      gelu_fwd/gelu_bwd) that rounds each result once: forward, the GEMM
- *      writes pre (with the BIAS epilogue, or no bias), or an fp32 result
- *      the kernel adds the bias to; backward, the GEMM's fp32 result is
- *      multiplied by gelu'(pre). fp32 always
+ *      gelu_fwd/gelu_bwd) that rounds each result once: forward, matmul_fwd's
+ *      path writes pre (GEMM + bias rounded once) and the kernel takes
+ *      gelu of it; backward, the GEMM's fp32 result is multiplied by
+ *      gelu'(pre). fp32 always
  *      takes the own kernel: cuBLASLt's GELU is not documented to be
  *      fp32-accurate (a hardware tanh approximation would be ~2^-11), and
  *      fp32 conformance allows a few ulp. The path taken is noted once per
@@ -446,25 +446,15 @@ extern "C" gt_status gt_cuda_matmul_bwd(const gt_kctx *k, void *dinp, void *dwei
 
 /* ---- linear + GELU ------------------------------------------------------------------ */
 
-/* out(n) = gelu(pre): the fallback's pass after a GEMM without the GELU
- * epilogue. acc NULL: the GEMM wrote pre (plus the bias, through the BIAS
- * epilogue, when there is one) and bias is NULL. Else pre = acc + bias(OC)
- * (bias may be NULL), rounded once to T and stored; acc is the GEMM's
- * result in fp32: scratch for 16-bit storage, pre itself for fp32. Either
- * way gelu is taken of pre as stored, as the unfused matmul_fwd + gelu_fwd
- * do, so out = gelu(pre) holds bitwise for the pre the backward reads. */
+/* out(n) = gelu(pre): the fallback's pass after matmul_fwd's path wrote
+ * pre (GEMM + bias, rounded once). gelu is taken of pre as stored, as the
+ * unfused matmul_fwd + gelu_fwd do, so out = gelu(pre) holds bitwise for
+ * the pre the backward reads. */
 template <typename T>
-__global__ void matmul_gelu_kernel(T *out, T *pre, const float *acc, const T *__restrict__ bias,
-                                   size_t n, int OC) {
+__global__ void matmul_gelu_kernel(T *out, const T *__restrict__ pre, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        if (acc) {
-            float x = acc[i];
-            if (bias) x += gt_ld(bias, i % OC);
-            gt_st(pre, i, x);
-        }
+         i += (size_t)gridDim.x * blockDim.x)
         gt_st(out, i, gt_gelu(gt_ld(pre, i)));
-    }
 }
 
 /* dpre(n) = gelu'(pre) * acc, rounded once to T: the fallback's pass after
@@ -479,11 +469,10 @@ __global__ void matmul_dgelu_kernel(T *dpre, const float *acc, const T *__restri
 }
 
 template <typename T>
-static gt_status gelu_launch(gt_cuda_impl *im, void *out, void *pre, const float *acc,
-                             const void *bias, int N, int OC) {
+static gt_status gelu_launch(gt_cuda_impl *im, void *out, const void *pre, int N, int OC) {
     size_t n = (size_t)N * OC;
-    matmul_gelu_kernel<T><<<gt_cuda_grid_1d(n, 256), 256, 0, im->stream>>>((T *)out, (T *)pre, acc,
-                                                                           (const T *)bias, n, OC);
+    matmul_gelu_kernel<T>
+        <<<gt_cuda_grid_1d(n, 256), 256, 0, im->stream>>>((T *)out, (const T *)pre, n);
     GT_CUDA_LAUNCHED("matmul_gelu_kernel");
     return GT_OK;
 }
@@ -539,28 +528,11 @@ extern "C" gt_status gt_cuda_matmul_gelu_fwd(const gt_kctx *k, void *out, void *
     }
     gt_cuda_note(im, "matmul_gelu_fwd N%d C%d OC%d %s: matmul + own GELU kernel (%s)", N, C, OC,
                  dt_name(t), why);
-    /* pre = inp @ weight^T + bias, rounded once: the plain GEMM without a
-     * bias, else the BIAS epilogue when an algorithm takes it; then
+    /* pre = inp @ weight^T + bias rounded once (matmul_fwd's path: the
+     * BIAS epilogue, else the GEMM in fp32 and the own bias kernel), then
      * out = gelu(pre) */
-    lt_epi e;
-    e.kind = CUBLASLT_EPILOGUE_BIAS;
-    e.bias = bias;
-    gt_status s = lt_gemm(k, im, t, t, true, false, OC, N, C, weight, C, inp, C, pre, OC, 0.0f,
-                          bias ? &e : NULL);
-    if (s == GT_OK) return GT_CUDA_DISPATCH(k->dt, gelu_launch, im, out, pre, NULL, NULL, N, OC);
-    if (s != GT_ERR_UNSUPPORTED || !bias) return s;
-    gt_error_clear();
-    /* no algorithm for the BIAS epilogue either: the GEMM in fp32, the bias
-     * added by the own kernel, which rounds pre once */
-    gt_cuda_note(im,
-                 "matmul_gelu_fwd N%d C%d OC%d %s: the bias added by the own GELU kernel (no "
-                 "cuBLASLt algorithm takes the BIAS epilogue)",
-                 N, C, OC, dt_name(t));
-    float *acc = NULL;
-    GT_TRY(gemm_acc32(k, im, true, false, OC, N, C, weight, C, inp, C, pre, OC, &acc));
-    s = GT_CUDA_DISPATCH(k->dt, gelu_launch, im, out, pre, acc, bias, N, OC);
-    acc32_free(k, acc);
-    return s;
+    GT_TRY(linear_fwd(k, im, pre, inp, weight, bias, N, C, OC));
+    return GT_CUDA_DISPATCH(k->dt, gelu_launch, im, out, pre, N, OC);
 }
 
 extern "C" gt_status gt_cuda_matmul_dgelu_bwd(const gt_kctx *k, void *dpre, void *dweight,

@@ -63,22 +63,6 @@ static void run(gt_backend *be, gt_dtype dt) {
     gt_backend_dealloc(be, losses);
 }
 
-/* classifier_fwd on a (1,1) row: does the backend store dt? */
-static gt_status probe(gt_backend *be, gt_dtype dt) {
-    gt_kctx k = {be, dt};
-    float zero = 0.0f;
-    int32_t t0 = 0;
-    void *p = tu_upload(be, dt, &zero, 1), *td = tu_upload_raw(be, &t0, sizeof t0);
-    float *ld = NULL;
-    gt_status s = gt_backend_alloc(be, sizeof(float), (void **)&ld);
-    if (s != GT_OK) tu_die("alloc", s);
-    s = be->ops->classifier_fwd(&k, ld, p, td, 1, 1, 1);
-    gt_backend_dealloc(be, p);
-    gt_backend_dealloc(be, td);
-    gt_backend_dealloc(be, ld);
-    return s;
-}
-
 int main(int argc, char **argv) {
-    return tu_main_each_dtype(argc, argv, "kernels.classifier_nan", probe, run);
+    return tu_main_each_dtype(argc, argv, "kernels.classifier_nan", tu_probe_classifier, run);
 }

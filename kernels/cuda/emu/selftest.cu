@@ -381,23 +381,30 @@ int main(int argc, char **argv) {
     }
 
     /* strictness */
-    expect_abort("mask without the caller's lane", bad_own_lane, 32,
-                 "a warp operation whose mask leaves out its own lane");
-    expect_abort("mask naming an exited lane", bad_exited_lane, 32,
-                 "a warp mask names a lane that has exited");
-    expect_abort("mask naming a lane the block lacks", bad_missing_lane, 16,
-                 "a warp mask names a lane the block does not have");
-    expect_abort("one mask at two warp operations", bad_mixed_ops, 32,
-                 "lanes of one mask wait at different warp operations");
-    expect_abort("shuffle source outside the mask", bad_outside_mask, 32,
-                 "a shuffle reads a lane outside its mask");
-    expect_abort("__syncthreads skipped by one thread", bad_skipped_barrier, 64,
-                 "a thread exited while others wait at __syncthreads");
-    expect_abort("warp operation against __syncthreads", bad_warp_vs_barrier, 32,
-                 "a warp operation waits for lanes held at __syncthreads");
-    expect_abort("__syncthreads against __syncthreads_or", bad_two_barriers, 64,
-                 "threads wait at different block barriers");
-    expect_abort("shuffle width 12", bad_width, 32, "a shuffle width that is not a power of 2");
+    static const struct {
+        const char *what;
+        void (*bad)(int *);
+        unsigned threads;
+        const char *want;
+    } stops[] = {
+        {"mask without the caller's lane", bad_own_lane, 32,
+         "a warp operation whose mask leaves out its own lane"},
+        {"mask naming an exited lane", bad_exited_lane, 32, "a warp mask names a lane that has exited"},
+        {"mask naming a lane the block lacks", bad_missing_lane, 16,
+         "a warp mask names a lane the block does not have"},
+        {"one mask at two warp operations", bad_mixed_ops, 32,
+         "lanes of one mask wait at different warp operations"},
+        {"shuffle source outside the mask", bad_outside_mask, 32,
+         "a shuffle reads a lane outside its mask"},
+        {"__syncthreads skipped by one thread", bad_skipped_barrier, 64,
+         "a thread exited while others wait at __syncthreads"},
+        {"warp operation against __syncthreads", bad_warp_vs_barrier, 32,
+         "a warp operation waits for lanes held at __syncthreads"},
+        {"__syncthreads against __syncthreads_or", bad_two_barriers, 64,
+         "threads wait at different block barriers"},
+        {"shuffle width 12", bad_width, 32, "a shuffle width that is not a power of 2"},
+    };
+    for (const auto &c : stops) expect_abort(c.what, c.bad, c.threads, c.want);
 
     /* launch limits, copies, fresh memory */
     int *out = (int *)dev_alloc(sizeof(int));
