@@ -132,9 +132,12 @@ static gt_status run_op(run *r, gt_op op) {
                            arr(r, dt, T * C, 3, 0, 1, 0), B, T, C);
         break;
     case GT_OP_ENCODER_BWD:
+        /* 2B x T = 512 positions: two tiles of the scan for each token's next
+         * occurrence, so a token's chain crosses from one block to another */
         s = o->encoder_bwd(&k, fetch(r, arr(r, dt, 300 * C, 4, 0, 1, 0), dt, 300 * C),
                            fetch(r, arr(r, dt, T * C, 5, 0, 1, 0), dt, T * C),
-                           arr(r, dt, (size_t)N * C, 6, 0, 1, 0), ids(r, N, 300, 7), B, T, C);
+                           arr(r, dt, (size_t)2 * N * C, 6, 0, 1, 0), ids(r, 2 * N, 300, 7), 2 * B,
+                           T, C);
         break;
     case GT_OP_LAYERNORM_FWD:
         s = o->layernorm_fwd(&k, fetch(r, out(r, dt, (size_t)N * C), dt, (size_t)N * C),

@@ -14,7 +14,9 @@
  * threads already released, or before them, racing ahead to its next
  * barrier), so a kernel whose result depends on it (a race between
  * barriers) gives different bits run to run, which the
- * determinism tests compare. GT_EMU_ORDER=forward pins it. */
+ * determinism tests compare. Blocks run one at a time, in an order that
+ * changes from launch to launch too (a race between blocks).
+ * GT_EMU_ORDER=forward pins both orders. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -166,6 +168,7 @@ struct sched {
     size_t next = 0;                   /* order[next] is the next thread to start */
     bool backward = false;             /* this launch releases lanes high to low */
     bool warp_first = false;           /* released lanes go to the front of the queue */
+    unsigned long long bits = 0;       /* the launch's schedule (schedule_bits) */
     explicit sched(std::vector<fiber> &f) : fibers(f) {}
     /* released threads, first in first out; a thread is queued at most once */
     std::vector<unsigned> ready;
@@ -488,6 +491,18 @@ static thread_local cudaError_t last_error = cudaSuccess;
 static unsigned long long launches;
 static int order_mode = -1; /* -1 unread, 0 rotate, 1 forward */
 
+/* This launch's schedule: bits of a hash of the launch count (splitmix64's
+ * finaliser), each choice from its own bits, so that two runs of the same op
+ * sequence (the determinism tests) get different schedules whatever its
+ * length, and no choice follows another's. 0 under GT_EMU_ORDER=forward. */
+static unsigned long long schedule_bits(void) {
+    if (order_mode == 1) return 0;
+    unsigned long long z = launches + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 static void run_block(sched *s) {
     size_t n = s->threads.size();
     s->free_fibers.clear();
@@ -505,13 +520,12 @@ static void run_block(sched *s) {
     s->at_barrier = 0;
     s->barrier_op = s->barrier_pred = 0;
     s->done = 0;
-    /* this launch's start order: forward or backward from a rotating start */
-    unsigned long long seq = launches;
-    size_t start = order_mode == 1 ? 0 : (size_t)((seq * 2654435761ull) % n);
-    s->backward = order_mode != 1 && (seq & 1);
-    /* a bit of a hash of the launch count: two runs of the same op sequence
-     * (the determinism tests) get different schedules whatever its length */
-    s->warp_first = order_mode != 1 && ((seq * 0x9E3779B97F4A7C15ull) >> 63);
+    /* this launch's start order: forward or backward from a rotating start;
+     * in half the launches a warp whose operation completes runs ahead */
+    unsigned long long h = s->bits;
+    size_t start = (size_t)((h & 0xffffffffu) % n);
+    s->backward = (h >> 63) & 1;
+    s->warp_first = (h >> 62) & 1;
     s->order.resize(n);
     for (size_t k = 0; k < n; k++)
         s->order[k] = (unsigned)(s->backward ? (start + n - k) % n : (start + k) % n);
@@ -571,12 +585,22 @@ void run_grid(const char *name, dim3 grid, dim3 block, size_t shmem, cudaStream_
             }
     S = &s;
     cur_block = &s.block;
-    for (unsigned bz = 0; bz < grid.z; bz++)
-        for (unsigned by = 0; by < grid.y; by++)
-            for (unsigned bx = 0; bx < grid.x; bx++) {
-                s.block.block_idx = make_uint3(bx, by, bz);
-                run_block(&s);
-            }
+    /* The blocks run one after another, in an order that changes from
+     * launch to launch as the threads' does: forward or backward from a
+     * rotating start (other bits of the launch count's hash). CUDA promises
+     * no order between blocks, so a kernel whose blocks write what other
+     * blocks of the launch read or write gives different bits run to run. */
+    unsigned long long nb = (unsigned long long)grid.x * grid.y * grid.z;
+    s.bits = schedule_bits();
+    bool back = (s.bits >> 61) & 1;
+    unsigned long long first = ((s.bits >> 32) & 0x1fffffffu) % nb;
+    for (unsigned long long k = 0; k < nb; k++) {
+        unsigned long long b = back ? (first + nb - k) % nb : (first + k) % nb;
+        unsigned long long bxy = (unsigned long long)grid.x * grid.y;
+        s.block.block_idx = make_uint3((unsigned)(b % grid.x), (unsigned)(b / grid.x % grid.y),
+                                       (unsigned)(b / bxy));
+        run_block(&s);
+    }
     launches++;
     S = nullptr;
     cur_block = nullptr;

@@ -9,7 +9,8 @@
  *   split masks in one warp; __syncthreads_or.
  * - Races: a read that races a write between two barriers gives both
  *   outcomes over 16 launches (the start order rotates), one outcome under
- *   GT_EMU_ORDER=forward; shared memory reused by a second block sum
+ *   GT_EMU_ORDER=forward; so does a word that every block of a grid
+ *   writes (the block order rotates too); shared memory reused by a second block sum
  *   without a leading barrier gives wrong sums in some launches (a warp
  *   runs ahead of the others), right ones with the barrier.
  * - Strictness: each case CUDA leaves undefined ends a child process with
@@ -152,6 +153,11 @@ __global__ void race_kernel(int *out) {
     if (threadIdx.x == 0) *out = s;
 }
 
+/* Every block writes the same word: the last block to run wins. */
+__global__ void last_block_kernel(int *out) {
+    if (threadIdx.x == 0) *out = (int)(blockIdx.x + gridDim.x * blockIdx.y);
+}
+
 /* Two block sums through the same shared array (256 threads, 8 warps),
  * the second of 2x: out = {sum x, sum 2x}. Without the leading barrier a
  * warp that finishes its second warp sum early overwrites its slot while
@@ -198,16 +204,26 @@ static int two_sums_wrong(int lead) {
     return wrong;
 }
 
-/* How many of 16 launches of race_kernel read 1. */
-static int race_ones(void) {
-    int *out = (int *)dev_alloc(sizeof(int)), ones = 0;
+/* How many of 16 launches of race_kernel read 1; in how many of 16
+ * launches of last_block_kernel over a 4 x 2 grid block (3, 1), the last
+ * in CUDA's linear block order, won, and how many blocks won at least once. */
+static int race_ones(int *last_wins, int *winners) {
+    int *out = (int *)dev_alloc(sizeof(int)), ones = 0, won[8] = {0};
     for (int i = 0; i < 16; i++) {
         int h = -1;
         race_kernel<<<1, 64>>>(out);
         cudaMemcpy(&h, out, sizeof h, cudaMemcpyDeviceToHost);
         ones += h == 1;
+        h = -1;
+        last_block_kernel<<<dim3(4, 2), 32>>>(out);
+        cudaMemcpy(&h, out, sizeof h, cudaMemcpyDeviceToHost);
+        if (h >= 0 && h < 8) won[h]++;
     }
     cudaFree(out);
+    *last_wins = won[7];
+    *winners = 0;
+    for (int b = 0; b < 8; b++)
+        *winners += won[b] > 0;
     return ones;
 }
 
@@ -298,7 +314,9 @@ __global__ void nop_kernel(int *out) {
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--race-ones") == 0) {
         /* the child run under GT_EMU_ORDER=forward */
-        printf("%d\n", race_ones());
+        int last_wins, winners;
+        int ones = race_ones(&last_wins, &winners);
+        printf("%d %d\n", ones, last_wins);
         return 0;
     }
 
@@ -340,10 +358,14 @@ int main(int argc, char **argv) {
     }
 
     /* races */
-    int ones = race_ones();
+    int last_wins, winners;
+    int ones = race_ones(&last_wins, &winners);
     CHECK(ones > 0 && ones < 16, "a race between barriers read 1 in %d of 16 launches: the start "
                                  "order does not change from launch to launch", ones);
     printf("  racy kernel: thread 0 saw thread 1's write in %d of 16 launches (rotating order)\n", ones);
+    CHECK(winners >= 4, "a word all 8 blocks write: %d blocks won over 16 launches: the block "
+                        "order does not change from launch to launch", winners);
+    printf("  a word every block writes: %d of 8 blocks won in 16 launches\n", winners);
     {
         fflush(stdout);
         int fd[2];
@@ -362,11 +384,16 @@ int main(int argc, char **argv) {
         close(fd[0]);
         int status = 0;
         waitpid(pid, &status, 0);
-        int fwd = r > 0 ? atoi(buf) : -1;
+        int fwd = -1, fwd_last = -1;
+        if (r <= 0 || sscanf(buf, "%d %d", &fwd, &fwd_last) != 2) fwd = fwd_last = -1;
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && (fwd == 0 || fwd == 16),
               "GT_EMU_ORDER=forward: the racy kernel read 1 in %d of 16 launches (status 0x%x)",
               fwd, status);
-        printf("  racy kernel under GT_EMU_ORDER=forward: in %d of 16 launches\n", fwd);
+        CHECK(fwd_last == 16,
+              "GT_EMU_ORDER=forward: the last block in CUDA's order won in %d of 16 launches",
+              fwd_last);
+        printf("  under GT_EMU_ORDER=forward: racy kernel read 1 in %d, the last block won in %d "
+               "of 16 launches\n", fwd, fwd_last);
     }
 
     {
