@@ -269,7 +269,7 @@ typedef struct gt_comm_backend {
 
 extern const gt_comm_backend gt_comm_self_backend; /* engine/comm_self.c */
 extern const gt_comm_backend gt_comm_mpi_backend;  /* engine/comm_mpi.c (stub without MPI) */
-/* engine/comm_nccl.c (stub without NCCL or MPI) */
+/* engine/comm_nccl.c (stub without NCCL; one process only without MPI) */
 extern const gt_comm_backend gt_comm_nccl_backend;
 
 #ifdef __cplusplus

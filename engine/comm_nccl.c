@@ -1,21 +1,25 @@
 /* The nccl backend: gt_comm on NCCL, one rank per GPU, for DEVICE buffers.
  *
- * Bootstrap: the world is an mpi world first (engine/comm_mpi.c's backend,
- * held inside this one): rank 0 makes NCCL's unique id and MPI_Bcast gives
- * it to every rank before ncclCommInitRank. Without MPI there is no nccl
- * world (the stub below says so).
+ * Bootstrap: the world is a host world first, held inside this one: an mpi
+ * world (engine/comm_mpi.c's backend) when MPI is built in, whose rank 0
+ * makes NCCL's unique id and MPI_Bcast gives it to every rank before
+ * ncclCommInitRank. Without MPI it is the self communicator: a world of
+ * one process, which makes its own id (a GPU machine without MPI still runs
+ * NCCL on its one rank); a launch of several processes is then refused,
+ * since nothing could carry the id. Without NCCL there is no nccl world
+ * (the stub below says so).
  *
  * The GPU: each rank takes the CUDA device local to it, the rule of the
  * cuda backend (kernels/cuda/backend_cuda.cu): the launcher's local rank
  * (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, MV2_COMM_WORLD_LOCAL_RANK,
  * SLURM_LOCALID, LOCAL_RANK) modulo the visible devices; without one, the
- * rank among the MPI ranks of its node. Two ranks of a node on one GPU is
+ * rank among the MPI ranks of its node (0 without MPI). Two ranks of a node on one GPU is
  * refused before NCCL is called (NCCL would fail or hang): every rank
  * learns of any rank's failure, so none is left waiting in NCCL's init.
  *
  * Buffers: device memory (cudaMalloc, managed) goes to NCCL on the
- * communicator's own stream. Host memory goes to the mpi communicator held
- * inside, so the harness and the suites keep exchanging their small host
+ * communicator's own stream. Host memory goes to the host communicator held
+ * inside (mpi, or self), so the harness and the suites keep exchanging their small host
  * values (flags, timings, digests) on an nccl world without knowing it. An
  * operation whose buffers mix the two is GT_ERR_INVALID; every rank must
  * pass the same kind of memory to a given operation. Ordering with the
@@ -32,9 +36,9 @@
  * cudaStreamQuery (and ncclCommGetAsyncError, so that a peer's failure is
  * an error, not a hang) until the stream drains; comm.c's watchdog thread
  * keeps the deadline and on expiry calls abort() below: ncclCommAbort,
- * then MPI_Abort. A non-blocking call enqueues and records a CUDA event;
- * test is cudaEventQuery. NCCL cannot cancel an enqueued operation: a wait
- * that times out aborts the NCCL communicator (the comm is then unusable).
+ * then the host communicator's abort (MPI_Abort). A non-blocking call enqueues and records a CUDA
+ * event; test is cudaEventQuery. NCCL cannot cancel an enqueued operation: a wait that times out
+ * aborts the NCCL communicator (the comm is then unusable).
  *
  * Point-to-point: NCCL has no tags and a lone ncclRecv blocks its stream
  * until the matching send runs, so a ring of "post receive, then send"
@@ -56,10 +60,12 @@
 
 #include "engine/comm.h"
 
-#if GT_HAVE_NCCL && GT_HAVE_MPI
+#if GT_HAVE_NCCL
 
 #include <cuda_runtime_api.h>
+#if GT_HAVE_MPI
 #include <mpi.h>
+#endif
 #include <nccl.h>
 #include <sched.h>
 #include <stdio.h>
@@ -69,6 +75,13 @@
 
 #include "engine/env.h"
 #include "engine/timer.h"
+
+/* The communicator for bootstrap and host buffers (see the top). */
+#if GT_HAVE_MPI
+static const gt_comm_backend *const host_be = &gt_comm_mpi_backend;
+#else
+static const gt_comm_backend *const host_be = &gt_comm_self_backend;
+#endif
 
 /* kernels/cuda/comm_avg.cu: x[i] /= ranks on `stream`; a cudaError_t. */
 int gt_cuda_comm_divide(void *buf, size_t n, int dtype, int ranks, void *stream);
@@ -82,17 +95,17 @@ typedef struct nccl_comm {
     int rank, size;
     int32_t *scratch;   /* device: the barrier's one element */
     cudaEvent_t ready;  /* recorded on the legacy stream: the caller's work so far */
-    void *mpi;          /* gt_comm_mpi_backend's impl: bootstrap and host buffers */
+    void *host;         /* host_be's impl: bootstrap and host buffers */
     nccl_handle *queue; /* send/recv started, not yet launched: oldest first */
     nccl_handle **queue_tail;
     char version[64];
 } nccl_comm;
 
-enum { H_DONE = 0, H_MPI, H_NCCL };
+enum { H_DONE = 0, H_HOST, H_NCCL };
 
 struct nccl_handle {
     int kind;
-    void *mpi_handle;  /* H_MPI */
+    void *host_handle; /* H_HOST */
     cudaEvent_t ev;    /* H_NCCL: recorded after the operation */
     int queued;        /* H_NCCL send/recv not yet launched */
     int failed;        /* the group launch of a queued send/recv failed */
@@ -141,14 +154,14 @@ static int mem_kind(const void *p) {
                                                                              : MEM_HOST;
 }
 
-/* MEM_DEVICE (NCCL), MEM_HOST (the mpi communicator) or MEM_NONE (no buffer:
+/* MEM_DEVICE (NCCL), MEM_HOST (the host communicator) or MEM_NONE (no buffer:
  * barrier, count 0). */
 static gt_status route_of(const gt_comm_op_desc *d, int *route) {
     int a = mem_kind(d->send), b = mem_kind(d->recv);
     if (a && b && a != b)
         return GT_ERR(GT_ERR_INVALID,
                       "%s: send is %s memory and recv is %s memory: the nccl communicator "
-                      "takes both in device memory (NCCL) or both in host memory (MPI)",
+                      "takes both in device memory (NCCL) or both in host memory",
                       gt_coll_name(d->coll), a == MEM_DEVICE ? "device" : "host",
                       b == MEM_DEVICE ? "device" : "host");
     *route = a ? a : b;
@@ -380,8 +393,8 @@ static gt_status nccl_start(void *impl, const gt_comm_op_desc *d, void **handle)
         return GT_OK;
     }
     if (route == MEM_HOST) {
-        h->kind = H_MPI;
-        gt_status s = gt_comm_mpi_backend.start(m->mpi, d, &h->mpi_handle);
+        h->kind = H_HOST;
+        gt_status s = host_be->start(m->host, d, &h->host_handle);
         if (s != GT_OK) {
             free(h);
             return s;
@@ -430,9 +443,9 @@ static gt_status nccl_test(void *impl, void *handle, int *done) {
     switch (h->kind) {
     case H_DONE:
         break;
-    case H_MPI:
-        s = gt_comm_mpi_backend.test(m->mpi, h->mpi_handle, done);
-        /* the mpi backend released its handle when done or failed */
+    case H_HOST:
+        s = host_be->test(m->host, h->host_handle, done);
+        /* the host backend released its handle when done or failed */
         if (s != GT_OK || *done) break;
         return GT_OK;
     default:
@@ -456,12 +469,26 @@ static gt_status nccl_test(void *impl, void *handle, int *done) {
     return s;
 }
 
+/* The host backend's blocking form where it has none (self: every
+ * collective completes inside start). comm.c never asks for a blocking
+ * send/recv, which could wait for ever here. */
+static gt_status blocking_by_test(nccl_comm *m, const gt_comm_op_desc *d) {
+    void *h = NULL;
+    GT_TRY(host_be->start(m->host, d, &h));
+    for (int done = 0; !done;) {
+        GT_TRY(host_be->test(m->host, h, &done));
+        if (!done) sched_yield();
+    }
+    return GT_OK;
+}
+
 static gt_status nccl_blocking(void *impl, const gt_comm_op_desc *d) {
     nccl_comm *m = impl;
     int route = 0;
     GT_TRY(route_of(d, &route));
     if (is_empty(d)) return GT_OK;
-    if (route == MEM_HOST) return gt_comm_mpi_backend.blocking(m->mpi, d);
+    if (route == MEM_HOST)
+        return host_be->blocking ? host_be->blocking(m->host, d) : blocking_by_test(m, d);
     GT_TRY(check_alive(m, d));
     if (cudaSetDevice(m->device) != cudaSuccess)
         return GT_ERR(GT_ERR_DEVICE, "cudaSetDevice(%d) failed", m->device);
@@ -476,8 +503,8 @@ static gt_status nccl_blocking(void *impl, const gt_comm_op_desc *d) {
 static int nccl_cancel(void *impl, void *handle) {
     nccl_comm *m = impl;
     nccl_handle *h = handle;
-    if (h->kind == H_MPI) {
-        int ok = gt_comm_mpi_backend.cancel(m->mpi, h->mpi_handle);
+    if (h->kind == H_HOST) {
+        int ok = host_be->cancel(m->host, h->host_handle);
         free(h);
         return ok;
     }
@@ -503,23 +530,29 @@ static int nccl_cancel(void *impl, void *handle) {
 /* ---- world, split, destroy -------------------------------------------------------- */
 
 /* Picks and selects this rank's GPU; on failure `why` says what is wrong.
- * Collective over `mc` (finds the ranks of this node). */
-static void select_device(MPI_Comm mc, int *dev, char *why, size_t len) {
+ * Collective over the host world `host` (finds the ranks of this node). */
+static void select_device(void *host, int *dev, char *why, size_t len) {
     *dev = -1;
     why[0] = '\0';
+    int node_rank = 0;
+#if GT_HAVE_MPI
+    MPI_Comm mc = *(MPI_Comm *)host_be->native(host);
     MPI_Comm node = MPI_COMM_NULL;
-    int node_rank = 0, node_size = 1;
+    int node_size = 1;
     if (MPI_Comm_split_type(mc, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
         MPI_Comm_rank(node, &node_rank);
         MPI_Comm_size(node, &node_size);
     }
+#else
+    (void)host;
+#endif
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count <= 0) {
         snprintf(why, len,
                  "no CUDA device is visible to this process (cudaGetDeviceCount: %s): NCCL "
-                 "runs one rank per GPU; run on a machine with GPUs, or use --comm mpi",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+                 "runs one rank per GPU; run on a machine with GPUs, or use --comm %s",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices", host_be->name);
         cudaGetLastError();
     } else {
         int local = gt_env_local_rank();
@@ -532,6 +565,7 @@ static void select_device(MPI_Comm mc, int *dev, char *why, size_t len) {
             cudaGetLastError();
         }
     }
+#if GT_HAVE_MPI
     /* one GPU per rank: compare the UUIDs of the ranks of this node (a
      * per-rank CUDA_VISIBLE_DEVICES makes every rank's device 0, yet distinct) */
     unsigned char mine[17] = {0};
@@ -560,6 +594,7 @@ static void select_device(MPI_Comm mc, int *dev, char *why, size_t len) {
         free(all);
     }
     if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
+#endif
 }
 
 static void version_string(char *buf, size_t len) {
@@ -573,10 +608,10 @@ static void version_string(char *buf, size_t len) {
 }
 
 /* The per-communicator CUDA state around an initialised NCCL comm. */
-static gt_status comm_setup(nccl_comm *m, ncclComm_t comm, int device, void *mpi) {
+static gt_status comm_setup(nccl_comm *m, ncclComm_t comm, int device, void *host) {
     m->comm = comm;
     m->device = device;
-    m->mpi = mpi;
+    m->host = host;
     m->queue_tail = &m->queue;
     GT_NCCL_TRY(m, ncclCommUserRank(comm, &m->rank));
     GT_NCCL_TRY(m, ncclCommCount(comm, &m->size));
@@ -602,23 +637,51 @@ static void comm_release(nccl_comm *m) {
     if (m->stream) cudaStreamDestroy(m->stream);
     if (m->ready) cudaEventDestroy(m->ready);
     if (m->scratch) cudaFree(m->scratch);
-    if (m->mpi) gt_comm_mpi_backend.destroy(m->mpi);
+    if (m->host) host_be->destroy(m->host);
     free(m);
 }
 
+#if !GT_HAVE_MPI
+/* The number of processes a launcher (mpirun, srun, ...) started, from its
+ * environment; 1 when none did. */
+static long launched_processes(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
+                                       "SLURM_NTASKS", "WORLD_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        char *end = NULL;
+        long n = v && v[0] ? strtol(v, &end, 10) : 0;
+        if (n > 0 && end && *end == '\0') return n;
+    }
+    return 1;
+}
+#endif
+
 static gt_status nccl_world(void **impl, int *rank, int *size) {
-    void *mpi = NULL;
+#if !GT_HAVE_MPI
+    long procs = launched_processes();
+    if (procs > 1)
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "communicator backend 'nccl' on %ld launched processes needs MPI to start "
+                      "(NCCL's unique id is broadcast with MPI) and this build has no MPI "
+                      "(-DGT_WITH_MPI=OFF or MPI was not found): rebuild with MPI, or run one "
+                      "process",
+                      procs);
+#endif
+    void *host = NULL;
     int r = 0, n = 1;
-    GT_TRY(gt_comm_mpi_backend.world(&mpi, &r, &n));
-    MPI_Comm mc = *(MPI_Comm *)gt_comm_mpi_backend.native(mpi);
+    GT_TRY(host_be->world(&host, &r, &n));
     int dev = -1;
     char why[320];
-    select_device(mc, &dev, why, sizeof why);
+    select_device(host, &dev, why, sizeof why);
     /* every rank learns whether any failed, so none waits in NCCL's init */
     int bad = why[0] != 0, any = bad;
+#if GT_HAVE_MPI
+    MPI_Comm mc = *(MPI_Comm *)host_be->native(host);
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, mc);
+#endif
     if (any) {
-        gt_comm_mpi_backend.destroy(mpi);
+        host_be->destroy(host);
         if (!bad)
             snprintf(why, sizeof why,
                      "another rank could not select its GPU (its message says why)");
@@ -634,7 +697,9 @@ static gt_status nccl_world(void **impl, int *rank, int *size) {
         rc = ncclGetUniqueId(&boot.id);
         boot.ok = rc == ncclSuccess;
     }
+#if GT_HAVE_MPI
     MPI_Bcast(&boot, (int)sizeof boot, MPI_BYTE, 0, mc);
+#endif
     ncclComm_t comm = NULL;
     gt_status s = GT_OK;
     if (!boot.ok)
@@ -646,13 +711,13 @@ static gt_status nccl_world(void **impl, int *rank, int *size) {
     }
     nccl_comm *m = NULL;
     if (s == GT_OK && !(m = calloc(1, sizeof *m))) s = GT_ERR(GT_ERR_OOM, "nccl: out of memory");
-    if (s == GT_OK) s = comm_setup(m, comm, dev, mpi);
+    if (s == GT_OK) s = comm_setup(m, comm, dev, host);
     if (s != GT_OK) {
         if (m) {
-            comm_release(m); /* releases comm and mpi too */
+            comm_release(m); /* releases comm and host too */
         } else {
             if (comm) ncclCommDestroy(comm);
-            gt_comm_mpi_backend.destroy(mpi);
+            host_be->destroy(host);
         }
         return gt_error_wrap(s, "creating the nccl communicator (rank %d of %d, CUDA device %d)", r,
                              n, dev);
@@ -671,35 +736,37 @@ static gt_status nccl_split(void *impl, int color, int key, void **new_impl, int
         return GT_ERR(GT_ERR_COMM, "split of an nccl communicator that was aborted: free it");
     cudaSetDevice(m->device);
     GT_TRY(flush(m));
-    void *mpi = NULL;
+    void *host = NULL;
     int mr = 0, ms = 0;
-    GT_TRY(gt_comm_mpi_backend.split(m->mpi, color, key, &mpi, &mr, &ms));
+    GT_TRY(host_be->split(m->host, color, key, &host, &mr, &ms));
     ncclComm_t nc = NULL;
     ncclResult_t rc =
         ncclCommSplit(m->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &nc, NULL);
     if (rc != ncclSuccess) {
-        if (mpi) gt_comm_mpi_backend.destroy(mpi);
+        if (host) host_be->destroy(host);
         return nccl_error(m, rc, "ncclCommSplit");
     }
-    if (!mpi || !nc) {
+    if (!host || !nc) {
         if (nc) ncclCommDestroy(nc);
-        if (mpi) gt_comm_mpi_backend.destroy(mpi);
-        if (!mpi != !nc)
-            return GT_ERR(GT_ERR_COMM, "split (color %d): MPI and NCCL disagree on membership",
-                          color);
+        if (host) host_be->destroy(host);
+        if (!host != !nc)
+            return GT_ERR(GT_ERR_COMM,
+                          "split (color %d): the host communicator (%s) and NCCL disagree on "
+                          "membership",
+                          color, host_be->name);
         return GT_OK;
     }
     nccl_comm *n = calloc(1, sizeof *n);
     if (!n) {
         ncclCommDestroy(nc);
-        gt_comm_mpi_backend.destroy(mpi);
+        host_be->destroy(host);
         return GT_ERR(GT_ERR_OOM, "split: out of memory");
     }
-    gt_status s = comm_setup(n, nc, m->device, mpi);
+    gt_status s = comm_setup(n, nc, m->device, host);
     /* both order by key, then old rank: a mismatch would mix up host and device traffic */
     if (s == GT_OK && (n->rank != mr || n->size != ms))
-        s = GT_ERR(GT_ERR_COMM, "split (color %d): NCCL made rank %d of %d, MPI rank %d of %d",
-                   color, n->rank, n->size, mr, ms);
+        s = GT_ERR(GT_ERR_COMM, "split (color %d): NCCL made rank %d of %d, %s rank %d of %d",
+                   color, n->rank, n->size, host_be->name, mr, ms);
     if (s != GT_OK) {
         comm_release(n);
         return s;
@@ -724,13 +791,13 @@ static const char *nccl_version(void *impl) {
 }
 
 /* From the watchdog's thread too: NCCL's kernels are stopped first (so the
- * GPU is released even if MPI_Abort leaves a process behind), then MPI
- * ends every process of the job. */
+ * GPU is released even if MPI_Abort leaves a process behind), then the host
+ * communicator ends every process of the job. */
 static void nccl_abort(void *impl, int code) {
     nccl_comm *m = impl;
     if (m->comm) ncclCommAbort(m->comm);
     m->comm = NULL;
-    gt_comm_mpi_backend.abort(m->mpi, code);
+    host_be->abort(m->host, code);
 }
 
 const gt_comm_backend gt_comm_nccl_backend = {
@@ -748,24 +815,17 @@ const gt_comm_backend gt_comm_nccl_backend = {
     .device_memory = nccl_device_memory,
 };
 
-#else /* no NCCL, or no MPI to bootstrap it */
+#else /* no NCCL */
 
 static gt_status nccl_world(void **impl, int *rank, int *size) {
     (void)impl;
     (void)rank;
     (void)size;
-#if !GT_HAVE_NCCL
     return GT_ERR(GT_ERR_UNSUPPORTED,
                   "communicator backend 'nccl' is not built in (it needs the CUDA toolkit and "
                   "NCCL at configure time: configured with -DGT_WITH_CUDA=OFF, or nccl.h / "
                   "libnccl were not found; set NCCL_HOME): use 'mpi' or 'self', or rebuild "
                   "with NCCL");
-#else
-    return GT_ERR(GT_ERR_UNSUPPORTED,
-                  "communicator backend 'nccl' needs MPI to start (NCCL's unique id is "
-                  "broadcast with MPI) and this build has no MPI (-DGT_WITH_MPI=OFF or MPI "
-                  "was not found): rebuild with MPI, or use 'self'");
-#endif
 }
 
 /* Only world() is ever called: without a world there is nothing to operate on. */

@@ -38,7 +38,7 @@ if grep -qE "communicator backend 'nccl'" <<<"$out" && [ "$rc" -ne 0 ] && [ "$rc
     [ "$rc" -eq 2 ] || fail "refused with exit $rc, expected 2"
     grep -qE "not built in|needs MPI|no CUDA device is visible" <<<"$out" ||
         fail "the refusal gives no reason"
-    grep -qE "use 'mpi'|use 'self'|--comm mpi|rebuild" <<<"$out" ||
+    grep -qE "use 'mpi'|use 'self'|--comm (mpi|self)|rebuild|run one process" <<<"$out" ||
         fail "the refusal does not say what to do"
     [ "$fails" -eq 0 ] && echo "nccl cannot run here, and says why: refusal checked"
     exit $((fails != 0))

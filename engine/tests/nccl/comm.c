@@ -7,8 +7,8 @@
  * copying back; avg must be the correctly rounded sum / n of engine/comm.h.
  * Then non-blocking + test/wait, a send/recv ring (receive posted first: the
  * grouped launch must not deadlock), barrier, split (reversed order and
- * one communicator per rank), host buffers (the MPI path), mixed host and
- * device (GT_ERR_INVALID), the tree all-reduce on device memory
+ * one communicator per rank), host buffers (the host communicator inside:
+ * mpi, or self without MPI), mixed host and device (GT_ERR_INVALID), the tree all-reduce on device memory
  * (GT_ERR_UNSUPPORTED), and the library's version string. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -270,7 +270,7 @@ static void test_nonblocking_and_p2p(gt_comm *c) {
     CHECK_OK(gt_comm_wait(c, rq));
     CHECK_OK(gt_comm_barrier(c, NULL));
 
-    /* host buffers: the MPI path of the same communicator */
+    /* host buffers: the host communicator inside (mpi, or self) */
     double hv[2] = {1.0 + g_rank, 2.0};
     CHECK_OK(gt_comm_allreduce(c, hv, hv, 2, GT_DTYPE_FP64, GT_REDOP_SUM, NULL));
     RCHECK(hv[0] == g_size * (g_size + 1) / 2.0 && hv[1] == 2.0 * g_size, "host allreduce: %g %g",
