@@ -59,10 +59,14 @@
  * reductions ADD/MUL/MAX/MIN, reshape; anything else is NOT_SUPPORTED. The
  * heuristics offer two engines: 0, noted NONDETERMINISTIC and ranked
  * first, reverses its matmuls' summation order on every other call; 1 is
- * deterministic. Workspace 0. Execute checks the variant pack against the
- * graph (every non-virtual uid, no other, no NULL, device memory over each
- * tensor's extent, the declared byte alignment). Nothing here says what
- * the real cuDNN's engines accept.
+ * deterministic. A plan asks for a workspace: the fp32 bytes of its
+ * largest virtual tensor (the real engines ask for one too). Execute checks
+ * the variant pack against the graph (every non-virtual uid, no other, no
+ * NULL, device memory over each tensor's extent, the declared byte
+ * alignment; a workspace pointer that is device memory over the size the
+ * plan asked for and overlaps no tensor) and writes over the whole
+ * workspace, as the engines' kernels would. Nothing here says what the real
+ * cuDNN's engines accept.
  *
  * Single-threaded, synchronous (every stream is the emulator's null stream). */
 #include <cuda_runtime.h>
@@ -1574,6 +1578,7 @@ struct bdesc {
      * compiled graph and (config, engine, plan) the engine's index */
     std::shared_ptr<program> prog;
     int64_t engine = -1;
+    int64_t workspace = 0; /* plan: the bytes it asked for */
 };
 
 size_t attr_elem_size(cudnnBackendAttributeType_t t) {
@@ -2518,6 +2523,28 @@ cudnnStatus_t execute(const char *fn, const bdesc *plan, const bdesc *vp) {
                         "the variant pack names uid %lld, which is no non-virtual tensor of the "
                         "graph",
                         (long long)u);
+    /* the workspace: what the plan asked for, device memory, apart from
+     * every tensor; then overwritten, as the engines' kernels would */
+    void *ws = NULL;
+    memcpy(&ws, attr(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE)->bytes.data(), sizeof ws);
+    size_t ws_bytes = (size_t)plan->workspace;
+    if (ws_bytes) {
+        if (!ws)
+            return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, fn,
+                        "the variant pack's workspace is NULL; the plan needs %zu bytes",
+                        ws_bytes);
+        if (!device_range(ws, ws_bytes))
+            return fail(CUDNN_STATUS_BAD_PARAM, fn,
+                        "the workspace (%p) is not device memory over the %zu bytes the plan "
+                        "needs",
+                        ws, ws_bytes);
+        for (size_t i = 0; i < nt; i++)
+            if (r.ptr[i] && !P.t[i].byval &&
+                overlap(ws, ws_bytes, r.ptr[i], (size_t)span_of(P.t[i]) * mem_size(P.t[i].dt)))
+                return fail(CUDNN_STATUS_BAD_PARAM, fn, "the workspace overlaps uid %lld",
+                            (long long)P.t[i].uid);
+        memset(ws, 0xa5, ws_bytes);
+    }
     for (size_t i = 0; i < P.ops.size(); i++) {
         const pop &o = P.ops[i];
         switch (o.kind) {
@@ -2665,7 +2692,14 @@ cudnnStatus_t finalize_plan(const char *fn, bdesc *d) {
                     "execution plan: ENGINE_CONFIG is not an engine config from the heuristics");
     d->prog = cfg->prog;
     d->engine = cfg->engine;
-    int64_t ws = 0; /* the interpreter keeps its intermediates in host memory */
+    /* The interpreter keeps its intermediates in host memory; the plan asks
+     * for what an engine staging its largest intermediate in fp32 would,
+     * so that the caller's workspace path runs (execute checks it and
+     * writes over it). */
+    int64_t ws = 0;
+    for (const ptensor &t : d->prog->t)
+        if (t.virt && (int64_t)t.n * 4 > ws) ws = (int64_t)t.n * 4;
+    d->workspace = ws;
     set_attr(d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &ws);
     return CUDNN_STATUS_SUCCESS;
 }
