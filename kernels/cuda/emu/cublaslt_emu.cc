@@ -40,10 +40,12 @@
  * bugs in the caller); NOT_SUPPORTED ones when GT_EMU_CUBLASLT_VERBOSE is
  * set (they are expected: the caller falls back).
  *
- * Speed: op(A) and op(B) are widened to fp32 copies once, then an axpy
- * form (contiguous, vectorisable inner loop over D's rows, in blocks that
- * stay in cache) accumulates each column in k order. Single-threaded, like
- * the rest of the emulator. */
+ * Speed: op(A) and op(B) are widened to fp32 copies once; D is computed in
+ * blocks of 128 rows x 4 columns, by register tiles of 8 x 4 (SSE vectors,
+ * op(A)'s rows packed so that a tile streams through memory) and an axpy
+ * form for the rows and columns left over; every element accumulates in k
+ * order either way (the same bits). Single-threaded, like the rest of the
+ * emulator. */
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -562,6 +564,54 @@ void widen(int32_t type, const void *x, int64_t ldx, bool t, uint64_t rows, uint
 /* D's rows per block: a block's acc and its rows of op(A) (ROW_BLOCK x k
  * floats) stay in cache while every column of D passes. */
 const uint64_t ROW_BLOCK = 128;
+/* D's columns per pass over a row block: the register tile's width. */
+const uint64_t COL_TILE = 4;
+
+/* Four floats in a vector register (SSE on x86-64), loaded and stored
+ * unaligned; element-wise * and + round each result as the scalar
+ * operations do. */
+typedef float v4f __attribute__((vector_size(16), aligned(4)));
+
+/* ac (ld ROW_BLOCK) columns 0..COL_TILE) rows [i, i + 8) = sum over kk in
+ * order of a(i.., kk) * b(kk, j): 8 rows x 4 columns of accumulators stay in
+ * registers while k passes, so each element of op(A) is loaded once per 4
+ * columns instead of once per column. Every accumulator still sums in k
+ * order, a product then an add, as dot_cols does. */
+void tile_8x4(float *__restrict__ ac, const float *__restrict__ a, uint64_t lda,
+              const float *__restrict__ b, uint64_t ldb, uint64_t k) {
+    v4f c00 = {0, 0, 0, 0}, c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
+        c31 = c00;
+    const float *b0 = b, *b1 = b + ldb, *b2 = b + 2 * ldb, *b3 = b + 3 * ldb;
+    for (uint64_t kk = 0; kk < k; kk++) {
+        const v4f a0 = *(const v4f *)(a + kk * lda), a1 = *(const v4f *)(a + kk * lda + 4);
+        v4f p;
+        const float x0 = b0[kk], x1 = b1[kk], x2 = b2[kk], x3 = b3[kk];
+        p = a0 * x0;
+        c00 = c00 + p;
+        p = a1 * x0;
+        c01 = c01 + p;
+        p = a0 * x1;
+        c10 = c10 + p;
+        p = a1 * x1;
+        c11 = c11 + p;
+        p = a0 * x2;
+        c20 = c20 + p;
+        p = a1 * x2;
+        c21 = c21 + p;
+        p = a0 * x3;
+        c30 = c30 + p;
+        p = a1 * x3;
+        c31 = c31 + p;
+    }
+    *(v4f *)(ac + 0 * ROW_BLOCK) = c00;
+    *(v4f *)(ac + 0 * ROW_BLOCK + 4) = c01;
+    *(v4f *)(ac + 1 * ROW_BLOCK) = c10;
+    *(v4f *)(ac + 1 * ROW_BLOCK + 4) = c11;
+    *(v4f *)(ac + 2 * ROW_BLOCK) = c20;
+    *(v4f *)(ac + 2 * ROW_BLOCK + 4) = c21;
+    *(v4f *)(ac + 3 * ROW_BLOCK) = c30;
+    *(v4f *)(ac + 3 * ROW_BLOCK + 4) = c31;
+}
 
 /* ac[0..rows) = sum over kk in order of a(i, kk) * bcol[kk], a column-major
  * with ld lda. R != 0: rows == R, a constant, so that -O2's cheap
@@ -587,39 +637,65 @@ void gemm(const problem &p, float alpha, const void *A, const void *B, float bet
     const op_desc &o = *p.op;
     uint64_t m = p.m, n = p.n, k = p.k;
     if (!m || !n) return;
-    std::vector<float> fa(m * k), fb(k * n), acc(ROW_BLOCK);
+    std::vector<float> fa(m * k), fb(k * n), acc(ROW_BLOCK * COL_TILE), pa(ROW_BLOCK * k);
     widen(p.ab_type, A, p.a->ld, o.transa != CUBLAS_OP_N, m, k, fa.data());
     widen(p.ab_type, B, p.b->ld, o.transb != CUBLAS_OP_N, k, n, fb.data());
     uint64_t ldc = (uint64_t)p.c->ld, ldd = (uint64_t)p.d->ld, ldx = (uint64_t)o.aux_ld;
     void *aux = (void *)o.aux;
     for (uint64_t i0 = 0; i0 < m; i0 += ROW_BLOCK) {
         uint64_t rb = m - i0 < ROW_BLOCK ? m - i0 : ROW_BLOCK;
-        for (uint64_t j = 0; j < n; j++) {
-            float *ac = acc.data();
-            if (rb == ROW_BLOCK)
-                dot_cols<ROW_BLOCK>(ac, fa.data() + i0, m, fb.data() + j * k, k, rb);
-            else
-                dot_cols<0>(ac, fa.data() + i0, m, fb.data() + j * k, k, rb);
-            for (uint64_t i = 0; i < rb; i++) {
-                uint64_t r = i0 + i;
-                float v = alpha * ac[i];
-                if (beta != 0.0f) v += beta * load(p.cd_type, C, j * ldc + r);
-                if (p.epi.bias) v += load(p.bias_type, o.bias, r);
-                if (p.epi.aux_out) store(p.aux_type, aux, j * ldx + r, v);
-                switch (p.epi.act) {
-                case 1:
-                    v = v > 0.0f ? v : 0.0f;
-                    break;
-                case 2:
-                    v = gelu(v);
-                    break;
-                case 3:
-                    v = gelu_grad(load(p.aux_type, aux, j * ldx + r)) * v;
-                    break;
-                default:
-                    break;
+        /* D's columns in tiles of COL_TILE, their rows in register tiles of
+         * 8; the rows past the last multiple of 8, and the columns past the
+         * last whole tile, by dot_cols a column at a time */
+        uint64_t r8 = rb & ~(uint64_t)7;
+        /* the register tiles' rows of op(A) packed: 8 rows x k, k-major, one
+         * tile after another, so the tiles stream through memory */
+        for (uint64_t r = 0; r < r8; r += 8)
+            for (uint64_t kk = 0; kk < k; kk++)
+                memcpy(&pa[r * k + kk * 8], &fa[kk * m + i0 + r], 8 * sizeof(float));
+        for (uint64_t j0 = 0; j0 < n; j0 += COL_TILE) {
+            uint64_t nc = n - j0 < COL_TILE ? n - j0 : COL_TILE;
+            const float *a = fa.data() + i0;
+            if (nc == COL_TILE) {
+                for (uint64_t r = 0; r < r8; r += 8)
+                    tile_8x4(acc.data() + r, pa.data() + r * k, 8, fb.data() + j0 * k, k, k);
+                for (uint64_t c = 0; r8 < rb && c < nc; c++)
+                    dot_cols<0>(acc.data() + c * ROW_BLOCK + r8, a + r8, m,
+                                fb.data() + (j0 + c) * k, k, rb - r8);
+            } else {
+                for (uint64_t c = 0; c < nc; c++) {
+                    float *ac = acc.data() + c * ROW_BLOCK;
+                    const float *bcol = fb.data() + (j0 + c) * k;
+                    if (rb == ROW_BLOCK)
+                        dot_cols<ROW_BLOCK>(ac, a, m, bcol, k, rb);
+                    else
+                        dot_cols<0>(ac, a, m, bcol, k, rb);
                 }
-                store(p.cd_type, D, j * ldd + r, v);
+            }
+            for (uint64_t c = 0; c < nc; c++) {
+                const uint64_t j = j0 + c;
+                const float *ac = acc.data() + c * ROW_BLOCK;
+                for (uint64_t i = 0; i < rb; i++) {
+                    uint64_t r = i0 + i;
+                    float v = alpha * ac[i];
+                    if (beta != 0.0f) v += beta * load(p.cd_type, C, j * ldc + r);
+                    if (p.epi.bias) v += load(p.bias_type, o.bias, r);
+                    if (p.epi.aux_out) store(p.aux_type, aux, j * ldx + r, v);
+                    switch (p.epi.act) {
+                    case 1:
+                        v = v > 0.0f ? v : 0.0f;
+                        break;
+                    case 2:
+                        v = gelu(v);
+                        break;
+                    case 3:
+                        v = gelu_grad(load(p.aux_type, aux, j * ldx + r)) * v;
+                        break;
+                    default:
+                        break;
+                    }
+                    store(p.cd_type, D, j * ldd + r, v);
+                }
             }
         }
     }
