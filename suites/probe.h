@@ -11,6 +11,7 @@
 #include "engine/backend.h"
 #include "engine/env.h"
 #include "engine/status.h"
+#include "gt_config.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,7 +64,13 @@ gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out);
  * *how (optional) gets a static description. GT_ERR_UNSUPPORTED when the
  * backend has no matmul_fwd or declines dt (host backends: any dtype but
  * fp32); GT_ERR_OOM when the matrices do not fit. */
+#if GT_CUDA_EMULATOR
+/* the emulated device's GEMM is a loop on one CPU core: 8192^3 would take
+ * hours (docs/cuda-emulator.md; its figures mean nothing anyway) */
+#define GT_PROBE_GEMM_N 512
+#else
 #define GT_PROBE_GEMM_N 8192
+#endif
 #define GT_PROBE_GEMM_REPS 5
 gt_status gt_probe_gemm_peak(gt_backend *be, gt_dtype dt, double *gflops, const char **how);
 
