@@ -139,6 +139,22 @@ def section_kernels(work, out):
             out.append(f"| `{r['case']}` | {fmt(m(r, 'time_us'), 2)} | {fmt((m(r, 'gflops') or 0) / 1e3, 2)} | "
                        f"{fmt(fp * 100 if fp is not None else None, 1)}% | {fmt((m(r, 'gflops_cold') or 0) / 1e3, 2)} |")
         out.append("")
+    lib = [r for r in timed if m(r, "fraction_of_library_best") is not None]
+    if lib:
+        # issue 5's goal: matmul_fwd at 90% or more of cuBLASLt's own best on the same GEMM
+        lib.sort(key=lambda r: r["case"])
+        out.append("matmul_fwd against cuBLASLt's own best (every algorithm the heuristic offers "
+                   "for the same GEMM, timed; goal >= 90%, checked from 100 us):\n")
+        out.append("| case | ours us | library best us | ours / best | check | searched |\n"
+                   "|---|---|---|---|---|---|")
+        for r in lib:
+            ck = [c for c in r.get("checks", []) if c.get("name") == "vs_library_best"]
+            verdict = ("pass" if ck[0].get("passed") else "FAIL") if ck else "-"
+            f = m(r, "fraction_of_library_best")
+            out.append(f"| `{r['case']}` | {fmt(m(r, 'time_us'), 2)} | "
+                       f"{fmt(m(r, 'library_best_us'), 2)} | {fmt(f * 100, 1)}% | {verdict} | "
+                       f"{r.get('params', {}).get('library_best', '')[:200]} |")
+        out.append("")
     if mem:
         # the largest shape of each op and dtype (most bytes): what bandwidth means
         best = {}

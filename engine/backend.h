@@ -68,6 +68,18 @@ struct gt_backend {
      * cudnn sdpa"), for reports; NULL or "" when there are none. The string
      * stays valid until the next op on the backend. */
     const char *(*notes)(gt_backend *be);
+    /* Optional (NULL: no GEMM library to ask). The GEMM library's own best
+     * time for the GEMM of ops->matmul_fwd(dt, out, inp, weight, bias, N,
+     * C, OC): every algorithm the library offers for the same problem
+     * (types, layouts, the bias epilogue, the pointers' alignment) timed on
+     * the device, each as a median per call; *best_s gets the fastest, and
+     * what (what_len bytes) says what was searched (cuda: "cuBLASLt bf16
+     * m=.. n=.. k=.. epilogue BIAS: 12 algorithms timed, the fastest the
+     * heuristic's #3"). Writes out. The kernels suite sets matmul_fwd
+     * against it (fraction_of_library_best). */
+    gt_status (*gemm_library_best)(gt_backend *be, gt_dtype dt, void *out, const void *inp,
+                                   const void *weight, const void *bias, int N, int C, int OC,
+                                   double *best_s, char *what, size_t what_len);
     /* Frees impl (not alloc, not the struct). */
     void (*destroy)(gt_backend *be);
     void *impl;

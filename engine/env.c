@@ -293,8 +293,10 @@ gt_status gt_env_measure_peaks(gt_backend *be, gt_peaks *out) {
         out->fma_gflops = best;
     }
 
-    /* SGEMM through the path training uses */
-    const int n = 2048;
+    /* SGEMM through the path training uses (on the CPU emulator's device a
+     * smaller one: its GEMM is a loop on one core, and its figure means
+     * nothing, docs/cuda-emulator.md) */
+    const int n = GT_CUDA_EMULATOR && be->device != GT_DEVICE_HOST ? 256 : 2048;
     out->sgemm_n = n;
     if (!be->ops->matmul_fwd) return GT_ERR(GT_ERR_UNSUPPORTED, "backend '%s' has no matmul",
                                             be->name);

@@ -1521,6 +1521,18 @@ gt_status gt_kcase_check(gt_kcase *c, gt_kcheck ck[GT_KCHECK_MAX], int *n) {
 
 gt_status gt_kcase_run(gt_kcase *c) { return call(c, 0, c->op, 0); }
 
+gt_status gt_kcase_library_best(gt_kcase *c, double *best_s, char *what, size_t what_len) {
+    *best_s = 0.0;
+    if (what_len) what[0] = '\0';
+    if (c->op != GT_OP_MATMUL_FWD || !c->be->gemm_library_best)
+        return GT_ERR(GT_ERR_UNSUPPORTED, "%s: no library best for %s on %s", gt_op_name(c->op),
+                      gt_op_name(c->op), c->be->name);
+    const gt_kshape *s = &c->sh;
+    return c->be->gemm_library_best(c->be, c->dt, W(c, 0, MM_OUT), P(c, 0, MM_INP), P(c, 0, MM_W),
+                                    s->bias ? P(c, 0, MM_B) : NULL, s->N, s->C, s->OC, best_s, what,
+                                    what_len);
+}
+
 /* ---- work per call ------------------------------------------------------------------
  * FLOPs count the arithmetic of the textbook algorithm (a multiply-add is
  * 2); transcendental functions count 1. Bytes are what a kernel must read

@@ -115,6 +115,12 @@ gt_status gt_kcase_check(gt_kcase *c, gt_kcheck checks[GT_KCHECK_MAX], int *n);
  * the work per call is the same. classifier_bwd runs out of place. */
 gt_status gt_kcase_run(gt_kcase *c);
 
+/* matmul_fwd cases on a backend with gemm_library_best (engine/backend.h):
+ * the library's own best time for the same GEMM on the case's arrays
+ * (out is overwritten), and what was searched. GT_ERR_UNSUPPORTED for
+ * other ops and backends without the hook. */
+gt_status gt_kcase_library_best(gt_kcase *c, double *best_s, char *what, size_t what_len);
+
 /* Floating-point operations and bytes moved (read + written, the minimum a
  * kernel must touch once) per call; compute-bound: 1 for matmul and conv2d
  * (judged against the SGEMM peak), 0 for memory-bound ops (judged against

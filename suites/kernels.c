@@ -19,7 +19,14 @@
  * calls when they fit) and cold (one call per sample after be->flush_cache
  * evicts L2; the flush is queued before the start mark, so it is not in
  * the interval), each with the stop rule above. Host backends have no
- * cold figures: there is nothing comparable to flush. */
+ * cold figures: there is nothing comparable to flush.
+ *
+ * matmul_fwd on a backend that can ask its GEMM library for the library's
+ * own best (be->gemm_library_best: cuda, every cuBLASLt algorithm the
+ * heuristic offers for the same GEMM, timed) is also set against that:
+ * library_best_us and fraction_of_library_best (its time over ours, hot),
+ * and the check vs_library_best >= 0.90 where the comparison can be
+ * trusted (see ks_library_best). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -41,6 +48,8 @@
 #define KS_BATCH_SECONDS 1e-3
 #define KS_MAX_SAMPLES 4096
 #define KS_COLD_MAX_SAMPLES 200 /* single calls: enough for a median, keeps reports small */
+#define KS_LIB_BEST_LIMIT 0.90  /* matmul_fwd's goal: 90% of the library's own best */
+#define KS_LIB_BEST_MIN_US 100.0 /* shorter GEMMs: per-call host costs decide, not the kernel */
 
 /* ---- the shape grid --------------------------------------------------------------
  * `effort`: the lowest effort that runs the shape. `huge`: too slow to time
@@ -531,9 +540,48 @@ static void ks_notes_param(gt_result *res, gt_backend *be, size_t from) {
 
 /* One op x dtype x shape: conformance, then speed. Returns non-OK only for
  * out of memory (the run cannot go on). */
+/* matmul_fwd against its GEMM library's own best (see the top): records
+ * library_best_us, fraction_of_library_best (= library_best_us / t_us, our
+ * hot median; 1 is as fast as the library's fastest algorithm) and the
+ * param library_best (what was searched), and appends to `line`. The check
+ * vs_library_best >= KS_LIB_BEST_LIMIT only where it can be trusted: the
+ * library's best takes at least KS_LIB_BEST_MIN_US per call (below it a
+ * few microseconds of host work per call, descriptors and the heuristic
+ * query, decide the ratio), and on a GPU (the CPU emulator's timings mean
+ * nothing). A search that fails is a note in the line, not an error: the
+ * op itself was measured. */
+static void ks_library_best(gt_result *res, gt_kcase *c, double t_us, char *line, size_t len) {
+    double best_s = 0.0;
+    char what[256];
+    size_t used = strlen(line);
+    gt_status s = gt_kcase_library_best(c, &best_s, what, sizeof what);
+    if (s != GT_OK || best_s <= 0.0 || t_us <= 0.0) {
+        if (used < len)
+            snprintf(line + used, len - used, "  library best: %s",
+                     s != GT_OK ? gt_last_error() : "no time");
+        gt_error_clear();
+        return;
+    }
+    double best_us = best_s * 1e6, frac = best_us / t_us;
+    gt_result_metric(res, "library_best_us", "us", 0, best_us, NULL, 0);
+    gt_result_metric(res, "fraction_of_library_best", "fraction", 1, frac, NULL, 0);
+    gt_result_param_str(res, "library_best", what);
+    int trusted = best_us >= KS_LIB_BEST_MIN_US && !GT_CUDA_EMULATOR;
+    if (trusted) {
+        char detail[320];
+        snprintf(detail, sizeof detail, "library best %.2f us / ours %.2f us (hot medians); %s",
+                 best_us, t_us, what);
+        gt_result_check(res, "vs_library_best", frac >= KS_LIB_BEST_LIMIT, frac, KS_LIB_BEST_LIMIT,
+                        detail);
+    }
+    if (used < len)
+        snprintf(line + used, len - used, "  library best %.2f us: %.0f%%%s", best_us, 100.0 * frac,
+                 trusted ? "" : " (not checked)");
+}
+
 static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
     const gt_suite_ctx *ctx = r->ctx;
-    char lb[96], name[160], line[256] = "";
+    char lb[96], name[160], line[448] = "";
     if ((op == GT_OP_BATCHNORM_BWD || op == GT_OP_AVGPOOL_FWD || op == GT_OP_AVGPOOL_BWD) &&
         !ks->sh.train)
         return GT_OK; /* an eval-mode shape of ks_image: batchnorm_fwd's only */
@@ -616,6 +664,8 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
                          "  (%zu+%zu samples, rsd %.2f%%)",
                          t_med, gf_med * 1e-3, gb_med, tc, gbc, n, nc,
                          100.0 * gt_probe_rsd(r->us, n));
+                if (op == GT_OP_MATMUL_FWD && r->be->gemm_library_best)
+                    ks_library_best(res, c, t_med, line, sizeof line);
             } else {
                 snprintf(line + off, sizeof line - (size_t)off,
                          "  %10.2f us  %8.2f GFLOP/s  %8.2f GB/s  (%zu samples, rsd %.2f%%)",

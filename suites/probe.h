@@ -67,7 +67,7 @@ gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out);
 #if GT_CUDA_EMULATOR
 /* the emulated device's GEMM is a loop on one CPU core: 8192^3 would take
  * hours (docs/cuda-emulator.md; its figures mean nothing anyway) */
-#define GT_PROBE_GEMM_N 512
+#define GT_PROBE_GEMM_N 256
 #else
 #define GT_PROBE_GEMM_N 8192
 #endif

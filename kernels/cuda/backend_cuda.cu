@@ -198,6 +198,16 @@ static const char *cuda_notes(gt_backend *be) {
     return impl_of(be)->notes;
 }
 
+#if GT_HAVE_CUBLAS
+static gt_status cuda_gemm_library_best(gt_backend *be, gt_dtype dt, void *out, const void *inp,
+                                        const void *weight, const void *bias, int N, int C, int OC,
+                                        double *best_s, char *what, size_t what_len) {
+    gt_kctx k = {be, dt};
+    return gt_cuda_matmul_fwd_library_best(&k, out, inp, weight, bias, N, C, OC, best_s, what,
+                                           what_len);
+}
+#endif
+
 /* ---- device timing and cache flush ---------------------------------------------------- */
 
 typedef struct cuda_timer {
@@ -406,6 +416,9 @@ extern "C" gt_status gt_backend_cuda_new(const gt_backend_config *cfg, gt_backen
     be->timer_stop = cuda_timer_stop;
     be->flush_cache = cuda_flush_cache;
     be->notes = cuda_notes;
+#if GT_HAVE_CUBLAS
+    be->gemm_library_best = cuda_gemm_library_best;
+#endif
     be->destroy = cuda_destroy;
     be->impl = im;
     *out = be;

@@ -68,6 +68,9 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
 
+#include <algorithm>
+#include <stdio.h>
+
 #if GT_HAVE_CUBLAS
 
 #define MM_ROWS 64
@@ -120,12 +123,14 @@ static const char *dt_name(cudaDataType_t t) {
  * no epilogue. epi may be NULL (none). GT_ERR_UNSUPPORTED when cuBLASLt
  * has no algorithm for it (or, with an aux matrix, refuses the descriptor
  * as an invalid value: the caller falls back). */
-static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_t dtype_d, bool ta,
-                           bool tb, int m, int n, int kk, const void *A, int lda, const void *B,
-                           int ldb, void *D, int ldd, float beta, const lt_epi *epi) {
+/* lt_matmul's descriptors and heuristic preference (the pointers'
+ * alignment, the workspace) for its arguments. */
+static gt_status lt_describe(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_t dtype_d,
+                             bool ta, bool tb, int m, int n, int kk, const void *A, int lda,
+                             const void *B, int ldb, void *D, int ldd, const lt_epi *epi,
+                             lt_descs &d) {
     /* the bias and aux types below are dtype's: D must have it too */
     GT_ASSERT(dtype_d == dtype || !epi || epi->kind == CUBLASLT_EPILOGUE_DEFAULT);
-    lt_descs d;
     GT_CUBLAS_TRY(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -174,7 +179,16 @@ static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_
         d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof al_d));
     GT_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
         d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof al_d));
+    return GT_OK;
+}
 
+/* The GEMM described above, with the heuristic's first algorithm. */
+static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_t dtype_d, bool ta,
+                           bool tb, int m, int n, int kk, const void *A, int lda, const void *B,
+                           int ldb, void *D, int ldd, float beta, const lt_epi *epi) {
+    lt_descs d;
+    bool has_aux = epi && epi->aux;
+    GT_TRY(lt_describe(im, dtype, dtype_d, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, epi, d));
     cublasLtMatmulHeuristicResult_t res;
     int count = 0;
     cublasStatus_t hs =
@@ -190,8 +204,9 @@ static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_
                       "cuBLASLt has no algorithm for %s%s m=%d n=%d k=%d op=%c%c epilogue %d "
                       "(alignment A %u B %u D %u aux %u; heuristic %s)",
                       dt_name(dtype), dtype_d != dtype ? " (D fp32)" : "", m, n, kk, ta ? 'T' : 'N',
-                      tb ? 'T' : 'N', epi ? (int)epi->kind : 0, al_a, al_b, al_d,
-                      has_aux ? ptr_alignment(epi->aux) : 0, cublasLtGetStatusName(hs));
+                      tb ? 'T' : 'N', epi ? (int)epi->kind : 0, ptr_alignment(A),
+                      ptr_alignment(B), ptr_alignment(D), has_aux ? ptr_alignment(epi->aux) : 0,
+                      cublasLtGetStatusName(hs));
     GT_CUBLAS_TRY(hs);
 
     const float alpha = 1.0f;
@@ -389,6 +404,137 @@ extern "C" gt_status gt_cuda_matmul_fwd(const gt_kctx *k, void *out, const void 
         return GT_ERR(GT_ERR_INVALID, "matmul_fwd: bad shape N=%d C=%d OC=%d", N, C, OC);
     if (N == 0 || OC == 0) return GT_OK;
     return linear_fwd(k, im, out, inp, weight, bias, N, C, OC);
+}
+
+/* ---- the library's own best, for the kernels suite --------------------------------- */
+
+#define LT_BEST_ALGOS 16  /* heuristic answers asked for */
+#define LT_BEST_SAMPLES 5 /* timed batches per algorithm: the median */
+
+/* The fastest of the heuristic's algorithms for lt_describe's GEMM (beta
+ * 0), each run once to warm up (that run also sizes the batch to ~0.2 ms),
+ * then LT_BEST_SAMPLES batches timed with events on the backend's stream;
+ * the median per call. An algorithm whose launch fails is skipped.
+ * *timed: how many ran; *rank: the heuristic's rank of the fastest (0 is
+ * the one lt_matmul takes). */
+static gt_status lt_best_of(gt_cuda_impl *im, cudaDataType_t t, bool ta, bool tb, int m, int n,
+                            int kk, const void *A, int lda, const void *B, int ldb, void *D,
+                            int ldd, const lt_epi *epi, double *best_s, int *timed, int *rank) {
+    *best_s = 0.0;
+    *timed = 0;
+    *rank = -1;
+    lt_descs d;
+    GT_TRY(lt_describe(im, t, t, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, epi, d));
+    cublasLtMatmulHeuristicResult_t res[LT_BEST_ALGOS];
+    int count = 0;
+    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(im->lt, d.op, d.a, d.b, d.c, d.c, d.pref,
+                                                       LT_BEST_ALGOS, res, &count);
+    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS && count == 0))
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "cuBLASLt offers no algorithm for %s m=%d n=%d k=%d epilogue %d "
+                      "(alignment A %u B %u D %u)",
+                      dt_name(t), m, n, kk, epi ? (int)epi->kind : 0, ptr_alignment(A),
+                      ptr_alignment(B), ptr_alignment(D));
+    GT_CUBLAS_TRY(hs);
+    cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+    cudaError_t ce = cudaEventCreate(&ev0);
+    if (ce == cudaSuccess) ce = cudaEventCreate(&ev1);
+    const float alpha = 1.0f, beta = 0.0f;
+    for (int i = 0; ce == cudaSuccess && i < count; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS ||
+            res[i].workspaceSize > im->lt_workspace_bytes)
+            continue;
+        /* one call, or a batch of `calls`, between two events: ms per call */
+        auto batch = [&](int calls, double *ms) -> bool {
+            if (cudaEventRecord(ev0, im->stream) != cudaSuccess) return false;
+            for (int c = 0; c < calls; c++)
+                if (cublasLtMatmul(im->lt, d.op, &alpha, A, d.a, B, d.b, &beta, D, d.c, D, d.c,
+                                   &res[i].algo, im->lt_workspace, im->lt_workspace_bytes,
+                                   im->stream) != CUBLAS_STATUS_SUCCESS)
+                    return false;
+            float e = 0.0f;
+            if (cudaEventRecord(ev1, im->stream) != cudaSuccess ||
+                cudaEventSynchronize(ev1) != cudaSuccess ||
+                cudaEventElapsedTime(&e, ev0, ev1) != cudaSuccess)
+                return false;
+            *ms = (double)e / calls;
+            return true;
+        };
+        double warm = 0.0, ms[LT_BEST_SAMPLES];
+        if (!batch(1, &warm)) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        int calls = warm > 0.0 ? (int)(0.2 / warm) : 1000;
+        calls = calls < 1 ? 1 : calls > 1000 ? 1000 : calls;
+        int ok = 1;
+        for (int r = 0; ok && r < LT_BEST_SAMPLES; r++)
+            ok = batch(calls, &ms[r]);
+        if (!ok) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        std::sort(ms, ms + LT_BEST_SAMPLES);
+        double med = ms[LT_BEST_SAMPLES / 2] * 1e-3;
+        if (*rank < 0 || med < *best_s) {
+            *best_s = med;
+            *rank = i;
+        }
+        (*timed)++;
+    }
+    if (ev0) (void)cudaEventDestroy(ev0);
+    if (ev1) (void)cudaEventDestroy(ev1);
+    if (ce != cudaSuccess)
+        return GT_ERR(GT_ERR_DEVICE, "library best: cudaEventCreate failed: %s",
+                      cudaGetErrorString(ce));
+    if (*timed == 0)
+        return GT_ERR(GT_ERR_DEVICE,
+                      "library best: none of cuBLASLt's %d algorithms for %s m=%d n=%d k=%d ran",
+                      count, dt_name(t), m, n, kk);
+    return GT_OK;
+}
+
+/* The library's own best for matmul_fwd's GEMM (gemm_library_best in
+ * engine/backend.h): the descriptors linear_fwd's first choice uses, the
+ * BIAS epilogue with a bias (the GEMM alone without one, or when no
+ * algorithm takes BIAS, as linear_fwd's fallback then does; always under
+ * GT_CUDA_LT_EPILOGUES=default-only), through lt_best_of. Writes out. */
+extern "C" gt_status gt_cuda_matmul_fwd_library_best(const gt_kctx *k, void *out, const void *inp,
+                                                     const void *weight, const void *bias, int N,
+                                                     int C, int OC, double *best_s, char *what,
+                                                     size_t what_len) {
+    gt_cuda_impl *im;
+    *best_s = 0.0;
+    if (what && what_len) what[0] = '\0';
+    GT_TRY(gt_cuda_begin(k, "matmul_fwd (library best)", &im));
+    if (N <= 0 || C <= 0 || OC <= 0)
+        return GT_ERR(GT_ERR_INVALID, "matmul_fwd library best: bad shape N=%d C=%d OC=%d", N,
+                      C, OC);
+    cudaDataType_t t = cuda_type(k->dt);
+    lt_epi e;
+    e.kind = CUBLASLT_EPILOGUE_BIAS;
+    e.bias = bias;
+    int timed = 0, rank = -1, fused = bias && !im->lt_default_only;
+    gt_status s = GT_ERR_UNSUPPORTED;
+    if (fused) {
+        s = lt_best_of(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, &e, best_s,
+                       &timed, &rank);
+        if (s == GT_ERR_UNSUPPORTED) {
+            gt_error_clear();
+            fused = 0;
+        }
+    }
+    if (s == GT_ERR_UNSUPPORTED)
+        s = lt_best_of(im, t, true, false, OC, N, C, weight, C, inp, C, out, OC, NULL, best_s,
+                       &timed, &rank);
+    GT_TRY(s);
+    if (what && what_len)
+        snprintf(what, what_len,
+                 "cuBLASLt %s m=%d n=%d k=%d op=TN epilogue %s: %d algorithm%s timed, the "
+                 "fastest the heuristic's #%d (matmul_fwd takes #0)",
+                 dt_name(t), OC, N, C, fused ? "BIAS" : "DEFAULT", timed, timed == 1 ? "" : "s",
+                 rank);
+    return GT_OK;
 }
 
 template <typename T>

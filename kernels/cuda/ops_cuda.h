@@ -43,6 +43,11 @@ gt_status gt_cuda_matmul_fwd(const gt_kctx *k, void *out, const void *inp, const
 gt_status gt_cuda_matmul_bwd(const gt_kctx *k, void *dinp, void *dweight, void *dbias,
                              const void *dout, const void *inp, const void *weight, int N, int C,
                              int OC);
+/* cuBLASLt's own best for matmul_fwd's GEMM (engine/backend.h,
+ * gemm_library_best; matmul.cu). */
+gt_status gt_cuda_matmul_fwd_library_best(const gt_kctx *k, void *out, const void *inp,
+                                          const void *weight, const void *bias, int N, int C,
+                                          int OC, double *best_s, char *what, size_t what_len);
 /* cuBLASLt's GELU_AUX(_BIAS) / DGELU epilogues for bf16 and fp16 where they
  * apply, the plain GEMM and an own GELU kernel otherwise (the path is in
  * the notes; docs/cuda.md). Also only with cuBLASLt. */

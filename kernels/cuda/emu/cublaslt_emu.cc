@@ -30,6 +30,9 @@
  *    below 16 bytes or the bias or aux pointer is not 16-byte aligned
  *    (the emulated algorithm reads 16-byte vectors, as tensor-core
  *    kernels do);
+ *  - the heuristic answers with one algorithm (no workspace); asked for
+ *    more, with a second (the same loops, 1 MiB of workspace) when the
+ *    preference allows that much;
  *  - cublasLtMatmul checks that the algo came from a heuristic call on
  *    descriptors with the same contents (a fingerprint in the algo), the
  *    workspace against the algo's need, every pointer against the 16-byte
@@ -1094,12 +1097,23 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(
             return refuse(CUBLAS_STATUS_NOT_SUPPORTED, fn,
                           "no algorithm for %c aligned to %u bytes (MIN_ALIGNMENT_%c_BYTES)",
                           "ABCD"[i], pr->align[i], "ABCD"[i]);
-    algo_make(&heuristicResultsArray[0].algo, fingerprint(p));
-    heuristicResultsArray[0].workspaceSize = 0;
-    heuristicResultsArray[0].state = CUBLAS_STATUS_SUCCESS;
-    heuristicResultsArray[0].wavesCount = 1.0f;
-    memset(heuristicResultsArray[0].reserved, 0, sizeof heuristicResultsArray[0].reserved);
-    *returnAlgoCount = 1;
+    /* The first answer needs no workspace. A caller asking for more than one
+     * (the kernels suite timing the library's best) also gets a second
+     * algorithm when the preference allows its 1 MiB of workspace: the same
+     * loops, so the same bits, but cublasLtMatmul then checks that the
+     * caller passes each algorithm its workspace. */
+    const uint64_t second_ws = 1u << 20;
+    int n = requestedAlgoCount >= 2 && pr->max_workspace >= second_ws ? 2 : 1;
+    for (int i = 0; i < n; i++) {
+        cublasLtMatmulHeuristicResult_t &r = heuristicResultsArray[i];
+        algo_make(&r.algo, fingerprint(p));
+        r.algo.data[2] = i ? second_ws : 0;
+        r.workspaceSize = i ? second_ws : 0;
+        r.state = CUBLAS_STATUS_SUCCESS;
+        r.wavesCount = 1.0f;
+        memset(r.reserved, 0, sizeof r.reserved);
+    }
+    *returnAlgoCount = n;
     return CUBLAS_STATUS_SUCCESS;
 }
 
