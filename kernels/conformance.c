@@ -1525,7 +1525,9 @@ gt_status gt_kcase_library_best(gt_kcase *c, double *best_s, char *what, size_t 
     *best_s = 0.0;
     if (what_len) what[0] = '\0';
     if (c->op != GT_OP_MATMUL_FWD || !c->be->gemm_library_best)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "%s: no library best for %s on %s", gt_op_name(c->op),
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "no library best for %s on backend %s (matmul_fwd on a backend with a GEMM "
+                      "library only)",
                       gt_op_name(c->op), c->be->name);
     const gt_kshape *s = &c->sh;
     return c->be->gemm_library_best(c->be, c->dt, W(c, 0, MM_OUT), P(c, 0, MM_INP), P(c, 0, MM_W),

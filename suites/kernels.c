@@ -538,8 +538,6 @@ static void ks_notes_param(gt_result *res, gt_backend *be, size_t from) {
     if (*n) gt_result_param_str(res, "backend_notes", n);
 }
 
-/* One op x dtype x shape: conformance, then speed. Returns non-OK only for
- * out of memory (the run cannot go on). */
 /* matmul_fwd against its GEMM library's own best (see the top): records
  * library_best_us, fraction_of_library_best (= library_best_us / t_us, our
  * hot median; 1 is as fast as the library's fastest algorithm) and the
@@ -579,6 +577,8 @@ static void ks_library_best(gt_result *res, gt_kcase *c, double t_us, char *line
                  trusted ? "" : " (not checked)");
 }
 
+/* One op x dtype x shape: conformance, then speed. Returns non-OK only for
+ * out of memory (the run cannot go on). */
 static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
     const gt_suite_ctx *ctx = r->ctx;
     char lb[96], name[160], line[448] = "";
