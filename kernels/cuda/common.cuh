@@ -232,27 +232,42 @@ static inline unsigned gt_cuda_grid_1d(size_t n, unsigned block) {
 
 /* ---- storage <-> fp32 --------------------------------------------------------- */
 
+/* On the CPU emulator every element read or written here is also seen by
+ * its check for races between blocks (docs/cuda-emulator.md, Races). */
+#ifdef GT_CUDA_EMU
+#define GT_EMU_NOTE(p, store)                                                                      \
+    (::gt_emu::racecheck ? ::gt_emu::note_access((p), (store)) : (void)0)
+#else
+#define GT_EMU_NOTE(p, store) ((void)0)
+#endif
+
 template <typename T> __device__ __forceinline__ float gt_ld(const T *p, size_t i);
 template <> __device__ __forceinline__ float gt_ld<float>(const float *p, size_t i) {
+    GT_EMU_NOTE(p + i, false);
     return p[i];
 }
 template <>
 __device__ __forceinline__ float gt_ld<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i) {
+    GT_EMU_NOTE(p + i, false);
     return __bfloat162float(p[i]);
 }
 template <> __device__ __forceinline__ float gt_ld<__half>(const __half *p, size_t i) {
+    GT_EMU_NOTE(p + i, false);
     return __half2float(p[i]);
 }
 
 template <typename T> __device__ __forceinline__ void gt_st(T *p, size_t i, float v);
 template <> __device__ __forceinline__ void gt_st<float>(float *p, size_t i, float v) {
+    GT_EMU_NOTE(p + i, true);
     p[i] = v;
 }
 template <>
 __device__ __forceinline__ void gt_st<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, float v) {
+    GT_EMU_NOTE(p + i, true);
     p[i] = __float2bfloat16_rn(v);
 }
 template <> __device__ __forceinline__ void gt_st<__half>(__half *p, size_t i, float v) {
+    GT_EMU_NOTE(p + i, true);
     p[i] = __float2half_rn(v);
 }
 

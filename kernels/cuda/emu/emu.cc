@@ -16,7 +16,9 @@
  * barriers) gives different bits run to run, which the
  * determinism tests compare. Blocks run one at a time, in an order that
  * changes from launch to launch too (a race between blocks).
- * GT_EMU_ORDER=forward pins both orders. */
+ * GT_EMU_ORDER=forward pins both orders. GT_EMU_RACECHECK=1 also stops a
+ * block that reads or writes an element another block of the launch wrote
+ * (note_access, below). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -503,6 +505,68 @@ static unsigned long long schedule_bits(void) {
     return z ^ (z >> 31);
 }
 
+/* ---- races between blocks ------------------------------------------------------
+ * With GT_EMU_RACECHECK=1 (read at every launch; kernels.determinism.cuda
+ * sets it: it costs about a quarter more time), elements read and written
+ * through gt_ld / gt_st go through a direct-mapped table of
+ * the last store to each address in this launch (address, launch, block).
+ * A store or a load of an address that another block of the same launch
+ * stored to is a race on a GPU, where the blocks may run in any order or at
+ * once (a lost update for a read-modify-write): fatal, naming both blocks.
+ * A store that evicts another address's entry loses that entry, so a race
+ * can be missed, never invented. A write after another block's read is not
+ * seen (reads are not recorded). */
+namespace {
+struct shadow_entry {
+    uintptr_t addr;
+    uint32_t launch; /* (launches + 1) mod 2^32 when written: 0 never matches */
+    uint32_t block;  /* linear block index (mod 2^32) */
+};
+const unsigned SHADOW_BITS = 20;
+shadow_entry *shadow; /* 1 << SHADOW_BITS entries, zeroed */
+} // namespace
+
+bool racecheck; /* this launch checks (GT_EMU_RACECHECK=1) */
+
+static void block_coords(unsigned long long b, char *buf, size_t len) {
+    const dim3 &g = cur_block->grid_dim;
+    snprintf(buf, len, "(%llu,%llu,%llu)", b % g.x, b / g.x % g.y,
+             b / ((unsigned long long)g.x * g.y));
+}
+
+void note_access(const void *p, bool store) {
+    if (!racecheck || !S || !cur_block) return;
+    if (!shadow) {
+        shadow = (shadow_entry *)calloc((size_t)1 << SHADOW_BITS, sizeof *shadow);
+        if (!shadow) fatal("no memory for the race check's table");
+    }
+    const uint3 &bi = cur_block->block_idx;
+    const dim3 &g = cur_block->grid_dim;
+    uint32_t blk =
+        (uint32_t)(bi.x + (unsigned long long)g.x * (bi.y + (unsigned long long)g.y * bi.z));
+    uintptr_t a = (uintptr_t)p;
+    /* by address, not by a hash of it: neighbouring elements take
+     * neighbouring entries, so a kernel's sweep through an array stays in
+     * cache (a hashed index made the gpu tests half again slower) */
+    shadow_entry &e = shadow[(size_t)(a >> 1) & (((size_t)1 << SHADOW_BITS) - 1)];
+    uint32_t now = (uint32_t)(launches + 1);
+    if (now == 0) now = 1;
+    if (e.addr == a && e.launch == now && e.block != blk) {
+        char mine[64], theirs[64];
+        block_coords(blk, mine, sizeof mine);
+        block_coords(e.block, theirs, sizeof theirs);
+        fatal("%s: block %s %s address %p, which block %s wrote in the same launch: a race "
+              "between blocks (CUDA orders no block before another; on a GPU they may run at "
+              "once and a read-modify-write loses an update)",
+              S->kernel, mine, store ? "writes" : "reads", p, theirs);
+    }
+    if (store) {
+        e.addr = a;
+        e.launch = now;
+        e.block = blk;
+    }
+}
+
 static void run_block(sched *s) {
     size_t n = s->threads.size();
     s->free_fibers.clear();
@@ -591,6 +655,8 @@ void run_grid(const char *name, dim3 grid, dim3 block, size_t shmem, cudaStream_
      * no order between blocks, so a kernel whose blocks write what other
      * blocks of the launch read or write gives different bits run to run. */
     unsigned long long nb = (unsigned long long)grid.x * grid.y * grid.z;
+    const char *rc = getenv("GT_EMU_RACECHECK");
+    racecheck = rc && strcmp(rc, "1") == 0;
     s.bits = schedule_bits();
     bool back = (s.bits >> 61) & 1;
     unsigned long long first = ((s.bits >> 32) & 0x1fffffffu) % nb;

@@ -73,6 +73,12 @@ void wait_op(int op);
 
 uint64_t shuffle(unsigned mask, uint64_t v, int src, int width, int op);
 
+/* A global-memory element read (store false) or written (store true)
+ * through gt_ld / gt_st (common.cuh): the check for races between the
+ * blocks of one launch (emu.cc). Nothing outside a kernel. */
+void note_access(const void *p, bool store);
+extern bool racecheck; /* this launch checks (GT_EMU_RACECHECK=1): tested inline */
+
 /* Runs `body(thread)` for every thread of every block of the grid. */
 typedef void (*body_fn)(void *closure);
 void run_grid(const char *name, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,

@@ -26,6 +26,8 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/common.cuh"
+
 static int fails;
 
 #define CHECK(cond, ...)                                                                           \
@@ -153,6 +155,19 @@ __global__ void race_kernel(int *out) {
     if (threadIdx.x == 0) *out = s;
 }
 
+/* Thread 0 of every block adds 1 to out[0] (a float), read-modify-write
+ * through gt_ld / gt_st: a lost update on a GPU. With `own`, each block
+ * adds to its own element instead: no race. */
+__global__ void rmw_kernel(float *out, int own) {
+    if (threadIdx.x == 0) {
+        size_t i = own ? blockIdx.x : 0;
+        gt_st(out, i, gt_ld(out, i) + 1.0f);
+    }
+}
+__global__ void bad_cross_block(int *out) {
+    if (threadIdx.x == 0) gt_st((float *)out, 0, gt_ld((const float *)out, 0) + 1.0f);
+}
+
 /* Every block writes the same word: the last block to run wins. */
 __global__ void last_block_kernel(int *out) {
     if (threadIdx.x == 0) *out = (int)(blockIdx.x + gridDim.x * blockIdx.y);
@@ -269,9 +284,10 @@ __global__ void bad_width(int *out) {
     out[threadIdx.x] = __shfl_sync(0xffffffffu, (int)threadIdx.x, 0, 12);
 }
 
-/* Runs bad<<<1, threads>>> in a child; it must die of SIGABRT with `want`
- * in what it printed. */
-static void expect_abort(const char *what, void (*bad)(int *), unsigned threads, const char *want) {
+/* Runs bad<<<blocks, threads>>> in a child (with GT_EMU_RACECHECK=1 when
+ * `racecheck`); it must die of SIGABRT with `want` in what it printed. */
+static void expect_abort(const char *what, void (*bad)(int *), unsigned threads, const char *want,
+                         unsigned blocks = 1, bool racecheck = false) {
     int fd[2];
     if (pipe(fd) != 0) {
         perror("pipe");
@@ -287,8 +303,9 @@ static void expect_abort(const char *what, void (*bad)(int *), unsigned threads,
     if (pid == 0) {
         close(fd[0]);
         dup2(fd[1], 2);
+        if (racecheck) setenv("GT_EMU_RACECHECK", "1", 1);
         int *out = (int *)dev_alloc(1024 * sizeof(int));
-        bad<<<1, threads>>>(out);
+        bad<<<blocks, threads>>>(out);
         _exit(0);
     }
     close(fd[1]);
@@ -432,6 +449,25 @@ int main(int argc, char **argv) {
         {"shuffle width 12", bad_width, 32, "a shuffle width that is not a power of 2"},
     };
     for (const auto &c : stops) expect_abort(c.what, c.bad, c.threads, c.want);
+    /* races between blocks, with GT_EMU_RACECHECK=1 */
+    expect_abort("two blocks update one element", bad_cross_block, 32,
+                 "wrote in the same launch: a race between blocks", 2, true);
+    {
+        setenv("GT_EMU_RACECHECK", "1", 1);
+        float *out = (float *)dev_alloc(4 * sizeof(float)), h[4] = {0, 0, 0, 0};
+        cudaMemcpy(out, h, sizeof h, cudaMemcpyHostToDevice);
+        rmw_kernel<<<4, 32>>>(out, 1); /* each block its own element: no race */
+        rmw_kernel<<<1, 32>>>(out, 0); /* one block: no race either */
+        cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
+        CHECK(h[0] == 2 && h[1] == 1 && h[2] == 1 && h[3] == 1,
+              "race check: race-free updates gave %g %g %g %g", h[0], h[1], h[2], h[3]);
+        unsetenv("GT_EMU_RACECHECK");
+        rmw_kernel<<<4, 32>>>(out, 0); /* the race, unchecked: runs */
+        cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
+        CHECK(h[0] == 6, "without GT_EMU_RACECHECK the racy update gave %g", h[0]);
+        cudaFree(out);
+        printf("  race check between blocks: race-free updates pass, off without the variable\n");
+    }
 
     /* launch limits, copies, fresh memory */
     int *out = (int *)dev_alloc(sizeof(int));
