@@ -203,11 +203,11 @@ gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out) {
         p.mem_how = "host triad, 3 x 64 MiB";
         s = gt_probe_triad((size_t)64 << 20, be->threads, 5, NULL, &p.mem_gbps);
     } else {
-        p.mem_how = be->timer_start
-                        ? "device copy, 512 MiB, 4 per sample between device timer marks"
-                        : "device copy, 512 MiB, host clock";
+        p.mem_how = be->timer_start ? "device copy, " GT_PROBE_COPY_DESC
+                                      ", 4 per sample between device timer marks"
+                                    : "device copy, " GT_PROBE_COPY_DESC ", host clock";
         s = gt_probe_copy(be, GT_PROBE_COPY_BYTES, 5, NULL, &p.mem_gbps);
-        gt_allocator_trim(be->alloc); /* the 2 x 512 MiB need not stay reserved */
+        gt_allocator_trim(be->alloc); /* the 2 copy buffers need not stay reserved */
     }
     if (s != GT_OK) return s;
     if (probe_cached < PROBE_CACHE) {

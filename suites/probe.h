@@ -43,7 +43,14 @@ gt_status gt_probe_copy(gt_backend *be, size_t bytes, int reps, double *samples,
  * GT_PROBE_COPY_BYTES otherwise, whose buffers are then given back to the
  * device with gt_allocator_trim, which also releases every other cached
  * free block of the backend's allocator). */
+#if GT_CUDA_EMULATOR
+/* the emulated device's memory is host memory: 64 MiB tells as much */
+#define GT_PROBE_COPY_BYTES ((size_t)64 << 20)
+#define GT_PROBE_COPY_DESC "64 MiB"
+#else
 #define GT_PROBE_COPY_BYTES ((size_t)512 << 20)
+#define GT_PROBE_COPY_DESC "512 MiB"
+#endif
 typedef struct gt_probe_peaks {
     gt_peaks peaks;
     double mem_gbps;
