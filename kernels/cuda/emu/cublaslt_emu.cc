@@ -582,38 +582,19 @@ typedef float v4f __attribute__((vector_size(16), aligned(4)));
  * order, a product then an add, as dot_cols does. */
 void tile_8x4(float *__restrict__ ac, const float *__restrict__ a, uint64_t lda,
               const float *__restrict__ b, uint64_t ldb, uint64_t k) {
-    v4f c00 = {0, 0, 0, 0}, c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
-        c31 = c00;
-    const float *b0 = b, *b1 = b + ldb, *b2 = b + 2 * ldb, *b3 = b + 3 * ldb;
+    v4f c[COL_TILE][2] = {};
     for (uint64_t kk = 0; kk < k; kk++) {
         const v4f a0 = *(const v4f *)(a + kk * lda), a1 = *(const v4f *)(a + kk * lda + 4);
-        v4f p;
-        const float x0 = b0[kk], x1 = b1[kk], x2 = b2[kk], x3 = b3[kk];
-        p = a0 * x0;
-        c00 = c00 + p;
-        p = a1 * x0;
-        c01 = c01 + p;
-        p = a0 * x1;
-        c10 = c10 + p;
-        p = a1 * x1;
-        c11 = c11 + p;
-        p = a0 * x2;
-        c20 = c20 + p;
-        p = a1 * x2;
-        c21 = c21 + p;
-        p = a0 * x3;
-        c30 = c30 + p;
-        p = a1 * x3;
-        c31 = c31 + p;
+        for (uint64_t j = 0; j < COL_TILE; j++) {
+            const float x = b[j * ldb + kk];
+            c[j][0] = c[j][0] + a0 * x;
+            c[j][1] = c[j][1] + a1 * x;
+        }
     }
-    *(v4f *)(ac + 0 * ROW_BLOCK) = c00;
-    *(v4f *)(ac + 0 * ROW_BLOCK + 4) = c01;
-    *(v4f *)(ac + 1 * ROW_BLOCK) = c10;
-    *(v4f *)(ac + 1 * ROW_BLOCK + 4) = c11;
-    *(v4f *)(ac + 2 * ROW_BLOCK) = c20;
-    *(v4f *)(ac + 2 * ROW_BLOCK + 4) = c21;
-    *(v4f *)(ac + 3 * ROW_BLOCK) = c30;
-    *(v4f *)(ac + 3 * ROW_BLOCK + 4) = c31;
+    for (uint64_t j = 0; j < COL_TILE; j++) {
+        *(v4f *)(ac + j * ROW_BLOCK) = c[j][0];
+        *(v4f *)(ac + j * ROW_BLOCK + 4) = c[j][1];
+    }
 }
 
 /* ac[0..rows) = sum over kk in order of a(i, kk) * bcol[kk], a column-major
