@@ -641,25 +641,9 @@ static void comm_release(nccl_comm *m) {
     free(m);
 }
 
-#if !GT_HAVE_MPI
-/* The number of processes a launcher (mpirun, srun, ...) started, from its
- * environment; 1 when none did. */
-static long launched_processes(void) {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
-                                       "SLURM_NTASKS", "WORLD_SIZE"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        char *end = NULL;
-        long n = v && v[0] ? strtol(v, &end, 10) : 0;
-        if (n > 0 && end && *end == '\0') return n;
-    }
-    return 1;
-}
-#endif
-
 static gt_status nccl_world(void **impl, int *rank, int *size) {
 #if !GT_HAVE_MPI
-    long procs = launched_processes();
+    long procs = gt_env_launch_size();
     if (procs > 1)
         return GT_ERR(GT_ERR_UNSUPPORTED,
                       "communicator backend 'nccl' on %ld launched processes needs MPI to start "

@@ -104,6 +104,18 @@ int gt_env_local_rank(void) {
     return -1;
 }
 
+long gt_env_launch_size(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
+                                       "SLURM_NTASKS", "WORLD_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *s = getenv(vars[i]);
+        char *end = NULL;
+        long n = s && *s ? strtol(s, &end, 10) : 0;
+        if (n > 0 && end && *end == '\0') return n;
+    }
+    return 1;
+}
+
 void gt_env_host_affinity(char *host, size_t host_len, char *cpus, size_t cpus_len) {
     gt_env e;
     memset(&e, 0, sizeof e);

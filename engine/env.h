@@ -79,6 +79,9 @@ typedef struct gt_env {
  * launcher set one. Picks the GPU local to a rank (cuda backend, nccl,
  * telemetry). */
 int gt_env_local_rank(void);
+/* How many processes the launcher started (the job's size, from the same
+ * environments); 1 when no launcher said. */
+long gt_env_launch_size(void);
 
 /* Just the host name and this process's CPU affinity ("0-3,8"): cheap,
  * for the per-rank binding table (no GPU libraries loaded). */
