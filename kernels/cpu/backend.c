@@ -79,9 +79,11 @@ gt_status gt_backend_cpu_new(const gt_backend_config *cfg, gt_backend **out) {
 #if GT_HAVE_BLAS
     if (threads > 0) openblas_set_num_threads(threads);
 #endif
-    snprintf(impl->desc, sizeof impl->desc, "cpu: %d thread%s, GEMM %s%s", be->threads,
+    snprintf(impl->desc, sizeof impl->desc, "cpu: %d thread%s, GEMM %s%s%s%s", be->threads,
              be->threads == 1 ? "" : "s",
-             gt_cpu_sgemm_uses_blas() ? GT_BLAS_DESC : "own blocked SGEMM (8x16 tile)",
+             gt_cpu_sgemm_uses_blas() ? GT_BLAS_DESC : "own blocked SGEMM (",
+             gt_cpu_sgemm_uses_blas() ? "" : gt_cpu_sgemm_tile(),
+             gt_cpu_sgemm_uses_blas() ? "" : ")",
 #ifdef _OPENMP
              ", OpenMP"
 #else

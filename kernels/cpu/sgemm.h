@@ -23,6 +23,9 @@ gt_status gt_cpu_sgemm_blocked(int ta, int tb, int M, int N, int K, const float 
  * prefilling C), else gt_cpu_sgemm_blocked. */
 gt_status gt_cpu_sgemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
                        const float *B, int ldb, float beta, float *C, int ldc, const float *bias);
+/* The own kernel's register tile and instruction set, e.g. "8x32 tile,
+ * AVX-512" (static). */
+const char *gt_cpu_sgemm_tile(void);
 /* 1 when gt_cpu_sgemm goes through BLAS. */
 int gt_cpu_sgemm_uses_blas(void);
 
