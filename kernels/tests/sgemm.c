@@ -59,10 +59,37 @@ static int one(int blas, int ta, int tb, int M, int N, int K, float beta, int wi
     return ok;
 }
 
-int main(void) {
+/* argv[1] (the variant tests of kernels/tests/CMakeLists.txt, which compile
+ * kernels/cpu/sgemm.c into this program for another instruction set):
+ * "avx2" or "portable", the register tile that must have been compiled;
+ * the avx2 test needs a CPU with AVX2 and FMA (77 otherwise). */
+static int variant_ok(const char *want) {
+    const char *tile = gt_cpu_sgemm_tile();
+    printf("sgemm: own kernel's tile: %s\n", tile);
+    if (!want) return 1;
+    const char *mark = !strcmp(want, "avx2") ? "AVX2" : !strcmp(want, "portable") ? "portable" : NULL;
+    if (!mark) {
+        fprintf(stderr, "sgemm: unknown variant '%s' (avx2, portable)\n", want);
+        exit(2);
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    if (!strcmp(want, "avx2") && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+        printf("sgemm: this CPU has no AVX2 + FMA: skipped\n");
+        exit(77);
+    }
+#endif
+    if (!strstr(tile, mark)) {
+        fprintf(stderr, "sgemm: variant %s wanted, the kernel was compiled as '%s'\n", want, tile);
+        return 0;
+    }
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (!variant_ok(argc > 1 ? argv[1] : NULL)) return 1;
     static const int shapes[][3] = {{1, 1, 1},    {3, 5, 7},     {1, 17, 300}, {17, 33, 65},
                                     {65, 17, 300}, {8, 16, 256}, {130, 257, 513}, {2, 3, 0},
-                                    {0, 4, 4},    {71, 600, 31}};
+                                    {0, 4, 4},    {71, 600, 31}, {3, 1100, 40}, {150, 70, 530}};
     int fails = 0;
     printf("sgemm: own blocked kernel%s vs fp64\n", GT_HAVE_BLAS ? " and the BLAS path" : "");
     for (int blas = 0; blas <= GT_HAVE_BLAS; blas++)
