@@ -168,6 +168,13 @@ static void micro_kernel(int kc, const float *restrict a, const float *restrict 
 #endif
 }
 
+/* aligned_alloc of 64-byte aligned floats: C11 wants the size a multiple of
+ * the alignment (ASan enforces it; an AVX2 A block is 72 x kc floats). */
+static float *alloc_floats(size_t n) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    return aligned_alloc(64, bytes ? bytes : 64);
+}
+
 /* C's rows [i0, i0+mc) x the panel's slivers [s0, s1) for the slice at p0
  * (kc == 0: K == 0, beta and bias only): the tiles, then the write-back
  * (the first slice applies beta and the bias, later ones add). */
@@ -209,8 +216,8 @@ gt_status gt_cpu_sgemm_blocked(int ta, int tb, int M, int N, int K, const float 
     if (M == 0 || N == 0) return GT_OK;
     int kc_max = K < KC ? K : KC, nc_max = N < NC ? N : NC;
     size_t nc_pad = ((size_t)nc_max + NR - 1) / NR * NR;
-    /* the shared B panel (KC x NC at most); one byte when K == 0 */
-    float *Bp = aligned_alloc(64, sizeof(float) * (kc_max > 0 ? (size_t)kc_max * nc_pad : 16));
+    /* the shared B panel (KC x NC at most; unused when K == 0) */
+    float *Bp = alloc_floats((size_t)kc_max * nc_pad);
     if (!Bp)
         return GT_ERR(GT_ERR_OOM, "sgemm: B panel (%zu bytes)",
                       sizeof(float) * (size_t)kc_max * nc_pad);
@@ -224,7 +231,7 @@ gt_status gt_cpu_sgemm_blocked(int ta, int tb, int M, int N, int K, const float 
 #ifdef _OPENMP
         nthreads = omp_get_num_threads();
 #endif
-        float *Ap = aligned_alloc(64, sizeof(float) * MC * (kc_max > 0 ? kc_max : 1));
+        float *Ap = alloc_floats((size_t)MC * kc_max);
         failed = !Ap;
         /* Every thread meets every worksharing loop, even one without its
          * A buffer (it skips its items): the call then reports OOM. */
