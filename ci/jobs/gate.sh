@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Example job: gate a driver / CUDA / cuDNN / NCCL upgrade (docs/ci-gating.md).
+#
+#   ci/jobs/gate.sh --baseline reports/baselines/h100/gate.json [options] -- RUN-ARGS...
+#
+# RUN-ARGS are `gauntlet run`'s (suites, --backend, --quick, --topologies ...) and
+# must be the same for the baseline and every later run: they are part of each
+# result's identity. The job runs them on the stack it finds, then
+# `gauntlet compare BASELINE NEW`, and exits with the gate's verdict:
+#
+#   0  NEW may ship (or, with --accept and no baseline yet, NEW is the first baseline)
+#   3  NEW must not ship: a slower metric, a failed check, a missing or failed result
+#   2  the job could not decide: a bad option, no gauntlet binary, no baseline
+#      (without --accept), or `gauntlet run` ended in an error (see OUT/run.log)
+#
+# Options:
+#   --baseline FILE   the last good report of this machine class (required)
+#   --accept          when the gate passes, NEW becomes the baseline (written
+#                     atomically); with no baseline yet, a run whose checks all
+#                     passed becomes the first one
+#   --out DIR         where the job writes (default gate-out): env.txt, run.log,
+#                     new.json, compare.txt, junit.xml, compare.html
+#   --gauntlet PATH   the binary (default: build/harness/gauntlet beside this script)
+#   --threshold X%    compare's minimum effect size (default: compare's, 5%)
+#
+# A launcher for multi-rank runs goes in GATE_LAUNCHER, e.g.
+# GATE_LAUNCHER="mpirun -np 8" or "srun"; it is split on spaces.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+gauntlet="$here/../../build/harness/gauntlet"
+baseline='' out=gate-out accept=0 threshold=''
+
+die() { echo "gate: $*" >&2; exit 2; }
+need() { if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value (ci/jobs/gate.sh --help)"; fi; }
+# the baseline replaced by NEW in one rename: a reader never sees half a file
+store() {
+    mkdir -p "$(dirname "$baseline")" && cp "$out/new.json" "$baseline.tmp.$$" &&
+        mv -f "$baseline.tmp.$$" "$baseline"
+}
+
+while [ $# -gt 0 ]; do
+    case $1 in
+        --baseline) need "$@"; baseline=$2; shift 2 ;;
+        --out) need "$@"; out=$2; shift 2 ;;
+        --gauntlet) need "$@"; gauntlet=$2; shift 2 ;;
+        --threshold) need "$@"; threshold=$2; shift 2 ;;
+        --accept) accept=1; shift ;;
+        -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        --) shift; break ;;
+        *) die "unknown option '$1' (the run's own arguments go after --)" ;;
+    esac
+done
+[ -n "$baseline" ] || die "--baseline FILE is required: the last good report of this machine class"
+[ $# -gt 0 ] || die "nothing to run: give gauntlet run's arguments after --, e.g. -- collectives --quick"
+[ -x "$gauntlet" ] || die "no gauntlet binary at $gauntlet: build it (make build) or pass --gauntlet PATH"
+if [ -e "$baseline" ] && [ ! -r "$baseline" ]; then die "cannot read the baseline $baseline"; fi
+if [ ! -e "$baseline" ] && [ "$accept" -eq 0 ]; then
+    die "no baseline at $baseline: run this job once with --accept on the current (known good) stack"
+fi
+mkdir -p "$out" || die "cannot create the output folder $out"
+
+read -r -a launcher <<<"${GATE_LAUNCHER:-}"
+cmp_opts=()
+[ -n "$threshold" ] && cmp_opts=(--threshold "$threshold")
+
+# 1. the stack under test, as gauntlet sees it (the report has it too)
+"$gauntlet" env >"$out/env.txt" 2>&1 || echo "gate: gauntlet env failed (see $out/env.txt); going on" >&2
+
+# 2. the run; a failed check (exit 1) is the gate's to judge, an error is not
+rm -f "$out/new.json"
+"${launcher[@]}" "$gauntlet" run "$@" --report "$out/new.json" >"$out/run.log" 2>&1
+rc=$?
+tail -n 12 "$out/run.log"
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
+    die "gauntlet run exited $rc: the run could not be judged (see $out/run.log)"
+fi
+[ -s "$out/new.json" ] || die "gauntlet run wrote no report (see $out/run.log)"
+
+# 3. no baseline yet (--accept): the first run whose checks all passed becomes it
+if [ ! -e "$baseline" ]; then
+    if [ "$rc" -ne 0 ]; then
+        echo "gate: no baseline at $baseline, and this run has failed checks: not stored (see $out/run.log)" >&2
+        exit 3
+    fi
+    store || die "cannot write the baseline $baseline"
+    echo "gate: no baseline yet: this run is now the baseline ($baseline)"
+    exit 0
+fi
+
+# 4. the verdict
+"$gauntlet" compare "$baseline" "$out/new.json" --junit "$out/junit.xml" "${cmp_opts[@]}" \
+    >"$out/compare.txt" 2>&1
+verdict=$?
+cat "$out/compare.txt"
+"$gauntlet" report "$baseline" "$out/new.json" --html "$out/compare.html" >/dev/null 2>&1 ||
+    echo "gate: the HTML page could not be written (the verdict stands)" >&2
+case $verdict in
+    0)
+        echo "gate: PASS: NEW may ship"
+        if [ "$accept" -eq 1 ]; then
+            store || die "the gate passed, but the baseline $baseline could not be replaced"
+            echo "gate: NEW is the baseline now ($baseline)"
+        fi
+        exit 0 ;;
+    3) echo "gate: FAIL: NEW must not ship (details above, $out/junit.xml, $out/compare.html)"; exit 3 ;;
+    *) die "gauntlet compare exited $verdict (see $out/compare.txt)" ;;
+esac

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# usage: jobs.sh GAUNTLET REPORT_CHECK
+# The example CI jobs of ci/jobs/ end to end on kernels/gelu_fwd/fp32/n65 --quick (a
+# second a run): gate.sh's first baseline (--accept), a pass, a failing gate that must
+# leave the baseline byte for byte, refusals; nightly-scaling.sbatch's reference
+# (LAST_GOOD) over three nights, one of them slower, launched with SRUN=env
+# instead of srun. Verdicts on equal runs use --threshold 1000% so that a shared
+# machine's noise cannot fail them; the slow runs add 2 ms to a ~1 us op.
+set -u
+g=$1
+check=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+gate="$root/ci/jobs/gate.sh"
+nightly="$root/ci/jobs/nightly-scaling.sbatch"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+cd "$tmp" || exit 2
+
+run=(kernels/gelu_fwd/fp32/n65 --quick --quiet)
+slow=(kernels/gelu_fwd/fp32/n65 --quick --quiet --inject-delay gelu_fwd:2000)
+base="$tmp/baselines/vm/gate.json"
+
+# --- gate.sh ----------------------------------------------------------------------
+expect 2 "--baseline FILE is required" bash "$gate" --gauntlet "$g" -- "${run[@]}"
+expect 2 "nothing to run" bash "$gate" --gauntlet "$g" --baseline "$base"
+expect 2 "no gauntlet binary at /nonexistent" bash "$gate" --gauntlet /nonexistent \
+    --baseline "$base" -- "${run[@]}"
+expect 2 "unknown option '--bogus'" bash "$gate" --bogus
+expect 2 "--out needs a value" bash "$gate" --baseline "$base" --out
+expect 2 "no baseline at .*--accept" bash "$gate" --gauntlet "$g" --baseline "$base" \
+    --out o1 -- "${run[@]}"
+[ ! -e "$base" ] || fail "a refused gate wrote a baseline"
+expect 2 "gauntlet run exited 2" bash "$gate" --gauntlet "$g" --baseline "$base" --accept \
+    --out o1 -- nosuchsuite
+[ ! -e "$base" ] || fail "a run in error became the baseline"
+
+expect 0 "this run is now the baseline" bash "$gate" --gauntlet "$g" --baseline "$base" \
+    --accept --out o2 -- "${run[@]}"
+"$check" "$base" --no-errors --no-failed-checks >/dev/null || fail "the first baseline is not a valid report"
+cp "$base" base.orig
+
+expect 0 "PASS: NEW may ship" bash "$gate" --gauntlet "$g" --baseline "$base" \
+    --threshold 1000% --out o3 -- "${run[@]}"
+for f in env.txt run.log new.json compare.txt junit.xml compare.html; do
+    [ -s "o3/$f" ] || fail "the passing gate left no o3/$f"
+done
+cmp -s "$base" base.orig || fail "a gate without --accept replaced the baseline"
+
+expect 3 "FAIL: NEW must not ship" bash "$gate" --gauntlet "$g" --baseline "$base" \
+    --threshold 1000% --accept --out o4 -- "${slow[@]}"
+cmp -s "$base" base.orig || fail "a failing gate with --accept replaced the baseline"
+grep -q "<failure" o4/junit.xml || fail "the failing gate's junit.xml has no <failure>"
+
+expect 0 "NEW is the baseline now" bash "$gate" --gauntlet "$g" --baseline "$base" \
+    --threshold 1000% --accept --out o6 -- "${run[@]}"
+cmp -s "$base" o6/new.json || fail "--accept on a pass did not make NEW the baseline"
+for f in "$tmp"/baselines/vm/*; do
+    [ "$f" = "$base" ] || fail "left beside the baseline: $f"
+done
+
+# --- nightly-scaling.sbatch -------------------------------------------------------
+hist="$tmp/nightly"
+night() { # night JOB-ID RUN-ARGS...
+    local id=$1
+    shift
+    env GAUNTLET="$g" HISTORY="$hist" SUITES="kernels/gelu_fwd/fp32/n65" RUN_ARGS="$*" \
+        COMPARE_ARGS="--threshold 1000%" SRUN=env SLURM_NTASKS=1 SLURM_JOB_ID="$id" \
+        bash "$nightly"
+}
+expect 2 "SLURM_NTASKS is ''" env -u SLURM_NTASKS GAUNTLET="$g" HISTORY="$hist" bash "$nightly"
+# the topologies for 6 tasks: 1,2,4 and 6 (the launcher only prints: no report)
+expect 2 "on topologies 1,2,4,6, reference: none" env GAUNTLET="$g" HISTORY="$hist" SRUN=echo \
+    SLURM_NTASKS=6 RUN_ARGS="--quick" bash "$nightly"
+expect 0 "the first night" night n1 --quick --quiet
+[ "$(cat "$hist/LAST_GOOD" 2>/dev/null)" = "$(cd "$hist" && ls -- *-n1.json)" ] ||
+    fail "LAST_GOOD does not name the first night"
+expect 0 "no worse than .*-n1.json" night n2 --quick --quiet
+last=$(cat "$hist/LAST_GOOD" 2>/dev/null)
+[[ "$last" == *-n2.json ]] || fail "LAST_GOOD is '$last' after a good second night"
+expect 3 "WORSE than .*-n2.json, which stays the reference" night n3 --quick --quiet \
+    --inject-delay gelu_fwd:2000
+[ "$(cat "$hist/LAST_GOOD")" = "$last" ] || fail "a worse night became the reference"
+[ -s "$(ls "$hist"/*-n3.junit.xml)" ] || fail "no junit.xml for the third night"
+echo "gone.json" >"$hist/LAST_GOOD"
+expect 2 "LAST_GOOD names 'gone.json'" night n4 --quick --quiet
+
+if [ "$fails" -ne 0 ]; then
+    echo "$fails failure(s)"
+    exit 1
+fi
+echo "jobs: all passed"
