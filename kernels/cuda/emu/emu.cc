@@ -508,19 +508,24 @@ static unsigned long long schedule_bits(void) {
 /* ---- races between blocks ------------------------------------------------------
  * With GT_EMU_RACECHECK=1 (read at every launch; kernels.determinism.cuda
  * sets it: it costs about a quarter more time), elements read and written
- * through gt_ld / gt_st go through a direct-mapped table of
- * the last store to each address in this launch (address, launch, block).
- * A store or a load of an address that another block of the same launch
- * stored to is a race on a GPU, where the blocks may run in any order or at
- * once (a lost update for a read-modify-write): fatal, naming both blocks.
- * A store that evicts another address's entry loses that entry, so a race
- * can be missed, never invented. A write after another block's read is not
- * seen (reads are not recorded). */
+ * through gt_ld / gt_st go through a direct-mapped table of what this
+ * launch did to each address: its last store (launch, block) and its
+ * readers (launch, block, or several blocks). On a GPU the blocks of a launch
+ * may run in any order or at once, so each of these is a race, fatal, naming
+ * both blocks: a load or a store of an address another block stored to (a
+ * read-modify-write loses an update), and a store to an address another
+ * block loaded (that block may read the old value or the new). A store
+ * takes an entry held by another address; a load takes one only when it
+ * holds no store of this launch. An entry lost that way can hide a race,
+ * never invent one. */
 namespace {
+const uint32_t MANY_BLOCKS = 0xffffffffu; /* rblock: two or more blocks read it */
 struct shadow_entry {
     uintptr_t addr;
-    uint32_t launch; /* (launches + 1) mod 2^32 when written: 0 never matches */
-    uint32_t block;  /* linear block index (mod 2^32) */
+    uint32_t launch;  /* (launches + 1) mod 2^32 of the last store: 0 never matches */
+    uint32_t block;   /* its linear block index (mod 2^32) */
+    uint32_t rlaunch; /* the same for the loads */
+    uint32_t rblock;  /* the one block that loaded it, or MANY_BLOCKS */
 };
 const unsigned SHADOW_BITS = 20;
 shadow_entry *shadow; /* 1 << SHADOW_BITS entries, zeroed */
@@ -551,8 +556,13 @@ void note_access(const void *p, bool store) {
     shadow_entry &e = shadow[(size_t)(a >> 1) & (((size_t)1 << SHADOW_BITS) - 1)];
     uint32_t now = (uint32_t)(launches + 1);
     if (now == 0) now = 1;
-    if (e.addr == a && e.launch == now && e.block != blk) {
-        char mine[64], theirs[64];
+    if (e.addr != a) {
+        if (!store && e.launch == now) return; /* keep this launch's store */
+        e.addr = a;
+        e.launch = e.rlaunch = 0;
+    }
+    char mine[64], theirs[64];
+    if (e.launch == now && e.block != blk) {
         block_coords(blk, mine, sizeof mine);
         block_coords(e.block, theirs, sizeof theirs);
         fatal("%s: block %s %s address %p, which block %s wrote in the same launch: a race "
@@ -560,11 +570,28 @@ void note_access(const void *p, bool store) {
               "once and a read-modify-write loses an update)",
               S->kernel, mine, store ? "writes" : "reads", p, theirs);
     }
-    if (store) {
-        e.addr = a;
-        e.launch = now;
-        e.block = blk;
+    if (!store) {
+        if (e.rlaunch != now) {
+            e.rlaunch = now;
+            e.rblock = blk;
+        } else if (e.rblock != blk) {
+            e.rblock = MANY_BLOCKS;
+        }
+        return;
     }
+    if (e.rlaunch == now && e.rblock != blk) {
+        block_coords(blk, mine, sizeof mine);
+        if (e.rblock == MANY_BLOCKS)
+            snprintf(theirs, sizeof theirs, "two or more blocks");
+        else
+            block_coords(e.rblock, theirs, sizeof theirs);
+        fatal("%s: block %s writes address %p, which %s%s read in the same launch: a race "
+              "between blocks (CUDA orders no block before another; on a GPU the reader may "
+              "see the old value or the new)",
+              S->kernel, mine, p, e.rblock == MANY_BLOCKS ? "" : "block ", theirs);
+    }
+    e.launch = now;
+    e.block = blk;
 }
 
 static void run_block(sched *s) {

@@ -167,6 +167,22 @@ __global__ void rmw_kernel(float *out, int own) {
 __global__ void bad_cross_block(int *out) {
     if (threadIdx.x == 0) gt_st((float *)out, 0, gt_ld((const float *)out, 0) + 1.0f);
 }
+/* Every block reads out[0] and writes its own out[1 + block]: many readers
+ * of a word nobody writes, no race. */
+__global__ void shared_read_kernel(float *out) {
+    if (threadIdx.x == 0) gt_st(out, 1 + blockIdx.x, gt_ld((const float *)out, 0) + blockIdx.x);
+}
+/* Two blocks: each writes its element, then reads the other's. Whichever
+ * runs second writes what the first one read: a write after another
+ * block's read, in either order. */
+__global__ void bad_write_after_read(int *out) {
+    if (threadIdx.x == 0) {
+        float *f = (float *)out;
+        unsigned b = blockIdx.x;
+        gt_st(f, b, 1.0f);
+        gt_st(f, 2 + b, gt_ld((const float *)f, 1 - b));
+    }
+}
 
 /* Every block writes the same word: the last block to run wins. */
 __global__ void last_block_kernel(int *out) {
@@ -452,6 +468,8 @@ int main(int argc, char **argv) {
     /* races between blocks, with GT_EMU_RACECHECK=1 */
     expect_abort("two blocks update one element", bad_cross_block, 32,
                  "wrote in the same launch: a race between blocks", 2, true);
+    expect_abort("a block writes what another read", bad_write_after_read, 32,
+                 "read in the same launch: a race between blocks", 2, true);
     {
         setenv("GT_EMU_RACECHECK", "1", 1);
         float *out = (float *)dev_alloc(4 * sizeof(float)), h[4] = {0, 0, 0, 0};
@@ -461,12 +479,17 @@ int main(int argc, char **argv) {
         cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
         CHECK(h[0] == 2 && h[1] == 1 && h[2] == 1 && h[3] == 1,
               "race check: race-free updates gave %g %g %g %g", h[0], h[1], h[2], h[3]);
+        shared_read_kernel<<<3, 32>>>(out); /* three blocks read out[0], nobody writes it */
+        cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
+        CHECK(h[0] == 2 && h[1] == 2 && h[2] == 3 && h[3] == 4,
+              "race check: reads shared by blocks gave %g %g %g %g", h[0], h[1], h[2], h[3]);
         unsetenv("GT_EMU_RACECHECK");
         rmw_kernel<<<4, 32>>>(out, 0); /* the race, unchecked: runs */
         cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
         CHECK(h[0] == 6, "without GT_EMU_RACECHECK the racy update gave %g", h[0]);
         cudaFree(out);
-        printf("  race check between blocks: race-free updates pass, off without the variable\n");
+        printf("  race check between blocks: race-free updates and shared reads pass, off without "
+               "the variable\n");
     }
 
     /* launch limits, copies, fresh memory */
