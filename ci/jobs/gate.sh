@@ -53,6 +53,12 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$baseline" ] || die "--baseline FILE is required: the last good report of this machine class"
 [ $# -gt 0 ] || die "nothing to run: give gauntlet run's arguments after --, e.g. -- collectives --quick"
+for a in "$@"; do
+    case $a in
+        --report | --report=* | --baseline | --baseline=*)
+            die "'$a' among the run's arguments: the job passes the report and compares itself" ;;
+    esac
+done
 [ -x "$gauntlet" ] || die "no gauntlet binary at $gauntlet: build it (make build) or pass --gauntlet PATH"
 if [ -e "$baseline" ] && [ ! -r "$baseline" ]; then die "cannot read the baseline $baseline"; fi
 if [ ! -e "$baseline" ] && [ "$accept" -eq 0 ]; then

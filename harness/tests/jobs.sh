@@ -28,6 +28,8 @@ expect 2 "no gauntlet binary at /nonexistent" bash "$gate" --gauntlet /nonexiste
     --baseline "$base" -- "${run[@]}"
 expect 2 "unknown option '--bogus'" bash "$gate" --bogus
 expect 2 "--out needs a value" bash "$gate" --baseline "$base" --out
+expect 2 "'--report' among the run's arguments" bash "$gate" --gauntlet "$g" --baseline "$base" \
+    --accept -- "${run[@]}" --report x.json
 expect 2 "no baseline at .*--accept" bash "$gate" --gauntlet "$g" --baseline "$base" \
     --out o1 -- "${run[@]}"
 [ ! -e "$base" ] || fail "a refused gate wrote a baseline"
