@@ -41,18 +41,25 @@
 #include <immintrin.h>
 #endif
 
+/* The register tile, chosen once: SGEMM_ISA names the micro-kernel below. */
 #if defined(__AVX512F__)
+#define SGEMM_ISA 512
 #define MR 8
 #define NR 32
 #define MC 64
+#define TILE_DESC "8x32 tile, AVX-512"
 #elif defined(__AVX2__) && defined(__FMA__)
+#define SGEMM_ISA 256
 #define MR 6
 #define NR 16
 #define MC 72
+#define TILE_DESC "6x16 tile, AVX2"
 #else
+#define SGEMM_ISA 0
 #define MR 8
 #define NR 16
 #define MC 64
+#define TILE_DESC "8x16 tile, portable C"
 #endif
 /* MC: a multiple of MR (an A block, MC x KC, stays in L2); NC: a multiple
  * of NR (a B panel, KC x NC, stays in L2/L3); KC: the slice of k summed
@@ -60,15 +67,7 @@
 #define NC 512
 #define KC 256
 
-const char *gt_cpu_sgemm_tile(void) {
-#if defined(__AVX512F__)
-    return "8x32 tile, AVX-512";
-#elif defined(__AVX2__) && defined(__FMA__)
-    return "6x16 tile, AVX2";
-#else
-    return "8x16 tile, portable C";
-#endif
-}
+const char *gt_cpu_sgemm_tile(void) { return TILE_DESC; }
 
 /* Ap[s][p][i] = op(A)(i0 + s*MR + i, p0 + p), zero beyond mc. */
 static void pack_a(int ta, const float *A, int lda, int i0, int mc, int p0, int kc, float *Ap) {
@@ -158,7 +157,7 @@ static void pack_b_sliver(int tb, const float *B, int ldb, int p0, int kc, int j
  * with one fused multiply-add per k in increasing k (all variants alike). */
 static void micro_kernel(int kc, const float *restrict a, const float *restrict b,
                          float *restrict ct) {
-#if defined(__AVX512F__)
+#if SGEMM_ISA == 512
     __m512 c0[MR], c1[MR];
     for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm512_setzero_ps();
     for (int p = 0; p < kc; p++) {
@@ -173,7 +172,7 @@ static void micro_kernel(int kc, const float *restrict a, const float *restrict 
         _mm512_store_ps(ct + i * NR, c0[i]);
         _mm512_store_ps(ct + i * NR + 16, c1[i]);
     }
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif SGEMM_ISA == 256
     __m256 c0[MR], c1[MR];
     for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm256_setzero_ps();
     for (int p = 0; p < kc; p++) {
@@ -305,7 +304,6 @@ gt_status gt_cpu_sgemm_blocked(int ta, int tb, int M, int N, int K, const float 
                     if (s1 > nc) s1 = nc;
                     macro_kernel(Ap, Bp, kc, p0, i0, mc, j0, nc, s0, s1, beta, C, ldc, bias);
                 }
-                if (K == 0) break;
             }
         }
         free(Ap);
