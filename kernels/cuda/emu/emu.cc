@@ -17,8 +17,8 @@
  * determinism tests compare. Blocks run one at a time, in an order that
  * changes from launch to launch too (a race between blocks).
  * GT_EMU_ORDER=forward pins both orders. GT_EMU_RACECHECK=1 also stops a
- * block that reads or writes an element another block of the launch wrote
- * (note_access, below). */
+ * block that reads or writes an element another block of the launch wrote,
+ * or writes one another block read (note_access, below). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
