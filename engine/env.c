@@ -145,6 +145,36 @@ static void read_git(gt_env *e) {
     pclose(p);
 }
 
+/* The BLAS and what picks its kernel and threads (env.h). */
+static void read_blas(gt_env *e) {
+#if GT_HAVE_BLAS
+    snprintf(e->blas, sizeof e->blas, "%s (%s)", GT_BLAS_DESC, openblas_get_config());
+    snprintf(e->blas_core, sizeof e->blas_core, "%s", openblas_get_corename());
+    static const char *const par[] = {"sequential", "pthreads", "openmp"};
+    int p = openblas_get_parallel();
+    snprintf(e->blas_parallel, sizeof e->blas_parallel, "%s", p >= 0 && p <= 2 ? par[p] : "?");
+    /* gt_cpu_sgemm runs OpenBLAS on one thread per tile, whatever it was
+     * started with: that is the count that decides a call's arithmetic */
+    e->blas_threads = 1;
+#else
+    snprintf(e->blas, sizeof e->blas, "none: gauntlet's own blocked SGEMM");
+    snprintf(e->blas_parallel, sizeof e->blas_parallel, "none");
+    e->blas_threads = 0;
+#endif
+    static const char *const steer[] = {"OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS",
+                                        "GOTO_NUM_THREADS", "OMP_NUM_THREADS"};
+    size_t at = 0;
+    for (size_t i = 0; i < sizeof steer / sizeof steer[0] && at < sizeof e->blas_steering; i++) {
+        const char *v = getenv(steer[i]);
+        int n = v ? snprintf(e->blas_steering + at, sizeof e->blas_steering - at, "%s%s=%s",
+                             i ? ", " : "", steer[i], v)
+                  : snprintf(e->blas_steering + at, sizeof e->blas_steering - at, "%s%s unset",
+                             i ? ", " : "", steer[i]);
+        if (n < 0) break;
+        at += (size_t)n;
+    }
+}
+
 static int wanted_var(const char *kv) {
     static const char *const prefixes[] = {"OMP_", "OPENBLAS_", "GOTO", "CUDA_", "NCCL_",
                                            "OMPI_", "PMIX_RANK", "SLURM_", "GT_"};
@@ -210,11 +240,7 @@ gt_status gt_env_collect(gt_env *e) {
     snprintf(e->gauntlet_version, sizeof e->gauntlet_version, "%s", GT_VERSION);
     read_git(e);
     read_affinity(e);
-#if GT_HAVE_BLAS
-    snprintf(e->blas, sizeof e->blas, "%s (%s)", GT_BLAS_DESC, openblas_get_config());
-#else
-    snprintf(e->blas, sizeof e->blas, "none: gauntlet's own blocked SGEMM");
-#endif
+    read_blas(e);
 #if GT_HAVE_OPENMP
     snprintf(e->openmp, sizeof e->openmp, "OpenMP %d, %d threads max", _OPENMP,
              omp_get_max_threads());

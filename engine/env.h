@@ -54,6 +54,16 @@ typedef struct gt_env {
     char gauntlet_version[32];
     char git_revision[64];        /* "unknown" outside a git checkout */
     char blas[GT_ENV_STR];        /* "OpenBLAS 0.3.21 (config ...)" or "gauntlet blocked sgemm" */
+    /* The BLAS kernel, on its own since it changes numerics: the core the
+     * library dispatched to ("Haswell", "SkylakeX"; "" without BLAS), its
+     * threading build ("pthreads", "openmp", "sequential"), the threads it
+     * runs inside one call (1: the cpu backend splits every GEMM itself,
+     * kernels/cpu/sgemm.h), and the variables that steer it, "NAME=value"
+     * or "NAME unset", comma-separated. */
+    char blas_core[64];
+    char blas_parallel[16];
+    int blas_threads;
+    char blas_steering[GT_ENV_STR];
     char openmp[64];              /* "OpenMP 201511, 2 threads max" */
     char mpi[GT_ENV_STR];         /* library version string or "absent" */
     char hwloc[64];

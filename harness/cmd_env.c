@@ -68,6 +68,9 @@ int gt_cmd_env(int argc, char **argv) {
     printf("gauntlet    %s (%s), git %s\n", e.gauntlet_version, e.build_type, e.git_revision);
     printf("compiler    %s\n", e.compiler);
     printf("blas        %s\n", e.blas);
+    printf("blas kernel %s, %s build, %d thread%s per call; %s\n",
+           e.blas_core[0] ? e.blas_core : "none", e.blas_parallel, e.blas_threads,
+           e.blas_threads == 1 ? "" : "s", e.blas_steering);
     printf("openmp      %s\n", e.openmp);
     printf("jansson     %s\n", gt_report_jansson_version());
     printf("mpi         %s\n", e.mpi);

@@ -367,6 +367,19 @@ static void fingerprint(gt_compare *c) {
         snprintf(key, sizeof key, "software.%s", k);
         fp_add(c, key, NULL, v);
     }
+    /* the BLAS kernel and what steers it: they change a GEMM's rounding */
+    json_t *bb = json_object_get(eb, "blas"), *bn = json_object_get(en, "blas");
+    json_object_foreach(bb, k, v) {
+        char key[160];
+        snprintf(key, sizeof key, "blas.%s", k);
+        fp_add(c, key, v, json_object_get(bn, k));
+    }
+    json_object_foreach(bn, k, v) {
+        if (json_object_get(bb, k)) continue;
+        char key[160];
+        snprintf(key, sizeof key, "blas.%s", k);
+        fp_add(c, key, NULL, v);
+    }
     static const char *const cpu[] = {"model", "sockets", "physical", "logical"};
     for (size_t i = 0; i < sizeof cpu / sizeof cpu[0]; i++) {
         char key[64];

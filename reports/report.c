@@ -154,6 +154,12 @@ void gt_report_set_env(gt_report *r, const gt_env *e, const gt_peaks *peaks) {
     json_object_set_new(sw, "cudnn", json_string(e->cudnn));
     json_object_set_new(sw, "nccl", json_string(e->nccl));
     json_object_set_new(env, "software", sw);
+    json_t *blas = json_object();
+    json_object_set_new(blas, "core", str_or_null(e->blas_core));
+    json_object_set_new(blas, "parallel", json_string(e->blas_parallel));
+    json_object_set_new(blas, "threads_per_call", json_integer(e->blas_threads));
+    json_object_set_new(blas, "steering", json_string(e->blas_steering));
+    json_object_set_new(env, "blas", blas);
     json_object_set_new(env, "topology_digest", str_or_null(e->topology_digest));
     json_object_set_new(env, "affinity", json_string(e->affinity));
     json_object_set_new(env, "topology_xml", str_or_null(e->topology_xml));

@@ -77,7 +77,9 @@ gt_status gt_backend_cpu_new(const gt_backend_config *cfg, gt_backend **out) {
     be->threads = 1;
 #endif
 #if GT_HAVE_BLAS
-    if (threads > 0) openblas_set_num_threads(threads);
+    /* gt_cpu_sgemm splits each GEMM among the OpenMP threads itself, one
+     * single-threaded BLAS call per tile (sgemm.h) */
+    openblas_set_num_threads(1);
 #endif
     snprintf(impl->desc, sizeof impl->desc, "cpu: %d thread%s, GEMM %s%s%s%s", be->threads,
              be->threads == 1 ? "" : "s",

@@ -316,29 +316,99 @@ gt_status gt_cpu_sgemm_blocked(int ta, int tb, int M, int N, int K, const float 
 
 int gt_cpu_sgemm_uses_blas(void) { return GT_HAVE_BLAS; }
 
+/* Tile counts the BLAS grid may take: each divides evenly among many thread
+ * counts (48: 1, 2, 3, 4, 6, 8, 12, 16, 24, 48), so the same grid keeps most
+ * machines' threads equally busy without depending on their number. */
+static const int grid_counts[] = {1, 2, 4, 6, 8, 12, 24, 48};
+/* A tile is at least TILE_EDGE_MIN rows and columns (or the whole
+ * dimension): packing reads 1/(2 tm) + 1/(2 tn) floats per flop, which
+ * stays under a core's share of the memory bandwidth above ~128. */
+#ifndef TILE_EDGE_MIN
+#define TILE_EDGE_MIN 128
+#endif
+/* and at least TILE_FLOPS_MIN flops, so that a call's fixed cost (buffer
+ * lookup, the kernel's edge cases) stays small against its work */
+#ifndef TILE_FLOPS_MIN
+#define TILE_FLOPS_MIN 4.0e6
+#endif
+
+void gt_cpu_gemm_grid(int M, int N, int K, int *mb, int *nb) {
+    int best_m = 1, best_n = 1;
+    int max_m = M / TILE_EDGE_MIN > 1 ? M / TILE_EDGE_MIN : 1;
+    int max_n = N / TILE_EDGE_MIN > 1 ? N / TILE_EDGE_MIN : 1;
+    double flops = 2.0 * M * N * (K > 0 ? K : 1);
+    for (size_t i = 0; i < sizeof grid_counts / sizeof grid_counts[0]; i++) {
+        int nt = grid_counts[i];
+        if (flops / nt < TILE_FLOPS_MIN) break;
+        /* of the factorisations nt = m x n that fit, the one that packs the
+         * least: m N + n M floats per k (each row block reads B once, each
+         * column block A once) */
+        double cost = -1.0;
+        int fm = 0, fn = 0;
+        for (int m = 1; m <= nt; m++) {
+            if (nt % m || m > max_m || nt / m > max_n) continue;
+            double c = (double)m * N + (double)(nt / m) * M;
+            if (cost < 0.0 || c < cost) cost = c, fm = m, fn = nt / m;
+        }
+        if (fm) best_m = fm, best_n = fn;
+    }
+    *mb = best_m;
+    *nb = best_n;
+}
+
+#if GT_HAVE_BLAS
+/* OpenBLAS runs each tile on the calling thread: its own threads would split
+ * a tile's work in a way gauntlet does not control. */
+static void blas_single_threaded(void) {
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+}
+#endif
+
 gt_status gt_cpu_sgemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
                        const float *B, int ldb, float beta, float *C, int ldc, const float *bias) {
 #if GT_HAVE_BLAS
     if (M < 0 || N < 0 || K < 0)
         return GT_ERR(GT_ERR_INVALID, "sgemm: M=%d N=%d K=%d", M, N, K);
     if (M == 0 || N == 0) return GT_OK;
-    if (bias) {
-        /* The bias goes into C first so the GEMM adds onto it (beta = 1):
-         * one write pass instead of a read-modify-write pass afterwards. */
+    blas_single_threaded();
+    int mb, nb;
+    gt_cpu_gemm_grid(M, N, K, &mb, &nb);
+    /* equal tiles (the last ones up to a row or column shorter) */
+    int tm = (M + mb - 1) / mb, tn = (N + nb - 1) / nb;
+    mb = (M + tm - 1) / tm;
+    nb = (N + tn - 1) / tn;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1) if (mb * nb > 1)
 #endif
-        for (int i = 0; i < M; i++) {
-            float *crow = C + (size_t)i * ldc;
-            if (beta == 0.0f)
-                for (int j = 0; j < N; j++) crow[j] = bias[j];
-            else
-                for (int j = 0; j < N; j++) crow[j] = beta * crow[j] + bias[j];
+    for (int t = 0; t < mb * nb; t++) {
+        int i0 = t / nb * tm, j0 = t % nb * tn;
+        int m = M - i0 < tm ? M - i0 : tm, n = N - j0 < tn ? N - j0 : tn;
+        float *c = C + (size_t)i0 * ldc + j0;
+        float b = beta;
+        if (bias) {
+            /* The bias goes into C first so the GEMM adds onto it (beta =
+             * 1): one write pass instead of a read-modify-write afterwards. */
+            for (int i = 0; i < m; i++) {
+                float *crow = c + (size_t)i * ldc;
+                if (beta == 0.0f)
+                    for (int j = 0; j < n; j++) crow[j] = bias[j0 + j];
+                else
+                    for (int j = 0; j < n; j++) crow[j] = beta * crow[j] + bias[j0 + j];
+            }
+            b = 1.0f;
         }
-        beta = 1.0f;
+        const float *a = ta ? A + i0 : A + (size_t)i0 * lda;
+        const float *bm = tb ? B + (size_t)j0 * ldb : B + j0;
+        if (K == 0) { /* BLAS may skip beta when K == 0; C = beta C [+ bias] by hand */
+            if (!bias)
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < n; j++)
+                        c[(size_t)i * ldc + j] = b == 0.0f ? 0.0f : b * c[(size_t)i * ldc + j];
+            continue;
+        }
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    m, n, K, 1.0f, a, lda, bm, ldb, b, c, ldc);
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
-                N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
     return GT_OK;
 #else
     return gt_cpu_sgemm_blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias);

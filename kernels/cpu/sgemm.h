@@ -19,10 +19,20 @@ extern "C" {
 gt_status gt_cpu_sgemm_blocked(int ta, int tb, int M, int N, int K, const float *A, int lda,
                                const float *B, int ldb, float beta, float *C, int ldc,
                                const float *bias);
-/* What the cpu ops call: cblas_sgemm when built with BLAS (bias added by
- * prefilling C), else gt_cpu_sgemm_blocked. */
+/* What the cpu ops call. Built with BLAS: C is cut into the grid of
+ * gt_cpu_gemm_grid, a function of (M, N, K) only, and each tile is one
+ * cblas_sgemm over the whole K on one thread (OpenBLAS's own threads are
+ * set to 1), the tiles shared among the OpenMP threads: every C element
+ * comes from the same call, hence the same operations, whatever the thread
+ * count, and whatever kernel the BLAS picked (OPENBLAS_CORETYPE, version)
+ * it is that kernel's single-threaded result. The bias is added by
+ * prefilling C. Without BLAS: gt_cpu_sgemm_blocked. */
 gt_status gt_cpu_sgemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
                        const float *B, int ldb, float beta, float *C, int ldc, const float *bias);
+/* The tile grid of a BLAS GEMM of C(M,N) with depth K: *mb row blocks x
+ * *nb column blocks of equal size (the last ones shorter). Depends on the
+ * shape only, never on the thread count. */
+void gt_cpu_gemm_grid(int M, int N, int K, int *mb, int *nb);
 /* The own kernel's register tile and instruction set, e.g. "8x32 tile,
  * AVX-512" (static). */
 const char *gt_cpu_sgemm_tile(void);

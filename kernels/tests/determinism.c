@@ -1,8 +1,10 @@
 /* kernels.determinism.cpu: every cpu op run with 1 thread and with 2 threads
  * gives bitwise identical outputs, on shapes large enough to be split across
- * threads. Also checks the own blocked SGEMM and the BLAS path on the
- * gpt2-124m B=4 T=64 GEMM shapes (OpenBLAS's answer is reported; a
- * difference there fails, since the cpu matmul goes through it). */
+ * threads. Also checks the own blocked SGEMM and gt_cpu_sgemm (BLAS tiles
+ * when built with BLAS) on the gpt2-124m B=4 T=64 GEMM shapes with 1, 2 and
+ * 3 threads. The BLAS kernel in use is printed: CI runs this test under
+ * several (OPENBLAS_CORETYPE, ci/blas_kernels.sh), and the result must not
+ * depend on how that kernel would split its work among threads. */
 #include "gt_config.h"
 #include "kernels/cpu/sgemm.h"
 #include "kernels/tests/testutil.h"
@@ -230,15 +232,17 @@ static gt_backend *mk(int threads) {
     return be;
 }
 
-/* GEMM C(M,N) = A(M,K) B(N,K)^T through f with 1 then 2 threads. */
-/* ta = 1: C(M,N) = A(K,M)^T B: the dweight GEMM shape. */
+/* GEMM C(M,N) = A(M,K) B(N,K)^T with 1, 2 and 3 threads (an odd count:
+ * tiles do not divide evenly among them). ta = 1: C(M,N) = A(K,M)^T B: the
+ * dweight GEMM shape. */
 static int gemm_same(const char *what, int blas, int ta, int M, int N, int K) {
     float *A = tu_xmalloc((size_t)M * K * 4), *B = tu_xmalloc((size_t)N * K * 4);
     float *C1 = tu_xmalloc((size_t)M * N * 4), *C2 = tu_xmalloc((size_t)M * N * 4);
+    float *C3 = tu_xmalloc((size_t)M * N * 4);
     fill(A, (size_t)M * K, 7, 1.0f);
     fill(B, (size_t)N * K, 8, 0.05f);
-    float *Cs[2] = {C1, C2};
-    for (int th = 1; th <= 2; th++) {
+    float *Cs[3] = {C1, C2, C3};
+    for (int th = 1; th <= 3; th++) {
         gt_backend *be = mk(th);
         if (blas)
             gt_cpu_sgemm(ta, !ta, M, N, K, A, ta ? M : K, B, ta ? N : K, 0.0f, Cs[th - 1], N, NULL);
@@ -247,12 +251,13 @@ static int gemm_same(const char *what, int blas, int ta, int M, int N, int K) {
                                  NULL);
         gt_backend_free(be);
     }
-    int same = memcmp(C1, C2, (size_t)M * N * 4) == 0;
+    int same = memcmp(C1, C2, (size_t)M * N * 4) == 0 && memcmp(C1, C3, (size_t)M * N * 4) == 0;
     printf("  %-28s %s M%d N%d K%d: %s\n", what, ta ? "A^T B " : "A B^T ", M, N, K, same ? "bitwise identical" : "DIFFERENT");
     free(A);
     free(B);
     free(C1);
     free(C2);
+    free(C3);
     return same;
 }
 
@@ -263,6 +268,12 @@ int main(void) {
 #endif
     int fails = 0;
     printf("determinism: cpu ops, 1 thread vs 2 threads\n");
+#if GT_HAVE_BLAS
+    printf("BLAS: %s, kernel %s (OPENBLAS_CORETYPE=%s)\n", GT_BLAS_DESC, openblas_get_corename(),
+           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
+#else
+    printf("BLAS: none, gauntlet's own SGEMM (%s)\n", gt_cpu_sgemm_tile());
+#endif
     for (int op = 0; op < GT_OP_COUNT; op++) {
         run r1, r2;
         gt_backend *b1 = mk(1);
@@ -301,7 +312,7 @@ int main(void) {
         if (sh[2] != 50304 && sh[1] != 50304)
             fails += !gemm_same("own blocked sgemm", 0, sh[0], sh[1], sh[2], sh[3]);
 #if GT_HAVE_BLAS
-        fails += !gemm_same("OpenBLAS cblas_sgemm", 1, sh[0], sh[1], sh[2], sh[3]);
+        fails += !gemm_same("gt_cpu_sgemm (BLAS tiles)", 1, sh[0], sh[1], sh[2], sh[3]);
 #endif
     }
     printf("determinism: %s\n", fails ? "FAILED" : "all bitwise identical");

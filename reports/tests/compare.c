@@ -475,6 +475,31 @@ static void test_gate_rules(void) {
     EXPECT(gate("r_g0.json", "r_g1.json", NULL, &k) == 1 && k.fingerprint_diffs == 0);
     EXPECT(gate("r_g0.json", "r_g2.json", NULL, &k) == 1 && k.fingerprint_diffs == 1);
 
+    /* fingerprint: the BLAS kernel is a field of its own (a new core changes
+     * a GEMM's rounding), listed by name with both values */
+    static const char *const blas[] = {
+        "{\"core\": \"SkylakeX\", \"threads_per_call\": 1}",
+        "{\"core\": \"SkylakeX\", \"threads_per_call\": 1}",
+        "{\"core\": \"Haswell\", \"threads_per_call\": 1}"};
+    static const char *const blas_files[] = {"r_b0.json", "r_b1.json", "r_b2.json"};
+    for (int i = 0; i < 3; i++) {
+        FILE *bf = fopen(path_of(blas_files[i]), "w");
+        fprintf(bf, "{\"schema_version\": 1, \"env\": {\"blas\": %s}, \"results\": [%s]}\n",
+                blas[i], result_json("a", "pass", "", ok, ""));
+        fclose(bf);
+    }
+    EXPECT(gate("r_b0.json", "r_b1.json", NULL, &k) == 1 && k.fingerprint_diffs == 0);
+    EXPECT(gate("r_b0.json", "r_b2.json", NULL, &k) == 1 && k.fingerprint_diffs == 1);
+    {
+        gt_compare *bc = NULL;
+        EXPECT(gt_compare_files(path_of("r_b0.json"), path_of("r_b2.json"), NULL, &bc) == GT_OK);
+        char *txt = bc ? printed(bc) : NULL;
+        EXPECT(txt && strstr(txt, "env.blas.core") && strstr(txt, "SkylakeX") &&
+               strstr(txt, "Haswell"));
+        free(txt);
+        gt_compare_free(bc);
+    }
+
     /* pass in BASE, skip in NEW: coverage lost, must not ship */
     write_results("r_skip.json", 1, result_json("a", "skip", "", "", ""));
     EXPECT(gate("r_base.json", "r_skip.json", NULL, &k) == 0 && k.missing == 1);
