@@ -20,12 +20,14 @@
  * Every block (free or in use) is in an address-keyed hash table so that
  * gt_dealloc finds it in O(1).
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #define _POSIX_C_SOURCE 200809L
 #include "engine/alloc.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Under AddressSanitizer every byte of a segment that no live block asked
  * for is poisoned: free blocks, and the tail of a block past the bytes
@@ -60,6 +62,7 @@ struct gt_block {
     char *ptr;
     size_t size;
     int free;
+    int used; /* handed out at least once since its memory came from the raw allocator */
     gt_segment *seg;
     gt_block *prev, *next;   /* address neighbours within the segment */
     gt_block *fprev, *fnext; /* free list links (free blocks only) */
@@ -283,6 +286,7 @@ static int block_split(gt_allocator *a, gt_block *b, size_t size) {
     t->ptr = b->ptr + size;
     t->size = b->size - size;
     t->seg = b->seg;
+    t->used = b->used;
     t->prev = b;
     t->next = b->next;
     if (b->next) b->next->prev = t;
@@ -300,6 +304,7 @@ static gt_block *block_merge(gt_allocator *a, gt_block *p, gt_block *b) {
     free_remove(a, b);
     table_remove(a, b);
     p->size += b->size;
+    p->used |= b->used;
     p->next = b->next;
     if (b->next) b->next->prev = p;
     free(b);
@@ -309,21 +314,41 @@ static gt_block *block_merge(gt_allocator *a, gt_block *p, gt_block *b) {
 
 /* ---- public API ------------------------------------------------------------ */
 
+/* Large segments straight from mmap: zero-filled by the kernel, so a block
+ * that must start at zero (gradients, optimizer state) needs no memset, and
+ * its pages are faulted in by whatever first writes them (a training step's
+ * threads) instead of all at start-up on one thread. Small segments (2 MiB,
+ * many tensors each) from aligned_alloc. */
+#define HOST_MMAP_MIN ((size_t)1 << 20)
+
 static void *host_raw_alloc(void *ctx, size_t bytes) {
     (void)ctx;
-    /* C11 requires the size to be a multiple of the alignment. */
-    return aligned_alloc(GT_ALLOC_ALIGN, round_up(bytes ? bytes : 1, GT_ALLOC_ALIGN));
+    if (bytes >= HOST_MMAP_MIN) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    /* C11 requires the size to be a multiple of the alignment; aligned_alloc
+     * does not zero, calloc cannot align: zeroed here (small segments). */
+    size_t n = round_up(bytes ? bytes : 1, GT_ALLOC_ALIGN);
+    void *p = aligned_alloc(GT_ALLOC_ALIGN, n);
+    if (p) memset(p, 0, n);
+    return p;
 }
 
 static void host_raw_free(void *ctx, void *p, size_t bytes) {
     (void)ctx;
-    (void)bytes;
-    free(p);
+    if (bytes >= HOST_MMAP_MIN)
+        munmap(p, bytes);
+    else
+        free(p);
 }
 
 gt_raw_allocator gt_raw_allocator_host(void) {
-    return (gt_raw_allocator){
-        .name = "host", .alloc = host_raw_alloc, .free = host_raw_free, .ctx = NULL};
+    return (gt_raw_allocator){.name = "host",
+                              .alloc = host_raw_alloc,
+                              .free = host_raw_free,
+                              .ctx = NULL,
+                              .zeroed = 1};
 }
 
 gt_status gt_allocator_new(const gt_raw_allocator *raw, gt_allocator **out) {
@@ -374,8 +399,14 @@ static void update_free_stats(gt_allocator *a) {
 }
 
 gt_status gt_alloc(gt_allocator *a, size_t bytes, void **out) {
-    GT_ASSERT(a && out);
+    int fresh;
+    return gt_alloc_zeroed(a, bytes, out, &fresh);
+}
+
+gt_status gt_alloc_zeroed(gt_allocator *a, size_t bytes, void **out, int *fresh) {
+    GT_ASSERT(a && out && fresh);
     *out = NULL;
+    *fresh = 0;
     if (bytes > SIZE_MAX / 2)
         return GT_ERR(GT_ERR_OOM, "%s allocator: request of %zu bytes is impossibly large",
                       a->raw.name, bytes);
@@ -420,6 +451,8 @@ gt_status gt_alloc(gt_allocator *a, size_t bytes, void **out) {
                       a->raw.name);
     }
     free_remove(a, b);
+    *fresh = a->raw.zeroed && !b->used;
+    b->used = 1;
     a->st.in_use += b->size;
     if (a->st.in_use > a->st.peak_in_use) a->st.peak_in_use = a->st.in_use;
     GT_UNPOISON(b->ptr, bytes);

@@ -45,6 +45,10 @@ typedef struct gt_raw_allocator {
     void *(*alloc)(void *ctx, size_t bytes);
     void (*free)(void *ctx, void *p, size_t bytes);
     void *ctx;
+    /* 1 when `alloc` returns memory that reads as zero (the host's large
+     * segments come from mmap): gt_alloc_zeroed then skips the memset for a
+     * block nobody wrote yet, and its pages stay untouched until first use. */
+    int zeroed;
 } gt_raw_allocator;
 
 typedef struct gt_alloc_stats {
@@ -62,7 +66,9 @@ typedef struct gt_alloc_stats {
 
 typedef struct gt_allocator gt_allocator;
 
-/* The host raw allocator: aligned_alloc with GT_ALLOC_ALIGN. */
+/* The host raw allocator: anonymous mmap for segments of 1 MiB and more
+ * (zero-filled, given back with munmap), aligned_alloc with GT_ALLOC_ALIGN
+ * for the small ones. */
 gt_raw_allocator gt_raw_allocator_host(void);
 
 /* Creates an allocator over `raw` (copied). GT_ERR_OOM on failure. */
@@ -75,6 +81,11 @@ void gt_allocator_free(gt_allocator *a);
  * GT_ERR_OOM (with the sizes in the message) when the raw allocator fails
  * even after the cache was released. */
 gt_status gt_alloc(gt_allocator *a, size_t bytes, void **out);
+/* As gt_alloc, and the block reads as zero: *fresh is set to 1 when it was
+ * carved from memory the raw allocator gave zeroed and nobody has used since
+ * (nothing to do), else 0 and the caller zeroes it (the allocator cannot
+ * write device memory). fresh may not be NULL. */
+gt_status gt_alloc_zeroed(gt_allocator *a, size_t bytes, void **out, int *fresh);
 /* Returns a block to the cache. NULL is ignored. A pointer this allocator did
  * not hand out is a programmer error (GT_ASSERT). */
 void gt_dealloc(gt_allocator *a, void *p);

@@ -93,6 +93,10 @@ void gt_backend_free(gt_backend *be);
 
 /* Allocation through the backend's caching allocator. */
 gt_status gt_backend_alloc(gt_backend *be, size_t bytes, void **out);
+/* As gt_backend_alloc, the block zeroed: by the backend's memset_zero unless
+ * the allocator knows it was never written since the system gave it zeroed
+ * (host memory from mmap: its pages are then not touched here). */
+gt_status gt_backend_alloc_zeroed(gt_backend *be, size_t bytes, void **out);
 void gt_backend_dealloc(gt_backend *be, void *p);
 
 /* Per-backend constructors; the cuda one is a stub returning

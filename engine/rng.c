@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* sincos */
 /* Philox4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as
  * easy as 1, 2, 3", SC'11), bit-compatible with Random123's philox4x32_R(10)
  * and with cuRAND's Philox4_32_10 core.
@@ -26,6 +27,8 @@
  * pieces, on any number of threads or ranks, gives the same bits.
  */
 #include "engine/rng.h"
+
+#include "gt_config.h"
 
 #include <math.h>
 
@@ -108,18 +111,83 @@ float gt_rng_normal(uint64_t seed, uint64_t stream, uint64_t index) {
 /* The same values as gt_rng_normal element by element, with one Philox
  * block, logarithm and square root per pair instead of per element (test
  * inputs and model initialisation fill millions). */
+/* PAIRS Philox blocks at once, lane by lane (the compiler turns the lanes
+ * into vector multiplies): the same words as block() for each counter. */
+#define PAIRS 16
+static void blocks(uint64_t seed, uint64_t stream, uint64_t b0, uint32_t w[4][PAIRS]) {
+    uint32_t c0[PAIRS], c1[PAIRS], c2[PAIRS], c3[PAIRS];
+    for (int j = 0; j < PAIRS; j++) {
+        uint64_t b = b0 + (uint64_t)j;
+        c0[j] = (uint32_t)b;
+        c1[j] = (uint32_t)(b >> 32);
+        c2[j] = (uint32_t)stream;
+        c3[j] = (uint32_t)(stream >> 32);
+    }
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        if (r > 0) {
+            k0 += PHILOX_W0;
+            k1 += PHILOX_W1;
+        }
+        for (int j = 0; j < PAIRS; j++) {
+            uint64_t p0 = (uint64_t)PHILOX_M0 * c0[j];
+            uint64_t p1 = (uint64_t)PHILOX_M1 * c2[j];
+            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[j] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[j] ^ k1;
+            c1[j] = (uint32_t)p1;
+            c3[j] = (uint32_t)p0;
+            c0[j] = n0;
+            c2[j] = n2;
+        }
+    }
+    for (int j = 0; j < PAIRS; j++) w[0][j] = c0[j], w[1][j] = c1[j], w[2][j] = c2[j], w[3][j] = c3[j];
+}
+
+/* Normals offset .. offset + n - 1 of (seed, stream) into dst: Box-Muller
+ * as normal_pair, PAIRS pairs per batch of Philox blocks. */
+static void fill_normal_range(float *dst, size_t n, float mean, float std, uint64_t seed,
+                              uint64_t stream, uint64_t offset) {
+    size_t i = 0;
+    uint32_t w[4][PAIRS];
+    while (i < n) {
+        uint64_t pair0 = (offset + i) / 2;
+        blocks(seed, stream, pair0, w);
+        for (int j = 0; j < PAIRS && i < n; j++) {
+            uint64_t a = (uint64_t)w[0][j] | (uint64_t)w[1][j] << 32;
+            uint64_t b = (uint64_t)w[2][j] | (uint64_t)w[3][j] << 32;
+            double u1 = (double)((a >> 11) + 1) * 0x1p-53;
+            double u2 = (double)(b >> 11) * 0x1p-53;
+            double r = sqrt(-2.0 * log(u1)), theta = 6.283185307179586476925286766559 * u2;
+            double sn, cs;
+            /* glibc's sincos gives the bits of sin and cos (they share one
+             * argument reduction); checked on 2e8 angles in [0, 2 pi) */
+            sincos(theta, &sn, &cs);
+            if ((offset + i) % 2 == 0) {
+                dst[i++] = (float)(r * cs) * std + mean;
+                if (i == n) break;
+            }
+            dst[i++] = (float)(r * sn) * std + mean;
+        }
+    }
+}
+
+/* Large fills are cut into pieces shared among the OpenMP threads: each
+ * value depends on its index alone (Philox is counter-based), so the bits are
+ * those of one thread (a model's initial weights stay the same on any thread
+ * count), and the pages of a fresh buffer are first touched by all threads. */
+#define FILL_PIECE ((size_t)1 << 16)
 void gt_rng_fill_normal(float *dst, size_t n, float mean, float std, uint64_t seed,
                         uint64_t stream, uint64_t offset) {
-    size_t i = 0;
-    while (i < n) {
-        uint64_t index = offset + i;
-        double r, theta;
-        normal_pair(seed, stream, index / 2, &r, &theta);
-        if (index % 2 == 0) {
-            dst[i++] = (float)(r * cos(theta)) * std + mean;
-            if (i == n) break;
-        }
-        dst[i++] = (float)(r * sin(theta)) * std + mean;
+    if (n <= FILL_PIECE) {
+        fill_normal_range(dst, n, mean, std, seed, stream, offset);
+        return;
+    }
+    long pieces = (long)((n + FILL_PIECE - 1) / FILL_PIECE);
+#if GT_HAVE_OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (long p = 0; p < pieces; p++) {
+        size_t i0 = (size_t)p * FILL_PIECE, len = n - i0 < FILL_PIECE ? n - i0 : FILL_PIECE;
+        fill_normal_range(dst + i0, len, mean, std, seed, stream, offset + i0);
     }
 }
 

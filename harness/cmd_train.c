@@ -8,6 +8,7 @@
 #include "engine/comm.h"
 #include "engine/env.h"
 #include "harness/cli.h"
+#include "engine/timer.h"
 #include "reports/report.h"
 #include "models/model.h"
 #include "suites/train.h"
@@ -138,6 +139,9 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
         printf("  time to target   not reached: no evaluation within %g of the Bayes loss\n",
                cfg->target_gap);
     printf("  step time        %.2f ms (median)\n", st->ms_per_step);
+    if (st->ms_per_step > 0)
+        printf("  start-up         %.0f ms to the first step (%.2f median steps)\n",
+               st->startup_ms, st->startup_ms / st->ms_per_step);
     printf("  throughput       %.0f %s/s over %d rank(s)\n", st->tokens_per_s,
            tokens ? "tokens" : st->unit, nranks);
     if (st->peak_gflops > 0)
@@ -441,6 +445,9 @@ int gt_cmd_train(int argc, char **argv) {
         }
         gt_train_config tc = cfg;
         tc.comm = sub;
+        /* the first topology's start-up counts from the process start
+         * (libraries, arguments, environment); a later one from its own */
+        tc.origin_ns = ti == 0 ? gt_process_start_ns() : 0;
         if (weak) tc.batch = cfg.batch * N;
         gt_train_stats st;
         memset(&st, 0, sizeof st);

@@ -54,6 +54,8 @@ typedef struct gt_train_config {
                               * GT_TRAIN_NO_MFU: neither measured nor
                               * reported (correctness runs) */
     int prefetch;            /* data loader thread */
+    uint64_t origin_ns;      /* gt_now_ns() from which startup_ms counts (gauntlet train:
+                              * the process start); 0: gt_train_run's own start */
     /* data parallelism: `batch` is always the global batch */
     gt_comm *comm;           /* borrowed; NULL: one process */
     int micro_batch;         /* sequences per forward/backward on a rank; 0: all of them */
@@ -106,6 +108,8 @@ typedef struct gt_train_stats {
                                * (tokens for gpt2, samples / images for mlp / convnet) */
     char unit[16];            /* "tokens", "samples", "images" (gt_model_info.unit) */
     double ms_per_step;       /* median */
+    double startup_ms;        /* from cfg->origin_ns (or the run's start) to the first step's start:
+                               * model, initialisation or checkpoint, data, the MFU probe */
     double exposed_comm_ms;   /* median of comm_ms */
     double mfu;               /* model FLOP/s over peak_gflops */
     double peak_gflops;       /* the reference used */

@@ -396,6 +396,7 @@ extern "C" gt_status gt_backend_cuda_new(const gt_backend_config *cfg, gt_backen
     raw.alloc = raw_cuda_alloc;
     raw.free = raw_cuda_free;
     raw.ctx = (void *)(intptr_t)dev;
+    raw.zeroed = 0; /* cudaMalloc leaves memory as it was */
     s = gt_allocator_new(&raw, &be->alloc);
     if (s != GT_OK) {
         impl_free(im);

@@ -67,6 +67,8 @@ struct gt_gpt2 {
     size_t num_alloc;                    /* params/grads length incl. zero padding */
     size_t norm_chunk;                   /* see gt_gpt2_norm_chunk */
     size_t opt_lo, opt_hi;               /* the range m and v hold */
+    size_t opt_alloc;                    /* floats allocated for each of m and v */
+    int opt_written;                     /* m, v hold something else than zeros */
     gt_dtype dt;                         /* storage of activations, wc and grads */
     size_t es;                           /* its bytes per element */
     float *params, *m, *v;               /* backend memory, fp32: master weights, AdamW */
@@ -313,16 +315,19 @@ gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
     m->num_alloc = (m->num_params + m->norm_chunk - 1) / m->norm_chunk * m->norm_chunk;
     m->opt_lo = 0;
     m->opt_hi = m->num_params;
+    m->opt_alloc = m->num_alloc;
     size_t pbytes = m->num_alloc * sizeof(float), gbytes = m->num_alloc * m->es;
     gt_status s = GT_OK;
-    if ((s = gt_backend_alloc(be, pbytes, (void **)&m->params)) != GT_OK ||
-        (s = gt_backend_alloc(be, gbytes, &m->grads)) != GT_OK ||
-        (s = gt_backend_alloc(be, pbytes, (void **)&m->m)) != GT_OK ||
-        (s = gt_backend_alloc(be, pbytes, (void **)&m->v)) != GT_OK)
+    /* zeroed without touching them where the memory comes fresh from the
+     * system (host backends): 2 GB for gpt2-124m, first written by the
+     * initialisation and the first step's threads */
+    if ((s = gt_backend_alloc_zeroed(be, pbytes, (void **)&m->params)) != GT_OK ||
+        (s = gt_backend_alloc_zeroed(be, gbytes, &m->grads)) != GT_OK ||
+        (s = gt_backend_alloc_zeroed(be, pbytes, (void **)&m->m)) != GT_OK ||
+        (s = gt_backend_alloc_zeroed(be, pbytes, (void **)&m->v)) != GT_OK)
         goto fail;
     if (dt == GT_DTYPE_FP32) m->wc = m->params;
-    else if ((s = gt_backend_alloc(be, gbytes, &m->wc)) != GT_OK ||
-             (s = be->memset_zero(be, m->wc, gbytes)) != GT_OK)
+    else if ((s = gt_backend_alloc_zeroed(be, gbytes, &m->wc)) != GT_OK)
         goto fail;
     act_sizes(cfg, B, T, m->es, m->act_sizes);
     /* the MLP through the fused ops when the backend has both (the GPU's
@@ -344,11 +349,6 @@ gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
         s = GT_ERR(GT_ERR_OOM, "out of host memory for the loss buffer");
         goto fail;
     }
-    if ((s = be->memset_zero(be, m->params, pbytes)) != GT_OK ||
-        (s = be->memset_zero(be, m->grads, gbytes)) != GT_OK ||
-        (s = be->memset_zero(be, m->m, pbytes)) != GT_OK ||
-        (s = be->memset_zero(be, m->v, pbytes)) != GT_OK)
-        goto fail;
     if ((s = gt_ops_probe_dtype(m->be, m->dt)) != GT_OK) goto fail;
     *out = m;
     return GT_OK;
@@ -384,8 +384,12 @@ size_t gt_gpt2_memory_bytes(const gt_gpt2 *m) {
 gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed) {
     const gt_gpt2_config *c = &m->cfg;
     int L = c->num_layers;
-    /* built in llm.c's order, then set like a loaded file */
-    float *host = malloc(m->num_params * sizeof(float));
+    /* each (tensor, layer) block drawn straight into its place of the
+     * internal layout (the values depend on (seed, tensor, layer, index)
+     * only): into the master weights themselves on a host backend, else
+     * into a host buffer copied over once */
+    int direct = m->be->device == GT_DEVICE_HOST;
+    float *host = direct ? m->params : malloc(m->num_params * sizeof(float));
     if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory initialising %zu parameters",
                              m->num_params);
     float proj_std = 0.02f / sqrtf(2.0f * (float)L);
@@ -395,7 +399,7 @@ gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed) {
         int nl = is_layered(i) ? L : 1;
         size_t per = m->per_layer[i];
         for (int l = 0; l < nl; l++) {
-            float *d = host + m->canon[i] + (size_t)l * per;
+            float *d = host + poff(m, i, l);
             uint64_t stream = ((uint64_t)i << 16) | (uint64_t)l;
             switch (i) {
             case P_LN1W: case P_LN2W: case P_LNFW:
@@ -421,8 +425,12 @@ gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed) {
             }
         }
     }
-    gt_status s = gt_gpt2_set_params(m, host);
-    free(host);
+    gt_status s = GT_OK;
+    if (!direct) {
+        s = m->be->copy_to_device(m->be, m->params, host, m->num_params * sizeof(float));
+        free(host);
+    }
+    if (s == GT_OK) s = gt_gpt2_sync_weights(m, 0, m->num_params);
     return s;
 }
 
@@ -762,9 +770,9 @@ void gt_gpt2_set_grad_hook(gt_gpt2 *m, gt_gpt2_grad_hook hook, void *ctx) {
  * keeping the first `keep` elements. */
 static gt_status regrow(gt_gpt2 *m, void **buf, size_t es, size_t n, size_t keep) {
     void *nb = NULL;
-    GT_TRY(gt_backend_alloc(m->be, n * es, &nb));
-    gt_status s = m->be->memset_zero(m->be, nb, n * es);
-    if (s == GT_OK && keep) s = m->be->copy_device(m->be, nb, *buf, keep * es);
+    GT_TRY(gt_backend_alloc_zeroed(m->be, n * es, &nb));
+    gt_status s = GT_OK;
+    if (keep) s = m->be->copy_device(m->be, nb, *buf, keep * es);
     if (s != GT_OK) {
         gt_backend_dealloc(m->be, nb);
         return s;
@@ -796,8 +804,18 @@ gt_status gt_gpt2_set_opt_range(gt_gpt2 *m, size_t lo, size_t hi) {
         return GT_ERR(GT_ERR_INVALID, "optimizer range [%zu, %zu) is outside [0, %zu)", lo, hi,
                       m->num_alloc);
     size_t n = hi - lo ? hi - lo : 1;
-    GT_TRY(regrow(m, (void **)&m->m, sizeof(float), n, 0));
-    GT_TRY(regrow(m, (void **)&m->v, sizeof(float), n, 0));
+    if (n == m->opt_alloc && !m->opt_written) {
+        /* the same size (one rank) and still zero: nothing to do */
+    } else if (n == m->opt_alloc) {
+        GT_TRY(m->be->memset_zero(m->be, m->m, n * sizeof(float)));
+        GT_TRY(m->be->memset_zero(m->be, m->v, n * sizeof(float)));
+        m->opt_written = 0;
+    } else {
+        GT_TRY(regrow(m, (void **)&m->m, sizeof(float), n, 0));
+        GT_TRY(regrow(m, (void **)&m->v, sizeof(float), n, 0));
+        m->opt_alloc = n;
+        m->opt_written = 0;
+    }
     m->opt_lo = lo;
     m->opt_hi = hi;
     return GT_OK;
@@ -852,6 +870,7 @@ gt_status gt_gpt2_update_range(gt_gpt2 *m, const gt_adamw_config *cfg, int t, fl
         if (b > hi) b = hi;
         if (a >= b) continue;
         float wd = m->seg[i].decay ? cfg->weight_decay : 0.0f;
+        m->opt_written = 1;
         GT_TRY(m->be->ops->adamw(&m->k, m->params + a, (const char *)grads + (a - lo) * m->es,
                                  m->m + (a - m->opt_lo), m->v + (a - m->opt_lo), b - a, lr,
                                  cfg->beta1, cfg->beta2, cfg->eps, wd, grad_scale, t));
@@ -954,6 +973,7 @@ gt_status gt_gpt2_set_opt_state(gt_gpt2 *m, size_t lo, size_t hi, const float *m
     GT_TRY(opt_state_check(m, lo, hi));
     if (hi == lo) return GT_OK;
     size_t bytes = (hi - lo) * sizeof(float);
+    m->opt_written = 1;
     GT_TRY(m->be->copy_to_device(m->be, m->m + (lo - m->opt_lo), m_src, bytes));
     return m->be->copy_to_device(m->be, m->v + (lo - m->opt_lo), v_src, bytes);
 }
