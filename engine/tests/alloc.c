@@ -297,8 +297,55 @@ static void test_threads(void) {
     gt_allocator_free(a);
 }
 
+/* gt_alloc_zeroed: a block nobody used since the host gave it (mmap'd or
+ * zeroed segments) is fresh and reads as zero; once handed out and freed it
+ * is not fresh any more, and neither is a block merged with it; a raw
+ * allocator that does not zero never gives fresh blocks. */
+static int all_zero(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
+static void test_zeroed(void) {
+    gt_raw_allocator raw = gt_raw_allocator_host();
+    gt_allocator *a = NULL;
+    CHECK_OK(gt_allocator_new(&raw, &a));
+    const size_t big = (size_t)3 << 20, small = 4096;
+    void *p = NULL, *q = NULL;
+    int fresh = -1;
+    CHECK_OK(gt_alloc_zeroed(a, big, &p, &fresh));
+    CHECK(fresh == 1 && all_zero(p, big), "a new large segment is fresh and zero");
+    memset(p, 0xab, big);
+    gt_dealloc(a, p);
+    CHECK_OK(gt_alloc_zeroed(a, big, &q, &fresh));
+    CHECK(q == p && fresh == 0, "the same block again is not fresh (it was written)");
+    gt_dealloc(a, q);
+    /* small pool: the first block of a segment and its untouched tail */
+    CHECK_OK(gt_alloc_zeroed(a, small, &p, &fresh));
+    CHECK(fresh == 1 && all_zero(p, small), "a new small segment is fresh and zero");
+    CHECK_OK(gt_alloc_zeroed(a, small, &q, &fresh));
+    CHECK(fresh == 1 && all_zero(q, small), "the untouched rest of the segment is fresh");
+    memset(p, 1, small);
+    gt_dealloc(a, p);
+    gt_dealloc(a, q); /* merges with p's written block */
+    CHECK_OK(gt_alloc_zeroed(a, 2 * small, &p, &fresh));
+    CHECK(fresh == 0, "a block merged with a written one is not fresh");
+    gt_dealloc(a, p);
+    gt_allocator_free(a);
+
+    counting c = {0};
+    gt_raw_allocator plain = {.name = "test", .alloc = c_alloc, .free = c_free, .ctx = &c};
+    CHECK_OK(gt_allocator_new(&plain, &a));
+    CHECK_OK(gt_alloc_zeroed(a, big, &p, &fresh));
+    CHECK(fresh == 0, "a raw allocator that does not promise zeros gives no fresh block");
+    gt_dealloc(a, p);
+    gt_allocator_free(a);
+}
+
 int main(void) {
     test_basics();
+    test_zeroed();
     test_steady_state();
     test_fragmentation();
     test_oom();

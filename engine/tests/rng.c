@@ -2,10 +2,15 @@
  * the documented (seed, stream, index) layout, independence from how a
  * range is split, and the moments of the derived distributions. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "engine/rng.h"
+#include "gt_config.h"
+#if GT_HAVE_OPENMP
+#include <omp.h>
+#endif
 
 static void test_kat(void) {
     static const struct { uint32_t ctr[4], key[2], out[4]; } kat[] = {
@@ -84,6 +89,36 @@ static void test_split(void) {
     }
 }
 
+/* A fill large enough to be shared among threads (pieces of 2^16), at an
+ * odd offset: element by element gt_rng_normal (sin and cos apart, one
+ * Philox block per call), and the same bits on 1 and 3 threads. */
+static void test_parallel_fill(void) {
+    const size_t n = ((size_t)3 << 16) + 17;
+    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+    CHECK(a && b, "allocating");
+    if (!a || !b) return;
+#if GT_HAVE_OPENMP
+    int before = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
+    gt_rng_fill_normal(a, n, -0.25f, 0.02f, 99, 5, 12345);
+#if GT_HAVE_OPENMP
+    omp_set_num_threads(3);
+#endif
+    gt_rng_fill_normal(b, n, -0.25f, 0.02f, 99, 5, 12345);
+#if GT_HAVE_OPENMP
+    omp_set_num_threads(before);
+#endif
+    CHECK(memcmp(a, b, n * sizeof(float)) == 0, "a parallel fill gives the bits of one thread");
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != gt_rng_normal(99, 5, 12345 + (uint64_t)i) * 0.02f - 0.25f) {
+            CHECK(0, "parallel fill_normal[%zu] is normal(offset + i) * std + mean", i);
+            break;
+        }
+    free(a);
+    free(b);
+}
+
 static void test_moments(void) {
     enum { N = 200000 };
     double s = 0, s2 = 0, us = 0, ds = 0;
@@ -124,6 +159,7 @@ int main(void) {
     test_kat();
     test_layout();
     test_split();
+    test_parallel_fill();
     test_moments();
     return check_done("engine.rng.host");
 }
