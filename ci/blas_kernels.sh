@@ -6,7 +6,7 @@
 #   ci/blas_kernels.sh [BUILD_DIR]      (default build/, as `make build` leaves it)
 #
 # OpenBLAS built with DYNAMIC_ARCH (Debian's is) picks its kernel at start-up;
-# OPENBLAS_CORETYPE forces one. Each run uses: the machine's default, Haswell
+# OPENBLAS_CORETYPE forces one. Each run uses: the machine's default, Prescott, Haswell
 # (AVX2; the kernel machines with AMD Zen 4 force, since old OpenBLAS builds fail
 # there with their default), Sandybridge (AVX, any x86-64 of the last decade), and
 # SkylakeX on an AVX-512 CPU or Zen on an AMD one. A kernel the CPU cannot run is
@@ -25,7 +25,10 @@ tests=(-L determinism -LE 'mpi|gpu' -E '[.](ref|cuda)$')
 
 flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
 has() { for f in "$@"; do [[ " $flags " == *" $f "* ]] || return 1; done; }
-cores=(default)
+# Prescott (SSE3) runs anywhere: what OpenBLAS falls back to on a CPU it does
+# not know (the cpu backend then uses its own SGEMM by default, sgemm.h; a
+# forced core is used as asked)
+cores=(default Prescott)
 if has avx; then cores+=(Sandybridge); else echo "blas_kernels: no AVX: Sandybridge left out"; fi
 if has avx2 fma; then cores+=(Haswell); else echo "blas_kernels: no AVX2+FMA: Haswell left out"; fi
 if has avx512f avx512bw avx512dq avx512vl; then

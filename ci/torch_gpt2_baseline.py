@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""PyTorch baseline for gauntlet's gpt2-124m training step (ci/gpu_verify.sh, stage train).
+"""PyTorch baseline for gauntlet's gpt2-124m training step (ci/gpu_verify.sh, stage train;
+--device cpu: the CPU comparison of docs/performance.md).
 
 The same model and shapes as `gauntlet train --model gpt2-124m --precision bf16`:
 12 layers, 12 heads, 768 channels, vocabulary 50257 padded to 50304, 1024 positions,
@@ -10,6 +11,12 @@ F.scaled_dot_product_attention (flash). Random tokens: only the speed is compare
 Prints one line per step and a summary; --json writes tokens_per_s, ms_per_step
 (median of the timed steps) and MFU with gauntlet's FLOP count, 6N + 6LCT per token.
 Exits 0 with status "skip" in the JSON when torch or a GPU is missing.
+
+--device cpu: fp32 (as gauntlet's cpu backend), torch's own threads (--threads), no
+autocast; what the installed torch lacks is replaced by its plain equivalent (before
+2.0: no torch.compile, attention as softmax(q k^T / sqrt(d)) v with a causal mask, AdamW
+without fused). Peak memory is the process's peak resident set (ru_maxrss), which is
+what /usr/bin/time reports for gauntlet.
 """
 import argparse
 import json
@@ -34,6 +41,8 @@ def main():
     ap.add_argument("--peak-gflops", type=float, default=989400.0,
                     help="MFU reference (default: H100/H200 SXM dense bf16)")
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--threads", type=int, default=0, help="cpu: torch threads (0: its default)")
     ap.add_argument("--json")
     a = ap.parse_args()
 
@@ -45,7 +54,8 @@ def main():
         print(f"torch baseline: skipped: {e}")
         write(a.json, {"status": "skip", "reason": str(e)})
         return 0
-    if not torch.cuda.is_available():
+    cpu = a.device == "cpu"
+    if not cpu and not torch.cuda.is_available():
         print("torch baseline: skipped: torch sees no CUDA GPU")
         write(a.json, {"status": "skip", "reason": "no CUDA GPU", "torch": torch.__version__})
         return 0
@@ -67,7 +77,12 @@ def main():
             b, t, c = x.shape
             q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
             q, k, v = (z.view(b, t, NH, c // NH).transpose(1, 2) for z in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            if hasattr(F, "scaled_dot_product_attention"):
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:  # torch < 2.0
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+                mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+                y = att.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ v
             x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
             return x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
@@ -96,20 +111,32 @@ def main():
             return F.cross_entropy(logits.float().reshape(-1, V), targets.reshape(-1))
 
     torch.manual_seed(1337)
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
-    dev = "cuda"
+    if cpu and a.threads > 0:
+        torch.set_num_threads(a.threads)
+    if not cpu:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    dev = a.device
     model = GPT().to(dev)
     nparams = sum(p.numel() for p in model.parameters())
+    fused = {} if cpu else {"fused": True}
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), eps=1e-8,
-                            weight_decay=0.0, fused=True)
-    step_fn = model if a.no_compile else torch.compile(model)
+                            weight_decay=0.0, **fused)
+    compile_ok = not a.no_compile and hasattr(torch, "compile") and not cpu
+    step_fn = torch.compile(model) if compile_ok else model
     gen = torch.Generator(device=dev).manual_seed(1)
+
+    def sync():
+        if not cpu:
+            torch.cuda.synchronize()
 
     def step():
         idx = torch.randint(0, V, (B, T + 1), device=dev, generator=gen)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        if cpu:
             loss = step_fn(idx[:, :-1], idx[:, 1:])
+        else:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = step_fn(idx[:, :-1], idx[:, 1:])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -117,21 +144,23 @@ def main():
         return loss
 
     flops_per_token = 6 * nparams + 6 * L * C * T
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, params {nparams:,}, "
-          f"B={B} T={T}, compile={not a.no_compile}", flush=True)
+    devname = (f"cpu, {torch.get_num_threads()} threads" if cpu else torch.cuda.get_device_name())
+    print(f"torch {torch.__version__}, {devname}, params {nparams:,}, "
+          f"B={B} T={T}, compile={compile_ok}", flush=True)
     t0 = time.perf_counter()
     for i in range(a.warmup):
         loss = step()
-        torch.cuda.synchronize()
+        sync()
         print(f"warm-up {i + 1}/{a.warmup}: loss {loss.item():.4f} ({time.perf_counter() - t0:.1f} s since start)",
               flush=True)
-    torch.cuda.reset_peak_memory_stats()
+    if not cpu:
+        torch.cuda.reset_peak_memory_stats()
     ms = []
     for i in range(a.steps):
-        torch.cuda.synchronize()
+        sync()
         s = time.perf_counter()
         loss = step()
-        torch.cuda.synchronize()
+        sync()
         ms.append((time.perf_counter() - s) * 1e3)
         tps = B * T / (ms[-1] * 1e-3)
         print(f"step {i + 1}/{a.steps}: loss {loss.item():.4f} {ms[-1]:.1f} ms {tps:,.0f} tok/s "
@@ -139,11 +168,16 @@ def main():
     med = statistics.median(ms)
     tps = B * T / (med * 1e-3)
     mfu = tps * flops_per_token / (a.peak_gflops * 1e9)
-    res = {"status": "pass", "torch": torch.__version__, "device": torch.cuda.get_device_name(),
-           "batch": B, "seq": T, "steps": a.steps, "warmup": a.warmup, "compile": not a.no_compile,
+    if cpu:
+        import resource
+        peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+    else:
+        peak_gib = torch.cuda.max_memory_allocated() / 2**30
+    res = {"status": "pass", "torch": torch.__version__, "device": devname,
+           "batch": B, "seq": T, "steps": a.steps, "warmup": a.warmup, "compile": compile_ok,
            "num_params": nparams, "flops_per_token": flops_per_token, "ms_per_step": med,
            "ms_samples": ms, "tokens_per_s": tps, "mfu": mfu, "peak_gflops": a.peak_gflops,
-           "final_loss": loss.item(), "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30}
+           "final_loss": loss.item(), "peak_memory_gib": peak_gib}
     print(f"torch baseline: median {med:.1f} ms/step, {tps:,.0f} tokens/s, MFU {mfu * 100:.1f}% "
           f"of {a.peak_gflops / 1e3:.0f} TFLOP/s", flush=True)
     write(a.json, res)

@@ -46,7 +46,7 @@ const gt_ops gt_ops_cpu = {
 };
 
 typedef struct cpu_impl {
-    char desc[160];
+    char desc[320];
 } cpu_impl;
 
 static const char *cpu_describe(gt_backend *be) { return ((cpu_impl *)be->impl)->desc; }
@@ -81,17 +81,20 @@ gt_status gt_backend_cpu_new(const gt_backend_config *cfg, gt_backend **out) {
      * single-threaded BLAS call per tile (sgemm.h) */
     openblas_set_num_threads(1);
 #endif
-    snprintf(impl->desc, sizeof impl->desc, "cpu: %d thread%s, GEMM %s%s%s%s", be->threads,
-             be->threads == 1 ? "" : "s",
-             gt_cpu_sgemm_uses_blas() ? GT_BLAS_DESC : "own blocked SGEMM (",
-             gt_cpu_sgemm_uses_blas() ? "" : gt_cpu_sgemm_tile(),
-             gt_cpu_sgemm_uses_blas() ? "" : ")",
+    gt_cpu_sgemm_select();
+    const char *omp =
 #ifdef _OPENMP
-             ", OpenMP"
+        ", OpenMP";
 #else
-             ", no OpenMP"
+        ", no OpenMP";
 #endif
-    );
+    if (gt_cpu_sgemm_uses_blas())
+        snprintf(impl->desc, sizeof impl->desc, "cpu: %d thread%s, GEMM %s (%s, one call per tile)%s",
+                 be->threads, be->threads == 1 ? "" : "s", GT_BLAS_DESC, gt_cpu_sgemm_choice(), omp);
+    else
+        snprintf(impl->desc, sizeof impl->desc, "cpu: %d thread%s, GEMM own blocked SGEMM (%s%s%s)%s",
+                 be->threads, be->threads == 1 ? "" : "s", gt_cpu_sgemm_tile(),
+                 GT_HAVE_BLAS ? "; " : "", GT_HAVE_BLAS ? gt_cpu_sgemm_choice() : "", omp);
     be->describe = cpu_describe;
     *out = be;
     return GT_OK;

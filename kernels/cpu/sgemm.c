@@ -26,6 +26,7 @@
 #include "kernels/cpu/sgemm.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -314,23 +315,78 @@ gt_status gt_cpu_sgemm_blocked(int ta, int tb, int M, int N, int K, const float 
     return GT_OK;
 }
 
-int gt_cpu_sgemm_uses_blas(void) { return GT_HAVE_BLAS; }
+#if GT_HAVE_BLAS
+/* OpenBLAS cores without AVX kernels: what a DYNAMIC_ARCH OpenBLAS falls back
+ * to on a CPU it does not know (0.3.21 runs Prescott, SSE3, on Intel's
+ * family 6 model 207: a GEMM at a fifth of the own AVX-512 kernel's rate). */
+static int pre_avx_core(const char *core) {
+    static const char *const old[] = {"Prescott", "Core2",   "Penryn",   "Dunnington",
+                                      "Nehalem",  "Atom",    "Opteron",  "Opteron(SSE3)",
+                                      "Barcelona", "Bobcat", "Katmai",   "Coppermine",
+                                      "Northwood", "Banias", "Athlon",   "Generic",
+                                      "Unknown"};
+    for (size_t i = 0; i < sizeof old / sizeof old[0]; i++)
+        if (strcmp(core, old[i]) == 0) return 1;
+    return 0;
+}
+#endif
+
+static int g_use_blas = -1;
+static char g_gemm_why[192];
+
+void gt_cpu_sgemm_select(void) {
+    if (g_use_blas >= 0) return;
+#if GT_HAVE_BLAS
+    const char *force = getenv("GT_CPU_GEMM");
+    const char *core = openblas_get_corename();
+    if (force && strcmp(force, "own") == 0) {
+        g_use_blas = 0;
+        snprintf(g_gemm_why, sizeof g_gemm_why, "GT_CPU_GEMM=own");
+    } else if (force && strcmp(force, "blas") == 0) {
+        g_use_blas = 1;
+        snprintf(g_gemm_why, sizeof g_gemm_why, "GT_CPU_GEMM=blas");
+    } else if (!getenv("OPENBLAS_CORETYPE") && SGEMM_ISA >= 256 && pre_avx_core(core)) {
+        /* the library guessed an old core for this CPU; a core the user forced
+         * (OPENBLAS_CORETYPE) is what they want measured */
+        g_use_blas = 0;
+        snprintf(g_gemm_why, sizeof g_gemm_why,
+                 "OpenBLAS picked %s (no AVX) for this CPU; OPENBLAS_CORETYPE or "
+                 "GT_CPU_GEMM=blas keeps OpenBLAS",
+                 core);
+    } else {
+        g_use_blas = 1;
+        snprintf(g_gemm_why, sizeof g_gemm_why, "OpenBLAS %s kernels", core);
+    }
+#else
+    g_use_blas = 0;
+    snprintf(g_gemm_why, sizeof g_gemm_why, "built without BLAS");
+#endif
+}
+
+int gt_cpu_sgemm_uses_blas(void) {
+    gt_cpu_sgemm_select();
+    return g_use_blas;
+}
+
+const char *gt_cpu_sgemm_choice(void) {
+    gt_cpu_sgemm_select();
+    return g_gemm_why;
+}
 
 /* Tile counts the BLAS grid may take: each divides evenly among many thread
  * counts (48: 1, 2, 3, 4, 6, 8, 12, 16, 24, 48), so the same grid keeps most
  * machines' threads equally busy without depending on their number. */
 static const int grid_counts[] = {1, 2, 4, 6, 8, 12, 24, 48};
 /* A tile is at least TILE_EDGE_MIN rows and columns (or the whole
- * dimension): packing reads 1/(2 tm) + 1/(2 tn) floats per flop, which
- * stays under a core's share of the memory bandwidth above ~128. */
-#ifndef TILE_EDGE_MIN
-#define TILE_EDGE_MIN 128
-#endif
+ * dimension): each tile packs its own panels of A and B, 1/(2 tm) + 1/(2 tn)
+ * floats per flop. On the gpt2-124m shapes (docs/performance.md) edges of
+ * 128 cost 18% on one thread and 7% on two against OpenBLAS's own split,
+ * 256 about 7% on one thread and par on two. The price: a GEMM smaller than
+ * 512 x 512 in C has at most a few tiles however many cores there are. */
+#define TILE_EDGE_MIN 256
 /* and at least TILE_FLOPS_MIN flops, so that a call's fixed cost (buffer
  * lookup, the kernel's edge cases) stays small against its work */
-#ifndef TILE_FLOPS_MIN
 #define TILE_FLOPS_MIN 4.0e6
-#endif
 
 void gt_cpu_gemm_grid(int M, int N, int K, int *mb, int *nb) {
     int best_m = 1, best_n = 1;
@@ -367,6 +423,8 @@ static void blas_single_threaded(void) {
 gt_status gt_cpu_sgemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
                        const float *B, int ldb, float beta, float *C, int ldc, const float *bias) {
 #if GT_HAVE_BLAS
+    if (!gt_cpu_sgemm_uses_blas())
+        return gt_cpu_sgemm_blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias);
     if (M < 0 || N < 0 || K < 0)
         return GT_ERR(GT_ERR_INVALID, "sgemm: M=%d N=%d K=%d", M, N, K);
     if (M == 0 || N == 0) return GT_OK;

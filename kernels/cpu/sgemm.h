@@ -36,8 +36,16 @@ void gt_cpu_gemm_grid(int M, int N, int K, int *mb, int *nb);
 /* The own kernel's register tile and instruction set, e.g. "8x32 tile,
  * AVX-512" (static). */
 const char *gt_cpu_sgemm_tile(void);
+/* Decides once per process whether gt_cpu_sgemm goes through BLAS: yes when
+ * built with it, unless GT_CPU_GEMM=own, or OpenBLAS guessed a core without
+ * AVX kernels for this CPU (OPENBLAS_CORETYPE unset) while the own kernel
+ * was compiled for AVX2 or AVX-512; GT_CPU_GEMM=blas keeps BLAS. Called by
+ * the cpu backend's constructor (not thread-safe before that). */
+void gt_cpu_sgemm_select(void);
 /* 1 when gt_cpu_sgemm goes through BLAS. */
 int gt_cpu_sgemm_uses_blas(void);
+/* Why: "OpenBLAS SkylakeX kernels", "GT_CPU_GEMM=own", ... (static). */
+const char *gt_cpu_sgemm_choice(void);
 
 #ifdef __cplusplus
 }
