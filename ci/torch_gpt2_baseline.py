@@ -179,7 +179,7 @@ def main():
            "ms_samples": ms, "tokens_per_s": tps, "mfu": mfu, "peak_gflops": a.peak_gflops,
            "final_loss": loss.item(), "peak_memory_gib": peak_gib}
     print(f"torch baseline: median {med:.1f} ms/step, {tps:,.0f} tokens/s, MFU {mfu * 100:.1f}% "
-          f"of {a.peak_gflops / 1e3:.0f} TFLOP/s", flush=True)
+          f"of {a.peak_gflops:.0f} GFLOP/s", flush=True)
     write(a.json, res)
     return 0
 

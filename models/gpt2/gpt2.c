@@ -68,7 +68,6 @@ struct gt_gpt2 {
     size_t norm_chunk;                   /* see gt_gpt2_norm_chunk */
     size_t opt_lo, opt_hi;               /* the range m and v hold */
     size_t opt_alloc;                    /* floats allocated for each of m and v */
-    int opt_written;                     /* m, v hold something else than zeros */
     gt_dtype dt;                         /* storage of activations, wc and grads */
     size_t es;                           /* its bytes per element */
     float *params, *m, *v;               /* backend memory, fp32: master weights, AdamW */
@@ -804,18 +803,18 @@ gt_status gt_gpt2_set_opt_range(gt_gpt2 *m, size_t lo, size_t hi) {
         return GT_ERR(GT_ERR_INVALID, "optimizer range [%zu, %zu) is outside [0, %zu)", lo, hi,
                       m->num_alloc);
     size_t n = hi - lo ? hi - lo : 1;
-    if (n == m->opt_alloc && !m->opt_written) {
-        /* the same size (one rank) and still zero: nothing to do */
-    } else if (n == m->opt_alloc) {
-        GT_TRY(m->be->memset_zero(m->be, m->m, n * sizeof(float)));
-        GT_TRY(m->be->memset_zero(m->be, m->v, n * sizeof(float)));
-        m->opt_written = 0;
-    } else {
+    if (n != m->opt_alloc) {
         GT_TRY(regrow(m, (void **)&m->m, sizeof(float), n, 0));
         GT_TRY(regrow(m, (void **)&m->v, sizeof(float), n, 0));
         m->opt_alloc = n;
-        m->opt_written = 0;
     }
+    /* Written here, in parallel, even where the memory is known to be zero:
+     * AdamW reads m and v before writing them, and a page first read maps
+     * the shared zero page, so its write faults again and copies, with a TLB
+     * shootdown to every core of the process (2.5 s in gpt2-124m's first step
+     * on the 2-core VM, docs/performance.md, against 0.25 s here). */
+    GT_TRY(m->be->memset_zero(m->be, m->m, n * sizeof(float)));
+    GT_TRY(m->be->memset_zero(m->be, m->v, n * sizeof(float)));
     m->opt_lo = lo;
     m->opt_hi = hi;
     return GT_OK;
@@ -870,7 +869,6 @@ gt_status gt_gpt2_update_range(gt_gpt2 *m, const gt_adamw_config *cfg, int t, fl
         if (b > hi) b = hi;
         if (a >= b) continue;
         float wd = m->seg[i].decay ? cfg->weight_decay : 0.0f;
-        m->opt_written = 1;
         GT_TRY(m->be->ops->adamw(&m->k, m->params + a, (const char *)grads + (a - lo) * m->es,
                                  m->m + (a - m->opt_lo), m->v + (a - m->opt_lo), b - a, lr,
                                  cfg->beta1, cfg->beta2, cfg->eps, wd, grad_scale, t));
@@ -973,7 +971,6 @@ gt_status gt_gpt2_set_opt_state(gt_gpt2 *m, size_t lo, size_t hi, const float *m
     GT_TRY(opt_state_check(m, lo, hi));
     if (hi == lo) return GT_OK;
     size_t bytes = (hi - lo) * sizeof(float);
-    m->opt_written = 1;
     GT_TRY(m->be->copy_to_device(m->be, m->m + (lo - m->opt_lo), m_src, bytes));
     return m->be->copy_to_device(m->be, m->v + (lo - m->opt_lo), v_src, bytes);
 }
