@@ -269,8 +269,10 @@ int main(void) {
     int fails = 0;
     printf("determinism: cpu ops, 1 thread vs 2 threads\n");
 #if GT_HAVE_BLAS
-    printf("BLAS: %s, kernel %s (OPENBLAS_CORETYPE=%s)\n", GT_BLAS_DESC, openblas_get_corename(),
-           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
+    printf("BLAS: %s, kernel %s (OPENBLAS_CORETYPE=%s); gt_cpu_sgemm: %s (%s)\n", GT_BLAS_DESC,
+           openblas_get_corename(),
+           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset",
+           gt_cpu_sgemm_uses_blas() ? "BLAS tiles" : "own SGEMM", gt_cpu_sgemm_choice());
 #else
     printf("BLAS: none, gauntlet's own SGEMM (%s)\n", gt_cpu_sgemm_tile());
 #endif
@@ -312,7 +314,7 @@ int main(void) {
         if (sh[2] != 50304 && sh[1] != 50304)
             fails += !gemm_same("own blocked sgemm", 0, sh[0], sh[1], sh[2], sh[3]);
 #if GT_HAVE_BLAS
-        fails += !gemm_same("gt_cpu_sgemm (BLAS tiles)", 1, sh[0], sh[1], sh[2], sh[3]);
+        fails += !gemm_same("gt_cpu_sgemm", 1, sh[0], sh[1], sh[2], sh[3]);
 #endif
     }
     printf("determinism: %s\n", fails ? "FAILED" : "all bitwise identical");

@@ -89,8 +89,17 @@ int main(int argc, char **argv) {
     if (!variant_ok(argc > 1 ? argv[1] : NULL)) return 1;
     static const int shapes[][3] = {{1, 1, 1},    {3, 5, 7},     {1, 17, 300}, {17, 33, 65},
                                     {65, 17, 300}, {8, 16, 256}, {130, 257, 513}, {2, 3, 0},
-                                    {0, 4, 4},    {71, 600, 31}, {3, 1100, 40}, {150, 70, 530}};
+                                    {0, 4, 4},    {71, 600, 31}, {3, 1100, 40}, {150, 70, 530},
+                                    /* several BLAS tiles, the last ones shorter (2 x 2, 1 x 4) */
+                                    {600, 530, 40}, {300, 1100, 30}};
     int fails = 0;
+    const char *force = getenv("GT_CPU_GEMM");
+    if (GT_HAVE_BLAS && force && strcmp(force, "blas") == 0 && !gt_cpu_sgemm_uses_blas()) {
+        printf("FAIL: GT_CPU_GEMM=blas but gt_cpu_sgemm does not use BLAS (%s)\n",
+               gt_cpu_sgemm_choice());
+        return 1;
+    }
+    if (GT_HAVE_BLAS) printf("gt_cpu_sgemm: %s\n", gt_cpu_sgemm_choice());
     printf("sgemm: own blocked kernel%s vs fp64\n", GT_HAVE_BLAS ? " and the BLAS path" : "");
     for (int blas = 0; blas <= GT_HAVE_BLAS; blas++)
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
