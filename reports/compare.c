@@ -349,37 +349,31 @@ static int fp_add(gt_compare *c, const char *key, json_t *a, json_t *b) {
     return 0;
 }
 
+/* Each member of the object `name` of the two envs that differs, as
+ * env.name.member (a member only one side has included). */
+static void fp_add_members(gt_compare *c, const char *name, json_t *eb, json_t *en) {
+    json_t *ob = json_object_get(eb, name), *on = json_object_get(en, name);
+    const char *k;
+    json_t *v;
+    char key[160];
+    json_object_foreach(ob, k, v) {
+        snprintf(key, sizeof key, "%s.%s", name, k);
+        fp_add(c, key, v, json_object_get(on, k));
+    }
+    json_object_foreach(on, k, v) {
+        if (json_object_get(ob, k)) continue;
+        snprintf(key, sizeof key, "%s.%s", name, k);
+        fp_add(c, key, NULL, v);
+    }
+}
+
 /* The fingerprint parts that explain a change between stacks, in the order
  * a person reads them: library versions first. */
 static void fingerprint(gt_compare *c) {
     json_t *eb = json_object_get(c->base_doc, "env"), *en = json_object_get(c->new_doc, "env");
-    json_t *sb = json_object_get(eb, "software"), *sn = json_object_get(en, "software");
-    const char *k;
-    json_t *v;
-    json_object_foreach(sb, k, v) {
-        char key[160];
-        snprintf(key, sizeof key, "software.%s", k);
-        fp_add(c, key, v, json_object_get(sn, k));
-    }
-    json_object_foreach(sn, k, v) {
-        if (json_object_get(sb, k)) continue;
-        char key[160];
-        snprintf(key, sizeof key, "software.%s", k);
-        fp_add(c, key, NULL, v);
-    }
+    fp_add_members(c, "software", eb, en);
     /* the BLAS kernel and what steers it: they change a GEMM's rounding */
-    json_t *bb = json_object_get(eb, "blas"), *bn = json_object_get(en, "blas");
-    json_object_foreach(bb, k, v) {
-        char key[160];
-        snprintf(key, sizeof key, "blas.%s", k);
-        fp_add(c, key, v, json_object_get(bn, k));
-    }
-    json_object_foreach(bn, k, v) {
-        if (json_object_get(bb, k)) continue;
-        char key[160];
-        snprintf(key, sizeof key, "blas.%s", k);
-        fp_add(c, key, NULL, v);
-    }
+    fp_add_members(c, "blas", eb, en);
     static const char *const cpu[] = {"model", "sockets", "physical", "logical"};
     for (size_t i = 0; i < sizeof cpu / sizeof cpu[0]; i++) {
         char key[64];
