@@ -1,4 +1,5 @@
 /* gauntlet train: the main job. */
+#define _GNU_SOURCE /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include "engine/comm.h"
 #include "engine/env.h"
+#include "gt_config.h"
 #include "harness/cli.h"
 #include "reports/report.h"
 #include "models/model.h"
@@ -412,16 +414,30 @@ int gt_cmd_train(int argc, char **argv) {
     int rank = gt_comm_rank(comm), nranks = gt_comm_size(comm);
     cfg.comm = comm;
     if (ntopos == 0) topos[ntopos++] = nranks;
-    for (int i = 0; i < ntopos; i++)
-        if (topos[i] > nranks) {
-            if (rank == 0)
-                fprintf(stderr,
-                        "gauntlet train: --topologies asks for %d ranks but the job has %d: "
-                        "launch with mpirun -np %d (or srun -n %d)\n",
-                        topos[i], nranks, topos[i], topos[i]);
-            gt_comm_free(comm);
-            return GT_EXIT_USAGE;
-        }
+    int most = 1;
+    for (int i = 0; i < ntopos; i++) most = topos[i] > most ? topos[i] : most;
+    if (most > nranks && nranks == 1 && GT_HAVE_MPI && gt_have_mpirun() &&
+        !getenv("GT_NO_RELAUNCH")) {
+        /* as gauntlet run does: one process asked for more ranks */
+        gt_comm_free(comm);
+        setenv("GT_NO_RELAUNCH", "1", 1);
+        printf("gauntlet train: --topologies needs %d ranks: relaunching under mpirun -np %d\n",
+               most, most);
+        gt_relaunch_mpirun(most, argv - 1);
+        fprintf(stderr, "gauntlet train: could not start mpirun for %d ranks: launch with "
+                        "mpirun -np %d (as root add --allow-run-as-root) or srun -n %d\n",
+                most, most, most);
+        return GT_EXIT_USAGE;
+    }
+    if (most > nranks) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "gauntlet train: --topologies asks for %d ranks but the job has %d%s: "
+                    "launch with mpirun -np %d (as root add --allow-run-as-root) or srun -n %d\n",
+                    most, nranks, GT_HAVE_MPI ? "" : " (this build has no MPI)", most, most);
+        gt_comm_free(comm);
+        return GT_EXIT_USAGE;
+    }
     if (rank != 0) {
         quiet = 1;
         report_path = NULL; /* rank 0 writes the report */
