@@ -912,15 +912,32 @@ static void write_page(FILE *f, json_t *const *docs, const char *const *paths, i
     fputs("</script>\n</body>\n</html>\n", f);
 }
 
-gt_status gt_html_write(const char *out_path, const char *const *paths, int n, const char *title) {
+/* The page draws values, never the samples behind them: leaving them out
+ * makes a collectives report's page a third smaller and faster to open. */
+static void drop_samples(json_t *doc) {
+    size_t i;
+    json_t *res;
+    json_array_foreach(json_object_get(doc, "results"), i, res) {
+        const char *k;
+        json_t *m;
+        json_object_foreach(json_object_get(res, "metrics"), k, m) {
+            if (json_is_object(m)) json_object_del(m, "samples");
+        }
+    }
+}
+
+gt_status gt_html_write(const char *out_path, const char *const *paths, int n, const char *title,
+                        int full) {
     if (n < 1) return GT_ERR(GT_ERR_INVALID, "no report to show");
     if (!out_path || !out_path[0]) return GT_ERR(GT_ERR_INVALID, "no output file");
     if (!title || !title[0]) title = "gauntlet report";
     json_t **docs = calloc((size_t)n, sizeof *docs);
     if (!docs) return GT_ERR(GT_ERR_OOM, "no memory");
     gt_status s = GT_OK;
-    for (int i = 0; i < n && s == GT_OK; i++)
+    for (int i = 0; i < n && s == GT_OK; i++) {
         s = load_report(paths[i], &docs[i]);
+        if (s == GT_OK && !full) drop_samples(docs[i]);
+    }
     if (s == GT_OK) {
         gt_atomic_file af;
         s = gt_atomic_open(out_path, "", "choose a writable --html path", &af);

@@ -113,6 +113,12 @@ expect 0 "out.html \(8 reports\)" "$g" report "$tmp/t1.json" "$tmp/t2.json" "$tm
     "$tmp/k1.json" "$tmp/k2.json" "$tmp/m.json" "$tmp/skip.json" "$tmp/old-coll.json" \
     --html "$out" --title "html <test> page"
 expect 0 "one.html" "$g" report "$tmp/t1.json" --html "$tmp/one.html"
+# the page leaves the metrics' samples out (it draws values), --full keeps them
+grep -q '"samples"' "$tmp/t1.json" || fail "t1.json has no samples to leave out"
+grep -q '"samples":' "$tmp/one.html" && fail "samples embedded without --full" ||
+    ok "no samples embedded by default"
+expect 0 "full.html" "$g" report "$tmp/t1.json" --full --html "$tmp/full.html"
+grep -q '"samples":' "$tmp/full.html" && ok "--full embeds the samples" || fail "--full without samples"
 expect 0 "kernels.html" "$g" report "$tmp/kc1.json" "$tmp/kc2.json" --html "$tmp/kernels.html"
 
 # the file itself: every report embedded, the injected "</script>" neutralised,
