@@ -73,7 +73,11 @@ int main(int argc, char **argv) {
         usage(stdout);
         return GT_EXIT_OK;
     }
-    fprintf(stderr, "gauntlet: unknown command '%s'\n\n", cmd);
+    static const char *const cmds[] = {"run", "list", "train", "env", "data",
+                                       "compare", "report", "version", "help"};
+    const char *near = gt_nearest(cmd, cmds, (int)(sizeof cmds / sizeof *cmds));
+    if (near) fprintf(stderr, "gauntlet: unknown command '%s': did you mean %s?\n\n", cmd, near);
+    else fprintf(stderr, "gauntlet: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return GT_EXIT_USAGE;
 }

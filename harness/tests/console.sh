@@ -87,6 +87,9 @@ expect 2 "unknown option '--quik': did you mean --quick\?" "$g" run --quik
 expect 2 "unknown option '--step': did you mean --steps\?" "$g" train --step 5
 expect 2 "unknown option '--resume-alow=x': did you mean --resume-allow\?" "$g" train --resume-alow=x
 expect 2 "unknown option '--zzzzzz' \(gauntlet train --help" "$g" train --zzzzzz
+expect 2 "unknown command 'trian': did you mean train\?" "$g" trian
+expect 2 "unknown subcommand 'synt': did you mean synth\?" "$g" data synt
+expect 2 "unknown option '--quite': did you mean --quiet\?" "$g" compare a.json b.json --quite
 
 # piped: the error after the job header it belongs to
 "$g" train --data "$tmp/none.tok" --steps 2 2>&1 | cat > "$tmp/p.out"
