@@ -152,7 +152,7 @@ typedef struct progress {
     int unit, units;  /* suite x backend x topology being run, of how many */
     int results;
     /* the estimate: cases left x their measured cost, per suite and topology
-     * where it has run, per suite, else over every case so far */
+     * where it has run, else per suite; suites not run yet are named */
     unit_plan plan[MAX_UNITS];
     int expect_total;
     const gt_suite *const *suites; /* the run's, by plan index */
@@ -621,7 +621,7 @@ int gt_cmd_run(int argc, char **argv) {
                                         .rep = rank == 0 ? rep : NULL,
                                         .topology = topo,
                                         /* the suites' own lines repeat case_done's;
-                                                         * the collectives tables are --verbose */
+                                         * the collectives tables are --verbose */
                                         .out = pr.out && verbose && su == &gt_suite_collectives
                                                    ? pr.out
                                                    : NULL,
