@@ -90,7 +90,8 @@ const char *gt_nearest_option(const char *arg, const char *help, char *buf, size
     int k = 0;
     for (const char *p = help; p && (p = strstr(p, "--")) != NULL && k < MAXOPT;) {
         size_t l = 2;
-        while (p[l] && (p[l] == '-' || (p[l] >= 'a' && p[l] <= 'z') || (p[l] >= '0' && p[l] <= '9')))
+        while (p[l] &&
+               (p[l] == '-' || (p[l] >= 'a' && p[l] <= 'z') || (p[l] >= '0' && p[l] <= '9')))
             l++;
         if (l > 2 && l < sizeof store[0]) {
             memcpy(store[k], p, l);

@@ -60,7 +60,8 @@ int gt_cmd_data(int argc, char **argv) {
                 data_usage(m);
                 fclose(m);
             }
-            if (help && argv[a.i][0] == '-' && gt_nearest_option(argv[a.i], help, near, sizeof near))
+            if (help && argv[a.i][0] == '-' &&
+                gt_nearest_option(argv[a.i], help, near, sizeof near))
                 fprintf(stderr, "gauntlet %s: unknown argument '%s': did you mean %s?\n", a.cmd,
                         argv[a.i], near);
             else

@@ -252,8 +252,10 @@ static void case_done(void *ctx, gt_result *res) {
         char untimed[256], eta[320];
         double el = now - p->t0, left = time_left(p, p->suites, untimed, sizeof untimed);
         int total = p->expect_total > p->results ? p->expect_total : p->results;
-        if (untimed[0]) snprintf(eta, sizeof eta, "~%.0f s left + %s, not timed yet", left, untimed);
-        else snprintf(eta, sizeof eta, "~%.0f s left", left);
+        if (untimed[0])
+            snprintf(eta, sizeof eta, "~%.0f s left + %s, not timed yet", left, untimed);
+        else
+            snprintf(eta, sizeof eta, "~%.0f s left", left);
         fprintf(p->out, "  %-5s %s  [%d/%d, %.0f s, %s]\n",
                 gt_result_status_name(gt_result_get_status(res)), gt_result_label(res),
                 p->results, total, el, eta);
