@@ -616,10 +616,10 @@ stage_nccl() {
     fi
     note "nccl: ${pre[*]} gauntlet run collectives --comm nccl -e 256M"
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 run_to "$(cap 240)" "$WORK/collectives.log" \
-        "${pre[@]}" "$G" run collectives --comm nccl -e 256M --report "$WORK/collectives.json"
+        "${pre[@]}" "$G" run collectives --comm nccl -e 256M --verbose --report "$WORK/collectives.json"
     rc=$?
     [ $rc -eq 0 ] || worse 1
-    echo "| nccl | exit $rc (1 rank, one GPU: busbw of all-reduce is 0 by nccl-tests' factor 2(n-1)/n; algbw and #wrong matter) |" >>"$WORK/stages.md"
+    echo "| nccl | exit $rc (1 rank, one GPU: busbw n/a, nothing moves between ranks; algbw and #wrong matter) |" >>"$WORK/stages.md"
 }
 
 # ---------------------------------------------------------------------------------------

@@ -67,8 +67,9 @@ const char *gt_ckpt_model_field(int i) {
 /* ---- header serialisation ---------------------------------------------------- */
 
 enum {
-    HDR_FIXED = 432,   /* bytes before the tensor table */
-    HDR_ENTRY = 128,   /* bytes per tensor table entry */
+    HDR_FIXED_V1 = 432, /* bytes before the tensor table, format version 1 */
+    HDR_FIXED = 928,    /* version 2: the run's data source, world and layout added */
+    HDR_ENTRY = 128,    /* bytes per tensor table entry */
     DATA_ALIGN = 64,
 };
 static const char g_magic[8] = {'G', 'T', 'C', 'K', 'P', 'T', 0, 0};
@@ -106,17 +107,20 @@ static void getstr(char *dst, size_t n, const unsigned char *p) {
     dst[n - 1] = 0;
 }
 
-static size_t header_bytes(int n) { return HDR_FIXED + (size_t)n * HDR_ENTRY + 4; }
+static size_t fixed_bytes(int version) { return version == 1 ? HDR_FIXED_V1 : HDR_FIXED; }
+static size_t header_bytes(int version, int n) {
+    return fixed_bytes(version) + (size_t)n * HDR_ENTRY + 4;
+}
 static uint64_t align_up(uint64_t x) { return (x + DATA_ALIGN - 1) / DATA_ALIGN * DATA_ALIGN; }
 static int host_little_endian(void) {
     const uint16_t one = 1;
     return *(const unsigned char *)&one == 1;
 }
 
-static void encode_meta(unsigned char *h, const gt_ckpt_meta *m, int n) {
+static void encode_meta(unsigned char *h, const gt_ckpt_meta *m, int version, int n) {
     memcpy(h, g_magic, 8);
-    put32(h + 8, GT_CKPT_FORMAT_VERSION);
-    put32(h + 12, (uint32_t)header_bytes(n));
+    put32(h + 8, (uint32_t)version);
+    put32(h + 12, (uint32_t)header_bytes(version, n));
     put32(h + 16, (uint32_t)n);
     put32(h + 20, (uint32_t)m->dtype);
     putstr(h + 24, 32, m->engine_version);
@@ -144,10 +148,25 @@ static void encode_meta(unsigned char *h, const gt_ckpt_meta *m, int n) {
     put32(h + 420, (uint32_t)o->total_steps);
     putf(h + 424, o->lr_min_frac);
     put32(h + 428, 0);
+    if (version == 1) return;
+    putstr(h + 432, 16, m->family);
+    put32(h + 448, (uint32_t)m->data_kind);
+    put32(h + 452, (uint32_t)m->data_vocab);
+    put64(h + 456, (uint64_t)m->data_tokens);
+    put64(h + 464, (uint64_t)m->data_bytes);
+    put32(h + 472, m->data_crc);
+    put32(h + 476, (uint32_t)m->synth_branch);
+    put32(h + 480, (uint32_t)m->world_size);
+    put32(h + 484, (uint32_t)m->zero);
+    put32(h + 488, (uint32_t)m->deterministic);
+    put32(h + 492, (uint32_t)m->micro_batch);
+    putstr(h + 496, 256, m->data_path);
+    /* [752, 928) reserved, zero (calloc'ed) */
 }
 
-static void decode_meta(const unsigned char *h, gt_ckpt_meta *m) {
+static void decode_meta(const unsigned char *h, int version, gt_ckpt_meta *m) {
     memset(m, 0, sizeof *m);
+    m->format_version = version;
     m->dtype = (int32_t)get32(h + 20);
     getstr(m->engine_version, sizeof m->engine_version, h + 24);
     getstr(m->backend, sizeof m->backend, h + 56);
@@ -173,6 +192,19 @@ static void decode_meta(const unsigned char *h, gt_ckpt_meta *m) {
     o->warmup_steps = (int)get32(h + 416);
     o->total_steps = (int)get32(h + 420);
     o->lr_min_frac = getf(h + 424);
+    if (version == 1) return;
+    getstr(m->family, sizeof m->family, h + 432);
+    m->data_kind = (int32_t)get32(h + 448);
+    m->data_vocab = (int32_t)get32(h + 452);
+    m->data_tokens = (int64_t)get64(h + 456);
+    m->data_bytes = (int64_t)get64(h + 464);
+    m->data_crc = get32(h + 472);
+    m->synth_branch = (int32_t)get32(h + 476);
+    m->world_size = (int32_t)get32(h + 480);
+    m->zero = (int32_t)get32(h + 484);
+    m->deterministic = (int32_t)get32(h + 488);
+    m->micro_batch = (int32_t)get32(h + 492);
+    getstr(m->data_path, sizeof m->data_path, h + 496);
 }
 
 /* ---- atomic writes ------------------------------------------------------------- */
@@ -267,7 +299,8 @@ gt_status gt_ckpt_write(const char *path, const gt_ckpt_meta *meta, const gt_ckp
     if (n < 0 || n > GT_CKPT_MAX_TENSORS)
         return GT_ERR(GT_ERR_INVALID, "checkpoint '%s': %d tensors (at most %d)", path, n,
                       GT_CKPT_MAX_TENSORS);
-    size_t hb = header_bytes(n);
+    int version = meta->format_version == 1 ? 1 : GT_CKPT_FORMAT_VERSION;
+    size_t hb = header_bytes(version, n);
     unsigned char *h = calloc(1, hb);
     piece *pc = calloc((size_t)(2 * n + 1), sizeof *pc);
     static const unsigned char zeros[DATA_ALIGN];
@@ -278,13 +311,13 @@ gt_status gt_ckpt_write(const char *path, const gt_ckpt_meta *meta, const gt_ckp
     }
     gt_ckpt_meta m = *meta;
     snprintf(m.engine_version, sizeof m.engine_version, "%s", GT_VERSION);
-    encode_meta(h, &m, n);
+    encode_meta(h, &m, version, n);
     uint64_t off = align_up(hb);
     int npc = 0;
     pc[npc++] = (piece){h, hb};
     uint64_t end = hb;
     for (int i = 0; i < n; i++) {
-        unsigned char *e = h + HDR_FIXED + (size_t)i * HDR_ENTRY;
+        unsigned char *e = h + fixed_bytes(version) + (size_t)i * HDR_ENTRY;
         uint64_t count = 1;
         for (int d = 0; d < t[i].ndim; d++) count *= (uint64_t)t[i].shape[d];
         uint64_t nbytes = count * gt_dtype_size((gt_dtype)t[i].dtype);
@@ -359,12 +392,14 @@ static gt_status open_body(gt_ckpt_file *cf, const char *path) {
     if (memcmp(fixed, g_magic, 8) != 0)
         return GT_ERR(GT_ERR_MISMATCH, "'%s' is not a gauntlet checkpoint (bad magic)", path);
     uint32_t version = get32(fixed + 8), hb = get32(fixed + 12);
-    if (version != GT_CKPT_FORMAT_VERSION)
+    if (version < 1 || version > GT_CKPT_FORMAT_VERSION)
         return GT_ERR(GT_ERR_MISMATCH,
-                      "checkpoint '%s' has format version %u; this gauntlet reads version %d",
+                      "checkpoint '%s' has format version %u; this gauntlet reads versions 1 to "
+                      "%d",
                       path, version, GT_CKPT_FORMAT_VERSION);
-    if (hb < header_bytes(0) || hb > header_bytes(GT_CKPT_MAX_TENSORS) ||
-        (hb - header_bytes(0)) % HDR_ENTRY != 0)
+    int v = (int)version;
+    if (hb < header_bytes(v, 0) || hb > header_bytes(v, GT_CKPT_MAX_TENSORS) ||
+        (hb - header_bytes(v, 0)) % HDR_ENTRY != 0)
         return GT_ERR(GT_ERR_MISMATCH, "checkpoint '%s': header length %u is impossible "
                                        "(corrupted header)",
                       path, hb);
@@ -389,12 +424,12 @@ static gt_status open_body(gt_ckpt_file *cf, const char *path) {
     }
     cf->hcrc = want;
     int nt = (int)get32(h + 16);
-    if (header_bytes(nt) != hb) {
+    if (header_bytes(v, nt) != hb) {
         free(h);
         return GT_ERR(GT_ERR_MISMATCH, "checkpoint '%s': %d tensors do not fit a %u-byte header",
                       path, nt, hb);
     }
-    decode_meta(h, &cf->meta);
+    decode_meta(h, v, &cf->meta);
     cf->n = nt;
     cf->t = calloc((size_t)(nt ? nt : 1), sizeof *cf->t);
     if (!cf->t) {
@@ -404,7 +439,7 @@ static gt_status open_body(gt_ckpt_file *cf, const char *path) {
     gt_status s = GT_OK;
     uint64_t end = hb;
     for (int i = 0; i < nt && s == GT_OK; i++) {
-        const unsigned char *e = h + HDR_FIXED + (size_t)i * HDR_ENTRY;
+        const unsigned char *e = h + fixed_bytes(v) + (size_t)i * HDR_ENTRY;
         gt_ckpt_tensor *t = &cf->t[i];
         getstr(t->name, sizeof t->name, e);
         t->dtype = (int32_t)get32(e + 32);
@@ -540,7 +575,7 @@ gt_status gt_ckpt_manifest_write(const char *folder, int64_t step, int nranks,
     char *text = malloc(cap);
     if (!text) return GT_ERR(GT_ERR_OOM, "out of host memory for the manifest");
     size_t len = (size_t)snprintf(text, cap, "gauntlet checkpoint manifest %d\nstep %lld\nranks %d\n",
-                                  GT_CKPT_FORMAT_VERSION, (long long)step, nranks);
+                                  GT_CKPT_MANIFEST_VERSION, (long long)step, nranks);
     for (int r = 0; r < nranks; r++)
         len += (size_t)snprintf(text + len, cap - len, "shard %d rank_%05d.gtck %llu %08x\n", r,
                                 r, (unsigned long long)bytes[r], header_crcs[r]);
@@ -577,9 +612,9 @@ gt_status gt_ckpt_manifest_read(const char *folder, int64_t *step, int *nranks, 
     long long st = 0;
     char *line = text;
     if (sscanf(line, "gauntlet checkpoint manifest %d", &version) != 1 ||
-        version != GT_CKPT_FORMAT_VERSION)
+        version != GT_CKPT_MANIFEST_VERSION)
         return GT_ERR(GT_ERR_MISMATCH, "'%s': not a version %d manifest", path,
-                      GT_CKPT_FORMAT_VERSION);
+                      GT_CKPT_MANIFEST_VERSION);
     /* each line must end: a manifest cut after its version or step line
      * (its checksum recomputed) has no next line to read */
     line = strchr(line, '\n');

@@ -23,7 +23,8 @@ extern "C" {
 #endif
 
 enum {
-    GT_CKPT_FORMAT_VERSION = 1,
+    GT_CKPT_FORMAT_VERSION = 2, /* written; version 1 files are still read */
+    GT_CKPT_MANIFEST_VERSION = 1,
     GT_CKPT_NAME_LEN = 32,   /* tensor names, NUL-padded */
     GT_CKPT_MAX_DIMS = 4,
     GT_CKPT_MAX_TENSORS = 4096,
@@ -57,7 +58,29 @@ typedef struct gt_ckpt_meta {
                                * the field read, the bytes were reserved zeros) */
     uint64_t num_params;
     gt_adamw_config opt;      /* the schedule's position is (opt, step) */
+    /* Format version 2 onward (a version 1 file reads them as 0 / empty: it
+     * does not know what it was trained on beyond the fields above). */
+    int32_t format_version;   /* reading: the file's version; writing: 0 writes the current
+                               * one, 1 the version 1 layout (kept so that tests can make
+                               * the files older gauntlets wrote) */
+    char family[16];          /* model family: "gpt2", "mlp", "convnet" */
+    int32_t data_kind;        /* GT_CKPT_DATA_SYNTH or GT_CKPT_DATA_FILE (mlp / convnet:
+                               * SYNTH, their task is a function of the seed) */
+    int32_t data_vocab;       /* the token stream's vocabulary (file's declared, or the
+                               * synthetic source's) */
+    int64_t data_tokens;      /* tokens in the stream the loader indexes */
+    int64_t data_bytes;       /* size of the token file in bytes (0: synthetic) */
+    uint32_t data_crc;        /* CRC32C of the tokens as little-endian uint32: the same for
+                               * the same tokens whatever the file's format */
+    int32_t synth_branch;     /* synthetic source: successors per state (0: a file) */
+    int32_t world_size;       /* ranks that trained */
+    int32_t zero;             /* ZeRO stage (0, 1) */
+    int32_t deterministic;    /* 1: --deterministic (fixed reduction tree) */
+    int32_t micro_batch;      /* sequences per forward/backward on a rank */
+    char data_path[256];      /* the token file as given (information: the digest decides) */
 } gt_ckpt_meta;
+
+enum { GT_CKPT_DATA_SYNTH = 0, GT_CKPT_DATA_FILE = 1 };
 
 typedef struct gt_ckpt_tensor {
     char name[GT_CKPT_NAME_LEN];

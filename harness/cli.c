@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* open_memstream */
 #include "harness/cli.h"
 
 #include "engine/comm.h"
@@ -32,6 +33,98 @@ int gt_opt(gt_args *a, const char *name, const char **value, int *err) {
     *value = a->argv[a->i + 1];
     a->i += 2;
     return 1;
+}
+
+/* Levenshtein distance, capped at 64 characters (option and suite names). */
+static int edit_distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 64) la = 64;
+    if (lb > 64) lb = 64;
+    int prev[65], cur[65];
+    for (int j = 0; j <= lb; j++) prev[j] = j;
+    for (int i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
+    }
+    return prev[lb];
+}
+
+const char *gt_nearest(const char *word, const char *const *names, int n) {
+    const char *best = NULL;
+    int bd = 1 << 30;
+    size_t lw = strlen(word);
+    for (int i = 0; i < n; i++) {
+        if (!names[i] || !names[i][0]) continue;
+        int d = edit_distance(word, names[i]);
+        size_t ln = strlen(names[i]);
+        /* a prefix either way ("--step" of "--steps", "kernel" of "kernels") is
+         * one typo however long the rest */
+        if (lw >= 3 && ln >= 3 &&
+            (strncmp(word, names[i], lw < ln ? lw : ln) == 0) && d > 1)
+            d = 1 + (int)(lw > ln ? lw - ln : ln - lw) / 4;
+        if (d < bd) {
+            bd = d;
+            best = names[i];
+        }
+    }
+    /* close enough to be a typo: about a third of the word may differ */
+    int limit = lw <= 4 ? 1 : lw <= 8 ? 2 : 3;
+    return best && bd <= limit ? best : NULL;
+}
+
+const char *gt_nearest_option(const char *arg, const char *help, char *buf, size_t n) {
+    char word[64];
+    size_t lw = strcspn(arg, "=");
+    if (lw >= sizeof word) lw = sizeof word - 1;
+    memcpy(word, arg, lw);
+    word[lw] = 0;
+    /* every "--name" of the usage text, once */
+    enum { MAXOPT = 256 };
+    char store[MAXOPT][40];
+    const char *names[MAXOPT];
+    int k = 0;
+    for (const char *p = help; p && (p = strstr(p, "--")) != NULL && k < MAXOPT;) {
+        size_t l = 2;
+        while (p[l] &&
+               (p[l] == '-' || (p[l] >= 'a' && p[l] <= 'z') || (p[l] >= '0' && p[l] <= '9')))
+            l++;
+        if (l > 2 && l < sizeof store[0]) {
+            memcpy(store[k], p, l);
+            store[k][l] = 0;
+            names[k] = store[k];
+            k++;
+        }
+        p += l;
+    }
+    const char *best = gt_nearest(word, names, k);
+    if (!best) return NULL;
+    snprintf(buf, n, "%s", best);
+    return buf;
+}
+
+int gt_unknown_option(const char *cmd, const char *arg, void (*usage)(FILE *)) {
+    char near[64], *help = NULL;
+    size_t hn = 0;
+    FILE *m = open_memstream(&help, &hn);
+    if (m) {
+        usage(m);
+        fclose(m);
+    }
+    const char *found = help ? gt_nearest_option(arg, help, near, sizeof near) : NULL;
+    free(help);
+    if (found)
+        fprintf(stderr, "gauntlet %s: unknown option '%s': did you mean %s? (gauntlet %s --help "
+                        "lists them)\n",
+                cmd, arg, near, cmd);
+    else
+        fprintf(stderr, "gauntlet %s: unknown option '%s' (gauntlet %s --help lists them)\n", cmd,
+                arg, cmd);
+    return GT_EXIT_USAGE;
 }
 
 int gt_flag(gt_args *a, const char *name) {

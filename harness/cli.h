@@ -3,6 +3,7 @@
 #ifndef GT_CLI_H
 #define GT_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine/status.h"
@@ -37,6 +38,22 @@ int gt_parse_float(const gt_args *a, const char *name, const char *v, double lo,
 int gt_parse_double(const gt_args *a, const char *name, const char *v, double lo, double hi,
                     double *out);
 
+/* The name among names[0 .. n) closest to `word` (edit distance, and a name
+ * that starts with `word` or that `word` starts with counts as close), or
+ * NULL when none is close enough to be what was meant. */
+const char *gt_nearest(const char *word, const char *const *names, int n);
+
+/* For an unknown option: the "--name" in `help` (a command's usage text)
+ * nearest to `arg` (its part before '=' only), or NULL. Reading the options
+ * from the usage text keeps the suggestions and --help the same list. */
+const char *gt_nearest_option(const char *arg, const char *help, char *buf, size_t n);
+
+/* Prints "gauntlet CMD: unknown option 'ARG'" with the nearest option of
+ * the command's usage text (what `usage` prints) when one is close ("did you
+ * mean --steps?") and where the list is; returns GT_EXIT_USAGE. */
+#include <stdio.h>
+int gt_unknown_option(const char *cmd, const char *arg, void (*usage)(FILE *));
+
 /* Prints "gauntlet CMD: <last error>" and returns the exit code for status s. */
 int gt_fail(const char *cmd, gt_status s);
 int gt_usage_error(const char *cmd, const char *fmt, ...)
@@ -46,6 +63,13 @@ int gt_usage_error(const char *cmd, const char *fmt, ...)
     ;
 
 int gt_cmd_run(int argc, char **argv);
+
+/* 1 when an executable mpirun is on PATH. */
+int gt_have_mpirun(void);
+/* Runs this gauntlet again under `mpirun -np n` with the same arguments
+ * (argv_full: the process's argv), adding --oversubscribe past the cores and
+ * --allow-run-as-root as root. Returns only when mpirun could not start. */
+void gt_relaunch_mpirun(int n, char **argv_full);
 /* The watchdog (engine/comm.h) ends the job when a blocking collective
  * passes its deadline; before that it calls this handler, which records the
  * stuck case as an error result in `rep` (when not NULL: rank 0) and writes

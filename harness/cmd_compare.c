@@ -80,8 +80,7 @@ int gt_cmd_compare(int argc, char **argv) {
         } else if (gt_flag(&a, "--quiet")) {
             quiet = 1;
         } else if (argv[a.i][0] == '-' && argv[a.i][1] != '\0') {
-            return gt_usage_error("compare", "unknown option '%s' (see gauntlet compare --help)",
-                                  argv[a.i]);
+            return gt_unknown_option("compare", argv[a.i], compare_usage);
         } else if (npaths < 2) {
             paths[npaths++] = argv[a.i++];
         } else {

@@ -1,5 +1,7 @@
 /* gauntlet data synth | encode: token files. */
+#define _GNU_SOURCE /* open_memstream */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/data.h"
@@ -25,7 +27,10 @@ int gt_cmd_data(int argc, char **argv) {
     if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) return data_usage(stdout);
     int synth = strcmp(sub, "synth") == 0, encode = strcmp(sub, "encode") == 0;
     if (!synth && !encode) {
-        fprintf(stderr, "gauntlet data: unknown subcommand '%s'\n", sub);
+        static const char *const subs[] = {"synth", "encode"};
+        const char *near = gt_nearest(sub, subs, 2);
+        fprintf(stderr, "gauntlet data: unknown subcommand '%s'%s%s%s\n", sub,
+                near ? ": did you mean " : "", near ? near : "", near ? "?" : "");
         return data_usage(stderr);
     }
     gt_args a = {.argc = argc, .argv = argv, .i = 2, .cmd = synth ? "data synth" : "data encode"};
@@ -48,7 +53,20 @@ int gt_cmd_data(int argc, char **argv) {
         } else if (encode && !in && argv[a.i][0] != '-') {
             in = argv[a.i++];
         } else {
-            fprintf(stderr, "gauntlet %s: unknown argument '%s'\n", a.cmd, argv[a.i]);
+            char near[64], *help = NULL;
+            size_t hn = 0;
+            FILE *m = open_memstream(&help, &hn);
+            if (m) {
+                data_usage(m);
+                fclose(m);
+            }
+            if (help && argv[a.i][0] == '-' &&
+                gt_nearest_option(argv[a.i], help, near, sizeof near))
+                fprintf(stderr, "gauntlet %s: unknown argument '%s': did you mean %s?\n", a.cmd,
+                        argv[a.i], near);
+            else
+                fprintf(stderr, "gauntlet %s: unknown argument '%s'\n", a.cmd, argv[a.i]);
+            free(help);
             return data_usage(stderr);
         }
     }

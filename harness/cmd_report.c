@@ -18,6 +18,8 @@ static void report_usage(FILE *f) {
                "\n"
                "  --html FILE   the page to write (replaced atomically); required\n"
                "  --title TEXT  the page's heading (default \"gauntlet report\")\n"
+               "  --full        embed the reports unchanged (default: without the metrics'\n"
+               "                samples arrays, which the page does not draw: a third smaller)\n"
                "\n"
                "exit codes: 0 written, 2 usage error or an input that is not a readable\n"
                "            gauntlet report (nothing is written then)\n");
@@ -26,7 +28,7 @@ static void report_usage(FILE *f) {
 int gt_cmd_report(int argc, char **argv) {
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "report"};
     const char *html = NULL, *title = NULL, *v = NULL;
-    int err = 0, n = 0;
+    int err = 0, n = 0, full = 0;
     /* inputs are at most argc - 1; argv outlives this call, so borrow */
     const char **inputs = calloc((size_t)(argc > 1 ? argc : 1), sizeof *inputs);
     if (!inputs) return gt_usage_error("report", "no memory");
@@ -39,11 +41,13 @@ int gt_cmd_report(int argc, char **argv) {
             html = v;
         } else if (gt_opt(&a, "--title", &v, &err)) {
             title = v;
+        } else if (gt_flag(&a, "--full")) {
+            full = 1;
         } else if (strcmp(argv[a.i], "--") == 0) {
             for (a.i++; a.i < argc; a.i++)
                 inputs[n++] = argv[a.i];
         } else if (argv[a.i][0] == '-' && argv[a.i][1] != '\0') {
-            gt_usage_error("report", "unknown option '%s' (see gauntlet report --help)", argv[a.i]);
+            gt_unknown_option("report", argv[a.i], report_usage);
             err = 1;
         } else {
             inputs[n++] = argv[a.i++];
@@ -58,7 +62,7 @@ int gt_cmd_report(int argc, char **argv) {
     } else if (!html || !html[0]) {
         rc = gt_usage_error("report", "--html OUT.html is required (the only view so far)");
     } else {
-        gt_status s = gt_html_write(html, inputs, n, title);
+        gt_status s = gt_html_write(html, inputs, n, title, full);
         if (s != GT_OK)
             rc = gt_fail("report", s);
         else

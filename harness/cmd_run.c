@@ -44,6 +44,8 @@ static void run_usage(FILE *f) {
         "  --comm-timeout S      watchdog per collective in seconds (default 300)\n"
         "  --inject-delay OP:US  slow kernel OP by US microseconds per call (tests the gate)\n"
         "  --quiet               no per-case lines, only the summary\n"
+        "  --verbose             also the raw collectives tables (every size of every\n"
+        "                        combination, nccl-tests' layout)\n"
         "collectives options (nccl-tests'; sizes take K, M, G suffixes):\n"
         "  -b, --minbytes SIZE   first size (default 8 B)\n"
         "  -e, --maxbytes SIZE   last size (default 64 MiB; --quick stops at 1 MiB)\n"
@@ -132,6 +134,16 @@ static int parse_list(const char *name, const char *v, item_parser p, const char
 
 /* ---- the runner ------------------------------------------------------------- */
 
+/* One suite x backend x topology of the plan, and what the estimate knows
+ * of it: the cases it will add (gt_suite.count) */
+typedef struct unit_plan {
+    int suite;        /* index into the run's suites */
+    int topo;         /* index into the topologies */
+    int expect;       /* results it should add */
+} unit_plan;
+
+enum { MAX_UNITS = 32 * 4 * 16 };
+
 typedef struct progress {
     gt_report *rep;
     const char *path; /* NULL off rank 0 */
@@ -139,6 +151,15 @@ typedef struct progress {
     double t0, last_write;
     int unit, units;  /* suite x backend x topology being run, of how many */
     int results;
+    /* the estimate: cases left x their measured cost, per suite and topology
+     * where it has run, else per suite; suites not run yet are named */
+    unit_plan plan[MAX_UNITS];
+    int expect_total;
+    const gt_suite *const *suites; /* the run's, by plan index */
+    int unit_cases;         /* results of the current unit so far */
+    double last_case;       /* when the previous case (or the unit) ended */
+    double spent[32][16];   /* seconds of cases, per suite and topology */
+    int done[32][16];
     int write_failed;
     /* GPU telemetry (rank 0, units on a GPU): every result gets the reading
      * taken when its case started (the previous one's end) and at its end */
@@ -171,13 +192,55 @@ static void telemetry_mark(progress *p) {
     p->have_last = have;
 }
 
+/* Seconds per case of unit u: measured on its suite and topology, else on
+ * its suite at another topology; < 0 when its suite has not run a case yet
+ * (cases of another suite say nothing of it: a kernels case takes 0.1 s, a
+ * train case 5 s). */
+static double case_cost(const progress *p, int u) {
+    int su = p->plan[u].suite, t = p->plan[u].topo, n = 0;
+    if (p->done[su][t]) return p->spent[su][t] / p->done[su][t];
+    double sum = 0;
+    for (int k = 0; k < 16; k++) sum += p->spent[su][k], n += p->done[su][k];
+    return n ? sum / n : -1;
+}
+
+/* Seconds left for the cases still expected of suites that have run some;
+ * the suites not timed yet are named in `untimed` ("" when none). */
+static double time_left(const progress *p, const gt_suite *const *suites, char *untimed,
+                        size_t n) {
+    double left = 0;
+    int named[32] = {0};
+    untimed[0] = 0;
+    for (int u = p->unit; u < p->units; u++) {
+        int k = p->plan[u].expect - (u == p->unit ? p->unit_cases : 0);
+        double c = case_cost(p, u);
+        if (k <= 0) continue;
+        if (c >= 0) {
+            left += k * c;
+        } else if (!named[p->plan[u].suite]++) {
+            size_t l = strlen(untimed);
+            snprintf(untimed + l, n - l, "%s%s", l ? ", " : "", suites[p->plan[u].suite]->name);
+        }
+    }
+    return left;
+}
+
 /* After each result: rewrite the report (a crash keeps what finished; at
  * most every 0.5 s, each write is an fsync) and say where the run is. */
 static void case_done(void *ctx, gt_result *res) {
     progress *p = ctx;
-    p->results++;
-    telemetry_mark(p);
     double now = gt_now_ns() * 1e-9;
+    if (res) {
+        p->results++;
+        p->unit_cases++;
+        if (p->unit < p->units) {
+            int su = p->plan[p->unit].suite, t = p->plan[p->unit].topo;
+            p->spent[su][t] += now - p->last_case;
+            p->done[su][t]++;
+        }
+        p->last_case = now;
+    }
+    telemetry_mark(p);
     if (p->path && !p->write_failed && now - p->last_write >= 0.5) {
         p->last_write = now;
         if (gt_report_write(p->rep) != GT_OK) {
@@ -186,18 +249,21 @@ static void case_done(void *ctx, gt_result *res) {
         }
     }
     if (p->out && res) {
-        double el = now - p->t0;
-        /* the estimate assumes the units left take as long as the ones done */
-        double left = p->unit > 0 ? el / p->unit * (p->units - p->unit) : 0;
-        fprintf(p->out, "  %-5s %s  [%d/%d, %.0f s elapsed, ~%.0f s left]\n",
+        char untimed[256], eta[320];
+        double el = now - p->t0, left = time_left(p, p->suites, untimed, sizeof untimed);
+        int total = p->expect_total > p->results ? p->expect_total : p->results;
+        if (untimed[0])
+            snprintf(eta, sizeof eta, "~%.0f s left + %s, not timed yet", left, untimed);
+        else
+            snprintf(eta, sizeof eta, "~%.0f s left", left);
+        fprintf(p->out, "  %-5s %s  [%d/%d, %.0f s, %s]\n",
                 gt_result_status_name(gt_result_get_status(res)), gt_result_label(res),
-                p->unit + 1, p->units, el, left);
+                p->results, total, el, eta);
         fflush(p->out);
     }
 }
 
-/* Relaunch under mpirun with `n` ranks (same arguments). Returns only on failure. */
-static void relaunch(int n, char **argv_full) {
+void gt_relaunch_mpirun(int n, char **argv_full) {
     char np[16];
     snprintf(np, sizeof np, "%d", n);
     char *args[256];
@@ -227,7 +293,7 @@ static void relaunch(int n, char **argv_full) {
     execvp("mpirun", args);
 }
 
-static int has_mpirun(void) {
+int gt_have_mpirun(void) {
     const char *path = getenv("PATH");
     if (!path) return 0;
     char buf[4096];
@@ -266,7 +332,7 @@ int gt_cmd_run(int argc, char **argv) {
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "run"};
     const char *report_path = NULL, *baseline = NULL, *backend_opt = "cpu", *v = NULL;
     const char *inject = NULL;
-    int err = 0, quiet = 0, max_given = 0, coll_given = 0, threads = 0;
+    int err = 0, quiet = 0, verbose = 0, max_given = 0, coll_given = 0, threads = 0;
     gt_effort effort = GT_EFFORT_DEFAULT;
     double threshold = 5.0;
     int topos[16], ntopos = 0;
@@ -351,11 +417,10 @@ int gt_cmd_run(int argc, char **argv) {
             report_path = v;
         } else if (gt_flag(&a, "--quiet")) {
             quiet = 1;
+        } else if (gt_flag(&a, "--verbose")) {
+            verbose = 1;
         } else {
-            fprintf(stderr, "gauntlet run: unknown option '%s' (gauntlet run --help lists "
-                            "them)\n",
-                    argv[a.i]);
-            return GT_EXIT_USAGE;
+            return gt_unknown_option("run", argv[a.i], run_usage);
         }
     }
     if (err) return GT_EXIT_USAGE;
@@ -388,7 +453,17 @@ int gt_cmd_run(int argc, char **argv) {
         if (slash) *slash = '\0';
         const gt_suite *s = gt_suite_find(name);
         if (!s) {
-            fprintf(stderr, "gauntlet run: no suite '%s' (gauntlet list names them)\n", name);
+            const char *names[32];
+            int k = 0;
+            for (const gt_suite *const *x = gt_suites(); *x && k < 32; x++) names[k++] = (*x)->name;
+            const char *near = gt_nearest(name, names, k);
+            if (near)
+                fprintf(stderr, "gauntlet run: no suite '%s': did you mean %s? (gauntlet list "
+                                "names them)\n",
+                        name, near);
+            else
+                fprintf(stderr, "gauntlet run: no suite '%s' (gauntlet list names them)\n",
+                        name);
             return GT_EXIT_USAGE;
         }
         suites[nsuites] = s;
@@ -422,11 +497,11 @@ int gt_cmd_run(int argc, char **argv) {
     int biggest = 1;
     for (int i = 0; i < ntopos; i++) biggest = topos[i] > biggest ? topos[i] : biggest;
     if (biggest > n) {
-        if (n == 1 && GT_HAVE_MPI && has_mpirun() && !getenv("GT_NO_RELAUNCH")) {
+        if (n == 1 && GT_HAVE_MPI && gt_have_mpirun() && !getenv("GT_NO_RELAUNCH")) {
             gt_comm_free(comm);
             /* the full argv: gt_cmd_run got argv + 1 */
             setenv("GT_NO_RELAUNCH", "1", 1);
-            relaunch(biggest, argv - 1);
+            gt_relaunch_mpirun(biggest, argv - 1);
             fprintf(stderr, "gauntlet run: could not start mpirun for %d ranks\n", biggest);
             return GT_EXIT_USAGE;
         }
@@ -491,12 +566,23 @@ int gt_cmd_run(int argc, char **argv) {
 
     progress pr = {.rep = rep, .path = path, .out = rank == 0 && !quiet ? stdout : NULL,
                    .t0 = gt_now_ns() * 1e-9};
+    /* the plan, in the order the loop below runs it */
     pr.units = 0;
+    pr.suites = suites;
     for (int i = 0; i < nsuites; i++)
-        for (int t = 0; t < ntopos; t++)
-            if (topos[t] >= suites[i]->min_ranks &&
-                (!suites[i]->max_ranks || topos[t] <= suites[i]->max_ranks))
-                pr.units += nbackends;
+        for (int b = 0; b < nbackends; b++)
+            for (int t = 0; t < ntopos && pr.units < MAX_UNITS; t++) {
+                const gt_suite *su = suites[i];
+                if (topos[t] < su->min_ranks || (su->max_ranks && topos[t] > su->max_ranks))
+                    continue;
+                gt_suite_ctx c = {.backend = backends[b], .threads = threads, .effort = effort,
+                                  .case_filter = cases[i]};
+                unit_plan *u = &pr.plan[pr.units++];
+                u->suite = i;
+                u->topo = t;
+                u->expect = su->count ? su->count(&c, topos[t]) : 1;
+                pr.expect_total += u->expect;
+            }
     if (rank == 0)
         printf("gauntlet run: %d suite(s) x %d topolog%s x %d backend(s) on %d rank(s) over %s, "
                "%s effort, %d thread(s) per rank\n",
@@ -523,6 +609,8 @@ int gt_cmd_run(int argc, char **argv) {
                             cases[i] ? "/" : "", cases[i] ? cases[i] : "", topo, backends[b]);
                 gt_watchdog_report(path ? rep : NULL, su->name, cases[i] ? cases[i] : "running",
                                    topo, backends[b]);
+                pr.unit_cases = 0;
+                pr.last_case = gt_now_ns() * 1e-9;
                 /* on a GPU: the cuda backend, or any suite on an nccl communicator */
                 telemetry_begin(&pr, rank == 0 && (!strcmp(backends[b], "cuda") ||
                                                    !strcmp(gt_comm_backend_name(comm), "nccl")));
@@ -534,12 +622,14 @@ int gt_cmd_run(int argc, char **argv) {
                                         .case_filter = cases[i],
                                         .rep = rank == 0 ? rep : NULL,
                                         .topology = topo,
-                                        .out = pr.out && su != &gt_suite_collectives ? NULL
-                                                                                     : pr.out,
+                                        /* the suites' own lines repeat case_done's;
+                                         * the collectives tables are --verbose */
+                                        .out = pr.out && verbose && su == &gt_suite_collectives
+                                                   ? pr.out
+                                                   : NULL,
                                         .inject_delay = inject,
                                         .case_done = case_done,
                                         .case_done_ctx = &pr};
-                    if (su == &gt_suite_collectives && quiet) ctx.out = NULL;
                     s = su->run(&ctx);
                     ran = 1;
                     if (s != GT_OK) {
@@ -594,6 +684,7 @@ int gt_cmd_run(int argc, char **argv) {
     }
     if (rank == 0) {
         printf("\nsummary (%.0f s):\n", gt_now_ns() * 1e-9 - pr.t0);
+        gt_report_print_highlights(rep, stdout);
         gt_report_print_summary(rep, stdout);
         printf("total: %d results: %d pass, %d fail, %d skip, %d error\n",
                counts[GT_RESULT_PASS] + counts[GT_RESULT_FAIL] + counts[GT_RESULT_SKIP] +

@@ -1,4 +1,5 @@
 /* gauntlet train: the main job. */
+#define _GNU_SOURCE /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include "engine/comm.h"
 #include "engine/env.h"
+#include "gt_config.h"
 #include "harness/cli.h"
 #include "engine/timer.h"
 #include "reports/report.h"
@@ -81,6 +83,9 @@ static void train_usage(FILE *f) {
            "  --resume PATH         continue from a checkpoint file, a sharded folder, or DIR\n"
            "                        (its latest complete checkpoint): bitwise the run that was\n"
            "                        not interrupted; same settings, same --steps\n"
+           "  --resume-allow LIST   fields that may differ from the checkpoint's run (e.g.\n"
+           "                        data,steps; the refusal names the field): the changes\n"
+           "                        are printed and recorded in the report\n"
            "  --stop-after N        end after step N as an interruption would (the schedule\n"
            "                        still spans --steps)\n"
            "output:\n"
@@ -91,14 +96,57 @@ static void train_usage(FILE *f) {
            "  --quiet               only the summary\n");
 }
 
+/* --resume-allow: every item a field a checkpoint records (suites/train.h). */
+static int resume_allow_ok(const char *list) {
+    const char *names[64];
+    int n = 0;
+    while (n < 64 && gt_train_resume_field(n)) names[n] = gt_train_resume_field(n), n++;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tk = strtok(buf, ","); tk; tk = strtok(NULL, ",")) {
+        int known = 0;
+        for (int i = 0; i < n; i++) known |= strcmp(tk, names[i]) == 0;
+        if (known) continue;
+        const char *near = gt_nearest(tk, names, n);
+        fprintf(stderr, "gauntlet train: --resume-allow: '%s' is not a field a checkpoint "
+                        "records%s%s%s; the fields are:", tk, near ? " (did you mean " : "",
+                near ? near : "", near ? "?)" : "");
+        for (int i = 0; i < n; i++) fprintf(stderr, "%s %s", i ? "," : "", names[i]);
+        fprintf(stderr, " (the model's shape cannot change on resume)\n");
+        return 0;
+    }
+    return 1;
+}
+
 typedef struct printer {
     int every;
     const char *unit; /* throughput unit: "tok" (gpt2), "samples", "images" */
+    const gt_train_config *cfg;
+    const gt_train_stats *st; /* the run's: says what a resumed run resumed from */
+    int said_resume;
 } printer;
+
+/* What a resumed run continues from, before its first step: file, step, data
+ * position, the changes --resume-allow let through, what was not checked. */
+static void print_resume(FILE *f, const gt_train_config *cfg, const gt_train_stats *st) {
+    if (!cfg || !st || !st->resumed_from[0]) return;
+    int dense = strcmp(st->unit, "tokens") != 0 && st->unit[0];
+    fprintf(f, "resumed from %s at step %d, data position %lld %s (%s order)\n",
+            st->resumed_from, st->first_step,
+            (long long)gt_train_data_position(cfg, st->first_step), dense ? st->unit : "tokens",
+            gt_data_order_name(cfg->data_order));
+    if (st->resume_overrides[0])
+        fprintf(f, "resumed with changes allowed by --resume-allow: %s\n", st->resume_overrides);
+    if (st->resume_unchecked[0]) fprintf(f, "warning: %s\n", st->resume_unchecked);
+}
 
 static void print_step(void *ctx, int step, int steps, float loss, float lr, double norm, double ms,
                        double tps, double mfu) {
     printer *p = ctx;
+    if (!p->said_resume) {
+        p->said_resume = 1;
+        print_resume(stdout, p->cfg, p->st);
+    }
     if (p->every <= 0 || (step % p->every != 0 && step != 1 && step != steps)) return;
     /* a non-finite norm reaches here only from an fp16 step the loss scaler skipped */
     char nb[16];
@@ -157,6 +205,11 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
     printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
            st->mem.peak_in_use / 1048576.0, st->mem.peak_reserved / 1048576.0);
     printf("  final params     fnv1a64 %016llx\n", (unsigned long long)st->params_digest);
+    if (st->resumed_from[0])
+        printf("  resumed from     %s, step %d, data position %lld\n", st->resumed_from,
+               st->first_step, (long long)gt_train_data_position(cfg, st->first_step));
+    if (st->resume_overrides[0]) printf("  resume changes   %s\n", st->resume_overrides);
+    if (st->resume_unchecked[0]) printf("  resume warning   %s\n", st->resume_unchecked);
     printf("  checks           %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
 }
 
@@ -303,6 +356,9 @@ int gt_cmd_train(int argc, char **argv) {
             err |= !gt_parse_int(&a, "--checkpoint-every", v, 1, 1 << 30, &cfg.checkpoint_every);
         } else if (gt_opt(&a, "--resume", &v, &err)) {
             cfg.resume = v;
+        } else if (gt_opt(&a, "--resume-allow", &v, &err)) {
+            if (v && !resume_allow_ok(v)) return GT_EXIT_USAGE;
+            cfg.resume_allow = v;
         } else if (gt_opt(&a, "--eval-samples", &v, &err)) {
             err |= !gt_parse_int(&a, "--eval-samples", v, 0, 1 << 24, &cfg.eval_samples);
         } else if (gt_opt(&a, "--eval-every", &v, &err)) {
@@ -328,11 +384,7 @@ int gt_cmd_train(int argc, char **argv) {
         } else if (gt_flag(&a, "--quiet")) {
             quiet = 1;
         } else {
-            fprintf(stderr,
-                    "gauntlet train: unknown option '%s' (gauntlet train --help lists "
-                    "them)\n",
-                    argv[a.i]);
-            return GT_EXIT_USAGE;
+            return gt_unknown_option("train", argv[a.i], train_usage);
         }
     }
     if (err) return GT_EXIT_USAGE;
@@ -366,16 +418,30 @@ int gt_cmd_train(int argc, char **argv) {
     int rank = gt_comm_rank(comm), nranks = gt_comm_size(comm);
     cfg.comm = comm;
     if (ntopos == 0) topos[ntopos++] = nranks;
-    for (int i = 0; i < ntopos; i++)
-        if (topos[i] > nranks) {
-            if (rank == 0)
-                fprintf(stderr,
-                        "gauntlet train: --topologies asks for %d ranks but the job has %d: "
-                        "launch with mpirun -np %d (or srun -n %d)\n",
-                        topos[i], nranks, topos[i], topos[i]);
-            gt_comm_free(comm);
-            return GT_EXIT_USAGE;
-        }
+    int most = 1;
+    for (int i = 0; i < ntopos; i++) most = topos[i] > most ? topos[i] : most;
+    if (most > nranks && nranks == 1 && GT_HAVE_MPI && gt_have_mpirun() &&
+        !getenv("GT_NO_RELAUNCH")) {
+        /* as gauntlet run does: one process asked for more ranks */
+        gt_comm_free(comm);
+        setenv("GT_NO_RELAUNCH", "1", 1);
+        printf("gauntlet train: --topologies needs %d ranks: relaunching under mpirun -np %d\n",
+               most, most);
+        gt_relaunch_mpirun(most, argv - 1);
+        fprintf(stderr, "gauntlet train: could not start mpirun for %d ranks: launch with "
+                        "mpirun -np %d (as root add --allow-run-as-root) or srun -n %d\n",
+                most, most, most);
+        return GT_EXIT_USAGE;
+    }
+    if (most > nranks) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "gauntlet train: --topologies asks for %d ranks but the job has %d%s: "
+                    "launch with mpirun -np %d (as root add --allow-run-as-root) or srun -n %d\n",
+                    most, nranks, GT_HAVE_MPI ? "" : " (this build has no MPI)", most, most);
+        gt_comm_free(comm);
+        return GT_EXIT_USAGE;
+    }
     if (rank != 0) {
         quiet = 1;
         report_path = NULL; /* rank 0 writes the report */
@@ -457,6 +523,9 @@ int gt_cmd_train(int argc, char **argv) {
             gt_watchdog_report(rank == 0 ? rep : NULL, "train", cfg.model_name, topo,
                                cfg.backend);
         }
+        pr.cfg = &tc;
+        pr.st = &st;
+        pr.said_resume = quiet; /* --quiet: the summary says it */
         if (sub) {
             if (!quiet && ntopos > 1)
                 printf("\n== topology %d rank(s), global batch %d, %d thread(s) per rank ==\n",

@@ -48,6 +48,11 @@ int main(int argc, char **argv) {
     /* a file-size limit (ulimit -f) makes a write fail with EFBIG, which the
      * writers report, instead of killing the process mid-write */
     signal(SIGXFSZ, SIG_IGN);
+    /* piped (2>&1 | tee, a CI log) stdout is fully buffered and stderr is not:
+     * an error line then came out before the job header it follows. Line
+     * buffering keeps the two in the order they were written; the console
+     * prints a line per case, not per element, so it costs nothing */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
         usage(stderr);
         return GT_EXIT_USAGE;
@@ -68,7 +73,11 @@ int main(int argc, char **argv) {
         usage(stdout);
         return GT_EXIT_OK;
     }
-    fprintf(stderr, "gauntlet: unknown command '%s'\n\n", cmd);
+    static const char *const cmds[] = {"run", "list", "train", "env", "data",
+                                       "compare", "report", "version", "help"};
+    const char *near = gt_nearest(cmd, cmds, (int)(sizeof cmds / sizeof *cmds));
+    if (near) fprintf(stderr, "gauntlet: unknown command '%s': did you mean %s?\n\n", cmd, near);
+    else fprintf(stderr, "gauntlet: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return GT_EXIT_USAGE;
 }

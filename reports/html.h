@@ -1,10 +1,11 @@
 /* The HTML view of reports (docs/html-report.md): one self-contained page
  * that shows one or more gauntlet reports side by side and opens offline.
  *
- * The page embeds every report unchanged (as JSON in a
+ * The page embeds every report (as JSON in a
  * <script type="application/json" id="report-N"> element, N from 0 in the
- * order given) and draws its tables and SVG charts with an inline script:
- * no network, no external fonts, scripts or style sheets.
+ * order given), by default less the metrics' `samples` arrays, and draws its
+ * tables and SVG charts with an inline script: no network, no external
+ * fonts, scripts or style sheets.
  */
 #ifndef GT_HTML_H
 #define GT_HTML_H
@@ -27,9 +28,13 @@ gt_status gt_html_check_report(const char *path);
  * written. title (may be NULL: "gauntlet report") is the page's heading.
  * The file is replaced atomically (temporary file in the same directory,
  * fsync, rename), so a failed write leaves the previous file intact.
+ * full = 0 leaves every metric's `samples` array out of the embedded copy
+ * (the page draws values, medians; the samples, a third of a collectives
+ * report, are for `compare`), full = 1 embeds the reports unchanged.
  * Returns GT_ERR_INVALID for n < 1 or a bad input, GT_ERR_IO when a file
  * cannot be read or written, GT_ERR_OOM. */
-gt_status gt_html_write(const char *out_path, const char *const *paths, int n, const char *title);
+gt_status gt_html_write(const char *out_path, const char *const *paths, int n, const char *title,
+                        int full);
 
 #ifdef __cplusplus
 }

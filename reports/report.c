@@ -399,9 +399,12 @@ static const char *str_of(json_t *o, const char *k) {
 }
 
 const char *gt_result_label(gt_result *res) {
-    snprintf(res->label, sizeof res->label, "%s/%s (topology %s, %s)", str_of(res->obj, "suite"),
-             str_of(res->obj, "case"), str_of(res->obj, "topology"),
-             str_of(res->obj, "backend"));
+    /* a collective's two placements share a case name */
+    int ip = json_is_true(json_object_get(json_object_get(res->obj, "params"), "in_place")) ||
+             json_integer_value(json_object_get(json_object_get(res->obj, "params"), "in_place"));
+    snprintf(res->label, sizeof res->label, "%s/%s%s (topology %s, %s)",
+             str_of(res->obj, "suite"), str_of(res->obj, "case"), ip ? " in-place" : "",
+             str_of(res->obj, "topology"), str_of(res->obj, "backend"));
     return res->label;
 }
 
@@ -442,5 +445,106 @@ void gt_report_print_summary(gt_report *r, FILE *f) {
         }
         fprintf(f, "  %s %s: %s\n", st == GT_RESULT_FAIL ? "FAIL " : "ERROR",
                 gt_result_label(res), why ? why : "");
+    }
+}
+
+/* ---- highlights ------------------------------------------------------------ */
+
+static double metric_of(json_t *res, const char *name, int *have) {
+    json_t *v = json_object_get(json_object_get(json_object_get(res, "metrics"), name), "value");
+    *have = json_is_number(v);
+    return *have ? json_number_value(v) : 0;
+}
+
+void gt_report_print_highlights(gt_report *r, FILE *f) {
+    /* the machine: health's peaks on each topology it ran on */
+    int said = 0;
+    for (size_t i = 0; i < r->n_res; i++) {
+        json_t *o = r->res[i]->obj;
+        if (strcmp(str_of(o, "suite"), "health") != 0) continue;
+        const char *c = str_of(o, "case");
+        static const struct {
+            const char *name, *metric, *what, *unit;
+        } peaks[] = {
+            {"fma_peak", "gflops", "FMA", "GFLOP/s"},
+            {"sgemm_peak", "gflops", "SGEMM", "GFLOP/s"},
+            {"memory_bandwidth", "gbps", "memory", "GB/s"},
+            {"mpi_latency", "latency_us", "MPI latency", "us"},
+            {"mpi_bandwidth", "gbps", "MPI bandwidth", "GB/s"},
+        };
+        for (size_t k = 0; k < sizeof peaks / sizeof *peaks; k++) {
+            int have = 0;
+            if (strcmp(c, peaks[k].name) != 0) continue;
+            double v = metric_of(o, peaks[k].metric, &have);
+            if (!have) continue;
+            if (!said++) fprintf(f, "machine (health):\n");
+            fprintf(f, "  %-14s %10.2f %-8s (topology %s, %s)\n", peaks[k].what, v, peaks[k].unit,
+                    str_of(o, "topology"), str_of(o, "backend"));
+        }
+    }
+    /* scaling efficiencies: the train and scaling suites, gauntlet train --topologies */
+    said = 0;
+    for (size_t i = 0; i < r->n_res; i++) {
+        json_t *o = r->res[i]->obj;
+        for (int w = 0; w < 2; w++) {
+            int have = 0;
+            double v = metric_of(o, w ? "weak_scaling_efficiency" : "strong_scaling_efficiency",
+                                 &have);
+            if (!have) continue;
+            if (!said++) fprintf(f, "scaling efficiency (against the first topology):\n");
+            fprintf(f, "  %-30s %3s rank(s)  %s %5.1f%%  (%s)\n", str_of(o, "case"),
+                    str_of(o, "topology"), w ? "weak  " : "strong", 100.0 * v, str_of(o, "suite"));
+        }
+    }
+    /* collectives: busbw at the largest size against the raw library's */
+    said = 0;
+    for (size_t i = 0; i < r->n_res; i++) {
+        json_t *o = r->res[i]->obj;
+        if (strcmp(str_of(o, "suite"), "collectives") != 0) continue;
+        json_t *params = json_object_get(o, "params");
+        const char *dt = str_of(params, "dtype"), *op = str_of(params, "op");
+        if (strcmp(dt, "fp32") != 0 || (strcmp(op, "sum") != 0 && strcmp(op, "none") != 0))
+            continue;
+        /* out of place, or in place where that is all a collective has */
+        if (json_integer_value(json_object_get(params, "in_place")) != 0) {
+            int oop = 0;
+            for (size_t j = 0; j < r->n_res && !oop; j++) {
+                json_t *q = r->res[j]->obj;
+                oop = j != i && strcmp(str_of(q, "suite"), "collectives") == 0 &&
+                      strcmp(str_of(q, "case"), str_of(o, "case")) == 0 &&
+                      strcmp(str_of(q, "topology"), str_of(o, "topology")) == 0 &&
+                      strcmp(str_of(q, "backend"), str_of(o, "backend")) == 0 &&
+                      json_integer_value(json_object_get(json_object_get(q, "params"),
+                                                         "in_place")) == 0;
+            }
+            if (oop) continue;
+        }
+        /* the largest size with a busbw (none on one rank: n/a) */
+        unsigned long long big = 0;
+        const char *k;
+        json_t *m;
+        json_object_foreach(json_object_get(o, "metrics"), k, m) {
+            unsigned long long sz;
+            if (sscanf(k, "busbw_%llu", &sz) == 1 && sz > big) big = sz;
+        }
+        if (!big) continue;
+        char name[64];
+        int have = 0, have_raw = 0;
+        snprintf(name, sizeof name, "busbw_%llu", big);
+        double bw = metric_of(o, name, &have);
+        snprintf(name, sizeof name, "raw_busbw_%llu", big);
+        double raw = metric_of(o, name, &have_raw);
+        if (!said++) fprintf(f, "collectives (busbw at the largest size, median; raw = the library "
+                                "called directly):\n");
+        char sz[32];
+        if (big >= (1ull << 20)) snprintf(sz, sizeof sz, "%llu MiB", big >> 20);
+        else if (big >= (1ull << 10)) snprintf(sz, sizeof sz, "%llu KiB", big >> 10);
+        else snprintf(sz, sizeof sz, "%llu B", big);
+        if (have_raw && raw > 0)
+            fprintf(f, "  %-24s %3s rank(s) %8s  busbw %8.2f GB/s  raw %8.2f GB/s  (%.2fx)\n",
+                    str_of(o, "case"), str_of(o, "topology"), sz, bw, raw, bw / raw);
+        else
+            fprintf(f, "  %-24s %3s rank(s) %8s  busbw %8.2f GB/s  raw n/a\n", str_of(o, "case"),
+                    str_of(o, "topology"), sz, bw);
     }
 }

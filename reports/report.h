@@ -98,6 +98,12 @@ const char *gt_result_label(gt_result *res);
 /* A table per suite: results by status, then every failed or error result
  * with its first failed check or message. */
 void gt_report_print_summary(gt_report *r, FILE *f);
+/* The figures a person runs the suites for, a few lines each, from the
+ * results so far: the machine's peaks (health), every scaling efficiency
+ * (per case and topology), and for each collective on more than one rank
+ * the busbw at its largest size against the raw library's (fp32, sum,
+ * out of place). Sections without results are left out. */
+void gt_report_print_highlights(gt_report *r, FILE *f);
 
 /* Counts by status, for the exit code. */
 void gt_report_counts(const gt_report *r, int counts[GT_RESULT_STATUS_COUNT]);

@@ -97,6 +97,10 @@ typedef struct gt_coll_config {
 
 gt_coll_config gt_coll_defaults(void);
 
+/* How many results gt_coll_run adds with this config (one per collective x
+ * dtype x op x placement it runs): what progress estimates count on. */
+int gt_coll_count_results(const gt_coll_config *cfg);
+
 typedef struct gt_coll_summary {
     int results;              /* results added */
     long long wrong;          /* wrong elements over every row, summed over ranks */

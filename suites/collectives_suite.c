@@ -19,21 +19,40 @@ typedef struct relay {
     size_t seen;
 } relay;
 
+/* After each combination: the harness sees each result it added (one per
+ * placement), as for any other suite's case */
 static void on_result(void *p) {
     relay *r = p;
-    if (r->ctx->case_done && r->ctx->rep) r->ctx->case_done(r->ctx->case_done_ctx, NULL);
+    if (!r->ctx->case_done || !r->ctx->rep) return;
+    size_t n = gt_report_result_count(r->rep);
+    if (n == r->seen) r->ctx->case_done(r->ctx->case_done_ctx, NULL);
+    for (; r->seen < n; r->seen++)
+        r->ctx->case_done(r->ctx->case_done_ctx, gt_report_result_at(r->rep, r->seen));
 }
 
-static gt_status run(const gt_suite_ctx *ctx) {
-    gt_coll_config cfg = g_cfg_set ? g_cfg : gt_coll_defaults();
-    if (!g_cfg_set && ctx->effort == GT_EFFORT_QUICK) cfg.max_bytes = (uint64_t)1 << 20;
+/* The config run() uses (gt_suite_collectives_configure, the effort, a case). */
+static gt_status config_of(const gt_suite_ctx *ctx, gt_coll_config *cfg) {
+    *cfg = g_cfg_set ? g_cfg : gt_coll_defaults();
+    if (!g_cfg_set && ctx->effort == GT_EFFORT_QUICK) cfg->max_bytes = (uint64_t)1 << 20;
     if (ctx->case_filter) {
         gt_coll_test t;
         if (gt_coll_test_parse(ctx->case_filter, &t) != GT_OK)
             return GT_ERR(GT_ERR_INVALID, "collectives has no case '%s' (gauntlet list)",
                           ctx->case_filter);
-        cfg.colls = 1u << t;
+        cfg->colls = 1u << t;
     }
+    return GT_OK;
+}
+
+static int count(const gt_suite_ctx *ctx, int ranks) {
+    (void)ranks;
+    gt_coll_config cfg;
+    return config_of(ctx, &cfg) == GT_OK ? gt_coll_count_results(&cfg) : 1;
+}
+
+static gt_status run(const gt_suite_ctx *ctx) {
+    gt_coll_config cfg;
+    GT_TRY(config_of(ctx, &cfg));
     cfg.out = ctx->out;
     /* gt_coll_run adds the same results on every rank; only rank 0's report
      * is the run's, the others get a scratch one */
@@ -43,7 +62,7 @@ static gt_status run(const gt_suite_ctx *ctx) {
         GT_TRY(gt_report_new(NULL, 0, NULL, &scratch));
         rep = scratch;
     }
-    relay r = {.ctx = ctx, .rep = rep};
+    relay r = {.ctx = ctx, .rep = rep, .seen = gt_report_result_count(rep)};
     cfg.on_result = on_result;
     cfg.on_result_ctx = &r;
     gt_coll_summary sum;
@@ -67,4 +86,5 @@ const gt_suite gt_suite_collectives = {
     .min_ranks = 1,
     .max_ranks = 0,
     .run = run,
+    .count = count,
 };

@@ -369,6 +369,12 @@ static void hs_list(FILE *f) {
     fprintf(f, "  gpu_clocks        SM/memory clocks under load, throttle reasons (cuda)\n");
 }
 
+/* every case of hs_run adds a result, a skip where it cannot run */
+static int hs_count(const gt_suite_ctx *ctx, int ranks) {
+    (void)ranks;
+    return ctx->case_filter ? 1 : 6;
+}
+
 const gt_suite gt_suite_health = {
     .name = "health",
     .description = "machine fitness: FMA/SGEMM peaks, memory bandwidth, interconnect, GPU clocks",
@@ -376,4 +382,5 @@ const gt_suite gt_suite_health = {
     .min_ranks = 1,
     .max_ranks = 0,
     .run = hs_run,
+    .count = hs_count,
 };

@@ -736,6 +736,22 @@ static void ks_list(FILE *f) {
                 gt_op_name((gt_op)o));
 }
 
+static int ks_count(const gt_suite_ctx *ctx, int ranks) {
+    (void)ranks;
+    if (ctx->case_filter) return 1;
+    int n = 0, ndt = strcmp(ctx->backend, "cuda") == 0 ? 3 : 1; /* as ks_run_suite */
+    for (int o = 0; o < GT_OP_COUNT; o++) {
+        size_t k = 0;
+        const ks_shape *g = ks_grid((gt_op)o, &k);
+        for (size_t i = 0; i < k; i++)
+            n += g[i].effort <= ctx->effort &&
+                 /* ks_case's eval-mode shapes, batchnorm_fwd's only */
+                 !((o == GT_OP_BATCHNORM_BWD || o == GT_OP_AVGPOOL_FWD ||
+                    o == GT_OP_AVGPOOL_BWD) && !g[i].sh.train);
+    }
+    return n * ndt;
+}
+
 const gt_suite gt_suite_kernels = {
     .name = "kernels",
     .description = "every op x dtype x shape: conformance vs the ref backend and speed",
@@ -743,4 +759,5 @@ const gt_suite gt_suite_kernels = {
     .min_ranks = 1,
     .max_ranks = 1,
     .run = ks_run_suite,
+    .count = ks_count,
 };

@@ -266,6 +266,11 @@ static void ms_list(FILE *f) {
                "the first step\n");
 }
 
+static int ms_count(const gt_suite_ctx *ctx, int ranks) {
+    (void)ranks;
+    return ctx->case_filter ? 1 : 2; /* as ms_run */
+}
+
 const gt_suite gt_suite_memory = {
     .name = "memory",
     .description = "caching allocator: fragmentation, overhead, statistics invariants, reuse",
@@ -273,4 +278,5 @@ const gt_suite gt_suite_memory = {
     .min_ranks = 1,
     .max_ranks = 1,
     .run = ms_run,
+    .count = ms_count,
 };

@@ -54,6 +54,10 @@ typedef struct gt_suite {
      * not an error: run() returns non-OK only when it could not go on
      * (GT_ERR_COMM, GT_ERR_TIMEOUT, out of memory). */
     gt_status (*run)(const gt_suite_ctx *ctx);
+    /* How many results run() would add with ctx (whose comm is NULL here) on
+     * `ranks` ranks, for the progress estimate: cheap, runs nothing; an
+     * estimate, not a promise (a named case counts 1). NULL: unknown. */
+    int (*count)(const gt_suite_ctx *ctx, int ranks);
 } gt_suite;
 
 /* Every suite, in the order `gauntlet run` with no names runs them. */

@@ -224,9 +224,49 @@ static int max_ckpt_tensors(const gt_model *model) {
     return gt_model_num_tensors(model) + gt_model_num_state_tensors(model) + 3;
 }
 
+/* What a run trains on beyond its config: the data stream as the loader sees
+ * it and the rank layout. Recorded in every checkpoint and compared on
+ * resume, so that a resumed run never trains on something else. */
+typedef struct run_id {
+    int data_kind;      /* GT_CKPT_DATA_SYNTH / _FILE */
+    int data_vocab;
+    int64_t data_tokens;
+    int64_t data_bytes; /* file size, 0 synthetic */
+    uint32_t data_crc;  /* CRC32C of the tokens (files only: the synthetic stream is a
+                         * function of its recorded parameters) */
+    int synth_branch;
+    int micro_batch;    /* sequences per forward/backward on a rank */
+} run_id;
+
+static gt_status identify_data(const gt_train_config *cfg, const gt_tokens *tok, int M,
+                               run_id *id) {
+    memset(id, 0, sizeof *id);
+    id->micro_batch = M;
+    if (dense_model(cfg)) return GT_OK; /* the task is a function of preset and seed */
+    id->data_vocab = tok->vocab;
+    id->data_tokens = tok->n;
+    if (!cfg->data_path) {
+        gt_synth_config sc = gt_synth_defaults();
+        id->synth_branch = cfg->synth_branch > 0 ? cfg->synth_branch : sc.branch;
+        return GT_OK;
+    }
+    id->data_kind = GT_CKPT_DATA_FILE;
+    struct stat sb;
+    if (stat(cfg->data_path, &sb) != 0)
+        return GT_ERR(GT_ERR_IO, "'%s': cannot stat the token file: %s", cfg->data_path,
+                      strerror(errno));
+    id->data_bytes = (int64_t)sb.st_size;
+    /* only checkpointing and resuming need the digest: 100M tokens cost ~0.3 s.
+     * The tokens as little-endian uint32 (the host is little-endian: checkpoints
+     * refuse big-endian hosts), the same for a gauntlet and an llm.c file */
+    if (cfg->resume || cfg->checkpoint_every > 0)
+        id->data_crc = gt_crc32c(0, tok->tokens, (size_t)tok->n * sizeof *tok->tokens);
+    return GT_OK;
+}
+
 static void fill_meta(const gt_train_config *cfg, gt_model *model, gt_comm *comm,
-                      const char *backend_desc, int done, int rank, int nranks,
-                      gt_ckpt_meta *m) {
+                      const char *backend_desc, const run_id *id, int done, int rank,
+                      int nranks, gt_ckpt_meta *m) {
     memset(m, 0, sizeof *m);
     snprintf(m->backend, sizeof m->backend, "%.*s", (int)sizeof m->backend - 1, backend_desc);
     snprintf(m->library, sizeof m->library, "%s %s", gt_comm_backend_name(comm),
@@ -246,6 +286,19 @@ static void fill_meta(const gt_train_config *cfg, gt_model *model, gt_comm *comm
     m->num_params = gt_model_num_params(model);
     m->opt = cfg->opt;
     m->precision = (int32_t)cfg->precision;
+    const char *fam = gt_model_family_of(cfg->model_name);
+    snprintf(m->family, sizeof m->family, "%s", fam ? fam : "gpt2");
+    m->data_kind = id->data_kind;
+    m->data_vocab = id->data_vocab;
+    m->data_tokens = id->data_tokens;
+    m->data_bytes = id->data_bytes;
+    m->data_crc = id->data_crc;
+    m->synth_branch = id->synth_branch;
+    m->world_size = gt_comm_size(comm);
+    m->zero = cfg->zero;
+    m->deterministic = cfg->deterministic;
+    m->micro_batch = id->micro_batch;
+    if (cfg->data_path) snprintf(m->data_path, sizeof m->data_path, "%s", cfg->data_path);
 }
 
 /* The loss scaler's state in a checkpoint (fp16 runs, rank 0's file): fp64
@@ -258,7 +311,7 @@ static const char *const LOSS_SCALER = "loss_scaler";
  * shards are safely on disk. */
 static gt_status save_checkpoint(const gt_train_config *cfg, gt_model *model, gt_comm *comm,
                                  size_t lo, size_t hi, int done, const char *backend_desc,
-                                 const gt_lossscale *ls, int *collective) {
+                                 const run_id *id, const gt_lossscale *ls, int *collective) {
     int R = gt_comm_size(comm), rank = gt_comm_rank(comm);
     int sharded = cfg->zero;
     size_t np = gt_model_num_params(model);
@@ -322,8 +375,12 @@ static gt_status save_checkpoint(const gt_train_config *cfg, gt_model *model, gt
                 e->data = k ? vh : mh;
             }
             gt_ckpt_meta meta;
-            fill_meta(cfg, model, comm, backend_desc, done, sharded ? rank : 0,
+            fill_meta(cfg, model, comm, backend_desc, id, done, sharded ? rank : 0,
                       sharded ? R : 1, &meta);
+            /* tests: the version 1 layout older gauntlets wrote, to check that
+             * resuming from one still works and says what it could not check */
+            const char *old = getenv("GT_TEST_CKPT_VERSION");
+            if (old && atoi(old) == 1) meta.format_version = 1;
             if (sharded) gt_ckpt_shard_name(path, sizeof path, where, rank);
             else snprintf(path, sizeof path, "%s", where);
             s = gt_ckpt_write(path, &meta, t, nt, &crc, &bytes);
@@ -355,49 +412,207 @@ static gt_status save_checkpoint(const gt_train_config *cfg, gt_model *model, gt
     return agree(comm, s, collective);
 }
 
-/* Refuses a checkpoint written by another configuration, naming the field. */
-static gt_status check_meta(const char *file, const gt_ckpt_meta *m, const gt_train_config *cfg,
-                            gt_model *model, size_t np) {
-#define SAME(name, got, want)                                                                  \
-    if ((long long)(got) != (long long)(want))                                                 \
-        return GT_ERR(GT_ERR_MISMATCH,                                                         \
-                      "checkpoint '%s' does not match this run: %s is %lld in the checkpoint, " \
-                      "%lld here; resume with the settings it was written with",               \
-                      file, name, (long long)(got), (long long)(want));
-#define SAMEF(name, got, want)                                                                 \
-    if (memcmp(&(got), &(want), sizeof(float)) != 0)                                           \
-        return GT_ERR(GT_ERR_MISMATCH,                                                         \
-                      "checkpoint '%s' does not match this run: %s is %g in the checkpoint, "  \
-                      "%g here; resume with the settings it was written with",                 \
-                      file, name, (double)(got), (double)(want));
-    int32_t fields[GT_MODEL_CONFIG_FIELDS];
-    gt_model_config_fields(model, fields);
+/* ---- resume: the checkpoint's run against this one -------------------------------- */
+
+static const char *const RESUME_FIELDS[] = {
+    "data", "data_order", "seed", "batch", "seq", "precision", "lr", "beta1", "beta2", "eps",
+    "weight_decay", "grad_clip", "warmup", "lr_min_frac", "steps", "world_size", "zero",
+    "micro_batch", "deterministic",
+};
+
+const char *gt_train_resume_field(int i) {
+    return i >= 0 && i < (int)(sizeof RESUME_FIELDS / sizeof *RESUME_FIELDS) ? RESUME_FIELDS[i]
+                                                                             : NULL;
+}
+
+/* `name` is one of the comma-separated items of `list` (NULL: none). */
+static int listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+typedef struct resume_check {
+    const char *file;
+    const char *allow;   /* cfg->resume_allow */
+    gt_train_stats *st;  /* receives the changes allowed */
+    gt_status s;
+} resume_check;
+
+/* One recorded field: equal; different and allowed by --resume-allow (noted
+ * in st->resume_overrides); or the refusal, naming it with both values.
+ * `fix` says how to resume as the checkpoint was written; `fixed` fields
+ * (the model's shape) cannot be allowed: the tensors would not fit. */
+static void field(resume_check *rc, const char *name, int fixed, const char *was,
+                  const char *now, const char *fix) {
+    if (rc->s != GT_OK || strcmp(was, now) == 0) return;
+    if (!fixed && listed(rc->allow, name)) {
+        char *o = rc->st->resume_overrides;
+        size_t used = strlen(o);
+        snprintf(o + used, sizeof rc->st->resume_overrides - used, "%s%s: %s -> %s",
+                 used ? "; " : "", name, was, now);
+        return;
+    }
+    if (fixed)
+        rc->s = GT_ERR(GT_ERR_MISMATCH,
+                       "checkpoint '%s' does not match this run: %s is %s in the checkpoint, "
+                       "%s here; resume with the settings it was written with (%s)",
+                       rc->file, name, was, now, fix);
+    else
+        rc->s = GT_ERR(GT_ERR_MISMATCH,
+                       "checkpoint '%s' does not match this run: %s is %s in the checkpoint, "
+                       "%s here; %s, or continue with the change with --resume-allow %s "
+                       "(recorded in the report)",
+                       rc->file, name, was, now, fix, name);
+}
+
+static void field_i(resume_check *rc, const char *name, int fixed, long long was, long long now,
+                    const char *fix) {
+    char a[32], b[32];
+    snprintf(a, sizeof a, "%lld", was);
+    snprintf(b, sizeof b, "%lld", now);
+    field(rc, name, fixed, a, b, fix);
+}
+
+/* floats compare bitwise (the schedule must be the same bits), print as %g
+ * unless that hides the difference */
+static void field_f(resume_check *rc, const char *name, float was, float now, const char *fix) {
+    char a[32], b[32];
+    if (memcmp(&was, &now, sizeof was) == 0) return;
+    snprintf(a, sizeof a, "%g", (double)was);
+    snprintf(b, sizeof b, "%g", (double)now);
+    if (strcmp(a, b) == 0) {
+        snprintf(a, sizeof a, "%.9g", (double)was);
+        snprintf(b, sizeof b, "%.9g", (double)now);
+    }
+    field(rc, name, 0, a, b, fix);
+}
+
+static void describe_data(const gt_ckpt_meta *m, char *out, size_t n) {
+    if (m->data_kind == GT_CKPT_DATA_FILE)
+        snprintf(out, n, "the token file '%s' (%lld tokens, vocab %d, %lld bytes, CRC32C %08x)",
+                 m->data_path, (long long)m->data_tokens, m->data_vocab,
+                 (long long)m->data_bytes, m->data_crc);
+    else if (m->data_tokens > 0)
+        snprintf(out, n, "the synthetic source (vocab %d, branch %d, %lld tokens)",
+                 m->data_vocab, m->synth_branch, (long long)m->data_tokens);
+    else
+        snprintf(out, n, "the model's synthetic task");
+}
+
+/* Refuses a checkpoint written by another run, naming the field and both
+ * values, unless --resume-allow lists it. `here` is what this run would
+ * write (fill_meta). */
+static gt_status check_meta(const char *file, const gt_ckpt_meta *m, const gt_ckpt_meta *here,
+                            const gt_train_config *cfg, gt_model *model, gt_train_stats *st) {
+    resume_check rc = {.file = file, .allow = cfg->resume_allow, .st = st, .s = GT_OK};
+    st->resume_overrides[0] = 0;
+    const char *same = "resume with the settings it was written with";
+    if (m->format_version >= 2)
+        field(&rc, "model family", 1, m->family, here->family, "--model of that family");
     for (int i = 0; i < GT_CKPT_MODEL_FIELDS && i < GT_MODEL_CONFIG_FIELDS; i++)
-        SAME(gt_model_config_field_name(model, i), m->model[i], fields[i]);
-    SAME("dtype (0 = fp32)", m->dtype, GT_DTYPE_FP32);
-    if (m->precision != (int32_t)cfg->precision)
+        field_i(&rc, gt_model_config_field_name(model, i), 1, m->model[i], here->model[i],
+                "--model and its overrides");
+    field_i(&rc, "dtype (0 = fp32)", 1, m->dtype, GT_DTYPE_FP32, "a gauntlet that reads it");
+    field_i(&rc, "num_params", 1, (long long)m->num_params, (long long)here->num_params,
+            "the same model");
+    if (rc.s != GT_OK) return rc.s;
+    if (m->format_version >= 2) {
+        char a[400], b[400], fix[400];
+        describe_data(m, a, sizeof a);
+        describe_data(here, b, sizeof b);
+        if (m->data_kind == GT_CKPT_DATA_FILE)
+            snprintf(fix, sizeof fix, "resume with --data %s (the same tokens)", m->data_path);
+        else if (here->data_kind == GT_CKPT_DATA_FILE)
+            snprintf(fix, sizeof fix, "resume without --data");
+        else if (m->synth_branch != here->synth_branch)
+            snprintf(fix, sizeof fix, "resume with --synth-branch %d", m->synth_branch);
+        else /* its default length follows --steps */
+            snprintf(fix, sizeof fix, "resume with --synth-tokens %lld",
+                     (long long)m->data_tokens);
+        /* the path is information: the same tokens elsewhere are the same data */
+        if (m->data_kind != here->data_kind || m->data_vocab != here->data_vocab ||
+            m->data_tokens != here->data_tokens || m->data_crc != here->data_crc ||
+            m->synth_branch != here->synth_branch)
+            field(&rc, "data", 0, a, b, fix);
+    }
+    field(&rc, "data_order", 0, gt_data_order_name((gt_data_order)m->data_order),
+          gt_data_order_name((gt_data_order)here->data_order), "resume with that --data-order");
+    field_i(&rc, "seed", 0, (long long)m->seed, (long long)here->seed, same);
+    field_i(&rc, "batch", 0, m->global_batch, here->global_batch, same);
+    field_i(&rc, "seq", 0, m->seq_len, here->seq_len, same);
+    {
+        char fix[64];
+        snprintf(fix, sizeof fix, "resume with --precision %s",
+                 gt_dtype_name((gt_dtype)m->precision));
+        if (m->precision != here->precision && !listed(cfg->resume_allow, "precision") &&
+            rc.s == GT_OK)
+            /* the wording the precision tests and docs/reliability.md know */
+            rc.s = GT_ERR(GT_ERR_MISMATCH,
+                          "checkpoint '%s' does not match this run: it was trained with "
+                          "--precision %s, this run asks for %s; %s, or continue with the "
+                          "change with --resume-allow precision (recorded in the report)",
+                          file, gt_dtype_name((gt_dtype)m->precision),
+                          gt_dtype_name(cfg->precision), fix);
+        field(&rc, "precision", 0, gt_dtype_name((gt_dtype)m->precision),
+              gt_dtype_name((gt_dtype)here->precision), fix);
+    }
+    field_f(&rc, "lr", m->opt.lr, here->opt.lr, same);
+    field_f(&rc, "beta1", m->opt.beta1, here->opt.beta1, same);
+    field_f(&rc, "beta2", m->opt.beta2, here->opt.beta2, same);
+    field_f(&rc, "eps", m->opt.eps, here->opt.eps, same);
+    field_f(&rc, "weight_decay", m->opt.weight_decay, here->opt.weight_decay, same);
+    field_f(&rc, "grad_clip", m->opt.grad_clip, here->opt.grad_clip, same);
+    field_f(&rc, "lr_min_frac", m->opt.lr_min_frac, here->opt.lr_min_frac, same);
+    field_i(&rc, "warmup", 0, m->opt.warmup_steps, here->opt.warmup_steps, same);
+    {
+        char fix[64];
+        snprintf(fix, sizeof fix, "resume with --steps %d (the lr schedule spans it)",
+                 m->opt.total_steps);
+        field_i(&rc, "steps", 0, m->opt.total_steps, here->opt.total_steps, fix);
+    }
+    if (m->format_version >= 2) {
+        field(&rc, "deterministic", 0, m->deterministic ? "on" : "off",
+              here->deterministic ? "on" : "off",
+              m->deterministic ? "resume with --deterministic" : "resume without --deterministic");
+        /* --deterministic sums one fixed tree whatever the ranks and the ZeRO
+         * stage (bitwise the same weights, docs/distributed.md): there they do not
+         * decide the continuation; otherwise the order of every sum does */
+        if (!(m->deterministic && here->deterministic)) {
+            char fix[96];
+            snprintf(fix, sizeof fix, "resume on %d rank(s) (mpirun -np %d)", m->world_size,
+                     m->world_size);
+            field_i(&rc, "world_size", 0, m->world_size, here->world_size, fix);
+            snprintf(fix, sizeof fix, "resume with --zero %d", m->zero);
+            field_i(&rc, "zero", 0, m->zero, here->zero, fix);
+        }
+        /* the default micro-batch is a rank's share (batch / ranks): when that
+         * changed, so did the micro-batch, and the change was already named */
+        if ((int64_t)m->global_batch * here->world_size ==
+            (int64_t)here->global_batch * m->world_size) {
+            char fix[96];
+            snprintf(fix, sizeof fix, "resume with --micro-batch %d", m->micro_batch);
+            field_i(&rc, "micro_batch", 0, m->micro_batch, here->micro_batch, fix);
+        }
+    } else {
+        snprintf(st->resume_unchecked, sizeof st->resume_unchecked,
+                 "a format version %d checkpoint: it does not record the data source "
+                 "(token file or synthetic parameters), the model family, the world size, the "
+                 "ZeRO stage, --deterministic or the micro-batch, so these were not checked: "
+                 "make sure they are what it was trained with",
+                 m->format_version);
+    }
+    if (rc.s != GT_OK) return rc.s;
+    if (m->loader_step != m->step)
         return GT_ERR(GT_ERR_MISMATCH,
-                      "checkpoint '%s' does not match this run: it was trained with --precision "
-                      "%s, this run asks for %s; resume with --precision %s",
-                      file, gt_dtype_name((gt_dtype)m->precision), gt_dtype_name(cfg->precision),
-                      gt_dtype_name((gt_dtype)m->precision));
-    SAME("num_params", m->num_params, np);
-    SAME("seed", m->seed, cfg->seed);
-    SAME("data_order", m->data_order, cfg->data_order);
-    SAME("batch", m->global_batch, cfg->batch);
-    SAME("seq", m->seq_len, cfg->seq_len);
-    SAMEF("lr", m->opt.lr, cfg->opt.lr);
-    SAMEF("beta1", m->opt.beta1, cfg->opt.beta1);
-    SAMEF("beta2", m->opt.beta2, cfg->opt.beta2);
-    SAMEF("eps", m->opt.eps, cfg->opt.eps);
-    SAMEF("weight_decay", m->opt.weight_decay, cfg->opt.weight_decay);
-    SAMEF("grad_clip", m->opt.grad_clip, cfg->opt.grad_clip);
-    SAMEF("lr_min_frac", m->opt.lr_min_frac, cfg->opt.lr_min_frac);
-    SAME("warmup", m->opt.warmup_steps, cfg->opt.warmup_steps);
-    SAME("total_steps (the schedule's --steps)", m->opt.total_steps, cfg->opt.total_steps);
-    SAME("loader_step (data position)", m->loader_step, m->step);
-#undef SAME
-#undef SAMEF
+                      "checkpoint '%s' is inconsistent: its data position (loader step %lld) "
+                      "is not its step %lld",
+                      file, (long long)m->loader_step, (long long)m->step);
     if (m->step < 0 || m->step >= cfg->steps)
         return GT_ERR(GT_ERR_INVALID,
                       "checkpoint '%s' is at step %lld: nothing is left of --steps %d",
@@ -410,8 +625,9 @@ enum { MAX_SHARDS = 1 << 16 };
 /* Loads parameters, this rank's range [lo, hi) of m and v (from whichever
  * files hold it: a sharded checkpoint resumes on any rank count, with or
  * without ZeRO) and the step. */
-static gt_status load_checkpoint(const gt_train_config *cfg, gt_model *model, size_t lo,
-                                 size_t hi, gt_lossscale *ls, int64_t *start) {
+static gt_status load_checkpoint(const gt_train_config *cfg, gt_model *model, gt_comm *comm,
+                                 const run_id *id, gt_train_stats *st, size_t lo, size_t hi,
+                                 gt_lossscale *ls, int64_t *start) {
     char where[4096], path[4200];
     int sharded = 0, nfiles = 1;
     int64_t mstep = -1;
@@ -447,7 +663,9 @@ static gt_status load_checkpoint(const gt_train_config *cfg, gt_model *model, si
         const gt_ckpt_meta *m = gt_ckpt_meta_of(f);
         if (r == 0) {
             first = *m;
-            if ((s = check_meta(path, m, cfg, model, np)) != GT_OK) break;
+            gt_ckpt_meta here;
+            fill_meta(cfg, model, comm, "", id, 0, 0, 1, &here);
+            if ((s = check_meta(path, m, &here, cfg, model, st)) != GT_OK) break;
         }
         if (m->step != first.step || m->nranks != (sharded ? nfiles : 1) ||
             m->rank != (sharded ? r : 0) || (sharded && m->step != mstep) ||
@@ -531,8 +749,13 @@ static gt_status load_checkpoint(const gt_train_config *cfg, gt_model *model, si
                    where, covered, need);
     if (s == GT_OK) s = gt_model_set_params(model, host);
     if (s == GT_OK) s = gt_model_set_state(model, sth);
-    if (s == GT_OK) s = gt_model_set_opt_state(model, nlo, nhi, mh, vh);
-    if (s == GT_OK) *start = first.step;
+    /* a ZeRO shard of padding only (a small model on several ranks) holds no
+     * state to restore: its range lies past num_params */
+    if (s == GT_OK && nhi > nlo) s = gt_model_set_opt_state(model, nlo, nhi, mh, vh);
+    if (s == GT_OK) {
+        *start = first.step;
+        snprintf(st->resumed_from, sizeof st->resumed_from, "%s", where);
+    }
     free(tmp);
     free(want);
     free(sth);
@@ -866,6 +1089,8 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         if ((s = gt_gpt2_model_wrap(g, M, T, cfg->model_name, &model)) != GT_OK) goto done;
     }
     snprintf(st->unit, sizeof st->unit, "%s", gt_model_get_info(model)->unit);
+    run_id rid;
+    if ((s = identify_data(cfg, &tok, M, &rid)) != GT_OK) goto done;
     gt_dp_config dc = gt_dp_defaults();
     dc.zero = cfg->zero;
     dc.deterministic = cfg->deterministic;
@@ -879,7 +1104,8 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     if ((s = gt_model_set_opt_range(model, lo, hi)) != GT_OK) goto done;
     int64_t start = 0;
     if (cfg->resume) {
-        s = agree(comm, load_checkpoint(cfg, model, lo, hi, fp16 ? &ls : NULL, &start),
+        s = agree(comm,
+                  load_checkpoint(cfg, model, comm, &rid, st, lo, hi, fp16 ? &ls : NULL, &start),
                   &st->collective_error);
         if (s != GT_OK) goto done;
         st->first_step = (int)start;
@@ -1166,7 +1392,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
             }
         }
         if (cfg->checkpoint_every > 0 && (step + 1) % cfg->checkpoint_every == 0 &&
-            (s = save_checkpoint(cfg, model, comm, lo, hi, step + 1, st->backend_desc,
+            (s = save_checkpoint(cfg, model, comm, lo, hi, step + 1, st->backend_desc, &rid,
                                  fp16 ? &ls : NULL, &st->collective_error)) != GT_OK)
             goto done;
     }
@@ -1238,6 +1464,10 @@ static void dense_params(const char *name, gt_result *res) {
         gt_result_param_int(res, "stem", cc.stem);
         gt_result_param_int(res, "blocks", cc.nblocks);
     }
+}
+
+int64_t gt_train_data_position(const gt_train_config *cfg, int64_t step) {
+    return step * cfg->batch * (dense_model(cfg) ? 1 : cfg->seq_len);
 }
 
 void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res) {
@@ -1321,7 +1551,15 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     gt_result_param_int(res, "zero", cfg->zero);
     if (cfg->resume) {
         gt_result_param_str(res, "resume", cfg->resume);
+        if (st->resumed_from[0]) gt_result_param_str(res, "resumed_from", st->resumed_from);
         gt_result_param_int(res, "resumed_from_step", st->first_step);
+        gt_result_param_int(res, "resumed_data_position",
+                            (long long)gt_train_data_position(cfg, st->first_step));
+        if (cfg->resume_allow) gt_result_param_str(res, "resume_allow", cfg->resume_allow);
+        if (st->resume_overrides[0])
+            gt_result_param_str(res, "resume_overrides", st->resume_overrides);
+        if (st->resume_unchecked[0])
+            gt_result_param_str(res, "resume_unchecked", st->resume_unchecked);
     }
     if (cfg->checkpoint_every > 0) gt_result_param_int(res, "checkpoint_every", cfg->checkpoint_every);
     if (cfg->stop_after > 0) gt_result_param_int(res, "stop_after", cfg->stop_after);

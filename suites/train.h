@@ -67,6 +67,8 @@ typedef struct gt_train_config {
     const char *checkpoint_dir; /* where checkpoints go; checked writable before training */
     int checkpoint_every;    /* a checkpoint after every K steps (0: none) */
     const char *resume;      /* a checkpoint file, a sharded folder, or a directory (latest) */
+    const char *resume_allow; /* comma-separated fields (gt_train_resume_field) that may
+                               * differ from the checkpoint's run; NULL: none may */
     int stop_after;          /* end after this step as an interruption would (0: --steps);
                               * the lr schedule still spans `steps` */
     int eval_samples;        /* mlp / convnet: after training, rank 0 evaluates this many
@@ -138,6 +140,12 @@ typedef struct gt_train_stats {
     int vocab;                /* model V, or the classes of mlp / convnet */
     int nranks;
     size_t comm_bytes;        /* bytes this rank reduced / gathered */
+    /* resumed runs: the checkpoint (file or sharded folder) resumed from, the
+     * fields that differed and were allowed ("lr: 0.001 -> 0.002; ..."), and what
+     * an old-format checkpoint could not check (empty when all was) */
+    char resumed_from[4096];
+    char resume_overrides[1024];
+    char resume_unchecked[512];
 } gt_train_stats;
 
 void gt_train_stats_release(gt_train_stats *s);
@@ -155,6 +163,17 @@ void gt_train_stats_release(gt_train_stats *s);
  * makes rank 0 start that step's backward from an infinite dloss
  * (docs/reliability.md). */
 gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *out);
+
+/* The fields a checkpoint records that --resume-allow may let differ, by
+ * index from 0 (NULL past the last): data, data_order, seed, batch, seq,
+ * precision, the AdamW fields, warmup, lr_min_frac, steps, world_size, zero,
+ * micro_batch, deterministic (docs/formats.md, "Loading"). */
+const char *gt_train_resume_field(int i);
+
+/* The data position a resumed run starts from: tokens the loader has
+ * consumed before `step` (step x global batch x seq; sequential order reads
+ * them from the stream's start, modulo its length). */
+int64_t gt_train_data_position(const gt_train_config *cfg, int64_t step);
 
 /* Puts config, metrics, series and allocator stats of a run into a result. */
 void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res);

@@ -762,6 +762,16 @@ static void train_list(FILE *f) {
     }
 }
 
+/* train_run's cases: for gpt2-tiny, mlp-tiny and convnet-tiny convergence,
+ * run_to_run, topology (power-of-two ranks), cross_backend (1 rank), two
+ * precisions and resume; the small presets' 4 cases with --full off ref */
+static int train_count(const gt_suite_ctx *ctx, int ranks) {
+    if (ctx->case_filter) return 1;
+    int per = 5 + ((ranks & (ranks - 1)) == 0) + (ranks == 1);
+    int full = ctx->effort == GT_EFFORT_FULL && strcmp(ctx->backend, "ref") != 0;
+    return 3 * per + (full ? 4 : 0);
+}
+
 const gt_suite gt_suite_train = {
     .name = "train",
     .description = "gpt2, mlp and convnet convergence, determinism (run to run, across "
@@ -770,6 +780,7 @@ const gt_suite gt_suite_train = {
     .min_ranks = 1,
     .max_ranks = 0,
     .run = train_run,
+    .count = train_count,
 };
 
 /* One scaling case: strong (same global batch on every topology) or weak
@@ -899,6 +910,13 @@ static void scaling_list(FILE *f) {
             "gpt2-124m/{bf16,fp16}");
 }
 
+/* scaling_run adds a result for each of its 10 cases, a skip where the
+ * backend does not run it */
+static int scaling_count(const gt_suite_ctx *ctx, int ranks) {
+    (void)ranks;
+    return ctx->case_filter ? 1 : 10;
+}
+
 const gt_suite gt_suite_scaling = {
     .name = "scaling",
     .description = "gpt2-small, mlp-small and resnet-small training on each topology: "
@@ -907,4 +925,5 @@ const gt_suite gt_suite_scaling = {
     .min_ranks = 1,
     .max_ranks = 0,
     .run = scaling_run,
+    .count = scaling_count,
 };

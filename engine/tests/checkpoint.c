@@ -120,7 +120,7 @@ static void fix_hcrc(const char *path, uint32_t hb) {
     free(h);
 }
 
-enum { FIXED = 432, ENTRY = 128 }; /* docs/formats.md */
+enum { FIXED = 928, FIXED_V1 = 432, ENTRY = 128 }; /* docs/formats.md, format version 2 and 1 */
 
 /* a fresh copy of the 2-tensor checkpoint: w [2, 3], adamw.m [3] */
 static uint64_t write_two(const char *path) {
@@ -166,6 +166,12 @@ static void test_crafted(void) {
         m.opt.total_steps = 28, m.opt.lr_min_frac = 29;
         snprintf(m.backend, sizeof m.backend, "be");
         snprintf(m.library, sizeof m.library, "lib");
+        /* version 2's fields */
+        snprintf(m.family, sizeof m.family, "mlp");
+        m.data_kind = GT_CKPT_DATA_FILE, m.data_vocab = 30, m.data_tokens = 31;
+        m.data_bytes = 32, m.data_crc = 33, m.synth_branch = 34, m.world_size = 35;
+        m.zero = 36, m.deterministic = 37, m.micro_batch = 38;
+        snprintf(m.data_path, sizeof m.data_path, "corpus.tok");
         CHECK_OK(gt_ckpt_write(path, &m, &t, 1, NULL, NULL));
         gt_ckpt_file *f = NULL;
         CHECK_OK(gt_ckpt_open(path, &f));
@@ -185,8 +191,36 @@ static void test_crafted(void) {
                   "optimizer config round trip");
             CHECK(strcmp(g->backend, "be") == 0 && strcmp(g->library, "lib") == 0,
                   "strings round trip");
+            CHECK(g->format_version == GT_CKPT_FORMAT_VERSION && strcmp(g->family, "mlp") == 0 &&
+                      g->data_kind == GT_CKPT_DATA_FILE && g->data_vocab == 30 &&
+                      g->data_tokens == 31 && g->data_bytes == 32 && g->data_crc == 33 &&
+                      g->synth_branch == 34 && g->world_size == 35 && g->zero == 36 &&
+                      g->deterministic == 37 && g->micro_batch == 38 &&
+                      strcmp(g->data_path, "corpus.tok") == 0,
+                  "version 2 fields round trip");
             gt_ckpt_close(f);
         }
+        /* the version 1 layout (what older gauntlets wrote) still reads: its own
+         * fields as written, the version 2 ones empty */
+        m.format_version = 1;
+        CHECK_OK(gt_ckpt_write(path, &m, &t, 1, NULL, NULL));
+        CHECK(rd32(path, 8) == 1 && rd32(path, 12) == FIXED_V1 + ENTRY + 4,
+              "a version 1 header: version %u, %u bytes", rd32(path, 8), rd32(path, 12));
+        f = NULL;
+        CHECK_OK(gt_ckpt_open(path, &f));
+        if (f) {
+            const gt_ckpt_meta *g = gt_ckpt_meta_of(f);
+            float got = 0;
+            CHECK(g->format_version == 1 && g->step == 11 && g->seed == 12 &&
+                      g->opt.lr_min_frac == 29 && g->family[0] == 0 && g->data_tokens == 0 &&
+                      g->world_size == 0 && g->data_path[0] == 0,
+                  "version 1: old fields read, new ones empty");
+            CHECK_OK(gt_ckpt_read(f, 0, &got));
+            CHECK(got == 1, "version 1: the tensor reads");
+            gt_ckpt_close(f);
+        }
+        m.format_version = 0;
+        CHECK_OK(gt_ckpt_write(path, &m, &t, 1, NULL, NULL));
         /* a rank-0 tensor is not in the format, even when its one element fits */
         wr32(path, FIXED + 36, 0);
         fix_hcrc(path, FIXED + ENTRY + 4);
@@ -221,20 +255,20 @@ static void test_crafted(void) {
         gt_ckpt_close(f);
     }
     /* another format version, even with a matching header checksum */
-    for (uint32_t v = 0; v <= 2; v += 2) {
+    for (uint32_t v = 0; v <= GT_CKPT_FORMAT_VERSION + 1; v += GT_CKPT_FORMAT_VERSION + 1) {
         write_two(path);
         wr32(path, 8, v);
         fix_hcrc(path, hb);
         expect_refused(path, GT_ERR_MISMATCH, "format version", "format version");
     }
-    /* a header length below the fixed part: 308 = header_bytes(-1) modulo 2^64,
+    /* a header length below the fixed part: 804 = header_bytes(-1) modulo 2^64,
      * with a tensor count of -1 that matches it and a valid checksum */
     uint64_t size = write_two(path);
     CHECK(rd32(path, 12) == hb, "header length %u", rd32(path, 12));
-    wr32(path, 12, 308);
+    wr32(path, 12, FIXED - ENTRY + 4);
     wr32(path, 16, 0xffffffffu);
-    fix_hcrc(path, 308);
-    expect_refused(path, GT_ERR_MISMATCH, "header length 308 is impossible", "short header");
+    fix_hcrc(path, FIXED - ENTRY + 4);
+    expect_refused(path, GT_ERR_MISMATCH, "header length 804 is impossible", "short header");
     /* a tensor count that does not fit the header length */
     write_two(path);
     wr32(path, 16, 1);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # usage: collectives.sh GAUNTLET REPORT_CHECK [LAUNCHER...]
-# Runs `gauntlet run collectives --quick` (under LAUNCHER when given, e.g.
+# Runs `gauntlet run collectives --quick --verbose` (the tables; under LAUNCHER when given, e.g.
 # "mpiexec -n 4 --oversubscribe"), then asserts: the report validates, every
 # result's wrong_elements check is 0, no result is an error, the table says
 # 0 wrong elements, and every result of the default matrix is there.
@@ -47,7 +47,7 @@ if [ $# -eq 0 ]; then
     expect 2 "cannot write report" "$g" run collectives --quick --report /nonexistent-dir/r.json
     # K/M suffixes, an explicit selection: every named combination at every size
     expect 0 "4194304 +1048576 +fp32 +sum" "$g" run collectives -b 1M -e 4M -f 4 \
-        --colls allreduce --dtypes fp32 --ops sum --iters 2 --warmup 1 --reps 3
+        --colls allreduce --dtypes fp32 --ops sum --iters 2 --warmup 1 --reps 3 --verbose
 fi
 
 # the launcher's rank count is the one topology to run (the runner's default
@@ -64,7 +64,7 @@ done
 # the adaptive timing path runs without a launcher (and in `make run`).
 timing=()
 [ $# -gt 0 ] && timing=(--iters 2 --warmup 1 --reps 2)
-out=$("$@" "$g" run collectives --quick "${timing[@]}" --topologies "$np" --report "$tmp/c.json" 2>&1)
+out=$("$@" "$g" run collectives --quick --verbose "${timing[@]}" --topologies "$np" --report "$tmp/c.json" 2>&1)
 rc=$?
 echo "$out" | grep -E '^(gauntlet run|summary|total|checks|# (wrong|busbw|note))'
 if { [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; } || [ ! -s "$tmp/c.json" ]; then

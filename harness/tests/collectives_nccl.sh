@@ -24,7 +24,7 @@ for x in "$@"; do
     case "$prev" in -n | -np | --np) np=$x ;; esac
     prev=$x
 done
-out=$("$@" "$g" run collectives --comm nccl --quick --topologies "$np" \
+out=$("$@" "$g" run collectives --comm nccl --quick --verbose --topologies "$np" \
       --report "$tmp/c.json" 2>&1)
 rc=$?
 echo "$out" | grep -E "^(gauntlet run|summary|total|checks|# (wrong|busbw))|'nccl'"
