@@ -22,6 +22,9 @@ static void compare_usage(FILE *f) {
             "                  are corrected for the number of metrics (Holm)\n"
             "  --per-metric-alpha  no correction: alpha applies to each metric alone (with\n"
             "                  thousands of metrics, expect false verdicts)\n"
+            "  --checks-only   speed does not gate: metrics get their verdicts and are shown,\n"
+            "                  but only checks, result statuses and missing results decide\n"
+            "                  (a machine too noisy to gate speed)\n"
             "  --junit FILE    also write JUnit XML there (a testsuite per suite)\n"
             "  --quiet         leave out the rows whose verdict is same\n"
             "\n"
@@ -75,6 +78,8 @@ int gt_cmd_compare(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--alpha", v, 1e-12, 0.5, &opt.alpha);
         } else if (gt_opt(&a, "--junit", &v, &err)) {
             junit = v;
+        } else if (gt_flag(&a, "--checks-only")) {
+            opt.checks_only = 1;
         } else if (gt_flag(&a, "--per-metric-alpha")) {
             opt.correction = GT_CORRECTION_NONE;
         } else if (gt_flag(&a, "--quiet")) {

@@ -24,6 +24,7 @@ const char *const gt_compare_excluded_params[] = {
     "backend_detail",       /* the backend's description: library versions, threads */
     "backend_notes",        /* the backend's run-time choices (cuDNN algorithms) */
     "final_params_fnv1a64", /* digest of the final weights: a numerics change shows here */
+    "final_weights_fnv1a64", /* the same without the state tensors (mlp, convnet) */
     "num_params",           /* derived from the model config */
     "source_entropy",       /* measured on the synthetic source */
     "injected_delay_us",    /* run --inject-delay: the slowed case must meet its baseline */
@@ -949,7 +950,8 @@ void gt_compare_get_counts(const gt_compare *c, gt_compare_counts *out) {
 
 int gt_compare_may_ship(const gt_compare *c) {
     const gt_compare_counts *k = &c->counts;
-    return k->slower == 0 && k->failed_checks == 0 && k->failed_results == 0 && k->missing == 0;
+    return (k->slower == 0 || c->opt.checks_only) && k->failed_checks == 0 &&
+           k->failed_results == 0 && k->missing == 0;
 }
 
 /* ---- text output -------------------------------------------------------------------- */
@@ -1073,7 +1075,8 @@ static void print_summary_line(const gt_compare *c, FILE *f) {
                 k->failed_results == 1 ? "" : "s");
     if (k->missing) fprintf(f, ", %d missing in NEW", k->missing);
     if (k->only_new) fprintf(f, ", %d only in NEW", k->only_new);
-    fprintf(f, ": %s\n", gt_compare_may_ship(c) ? "NEW may ship" : "NEW MUST NOT SHIP");
+    fprintf(f, ": %s%s\n", gt_compare_may_ship(c) ? "NEW may ship" : "NEW MUST NOT SHIP",
+            c->opt.checks_only ? " (--checks-only: speed verdicts shown, not gated)" : "");
 }
 
 void gt_compare_print(const gt_compare *c, FILE *f, int quiet) {
@@ -1202,7 +1205,13 @@ static void junit_status_case(const cmp_result *r, FILE *f) {
     fputs("    </testcase>\n", f);
 }
 
-static void junit_metric_case(const cmp_result *r, const cmp_metric *m, FILE *f) {
+/* A metric that fails the gate: slower in a pair, unless only checks gate. */
+static int gated_slower(const gt_compare *c, const cmp_metric *m) {
+    return m->in_base && m->in_new && m->verdict == GT_VERDICT_SLOWER && !c->opt.checks_only;
+}
+
+static void junit_metric_case(const gt_compare *c, const cmp_result *r, const cmp_metric *m,
+                              FILE *f) {
     char b[32], n[32], ch[32], p[32];
     fmt_num(b, sizeof b, m->base_med);
     fmt_num(n, sizeof n, m->new_med);
@@ -1219,7 +1228,7 @@ static void junit_metric_case(const cmp_result *r, const cmp_metric *m, FILE *f)
     fputs(" ", f);
     gt_xml_escape(f, m->name);
     fputs("\">\n", f);
-    if (m->in_base && m->in_new && m->verdict == GT_VERDICT_SLOWER) {
+    if (gated_slower(c, m)) {
         fputs("      <failure type=\"slower\" message=\"", f);
         gt_xml_escape(f, text);
         fputs("\"/>\n", f);
@@ -1238,7 +1247,7 @@ static void junit_write(const gt_compare *c, FILE *f) {
         tests += 1 + (int)r->nm;
         failures += status_outcome(r) == 1;
         for (size_t j = 0; j < r->nm; j++)
-            failures += r->m[j].in_base && r->m[j].in_new && r->m[j].verdict == GT_VERDICT_SLOWER;
+            failures += gated_slower(c, &r->m[j]);
     }
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
     fprintf(f, "<testsuites name=\"gauntlet compare\" tests=\"%d\" failures=\"%d\" errors=\"0\">\n",
@@ -1259,7 +1268,7 @@ static void junit_write(const gt_compare *c, FILE *f) {
             sf += o == 1;
             ss += o == 2;
             for (size_t q = 0; q < r->nm; q++)
-                sf += r->m[q].in_base && r->m[q].in_new && r->m[q].verdict == GT_VERDICT_SLOWER;
+                sf += gated_slower(c, &r->m[q]);
         }
         fputs("  <testsuite name=\"", f);
         gt_xml_escape(f, suite);
@@ -1285,7 +1294,7 @@ static void junit_write(const gt_compare *c, FILE *f) {
             if (strcmp(r->suite, suite) != 0) continue;
             junit_status_case(r, f);
             for (size_t q = 0; q < r->nm; q++)
-                junit_metric_case(r, &r->m[q], f);
+                junit_metric_case(c, r, &r->m[q], f);
         }
         fputs("  </testsuite>\n", f);
     }

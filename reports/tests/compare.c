@@ -523,8 +523,8 @@ static void test_gate_rules(void) {
     /* every measured param (docs/ci-gating.md) is left out of the identity:
      * the results still match */
     static const char *const measured[] = {
-        "backend_detail", "backend_notes",  "final_params_fnv1a64", "num_params",
-        "mfu_reference",  "source_entropy", "injected_delay_us"};
+        "backend_detail", "backend_notes",  "final_params_fnv1a64", "final_weights_fnv1a64",
+        "num_params",     "mfu_reference",  "source_entropy",       "injected_delay_us"};
     for (size_t e = 0; e < sizeof measured / sizeof measured[0]; e++) {
         char pa[128], pb[128];
         snprintf(pa, sizeof pa, "\"n\": 1, \"%s\": \"x\"", measured[e]);
@@ -537,6 +537,37 @@ static void test_gate_rules(void) {
             g_fails++;
         }
     }
+    /* --checks-only: a slower metric is shown, not gated (exit 0, no JUnit failure);
+     * a failed check still fails */
+    {
+        const char *fast = "\"t\": {\"value\": 10, \"unit\": \"us\", \"better\": \"lower\", "
+                           "\"samples\": [10, 10.1, 10.2, 10.05, 10.15, 10.12]}";
+        const char *slow = "\"t\": {\"value\": 20, \"unit\": \"us\", \"better\": \"lower\", "
+                           "\"samples\": [20, 20.1, 20.2, 20.05, 20.15, 20.12]}";
+        const char *bad = "{\"name\": \"conformance\", \"passed\": false}";
+        write_results("r_co_a.json", 1, result_json("a", "pass", "", ok, fast));
+        write_results("r_co_b.json", 1, result_json("a", "pass", "", ok, slow));
+        write_results("r_co_c.json", 1, result_json("a", "fail", "", bad, slow));
+        gt_compare_options co = gt_compare_defaults();
+        EXPECT(gate("r_co_a.json", "r_co_b.json", NULL, &k) == 0 && k.slower == 1);
+        co.checks_only = 1;
+        EXPECT(gate("r_co_a.json", "r_co_b.json", &co, &k) == 1 && k.slower == 1);
+        EXPECT(gate("r_co_a.json", "r_co_c.json", &co, &k) == 0 && k.failed_checks == 1);
+        gt_compare *cc = NULL;
+        EXPECT(gt_compare_files(path_of("r_co_a.json"), path_of("r_co_b.json"), &co, &cc) ==
+               GT_OK);
+        if (cc) {
+            char *txt = printed(cc);
+            EXPECT(txt && strstr(txt, "NEW may ship (--checks-only"));
+            free(txt);
+            EXPECT(gt_compare_write_junit(cc, path_of("r_co.xml")) == GT_OK);
+            char *xml = slurp(path_of("r_co.xml"));
+            EXPECT(xml && !strstr(xml, "<failure"));
+            free(xml);
+            gt_compare_free(cc);
+        }
+    }
+
     /* ... while a chosen param is part of it */
     write_results("r_pa.json", 1, result_json("a", "pass", "\"n\": 1", ok, ""));
     write_results("r_pb.json", 1, result_json("a", "pass", "\"n\": 2", ok, ""));
