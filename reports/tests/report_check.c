@@ -101,11 +101,17 @@ int main(int argc, char **argv) {
     static const char *const strings[] = {"run.id", "run.start", "run.end", "run.git_revision",
                                           "env.host", "env.os", "env.cpu.model",
                                           "env.software.compiler", "env.software.blas",
-                                          "env.software.jansson"};
+                                          "env.software.jansson", "env.blas.parallel",
+                                          "env.blas.steering"};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
         NEED(json_is_string(get(root, strings[i])), "%s missing or not a string", strings[i]);
     NEED(json_is_array(get(root, "run.command_line")), "run.command_line is not an array");
     NEED(json_is_integer(get(root, "env.cpu.logical")), "env.cpu.logical missing");
+    /* the BLAS kernel: a string with BLAS, null without; its threads per call */
+    NEED(json_is_string(get(root, "env.blas.core")) || json_is_null(get(root, "env.blas.core")),
+         "env.blas.core missing (a string, or null without BLAS)");
+    NEED(json_is_integer(get(root, "env.blas.threads_per_call")),
+         "env.blas.threads_per_call missing");
     json_t *results = get(root, "results");
     NEED(json_is_array(results) && json_array_size(results) >= 1, "no results");
     size_t i;
