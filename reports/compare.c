@@ -198,6 +198,7 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
 
 typedef struct cmp_metric {
     const char *name, *unit; /* borrowed from the documents */
+    const char *derived_from; /* the gated metric it is computed from (shown, not gated), or NULL */
     int in_base, in_new, higher_better;
     gt_verdict verdict;
     gt_compare_method method;
@@ -484,6 +485,18 @@ static size_t metric_values(json_t *m, double **out) {
     return k;
 }
 
+/* The metric a derived one is computed from, when that one is in both
+ * reports' result (so it is judged itself); else NULL: the derived metric is
+ * then gated on its own, never left unjudged. */
+static const char *derived_source(json_t *any, const cmp_result *r) {
+    const char *from = json_string_value(json_object_get(any, "derived_from"));
+    if (!from || !r->base || !r->nw) return NULL;
+    if (!json_object_get(json_object_get(r->base, "metrics"), from) ||
+        !json_object_get(json_object_get(r->nw, "metrics"), from))
+        return NULL;
+    return from;
+}
+
 static int add_metric(cmp_result *r, const char *name, json_t *mb, json_t *mn,
                       const gt_compare_options *opt) {
     cmp_metric *n = realloc(r->m, (r->nm + 1) * sizeof *n);
@@ -493,6 +506,7 @@ static int add_metric(cmp_result *r, const char *name, json_t *mb, json_t *mn,
     json_t *any = mn ? mn : mb;
     *m = (cmp_metric){.name = name,
                       .unit = str_or(json_object_get(any, "unit"), ""),
+                      .derived_from = derived_source(any, r),
                       .in_base = mb != NULL,
                       .in_new = mn != NULL,
                       .higher_better =
@@ -712,7 +726,7 @@ static int holm(gt_compare *c) {
     for (size_t i = 0; i < c->nres; i++)
         for (size_t j = 0; j < c->res[i].nm; j++) {
             const cmp_metric *m = &c->res[i].m[j];
-            n += m->in_base && m->in_new && !isnan(m->p);
+            n += m->in_base && m->in_new && !isnan(m->p) && !m->derived_from;
         }
     if (n == 0) return 0;
     cmp_metric **v = malloc(n * sizeof *v);
@@ -721,7 +735,7 @@ static int holm(gt_compare *c) {
     for (size_t i = 0; i < c->nres; i++)
         for (size_t j = 0; j < c->res[i].nm; j++) {
             cmp_metric *m = &c->res[i].m[j];
-            if (m->in_base && m->in_new && !isnan(m->p)) v[k++] = m;
+            if (m->in_base && m->in_new && !isnan(m->p) && !m->derived_from) v[k++] = m;
         }
     qsort(v, n, sizeof *v, cmp_metric_p);
     double run = 0; /* adjusted p-values never decrease along the sorted order */
@@ -743,6 +757,10 @@ static void count_verdicts(gt_compare *c) {
             const cmp_metric *x = &c->res[i].m[j];
             if (!x->in_base || !x->in_new) {
                 k->metrics_one_side++;
+                continue;
+            }
+            if (x->derived_from) {
+                k->derived++;
                 continue;
             }
             switch (x->verdict) {
@@ -997,10 +1015,23 @@ static const char *method_name(gt_compare_method m) {
     }
 }
 
+/* A metric that fails the gate: slower in a pair, not derived from another
+ * (that one is judged), unless only checks gate. */
+static int gated_slower(const gt_compare *c, const cmp_metric *m) {
+    return m->in_base && m->in_new && m->verdict == GT_VERDICT_SLOWER && !m->derived_from &&
+           !c->opt.checks_only;
+}
+
 static const char *metric_verdict_text(const cmp_metric *m) {
     if (!m->in_new) return "only in BASE";
     if (!m->in_base) return "only in NEW";
     if (m->method == GT_METHOD_NONE) return "ambiguous (no value)";
+    if (m->derived_from) {
+        /* shown, not gated: a lower-case word and the metric that decides */
+        static char buf[96];
+        snprintf(buf, sizeof buf, "%s (via %s)", gt_verdict_name(m->verdict), m->derived_from);
+        return buf;
+    }
     return m->verdict == GT_VERDICT_SLOWER ? "SLOWER" : gt_verdict_name(m->verdict);
 }
 
@@ -1075,6 +1106,7 @@ static void print_summary_line(const gt_compare *c, FILE *f) {
                 k->failed_results == 1 ? "" : "s");
     if (k->missing) fprintf(f, ", %d missing in NEW", k->missing);
     if (k->only_new) fprintf(f, ", %d only in NEW", k->only_new);
+    if (k->derived) fprintf(f, ", %d derived (shown, judged through their source)", k->derived);
     fprintf(f, ": %s%s\n", gt_compare_may_ship(c) ? "NEW may ship" : "NEW MUST NOT SHIP",
             c->opt.checks_only ? " (--checks-only: speed verdicts shown, not gated)" : "");
 }
@@ -1122,8 +1154,7 @@ void gt_compare_print(const gt_compare *c, FILE *f, int quiet) {
     for (size_t i = 0; i < c->nres; i++) {
         const cmp_result *r = &c->res[i];
         int any = r->missing || r->failed || r->failed_checks;
-        for (size_t j = 0; j < r->nm && !any; j++)
-            any = r->m[j].in_base && r->m[j].in_new && r->m[j].verdict == GT_VERDICT_SLOWER;
+        for (size_t j = 0; j < r->nm && !any; j++) any = gated_slower(c, &r->m[j]);
         if (!any) continue;
         if (!header) fprintf(f, "\nregressions and failures:\n");
         header = 1;
@@ -1139,7 +1170,7 @@ void gt_compare_print(const gt_compare *c, FILE *f, int quiet) {
         }
         for (size_t j = 0; j < r->nm; j++) {
             const cmp_metric *m = &r->m[j];
-            if (!(m->in_base && m->in_new && m->verdict == GT_VERDICT_SLOWER)) continue;
+            if (!gated_slower(c, m)) continue;
             char ch[32], p[32];
             fmt_change(ch, sizeof ch, m);
             fmt_p(p, sizeof p, m);
@@ -1203,11 +1234,6 @@ static void junit_status_case(const cmp_result *r, FILE *f) {
         fputs("      <system-out>only in NEW</system-out>\n", f);
     }
     fputs("    </testcase>\n", f);
-}
-
-/* A metric that fails the gate: slower in a pair, unless only checks gate. */
-static int gated_slower(const gt_compare *c, const cmp_metric *m) {
-    return m->in_base && m->in_new && m->verdict == GT_VERDICT_SLOWER && !c->opt.checks_only;
 }
 
 static void junit_metric_case(const gt_compare *c, const cmp_result *r, const cmp_metric *m,

@@ -31,6 +31,10 @@
  * unless the options say GT_CORRECTION_NONE; gt_compare_samples judges one
  * metric alone.
  *
+ * A metric whose report says "derived_from": M (a rate computed from the
+ * samples of time M of the same result) gets its verdict printed but is not
+ * tested or counted: M is, when both reports have it (else it is gated
+ * itself), so one measurement gives one verdict.
  * NEW must not ship when any metric is slower (unless checks_only), any check fails in NEW (or a
  * check that BASE had is absent), a result's status is fail or error in
  * NEW, or a result that passed in BASE is absent or skipped in NEW.
@@ -121,6 +125,8 @@ void gt_compare_free(gt_compare *c);
 typedef struct gt_compare_counts {
     int same, faster, slower, ambiguous; /* metric verdicts */
     int metrics_one_side;                /* metrics in only one report (informational) */
+    int derived;                         /* metrics computed from another of their result
+                                            ("derived_from"): shown, not counted above */
     int failed_checks;                   /* checks failing in NEW, or in BASE and absent in NEW */
     int failed_results;                  /* status error, or fail without a failed check, in NEW */
     int missing;                         /* passed in BASE; absent or skipped in NEW */

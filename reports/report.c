@@ -295,6 +295,11 @@ void gt_result_metric(gt_result *res, const char *name, const char *unit, int hi
     json_object_set_new(json_object_get(res->obj, "metrics"), name, m);
 }
 
+void gt_result_metric_derived(gt_result *res, const char *name, const char *from) {
+    json_t *m = json_object_get(json_object_get(res->obj, "metrics"), name);
+    if (m) json_object_set_new(m, "derived_from", json_string(from));
+}
+
 void gt_result_series(gt_result *res, const char *name, const double *values, size_t n) {
     json_t *series = json_object_get(res->obj, "series");
     if (!series) {

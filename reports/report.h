@@ -73,6 +73,12 @@ void gt_result_check(gt_result *res, const char *name, int passed, double value,
 void gt_result_metric(gt_result *res, const char *name, const char *unit, int higher_better,
                       double value, const double *samples, size_t n);
 
+/* Marks metric `name` (added before) as computed from the samples of metric
+ * `from` of the same result (GFLOP/s from a time, tokens/s from ms/step):
+ * compare shows its verdict but gates only `from`, so one measurement gives
+ * one verdict ("derived_from" in the report). A name not added is ignored. */
+void gt_result_metric_derived(gt_result *res, const char *name, const char *from);
+
 /* A series (e.g. the loss of every step), stored at full precision. */
 void gt_result_series(gt_result *res, const char *name, const double *values, size_t n);
 

@@ -1525,6 +1525,8 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
         snprintf(mname, sizeof mname, "%s_per_s", unit);
         snprintf(munit, sizeof munit, "%s/s", unit);
         gt_result_metric(res, mname, munit, 1, st->tokens_per_s, tps, (size_t)(n - skip));
+        /* the step times seen another way: one measurement, one verdict */
+        gt_result_metric_derived(res, mname, "ms_per_step");
         free(tps);
     }
     gt_result_metric(res, "ms_per_step", "ms", 0, st->ms_per_step, st->ms + skip,
@@ -1533,11 +1535,13 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     gt_result_metric(res, "startup_ms", "ms", 0, st->startup_ms, NULL, 0);
     if (st->peak_gflops > 0) { /* not for correctness runs (GT_TRAIN_NO_MFU) */
         gt_result_metric(res, "mfu", "fraction", 1, st->mfu, NULL, 0);
+        gt_result_metric_derived(res, "mfu", "ms_per_step"); /* and peak_sgemm, gated itself */
         gt_result_metric(res, "peak_sgemm", "GFLOP/s", 1, st->peak_gflops, NULL, 0);
         gt_result_param_str(res, "mfu_reference", st->peak_how);
     }
     if (st->datasheet_gflops > 0) {
         gt_result_metric(res, "mfu_datasheet", "fraction", 1, st->mfu_datasheet, NULL, 0);
+        gt_result_metric_derived(res, "mfu_datasheet", "ms_per_step");
         gt_result_metric(res, "peak_datasheet", "GFLOP/s", 1, st->datasheet_gflops, NULL, 0);
     }
     gt_result_metric(res, "data_wait_ms", "ms", 0, gt_median(st->wait_ms + skip, (size_t)(n - skip)),

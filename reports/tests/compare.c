@@ -568,6 +568,49 @@ static void test_gate_rules(void) {
         }
     }
 
+    /* a metric derived from another ("derived_from": a rate from the same
+     * time samples) is shown, not gated: one measurement, one verdict; when
+     * its source is missing from a side it is gated itself */
+    {
+        const char *t_fast = "\"time_us\": {\"value\": 10, \"unit\": \"us\", \"better\": "
+                             "\"lower\", \"samples\": [10, 10.1, 10.2, 10.05, 10.15, 10.12]}";
+        const char *t_slow = "\"time_us\": {\"value\": 20, \"unit\": \"us\", \"better\": "
+                             "\"lower\", \"samples\": [20, 20.1, 20.2, 20.05, 20.15, 20.12]}";
+        const char *g_fast = "\"gflops\": {\"value\": 100, \"unit\": \"GFLOP/s\", \"better\": "
+                             "\"higher\", \"derived_from\": \"time_us\", "
+                             "\"samples\": [100, 99, 98, 99.5, 98.5, 98.8]}";
+        const char *g_slow = "\"gflops\": {\"value\": 50, \"unit\": \"GFLOP/s\", \"better\": "
+                             "\"higher\", \"derived_from\": \"time_us\", "
+                             "\"samples\": [50, 49.8, 49.5, 49.9, 49.6, 49.7]}";
+        char m1[1024], m2[1024], m3[1024];
+        snprintf(m1, sizeof m1, "%s, %s", t_fast, g_fast);
+        snprintf(m2, sizeof m2, "%s, %s", t_slow, g_slow);
+        snprintf(m3, sizeof m3, "%s, %s", t_fast, g_slow);
+        write_results("r_d_base.json", 1, result_json("a", "pass", "", ok, m1));
+        write_results("r_d_both.json", 1, result_json("a", "pass", "", ok, m2));
+        write_results("r_d_rate.json", 1, result_json("a", "pass", "", ok, m3));
+        write_results("r_d_alone.json", 1, result_json("a", "pass", "", ok, g_slow));
+        /* both slower: one regression (the time), the rate shown */
+        EXPECT(gate("r_d_base.json", "r_d_both.json", NULL, &k) == 0 && k.slower == 1 &&
+               k.derived == 1);
+        /* only the rate moved (an edited report): not a regression by itself */
+        EXPECT(gate("r_d_base.json", "r_d_rate.json", NULL, &k) == 1 && k.slower == 0 &&
+               k.derived == 1);
+        /* the time is gone from NEW: the rate is judged itself */
+        EXPECT(gate("r_d_base.json", "r_d_alone.json", NULL, &k) == 0 && k.slower == 1 &&
+               k.derived == 0);
+        gt_compare *dc = NULL;
+        EXPECT(gt_compare_files(path_of("r_d_base.json"), path_of("r_d_both.json"), NULL, &dc) ==
+               GT_OK);
+        if (dc) {
+            char *txt = printed(dc);
+            EXPECT(txt && strstr(txt, "slower (via time_us)") && strstr(txt, "1 derived"));
+            EXPECT(txt && !strstr(txt, "SLOWER   s/a [topology 1, backend cpu] gflops"));
+            free(txt);
+            gt_compare_free(dc);
+        }
+    }
+
     /* ... while a chosen param is part of it */
     write_results("r_pa.json", 1, result_json("a", "pass", "\"n\": 1", ok, ""));
     write_results("r_pb.json", 1, result_json("a", "pass", "\"n\": 2", ok, ""));
