@@ -16,6 +16,8 @@ expect 2 "unknown option '--bogus'" -- "$g" train --bogus
 expect 2 "--steps 0 is out of range" -- "$g" train --steps 0
 expect 2 "--lr expects a number" -- "$g" train --lr abc
 expect 2 "needs a value" -- "$g" train --steps
+# the cpu GEMM choice: a value other than own or blas is refused, naming both
+expect 2 "GT_CPU_GEMM=fast: use 'own'.*'blas'" -- env GT_CPU_GEMM=fast "$g" train --model gpt2-tiny --steps 1
 expect 2 "--warmup 20 must be shorter than --steps 5" -- "$g" train --steps 5 --warmup 20
 expect 2 "unknown model 'gpt9'.*gpt2-tiny" -- "$g" train --model gpt9
 expect 2 "max_seq_len" -- "$g" train --seq 65 $fast

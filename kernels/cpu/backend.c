@@ -81,7 +81,11 @@ gt_status gt_backend_cpu_new(const gt_backend_config *cfg, gt_backend **out) {
      * single-threaded BLAS call per tile (sgemm.h) */
     openblas_set_num_threads(1);
 #endif
-    gt_cpu_sgemm_select();
+    gt_status sel = gt_cpu_sgemm_select();
+    if (sel != GT_OK) {
+        gt_backend_free(be);
+        return sel;
+    }
     const char *omp =
 #ifdef _OPENMP
         ", OpenMP";

@@ -334,10 +334,14 @@ static int pre_avx_core(const char *core) {
 static int g_use_blas = -1;
 static char g_gemm_why[192];
 
-void gt_cpu_sgemm_select(void) {
+static int valid_choice(const char *force) {
+    return !force || !force[0] || strcmp(force, "own") == 0 || strcmp(force, "blas") == 0;
+}
+
+/* The decision, once: force is "own", "blas" or NULL (automatic). */
+static void decide(const char *force) {
     if (g_use_blas >= 0) return;
 #if GT_HAVE_BLAS
-    const char *force = getenv("GT_CPU_GEMM");
     const char *core = openblas_get_corename();
     if (force && strcmp(force, "own") == 0) {
         g_use_blas = 0;
@@ -358,18 +362,37 @@ void gt_cpu_sgemm_select(void) {
         snprintf(g_gemm_why, sizeof g_gemm_why, "OpenBLAS %s kernels", core);
     }
 #else
+    (void)force;
     g_use_blas = 0;
     snprintf(g_gemm_why, sizeof g_gemm_why, "built without BLAS");
 #endif
 }
 
+gt_status gt_cpu_sgemm_select(void) {
+    const char *force = getenv("GT_CPU_GEMM");
+    if (!valid_choice(force))
+        return GT_ERR(GT_ERR_INVALID,
+                      "GT_CPU_GEMM=%s: use 'own' (gauntlet's SGEMM), 'blas' (the BLAS, one "
+                      "call per tile) or leave it unset (BLAS unless it runs pre-AVX kernels)",
+                      force);
+    decide(force && force[0] ? force : NULL);
+    return GT_OK;
+}
+
+/* Called before the backend's constructor decided (tests calling the SGEMM
+ * directly): a GT_CPU_GEMM the constructor would refuse counts as unset. */
+static void decide_now(void) {
+    const char *force = getenv("GT_CPU_GEMM");
+    decide(valid_choice(force) && force && force[0] ? force : NULL);
+}
+
 int gt_cpu_sgemm_uses_blas(void) {
-    gt_cpu_sgemm_select();
+    decide_now();
     return g_use_blas;
 }
 
 const char *gt_cpu_sgemm_choice(void) {
-    gt_cpu_sgemm_select();
+    decide_now();
     return g_gemm_why;
 }
 

@@ -39,9 +39,10 @@ const char *gt_cpu_sgemm_tile(void);
 /* Decides once per process whether gt_cpu_sgemm goes through BLAS: yes when
  * built with it, unless GT_CPU_GEMM=own, or OpenBLAS guessed a core without
  * AVX kernels for this CPU (OPENBLAS_CORETYPE unset) while the own kernel
- * was compiled for AVX2 or AVX-512; GT_CPU_GEMM=blas keeps BLAS. Called by
- * the cpu backend's constructor (not thread-safe before that). */
-void gt_cpu_sgemm_select(void);
+ * was compiled for AVX2 or AVX-512; GT_CPU_GEMM=blas keeps BLAS.
+ * GT_ERR_INVALID for any other GT_CPU_GEMM value. Called by the cpu
+ * backend's constructor (not thread-safe before that). */
+gt_status gt_cpu_sgemm_select(void);
 /* 1 when gt_cpu_sgemm goes through BLAS. */
 int gt_cpu_sgemm_uses_blas(void);
 /* Why: "OpenBLAS SkylakeX kernels", "GT_CPU_GEMM=own", ... (static). */

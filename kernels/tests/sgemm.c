@@ -93,6 +93,23 @@ int main(int argc, char **argv) {
                                     /* several BLAS tiles, the last ones shorter (2 x 2, 1 x 4) */
                                     {600, 530, 40}, {300, 1100, 30}};
     int fails = 0;
+    /* the BLAS tile grid: a count every thread count shares well, tiles of at
+     * least 256 x 256 where the dimension allows, the same on every call */
+    static const int grids[][3] = {{256, 2304, 768}, {256, 50304, 768}, {50304, 768, 256},
+                                   {256, 768, 50304}, {65, 129, 300},   {3072, 768, 256},
+                                   {600, 530, 40},   {1, 1, 1},         {4096, 4096, 4096}};
+    for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) {
+        int M = grids[i][0], N = grids[i][1], K = grids[i][2], mb, nb, mb2, nb2;
+        gt_cpu_gemm_grid(M, N, K, &mb, &nb);
+        gt_cpu_gemm_grid(M, N, K, &mb2, &nb2);
+        int nt = mb * nb, allowed = 0;
+        static const int counts[] = {1, 2, 4, 6, 8, 12, 24, 48};
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) allowed |= nt == counts[c];
+        int ok = allowed && mb2 == mb && nb2 == nb && (mb == 1 || M / mb >= 256) &&
+                 (nb == 1 || N / nb >= 256);
+        printf("  grid     M%-5d N%-5d K%-5d: %d x %d tiles%s\n", M, N, K, mb, nb, ok ? "" : "  FAIL");
+        fails += !ok;
+    }
     const char *force = getenv("GT_CPU_GEMM");
     if (GT_HAVE_BLAS && force && strcmp(force, "blas") == 0 && !gt_cpu_sgemm_uses_blas()) {
         printf("FAIL: GT_CPU_GEMM=blas but gt_cpu_sgemm does not use BLAS (%s)\n",
