@@ -6,12 +6,14 @@
 #   ci/blas_kernels.sh [BUILD_DIR]      (default build/, as `make build` leaves it)
 #
 # OpenBLAS built with DYNAMIC_ARCH (Debian's is) picks its kernel at start-up;
-# OPENBLAS_CORETYPE forces one. Each run uses: the machine's default, Prescott, Haswell
-# (AVX2; the kernel machines with AMD Zen 4 force, since old OpenBLAS builds fail
-# there with their default), Sandybridge (AVX, any x86-64 of the last decade), and
-# SkylakeX on an AVX-512 CPU or Zen on an AMD one. A kernel the CPU cannot run is
-# left out and said so. gauntlet env must report the kernel asked for: a BLAS that
-# ignores the variable would test the default again and pass for nothing.
+# OPENBLAS_CORETYPE forces one. The first run keeps the environment as CI has it
+# (some machines set OPENBLAS_CORETYPE because an old OpenBLAS fails with its own
+# choice there, e.g. Haswell on AMD Zen 4); then forced: Prescott (SSE3, any x86-64:
+# what OpenBLAS falls back to on a CPU it does not know), Sandybridge (AVX), Haswell
+# (AVX2 + FMA), and SkylakeX on an Intel CPU with AVX-512 or Zen on an AMD one. A
+# kernel the CPU cannot run is left out and said so. gauntlet env must report the
+# kernel asked for: a BLAS that ignores the variable would test the default again
+# and pass for nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -25,35 +27,35 @@ tests=(-L determinism -LE 'mpi|gpu' -E '[.](ref|cuda)$')
 
 flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
 has() { for f in "$@"; do [[ " $flags " == *" $f "* ]] || return 1; done; }
-# Prescott (SSE3) runs anywhere: what OpenBLAS falls back to on a CPU it does
-# not know (the cpu backend then uses its own SGEMM by default, sgemm.h; a
-# forced core is used as asked)
-cores=(default Prescott)
+cores=(as-set Prescott)
 if has avx; then cores+=(Sandybridge); else echo "blas_kernels: no AVX: Sandybridge left out"; fi
 if has avx2 fma; then cores+=(Haswell); else echo "blas_kernels: no AVX2+FMA: Haswell left out"; fi
-if has avx512f avx512bw avx512dq avx512vl; then
+if grep -qm1 AuthenticAMD /proc/cpuinfo; then
+    if has avx2 fma; then cores+=(Zen); else echo "blas_kernels: no AVX2: Zen left out"; fi
+elif has avx512f avx512bw avx512dq avx512vl; then
     cores+=(SkylakeX)
-elif has avx2 fma && grep -qm1 AuthenticAMD /proc/cpuinfo; then
-    cores+=(Zen)
 else
-    echo "blas_kernels: no AVX-512 and not AMD: neither SkylakeX nor Zen"
+    echo "blas_kernels: no AVX-512: SkylakeX left out"
 fi
 
 if "$gauntlet" env | grep -q '^blas kernel none'; then
-    echo "blas_kernels: $build has no BLAS: its own SGEMM is what the default run checks"
-    cores=(default)
+    echo "blas_kernels: $build has no BLAS: its own SGEMM is what the first run checks"
+    cores=(as-set)
 fi
 
+given=${OPENBLAS_CORETYPE-}
 fail=0
 for core in "${cores[@]}"; do
-    if [ "$core" = default ]; then
-        unset OPENBLAS_CORETYPE
+    if [ "$core" = as-set ]; then
+        if [ -n "$given" ]; then export OPENBLAS_CORETYPE=$given; else unset OPENBLAS_CORETYPE; fi
+    elif [ "$core" = "$given" ]; then
+        continue # the first run had it
     else
         export OPENBLAS_CORETYPE=$core
     fi
     line=$("$gauntlet" env | grep '^blas kernel' || true)
-    echo "== BLAS kernel: ${OPENBLAS_CORETYPE:-the default} ($line)"
-    if [ "$core" != default ] && [[ "$line" != "blas kernel $core,"* ]]; then
+    echo "== BLAS kernel: ${OPENBLAS_CORETYPE:-unset, OpenBLAS chooses} ($line)"
+    if [ "$core" != as-set ] && [[ "$line" != "blas kernel $core,"* ]]; then
         echo "blas_kernels: OPENBLAS_CORETYPE=$core asked for, but the BLAS runs: $line" >&2
         echo "  (an OpenBLAS without DYNAMIC_ARCH ignores the variable; Debian's has it)" >&2
         fail=1
@@ -61,7 +63,7 @@ for core in "${cores[@]}"; do
     fi
     (cd "$build" && ctest --output-on-failure -j "$(nproc)" "${tests[@]}") || fail=1
 done
-unset OPENBLAS_CORETYPE
+if [ -n "$given" ]; then export OPENBLAS_CORETYPE=$given; else unset OPENBLAS_CORETYPE; fi
 
 # gauntlet's own SGEMM, threaded with OpenMP (CI's minimal build has no OpenMP,
 # so its determinism tests skip).
