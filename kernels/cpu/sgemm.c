@@ -259,7 +259,11 @@ gt_status gt_cpu_sgemm_blocked(int ta, int tb, int M, int N, int K, const float 
     int mt = (M + MC - 1) / MC;
     int failed = 0;
 #ifdef _OPENMP
-#pragma omp parallel reduction(| : failed)
+    /* Under a million multiply-adds (tens of microseconds on one core) the
+     * threads would mostly wait for each other to wake: one thread, the same
+     * bits (the sums do not depend on the thread count). */
+    int parallel = (double)M * N * (K > 0 ? K : 1) >= (double)(1 << 20);
+#pragma omp parallel reduction(| : failed) if (parallel)
 #endif
     {
         int nthreads = 1;
