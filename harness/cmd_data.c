@@ -7,17 +7,19 @@
 #include "engine/data.h"
 #include "harness/cli.h"
 
+static const char data_help[] =
+    "usage: gauntlet data synth --out FILE [--tokens N] [--vocab V] [--branch K] "
+    "[--seed S]\n"
+    "       gauntlet data encode FILE --out FILE\n"
+    "\n"
+    "synth   a seeded sparse Markov chain over V symbols (default 256), K successors per\n"
+    "        state (default 4), N tokens (default 1048576); its exact entropy rate goes\n"
+    "        into the header: the loss a perfect model reaches\n"
+    "encode  every byte of FILE becomes one token (vocabulary 256)\n"
+    "Formats: docs/formats.md.\n";
+
 static int data_usage(FILE *f) {
-    fprintf(f,
-            "usage: gauntlet data synth --out FILE [--tokens N] [--vocab V] [--branch K] "
-            "[--seed S]\n"
-            "       gauntlet data encode FILE --out FILE\n"
-            "\n"
-            "synth   a seeded sparse Markov chain over V symbols (default 256), K successors per\n"
-            "        state (default 4), N tokens (default 1048576); its exact entropy rate goes\n"
-            "        into the header: the loss a perfect model reaches\n"
-            "encode  every byte of FILE becomes one token (vocabulary 256)\n"
-            "Formats: docs/formats.md.\n");
+    fputs(data_help, f);
     return f == stdout ? GT_EXIT_OK : GT_EXIT_USAGE;
 }
 
@@ -53,20 +55,12 @@ int gt_cmd_data(int argc, char **argv) {
         } else if (encode && !in && argv[a.i][0] != '-') {
             in = argv[a.i++];
         } else {
-            char near[64], *help = NULL;
-            size_t hn = 0;
-            FILE *m = open_memstream(&help, &hn);
-            if (m) {
-                data_usage(m);
-                fclose(m);
-            }
-            if (help && argv[a.i][0] == '-' &&
-                gt_nearest_option(argv[a.i], help, near, sizeof near))
+            char near[64];
+            if (argv[a.i][0] == '-' && gt_nearest_option(argv[a.i], data_help, near, sizeof near))
                 fprintf(stderr, "gauntlet %s: unknown argument '%s': did you mean %s?\n", a.cmd,
                         argv[a.i], near);
             else
                 fprintf(stderr, "gauntlet %s: unknown argument '%s'\n", a.cmd, argv[a.i]);
-            free(help);
             return data_usage(stderr);
         }
     }

@@ -11,9 +11,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if GT_HAVE_BLAS
-#include <cblas.h>
-#endif
 
 const gt_ops gt_ops_cpu = {
     .encoder_fwd = gt_cpu_encoder_fwd,
@@ -75,11 +72,6 @@ gt_status gt_backend_cpu_new(const gt_backend_config *cfg, gt_backend **out) {
     be->threads = omp_get_max_threads();
 #else
     be->threads = 1;
-#endif
-#if GT_HAVE_BLAS
-    /* gt_cpu_sgemm splits each GEMM among the OpenMP threads itself, one
-     * single-threaded BLAS call per tile (sgemm.h) */
-    openblas_set_num_threads(1);
 #endif
     gt_status sel = gt_cpu_sgemm_select();
     if (sel != GT_OK) {
