@@ -303,6 +303,49 @@ static double fma_kernel(long iters, float seed) {
     return s;
 }
 
+gt_status gt_env_measure_sgemm(gt_backend *be, int reps, gt_peaks *out) {
+    memset(out, 0, sizeof *out);
+    uint64_t t_start = gt_now_ns();
+    gt_status s = GT_OK;
+    if (reps < 1 || reps > 5)
+        return GT_ERR(GT_ERR_INVALID, "SGEMM probe: %d repetitions (1 to 5)", reps);
+    /* SGEMM through the path training uses (on the CPU emulator's device a
+     * smaller one: its GEMM is a loop on one core, and its figure means
+     * nothing, docs/cuda-emulator.md) */
+    const int n = GT_CUDA_EMULATOR && be->device != GT_DEVICE_HOST ? 256 : 2048;
+    out->sgemm_n = n;
+    if (!be->ops->matmul_fwd) return GT_ERR(GT_ERR_UNSUPPORTED, "backend '%s' has no matmul",
+                                            be->name);
+    size_t bytes = (size_t)n * n * sizeof(float);
+    float *host = malloc(bytes);
+    void *a = NULL, *w = NULL, *c = NULL;
+    if (!host) return GT_ERR(GT_ERR_OOM, "no host memory for the SGEMM probe");
+    for (size_t i = 0; i < (size_t)n * n; i++) host[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    if ((s = gt_backend_alloc(be, bytes, &a)) != GT_OK ||
+        (s = gt_backend_alloc(be, bytes, &w)) != GT_OK ||
+        (s = gt_backend_alloc(be, bytes, &c)) != GT_OK)
+        goto done;
+    if ((s = be->copy_to_device(be, a, host, bytes)) != GT_OK ||
+        (s = be->copy_to_device(be, w, host, bytes)) != GT_OK)
+        goto done;
+    gt_kctx k = {.be = be, .dt = GT_DTYPE_FP32};
+    double secs[5];
+    for (int rep = -1; rep < reps; rep++) {
+        uint64_t t0 = gt_now_ns();
+        if ((s = be->ops->matmul_fwd(&k, c, a, w, NULL, n, n, n)) != GT_OK) goto done;
+        if ((s = be->synchronize(be)) != GT_OK) goto done;
+        if (rep >= 0) secs[rep] = (double)(gt_now_ns() - t0) * 1e-9;
+    }
+    out->sgemm_gflops = 2.0 * n * (double)n * n / gt_median(secs, (size_t)reps) * 1e-9;
+done:
+    gt_backend_dealloc(be, a);
+    gt_backend_dealloc(be, w);
+    gt_backend_dealloc(be, c);
+    free(host);
+    out->seconds = (double)(gt_now_ns() - t_start) * 1e-9;
+    return s;
+}
+
 gt_status gt_env_measure_peaks(gt_backend *be, gt_peaks *out) {
     memset(out, 0, sizeof *out);
     uint64_t t_start = gt_now_ns();
@@ -331,40 +374,9 @@ gt_status gt_env_measure_peaks(gt_backend *be, gt_peaks *out) {
         out->fma_gflops = best;
     }
 
-    /* SGEMM through the path training uses (on the CPU emulator's device a
-     * smaller one: its GEMM is a loop on one core, and its figure means
-     * nothing, docs/cuda-emulator.md) */
-    const int n = GT_CUDA_EMULATOR && be->device != GT_DEVICE_HOST ? 256 : 2048;
-    out->sgemm_n = n;
-    if (!be->ops->matmul_fwd) return GT_ERR(GT_ERR_UNSUPPORTED, "backend '%s' has no matmul",
-                                            be->name);
-    size_t bytes = (size_t)n * n * sizeof(float);
-    float *host = malloc(bytes);
-    void *a = NULL, *w = NULL, *c = NULL;
-    gt_status s = GT_OK;
-    if (!host) return GT_ERR(GT_ERR_OOM, "no host memory for the SGEMM probe");
-    for (size_t i = 0; i < (size_t)n * n; i++) host[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
-    if ((s = gt_backend_alloc(be, bytes, &a)) != GT_OK ||
-        (s = gt_backend_alloc(be, bytes, &w)) != GT_OK ||
-        (s = gt_backend_alloc(be, bytes, &c)) != GT_OK)
-        goto done;
-    if ((s = be->copy_to_device(be, a, host, bytes)) != GT_OK ||
-        (s = be->copy_to_device(be, w, host, bytes)) != GT_OK)
-        goto done;
-    gt_kctx k = {.be = be, .dt = GT_DTYPE_FP32};
-    double secs[5];
-    for (int rep = -1; rep < 5; rep++) {
-        uint64_t t0 = gt_now_ns();
-        if ((s = be->ops->matmul_fwd(&k, c, a, w, NULL, n, n, n)) != GT_OK) goto done;
-        if ((s = be->synchronize(be)) != GT_OK) goto done;
-        if (rep >= 0) secs[rep] = (double)(gt_now_ns() - t0) * 1e-9;
-    }
-    out->sgemm_gflops = 2.0 * n * (double)n * n / gt_median(secs, 5) * 1e-9;
-done:
-    gt_backend_dealloc(be, a);
-    gt_backend_dealloc(be, w);
-    gt_backend_dealloc(be, c);
-    free(host);
+    double fma = out->fma_gflops;
+    gt_status s = gt_env_measure_sgemm(be, 5, out);
+    out->fma_gflops = fma;
     out->seconds = (double)(gt_now_ns() - t_start) * 1e-9;
     return s;
 }

@@ -147,6 +147,11 @@ typedef struct gt_peaks {
  * through ops->matmul_fwd, median of 5). Takes a few seconds. */
 gt_status gt_env_measure_peaks(gt_backend *be, gt_peaks *out);
 
+/* The SGEMM probe alone (out->sgemm_*, out->seconds; fma_gflops 0): one
+ * warm-up and `reps` timed GEMMs (1 <= reps <= 5), their median. A training
+ * run takes its MFU reference from 3, before its first step. */
+gt_status gt_env_measure_sgemm(gt_backend *be, int reps, gt_peaks *out);
+
 #ifdef __cplusplus
 }
 #endif
