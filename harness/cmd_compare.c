@@ -8,11 +8,13 @@
 
 static void compare_usage(FILE *f) {
     fprintf(f,
-            "usage: gauntlet compare BASE.json NEW.json [options]\n"
+            "usage: gauntlet compare BASE NEW [options]\n"
             "\n"
-            "Compares the report NEW (candidate stack) with BASE (the baseline): every metric\n"
-            "gets a verdict (same, faster, slower, ambiguous) from its samples' noise, and\n"
-            "every check and result status of NEW must pass.\n"
+            "Compares NEW (candidate stack) with BASE (the baseline): every metric gets a\n"
+            "verdict (same, faster, slower, ambiguous) against its run-to-run noise, and\n"
+            "every check and result status of NEW must pass. BASE and NEW are each a report\n"
+            "(JSON written by --report) or a directory of reports: several runs of one stack,\n"
+            "whose spread is then the noise (docs/ci-gating.md).\n"
             "\n"
             "  --threshold X   smallest change of the medians that counts: 5%% (default) or\n"
             "                  0.05\n"
@@ -25,8 +27,14 @@ static void compare_usage(FILE *f) {
             "  --checks-only   speed does not gate: metrics get their verdicts and are shown,\n"
             "                  but only checks, result statuses and missing results decide\n"
             "                  (a machine too noisy to gate speed)\n"
+            "  --run-noise X   run-to-run spread assumed beyond what the runs or blocks show:\n"
+            "                  2%% (default) or 0.02\n"
+            "  --timing-floor US  times below US microseconds are shown, not gated (default 5)\n"
             "  --junit FILE    also write JUnit XML there (a testsuite per suite)\n"
-            "  --quiet         leave out the rows whose verdict is same\n"
+            "  --changed       also list every result with a metric that is not same\n"
+            "  --verbose       list every result and metric (the default output is a line per\n"
+            "                  suite and the results that decide the verdict)\n"
+            "  --quiet         the default output (kept for scripts)\n"
             "\n"
             "exit codes: 0 NEW may ship; 3 NEW must not ship (a metric slower, a check failed,\n"
             "a result failed or errored, a result that passed in BASE is missing or skipped);\n"
@@ -35,7 +43,7 @@ static void compare_usage(FILE *f) {
 
 /* "5%" is a percentage, "0.05" a fraction; a bare "5" is refused rather than
  * read as 500%. */
-static int parse_threshold(const gt_args *a, const char *v, double *out) {
+static int parse_fraction(const gt_args *a, const char *flag, const char *v, double *out) {
     if (!v) return 0;
     size_t n = strlen(v);
     if (n > 0 && v[n - 1] == '%') {
@@ -44,17 +52,17 @@ static int parse_threshold(const gt_args *a, const char *v, double *out) {
         memcpy(num, v, n - 1);
         num[n - 1] = '\0';
         double pct;
-        if (!gt_parse_double(a, "--threshold", num, 0, 1000, &pct)) return 0;
+        if (!gt_parse_double(a, flag, num, 0, 1000, &pct)) return 0;
         *out = pct / 100.0;
         return 1;
     }
     double x;
-    if (!gt_parse_double(a, "--threshold", v, 0, 10, &x)) return 0;
+    if (!gt_parse_double(a, flag, v, 0, 10, &x)) return 0;
     if (x >= 1) {
         fprintf(stderr,
-                "gauntlet compare: --threshold %s is a fraction of 1 or more; write a "
+                "gauntlet compare: %s %s is a fraction of 1 or more; write a "
                 "percentage as %s%%\n",
-                v, v);
+                flag, v, v);
         return 0;
     }
     *out = x;
@@ -65,13 +73,18 @@ int gt_cmd_compare(int argc, char **argv) {
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "compare"};
     gt_compare_options opt = gt_compare_defaults();
     const char *paths[2] = {NULL, NULL}, *junit = NULL, *v = NULL;
-    int npaths = 0, quiet = 0, err = 0;
+    int npaths = 0, err = 0;
+    gt_compare_detail detail = GT_DETAIL_SUMMARY;
     while (a.i < argc && !err) {
         if (gt_flag(&a, "--help") || gt_flag(&a, "-h")) {
             compare_usage(stdout);
             return GT_EXIT_OK;
         } else if (gt_opt(&a, "--threshold", &v, &err)) {
-            err |= !parse_threshold(&a, v, &opt.threshold);
+            err |= !parse_fraction(&a, "--threshold", v, &opt.threshold);
+        } else if (gt_opt(&a, "--run-noise", &v, &err)) {
+            err |= !parse_fraction(&a, "--run-noise", v, &opt.run_noise);
+        } else if (gt_opt(&a, "--timing-floor", &v, &err)) {
+            err |= !gt_parse_double(&a, "--timing-floor", v, 0.0, 1e9, &opt.timing_floor_us);
         } else if (gt_opt(&a, "--loss-rtol", &v, &err)) {
             err |= !gt_parse_double(&a, "--loss-rtol", v, 0.0, 1e6, &opt.loss_rtol);
         } else if (gt_opt(&a, "--alpha", &v, &err)) {
@@ -83,7 +96,11 @@ int gt_cmd_compare(int argc, char **argv) {
         } else if (gt_flag(&a, "--per-metric-alpha")) {
             opt.correction = GT_CORRECTION_NONE;
         } else if (gt_flag(&a, "--quiet")) {
-            quiet = 1;
+            detail = GT_DETAIL_SUMMARY;
+        } else if (gt_flag(&a, "--changed")) {
+            detail = GT_DETAIL_CHANGED;
+        } else if (gt_flag(&a, "--verbose")) {
+            detail = GT_DETAIL_ALL;
         } else if (argv[a.i][0] == '-' && argv[a.i][1] != '\0') {
             return gt_unknown_option("compare", argv[a.i], compare_usage);
         } else if (npaths < 2) {
@@ -91,7 +108,8 @@ int gt_cmd_compare(int argc, char **argv) {
         } else {
             return gt_usage_error("compare",
                                   "more than two reports given ('%s'); usage: "
-                                  "gauntlet compare BASE.json NEW.json",
+                                  "gauntlet compare BASE NEW (a directory holds "
+                                  "several runs of one side)",
                                   argv[a.i]);
         }
     }
@@ -102,7 +120,7 @@ int gt_cmd_compare(int argc, char **argv) {
     gt_compare *c = NULL;
     gt_status s = gt_compare_files(paths[0], paths[1], &opt, &c);
     if (s != GT_OK) return gt_fail("compare", s);
-    gt_compare_print(c, stdout, quiet);
+    gt_compare_print(c, stdout, detail);
     fflush(stdout);
     int rc = gt_compare_may_ship(c) ? GT_EXIT_OK : GT_EXIT_REGRESSION;
     if (junit) {

@@ -704,7 +704,7 @@ int gt_cmd_run(int argc, char **argv) {
             rc = GT_EXIT_USAGE;
         } else {
             printf("\ncompare with the baseline %s:\n", baseline);
-            gt_compare_print(cmp, stdout, quiet);
+            gt_compare_print(cmp, stdout, quiet ? GT_DETAIL_SUMMARY : GT_DETAIL_CHANGED);
             if (!gt_compare_may_ship(cmp)) rc = GT_EXIT_REGRESSION;
         }
         gt_compare_free(cmp);

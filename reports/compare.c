@@ -5,6 +5,7 @@
 #include "engine/fileio.h"
 #include "engine/stats.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -40,8 +41,12 @@ const char *gt_verdict_name(gt_verdict v) {
 }
 
 gt_compare_options gt_compare_defaults(void) {
-    return (gt_compare_options){
-        .threshold = 0.05, .alpha = 0.05, .correction = GT_CORRECTION_HOLM, .loss_rtol = 0.02};
+    return (gt_compare_options){.threshold = 0.05,
+                                .alpha = 0.05,
+                                .correction = GT_CORRECTION_HOLM,
+                                .loss_rtol = 0.02,
+                                .run_noise = GT_COMPARE_RUN_NOISE,
+                                .timing_floor_us = GT_COMPARE_TIMING_FLOOR_US};
 }
 
 static int is_excluded(const char *key) {
@@ -52,59 +57,62 @@ static int is_excluded(const char *key) {
 
 /* ---- statistics ------------------------------------------------------------------ */
 
-typedef struct ranked {
-    double v;
-    int from_a;
-} ranked;
+/* The values of one metric on one side: n values, in the order measured,
+ * cut into `runs` runs (run i holds v[cut[i] .. cut[i + 1])). */
+typedef struct side {
+    const double *v;
+    size_t n;
+    const size_t *cut;
+    int runs;
+} side;
 
-static int cmp_ranked(const void *a, const void *b) {
-    return gt_cmp_double(&((const ranked *)a)->v, &((const ranked *)b)->v);
+/* Replicates of a side, the units whose spread is the noise a level is
+ * judged against: with several runs the median of each run; with one run
+ * GT_COMPARE_BLOCKS blocks of consecutive samples (at least 3 each), their
+ * medians. level: the mean of the run medians, or the one run's median.
+ * Returns the number of replicates (0 or 1: no spread to be had). */
+static int replicates(const side *sd, double *reps, double *level) {
+    *level = NAN;
+    if (sd->n == 0) return 0;
+    int k = 0;
+    if (sd->runs >= 2) {
+        double sum = 0;
+        for (int i = 0; i < sd->runs; i++) {
+            size_t lo = sd->cut[i], hi = sd->cut[i + 1];
+            if (hi <= lo) continue;
+            reps[k] = gt_median(sd->v + lo, hi - lo);
+            sum += reps[k++];
+        }
+        *level = sum / k;
+        return k;
+    }
+    *level = gt_median(sd->v, sd->n);
+    size_t b = sd->n / 3 < GT_COMPARE_BLOCKS ? sd->n / 3 : GT_COMPARE_BLOCKS;
+    if (b < 2) return 0;
+    for (size_t j = 0; j < b; j++) {
+        size_t lo = j * sd->n / b, hi = (j + 1) * sd->n / b;
+        reps[k++] = gt_median(sd->v + lo, hi - lo);
+    }
+    return k;
 }
 
-double gt_mann_whitney_p(const double *a, size_t na, const double *b, size_t nb, double *u_out) {
-    if (u_out) *u_out = 0;
-    if (na == 0 || nb == 0) return 1.0;
-    size_t n = na + nb;
-    ranked *all = malloc(n * sizeof *all);
-    if (!all) return 1.0; /* no evidence of a difference: never a false regression */
-    for (size_t i = 0; i < na; i++)
-        all[i] = (ranked){a[i], 1};
-    for (size_t i = 0; i < nb; i++)
-        all[na + i] = (ranked){b[i], 0};
-    qsort(all, n, sizeof *all, cmp_ranked);
-    /* average ranks over ties; sum(t^3 - t) shrinks the variance */
-    double rank_a = 0, ties = 0;
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j + 1 < n && all[j + 1].v == all[i].v)
-            j++;
-        double t = (double)(j - i + 1), r = 0.5 * (double)(i + j) + 1.0;
-        for (size_t k = i; k <= j; k++)
-            if (all[k].from_a) rank_a += r;
-        ties += t * t * t - t;
-        i = j + 1;
-    }
-    free(all);
-    double fa = (double)na, fb = (double)nb, fn = (double)n;
-    double u = rank_a - fa * (fa + 1) / 2;
-    if (u_out) *u_out = u;
-    double mu = fa * fb / 2;
-    double var = fa * fb / 12.0 * ((fn + 1) - ties / (fn * (fn - 1)));
-    if (!(var > 0)) return 1.0; /* every value equal */
-    /* continuity correction: U moves in steps of 1/2 at least */
-    double z = (fabs(u - mu) - 0.5) / sqrt(var);
-    if (z < 0) z = 0;
-    double p = erfc(z / sqrt(2.0));
-    return p > 1 ? 1 : p;
+/* Sum of squared deviations from the mean. */
+static double sum_sq_dev(const double *x, int n) {
+    double m = 0, ss = 0;
+    for (int i = 0; i < n; i++) m += x[i];
+    m /= n;
+    for (int i = 0; i < n; i++) ss += (x[i] - m) * (x[i] - m);
+    return ss;
 }
 
-static void min_max(const double *v, size_t n, double *lo, double *hi) {
-    *lo = INFINITY;
-    *hi = -INFINITY;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] < *lo) *lo = v[i];
-        if (v[i] > *hi) *hi = v[i];
-    }
+/* Microseconds per unit of a time unit, 0 for anything else. */
+static double us_per_unit(const char *unit) {
+    if (!unit) return 0;
+    if (strcmp(unit, "ns") == 0) return 1e-3;
+    if (strcmp(unit, "us") == 0) return 1;
+    if (strcmp(unit, "ms") == 0) return 1e3;
+    if (strcmp(unit, "s") == 0) return 1e6;
+    return 0;
 }
 
 /* What a verdict is decided from; kept per metric so that the family-wise
@@ -112,72 +120,100 @@ static void min_max(const double *v, size_t n, double *lo, double *hi) {
 typedef struct assessment {
     gt_compare_method method;
     double base_med, new_med, rel, p;
-    int large, better, overlap;
+    double se_rel; /* standard error of rel under no change (NAN: none) */
+    int large, better;
 } assessment;
 
-/* Probability that two samples of sizes nb and nn from one distribution
- * have disjoint [min, max] ranges (either order): 2 / C(nb + nn, nb), the
- * exact Mann-Whitney p-value of total separation. 3 vs 3 separate by
- * chance 1 time in 10, 1 vs 3 every other time: disjoint ranges alone are
- * not evidence. */
-static double p_disjoint(size_t nb, size_t nn) {
-    double c = 1; /* C(nb + nn, nb), built up as a product */
-    for (size_t i = 1; i <= nb; i++)
-        c = c * (double)(nn + i) / (double)i;
-    double p = 2.0 / c;
-    return p > 1 ? 1 : p;
-}
-
-static assessment assess(const double *base, size_t nb, const double *new_, size_t nn,
-                         int higher_better, double threshold) {
-    assessment a = {.method = GT_METHOD_NONE,
-                    .base_med = gt_median(base, nb),
-                    .new_med = gt_median(new_, nn),
-                    .rel = NAN,
-                    .p = NAN,
-                    .overlap = 1};
-    if (nb == 0 || nn == 0) return a;
+/* The level of each side, their relative change and, where there is noise to
+ * judge it against, its p-value: z = |new - base| / se, se^2 = (s^2 +
+ * (run_noise base)^2) (1 / runs_base + 1 / runs_new), s^2 the replicates'
+ * variance pooled over both sides, run_noise the run-to-run spread assumed
+ * beyond what the replicates show. us_per: the unit's microseconds (0: not
+ * a time), for the timing floor. */
+static assessment assess(const side *b, const side *n, int higher_better, double us_per,
+                         const gt_compare_options *o) {
+    assessment a = {.method = GT_METHOD_NONE, .rel = NAN, .p = NAN, .se_rel = NAN};
+    if (b->n == 0 || n->n == 0) {
+        a.base_med = b->n ? gt_median(b->v, b->n) : NAN;
+        a.new_med = n->n ? gt_median(n->v, n->n) : NAN;
+        return a;
+    }
+    size_t cap = (b->n > (size_t)b->runs ? b->n : (size_t)b->runs) +
+                 (n->n > (size_t)n->runs ? n->n : (size_t)n->runs);
+    double *reps = malloc(cap * sizeof *reps);
+    if (!reps) return a; /* ambiguous: never a false regression */
+    int kb = replicates(b, reps, &a.base_med);
+    int kn = replicates(n, reps + kb, &a.new_med);
     double mb = a.base_med, mn = a.new_med;
     if (mb == mn)
         a.rel = 0;
     else if (mb != 0)
         a.rel = (mn - mb) / fabs(mb);
     /* else base 0, new not: no relative change exists; it counts as large */
-    a.large = mn != mb && (isnan(a.rel) || fabs(a.rel) >= threshold);
+    a.large = mn != mb && (isnan(a.rel) || fabs(a.rel) >= o->threshold);
     a.better = higher_better ? mn > mb : mn < mb;
-    if (nb >= GT_COMPARE_MIN_SAMPLES && nn >= GT_COMPARE_MIN_SAMPLES) {
-        a.method = GT_METHOD_U_TEST;
-        a.p = gt_mann_whitney_p(base, nb, new_, nn, NULL);
-    } else if (nb == 1 && nn == 1) {
-        a.method = GT_METHOD_SINGLE;
-    } else {
-        a.method = GT_METHOD_RANGES;
-        double lb, hb, ln, hn;
-        min_max(base, nb, &lb, &hb);
-        min_max(new_, nn, &ln, &hn);
-        a.overlap = !(hb < ln || hn < lb);
-        a.p = a.overlap ? 1.0 : p_disjoint(nb, nn);
+    int df = (kb > 1 ? kb - 1 : 0) + (kn > 1 ? kn - 1 : 0);
+    double ss = (kb > 1 ? sum_sq_dev(reps, kb) : 0) + (kn > 1 ? sum_sq_dev(reps + kb, kn) : 0);
+    free(reps);
+    if (us_per > 0 && fmax(fabs(mb), fabs(mn)) * us_per < o->timing_floor_us) {
+        a.method = GT_METHOD_FLOOR; /* call overhead and timer, not work */
+        return a;
     }
+    if (df == 0) {
+        a.method = GT_METHOD_SINGLE;
+        return a;
+    }
+    a.method = b->runs >= 2 || n->runs >= 2 ? GT_METHOD_RUNS : GT_METHOD_BLOCKS;
+    double floor_sd = o->run_noise * fabs(mb);
+    double var = ss / df + floor_sd * floor_sd;
+    double se = sqrt(var * (1.0 / b->runs + 1.0 / n->runs));
+    if (mb != 0) a.se_rel = se / fabs(mb);
+    if (mn == mb)
+        a.p = 1;
+    else if (!(se > 0))
+        a.p = 0; /* no noise at all and a difference */
+    else
+        a.p = erfc(fabs(mn - mb) / se / sqrt(2.0));
     return a;
 }
 
 static gt_verdict decide(const assessment *a, double p, double alpha) {
     gt_verdict moved = a->better ? GT_VERDICT_FASTER : GT_VERDICT_SLOWER;
     switch (a->method) {
-    case GT_METHOD_U_TEST:
+    case GT_METHOD_RUNS:
+    case GT_METHOD_BLOCKS:
         if (p < alpha && a->large) return moved;
-        if (!(p < alpha) && !a->large) return GT_VERDICT_SAME;
-        return GT_VERDICT_AMBIGUOUS;
-    case GT_METHOD_RANGES:
-        if (!a->overlap && p < alpha && a->large) return moved;
-        if (a->overlap && !a->large) return GT_VERDICT_SAME;
+        if (!a->large) return GT_VERDICT_SAME;
         return GT_VERDICT_AMBIGUOUS;
     case GT_METHOD_SINGLE:
-        /* one measurement each: no noise estimate, so never a regression */
+        /* no spread on either side: no noise estimate, so never a regression */
         return a->large ? GT_VERDICT_AMBIGUOUS : GT_VERDICT_SAME;
+    case GT_METHOD_FLOOR:
+        return GT_VERDICT_SAME; /* reported, never gated (counted apart) */
     default:
         return GT_VERDICT_AMBIGUOUS;
     }
+}
+
+/* Inverse of the two-sided normal tail: z with erfc(z / sqrt 2) = p. */
+static double z_two_sided(double p) {
+    double lo = 0, hi = 40;
+    for (int i = 0; i < 200; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (erfc(mid / sqrt(2.0)) > p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* The smallest relative change that would be called faster or slower at
+ * level p_crit: z(p_crit) standard errors, and never below the threshold. */
+static double detectable(const assessment *a, double p_crit, double threshold) {
+    if (isnan(a->se_rel)) return NAN;
+    double d = z_two_sided(p_crit) * a->se_rel;
+    return d > threshold ? d : threshold;
 }
 
 gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_, size_t nn,
@@ -185,7 +221,9 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
                               gt_compare_method *method, double *base_median, double *new_median,
                               double *rel, double *p) {
     gt_compare_options o = opt ? *opt : gt_compare_defaults();
-    assessment a = assess(base, nb, new_, nn, higher_better, o.threshold);
+    size_t cb[2] = {0, nb}, cn[2] = {0, nn};
+    side sb = {base, nb, cb, 1}, sn = {new_, nn, cn, 1};
+    assessment a = assess(&sb, &sn, higher_better, 0, &o);
     if (method) *method = a.method;
     if (base_median) *base_median = a.base_med;
     if (new_median) *new_median = a.new_med;
@@ -196,6 +234,11 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
 
 /* ---- the comparison --------------------------------------------------------------- */
 
+typedef struct keyed {
+    const char *key;
+    size_t idx;
+} keyed;
+
 typedef struct cmp_metric {
     const char *name, *unit; /* borrowed from the documents */
     const char *derived_from; /* the gated metric it is computed from (shown, not gated), or NULL */
@@ -204,6 +247,8 @@ typedef struct cmp_metric {
     gt_compare_method method;
     double base_med, new_med, rel, p;
     double p_adj; /* p after the Holm correction over every tested metric */
+    double detectable; /* smallest relative change it would call faster or slower (NAN: none) */
+    int runs_b, runs_n; /* runs of each side that hold it */
     assessment a;
     size_t nb, nn;
 } cmp_metric;
@@ -234,10 +279,22 @@ typedef struct fp_diff {
     char *key, *base, *nw;
 } fp_diff;
 
+/* The further runs of a side (a baseline kept as a directory of reports):
+ * each with its results' keys sorted, to find the result of a key. */
+typedef struct extra_run {
+    json_t *doc;
+    char *path;
+    char **keys;
+    keyed *sorted;
+    size_t n;
+} extra_run;
+
 struct gt_compare {
     gt_compare_options opt;
     char *base_path, *new_path;
-    json_t *base_doc, *new_doc;
+    json_t *base_doc, *new_doc; /* the first run of each side */
+    extra_run *xb, *xn;         /* the further runs of each side */
+    size_t nxb, nxn;
     fp_diff *fp;
     size_t nfp;
     cmp_result *res;
@@ -418,11 +475,6 @@ static char *identity(json_t *r) {
     return key;
 }
 
-typedef struct keyed {
-    const char *key;
-    size_t idx;
-} keyed;
-
 static int cmp_keyed(const void *a, const void *b) {
     const keyed *x = a, *y = b;
     int c = strcmp(x->key, y->key);
@@ -497,8 +549,59 @@ static const char *derived_source(json_t *any, const cmp_result *r) {
     return from;
 }
 
-static int add_metric(cmp_result *r, const char *name, json_t *mb, json_t *mn,
-                      const gt_compare_options *opt) {
+/* The result of `key` in a further run, or NULL. */
+static json_t *extra_result(const extra_run *x, const char *key) {
+    size_t lo = 0, hi = x->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (strcmp(x->sorted[mid].key, key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < x->n && strcmp(x->sorted[lo].key, key) == 0)
+        return json_array_get(json_object_get(x->doc, "results"), x->sorted[lo].idx);
+    return NULL;
+}
+
+/* The values of metric `name` over the runs of a side: the first run's
+ * metric m, then each further run's result of `key`. Fills the side (its
+ * arrays malloc'ed: *vals, *cuts); -1 when out of memory. */
+static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, const char *name,
+                  double **vals, size_t **cuts, side *out) {
+    *vals = NULL;
+    *cuts = malloc((nx + 2) * sizeof **cuts);
+    if (!*cuts) return -1;
+    size_t total = 0;
+    int runs = 0;
+    (*cuts)[0] = 0;
+    for (size_t i = 0; i <= nx; i++) {
+        json_t *mi = m;
+        if (i > 0) {
+            json_t *r = key ? extra_result(&xs[i - 1], key) : NULL;
+            mi = r ? json_object_get(json_object_get(r, "metrics"), name) : NULL;
+        }
+        if (!mi) continue;
+        double *v = NULL;
+        size_t k = metric_values(mi, &v);
+        double *grown = realloc(*vals, (total + k + 1) * sizeof *grown);
+        if (!grown) {
+            free(v);
+            return -1;
+        }
+        *vals = grown;
+        if (k) memcpy(*vals + total, v, k * sizeof *v);
+        free(v);
+        total += k;
+        (*cuts)[++runs] = total;
+    }
+    *out = (side){*vals, total, *cuts, runs};
+    return 0;
+}
+
+static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json_t *mb,
+                      json_t *mn) {
+    const gt_compare_options *opt = &c->opt;
     cmp_metric *n = realloc(r->m, (r->nm + 1) * sizeof *n);
     if (!n) return -1;
     r->m = n;
@@ -516,25 +619,39 @@ static int add_metric(cmp_result *r, const char *name, json_t *mb, json_t *mn,
                       .base_med = NAN,
                       .new_med = NAN,
                       .rel = NAN,
-                      .p = NAN};
+                      .p = NAN,
+                      .p_adj = NAN,
+                      .detectable = NAN};
     double *vb = NULL, *vn = NULL;
-    if (mb) m->nb = metric_values(mb, &vb);
-    if (mn) m->nn = metric_values(mn, &vn);
-    if (mb && mn) {
-        m->a = assess(vb, m->nb, vn, m->nn, m->higher_better, opt->threshold);
+    size_t *cb = NULL, *cn = NULL;
+    side sb = {0}, sn = {0};
+    int rc = 0;
+    if ((mb && gather(mb, c->xb, c->nxb, r->key, name, &vb, &cb, &sb)) ||
+        (mn && gather(mn, c->xn, c->nxn, r->key, name, &vn, &cn, &sn))) {
+        rc = -1;
+    } else if (mb && mn) {
+        m->a = assess(&sb, &sn, m->higher_better, us_per_unit(m->unit), opt);
         m->method = m->a.method;
         m->base_med = m->a.base_med;
         m->new_med = m->a.new_med;
         m->rel = m->a.rel;
         m->p = m->p_adj = m->a.p;
         m->verdict = decide(&m->a, m->p, opt->alpha);
+        m->runs_b = sb.runs;
+        m->runs_n = sn.runs;
+        m->nb = sb.n;
+        m->nn = sn.n;
     } else {
-        m->base_med = gt_median(vb, m->nb);
-        m->new_med = gt_median(vn, m->nn);
+        m->base_med = sb.n ? gt_median(sb.v, sb.n) : NAN;
+        m->new_med = sn.n ? gt_median(sn.v, sn.n) : NAN;
+        m->nb = sb.n;
+        m->nn = sn.n;
     }
     free(vb);
     free(vn);
-    return 0;
+    free(cb);
+    free(cn);
+    return rc;
 }
 
 static int add_check(cmp_result *r, json_t *cb, json_t *cn) {
@@ -646,11 +763,11 @@ static int compare_result(gt_compare *c, cmp_result *r) {
                  strcmp(str_or(json_object_get(r->nw, "topology"), ""), "1") == 0;
     json_object_foreach(mb, name, m) {
         if (no_bus && strstr(name, "busbw_")) continue;
-        if (add_metric(r, name, m, json_object_get(mn, name), &c->opt)) return -1;
+        if (add_metric(c, r, name, m, json_object_get(mn, name))) return -1;
     }
     json_object_foreach(mn, name, m) {
         if (json_object_get(mb, name) || (no_bus && strstr(name, "busbw_"))) continue;
-        if (add_metric(r, name, NULL, m, &c->opt)) return -1;
+        if (add_metric(c, r, name, NULL, m)) return -1;
     }
     /* the loss curve against BASE's: the same run on another stack must
      * train the same way; bitwise equality is reported, a deviation beyond
@@ -716,35 +833,45 @@ static int cmp_metric_p(const void *a, const void *b) {
     return (x->p > y->p) - (x->p < y->p);
 }
 
+static int tested(const cmp_metric *m) {
+    return m->in_base && m->in_new && !isnan(m->p) && !m->derived_from;
+}
+
 /* Holm's step-down correction over every metric that was tested: a report
  * holds thousands of metrics, and at alpha 0.05 each, two runs of the same
  * build would disagree on a few hundred of them by chance. With the
  * correction, alpha bounds the chance that any metric of an unchanged stack
- * is called faster or slower (given samples that are independent). */
+ * is called faster or slower (as far as the noise model holds: the A/A
+ * experiment of docs/ci-gating.md measures it). Then each tested metric's
+ * detectable change at Holm's strictest level, alpha / tests (or alpha
+ * alone without the correction). */
 static int holm(gt_compare *c) {
     size_t n = 0;
     for (size_t i = 0; i < c->nres; i++)
-        for (size_t j = 0; j < c->res[i].nm; j++) {
-            const cmp_metric *m = &c->res[i].m[j];
-            n += m->in_base && m->in_new && !isnan(m->p) && !m->derived_from;
-        }
+        for (size_t j = 0; j < c->res[i].nm; j++) n += tested(&c->res[i].m[j]);
     if (n == 0) return 0;
+    int correct = c->opt.correction == GT_CORRECTION_HOLM;
+    double p_crit = correct ? c->opt.alpha / (double)n : c->opt.alpha;
     cmp_metric **v = malloc(n * sizeof *v);
     if (!v) return -1;
     size_t k = 0;
     for (size_t i = 0; i < c->nres; i++)
         for (size_t j = 0; j < c->res[i].nm; j++) {
             cmp_metric *m = &c->res[i].m[j];
-            if (m->in_base && m->in_new && !isnan(m->p) && !m->derived_from) v[k++] = m;
+            if (!tested(m)) continue;
+            v[k++] = m;
+            m->detectable = detectable(&m->a, p_crit, c->opt.threshold);
         }
-    qsort(v, n, sizeof *v, cmp_metric_p);
-    double run = 0; /* adjusted p-values never decrease along the sorted order */
-    for (size_t i = 0; i < n; i++) {
-        double adj = (double)(n - i) * v[i]->p;
-        if (adj > 1) adj = 1;
-        if (adj > run) run = adj;
-        v[i]->p_adj = run;
-        v[i]->verdict = decide(&v[i]->a, run, c->opt.alpha);
+    if (correct) {
+        qsort(v, n, sizeof *v, cmp_metric_p);
+        double run = 0; /* adjusted p-values never decrease along the sorted order */
+        for (size_t i = 0; i < n; i++) {
+            double adj = (double)(n - i) * v[i]->p;
+            if (adj > 1) adj = 1;
+            if (adj > run) run = adj;
+            v[i]->p_adj = run;
+            v[i]->verdict = decide(&v[i]->a, run, c->opt.alpha);
+        }
     }
     free(v);
     return 0;
@@ -761,6 +888,10 @@ static void count_verdicts(gt_compare *c) {
             }
             if (x->derived_from) {
                 k->derived++;
+                continue;
+            }
+            if (x->method == GT_METHOD_FLOOR) {
+                k->below_floor++;
                 continue;
             }
             switch (x->verdict) {
@@ -849,6 +980,80 @@ static void make_labels(gt_compare *c) {
     free(pl);
 }
 
+static int json_name(const struct dirent *e) {
+    size_t n = strlen(e->d_name);
+    return e->d_name[0] != '.' && n > 5 && strcmp(e->d_name + n - 5, ".json") == 0;
+}
+
+static void free_extra(extra_run *x) {
+    for (size_t i = 0; x->keys && i < x->n; i++) free(x->keys[i]);
+    free(x->keys);
+    free(x->sorted);
+    free(x->path);
+    json_decref(x->doc);
+}
+
+/* One side: a report, or a directory of reports (several runs of one stack,
+ * a baseline kept together), the first in name order being the one whose
+ * environment and results are listed. */
+static gt_status load_side(const char *which, const char *path, json_t **first, extra_run **xs,
+                           size_t *nx) {
+    *first = NULL;
+    *xs = NULL;
+    *nx = 0;
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return load_report(which, path, first);
+    struct dirent **ents = NULL;
+    int n = scandir(path, &ents, json_name, alphasort);
+    if (n < 0)
+        return GT_ERR(GT_ERR_IO, "cannot list the %s directory '%s': %s", which, path,
+                      strerror(errno));
+    gt_status s = GT_OK;
+    if (n == 0)
+        s = GT_ERR(GT_ERR_IO,
+                   "the %s directory '%s' holds no .json report; pass a report written by "
+                   "--report, or a directory of them (several runs of one stack)",
+                   which, path);
+    if (n > 1 && !(*xs = calloc((size_t)n - 1, sizeof **xs)))
+        s = GT_ERR(GT_ERR_OOM, "no memory for compare");
+    for (int i = 0; i < n && s == GT_OK; i++) {
+        char *file = xprintf("%s/%s", path, ents[i]->d_name);
+        json_t *doc = NULL;
+        s = file ? load_report(which, file, &doc) : GT_ERR(GT_ERR_OOM, "no memory for compare");
+        if (s == GT_OK && i == 0) {
+            *first = doc;
+            free(file);
+        } else if (s == GT_OK) {
+            extra_run *x = &(*xs)[(*nx)++];
+            x->doc = doc;
+            x->path = file;
+            int *reps = NULL;
+            x->keys = report_keys(doc, &x->n, &reps);
+            free(reps);
+            x->sorted = calloc(x->n ? x->n : 1, sizeof *x->sorted);
+            if (!x->keys || !x->sorted) {
+                s = GT_ERR(GT_ERR_OOM, "no memory for compare");
+                break;
+            }
+            for (size_t k = 0; k < x->n; k++) x->sorted[k] = (keyed){x->keys[k] ? x->keys[k] : "", k};
+            qsort(x->sorted, x->n, sizeof *x->sorted, cmp_keyed);
+        } else {
+            free(file);
+        }
+    }
+    for (int i = 0; i < n; i++) free(ents[i]);
+    free(ents);
+    if (s != GT_OK) {
+        json_decref(*first);
+        *first = NULL;
+        for (size_t i = 0; i < *nx; i++) free_extra(&(*xs)[i]);
+        free(*xs);
+        *xs = NULL;
+        *nx = 0;
+    }
+    return s;
+}
+
 gt_status gt_compare_files(const char *base_path, const char *new_path,
                            const gt_compare_options *opt, gt_compare **out) {
     *out = NULL;
@@ -857,8 +1062,8 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
     c->opt = opt ? *opt : gt_compare_defaults();
     c->base_path = strdup(base_path);
     c->new_path = strdup(new_path);
-    gt_status s = load_report("BASE", base_path, &c->base_doc);
-    if (s == GT_OK) s = load_report("NEW", new_path, &c->new_doc);
+    gt_status s = load_side("BASE", base_path, &c->base_doc, &c->xb, &c->nxb);
+    if (s == GT_OK) s = load_side("NEW", new_path, &c->new_doc, &c->xn, &c->nxn);
     if (s != GT_OK) {
         gt_compare_free(c);
         return s;
@@ -914,7 +1119,7 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
             s = GT_ERR(GT_ERR_OOM, "no memory for compare");
             goto done;
         }
-    if (c->opt.correction == GT_CORRECTION_HOLM && holm(c)) {
+    if (holm(c)) {
         s = GT_ERR(GT_ERR_OOM, "no memory for compare");
         goto done;
     }
@@ -957,6 +1162,10 @@ void gt_compare_free(gt_compare *c) {
     free(c->res);
     json_decref(c->base_doc);
     json_decref(c->new_doc);
+    for (size_t i = 0; i < c->nxb; i++) free_extra(&c->xb[i]);
+    for (size_t i = 0; i < c->nxn; i++) free_extra(&c->xn[i]);
+    free(c->xb);
+    free(c->xn);
     free(c->base_path);
     free(c->new_path);
     free(c);
@@ -992,9 +1201,12 @@ static void fmt_change(char *buf, size_t len, const cmp_metric *m) {
 
 static void fmt_p(char *buf, size_t len, const cmp_metric *m) {
     switch (m->method) {
-    case GT_METHOD_U_TEST:
-    case GT_METHOD_RANGES:
-        snprintf(buf, len, m->p_adj < 1e-3 ? "%.1e" : "%.3f", m->p_adj);
+    case GT_METHOD_RUNS:
+    case GT_METHOD_BLOCKS:
+        if (m->derived_from)
+            snprintf(buf, len, "-");
+        else
+            snprintf(buf, len, m->p_adj < 1e-3 ? "%.1e" : "%.3f", m->p_adj);
         break;
     default:
         snprintf(buf, len, "-");
@@ -1004,12 +1216,14 @@ static void fmt_p(char *buf, size_t len, const cmp_metric *m) {
 
 static const char *method_name(gt_compare_method m) {
     switch (m) {
-    case GT_METHOD_U_TEST:
-        return "U";
-    case GT_METHOD_RANGES:
-        return "range";
+    case GT_METHOD_RUNS:
+        return "runs";
+    case GT_METHOD_BLOCKS:
+        return "blocks";
     case GT_METHOD_SINGLE:
-        return "1 val";
+        return "few";
+    case GT_METHOD_FLOOR:
+        return "floor";
     default:
         return "-";
     }
@@ -1026,6 +1240,7 @@ static const char *metric_verdict_text(const cmp_metric *m) {
     if (!m->in_new) return "only in BASE";
     if (!m->in_base) return "only in NEW";
     if (m->method == GT_METHOD_NONE) return "ambiguous (no value)";
+    if (m->method == GT_METHOD_FLOOR) return "not gated (below the timing floor)";
     if (m->derived_from) {
         /* shown, not gated: a lower-case word and the metric that decides */
         static char buf[96];
@@ -1055,6 +1270,13 @@ static void print_check_problems(const cmp_result *r, FILE *f, const char *inden
     }
 }
 
+static void fmt_detect(char *buf, size_t len, const cmp_metric *m) {
+    if (isnan(m->detectable))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.1f%%", 100.0 * m->detectable);
+}
+
 static void print_result(const gt_compare *c, const cmp_result *r, FILE *f, int quiet) {
     fprintf(f, "\n%s  %s -> %s\n", r->label, r->base_status ? r->base_status : "(absent)",
             r->new_status ? r->new_status : "(absent)");
@@ -1070,19 +1292,20 @@ static void print_result(const gt_compare *c, const cmp_result *r, FILE *f, int 
             const cmp_metric *m = &r->m[j];
             if (quiet && m->in_base && m->in_new && m->verdict == GT_VERDICT_SAME) continue;
             if (!header) {
-                fprintf(f, "    %-24s %12s %12s %-10s %8s %-5s %8s %7s  %s\n", "metric",
-                        "base median", "new median", "unit", "change", "test", "p-value", "n",
-                        "verdict");
+                fprintf(f, "    %-24s %12s %12s %-6s %8s %-6s %8s %7s %9s  %s\n", "metric",
+                        "base", "new", "unit", "change", "test", "p-value", "detects",
+                        "samples", "verdict");
                 header = 1;
             }
-            char b[32], n[32], ch[32], p[32], cnt[32];
+            char b[32], n[32], ch[32], p[32], cnt[32], det[32];
             fmt_num(b, sizeof b, m->base_med);
             fmt_num(n, sizeof n, m->new_med);
             fmt_change(ch, sizeof ch, m);
             fmt_p(p, sizeof p, m);
+            fmt_detect(det, sizeof det, m);
             snprintf(cnt, sizeof cnt, "%zu/%zu", m->nb, m->nn);
-            fprintf(f, "    %-24s %12s %12s %-10s %8s %-5s %8s %7s  %s\n", m->name, b, n, m->unit,
-                    ch, method_name(m->method), p, cnt, metric_verdict_text(m));
+            fprintf(f, "    %-24s %12s %12s %-6s %8s %-6s %8s %7s %9s  %s\n", m->name, b, n,
+                    m->unit, ch, method_name(m->method), p, det, cnt, metric_verdict_text(m));
         }
     }
     if (r->notes && !quiet) {
@@ -1111,21 +1334,133 @@ static void print_summary_line(const gt_compare *c, FILE *f) {
             c->opt.checks_only ? " (--checks-only: speed verdicts shown, not gated)" : "");
 }
 
-void gt_compare_print(const gt_compare *c, FILE *f, int quiet) {
+/* A result that decides the verdict: NEW may not ship because of it. */
+static int result_decides(const gt_compare *c, const cmp_result *r) {
+    int any = r->missing || r->failed || r->failed_checks;
+    for (size_t j = 0; j < r->nm && !any; j++) any = gated_slower(c, &r->m[j]);
+    return any;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A line per suite: results, the verdicts of its gated metrics, and how
+ * large a change they can detect (median, 90th percentile, largest). */
+static void print_suites(const gt_compare *c, FILE *f) {
+    fprintf(f, "\nper suite (a metric is \"same\" within its detectable change):\n");
+    for (size_t i = 0; i < c->nres; i++) {
+        const char *suite = c->res[i].suite;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) seen = strcmp(c->res[j].suite, suite) == 0;
+        if (seen) continue;
+        int results = 0, v[GT_VERDICT_COUNT] = {0}, floor_ = 0, derived = 0, nd = 0;
+        double *det = malloc(sizeof(double) * 1);
+        size_t cap = 1;
+        const char *worst_label = NULL, *worst_metric = NULL;
+        double worst = -1;
+        for (size_t j = i; j < c->nres; j++) {
+            const cmp_result *r = &c->res[j];
+            if (strcmp(r->suite, suite) != 0) continue;
+            results++;
+            for (size_t q = 0; q < r->nm; q++) {
+                const cmp_metric *m = &r->m[q];
+                if (!m->in_base || !m->in_new) continue;
+                if (m->derived_from) {
+                    derived++;
+                    continue;
+                }
+                if (m->method == GT_METHOD_FLOOR) {
+                    floor_++;
+                    continue;
+                }
+                v[m->verdict]++;
+                if (isnan(m->detectable)) continue;
+                if ((size_t)nd == cap) {
+                    double *g = det ? realloc(det, 2 * cap * sizeof *g) : NULL;
+                    if (!g) continue;
+                    det = g;
+                    cap *= 2;
+                }
+                if (det) det[nd++] = m->detectable;
+                if (m->detectable > worst) {
+                    worst = m->detectable;
+                    worst_label = r->label;
+                    worst_metric = m->name;
+                }
+            }
+        }
+        fprintf(f, "  %-12s %d result%s: %d slower, %d faster, %d ambiguous, %d same", suite,
+                results, results == 1 ? "" : "s", v[GT_VERDICT_SLOWER], v[GT_VERDICT_FASTER],
+                v[GT_VERDICT_AMBIGUOUS], v[GT_VERDICT_SAME]);
+        if (floor_) fprintf(f, "; %d below the %.3g us floor", floor_, c->opt.timing_floor_us);
+        if (derived) fprintf(f, "; %d derived", derived);
+        fprintf(f, "\n");
+        if (nd > 0 && det) {
+            qsort(det, (size_t)nd, sizeof *det, cmp_dbl);
+            fprintf(f,
+                    "  %-12s detects changes of %.1f%% (median of %d tested), %.1f%% (90%%), "
+                    "%.1f%% at most (%s %s)\n",
+                    "", 100.0 * det[(nd - 1) / 2], nd, 100.0 * det[(size_t)ceil(0.9 * (nd - 1))],
+                    100.0 * worst, worst_label ? worst_label : "?",
+                    worst_metric ? worst_metric : "?");
+        }
+        free(det);
+    }
+}
+
+/* The measured params that changed (a weights digest: the numerics moved)
+ * and the loss curves that differ, counted over the results: the summary's
+ * pointer to what --verbose lists result by result. */
+static void print_note_counts(const gt_compare *c, FILE *f) {
+    int any = 0;
+    for (int e = 0; gt_compare_excluded_params[e]; e++) {
+        size_t len = strlen(gt_compare_excluded_params[e]);
+        int n = 0;
+        for (size_t i = 0; i < c->nres; i++) {
+            const char *line = c->res[i].notes;
+            while (line && *line) {
+                if (strncmp(line, gt_compare_excluded_params[e], len) == 0 && line[len] == ':') {
+                    n++;
+                    break;
+                }
+                line = strchr(line, '\n');
+                line = line ? line + 1 : NULL;
+            }
+        }
+        if (!n) continue;
+        fprintf(f, "%s %s changed in %d result%s", any ? ";" : "\nnotes (--verbose lists them):",
+                gt_compare_excluded_params[e], n, n == 1 ? "" : "s");
+        any = 1;
+    }
+    int curves = 0;
+    for (size_t i = 0; i < c->nres; i++)
+        curves += c->res[i].notes && strstr(c->res[i].notes, "loss curve: largest relative") != NULL;
+    if (curves)
+        fprintf(f, "%s loss curve not bitwise equal to BASE's in %d result%s",
+                any ? ";" : "\nnotes (--verbose lists them):", curves, curves == 1 ? "" : "s");
+    if (any || curves) fprintf(f, "\n");
+}
+
+void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
     const char *sb =
         str_or(json_object_get(json_object_get(c->base_doc, "run"), "git_revision"), "?");
     const char *sn =
         str_or(json_object_get(json_object_get(c->new_doc, "run"), "git_revision"), "?");
-    fprintf(f, "BASE %s (run %s, git %s)\n", c->base_path,
+    fprintf(f, "BASE %s (run %s, git %s", c->base_path,
             str_or(json_object_get(json_object_get(c->base_doc, "run"), "id"), "?"), sb);
-    fprintf(f, "NEW  %s (run %s, git %s)\n", c->new_path,
+    if (c->nxb) fprintf(f, "; %zu runs", c->nxb + 1);
+    fprintf(f, ")\nNEW  %s (run %s, git %s", c->new_path,
             str_or(json_object_get(json_object_get(c->new_doc, "run"), "id"), "?"), sn);
+    if (c->nxn) fprintf(f, "; %zu runs", c->nxn + 1);
+    fprintf(f, ")\n");
     fprintf(f,
-            "rules: threshold %.3g%%, alpha %.3g%s; Mann-Whitney U with >= %d samples each "
-            "side, else [min, max] ranges\n",
+            "rules: threshold %.3g%%, alpha %.3g%s; runs are the replicates (one run: %d blocks "
+            "of its samples), plus %.3g%% run-to-run noise; times under %.3g us not gated\n",
             100.0 * c->opt.threshold, c->opt.alpha,
             c->opt.correction == GT_CORRECTION_HOLM ? " over all metrics (Holm)" : " per metric",
-            GT_COMPARE_MIN_SAMPLES);
+            GT_COMPARE_BLOCKS, 100.0 * c->opt.run_noise, c->opt.timing_floor_us);
 
     fprintf(f, "\nfingerprint differences (explain a change; not failures by themselves):%s\n",
             c->nfp ? "" : " none");
@@ -1143,19 +1478,22 @@ void gt_compare_print(const gt_compare *c, FILE *f, int quiet) {
             "\nresults: %d matched, %d only in BASE (%d of them passed there), %d only in "
             "NEW\n",
             k->matched, gone, gone_pass, k->only_new);
+    print_suites(c, f);
+    if (detail != GT_DETAIL_ALL) print_note_counts(c, f);
     for (size_t i = 0; i < c->nres; i++) {
         const cmp_result *r = &c->res[i];
-        if (quiet && result_is_quiet(r)) continue;
-        print_result(c, r, f, quiet);
+        if (detail == GT_DETAIL_SUMMARY && !result_decides(c, r)) continue;
+        if (detail == GT_DETAIL_CHANGED && result_is_quiet(r)) continue;
+        print_result(c, r, f, detail != GT_DETAIL_ALL);
     }
+    if (detail == GT_DETAIL_SUMMARY)
+        fprintf(f, "\n(--verbose: every result and metric; --changed: those not \"same\")\n");
 
     /* the list a reader of a CI log needs: what to fix, named */
     int header = 0;
     for (size_t i = 0; i < c->nres; i++) {
         const cmp_result *r = &c->res[i];
-        int any = r->missing || r->failed || r->failed_checks;
-        for (size_t j = 0; j < r->nm && !any; j++) any = gated_slower(c, &r->m[j]);
-        if (!any) continue;
+        if (!result_decides(c, r)) continue;
         if (!header) fprintf(f, "\nregressions and failures:\n");
         header = 1;
         if (r->missing)
@@ -1171,11 +1509,13 @@ void gt_compare_print(const gt_compare *c, FILE *f, int quiet) {
         for (size_t j = 0; j < r->nm; j++) {
             const cmp_metric *m = &r->m[j];
             if (!gated_slower(c, m)) continue;
-            char ch[32], p[32];
+            char ch[32], p[32], det[32];
             fmt_change(ch, sizeof ch, m);
             fmt_p(p, sizeof p, m);
-            fprintf(f, "  SLOWER   %s %s: %.5g -> %.5g %s (%s, %s p %s)\n", r->label, m->name,
-                    m->base_med, m->new_med, m->unit, ch, method_name(m->method), p);
+            fmt_detect(det, sizeof det, m);
+            fprintf(f, "  SLOWER   %s %s: %.5g -> %.5g %s (%s; %s p %s; detects %s)\n", r->label,
+                    m->name, m->base_med, m->new_med, m->unit, ch, method_name(m->method), p,
+                    det);
         }
     }
     fprintf(f, "\n");

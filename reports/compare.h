@@ -10,26 +10,39 @@
  * description, ...). When one report holds several results with the same
  * identity, the k-th of BASE matches the k-th of NEW.
  *
+ * Each side is one report or a directory of reports: several runs of one
+ * stack (a baseline kept together). The first report in name order gives
+ * the environment and the list of results; the results of the others are
+ * matched to it by identity.
+ *
  * Verdict of a metric (direction from its "better": higher|lower; "slower"
- * means worse in that direction, whatever the unit), with the relative
- * change of the medians rel = (new - base) / |base|, the threshold t and a
- * p-value p:
- *   - both sides >= GT_COMPARE_MIN_SAMPLES samples: p from a two-sided
- *     Mann-Whitney U test (normal approximation, tie and continuity
- *     corrections). p < alpha and |rel| >= t: faster/slower; p >= alpha and
- *     |rel| < t: same; otherwise ambiguous (a large change hidden in noise,
- *     or a real shift smaller than t).
- *   - fewer samples on a side (and more than one on some side): the
- *     [min, max] ranges. Disjoint, |rel| >= t and p < alpha, where p =
- *     2 / C(nb + nn, nb) is the chance that ranges separate with no real
- *     change (3 vs 3: 0.1, so never enough): faster/slower. Overlapping and
- *     |rel| < t: same. Otherwise ambiguous.
- *   - one value on each side: same when |rel| < t, else ambiguous. One
- *     sample never makes a regression; conformance is judged by checks[],
- *     never by metrics.
+ * means worse in that direction, whatever the unit). The run, not the
+ * sample, is the unit of replication: the samples of one run share the
+ * machine's state and are not independent. Per side:
+ *   - level: the mean of the run medians (one run: its median);
+ *   - replicates: the run medians when the side has several runs, else the
+ *     medians of GT_COMPARE_BLOCKS blocks of consecutive samples (at least
+ *     3 samples each; a block stands in for a run, so its spread is taken
+ *     as a run's).
+ * rel = (new - base) / |base|. The noise: s^2, the replicates' variance
+ * pooled over both sides, plus (run_noise * base)^2, the run-to-run spread
+ * assumed beyond what the replicates show (the A/A experiment of
+ * docs/ci-gating.md sets its default); se = sqrt(that) * sqrt(1/runs_base
+ * + 1/runs_new), p = the two-sided normal tail of |new - base| / se.
+ *   - p < alpha (after the correction) and |rel| >= threshold:
+ *     faster/slower; |rel| < threshold: same; otherwise ambiguous (a change
+ *     as large as the threshold that the noise can hide).
+ *   - no replicates on either side (too few samples): same when |rel| < t,
+ *     else ambiguous; such a metric never makes a regression.
+ *   - a time (unit ns, us, ms, s) whose level is below timing_floor_us on
+ *     both sides: reported, never gated (call overhead and the timer's
+ *     resolution, not work); counted as below_floor.
+ * Every tested metric gets its detectable change: z(p_crit) se / |base|,
+ * never below the threshold, p_crit Holm's strictest level (alpha / tests):
+ * "same" means the same within that.
  * gt_compare_files corrects the p-values for the number of metrics (Holm)
  * unless the options say GT_CORRECTION_NONE; gt_compare_samples judges one
- * metric alone.
+ * metric alone (one run each side).
  *
  * A metric whose report says "derived_from": M (a rate computed from the
  * samples of time M of the same result) gets its verdict printed but is not
@@ -51,10 +64,16 @@
 extern "C" {
 #endif
 
-/* Below this many samples on either side the U test is not used: its normal
- * approximation is rough under 5, and with 4 vs 4 even fully separated
- * samples cannot reach p < 0.05. */
-#define GT_COMPARE_MIN_SAMPLES 5
+/* Blocks a single run's samples are cut into (fewer when there are under
+ * 3 samples per block). */
+#define GT_COMPARE_BLOCKS 5
+/* Default run-to-run noise assumed beyond the replicates' spread, as a
+ * fraction of the base level (docs/ci-gating.md: the A/A experiment). */
+#define GT_COMPARE_RUN_NOISE 0.02
+/* Default timing floor in microseconds: host kernel calls cost 0.3-3 us
+ * before any work (the kernels suite's n=1 cases), CUDA events resolve
+ * about 0.5 us. */
+#define GT_COMPARE_TIMING_FLOOR_US 5.0
 
 typedef enum gt_verdict {
     GT_VERDICT_SAME = 0,
@@ -81,6 +100,9 @@ typedef struct gt_compare_options {
     int checks_only;  /* 1: metrics get their verdicts, shown, but none decides the gate:
                          only checks, result statuses and missing results do (a machine
                          too noisy to gate speed) */
+    double run_noise; /* run-to-run spread assumed beyond the replicates' (fraction of the
+                         base level; GT_COMPARE_RUN_NOISE) */
+    double timing_floor_us; /* times below this are not gated (GT_COMPARE_TIMING_FLOOR_US) */
 } gt_compare_options;
 
 gt_compare_options gt_compare_defaults(void);
@@ -88,18 +110,13 @@ gt_compare_options gt_compare_defaults(void);
 /* NULL-terminated list of the params left out of a result's identity. */
 extern const char *const gt_compare_excluded_params[];
 
-/* Two-sided p-value of the Mann-Whitney U test of samples a[na] and b[nb]
- * (normal approximation with tie and continuity corrections). Non-finite
- * values must be removed by the caller. 1 when either side is empty or every
- * value is equal. When u_out is not NULL it receives U of a. */
-double gt_mann_whitney_p(const double *a, size_t na, const double *b, size_t nb, double *u_out);
-
 /* How a verdict was reached. */
 typedef enum gt_compare_method {
-    GT_METHOD_U_TEST = 0, /* Mann-Whitney U */
-    GT_METHOD_RANGES,     /* [min, max] ranges */
-    GT_METHOD_SINGLE,     /* one value each side */
-    GT_METHOD_NONE,       /* a side has no finite value */
+    GT_METHOD_RUNS = 0, /* replicates: run medians (a side with several runs) */
+    GT_METHOD_BLOCKS,   /* replicates: block medians of single runs */
+    GT_METHOD_SINGLE,   /* no replicates: never a regression */
+    GT_METHOD_FLOOR,    /* a time below the timing floor: not gated */
+    GT_METHOD_NONE,     /* a side has no finite value */
 } gt_compare_method;
 
 /* The verdict of one metric from its samples (finite values; n >= 1 each
@@ -114,8 +131,9 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
 
 typedef struct gt_compare gt_compare;
 
-/* Loads both reports and compares them. Errors (nothing is returned, the
- * last error says what is wrong with which file and what to do):
+/* Loads both sides (a report or a directory of reports each) and compares
+ * them. Errors (nothing is returned, the last error says what is wrong with
+ * which file and what to do):
  * GT_ERR_IO the file cannot be read; GT_ERR_INVALID not JSON, not a gauntlet
  * report, or a schema_version newer than GT_REPORT_SCHEMA_VERSION. */
 gt_status gt_compare_files(const char *base_path, const char *new_path,
@@ -127,6 +145,8 @@ typedef struct gt_compare_counts {
     int metrics_one_side;                /* metrics in only one report (informational) */
     int derived;                         /* metrics computed from another of their result
                                             ("derived_from"): shown, not counted above */
+    int below_floor;                     /* times below the timing floor: shown, not
+                                            counted above */
     int failed_checks;                   /* checks failing in NEW, or in BASE and absent in NEW */
     int failed_results;                  /* status error, or fail without a failed check, in NEW */
     int missing;                         /* passed in BASE; absent or skipped in NEW */
@@ -141,10 +161,18 @@ void gt_compare_get_counts(const gt_compare *c, gt_compare_counts *out);
 /* 1 when nothing above stops NEW from shipping. */
 int gt_compare_may_ship(const gt_compare *c);
 
-/* Prints the fingerprint differences, the table (quiet: only rows that are
- * not "same"), the list of regressions and failures naming each case, and
- * the summary line ("compare: ...: NEW may ship" / "NEW MUST NOT SHIP"). */
-void gt_compare_print(const gt_compare *c, FILE *f, int quiet);
+/* How much gt_compare_print shows. */
+typedef enum gt_compare_detail {
+    GT_DETAIL_SUMMARY = 0, /* a line per suite and the results that decide the verdict */
+    GT_DETAIL_CHANGED,     /* and every result with a metric that is not "same" */
+    GT_DETAIL_ALL,         /* every result and metric */
+} gt_compare_detail;
+
+/* Prints the fingerprint differences, a summary per suite (results, verdict
+ * counts, the detectable changes), the results the detail asks for, the
+ * list of regressions and failures naming each case, and the summary line
+ * ("compare: ...: NEW may ship" / "NEW MUST NOT SHIP"). */
+void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail);
 
 /* Writes JUnit XML: a testsuite per suite; per result a testcase "status"
  * (failure: failed check, error, missing) and a testcase per metric

@@ -69,7 +69,7 @@ static void exercise(const char *base, const char *new_) {
     gt_compare_counts k;
     gt_compare_get_counts(c, &k);
     (void)gt_compare_may_ship(c);
-    gt_compare_print(c, g_null, 0);
+    gt_compare_print(c, g_null, GT_DETAIL_ALL);
     if (gt_compare_write_junit(c, g_junit) != GT_OK) abort();
     gt_compare_free(c);
 }

@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 . "$(dirname "$0")/lib.sh"
 
-# 12 steps: 11 samples per timing metric, enough for the U test
+# 12 steps: 11 samples per timing metric, 3 blocks of them per run
 "$g" train --steps 12 --peak-gflops 100 --quiet --report "$tmp/a.json" >/dev/null ||
     { echo "FAIL: gauntlet train"; exit 1; }
 
@@ -28,7 +28,12 @@ grep -q '<testsuites name="gauntlet compare".* failures="0"' "$tmp/same.xml" ||
 "$edit" "$tmp/a.json" "$tmp/slow.json" --scale-metric tokens_per_s 0.01 --scale-metric ms_per_step 100
 expect 3 "SLOWER +train/gpt2-tiny .*ms_per_step" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" \
     --junit "$tmp/slow.xml"
-expect 3 "tokens_per_s .*slower \(via ms_per_step\)" -- "$g" compare "$tmp/a.json" "$tmp/slow.json"
+expect 3 "tokens_per_s .*slower \(via ms_per_step\)" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" \
+    --verbose
+# the default output fits a screen: a line per suite, what decides, the verdict
+expect 3 "train +1 result: 1 slower" -- "$g" compare "$tmp/a.json" "$tmp/slow.json"
+n=$("$g" compare "$tmp/a.json" "$tmp/slow.json" | wc -l)
+[ "$n" -le 40 ] || fail "default output of one regression is $n lines (want <= 40)"
 expect 3 "NEW MUST NOT SHIP" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" --quiet
 expect 0 "1 faster" -- "$g" compare "$tmp/slow.json" "$tmp/a.json"
 # --threshold as a percentage: 1.3x the step time is slower above 20%, and only
@@ -53,7 +58,10 @@ ls "$tmp" | grep -q '\.tmp\.' && fail "temporary JUnit file left"
 
 # the loss curve: 0.1% off is within --loss-rtol 0.02, 5% off is a failed check
 "$edit" "$tmp/a.json" "$tmp/near.json" --scale-series loss 1.001
-expect 0 "loss curve: largest relative difference" -- "$g" compare "$tmp/a.json" "$tmp/near.json"
+expect 0 "loss curve: largest relative difference" -- "$g" compare "$tmp/a.json" "$tmp/near.json" \
+    --verbose
+expect 0 "loss curve not bitwise equal to BASE's in 1 result" -- "$g" compare "$tmp/a.json" \
+    "$tmp/near.json"
 "$edit" "$tmp/a.json" "$tmp/far.json" --scale-series loss 1.05
 expect 3 "loss_curve" -- "$g" compare "$tmp/a.json" "$tmp/far.json"
 expect 0 "NEW may ship" -- "$g" compare "$tmp/a.json" "$tmp/far.json" --loss-rtol 0.1
@@ -74,6 +82,19 @@ expect 2 "needs two reports" -- "$g" compare "$tmp/a.json"
 expect 2 "write a percentage as 5%" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --threshold 5
 expect 2 "write a percentage as 1%" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --threshold 1
 expect 2 "unknown option" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --bogus
+expect 2 "write a percentage as 2%" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --run-noise 2
+mkdir "$tmp/empty"
+expect 2 "holds no .json report" -- "$g" compare "$tmp/empty" "$tmp/a.json"
+
+# a side of several runs (a directory): the runs are the replicates
+mkdir "$tmp/base3"
+cp "$tmp/a.json" "$tmp/base3/r1.json"
+"$edit" "$tmp/a.json" "$tmp/base3/r2.json" --scale-metric ms_per_step 1.01
+"$edit" "$tmp/a.json" "$tmp/base3/r3.json" --scale-metric ms_per_step 0.99
+expect 0 "BASE .*base3 .*3 runs" -- "$g" compare "$tmp/base3" "$tmp/a.json"
+expect 0 "ms_per_step .* runs " -- "$g" compare "$tmp/base3" "$tmp/a.json" --verbose
+expect 3 "SLOWER +train/gpt2-tiny .*ms_per_step.*detects" -- "$g" compare "$tmp/base3" \
+    "$tmp/slow30.json"
 expect 2 "cannot write JUnit" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --junit /nonexistent-dir/j.xml
 expect 0 "--threshold" -- "$g" compare --help
 

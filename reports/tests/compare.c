@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int g_fails = 0;
@@ -27,83 +28,87 @@ static void expect_near(double got, double want, double tol, const char *what) {
     }
 }
 
-/* Known values: R's wilcox.test(a, b, exact = FALSE, correct = TRUE) and the
- * textbook formula by hand. */
-static void test_mann_whitney(void) {
-    double a[10], b[10], u;
-    for (int i = 0; i < 10; i++)
-        a[i] = b[i] = 1.0 + i;
-    expect_near(gt_mann_whitney_p(a, 10, b, 10, &u), 1.0, 0, "identical samples: p = 1");
-    expect_near(u, 50, 0, "identical samples: U = n1 n2 / 2");
-
-    for (int i = 0; i < 10; i++)
-        b[i] = 11.0 + i;
-    double p = gt_mann_whitney_p(a, 10, b, 10, &u);
-    EXPECT(p < 1e-3);
-    expect_near(p, 1.826717911e-4, 1e-9, "shifted n=10 each");
-    expect_near(u, 0, 0, "fully separated: U = 0");
-    expect_near(gt_mann_whitney_p(b, 10, a, 10, &u), p, 1e-15, "two-sided: symmetric");
-    expect_near(u, 100, 0, "U of the larger side = n1 n2");
-
-    double c[5] = {1, 2, 3, 4, 5}, d[5] = {6, 7, 8, 9, 10}, e[5] = {3, 4, 5, 6, 7};
-    expect_near(gt_mann_whitney_p(c, 5, d, 5, NULL), 0.01218578, 1e-7, "1..5 vs 6..10");
-    /* three tied pairs: the tie correction shrinks the variance */
-    expect_near(gt_mann_whitney_p(c, 5, e, 5, &u), 0.11384630, 1e-7, "ties");
-    expect_near(u, 4.5, 0, "ties: average ranks");
-
-    double z[6] = {0, 0, 0, 0, 0, 0};
-    expect_near(gt_mann_whitney_p(z, 6, z, 5, NULL), 1.0, 0, "all equal: p = 1");
-    expect_near(gt_mann_whitney_p(z, 0, z, 5, NULL), 1.0, 0, "empty side: p = 1");
+/* n samples in blocks of 3: block j is {m_j - d, m_j, m_j + d}, times f. */
+static void blocks3(double *v, const double *med, int nblocks, double d, double f) {
+    for (int j = 0; j < nblocks; j++)
+        for (int i = 0; i < 3; i++) v[3 * j + i] = (med[j] + (i - 1) * d) * f;
 }
 
-static void test_verdicts(void) {
+/* The noise model against values worked by hand (reports/compare.h): 15
+ * samples each, 5 blocks of 3 with medians 100 101 99 100 100 (sum of
+ * squares 2) and NEW the same times 1.3 (sum of squares 3.38): s^2 =
+ * 5.38 / 8, run noise (2% of 100)^2 = 4, se = sqrt(4.6725 * 2) = 3.05696,
+ * z = 30 / se = 9.81368, p = erfc(z / sqrt 2) = 9.8e-23. */
+static void test_noise_model(void) {
     gt_compare_options o = gt_compare_defaults();
-    double base[10], slow[10], noisy[10], rel, p;
+    const double med[5] = {100, 101, 99, 100, 100};
+    double base[15], slow[15], rel, p, mb, mn;
     gt_compare_method m;
-    for (int i = 0; i < 10; i++) {
-        base[i] = 100 + i;
-        slow[i] = 0.7 * base[i];
-        noisy[i] = (i % 2 ? 50 : 150) + i; /* median ~100, spread 50..159 */
-    }
-    /* higher is better: 30% less is slower */
-    EXPECT(gt_compare_samples(base, 10, slow, 10, 1, &o, &m, NULL, NULL, &rel, &p) ==
+    blocks3(base, med, 5, 1, 1);
+    blocks3(slow, med, 5, 1, 1.3);
+    EXPECT(gt_compare_samples(base, 15, slow, 15, 0, &o, &m, &mb, &mn, &rel, &p) ==
            GT_VERDICT_SLOWER);
-    EXPECT(m == GT_METHOD_U_TEST && p < 1e-3);
-    expect_near(rel, -0.3, 1e-12, "relative change of the medians");
-    EXPECT(gt_compare_samples(slow, 10, base, 10, 1, &o, NULL, NULL, NULL, NULL, NULL) ==
+    EXPECT(m == GT_METHOD_BLOCKS);
+    expect_near(mb, 100, 0, "base level: the run's median");
+    expect_near(mn, 130, 1e-12, "new level");
+    expect_near(rel, 0.3, 1e-12, "relative change of the levels");
+    expect_near(-log10(p), -log10(erfc(30 / sqrt(4.6725 * 2) / sqrt(2.0))), 1e-9, "p by hand");
+    EXPECT(p > 9e-23 && p < 1.1e-22);
+    /* higher is better: the same values are faster */
+    EXPECT(gt_compare_samples(base, 15, slow, 15, 1, &o, NULL, NULL, NULL, NULL, NULL) ==
            GT_VERDICT_FASTER);
-    /* lower is better (a time): 30% less is faster */
-    EXPECT(gt_compare_samples(base, 10, slow, 10, 0, &o, NULL, NULL, NULL, NULL, NULL) ==
-           GT_VERDICT_FASTER);
-    EXPECT(gt_compare_samples(base, 10, base, 10, 1, &o, NULL, NULL, NULL, NULL, NULL) ==
+    EXPECT(gt_compare_samples(base, 15, base, 15, 0, &o, NULL, NULL, NULL, NULL, &p) ==
            GT_VERDICT_SAME);
-    /* a large shift inside the noise: not significant -> ambiguous */
-    double shifted[10];
-    for (int i = 0; i < 10; i++)
-        shifted[i] = noisy[i] * 0.9;
-    EXPECT(gt_compare_samples(noisy, 10, shifted, 10, 1, &o, NULL, NULL, NULL, NULL, &p) ==
+    expect_near(p, 1, 0, "no change: p = 1");
+
+    /* The run, not the sample, is the replicate: 8% slower with NEW's
+     * samples nearly all above BASE's (a rank test on the 15 vs 15 samples
+     * gives p of about 1e-5); against 2% run noise plus the blocks' spread
+     * it is z = 8 / 3.01 = 2.65, p = 0.008: slower at alpha 0.05 alone,
+     * ambiguous at 0.005 (what Holm asks of one metric among ten). */
+    double up8[15];
+    blocks3(up8, med, 5, 1, 1.08);
+    EXPECT(gt_compare_samples(base, 15, up8, 15, 0, &o, NULL, NULL, NULL, NULL, &p) ==
+           GT_VERDICT_SLOWER);
+    expect_near(p, erfc(8 / sqrt((2 + 2 * 1.08 * 1.08) / 8 + 4) / sqrt(2.0) / sqrt(2.0)), 1e-12,
+                "8%: p of z = 8 / se");
+    gt_compare_options strict = o;
+    strict.alpha = 0.005;
+    EXPECT(gt_compare_samples(base, 15, up8, 15, 0, &strict, NULL, NULL, NULL, NULL, NULL) ==
+           GT_VERDICT_AMBIGUOUS);
+    /* with no run noise assumed the same 8% is far outside the blocks' spread */
+    gt_compare_options none = o;
+    none.run_noise = 0;
+    none.alpha = 0.005;
+    EXPECT(gt_compare_samples(base, 15, up8, 15, 0, &none, NULL, NULL, NULL, NULL, NULL) ==
+           GT_VERDICT_SLOWER);
+
+    /* under the threshold: same, however clear the shift */
+    double up3[15];
+    blocks3(up3, med, 5, 1, 1.03);
+    EXPECT(gt_compare_samples(base, 15, up3, 15, 0, &none, NULL, NULL, NULL, &rel, NULL) ==
+           GT_VERDICT_SAME);
+    expect_near(rel, 0.03, 1e-12, "3%");
+
+    /* a large shift inside the noise: ambiguous */
+    const double wild[5] = {60, 140, 100, 70, 130};
+    double noisy[15], shifted[15];
+    blocks3(noisy, wild, 5, 1, 1);
+    blocks3(shifted, wild, 5, 1, 1.2);
+    EXPECT(gt_compare_samples(noisy, 15, shifted, 15, 0, &o, NULL, NULL, NULL, NULL, &p) ==
            GT_VERDICT_AMBIGUOUS);
     EXPECT(p >= o.alpha);
-    /* significant but below the threshold (1% with no overlap) -> ambiguous */
-    double tiny[10];
-    for (int i = 0; i < 10; i++)
-        tiny[i] = 100 + 0.01 * i, shifted[i] = 99 + 0.01 * i;
-    EXPECT(gt_compare_samples(tiny, 10, shifted, 10, 1, &o, NULL, NULL, NULL, NULL, NULL) ==
-           GT_VERDICT_AMBIGUOUS);
 
-    /* few samples: ranges. 4 vs 4 disjoint (chance 2/70) and 30% -> slower */
-    EXPECT(gt_compare_samples(base, 4, slow, 4, 1, &o, &m, NULL, NULL, NULL, &p) ==
-           GT_VERDICT_SLOWER);
-    EXPECT(m == GT_METHOD_RANGES);
-    expect_near(p, 2.0 / 70.0, 1e-12, "ranges: chance of disjoint 4 vs 4");
-    /* 3 vs 3 disjoint happens 1 time in 10 by chance: not enough */
-    EXPECT(gt_compare_samples(base, 3, slow, 3, 1, &o, NULL, NULL, NULL, NULL, &p) ==
+    /* blocks need 3 samples each and at least 2 blocks: 5 samples a side
+     * give no replicate (never a regression), 6 give two blocks */
+    double b6[6] = {100, 100, 100, 101, 101, 101}, n6[6];
+    for (int i = 0; i < 6; i++) n6[i] = 2 * b6[i];
+    EXPECT(gt_compare_samples(b6, 5, n6, 5, 0, &o, &m, NULL, NULL, NULL, NULL) ==
            GT_VERDICT_AMBIGUOUS);
-    expect_near(p, 0.1, 1e-12, "ranges: 3 vs 3");
-    /* overlapping and within threshold -> same */
-    double near[3] = {100.5, 101.5, 102.5};
-    EXPECT(gt_compare_samples(base, 3, near, 3, 1, &o, NULL, NULL, NULL, NULL, NULL) ==
-           GT_VERDICT_SAME);
+    EXPECT(m == GT_METHOD_SINGLE);
+    EXPECT(gt_compare_samples(b6, 6, n6, 6, 0, &o, &m, NULL, NULL, NULL, NULL) ==
+           GT_VERDICT_SLOWER);
+    EXPECT(m == GT_METHOD_BLOCKS);
 
     /* one value each: same within threshold, else ambiguous, never slower */
     double one = 100, two = 102, half = 50;
@@ -112,48 +117,18 @@ static void test_verdicts(void) {
     EXPECT(m == GT_METHOD_SINGLE);
     EXPECT(gt_compare_samples(&one, 1, &half, 1, 1, &o, NULL, NULL, NULL, NULL, NULL) ==
            GT_VERDICT_AMBIGUOUS);
-    /* a zero baseline: equal zeros are the same */
-    double zeros[5] = {0, 0, 0, 0, 0};
-    EXPECT(gt_compare_samples(zeros, 5, zeros, 5, 1, &o, NULL, NULL, NULL, &rel, NULL) ==
+    /* a zero baseline: equal zeros are the same; a non-zero NEW has no
+     * relative change and counts as large */
+    double zeros[6] = {0, 0, 0, 0, 0, 0}, ones[6] = {1, 1, 1, 1, 1, 1};
+    EXPECT(gt_compare_samples(zeros, 6, zeros, 6, 1, &o, NULL, NULL, NULL, &rel, NULL) ==
            GT_VERDICT_SAME);
     expect_near(rel, 0, 0, "0 vs 0");
+    EXPECT(gt_compare_samples(zeros, 6, ones, 6, 0, &o, NULL, NULL, NULL, &rel, NULL) ==
+           GT_VERDICT_SLOWER);
+    EXPECT(isnan(rel));
     EXPECT(gt_compare_samples(zeros, 0, zeros, 5, 1, &o, &m, NULL, NULL, NULL, NULL) ==
            GT_VERDICT_AMBIGUOUS);
     EXPECT(m == GT_METHOD_NONE);
-
-    /* |rel| >= t is large: exactly 5% down, fully separated -> slower */
-    double b9[9], n9[9];
-    for (int i = 0; i < 9; i++)
-        b9[i] = 100 + 0.01 * (i - 4), n9[i] = 95 + 0.01 * (i - 4);
-    EXPECT(gt_compare_samples(b9, 9, n9, 9, 1, &o, NULL, NULL, NULL, &rel, NULL) ==
-           GT_VERDICT_SLOWER);
-    expect_near(rel, -0.05, 0, "exactly at the threshold");
-    /* a zero baseline and a non-zero NEW: no relative change, counted as large */
-    double ones[5] = {1, 1, 1, 1, 1};
-    EXPECT(gt_compare_samples(zeros, 5, ones, 5, 0, &o, NULL, NULL, NULL, &rel, NULL) ==
-           GT_VERDICT_SLOWER);
-    EXPECT(isnan(rel));
-    /* 5 samples each is enough for the U test; 4 on a side is not */
-    EXPECT(gt_compare_samples(base, 5, slow, 5, 1, &o, &m, NULL, NULL, NULL, NULL) ==
-           GT_VERDICT_SLOWER);
-    EXPECT(m == GT_METHOD_U_TEST);
-    gt_compare_samples(base, 4, slow, 5, 1, &o, &m, NULL, NULL, NULL, NULL);
-    EXPECT(m == GT_METHOD_RANGES);
-    /* 1 vs 3 is ranges, not "one value each": disjoint but small -> ambiguous */
-    double three[3] = {100.5, 101, 101.5};
-    EXPECT(gt_compare_samples(&one, 1, three, 3, 1, &o, &m, NULL, NULL, NULL, &p) ==
-           GT_VERDICT_AMBIGUOUS);
-    EXPECT(m == GT_METHOD_RANGES);
-    expect_near(p, 0.5, 1e-12, "ranges: chance of disjoint 1 vs 3");
-    /* ranges that touch (base max == new min) overlap: large -> ambiguous, p = 1 */
-    double touch[4] = {70, 71, 72, 100};
-    EXPECT(gt_compare_samples(base, 4, touch, 4, 1, &o, NULL, NULL, NULL, NULL, &p) ==
-           GT_VERDICT_AMBIGUOUS);
-    expect_near(p, 1, 0, "touching ranges overlap");
-    /* disjoint 4 vs 4 but under the threshold (3.4%): ambiguous, not same */
-    double up[4] = {103.5, 104.5, 105.5, 106.5};
-    EXPECT(gt_compare_samples(base, 4, up, 4, 1, &o, NULL, NULL, NULL, NULL, NULL) ==
-           GT_VERDICT_AMBIGUOUS);
 }
 
 /* ---- hand-built reports ----------------------------------------------------------- */
@@ -229,7 +204,7 @@ static char *printed(const gt_compare *c) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    gt_compare_print(c, f, 0);
+    gt_compare_print(c, f, GT_DETAIL_ALL);
     fclose(f);
     return buf;
 }
@@ -278,6 +253,18 @@ static void test_gate(void) {
     EXPECT(strstr(out, "env.software.cuda") != NULL);
     EXPECT(strstr(out, "backend_detail: cpu: 2 threads -> cpu: 4 threads") != NULL);
     free(out);
+    {
+        /* the default output counts what --verbose lists */
+        char *sbuf = NULL;
+        size_t slen = 0;
+        FILE *sf = open_memstream(&sbuf, &slen);
+        gt_compare_print(c, sf, GT_DETAIL_SUMMARY);
+        fclose(sf);
+        EXPECT(sbuf && strstr(sbuf, "backend_detail changed in 1 result"));
+        EXPECT(sbuf && strstr(sbuf, "detects changes of"));
+        EXPECT(sbuf && !strstr(sbuf, "cpu: 2 threads -> cpu: 4 threads"));
+        free(sbuf);
+    }
     gt_compare_free(c);
 
     /* gflops 30% lower in NEW: slower, named, must not ship */
@@ -320,7 +307,7 @@ static void test_gate(void) {
     char *qbuf = NULL;
     size_t qlen = 0;
     FILE *qf = open_memstream(&qbuf, &qlen);
-    gt_compare_print(c, qf, 1);
+    gt_compare_print(c, qf, GT_DETAIL_SUMMARY);
     fclose(qf);
     EXPECT(strstr(qbuf, "kernels/matmul [topology 1, backend cpu]  pass -> fail") != NULL);
     free(qbuf);
@@ -622,16 +609,79 @@ static void test_gate_rules(void) {
     write_results("r_dup.json", 1, buf);
     EXPECT(gate("r_dup.json", "r_dup.json", NULL, &k) == 1 && k.matched == 3 && k.only_new == 0);
 
-    /* Holm: two metrics, each 4 vs 4 disjoint and 30% lower (p = 2/70 each).
-     * Alone each is slower; corrected for 2 tests, neither is (2 * 2/70 > 0.05) */
-    const char *mb = "\"x\": {\"better\": \"higher\", \"samples\": [100, 101, 102, 103]}, "
-                     "\"y\": {\"better\": \"higher\", \"samples\": [100, 101, 102, 103]}";
-    const char *mn = "\"x\": {\"better\": \"higher\", \"samples\": [70, 71, 72, 73]}, "
-                     "\"y\": {\"better\": \"higher\", \"samples\": [70, 71, 72, 73]}";
+    /* Holm: two metrics, each 6% lower with no spread of their own, so the
+     * 2% run noise alone is the noise: z = 6 / sqrt(2 * 2^2) = 2.12, p =
+     * 0.034 each. Alone each is slower; corrected for 2 tests, neither is
+     * (2 * 0.034 > 0.05) */
+    const char *mb = "\"x\": {\"better\": \"higher\", \"samples\": [100, 100, 100, 100, 100, 100]}, "
+                     "\"y\": {\"better\": \"higher\", \"samples\": [100, 100, 100, 100, 100, 100]}";
+    const char *mn = "\"x\": {\"better\": \"higher\", \"samples\": [94, 94, 94, 94, 94, 94]}, "
+                     "\"y\": {\"better\": \"higher\", \"samples\": [94, 94, 94, 94, 94, 94]}";
     write_results("r_mb.json", 1, result_json("a", "pass", "", ok, mb));
     write_results("r_mn.json", 1, result_json("a", "pass", "", ok, mn));
     EXPECT(gate("r_mb.json", "r_mn.json", NULL, &k) == 1 && k.slower == 0 && k.ambiguous == 2);
     gt_compare_options per = gt_compare_defaults();
+    per.correction = GT_CORRECTION_NONE;
+    EXPECT(gate("r_mb.json", "r_mn.json", &per, &k) == 0 && k.slower == 2);
+
+    /* sides of several runs (directories): the run medians are the
+     * replicates. BASE 100 102 98, NEW 120 118 122: pooled s^2 = 16 / 4,
+     * plus 2% run noise (4): se = sqrt(8 (1/3 + 1/3)) = 2.31, z = 8.7 */
+    {
+        const double lb[3] = {100, 102, 98}, ln[3] = {120, 118, 122}, la[3] = {101, 99, 100};
+        char dir[3][320], m[512];
+        const char *side[3] = {"runs_b", "runs_n", "runs_a"};
+        const double *lv[3] = {lb, ln, la};
+        for (int d = 0; d < 3; d++) {
+            snprintf(dir[d], sizeof dir[d], "%s", path_of(side[d]));
+            mkdir(dir[d], 0700);
+            for (int r = 0; r < 3; r++) {
+                double x = lv[d][r];
+                snprintf(m, sizeof m,
+                         "\"t\": {\"unit\": \"ms\", \"better\": \"lower\", \"samples\": "
+                         "[%g, %g, %g, %g, %g, %g]}",
+                         x - 1, x, x + 1, x - 1, x, x + 1);
+                char name[64];
+                snprintf(name, sizeof name, "%s/run%d.json", side[d], r);
+                write_results(name, 1, result_json("a", "pass", "", ok, m));
+            }
+        }
+        gt_compare *rc = NULL;
+        EXPECT(gt_compare_files(dir[0], dir[1], NULL, &rc) == GT_OK);
+        if (rc) {
+            gt_compare_get_counts(rc, &k);
+            EXPECT(k.slower == 1 && !gt_compare_may_ship(rc));
+            char *txt = printed(rc);
+            EXPECT(txt && strstr(txt, "3 runs") && strstr(txt, " runs ") &&
+                   strstr(txt, "SLOWER   s/a [topology 1, backend cpu] t: 100 -> 120 ms"));
+            free(txt);
+            gt_compare_free(rc);
+        }
+        /* another three runs of the same stack: may ship */
+        EXPECT(gate("runs_b", "runs_a", NULL, &k) == 1 && k.same == 1 && k.slower == 0);
+        /* a directory against a single report of it works too */
+        char one[64];
+        snprintf(one, sizeof one, "runs_a/run0.json");
+        EXPECT(gate("runs_b", one, NULL, &k) == 1 && k.same == 1);
+        /* an empty directory is refused, saying what a side must be */
+        char empty[320];
+        snprintf(empty, sizeof empty, "%s", path_of("runs_empty"));
+        mkdir(empty, 0700);
+        EXPECT(gt_compare_files(empty, dir[0], NULL, &rc) == GT_ERR_IO && rc == NULL);
+        EXPECT(strstr(gt_last_error(), "holds no .json report") != NULL);
+        if (g_fails == 0) {
+            for (int d = 0; d < 3; d++) {
+                for (int r = 0; r < 3; r++) {
+                    char name[64];
+                    snprintf(name, sizeof name, "%s/run%d.json", side[d], r);
+                    unlink(path_of(name));
+                }
+                rmdir(dir[d]);
+            }
+            rmdir(empty);
+        }
+    }
+    per = gt_compare_defaults();
     per.correction = GT_CORRECTION_NONE;
     EXPECT(gate("r_mb.json", "r_mn.json", &per, &k) == 0 && k.slower == 2);
 
@@ -651,8 +701,7 @@ int main(void) {
         perror("mkdtemp");
         return 1;
     }
-    test_mann_whitney();
-    test_verdicts();
+    test_noise_model();
     test_gate();
     test_gate_rules();
     if (g_fails == 0) {
