@@ -43,6 +43,8 @@ static void run_usage(FILE *f) {
         "                        device buffers against raw NCCL)\n"
         "  --comm-timeout S      watchdog per collective in seconds (default 300)\n"
         "  --inject-delay OP:US  slow kernel OP by US microseconds per call (tests the gate)\n"
+        "  --inject-slowdown NAME:F  kernel op or collective NAME takes F times as long\n"
+        "                        wherever it is timed (the gate's detection experiment)\n"
         "  --quiet               no per-case lines, only the summary\n"
         "  --verbose             also the raw collectives tables (every size of every\n"
         "                        combination, nccl-tests' layout)\n"
@@ -331,7 +333,7 @@ int gt_cmd_run(int argc, char **argv) {
     gt_comm_config ccfg = gt_comm_defaults();
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "run"};
     const char *report_path = NULL, *baseline = NULL, *backend_opt = "cpu", *v = NULL;
-    const char *inject = NULL;
+    const char *inject = NULL, *slowdown = NULL;
     int err = 0, quiet = 0, verbose = 0, max_given = 0, coll_given = 0, threads = 0;
     gt_effort effort = GT_EFFORT_DEFAULT;
     double threshold = 5.0;
@@ -381,6 +383,12 @@ int gt_cmd_run(int argc, char **argv) {
                 return gt_usage_error("run", "--inject-delay '%s': expected OP:MICROSECONDS, "
                                              "e.g. layernorm_fwd:2000",
                                       v);
+        } else if (gt_opt(&a, "--inject-slowdown", &v, &err)) {
+            char name[64];
+            double f;
+            slowdown = v;
+            if (v && gt_parse_slowdown(v, name, sizeof name, &f) != GT_OK)
+                return gt_usage_error("run", "--%s", gt_last_error());
         } else if (gt_opt(&a, "-b", &v, &err) || gt_opt(&a, "--minbytes", &v, &err)) {
             err |= !parse_size(&a, "-b", v, &cfg.min_bytes);
             coll_given = 1;
@@ -628,6 +636,7 @@ int gt_cmd_run(int argc, char **argv) {
                                                    ? pr.out
                                                    : NULL,
                                         .inject_delay = inject,
+                                        .inject_slowdown = slowdown,
                                         .case_done = case_done,
                                         .case_done_ctx = &pr};
                     s = su->run(&ctx);

@@ -29,6 +29,7 @@ const char *const gt_compare_excluded_params[] = {
     "num_params",           /* derived from the model config */
     "source_entropy",       /* measured on the synthetic source */
     "injected_delay_us",    /* run --inject-delay: the slowed case must meet its baseline */
+    "injected_slowdown",    /* run --inject-slowdown: likewise */
     "mfu_reference",        /* how the MFU peak was had: measured SGEMM / device GEMM / option */
     NULL,
 };

@@ -98,6 +98,8 @@ typedef struct coll_ctx {
     uint64_t seed;
     int64_t amp_a, amp_s, amp_m;
     int raw_nccl;   /* the raw baseline is NCCL (else MPI) */
+    const struct coll_def *slow; /* inject_slowdown: this collective's gauntlet blocks ... */
+    double slow_factor;          /* ... take this many times as long (spun on every rank) */
     int dev;        /* send/recv are device memory, hsend/hrecv their host mirrors */
     void *hsend, *hrecv, *dsend, *drecv;
 #if GT_HAVE_MPI
@@ -550,6 +552,7 @@ gt_coll_config gt_coll_defaults(void) {
         .reps = 5,
         .root = 0,
         .seed = 0x67617567ull,
+        .slow_coll = -1,
     };
     return c;
 }
@@ -598,6 +601,12 @@ static gt_status time_block(coll_ctx *x, const coll_def *d, int raw, int iters, 
     GT_TRY(gt_comm_barrier(x->comm, NULL));
     uint64_t t0 = gt_now_ns();
     for (int it = 0; it < iters; it++) GT_TRY(raw ? run_raw(x, d) : d->run(x));
+    if (!raw && d == x->slow) {
+        /* the injected fault: the block made slow_factor times as long */
+        uint64_t until = t0 + (uint64_t)((double)(gt_now_ns() - t0) * x->slow_factor);
+        while (gt_now_ns() < until) {
+        }
+    }
     *out = elapsed_s(t0) / iters;
     return GT_OK;
 }
@@ -887,6 +896,8 @@ static void set_params(suite_state *st, const coll_def *d, gt_result *res, gt_dt
     if (d->rooted) gt_result_param_int(res, "root", c->root);
     gt_result_param_str(res, "raw", !have_raw ? "none" : st->have_nccl ? "nccl" : "mpi");
     gt_result_param_str(res, "buffers", st->have_nccl ? "device" : "host");
+    if (c->slow_factor > 1 && c->slow_coll >= 0 && d == &g_colls[c->slow_coll])
+        gt_result_param_num(res, "injected_slowdown", c->slow_factor);
 }
 
 /* Marks the results of an interrupted combination. */
@@ -1105,6 +1116,10 @@ gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
     x.n = n;
     x.root = cfg->root;
     x.seed = cfg->seed;
+    if (cfg->slow_factor > 1 && cfg->slow_coll >= 0 && cfg->slow_coll < GT_COLL_TEST_COUNT) {
+        x.slow = &g_colls[cfg->slow_coll];
+        x.slow_factor = cfg->slow_factor;
+    }
     /* the native handle is an ncclComm_t * on nccl, an MPI_Comm * on mpi */
     int is_nccl = strcmp(st.backend, "nccl") == 0;
     void *native = gt_comm_native_handle(comm);

@@ -88,6 +88,8 @@ typedef struct gt_coll_config {
                                  the others use min(reps, 3) */
     int root;                 /* reduce / broadcast root (default 0) */
     uint64_t seed;            /* input values */
+    int slow_coll;            /* fault injection: this gt_coll_test's gauntlet blocks take */
+    double slow_factor;       /* slow_factor times as long (> 1; slow_coll -1: none) */
     FILE *out;                /* the table (rank 0 passes stdout); NULL: silent */
     /* Called after each result is complete (may be NULL): the caller writes
      * the report so that a run that dies keeps what finished. */

@@ -41,6 +41,12 @@ static gt_status config_of(const gt_suite_ctx *ctx, gt_coll_config *cfg) {
                           ctx->case_filter);
         cfg->colls = 1u << t;
     }
+    if (ctx->inject_slowdown) {
+        char name[64];
+        gt_coll_test t;
+        GT_TRY(gt_parse_slowdown(ctx->inject_slowdown, name, sizeof name, &cfg->slow_factor));
+        if (gt_coll_test_parse(name, &t) == GT_OK) cfg->slow_coll = (int)t;
+    }
     return GT_OK;
 }
 

@@ -239,18 +239,38 @@ static void ks_sleep_us(long us) {
     }
 }
 
-/* One timed call: the op, and the injected sleep when this is the slowed op
- * (the fault the gate's own test must see as "slower"). The sleep is on the
- * host after the launch: on an asynchronous device it still lengthens every
- * call by at least itself once it exceeds the kernel's time. */
-static gt_status ks_call(gt_kcase *c, long delay_us) {
+/* The fault injected into the slowed op's calls (none: zeros). */
+typedef struct ks_fault {
+    long delay_us; /* inject_delay: a sleep of this many us after each call */
+    double factor; /* inject_slowdown: each call made this many times as long (> 1) */
+    gt_backend *be;
+} ks_fault;
+
+/* One timed call: the op, and the injected fault when this is the slowed op
+ * (what the gate's own tests and its detection experiment must see as
+ * "slower"). The sleep is on the host after the launch: on an asynchronous
+ * device it still lengthens every call by at least itself once it exceeds
+ * the kernel's time. A slowdown factor waits for the call to finish
+ * (device: synchronize) and then spins for (factor - 1) times its duration,
+ * so the op costs factor times as much wherever it is timed. */
+static gt_status ks_call(gt_kcase *c, const ks_fault *f) {
+    if (f->factor > 1) {
+        uint64_t t0 = gt_now_ns();
+        gt_status s = gt_kcase_run(c);
+        if (s == GT_OK && f->be->device != GT_DEVICE_HOST) s = f->be->synchronize(f->be);
+        uint64_t spin = (uint64_t)((double)(gt_now_ns() - t0) * (f->factor - 1.0));
+        uint64_t until = gt_now_ns() + spin;
+        while (gt_now_ns() < until) {
+        }
+        return s;
+    }
     gt_status s = gt_kcase_run(c);
-    if (delay_us > 0) ks_sleep_us(delay_us);
+    if (f->delay_us > 0) ks_sleep_us(f->delay_us);
     return s;
 }
 
 /* Samples in microseconds per call (see the top for the stop rule). */
-static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, long delay_us, double *us,
+static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fault *fault, double *us,
                          size_t *n) {
     *n = 0;
     gt_status s;
@@ -260,7 +280,7 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, long delay_u
     for (;;) {
         uint64_t t0 = gt_now_ns();
         for (long i = 0; i < iters; i++)
-            if ((s = ks_call(c, delay_us)) != GT_OK) return s;
+            if ((s = ks_call(c, fault)) != GT_OK) return s;
         if ((s = be->synchronize(be)) != GT_OK) return s;
         double sec = (double)(gt_now_ns() - t0) * 1e-9;
         if (sec >= KS_BATCH_SECONDS || iters >= 1000000) break;
@@ -272,7 +292,7 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, long delay_u
     while (*n < KS_MAX_SAMPLES) {
         uint64_t b0 = gt_now_ns();
         for (long i = 0; i < iters; i++)
-            if ((s = ks_call(c, delay_us)) != GT_OK) return s;
+            if ((s = ks_call(c, fault)) != GT_OK) return s;
         if ((s = be->synchronize(be)) != GT_OK) return s;
         double sec = (double)(gt_now_ns() - b0) * 1e-9;
         spent += sec;
@@ -287,11 +307,12 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, long delay_u
 
 /* One batch of `iters` calls between the backend's device timer marks;
  * *sec: the device time between the marks. */
-static gt_status ks_batch_dev(gt_kcase *c, gt_backend *be, long iters, long delay_us, double *sec) {
+static gt_status ks_batch_dev(gt_kcase *c, gt_backend *be, long iters, const ks_fault *fault,
+                              double *sec) {
     void *tok = NULL;
     double t = 0.0;
     gt_status s = be->timer_start(be, &tok);
-    for (long i = 0; s == GT_OK && i < iters; i++) s = ks_call(c, delay_us);
+    for (long i = 0; s == GT_OK && i < iters; i++) s = ks_call(c, fault);
     if (tok) {
         gt_status s2 = be->timer_stop(be, tok, &t);
         if (s == GT_OK) s = s2;
@@ -313,14 +334,14 @@ static int ks_enough(const double *us, size_t n, double spent, double cap_s) {
  * calls of a batch are queued back to back, so an op shorter than its
  * launch is measured at the launch rate (the device idles between calls):
  * that is what such an op costs in a training step too. */
-static gt_status ks_time_dev_hot(gt_kcase *c, gt_backend *be, double cap_s, long delay_us,
+static gt_status ks_time_dev_hot(gt_kcase *c, gt_backend *be, double cap_s, const ks_fault *fault,
                                  double *us, size_t *n) {
     *n = 0;
     gt_status s;
     long iters = 1;
     for (;;) {
         double sec = 0.0;
-        if ((s = ks_batch_dev(c, be, iters, delay_us, &sec)) != GT_OK) return s;
+        if ((s = ks_batch_dev(c, be, iters, fault, &sec)) != GT_OK) return s;
         if (sec >= KS_BATCH_SECONDS || iters >= 1000000) break;
         long grow = sec > 0 ? (long)ceil(1.2 * KS_BATCH_SECONDS / sec * iters) : 10 * iters;
         iters = grow > 2 * iters ? grow : 2 * iters;
@@ -329,7 +350,7 @@ static gt_status ks_time_dev_hot(gt_kcase *c, gt_backend *be, double cap_s, long
     uint64_t t0 = gt_now_ns();
     while (*n < KS_MAX_SAMPLES) {
         double sec = 0.0;
-        if ((s = ks_batch_dev(c, be, iters, delay_us, &sec)) != GT_OK) return s;
+        if ((s = ks_batch_dev(c, be, iters, fault, &sec)) != GT_OK) return s;
         us[(*n)++] = sec / (double)iters * 1e6;
         if (ks_enough(us, *n, (double)(gt_now_ns() - t0) * 1e-9, cap_s)) break;
     }
@@ -343,7 +364,7 @@ static gt_status ks_time_dev_hot(gt_kcase *c, gt_backend *be, double cap_s, long
  * unless queuing the call takes longer than the flush (about 40 us on an
  * H100). Event resolution is about 0.5 us: single calls of a few us are
  * coarse, the median over many samples is not. */
-static gt_status ks_time_dev_cold(gt_kcase *c, gt_backend *be, double cap_s, long delay_us,
+static gt_status ks_time_dev_cold(gt_kcase *c, gt_backend *be, double cap_s, const ks_fault *fault,
                                   double *us, size_t *n) {
     *n = 0;
     gt_status s;
@@ -351,7 +372,7 @@ static gt_status ks_time_dev_cold(gt_kcase *c, gt_backend *be, double cap_s, lon
     while (*n < KS_COLD_MAX_SAMPLES) {
         double sec = 0.0;
         if ((s = be->flush_cache(be)) != GT_OK) return s;
-        if ((s = ks_batch_dev(c, be, 1, delay_us, &sec)) != GT_OK) return s;
+        if ((s = ks_batch_dev(c, be, 1, fault, &sec)) != GT_OK) return s;
         us[(*n)++] = sec * 1e6;
         if (ks_enough(us, *n, (double)(gt_now_ns() - t0) * 1e-9, cap_s)) break;
     }
@@ -439,8 +460,9 @@ typedef struct ks_run {
     gt_probe_peaks pk;
     double gemm_peak[GT_DTYPE_COUNT]; /* compute peak per dtype, GFLOP/s; 0: none */
     int gemm_tried[GT_DTYPE_COUNT];
-    gt_op delay_op;
+    gt_op delay_op, slow_op;
     long delay_us;
+    double slow_factor;
     double cap_s;
     double *us, *cold, *tmp;
     int done;
@@ -646,9 +668,10 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
     if (timed) {
         size_t n = 0, nc = 0;
         long delay = op == r->delay_op ? r->delay_us : 0;
-        s = dev ? ks_time_dev_hot(c, r->be, r->cap_s, delay, r->us, &n)
-                : ks_time(c, r->be, r->cap_s, delay, r->us, &n);
-        if (s == GT_OK && dev) s = ks_time_dev_cold(c, r->be, r->cap_s, delay, r->cold, &nc);
+        ks_fault fault = {delay, op == r->slow_op ? r->slow_factor : 0, r->be};
+        s = dev ? ks_time_dev_hot(c, r->be, r->cap_s, &fault, r->us, &n)
+                : ks_time(c, r->be, r->cap_s, &fault, r->us, &n);
+        if (s == GT_OK && dev) s = ks_time_dev_cold(c, r->be, r->cap_s, &fault, r->cold, &nc);
         if (s != GT_OK) {
             snprintf(line, sizeof line, "timing: %s: %s", gt_status_name(s), gt_last_error());
             gt_result_set_status(res, GT_RESULT_ERROR, line);
@@ -661,6 +684,7 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
             if (peak > 0) gt_result_metric(res, "peak", cb ? "GFLOP/s" : "GB/s", 1, peak, NULL, 0);
             gt_result_param_str(res, "bound", cb ? "compute" : "memory");
             if (delay) gt_result_param_int(res, "injected_delay_us", delay);
+            if (fault.factor > 1) gt_result_param_num(res, "injected_slowdown", fault.factor);
             if (dev) {
                 double gfc, gbc;
                 double tc =
@@ -691,6 +715,15 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
     ks_run r = {.ctx = ctx};
     gt_status s = ks_parse_delay(ctx->inject_delay, &r.delay_op, &r.delay_us);
     if (s != GT_OK) return s;
+    r.slow_op = GT_OP_COUNT;
+    if (ctx->inject_slowdown) {
+        char name[64];
+        if ((s = gt_parse_slowdown(ctx->inject_slowdown, name, sizeof name, &r.slow_factor)) !=
+            GT_OK)
+            return s;
+        for (int o = 0; o < GT_OP_COUNT; o++)
+            if (strcmp(gt_op_name((gt_op)o), name) == 0) r.slow_op = (gt_op)o;
+    }
     r.cap_s = ctx->effort == GT_EFFORT_QUICK ? 0.2 : ctx->effort == GT_EFFORT_FULL ? 3.0 : 1.0;
     gt_backend_config cfg = {.threads = ctx->threads, .device = -1};
     s = gt_backend_new(ctx->backend, &cfg, &r.be);
@@ -717,6 +750,8 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
         fprintf(ctx->out, "kernels: %s vs ref, effort %d, time cap %.1f s per case%s%s\n",
                 r.be->describe(r.be), (int)ctx->effort, r.cap_s,
                 r.delay_us ? ", injected delay " : "", r.delay_us ? ctx->inject_delay : "");
+    if (ctx->out && s == GT_OK && r.slow_op != GT_OP_COUNT)
+        fprintf(ctx->out, "kernels: injected slowdown %s\n", ctx->inject_slowdown);
     /* fp32 everywhere; bf16 and fp16 where the backend's storage can be 16-bit (cuda). */
     gt_dtype dts[3] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
     int ndt = r.be->device == GT_DEVICE_CUDA ? 3 : 1;
