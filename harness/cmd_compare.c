@@ -30,6 +30,8 @@ static void compare_usage(FILE *f) {
             "  --run-noise X   run-to-run spread assumed beyond what the runs or blocks show:\n"
             "                  2%% (default) or 0.02\n"
             "  --timing-floor US  times below US microseconds are shown, not gated (default 5)\n"
+            "  --suite S[,S]   compare only these suites' results\n"
+            "  --metric M[,M]  give verdicts only to these metrics (checks still gate)\n"
             "  --junit FILE    also write JUnit XML there (a testsuite per suite)\n"
             "  --changed       also list every result with a metric that is not same\n"
             "  --verbose       list every result and metric (the default output is a line per\n"
@@ -89,6 +91,10 @@ int gt_cmd_compare(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--loss-rtol", v, 0.0, 1e6, &opt.loss_rtol);
         } else if (gt_opt(&a, "--alpha", &v, &err)) {
             err |= !gt_parse_double(&a, "--alpha", v, 1e-12, 0.5, &opt.alpha);
+        } else if (gt_opt(&a, "--suite", &v, &err)) {
+            opt.suites = v;
+        } else if (gt_opt(&a, "--metric", &v, &err)) {
+            opt.metrics = v;
         } else if (gt_opt(&a, "--junit", &v, &err)) {
             junit = v;
         } else if (gt_flag(&a, "--checks-only")) {

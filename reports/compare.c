@@ -50,6 +50,20 @@ gt_compare_options gt_compare_defaults(void) {
                                 .timing_floor_us = GT_COMPARE_TIMING_FLOOR_US};
 }
 
+/* 1 when list (comma-separated) is NULL or names `name`. */
+static int in_list(const char *list, const char *name) {
+    if (!list) return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 static int is_excluded(const char *key) {
     for (int i = 0; gt_compare_excluded_params[i]; i++)
         if (strcmp(key, gt_compare_excluded_params[i]) == 0) return 1;
@@ -763,11 +777,13 @@ static int compare_result(gt_compare *c, cmp_result *r) {
     int no_bus = strcmp(str_or(json_object_get(r->nw, "suite"), ""), "collectives") == 0 &&
                  strcmp(str_or(json_object_get(r->nw, "topology"), ""), "1") == 0;
     json_object_foreach(mb, name, m) {
-        if (no_bus && strstr(name, "busbw_")) continue;
+        if ((no_bus && strstr(name, "busbw_")) || !in_list(c->opt.metrics, name)) continue;
         if (add_metric(c, r, name, m, json_object_get(mn, name))) return -1;
     }
     json_object_foreach(mn, name, m) {
-        if (json_object_get(mb, name) || (no_bus && strstr(name, "busbw_"))) continue;
+        if (json_object_get(mb, name) || (no_bus && strstr(name, "busbw_")) ||
+            !in_list(c->opt.metrics, name))
+            continue;
         if (add_metric(c, r, name, NULL, m)) return -1;
     }
     /* the loss curve against BASE's: the same run on another stack must
@@ -1055,6 +1071,48 @@ static gt_status load_side(const char *which, const char *path, json_t **first, 
     return s;
 }
 
+/* Each name of a selection list must occur in one of the reports (a typo
+ * would otherwise select nothing, and nothing never fails a gate). metric:
+ * look among the results' metrics, else among the suites. */
+static gt_status check_selection(const gt_compare *c, const char *list, int metric) {
+    if (!list) return GT_OK;
+    if (!*list)
+        return GT_ERR(GT_ERR_INVALID, "--%s: an empty list selects nothing",
+                      metric ? "metric" : "suite");
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        int found = 0;
+        json_t *docs[2] = {c->base_doc, c->new_doc};
+        for (int d = 0; d < 2 && !found; d++) {
+            size_t i;
+            json_t *r;
+            json_array_foreach(json_object_get(docs[d], "results"), i, r) {
+                const char *k;
+                json_t *v;
+                if (!metric) {
+                    const char *su = str_or(json_object_get(r, "suite"), "");
+                    found = strlen(su) == len && strncmp(su, p, len) == 0;
+                } else {
+                    json_object_foreach(json_object_get(r, "metrics"), k, v) {
+                        if (strlen(k) == len && strncmp(k, p, len) == 0) found = 1;
+                    }
+                }
+                if (found) break;
+            }
+        }
+        if (!found)
+            return GT_ERR(GT_ERR_INVALID,
+                          "--%s: no result of either report has %s '%.*s'; check the name "
+                          "(gauntlet compare --verbose lists them)",
+                          metric ? "metric" : "suite", metric ? "a metric" : "the suite",
+                          (int)len, p);
+        if (!e) break;
+        p = e + 1;
+    }
+    return GT_OK;
+}
+
 gt_status gt_compare_files(const char *base_path, const char *new_path,
                            const gt_compare_options *opt, gt_compare **out) {
     *out = NULL;
@@ -1066,6 +1124,11 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
     gt_status s = load_side("BASE", base_path, &c->base_doc, &c->xb, &c->nxb);
     if (s == GT_OK) s = load_side("NEW", new_path, &c->new_doc, &c->xn, &c->nxn);
     if (s != GT_OK) {
+        gt_compare_free(c);
+        return s;
+    }
+    if ((s = check_selection(c, c->opt.suites, 0)) != GT_OK ||
+        (s = check_selection(c, c->opt.metrics, 1)) != GT_OK) {
         gt_compare_free(c);
         return s;
     }
@@ -1088,6 +1151,8 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
     json_t *rb = json_object_get(c->base_doc, "results"),
            *rn = json_object_get(c->new_doc, "results");
     for (size_t i = 0; i < nb; i++) {
+        if (!in_list(c->opt.suites, str_or(json_object_get(json_array_get(rb, i), "suite"), "")))
+            continue;
         cmp_result *r = &c->res[c->nres++];
         r->base = json_array_get(rb, i);
         r->key = kb[i];
@@ -1108,7 +1173,9 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
         }
     }
     for (size_t i = 0; i < nn; i++) {
-        if (used[i]) continue;
+        if (used[i] ||
+            !in_list(c->opt.suites, str_or(json_object_get(json_array_get(rn, i), "suite"), "")))
+            continue;
         cmp_result *r = &c->res[c->nres++];
         r->nw = json_array_get(rn, i);
         r->key = kn[i];

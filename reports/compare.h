@@ -103,6 +103,10 @@ typedef struct gt_compare_options {
     double run_noise; /* run-to-run spread assumed beyond the replicates' (fraction of the
                          base level; GT_COMPARE_RUN_NOISE) */
     double timing_floor_us; /* times below this are not gated (GT_COMPARE_TIMING_FLOOR_US) */
+    const char *suites;     /* comma-separated suites to compare (NULL: all); the others'
+                               results are left out entirely */
+    const char *metrics;    /* comma-separated metric names that get verdicts (NULL: all);
+                               the others are left out (checks and statuses still gate) */
 } gt_compare_options;
 
 gt_compare_options gt_compare_defaults(void);

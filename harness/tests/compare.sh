@@ -83,6 +83,13 @@ expect 2 "write a percentage as 5%" -- "$g" compare "$tmp/a.json" "$tmp/a.json" 
 expect 2 "write a percentage as 1%" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --threshold 1
 expect 2 "unknown option" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --bogus
 expect 2 "write a percentage as 2%" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --run-noise 2
+expect 2 "no result of either report has the suite 'trian'" -- "$g" compare "$tmp/a.json" \
+    "$tmp/slow.json" --suite trian
+expect 2 "no result of either report has a metric 'ms_per_stp'" -- "$g" compare "$tmp/a.json" \
+    "$tmp/slow.json" --metric ms_per_stp
+# selection: only the chosen metric gets a verdict (tokens_per_s is then judged itself)
+expect 0 "NEW may ship" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" --metric final_loss
+expect 3 "SLOWER .*ms_per_step" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" --suite train
 mkdir "$tmp/empty"
 expect 2 "holds no .json report" -- "$g" compare "$tmp/empty" "$tmp/a.json"
 
