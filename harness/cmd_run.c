@@ -388,7 +388,12 @@ int gt_cmd_run(int argc, char **argv) {
             double f;
             slowdown = v;
             if (v && gt_parse_slowdown(v, name, sizeof name, &f) != GT_OK)
-                return gt_usage_error("run", "--%s", gt_last_error());
+                return gt_usage_error("run",
+                                      "--inject-slowdown '%s': expected NAME:FACTOR, NAME a "
+                                      "kernel op (or one op/dtype/shape case) or a collective "
+                                      "(gauntlet list), FACTOR above 1 and at most 100, e.g. "
+                                      "matmul_fwd:1.2",
+                                      v);
         } else if (gt_opt(&a, "-b", &v, &err) || gt_opt(&a, "--minbytes", &v, &err)) {
             err |= !parse_size(&a, "-b", v, &cfg.min_bytes);
             coll_given = 1;

@@ -460,8 +460,9 @@ typedef struct ks_run {
     gt_probe_peaks pk;
     double gemm_peak[GT_DTYPE_COUNT]; /* compute peak per dtype, GFLOP/s; 0: none */
     int gemm_tried[GT_DTYPE_COUNT];
-    gt_op delay_op, slow_op;
+    gt_op delay_op;
     long delay_us;
+    const char *slow_name; /* inject_slowdown: the op or case (a prefix, as case_filter) */
     double slow_factor;
     double cap_s;
     double *us, *cold, *tmp;
@@ -668,7 +669,7 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
     if (timed) {
         size_t n = 0, nc = 0;
         long delay = op == r->delay_op ? r->delay_us : 0;
-        ks_fault fault = {delay, op == r->slow_op ? r->slow_factor : 0, r->be};
+        ks_fault fault = {delay, ks_selected(r->slow_name, name) ? r->slow_factor : 0, r->be};
         s = dev ? ks_time_dev_hot(c, r->be, r->cap_s, &fault, r->us, &n)
                 : ks_time(c, r->be, r->cap_s, &fault, r->us, &n);
         if (s == GT_OK && dev) s = ks_time_dev_cold(c, r->be, r->cap_s, &fault, r->cold, &nc);
@@ -715,14 +716,12 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
     ks_run r = {.ctx = ctx};
     gt_status s = ks_parse_delay(ctx->inject_delay, &r.delay_op, &r.delay_us);
     if (s != GT_OK) return s;
-    r.slow_op = GT_OP_COUNT;
+    char slow_name[128] = "";
     if (ctx->inject_slowdown) {
-        char name[64];
-        if ((s = gt_parse_slowdown(ctx->inject_slowdown, name, sizeof name, &r.slow_factor)) !=
-            GT_OK)
+        if ((s = gt_parse_slowdown(ctx->inject_slowdown, slow_name, sizeof slow_name,
+                                   &r.slow_factor)) != GT_OK)
             return s;
-        for (int o = 0; o < GT_OP_COUNT; o++)
-            if (strcmp(gt_op_name((gt_op)o), name) == 0) r.slow_op = (gt_op)o;
+        r.slow_name = slow_name;
     }
     r.cap_s = ctx->effort == GT_EFFORT_QUICK ? 0.2 : ctx->effort == GT_EFFORT_FULL ? 3.0 : 1.0;
     gt_backend_config cfg = {.threads = ctx->threads, .device = -1};
@@ -750,7 +749,7 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
         fprintf(ctx->out, "kernels: %s vs ref, effort %d, time cap %.1f s per case%s%s\n",
                 r.be->describe(r.be), (int)ctx->effort, r.cap_s,
                 r.delay_us ? ", injected delay " : "", r.delay_us ? ctx->inject_delay : "");
-    if (ctx->out && s == GT_OK && r.slow_op != GT_OP_COUNT)
+    if (ctx->out && s == GT_OK && r.slow_name)
         fprintf(ctx->out, "kernels: injected slowdown %s\n", ctx->inject_slowdown);
     /* fp32 everywhere; bf16 and fp16 where the backend's storage can be 16-bit (cuda). */
     gt_dtype dts[3] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};

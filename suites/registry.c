@@ -36,12 +36,16 @@ gt_status gt_parse_slowdown(const char *spec, char *name, size_t len, double *fa
                       spec ? spec : "");
     memcpy(name, spec, (size_t)(colon - spec));
     name[colon - spec] = '\0';
+    /* NAME: an op or collective, or one case of a kernel op (op/dtype/shape) */
+    char first[64];
+    size_t fl = strcspn(name, "/");
+    snprintf(first, sizeof first, "%.*s", (int)(fl < sizeof first ? fl : sizeof first - 1), name);
     for (int o = 0; o < GT_OP_COUNT; o++)
-        if (strcmp(gt_op_name((gt_op)o), name) == 0) return GT_OK;
+        if (strcmp(gt_op_name((gt_op)o), first) == 0) return GT_OK;
     gt_coll_test t;
-    if (gt_coll_test_parse(name, &t) == GT_OK) return GT_OK;
+    if (!name[fl] && gt_coll_test_parse(name, &t) == GT_OK) return GT_OK;
     return GT_ERR(GT_ERR_INVALID,
-                  "inject_slowdown '%s': '%s' is neither a kernel op nor a collective "
-                  "(gauntlet list names them)",
+                  "inject_slowdown '%s': '%s' is neither a kernel op (or op/dtype/shape case) "
+                  "nor a collective (gauntlet list names them)",
                   spec, name);
 }

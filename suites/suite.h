@@ -39,8 +39,9 @@ typedef struct gt_suite_ctx {
      * kernel op (kernels suite) by sleeping that long per call */
     const char *inject_delay;
     /* fault injection for the gate's detection experiment: "NAME:FACTOR"
-     * makes kernel op NAME (kernels suite) or collective NAME (collectives
-     * suite) take FACTOR times as long wherever it is timed */
+     * makes kernel op NAME, or one case of it (op/dtype/shape; kernels
+     * suite), or collective NAME (collectives suite) take FACTOR times as
+     * long wherever it is timed */
     const char *inject_slowdown;
     /* Called by the suite after each result it added (rank 0; may be NULL). */
     void (*case_done)(void *ctx, gt_result *res);
@@ -78,8 +79,8 @@ const gt_suite *gt_suite_find(const char *name);
 
 /* Parses an inject_slowdown spec "NAME:FACTOR" (1 < FACTOR <= 100) into
  * name (at most len - 1 characters) and *factor. GT_ERR_INVALID, saying
- * what was wrong, when it is malformed or NAME is neither a kernel op nor a
- * collective. */
+ * what was wrong, when it is malformed or NAME is neither a kernel op (or a
+ * case of one, op/dtype/shape) nor a collective. */
 gt_status gt_parse_slowdown(const char *spec, char *name, size_t len, double *factor);
 
 #ifdef __cplusplus

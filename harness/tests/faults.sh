@@ -131,6 +131,8 @@ input_cases() {
     expect 2 "--topologies is empty" "$g" run --topologies ,
     expect 2 "--backend 'bogus': use cpu, ref, cuda or all" "$g" run --backend bogus
     expect 2 "--inject-delay 'x': expected OP:MICROSECONDS" "$g" run --inject-delay x
+    expect 2 "--inject-slowdown 'nope:1.2': expected NAME:FACTOR" "$g" run --inject-slowdown nope:1.2
+    expect 2 "--inject-slowdown 'matmul_fwd:1': expected NAME:FACTOR" "$g" run --inject-slowdown matmul_fwd:1
     expect 2 "--root 5: there are only 1 ranks" "$g" run health --root 5
     expect 2 "--report needs a value" "$g" run --report
     expect 2 "no suite 'nosuch'" "$g" run nosuch/case
@@ -169,7 +171,7 @@ input_cases() {
         "$g" run health/fma_peak --quiet --baseline "$tmp/bad.json" --report "$tmp/run.json"
     expect 2 "--baseline: .*empty.json' is not JSON" \
         "$g" run health/fma_peak --quiet --baseline "$tmp/empty.json" --report "$tmp/run.json"
-    expect 2 "--baseline: .*adir' is a directory" \
+    expect 2 "--baseline: .*adir' holds no .json report" \
         "$g" run health/fma_peak --quiet --baseline "$tmp/adir" --report "$tmp/run.json"
     expect 2 "--baseline: .*newer.json' has schema_version 99, newer" \
         "$g" run health/fma_peak --quiet --baseline "$tmp/newer.json" --report "$tmp/run.json"
@@ -178,7 +180,7 @@ input_cases() {
     unchanged "$tmp/r.saved" "$tmp/run.json" "run with an unusable --baseline"
     expect 2 "BASE report '.*bad.json' is not JSON" "$g" compare "$tmp/bad.json" "$tmp/r.saved"
     expect 2 "empty.json' is not JSON" "$g" compare "$tmp/r.saved" "$tmp/empty.json"
-    expect 2 "adir' is a directory" "$g" compare "$tmp/adir" "$tmp/r.saved"
+    expect 2 "adir' holds no .json report" "$g" compare "$tmp/adir" "$tmp/r.saved"
     expect 2 "newer.json' has schema_version 99, newer" "$g" compare "$tmp/newer.json" "$tmp/r.saved"
 
     # ---- bad input: token files and llm.c model files ------------------------------
