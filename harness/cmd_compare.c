@@ -27,8 +27,10 @@ static void compare_usage(FILE *f) {
             "  --checks-only   speed does not gate: metrics get their verdicts and are shown,\n"
             "                  but only checks, result statuses and missing results decide\n"
             "                  (a machine too noisy to gate speed)\n"
-            "  --run-noise X   run-to-run spread assumed beyond what the runs or blocks show:\n"
-            "                  2%% (default) or 0.02\n"
+            "  --run-noise X   several runs a side: the least run-to-run spread, whatever\n"
+            "                  theirs is: 2%% (default) or 0.02\n"
+            "  --single-run-noise X  one run a side: the run-to-run spread assumed (their\n"
+            "                  samples do not show it): 10%% (default)\n"
             "  --timing-floor US  times below US microseconds are shown, not gated (default 5)\n"
             "  --suite S[,S]   compare only these suites' results\n"
             "  --metric M[,M]  give verdicts only to these metrics (checks still gate)\n"
@@ -85,6 +87,8 @@ int gt_cmd_compare(int argc, char **argv) {
             err |= !parse_fraction(&a, "--threshold", v, &opt.threshold);
         } else if (gt_opt(&a, "--run-noise", &v, &err)) {
             err |= !parse_fraction(&a, "--run-noise", v, &opt.run_noise);
+        } else if (gt_opt(&a, "--single-run-noise", &v, &err)) {
+            err |= !parse_fraction(&a, "--single-run-noise", v, &opt.single_run_noise);
         } else if (gt_opt(&a, "--timing-floor", &v, &err)) {
             err |= !gt_parse_double(&a, "--timing-floor", v, 0.0, 1e9, &opt.timing_floor_us);
         } else if (gt_opt(&a, "--loss-rtol", &v, &err)) {

@@ -47,6 +47,7 @@ gt_compare_options gt_compare_defaults(void) {
                                 .correction = GT_CORRECTION_HOLM,
                                 .loss_rtol = 0.02,
                                 .run_noise = GT_COMPARE_RUN_NOISE,
+                                .single_run_noise = GT_COMPARE_SINGLE_RUN_NOISE,
                                 .timing_floor_us = GT_COMPARE_TIMING_FLOOR_US};
 }
 
@@ -82,15 +83,16 @@ typedef struct side {
 } side;
 
 /* Replicates of a side, the units whose spread is the noise a level is
- * judged against: with several runs the median of each run; with one run
- * GT_COMPARE_BLOCKS blocks of consecutive samples (at least 3 each), their
- * medians. level: the mean of the run medians, or the one run's median.
- * Returns the number of replicates (0 or 1: no spread to be had). */
-static int replicates(const side *sd, double *reps, double *level) {
+ * judged against: by_runs (either side has several runs) the median of each
+ * run; else GT_COMPARE_BLOCKS blocks of the one run's consecutive samples
+ * (at least 3 each), their medians. level: the mean of the run medians, or
+ * the one run's median. Returns the number of replicates (0 or 1: no
+ * spread to be had). */
+static int replicates(const side *sd, int by_runs, double *reps, double *level) {
     *level = NAN;
     if (sd->n == 0) return 0;
     int k = 0;
-    if (sd->runs >= 2) {
+    if (by_runs) {
         double sum = 0;
         for (int i = 0; i < sd->runs; i++) {
             size_t lo = sd->cut[i], hi = sd->cut[i + 1];
@@ -130,21 +132,56 @@ static double us_per_unit(const char *unit) {
     return 0;
 }
 
+/* Regularized incomplete beta function I_x(a, b), by its continued
+ * fraction (modified Lentz), on the side where it converges fast. */
+static double incomplete_beta(double x, double a, double b) {
+    if (x <= 0) return 0;
+    if (x >= 1) return 1;
+    if (x > (a + 1) / (a + b + 2)) return 1 - incomplete_beta(1 - x, b, a);
+    double ln_front = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
+    const double tiny = 1e-300;
+    double f = 1, c = 1, d = 1 - (a + b) * x / (a + 1);
+    if (fabs(d) < tiny) d = tiny;
+    d = 1 / d;
+    f = d;
+    for (int m = 1; m <= 300; m++) {
+        for (int odd = 0; odd < 2; odd++) {
+            double num = odd ? -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+                             : m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
+            d = 1 + num * d;
+            if (fabs(d) < tiny) d = tiny;
+            c = 1 + num / c;
+            if (fabs(c) < tiny) c = tiny;
+            d = 1 / d;
+            double step = c * d;
+            f *= step;
+            if (odd && fabs(step - 1) < 1e-15) return exp(ln_front) * f / a;
+        }
+    }
+    return exp(ln_front) * f / a;
+}
+
+/* Two-sided tail of Student's t with df degrees of freedom (df <= 0: the
+ * normal distribution). */
+static double two_sided_tail(double t, int df) {
+    t = fabs(t);
+    if (df <= 0) return erfc(t / sqrt(2.0));
+    return incomplete_beta(df / (df + t * t), 0.5 * df, 0.5);
+}
+
 /* What a verdict is decided from; kept per metric so that the family-wise
  * correction can decide again with adjusted p-values. */
 typedef struct assessment {
     gt_compare_method method;
     double base_med, new_med, rel, p;
     double se_rel; /* standard error of rel under no change (NAN: none) */
+    int df;        /* degrees of freedom of the t test (0: normal) */
     int large, better;
 } assessment;
 
 /* The level of each side, their relative change and, where there is noise to
- * judge it against, its p-value: z = |new - base| / se, se^2 = (s^2 +
- * (run_noise base)^2) (1 / runs_base + 1 / runs_new), s^2 the replicates'
- * variance pooled over both sides, run_noise the run-to-run spread assumed
- * beyond what the replicates show. us_per: the unit's microseconds (0: not
- * a time), for the timing floor. */
+ * judge it against, its p-value (reports/compare.h has the model). us_per:
+ * the unit's microseconds (0: not a time), for the timing floor. */
 static assessment assess(const side *b, const side *n, int higher_better, double us_per,
                          const gt_compare_options *o) {
     assessment a = {.method = GT_METHOD_NONE, .rel = NAN, .p = NAN, .se_rel = NAN};
@@ -157,8 +194,9 @@ static assessment assess(const side *b, const side *n, int higher_better, double
                  (n->n > (size_t)n->runs ? n->n : (size_t)n->runs);
     double *reps = malloc(cap * sizeof *reps);
     if (!reps) return a; /* ambiguous: never a false regression */
-    int kb = replicates(b, reps, &a.base_med);
-    int kn = replicates(n, reps + kb, &a.new_med);
+    int by_runs = b->runs >= 2 || n->runs >= 2;
+    int kb = replicates(b, by_runs, reps, &a.base_med);
+    int kn = replicates(n, by_runs, reps + kb, &a.new_med);
     double mb = a.base_med, mn = a.new_med;
     if (mb == mn)
         a.rel = 0;
@@ -178,8 +216,14 @@ static assessment assess(const side *b, const side *n, int higher_better, double
         a.method = GT_METHOD_SINGLE;
         return a;
     }
-    a.method = b->runs >= 2 || n->runs >= 2 ? GT_METHOD_RUNS : GT_METHOD_BLOCKS;
-    double floor_sd = o->run_noise * fabs(mb);
+    /* Several runs: their medians' spread is measured (t test on its degrees
+     * of freedom) and run_noise is only a floor. One run a side: the blocks
+     * show the run's own noise but not how runs differ, which is assumed:
+     * single_run_noise, taken as known (normal). */
+    int runs = by_runs;
+    a.method = runs ? GT_METHOD_RUNS : GT_METHOD_BLOCKS;
+    a.df = runs ? df : 0;
+    double floor_sd = (runs ? o->run_noise : o->single_run_noise) * fabs(mb);
     double var = ss / df + floor_sd * floor_sd;
     double se = sqrt(var * (1.0 / b->runs + 1.0 / n->runs));
     if (mb != 0) a.se_rel = se / fabs(mb);
@@ -188,7 +232,7 @@ static assessment assess(const side *b, const side *n, int higher_better, double
     else if (!(se > 0))
         a.p = 0; /* no noise at all and a difference */
     else
-        a.p = erfc(fabs(mn - mb) / se / sqrt(2.0));
+        a.p = two_sided_tail(fabs(mn - mb) / se, a.df);
     return a;
 }
 
@@ -210,12 +254,13 @@ static gt_verdict decide(const assessment *a, double p, double alpha) {
     }
 }
 
-/* Inverse of the two-sided normal tail: z with erfc(z / sqrt 2) = p. */
-static double z_two_sided(double p) {
-    double lo = 0, hi = 40;
-    for (int i = 0; i < 200; i++) {
+/* Inverse of two_sided_tail: t with two_sided_tail(t, df) = p. */
+static double t_two_sided(double p, int df) {
+    double lo = 0, hi = 1;
+    while (two_sided_tail(hi, df) > p && hi < 1e12) hi *= 2;
+    for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
         double mid = 0.5 * (lo + hi);
-        if (erfc(mid / sqrt(2.0)) > p)
+        if (two_sided_tail(mid, df) > p)
             lo = mid;
         else
             hi = mid;
@@ -224,10 +269,10 @@ static double z_two_sided(double p) {
 }
 
 /* The smallest relative change that would be called faster or slower at
- * level p_crit: z(p_crit) standard errors, and never below the threshold. */
+ * level p_crit: t(p_crit) standard errors, and never below the threshold. */
 static double detectable(const assessment *a, double p_crit, double threshold) {
     if (isnan(a->se_rel)) return NAN;
-    double d = z_two_sided(p_crit) * a->se_rel;
+    double d = t_two_sided(p_crit, a->df) * a->se_rel;
     return d > threshold ? d : threshold;
 }
 
@@ -1524,11 +1569,20 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
     if (c->nxn) fprintf(f, "; %zu runs", c->nxn + 1);
     fprintf(f, ")\n");
     fprintf(f,
-            "rules: threshold %.3g%%, alpha %.3g%s; runs are the replicates (one run: %d blocks "
-            "of its samples), plus %.3g%% run-to-run noise; times under %.3g us not gated\n",
+            "rules: threshold %.3g%%, alpha %.3g%s; runs are the replicates%s; times under %.3g "
+            "us not gated\n",
             100.0 * c->opt.threshold, c->opt.alpha,
             c->opt.correction == GT_CORRECTION_HOLM ? " over all metrics (Holm)" : " per metric",
-            GT_COMPARE_BLOCKS, 100.0 * c->opt.run_noise, c->opt.timing_floor_us);
+            c->nxb || c->nxn ? "" : " (one run a side: its samples in blocks)",
+            c->opt.timing_floor_us);
+    if (c->nxb || c->nxn)
+        fprintf(f, "noise: the spread of the run medians (t test), at least %.3g%%\n",
+                100.0 * c->opt.run_noise);
+    else
+        fprintf(f,
+                "noise: one run a side does not show how runs differ: %.3g%% assumed beyond the "
+                "blocks' spread (a directory of runs as BASE measures it)\n",
+                100.0 * c->opt.single_run_noise);
 
     fprintf(f, "\nfingerprint differences (explain a change; not failures by themselves):%s\n",
             c->nfp ? "" : " none");

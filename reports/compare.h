@@ -24,11 +24,15 @@
  *     medians of GT_COMPARE_BLOCKS blocks of consecutive samples (at least
  *     3 samples each; a block stands in for a run, so its spread is taken
  *     as a run's).
- * rel = (new - base) / |base|. The noise: s^2, the replicates' variance
- * pooled over both sides, plus (run_noise * base)^2, the run-to-run spread
- * assumed beyond what the replicates show (the A/A experiment of
- * docs/ci-gating.md sets its default); se = sqrt(that) * sqrt(1/runs_base
- * + 1/runs_new), p = the two-sided normal tail of |new - base| / se.
+ * rel = (new - base) / |base|. The noise, s^2 the replicates' variance
+ * pooled over both sides (df its degrees of freedom):
+ *   - a side with several runs (method RUNS): var = s^2 + (run_noise
+ *     base)^2, se = sqrt(var (1/runs_base + 1/runs_new)), p the two-sided
+ *     tail of Student's t with df at |new - base| / se;
+ *   - one run each side (method BLOCKS): the blocks show a run's own noise
+ *     but not how runs differ, which is assumed: var = s^2 +
+ *     (single_run_noise base)^2, se = sqrt(2 var), p the normal tail.
+ * The A/A experiment of docs/ci-gating.md sets both defaults.
  *   - p < alpha (after the correction) and |rel| >= threshold:
  *     faster/slower; |rel| < threshold: same; otherwise ambiguous (a change
  *     as large as the threshold that the noise can hide).
@@ -67,9 +71,11 @@ extern "C" {
 /* Blocks a single run's samples are cut into (fewer when there are under
  * 3 samples per block). */
 #define GT_COMPARE_BLOCKS 5
-/* Default run-to-run noise assumed beyond the replicates' spread, as a
- * fraction of the base level (docs/ci-gating.md: the A/A experiment). */
+/* Run-to-run noise as a fraction of the base level: the floor added to the
+ * measured spread of several runs, and what is assumed where both sides are
+ * single runs (docs/ci-gating.md: the A/A experiment sets it). */
 #define GT_COMPARE_RUN_NOISE 0.02
+#define GT_COMPARE_SINGLE_RUN_NOISE 0.10
 /* Default timing floor in microseconds: host kernel calls cost 0.3-3 us
  * before any work (the kernels suite's n=1 cases), CUDA events resolve
  * about 0.5 us. */
@@ -100,8 +106,10 @@ typedef struct gt_compare_options {
     int checks_only;  /* 1: metrics get their verdicts, shown, but none decides the gate:
                          only checks, result statuses and missing results do (a machine
                          too noisy to gate speed) */
-    double run_noise; /* run-to-run spread assumed beyond the replicates' (fraction of the
-                         base level; GT_COMPARE_RUN_NOISE) */
+    double run_noise; /* several runs: floor of their measured spread (fraction of the base
+                         level; GT_COMPARE_RUN_NOISE) */
+    double single_run_noise; /* one run each side: the run-to-run spread assumed beyond
+                                the blocks' (GT_COMPARE_SINGLE_RUN_NOISE) */
     double timing_floor_us; /* times below this are not gated (GT_COMPARE_TIMING_FLOOR_US) */
     const char *suites;     /* comma-separated suites to compare (NULL: all); the others'
                                results are left out entirely */

@@ -94,14 +94,20 @@ mkdir "$tmp/empty"
 expect 2 "holds no .json report" -- "$g" compare "$tmp/empty" "$tmp/a.json"
 
 # a side of several runs (a directory): the runs are the replicates
-mkdir "$tmp/base3"
-cp "$tmp/a.json" "$tmp/base3/r1.json"
-"$edit" "$tmp/a.json" "$tmp/base3/r2.json" --scale-metric ms_per_step 1.01
-"$edit" "$tmp/a.json" "$tmp/base3/r3.json" --scale-metric ms_per_step 0.99
-expect 0 "BASE .*base3 .*3 runs" -- "$g" compare "$tmp/base3" "$tmp/a.json"
-expect 0 "ms_per_step .* runs " -- "$g" compare "$tmp/base3" "$tmp/a.json" --verbose
-expect 3 "SLOWER +train/gpt2-tiny .*ms_per_step.*detects" -- "$g" compare "$tmp/base3" \
+# (five runs 1% apart: a t test on 4 degrees of freedom finds 30% at once;
+# with one run a side 30% is inside the 10% assumed between runs)
+mkdir "$tmp/base5"
+cp "$tmp/a.json" "$tmp/base5/r1.json"
+i=2
+for f in 1.01 0.99 1.005 0.995; do
+    "$edit" "$tmp/a.json" "$tmp/base5/r$i.json" --scale-metric ms_per_step $f
+    i=$((i + 1))
+done
+expect 0 "BASE .*base5 .*5 runs" -- "$g" compare "$tmp/base5" "$tmp/a.json"
+expect 0 "ms_per_step .* runs " -- "$g" compare "$tmp/base5" "$tmp/a.json" --verbose
+expect 3 "SLOWER +train/gpt2-tiny .*ms_per_step.*detects" -- "$g" compare "$tmp/base5" \
     "$tmp/slow30.json"
+expect 0 "NEW may ship" -- "$g" compare "$tmp/a.json" "$tmp/slow30.json"
 expect 2 "cannot write JUnit" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --junit /nonexistent-dir/j.xml
 expect 0 "--threshold" -- "$g" compare --help
 
