@@ -84,9 +84,9 @@ int gt_probe_level_pick(const gt_probe_level *lv, int n, double ws_bytes, double
 
 /* One data (or unified) cache of the host as cpu0 sees it. */
 typedef struct gt_probe_cache {
-    int level;       /* 1, 2, 3 */
-    size_t bytes;    /* size of one instance */
-    int shared_by;   /* cpus that share one instance (1: private) */
+    int level;     /* 1, 2, 3 */
+    size_t bytes;  /* size of one instance */
+    int shared_by; /* cpus that share one instance (1: private) */
 } gt_probe_cache;
 
 /* The host's data caches, innermost first, at most `max`: from
@@ -105,8 +105,8 @@ int gt_probe_host_caches(const char *sysfs_dir, gt_probe_cache *out, int max);
  * previous level's) where it is fastest, since its figure must bound every
  * working set in it. Levels that would not grow the capacity are dropped.
  * Returns the levels filled (at most max); no main-memory level. */
-int gt_probe_host_plan(const gt_probe_cache *c, int nc, int threads, int ncpu,
-                       gt_probe_level *lv, size_t *probe_bytes, int max);
+int gt_probe_host_plan(const gt_probe_cache *c, int nc, int threads, int ncpu, gt_probe_level *lv,
+                       size_t *probe_bytes, int max);
 
 /* The memory levels of `be` with their figures, measured on first need
  * per process and backend (name, threads) and remembered; *n levels

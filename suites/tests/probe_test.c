@@ -110,13 +110,15 @@ static void test_caches_and_plan(void) {
     EXPECT(n == 3, "3 data caches, got %d", n);
     if (n == 3) {
         EXPECT(c[0].level == 1 && c[0].bytes == 48 * 1024 && c[0].shared_by == 1, "L1 48K private");
-        EXPECT(c[1].level == 2 && c[1].bytes == 2048 * 1024 && c[1].shared_by == 1, "L2 2M private");
+        EXPECT(c[1].level == 2 && c[1].bytes == 2048 * 1024 && c[1].shared_by == 1,
+               "L2 2M private");
         EXPECT(c[2].level == 3 && c[2].bytes == (size_t)266240 * 1024 && c[2].shared_by == 2,
                "L3 260M shared by 2, got shared_by %d", c[2].shared_by);
     }
     char missing[440];
     snprintf(missing, sizeof missing, "%s/nothing", root);
-    EXPECT(gt_probe_host_caches(missing, c, 4) == 0, "no such tree: 0 (no sysconf for a given dir)");
+    EXPECT(gt_probe_host_caches(missing, c, 4) == 0,
+           "no such tree: 0 (no sysconf for a given dir)");
     /* a shared_cpu_list with ranges and singles */
     fake_index(root, 4, "3", "Unified", "32M", "0-3,8,10-11");
     gt_probe_cache c5[5];
