@@ -456,8 +456,9 @@ static void ks_params(gt_result *res, gt_op op, gt_dtype dt, const gt_kshape *s,
 typedef struct ks_run {
     const gt_suite_ctx *ctx;
     gt_backend *be, *ref;
-    int have_peaks; /* 1 measured, -1 failed (no fractions), 0 not yet */
-    gt_probe_peaks pk;
+    int have_levels; /* 1 measured, -1 failed (memory-bound ops: no fractions), 0 not yet */
+    gt_probe_level lv[GT_PROBE_MAX_LEVELS];
+    int nlv;
     double gemm_peak[GT_DTYPE_COUNT]; /* compute peak per dtype, GFLOP/s; 0: none */
     int gemm_tried[GT_DTYPE_COUNT];
     gt_op delay_op;
@@ -469,44 +470,68 @@ typedef struct ks_run {
     int done;
 } ks_run;
 
-/* The peak an op is judged against (0: none): the memory bandwidth, or
- * for compute-bound ops the GEMM peak of the case's dtype (the SGEMM probe
- * on host backends). Measured on first need; each is announced once. */
-static double ks_peak(ks_run *r, int compute_bound, gt_dtype dt) {
+/* The peak an op is judged against (0: none), measured on first need and
+ * announced once. Compute-bound ops: the GEMM peak of the case's dtype (the
+ * SGEMM probe on host backends); *level -1. Memory-bound ops: the memory
+ * level their working set `ws` (the bytes the op moves per call) fits in,
+ * by gt_probe_level_pick, index in *level; `cold` timings (the device's
+ * cache flushed before each call) always against main memory, the last. */
+static double ks_peak(ks_run *r, int compute_bound, gt_dtype dt, double ws, int cold, int *level) {
     FILE *out = r->ctx->out;
-    if (!r->have_peaks) {
-        gt_status s = gt_probe_peaks_get(r->be, &r->pk);
-        r->have_peaks = s == GT_OK ? 1 : -1;
-        if (out && s == GT_OK)
-            fprintf(out, "kernels: memory peak %.1f GB/s (%s)\n", r->pk.mem_gbps, r->pk.mem_how);
-        else if (out)
-            fprintf(out, "kernels: no peaks, no fraction_of_peak: %s: %s\n", gt_status_name(s),
-                    gt_last_error());
+    *level = -1;
+    if (compute_bound) {
+        if ((int)dt < 0 || dt >= GT_DTYPE_COUNT) return 0.0;
+        if (!r->gemm_tried[dt]) {
+            const char *how = "";
+            r->gemm_tried[dt] = 1;
+            gt_status s = gt_probe_gemm_peak(r->be, dt, &r->gemm_peak[dt], &how);
+            if (out && s == GT_OK)
+                fprintf(out, "kernels: compute peak %s %.1f GFLOP/s (%s)\n", gt_dtype_name(dt),
+                        r->gemm_peak[dt], how);
+            else if (out)
+                fprintf(out, "kernels: no %s compute peak: %s: %s\n", gt_dtype_name(dt),
+                        gt_status_name(s), gt_last_error());
+            if (s != GT_OK) r->gemm_peak[dt] = 0.0;
+        }
+        return r->gemm_peak[dt];
     }
-    if (r->have_peaks < 0) return 0.0;
-    if (!compute_bound) return r->pk.mem_gbps;
-    if ((int)dt < 0 || dt >= GT_DTYPE_COUNT) return 0.0;
-    if (!r->gemm_tried[dt]) {
-        const char *how = "";
-        r->gemm_tried[dt] = 1;
-        gt_status s = gt_probe_gemm_peak(r->be, dt, &r->gemm_peak[dt], &how);
-        if (out && s == GT_OK)
-            fprintf(out, "kernels: compute peak %s %.1f GFLOP/s (%s)\n", gt_dtype_name(dt),
-                    r->gemm_peak[dt], how);
-        else if (out)
-            fprintf(out, "kernels: no %s compute peak: %s: %s\n", gt_dtype_name(dt),
-                    gt_status_name(s), gt_last_error());
-        if (s != GT_OK) r->gemm_peak[dt] = 0.0;
+    if (!r->have_levels) {
+        gt_status s = gt_probe_levels_get(r->be, r->lv, &r->nlv);
+        r->have_levels = s == GT_OK && r->nlv > 0 ? 1 : -1;
+        for (int i = 0; out && r->have_levels > 0 && i < r->nlv; i++) {
+            double b = r->lv[i].bytes;
+            char cap[48];
+            if (b > 0)
+                snprintf(cap, sizeof cap, "working sets up to %.3g %s",
+                         b >= 1048576.0 ? b / 1048576.0 : b / 1024.0,
+                         b >= 1048576.0 ? "MiB" : "KiB");
+            else
+                snprintf(cap, sizeof cap, "larger working sets");
+            fprintf(out, "kernels: memory peak %.1f GB/s for %s (%s)\n", r->lv[i].gbps, cap,
+                    r->lv[i].how);
+        }
+        if (out && r->have_levels < 0)
+            fprintf(out, "kernels: no memory peaks, no fraction_of_peak for memory-bound ops: %s\n",
+                    s != GT_OK ? gt_last_error() : "no levels");
     }
-    return r->gemm_peak[dt];
+    if (r->have_levels < 0) return 0.0;
+    double peak = 0.0;
+    *level = cold ? gt_probe_level_pick(r->lv + r->nlv - 1, 1, ws, &peak) + r->nlv - 1
+                  : gt_probe_level_pick(r->lv, r->nlv, ws, &peak);
+    return peak;
 }
 
 /* Records time_us<sfx>, gflops<sfx>, gbps<sfx> with their samples from
- * us[0..n), and fraction_of_peak<sfx> when peak > 0; returns the median
- * time and in *gf_med, *gb_med the rates at that time (the median of the
- * rates is the rate of the median time). */
+ * us[0..n), and when peak > 0 the peak they are judged against: peak<sfx>,
+ * fraction_of_peak<sfx>, for memory-bound ops peak_level<sfx> (the cache
+ * level, 0 main memory; `level` indexes r->lv). A rate above the probe's
+ * peak means the probe fell short of what the machine can do: the peak is
+ * then this case's own rate (fraction 1) and peak_exceeded<sfx> records
+ * rate / probe peak (docs/suites.md, "Peaks"). Returns the median time and
+ * in *gf_med, *gb_med the rates at that time (the median of the rates is
+ * the rate of the median time). */
 static double ks_metrics(ks_run *r, gt_result *res, const char *sfx, double flops, double bytes,
-                         int compute_bound, double peak, const double *us, size_t n,
+                         int compute_bound, double peak, int level, const double *us, size_t n,
                          double *gf_med, double *gb_med) {
     double *gf = r->tmp, *gb = r->tmp + KS_MAX_SAMPLES, *sorted = r->tmp + 2 * KS_MAX_SAMPLES;
     for (size_t i = 0; i < n; i++) {
@@ -530,9 +555,21 @@ static double ks_metrics(ks_run *r, gt_result *res, const char *sfx, double flop
     gt_result_metric(res, name, "GB/s", 1, *gb_med, gb, n);
     gt_result_metric_derived(res, name, from);
     if (peak > 0) {
+        double rate = compute_bound ? *gf_med : *gb_med;
+        if (rate > peak) {
+            snprintf(name, sizeof name, "peak_exceeded%s", sfx);
+            gt_result_metric(res, name, "ratio", 0, rate / peak, NULL, 0);
+            gt_result_metric_derived(res, name, from);
+            peak = rate;
+        }
+        snprintf(name, sizeof name, "peak%s", sfx);
+        gt_result_metric(res, name, compute_bound ? "GFLOP/s" : "GB/s", 1, peak, NULL, 0);
+        if (!compute_bound && level >= 0 && level < r->nlv) {
+            snprintf(name, sizeof name, "peak_level%s", sfx);
+            gt_result_metric(res, name, "level", 0, r->lv[level].level, NULL, 0);
+        }
         snprintf(name, sizeof name, "fraction_of_peak%s", sfx);
-        gt_result_metric(res, name, "fraction", 1, (compute_bound ? *gf_med : *gb_med) / peak,
-                         NULL, 0);
+        gt_result_metric(res, name, "fraction", 1, rate / peak, NULL, 0);
         gt_result_metric_derived(res, name, from);
     }
     return t_med;
@@ -678,18 +715,20 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
             gt_result_set_status(res, GT_RESULT_ERROR, line);
         } else {
             double flops = gt_kcase_flops(c), bytes = gt_kcase_bytes(c);
-            int cb = gt_kcase_compute_bound(c);
-            double peak = ks_peak(r, cb, dt), gf_med, gb_med;
-            double t_med =
-                ks_metrics(r, res, "", flops, bytes, cb, peak, r->us, n, &gf_med, &gb_med);
-            if (peak > 0) gt_result_metric(res, "peak", cb ? "GFLOP/s" : "GB/s", 1, peak, NULL, 0);
+            int cb = gt_kcase_compute_bound(c), lvl = -1;
+            /* working set: the bytes the op moves, which it all touches */
+            double peak = ks_peak(r, cb, dt, bytes, 0, &lvl), gf_med, gb_med;
+            double t_med = ks_metrics(r, res, "", flops, bytes, cb, peak, lvl, r->us, n, &gf_med,
+                                      &gb_med);
             gt_result_param_str(res, "bound", cb ? "compute" : "memory");
             if (delay) gt_result_param_int(res, "injected_delay_us", delay);
             if (fault.factor > 1) gt_result_param_num(res, "injected_slowdown", fault.factor);
             if (dev) {
                 double gfc, gbc;
-                double tc =
-                    ks_metrics(r, res, "_cold", flops, bytes, cb, peak, r->cold, nc, &gfc, &gbc);
+                int lvc = -1;
+                double pc = ks_peak(r, cb, dt, bytes, 1, &lvc);
+                double tc = ks_metrics(r, res, "_cold", flops, bytes, cb, pc, lvc, r->cold, nc,
+                                       &gfc, &gbc);
                 snprintf(line + off, sizeof line - (size_t)off,
                          "  hot %9.2f us %7.3f TFLOP/s %8.1f GB/s  cold %9.2f us %8.1f GB/s"
                          "  (%zu+%zu samples, rsd %.2f%%)",

@@ -1,4 +1,5 @@
 /* Machine probes (suites/probe.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "suites/probe.h"
 
 #include "engine/stats.h"
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/timer.h"
 #include "gt_config.h"
@@ -199,17 +201,20 @@ gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out) {
     memset(&p, 0, sizeof p);
     gt_status s = gt_env_measure_peaks(be, &p.peaks);
     if (s != GT_OK) return s;
+    double samples[5];
     if (be->device == GT_DEVICE_HOST) {
         p.mem_how = "host triad, 3 x 64 MiB";
-        s = gt_probe_triad((size_t)64 << 20, be->threads, 5, NULL, &p.mem_gbps);
+        s = gt_probe_triad((size_t)64 << 20, be->threads, 5, samples, &p.mem_gbps);
     } else {
         p.mem_how = be->timer_start ? "device copy, " GT_PROBE_COPY_DESC
                                       ", 4 per sample between device timer marks"
                                     : "device copy, " GT_PROBE_COPY_DESC ", host clock";
-        s = gt_probe_copy(be, GT_PROBE_COPY_BYTES, 5, NULL, &p.mem_gbps);
+        s = gt_probe_copy(be, GT_PROBE_COPY_BYTES, 5, samples, &p.mem_gbps);
         gt_allocator_trim(be->alloc); /* the 2 copy buffers need not stay reserved */
     }
     if (s != GT_OK) return s;
+    for (int i = 0; i < 5; i++)
+        if (samples[i] > p.mem_best_gbps) p.mem_best_gbps = samples[i];
     if (probe_cached < PROBE_CACHE) {
         snprintf(probe_cache[probe_cached].name, sizeof probe_cache[0].name, "%s", be->name);
         probe_cache[probe_cached].threads = be->threads;
@@ -262,40 +267,356 @@ gt_status gt_probe_gemm_peak(gt_backend *be, gt_dtype dt, double *gflops, const 
  * specific names come first. */
 typedef struct datasheet_gpu {
     const char *key1, *key2;
-    double tf16; /* bf16 / fp16 tensor core */
-    double tf32; /* fp32 FMA (CUDA cores) */
+    double tf16;   /* bf16 / fp16 tensor core */
+    double tf32;   /* fp32 FMA (CUDA cores) */
+    double l2_mib; /* L2 cache, MiB as NVIDIA counts MB (the whole chip's, both partitions) */
 } datasheet_gpu;
 
 static const datasheet_gpu g_datasheet[] = {
-    {"H100", "PCIe", 756.5, 51.2},
-    {"H100", "NVL", 835.5, 60.0},
-    {"H100", NULL, 989.4, 66.9}, /* SXM5 ("NVIDIA H100 80GB HBM3") */
-    {"GH200", NULL, 989.4, 66.9},
-    {"H200", NULL, 989.4, 66.9},
-    {"H800", NULL, 989.4, 66.9},
-    {"A100", NULL, 312.0, 19.5},
-    {"A800", NULL, 312.0, 19.5},
-    {"L40S", NULL, 362.05, 91.6},
-    {"A10", NULL, 125.0, 31.2},
+    {"H100", "PCIe", 756.5, 51.2, 50},
+    {"H100", "NVL", 835.5, 60.0, 50},
+    {"H100", NULL, 989.4, 66.9, 50}, /* SXM5 ("NVIDIA H100 80GB HBM3") */
+    {"GH200", NULL, 989.4, 66.9, 50},
+    {"H200", NULL, 989.4, 66.9, 50},
+    {"H800", NULL, 989.4, 66.9, 50},
+    {"A100", NULL, 312.0, 19.5, 40},
+    {"A800", NULL, 312.0, 19.5, 40},
+    {"L40S", NULL, 362.05, 91.6, 96},
+    {"A10", NULL, 125.0, 31.2, 6},
 };
 
-double gt_probe_datasheet_gflops(gt_backend *be, gt_dtype dt) {
-    if (!be || be->device != GT_DEVICE_CUDA || !be->describe) return 0.0;
-    const char *desc = be->describe(be); /* "cuda: NVIDIA H100 80GB HBM3, sm_90, ..." */
-    if (!desc) return 0.0;
-    char name[160];
+static const datasheet_gpu *datasheet_find(const char *name) {
+    for (size_t i = 0; i < sizeof g_datasheet / sizeof g_datasheet[0]; i++) {
+        const datasheet_gpu *g = &g_datasheet[i];
+        if (strstr(name, g->key1) && (!g->key2 || strstr(name, g->key2))) return g;
+    }
+    return NULL;
+}
+
+/* The GPU name of a cuda backend's description ("cuda: NVIDIA H100 80GB
+ * HBM3, sm_90, ...") into name[len]; 0 when there is none. */
+static int datasheet_name(gt_backend *be, char *name, size_t len) {
+    if (!be || be->device != GT_DEVICE_CUDA || !be->describe) return 0;
+    const char *desc = be->describe(be);
+    if (!desc) return 0;
     const char *p = strstr(desc, "cuda: ");
     p = p ? p + 6 : desc;
     size_t n = strcspn(p, ",");
-    if (n >= sizeof name) n = sizeof name - 1;
+    if (n >= len) n = len - 1;
     memcpy(name, p, n);
     name[n] = '\0';
-    for (size_t i = 0; i < sizeof g_datasheet / sizeof g_datasheet[0]; i++) {
-        const datasheet_gpu *g = &g_datasheet[i];
-        if (!strstr(name, g->key1) || (g->key2 && !strstr(name, g->key2))) continue;
-        if (dt == GT_DTYPE_BF16 || dt == GT_DTYPE_FP16) return g->tf16 * 1e3;
-        if (dt == GT_DTYPE_FP32) return g->tf32 * 1e3;
-        return 0.0;
-    }
+    return 1;
+}
+
+double gt_probe_datasheet_gflops(gt_backend *be, gt_dtype dt) {
+    char name[160];
+    if (!datasheet_name(be, name, sizeof name)) return 0.0;
+    const datasheet_gpu *g = datasheet_find(name);
+    if (!g) return 0.0;
+    if (dt == GT_DTYPE_BF16 || dt == GT_DTYPE_FP16) return g->tf16 * 1e3;
+    if (dt == GT_DTYPE_FP32) return g->tf32 * 1e3;
     return 0.0;
+}
+
+double gt_probe_datasheet_l2_bytes(const char *gpu_name) {
+    const datasheet_gpu *g = gpu_name ? datasheet_find(gpu_name) : NULL;
+    return g ? g->l2_mib * 1048576.0 : 0.0;
+}
+
+/* ---- the memory hierarchy --------------------------------------------------------- */
+
+int gt_probe_level_pick(const gt_probe_level *lv, int n, double ws_bytes, double *gbps) {
+    if (gbps) *gbps = 0.0;
+    if (n <= 0) return -1;
+    int i = 0;
+    if (!(ws_bytes > 0.0) || !isfinite(ws_bytes))
+        i = n - 1;
+    else
+        while (i < n - 1 && lv[i].bytes > 0.0 && ws_bytes > lv[i].bytes) i++;
+    if (gbps) {
+        double best = 0.0;
+        for (int j = i; j < n; j++)
+            if (lv[j].gbps > best) best = lv[j].gbps;
+        *gbps = best;
+    }
+    return i;
+}
+
+/* "0-3,8,10-11" -> 7; 0 for an empty or unreadable list. */
+static int cpu_list_count(const char *s) {
+    int n = 0;
+    while (*s) {
+        char *end;
+        long a = strtol(s, &end, 10);
+        if (end == s) break;
+        long b = a;
+        if (*end == '-') {
+            s = end + 1;
+            b = strtol(s, &end, 10);
+            if (end == s) break;
+        }
+        if (b >= a) n += (int)(b - a + 1);
+        s = end;
+        if (*s == ',') s++;
+        else break;
+    }
+    return n;
+}
+
+/* First line of dir/name into buf; 0 on failure. */
+static int read_line(const char *dir, const char *name, char *buf, size_t len) {
+    char path[640];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int ok = fgets(buf, (int)len, f) != NULL;
+    fclose(f);
+    if (ok) buf[strcspn(buf, "\n")] = '\0';
+    return ok;
+}
+
+static int cmp_cache(const void *a, const void *b) {
+    const gt_probe_cache *x = a, *y = b;
+    return (x->level > y->level) - (x->level < y->level);
+}
+
+int gt_probe_host_caches(const char *sysfs_dir, gt_probe_cache *out, int max) {
+    const char *dir = sysfs_dir ? sysfs_dir : "/sys/devices/system/cpu/cpu0/cache";
+    int n = 0;
+    for (int idx = 0; idx < 16 && n < max; idx++) {
+        char sub[560], buf[256]; /* sysfs paths are short */
+        snprintf(sub, sizeof sub, "%s/index%d", dir, idx);
+        if (!read_line(sub, "level", buf, sizeof buf)) continue;
+        int level = atoi(buf);
+        if (!read_line(sub, "type", buf, sizeof buf) || !strcmp(buf, "Instruction")) continue;
+        if (!read_line(sub, "size", buf, sizeof buf)) continue;
+        char *end;
+        double size = strtod(buf, &end);
+        if (*end == 'K' || *end == 'k') size *= 1024.0;
+        else if (*end == 'M' || *end == 'm') size *= 1048576.0;
+        else if (*end == 'G' || *end == 'g') size *= 1073741824.0;
+        if (level < 1 || size <= 0.0) continue;
+        int shared = read_line(sub, "shared_cpu_list", buf, sizeof buf) ? cpu_list_count(buf) : 0;
+        out[n].level = level;
+        out[n].bytes = (size_t)size;
+        out[n].shared_by = shared > 0 ? shared : 1;
+        n++;
+    }
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+    if (n == 0 && !sysfs_dir) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        const long sz[3] = {sysconf(_SC_LEVEL1_DCACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE),
+                            sysconf(_SC_LEVEL3_CACHE_SIZE)};
+        for (int l = 0; l < 3 && n < max; l++)
+            if (sz[l] > 0) {
+                out[n].level = l + 1;
+                out[n].bytes = (size_t)sz[l];
+                out[n].shared_by = l == 2 && ncpu > 0 ? (int)ncpu : 1;
+                n++;
+            }
+    }
+#endif
+    qsort(out, (size_t)n, sizeof *out, cmp_cache);
+    return n;
+}
+
+/* "48 KiB", "2 MiB", "260 MiB" */
+static void fmt_bytes(char *buf, size_t len, double b) {
+    if (b >= 1048576.0)
+        snprintf(buf, len, "%.3g MiB", b / 1048576.0);
+    else
+        snprintf(buf, len, "%.3g KiB", b / 1024.0);
+}
+
+int gt_probe_host_plan(const gt_probe_cache *c, int nc, int threads, int ncpu,
+                       gt_probe_level *lv, size_t *probe_bytes, int max) {
+    int n = 0;
+    double prev = 0.0;
+    if (threads < 1) threads = 1;
+    if (ncpu < 1) ncpu = threads;
+    for (int i = 0; i < nc && n < max; i++) {
+        int sh = c[i].shared_by > 0 ? c[i].shared_by : 1;
+        int inst = (threads + sh - 1) / sh, most = (ncpu + sh - 1) / sh;
+        if (inst > most) inst = most;
+        double cap = (double)c[i].bytes * inst;
+        if (cap <= prev) continue; /* no room a smaller level lacks */
+        double pb = cap / 2;
+        if (prev > 0.0 && pb > 2.0 * prev) pb = 2.0 * prev;
+        if (pb <= prev) pb = (prev + cap) / 2;
+        /* whole 64-byte lines per array and thread */
+        size_t unit = (size_t)3 * 64 * (size_t)threads;
+        size_t b = (size_t)pb / unit * unit;
+        if (b < unit) b = unit;
+        memset(&lv[n], 0, sizeof lv[n]);
+        lv[n].level = c[i].level;
+        lv[n].bytes = cap;
+        probe_bytes[n] = b;
+        char s1[32], s2[32];
+        fmt_bytes(s1, sizeof s1, (double)b / 3);
+        fmt_bytes(s2, sizeof s2, (double)c[i].bytes);
+        snprintf(lv[n].how, sizeof lv[n].how, "L%d: triad 3 x %s, %d thread%s (%d x %s)",
+                 c[i].level, s1, threads, threads == 1 ? "" : "s", inst, s2);
+        prev = cap;
+        n++;
+    }
+    return n;
+}
+
+static void triad_range(double *restrict a, const double *restrict b, const double *restrict c,
+                        size_t n, double s) {
+    for (size_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+}
+
+/* The triad of a cache level: three arrays of bytes / 3 split evenly over
+ * `threads` threads (whole cache lines each), every pass of a sample inside
+ * one parallel region with no barrier between passes (each thread only ever
+ * touches its own part), about 8 MiB moved per sample (short samples: on a
+ * shared machine some catch every thread on a core); best of `reps`
+ * samples after a warm-up one, in GB/s (STREAM's count, 3 x bytes / 3 per pass). */
+#define PROBE_CACHE_MOVED ((double)(8 << 20))
+static gt_status probe_triad_cached(size_t bytes, int threads, int reps, double *best) {
+    size_t n = bytes / 3 / sizeof(double);
+    int nt = 1;
+#if GT_HAVE_OPENMP
+    nt = threads > 0 ? threads : omp_get_max_threads();
+#else
+    (void)threads;
+#endif
+    if (n < 8) n = 8;
+    size_t alloc = (n * sizeof(double) + 63) / 64 * 64;
+    double *a = aligned_alloc(64, alloc), *b = aligned_alloc(64, alloc),
+           *c = aligned_alloc(64, alloc);
+    if (!a || !b || !c) {
+        free(a);
+        free(b);
+        free(c);
+        return GT_ERR(GT_ERR_OOM, "cache triad: no host memory for 3 x %zu bytes", alloc);
+    }
+    long passes = (long)ceil(PROBE_CACHE_MOVED / (3.0 * (double)(n * sizeof(double))));
+    if (passes < 1) passes = 1;
+    *best = 0.0;
+    for (int r = -2; r < reps; r++) { /* r = -2: first touch, -1: warm-up */
+        uint64_t t0 = gt_now_ns();
+#if GT_HAVE_OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+        {
+            int t = 0, tn = 1;
+#if GT_HAVE_OPENMP
+            t = omp_get_thread_num();
+            tn = omp_get_num_threads();
+#endif
+            size_t lines = (n + 7) / 8;
+            size_t lo = lines * (size_t)t / (size_t)tn * 8, hi = lines * (size_t)(t + 1) / (size_t)tn * 8;
+            if (hi > n) hi = n;
+            if (lo > hi) lo = hi;
+            if (r == -2) {
+                for (size_t i = lo; i < hi; i++) {
+                    a[i] = 0.0;
+                    b[i] = 1.0;
+                    c[i] = 2.0;
+                }
+            } else {
+                for (long p = 0; p < passes; p++)
+                    triad_range(a + lo, b + lo, c + lo, hi - lo, (double)(p & 3));
+            }
+        }
+        double sec = (double)(gt_now_ns() - t0) * 1e-9;
+        double gbps = 3.0 * (double)(n * sizeof(double)) * (double)passes / sec * 1e-9;
+        if (r >= 0 && gbps > *best) *best = gbps;
+    }
+    /* keep the result alive: the last pass had s = (passes - 1) & 3 */
+    if (a[n / 2] != 1.0 + 2.0 * (double)((passes - 1) & 3)) *best = -1.0;
+    free(a);
+    free(b);
+    free(c);
+    return GT_OK;
+}
+
+#define PROBE_LEVEL_REPS 15
+static struct {
+    char name[16];
+    int threads;
+    int n;
+    gt_probe_level lv[GT_PROBE_MAX_LEVELS];
+} level_cache[PROBE_CACHE];
+static int level_cached;
+
+static double best_of(const double *x, int n) {
+    double b = 0.0;
+    for (int i = 0; i < n; i++)
+        if (x[i] > b) b = x[i];
+    return b;
+}
+
+/* The levels of a device backend (see probe.h). */
+static gt_status device_levels(gt_backend *be, gt_probe_level *lv, int *n) {
+    char name[160] = "";
+    double l2 = datasheet_name(be, name, sizeof name) ? gt_probe_datasheet_l2_bytes(name) : 0.0;
+    size_t bytes = l2 > 0.0 ? (size_t)(l2 / 4) : (size_t)2 << 20;
+    double s[5], med = 0.0;
+    GT_TRY(gt_probe_copy(be, bytes, 5, s, &med));
+    gt_allocator_trim(be->alloc);
+    char b1[32], b2[32];
+    fmt_bytes(b1, sizeof b1, (double)(bytes & ~(size_t)3));
+    fmt_bytes(b2, sizeof b2, l2);
+    lv[0].level = 2;
+    lv[0].bytes = l2;
+    lv[0].gbps = best_of(s, 5);
+    if (l2 > 0.0)
+        snprintf(lv[0].how, sizeof lv[0].how, "L2: device copy %s, hot, best of 5 (L2 %s, %s)",
+                 b1, b2, name);
+    else
+        snprintf(lv[0].how, sizeof lv[0].how,
+                 "L2: device copy %s, hot, best of 5 (L2 size unknown: holds every working set)",
+                 b1);
+    *n = 1;
+    return GT_OK;
+}
+
+gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n) {
+    *n = 0;
+    for (int i = 0; i < level_cached; i++)
+        if (!strcmp(level_cache[i].name, be->name) && level_cache[i].threads == be->threads) {
+            memcpy(lv, level_cache[i].lv, sizeof level_cache[i].lv);
+            *n = level_cache[i].n;
+            return GT_OK;
+        }
+    gt_probe_peaks pk;
+    GT_TRY(gt_probe_peaks_get(be, &pk));
+    gt_probe_level l[GT_PROBE_MAX_LEVELS];
+    memset(l, 0, sizeof l);
+    int k = 0;
+    if (be->device == GT_DEVICE_HOST) {
+        gt_probe_cache c[GT_PROBE_MAX_LEVELS - 1];
+        size_t pb[GT_PROBE_MAX_LEVELS - 1];
+        int nc = gt_probe_host_caches(NULL, c, GT_PROBE_MAX_LEVELS - 1);
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        int threads = be->threads > 0 ? be->threads : 1;
+        k = gt_probe_host_plan(c, nc, threads, ncpu > 0 ? (int)ncpu : threads, l, pb,
+                               GT_PROBE_MAX_LEVELS - 1);
+        for (int i = 0; i < k; i++) {
+            GT_TRY(probe_triad_cached(pb[i], threads, PROBE_LEVEL_REPS, &l[i].gbps));
+            size_t used = strlen(l[i].how);
+            snprintf(l[i].how + used, sizeof l[i].how - used, ", best of %d",
+                     PROBE_LEVEL_REPS);
+        }
+    } else {
+        GT_TRY(device_levels(be, l, &k));
+    }
+    l[k].level = 0;
+    l[k].bytes = 0.0;
+    l[k].gbps = pk.mem_best_gbps;
+    snprintf(l[k].how, sizeof l[k].how, "memory: %s, best of 5", pk.mem_how);
+    k++;
+    if (level_cached < PROBE_CACHE) {
+        snprintf(level_cache[level_cached].name, sizeof level_cache[0].name, "%s", be->name);
+        level_cache[level_cached].threads = be->threads;
+        level_cache[level_cached].n = k;
+        memcpy(level_cache[level_cached].lv, l, sizeof l);
+        level_cached++;
+    }
+    memcpy(lv, l, sizeof l);
+    *n = k;
+    return GT_OK;
 }

@@ -53,10 +53,75 @@ gt_status gt_probe_copy(gt_backend *be, size_t bytes, int reps, double *samples,
 #endif
 typedef struct gt_probe_peaks {
     gt_peaks peaks;
-    double mem_gbps;
+    double mem_gbps;      /* median of the samples */
+    double mem_best_gbps; /* best sample: the main-memory level of gt_probe_levels_get */
     const char *mem_how; /* "host triad, 3 x 64 MiB" / "device copy, 512 MiB, ..." (static) */
 } gt_probe_peaks;
 gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out);
+
+/* ---- the memory hierarchy ------------------------------------------------------
+ * A kernel whose operands stay in a cache between calls moves its bytes at
+ * that cache's speed, not main memory's: its fraction of peak is judged
+ * against the level its working set fits in (docs/suites.md, "Peaks"). */
+#define GT_PROBE_MAX_LEVELS 5
+typedef struct gt_probe_level {
+    int level;    /* 1, 2, 3: that cache; 0: main memory (beyond the last cache) */
+    double bytes; /* capacity for one op's working set on the backend: a cache's size x
+                     the instances of it the backend's threads use; 0: unbounded */
+    double gbps;  /* the level's own figure: best sample of its probe */
+    char how[128]; /* "L2: triad 3 x 64 KiB, 2 threads, best of 7 (2 x 2 MiB)" */
+} gt_probe_level;
+
+/* The level a working set of `ws_bytes` is judged against: the index of
+ * the first level (lv[] in growing capacity) whose capacity holds it, the
+ * last when none does or when ws_bytes is not positive or finite. A
+ * level with bytes 0 holds everything. *gbps (optional) gets that level's
+ * peak: the best figure of it and of every level after it (a working set
+ * that fits a cache can always go at least as fast as one that does not,
+ * so a noisy probe never gives a smaller level a lower bound). -1 (and
+ * *gbps 0) when n <= 0. */
+int gt_probe_level_pick(const gt_probe_level *lv, int n, double ws_bytes, double *gbps);
+
+/* One data (or unified) cache of the host as cpu0 sees it. */
+typedef struct gt_probe_cache {
+    int level;     /* 1, 2, 3 */
+    size_t bytes;  /* size of one instance */
+    int shared_by; /* cpus that share one instance (1: private) */
+} gt_probe_cache;
+
+/* The host's data caches, innermost first, at most `max`: from
+ * `sysfs_dir` (NULL: /sys/devices/system/cpu/cpu0/cache; its index*
+ * folders' level, type, size, shared_cpu_list), else from
+ * sysconf(_SC_LEVEL1_DCACHE_SIZE ..) with L1 and L2 taken as private and L3
+ * as shared by every online cpu (sysconf only when sysfs_dir is NULL).
+ * Returns how many were found (0: neither told). */
+int gt_probe_host_caches(const char *sysfs_dir, gt_probe_cache *out, int max);
+
+/* The cache levels of a host backend with `threads` threads on `ncpu`
+ * online cpus: lv[i].level and lv[i].bytes = size x the instances the
+ * threads use (ceil(threads / shared_by), at most ceil(ncpu / shared_by));
+ * probe_bytes[i]: the bytes of the three triad arrays that probe level i,
+ * at the small end of the level (half its capacity, at most 2 x the
+ * previous level's) where it is fastest, since its figure must bound every
+ * working set in it. Levels that would not grow the capacity are dropped.
+ * Returns the levels filled (at most max); no main-memory level. */
+int gt_probe_host_plan(const gt_probe_cache *c, int nc, int threads, int ncpu, gt_probe_level *lv,
+                       size_t *probe_bytes, int max);
+
+/* The memory levels of `be` with their figures, measured on first need
+ * per process and backend (name, threads) and remembered; *n levels
+ * in lv[GT_PROBE_MAX_LEVELS], the last main memory (bytes 0):
+ *   host backends: each cache of gt_probe_host_caches / gt_probe_host_plan
+ *     with a triad of its probe size on the backend's threads (every pass
+ *     inside one parallel region, so no fork/join per pass; about 8 MiB
+ *     moved per sample; best of 15 after a warm-up: a few ms in all), then
+ *     main memory: the best sample of gt_probe_peaks_get's triad;
+ *   device backends (cuda): L2 with the capacity of the GPU's L2 by name
+ *     (gt_probe_datasheet_l2_bytes; unknown: 0, i.e. it holds every working
+ *     set), its figure a gt_probe_copy of a quarter of it (2 MiB when
+ *     unknown) whose buffers stay in L2 (best of 5), then main memory: the
+ *     best sample of gt_probe_peaks_get's copy. */
+gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n);
 
 /* The compute peak that an op of storage dtype `dt` is judged against, in
  * GFLOP/s, measured once per process per backend (name, threads) and dtype:
@@ -88,6 +153,10 @@ gt_status gt_probe_gemm_peak(gt_backend *be, gt_dtype dt, double *gflops, const 
  * table (H100 SXM/PCIe/NVL, H200, GH200, A100, L40S, A10). For MFU as
  * papers quote it, next to the measured-GEMM reference. */
 double gt_probe_datasheet_gflops(gt_backend *be, gt_dtype dt);
+
+/* The L2 size in bytes of the GPU named `gpu_name` ("NVIDIA H100 80GB
+ * HBM3"), from the same datasheet table; 0 when it is not there. */
+double gt_probe_datasheet_l2_bytes(const char *gpu_name);
 
 /* Median of x[0..n) (x is sorted in place); 0 for n == 0. */
 double gt_probe_median(double *x, size_t n);
