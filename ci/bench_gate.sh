@@ -8,11 +8,12 @@
 #       a comma list, default every suite); each run compared with the one
 #       before it, as a whole and suite by suite (compare --suite). Prints a
 #       table of clean pairs (exit 0) and every metric that failed a pair.
-#   ci/bench_gate.sh detect TRIALS NAME [FACTOR] [BASE_RUNS] [OUT]
-#       BASE_RUNS runs (default 5) of the suite NAME belongs to, kept as one
-#       baseline directory; then TRIALS runs with --inject-slowdown NAME:FACTOR
-#       (default 1.2), each compared with the baseline: a hit is exit 3 with
-#       NAME's results and nothing else slower.
+#   ci/bench_gate.sh detect TRIALS NAME [FACTOR] [BASE_RUNS] [NEW_RUNS] [OUT]
+#       BASE_RUNS runs (default 10) of the suite NAME belongs to, kept as one
+#       baseline directory; then TRIALS times NEW_RUNS runs (default 3) with
+#       --inject-slowdown NAME:FACTOR (default 1.2), each trial's runs a
+#       directory compared with the baseline: a hit is exit 3 with NAME's
+#       results slower, a false alarm anything else slower.
 #
 # GAUNTLET (default build/harness/gauntlet) is the binary; extra options for
 # compare go in COMPARE_OPTS (e.g. "--run-noise 5%"). Nothing else may run on
@@ -76,24 +77,28 @@ aa() {
 }
 
 detect() {
-    local trials=$1 name=$2 factor=${3:-1.2} nbase=${4:-5} out=${5:-$(mktemp -d /tmp/gt_gate_detect.XXXXXX)}
+    local trials=$1 name=$2 factor=${3:-1.2} nbase=${4:-10} nnew=${5:-3}
+    local out=${6:-$(mktemp -d /tmp/gt_gate_detect.XXXXXX)}
     local first=${name%%/*} suite=kernels
     case "$first" in
         allreduce | reduce | broadcast | allgather | reduce_scatter | alltoall | sendrecv)
             suite=collectives ;;
     esac
     mkdir -p "$out/base"
-    echo "detect: $nbase baseline runs of '$suite --quick', then $trials with --inject-slowdown $name:$factor, in $out" >&2
-    for i in $(seq 1 "$nbase"); do
+    echo "detect: $nbase baseline runs of '$suite --quick', then $trials trials of $nnew runs with --inject-slowdown $name:$factor, in $out" >&2
+    for i in $(seq -w 1 "$nbase"); do
         "$g" run "$suite" --quick --quiet --report "$out/base/run$i.json" >/dev/null 2>&1
     done
     local hits=0 others=0 missed=0
     : >"$out/trials.txt"
-    for i in $(seq 1 "$trials"); do
-        "$g" run "$suite" --quick --quiet --inject-slowdown "$name:$factor" \
-            --report "$out/trial$i.json" >/dev/null 2>&1
+    for t in $(seq 1 "$trials"); do
+        mkdir -p "$out/trial$t"
+        for i in $(seq -w 1 "$nnew"); do
+            "$g" run "$suite" --quick --quiet --inject-slowdown "$name:$factor" \
+                --report "$out/trial$t/run$i.json" >/dev/null 2>&1
+        done
         local res rc lines hit=0 other=0
-        res=$(cmp_pair "$out/base" "$out/trial$i.json")
+        res=$(cmp_pair "$out/base" "$out/trial$t")
         rc=$(printf '%s\n' "$res" | head -1)
         lines=$(printf '%s\n' "$res" | tail -n +2)
         while IFS= read -r l; do
@@ -106,11 +111,14 @@ detect() {
         [ "$rc" = 3 ] && [ $hit = 1 ] && hits=$((hits + 1))
         [ $hit = 0 ] && missed=$((missed + 1))
         [ $other = 1 ] && others=$((others + 1))
-        printf 'trial %d: exit %s\n%s\n' "$i" "$rc" "$lines" >>"$out/trials.txt"
+        printf 'trial %d: exit %s\n%s\n' "$t" "$rc" "$lines" >>"$out/trials.txt"
+        # shellcheck disable=SC2086
+        "$g" compare "$out/base" "$out/trial$t" --verbose $opts 2>/dev/null |
+            grep -A2 "^$suite/$name[/ ]" | grep -E "^$suite|time_us " >>"$out/trials.txt"
     done
-    echo "| injected | caught (exit 3, named) | missed | trials with anything else flagged |"
-    echo "|---|---|---|---|"
-    echo "| $name x$factor, $nbase baseline runs | $hits / $trials | $missed | $others |"
+    echo "| injected | baseline runs / runs per trial | caught (exit 3, named) | missed | trials with anything else flagged |"
+    echo "|---|---|---|---|---|"
+    echo "| $name x$factor | $nbase / $nnew | $hits / $trials | $missed | $others |"
     echo
     cat "$out/trials.txt"
 }

@@ -30,8 +30,11 @@ static void compare_usage(FILE *f) {
             "  --run-noise X   several runs a side: the least run-to-run spread, whatever\n"
             "                  theirs is: 2%% (default) or 0.02\n"
             "  --single-run-noise X  one run a side: the run-to-run spread assumed (their\n"
-            "                  samples do not show it): 10%% (default)\n"
+            "                  samples do not show it): 15%% (default)\n"
             "  --timing-floor US  times below US microseconds are shown, not gated (default 5)\n"
+            "  --paired        BASE and NEW are directories of as many runs, run i of each\n"
+            "                  made side by side (interleaved A/B, ci/jobs/ab.sh): judge the\n"
+            "                  ratios of the pairs\n"
             "  --suite S[,S]   compare only these suites' results\n"
             "  --metric M[,M]  give verdicts only to these metrics (checks still gate)\n"
             "  --junit FILE    also write JUnit XML there (a testsuite per suite)\n"
@@ -95,6 +98,8 @@ int gt_cmd_compare(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--loss-rtol", v, 0.0, 1e6, &opt.loss_rtol);
         } else if (gt_opt(&a, "--alpha", &v, &err)) {
             err |= !gt_parse_double(&a, "--alpha", v, 1e-12, 0.5, &opt.alpha);
+        } else if (gt_flag(&a, "--paired")) {
+            opt.paired = 1;
         } else if (gt_opt(&a, "--suite", &v, &err)) {
             opt.suites = v;
         } else if (gt_opt(&a, "--metric", &v, &err)) {

@@ -31,6 +31,10 @@ const char *const gt_compare_excluded_params[] = {
     "injected_delay_us",    /* run --inject-delay: the slowed case must meet its baseline */
     "injected_slowdown",    /* run --inject-slowdown: likewise */
     "mfu_reference",        /* how the MFU peak was had: measured SGEMM / device GEMM / option */
+    /* how a training was had, not what was trained: a resumed run matches the
+     * unbroken one (the params it trains with are in the identity) */
+    "resume", "resumed_from", "resumed_from_step", "resumed_data_position", "resume_allow",
+    "resume_overrides", "resume_unchecked",
     NULL,
 };
 
@@ -179,6 +183,56 @@ typedef struct assessment {
     int large, better;
 } assessment;
 
+/* Paired runs (interleaved A/B: run i of BASE and run i of NEW ran side by
+ * side): the ratios of their medians, new_i / base_i, are the replicates, so
+ * a drift of the machine that hits both runs of a pair cancels. rel: the
+ * mean ratio - 1; se: sqrt((s_ratio^2 + run_noise^2) / pairs); Student's t
+ * on pairs - 1 degrees of freedom. */
+static assessment assess_paired(const side *b, const side *n, int higher_better, double us_per,
+                                const gt_compare_options *o) {
+    assessment a = {.method = GT_METHOD_PAIRED, .rel = NAN, .p = NAN, .se_rel = NAN};
+    double sb = 0, sn = 0, sr = 0, sr2 = 0;
+    int k = 0, zero = 0;
+    for (int i = 0; i < b->runs; i++) {
+        size_t lb = b->cut[i], hb = b->cut[i + 1], ln = n->cut[i], hn = n->cut[i + 1];
+        if (hb <= lb || hn <= ln) continue;
+        double mb = gt_median(b->v + lb, hb - lb), mn = gt_median(n->v + ln, hn - ln);
+        sb += mb;
+        sn += mn;
+        if (mb == 0) {
+            zero = 1;
+            continue;
+        }
+        double r = mn / mb;
+        sr += r;
+        sr2 += r * r;
+        k++;
+    }
+    int m = b->runs;
+    a.base_med = sb / m;
+    a.new_med = sn / m;
+    if (us_per > 0 && fmax(fabs(a.base_med), fabs(a.new_med)) * us_per < o->timing_floor_us) {
+        a.method = GT_METHOD_FLOOR;
+        return a;
+    }
+    a.better = higher_better ? a.new_med > a.base_med : a.new_med < a.base_med;
+    if (zero || k < 2) { /* a zero base has no ratio: judged as too few */
+        a.method = GT_METHOD_SINGLE;
+        a.rel = a.base_med != 0 ? (a.new_med - a.base_med) / fabs(a.base_med) : NAN;
+        a.large = a.new_med != a.base_med && (isnan(a.rel) || fabs(a.rel) >= o->threshold);
+        return a;
+    }
+    double mean = sr / k, var = k > 1 ? (sr2 - k * mean * mean) / (k - 1) : 0;
+    if (var < 0) var = 0;
+    a.rel = mean - 1;
+    a.better = higher_better ? a.rel > 0 : a.rel < 0;
+    a.large = a.rel != 0 && fabs(a.rel) >= o->threshold;
+    a.df = k - 1;
+    a.se_rel = sqrt((var + o->run_noise * o->run_noise) / k);
+    a.p = a.rel == 0 ? 1 : a.se_rel > 0 ? two_sided_tail(a.rel / a.se_rel, a.df) : 0;
+    return a;
+}
+
 /* The level of each side, their relative change and, where there is noise to
  * judge it against, its p-value (reports/compare.h has the model). us_per:
  * the unit's microseconds (0: not a time), for the timing floor. */
@@ -195,6 +249,10 @@ static assessment assess(const side *b, const side *n, int higher_better, double
     double *reps = malloc(cap * sizeof *reps);
     if (!reps) return a; /* ambiguous: never a false regression */
     int by_runs = b->runs >= 2 || n->runs >= 2;
+    if (o->paired && by_runs && b->runs == n->runs && b->n && n->n) {
+        free(reps);
+        return assess_paired(b, n, higher_better, us_per, o);
+    }
     int kb = replicates(b, by_runs, reps, &a.base_med);
     int kn = replicates(n, by_runs, reps + kb, &a.new_med);
     double mb = a.base_med, mn = a.new_med;
@@ -241,6 +299,7 @@ static gt_verdict decide(const assessment *a, double p, double alpha) {
     switch (a->method) {
     case GT_METHOD_RUNS:
     case GT_METHOD_BLOCKS:
+    case GT_METHOD_PAIRED:
         if (p < alpha && a->large) return moved;
         if (!a->large) return GT_VERDICT_SAME;
         return GT_VERDICT_AMBIGUOUS;
@@ -1172,6 +1231,14 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
         gt_compare_free(c);
         return s;
     }
+    if (c->opt.paired && (c->nxb == 0 || c->nxb != c->nxn)) {
+        s = GT_ERR(GT_ERR_INVALID,
+                   "--paired needs BASE and NEW to be directories of as many reports (run i "
+                   "of each made side by side); here BASE has %zu and NEW %zu",
+                   c->nxb + 1, c->nxn + 1);
+        gt_compare_free(c);
+        return s;
+    }
     if ((s = check_selection(c, c->opt.suites, 0)) != GT_OK ||
         (s = check_selection(c, c->opt.metrics, 1)) != GT_OK) {
         gt_compare_free(c);
@@ -1316,6 +1383,7 @@ static void fmt_p(char *buf, size_t len, const cmp_metric *m) {
     switch (m->method) {
     case GT_METHOD_RUNS:
     case GT_METHOD_BLOCKS:
+    case GT_METHOD_PAIRED:
         if (m->derived_from)
             snprintf(buf, len, "-");
         else
@@ -1331,6 +1399,8 @@ static const char *method_name(gt_compare_method m) {
     switch (m) {
     case GT_METHOD_RUNS:
         return "runs";
+    case GT_METHOD_PAIRED:
+        return "pairs";
     case GT_METHOD_BLOCKS:
         return "blocks";
     case GT_METHOD_SINGLE:
@@ -1575,7 +1645,12 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
             c->opt.correction == GT_CORRECTION_HOLM ? " over all metrics (Holm)" : " per metric",
             c->nxb || c->nxn ? "" : " (one run a side: its samples in blocks)",
             c->opt.timing_floor_us);
-    if (c->nxb || c->nxn)
+    if (c->opt.paired && c->nxb && c->nxb == c->nxn)
+        fprintf(f,
+                "noise: paired runs (run i of BASE beside run i of NEW): the spread of their "
+                "ratios (t test), at least %.3g%%\n",
+                100.0 * c->opt.run_noise);
+    else if (c->nxb || c->nxn)
         fprintf(f, "noise: the spread of the run medians (t test), at least %.3g%%\n",
                 100.0 * c->opt.run_noise);
     else

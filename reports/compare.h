@@ -32,6 +32,10 @@
  *   - one run each side (method BLOCKS): the blocks show a run's own noise
  *     but not how runs differ, which is assumed: var = s^2 +
  *     (single_run_noise base)^2, se = sqrt(2 var), p the normal tail.
+ *   - paired (options.paired, both sides as many runs, run i of each run
+ *     side by side: interleaved A/B): the ratios new_i / base_i are the
+ *     replicates; rel = mean ratio - 1, se = sqrt((s_ratio^2 +
+ *     run_noise^2) / pairs), Student's t on pairs - 1 degrees of freedom.
  * The A/A experiment of docs/ci-gating.md sets both defaults.
  *   - p < alpha (after the correction) and |rel| >= threshold:
  *     faster/slower; |rel| < threshold: same; otherwise ambiguous (a change
@@ -75,7 +79,7 @@ extern "C" {
  * measured spread of several runs, and what is assumed where both sides are
  * single runs (docs/ci-gating.md: the A/A experiment sets it). */
 #define GT_COMPARE_RUN_NOISE 0.02
-#define GT_COMPARE_SINGLE_RUN_NOISE 0.10
+#define GT_COMPARE_SINGLE_RUN_NOISE 0.15
 /* Default timing floor in microseconds: host kernel calls cost 0.3-3 us
  * before any work (the kernels suite's n=1 cases), CUDA events resolve
  * about 0.5 us. */
@@ -111,6 +115,8 @@ typedef struct gt_compare_options {
     double single_run_noise; /* one run each side: the run-to-run spread assumed beyond
                                 the blocks' (GT_COMPARE_SINGLE_RUN_NOISE) */
     double timing_floor_us; /* times below this are not gated (GT_COMPARE_TIMING_FLOOR_US) */
+    int paired;             /* both sides directories of as many runs: run i of each ran
+                               side by side (interleaved A/B); judge their ratios */
     const char *suites;     /* comma-separated suites to compare (NULL: all); the others'
                                results are left out entirely */
     const char *metrics;    /* comma-separated metric names that get verdicts (NULL: all);
@@ -125,6 +131,7 @@ extern const char *const gt_compare_excluded_params[];
 /* How a verdict was reached. */
 typedef enum gt_compare_method {
     GT_METHOD_RUNS = 0, /* replicates: run medians (a side with several runs) */
+    GT_METHOD_PAIRED,   /* replicates: ratios of paired runs (interleaved A/B) */
     GT_METHOD_BLOCKS,   /* replicates: block medians of single runs */
     GT_METHOD_SINGLE,   /* no replicates: never a regression */
     GT_METHOD_FLOOR,    /* a time below the timing floor: not gated */

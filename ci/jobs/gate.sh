@@ -14,9 +14,13 @@
 #      (without --accept), or `gauntlet run` ended in an error (see OUT/run.log)
 #
 # Options:
-#   --baseline FILE   the last good report of this machine class (required)
+#   --baseline FILE   the last good report of this machine class (required), or
+#   --baseline DIR/   a directory of the last good runs (a trailing / or an
+#                     existing directory): their spread is then each metric's
+#                     measured noise, a sharper gate than one report
 #   --accept          when the gate passes, NEW becomes the baseline (written
-#                     atomically); with no baseline yet, a run whose checks all
+#                     atomically; a directory keeps the newest GATE_KEEP runs,
+#                     default 5); with no baseline yet, a run whose checks all
 #                     passed becomes the first one
 #   --out DIR         where the job writes (default gate-out): env.txt, run.log,
 #                     new.json, compare.txt, junit.xml, compare.html
@@ -33,10 +37,25 @@ baseline='' out=gate-out accept=0 threshold=''
 
 die() { echo "gate: $*" >&2; exit 2; }
 need() { if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value (ci/jobs/gate.sh --help)"; fi; }
-# the baseline replaced by NEW in one rename: a reader never sees half a file
+is_dir() { [ -d "$baseline" ] || [[ "$baseline" == */ ]]; }
+# the baseline replaced by NEW in one rename (a directory: NEW added in one
+# rename, the oldest runs beyond GATE_KEEP removed): a reader never sees half a file
 store() {
+    if is_dir; then
+        local keep=${GATE_KEEP:-5} name
+        name=$(date -u +%Y%m%dT%H%M%SZ)-$$.json
+        mkdir -p "$baseline" && cp "$out/new.json" "$baseline/.$name.tmp" &&
+            mv -f "$baseline/.$name.tmp" "$baseline/$name" || return 1
+        # names sort by time: drop all but the newest $keep
+        ls "$baseline"/*.json | sort | head -n -"$keep" | while read -r old; do rm -f "$old"; done
+        return 0
+    fi
     mkdir -p "$(dirname "$baseline")" && cp "$out/new.json" "$baseline.tmp.$$" &&
         mv -f "$baseline.tmp.$$" "$baseline"
+}
+# a baseline exists: the file, or a directory holding a report
+have_baseline() {
+    if is_dir; then compgen -G "$baseline/*.json" >/dev/null; else [ -e "$baseline" ]; fi
 }
 
 while [ $# -gt 0 ]; do
@@ -60,8 +79,9 @@ for a in "$@"; do
     esac
 done
 [ -x "$gauntlet" ] || die "no gauntlet binary at $gauntlet: build it (make build) or pass --gauntlet PATH"
+case ${GATE_KEEP:-5} in '' | *[!0-9]* | 0) die "GATE_KEEP='${GATE_KEEP:-}': a whole number of runs, 1 or more" ;; esac
 if [ -e "$baseline" ] && [ ! -r "$baseline" ]; then die "cannot read the baseline $baseline"; fi
-if [ ! -e "$baseline" ] && [ "$accept" -eq 0 ]; then
+if ! have_baseline && [ "$accept" -eq 0 ]; then
     die "no baseline at $baseline: run this job once with --accept on the current (known good) stack"
 fi
 mkdir -p "$out" || die "cannot create the output folder $out"
@@ -84,7 +104,7 @@ fi
 [ -s "$out/new.json" ] || die "gauntlet run wrote no report (see $out/run.log)"
 
 # 3. no baseline yet (--accept): the first run whose checks all passed becomes it
-if [ ! -e "$baseline" ]; then
+if ! have_baseline; then
     if [ "$rc" -ne 0 ]; then
         echo "gate: no baseline at $baseline, and this run has failed checks: not stored (see $out/run.log)" >&2
         exit 3
@@ -99,7 +119,10 @@ fi
     >"$out/compare.txt" 2>&1
 verdict=$?
 cat "$out/compare.txt"
-"$gauntlet" report "$baseline" "$out/new.json" --html "$out/compare.html" >/dev/null 2>&1 ||
+# the page sets NEW beside one report: a directory's newest run
+page_base=$baseline
+is_dir && page_base=$(ls "$baseline"/*.json | sort | tail -n 1)
+"$gauntlet" report "$page_base" "$out/new.json" --html "$out/compare.html" >/dev/null 2>&1 ||
     echo "gate: the HTML page could not be written (the verdict stands)" >&2
 case $verdict in
     0)

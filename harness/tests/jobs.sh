@@ -4,7 +4,8 @@
 # second a run): gate.sh's first baseline (--accept), a pass, a failing gate that must
 # leave the baseline byte for byte, refusals; nightly-scaling.sbatch's reference
 # (LAST_GOOD) over three nights, one of them slower, launched with SRUN=env
-# instead of srun. Verdicts on equal runs use --threshold 1000% so that a shared
+# instead of srun; ab.sh's interleaved pairs, the same stack and a slower one. Verdicts
+# on equal runs use --threshold 1000% so that a shared
 # machine's noise cannot fail them; the slow runs add 2 ms to a ~1 us op.
 set -u
 g=$1
@@ -86,6 +87,45 @@ expect 3 "WORSE than .*-n2.json, which stays the reference" night n3 --quick --q
 [ -s "$(ls "$hist"/*-n3.junit.xml)" ] || fail "no junit.xml for the third night"
 echo "gone.json" >"$hist/LAST_GOOD"
 expect 2 "LAST_GOOD names 'gone.json'" night n4 --quick --quiet
+
+# --- gate.sh with a baseline directory: several runs kept, the newest GATE_KEEP --------
+dbase="$tmp/baselines/vm/runs/"
+expect 0 "this run is now the baseline" bash "$gate" --gauntlet "$g" --baseline "$dbase" \
+    --accept --out d1 -- "${run[@]}"
+for i in 2 3 4; do
+    GATE_KEEP=3 expect 0 "NEW is the baseline now" bash "$gate" --gauntlet "$g" \
+        --baseline "$dbase" --accept --threshold 1000% --out "d$i" -- "${run[@]}"
+done
+[ "$(ls "$dbase"*.json | wc -l)" -eq 3 ] || fail "the baseline directory does not hold GATE_KEEP=3 runs"
+expect 0 "BASE .*runs/ .*3 runs" bash "$gate" --gauntlet "$g" --baseline "$dbase" \
+    --threshold 1000% --out d5 -- "${run[@]}"
+[ -s d5/compare.html ] || fail "no HTML page beside a baseline directory"
+ls "$dbase" >before.ls
+expect 3 "FAIL: NEW must not ship" bash "$gate" --gauntlet "$g" --baseline "$dbase" --accept \
+    --out d6 -- "${slow[@]}"
+ls "$dbase" | cmp -s - before.ls || fail "a failing gate changed the baseline directory"
+GATE_KEEP=x expect 2 "GATE_KEEP='x'" bash "$gate" --gauntlet "$g" --baseline "$dbase" -- "${run[@]}"
+
+# --- ab.sh: interleaved A/B, the verdict from paired runs -------------------------------
+ab="$root/ci/jobs/ab.sh"
+mm=(kernels/matmul_fwd/fp32/N64_C768_OC768 --quick --quiet)
+expect 2 "--base 'CMD' and --new 'CMD' are both required" bash "$ab" -- "${mm[@]}"
+expect 2 "--pairs 2: at least 3" bash "$ab" --base "$g" --new "$g" --pairs 2 -- "${mm[@]}"
+expect 2 "'--report' among the run's arguments" bash "$ab" --base "$g" --new "$g" -- \
+    "${mm[@]}" --report x.json
+expect 2 "the new stack's run 1 exited 127" bash "$ab" --gauntlet "$g" --base "$g" \
+    --new /nonexistent/gauntlet --pairs 3 --out ab0 -- "${mm[@]}"
+# the same stack on both sides: may ship, judged from 3 pairs
+expect 0 "time_us .* pairs .*same" bash "$ab" --gauntlet "$g" --base "$g" --new "$g" --pairs 3 \
+    --out ab1 --compare-args --verbose -- "${mm[@]}"
+[ "$(ls ab1/base/*.json ab1/new/*.json | wc -l)" -eq 6 ] || fail "ab.sh: not 3 reports a side"
+# NEW twice as slow on that case (a wrapper standing in for a slower library)
+printf '#!/bin/sh\nexec "%s" "$@" --inject-slowdown matmul_fwd:2\n' "$g" >slower.sh
+chmod +x slower.sh
+expect 3 "SLOWER +kernels/matmul_fwd/fp32/N64_C768_OC768 .*pairs p" bash "$ab" --gauntlet "$g" \
+    --base "$g" --new "$tmp/slower.sh" --pairs 3 --out ab2 -- "${mm[@]}"
+expect 2 "--paired needs BASE and NEW to be directories of as many reports" "$g" compare \
+    --paired ab1/base ab2/new/run1.json
 
 if [ "$fails" -ne 0 ]; then
     echo "$fails failure(s)"

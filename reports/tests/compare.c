@@ -268,7 +268,7 @@ static void test_gate(void) {
     }
     gt_compare_free(c);
 
-    /* gflops 70% lower in NEW, far outside the 10% assumed between single
+    /* gflops 70% lower in NEW, far outside the 15% assumed between single
      * runs: slower, named, must not ship */
     spec slow = good;
     slow.gflops_factor = 0.3;
@@ -627,7 +627,7 @@ static void test_gate_rules(void) {
     gt_compare_options per = o2;
     per.correction = GT_CORRECTION_NONE;
     EXPECT(gate("r_mb.json", "r_mn.json", &per, &k) == 0 && k.slower == 2);
-    /* by default one run a side assumes GT_COMPARE_SINGLE_RUN_NOISE (10%)
+    /* by default one run a side assumes GT_COMPARE_SINGLE_RUN_NOISE (15%)
      * between runs: the same 6% is well inside the noise, even alone */
     per.single_run_noise = GT_COMPARE_SINGLE_RUN_NOISE;
     EXPECT(gate("r_mb.json", "r_mn.json", &per, &k) == 1 && k.slower == 0 && k.ambiguous == 2);
