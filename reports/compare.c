@@ -361,6 +361,7 @@ typedef struct keyed {
 typedef struct cmp_metric {
     const char *name, *unit; /* borrowed from the documents */
     const char *derived_from; /* the gated metric it is computed from (shown, not gated), or NULL */
+    const char *ungated;      /* "gate": false in a report: its "kind" (numerics, state), or NULL */
     int in_base, in_new, higher_better;
     gt_verdict verdict;
     gt_compare_method method;
@@ -668,6 +669,25 @@ static const char *derived_source(json_t *any, const cmp_result *r) {
     return from;
 }
 
+/* A metric either report marks "gate": false (a numerical error, a loss, a
+ * momentary state): its kind, shown instead of a gating verdict; else NULL. */
+static const char *ungated_kind(const char *name, json_t *mb, json_t *mn) {
+    json_t *sides[2] = {mn, mb};
+    for (int i = 0; i < 2; i++)
+        if (sides[i] && json_is_false(json_object_get(sides[i], "gate")))
+            return str_or(json_object_get(sides[i], "kind"), "not gated");
+    /* reports written before the mark: the same metrics by name */
+    static const char *const numerics[] = {"max_abs_err", "max_rel_err", "final_loss",
+                                           "eval_loss"};
+    static const char *const reference[] = {"peak", "peak_cold", "peak_sgemm", "peak_level",
+                                            "peak_level_cold"};
+    for (size_t i = 0; i < sizeof numerics / sizeof numerics[0]; i++)
+        if (strcmp(name, numerics[i]) == 0) return "numerics";
+    for (size_t i = 0; i < sizeof reference / sizeof reference[0]; i++)
+        if (strcmp(name, reference[i]) == 0) return "reference";
+    return NULL;
+}
+
 /* The result of `key` in a further run, or NULL. */
 static json_t *extra_result(const extra_run *x, const char *key) {
     size_t lo = 0, hi = x->n;
@@ -729,6 +749,7 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
     *m = (cmp_metric){.name = name,
                       .unit = str_or(json_object_get(any, "unit"), ""),
                       .derived_from = derived_source(any, r),
+                      .ungated = ungated_kind(name, mb, mn),
                       .in_base = mb != NULL,
                       .in_new = mn != NULL,
                       .higher_better =
@@ -955,7 +976,7 @@ static int cmp_metric_p(const void *a, const void *b) {
 }
 
 static int tested(const cmp_metric *m) {
-    return m->in_base && m->in_new && !isnan(m->p) && !m->derived_from;
+    return m->in_base && m->in_new && !isnan(m->p) && !m->derived_from && !m->ungated;
 }
 
 /* Holm's step-down correction over every metric that was tested: a report
@@ -1013,6 +1034,10 @@ static void count_verdicts(gt_compare *c) {
             }
             if (x->method == GT_METHOD_FLOOR) {
                 k->below_floor++;
+                continue;
+            }
+            if (x->ungated) {
+                k->ungated++;
                 continue;
             }
             switch (x->verdict) {
@@ -1384,7 +1409,7 @@ static void fmt_p(char *buf, size_t len, const cmp_metric *m) {
     case GT_METHOD_RUNS:
     case GT_METHOD_BLOCKS:
     case GT_METHOD_PAIRED:
-        if (m->derived_from)
+        if (m->derived_from || m->ungated)
             snprintf(buf, len, "-");
         else
             snprintf(buf, len, m->p_adj < 1e-3 ? "%.1e" : "%.3f", m->p_adj);
@@ -1416,7 +1441,7 @@ static const char *method_name(gt_compare_method m) {
  * (that one is judged), unless only checks gate. */
 static int gated_slower(const gt_compare *c, const cmp_metric *m) {
     return m->in_base && m->in_new && m->verdict == GT_VERDICT_SLOWER && !m->derived_from &&
-           !c->opt.checks_only;
+           !m->ungated && !c->opt.checks_only;
 }
 
 static const char *metric_verdict_text(const cmp_metric *m) {
@@ -1424,6 +1449,13 @@ static const char *metric_verdict_text(const cmp_metric *m) {
     if (!m->in_base) return "only in NEW";
     if (m->method == GT_METHOD_NONE) return "ambiguous (no value)";
     if (m->method == GT_METHOD_FLOOR) return "not gated (below the timing floor)";
+    if (m->ungated) {
+        /* shown, not gated: the verdict in lower case and why */
+        static char ubuf[96];
+        snprintf(ubuf, sizeof ubuf, "%s (%s, not gated)", gt_verdict_name(m->verdict),
+                 m->ungated);
+        return ubuf;
+    }
     if (m->derived_from) {
         /* shown, not gated: a lower-case word and the metric that decides */
         static char buf[96];
@@ -1513,6 +1545,8 @@ static void print_summary_line(const gt_compare *c, FILE *f) {
     if (k->missing) fprintf(f, ", %d missing in NEW", k->missing);
     if (k->only_new) fprintf(f, ", %d only in NEW", k->only_new);
     if (k->derived) fprintf(f, ", %d derived (shown, judged through their source)", k->derived);
+    if (k->below_floor) fprintf(f, ", %d below the timing floor", k->below_floor);
+    if (k->ungated) fprintf(f, ", %d not gated (numerics, state, reference)", k->ungated);
     fprintf(f, ": %s%s\n", gt_compare_may_ship(c) ? "NEW may ship" : "NEW MUST NOT SHIP",
             c->opt.checks_only ? " (--checks-only: speed verdicts shown, not gated)" : "");
 }
@@ -1538,7 +1572,7 @@ static void print_suites(const gt_compare *c, FILE *f) {
         int seen = 0;
         for (size_t j = 0; j < i && !seen; j++) seen = strcmp(c->res[j].suite, suite) == 0;
         if (seen) continue;
-        int results = 0, v[GT_VERDICT_COUNT] = {0}, floor_ = 0, derived = 0, nd = 0;
+        int results = 0, v[GT_VERDICT_COUNT] = {0}, floor_ = 0, derived = 0, ungated = 0, nd = 0;
         double *det = malloc(sizeof(double) * 1);
         size_t cap = 1;
         const char *worst_label = NULL, *worst_metric = NULL;
@@ -1556,6 +1590,10 @@ static void print_suites(const gt_compare *c, FILE *f) {
                 }
                 if (m->method == GT_METHOD_FLOOR) {
                     floor_++;
+                    continue;
+                }
+                if (m->ungated) {
+                    ungated++;
                     continue;
                 }
                 v[m->verdict]++;
@@ -1579,6 +1617,7 @@ static void print_suites(const gt_compare *c, FILE *f) {
                 v[GT_VERDICT_AMBIGUOUS], v[GT_VERDICT_SAME]);
         if (floor_) fprintf(f, "; %d below the %.3g us floor", floor_, c->opt.timing_floor_us);
         if (derived) fprintf(f, "; %d derived", derived);
+        if (ungated) fprintf(f, "; %d not gated (numerics, state, reference)", ungated);
         fprintf(f, "\n");
         if (nd > 0 && det) {
             qsort(det, (size_t)nd, sizeof *det, cmp_dbl);
@@ -1775,15 +1814,17 @@ static void junit_status_case(const cmp_result *r, FILE *f) {
 
 static void junit_metric_case(const gt_compare *c, const cmp_result *r, const cmp_metric *m,
                               FILE *f) {
-    char b[32], n[32], ch[32], p[32];
+    char b[32], n[32], ch[32], p[32], det[32];
     fmt_num(b, sizeof b, m->base_med);
     fmt_num(n, sizeof n, m->new_med);
     fmt_change(ch, sizeof ch, m);
     fmt_p(p, sizeof p, m);
+    fmt_detect(det, sizeof det, m);
     char text[512];
     snprintf(text, sizeof text,
-             "%s: base median %s, new median %s %s, change %s, %s p %s, n %zu/%zu: %s", m->name, b,
-             n, m->unit, ch, method_name(m->method), p, m->nb, m->nn, metric_verdict_text(m));
+             "%s: base %s, new %s %s, change %s, %s p %s, detects %s, samples %zu/%zu: %s",
+             m->name, b, n, m->unit, ch, method_name(m->method), p, det, m->nb, m->nn,
+             metric_verdict_text(m));
     fputs("    <testcase classname=\"", f);
     gt_xml_escape(f, r->suite);
     fputs("\" name=\"", f);

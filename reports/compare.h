@@ -45,6 +45,10 @@
  *   - a time (unit ns, us, ms, s) whose level is below timing_floor_us on
  *     both sides: reported, never gated (call overhead and the timer's
  *     resolution, not work); counted as below_floor.
+ * A metric that a report marks "gate": false (its "kind": numerics for an
+ * error or a loss, which the checks judge; state for a clock or a
+ * temperature) is shown with its verdict, never tested or gated (counted as
+ * ungated).
  * Every tested metric gets its detectable change: z(p_crit) se / |base|,
  * never below the threshold, p_crit Holm's strictest level (alpha / tests):
  * "same" means the same within that.
@@ -166,6 +170,8 @@ typedef struct gt_compare_counts {
                                             ("derived_from"): shown, not counted above */
     int below_floor;                     /* times below the timing floor: shown, not
                                             counted above */
+    int ungated;                         /* metrics a report marks "gate": false
+                                            (numerics, state): shown, not counted above */
     int failed_checks;                   /* checks failing in NEW, or in BASE and absent in NEW */
     int failed_results;                  /* status error, or fail without a failed check, in NEW */
     int missing;                         /* passed in BASE; absent or skipped in NEW */

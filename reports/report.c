@@ -300,6 +300,13 @@ void gt_result_metric_derived(gt_result *res, const char *name, const char *from
     if (m) json_object_set_new(m, "derived_from", json_string(from));
 }
 
+void gt_result_metric_ungated(gt_result *res, const char *name, const char *kind) {
+    json_t *m = json_object_get(json_object_get(res->obj, "metrics"), name);
+    if (!m) return;
+    json_object_set_new(m, "gate", json_false());
+    json_object_set_new(m, "kind", json_string(kind));
+}
+
 void gt_result_series(gt_result *res, const char *name, const double *values, size_t n) {
     json_t *series = json_object_get(res->obj, "series");
     if (!series) {

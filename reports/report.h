@@ -79,6 +79,14 @@ void gt_result_metric(gt_result *res, const char *name, const char *unit, int hi
  * one verdict ("derived_from" in the report). A name not added is ignored. */
 void gt_result_metric_derived(gt_result *res, const char *name, const char *from);
 
+/* Marks metric `name` (added before) as not a figure of speed or resources:
+ * a numerical error or loss (judged by the result's checks, which a new
+ * stack may move within their tolerance) or a momentary state (a clock, a
+ * temperature). compare shows it with its verdict but never gates on it
+ * ("gate": false and "kind": kind in the report, e.g. "numerics",
+ * "state"). A name not added is ignored. */
+void gt_result_metric_ungated(gt_result *res, const char *name, const char *kind);
+
 /* A series (e.g. the loss of every step), stored at full precision. */
 void gt_result_series(gt_result *res, const char *name, const double *values, size_t n);
 

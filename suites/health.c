@@ -279,6 +279,10 @@ static void hs_gpu_clocks(const gt_suite_ctx *ctx, gt_backend *be) {
     gt_result_metric(res, "sm_clock_ratio", "fraction", 1, smax > 0 ? sm / smax : 0.0, NULL, 0);
     if (nf >= 5) gt_result_metric(res, "temperature_c", "C", 0, temp, NULL, 0);
     if (nf >= 6) gt_result_metric(res, "power_w", "W", 0, pw, NULL, 0);
+    static const char *const state[] = {"sm_clock_mhz", "sm_clock_max_mhz", "mem_clock_mhz",
+                                        "mem_clock_max_mhz", "temperature_c", "power_w"};
+    for (size_t i = 0; i < sizeof state / sizeof state[0]; i++)
+        gt_result_metric_ungated(res, state[i], "state");
     if (nf >= 8) {
         /* "Active" means the clocks are held down by the hardware or by
          * heat: figures measured now would not be the machine's own. */

@@ -1537,6 +1537,7 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
         gt_result_metric(res, "mfu", "fraction", 1, st->mfu, NULL, 0);
         gt_result_metric_derived(res, "mfu", "ms_per_step"); /* and peak_sgemm, gated itself */
         gt_result_metric(res, "peak_sgemm", "GFLOP/s", 1, st->peak_gflops, NULL, 0);
+        gt_result_metric_ungated(res, "peak_sgemm", "reference");
         gt_result_param_str(res, "mfu_reference", st->peak_how);
     }
     if (st->datasheet_gflops > 0) {
@@ -1569,9 +1570,11 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     if (cfg->stop_after > 0) gt_result_param_int(res, "stop_after", cfg->stop_after);
     gt_result_metric(res, "final_loss", dense ? "nats/sample" : "nats/token", 0,
                      n ? st->loss[n - 1] : NAN, NULL, 0);
+    gt_result_metric_ungated(res, "final_loss", "numerics");
     gt_result_metric(res, "peak_memory", "bytes", 0, (double)st->mem.peak_in_use, NULL, 0);
     if (st->eval_samples > 0) {
         gt_result_metric(res, "eval_loss", "nats/sample", 0, st->eval_loss, NULL, 0);
+        gt_result_metric_ungated(res, "eval_loss", "numerics");
         gt_result_param_num(res, "eval_bayes_loss", st->eval_bayes);
         gt_result_param_int(res, "eval_samples", st->eval_samples);
     }

@@ -90,7 +90,7 @@ expect 2 "unknown option '--resume-alow=x': did you mean --resume-allow\?" "$g" 
 expect 2 "unknown option '--zzzzzz' \(gauntlet train --help" "$g" train --zzzzzz
 expect 2 "unknown command 'trian': did you mean train\?" "$g" trian
 expect 2 "unknown subcommand 'synt': did you mean synth\?" "$g" data synt
-expect 2 "unknown option '--quite': did you mean --quiet\?" "$g" compare a.json b.json --quite
+expect 2 "unknown option '--quiett': did you mean --quiet\?" "$g" compare a.json b.json --quiett
 
 # piped: the error after the job header it belongs to
 "$g" train --data "$tmp/none.tok" --steps 2 2>&1 | cat > "$tmp/p.out"
