@@ -476,9 +476,8 @@ static void triad_range(double *restrict a, const double *restrict b, const doub
 #define PROBE_CACHE_MOVED ((double)(8 << 20))
 static gt_status probe_triad_cached(size_t bytes, int threads, int reps, double *best) {
     size_t n = bytes / 3 / sizeof(double);
-    int nt = 1;
 #if GT_HAVE_OPENMP
-    nt = threads > 0 ? threads : omp_get_max_threads();
+    int nt = threads > 0 ? threads : omp_get_max_threads();
 #else
     (void)threads;
 #endif
