@@ -11,8 +11,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 . "$(dirname "$0")/lib.sh"
 
-# 12 steps: 11 samples per timing metric, 3 blocks of them per run
-"$g" train --steps 12 --peak-gflops 100 --quiet --report "$tmp/a.json" >/dev/null ||
+# 30 steps: 29 samples per timing metric, 5 blocks of them per run
+"$g" train --steps 30 --peak-gflops 100 --quiet --report "$tmp/a.json" >/dev/null ||
     { echo "FAIL: gauntlet train"; exit 1; }
 
 expect 0 "NEW may ship" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --junit "$tmp/same.xml"
@@ -21,11 +21,11 @@ expect 0 "alpha 0.05 per metric;" -- "$g" compare "$tmp/a.json" "$tmp/a.json" --
 grep -q '<testsuites name="gauntlet compare".* failures="0"' "$tmp/same.xml" ||
     fail "same.xml has failures or no testsuites"
 
-# 100x slower steps (and 100x lower throughput, derived from them): far outside
-# any timing noise, even on a loaded machine where a few of the 11 samples may
-# stall for several times the median. One measurement, one verdict: the step
-# time is the regression, tokens_per_s is shown through it.
-"$edit" "$tmp/a.json" "$tmp/slow.json" --scale-metric tokens_per_s 0.01 --scale-metric ms_per_step 100
+# 1000x slower steps (and 1000x lower throughput, derived from them): far outside
+# any timing noise, even on a loaded CI machine where a whole block of steps may
+# stall for 50x the median (seen). One measurement, one verdict: the step time is
+# the regression, tokens_per_s is shown through it.
+"$edit" "$tmp/a.json" "$tmp/slow.json" --scale-metric tokens_per_s 0.001 --scale-metric ms_per_step 1000
 expect 3 "SLOWER +train/gpt2-tiny .*ms_per_step" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" \
     --junit "$tmp/slow.xml"
 expect 3 "tokens_per_s .*slower \(via ms_per_step\)" -- "$g" compare "$tmp/a.json" "$tmp/slow.json" \
@@ -74,14 +74,14 @@ expect 3 "MISSING +train/gpt2-tiny" -- "$g" compare "$tmp/a.json" "$tmp/gone.jso
 
 # a resumed training matches the unbroken one: same identity, the same final
 # weights (no note of final_params_fnv1a64), the resume shown as notes
-"$g" train --steps 12 --peak-gflops 100 --quiet --checkpoint-dir "$tmp/ck" --checkpoint-every 6 \
-    --stop-after 6 >/dev/null || fail "train --stop-after"
-"$g" train --steps 12 --peak-gflops 100 --quiet --resume "$tmp/ck" --report "$tmp/resumed.json" \
+"$g" train --steps 30 --peak-gflops 100 --quiet --checkpoint-dir "$tmp/ck" --checkpoint-every 15 \
+    --stop-after 15 >/dev/null || fail "train --stop-after"
+"$g" train --steps 30 --peak-gflops 100 --quiet --resume "$tmp/ck" --report "$tmp/resumed.json" \
     >/dev/null || fail "train --resume"
-# (--checks-only: the point is the match; six resumed steps against eleven are noise)
+# (--checks-only: the point is the match; fifteen resumed steps against 29 are noise)
 expect 0 "results: 1 matched, 0 only in BASE" -- "$g" compare "$tmp/a.json" "$tmp/resumed.json" \
     --checks-only
-expect 0 "note: resumed_from_step: \(absent\) -> 6" -- "$g" compare "$tmp/a.json" \
+expect 0 "note: resumed_from_step: \(absent\) -> 15" -- "$g" compare "$tmp/a.json" \
     "$tmp/resumed.json" --verbose --checks-only
 if "$g" compare "$tmp/a.json" "$tmp/resumed.json" --verbose | grep -q "final_params_fnv1a64"; then
     fail "a resumed run's final weights differ from the unbroken run's"
