@@ -184,26 +184,27 @@ typedef struct assessment {
 } assessment;
 
 /* Paired runs (interleaved A/B: run i of BASE and run i of NEW ran side by
- * side): the ratios of their medians, new_i / base_i, are the replicates, so
- * a drift of the machine that hits both runs of a pair cancels. rel: the
- * mean ratio - 1; se: sqrt((s_ratio^2 + run_noise^2) / pairs); Student's t
- * on pairs - 1 degrees of freedom. */
+ * side): the log ratios of their medians, ln(new_i / base_i), are the
+ * replicates (a machine's noise multiplies a time), so a drift that hits
+ * both runs of a pair cancels. rel = exp(mean) - 1; se (on the log scale,
+ * about a relative one) = sqrt((s^2 + run_noise^2) / pairs); Student's t on
+ * pairs - 1 degrees of freedom. */
 static assessment assess_paired(const side *b, const side *n, int higher_better, double us_per,
                                 const gt_compare_options *o) {
     assessment a = {.method = GT_METHOD_PAIRED, .rel = NAN, .p = NAN, .se_rel = NAN};
     double sb = 0, sn = 0, sr = 0, sr2 = 0;
-    int k = 0, zero = 0;
+    int k = 0, nonpos = 0;
     for (int i = 0; i < b->runs; i++) {
         size_t lb = b->cut[i], hb = b->cut[i + 1], ln = n->cut[i], hn = n->cut[i + 1];
         if (hb <= lb || hn <= ln) continue;
         double mb = gt_median(b->v + lb, hb - lb), mn = gt_median(n->v + ln, hn - ln);
         sb += mb;
         sn += mn;
-        if (mb == 0) {
-            zero = 1;
+        if (!(mb > 0) || !(mn > 0)) {
+            nonpos = 1;
             continue;
         }
-        double r = mn / mb;
+        double r = log(mn / mb);
         sr += r;
         sr2 += r * r;
         k++;
@@ -216,20 +217,20 @@ static assessment assess_paired(const side *b, const side *n, int higher_better,
         return a;
     }
     a.better = higher_better ? a.new_med > a.base_med : a.new_med < a.base_med;
-    if (zero || k < 2) { /* a zero base has no ratio: judged as too few */
+    if (nonpos || k < 2) { /* no log ratio of a zero: judged as too few */
         a.method = GT_METHOD_SINGLE;
         a.rel = a.base_med != 0 ? (a.new_med - a.base_med) / fabs(a.base_med) : NAN;
         a.large = a.new_med != a.base_med && (isnan(a.rel) || fabs(a.rel) >= o->threshold);
         return a;
     }
-    double mean = sr / k, var = k > 1 ? (sr2 - k * mean * mean) / (k - 1) : 0;
+    double mean = sr / k, var = (sr2 - k * mean * mean) / (k - 1);
     if (var < 0) var = 0;
-    a.rel = mean - 1;
-    a.better = higher_better ? a.rel > 0 : a.rel < 0;
-    a.large = a.rel != 0 && fabs(a.rel) >= o->threshold;
+    a.rel = expm1(mean);
+    a.better = higher_better ? mean > 0 : mean < 0;
+    a.large = mean != 0 && fabs(a.rel) >= o->threshold;
     a.df = k - 1;
     a.se_rel = sqrt((var + o->run_noise * o->run_noise) / k);
-    a.p = a.rel == 0 ? 1 : a.se_rel > 0 ? two_sided_tail(a.rel / a.se_rel, a.df) : 0;
+    a.p = mean == 0 ? 1 : a.se_rel > 0 ? two_sided_tail(mean / a.se_rel, a.df) : 0;
     return a;
 }
 

@@ -33,9 +33,10 @@
  *     but not how runs differ, which is assumed: var = s^2 +
  *     (single_run_noise base)^2, se = sqrt(2 var), p the normal tail.
  *   - paired (options.paired, both sides as many runs, run i of each run
- *     side by side: interleaved A/B): the ratios new_i / base_i are the
- *     replicates; rel = mean ratio - 1, se = sqrt((s_ratio^2 +
- *     run_noise^2) / pairs), Student's t on pairs - 1 degrees of freedom.
+ *     side by side: interleaved A/B): the log ratios ln(new_i / base_i)
+ *     are the replicates; rel = exp(their mean) - 1, se = sqrt((s^2 +
+ *     run_noise^2) / pairs) on the log scale, Student's t on pairs - 1
+ *     degrees of freedom.
  * The A/A experiment of docs/ci-gating.md sets both defaults.
  *   - p < alpha (after the correction) and |rel| >= threshold:
  *     faster/slower; |rel| < threshold: same; otherwise ambiguous (a change
