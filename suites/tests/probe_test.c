@@ -13,18 +13,8 @@
 #include <unistd.h>
 
 #include "suites/probe.h"
+#include "suites/tests/expect.h"
 
-static int g_fails;
-
-#define EXPECT(cond, ...)                                                                  \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            g_fails++;                                                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                           \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-        }                                                                                  \
-    } while (0)
 
 #define KiB 1024.0
 #define MiB 1048576.0

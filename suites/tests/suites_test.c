@@ -29,18 +29,8 @@
 #include "kernels/ops.h"
 #include "reports/report.h"
 #include "suites/suite.h"
+#include "suites/tests/expect.h"
 
-static int g_fails;
-
-#define EXPECT(cond, ...)                                                                  \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            g_fails++;                                                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                           \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-        }                                                                                  \
-    } while (0)
 
 static void count_done(void *ctx, gt_result *res) {
     (void)res;
