@@ -13,18 +13,27 @@
 #       baseline directory; then TRIALS times NEW_RUNS runs (default 3) with
 #       --inject-slowdown NAME:FACTOR (default 1.2), each trial's runs a
 #       directory compared with the baseline: a hit is exit 3 with NAME's
-#       results slower, a false alarm anything else slower.
+#       results slower, a false alarm anything else slower. NAME may be a
+#       collective (allreduce ...): the collectives suite then runs, and
+#       RUN_OPTS="--topologies 2" gives it two ranks to time.
+#   ci/bench_gate.sh gate RUNS [SUITES] [OUT]
+#       the upgrade job as a user runs it with one report as its baseline:
+#       `ci/jobs/gate.sh --accept -- SUITES --quick` RUNS + 1 times (the first
+#       run becomes the baseline, each passing run replaces it); counts the
+#       runs that passed.
 #
 # GAUNTLET (default build/harness/gauntlet) is the binary; extra options for
-# compare go in COMPARE_OPTS (e.g. "--run-noise 5%"). Nothing else may run on
-# the machine meanwhile if the figures are to mean this machine's noise.
+# `run` go in RUN_OPTS (e.g. "--topologies 1,2", make run's), for compare in
+# COMPARE_OPTS (e.g. "--run-noise 5%"). Nothing else may run on the machine
+# meanwhile if the figures are to mean this machine's noise.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 g=${GAUNTLET:-$here/build/harness/gauntlet}
 opts=${COMPARE_OPTS:-}
+read -r -a run_opts <<<"${RUN_OPTS:-}"
 [ -x "$g" ] || { echo "bench_gate.sh: no gauntlet at $g (make build, or set GAUNTLET)" >&2; exit 2; }
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # compare BASE NEW [args]: prints the exit code, then the SLOWER/MISSING/FAILED lines
 cmp_pair() {
@@ -41,10 +50,10 @@ aa() {
     mkdir -p "$out"
     local sel=()
     [ -n "$suites" ] && sel=("${suites//,/ }")
-    echo "A/A: $((pairs + 1)) runs of gauntlet run ${suites:-(every suite)} --quick into $out" >&2
+    echo "A/A: $((pairs + 1)) runs of gauntlet run ${suites:-(every suite)} --quick ${RUN_OPTS:-} into $out" >&2
     for i in $(seq 0 "$pairs"); do
         # shellcheck disable=SC2068
-        "$g" run ${sel[@]} --quick --quiet --report "$out/run$i.json" >"$out/run$i.log" 2>&1 ||
+        "$g" run ${sel[@]} --quick --quiet "${run_opts[@]}" --report "$out/run$i.json" >"$out/run$i.log" 2>&1 ||
             echo "  run $i exited $? (its checks: see $out/run$i.log)" >&2
     done
     local names
@@ -87,14 +96,14 @@ detect() {
     mkdir -p "$out/base"
     echo "detect: $nbase baseline runs of '$suite --quick', then $trials trials of $nnew runs with --inject-slowdown $name:$factor, in $out" >&2
     for i in $(seq -w 1 "$nbase"); do
-        "$g" run "$suite" --quick --quiet --report "$out/base/run$i.json" >/dev/null 2>&1
+        "$g" run "$suite" --quick --quiet "${run_opts[@]}" --report "$out/base/run$i.json" >/dev/null 2>&1
     done
     local hits=0 others=0 missed=0
     : >"$out/trials.txt"
     for t in $(seq 1 "$trials"); do
         mkdir -p "$out/trial$t"
         for i in $(seq -w 1 "$nnew"); do
-            "$g" run "$suite" --quick --quiet --inject-slowdown "$name:$factor" \
+            "$g" run "$suite" --quick --quiet "${run_opts[@]}" --inject-slowdown "$name:$factor" \
                 --report "$out/trial$t/run$i.json" >/dev/null 2>&1
         done
         local res rc lines hit=0 other=0
@@ -114,7 +123,7 @@ detect() {
         printf 'trial %d: exit %s\n%s\n' "$t" "$rc" "$lines" >>"$out/trials.txt"
         # shellcheck disable=SC2086
         "$g" compare "$out/base" "$out/trial$t" --verbose $opts 2>/dev/null |
-            grep -A2 "^$suite/$name[/ ]" | grep -E "^$suite|time_us " >>"$out/trials.txt"
+            grep -A2 "^$suite/${name}[/ ]" | grep -E "^$suite|time_us " >>"$out/trials.txt"
     done
     echo "| injected | baseline runs / runs per trial | caught (exit 3, named) | missed | trials with anything else flagged |"
     echo "|---|---|---|---|---|"
@@ -123,7 +132,36 @@ detect() {
     cat "$out/trials.txt"
 }
 
+gate_runs() {
+    local runs=$1 suites=${2:-kernels,collectives,train} out=${3:-$(mktemp -d /tmp/gt_gate_job.XXXXXX)}
+    local sel=()
+    read -r -a sel <<<"${suites//,/ }"
+    mkdir -p "$out"
+    echo "gate: ci/jobs/gate.sh --accept -- ${sel[*]} --quick ${RUN_OPTS:-}, $((runs + 1)) times, one report as the baseline, in $out" >&2
+    local passed=0
+    : >"$out/failures.txt"
+    for i in $(seq 0 "$runs"); do
+        local rc
+        "$here/ci/jobs/gate.sh" --gauntlet "$g" --baseline "$out/baseline.json" \
+            --accept --out "$out/job$i" -- "${sel[@]}" --quick "${run_opts[@]}" >"$out/job$i.log" 2>&1
+        rc=$?
+        [ "$i" = 0 ] && { echo "  first run (the baseline): exit $rc" >&2; continue; }
+        if [ "$rc" = 0 ]; then
+            passed=$((passed + 1))
+        else
+            printf 'run %d: exit %s\n%s\n' "$i" "$rc" \
+                "$(grep -E '^  (SLOWER|MISSING|FAILED) ' "$out/job$i/compare.txt" 2>/dev/null)" >>"$out/failures.txt"
+        fi
+    done
+    echo "| gate.sh runs after the first (one report as the baseline) | passed (exit 0) |"
+    echo "|---|---|"
+    echo "| ${sel[*]} --quick ${RUN_OPTS:-} | $passed / $runs |"
+    echo
+    cat "$out/failures.txt"
+}
+
 case "${1:-}" in
+    gate) [ $# -ge 2 ] || usage; shift; gate_runs "$@" ;;
     aa) [ $# -ge 2 ] || usage; shift; aa "$@" ;;
     detect) [ $# -ge 3 ] || usage; shift; detect "$@" ;;
     *) usage ;;

@@ -75,7 +75,7 @@ def failed_cases(res, out, label):
     out.append("Failed / errored cases:\n")
     for r in bad[:40]:
         det = "; ".join(f"{c.get('name')}: {c.get('detail', '')}" for c in r.get("checks", [])
-                        if not c.get("passed")) or r.get("error", r.get("message", ""))
+                        if c.get("passed") is False) or r.get("error", r.get("message", ""))
         out.append(f"- {label(r)} {r.get('status')}: {str(det)[:300]}")
     out.append("")
 
@@ -149,7 +149,7 @@ def section_kernels(work, out):
                    "|---|---|---|---|---|---|")
         for r in lib:
             ck = [c for c in r.get("checks", []) if c.get("name") == "vs_library_best"]
-            verdict = ("pass" if ck[0].get("passed") else "FAIL") if ck else "-"
+            verdict = ({True: "pass", False: "FAIL"}.get(ck[0].get("passed"), "not evaluated")) if ck else "-"
             f = m(r, "fraction_of_library_best")
             out.append(f"| `{r['case']}` | {fmt(m(r, 'time_us'), 2)} | "
                        f"{fmt(m(r, 'library_best_us'), 2)} | {fmt(f * 100, 1)}% | {verdict} | "
@@ -239,7 +239,7 @@ def section_nccl(work, out):
         npass = sum(r.get("status") == "pass" for r in rs)
         wrong = sum((c.get("value") or 0) for r in rs for c in r.get("checks", [])
                     if c.get("name") == "wrong_elements")
-        failed = sorted({c.get("name", "") for r in rs for c in r.get("checks", []) if not c.get("passed")})
+        failed = sorted({c.get("name", "") for r in rs for c in r.get("checks", []) if c.get("passed") is False})
         pick = [r for r in rs if r.get("params", {}).get("dtype") == "fp32"
                 and not r.get("params", {}).get("in_place")] or rs
         r = pick[0]

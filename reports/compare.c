@@ -126,6 +126,21 @@ static double sum_sq_dev(const double *x, int n) {
     return ss;
 }
 
+/* A robust sum of squared deviations for the blocks of one run: (k - 1)
+ * (1.4826 MAD)^2, MAD the median absolute deviation from the blocks' median.
+ * One block of stalled steps (a loaded machine) moves the plain sum of
+ * squares by its square; it moves the MAD by at most one rank. */
+static double robust_ss(const double *x, int k) {
+    if (k < 2) return 0;
+    double *d = malloc((size_t)k * sizeof *d);
+    if (!d) return sum_sq_dev(x, k);
+    double m = gt_median(x, (size_t)k);
+    for (int i = 0; i < k; i++) d[i] = fabs(x[i] - m);
+    double s = 1.4826 * gt_median(d, (size_t)k);
+    free(d);
+    return (k - 1) * s * s;
+}
+
 /* Microseconds per unit of a time unit, 0 for anything else. */
 static double us_per_unit(const char *unit) {
     if (!unit) return 0;
@@ -179,6 +194,7 @@ typedef struct assessment {
     gt_compare_method method;
     double base_med, new_med, rel, p;
     double se_rel; /* standard error of rel under no change (NAN: none) */
+    double se;     /* the same in the metric's unit (NAN: none; RUNS and BLOCKS only) */
     int df;        /* degrees of freedom of the t test (0: normal) */
     int large, better;
 } assessment;
@@ -239,7 +255,7 @@ static assessment assess_paired(const side *b, const side *n, int higher_better,
  * the unit's microseconds (0: not a time), for the timing floor. */
 static assessment assess(const side *b, const side *n, int higher_better, double us_per,
                          const gt_compare_options *o) {
-    assessment a = {.method = GT_METHOD_NONE, .rel = NAN, .p = NAN, .se_rel = NAN};
+    assessment a = {.method = GT_METHOD_NONE, .rel = NAN, .p = NAN, .se_rel = NAN, .se = NAN};
     if (b->n == 0 || n->n == 0) {
         a.base_med = b->n ? gt_median(b->v, b->n) : NAN;
         a.new_med = n->n ? gt_median(n->v, n->n) : NAN;
@@ -265,7 +281,11 @@ static assessment assess(const side *b, const side *n, int higher_better, double
     a.large = mn != mb && (isnan(a.rel) || fabs(a.rel) >= o->threshold);
     a.better = higher_better ? mn > mb : mn < mb;
     int df = (kb > 1 ? kb - 1 : 0) + (kn > 1 ? kn - 1 : 0);
-    double ss = (kb > 1 ? sum_sq_dev(reps, kb) : 0) + (kn > 1 ? sum_sq_dev(reps + kb, kn) : 0);
+    /* runs: their plain variance (each run was a whole replication); blocks:
+     * the robust spread, since a run's blocks share one machine and one
+     * stall among 5 blocks is common, not information */
+    double (*ss_of)(const double *, int) = by_runs ? sum_sq_dev : robust_ss;
+    double ss = (kb > 1 ? ss_of(reps, kb) : 0) + (kn > 1 ? ss_of(reps + kb, kn) : 0);
     free(reps);
     if (us_per > 0 && fmax(fabs(mb), fabs(mn)) * us_per < o->timing_floor_us) {
         a.method = GT_METHOD_FLOOR; /* call overhead and timer, not work */
@@ -285,6 +305,7 @@ static assessment assess(const side *b, const side *n, int higher_better, double
     double floor_sd = (runs ? o->run_noise : o->single_run_noise) * fabs(mb);
     double var = ss / df + floor_sd * floor_sd;
     double se = sqrt(var * (1.0 / b->runs + 1.0 / n->runs));
+    a.se = se;
     if (mb != 0) a.se_rel = se / fabs(mb);
     if (mn == mb)
         a.p = 1;
@@ -363,6 +384,8 @@ typedef struct cmp_metric {
     const char *name, *unit; /* borrowed from the documents */
     const char *derived_from; /* the gated metric it is computed from (shown, not gated), or NULL */
     const char *ungated;      /* "gate": false in a report: its "kind" (numerics, state), or NULL */
+    const char *part_of;      /* the whole it was judged as a part of (rel, detectable: of the
+                                 whole's BASE level), or NULL */
     int in_base, in_new, higher_better;
     gt_verdict verdict;
     gt_compare_method method;
@@ -376,7 +399,7 @@ typedef struct cmp_metric {
 
 typedef struct cmp_check {
     const char *name, *detail;
-    int base_state, new_state; /* -1 absent, 0 failed, 1 passed */
+    int base_state, new_state; /* -1 absent, 0 failed, 1 passed, 2 not evaluated */
     double value, limit;       /* NEW's */
 } cmp_check;
 
@@ -689,6 +712,56 @@ static const char *ungated_kind(const char *name, json_t *mb, json_t *mn) {
     return NULL;
 }
 
+/* The whole a metric is a part of ("part_of": W in either report; reports
+ * before the mark: exposed_comm_ms and data_wait_ms of ms_per_step), or NULL. */
+static const char *part_whole(const char *name, json_t *mb, json_t *mn) {
+    json_t *sides[2] = {mn, mb};
+    for (int i = 0; i < 2; i++) {
+        const char *w = sides[i] ? json_string_value(json_object_get(sides[i], "part_of")) : NULL;
+        if (w) return w;
+    }
+    if (strcmp(name, "exposed_comm_ms") == 0 || strcmp(name, "data_wait_ms") == 0)
+        return "ms_per_step";
+    return NULL;
+}
+
+/* Parts of a whole (the exposed communication of a step, its wait for
+ * data) are judged by their effect on the whole: their own level may double
+ * between identical runs (0.05 -> 0.1 ms of a 10 ms step) while the step
+ * does not move. The p-value stays the part's own (is it different at
+ * all?); the change and the detectable change become fractions of the
+ * whole's BASE level, so the threshold asks "did the step get this much
+ * slower through this part?". Applied only where the whole is in both
+ * reports with the same unit and a positive level. */
+static void judge_parts(const gt_compare *c, cmp_result *r) {
+    if (!r->base || !r->nw) return;
+    json_t *mb = json_object_get(r->base, "metrics"), *mn = json_object_get(r->nw, "metrics");
+    for (size_t j = 0; j < r->nm; j++) {
+        cmp_metric *m = &r->m[j];
+        if (!m->in_base || !m->in_new || m->derived_from || m->ungated) continue;
+        const char *w = part_whole(m->name, json_object_get(mb, m->name),
+                                   json_object_get(mn, m->name));
+        if (!w || strcmp(w, m->name) == 0) continue;
+        const cmp_metric *whole = NULL;
+        for (size_t i = 0; i < r->nm; i++)
+            if (strcmp(r->m[i].name, w) == 0) whole = &r->m[i];
+        if (!whole || !whole->in_base || !whole->in_new || strcmp(whole->unit, m->unit) != 0 ||
+            !(whole->base_med > 0) || !isfinite(m->base_med) || !isfinite(m->new_med))
+            continue;
+        double W = whole->base_med;
+        assessment *a = &m->a;
+        m->part_of = whole->name;
+        a->rel = (a->new_med - a->base_med) / W;
+        a->large = a->new_med != a->base_med && fabs(a->rel) >= c->opt.threshold;
+        if (a->method == GT_METHOD_PAIRED)
+            a->se_rel *= fabs(a->base_med) / W; /* a log ratio's se is about a relative one */
+        else if (!isnan(a->se))
+            a->se_rel = a->se / W;
+        m->rel = a->rel;
+        m->verdict = decide(a, m->p, c->opt.alpha);
+    }
+}
+
 /* The result of `key` in a further run, or NULL. */
 static json_t *extra_result(const extra_run *x, const char *key) {
     size_t lo = 0, hi = x->n;
@@ -795,6 +868,14 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
     return rc;
 }
 
+/* A check's state in one report: -1 absent, 0 failed, 1 passed, 2 recorded
+ * but not evaluated ("evaluated": false: that run could not judge it). */
+static int check_state(json_t *ck) {
+    if (!ck) return -1;
+    if (json_is_false(json_object_get(ck, "evaluated"))) return 2;
+    return json_is_true(json_object_get(ck, "passed"));
+}
+
 static int add_check(cmp_result *r, json_t *cb, json_t *cn) {
     cmp_check *n = realloc(r->ck, (r->nck + 1) * sizeof *n);
     if (!n) return -1;
@@ -803,8 +884,8 @@ static int add_check(cmp_result *r, json_t *cb, json_t *cn) {
     r->ck[r->nck++] = (cmp_check){
         .name = str_or(json_object_get(any, "name"), "?"),
         .detail = json_string_value(json_object_get(any, "detail")),
-        .base_state = cb ? json_is_true(json_object_get(cb, "passed")) : -1,
-        .new_state = cn ? json_is_true(json_object_get(cn, "passed")) : -1,
+        .base_state = check_state(cb),
+        .new_state = check_state(cn),
         .value = json_is_number(json_object_get(any, "value"))
                      ? json_number_value(json_object_get(any, "value"))
                      : NAN,
@@ -879,7 +960,13 @@ static int compare_result(gt_compare *c, cmp_result *r) {
     json_t *ch;
     json_array_foreach(cn, i, ch) {
         if (add_check(r, find_check(cb, str_or(json_object_get(ch, "name"), "")), ch)) return -1;
-        if (!r->ck[r->nck - 1].new_state) r->failed_checks++;
+        const cmp_check *x = &r->ck[r->nck - 1];
+        if (!x->new_state) r->failed_checks++;
+        /* not judged in this run (nothing steady enough to judge it by):
+         * neither a failure nor a vanished check, but said */
+        if (x->new_state == 2)
+            append_note(r, "check %s not evaluated in NEW%s%s", x->name, x->detail ? ": " : "",
+                        x->detail ? x->detail : "");
     }
     json_array_foreach(cb, i, ch) {
         if (find_check(cn, str_or(json_object_get(ch, "name"), ""))) continue;
@@ -912,6 +999,7 @@ static int compare_result(gt_compare *c, cmp_result *r) {
             continue;
         if (add_metric(c, r, name, NULL, m)) return -1;
     }
+    judge_parts(c, r);
     /* the loss curve against BASE's: the same run on another stack must
      * train the same way; bitwise equality is reported, a deviation beyond
      * loss_rtol at any step is a failed check */
@@ -1463,6 +1551,13 @@ static const char *metric_verdict_text(const cmp_metric *m) {
         snprintf(buf, sizeof buf, "%s (via %s)", gt_verdict_name(m->verdict), m->derived_from);
         return buf;
     }
+    if (m->part_of) {
+        static char pbuf[96];
+        snprintf(pbuf, sizeof pbuf, "%s (change as a part of %s)",
+                 m->verdict == GT_VERDICT_SLOWER ? "SLOWER" : gt_verdict_name(m->verdict),
+                 m->part_of);
+        return pbuf;
+    }
     return m->verdict == GT_VERDICT_SLOWER ? "SLOWER" : gt_verdict_name(m->verdict);
 }
 
@@ -1750,9 +1845,10 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
             fmt_change(ch, sizeof ch, m);
             fmt_p(p, sizeof p, m);
             fmt_detect(det, sizeof det, m);
-            fprintf(f, "  SLOWER   %s %s: %.5g -> %.5g %s (%s; %s p %s; detects %s)\n", r->label,
-                    m->name, m->base_med, m->new_med, m->unit, ch, method_name(m->method), p,
-                    det);
+            fprintf(f, "  SLOWER   %s %s: %.5g -> %.5g %s (%s%s%s; %s p %s; detects %s)\n",
+                    r->label, m->name, m->base_med, m->new_med, m->unit, ch,
+                    m->part_of ? " of " : "", m->part_of ? m->part_of : "",
+                    method_name(m->method), p, det);
         }
     }
     fprintf(f, "\n");

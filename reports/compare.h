@@ -30,7 +30,10 @@
  *     base)^2, se = sqrt(var (1/runs_base + 1/runs_new)), p the two-sided
  *     tail of Student's t with df at |new - base| / se;
  *   - one run each side (method BLOCKS): the blocks show a run's own noise
- *     but not how runs differ, which is assumed: var = s^2 +
+ *     but not how runs differ, which is assumed; s is robust here, 1.4826
+ *     times the median absolute deviation of each side's block medians
+ *     (pooled as k - 1 times its square), so that one block of stalled
+ *     steps does not widen the noise of a whole run: var = s^2 +
  *     (single_run_noise base)^2, se = sqrt(2 var), p the normal tail.
  *   - paired (options.paired, both sides as many runs, run i of each run
  *     side by side: interleaved A/B): the log ratios ln(new_i / base_i)

@@ -295,6 +295,18 @@ void gt_result_metric(gt_result *res, const char *name, const char *unit, int hi
     json_object_set_new(json_object_get(res->obj, "metrics"), name, m);
 }
 
+void gt_result_check_unevaluated(gt_result *res, const char *name, double limit,
+                                 const char *detail) {
+    json_t *c = json_object();
+    json_object_set_new(c, "name", json_string(name));
+    json_object_set_new(c, "passed", json_null());
+    json_object_set_new(c, "evaluated", json_false());
+    json_object_set_new(c, "value", json_null());
+    json_object_set_new(c, "limit", num(limit));
+    if (detail) json_object_set_new(c, "detail", json_string(detail));
+    json_array_append_new(json_object_get(res->obj, "checks"), c);
+}
+
 void gt_result_metric_derived(gt_result *res, const char *name, const char *from) {
     json_t *m = json_object_get(json_object_get(res->obj, "metrics"), name);
     if (m) json_object_set_new(m, "derived_from", json_string(from));
@@ -305,6 +317,11 @@ void gt_result_metric_ungated(gt_result *res, const char *name, const char *kind
     if (!m) return;
     json_object_set_new(m, "gate", json_false());
     json_object_set_new(m, "kind", json_string(kind));
+}
+
+void gt_result_metric_part_of(gt_result *res, const char *name, const char *whole) {
+    json_t *m = json_object_get(json_object_get(res->obj, "metrics"), name);
+    if (m) json_object_set_new(m, "part_of", json_string(whole));
 }
 
 void gt_result_series(gt_result *res, const char *name, const double *values, size_t n) {
@@ -449,7 +466,7 @@ void gt_report_print_summary(gt_report *r, FILE *f) {
         json_t *c;
         if (st == GT_RESULT_FAIL) {
             json_array_foreach(json_object_get(res->obj, "checks"), j, c) {
-                if (!json_is_true(json_object_get(c, "passed"))) {
+                if (json_is_false(json_object_get(c, "passed"))) {
                     why = str_of(c, "name");
                     break;
                 }

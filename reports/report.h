@@ -67,6 +67,14 @@ void gt_result_param_num(gt_result *res, const char *key, double value);
 void gt_result_check(gt_result *res, const char *name, int passed, double value, double limit,
                      const char *detail);
 
+/* A check that could not be evaluated in this run (e.g. no measurement was
+ * steady enough to judge it): recorded with "passed": null and "evaluated":
+ * false and why in detail, so that a reader can tell "not judged" from
+ * "failed" and from "not part of this case". It changes no status, and
+ * compare treats it as neither a failure nor a vanished check. */
+void gt_result_check_unevaluated(gt_result *res, const char *name, double limit,
+                                 const char *detail);
+
 /* A metric: unit ("tokens/s"), direction (higher_better 1 or 0), the value
  * reported (usually the median) and the samples it came from (may be NULL/0).
  * min/median/max/n are derived from the samples. */
@@ -86,6 +94,13 @@ void gt_result_metric_derived(gt_result *res, const char *name, const char *from
  * ("gate": false and "kind": kind in the report, e.g. "numerics",
  * "state"). A name not added is ignored. */
 void gt_result_metric_ungated(gt_result *res, const char *name, const char *kind);
+
+/* Marks metric `name` (added before) as a part of metric `whole` of the same
+ * result, in the same unit (the exposed communication of a step): compare
+ * judges a change of the part by its size against the whole's level, so
+ * that a part that doubles within a step that does not move is no
+ * regression ("part_of" in the report). A name not added is ignored. */
+void gt_result_metric_part_of(gt_result *res, const char *name, const char *whole);
 
 /* A series (e.g. the loss of every step), stored at full precision. */
 void gt_result_series(gt_result *res, const char *name, const double *values, size_t n);

@@ -881,6 +881,16 @@ static void finish_checks(suite_state *st, const coll_def *d, placement *pl, int
                                           ? fmin(st->sum->min_overhead_ratio, pl->min_ratio)
                                           : pl->min_ratio;
         st->sum->overhead_checked++;
+    } else if (primary && pl->untrusted_big > 0) {
+        /* sizes were there to judge but none timed steadily: the check is
+         * recorded as not evaluated (not passed, not failed), so a run
+         * on a quiet machine and one on a busy one stay comparable */
+        snprintf(detail, sizeof detail,
+                 "none of the %d sizes >= %llu bytes timed steadily enough to judge "
+                 "(each side's slowest block within 25%% of its fastest, raw time >= 100 us, "
+                 "ranks no more than cores)",
+                 pl->untrusted_big, (unsigned long long)GT_COLL_OVERHEAD_MIN_BYTES);
+        gt_result_check_unevaluated(pl->res, "busbw_vs_raw", GT_COLL_OVERHEAD_LIMIT, detail);
     }
 }
 

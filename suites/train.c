@@ -1547,9 +1547,12 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     }
     gt_result_metric(res, "data_wait_ms", "ms", 0, gt_median(st->wait_ms + skip, (size_t)(n - skip)),
                      st->wait_ms + skip, (size_t)(n - skip));
-    if (st->comm_ms)
+    gt_result_metric_part_of(res, "data_wait_ms", "ms_per_step");
+    if (st->comm_ms) {
         gt_result_metric(res, "exposed_comm_ms", "ms", 0, st->exposed_comm_ms,
                          st->comm_ms + skip, (size_t)(n - skip));
+        gt_result_metric_part_of(res, "exposed_comm_ms", "ms_per_step");
+    }
     gt_result_param_int(res, "ranks", st->nranks);
     gt_result_param_int(res, "micro_batch", cfg->micro_batch);
     gt_result_param_int(res, "deterministic", cfg->deterministic);
