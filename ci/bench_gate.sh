@@ -22,6 +22,9 @@
 #       run becomes the baseline, each passing run replaces it); counts the
 #       runs that passed.
 #
+# REUSE=1 with an OUT that holds the runs of an earlier call judges them again
+# without running anything (aa, gate): for a change to compare alone.
+#
 # GAUNTLET (default build/harness/gauntlet) is the binary; extra options for
 # `run` go in RUN_OPTS (e.g. "--topologies 1,2", make run's), for compare in
 # COMPARE_OPTS (e.g. "--run-noise 5%"). Nothing else may run on the machine
@@ -52,6 +55,7 @@ aa() {
     [ -n "$suites" ] && sel=("${suites//,/ }")
     echo "A/A: $((pairs + 1)) runs of gauntlet run ${suites:-(every suite)} --quick ${RUN_OPTS:-} into $out" >&2
     for i in $(seq 0 "$pairs"); do
+        [ "${REUSE:-0}" = 1 ] && [ -s "$out/run$i.json" ] && continue
         # shellcheck disable=SC2068
         "$g" run ${sel[@]} --quick --quiet "${run_opts[@]}" --report "$out/run$i.json" >"$out/run$i.log" 2>&1 ||
             echo "  run $i exited $? (its checks: see $out/run$i.log)" >&2
@@ -142,9 +146,22 @@ gate_runs() {
     : >"$out/failures.txt"
     for i in $(seq 0 "$runs"); do
         local rc
-        "$here/ci/jobs/gate.sh" --gauntlet "$g" --baseline "$out/baseline.json" \
-            --accept --out "$out/job$i" -- "${sel[@]}" --quick "${run_opts[@]}" >"$out/job$i.log" 2>&1
-        rc=$?
+        if [ "${REUSE:-0}" = 1 ] && [ -s "$out/job$i/new.json" ]; then
+            # the job again, from its report: compare with the baseline as it
+            # stood, and a pass becomes the baseline
+            if [ "$i" = 0 ]; then
+                cp "$out/job0/new.json" "$out/baseline.json"
+                continue
+            fi
+            # shellcheck disable=SC2086
+            "$g" compare "$out/baseline.json" "$out/job$i/new.json" $opts >"$out/job$i/compare.txt" 2>&1
+            rc=$?
+            [ "$rc" = 0 ] && cp "$out/job$i/new.json" "$out/baseline.json"
+        else
+            "$here/ci/jobs/gate.sh" --gauntlet "$g" --baseline "$out/baseline.json" \
+                --accept --out "$out/job$i" -- "${sel[@]}" --quick "${run_opts[@]}" >"$out/job$i.log" 2>&1
+            rc=$?
+        fi
         [ "$i" = 0 ] && { echo "  first run (the baseline): exit $rc" >&2; continue; }
         if [ "$rc" = 0 ]; then
             passed=$((passed + 1))

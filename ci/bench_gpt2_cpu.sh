@@ -18,7 +18,6 @@ py=/usr/bin/python3
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 "$py" -c 'import torch' 2>/dev/null || { echo "bench_gpt2_cpu: $py cannot import torch (apt-get install python3-torch)" >&2; exit 2; }
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 for r in $(seq 1 "$rounds"); do
     /usr/bin/time -f "%M" -o "$out/g$r.rss" "$g" train --model gpt2-124m --batch 4 --seq 64 \
         --steps 8 --threads "$threads" --report "$out/g$r.json" >"$out/g$r.log" 2>&1

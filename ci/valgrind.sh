@@ -21,10 +21,9 @@ cmake --build "$BUILD" -j "$JOBS" --target gauntlet
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# GT_NO_REEXEC: no re-exec to set OMP_WAIT_POLICY (valgrind would follow
-# it); passive: spinning OpenMP threads are slow under valgrind's one-at-a-time
+# passive: spinning OpenMP threads are slow under valgrind's one-at-a-time
 # thread scheduling. --peak-gflops: no SGEMM measurement (minutes under valgrind).
-GT_NO_REEXEC=1 OMP_WAIT_POLICY=passive \
+OMP_WAIT_POLICY=passive \
 valgrind --tool=memcheck --error-exitcode=1 --leak-check=full \
          --errors-for-leak-kinds=definite,possible --show-leak-kinds=definite,possible \
          --track-origins=yes --suppressions=ci/valgrind.supp --num-callers=30 \

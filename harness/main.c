@@ -31,20 +31,7 @@ static void usage(FILE *f) {
             GT_VERSION);
 }
 
-/* OpenMP threads that spin after a parallel region take the cores from
- * OpenBLAS's own threads: on 2 cores gpt2-124m went from 1.43 s to 3.9 s a
- * step. libgomp reads OMP_WAIT_POLICY once, when it loads, before main, so
- * when the user has not chosen a policy gauntlet sets "passive" and runs
- * itself again. GT_NO_REEXEC=1 turns this off. */
-static void ensure_wait_policy(char **argv) {
-    if (getenv("OMP_WAIT_POLICY") || getenv("GT_NO_REEXEC")) return;
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv);
-    /* exec failed (no /proc): go on with the default policy */
-}
-
 int main(int argc, char **argv) {
-    ensure_wait_policy(argv);
     /* a file-size limit (ulimit -f) makes a write fail with EFBIG, which the
      * writers report, instead of killing the process mid-write */
     signal(SIGXFSZ, SIG_IGN);

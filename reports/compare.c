@@ -195,6 +195,9 @@ typedef struct assessment {
     double base_med, new_med, rel, p;
     double se_rel; /* standard error of rel under no change (NAN: none) */
     double se;     /* the same in the metric's unit (NAN: none; RUNS and BLOCKS only) */
+    double spread; /* RUNS and BLOCKS: the replicates' pooled variance, before the floor */
+    double floor_frac; /* the assumed least run-to-run noise, a fraction of the level */
+    double inv_runs;   /* 1 / runs_base + 1 / runs_new */
     int df;        /* degrees of freedom of the t test (0: normal) */
     int large, better;
 } assessment;
@@ -302,9 +305,12 @@ static assessment assess(const side *b, const side *n, int higher_better, double
     int runs = by_runs;
     a.method = runs ? GT_METHOD_RUNS : GT_METHOD_BLOCKS;
     a.df = runs ? df : 0;
-    double floor_sd = (runs ? o->run_noise : o->single_run_noise) * fabs(mb);
-    double var = ss / df + floor_sd * floor_sd;
-    double se = sqrt(var * (1.0 / b->runs + 1.0 / n->runs));
+    a.floor_frac = runs ? o->run_noise : o->single_run_noise;
+    a.spread = ss / df;
+    a.inv_runs = 1.0 / b->runs + 1.0 / n->runs;
+    double floor_sd = a.floor_frac * fabs(mb);
+    double var = a.spread + floor_sd * floor_sd;
+    double se = sqrt(var * a.inv_runs);
     a.se = se;
     if (mb != 0) a.se_rel = se / fabs(mb);
     if (mn == mb)
@@ -709,6 +715,9 @@ static const char *ungated_kind(const char *name, json_t *mb, json_t *mn) {
         if (strcmp(name, numerics[i]) == 0) return "numerics";
     for (size_t i = 0; i < sizeof reference / sizeof reference[0]; i++)
         if (strcmp(name, reference[i]) == 0) return "reference";
+    /* a collective's raw-library baseline and gauntlet's ratio to it */
+    if (strncmp(name, "raw_busbw_", 10) == 0 || strncmp(name, "overhead_ratio_", 15) == 0)
+        return "reference";
     return NULL;
 }
 
@@ -728,11 +737,12 @@ static const char *part_whole(const char *name, json_t *mb, json_t *mn) {
 /* Parts of a whole (the exposed communication of a step, its wait for
  * data) are judged by their effect on the whole: their own level may double
  * between identical runs (0.05 -> 0.1 ms of a 10 ms step) while the step
- * does not move. The p-value stays the part's own (is it different at
- * all?); the change and the detectable change become fractions of the
- * whole's BASE level, so the threshold asks "did the step get this much
- * slower through this part?". Applied only where the whole is in both
- * reports with the same unit and a positive level. */
+ * does not move. The change, the noise and so the detectable change become
+ * fractions of the whole's BASE level: the replicates' own spread, plus the
+ * assumed run-to-run noise of the whole (a step that moves by 15% between
+ * runs can move its parts by that much of the step). The threshold then asks
+ * "did the step get this much slower through this part?". Applied only where
+ * the whole is in both reports with the same unit and a positive level. */
 static void judge_parts(const gt_compare *c, cmp_result *r) {
     if (!r->base || !r->nw) return;
     json_t *mb = json_object_get(r->base, "metrics"), *mn = json_object_get(r->nw, "metrics");
@@ -753,10 +763,25 @@ static void judge_parts(const gt_compare *c, cmp_result *r) {
         m->part_of = whole->name;
         a->rel = (a->new_med - a->base_med) / W;
         a->large = a->new_med != a->base_med && fabs(a->rel) >= c->opt.threshold;
-        if (a->method == GT_METHOD_PAIRED)
-            a->se_rel *= fabs(a->base_med) / W; /* a log ratio's se is about a relative one */
-        else if (!isnan(a->se))
+        if (a->method == GT_METHOD_PAIRED && !isnan(a->se_rel)) {
+            /* a log ratio's se is about a relative one, of the part's level;
+             * the floor, as a fraction of the whole, is added again */
+            double own = a->se_rel * fabs(a->base_med) / W;
+            int k = a->df + 1;
+            a->se_rel = sqrt(own * own + c->opt.run_noise * c->opt.run_noise / k);
+            a->p = a->rel == 0 ? 1 : two_sided_tail(a->rel / a->se_rel, a->df);
+        } else if ((a->method == GT_METHOD_RUNS || a->method == GT_METHOD_BLOCKS) &&
+                   !isnan(a->se)) {
+            /* the noise a run assumes is the whole's: a step that moves by
+             * 15% between runs moves its parts by as much of the step */
+            double fl = a->floor_frac * W;
+            a->se = sqrt((a->spread + fl * fl) * a->inv_runs);
             a->se_rel = a->se / W;
+            a->p = a->new_med == a->base_med ? 1
+                   : a->se > 0 ? two_sided_tail(fabs(a->new_med - a->base_med) / a->se, a->df)
+                               : 0;
+        }
+        m->p = m->p_adj = a->p;
         m->rel = a->rel;
         m->verdict = decide(a, m->p, c->opt.alpha);
     }
