@@ -17,8 +17,10 @@
  *     parameter gradients once per step.
  *   - No op may reduce in an order that depends on the thread count, block
  *     count or timing: results are bitwise reproducible for a fixed shape.
- *   - Ops return GT_OK, GT_ERR_INVALID (bad shape) or GT_ERR_UNSUPPORTED
- *     (dtype not handled), GT_ERR_DEVICE on the GPU.
+ *   - Ops return GT_OK, GT_ERR_INVALID (bad shape), GT_ERR_UNSUPPORTED
+ *     (dtype not handled), GT_ERR_OOM (a scratch buffer could not be had:
+ *     ref and cpu allocate some, e.g. attention's and the GEMM tiles'
+ *     packing) or GT_ERR_DEVICE on the GPU.
  */
 #ifndef GT_OPS_H
 #define GT_OPS_H

@@ -1688,14 +1688,16 @@ static int cmp_dbl(const void *a, const void *b) {
  * large a change they can detect (median, 90th percentile, largest). */
 static void print_suites(const gt_compare *c, FILE *f) {
     fprintf(f, "\nper suite (a metric is \"same\" within its detectable change):\n");
+    /* the detectable changes of one suite, at most every metric's */
+    size_t total = 0;
+    for (size_t i = 0; i < c->nres; i++) total += c->res[i].nm;
+    double *det = malloc((total ? total : 1) * sizeof *det);
     for (size_t i = 0; i < c->nres; i++) {
         const char *suite = c->res[i].suite;
         int seen = 0;
         for (size_t j = 0; j < i && !seen; j++) seen = strcmp(c->res[j].suite, suite) == 0;
         if (seen) continue;
         int results = 0, v[GT_VERDICT_COUNT] = {0}, floor_ = 0, derived = 0, ungated = 0, nd = 0;
-        double *det = malloc(sizeof(double) * 1);
-        size_t cap = 1;
         const char *worst_label = NULL, *worst_metric = NULL;
         double worst = -1;
         for (size_t j = i; j < c->nres; j++) {
@@ -1719,12 +1721,6 @@ static void print_suites(const gt_compare *c, FILE *f) {
                 }
                 v[m->verdict]++;
                 if (isnan(m->detectable)) continue;
-                if ((size_t)nd == cap) {
-                    double *g = det ? realloc(det, 2 * cap * sizeof *g) : NULL;
-                    if (!g) continue;
-                    det = g;
-                    cap *= 2;
-                }
                 if (det) det[nd++] = m->detectable;
                 if (m->detectable > worst) {
                     worst = m->detectable;
@@ -1749,8 +1745,8 @@ static void print_suites(const gt_compare *c, FILE *f) {
                     100.0 * worst, worst_label ? worst_label : "?",
                     worst_metric ? worst_metric : "?");
         }
-        free(det);
     }
+    free(det);
 }
 
 /* The measured params that changed (a weights digest: the numerics moved)

@@ -718,7 +718,7 @@ typedef struct placement {
     gt_result *res;
     long long wrong;
     uint64_t first_wrong_size;
-    double min_ratio;   /* busbw_vs_raw over trusted sizes */
+    double ratio[64];   /* best raw time / best gauntlet time, per trusted size */
     int trusted;        /* sizes that qualified */
     int untrusted_big;  /* sizes >= the bound that did not */
     double bw_sum;
@@ -800,10 +800,8 @@ static void record_row(const suite_state *st, const coll_def *d, placement *pl,
     pl->bw_sum += gt_median(bw, (size_t)(R));
     pl->bw_n++;
     if (rr->have_raw && nominal >= GT_COLL_OVERHEAD_MIN_BYTES) {
-        if (trusted(st, rr, nominal)) {
-            double v = vmin(rr->t_raw, R) / vmin(rr->t_gt, R);
-            pl->min_ratio = pl->trusted ? fmin(pl->min_ratio, v) : v;
-            pl->trusted++;
+        if (trusted(st, rr, nominal) && pl->trusted < (int)(sizeof pl->ratio / sizeof pl->ratio[0])) {
+            pl->ratio[pl->trusted++] = vmin(rr->t_raw, R) / vmin(rr->t_gt, R);
         } else {
             pl->untrusted_big++;
         }
@@ -875,27 +873,31 @@ static void finish_checks(suite_state *st, const coll_def *d, placement *pl, int
     st->sum->wrong += pl->wrong;
     /* The overhead goal is stated for the primary combination; the others
      * keep their overhead_ratio metrics without a pass/fail. */
-    if (primary && pl->trusted > 0) {
+    if (primary && pl->trusted >= GT_COLL_OVERHEAD_MIN_SIZES) {
+        double ratio = gt_median(pl->ratio, (size_t)pl->trusted);
         snprintf(detail, sizeof detail,
-                 "best gauntlet busbw / best raw busbw, smallest over %d trusted sizes >= "
+                 "best gauntlet busbw / best raw busbw, median over %d trusted sizes >= "
                  "%llu bytes (%d more not trusted)",
                  pl->trusted, (unsigned long long)GT_COLL_OVERHEAD_MIN_BYTES,
                  pl->untrusted_big);
-        gt_result_check(pl->res, "busbw_vs_raw", pl->min_ratio >= GT_COLL_OVERHEAD_LIMIT,
-                        pl->min_ratio, GT_COLL_OVERHEAD_LIMIT, detail);
+        gt_result_check(pl->res, "busbw_vs_raw", ratio >= GT_COLL_OVERHEAD_LIMIT, ratio,
+                        GT_COLL_OVERHEAD_LIMIT, detail);
         st->sum->min_overhead_ratio = st->sum->overhead_checked
-                                          ? fmin(st->sum->min_overhead_ratio, pl->min_ratio)
-                                          : pl->min_ratio;
+                                          ? fmin(st->sum->min_overhead_ratio, ratio)
+                                          : ratio;
         st->sum->overhead_checked++;
-    } else if (primary && pl->untrusted_big > 0) {
-        /* sizes were there to judge but none timed steadily: the check is
-         * recorded as not evaluated (not passed, not failed), so a run
-         * on a quiet machine and one on a busy one stay comparable */
+    } else if (primary && pl->trusted + pl->untrusted_big > 0) {
+        /* sizes were there but too few timed steadily to judge 5%: one
+         * size's ratio moved 0.88-1.10 between runs of one build on two
+         * ranks of a shared 2-core VM. Recorded as not evaluated (not
+         * passed, not failed), so a run on a quiet machine and one on a
+         * busy one stay comparable */
         snprintf(detail, sizeof detail,
-                 "none of the %d sizes >= %llu bytes timed steadily enough to judge "
-                 "(each side's slowest block within 25%% of its fastest, raw time >= 100 us, "
-                 "ranks no more than cores)",
-                 pl->untrusted_big, (unsigned long long)GT_COLL_OVERHEAD_MIN_BYTES);
+                 "%d of the %d sizes >= %llu bytes timed steadily enough, fewer than the %d "
+                 "needed (each side's slowest repetition within 25%% of its fastest, raw time "
+                 ">= 100 us, ranks no more than cores)",
+                 pl->trusted, pl->trusted + pl->untrusted_big,
+                 (unsigned long long)GT_COLL_OVERHEAD_MIN_BYTES, GT_COLL_OVERHEAD_MIN_SIZES);
         gt_result_check_unevaluated(pl->res, "busbw_vs_raw", GT_COLL_OVERHEAD_LIMIT, detail);
     }
 }

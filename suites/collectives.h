@@ -70,6 +70,9 @@ gt_status gt_coll_test_parse(const char *name, gt_coll_test *out);
 
 /* Sizes at or above this are where busbw_vs_raw is checked. */
 #define GT_COLL_OVERHEAD_MIN_BYTES ((uint64_t)1 << 20)
+/* busbw_vs_raw is judged only with at least this many such sizes timed
+ * steadily (their median ratio): one size's ratio is noise at 5%. */
+#define GT_COLL_OVERHEAD_MIN_SIZES 3
 /* The busbw_vs_raw limit: gauntlet's best busbw / raw best busbw. */
 #define GT_COLL_OVERHEAD_LIMIT 0.95
 
