@@ -132,12 +132,10 @@ static double sum_sq_dev(const double *x, int n) {
  * squares by its square; it moves the MAD by at most one rank. */
 static double robust_ss(const double *x, int k) {
     if (k < 2) return 0;
-    double *d = malloc((size_t)k * sizeof *d);
-    if (!d) return sum_sq_dev(x, k);
+    double d[GT_COMPARE_BLOCKS]; /* a run has at most that many blocks */
     double m = gt_median(x, (size_t)k);
     for (int i = 0; i < k; i++) d[i] = fabs(x[i] - m);
     double s = 1.4826 * gt_median(d, (size_t)k);
-    free(d);
     return (k - 1) * s * s;
 }
 
@@ -253,6 +251,21 @@ static assessment assess_paired(const side *b, const side *n, int higher_better,
     return a;
 }
 
+/* RUNS and BLOCKS: the noise of a difference and its p-value, the assumed
+ * run-to-run floor taken as floor_frac of `level` (a metric's own BASE level,
+ * or the whole's for a part of it); se_rel relative to that level. */
+static void noise_test(assessment *a, double level) {
+    double fl = a->floor_frac * level;
+    a->se = sqrt((a->spread + fl * fl) * a->inv_runs);
+    a->se_rel = level != 0 ? a->se / level : NAN;
+    if (a->new_med == a->base_med)
+        a->p = 1;
+    else if (!(a->se > 0))
+        a->p = 0; /* no noise at all and a difference */
+    else
+        a->p = two_sided_tail(fabs(a->new_med - a->base_med) / a->se, a->df);
+}
+
 /* The level of each side, their relative change and, where there is noise to
  * judge it against, its p-value (reports/compare.h has the model). us_per:
  * the unit's microseconds (0: not a time), for the timing floor. */
@@ -308,17 +321,7 @@ static assessment assess(const side *b, const side *n, int higher_better, double
     a.floor_frac = runs ? o->run_noise : o->single_run_noise;
     a.spread = ss / df;
     a.inv_runs = 1.0 / b->runs + 1.0 / n->runs;
-    double floor_sd = a.floor_frac * fabs(mb);
-    double var = a.spread + floor_sd * floor_sd;
-    double se = sqrt(var * a.inv_runs);
-    a.se = se;
-    if (mb != 0) a.se_rel = se / fabs(mb);
-    if (mn == mb)
-        a.p = 1;
-    else if (!(se > 0))
-        a.p = 0; /* no noise at all and a difference */
-    else
-        a.p = two_sided_tail(fabs(mn - mb) / se, a.df);
+    noise_test(&a, fabs(mb));
     return a;
 }
 
@@ -774,12 +777,7 @@ static void judge_parts(const gt_compare *c, cmp_result *r) {
                    !isnan(a->se)) {
             /* the noise a run assumes is the whole's: a step that moves by
              * 15% between runs moves its parts by as much of the step */
-            double fl = a->floor_frac * W;
-            a->se = sqrt((a->spread + fl * fl) * a->inv_runs);
-            a->se_rel = a->se / W;
-            a->p = a->new_med == a->base_med ? 1
-                   : a->se > 0 ? two_sided_tail(fabs(a->new_med - a->base_med) / a->se, a->df)
-                               : 0;
+            noise_test(a, W);
         }
         m->p = m->p_adj = a->p;
         m->rel = a->rel;
