@@ -48,7 +48,10 @@
  *     else ambiguous; such a metric never makes a regression.
  *   - a time (unit ns, us, ms, s) whose level is below timing_floor_us on
  *     both sides: reported, never gated (call overhead and the timer's
- *     resolution, not work); counted as below_floor.
+ *     resolution, not work); counted as below_floor. Below the floor on
+ *     one side only (runs, blocks): that side's level is taken as the floor
+ *     itself ("at most the floor" is all such a figure says), so 2.6 ->
+ *     5.1 us is no change while 2.6 -> 50 us is a regression of 900%.
  * A metric that a report marks "gate": false (its "kind": numerics for an
  * error or a loss, which the checks judge; state for a clock or a
  * temperature) is shown with its verdict, never tested or gated (counted as
