@@ -162,10 +162,13 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
 typedef struct gt_compare gt_compare;
 
 /* Loads both sides (a report or a directory of reports each) and compares
- * them. Errors (nothing is returned, the last error says what is wrong with
- * which file and what to do):
- * GT_ERR_IO the file cannot be read; GT_ERR_INVALID not JSON, not a gauntlet
- * report, or a schema_version newer than GT_REPORT_SCHEMA_VERSION. */
+ * them. Every report is read by gt_report_read (reports/read.h), with
+ * "BASE" or "NEW" naming it. Errors (nothing is returned, the last error
+ * says what is wrong with which file, where, and what to do):
+ * GT_ERR_IO a file cannot be read, or a directory holds no .json report;
+ * GT_ERR_INVALID not JSON or not a valid report (reports/read.h: a
+ * schema_version newer than GT_REPORT_SCHEMA_VERSION among others), or a
+ * selection (suites, metrics) that names nothing in either report. */
 gt_status gt_compare_files(const char *base_path, const char *new_path,
                            const gt_compare_options *opt, gt_compare **out);
 void gt_compare_free(gt_compare *c);

@@ -480,7 +480,8 @@ static void test_gate_rules(void) {
     static const char *const gpu_files[] = {"r_g0.json", "r_g1.json", "r_g2.json"};
     for (int i = 0; i < 3; i++) {
         FILE *gf = fopen(path_of(gpu_files[i]), "w");
-        fprintf(gf, "{\"schema_version\": 1, \"env\": {\"gpus\": [%s]}, \"results\": [%s]}\n",
+        fprintf(gf, "{\"schema_version\": 1, \"run\": {\"id\": \"t\"}, \"env\": {\"gpus\": [%s]}, "
+                "\"results\": [%s]}\n",
                 gpus[i], result_json("a", "pass", "", ok, ""));
         fclose(gf);
     }
@@ -496,7 +497,8 @@ static void test_gate_rules(void) {
     static const char *const blas_files[] = {"r_b0.json", "r_b1.json", "r_b2.json"};
     for (int i = 0; i < 3; i++) {
         FILE *bf = fopen(path_of(blas_files[i]), "w");
-        fprintf(bf, "{\"schema_version\": 1, \"env\": {\"blas\": %s}, \"results\": [%s]}\n",
+        fprintf(bf, "{\"schema_version\": 1, \"run\": {\"id\": \"t\"}, \"env\": {\"blas\": %s}, "
+                "\"results\": [%s]}\n",
                 blas[i], result_json("a", "pass", "", ok, ""));
         fclose(bf);
     }
