@@ -1,7 +1,8 @@
 /* The CUDA emulator's stand-in for cuDNN: exactly the functions the cuda
  * backend calls (conv.cu, attention_cudnn.cu, backend_cuda.cu), compiled
- * into libgt when GT_CUDA_EMULATOR is on (docs/cuda-emulator.md). The real
- * header (cudnn.h) gives the types and signatures.
+ * into the emulator's library when GT_CUDA_EMULATOR is on
+ * (docs/cuda-emulator.md). The real header (cudnn.h) gives the types and
+ * signatures.
  *
  * Legacy convolution API, with cuDNN's documented semantics:
  *   descriptors: tensors (4d NCHW/NHWC, 4dEx and Nd with strides), filters
