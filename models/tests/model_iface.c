@@ -182,7 +182,7 @@ static void dense_iface(gt_backend *be, const char *name, const char *unit, int 
     printf("%s: hook frontiers fall to 0 in %d calls; info and refusals ok\n", name, h.calls);
 }
 
-/* gt_flat, the parameter store of mlp and convnet, as ZeRO-1 uses it: an
+/* The parameter store (engine/params.h) of a dense model, as ZeRO-1 uses it: an
  * optimizer range [lo, hi) cutting through tensors updates exactly those
  * elements, with the full model's values and AdamW state; the refusals of
  * ranges, paddings and state outside the store; locate and find_nonfinite. */
