@@ -18,7 +18,6 @@
 #include "engine/env.h"
 #include "engine/stats.h"
 #include "engine/timer.h"
-#include "models/gpt2/gpt2_model.h"
 #include "models/convnet/convnet.h"
 #include "models/mlp/mlp.h"
 #include "models/model.h"
@@ -36,7 +35,6 @@ gt_train_config gt_train_defaults(void) {
     gt_train_config c;
     memset(&c, 0, sizeof c);
     snprintf(c.model_name, sizeof c.model_name, "gpt2-tiny");
-    gt_gpt2_preset("gpt2-tiny", &c.model);
     c.batch = 8;
     c.seq_len = 64;
     c.steps = 200;
@@ -78,19 +76,22 @@ double gt_train_tail_loss(const gt_train_stats *st, int k) {
 }
 
 static gt_status load_data(const gt_train_config *cfg, gt_tokens *tok) {
+    gt_model_arch arch;
+    GT_TRY(gt_model_arch_of(cfg->model_name, cfg->model_options, &arch));
+    int vocab = arch.classes;
     if (cfg->data_path) {
         GT_TRY(gt_tokens_read(cfg->data_path, tok));
         for (int64_t i = 0; i < tok->n; i++)
-            if (tok->tokens[i] >= cfg->model.vocab_size)
+            if (tok->tokens[i] >= vocab)
                 return GT_ERR(GT_ERR_INVALID,
                               "'%s': token %d at position %lld is outside the model's "
                               "vocabulary of %d: pick a model with --vocab >= %d",
                               cfg->data_path, (int)tok->tokens[i], (long long)i,
-                              cfg->model.vocab_size, tok->vocab);
+                              vocab, tok->vocab);
         return GT_OK;
     }
     gt_synth_config sc = gt_synth_defaults();
-    sc.vocab = cfg->model.vocab_size;
+    sc.vocab = vocab;
     sc.branch = cfg->synth_branch > 0 ? cfg->synth_branch : sc.branch;
     sc.seed = cfg->seed;
     /* every step sees tokens it has not seen: otherwise a model can learn
@@ -934,12 +935,13 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
                           "already independent draws; leave --data-order at sequential",
                           cfg->model_name, gt_data_order_name(cfg->data_order));
     } else {
-        if (cfg->seq_len < 1 || cfg->seq_len > cfg->model.max_seq_len)
+        gt_model_arch arch;
+        GT_TRY(gt_model_arch_of(cfg->model_name, cfg->model_options, &arch));
+        if (cfg->seq_len < 1 || cfg->seq_len > arch.max_T)
             return GT_ERR(GT_ERR_INVALID,
                           "--seq %d is out of range: the model's max_seq_len is %d (raise it "
                           "with --max-seq or shorten --seq)",
-                          cfg->seq_len, cfg->model.max_seq_len);
-        GT_TRY(gt_gpt2_config_check(&cfg->model));
+                          cfg->seq_len, arch.max_T);
     }
     GT_TRY(gt_adamw_config_check(&cfg->opt));
     if (!comm) {
@@ -1051,7 +1053,8 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     snprintf(st->backend_desc, sizeof st->backend_desc, "%s", be->describe(be));
     if (dense) {
         /* a backend that cannot store the precision refuses here, naming both */
-        if ((s = gt_model_new_dt(be, cfg->model_name, cfg->precision, M, 1, &model)) != GT_OK)
+        if ((s = gt_model_new_opts(be, cfg->model_name, cfg->model_options, cfg->precision, M,
+                                   1, &model)) != GT_OK)
             goto done;
         gt_task_config tc;
         if ((s = gt_model_task(model, cfg->seed, &tc)) != GT_OK ||
@@ -1070,23 +1073,14 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     } else {
         if ((s = load_data(cfg, &tok)) != GT_OK) goto done;
         st->entropy = tok.entropy;
-        st->vocab = cfg->model.vocab_size;
-        gt_gpt2 *g = NULL;
         /* a backend that cannot store the precision refuses here, naming both */
-        if ((s = gt_gpt2_new_dt(be, &cfg->model, cfg->precision, M, T, &g)) != GT_OK) goto done;
-        if (cfg->init_from && !cfg->resume) {
-            if (strncmp(cfg->init_from, "llmc:", 5) != 0)
-                s = GT_ERR(GT_ERR_INVALID,
-                           "--init-from '%s': expected llmc:FILE (an llm.c model file)",
-                           cfg->init_from);
-            else
-                s = gt_gpt2_load_llmc(g, cfg->init_from + 5);
-            if (s != GT_OK) {
-                gt_gpt2_free(g);
-                goto done;
-            }
-        }
-        if ((s = gt_gpt2_model_wrap(g, M, T, cfg->model_name, &model)) != GT_OK) goto done;
+        if ((s = gt_model_new_opts(be, cfg->model_name, cfg->model_options, cfg->precision, M,
+                                   T, &model)) != GT_OK)
+            goto done;
+        st->vocab = gt_model_get_info(model)->classes;
+        if (cfg->init_from && !cfg->resume &&
+            (s = gt_model_init_from(model, cfg->init_from)) != GT_OK)
+            goto done;
     }
     snprintf(st->unit, sizeof st->unit, "%s", gt_model_get_info(model)->unit);
     run_id rid;
@@ -1471,18 +1465,20 @@ int64_t gt_train_data_position(const gt_train_config *cfg, int64_t step) {
 }
 
 void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res) {
-    const gt_gpt2_config *m = &cfg->model;
     int dense = dense_model(cfg);
     gt_result_param_str(res, "model", cfg->model_name);
     if (dense) {
         dense_params(cfg->model_name, res);
     } else {
-        gt_result_param_int(res, "layers", m->num_layers);
-        gt_result_param_int(res, "heads", m->num_heads);
-        gt_result_param_int(res, "channels", m->channels);
-        gt_result_param_int(res, "vocab", m->vocab_size);
-        gt_result_param_int(res, "padded_vocab", m->padded_vocab_size);
-        gt_result_param_int(res, "max_seq", m->max_seq_len);
+        gt_model_arch a; /* gpt2's fields: max_seq vocab padded_vocab layers heads channels */
+        if (gt_model_arch_of(cfg->model_name, cfg->model_options, &a) == GT_OK) {
+            gt_result_param_int(res, "layers", a.fields[3]);
+            gt_result_param_int(res, "heads", a.fields[4]);
+            gt_result_param_int(res, "channels", a.fields[5]);
+            gt_result_param_int(res, "vocab", a.fields[1]);
+            gt_result_param_int(res, "padded_vocab", a.fields[2]);
+            gt_result_param_int(res, "max_seq", a.fields[0]);
+        }
     }
     gt_result_param_int(res, "batch", cfg->batch);
     if (!dense) gt_result_param_int(res, "seq", cfg->seq_len);

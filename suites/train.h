@@ -14,7 +14,7 @@
 #include "engine/lossscale.h"
 #include "engine/optim.h"
 #include "engine/status.h"
-#include "models/gpt2/gpt2.h"
+#include "models/model.h"
 #include "reports/report.h"
 
 /* gt_train_config.peak_gflops: no MFU at all (no peak probe, no mfu metric) */
@@ -30,9 +30,11 @@ extern "C" {
 typedef struct gt_train_config {
     char model_name[64];     /* preset it started from, for reports; an mlp or convnet
                               * preset (models/model.h) selects that model and its
-                              * synthetic task, and `model`, seq_len, the data fields and
-                              * init_from do not apply (docs/models.md) */
-    gt_gpt2_config model;    /* gpt2 only */
+                              * synthetic task, and seq_len, the data fields and
+                              * init_from do not apply (docs/models.md); "llmc": gpt2
+                              * with the six options of an llm.c file */
+    char model_options[GT_MODEL_OPTIONS_LEN]; /* options by name over the preset
+                              * ("layers=4,heads=4", models/model.h); "" for none */
     int batch;               /* global batch, sequences per optimizer step */
     int seq_len;             /* T */
     int steps;

@@ -788,7 +788,6 @@ const gt_suite gt_suite_train = {
 static gt_status scaling_case(const gt_suite_ctx *ctx, int weak) {
     int R = gt_comm_size(ctx->comm);
     gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 8 : 30);
-    gt_gpt2_preset("gpt2-small", &c.model);
     snprintf(c.model_name, sizeof c.model_name, "gpt2-small");
     c.batch = weak ? 8 * R : 16;
     c.seq_len = 64;
@@ -850,7 +849,8 @@ static gt_status preset_scaling_case(const gt_suite_ctx *ctx, const char *model,
     gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 8 : 30);
     snprintf(c.model_name, sizeof c.model_name, "%s", model);
     if (seq > 0) {
-        gt_status ps = gt_gpt2_preset(model, &c.model);
+        gt_model_arch arch;
+        gt_status ps = gt_model_arch_of(model, NULL, &arch);
         if (ps != GT_OK) return ps; /* a name in scaling_run that is no preset */
         c.seq_len = seq;
     }
