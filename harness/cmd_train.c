@@ -13,7 +13,8 @@
 #include "engine/timer.h"
 #include "reports/report.h"
 #include "models/model.h"
-#include "suites/train.h"
+#include "suites/train_record.h"
+#include "suites/trainer/train.h"
 
 static void train_usage(FILE *f) {
     fprintf(
@@ -96,7 +97,7 @@ static void train_usage(FILE *f) {
            "  --quiet               only the summary\n");
 }
 
-/* --resume-allow: every item a field a checkpoint records (suites/train.h). */
+/* --resume-allow: every item a field a checkpoint records (suites/trainer/train.h). */
 static int resume_allow_ok(const char *list) {
     const char *names[64];
     int n = 0;

@@ -1,5 +1,5 @@
 /* The train and scaling suites: gpt2, mlp and convnet through the training
- * loop (suites/train.c) on the topology's communicator. */
+ * loop (suites/trainer/loop.c) on the topology's communicator. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, lstat */
 
 #include <dirent.h>
@@ -15,7 +15,8 @@
 #include "engine/comm.h"
 #include "engine/stats.h"
 #include "suites/suite.h"
-#include "suites/train.h"
+#include "suites/train_record.h"
+#include "suites/trainer/train.h"
 
 /* Results of earlier topologies of this process (rank 0): the references
  * of the topology-determinism check and of scaling efficiency. */

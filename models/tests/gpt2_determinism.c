@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "suites/train.h"
+#include "suites/trainer/train.h"
 
 static int failures;
 

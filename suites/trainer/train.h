@@ -1,5 +1,7 @@
-/* The training loop shared by `gauntlet train` and the train suite:
- * data, model, optimizer, timing, and what a report records of a run.
+/* The training loop shared by `gauntlet train` and the train suite: data,
+ * model, optimizer, timing, checkpoints (suites/trainer/: loop.c,
+ * checkpoint.c). It sits above models/ and below suites/: what a report
+ * records of a run is the suite's (suites/train_record.h).
  */
 #ifndef GT_SUITE_TRAIN_H
 #define GT_SUITE_TRAIN_H
@@ -15,7 +17,6 @@
 #include "engine/optim.h"
 #include "engine/status.h"
 #include "models/model.h"
-#include "reports/report.h"
 
 /* gt_train_config.peak_gflops: no MFU at all (no peak probe, no mfu metric) */
 #define GT_TRAIN_NO_MFU (-1.0)
@@ -176,9 +177,6 @@ const char *gt_train_resume_field(int i);
  * consumed before `step` (step x global batch x seq; sequential order reads
  * them from the stream's start, modulo its length). */
 int64_t gt_train_data_position(const gt_train_config *cfg, int64_t step);
-
-/* Puts config, metrics, series and allocator stats of a run into a result. */
-void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res);
 
 /* Mean of the last `k` losses (k clipped to steps_done). */
 double gt_train_tail_loss(const gt_train_stats *st, int k);
