@@ -13,7 +13,8 @@
 #include "engine/timer.h"
 #include "reports/report.h"
 #include "models/model.h"
-#include "suites/train.h"
+#include "suites/train_record.h"
+#include "suites/trainer/train.h"
 
 static void train_usage(FILE *f) {
     fprintf(
@@ -96,7 +97,7 @@ static void train_usage(FILE *f) {
            "  --quiet               only the summary\n");
 }
 
-/* --resume-allow: every item a field a checkpoint records (suites/train.h). */
+/* --resume-allow: every item a field a checkpoint records (suites/trainer/train.h). */
 static int resume_allow_ok(const char *list) {
     const char *names[64];
     int n = 0;
@@ -213,6 +214,25 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
     printf("  checks           %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
 }
 
+/* An architecture override: `FLAG N` becomes the model option key=N
+ * (options by name, models/model.h; the model checks the whole). */
+static int model_option(gt_args *a, const char *flag, const char *key, int lo, int hi,
+                        char *options, int *err) {
+    const char *v = NULL;
+    if (!gt_opt(a, flag, &v, err)) return 0;
+    int n = 0;
+    if (*err || !gt_parse_int(a, flag, v, lo, hi, &n)) {
+        *err = 1;
+        return 1;
+    }
+    gt_status s = gt_model_option_add(options, key, n);
+    if (s != GT_OK) {
+        fprintf(stderr, "gauntlet train: %s\n", gt_last_error());
+        *err = 1;
+    }
+    return 1;
+}
+
 int gt_cmd_train(int argc, char **argv) {
     gt_train_config cfg = gt_train_defaults();
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "train"};
@@ -226,19 +246,13 @@ int gt_cmd_train(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--model") == 0) {
             snprintf(cfg.model_name, sizeof cfg.model_name, "%s", argv[i + 1]);
-            const char *fam = gt_model_family_of(argv[i + 1]);
-            gt_status s = !fam ? GT_ERR(GT_ERR_INVALID, "unknown model '%s': the presets are %s",
-                                        argv[i + 1], gt_model_preset_names())
-                          : strcmp(fam, "gpt2") != 0 ? GT_OK
-                                                     : gt_gpt2_preset(argv[i + 1], &cfg.model);
+            gt_model_arch arch;
+            gt_status s = gt_model_arch_of(argv[i + 1], NULL, &arch);
             if (s != GT_OK) return gt_fail("train", s);
         } else if (strncmp(argv[i], "--model=", 8) == 0) {
             snprintf(cfg.model_name, sizeof cfg.model_name, "%s", argv[i] + 8);
-            const char *fam = gt_model_family_of(argv[i] + 8);
-            gt_status s = !fam ? GT_ERR(GT_ERR_INVALID, "unknown model '%s': the presets are %s",
-                                        argv[i] + 8, gt_model_preset_names())
-                          : strcmp(fam, "gpt2") != 0 ? GT_OK
-                                                     : gt_gpt2_preset(argv[i] + 8, &cfg.model);
+            gt_model_arch arch;
+            gt_status s = gt_model_arch_of(argv[i] + 8, NULL, &arch);
             if (s != GT_OK) return gt_fail("train", s);
         }
     /* --init-from without --model: the file's config is the base */
@@ -252,32 +266,23 @@ int gt_cmd_train(int argc, char **argv) {
         else if (strncmp(argv[i], "--init-from=", 12) == 0)
             init = argv[i] + 12;
         if (init && strncmp(init, "llmc:", 5) == 0) {
-            gt_status s = gt_gpt2_read_llmc_config(init + 5, &cfg.model);
+            gt_status s = gt_model_describe_file(init, cfg.model_name, cfg.model_options);
             if (s != GT_OK) return gt_fail("train", s);
-            snprintf(cfg.model_name, sizeof cfg.model_name, "llmc");
         }
     }
-    gt_gpt2_config *m = &cfg.model;
     while (a.i < argc && !err) {
         if (gt_flag(&a, "--help") || gt_flag(&a, "-h")) {
             train_usage(stdout);
             return GT_EXIT_OK;
         } else if (gt_opt(&a, "--model", &v, &err)) {
-        } else if (gt_opt(&a, "--layers", &v, &err)) {
-            err |= !gt_parse_int(&a, "--layers", v, 1, 1024, &m->num_layers);
-        } else if (gt_opt(&a, "--heads", &v, &err)) {
-            err |= !gt_parse_int(&a, "--heads", v, 1, 1024, &m->num_heads);
-        } else if (gt_opt(&a, "--channels", &v, &err)) {
-            err |= !gt_parse_int(&a, "--channels", v, 1, 65536, &m->channels);
-        } else if (gt_opt(&a, "--vocab", &v, &err)) {
-            int pad_same = m->padded_vocab_size == m->vocab_size;
-            err |= !gt_parse_int(&a, "--vocab", v, 2, 1 << 24, &m->vocab_size);
-            if (pad_same || m->padded_vocab_size < m->vocab_size)
-                m->padded_vocab_size = m->vocab_size;
-        } else if (gt_opt(&a, "--padded-vocab", &v, &err)) {
-            err |= !gt_parse_int(&a, "--padded-vocab", v, 2, 1 << 24, &m->padded_vocab_size);
-        } else if (gt_opt(&a, "--max-seq", &v, &err)) {
-            err |= !gt_parse_int(&a, "--max-seq", v, 1, 1 << 20, &m->max_seq_len);
+        } else if (model_option(&a, "--layers", "layers", 1, 1024, cfg.model_options, &err) ||
+                   model_option(&a, "--heads", "heads", 1, 1024, cfg.model_options, &err) ||
+                   model_option(&a, "--channels", "channels", 1, 65536, cfg.model_options, &err) ||
+                   model_option(&a, "--vocab", "vocab", 2, 1 << 24, cfg.model_options, &err) ||
+                   model_option(&a, "--padded-vocab", "padded_vocab", 2, 1 << 24,
+                                cfg.model_options, &err) ||
+                   model_option(&a, "--max-seq", "max_seq", 1, 1 << 20, cfg.model_options,
+                                &err)) {
         } else if (gt_opt(&a, "--init-from", &v, &err)) {
             cfg.init_from = v;
         } else if (gt_opt(&a, "--batch", &v, &err)) {
@@ -388,7 +393,11 @@ int gt_cmd_train(int argc, char **argv) {
         }
     }
     if (err) return GT_EXIT_USAGE;
-    if (!seq_given) cfg.seq_len = m->max_seq_len < 64 ? m->max_seq_len : 64;
+    /* the architecture; a bad one is refused by gt_train_run, naming the field */
+    gt_model_arch arch;
+    (void)gt_model_arch_of(cfg.model_name, cfg.model_options, &arch);
+    int gpt2 = arch.family && strcmp(arch.family, "gpt2") == 0;
+    if (!seq_given && gpt2) cfg.seq_len = arch.max_T < 64 ? arch.max_T : 64;
     if (cfg.checkpoint_every > 0 && !cfg.checkpoint_dir)
         return gt_usage_error("train", "--checkpoint-every needs --checkpoint-dir DIR");
     if (cfg.checkpoint_dir && cfg.checkpoint_every == 0)
@@ -491,8 +500,8 @@ int gt_cmd_train(int argc, char **argv) {
     else if (!quiet)
         printf("gauntlet train: %s (L%d H%d C%d V%d Vp%d maxT%d), batch %d x seq %d, %d steps, "
                "backend %s, %d rank(s) over %s%s%s\n",
-               cfg.model_name, m->num_layers, m->num_heads, m->channels, m->vocab_size,
-               m->padded_vocab_size, m->max_seq_len, cfg.batch, cfg.seq_len, cfg.steps, cfg.backend,
+               cfg.model_name, arch.fields[3], arch.fields[4], arch.fields[5], arch.fields[1],
+               arch.fields[2], arch.fields[0], cfg.batch, cfg.seq_len, cfg.steps, cfg.backend,
                nranks, gt_comm_backend_name(comm), cfg.deterministic ? ", deterministic" : "",
                cfg.zero ? ", ZeRO-1" : "");
 

@@ -1,20 +1,16 @@
 /* The generic model: what a training loop needs from any network on the
- * engine's op table, whatever its input. Implemented by gpt2
- * (models/gpt2/gpt2_model.c, an adapter over gt_gpt2), mlp (models/mlp) and
- * convnet (models/convnet). docs/models.md describes the models, their
- * synthetic tasks and the losses those tasks let a perfect model reach.
+ * engine's op table, whatever its input. gpt2 (models/gpt2), mlp
+ * (models/mlp) and convnet (models/convnet) are equal peers: each declares
+ * its tensors in the engine's one parameter store (engine/params.h) and does
+ * forward and backward; everything that only needs the store (host copies,
+ * gradient norm, AdamW, ZeRO-1 ranges, padding, state tensors, locating an
+ * element, accounting) is implemented once here, over m->params.
+ * docs/models.md describes the models, their synthetic tasks and the losses
+ * those tasks let a perfect model reach.
  *
- * The functions mirror the gt_gpt2_* functions suites/train.c calls, one for
- * one and with the same contracts (read gpt2.h for the long form), so that
- * porting the loop is a rename plus the batch struct:
- *
- *   gt_gpt2_forward_backward(m, in, tg, B, T, dloss, &l)
- *       -> gt_model_forward_backward(m, &batch, dloss, &l)
- *   gt_gpt2_flops_per_token(m, T) -> gt_model_flops_per_unit(m)
- *   gt_gpt2_locate / loc_format / find_nonfinite -> gt_model_* (gt_model_loc)
- *   GT_GPT2_NUM_TENSORS -> gt_model_num_tensors(m)
- *
- * What is new compared with gpt2:
+ * What a model varies in (gt_model_vt): its forward and backward, its
+ * initialisation, its FLOPs, its activations' bytes, and the integers that
+ * identify its architecture. Besides:
  *   - the batch (gt_batch): token sequences, or dense fp32 inputs with one
  *     int32 label per sample;
  *   - the unit that throughput counts ("tokens", "images", "samples") and
@@ -24,15 +20,14 @@
  *     resume restore for an evaluation to give the same bits;
  *   - a training / evaluation mode (BatchNorm: batch or running statistics).
  *
- * Every model keeps parameters, gradients and the AdamW state m, v in one
- * contiguous buffer each, in backend memory: fp32 master parameters and
- * AdamW state; gradients (and activations) in the model's storage dtype
- * (gt_model_dtype: fp32, bf16 or fp16, with a compute copy of the weights
- * in that dtype when it is not fp32; gpt2.h explains the scheme). The "internal layout" is
- * the order in which gradients become final during the backward (for
- * bucketed all-reduce); the "canonical order" is the order of the tensor
- * list (gt_model_tensor_name), used by get/set_params and files. For mlp and
- * convnet the two are the same; gpt2 permutes (gpt2.h).
+ * The store keeps fp32 master parameters and AdamW state, and gradients
+ * (and, when the storage dtype gt_model_dtype is bf16 or fp16, a compute
+ * copy of the weights) in that dtype, each in one contiguous buffer of
+ * backend memory. The "internal layout" is the order in which gradients
+ * become final during the backward (for bucketed all-reduce); the
+ * "canonical order" is the order of the tensor list (gt_model_tensor_name),
+ * used by get/set_params and files. For mlp and convnet the two are the
+ * same; gpt2 keeps each layer's slices together (gpt2.h).
  */
 #ifndef GT_MODEL_H
 #define GT_MODEL_H
@@ -43,6 +38,7 @@
 #include "engine/backend.h"
 #include "engine/dtype.h"
 #include "engine/optim.h"
+#include "engine/params.h"
 #include "engine/status.h"
 #include "models/tasks.h"
 
@@ -89,20 +85,15 @@ typedef struct gt_model gt_model;
 
 /* Called during gt_model_forward_backward each time the gradients in
  * [frontier, num_params) of the internal layout became final, ending with
- * 0. An error stops the backward. (Same type as gt_gpt2_grad_hook.) */
-typedef gt_status (*gt_model_grad_hook)(void *ctx, size_t frontier);
+ * 0. An error stops the backward. */
+typedef gt_params_hook gt_model_grad_hook;
 
-/* Where an element of the internal layout lives. tensor: canonical index;
- * layer: the gpt2 layer (-1 for tensors that are not per layer, and for mlp
- * and convnet, whose tensor names already say where they are); element:
- * within that (layer's) slice; flat: index in the canonical order. */
-typedef struct gt_model_loc {
-    int tensor;
-    int layer;
-    size_t element;
-    size_t flat;
-    size_t internal; /* the index asked about */
-} gt_model_loc;
+/* Where an element of the internal layout lives (engine/params.h): tensor:
+ * canonical index; layer: the gpt2 layer (-1 for tensors that are not per
+ * layer, and for mlp and convnet, whose tensor names already say where they
+ * are); element: within that (layer's) slice; flat: index in the canonical
+ * order. */
+typedef gt_params_loc gt_model_loc;
 
 /* ---- creating ---------------------------------------------------------------- */
 
@@ -122,6 +113,42 @@ gt_status gt_model_new_dt(gt_backend *be, const char *name, gt_dtype dt, int max
                           gt_model **out);
 /* Accepts NULL. */
 void gt_model_free(gt_model *m);
+/* ---- options by name ---------------------------------------------------------
+ * A model is a preset and options: "key=value" integers separated by commas
+ * ("layers=4,heads=4"), applied in order over the preset's architecture.
+ * The family validates them: GT_ERR_INVALID names an unknown key and the
+ * valid ones, or a value outside its range. gpt2 takes max_seq, vocab,
+ * padded_vocab, layers, heads, channels (vocab moves padded_vocab with it
+ * when the two were equal or padded_vocab would fall below it); mlp and
+ * convnet take none. The name "llmc" is gpt2 with all six given as options
+ * (the config of an llm.c model file, gt_model_describe_file). */
+enum { GT_MODEL_OPTIONS_LEN = 256 };
+/* gt_model_new_dt with options (NULL or "" for none). */
+gt_status gt_model_new_opts(gt_backend *be, const char *name, const char *options, gt_dtype dt,
+                            int max_batch, int T, gt_model **out);
+/* Appends "key=value" to options (GT_MODEL_OPTIONS_LEN bytes, a C string);
+ * GT_ERR_INVALID when it does not fit. */
+gt_status gt_model_option_add(char *options, const char *key, long long value);
+/* What a preset and options describe, without a backend: the family, the
+ * architecture's integers as gt_model_config_fields gives them, the classes
+ * (vocabulary V or labels K) and the longest sample in tokens (gpt2:
+ * max_seq; 1 for dense models). Checks the options and the architecture
+ * (the message names the field); what could be read is filled in even then. */
+typedef struct gt_model_arch {
+    const char *family;
+    int32_t fields[6 /* GT_MODEL_CONFIG_FIELDS */];
+    int classes;
+    int max_T;
+} gt_model_arch;
+gt_status gt_model_arch_of(const char *name, const char *options, gt_model_arch *out);
+/* The model a file describes: "llmc:FILE" (an llm.c model file) gives the
+ * name "llmc" (64 bytes) and its six fields as options
+ * (GT_MODEL_OPTIONS_LEN bytes). */
+gt_status gt_model_describe_file(const char *source, char *name, char *options);
+/* Starts the parameters from a file: "llmc:FILE" for gpt2 (its config must
+ * equal the model's); GT_ERR_INVALID for another form or another family. */
+gt_status gt_model_init_from(gt_model *m, const char *source);
+
 /* "gpt2-tiny, gpt2-small, ..., resnet-small": for messages and --help. */
 const char *gt_model_preset_names(void);
 /* The family a preset name belongs to ("gpt2", "mlp", "convnet"), NULL if none. */
@@ -180,7 +207,7 @@ gt_status gt_model_zero_grad(gt_model *m);
 void gt_model_set_training(gt_model *m, int training);
 int gt_model_training(const gt_model *m);
 
-/* ---- optimizer (see gpt2.h for the chunked norm's contract) ------------------ */
+/* ---- optimizer (engine/params.h has the chunked norm's contract) -------------- */
 
 size_t gt_model_norm_chunk(const gt_model *m);
 gt_status gt_model_grad_norm(gt_model *m, double *out);
@@ -265,66 +292,35 @@ enum { GT_MODEL_TEACHER_HIDDEN = 32 };
 gt_status gt_model_task(const gt_model *m, uint64_t seed, gt_task_config *out);
 
 /* ---- implementing a model ---------------------------------------------------
- * A model is a table of functions over its own `impl`; gt_model_* check the
- * arguments that every model shares and dispatch. Slots mirror the public
- * functions above (same arguments, `m` first). */
+ * A model fills a gt_model: its info, its store (declared with
+ * gt_params_add and allocated with gt_params_alloc, owned by impl) and a
+ * table of what it varies in. gt_model_* check the arguments that every
+ * model shares and dispatch; models/model_impl.h has helpers for dense
+ * models. */
 typedef struct gt_model_vt {
+    /* frees impl (and its store) and m */
     void (*destroy)(gt_model *m);
+    /* fills up to GT_MODEL_CONFIG_FIELDS (zeroed before) */
     void (*config_fields)(const gt_model *m, int32_t out[GT_MODEL_CONFIG_FIELDS]);
     const char *(*config_field_name)(const gt_model *m, int i);
-    size_t (*num_params)(const gt_model *m);
-    int (*num_tensors)(const gt_model *m);
-    const char *(*tensor_name)(const gt_model *m, int i);
-    size_t (*tensor_size)(const gt_model *m, int i);
-    int (*tensor_shape)(const gt_model *m, int i, int64_t shape[4]);
     gt_status (*init_random)(gt_model *m, uint64_t seed);
-    gt_status (*set_params)(gt_model *m, const float *src);
-    gt_status (*get_params)(gt_model *m, float *dst);
-    gt_status (*get_grads)(gt_model *m, float *dst);
     gt_status (*forward)(gt_model *m, const gt_batch *b, float *mean_loss);
+    /* calls gt_params_ready as gradients become final, ending with slice 0 of tensor 0 */
     gt_status (*forward_backward)(gt_model *m, const gt_batch *b, float dloss,
                                   float *mean_loss);
-    gt_status (*zero_grad)(gt_model *m);
-    size_t (*norm_chunk)(const gt_model *m);
-    gt_status (*grad_norm)(gt_model *m, double *out);
-    gt_status (*grad_sumsq_chunks)(gt_model *m, const void *grads, size_t lo_chunk,
-                                   size_t hi_chunk, double *partials);
-    gt_status (*update)(gt_model *m, const gt_adamw_config *cfg, int t, double *grad_norm,
-                        float *lr);
-    void (*set_grad_hook)(gt_model *m, gt_model_grad_hook hook, void *ctx);
-    float *(*params_buffer)(gt_model *m);
-    void *(*grads_buffer)(gt_model *m);
-    gt_status (*sync_weights)(gt_model *m, size_t lo, size_t hi);
-    gt_dtype (*dtype)(const gt_model *m);
-    size_t (*num_params_padded)(const gt_model *m);
-    gt_status (*pad)(gt_model *m, size_t n_alloc);
-    gt_status (*set_opt_range)(gt_model *m, size_t lo, size_t hi);
-    gt_status (*update_range)(gt_model *m, const gt_adamw_config *cfg, int t, float lr,
-                              float grad_scale, const void *grads, size_t lo, size_t hi);
-    gt_status (*get_opt_state)(gt_model *m, size_t lo, size_t hi, float *m_dst, float *v_dst);
-    gt_status (*set_opt_state)(gt_model *m, size_t lo, size_t hi, const float *m_src,
-                               const float *v_src);
-    /* state: all NULL for models without any */
-    int (*num_state_tensors)(const gt_model *m);
-    const char *(*state_name)(const gt_model *m, int i);
-    size_t (*state_size)(const gt_model *m, int i);
-    int (*state_shape)(const gt_model *m, int i, int64_t shape[4]);
-    gt_status (*get_state)(gt_model *m, float *dst);
-    gt_status (*set_state)(gt_model *m, const float *src);
-    float *(*state_buffer)(gt_model *m);
-    void (*locate)(const gt_model *m, size_t internal, gt_model_loc *out);
-    void (*loc_format)(const gt_model *m, const gt_model_loc *loc, char *out, size_t n);
-    gt_status (*find_nonfinite)(gt_model *m, const void *buf, gt_dtype dt, size_t lo,
-                                size_t hi, int *found, gt_model_loc *loc, float *value);
+    /* "llmc:FILE" ...; NULL: the family reads no files */
+    gt_status (*init_from)(gt_model *m, const char *source);
     double (*flops_per_unit)(const gt_model *m);
-    size_t (*memory_bytes)(const gt_model *m);
+    /* bytes of backend memory besides the store (activations, scratch) */
+    size_t (*act_bytes)(const gt_model *m);
 } gt_model_vt;
 
 struct gt_model {
     const gt_model_vt *vt;
-    void *impl;         /* owned by the model; freed by vt->destroy */
+    void *impl;        /* owned by the model; freed by vt->destroy */
+    gt_params *params; /* the model's store, inside impl */
     gt_model_info info;
-    int training;       /* gt_model_set_training */
+    int training;      /* gt_model_set_training */
 };
 
 #ifdef __cplusplus

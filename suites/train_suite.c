@@ -1,5 +1,5 @@
 /* The train and scaling suites: gpt2, mlp and convnet through the training
- * loop (suites/train.c) on the topology's communicator. */
+ * loop (suites/trainer/loop.c) on the topology's communicator. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, lstat */
 
 #include <dirent.h>
@@ -15,7 +15,8 @@
 #include "engine/comm.h"
 #include "engine/stats.h"
 #include "suites/suite.h"
-#include "suites/train.h"
+#include "suites/train_record.h"
+#include "suites/trainer/train.h"
 
 /* Results of earlier topologies of this process (rank 0): the references
  * of the topology-determinism check and of scaling efficiency. */
@@ -788,7 +789,6 @@ const gt_suite gt_suite_train = {
 static gt_status scaling_case(const gt_suite_ctx *ctx, int weak) {
     int R = gt_comm_size(ctx->comm);
     gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 8 : 30);
-    gt_gpt2_preset("gpt2-small", &c.model);
     snprintf(c.model_name, sizeof c.model_name, "gpt2-small");
     c.batch = weak ? 8 * R : 16;
     c.seq_len = 64;
@@ -850,7 +850,8 @@ static gt_status preset_scaling_case(const gt_suite_ctx *ctx, const char *model,
     gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 8 : 30);
     snprintf(c.model_name, sizeof c.model_name, "%s", model);
     if (seq > 0) {
-        gt_status ps = gt_gpt2_preset(model, &c.model);
+        gt_model_arch arch;
+        gt_status ps = gt_model_arch_of(model, NULL, &arch);
         if (ps != GT_OK) return ps; /* a name in scaling_run that is no preset */
         c.seq_len = seq;
     }

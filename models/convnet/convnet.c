@@ -34,7 +34,10 @@ typedef struct block {
 } block;
 
 typedef struct convnet {
-    gt_flat f; /* first: the generic slots cast impl to gt_flat */
+    gt_params f;          /* the store (m->params): tensors in forward order */
+    gt_dense_stage stage; /* the inputs in the storage dtype */
+    double flops;         /* per sample */
+    size_t act_bytes;
     gt_convnet_config cfg;
     int B;
     cbn stem;
@@ -123,7 +126,8 @@ static void destroy(gt_model *m) {
     convnet *p = NET(m);
     if (p) {
         gt_backend_dealloc(p->f.be, p->act_mem);
-        gt_flat_release(&p->f);
+        gt_params_release(&p->f);
+        gt_dense_stage_free(&p->stage);
         free(p->host_losses);
         free(p);
     }
@@ -135,22 +139,22 @@ static void destroy(gt_model *m) {
 /* Declares the tensors of a conv+BN unit reading (IC, H, W) maps. */
 static void cbn_declare(convnet *p, cbn *u, const char *conv_name, const char *bn_name, int IC,
                         int H, int W, int OC, int K, int stride) {
-    char nm[GT_FLAT_NAME_LEN];
+    char nm[GT_PARAMS_NAME_LEN];
     u->s = (gt_conv2d_shape){.N = p->B, .C = IC, .H = H, .W = W, .OC = OC, .KH = K, .KW = K,
                              .stride = stride, .pad = K / 2};
     u->OC = OC;
     u->OH = gt_conv2d_out_h(&u->s);
     u->OW = gt_conv2d_out_w(&u->s);
     snprintf(nm, sizeof nm, "%s.w", conv_name);
-    u->w = gt_flat_add(&p->f, nm, 1, 4, OC, IC, K, K);
+    u->w = gt_params_add(&p->f, nm, 1, 0, 4, OC, IC, K, K);
     snprintf(nm, sizeof nm, "%s.w", bn_name);
-    u->bw = gt_flat_add(&p->f, nm, 0, 1, OC, 1, 1, 1);
+    u->bw = gt_params_add(&p->f, nm, 0, 0, 1, OC, 1, 1, 1);
     snprintf(nm, sizeof nm, "%s.b", bn_name);
-    u->bb = gt_flat_add(&p->f, nm, 0, 1, OC, 1, 1, 1);
+    u->bb = gt_params_add(&p->f, nm, 0, 0, 1, OC, 1, 1, 1);
     snprintf(nm, sizeof nm, "%s.running_mean", bn_name);
-    u->rm = gt_flat_add_state(&p->f, nm, OC);
+    u->rm = gt_params_add_state(&p->f, nm, OC);
     snprintf(nm, sizeof nm, "%s.running_var", bn_name);
-    u->rv = gt_flat_add_state(&p->f, nm, OC);
+    u->rv = gt_params_add_state(&p->f, nm, OC);
     p->macs += (double)OC * u->OH * u->OW * IC * K * K;
 }
 
@@ -205,7 +209,7 @@ static void carve_all(convnet *p) {
 
 static gt_status init_random(gt_model *m, uint64_t seed) {
     convnet *p = NET(m);
-    gt_flat *f = &p->f;
+    gt_params *f = &p->f;
     float *host = malloc(f->num_params * sizeof(float));
     float *st = malloc((f->state_numel ? f->state_numel : 1) * sizeof(float));
     if (!host || !st) {
@@ -215,7 +219,7 @@ static gt_status init_random(gt_model *m, uint64_t seed) {
                       f->num_params);
     }
     for (int i = 0; i < f->nt; i++) {
-        const gt_flat_tensor *t = &f->t[i];
+        const gt_params_tensor *t = &f->t[i];
         float *d = host + t->off;
         if (t->ndim == 4) { /* conv: Kaiming normal, fan_out, ReLU gain */
             double fan_out = (double)t->shape[0] * t->shape[2] * t->shape[3];
@@ -232,8 +236,8 @@ static gt_status init_random(gt_model *m, uint64_t seed) {
         float v = (i % 2) ? 1.0f : 0.0f;
         for (size_t j = 0; j < f->s[i].n; j++) st[f->s[i].off + j] = v;
     }
-    gt_status s = gt_flat_set_params(m, host);
-    if (s == GT_OK) s = gt_flat_set_state(m, st);
+    gt_status s = gt_params_set(f, host);
+    if (s == GT_OK) s = gt_params_set_state(f, st);
     free(host);
     free(st);
     return s;
@@ -249,44 +253,44 @@ static const gt_op g_ops[] = {GT_OP_CONV2D_FWD,     GT_OP_CONV2D_BWD,    GT_OP_B
 
 /* bn(conv(x)) over N images, training or evaluation statistics */
 static gt_status cbn_fwd(convnet *p, cbn *u, const void *x, int N, int training) {
-    gt_flat *f = &p->f;
+    gt_params *f = &p->f;
     const gt_ops *o = f->be->ops;
     gt_conv2d_shape s = u->s;
     s.N = N;
-    GT_TRY(o->conv2d_fwd(&f->k, u->conv, x, gt_flat_param(f, u->w), NULL, &s)); // (N,OC,OH,OW)
-    return o->batchnorm_fwd(&f->k, u->bn, u->mean, u->rstd, gt_flat_state(f, u->rm),
-                            gt_flat_state(f, u->rv), u->conv, gt_flat_param(f, u->bw),
-                            gt_flat_param(f, u->bb), N, u->OC, u->OH * u->OW, BN_EPS,
+    GT_TRY(o->conv2d_fwd(&f->k, u->conv, x, gt_params_weight(f, u->w, 0), NULL, &s)); // (N,OC,OH,OW)
+    return o->batchnorm_fwd(&f->k, u->bn, u->mean, u->rstd, gt_params_state(f, u->rm),
+                            gt_params_state(f, u->rv), u->conv, gt_params_weight(f, u->bw, 0),
+                            gt_params_weight(f, u->bb, 0), N, u->OC, u->OH * u->OW, BN_EPS,
                             BN_MOMENTUM, training);
 }
 
 /* From dbn (gradient of the BN output): parameter gradients, and dx +=
  * (dx NULL: the input needs none). */
 static gt_status cbn_bwd(convnet *p, cbn *u, void *dx, const void *dbn, const void *x, int N) {
-    gt_flat *f = &p->f;
+    gt_params *f = &p->f;
     const gt_ops *o = f->be->ops;
     gt_backend *be = f->be;
     size_t n = (size_t)N * u->OC * u->OH * u->OW;
     gt_conv2d_shape s = u->s;
     s.N = N;
     GT_TRY(be->memset_zero(be, u->dconv, n * f->es));
-    GT_TRY(o->batchnorm_bwd(&f->k, u->dconv, gt_flat_grad(f, u->bw), gt_flat_grad(f, u->bb), dbn,
-                            u->conv, gt_flat_param(f, u->bw), u->mean, u->rstd, N, u->OC,
+    GT_TRY(o->batchnorm_bwd(&f->k, u->dconv, gt_params_grad(f, u->bw, 0), gt_params_grad(f, u->bb, 0), dbn,
+                            u->conv, gt_params_weight(f, u->bw, 0), u->mean, u->rstd, N, u->OC,
                             u->OH * u->OW));
-    return o->conv2d_bwd(&f->k, dx, gt_flat_grad(f, u->w), NULL, u->dconv, x,
-                         gt_flat_param(f, u->w), &s);
+    return o->conv2d_bwd(&f->k, dx, gt_params_grad(f, u->w, 0), NULL, u->dconv, x,
+                         gt_params_weight(f, u->w, 0), &s);
 }
 
 static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets, int training) {
     convnet *p = NET(m);
-    gt_flat *f = &p->f;
+    gt_params *f = &p->f;
     const gt_convnet_config *c = &p->cfg;
     const gt_ops *o = f->be->ops;
     const gt_kctx *k = &f->k;
-    GT_TRY(gt_flat_require(f, "convnet", g_ops, (int)(sizeof g_ops / sizeof g_ops[0])));
-    GT_TRY(gt_flat_check_batch(m, bt, need_targets));
+    GT_TRY(gt_dense_require(f, "convnet", g_ops, (int)(sizeof g_ops / sizeof g_ops[0])));
+    GT_TRY(gt_dense_check_batch(m, bt, need_targets));
     int N = bt->n, K = c->classes;
-    GT_TRY(gt_flat_upload_batch(f, bt, (size_t)c->channels * c->height * c->width, p->in,
+    GT_TRY(gt_dense_upload_batch(f, &p->stage, bt, (size_t)c->channels * c->height * c->width, p->in,
                                 p->targets));
     /* stem: relu(bn(conv(x))), the ReLU in place */
     cbn *st = &p->stem;
@@ -311,8 +315,8 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets,
         x = bl->out;
     }
     GT_TRY(o->avgpool_fwd(k, p->pooled, x, N, p->Cl, p->HWl));           // (N,Cl)
-    GT_TRY(o->matmul_fwd(k, p->logits, p->pooled, gt_flat_param(f, p->fcw),
-                         gt_flat_param(f, p->fcb), N, p->Cl, K));       // (N,K)
+    GT_TRY(o->matmul_fwd(k, p->logits, p->pooled, gt_params_weight(f, p->fcw, 0),
+                         gt_params_weight(f, p->fcb, 0), N, p->Cl, K));       // (N,K)
     return GT_OK;
 }
 
@@ -320,7 +324,7 @@ static gt_status forward(gt_model *m, const gt_batch *bt, float *mean_loss) {
     convnet *p = NET(m);
     GT_TRY(forward_body(m, bt, 0, m->training));
     if (!bt->targets) return GT_OK;
-    return gt_flat_class_loss(&p->f, p->losses, p->host_losses, p->logits, p->targets, bt->n,
+    return gt_dense_class_loss(&p->f, p->losses, p->host_losses, p->logits, p->targets, bt->n,
                               p->cfg.classes, mean_loss);
 }
 
@@ -329,7 +333,7 @@ static gt_status forward(gt_model *m, const gt_batch *bt, float *mean_loss) {
 static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
                                   float *mean_loss) {
     convnet *p = NET(m);
-    gt_flat *f = &p->f;
+    gt_params *f = &p->f;
     const gt_convnet_config *c = &p->cfg;
     const gt_ops *o = f->be->ops;
     const gt_kctx *k = &f->k;
@@ -337,16 +341,16 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     GT_TRY(forward_body(m, bt, 1, 1));
     int N = bt->n, K = c->classes;
     GT_TRY(o->classifier_bwd(k, p->logits, p->losses, p->logits, p->targets, dloss, N, K, K));
-    if (mean_loss) GT_TRY(gt_flat_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
+    if (mean_loss) GT_TRY(gt_dense_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
 
     /* head: dpooled (N,Cl), then the last feature map's gradient */
     void *dlast = c->nblocks > 0 ? p->blk[c->nblocks - 1].dout : p->stem_dout;
     size_t es = f->es;
     size_t nl = (size_t)N * p->Cl * p->HWl;
-    GT_TRY(o->matmul_bwd(k, p->dpooled /* overwritten */, gt_flat_grad(f, p->fcw),
-                         gt_flat_grad(f, p->fcb), p->logits, p->pooled, gt_flat_param(f, p->fcw),
+    GT_TRY(o->matmul_bwd(k, p->dpooled /* overwritten */, gt_params_grad(f, p->fcw, 0),
+                         gt_params_grad(f, p->fcb, 0), p->logits, p->pooled, gt_params_weight(f, p->fcw, 0),
                          N, p->Cl, K));
-    GT_TRY(gt_flat_ready(f, p->fcw));
+    GT_TRY(gt_params_ready(f, p->fcw, 0));
     GT_TRY(be->memset_zero(be, dlast, nl * es));
     GT_TRY(o->avgpool_bwd(k, dlast, p->dpooled, N, p->Cl, p->HWl));
 
@@ -368,7 +372,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
         GT_TRY(cbn_bwd(p, &bl->c1, dx, bl->c1.dbn, x, N));
         if (bl->proj) GT_TRY(cbn_bwd(p, &bl->pr, dx, bl->dsum, x, N));
         else GT_TRY(o->residual_fwd(k, dx, dx, bl->dsum, nin)); /* dx += dsum */
-        GT_TRY(gt_flat_ready(f, bl->first));
+        GT_TRY(gt_params_ready(f, bl->first, 0));
     }
     /* stem: relu in place over its BN output; the input needs no gradient */
     cbn *st = &p->stem;
@@ -376,18 +380,22 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     GT_TRY(be->memset_zero(be, st->dbn, ns * es));
     GT_TRY(o->relu_bwd(k, st->dbn, st->bn, p->stem_dout, ns));
     GT_TRY(cbn_bwd(p, st, NULL, st->dbn, p->in, N));
-    GT_TRY(gt_flat_ready(f, 0));
+    GT_TRY(gt_params_ready(f, 0, 0));
     return GT_OK;
 }
 
+static double flops_per_unit(const gt_model *m) { return NET(m)->flops; }
+static size_t act_bytes(const gt_model *m) { return NET(m)->act_bytes; }
+
 static const gt_model_vt g_vt = {
-    GT_FLAT_VT_SLOTS,
     .destroy = destroy,
     .config_fields = config_fields,
     .config_field_name = config_field_name,
     .init_random = init_random,
     .forward = forward,
     .forward_backward = forward_backward,
+    .flops_per_unit = flops_per_unit,
+    .act_bytes = act_bytes,
 };
 
 gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, gt_dtype dt,
@@ -405,6 +413,7 @@ gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, gt_dtype 
     }
     m->vt = &g_vt;
     m->impl = p;
+    m->params = &p->f;
     m->training = 1;
     p->cfg = *cfg;
     p->B = max_batch;
@@ -447,19 +456,20 @@ gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, gt_dtype 
     }
     p->Cl = C;
     p->HWl = H * W;
-    p->fcw = gt_flat_add(&p->f, "fc.w", 1, 2, cfg->classes, C, 1, 1);
-    p->fcb = gt_flat_add(&p->f, "fc.b", 0, 1, cfg->classes, 1, 1, 1);
+    p->fcw = gt_params_add(&p->f, "fc.w", 1, 0, 2, cfg->classes, C, 1, 1);
+    p->fcb = gt_params_add(&p->f, "fc.b", 0, 0, 1, cfg->classes, 1, 1, 1);
     p->macs += (double)cfg->classes * C;
-    p->f.flops_per_unit = 6.0 * p->macs;
+    p->flops = 6.0 * p->macs;
 
-    gt_status s = gt_flat_alloc(&p->f, be, dt);
+    gt_status s = gt_params_alloc(&p->f, be, dt);
+    if (s == GT_OK) s = gt_ops_probe_dtype(be, dt);
     if (s == GT_OK) {
         carve_all(p); /* sizes only */
         s = gt_backend_alloc(be, p->act_total, (void **)&p->act_mem);
     }
     if (s == GT_OK) {
         carve_all(p);
-        p->f.act_bytes = p->act_total;
+        p->act_bytes = p->act_total;
         p->host_losses = malloc((size_t)max_batch * sizeof(float));
         if (!p->host_losses) s = GT_ERR(GT_ERR_OOM, "out of host memory for the loss buffer");
     }

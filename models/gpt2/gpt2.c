@@ -56,27 +56,10 @@ enum {
 struct gt_gpt2 {
     gt_gpt2_config cfg;
     gt_backend *be;
-    gt_kctx k;
-    int B, T; /* capacity */
-    size_t sizes[GT_GPT2_NUM_TENSORS];   /* elements, all layers */
-    size_t per_layer[GT_GPT2_NUM_TENSORS]; /* elements of one layer's slice */
-    size_t canon[GT_GPT2_NUM_TENSORS];   /* offset in llm.c's layout */
-    size_t inner[GT_GPT2_NUM_TENSORS];   /* offset inside a layer block (layered tensors) */
-    size_t layer_base, layer_size, lnf_base;
-    size_t num_params;
-    size_t num_alloc;                    /* params/grads length incl. zero padding */
-    size_t norm_chunk;                   /* see gt_gpt2_norm_chunk */
-    size_t opt_lo, opt_hi;               /* the range m and v hold */
-    size_t opt_alloc;                    /* floats allocated for each of m and v */
-    gt_dtype dt;                         /* storage of activations, wc and grads */
-    size_t es;                           /* its bytes per element */
-    float *params, *m, *v;               /* backend memory, fp32: master weights, AdamW */
-    void *wc;                            /* compute copy of params in dt (== params for fp32) */
-    void *grads;                         /* in dt */
-    struct { size_t off, len; int decay; } seg[3 + 8 * 1024];
-    int nseg;
-    gt_gpt2_grad_hook hook;
-    void *hook_ctx;
+    gt_params ps; /* the store: llm.c's tensors, each layer's slices kept together */
+    gt_dtype dt;  /* storage of activations, the compute copy and gradients (ps.k.dt) */
+    size_t es;    /* its bytes per element */
+    int B, T;     /* capacity */
     size_t act_sizes[A_COUNT];     /* bytes */
     int fused_mlp;                 /* the backend has matmul_gelu_fwd and matmul_dgelu_bwd */
     char *act_mem;
@@ -133,28 +116,11 @@ gt_status gt_gpt2_config_check(const gt_gpt2_config *c) {
 }
 
 const gt_gpt2_config *gt_gpt2_get_config(const gt_gpt2 *m) { return &m->cfg; }
-size_t gt_gpt2_num_params(const gt_gpt2 *m) { return m->num_params; }
-size_t gt_gpt2_tensor_size(const gt_gpt2 *m, int i) { return m->sizes[i]; }
-
-static void param_sizes(const gt_gpt2_config *c, size_t s[GT_GPT2_NUM_TENSORS]) {
-    size_t C = (size_t)c->channels, L = (size_t)c->num_layers;
-    s[P_WTE] = (size_t)c->padded_vocab_size * C;
-    s[P_WPE] = (size_t)c->max_seq_len * C;
-    s[P_LN1W] = L * C;
-    s[P_LN1B] = L * C;
-    s[P_QKVW] = L * 3 * C * C;
-    s[P_QKVB] = L * 3 * C;
-    s[P_ATTPROJW] = L * C * C;
-    s[P_ATTPROJB] = L * C;
-    s[P_LN2W] = L * C;
-    s[P_LN2B] = L * C;
-    s[P_FCW] = L * 4 * C * C;
-    s[P_FCB] = L * 4 * C;
-    s[P_FCPROJW] = L * C * 4 * C;
-    s[P_FCPROJB] = L * C;
-    s[P_LNFW] = C;
-    s[P_LNFB] = C;
+size_t gt_gpt2_num_params(const gt_gpt2 *m) { return m->ps.num_params; }
+size_t gt_gpt2_tensor_size(const gt_gpt2 *m, int i) {
+    return i >= 0 && i < GT_GPT2_NUM_TENSORS ? m->ps.t[i].n : 0;
 }
+gt_params *gt_gpt2_params(gt_gpt2 *m) { return &m->ps; }
 
 /* Bytes of each activation: `e` bytes per element of the storage dtype,
  * fp32 for the LayerNorm statistics, the attention state and the losses. */
@@ -192,78 +158,49 @@ static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, size_t s[
 
 
 static int is_layered(int i) { return i >= P_LN1W && i <= P_FCPROJB; }
-static int decays(int i) {
-    return i == P_WTE || i == P_WPE || i == P_QKVW || i == P_ATTPROJW || i == P_FCW ||
-           i == P_FCPROJW;
+
+/* The size table in llm.c's order (the canonical one), weight decay on wte,
+ * wpe and the four weight matrices only. The internal layout keeps each
+ * layer's slices together, so the gradients of a layer are one contiguous
+ * range once its backward is done (what bucketed all-reduce needs):
+ * [wte wpe] [layer 0: ln1w .. fcprojb] ... [layer L-1] [lnfw lnfb]. */
+static void declare(gt_gpt2 *m) {
+    const gt_gpt2_config *c = &m->cfg;
+    gt_params *p = &m->ps;
+    int64_t C = c->channels, L = c->num_layers;
+    int l = (int)L;
+    gt_params_add(p, "wte", 1, 0, 2, c->padded_vocab_size, C, 0, 0); // (Vp, C)
+    gt_params_add(p, "wpe", 1, 0, 2, c->max_seq_len, C, 0, 0);       // (maxT, C)
+    gt_params_add(p, "ln1w", 0, l, 2, L, C, 0, 0);                   // (L, C)
+    gt_params_add(p, "ln1b", 0, l, 2, L, C, 0, 0);                   // (L, C)
+    gt_params_add(p, "qkvw", 1, l, 3, L, 3 * C, C, 0);               // (L, 3C, C)
+    gt_params_add(p, "qkvb", 0, l, 2, L, 3 * C, 0, 0);               // (L, 3C)
+    gt_params_add(p, "attprojw", 1, l, 3, L, C, C, 0);               // (L, C, C)
+    gt_params_add(p, "attprojb", 0, l, 2, L, C, 0, 0);               // (L, C)
+    gt_params_add(p, "ln2w", 0, l, 2, L, C, 0, 0);                   // (L, C)
+    gt_params_add(p, "ln2b", 0, l, 2, L, C, 0, 0);                   // (L, C)
+    gt_params_add(p, "fcw", 1, l, 3, L, 4 * C, C, 0);                // (L, 4C, C)
+    gt_params_add(p, "fcb", 0, l, 2, L, 4 * C, 0, 0);                // (L, 4C)
+    gt_params_add(p, "fcprojw", 1, l, 3, L, C, 4 * C, 0);            // (L, C, 4C)
+    gt_params_add(p, "fcprojb", 0, l, 2, L, C, 0, 0);                // (L, C)
+    gt_params_add(p, "lnfw", 0, 0, 1, C, 0, 0, 0);                   // (C)
+    gt_params_add(p, "lnfb", 0, 0, 1, C, 0, 0, 0);                   // (C)
+    gt_params_place(p, P_WTE, 0);
+    gt_params_place(p, P_WPE, 0);
+    for (int j = 0; j < l; j++)
+        for (int i = P_LN1W; i <= P_FCPROJB; i++) gt_params_place(p, i, j);
+    gt_params_place(p, P_LNFW, 0);
+    gt_params_place(p, P_LNFB, 0);
 }
 
-/* The internal layout keeps each layer's tensors together, so the gradients
- * of a layer are one contiguous range once its backward is done (what
- * bucketed all-reduce needs): [wte wpe] [layer 0: ln1w .. fcprojb] ...
- * [layer L-1] [lnfw lnfb]. get/set_params convert to and from llm.c's
- * tensor-major order. */
-static void layout(gt_gpt2 *m) {
-    int L = m->cfg.num_layers;
-    size_t off = 0;
-    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
-        m->canon[i] = off;
-        off += m->sizes[i];
-        m->per_layer[i] = is_layered(i) ? m->sizes[i] / (size_t)L : m->sizes[i];
-    }
-    m->num_params = off;
-    m->layer_base = m->sizes[P_WTE] + m->sizes[P_WPE];
-    m->layer_size = 0;
-    for (int i = P_LN1W; i <= P_FCPROJB; i++) {
-        m->inner[i] = m->layer_size;
-        m->layer_size += m->per_layer[i];
-    }
-    m->lnf_base = m->layer_base + (size_t)L * m->layer_size;
-    /* runs of equal weight decay in internal order, for AdamW */
-    m->nseg = 0;
-    for (int l = -1; l <= L; l++) {
-        int lo = l < 0 ? P_WTE : l == L ? P_LNFW : P_LN1W;
-        int hi = l < 0 ? P_WPE : l == L ? P_LNFB : P_FCPROJB;
-        for (int i = lo; i <= hi; i++) {
-            size_t start = l < 0 ? (i == P_WTE ? 0 : m->sizes[P_WTE])
-                           : l == L ? m->lnf_base + (i == P_LNFW ? 0 : m->sizes[P_LNFW])
-                                    : m->layer_base + (size_t)l * m->layer_size + m->inner[i];
-            if (m->nseg > 0 && m->seg[m->nseg - 1].decay == decays(i)) {
-                m->seg[m->nseg - 1].len += m->per_layer[i];
-            } else {
-                m->seg[m->nseg].off = start;
-                m->seg[m->nseg].len = m->per_layer[i];
-                m->seg[m->nseg].decay = decays(i);
-                m->nseg++;
-            }
-        }
-    }
-}
-
-/* Element offset of tensor i (layer l for layered tensors) in the internal layout. */
-static size_t poff(const gt_gpt2 *m, int i, int l) {
-    if (i == P_WTE) return 0;
-    if (i == P_WPE) return m->sizes[P_WTE];
-    if (i == P_LNFW) return m->lnf_base;
-    if (i == P_LNFB) return m->lnf_base + m->sizes[P_LNFW];
-    return m->layer_base + (size_t)l * m->layer_size + m->inner[i];
+/* Elements of one layer's slice of tensor i (of the tensor when not per layer). */
+static size_t per_layer(const gt_gpt2 *m, int i) {
+    return m->ps.t[i].n / (size_t)(is_layered(i) ? m->cfg.num_layers : 1);
 }
 
 /* Tensor i (layer l) of the compute weights and of the gradients, in dt. */
-static void *PW(gt_gpt2 *m, int i, int l) { return (char *)m->wc + poff(m, i, l) * m->es; }
-static void *PG(gt_gpt2 *m, int i, int l) { return (char *)m->grads + poff(m, i, l) * m->es; }
-
-/* dir 0: canonical (llm.c) -> internal; 1: internal -> canonical. */
-static void permute(const gt_gpt2 *m, float *dst, const float *src, int dir) {
-    int L = m->cfg.num_layers;
-    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
-        int nl = is_layered(i) ? L : 1;
-        for (int l = 0; l < nl; l++) {
-            size_t c = m->canon[i] + (size_t)l * m->per_layer[i], in = poff(m, i, l);
-            if (dir == 0) memcpy(dst + in, src + c, m->per_layer[i] * sizeof(float));
-            else memcpy(dst + c, src + in, m->per_layer[i] * sizeof(float));
-        }
-    }
-}
+static void *PW(gt_gpt2 *m, int i, int l) { return gt_params_weight(&m->ps, i, l); }
+static void *PG(gt_gpt2 *m, int i, int l) { return gt_params_grad(&m->ps, i, l); }
 
 static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
 
@@ -272,7 +209,7 @@ static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
  * B*NH*T of row logsumexp on cuda's cuDNN path), rounded up to 64 floats
  * so that every layer's slice stays 256-byte aligned. */
 static size_t att_layer_floats(const gt_gpt2 *m, int B, int T) {
-    size_t n = gt_attention_state_floats(m->be->ops, &m->k, B, T, m->cfg.channels,
+    size_t n = gt_attention_state_floats(m->be->ops, &m->ps.k, B, T, m->cfg.channels,
                                          m->cfg.num_heads);
     return (n + 63) / 64 * 64;
 }
@@ -299,35 +236,13 @@ gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
     if (!m) return GT_ERR(GT_ERR_OOM, "out of host memory for the model struct");
     m->cfg = *cfg;
     m->be = be;
-    m->k.be = be;
-    m->k.dt = dt;
     m->dt = dt;
     m->es = gt_dtype_size(dt);
     m->B = B;
     m->T = T;
-    param_sizes(cfg, m->sizes);
-    layout(m);
-    /* whole norm chunks, so that the gradient norm's chunking never changes;
-     * at most ~256 chunks: each is one sumsq call, parallel inside */
-    m->norm_chunk = (size_t)1 << 16;
-    while (m->norm_chunk * 256 < m->num_params) m->norm_chunk *= 2;
-    m->num_alloc = (m->num_params + m->norm_chunk - 1) / m->norm_chunk * m->norm_chunk;
-    m->opt_lo = 0;
-    m->opt_hi = m->num_params;
-    m->opt_alloc = m->num_alloc;
-    size_t pbytes = m->num_alloc * sizeof(float), gbytes = m->num_alloc * m->es;
     gt_status s = GT_OK;
-    /* zeroed without touching them where the memory comes fresh from the
-     * system (host backends): 2 GB for gpt2-124m, first written by the
-     * initialisation and the first step's threads */
-    if ((s = gt_backend_alloc_zeroed(be, pbytes, (void **)&m->params)) != GT_OK ||
-        (s = gt_backend_alloc_zeroed(be, gbytes, &m->grads)) != GT_OK ||
-        (s = gt_backend_alloc_zeroed(be, pbytes, (void **)&m->m)) != GT_OK ||
-        (s = gt_backend_alloc_zeroed(be, pbytes, (void **)&m->v)) != GT_OK)
-        goto fail;
-    if (dt == GT_DTYPE_FP32) m->wc = m->params;
-    else if ((s = gt_backend_alloc_zeroed(be, gbytes, &m->wc)) != GT_OK)
-        goto fail;
+    declare(m);
+    if ((s = gt_params_alloc(&m->ps, be, dt)) != GT_OK) goto fail;
     act_sizes(cfg, B, T, m->es, m->act_sizes);
     /* the MLP through the fused ops when the backend has both (the GPU's
      * GEMM epilogues): dfch is then written by matmul_dgelu_bwd directly,
@@ -358,11 +273,7 @@ fail:
 
 void gt_gpt2_free(gt_gpt2 *m) {
     if (!m) return;
-    if (m->wc != m->params) gt_backend_dealloc(m->be, m->wc);
-    gt_backend_dealloc(m->be, m->params);
-    gt_backend_dealloc(m->be, m->grads);
-    gt_backend_dealloc(m->be, m->m);
-    gt_backend_dealloc(m->be, m->v);
+    gt_params_release(&m->ps);
     gt_backend_dealloc(m->be, m->act_mem);
     gt_backend_dealloc(m->be, m->att_spill);
     free(m->host_losses);
@@ -371,10 +282,8 @@ void gt_gpt2_free(gt_gpt2 *m) {
 
 gt_dtype gt_gpt2_dtype(const gt_gpt2 *m) { return m->dt; }
 
-size_t gt_gpt2_memory_bytes(const gt_gpt2 *m) {
-    /* fp32 master weights, m and v; gradients and the compute copy in dt */
-    size_t total = 3 * m->num_params * sizeof(float) + m->num_params * m->es;
-    if (m->dt != GT_DTYPE_FP32) total += m->num_params * m->es;
+size_t gt_gpt2_act_bytes(const gt_gpt2 *m) {
+    size_t total = 0;
     for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
     return total + m->att_spill_bytes;
 }
@@ -388,17 +297,17 @@ gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed) {
      * only): into the master weights themselves on a host backend, else
      * into a host buffer copied over once */
     int direct = m->be->device == GT_DEVICE_HOST;
-    float *host = direct ? m->params : malloc(m->num_params * sizeof(float));
-    if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory initialising %zu parameters",
-                             m->num_params);
+    size_t np = m->ps.num_params;
+    float *host = direct ? m->ps.params : malloc(np * sizeof(float));
+    if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory initialising %zu parameters", np);
     float proj_std = 0.02f / sqrtf(2.0f * (float)L);
     for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
         /* per-layer tensors are initialised layer by layer so that a stream
          * identifies (tensor, layer) and the index restarts at 0 */
         int nl = is_layered(i) ? L : 1;
-        size_t per = m->per_layer[i];
+        size_t per = per_layer(m, i);
         for (int l = 0; l < nl; l++) {
-            float *d = host + poff(m, i, l);
+            float *d = host + gt_params_offset(&m->ps, i, l);
             uint64_t stream = ((uint64_t)i << 16) | (uint64_t)l;
             switch (i) {
             case P_LN1W: case P_LN2W: case P_LNFW:
@@ -426,10 +335,10 @@ gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed) {
     }
     gt_status s = GT_OK;
     if (!direct) {
-        s = m->be->copy_to_device(m->be, m->params, host, m->num_params * sizeof(float));
+        s = m->be->copy_to_device(m->be, m->ps.params, host, np * sizeof(float));
         free(host);
     }
-    if (s == GT_OK) s = gt_gpt2_sync_weights(m, 0, m->num_params);
+    if (s == GT_OK) s = gt_params_sync_weights(&m->ps, 0, np);
     return s;
 }
 
@@ -477,7 +386,8 @@ gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path) {
 #undef SAME
     FILE *f = fopen(path, "rb");
     if (!f) return GT_ERR(GT_ERR_IO, "cannot open llm.c model file '%s'", path);
-    float *host = malloc(m->num_params * sizeof(float));
+    size_t np = m->ps.num_params;
+    float *host = malloc(np * sizeof(float));
     if (!host) {
         fclose(f);
         return GT_ERR(GT_ERR_OOM, "out of host memory reading '%s'", path);
@@ -486,10 +396,9 @@ gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path) {
     if (fseek(f, 256 * sizeof(int32_t), SEEK_SET) != 0) {
         s = GT_ERR(GT_ERR_IO, "'%s': cannot seek past the header", path);
     } else {
-        size_t got = fread(host, sizeof(float), m->num_params, f);
-        if (got != m->num_params)
-            s = GT_ERR(GT_ERR_IO, "'%s': truncated: %zu of %zu parameters", path, got,
-                       m->num_params);
+        size_t got = fread(host, sizeof(float), np, f);
+        if (got != np)
+            s = GT_ERR(GT_ERR_IO, "'%s': truncated: %zu of %zu parameters", path, got, np);
     }
     fclose(f);
     if (s == GT_OK) s = gt_gpt2_set_params(m, host);
@@ -548,7 +457,7 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
                               int T) {
     const gt_gpt2_config *c = &m->cfg;
     const gt_ops *o = m->be->ops;
-    const gt_kctx *k = &m->k;
+    const gt_kctx *k = &m->ps.k;
     gt_backend *be = m->be;
     GT_TRY(require_ops(m));
     if (B < 1 || T < 1 || B > m->B || T > m->T)
@@ -652,7 +561,7 @@ gt_status gt_gpt2_forward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targ
     GT_TRY(forward_body(m, inputs, targets, B, T));
     if (!targets) return GT_OK;
     const gt_gpt2_config *c = &m->cfg;
-    GT_TRY(m->be->ops->classifier_fwd(&m->k, F32(A_LOSSES), ACT(A_LOGITS, 0), m->act[A_TARGETS],
+    GT_TRY(m->be->ops->classifier_fwd(&m->ps.k, F32(A_LOSSES), ACT(A_LOGITS, 0), m->act[A_TARGETS],
                                       B * T, c->vocab_size, c->padded_vocab_size));
     if (mean_loss) GT_TRY(mean_loss_of(m, B * T, mean_loss));
     return GT_OK;
@@ -666,7 +575,7 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
     GT_TRY(forward_body(m, inputs, targets, B, T));
     const gt_gpt2_config *c = &m->cfg;
     const gt_ops *o = m->be->ops;
-    const gt_kctx *k = &m->k;
+    const gt_kctx *k = &m->ps.k;
     gt_backend *be = m->be;
     int C = c->channels, NH = c->num_heads, L = c->num_layers, V = c->vocab_size,
         Vp = c->padded_vocab_size;
@@ -686,7 +595,7 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
     GT_TRY(be->memset_zero(be, dres, NC * es));
     GT_TRY(o->layernorm_bwd(k, dres, PG(m, P_LNFW, 0), PG(m, P_LNFB, 0), dln, last,
                             PW(m, P_LNFW, 0), F32(A_LNF_MEAN), F32(A_LNF_RSTD), N, C));
-    if (m->hook) GT_TRY(m->hook(m->hook_ctx, m->lnf_base));
+    GT_TRY(gt_params_ready(&m->ps, P_LNFW, 0));
 
     void *datty = ACT(A_DATTY, 0), *dqkv = ACT(A_DQKV, 0), *dfch = ACT(A_DFCH, 0),
          *dfch_gelu = ACT(A_DFCH_GELU, 0);
@@ -744,301 +653,22 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
         GT_TRY(o->layernorm_bwd(k, dres, dln1w, dln1b, dln, residual, ln1w, ln1_mean, ln1_rstd,
                                 N, C));
         /* dres now holds d(residual), the gradient of this block's input */
-        if (m->hook) GT_TRY(m->hook(m->hook_ctx, poff(m, P_LN1W, l)));
+        GT_TRY(gt_params_ready(&m->ps, P_LN1W, l));
     }
     GT_TRY(o->encoder_bwd(k, PG(m, P_WTE, 0), PG(m, P_WPE, 0), dres, m->act[A_TOKENS], B, T, C));
-    if (m->hook) GT_TRY(m->hook(m->hook_ctx, 0));
+    GT_TRY(gt_params_ready(&m->ps, P_WTE, 0));
     return GT_OK;
 }
 
-gt_status gt_gpt2_zero_grad(gt_gpt2 *m) {
-    return m->be->memset_zero(m->be, m->grads, m->num_alloc * m->es);
+gt_status gt_gpt2_zero_grad(gt_gpt2 *m) { return gt_params_zero_grad(&m->ps); }
+gt_status gt_gpt2_set_params(gt_gpt2 *m, const float *src) { return gt_params_set(&m->ps, src); }
+gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst) { return gt_params_get(&m->ps, dst); }
+gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst) { return gt_params_get_grads(&m->ps, dst); }
+void gt_gpt2_locate(const gt_gpt2 *m, size_t internal, gt_gpt2_loc *out) {
+    gt_params_locate(&m->ps, internal, out);
 }
-
-size_t gt_gpt2_num_params_padded(const gt_gpt2 *m) { return m->num_alloc; }
-size_t gt_gpt2_norm_chunk(const gt_gpt2 *m) { return m->norm_chunk; }
-float *gt_gpt2_params_buffer(gt_gpt2 *m) { return m->params; }
-void *gt_gpt2_grads_buffer(gt_gpt2 *m) { return m->grads; }
-
-void gt_gpt2_set_grad_hook(gt_gpt2 *m, gt_gpt2_grad_hook hook, void *ctx) {
-    m->hook = hook;
-    m->hook_ctx = ctx;
-}
-
-/* Reallocates a zeroed buffer of n elements of `es` bytes in place of *buf,
- * keeping the first `keep` elements. */
-static gt_status regrow(gt_gpt2 *m, void **buf, size_t es, size_t n, size_t keep) {
-    void *nb = NULL;
-    GT_TRY(gt_backend_alloc_zeroed(m->be, n * es, &nb));
-    gt_status s = GT_OK;
-    if (keep) s = m->be->copy_device(m->be, nb, *buf, keep * es);
-    if (s != GT_OK) {
-        gt_backend_dealloc(m->be, nb);
-        return s;
-    }
-    gt_backend_dealloc(m->be, *buf);
-    *buf = nb;
-    return GT_OK;
-}
-
-gt_status gt_gpt2_pad(gt_gpt2 *m, size_t n_alloc) {
-    if (n_alloc < m->num_params)
-        return GT_ERR(GT_ERR_INVALID, "padding %zu is below the %zu parameters", n_alloc,
-                      m->num_params);
-    if (n_alloc == m->num_alloc) return GT_OK;
-    if (n_alloc % m->norm_chunk != 0)
-        return GT_ERR(GT_ERR_INVALID, "padding %zu is not a multiple of the norm chunk %zu",
-                      n_alloc, m->norm_chunk);
-    int own_copy = m->wc != m->params;
-    GT_TRY(regrow(m, (void **)&m->params, sizeof(float), n_alloc, m->num_alloc));
-    if (own_copy) GT_TRY(regrow(m, &m->wc, m->es, n_alloc, m->num_alloc));
-    else m->wc = m->params;
-    GT_TRY(regrow(m, &m->grads, m->es, n_alloc, m->num_alloc));
-    m->num_alloc = n_alloc;
-    return GT_OK;
-}
-
-gt_status gt_gpt2_set_opt_range(gt_gpt2 *m, size_t lo, size_t hi) {
-    if (lo > hi || hi > m->num_alloc)
-        return GT_ERR(GT_ERR_INVALID, "optimizer range [%zu, %zu) is outside [0, %zu)", lo, hi,
-                      m->num_alloc);
-    size_t n = hi - lo ? hi - lo : 1;
-    if (n != m->opt_alloc) {
-        GT_TRY(regrow(m, (void **)&m->m, sizeof(float), n, 0));
-        GT_TRY(regrow(m, (void **)&m->v, sizeof(float), n, 0));
-        m->opt_alloc = n;
-    }
-    /* Written here, in parallel, even where the memory is known to be zero:
-     * AdamW reads m and v before writing them, and a page first read maps
-     * the shared zero page, so its write faults again and copies, with a TLB
-     * shootdown to every core of the process (2.5 s in gpt2-124m's first step
-     * on the 2-core VM, docs/performance.md, against 0.25 s here). */
-    GT_TRY(m->be->memset_zero(m->be, m->m, n * sizeof(float)));
-    GT_TRY(m->be->memset_zero(m->be, m->v, n * sizeof(float)));
-    m->opt_lo = lo;
-    m->opt_hi = hi;
-    return GT_OK;
-}
-
-gt_status gt_gpt2_grad_sumsq_chunks(gt_gpt2 *m, const void *grads, size_t lo_chunk,
-                                    size_t hi_chunk, double *partials) {
-    for (size_t c = lo_chunk; c < hi_chunk; c++) {
-        size_t off = c * m->norm_chunk;
-        if (off + m->norm_chunk > m->num_alloc)
-            return GT_ERR(GT_ERR_INVALID, "norm chunk %zu ends past the %zu padded parameters: "
-                                          "pad to a multiple of the norm chunk first",
-                          c, m->num_alloc);
-        GT_TRY(m->be->ops->sumsq(&m->k, (const char *)grads + off * m->es, m->norm_chunk,
-                                 &partials[c - lo_chunk]));
-    }
-    return GT_OK;
-}
-
-gt_status gt_gpt2_grad_norm(gt_gpt2 *m, double *out) {
-    size_t nchunks = m->num_alloc / m->norm_chunk;
-    double *part = malloc(nchunks * sizeof(double));
-    if (!part) return GT_ERR(GT_ERR_OOM, "out of host memory");
-    gt_status s = gt_gpt2_grad_sumsq_chunks(m, m->grads, 0, nchunks, part);
-    double ss = 0.0;
-    for (size_t c = 0; c < nchunks; c++) ss += part[c];
-    free(part);
-    *out = sqrt(ss);
-    return s;
-}
-
-gt_status gt_gpt2_sync_weights(gt_gpt2 *m, size_t lo, size_t hi) {
-    if (lo > hi || hi > m->num_alloc)
-        return GT_ERR(GT_ERR_INVALID, "weight range [%zu, %zu) is outside [0, %zu)", lo, hi,
-                      m->num_alloc);
-    if (m->dt == GT_DTYPE_FP32 || lo == hi) return GT_OK;
-    GT_TRY(require(m->be->ops->cast, m->be, "cast"));
-    return m->be->ops->cast(&m->k, (char *)m->wc + lo * m->es, m->dt, m->params + lo,
-                            GT_DTYPE_FP32, hi - lo);
-}
-
-gt_status gt_gpt2_update_range(gt_gpt2 *m, const gt_adamw_config *cfg, int t, float lr,
-                               float grad_scale, const void *grads, size_t lo, size_t hi) {
-    if (t < 1) return GT_ERR(GT_ERR_INVALID, "optimizer step must be >= 1, got %d", t);
-    if (lo < m->opt_lo || hi > m->opt_hi)
-        return GT_ERR(GT_ERR_INVALID, "update of [%zu, %zu) outside the optimizer state's "
-                                      "range [%zu, %zu)",
-                      lo, hi, m->opt_lo, m->opt_hi);
-    for (int i = 0; i < m->nseg; i++) {
-        size_t a = m->seg[i].off, b = a + m->seg[i].len;
-        if (a < lo) a = lo;
-        if (b > hi) b = hi;
-        if (a >= b) continue;
-        float wd = m->seg[i].decay ? cfg->weight_decay : 0.0f;
-        GT_TRY(m->be->ops->adamw(&m->k, m->params + a, (const char *)grads + (a - lo) * m->es,
-                                 m->m + (a - m->opt_lo), m->v + (a - m->opt_lo), b - a, lr,
-                                 cfg->beta1, cfg->beta2, cfg->eps, wd, grad_scale, t));
-    }
-    return gt_gpt2_sync_weights(m, lo, hi);
-}
-
-gt_status gt_gpt2_update(gt_gpt2 *m, const gt_adamw_config *cfg, int t, double *grad_norm,
-                         float *lr_out) {
-    double norm = 0.0;
-    GT_TRY(gt_gpt2_grad_norm(m, &norm));
-    float lr, clip;
-    GT_TRY(gt_adamw_step_scalars(cfg, t, norm, &lr, &clip));
-    GT_TRY(gt_gpt2_update_range(m, cfg, t, lr, clip, m->grads, 0, m->num_params));
-    if (grad_norm) *grad_norm = norm;
-    if (lr_out) *lr_out = lr;
-    return GT_OK;
-}
-
-/* Host staging through the canonical (llm.c) order; `dev` holds dtype dt,
- * dst receives fp32. */
-static gt_status copy_out(gt_gpt2 *m, const void *dev, gt_dtype dt, float *dst) {
-    size_t n = m->num_params, es = gt_dtype_size(dt);
-    float *tmp = malloc(n * sizeof(float));
-    void *raw = dt == GT_DTYPE_FP32 ? (void *)tmp : malloc(n * es);
-    if (!tmp || !raw) {
-        free(tmp);
-        if (raw != (void *)tmp) free(raw);
-        return GT_ERR(GT_ERR_OOM, "out of host memory copying %zu parameters", n);
-    }
-    gt_status s = m->be->copy_to_host(m->be, raw, dev, n * es);
-    if (s == GT_OK && raw != (void *)tmp) gt_convert(tmp, GT_DTYPE_FP32, raw, dt, n);
-    if (s == GT_OK) permute(m, dst, tmp, 1);
-    if (raw != (void *)tmp) free(raw);
-    free(tmp);
-    return s;
-}
-
-gt_status gt_gpt2_set_params(gt_gpt2 *m, const float *src) {
-    float *tmp = malloc(m->num_params * sizeof(float));
-    if (!tmp) return GT_ERR(GT_ERR_OOM, "out of host memory copying %zu parameters",
-                            m->num_params);
-    permute(m, tmp, src, 0);
-    gt_status s = m->be->copy_to_device(m->be, m->params, tmp, m->num_params * sizeof(float));
-    free(tmp);
-    if (s == GT_OK) s = gt_gpt2_sync_weights(m, 0, m->num_params);
-    return s;
-}
-
-gt_status gt_gpt2_get_params(gt_gpt2 *m, float *dst) {
-    return copy_out(m, m->params, GT_DTYPE_FP32, dst);
-}
-gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst) { return copy_out(m, m->grads, m->dt, dst); }
 
 double gt_gpt2_flops_per_token(const gt_gpt2 *m, int T) {
     const gt_gpt2_config *c = &m->cfg;
-    return 6.0 * (double)m->num_params + 6.0 * c->num_layers * (double)c->channels * T;
-}
-
-/* ---- checkpoints and diagnostics -------------------------------------------- */
-
-int gt_gpt2_tensor_shape(const gt_gpt2 *m, int i, int64_t shape[4]) {
-    const gt_gpt2_config *c = &m->cfg;
-    int64_t C = c->channels, L = c->num_layers;
-    int64_t row = (int64_t)(m->per_layer[i] / (size_t)C);
-    memset(shape, 0, 4 * sizeof *shape);
-    switch (i) {
-    case P_WTE: shape[0] = c->padded_vocab_size; shape[1] = C; return 2;
-    case P_WPE: shape[0] = c->max_seq_len; shape[1] = C; return 2;
-    case P_LNFW: case P_LNFB: shape[0] = C; return 1;
-    case P_QKVW: case P_ATTPROJW: case P_FCW: case P_FCPROJW:
-        /* (L, out, in): per layer out x in */
-        shape[0] = L;
-        shape[1] = i == P_FCPROJW ? C : row;
-        shape[2] = i == P_FCPROJW ? 4 * C : C;
-        return 3;
-    default: shape[0] = L; shape[1] = (int64_t)m->per_layer[i]; return 2;
-    }
-}
-
-static gt_status opt_state_check(const gt_gpt2 *m, size_t lo, size_t hi) {
-    if (lo > hi || lo < m->opt_lo || hi > m->opt_hi || hi > m->num_params)
-        return GT_ERR(GT_ERR_INVALID,
-                      "optimizer state [%zu, %zu) is outside the range this model holds "
-                      "[%zu, %zu) or its %zu parameters",
-                      lo, hi, m->opt_lo, m->opt_hi, m->num_params);
-    return GT_OK;
-}
-
-gt_status gt_gpt2_get_opt_state(gt_gpt2 *m, size_t lo, size_t hi, float *m_dst, float *v_dst) {
-    GT_TRY(opt_state_check(m, lo, hi));
-    if (hi == lo) return GT_OK;
-    size_t bytes = (hi - lo) * sizeof(float);
-    GT_TRY(m->be->copy_to_host(m->be, m_dst, m->m + (lo - m->opt_lo), bytes));
-    return m->be->copy_to_host(m->be, v_dst, m->v + (lo - m->opt_lo), bytes);
-}
-
-gt_status gt_gpt2_set_opt_state(gt_gpt2 *m, size_t lo, size_t hi, const float *m_src,
-                                const float *v_src) {
-    GT_TRY(opt_state_check(m, lo, hi));
-    if (hi == lo) return GT_OK;
-    size_t bytes = (hi - lo) * sizeof(float);
-    GT_TRY(m->be->copy_to_device(m->be, m->m + (lo - m->opt_lo), m_src, bytes));
-    return m->be->copy_to_device(m->be, m->v + (lo - m->opt_lo), v_src, bytes);
-}
-
-void gt_gpt2_locate(const gt_gpt2 *m, size_t x, gt_gpt2_loc *out) {
-    int L = m->cfg.num_layers;
-    memset(out, 0, sizeof *out);
-    out->layer = -1;
-    out->internal = x;
-    for (int i = 0; i < GT_GPT2_NUM_TENSORS; i++) {
-        int nl = is_layered(i) ? L : 1;
-        for (int l = 0; l < nl; l++) {
-            size_t a = poff(m, i, l);
-            if (x >= a && x < a + m->per_layer[i]) {
-                out->tensor = i;
-                out->layer = is_layered(i) ? l : -1;
-                out->element = x - a;
-                out->flat = m->canon[i] + (size_t)l * m->per_layer[i] + (x - a);
-                return;
-            }
-        }
-    }
-    out->tensor = -1;
-    out->element = x;
-    out->flat = x;
-}
-
-void gt_gpt2_loc_format(const gt_gpt2_loc *loc, char *out, size_t n) {
-    if (loc->tensor < 0) snprintf(out, n, "padding element %zu", loc->element);
-    else if (loc->layer >= 0)
-        snprintf(out, n, "%s layer %d, element %zu", gt_gpt2_tensor_name(loc->tensor),
-                 loc->layer, loc->element);
-    else snprintf(out, n, "%s, element %zu", gt_gpt2_tensor_name(loc->tensor), loc->element);
-}
-
-gt_status gt_gpt2_find_nonfinite(gt_gpt2 *m, const void *buf, gt_dtype dt, size_t lo,
-                                 size_t hi, int *found, gt_gpt2_loc *loc, float *value) {
-    *found = 0;
-    if (hi > m->num_params) hi = m->num_params;
-    if (lo >= hi) return GT_OK;
-    size_t n = hi - lo, es = gt_dtype_size(dt);
-    float *host = malloc(n * sizeof(float));
-    void *raw = dt == GT_DTYPE_FP32 ? (void *)host : malloc(n * es);
-    if (!host || !raw) {
-        free(host);
-        if (raw != (void *)host) free(raw);
-        return GT_ERR(GT_ERR_OOM, "out of host memory searching for non-finite values");
-    }
-    gt_status s = m->be->copy_to_host(m->be, raw, buf, n * es);
-    if (s == GT_OK && raw != (void *)host) gt_convert(host, GT_DTYPE_FP32, raw, dt, n);
-    if (raw != (void *)host) free(raw);
-    int L = m->cfg.num_layers;
-    /* llm.c's order: the first tensor a user would look at in a model file */
-    for (int i = 0; i < GT_GPT2_NUM_TENSORS && s == GT_OK && !*found; i++) {
-        int nl = is_layered(i) ? L : 1;
-        for (int l = 0; l < nl && !*found; l++) {
-            size_t a = poff(m, i, l), b = a + m->per_layer[i];
-            if (a < lo) a = lo;
-            if (b > hi) b = hi;
-            for (size_t x = a; x < b; x++)
-                if (!isfinite(host[x - lo])) {
-                    *found = 1;
-                    *value = host[x - lo];
-                    gt_gpt2_locate(m, x, loc);
-                    break;
-                }
-        }
-    }
-    free(host);
-    return s;
+    return 6.0 * (double)m->ps.num_params + 6.0 * c->num_layers * (double)c->channels * T;
 }

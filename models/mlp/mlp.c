@@ -11,7 +11,10 @@
 #include "models/model_impl.h"
 
 typedef struct mlp {
-    gt_flat f; /* first: the generic slots cast impl to gt_flat */
+    gt_params f;          /* the store (m->params): tensors in forward order */
+    gt_dense_stage stage; /* the inputs in the storage dtype */
+    double flops;         /* per sample */
+    size_t act_bytes;
     gt_mlp_config cfg;
     int B;             /* capacity */
     int w[65], b[65];  /* tensor indices; [depth] is the head */
@@ -27,7 +30,7 @@ typedef struct mlp {
 
 #define MLP(m) ((mlp *)(m)->impl)
 /* element n of an activation buffer */
-#define AT(base, n) gt_flat_at(&p->f, (base), (n))
+#define AT(base, n) gt_params_at(&p->f, (base), (n))
 
 gt_status gt_mlp_preset(const char *name, gt_mlp_config *out) {
     static const struct {
@@ -82,7 +85,8 @@ static void destroy(gt_model *m) {
     mlp *p = MLP(m);
     if (p) {
         gt_backend_dealloc(p->f.be, p->act_mem);
-        gt_flat_release(&p->f);
+        gt_params_release(&p->f);
+        gt_dense_stage_free(&p->stage);
         free(p->host_losses);
         free(p);
     }
@@ -90,7 +94,7 @@ static void destroy(gt_model *m) {
 }
 
 static gt_status init_random(gt_model *m, uint64_t seed) {
-    gt_flat *f = &MLP(m)->f;
+    gt_params *f = &MLP(m)->f;
     float *host = malloc(f->num_params * sizeof(float));
     if (!host) return GT_ERR(GT_ERR_OOM, "out of host memory initialising %zu parameters",
                              f->num_params);
@@ -101,7 +105,7 @@ static gt_status init_random(gt_model *m, uint64_t seed) {
         float bound = 1.0f / sqrtf((float)fan_in);
         gt_rng_fill_uniform(host + f->t[i].off, f->t[i].n, -bound, bound, seed, (uint64_t)i, 0);
     }
-    gt_status s = gt_flat_set_params(m, host);
+    gt_status s = gt_params_set(f, host);
     free(host);
     return s;
 }
@@ -125,27 +129,27 @@ static int fused_gelu(const mlp *p) {
 
 static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets) {
     mlp *p = MLP(m);
-    gt_flat *f = &p->f;
+    gt_params *f = &p->f;
     const gt_mlp_config *c = &p->cfg;
     const gt_ops *o = f->be->ops;
     const gt_kctx *k = &f->k;
     int fused = fused_gelu(p);
     const gt_op *need = fused ? g_ops_gelu_fused : c->act == GT_MLP_GELU ? g_ops_gelu : g_ops_relu;
-    GT_TRY(gt_flat_require(f, "mlp", need, 6));
-    GT_TRY(gt_flat_check_batch(m, bt, need_targets));
+    GT_TRY(gt_dense_require(f, "mlp", need, 6));
+    GT_TRY(gt_dense_check_batch(m, bt, need_targets));
     int N = bt->n, D = c->in_dim, W = c->width, K = c->classes, L = c->depth;
     size_t NW = (size_t)N * W, BW = (size_t)p->B * W;
-    GT_TRY(gt_flat_upload_batch(f, bt, (size_t)D, p->in, p->targets));
+    GT_TRY(gt_dense_upload_batch(f, &p->stage, bt, (size_t)D, p->in, p->targets));
     const void *x = p->in; // (N, D)
     int xin = D;
     for (int l = 0; l < L; l++) {
         void *z = AT(p->z, (size_t)l * BW); // (N, W)
         void *a = AT(p->a, (size_t)l * BW); // (N, W)
         if (fused) { /* z and a = gelu(z) from one call */
-            GT_TRY(o->matmul_gelu_fwd(k, a, z, x, gt_flat_param(f, p->w[l]),
-                                      gt_flat_param(f, p->b[l]), N, xin, W));
+            GT_TRY(o->matmul_gelu_fwd(k, a, z, x, gt_params_weight(f, p->w[l], 0),
+                                      gt_params_weight(f, p->b[l], 0), N, xin, W));
         } else {
-            GT_TRY(o->matmul_fwd(k, z, x, gt_flat_param(f, p->w[l]), gt_flat_param(f, p->b[l]),
+            GT_TRY(o->matmul_fwd(k, z, x, gt_params_weight(f, p->w[l], 0), gt_params_weight(f, p->b[l], 0),
                                  N, xin, W));
             if (c->act == GT_MLP_GELU) GT_TRY(o->gelu_fwd(k, a, z, NW));
             else GT_TRY(o->relu_fwd(k, a, z, NW));
@@ -153,7 +157,7 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets)
         x = a;
         xin = W;
     }
-    GT_TRY(o->matmul_fwd(k, p->logits, x, gt_flat_param(f, p->w[L]), gt_flat_param(f, p->b[L]),
+    GT_TRY(o->matmul_fwd(k, p->logits, x, gt_params_weight(f, p->w[L], 0), gt_params_weight(f, p->b[L], 0),
                          N, xin, K)); // (N, K)
     return GT_OK;
 }
@@ -162,7 +166,7 @@ static gt_status forward(gt_model *m, const gt_batch *bt, float *mean_loss) {
     mlp *p = MLP(m);
     GT_TRY(forward_body(m, bt, 0));
     if (!bt->targets) return GT_OK;
-    return gt_flat_class_loss(&p->f, p->losses, p->host_losses, p->logits, p->targets, bt->n,
+    return gt_dense_class_loss(&p->f, p->losses, p->host_losses, p->logits, p->targets, bt->n,
                               p->cfg.classes, mean_loss);
 }
 
@@ -171,7 +175,7 @@ static gt_status forward(gt_model *m, const gt_batch *bt, float *mean_loss) {
 static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
                                   float *mean_loss) {
     mlp *p = MLP(m);
-    gt_flat *f = &p->f;
+    gt_params *f = &p->f;
     const gt_mlp_config *c = &p->cfg;
     const gt_ops *o = f->be->ops;
     const gt_kctx *k = &f->k;
@@ -181,7 +185,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     size_t NW = (size_t)N * W, BW = (size_t)p->B * W;
     /* losses and dlogits in one pass; dlogits overwrite the logits */
     GT_TRY(o->classifier_bwd(k, p->logits, p->losses, p->logits, p->targets, dloss, N, K, K));
-    if (mean_loss) GT_TRY(gt_flat_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
+    if (mean_loss) GT_TRY(gt_dense_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
 
     const void *top = L > 0 ? AT(p->a, (size_t)(L - 1) * BW) : p->in;
     if (fused_gelu(p)) {
@@ -189,38 +193,38 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
          * dz_{l-1} (N, W) = (dz_l @ w_l) * gelu'(z_{l-1}), overwritten */
         void *dz = p->d0, *dnext = p->d1;
         if (L > 0)
-            GT_TRY(o->matmul_dgelu_bwd(k, dz, gt_flat_grad(f, p->w[L]), gt_flat_grad(f, p->b[L]),
-                                       p->logits, top, gt_flat_param(f, p->w[L]),
+            GT_TRY(o->matmul_dgelu_bwd(k, dz, gt_params_grad(f, p->w[L], 0), gt_params_grad(f, p->b[L], 0),
+                                       p->logits, top, gt_params_weight(f, p->w[L], 0),
                                        AT(p->z, (size_t)(L - 1) * BW), N, W, K));
         else
-            GT_TRY(o->matmul_bwd(k, NULL, gt_flat_grad(f, p->w[L]), gt_flat_grad(f, p->b[L]),
-                                 p->logits, top, gt_flat_param(f, p->w[L]), N, D, K));
-        GT_TRY(gt_flat_ready(f, p->w[L]));
+            GT_TRY(o->matmul_bwd(k, NULL, gt_params_grad(f, p->w[L], 0), gt_params_grad(f, p->b[L], 0),
+                                 p->logits, top, gt_params_weight(f, p->w[L], 0), N, D, K));
+        GT_TRY(gt_params_ready(f, p->w[L], 0));
         for (int l = L - 1; l >= 0; l--) {
             const void *x = l > 0 ? AT(p->a, (size_t)(l - 1) * BW) : p->in; // (N, W or D)
             if (l > 0)
-                GT_TRY(o->matmul_dgelu_bwd(k, dnext, gt_flat_grad(f, p->w[l]),
-                                           gt_flat_grad(f, p->b[l]), dz, x,
-                                           gt_flat_param(f, p->w[l]),
+                GT_TRY(o->matmul_dgelu_bwd(k, dnext, gt_params_grad(f, p->w[l], 0),
+                                           gt_params_grad(f, p->b[l], 0), dz, x,
+                                           gt_params_weight(f, p->w[l], 0),
                                            AT(p->z, (size_t)(l - 1) * BW), N, W, W));
             else /* the input needs no gradient */
-                GT_TRY(o->matmul_bwd(k, NULL, gt_flat_grad(f, p->w[l]), gt_flat_grad(f, p->b[l]),
-                                     dz, x, gt_flat_param(f, p->w[l]), N, D, W));
-            GT_TRY(gt_flat_ready(f, p->w[l]));
+                GT_TRY(o->matmul_bwd(k, NULL, gt_params_grad(f, p->w[l], 0), gt_params_grad(f, p->b[l], 0),
+                                     dz, x, gt_params_weight(f, p->w[l], 0), N, D, W));
+            GT_TRY(gt_params_ready(f, p->w[l], 0));
             void *t = dz;
             dz = dnext;
             dnext = t;
         }
-        if (L == 0) GT_TRY(gt_flat_ready(f, 0));
+        if (L == 0) GT_TRY(gt_params_ready(f, 0, 0));
         return GT_OK;
     }
 
     /* head: da (N, W) = dlogits @ head.w (overwritten); gradients of head.w, head.b */
     void *da = p->d0, *dz = p->d1;
-    GT_TRY(o->matmul_bwd(k, L > 0 ? da : NULL, gt_flat_grad(f, p->w[L]),
-                         gt_flat_grad(f, p->b[L]), p->logits, top, gt_flat_param(f, p->w[L]), N,
+    GT_TRY(o->matmul_bwd(k, L > 0 ? da : NULL, gt_params_grad(f, p->w[L], 0),
+                         gt_params_grad(f, p->b[L], 0), p->logits, top, gt_params_weight(f, p->w[L], 0), N,
                          L > 0 ? W : D, K));
-    GT_TRY(gt_flat_ready(f, p->w[L]));
+    GT_TRY(gt_params_ready(f, p->w[L], 0));
     for (int l = L - 1; l >= 0; l--) {
         void *z = AT(p->z, (size_t)l * BW), *a = AT(p->a, (size_t)l * BW); // (N, W)
         const void *x = l > 0 ? AT(p->a, (size_t)(l - 1) * BW) : p->in;     // (N, W or D)
@@ -228,23 +232,27 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
         if (c->act == GT_MLP_GELU) GT_TRY(o->gelu_bwd(k, dz, z, da, NW));
         else GT_TRY(o->relu_bwd(k, dz, a, da, NW));
         /* da now receives d(a_{l-1}), overwritten; the input needs no gradient */
-        GT_TRY(o->matmul_bwd(k, l > 0 ? da : NULL, gt_flat_grad(f, p->w[l]),
-                             gt_flat_grad(f, p->b[l]), dz, x, gt_flat_param(f, p->w[l]), N,
+        GT_TRY(o->matmul_bwd(k, l > 0 ? da : NULL, gt_params_grad(f, p->w[l], 0),
+                             gt_params_grad(f, p->b[l], 0), dz, x, gt_params_weight(f, p->w[l], 0), N,
                              l > 0 ? W : D, W));
-        GT_TRY(gt_flat_ready(f, p->w[l]));
+        GT_TRY(gt_params_ready(f, p->w[l], 0));
     }
-    if (L == 0) GT_TRY(gt_flat_ready(f, 0));
+    if (L == 0) GT_TRY(gt_params_ready(f, 0, 0));
     return GT_OK;
 }
 
+static double flops_per_unit(const gt_model *m) { return MLP(m)->flops; }
+static size_t act_bytes(const gt_model *m) { return MLP(m)->act_bytes; }
+
 static const gt_model_vt g_vt = {
-    GT_FLAT_VT_SLOTS,
     .destroy = destroy,
     .config_fields = config_fields,
     .config_field_name = config_field_name,
     .init_random = init_random,
     .forward = forward,
     .forward_backward = forward_backward,
+    .flops_per_unit = flops_per_unit,
+    .act_bytes = act_bytes,
 };
 
 static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
@@ -264,6 +272,7 @@ gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt, cons
     }
     m->vt = &g_vt;
     m->impl = p;
+    m->params = &p->f;
     m->training = 1;
     p->cfg = *cfg;
     p->B = max_batch;
@@ -278,20 +287,21 @@ gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt, cons
     in->classes = K;
     in->max_batch = max_batch;
     in->max_T = 1;
-    char nm[GT_FLAT_NAME_LEN];
+    char nm[GT_PARAMS_NAME_LEN];
     double macs = 0;
     for (int l = 0; l <= L; l++) {
         int fin = l == 0 ? D : W, fout = l == L ? K : W;
         if (l == L) snprintf(nm, sizeof nm, "head.w");
         else snprintf(nm, sizeof nm, "fc%d.w", l);
-        p->w[l] = gt_flat_add(&p->f, nm, 1, 2, fout, fin, 1, 1);
+        p->w[l] = gt_params_add(&p->f, nm, 1, 0, 2, fout, fin, 1, 1);
         if (l == L) snprintf(nm, sizeof nm, "head.b");
         else snprintf(nm, sizeof nm, "fc%d.b", l);
-        p->b[l] = gt_flat_add(&p->f, nm, 0, 1, fout, 1, 1, 1);
+        p->b[l] = gt_params_add(&p->f, nm, 0, 0, 1, fout, 1, 1, 1);
         macs += (double)fin * fout;
     }
-    p->f.flops_per_unit = 6.0 * macs;
-    gt_status s = gt_flat_alloc(&p->f, be, dt);
+    p->flops = 6.0 * macs;
+    gt_status s = gt_params_alloc(&p->f, be, dt);
+    if (s == GT_OK) s = gt_ops_probe_dtype(be, dt);
     size_t B = (size_t)max_batch, f4 = sizeof(float), e = gt_dtype_size(dt);
     size_t sizes[8] = {B * D * e, (size_t)L * B * W * e, (size_t)L * B * W * e,
                        B * K * e, B * f4, B * sizeof(int32_t), B * W * e, B * W * e};
@@ -307,7 +317,7 @@ gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt, cons
             *dst[i] = p->act_mem + off;
             off += align_up(sizes[i] ? sizes[i] : 1);
         }
-        p->f.act_bytes = total;
+        p->act_bytes = total;
         p->host_losses = malloc(B * f4);
         if (!p->host_losses) s = GT_ERR(GT_ERR_OOM, "out of host memory for the loss buffer");
     }

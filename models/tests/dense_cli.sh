@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mlp and convnet through `gauntlet train` (suites/train.c over models/model.h).
+# mlp and convnet through `gauntlet train` (suites/trainer/loop.c over models/model.h).
 # usage: dense_cli.sh GAUNTLET REPORT_CHECK
 # convnet-tiny: 10 steps unbroken vs 5 steps + checkpoint + resume to 10 give
 # the same final digest (parameters AND BatchNorm running statistics) and the

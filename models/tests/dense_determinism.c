@@ -1,5 +1,5 @@
 /* Determinism of mlp and convnet training (the levels of docs/testing.md)
- * at the model interface, without the training loop of suites/train.c:
+ * at the model interface, without the training loop of suites/trainer/loop.c:
  *   run_to_run    the same run twice: bitwise-equal losses, weights and
  *                 BatchNorm running statistics;
  *   threads       1 vs 2 cpu threads: the same bits;

@@ -1,5 +1,5 @@
 /* Mixed precision for mlp and convnet through the training loop
- * (suites/train.c): bf16 and fp16 storage of activations, compute weights
+ * (suites/trainer/loop.c): bf16 and fp16 storage of activations, compute weights
  * and gradients, fp32 masters, AdamW state and BatchNorm statistics.
  * Usage: test_models_dense_precision_* [BACKEND]   (default ref; exit 77
  * when BACKEND is absent). 4 runs with ref only.
@@ -31,7 +31,7 @@
 #include "engine/tests/check.h"
 #include "models/tests/backend_or_skip.h"
 #include "models/tests/train_run.h"
-#include "suites/train.h"
+#include "suites/trainer/train.h"
 
 /* The train suite's settings for the dense presets (dense_config). */
 static gt_train_config base(const char *backend, const char *model, gt_dtype dt, int steps) {

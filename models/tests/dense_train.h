@@ -1,5 +1,5 @@
 /* A minimal training loop over the generic model interface for the mlp and
- * convnet tests: the model and its task alone, without suites/train.c's
+ * convnet tests: the model and its task alone, without suites/trainer/loop.c's
  * data parallelism, checkpoints and reports (models.dense_cli.cpu covers
  * those), so that a failure here points at the model. One process, one
  * backend, AdamW through

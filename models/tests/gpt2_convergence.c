@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "suites/train.h"
+#include "suites/trainer/train.h"
 
 int main(void) {
     gt_train_config c = gt_train_defaults();

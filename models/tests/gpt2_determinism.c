@@ -4,15 +4,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "suites/train.h"
+#include "suites/trainer/train.h"
 
 static int failures;
 
 static int run(int threads, gt_data_order order, gt_train_stats *st) {
     gt_train_config c = gt_train_defaults();
     /* big enough that every op is split across threads */
-    c.model.channels = 96;
-    c.model.num_heads = 3;
+    snprintf(c.model_options, sizeof c.model_options, "channels=96,heads=3");
     c.batch = 6;
     c.seq_len = 33;
     c.steps = 12;

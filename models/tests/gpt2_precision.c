@@ -1,4 +1,4 @@
-/* Mixed precision through the training loop (suites/train.c), on the ref
+/* Mixed precision through the training loop (suites/trainer/loop.c), on the ref
  * backend, which stores bf16 and fp16 (the cpu backend is fp32 only).
  * Usage: test_models_gpt2_precision_* [BACKEND]   (default ref; exit 77 when
  * BACKEND is absent). On another backend (cuda) 1 and 2 run there; 3 and 4
@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "engine/backend.h"
-#include "suites/train.h"
+#include "suites/trainer/train.h"
 #include "engine/tests/check.h"
 #include "models/tests/backend_or_skip.h"
 #include "models/tests/train_run.h"

@@ -182,7 +182,7 @@ static void dense_iface(gt_backend *be, const char *name, const char *unit, int 
     printf("%s: hook frontiers fall to 0 in %d calls; info and refusals ok\n", name, h.calls);
 }
 
-/* gt_flat, the parameter store of mlp and convnet, as ZeRO-1 uses it: an
+/* The parameter store (engine/params.h) of a dense model, as ZeRO-1 uses it: an
  * optimizer range [lo, hi) cutting through tensors updates exactly those
  * elements, with the full model's values and AdamW state; the refusals of
  * ranges, paddings and state outside the store; locate and find_nonfinite. */
@@ -336,6 +336,28 @@ int main(void) {
                                                        "convnet") == 0,
           "family of resnet-small");
     CHECK(gt_model_family_of("nope") == NULL, "family of an unknown name");
+    /* options by name: applied in order, validated by the family */
+    gt_model_arch ar;
+    CHECK_OK(gt_model_arch_of("gpt2-tiny", "layers=3,vocab=300", &ar));
+    CHECK(ar.fields[3] == 3 && ar.fields[1] == 300 && ar.fields[2] == 300 && ar.classes == 300 &&
+              ar.max_T == 64 && strcmp(ar.family, "gpt2") == 0,
+          "gpt2-tiny layers=3,vocab=300: L%d V%d Vp%d", ar.fields[3], ar.fields[1], ar.fields[2]);
+    CHECK_STATUS(gt_model_arch_of("gpt2-tiny", "depth=3", &ar), GT_ERR_INVALID);
+    CHECK(strstr(gt_last_error(), "depth=3") && strstr(gt_last_error(), "padded_vocab"),
+          "an unknown option names itself and the valid ones: %s", gt_last_error());
+    CHECK_STATUS(gt_model_arch_of("gpt2-tiny", "heads=3", &ar), GT_ERR_INVALID);
+    CHECK_STATUS(gt_model_arch_of("gpt2-tiny", "layers=x", &ar), GT_ERR_INVALID);
+    CHECK_STATUS(gt_model_arch_of("mlp-tiny", "width=3", &ar), GT_ERR_INVALID);
+    CHECK_OK(gt_model_arch_of("mlp-tiny", "", &ar));
+    CHECK(ar.classes == 8 && ar.max_T == 1, "mlp-tiny: %d classes", ar.classes);
+    char opts[GT_MODEL_OPTIONS_LEN] = "";
+    CHECK_OK(gt_model_option_add(opts, "layers", 1));
+    CHECK_OK(gt_model_option_add(opts, "heads", 4));
+    CHECK(strcmp(opts, "layers=1,heads=4") == 0, "options '%s'", opts);
+    CHECK_OK(gt_model_new_opts(be, "gpt2-tiny", opts, GT_DTYPE_FP32, 2, 8, &m));
+    CHECK(m && gt_model_num_params(m) < 100000, "gpt2-tiny with one layer");
+    gt_model_free(m);
+    m = NULL;
     /* every preset builds (small batch) */
     const char *all[] = {"mlp-tiny", "mlp-tiny-relu", "mlp-small", "convnet-tiny",
                          "resnet-small"};

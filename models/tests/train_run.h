@@ -1,4 +1,4 @@
-/* Shared by the model tests that drive suites/train.c: one training run,
+/* Shared by the model tests that drive suites/trainer/loop.c: one training run,
  * one line saying how it went. */
 #ifndef GT_MODELS_TESTS_TRAIN_RUN_H
 #define GT_MODELS_TESTS_TRAIN_RUN_H
@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "suites/train.h"
+#include "suites/trainer/train.h"
 
 /* gt_train_run(c, st), then "MODEL WHAT ok: loss L after N steps, skipped
  * S, scale X, params DIGEST" (or the error). Returns the status. */

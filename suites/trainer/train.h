@@ -1,5 +1,7 @@
-/* The training loop shared by `gauntlet train` and the train suite:
- * data, model, optimizer, timing, and what a report records of a run.
+/* The training loop shared by `gauntlet train` and the train suite: data,
+ * model, optimizer, timing, checkpoints (suites/trainer/: loop.c,
+ * checkpoint.c). It sits above models/ and below suites/: what a report
+ * records of a run is the suite's (suites/train_record.h).
  */
 #ifndef GT_SUITE_TRAIN_H
 #define GT_SUITE_TRAIN_H
@@ -14,8 +16,7 @@
 #include "engine/lossscale.h"
 #include "engine/optim.h"
 #include "engine/status.h"
-#include "models/gpt2/gpt2.h"
-#include "reports/report.h"
+#include "models/model.h"
 
 /* gt_train_config.peak_gflops: no MFU at all (no peak probe, no mfu metric) */
 #define GT_TRAIN_NO_MFU (-1.0)
@@ -30,9 +31,11 @@ extern "C" {
 typedef struct gt_train_config {
     char model_name[64];     /* preset it started from, for reports; an mlp or convnet
                               * preset (models/model.h) selects that model and its
-                              * synthetic task, and `model`, seq_len, the data fields and
-                              * init_from do not apply (docs/models.md) */
-    gt_gpt2_config model;    /* gpt2 only */
+                              * synthetic task, and seq_len, the data fields and
+                              * init_from do not apply (docs/models.md); "llmc": gpt2
+                              * with the six options of an llm.c file */
+    char model_options[GT_MODEL_OPTIONS_LEN]; /* options by name over the preset
+                              * ("layers=4,heads=4", models/model.h); "" for none */
     int batch;               /* global batch, sequences per optimizer step */
     int seq_len;             /* T */
     int steps;
@@ -174,9 +177,6 @@ const char *gt_train_resume_field(int i);
  * consumed before `step` (step x global batch x seq; sequential order reads
  * them from the stream's start, modulo its length). */
 int64_t gt_train_data_position(const gt_train_config *cfg, int64_t step);
-
-/* Puts config, metrics, series and allocator stats of a run into a result. */
-void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res);
 
 /* Mean of the last `k` losses (k clipped to steps_done). */
 double gt_train_tail_loss(const gt_train_stats *st, int k);

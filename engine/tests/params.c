@@ -1,0 +1,145 @@
+/* The parameter store (engine/params.h) with a layout that is not the
+ * canonical order: a per-layer tensor whose two slices are placed apart, as
+ * gpt2 places its layers. Offsets, the canonical <-> internal copies,
+ * locate / loc_format, find_nonfinite's canonical order, the runs of equal
+ * weight decay, padding and the optimizer range. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/backend.h"
+#include "engine/params.h"
+#include "engine/tests/check.h"
+
+/* a (2,3) decay; b (2,4) per layer, 2 slices, no decay; c (5) decay.
+ * Internal: a, b layer 0, c, b layer 1. */
+static void declare(gt_params *p) {
+    memset(p, 0, sizeof *p);
+    CHECK(gt_params_add(p, "a", 1, 0, 2, 2, 3, 0, 0) == 0, "index of a");
+    CHECK(gt_params_add(p, "b", 0, 2, 2, 2, 4, 0, 0) == 1, "index of b");
+    CHECK(gt_params_add(p, "c", 1, 0, 1, 5, 0, 0, 0) == 2, "index of c");
+    gt_params_place(p, 0, 0);
+    gt_params_place(p, 1, 0);
+    gt_params_place(p, 2, 0);
+    gt_params_place(p, 1, 1);
+}
+
+static void layout(gt_backend *be) {
+    gt_params p;
+    declare(&p);
+    CHECK_OK(gt_params_alloc(&p, be, GT_DTYPE_FP32));
+    if (!p.params) return;
+    CHECK(p.num_params == 19 && p.norm_chunk == 65536 && p.num_alloc == 65536,
+          "19 parameters in one chunk: %zu, chunk %zu, alloc %zu", p.num_params, p.norm_chunk,
+          p.num_alloc);
+    CHECK(gt_params_offset(&p, 0, 0) == 0 && gt_params_offset(&p, 1, 0) == 6 &&
+              gt_params_offset(&p, 2, 0) == 10 && gt_params_offset(&p, 1, 1) == 15,
+          "offsets %zu %zu %zu %zu", gt_params_offset(&p, 0, 0), gt_params_offset(&p, 1, 0),
+          gt_params_offset(&p, 2, 0), gt_params_offset(&p, 1, 1));
+    CHECK(p.nruns == 4, "runs of equal decay: %d, want 4", p.nruns);
+    float canon[19], back[19], internal[19];
+    for (int i = 0; i < 19; i++) canon[i] = (float)i;
+    CHECK_OK(gt_params_set(&p, canon));
+    CHECK_OK(gt_params_get(&p, back));
+    CHECK(memcmp(canon, back, sizeof canon) == 0, "set then get is not the identity");
+    CHECK_OK(be->copy_to_host(be, internal, p.params, sizeof internal));
+    /* b layer 0 is canonical 6..9, c 14..18, b layer 1 10..13 */
+    CHECK(internal[6] == 6 && internal[10] == 14 && internal[15] == 10 && internal[18] == 13,
+          "internal layout: %g %g %g %g", (double)internal[6], (double)internal[10],
+          (double)internal[15], (double)internal[18]);
+    gt_params_loc loc;
+    gt_params_locate(&p, 16, &loc);
+    CHECK(loc.tensor == 1 && loc.layer == 1 && loc.element == 1 && loc.flat == 11,
+          "internal 16: tensor %d layer %d element %zu flat %zu", loc.tensor, loc.layer,
+          loc.element, loc.flat);
+    char s[64];
+    gt_params_loc_format(&p, &loc, s, sizeof s);
+    CHECK(strcmp(s, "b layer 1, element 1") == 0, "format: %s", s);
+    gt_params_locate(&p, 12, &loc);
+    CHECK(loc.tensor == 2 && loc.layer == -1 && loc.element == 2, "internal 12 is c[2]");
+    gt_params_locate(&p, 30, &loc);
+    gt_params_loc_format(&p, &loc, s, sizeof s);
+    CHECK(loc.tensor == -1 && strcmp(s, "padding element 30") == 0, "padding: %s", s);
+    /* a NaN in b layer 1 (internal 16) comes before an Inf in c (internal 11):
+     * b is before c in canonical order */
+    for (int i = 0; i < 19; i++) internal[i] = 1.0f;
+    internal[11] = INFINITY;
+    internal[16] = NAN;
+    void *dev = NULL;
+    CHECK_OK(gt_backend_alloc(be, sizeof internal, &dev));
+    if (dev) {
+        CHECK_OK(be->copy_to_device(be, dev, internal, sizeof internal));
+        int found = 0;
+        float v = 0;
+        CHECK_OK(gt_params_find_nonfinite(&p, dev, GT_DTYPE_FP32, 0, 19, &found, &loc, &v));
+        CHECK(found && isnan(v) && loc.internal == 16, "first non-finite at %zu (%g)",
+              loc.internal, (double)v);
+        /* only [0, 12) searched: the Inf */
+        CHECK_OK(gt_params_find_nonfinite(&p, dev, GT_DTYPE_FP32, 0, 12, &found, &loc, &v));
+        CHECK(found && isinf(v) && loc.internal == 11, "in [0, 12): %zu", loc.internal);
+        gt_backend_dealloc(be, dev);
+    }
+    /* weight decay only on a and c: zero gradients, the decay is the update */
+    CHECK_OK(gt_params_zero_grad(&p));
+    gt_adamw_config cfg = gt_adamw_defaults();
+    cfg.weight_decay = 0.5f;
+    for (int i = 0; i < 19; i++) canon[i] = 1.0f;
+    CHECK_OK(gt_params_set(&p, canon));
+    CHECK_OK(gt_params_update_range(&p, &cfg, 1, 0.1f, 1.0f, p.grads, 0, 19));
+    CHECK_OK(gt_params_get(&p, back));
+    int wrong = 0;
+    for (int i = 0; i < 19; i++) wrong += (i >= 6 && i < 14) ? back[i] != 1.0f : back[i] == 1.0f;
+    CHECK(wrong == 0, "%d values decayed where they should not, or not where they should", wrong);
+    /* padding, the optimizer range and its refusals */
+    CHECK_STATUS(gt_params_pad(&p, 65537), GT_ERR_INVALID);
+    CHECK_OK(gt_params_pad(&p, 2 * 65536));
+    CHECK_OK(gt_params_get(&p, back));
+    CHECK(back[0] != 1.0f && back[6] == 1.0f, "padding keeps the parameters");
+    CHECK_OK(gt_params_set_opt_range(&p, 4, 12));
+    float m[8], v[8];
+    CHECK_OK(gt_params_get_opt_state(&p, 4, 12, m, v));
+    CHECK(m[0] == 0 && v[7] == 0, "a new range starts at zero");
+    CHECK_STATUS(gt_params_get_opt_state(&p, 3, 12, m, v), GT_ERR_INVALID);
+    CHECK_STATUS(gt_params_update_range(&p, &cfg, 1, 0.1f, 1.0f, p.grads, 0, 19),
+                 GT_ERR_INVALID);
+    gt_params_release(&p);
+}
+
+/* bf16: the compute copy follows the masters, rounded; gradients in bf16. */
+static void compute_copy(gt_backend *be) {
+    gt_params p;
+    declare(&p);
+    CHECK_OK(gt_params_alloc(&p, be, GT_DTYPE_BF16));
+    if (!p.params) return;
+    CHECK(p.wc != NULL && p.es == 2, "a bf16 store keeps a compute copy");
+    float canon[19], w[19];
+    for (int i = 0; i < 19; i++) canon[i] = 1.0f + (float)i / 1024.0f;
+    CHECK_OK(gt_params_set(&p, canon));
+    uint16_t raw[19];
+    CHECK_OK(be->copy_to_host(be, raw, p.wc, sizeof raw));
+    gt_convert(w, GT_DTYPE_FP32, raw, GT_DTYPE_BF16, 19);
+    /* internal 15 is b layer 1 element 0, canonical 10 */
+    uint16_t want;
+    gt_convert(&want, GT_DTYPE_BF16, &canon[10], GT_DTYPE_FP32, 1);
+    CHECK(raw[15] == want, "compute copy of internal 15: %04x, want %04x", raw[15], want);
+    CHECK(w[0] == 1.0f, "compute copy of internal 0: %g", (double)w[0]);
+    gt_params_release(&p);
+}
+
+int main(void) {
+    gt_backend *be = NULL;
+    gt_backend_config bc = {.threads = 1, .device = -1};
+    if (gt_backend_new("ref", &bc, &be) != GT_OK) {
+        fprintf(stderr, "ref backend: %s\n", gt_last_error());
+        return 1;
+    }
+    layout(be);
+    compute_copy(be);
+    gt_params s;
+    memset(&s, 0, sizeof s);
+    gt_params_add(&s, "x", 0, 0, 1, 4, 0, 0, 0);
+    CHECK_STATUS(gt_params_alloc(&s, be, GT_DTYPE_INT32), GT_ERR_INVALID);
+    gt_params_release(&s);
+    gt_backend_free(be);
+    return check_done("engine.params");
+}

@@ -1,0 +1,186 @@
+/* What a report records of a training run (train_record.h). */
+#include "suites/train_record.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/stats.h"
+#include "models/convnet/convnet.h"
+#include "models/mlp/mlp.h"
+#include "suites/trainer/train_impl.h"
+
+
+/* The architecture of an mlp / convnet preset, as report parameters. */
+static void dense_params(const char *name, gt_result *res) {
+    gt_mlp_config mc;
+    gt_convnet_config cc;
+    const char *fam = gt_model_family_of(name);
+    if (fam && strcmp(fam, "mlp") == 0 && gt_mlp_preset(name, &mc) == GT_OK) {
+        gt_result_param_int(res, "in_dim", mc.in_dim);
+        gt_result_param_int(res, "classes", mc.classes);
+        gt_result_param_int(res, "depth", mc.depth);
+        gt_result_param_int(res, "width", mc.width);
+        gt_result_param_str(res, "activation", mc.act == GT_MLP_RELU ? "relu" : "gelu");
+    } else if (fam && gt_convnet_preset(name, &cc) == GT_OK) {
+        gt_result_param_int(res, "channels", cc.channels);
+        gt_result_param_int(res, "height", cc.height);
+        gt_result_param_int(res, "width", cc.width);
+        gt_result_param_int(res, "classes", cc.classes);
+        gt_result_param_int(res, "stem", cc.stem);
+        gt_result_param_int(res, "blocks", cc.nblocks);
+    }
+}
+
+void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res) {
+    int dense = gt_train_dense(cfg);
+    gt_result_param_str(res, "model", cfg->model_name);
+    if (dense) {
+        dense_params(cfg->model_name, res);
+    } else {
+        gt_model_arch a; /* gpt2's fields: max_seq vocab padded_vocab layers heads channels */
+        if (gt_model_arch_of(cfg->model_name, cfg->model_options, &a) == GT_OK) {
+            gt_result_param_int(res, "layers", a.fields[3]);
+            gt_result_param_int(res, "heads", a.fields[4]);
+            gt_result_param_int(res, "channels", a.fields[5]);
+            gt_result_param_int(res, "vocab", a.fields[1]);
+            gt_result_param_int(res, "padded_vocab", a.fields[2]);
+            gt_result_param_int(res, "max_seq", a.fields[0]);
+        }
+    }
+    gt_result_param_int(res, "batch", cfg->batch);
+    if (!dense) gt_result_param_int(res, "seq", cfg->seq_len);
+    gt_result_param_int(res, "steps", cfg->steps);
+    gt_result_param_num(res, "lr", cfg->opt.lr);
+    gt_result_param_int(res, "warmup", cfg->opt.warmup_steps);
+    gt_result_param_num(res, "lr_min_frac", cfg->opt.lr_min_frac);
+    gt_result_param_num(res, "weight_decay", cfg->opt.weight_decay);
+    gt_result_param_num(res, "grad_clip", cfg->opt.grad_clip);
+    gt_result_param_num(res, "beta1", cfg->opt.beta1);
+    gt_result_param_num(res, "beta2", cfg->opt.beta2);
+    gt_result_param_num(res, "eps", cfg->opt.eps);
+    gt_result_param_int(res, "seed", (long long)cfg->seed);
+    gt_result_param_str(res, "data", cfg->data_path ? cfg->data_path : "synthetic");
+    gt_result_param_str(res, "data_order", gt_data_order_name(cfg->data_order));
+    gt_result_param_int(res, "threads", cfg->threads);
+    gt_result_param_str(res, "precision", gt_dtype_name(cfg->precision));
+    if (cfg->init_from) gt_result_param_str(res, "init_from", cfg->init_from);
+    gt_result_param_str(res, "backend_detail", st->backend_desc);
+    gt_result_param_int(res, "num_params", (long long)st->num_params);
+    if (st->entropy >= 0)
+        gt_result_param_num(res, dense ? "target_loss" : "source_entropy", st->entropy);
+    char digest[32];
+    snprintf(digest, sizeof digest, "%016llx", (unsigned long long)st->params_digest);
+    gt_result_param_str(res, "final_params_fnv1a64", digest);
+    if (st->weights_digest != st->params_digest) { /* models with state tensors */
+        snprintf(digest, sizeof digest, "%016llx", (unsigned long long)st->weights_digest);
+        gt_result_param_str(res, "final_weights_fnv1a64", digest);
+    }
+
+    int n = st->steps_done;
+    int skip = n > 1 ? 1 : 0;
+    double *tps = malloc((size_t)(n > 0 ? n : 1) * sizeof *tps);
+    if (tps) {
+        int T = dense ? 1 : cfg->seq_len;
+        for (int i = skip; i < n; i++) tps[i - skip] = (double)cfg->batch * T / (st->ms[i] * 1e-3);
+        /* tokens_per_s, samples_per_s, images_per_s */
+        const char *unit = st->unit[0] ? st->unit : dense ? "samples" : "tokens";
+        char mname[32], munit[32];
+        snprintf(mname, sizeof mname, "%s_per_s", unit);
+        snprintf(munit, sizeof munit, "%s/s", unit);
+        gt_result_metric(res, mname, munit, 1, st->tokens_per_s, tps, (size_t)(n - skip));
+        /* the step times seen another way: one measurement, one verdict */
+        gt_result_metric_derived(res, mname, "ms_per_step");
+        free(tps);
+    }
+    gt_result_metric(res, "ms_per_step", "ms", 0, st->ms_per_step, st->ms + skip,
+                     (size_t)(n - skip));
+    /* one value per run: judged against the run-to-run spread, not samples */
+    gt_result_metric(res, "startup_ms", "ms", 0, st->startup_ms, NULL, 0);
+    if (st->peak_gflops > 0) { /* not for correctness runs (GT_TRAIN_NO_MFU) */
+        gt_result_metric(res, "mfu", "fraction", 1, st->mfu, NULL, 0);
+        gt_result_metric_derived(res, "mfu", "ms_per_step"); /* and peak_sgemm, gated itself */
+        gt_result_metric(res, "peak_sgemm", "GFLOP/s", 1, st->peak_gflops, NULL, 0);
+        gt_result_metric_ungated(res, "peak_sgemm", "reference");
+        gt_result_param_str(res, "mfu_reference", st->peak_how);
+    }
+    if (st->datasheet_gflops > 0) {
+        gt_result_metric(res, "mfu_datasheet", "fraction", 1, st->mfu_datasheet, NULL, 0);
+        gt_result_metric_derived(res, "mfu_datasheet", "ms_per_step");
+        gt_result_metric(res, "peak_datasheet", "GFLOP/s", 1, st->datasheet_gflops, NULL, 0);
+    }
+    gt_result_metric(res, "data_wait_ms", "ms", 0, gt_median(st->wait_ms + skip, (size_t)(n - skip)),
+                     st->wait_ms + skip, (size_t)(n - skip));
+    gt_result_metric_part_of(res, "data_wait_ms", "ms_per_step");
+    if (st->comm_ms) {
+        gt_result_metric(res, "exposed_comm_ms", "ms", 0, st->exposed_comm_ms,
+                         st->comm_ms + skip, (size_t)(n - skip));
+        gt_result_metric_part_of(res, "exposed_comm_ms", "ms_per_step");
+    }
+    gt_result_param_int(res, "ranks", st->nranks);
+    gt_result_param_int(res, "micro_batch", cfg->micro_batch);
+    gt_result_param_int(res, "deterministic", cfg->deterministic);
+    gt_result_param_int(res, "zero", cfg->zero);
+    if (cfg->resume) {
+        gt_result_param_str(res, "resume", cfg->resume);
+        if (st->resumed_from[0]) gt_result_param_str(res, "resumed_from", st->resumed_from);
+        gt_result_param_int(res, "resumed_from_step", st->first_step);
+        gt_result_param_int(res, "resumed_data_position",
+                            (long long)gt_train_data_position(cfg, st->first_step));
+        if (cfg->resume_allow) gt_result_param_str(res, "resume_allow", cfg->resume_allow);
+        if (st->resume_overrides[0])
+            gt_result_param_str(res, "resume_overrides", st->resume_overrides);
+        if (st->resume_unchecked[0])
+            gt_result_param_str(res, "resume_unchecked", st->resume_unchecked);
+    }
+    if (cfg->checkpoint_every > 0) gt_result_param_int(res, "checkpoint_every", cfg->checkpoint_every);
+    if (cfg->stop_after > 0) gt_result_param_int(res, "stop_after", cfg->stop_after);
+    gt_result_metric(res, "final_loss", dense ? "nats/sample" : "nats/token", 0,
+                     n ? st->loss[n - 1] : NAN, NULL, 0);
+    gt_result_metric_ungated(res, "final_loss", "numerics");
+    gt_result_metric(res, "peak_memory", "bytes", 0, (double)st->mem.peak_in_use, NULL, 0);
+    if (st->eval_samples > 0) {
+        gt_result_metric(res, "eval_loss", "nats/sample", 0, st->eval_loss, NULL, 0);
+        gt_result_metric_ungated(res, "eval_loss", "numerics");
+        gt_result_param_num(res, "eval_bayes_loss", st->eval_bayes);
+        gt_result_param_int(res, "eval_samples", st->eval_samples);
+    }
+    if (st->n_evals > 0) {
+        double *at = malloc((size_t)st->n_evals * sizeof *at);
+        for (int j = 0; at && j < st->n_evals; j++) at[j] = st->eval_at[j];
+        gt_result_series(res, "eval_loss", st->eval_curve, (size_t)st->n_evals);
+        if (at) gt_result_series(res, "eval_step", at, (size_t)st->n_evals);
+        free(at);
+        gt_result_param_int(res, "eval_every", cfg->eval_every);
+    }
+    if (cfg->target_gap > 0) {
+        gt_result_param_num(res, "target_gap", cfg->target_gap);
+        if (st->steps_to_target > 0) {
+            gt_result_metric(res, "steps_to_target", "steps", 0, st->steps_to_target, NULL, 0);
+            gt_result_metric(res, "time_to_target", "s", 0, st->time_to_target_s, NULL, 0);
+        }
+    }
+    gt_result_series(res, "loss", st->loss, (size_t)n);
+    gt_result_series(res, "lr", st->lr, (size_t)n);
+    gt_result_series(res, "grad_norm", st->grad_norm, (size_t)n);
+    gt_result_series(res, "ms", st->ms, (size_t)n);
+    if (cfg->precision == GT_DTYPE_FP16) {
+        /* overflows the loss scaler handled: counted, not failed */
+        gt_result_metric(res, "skipped_steps", "steps", 0, (double)st->skipped_steps, NULL, 0);
+        gt_result_metric(res, "loss_scale", "factor", 1, st->final_loss_scale, NULL, 0);
+        if (st->loss_scale) gt_result_series(res, "loss_scale", st->loss_scale, (size_t)n);
+    }
+    gt_result_alloc_stats(res, "backend", &st->mem);
+    /* no step ran (a skipped or failed case): its status says why, and a
+     * failed check would make a skip look like a failure to `compare` */
+    if (n == 0) return;
+    int finite = 1;
+    for (int i = 0; i < n; i++)
+        finite &= isfinite(st->loss[i]) &&
+                  (isfinite(st->grad_norm[i]) || (st->skipped && st->skipped[i]));
+    gt_result_check(res, "finite_loss", finite, n ? st->loss[n - 1] : NAN, NAN,
+                    cfg->precision == GT_DTYPE_FP16
+                        ? "every step's loss is finite, and its gradient norm unless the "
+                          "loss scaler skipped the step (fp16 overflow)"
+                        : "every step's loss and gradient norm is finite");
+}
