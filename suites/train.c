@@ -14,10 +14,11 @@
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
 #include "engine/dp.h"
-#include "kernels/ops.h"
 #include "engine/env.h"
+#include "engine/ops.h"
 #include "engine/stats.h"
 #include "engine/timer.h"
+#include "kernels/registry.h"
 #include "models/gpt2/gpt2_model.h"
 #include "models/convnet/convnet.h"
 #include "models/mlp/mlp.h"
@@ -1157,7 +1158,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
                  gt_dtype_name(cfg->precision), GT_PROBE_GEMM_N);
     } else if (st->peak_gflops == 0) {
         gt_peaks pk;
-        if ((s = gt_env_measure_sgemm(be, 3, &pk)) != GT_OK) goto done;
+        if ((s = gt_probe_measure_sgemm(be, 3, &pk)) != GT_OK) goto done;
         st->peak_gflops = pk.sgemm_gflops;
         snprintf(st->peak_how, sizeof st->peak_how, "measured SGEMM n=%d", pk.sgemm_n);
     }
