@@ -18,7 +18,7 @@ static const struct {
 
 /* "ref, cpu, cuda" */
 #define GT_BACKEND_NAME_(name) ", " #name
-static const char *const g_names = GT_BACKEND_LIST(GT_BACKEND_NAME_) + 2;
+static const char *const g_names = &GT_BACKEND_LIST(GT_BACKEND_NAME_)[2];
 #undef GT_BACKEND_NAME_
 
 void gt_kernels_init(void) {
