@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The cuda backend on the CPU emulator (docs/cuda-emulator.md): builds
-# gauntlet with GT_CUDA_EMULATOR=ON in build-emu (no GPU, no nvcc: the CUDA
-# headers only) and runs the gpu-labelled tests there.
+# The cuda backend on the CPU emulator (ci/cuda_emu/, docs/cuda-emulator.md):
+# builds gauntlet with GT_CUDA_EMULATOR=ON in build-emu (no GPU, no nvcc: the
+# CUDA headers only; only such a build compiles ci/cuda_emu/) and runs the
+# gpu-labelled tests there, the emulator's own (kernels.emulator.cuda) too.
 #
 #   ci/emulate.sh            every gpu-labelled test (about 70 s of tests on 2 cores)
 #   ci/emulate.sh REGEX      those whose name matches REGEX (ctest -R)

@@ -250,15 +250,32 @@ static gt_status timeout_error(gt_comm *c, const gt_comm_request *r, double wait
  * Spinning first keeps small-message latency at the library's; yielding
  * next shares the core when ranks are oversubscribed; after a second the
  * operation is large or stuck, so a short sleep stops burning the core
- * while still calling test often enough to drive the library's progress. */
-static gt_status comm_wait(gt_comm *c, gt_comm_request *r) {
+ * while still calling test often enough to drive the library's progress.
+ * idle: the rank has nothing else to do while its peers work for seconds
+ * (gt_comm_wait_idle): it sleeps from the first poll, 50 us doubling to
+ * 10 ms, so that it takes no core from the ranks being measured. */
+static gt_status comm_wait(gt_comm *c, gt_comm_request *r, int idle) {
     double t0 = now_s();
     double deadline = c->timeout_s > 0 ? t0 + c->timeout_s : 0;
     gt_status s = GT_OK;
+    long nap_ns = 50000;
     for (unsigned polls = 0;; polls++) {
         int done = 0;
         s = c->be->test(c->impl, r->handle, &done);
         if (s != GT_OK || done) break;
+        if (idle) {
+            double t = now_s();
+            if (deadline > 0 && t >= deadline) {
+                int cancelled = c->be->cancel(c->impl, r->handle);
+                if (!cancelled) c->broken = 1;
+                s = timeout_error(c, r, t - t0, cancelled);
+                break;
+            }
+            struct timespec ts = {0, nap_ns};
+            nanosleep(&ts, NULL);
+            if (nap_ns < 10000000) nap_ns *= 2;
+            continue;
+        }
         if ((polls & 63u) == 63u || polls > 256) {
             double t = now_s();
             if (deadline > 0 && t >= deadline) {
@@ -282,7 +299,18 @@ static gt_status comm_wait(gt_comm *c, gt_comm_request *r) {
 
 gt_status gt_comm_wait(gt_comm *c, gt_comm_request *req) {
     if (!c || !req) return GT_ERR(GT_ERR_INVALID, "gt_comm_wait: NULL argument");
-    return comm_wait(c, req);
+    return comm_wait(c, req, 0);
+}
+
+gt_status gt_comm_wait_idle(gt_comm *c, gt_comm_request *req) {
+    if (!c || !req) return GT_ERR(GT_ERR_INVALID, "gt_comm_wait_idle: NULL argument");
+    return comm_wait(c, req, 1);
+}
+
+gt_status gt_comm_barrier_idle(gt_comm *c) {
+    gt_comm_request *req = NULL;
+    GT_TRY(gt_comm_barrier(c, &req));
+    return gt_comm_wait_idle(c, req);
 }
 
 gt_status gt_comm_test(gt_comm *c, gt_comm_request *req, int *done) {
@@ -505,7 +533,7 @@ static gt_status comm_run(gt_comm *c, const gt_comm_op_desc *d, gt_comm_request 
         *req = r;
         return GT_OK;
     }
-    return comm_wait(c, r);
+    return comm_wait(c, r, 0);
 }
 
 static gt_status check_common(const gt_comm *c, const char *what, const void *buf_a,
@@ -645,7 +673,7 @@ gt_status gt_comm_split(gt_comm *c, int color, int key, gt_comm **out) {
         r->seq = 0;
         s = n->be->start(n->impl, &d, &r->handle);
         if (s == GT_OK) {
-            s = comm_wait(n, r);
+            s = comm_wait(n, r, 0);
         } else {
             free(r);
         }

@@ -164,6 +164,15 @@ gt_status gt_comm_barrier(gt_comm *c, gt_comm_request **req);
  * freed as well: a receive is cancelled, any other operation is abandoned
  * and the communicator must not be used again (gt_comm_abort, or free it). */
 gt_status gt_comm_wait(gt_comm *c, gt_comm_request *req);
+/* The same for a rank that has nothing to do until the request completes
+ * while its peers work for seconds (the harness's barrier after a unit that
+ * ran on fewer ranks): it sleeps between polls, from 50 us doubling to
+ * 10 ms, instead of spinning and yielding, so it takes no core from the
+ * ranks being measured; it may notice completion up to 10 ms late. */
+gt_status gt_comm_wait_idle(gt_comm *c, gt_comm_request *req);
+/* A barrier waited for with gt_comm_wait_idle; GT_ERR_TIMEOUT (not the
+ * end of the job) when the watchdog's deadline passes. */
+gt_status gt_comm_barrier_idle(gt_comm *c);
 /* *done = 1 and the request is freed when complete; else 0 and nothing changes. */
 gt_status gt_comm_test(gt_comm *c, gt_comm_request *req, int *done);
 

@@ -589,7 +589,7 @@ int gt_cmd_train(int argc, char **argv) {
         if (s != GT_OK) rc = GT_EXIT_USAGE;
         gt_train_stats_release(&st);
         if (sub != comm) gt_comm_free(sub);
-        if (s == GT_OK && ntopos > 1) s = gt_comm_barrier(comm, NULL);
+        if (s == GT_OK && ntopos > 1) s = gt_comm_barrier_idle(comm);
     }
     gt_env_release(&env);
     gt_report_free(rep);

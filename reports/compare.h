@@ -48,7 +48,10 @@
  *     else ambiguous; such a metric never makes a regression.
  *   - a time (unit ns, us, ms, s) whose level is below timing_floor_us on
  *     both sides: reported, never gated (call overhead and the timer's
- *     resolution, not work); counted as below_floor.
+ *     resolution, not work); counted as below_floor. Below the floor on
+ *     one side only (runs, blocks): that side's level is taken as the floor
+ *     itself ("at most the floor" is all such a figure says), so 2.6 ->
+ *     5.1 us is no change while 2.6 -> 50 us is a regression of 900%.
  * A metric that a report marks "gate": false (its "kind": numerics for an
  * error or a loss, which the checks judge; state for a clock or a
  * temperature) is shown with its verdict, never tested or gated (counted as
@@ -159,10 +162,13 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
 typedef struct gt_compare gt_compare;
 
 /* Loads both sides (a report or a directory of reports each) and compares
- * them. Errors (nothing is returned, the last error says what is wrong with
- * which file and what to do):
- * GT_ERR_IO the file cannot be read; GT_ERR_INVALID not JSON, not a gauntlet
- * report, or a schema_version newer than GT_REPORT_SCHEMA_VERSION. */
+ * them. Every report is read by gt_report_read (reports/read.h), with
+ * "BASE" or "NEW" naming it. Errors (nothing is returned, the last error
+ * says what is wrong with which file, where, and what to do):
+ * GT_ERR_IO a file cannot be read, or a directory holds no .json report;
+ * GT_ERR_INVALID not JSON or not a valid report (reports/read.h: a
+ * schema_version newer than GT_REPORT_SCHEMA_VERSION among others), or a
+ * selection (suites, metrics) that names nothing in either report. */
 gt_status gt_compare_files(const char *base_path, const char *new_path,
                            const gt_compare_options *opt, gt_compare **out);
 void gt_compare_free(gt_compare *c);

@@ -12,16 +12,12 @@
 
 #include "engine/fileio.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "reports/read.h"
 #include "reports/report.h"
 
 /* one literal per line of CSS/JS keeps them editable: */
@@ -765,99 +761,12 @@ static const char g_js[] =
     "})();\n";
 /* clang-format on */
 
-/* Reads the whole file; GT_ERR_IO names the file and why it is unreadable. */
-static gt_status read_file(const char *path, char **out, size_t *len) {
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return GT_ERR(GT_ERR_IO, "cannot read report '%s': %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return GT_ERR(GT_ERR_IO, "cannot read report '%s': it is a directory", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return GT_ERR(GT_ERR_IO, "cannot read report '%s': %s", path, strerror(errno));
-    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return GT_ERR(GT_ERR_OOM, "no memory for report '%s' (%zu bytes)", path, cap);
-    }
-    for (;;) {
-        if (n == cap) { /* the file grew, or st_size was 0 (a pipe, /proc) */
-            char *b = realloc(buf, cap * 2);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                return GT_ERR(GT_ERR_OOM, "no memory for report '%s'", path);
-            }
-            buf = b;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    int e = errno;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return GT_ERR(GT_ERR_IO, "cannot read report '%s': %s", path, strerror(e));
-    }
-    *out = buf;
-    *len = n;
-    return GT_OK;
-}
-
-/* Loads and checks one report; on success *out holds the document. */
-static gt_status load_report(const char *path, json_t **out) {
-    char *buf = NULL;
-    size_t len = 0;
-    GT_TRY(read_file(path, &buf, &len));
-    json_error_t je;
-    json_t *root = json_loadb(buf, len, 0, &je);
-    free(buf);
-    if (!root) {
-        if (len == 0) return GT_ERR(GT_ERR_INVALID, "'%s' is not JSON: the file is empty", path);
-        return GT_ERR(GT_ERR_INVALID, "'%s' is not JSON: %s (line %d, column %d)", path, je.text,
-                      je.line, je.column);
-    }
-    const char *why = NULL;
-    json_t *ver = json_is_object(root) ? json_object_get(root, "schema_version") : NULL;
-    if (!json_is_object(root))
-        why = "the top level is not an object";
-    else if (!json_is_integer(ver))
-        why = "it has no integer \"schema_version\"";
-    else if (!json_is_object(json_object_get(root, "run")))
-        why = "it has no \"run\" object";
-    else if (!json_is_array(json_object_get(root, "results")))
-        why = "it has no \"results\" array";
-    if (why) {
-        json_decref(root);
-        return GT_ERR(GT_ERR_INVALID, "'%s' is not a gauntlet report: %s", path, why);
-    }
-    json_int_t v = json_integer_value(ver);
-    if (v > GT_REPORT_SCHEMA_VERSION) {
-        json_decref(root);
-        return GT_ERR(GT_ERR_INVALID,
-                      "'%s' has schema_version %lld, newer than this gauntlet reads (%d): use "
-                      "the gauntlet that wrote it, or a newer one",
-                      path, (long long)v, GT_REPORT_SCHEMA_VERSION);
-    }
-    if (v < 1) {
-        json_decref(root);
-        return GT_ERR(GT_ERR_INVALID, "'%s' is not a gauntlet report: schema_version %lld", path,
-                      (long long)v);
-    }
-    *out = root;
-    return GT_OK;
-}
-
 gt_status gt_html_check_report(const char *path) {
-    json_t *root = NULL;
-    GT_TRY(load_report(path, &root));
-    json_decref(root);
+    gt_report_doc *d = NULL;
+    GT_TRY(gt_report_read(path, NULL, &d));
+    gt_report_doc_free(d);
     return GT_OK;
 }
-
 
 /* JSON inside <script>: the HTML parser ends the element at the first
  * "</script" whatever the quoting, and "<!--" can hide that end. In JSON a
@@ -931,12 +840,19 @@ gt_status gt_html_write(const char *out_path, const char *const *paths, int n, c
     if (n < 1) return GT_ERR(GT_ERR_INVALID, "no report to show");
     if (!out_path || !out_path[0]) return GT_ERR(GT_ERR_INVALID, "no output file");
     if (!title || !title[0]) title = "gauntlet report";
+    gt_report_doc **rd = calloc((size_t)n, sizeof *rd);
     json_t **docs = calloc((size_t)n, sizeof *docs);
-    if (!docs) return GT_ERR(GT_ERR_OOM, "no memory");
+    if (!rd || !docs) {
+        free(rd);
+        free(docs);
+        return GT_ERR(GT_ERR_OOM, "no memory");
+    }
     gt_status s = GT_OK;
     for (int i = 0; i < n && s == GT_OK; i++) {
-        s = load_report(paths[i], &docs[i]);
-        if (s == GT_OK && !full) drop_samples(docs[i]);
+        s = gt_report_read(paths[i], NULL, &rd[i]);
+        if (s != GT_OK) break;
+        docs[i] = gt_report_doc_json(rd[i]);
+        if (!full) drop_samples(docs[i]);
     }
     if (s == GT_OK) {
         gt_atomic_file af;
@@ -947,7 +863,8 @@ gt_status gt_html_write(const char *out_path, const char *const *paths, int n, c
         }
     }
     for (int i = 0; i < n; i++)
-        json_decref(docs[i]);
+        gt_report_doc_free(rd[i]);
+    free(rd);
     free(docs);
     return s;
 }

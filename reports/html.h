@@ -16,11 +16,12 @@
 extern "C" {
 #endif
 
-/* Checks that the file at `path` is a gauntlet report this build can read:
- * readable (GT_ERR_IO otherwise), JSON, an object with an integer
- * `schema_version` no newer than GT_REPORT_SCHEMA_VERSION, a `run` object
- * and a `results` array (GT_ERR_INVALID otherwise). The last-error message
- * names the file and the problem. */
+/* Checks that the file at `path` is a report this build can read: what
+ * gt_report_read (reports/read.h) accepts, with its errors (GT_ERR_IO
+ * unreadable or a directory, GT_ERR_INVALID not JSON or not a valid report)
+ * and its message, which names the file, the place and the problem. compare
+ * reads its inputs with the same function: a file one refuses the other
+ * refuses too. */
 gt_status gt_html_check_report(const char *path);
 
 /* Writes the page for the n reports at paths[0..n) to out_path. Every input

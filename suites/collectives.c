@@ -2,26 +2,29 @@
  * gt_comm, the raw library on the same buffers beside it, and an exact
  * element-by-element check of every row.
  *
- * Each collective is one small table entry below (coll_def): its bus
- * bandwidth factor, how its buffers are laid out, how inputs are built, how
- * it runs through gt_comm and through the raw library (MPI, or NCCL on an
- * nccl communicator), and how its result is checked. The timing loop and
- * the checking loop exist once (run_row).
+ * Each collective is one small table entry below (coll_def): the bytes it
+ * moves, its bus bandwidth factor, how inputs are built, how it runs
+ * through gt_comm, and how its result is checked. The timing loop and the
+ * checking loop exist once (run_row). The raw library's call of each
+ * collective (MPI, or NCCL on an nccl communicator) is a baseline of
+ * suites/coll_raw.h, one file per library, each with a stub where its
+ * library is not built in: nothing here depends on which libraries are.
  *
- * On an nccl communicator the buffers are device memory (cudaMalloc):
- * inputs are built in host mirrors and copied up, results copied back and
- * checked on the host. Every gt_comm call is blocking (its stream is
- * drained before it returns), and the raw NCCL call is followed by
- * cudaStreamSynchronize on a stream of the suite's own, so host time per
- * operation measures the same thing on both sides. The suite's own small
- * exchanges (agreeing on iterations, the slowest rank's times) pass host
- * buffers, which the nccl communicator sends over MPI.
+ * On an nccl communicator the buffers are device memory (the NCCL
+ * baseline allocates them): inputs are built in host mirrors and copied
+ * up, results copied back and checked on the host. Every gt_comm call is
+ * blocking (its stream is drained before it returns), and so is the raw
+ * NCCL call, so host time per operation measures the same thing on both
+ * sides. The suite's own small exchanges (agreeing on iterations, the
+ * slowest rank's times) pass host buffers, which the nccl communicator
+ * sends over MPI.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "suites/collectives.h"
 
 #include "engine/stats.h"
+#include "suites/coll_raw.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -31,18 +34,8 @@
 
 #include "engine/dtype.h"
 #include "engine/timer.h"
-#include "gt_config.h"
-
-#if GT_HAVE_MPI
-#include <mpi.h>
-#endif
-#if GT_HAVE_NCCL
-#include <cuda_runtime_api.h>
-#include <nccl.h>
-#endif
 
 #define MAX_REPS 32
-#define SENDRECV_TAG 7
 /* Poison for receive buffers: as fp32/fp64/bf16/fp16 it is a tiny
  * non-integer, as int32/int64 a value far outside the inputs' range, so an
  * element the collective failed to write is always counted wrong. */
@@ -97,22 +90,11 @@ typedef struct coll_ctx {
     int in_place;
     uint64_t seed;
     int64_t amp_a, amp_s, amp_m;
-    int raw_nccl;   /* the raw baseline is NCCL (else MPI) */
+    gt_coll_raw *raw; /* the raw library's baseline; NULL: none */
     const struct coll_def *slow; /* inject_slowdown: this collective's gauntlet blocks ... */
     double slow_factor;          /* ... take this many times as long (spun on every rank) */
-    int dev;        /* send/recv are device memory, hsend/hrecv their host mirrors */
+    int dev;        /* send/recv are device memory (raw's), hsend/hrecv their host mirrors */
     void *hsend, *hrecv, *dsend, *drecv;
-#if GT_HAVE_MPI
-    MPI_Comm mpi;
-    MPI_Datatype mtype; /* MPI_DATATYPE_NULL: no raw baseline for this dtype/op */
-    MPI_Op mop;
-#endif
-#if GT_HAVE_NCCL
-    ncclComm_t nccl;
-    cudaStream_t stream; /* the raw baseline's */
-    ncclDataType_t ntype;
-    ncclRedOp_t nop;
-#endif
 } coll_ctx;
 
 static int64_t red_a(const coll_ctx *x, size_t i) {
@@ -187,77 +169,27 @@ static long long check_move(const coll_ctx *x, const void *buf, int r, size_t ba
     return wrong;
 }
 
-/* ---- raw library ------------------------------------------------------------ */
-
-#if GT_HAVE_MPI
-static gt_status mpi_status(int rc, const char *what) {
-    if (rc == MPI_SUCCESS) return GT_OK;
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    return GT_ERR(GT_ERR_COMM, "raw %s: %s", what, msg);
-}
-
-/* MPI has no average: the raw baseline is what a user of MPI writes, SUM
- * then one division per element, so the ratio measures gauntlet only. */
-static void raw_avg(const coll_ctx *x, void *buf, size_t elems) {
-    if (x->op != GT_REDOP_AVG) return;
-    for (size_t i = 0; i < elems; i++) {
-        switch (x->dt) {
-        case GT_DTYPE_FP32: ((float *)buf)[i] /= (float)x->n; break;
-        case GT_DTYPE_FP64: ((double *)buf)[i] /= (double)x->n; break;
-        case GT_DTYPE_INT32: ((int32_t *)buf)[i] /= x->n; break;
-        case GT_DTYPE_INT64: ((int64_t *)buf)[i] /= x->n; break;
-        default: break; /* no raw bf16/fp16 reduction */
-        }
-    }
-}
-#endif
-
-#if GT_HAVE_NCCL
-static gt_status cuda_status(cudaError_t e, const char *what) {
-    if (e == cudaSuccess) return GT_OK;
-    return GT_ERR(GT_ERR_DEVICE, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-}
-
-/* A raw NCCL call, then the stream drained: what a blocking gt_comm call does. */
-static gt_status nccl_done(coll_ctx *x, ncclResult_t r, const char *what) {
-    if (r != ncclSuccess)
-        return GT_ERR(GT_ERR_COMM, "raw %s: %s", what, ncclGetErrorString(r));
-    return cuda_status(cudaStreamSynchronize(x->stream), "raw: cudaStreamSynchronize");
-}
-#endif
-
 /* ---- the collectives ------------------------------------------------------- */
 
+/* One collective, as nccl-tests describes one. Its raw library call is in
+ * coll_raw_mpi.c and coll_raw_nccl.c, under the same gt_coll_test. */
 typedef struct coll_def {
     const char *name;
     int reduces;  /* takes a reduction op */
     int rooted;   /* has a root (printed in the root column) */
-    int has_oop, has_ip;
-    int blocks;   /* 1: buffers hold n blocks of count (bytes = count x size x n) */
-    double (*factor)(int n);
-    void (*init)(coll_ctx *x);
-    long long (*check)(const coll_ctx *x); /* wrong elements on this rank */
-    gt_status (*run)(coll_ctx *x);
-    gt_status (*run_raw)(coll_ctx *x);  /* MPI */
-    gt_status (*run_nccl)(coll_ctx *x); /* NCCL, on device buffers */
+    int has_oop;  /* runs out of place */
+    int has_ip;   /* runs in place */
+    int blocks;   /* bytes moved: 1: buffers hold n blocks of count (count x size x n),
+                   * 0: one block (count x size) */
+    double (*factor)(int n);                /* busbw = algbw x factor(ranks) */
+    void (*init)(coll_ctx *x);              /* inputs and poisoned outputs */
+    gt_status (*run)(coll_ctx *x);          /* one call through gt_comm */
+    long long (*check)(const coll_ctx *x);  /* wrong elements on this rank */
 } coll_def;
 
 static double factor_one(int n) { return 1.0; }
 static double factor_allreduce(int n) { return 2.0 * (n - 1) / n; }
 static double factor_gather(int n) { return (double)(n - 1) / n; }
-
-#if GT_HAVE_MPI
-#define RAW(fn) fn
-#else
-#define RAW(fn) NULL
-#endif
-#if GT_HAVE_NCCL
-#define RAWN(fn) fn
-#else
-#define RAWN(fn) NULL
-#endif
 
 /* allreduce: recv[i] = op over ranks of send[i] */
 static void allreduce_init(coll_ctx *x) {
@@ -273,22 +205,6 @@ static gt_status allreduce_run(coll_ctx *x) {
     return gt_comm_allreduce(x->comm, x->in_place ? x->recv : x->send, x->recv, x->count, x->dt,
                              x->op, NULL);
 }
-#if GT_HAVE_MPI
-static gt_status allreduce_raw(coll_ctx *x) {
-    int rc = MPI_Allreduce(x->in_place ? MPI_IN_PLACE : x->send, x->recv, (int)x->count,
-                           x->mtype, x->mop, x->mpi);
-    raw_avg(x, x->recv, x->count);
-    return mpi_status(rc, "MPI_Allreduce");
-}
-#endif
-#if GT_HAVE_NCCL
-/* NCCL's own avg (ncclAvg) is the raw baseline: what a user of NCCL calls */
-static gt_status allreduce_nccl(coll_ctx *x) {
-    return nccl_done(x, ncclAllReduce(x->in_place ? x->recv : x->send, x->recv, x->count,
-                                      x->ntype, x->nop, x->nccl, x->stream),
-                     "ncclAllReduce");
-}
-#endif
 
 /* reduce: like allreduce, checked on the root only. In place (nccl-tests'
  * convention) every rank passes recv as both buffers. */
@@ -299,26 +215,6 @@ static gt_status reduce_run(coll_ctx *x) {
     return gt_comm_reduce(x->comm, x->in_place ? x->recv : x->send, x->recv, x->count, x->dt,
                           x->op, x->root, NULL);
 }
-#if GT_HAVE_MPI
-static gt_status reduce_raw(coll_ctx *x) {
-    int rc;
-    if (!x->in_place)
-        rc = MPI_Reduce(x->send, x->recv, (int)x->count, x->mtype, x->mop, x->root, x->mpi);
-    else if (x->rank == x->root)
-        rc = MPI_Reduce(MPI_IN_PLACE, x->recv, (int)x->count, x->mtype, x->mop, x->root, x->mpi);
-    else
-        rc = MPI_Reduce(x->recv, NULL, (int)x->count, x->mtype, x->mop, x->root, x->mpi);
-    if (x->rank == x->root) raw_avg(x, x->recv, x->count);
-    return mpi_status(rc, "MPI_Reduce");
-}
-#endif
-#if GT_HAVE_NCCL
-static gt_status reduce_nccl(coll_ctx *x) {
-    return nccl_done(x, ncclReduce(x->in_place ? x->recv : x->send, x->recv, x->count, x->ntype,
-                                   x->nop, x->root, x->nccl, x->stream),
-                     "ncclReduce");
-}
-#endif
 
 /* broadcast: one buffer, so in place only */
 static void broadcast_init(coll_ctx *x) {
@@ -331,18 +227,6 @@ static long long broadcast_check(const coll_ctx *x) {
 static gt_status broadcast_run(coll_ctx *x) {
     return gt_comm_broadcast(x->comm, x->recv, x->count, x->dt, x->root, NULL);
 }
-#if GT_HAVE_MPI
-static gt_status broadcast_raw(coll_ctx *x) {
-    return mpi_status(MPI_Bcast(x->recv, (int)x->count, x->mtype, x->root, x->mpi), "MPI_Bcast");
-}
-#endif
-#if GT_HAVE_NCCL
-static gt_status broadcast_nccl(coll_ctx *x) {
-    return nccl_done(x, ncclBroadcast(x->recv, x->recv, x->count, x->ntype, x->root, x->nccl,
-                                      x->stream),
-                     "ncclBroadcast");
-}
-#endif
 
 /* allgather: recv block j = rank j's send. In place: send = recv + rank *
  * count, nccl-tests' convention. */
@@ -362,21 +246,6 @@ static long long allgather_check(const coll_ctx *x) {
 static gt_status allgather_run(coll_ctx *x) {
     return gt_comm_allgather(x->comm, allgather_send(x), x->recv, x->count, x->dt, NULL);
 }
-#if GT_HAVE_MPI
-static gt_status allgather_raw(coll_ctx *x) {
-    int c = (int)x->count;
-    int rc = MPI_Allgather(x->in_place ? MPI_IN_PLACE : x->send, c, x->mtype, x->recv, c,
-                           x->mtype, x->mpi);
-    return mpi_status(rc, "MPI_Allgather");
-}
-#endif
-#if GT_HAVE_NCCL
-static gt_status allgather_nccl(coll_ctx *x) {
-    return nccl_done(x, ncclAllGather(allgather_send(x), x->recv, x->count, x->ntype, x->nccl,
-                                      x->stream),
-                     "ncclAllGather");
-}
-#endif
 
 /* reduce_scatter: recv on rank r = op over ranks of block r of send. In
  * place (gt_comm's and MPI's convention): recv holds all n blocks on entry,
@@ -397,24 +266,6 @@ static gt_status reduce_scatter_run(coll_ctx *x) {
     return gt_comm_reduce_scatter(x->comm, x->in_place ? x->recv : x->send, x->recv, x->count,
                                   x->dt, x->op, NULL);
 }
-#if GT_HAVE_MPI
-static gt_status reduce_scatter_raw(coll_ctx *x) {
-    int rc = MPI_Reduce_scatter_block(x->in_place ? MPI_IN_PLACE : x->send, x->recv,
-                                      (int)x->count, x->mtype, x->mop, x->mpi);
-    raw_avg(x, x->recv, x->count);
-    return mpi_status(rc, "MPI_Reduce_scatter_block");
-}
-#endif
-#if GT_HAVE_NCCL
-/* NCCL's in place leaves block r at recv + r * count; the raw baseline does
- * not move it to the start (its result is not checked, only timed). */
-static gt_status reduce_scatter_nccl(coll_ctx *x) {
-    void *out = x->in_place ? at(x, x->recv, (size_t)x->rank * x->count) : x->recv;
-    return nccl_done(x, ncclReduceScatter(x->in_place ? x->recv : x->send, out, x->count,
-                                          x->ntype, x->nop, x->nccl, x->stream),
-                     "ncclReduceScatter");
-}
-#endif
 
 /* alltoall: block j of rank r's send goes to rank j as its block r. Element
  * k of that block holds move_value(r, j * count + k). */
@@ -433,28 +284,6 @@ static long long alltoall_check(const coll_ctx *x) {
 static gt_status alltoall_run(coll_ctx *x) {
     return gt_comm_alltoall(x->comm, x->send, x->recv, x->count, x->dt, NULL);
 }
-#if GT_HAVE_MPI
-static gt_status alltoall_raw(coll_ctx *x) {
-    int c = (int)x->count;
-    return mpi_status(MPI_Alltoall(x->send, c, x->mtype, x->recv, c, x->mtype, x->mpi),
-                      "MPI_Alltoall");
-}
-#endif
-#if GT_HAVE_NCCL
-/* NCCL has no all-to-all: grouped send/recv, as nccl-tests does it */
-static gt_status alltoall_nccl(coll_ctx *x) {
-    ncclResult_t r = ncclGroupStart();
-    for (int j = 0; j < x->n && r == ncclSuccess; j++) {
-        r = ncclSend(at(x, x->send, (size_t)j * x->count), x->count, x->ntype, j, x->nccl,
-                     x->stream);
-        if (r == ncclSuccess)
-            r = ncclRecv(at(x, x->recv, (size_t)j * x->count), x->count, x->ntype, j, x->nccl,
-                         x->stream);
-    }
-    ncclResult_t r2 = ncclGroupEnd();
-    return nccl_done(x, r != ncclSuccess ? r : r2, "alltoall (ncclSend/ncclRecv group)");
-}
-#endif
 
 /* sendrecv: every rank sends to rank + 1 and receives from rank - 1 (a
  * ring: nccl-tests' sendrecv). */
@@ -469,56 +298,39 @@ static long long sendrecv_check(const coll_ctx *x) {
 }
 static gt_status sendrecv_run(coll_ctx *x) {
     gt_comm_request *rq = NULL;
-    GT_TRY(gt_comm_recv(x->comm, x->recv, x->count, x->dt, ring_prev(x), SENDRECV_TAG, &rq));
-    gt_status s = gt_comm_send(x->comm, x->send, x->count, x->dt, ring_next(x), SENDRECV_TAG,
-                               NULL);
+    GT_TRY(gt_comm_recv(x->comm, x->recv, x->count, x->dt, ring_prev(x), GT_COLL_SENDRECV_TAG,
+                        &rq));
+    gt_status s = gt_comm_send(x->comm, x->send, x->count, x->dt, ring_next(x),
+                               GT_COLL_SENDRECV_TAG, NULL);
     /* A failed send leaves the receive posted: waiting for it would only add
      * a second timeout, and the sweep stops on this error anyway. */
     if (s != GT_OK) return s;
     return gt_comm_wait(x->comm, rq);
 }
-#if GT_HAVE_MPI
-static gt_status sendrecv_raw(coll_ctx *x) {
-    int c = (int)x->count;
-    int rc = MPI_Sendrecv(x->send, c, x->mtype, ring_next(x), SENDRECV_TAG, x->recv, c,
-                          x->mtype, ring_prev(x), SENDRECV_TAG, x->mpi, MPI_STATUS_IGNORE);
-    return mpi_status(rc, "MPI_Sendrecv");
-}
-#endif
-#if GT_HAVE_NCCL
-static gt_status sendrecv_nccl(coll_ctx *x) {
-    ncclResult_t r = ncclGroupStart();
-    if (r == ncclSuccess)
-        r = ncclSend(x->send, x->count, x->ntype, ring_next(x), x->nccl, x->stream);
-    if (r == ncclSuccess)
-        r = ncclRecv(x->recv, x->count, x->ntype, ring_prev(x), x->nccl, x->stream);
-    ncclResult_t r2 = ncclGroupEnd();
-    return nccl_done(x, r != ncclSuccess ? r : r2, "sendrecv (ncclSend/ncclRecv group)");
-}
-#endif
 
 static const coll_def g_colls[GT_COLL_TEST_COUNT] = {
-    [GT_COLL_TEST_ALLREDUCE] = {"allreduce", 1, 0, 1, 1, 0, factor_allreduce, allreduce_init,
-                                allreduce_check, allreduce_run, RAW(allreduce_raw),
-                                RAWN(allreduce_nccl)},
-    [GT_COLL_TEST_REDUCE] = {"reduce", 1, 1, 1, 1, 0, factor_one, allreduce_init, reduce_check,
-                             reduce_run, RAW(reduce_raw), RAWN(reduce_nccl)},
-    [GT_COLL_TEST_BROADCAST] = {"broadcast", 0, 1, 0, 1, 0, factor_one, broadcast_init,
-                                broadcast_check, broadcast_run, RAW(broadcast_raw),
-                                RAWN(broadcast_nccl)},
-    [GT_COLL_TEST_ALLGATHER] = {"allgather", 0, 0, 1, 1, 1, factor_gather, allgather_init,
-                                allgather_check, allgather_run, RAW(allgather_raw),
-                                RAWN(allgather_nccl)},
-    [GT_COLL_TEST_REDUCE_SCATTER] = {"reduce_scatter", 1, 0, 1, 1, 1, factor_gather,
-                                     reduce_scatter_init, reduce_scatter_check,
-                                     reduce_scatter_run, RAW(reduce_scatter_raw),
-                                     RAWN(reduce_scatter_nccl)},
-    [GT_COLL_TEST_ALLTOALL] = {"alltoall", 0, 0, 1, 0, 1, factor_gather, alltoall_init,
-                               alltoall_check, alltoall_run, RAW(alltoall_raw),
-                               RAWN(alltoall_nccl)},
-    [GT_COLL_TEST_SENDRECV] = {"sendrecv", 0, 0, 1, 0, 0, factor_one, sendrecv_init,
-                               sendrecv_check, sendrecv_run, RAW(sendrecv_raw),
-                               RAWN(sendrecv_nccl)},
+    [GT_COLL_TEST_ALLREDUCE] = {.name = "allreduce", .reduces = 1, .has_oop = 1, .has_ip = 1,
+                                .factor = factor_allreduce, .init = allreduce_init,
+                                .run = allreduce_run, .check = allreduce_check},
+    [GT_COLL_TEST_REDUCE] = {.name = "reduce", .reduces = 1, .rooted = 1, .has_oop = 1,
+                             .has_ip = 1, .factor = factor_one, .init = allreduce_init,
+                             .run = reduce_run, .check = reduce_check},
+    [GT_COLL_TEST_BROADCAST] = {.name = "broadcast", .rooted = 1, .has_ip = 1,
+                                .factor = factor_one, .init = broadcast_init,
+                                .run = broadcast_run, .check = broadcast_check},
+    [GT_COLL_TEST_ALLGATHER] = {.name = "allgather", .has_oop = 1, .has_ip = 1, .blocks = 1,
+                                .factor = factor_gather, .init = allgather_init,
+                                .run = allgather_run, .check = allgather_check},
+    [GT_COLL_TEST_REDUCE_SCATTER] = {.name = "reduce_scatter", .reduces = 1, .has_oop = 1,
+                                     .has_ip = 1, .blocks = 1, .factor = factor_gather,
+                                     .init = reduce_scatter_init, .run = reduce_scatter_run,
+                                     .check = reduce_scatter_check},
+    [GT_COLL_TEST_ALLTOALL] = {.name = "alltoall", .has_oop = 1, .blocks = 1,
+                               .factor = factor_gather, .init = alltoall_init,
+                               .run = alltoall_run, .check = alltoall_check},
+    [GT_COLL_TEST_SENDRECV] = {.name = "sendrecv", .has_oop = 1, .factor = factor_one,
+                               .init = sendrecv_init, .run = sendrecv_run,
+                               .check = sendrecv_check},
 };
 
 const char *gt_coll_test_name(gt_coll_test t) {
@@ -593,14 +405,32 @@ static double vmax(const double *v, int n) {
 
 static double elapsed_s(uint64_t t0) { return (double)(gt_now_ns() - t0) * 1e-9; }
 
+/* The raw library's call on the buffers and arguments of gt_comm's. */
+static gt_coll_raw_call raw_call(const coll_ctx *x, const coll_def *d) {
+    gt_coll_raw_call c = {
+        .coll = (gt_coll_test)(d - g_colls),
+        .send = x->send,
+        .recv = x->recv,
+        .count = x->count,
+        .esize = x->esize,
+        .in_place = x->in_place,
+        .rank = x->rank,
+        .n = x->n,
+        .root = x->root,
+    };
+    return c;
+}
+
 static gt_status run_raw(coll_ctx *x, const coll_def *d) {
-    return x->raw_nccl ? d->run_nccl(x) : d->run_raw(x);
+    gt_coll_raw_call c = raw_call(x, d);
+    return x->raw->run(x->raw, &c);
 }
 
 static gt_status time_block(coll_ctx *x, const coll_def *d, int raw, int iters, double *out) {
+    gt_coll_raw_call c = raw_call(x, d);
     GT_TRY(gt_comm_barrier(x->comm, NULL));
     uint64_t t0 = gt_now_ns();
-    for (int it = 0; it < iters; it++) GT_TRY(raw ? run_raw(x, d) : d->run(x));
+    for (int it = 0; it < iters; it++) GT_TRY(raw ? x->raw->run(x->raw, &c) : d->run(x));
     if (!raw && d == x->slow) {
         /* the injected fault: the block made slow_factor times as long */
         uint64_t until = t0 + (uint64_t)((double)(gt_now_ns() - t0) * x->slow_factor);
@@ -615,32 +445,17 @@ static gt_status time_block(coll_ctx *x, const coll_def *d, int raw, int iters, 
  * place inputs live in recv), and recv's back into its mirror, after which
  * x->send/x->recv point at the device (put) and at recv's mirror (get). */
 static gt_status mirror_put(coll_ctx *x, size_t bytes) {
-#if GT_HAVE_NCCL
-    GT_TRY(cuda_status(cudaMemcpy(x->dsend, x->hsend, bytes, cudaMemcpyHostToDevice),
-                       "collectives: cudaMemcpy of the inputs"));
-    GT_TRY(cuda_status(cudaMemcpy(x->drecv, x->hrecv, bytes, cudaMemcpyHostToDevice),
-                       "collectives: cudaMemcpy of the inputs"));
+    GT_TRY(x->raw->copy(x->dsend, x->hsend, bytes, 1));
+    GT_TRY(x->raw->copy(x->drecv, x->hrecv, bytes, 1));
     x->send = x->dsend;
     x->recv = x->drecv;
     return GT_OK;
-#else
-    (void)x;
-    (void)bytes;
-    return GT_ERR(GT_ERR_UNSUPPORTED, "collectives: device buffers need a build with NCCL");
-#endif
 }
 
 static gt_status mirror_get(coll_ctx *x, size_t bytes) {
-#if GT_HAVE_NCCL
-    GT_TRY(cuda_status(cudaMemcpy(x->hrecv, x->drecv, bytes, cudaMemcpyDeviceToHost),
-                       "collectives: cudaMemcpy of the results"));
+    GT_TRY(x->raw->copy(x->hrecv, x->drecv, bytes, 0));
     x->recv = x->hrecv;
     return GT_OK;
-#else
-    (void)x;
-    (void)bytes;
-    return GT_ERR(GT_ERR_UNSUPPORTED, "collectives: device buffers need a build with NCCL");
-#endif
 }
 
 static gt_status run_row(coll_ctx *x, const coll_def *d, uint64_t nominal, int in_place,
@@ -648,9 +463,7 @@ static gt_status run_row(coll_ctx *x, const coll_def *d, uint64_t nominal, int i
     memset(rr, 0, sizeof *rr);
     size_t per = x->esize * (d->blocks ? (size_t)x->n : 1);
     size_t count = (size_t)(nominal / per);
-#if GT_HAVE_MPI
-    if (count > 0x7fffffff && !x->raw_nccl) have_raw = 0; /* MPI counts are int: no raw row */
-#endif
+    if (have_raw && count > x->raw->max_count) have_raw = 0; /* MPI counts are int: no raw row */
     rr->count = count * (d->blocks ? (size_t)x->n : 1);
     rr->bytes = (double)(count * per);
     if (count == 0) return GT_OK;
@@ -734,6 +547,7 @@ typedef struct suite_state {
     int local_ranks, cpus;
     char topology[16];
     const char *backend;
+    const gt_coll_raw *raw; /* the raw library's baseline; NULL: none */
     int have_mpi;
     int have_nccl; /* nccl communicator: device buffers, raw NCCL */
 } suite_state;
@@ -912,7 +726,7 @@ static void set_params(suite_state *st, const coll_def *d, gt_result *res, gt_dt
     gt_result_param_int(res, "max_bytes", (long long)c->max_bytes);
     gt_result_param_int(res, "step_factor", c->step_factor);
     if (d->rooted) gt_result_param_int(res, "root", c->root);
-    gt_result_param_str(res, "raw", !have_raw ? "none" : st->have_nccl ? "nccl" : "mpi");
+    gt_result_param_str(res, "raw", have_raw ? st->raw->name : "none");
     gt_result_param_str(res, "buffers", st->have_nccl ? "device" : "host");
     if (c->slow_factor > 1 && c->slow_coll >= 0 && d == &g_colls[c->slow_coll])
         gt_result_param_num(res, "injected_slowdown", c->slow_factor);
@@ -939,38 +753,8 @@ static gt_status run_combo(suite_state *st, coll_ctx *x, const coll_def *d, gt_d
     x->amp_a = m / (2 * n);
     x->amp_s = n > 1 ? m / (2 * (int64_t)n * (n - 1)) : 0;
 
-    int have_raw = 0;
-#if GT_HAVE_MPI
-    x->mtype = MPI_DATATYPE_NULL;
-    x->mop = op == GT_REDOP_MAX ? MPI_MAX : op == GT_REDOP_MIN ? MPI_MIN : MPI_SUM;
-    if (st->have_mpi) {
-        switch (dt) {
-        case GT_DTYPE_FP32: x->mtype = MPI_FLOAT; break;
-        case GT_DTYPE_FP64: x->mtype = MPI_DOUBLE; break;
-        case GT_DTYPE_INT32: x->mtype = MPI_INT32_T; break;
-        case GT_DTYPE_INT64: x->mtype = MPI_INT64_T; break;
-        /* MPI has no bf16/fp16: moving them is moving 2-byte words; reducing
-         * them needs a user op, which is gauntlet's own code, not a baseline */
-        default: x->mtype = d->reduces ? MPI_DATATYPE_NULL : MPI_UINT16_T; break;
-        }
-    }
-    have_raw = x->mtype != MPI_DATATYPE_NULL;
-#endif
-#if GT_HAVE_NCCL
-    if (x->raw_nccl) {
-        /* NCCL has every dtype and op, avg included (ncclAvg) */
-        static const ncclDataType_t types[GT_DTYPE_COUNT] = {
-            [GT_DTYPE_FP32] = ncclFloat32, [GT_DTYPE_FP64] = ncclFloat64,
-            [GT_DTYPE_BF16] = ncclBfloat16, [GT_DTYPE_FP16] = ncclFloat16,
-            [GT_DTYPE_INT32] = ncclInt32,  [GT_DTYPE_INT64] = ncclInt64};
-        x->ntype = types[dt];
-        x->nop = op == GT_REDOP_AVG   ? ncclAvg
-                 : op == GT_REDOP_MAX ? ncclMax
-                 : op == GT_REDOP_MIN ? ncclMin
-                                      : ncclSum;
-        have_raw = 1;
-    }
-#endif
+    /* the raw library's call of this dtype and op, where it has one */
+    int have_raw = x->raw ? x->raw->select(x->raw, dt, op, d->reduces) : 0;
 
     char case_name[96];
     if (d->reduces)
@@ -1049,25 +833,15 @@ static gt_status run_combo(suite_state *st, coll_ctx *x, const coll_def *d, gt_d
 
 /* Ranks on this node and online CPUs: more ranks than CPUs time-slice. */
 static void local_load(suite_state *st, coll_ctx *x) {
-    st->local_ranks = 1;
+    st->local_ranks = x->raw ? x->raw->local_ranks : 1;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     st->cpus = cpus > 0 ? (int)cpus : 1;
-#if GT_HAVE_MPI
-    if (st->have_mpi) {
-        MPI_Comm local;
-        if (MPI_Comm_split_type(x->mpi, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
-            MPI_SUCCESS) {
-            MPI_Comm_size(local, &st->local_ranks);
-            MPI_Comm_free(&local);
-        }
-    }
-#endif
     st->oversubscribed = st->local_ranks > st->cpus;
 }
 
 /* Host buffers of `cap` bytes (zeroed: a mirror's unused tail is copied up
- * too), and on the device the pair the collectives run on plus the raw
- * baseline's stream. */
+ * too), and on the device the pair the collectives run on, the raw
+ * baseline's. */
 static gt_status buffers_new(coll_ctx *x, size_t cap) {
     x->hsend = aligned_alloc(64, cap);
     x->hrecv = aligned_alloc(64, cap);
@@ -1078,32 +852,18 @@ static gt_status buffers_new(coll_ctx *x, size_t cap) {
     x->send = x->hsend;
     x->recv = x->hrecv;
     if (!x->dev) return GT_OK;
-#if GT_HAVE_NCCL
-    cudaError_t e = cudaMalloc(&x->dsend, cap);
-    if (e == cudaSuccess) e = cudaMalloc(&x->drecv, cap);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return GT_ERR(GT_ERR_OOM, "collectives: two device buffers of %zu bytes: %s (lower -e)",
-                      cap, cudaGetErrorString(e));
-    }
-    GT_TRY(cuda_status(cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking),
-                       "collectives: cudaStreamCreateWithFlags"));
+    GT_TRY(x->raw->buffers(x->raw, cap, &x->dsend, &x->drecv));
     x->send = x->dsend;
     x->recv = x->drecv;
     return GT_OK;
-#else
-    return GT_ERR(GT_ERR_UNSUPPORTED, "collectives: device buffers need a build with NCCL");
-#endif
 }
 
+/* The host buffers and the raw baseline with the device ones it owns. */
 static void buffers_free(coll_ctx *x) {
     free(x->hsend);
     free(x->hrecv);
-#if GT_HAVE_NCCL
-    if (x->dsend) cudaFree(x->dsend);
-    if (x->drecv) cudaFree(x->drecv);
-    if (x->stream) cudaStreamDestroy(x->stream);
-#endif
+    if (x->raw) x->raw->free(x->raw);
+    x->raw = NULL;
 }
 
 gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
@@ -1138,24 +898,23 @@ gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
         x.slow = &g_colls[cfg->slow_coll];
         x.slow_factor = cfg->slow_factor;
     }
-    /* the native handle is an ncclComm_t * on nccl, an MPI_Comm * on mpi */
+    /* The raw baseline: NCCL on an nccl communicator (on device buffers),
+     * MPI on an mpi one, none on self. The native handle is an ncclComm_t *
+     * on nccl, an MPI_Comm * on mpi, NULL on self. */
     int is_nccl = strcmp(st.backend, "nccl") == 0;
     void *native = gt_comm_native_handle(comm);
-    (void)native; /* unused in a build without MPI and NCCL */
-#if GT_HAVE_NCCL
-    if (is_nccl && native) {
-        x.nccl = *(ncclComm_t *)native;
-        x.raw_nccl = x.dev = st.have_nccl = 1;
+    if (is_nccl) {
+        if (!native)
+            return GT_ERR(GT_ERR_UNSUPPORTED,
+                          "collectives: an nccl communicator without its handle");
+        GT_TRY(gt_coll_raw_nccl_new(native, &x.raw));
+        x.dev = st.have_nccl = 1;
+    } else if (native) {
+        gt_status rs = gt_coll_raw_mpi_new(native, &x.raw);
+        if (rs != GT_OK && rs != GT_ERR_UNSUPPORTED) return rs;
+        st.have_mpi = rs == GT_OK;
     }
-#endif
-#if GT_HAVE_MPI
-    if (!is_nccl && native) {
-        x.mpi = *(MPI_Comm *)native;
-        st.have_mpi = 1;
-    }
-#endif
-    if (is_nccl && !x.dev)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "collectives: an nccl communicator without its handle");
+    st.raw = x.raw;
     local_load(&st, &x);
 
     /* One pair of buffers at the largest size serves every row: no

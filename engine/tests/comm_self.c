@@ -219,5 +219,5 @@ int main(void) {
     }
     test_split_tree_stats();
     test_watchdog();
-    return check_done("engine.comm_self.host");
+    return check_done("engine.comm.self");
 }

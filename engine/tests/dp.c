@@ -1,4 +1,4 @@
-/* engine.dp.host (self communicator) and engine.dp.mpi_np{2,4} (the same
+/* engine.dp.self (self communicator) and engine.dp.mpi_np{2,4} (the same
  * program under mpirun: the communicator is "auto"): data parallelism with
  * fp32, bf16 and fp16 gradient buffers.
  *

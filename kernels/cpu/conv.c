@@ -97,7 +97,7 @@ static void conv_span(int n, int st, int off, int len, int *lo, int *hi) {
  * last block overlapping its predecessor instead of a scalar tail (writing
  * the same values twice is harmless): the lengths here run from a few
  * floats to a few KiB, where the compiler's alternative, a memmove /
- * memset call, measured slower (for 4 KiB copies, twice). copy_f32_s2
+ * memset call, measured slower (docs/performance.md). copy_f32_s2
  * (stride 2) likewise in blocks of 8: rows of 7 or 8 outputs would
  * otherwise miss the vector loop and run scalar. */
 static void copy_f32_blk(float *restrict d, const float *restrict s, size_t n, size_t B) {
@@ -210,7 +210,7 @@ static void im2col(const conv_geom *q, const float *inp, int n0, int g, float *c
  * every element's sequence of additions, taps in increasing order,
  * unchanged; so does taking the run's planes in turn within each tap
  * rather than tap by tap within each plane: the planes are disjoint. That
- * order measured faster on small planes (8x8: 1.5x): a tap no longer
+ * order measured faster on small planes (docs/performance.md): a tap no longer
  * reloads at once what the previous tap has just stored, at shifted,
  * overlapping addresses that store forwarding cannot serve; and the spans
  * are computed once a run.

@@ -10,11 +10,11 @@
 
 /* Smallest n that gets a parallel region. A region whose threads have gone
  * to sleep (after a pause longer than the runtime's spin, or under
- * OMP_WAIT_POLICY=passive) costs their wake-up, and on a shared VM that was
- * 60-80 us: a parallel region only pays where one thread needs well over
- * twice that. Memory-bound ops (a load, an add, a store)
- * take 0.1-0.3 ns an element, GELU about 1.2 (docs/performance.md has the
- * measurements). A case near the break-even point also runs in two modes
+ * OMP_WAIT_POLICY=passive) costs their wake-up, tens of microseconds on a
+ * shared VM: a parallel region only pays where one thread needs well over
+ * twice that. A memory-bound op (a load, an add, a store) costs a fraction
+ * of a nanosecond an element, GELU several times more (docs/performance.md
+ * has the measurements). A case near the break-even point also runs in two modes
  * (fast wake-up or not) from run to run, which the gate sees as noise. */
 #define PAR_MIN_MEM (1u << 19)
 #define PAR_MIN_GELU (1u << 17)

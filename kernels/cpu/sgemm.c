@@ -9,14 +9,15 @@
  * rows) and runs the MR x NR register tile, both operands read with unit
  * stride (a transposed B is packed through 8 x 8 register transposes with
  * AVX2): one A sliver (MR x KC) stays in L1 while the item's B slivers
- * stream from L2 (the other order, a 32 KiB B sliver held in a 32 KiB L1,
- * was 10-20% slower). The tile is written with intrinsics for AVX-512
+ * stream from L2 (the other order, a B sliver as large as L1 held there,
+ * measured slower). The tile is written with intrinsics for AVX-512
  * (8 x 32: 16 zmm accumulators) and AVX2 + FMA (6 x 16: 12 ymm), chosen at
  * compile time (-march=native); elsewhere an 8 x 16 tile of fmaf loops left
- * to the compiler (gcc vectorised that one across the tile with shuffles:
- * 8 GFLOP/s on one AVX-512 core, the intrinsics 88 at n=2048).
- * Bound: the FMA peak (gauntlet env's probe: 116 GFLOP/s per core on the
- * development VM); OpenBLAS reaches more on large shapes.
+ * to the compiler (gcc vectorises that one across the tile with shuffles,
+ * about a tenth of the intrinsics' speed; docs/performance.md has the
+ * figures).
+ * Bound: the FMA peak (gauntlet env's probe); OpenBLAS reaches more on
+ * large shapes.
  *
  * Each C element is summed over k in increasing order: within a KC slice
  * from zero with fused multiply-adds, each slice's sum then added to C in

@@ -20,7 +20,7 @@
 
 #include "gt_config.h"
 #ifdef GT_CUDA_EMU
-#include "kernels/cuda/emu/gt_emu.h"
+#include "ci/cuda_emu/gt_emu.h"
 #endif
 #if GT_HAVE_CUBLAS
 #include <cublasLt.h>

@@ -8,13 +8,22 @@
 
 static double now(void) { return (double)gt_now_ns() * 1e-9; }
 
+/* A timing of a failed call would be a timing of its error path: stop at the
+ * first failure, naming the op and the backend's message. */
+static void check_op(const char *label, gt_status s) {
+    if (s == GT_OK) return;
+    fprintf(stderr, "kernels_bench: %s failed: %s: %s\n", label, gt_status_name(s),
+            gt_last_error());
+    exit(1);
+}
+
 #define TIME(label, per_step, expr)                                                        \
     do {                                                                                   \
-        (void)(expr);                                                                      \
+        check_op(label, (expr));                                                           \
         double t0_ = now();                                                                \
         int reps_ = 0;                                                                     \
         do {                                                                               \
-            (void)(expr);                                                                  \
+            check_op(label, (expr));                                                       \
             reps_++;                                                                       \
         } while (now() - t0_ < 0.3);                                                       \
         double ms_ = (now() - t0_) / reps_ * 1e3;                                          \
@@ -26,8 +35,9 @@ static double now(void) { return (double)gt_now_ns() * 1e-9; }
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 0;
     gt_backend_config cfg = {.threads = threads, .device = -1};
-    gt_backend *be;
-    if (gt_backend_new("cpu", &cfg, &be) != GT_OK) tu_die("cpu", GT_ERR_INVALID);
+    gt_backend *be = NULL;
+    gt_status st = gt_backend_new("cpu", &cfg, &be);
+    if (st != GT_OK) tu_die("kernels_bench: the cpu backend", st);
     gt_kctx k = {be, GT_DTYPE_FP32};
     const gt_ops *o = be->ops;
     enum { L = 12, B = 4, T = 64, C = 768, NH = 12, V = 50257, Vp = 50304, N = B * T };
@@ -41,7 +51,9 @@ int main(int argc, char **argv) {
     memset(e, 0, big * 4);
     size_t nparams = 124475904; /* gpt2-124m with Vp = 50304 */
     float *p = tu_xmalloc(nparams * 4), *g = tu_xmalloc(nparams * 4);
-    float *m = calloc(nparams, 4), *v = calloc(nparams, 4);
+    float *m = tu_xmalloc(nparams * 4), *v = tu_xmalloc(nparams * 4);
+    memset(m, 0, nparams * 4);
+    memset(v, 0, nparams * 4);
     gt_rng_fill_normal(p, nparams, 0, 0.02f, 1, 4, 0);
     gt_rng_fill_normal(g, nparams, 0, 0.01f, 1, 5, 0);
     int32_t ids[N];
@@ -87,5 +99,15 @@ int main(int argc, char **argv) {
     TIME("blocked dW fc (3072x768, K256)", 0, gt_cpu_sgemm_blocked(1, 0, 4 * C, C, N, a, 4 * C, c, C, 1.0f, d, C, NULL));
     TIME("blas fc fwd (256x3072x768)", 0, gt_cpu_sgemm(0, 1, N, 4 * C, C, a, C, b, C, 0.0f, d, 4 * C, NULL));
     gt_backend_free(be);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    free(e);
+    free(p);
+    free(g);
+    free(m);
+    free(v);
+    free(att);
     return 0;
 }

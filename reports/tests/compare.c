@@ -480,7 +480,8 @@ static void test_gate_rules(void) {
     static const char *const gpu_files[] = {"r_g0.json", "r_g1.json", "r_g2.json"};
     for (int i = 0; i < 3; i++) {
         FILE *gf = fopen(path_of(gpu_files[i]), "w");
-        fprintf(gf, "{\"schema_version\": 1, \"env\": {\"gpus\": [%s]}, \"results\": [%s]}\n",
+        fprintf(gf, "{\"schema_version\": 1, \"run\": {\"id\": \"t\"}, \"env\": {\"gpus\": [%s]}, "
+                "\"results\": [%s]}\n",
                 gpus[i], result_json("a", "pass", "", ok, ""));
         fclose(gf);
     }
@@ -496,7 +497,8 @@ static void test_gate_rules(void) {
     static const char *const blas_files[] = {"r_b0.json", "r_b1.json", "r_b2.json"};
     for (int i = 0; i < 3; i++) {
         FILE *bf = fopen(path_of(blas_files[i]), "w");
-        fprintf(bf, "{\"schema_version\": 1, \"env\": {\"blas\": %s}, \"results\": [%s]}\n",
+        fprintf(bf, "{\"schema_version\": 1, \"run\": {\"id\": \"t\"}, \"env\": {\"blas\": %s}, "
+                "\"results\": [%s]}\n",
                 blas[i], result_json("a", "pass", "", ok, ""));
         fclose(bf);
     }
@@ -620,6 +622,43 @@ static void test_gate_rules(void) {
             EXPECT(txt && !strstr(txt, "SLOWER   s/a [topology 1, backend cpu] gflops"));
             free(txt);
             gt_compare_free(dc);
+        }
+    }
+
+    /* the timing floor (5 us): both sides under it are not gated; one side
+     * under it is judged at the floor, so 2.6 -> 5.1 us is no change (an
+     * A/A pair failed on that as +93%) and 2.6 -> 50 us is a regression */
+    {
+        const char *lo = "\"time_us\": {\"value\": 2.6, \"unit\": \"us\", \"better\": "
+                         "\"lower\", \"samples\": [2.6, 2.61, 2.59, 2.62, 2.6, 2.58, 2.6, "
+                         "2.61, 2.6, 2.59]}";
+        const char *lo2 = "\"time_us\": {\"value\": 3.9, \"unit\": \"us\", \"better\": "
+                          "\"lower\", \"samples\": [3.9, 3.91, 3.89, 3.92, 3.9, 3.88, 3.9, "
+                          "3.91, 3.9, 3.89]}";
+        const char *mid = "\"time_us\": {\"value\": 5.1, \"unit\": \"us\", \"better\": "
+                          "\"lower\", \"samples\": [5.1, 5.11, 5.09, 5.12, 5.1, 5.08, 5.1, "
+                          "5.11, 5.1, 5.09]}";
+        const char *hi = "\"time_us\": {\"value\": 50, \"unit\": \"us\", \"better\": "
+                         "\"lower\", \"samples\": [50, 50.1, 49.9, 50.2, 50, 49.8, 50, "
+                         "50.1, 50, 49.9]}";
+        write_results("r_f_lo.json", 1, result_json("a", "pass", "", ok, lo));
+        write_results("r_f_lo2.json", 1, result_json("a", "pass", "", ok, lo2));
+        write_results("r_f_mid.json", 1, result_json("a", "pass", "", ok, mid));
+        write_results("r_f_hi.json", 1, result_json("a", "pass", "", ok, hi));
+        EXPECT(gate("r_f_lo.json", "r_f_lo2.json", NULL, &k) == 1 && k.slower == 0 &&
+               k.below_floor == 1);
+        EXPECT(gate("r_f_lo.json", "r_f_mid.json", NULL, &k) == 1 && k.slower == 0 &&
+               k.below_floor == 0 && k.same == 1);
+        EXPECT(gate("r_f_mid.json", "r_f_lo.json", NULL, &k) == 1 && k.faster == 0);
+        EXPECT(gate("r_f_lo.json", "r_f_hi.json", NULL, &k) == 0 && k.slower == 1);
+        gt_compare *fc = NULL;
+        EXPECT(gt_compare_files(path_of("r_f_lo.json"), path_of("r_f_hi.json"), NULL, &fc) ==
+               GT_OK);
+        if (fc) {
+            char *txt = printed(fc);
+            EXPECT(txt && strstr(txt, "+900.0%") && strstr(txt, "judged at the floor"));
+            free(txt);
+            gt_compare_free(fc);
         }
     }
 

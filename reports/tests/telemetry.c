@@ -1,4 +1,4 @@
-/* Per-result GPU telemetry (reports.telemetry.unit): synthetic readings
+/* Per-result GPU telemetry (reports.telemetry.host): synthetic readings
  * written by gt_result_telemetry come back from the file field by field,
  * unknown values as null; the validator (report_check, argv[1]) accepts the
  * report and rejects a mistyped reading; a report without telemetry and one

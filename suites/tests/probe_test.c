@@ -1,4 +1,4 @@
-/* suites.probe.cpu: the choice of the memory level a kernel is judged
+/* suites.probe.host: the choice of the memory level a kernel is judged
  * against (suites/probe.h), with no measurement: gt_probe_level_pick on
  * host-like and cuda-like level tables, the host cache discovery on a
  * made-up sysfs tree, the plan of the host probes (capacities per thread

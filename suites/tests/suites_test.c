@@ -1,4 +1,4 @@
-/* suites.suites_test.cpu: the kernels, memory and health suites through the
+/* suites.interface.cpu: the kernels, memory and health suites through the
  * gt_suite interface, as `gauntlet run` drives them (self communicator,
  * quick effort, cpu backend), with their results asserted:
  *   - every kernels result passes conformance and carries timing metrics

@@ -231,6 +231,31 @@ static void test_nonblocking(gt_comm *c) {
     free(d);
 }
 
+/* gt_comm_barrier_idle: the last rank arrives 300 ms late; the others wait
+ * for it asleep: they use a small part of a core (CPU time, which a loaded
+ * machine does not inflate), and still see the barrier complete. */
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void test_barrier_idle(gt_comm *c) {
+    CHECK_OK(gt_comm_barrier(c, NULL));
+    double w0 = gt_now_ns() * 1e-9, c0 = cpu_s();
+    if (g_rank == g_size - 1) {
+        struct timespec ts = {0, 300000000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK_OK(gt_comm_barrier_idle(c));
+    double wall = gt_now_ns() * 1e-9 - w0, cpu = cpu_s() - c0;
+    if (g_size > 1 && g_rank != g_size - 1) {
+        RCHECK(wall >= 0.25, "barrier_idle returned after %.3f s, before the late rank", wall);
+        RCHECK(cpu < 0.1 * wall, "barrier_idle used %.3f s of CPU in %.3f s of waiting", cpu,
+               wall);
+    }
+}
+
 static void test_ring(gt_comm *c) {
     enum { N = 100000 }; /* past the eager limit: a rendezvous ring must not deadlock */
     int next = (g_rank + 1) % g_size, prev = (g_rank + g_size - 1) % g_size;
@@ -626,6 +651,7 @@ int main(int argc, char **argv) {
     test_reductions(c, 1); /* one element: the smallest message */
     test_data_movement(c, 517);
     test_nonblocking(c);
+    test_barrier_idle(c);
     test_ring(c);
     test_split(c);
     test_chunks();

@@ -19,7 +19,7 @@
  * Included by kernels/cuda/common.cuh after the CUDA headers when
  * GT_CUDA_EMU is defined; the sources' launches `k<<<cfg>>>(args)` are
  * rewritten at build time to `k % ::gt_emu::launch_cfg(cfg) % ::gt_emu::args(args)`
- * (kernels/cuda/emu/rewrite.cmake). */
+ * (ci/cuda_emu/rewrite.cmake). */
 #ifndef GT_CUDA_EMU_H
 #define GT_CUDA_EMU_H
 

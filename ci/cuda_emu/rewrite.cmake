@@ -5,5 +5,5 @@
 file(READ "${IN}" src)
 string(REPLACE "<<<" " % ::gt_emu::launch_cfg(" src "${src}")
 string(REPLACE ">>>" ") % ::gt_emu::args" src "${src}")
-file(WRITE "${OUT}.tmp" "#include \"kernels/cuda/emu/gt_emu.h\"\n#line 1 \"${IN}\"\n${src}")
+file(WRITE "${OUT}.tmp" "#include \"ci/cuda_emu/gt_emu.h\"\n#line 1 \"${IN}\"\n${src}")
 file(RENAME "${OUT}.tmp" "${OUT}")

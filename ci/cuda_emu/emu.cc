@@ -32,7 +32,7 @@
 #include <mutex>
 #include <vector>
 
-#include "kernels/cuda/emu/gt_emu.h"
+#include "ci/cuda_emu/gt_emu.h"
 
 #if !defined(__x86_64__)
 #include <ucontext.h>
