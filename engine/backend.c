@@ -1,6 +1,7 @@
-/* Backend creation by name, and the pieces shared by host-memory backends
- * (ref, cpu): synchronous memcpy/memset copies and a caching allocator over
- * the host raw allocator. */
+/* What every backend shares (freeing, allocation through its caching
+ * allocator) and the pieces shared by host-memory backends (ref, cpu):
+ * synchronous memcpy/memset copies and a caching allocator over the host raw
+ * allocator. Construction by name is the kernels' (kernels/registry.c). */
 #include "engine/backend.h"
 
 #include <stdint.h>
@@ -8,18 +9,6 @@
 #include <string.h>
 
 #include "gt_config.h"
-
-gt_status gt_backend_new(const char *name, const gt_backend_config *cfg, gt_backend **out) {
-    if (!out) return GT_ERR(GT_ERR_INVALID, "gt_backend_new: out is NULL");
-    *out = NULL;
-    gt_backend_config def = {.threads = 0, .device = -1};
-    if (!cfg) cfg = &def;
-    if (!name) return GT_ERR(GT_ERR_INVALID, "backend name is NULL (valid: ref, cpu, cuda)");
-    if (strcmp(name, "ref") == 0) return gt_backend_ref_new(cfg, out);
-    if (strcmp(name, "cpu") == 0) return gt_backend_cpu_new(cfg, out);
-    if (strcmp(name, "cuda") == 0) return gt_backend_cuda_new(cfg, out);
-    return GT_ERR(GT_ERR_INVALID, "unknown backend '%s' (valid: ref, cpu, cuda)", name);
-}
 
 void gt_backend_free(gt_backend *be) {
     if (!be) return;

@@ -1,11 +1,12 @@
 /* The backend interface: a table of functions that every backend fills
- * (ref, cpu, cuda), plus its op table (kernels/ops.h).
+ * (ref, cpu, cuda), plus its op table (engine/ops.h).
  *
  * A backend owns one caching allocator (engine/alloc.h) for its memory;
  * "device memory" below means memory of that backend (host memory for ref
- * and cpu). Every backend can be created by name; a backend that is not
- * compiled in, or has no device here, returns GT_ERR_UNSUPPORTED from
- * gt_backend_new with a message saying why, never a link error.
+ * and cpu). The backends themselves live in kernels/ and are created by
+ * name there (gt_backend_new, kernels/registry.h); a backend that is not
+ * compiled in, or has no device here, returns GT_ERR_UNSUPPORTED with a
+ * message saying why, never a link error.
  */
 #ifndef GT_BACKEND_H
 #define GT_BACKEND_H
@@ -85,10 +86,8 @@ struct gt_backend {
     void *impl;
 };
 
-/* Creates a backend by name ("ref", "cpu", "cuda"). GT_ERR_INVALID for an
- * unknown name, GT_ERR_UNSUPPORTED when not built in or no device. */
-gt_status gt_backend_new(const char *name, const gt_backend_config *cfg, gt_backend **out);
-/* Accepts NULL. */
+/* Frees a backend made by gt_backend_new (kernels/registry.h). Accepts
+ * NULL. */
 void gt_backend_free(gt_backend *be);
 
 /* Allocation through the backend's caching allocator. */
@@ -98,12 +97,6 @@ gt_status gt_backend_alloc(gt_backend *be, size_t bytes, void **out);
  * (host memory from mmap: its pages are then not touched here). */
 gt_status gt_backend_alloc_zeroed(gt_backend *be, size_t bytes, void **out);
 void gt_backend_dealloc(gt_backend *be, void *p);
-
-/* Per-backend constructors; the cuda one is a stub returning
- * GT_ERR_UNSUPPORTED when CUDA is not compiled in. */
-gt_status gt_backend_ref_new(const gt_backend_config *cfg, gt_backend **out);
-gt_status gt_backend_cpu_new(const gt_backend_config *cfg, gt_backend **out);
-gt_status gt_backend_cuda_new(const gt_backend_config *cfg, gt_backend **out);
 
 /* Shared by backends whose memory is host memory (ref, cpu). */
 gt_status gt_host_backend_init(gt_backend *be, const char *name, const gt_ops *ops);

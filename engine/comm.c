@@ -786,3 +786,8 @@ void *gt_comm_native_handle(gt_comm *c) { return c ? c->be->native(c->impl) : NU
 const char *gt_comm_library_version(const gt_comm *c) {
     return c ? c->be->version(c->impl) : "self";
 }
+
+/* Given by the kernels' registry (comm.h); read by the nccl backend's avg. */
+static gt_comm_divide_fn g_divide;
+void gt_comm_set_divide(gt_comm_divide_fn fn) { g_divide = fn; }
+gt_comm_divide_fn gt_comm_divide(void) { return g_divide; }

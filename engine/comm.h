@@ -224,6 +224,19 @@ void *gt_comm_native_handle(gt_comm *c);
  * or "self"). */
 const char *gt_comm_library_version(const gt_comm *c);
 
+/* The device half of GT_REDOP_AVG on device buffers (nccl): x[i] = x[i] /
+ * ranks for n elements of dtype (a gt_dtype) at buf in device memory,
+ * queued on stream (a cudaStream_t), correctly rounded as above. Returns
+ * the launch's cudaError_t (0: queued). The engine has no device code: the
+ * kernel is the cuda backend's (kernels/cuda/comm_avg.cu), given here by
+ * the kernels' registry (gt_kernels_init, kernels/registry.h) before a
+ * communicator needs it. Process-wide; set it before the communicators'
+ * first avg, from one thread. Without it an nccl avg on device buffers is
+ * GT_ERR_UNSUPPORTED. */
+typedef int (*gt_comm_divide_fn)(void *buf, size_t n, int dtype, int ranks, void *stream);
+void gt_comm_set_divide(gt_comm_divide_fn fn);
+gt_comm_divide_fn gt_comm_divide(void); /* NULL until set */
+
 /* ---- backend interface (for comm backends only) -------------------------------
  * comm.c validates arguments, counts, times and names every operation; a
  * backend only moves bytes. A backend sees validated descriptors: dtype and

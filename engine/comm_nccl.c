@@ -50,9 +50,11 @@
  *
  * Reductions: sum, max and min are NCCL's (bf16/fp16 combine in fp32 per
  * pair and round once, like the mpi backend). avg is ncclSum followed by a
- * correctly rounded division per element on the same stream
- * (kernels/cuda/comm_avg.cu), not ncclAvg: NCCL's multiplies every
- * contribution by 1/n first and rounds differently for n not a power of 2.
+ * correctly rounded division per element on the same stream, not ncclAvg:
+ * NCCL's multiplies every contribution by 1/n first and rounds differently
+ * for n not a power of 2. The division is a CUDA kernel of the cuda backend
+ * (kernels/cuda/comm_avg.cu) that the kernels' registry gives the engine
+ * (gt_comm_set_divide, engine/comm.h): the engine never links kernels.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -82,9 +84,6 @@ static const gt_comm_backend *const host_be = &gt_comm_mpi_backend;
 #else
 static const gt_comm_backend *const host_be = &gt_comm_self_backend;
 #endif
-
-/* kernels/cuda/comm_avg.cu: x[i] /= ranks on `stream`; a cudaError_t. */
-int gt_cuda_comm_divide(void *buf, size_t n, int dtype, int ranks, void *stream);
 
 typedef struct nccl_handle nccl_handle;
 
@@ -130,12 +129,6 @@ static gt_status cuda_error(cudaError_t e, const char *what) {
     do {                                                                                           \
         ncclResult_t gt_nccl_r_ = (call);                                                          \
         if (gt_nccl_r_ != ncclSuccess) return nccl_error((m), gt_nccl_r_, #call);                  \
-    } while (0)
-
-#define GT_CUDA_TRY(call)                                                                          \
-    do {                                                                                           \
-        cudaError_t gt_cuda_e_ = (call);                                                           \
-        if (gt_cuda_e_ != cudaSuccess) return cuda_error(gt_cuda_e_, #call);                       \
     } while (0)
 
 /* ---- where buffers live ---------------------------------------------------------- */
@@ -204,7 +197,13 @@ static ncclRedOp_t nccl_op(gt_redop op) {
 }
 
 static gt_status divide(nccl_comm *m, void *buf, size_t n, gt_dtype dt) {
-    int e = gt_cuda_comm_divide(buf, n, (int)dt, m->size, (void *)m->stream);
+    gt_comm_divide_fn fn = gt_comm_divide();
+    if (!fn)
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "avg on device buffers: no division kernel was given to the "
+                      "communicators (gt_comm_set_divide; gt_kernels_init gives the cuda "
+                      "backend's)");
+    int e = fn(buf, n, (int)dt, m->size, (void *)m->stream);
     if (e != 0) return cuda_error((cudaError_t)e, "avg: the division kernel");
     return GT_OK;
 }

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/ops.h"
 #include "engine/timer.h"
-#include "kernels/ops.h"
 
 typedef struct bucket {
     size_t lo, hi;          /* element range of the gradient buffer */

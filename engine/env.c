@@ -1,9 +1,9 @@
-/* The environment fingerprint and the peak probes. This is the one file in
- * engine/ that asks the build what it found (gt_config.h). */
+/* The environment fingerprint. This is the one file in engine/ that asks the
+ * build what it found (gt_config.h). The peak probes, which run the
+ * backend's ops, are suites/probe.c's. */
 #define _GNU_SOURCE
 #include "engine/env.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +13,7 @@
 #include <unistd.h>
 
 #include "engine/stats.h"
-#include "engine/timer.h"
 #include "gt_config.h"
-#include "kernels/ops.h"
 
 #if GT_HAVE_OPENMP
 #include <omp.h>
@@ -284,99 +282,4 @@ void gt_env_release(gt_env *e) {
     free(e->topology_xml);
     for (int i = 0; i < e->n_vars; i++) free(e->vars[i]);
     memset(e, 0, sizeof *e);
-}
-
-/* ---- probes ---------------------------------------------------------------------- */
-
-/* 256 independent accumulators: 16 AVX-512 (or 32 AVX2) registers' worth of
- * chains, enough to hide the FMA latency (4 cycles) on 2 FMA ports. The
- * compiler turns the inner loop into vfmadd with -O3 -march=native. */
-#define FMA_LANES 256
-static double fma_kernel(long iters, float seed) {
-    float acc[FMA_LANES];
-    for (int j = 0; j < FMA_LANES; j++) acc[j] = seed + (float)j * 1e-3f;
-    const float a = 0.999999f, b = 1e-7f;
-    for (long i = 0; i < iters; i++)
-        for (int j = 0; j < FMA_LANES; j++) acc[j] = fmaf(acc[j], a, b);
-    double s = 0;
-    for (int j = 0; j < FMA_LANES; j++) s += acc[j];
-    return s;
-}
-
-gt_status gt_env_measure_sgemm(gt_backend *be, int reps, gt_peaks *out) {
-    memset(out, 0, sizeof *out);
-    uint64_t t_start = gt_now_ns();
-    gt_status s = GT_OK;
-    if (reps < 1 || reps > 5)
-        return GT_ERR(GT_ERR_INVALID, "SGEMM probe: %d repetitions (1 to 5)", reps);
-    /* SGEMM through the path training uses (on the CPU emulator's device a
-     * smaller one: its GEMM is a loop on one core, and its figure means
-     * nothing, docs/cuda-emulator.md) */
-    const int n = GT_CUDA_EMULATOR && be->device != GT_DEVICE_HOST ? 256 : 2048;
-    out->sgemm_n = n;
-    if (!be->ops->matmul_fwd) return GT_ERR(GT_ERR_UNSUPPORTED, "backend '%s' has no matmul",
-                                            be->name);
-    size_t bytes = (size_t)n * n * sizeof(float);
-    float *host = malloc(bytes);
-    void *a = NULL, *w = NULL, *c = NULL;
-    if (!host) return GT_ERR(GT_ERR_OOM, "no host memory for the SGEMM probe");
-    for (size_t i = 0; i < (size_t)n * n; i++) host[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
-    if ((s = gt_backend_alloc(be, bytes, &a)) != GT_OK ||
-        (s = gt_backend_alloc(be, bytes, &w)) != GT_OK ||
-        (s = gt_backend_alloc(be, bytes, &c)) != GT_OK)
-        goto done;
-    if ((s = be->copy_to_device(be, a, host, bytes)) != GT_OK ||
-        (s = be->copy_to_device(be, w, host, bytes)) != GT_OK)
-        goto done;
-    gt_kctx k = {.be = be, .dt = GT_DTYPE_FP32};
-    double secs[5];
-    for (int rep = -1; rep < reps; rep++) {
-        uint64_t t0 = gt_now_ns();
-        if ((s = be->ops->matmul_fwd(&k, c, a, w, NULL, n, n, n)) != GT_OK) goto done;
-        if ((s = be->synchronize(be)) != GT_OK) goto done;
-        if (rep >= 0) secs[rep] = (double)(gt_now_ns() - t0) * 1e-9;
-    }
-    out->sgemm_gflops = 2.0 * n * (double)n * n / gt_median(secs, (size_t)reps) * 1e-9;
-done:
-    gt_backend_dealloc(be, a);
-    gt_backend_dealloc(be, w);
-    gt_backend_dealloc(be, c);
-    free(host);
-    out->seconds = (double)(gt_now_ns() - t_start) * 1e-9;
-    return s;
-}
-
-gt_status gt_env_measure_peaks(gt_backend *be, gt_peaks *out) {
-    memset(out, 0, sizeof *out);
-    uint64_t t_start = gt_now_ns();
-    if (be->device == GT_DEVICE_HOST) {
-        const long iters = 3 * 1000 * 1000;
-        double best = 0, sink = 0;
-        for (int rep = 0; rep < 3; rep++) {
-            uint64_t t0 = gt_now_ns();
-            int nthreads = 1;
-#if GT_HAVE_OPENMP
-#pragma omp parallel reduction(+ : sink)
-            {
-#pragma omp single
-                nthreads = omp_get_num_threads();
-                sink += fma_kernel(iters, (float)omp_get_thread_num());
-            }
-#else
-            sink += fma_kernel(iters, 0.0f);
-#endif
-            double sec = (double)(gt_now_ns() - t0) * 1e-9;
-            double gf = 2.0 * FMA_LANES * (double)iters * nthreads / sec * 1e-9;
-            if (gf > best) best = gf;
-        }
-        /* keep the result alive so the loop is not removed */
-        if (sink == 42.0) fprintf(stderr, " ");
-        out->fma_gflops = best;
-    }
-
-    double fma = out->fma_gflops;
-    gt_status s = gt_env_measure_sgemm(be, 5, out);
-    out->fma_gflops = fma;
-    out->seconds = (double)(gt_now_ns() - t_start) * 1e-9;
-    return s;
 }

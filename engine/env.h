@@ -135,22 +135,15 @@ typedef struct gt_gpu_sample {
  * thread at a time. */
 int gt_env_gpu_sample(int cuda_index, gt_gpu_sample *out);
 
-/* Measured peaks of a backend. */
+/* Measured peaks of a backend, as reports record them beside the
+ * environment; measured by suites/probe.c (gt_probe_measure_peaks), which
+ * runs the backend's ops. */
 typedef struct gt_peaks {
     double fma_gflops;   /* FP32 FMA throughput, all threads of the backend */
     double sgemm_gflops; /* large SGEMM through the backend's matmul op (the MFU reference) */
     int sgemm_n;         /* square size used */
     double seconds;      /* time the probes took */
 } gt_peaks;
-
-/* Runs the probes on `be` (cpu: FMA loop on every thread, SGEMM n=2048
- * through ops->matmul_fwd, median of 5). Takes a few seconds. */
-gt_status gt_env_measure_peaks(gt_backend *be, gt_peaks *out);
-
-/* The SGEMM probe alone (out->sgemm_*, out->seconds; fma_gflops 0): one
- * warm-up and `reps` timed GEMMs (1 <= reps <= 5), their median. A training
- * run takes its MFU reference from 3, before its first step. */
-gt_status gt_env_measure_sgemm(gt_backend *be, int reps, gt_peaks *out);
 
 #ifdef __cplusplus
 }

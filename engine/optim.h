@@ -1,5 +1,5 @@
 /* Optimizer configuration and learning-rate schedule. The AdamW update
- * itself is an op (kernels/ops.h: adamw) so each backend runs it where the
+ * itself is an op (engine/ops.h: adamw) so each backend runs it where the
  * parameters live.
  */
 #ifndef GT_OPTIM_H

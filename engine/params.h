@@ -46,7 +46,7 @@
 #include "engine/dtype.h"
 #include "engine/optim.h"
 #include "engine/status.h"
-#include "kernels/ops.h" /* gt_kctx, gt_ops: the op table's type */
+#include "engine/ops.h" /* gt_kctx, gt_ops: the op table's type */
 
 #ifdef __cplusplus
 extern "C" {

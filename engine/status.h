@@ -66,6 +66,19 @@ void gt_error_set_context(int rank, int device);
         if (gt_try_s_ != GT_OK) return gt_try_s_;                                      \
     } while (0)
 
+/* Turns a failing CUDA runtime call into GT_ERR_DEVICE with the statement
+ * and CUDA's message; only for functions returning gt_status. For the files
+ * that call the CUDA runtime (kernels/cuda/, engine/comm_nccl.c): the macro
+ * names cudaError_t and cudaGetErrorString only where it is used, so this
+ * header needs no CUDA header and host-only builds never see one. */
+#define GT_CUDA_TRY(stmt)                                                                          \
+    do {                                                                                           \
+        cudaError_t gt_cuda_e_ = (stmt);                                                           \
+        if (gt_cuda_e_ != cudaSuccess)                                                             \
+            return GT_ERR(GT_ERR_DEVICE, "%s failed: %s (%s)", #stmt,                              \
+                          cudaGetErrorString(gt_cuda_e_), cudaGetErrorName(gt_cuda_e_));           \
+    } while (0)
+
 /* Programmer errors: stays on in release builds, prints and aborts. */
 #define GT_ASSERT(cond)                                                                \
     do {                                                                               \

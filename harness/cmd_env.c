@@ -5,7 +5,9 @@
 #include "engine/backend.h"
 #include "engine/env.h"
 #include "harness/cli.h"
+#include "kernels/registry.h"
 #include "reports/report.h"
+#include "suites/probe.h"
 
 /* Unknown numbers are negative in gt_env_gpu: print "?" for them. */
 static const char *num(char *buf, size_t len, long long v) {
@@ -93,7 +95,7 @@ int gt_cmd_env(int argc, char **argv) {
             rc = gt_fail("env", s);
         } else {
             gt_peaks pk;
-            s = gt_env_measure_peaks(be, &pk);
+            s = gt_probe_measure_peaks(be, &pk);
             if (s != GT_OK) {
                 rc = gt_fail("env", s);
             } else {

@@ -13,6 +13,7 @@
 #include "engine/timer.h"
 #include "gt_config.h"
 #include "harness/cli.h"
+#include "kernels/registry.h"
 #include "reports/compare.h"
 #include "reports/report.h"
 #include "suites/collectives.h"

@@ -8,6 +8,7 @@
 
 #include "gt_config.h"
 #include "harness/cli.h"
+#include "kernels/registry.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -40,6 +41,9 @@ int main(int argc, char **argv) {
      * buffering keeps the two in the order they were written; the console
      * prints a line per case, not per element, so it costs nothing */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* the kernels' part of the engine (the nccl communicator's avg division)
+     * before any command makes a communicator */
+    gt_kernels_init();
     if (argc < 2) {
         usage(stderr);
         return GT_EXIT_USAGE;

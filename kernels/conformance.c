@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "engine/rng.h"
+#include "kernels/registry.h"
 
 #define KC_SEED 20240611u
 /* Unit roundoff of fp32 arithmetic: every backend computes in fp32 at least. */

@@ -8,7 +8,7 @@
 #ifndef GT_MODEL_IMPL_H
 #define GT_MODEL_IMPL_H
 
-#include "kernels/ops.h"
+#include "engine/ops.h"
 #include "models/model.h"
 
 #ifdef __cplusplus

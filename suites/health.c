@@ -13,8 +13,9 @@
 #include <time.h>
 
 #include "engine/backend.h"
+#include "engine/ops.h"
 #include "engine/timer.h"
-#include "kernels/ops.h"
+#include "kernels/registry.h"
 #include "suites/probe.h"
 #include "suites/suite.h"
 

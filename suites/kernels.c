@@ -39,6 +39,7 @@
 #include "engine/backend.h"
 #include "engine/timer.h"
 #include "kernels/conformance.h"
+#include "kernels/registry.h"
 #include "suites/probe.h"
 #include "suites/suite.h"
 

@@ -14,6 +14,7 @@
 #include "engine/backend.h"
 #include "engine/rng.h"
 #include "engine/timer.h"
+#include "kernels/registry.h"
 #include "suites/suite.h"
 
 #define MS_SEED 0x6d656d6f7279ull /* "memory" */

@@ -36,9 +36,19 @@ gt_status gt_probe_triad(size_t bytes, int threads, int reps, double *samples, d
 #define GT_PROBE_COPY_BATCH 4
 gt_status gt_probe_copy(gt_backend *be, size_t bytes, int reps, double *samples, double *gbps);
 
+/* The compute peaks of `be` (cpu: FMA loop on every thread, SGEMM n=2048
+ * through ops->matmul_fwd, median of 5; device backends: the SGEMM only).
+ * Takes a few seconds. */
+gt_status gt_probe_measure_peaks(gt_backend *be, gt_peaks *out);
+
+/* The SGEMM probe alone (out->sgemm_*, out->seconds; fma_gflops 0): one
+ * warm-up and `reps` timed GEMMs (1 <= reps <= 5), their median. A training
+ * run takes its MFU reference from 3, before its first step. */
+gt_status gt_probe_measure_sgemm(gt_backend *be, int reps, gt_peaks *out);
+
 /* The peaks of `be`, measured the first time they are asked for in this
  * process (keyed by backend name and thread count) and remembered:
- * gt_env_measure_peaks, and the memory bandwidth of the backend's memory
+ * gt_probe_measure_peaks, and the memory bandwidth of the backend's memory
  * (triad with be->threads threads for host backends, gt_probe_copy of
  * GT_PROBE_COPY_BYTES otherwise, whose buffers are then given back to the
  * device with gt_allocator_trim, which also releases every other cached
@@ -126,7 +136,7 @@ gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n);
 /* The compute peak that an op of storage dtype `dt` is judged against, in
  * GFLOP/s, measured once per process per backend (name, threads) and dtype:
  *   host backends (no device timers): the SGEMM probe of
- *     gt_env_measure_peaks (n = 2048, fp32), for fp32 only;
+ *     gt_probe_measure_peaks (n = 2048, fp32), for fp32 only;
  *   device backends: one n x n x n GEMM (n = GT_PROBE_GEMM_N) through
  *     be->ops->matmul_fwd in `dt` (the path the ops and training use: the
  *     bf16 peak for bf16 ops, true fp32 for fp32), timed with the backend's

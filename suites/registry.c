@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/ops.h"
+#include "engine/ops.h"
 #include "suites/collectives.h"
 #include "suites/suite.h"
 

@@ -28,6 +28,7 @@
 #include "engine/rng.h"
 #include "engine/tests/check.h"
 #include "kernels/ops.h"
+#include "kernels/registry.h"
 
 static int g_rank, g_size;
 

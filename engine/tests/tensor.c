@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "engine/tensor.h"
+#include "kernels/registry.h"
 
 int main(void) {
     gt_backend *be = NULL;

@@ -7,6 +7,7 @@
 #include "gt_config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/sgemm.h"
+#include "kernels/registry.h"
 
 #ifdef _OPENMP
 #include <omp.h>

@@ -29,7 +29,7 @@ static inline float row_max(const float *restrict x, int V) {
 }
 
 /* exp(x - mx) for the softmax: exactly 0 for a -Inf logit (a masked class,
- * kernels/ops.h; the clamp that keeps gt_cpu_expf in its range would give
+ * engine/ops.h; the clamp that keeps gt_cpu_expf in its range would give
  * it e^-87), NaN for a NaN, and for a row of -Inf only (mx -Inf) 0, whose
  * sum of 0 makes the loss and dlogits NaN as ops.h says. A select: the
  * loops still vectorise. */

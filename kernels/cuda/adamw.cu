@@ -1,4 +1,4 @@
-/* AdamW (torch.optim.AdamW semantics, the formula of kernels/ops.h).
+/* AdamW (torch.optim.AdamW semantics, the formula of engine/ops.h).
  *
  *   g = grads * grad_scale
  *   m = beta1 m + (1-beta1) g ;  v = beta2 v + (1-beta2) g^2

@@ -16,6 +16,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/ops_cuda_vision.h"
+#include "kernels/registry.h"
 
 /* cuBLASLt workspace: enough for the split-K and stream-K algorithms of
  * GPT-2-sized GEMMs on Hopper (llm.c uses the same). */

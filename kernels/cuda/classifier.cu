@@ -15,7 +15,7 @@
  * Bound: memory bandwidth (N*Vp elements read once, twice for bwd, plus one
  *      write).
  * Determinism: the combination order depends on the column index only.
- * Non-finite logits as kernels/ops.h defines them: a NaN anywhere in a row
+ * Non-finite logits as engine/ops.h defines them: a NaN anywhere in a row
  * makes its loss and dlogits NaN (flagged block-wide, below), and so does a
  * +Inf (the combination's exp(Inf - Inf)); a -Inf logit has probability
  * exactly 0 (the online update skips it), a -Inf target gives a loss of

@@ -1,5 +1,7 @@
 /* The second half of GT_REDOP_AVG for the nccl communicator (engine/comm_nccl.c):
  * x[i] = x[i] / ranks, element-wise, in place, on the communicator's stream.
+ * The engine gets the launcher from the registry (gt_backend_cuda_comm_divide,
+ * gt_kernels_init: kernels/registry.h), never by name.
  *
  * engine/comm.h defines avg as the sum followed by one correctly rounded
  * division per element, the same bits as the mpi backend: fp32 and fp64
@@ -18,6 +20,7 @@
 #include <stdint.h>
 
 #include "engine/dtype.h"
+#include "kernels/registry.h"
 
 template <typename T>
 __global__ void divide_kernel(T *x, size_t n, T d) {
@@ -68,3 +71,5 @@ extern "C" int gt_cuda_comm_divide(void *buf, size_t n, int dtype, int ranks, vo
     }
     return (int)cudaGetLastError();
 }
+
+extern "C" gt_comm_divide_fn gt_backend_cuda_comm_divide(void) { return gt_cuda_comm_divide; }

@@ -34,15 +34,7 @@
 #include "engine/status.h"
 #include "kernels/ops.h"
 
-/* Turns a failing CUDA runtime call into GT_ERR_DEVICE with the statement
- * and CUDA's message. Only for functions returning gt_status. */
-#define GT_CUDA_TRY(stmt)                                                                          \
-    do {                                                                                           \
-        cudaError_t gt_cuda_e_ = (stmt);                                                           \
-        if (gt_cuda_e_ != cudaSuccess)                                                             \
-            return GT_ERR(GT_ERR_DEVICE, "%s failed: %s (%s)", #stmt,                              \
-                          cudaGetErrorString(gt_cuda_e_), cudaGetErrorName(gt_cuda_e_));           \
-    } while (0)
+/* GT_CUDA_TRY: engine/status.h */
 
 /* After a <<<...>>> launch: configuration errors (bad grid, too much shared
  * memory) are reported here; faults inside the kernel surface at the next

@@ -1,4 +1,4 @@
-/* The cuda backend's op table and its entry points (kernels/ops.h has the
+/* The cuda backend's op table and its entry points (engine/ops.h has the
  * specification of each). Exists only when CUDA is compiled in
  * (GT_HAVE_CUDA); everything here takes and returns device memory of a
  * backend made by gt_backend_cuda_new, and runs on that backend's stream:

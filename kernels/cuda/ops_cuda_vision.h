@@ -1,4 +1,4 @@
-/* The cuda backend's vision ops (kernels/ops.h has the specification of
+/* The cuda backend's vision ops (engine/ops.h has the specification of
  * each): conv2d through cuDNN (conv.cu), and batchnorm, relu and global
  * average pooling as own kernels (vision.cu). Exists only when CUDA is
  * compiled in (GT_HAVE_CUDA); device memory of a backend made by

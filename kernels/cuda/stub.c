@@ -1,5 +1,5 @@
 /* Built when CUDA is not: the cuda backend exists and says why it is absent. */
-#include "engine/backend.h"
+#include "kernels/registry.h"
 
 gt_status gt_backend_cuda_new(const gt_backend_config *cfg, gt_backend **out) {
     (void)cfg;
@@ -8,3 +8,5 @@ gt_status gt_backend_cuda_new(const gt_backend_config *cfg, gt_backend **out) {
                   "the cuda backend is not compiled in: configure with nvcc on PATH, "
                   "CUDACXX set, or the toolkit in /usr/local/cuda");
 }
+
+gt_comm_divide_fn gt_backend_cuda_comm_divide(void) { return NULL; }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "kernels/ref/ref.h"
+#include "kernels/registry.h"
 
 const gt_ops gt_ops_ref = {
     .encoder_fwd = gt_ref_encoder_fwd,

@@ -1,7 +1,7 @@
 /* ref classifier: softmax cross-entropy over the first V of Vp columns in
  * fp64, and the fused forward + backward (dlogits may alias logits).
  * Storage of logits and dlogits fp32, bf16 or fp16; losses are fp32.
- * Non-finite logits get what kernels/ops.h defines by evaluating the
+ * Non-finite logits get what engine/ops.h defines by evaluating the
  * formula as written: exp(-Inf - max) is 0, a -Inf target's loss
  * max + log(sum) + Inf is +Inf, and a max of -Inf (all -Inf) or +Inf gives
  * exp(NaN), a NaN row. */

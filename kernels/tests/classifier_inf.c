@@ -1,4 +1,4 @@
-/* Infinite logits through classifier_fwd and classifier_bwd as kernels/ops.h
+/* Infinite logits through classifier_fwd and classifier_bwd as engine/ops.h
  * defines them, on every backend and storage dtype: a -Inf logit (a masked
  * class) has probability exactly 0, so its dlogit is exactly 0, or exactly
  * -dloss at the target, whose loss is then +Inf; a row of -Inf only, and a

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "kernels/conformance.h"
+#include "kernels/registry.h"
 
 typedef struct tc_ctx {
     gt_backend *be, *ref;

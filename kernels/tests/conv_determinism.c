@@ -21,6 +21,7 @@
 #include "engine/dtype.h"
 #include "engine/rng.h"
 #include "kernels/ops.h"
+#include "kernels/registry.h"
 
 #define SEED 20261121u
 

@@ -1,5 +1,5 @@
 /* A NaN activation must pass through relu_fwd as NaN, on every backend and
- * storage dtype (kernels/ops.h: x < 0 ? 0 : x, as torch): written as
+ * storage dtype (engine/ops.h: x < 0 ? 0 : x, as torch): written as
  * x > 0 ? x : 0 a ReLU would turn it into 0 and hide a non-finite value
  * (an fp16 overflow upstream) from the loss and the gradient norm that the
  * training loop checks. Negative values give 0, positive ones and +Inf

@@ -15,6 +15,7 @@
 #include "engine/dtype.h"
 #include "engine/rng.h"
 #include "kernels/ops.h"
+#include "kernels/registry.h"
 
 #define TU_SEED 20240611u
 

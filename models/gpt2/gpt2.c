@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/ops.h"
 #include "engine/rng.h"
-#include "kernels/ops.h"
 
 enum {
     P_WTE, P_WPE, P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,

@@ -31,7 +31,7 @@
  *
  * The MLP (fc, GELU, fcproj) runs through matmul_gelu_fwd and
  * matmul_dgelu_bwd when the backend fills both slots (on cuda, GELU in the
- * GEMM epilogue: kernels/ops.h, docs/cuda.md), through matmul + gelu ops and
+ * GEMM epilogue: engine/ops.h, docs/cuda.md), through matmul + gelu ops and
  * a (B,T,4C) scratch otherwise; the two agree within rounding (bitwise on
  * cpu, which composes the same kernels).
  */

@@ -31,7 +31,7 @@ typedef struct gt_mlp_config {
     int classes;    /* K, 2..65536 */
     int depth;      /* hidden layers, 0..64 (0: a linear classifier) */
     int width;      /* hidden width, 1..65536 */
-    gt_mlp_act act; /* GELU (tanh approximation, kernels/ops.h) or ReLU */
+    gt_mlp_act act; /* GELU (tanh approximation, engine/ops.h) or ReLU */
 } gt_mlp_config;
 
 /* "mlp-tiny" (in 16, K 8, depth 2, width 64, GELU), "mlp-tiny-relu" (the

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "engine/backend.h"
+#include "kernels/registry.h"
 
 /* Creates backend `name` (threads: 0 = the default), or ends the test:
  * exit 77 (skipped) when the backend is not built in or has no device here,

@@ -22,6 +22,7 @@
 #include "engine/optim.h"
 #include "engine/stats.h"
 #include "engine/timer.h"
+#include "kernels/registry.h"
 #include "models/model.h"
 #include "models/tasks.h"
 

@@ -9,6 +9,7 @@
 
 #include "engine/backend.h"
 #include "engine/tests/check.h"
+#include "kernels/registry.h"
 #include "models/gpt2/gpt2.h"
 
 

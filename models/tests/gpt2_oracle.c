@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "engine/backend.h"
-#include "engine/tests/check.h"
+#include "engine/ops.h"
 #include "engine/rng.h"
-#include "kernels/ops.h"
+#include "engine/tests/check.h"
 #include "models/gpt2/gpt2.h"
 #include "models/tests/backend_or_skip.h"
 

@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "engine/backend.h"
+#include "engine/ops.h"
 #include "engine/rng.h"
 #include "engine/tests/check.h"
-#include "kernels/ops.h"
 #include "models/mlp/mlp.h"
 #include "models/tests/backend_or_skip.h"
 

@@ -17,6 +17,7 @@
 #include "engine/backend.h"
 #include "engine/rng.h"
 #include "engine/tests/check.h"
+#include "kernels/registry.h"
 #include "models/gpt2/gpt2.h"
 #include "models/model.h"
 

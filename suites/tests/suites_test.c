@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "engine/comm.h"
+#include "engine/ops.h"
 #include "engine/timer.h"
-#include "kernels/ops.h"
 #include "reports/report.h"
 #include "suites/suite.h"
 #include "suites/tests/expect.h"

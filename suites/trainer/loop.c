@@ -16,7 +16,8 @@
 #include "engine/backend.h"
 #include "engine/checkpoint.h"
 #include "engine/dp.h"
-#include "kernels/ops.h"
+#include "engine/ops.h"
+#include "kernels/registry.h"
 #include "engine/env.h"
 #include "engine/stats.h"
 #include "engine/timer.h"
@@ -579,7 +580,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
                  gt_dtype_name(cfg->precision), GT_PROBE_GEMM_N);
     } else if (st->peak_gflops == 0) {
         gt_peaks pk;
-        if ((s = gt_env_measure_sgemm(be, 3, &pk)) != GT_OK) goto done;
+        if ((s = gt_probe_measure_sgemm(be, 3, &pk)) != GT_OK) goto done;
         st->peak_gflops = pk.sgemm_gflops;
         snprintf(st->peak_how, sizeof st->peak_how, "measured SGEMM n=%d", pk.sgemm_n);
     }

@@ -19,6 +19,7 @@
 
 #include "engine/comm.h"
 #include "engine/tests/check.h"
+#include "kernels/registry.h"
 
 static int g_rank, g_size;
 
@@ -334,6 +335,7 @@ int main(void) {
         printf("engine.comm.nccl: skipped: %s ranks on this node, %d GPU(s)\n", local, count);
         return 77;
     }
+    gt_kernels_init(); /* the cuda backend's avg division kernel */
     gt_comm_config cfg = gt_comm_defaults();
     cfg.backend = "nccl";
     cfg.timeout_s = 120;
