@@ -10,6 +10,7 @@
 #include "engine/backend.h"
 #include "engine/params.h"
 #include "engine/tests/check.h"
+#include "kernels/registry.h"
 
 /* a (2,3) decay; b (2,4) per layer, 2 slices, no decay; c (5) decay.
  * Internal: a, b layer 0, c, b layer 1. */
