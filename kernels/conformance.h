@@ -71,18 +71,21 @@ const char *gt_kshape_label(gt_op op, const gt_kshape *sh, char *buf, size_t siz
 /* ---- the shape grid ------------------------------------------------------------
  * One grid, shared by the conformance tests (kernels/tests/conformance.c)
  * and the kernels suite (suites/kernels.c): per op family a list of
- * shapes (kernels/conformance/grid.c), each with the tier that runs it. */
+ * shapes (kernels/conformance/grid.c), each saying who runs it. */
 typedef enum gt_ktier {
-    /* the conformance tests only: edges (1, primes, n 0), odd offsets, the
-     * model presets' layers: cheap to check, too many to time */
-    GT_KTIER_TEST,
-    GT_KTIER_QUICK,   /* the tests, and the kernels suite at every effort */
-    GT_KTIER_DEFAULT, /* the suite from default effort on (GPT-2 sized) */
+    GT_KTIER_NONE,    /* not the suite: the conformance tests only */
+    GT_KTIER_QUICK,   /* the kernels suite at every effort */
+    GT_KTIER_DEFAULT, /* the suite from default effort on */
     GT_KTIER_FULL,    /* the suite at full effort only */
 } gt_ktier;
 
 typedef struct gt_kgrid_row {
-    gt_ktier tier;
+    gt_ktier tier; /* the lowest effort of the kernels suite that times it */
+    /* the conformance tests check it (every backend and dtype they run):
+     * edges (1, primes, n 0), odd offsets, the model presets' layers, and
+     * every QUICK row; not the GPT-2-sized ones, which would make every
+     * test run take minutes on the ref oracle */
+    int test;
     int huge; /* too slow to time in a quick run */
     gt_kshape sh;
 } gt_kgrid_row;

@@ -54,15 +54,15 @@
 
 /* ---- the shape grid --------------------------------------------------------------
  * The conformance tests' grid (kernels/conformance/grid.c): its QUICK rows
- * at every effort, DEFAULT from default effort, FULL at full; its TEST
- * rows (edges and odd offsets, checked by kernels.conformance.*) never. */
+ * at every effort, DEFAULT from default effort, FULL at full; its rows for
+ * the tests only (tier NONE: edges and odd offsets) never. */
 
 /* Whether the suite at `effort` runs grid row r. */
 static int ks_runs(const gt_kgrid_row *r, gt_effort effort) {
     gt_ktier upto = effort == GT_EFFORT_QUICK     ? GT_KTIER_QUICK
                     : effort == GT_EFFORT_DEFAULT ? GT_KTIER_DEFAULT
                                                   : GT_KTIER_FULL;
-    return r->tier != GT_KTIER_TEST && r->tier <= upto;
+    return r->tier != GT_KTIER_NONE && r->tier <= upto;
 }
 
 /* ---- case selection ------------------------------------------------------------

@@ -1,8 +1,8 @@
 /* The shape grid: one list of shapes per op family, shared by the
- * conformance tests (kernels/tests/conformance.c: every row of tier TEST
- * and QUICK, on every backend and dtype they run) and the kernels suite
+ * conformance tests (kernels/tests/conformance.c: the rows marked for the
+ * tests, on every backend and dtype they run) and the kernels suite
  * (suites/kernels.c: QUICK rows at every effort, DEFAULT from default
- * effort, FULL at full; never the TEST rows). The op descriptors
+ * effort, FULL at full). The op descriptors
  * (kernels/conformance/<family>.c) name their family's list.
  *
  * Each family has tiny and odd shapes for the edges (1, primes,
@@ -10,16 +10,18 @@
  * convnet, resnet), arrays at odd element offsets ("_off<k>": where a
  * model's parameters and gradients sit in its flat buffers, 2-byte aligned
  * in bf16/fp16), and GPT-2 124M's shapes (C 768, NH 12, V 50257 padded to
- * 50304, B 4 T 64, N = B T = 256) for speed. Shapes the ref oracle checks
- * in well under a second are TEST or QUICK; GPT-2-sized ones, which would
- * make every conformance test run take minutes on ref, are DEFAULT or
- * FULL. `huge`: too slow to time in a quick run. */
+ * 50304, B 4 T 64, N = B T = 256) for speed. The tests check every shape
+ * the ref oracle checks in well under a second; the GPT-2-sized ones,
+ * which would make every conformance test run take minutes on ref, only
+ * the suite runs. `huge`: too slow to time in a quick run. */
 #include "kernels/conformance/kc.h"
 
-#define TS GT_KTIER_TEST /* the tests only */
-#define Q GT_KTIER_QUICK
-#define D GT_KTIER_DEFAULT
-#define F GT_KTIER_FULL
+/* Who runs a row (its first argument): */
+#define TS GT_KTIER_NONE, 1     /* the tests only */
+#define Q GT_KTIER_QUICK, 1     /* the tests, and the suite at every effort */
+#define DT GT_KTIER_DEFAULT, 1  /* the tests, and the suite from default effort */
+#define D GT_KTIER_DEFAULT, 0   /* the suite from default effort */
+#define F GT_KTIER_FULL, 0      /* the suite at full effort */
 #define KC_N(a) (sizeof a / sizeof a[0])
 
 /* B, T, C, V; last, more positions (400) than cuda's encoder_bwd scans in
@@ -53,8 +55,8 @@ static const gt_kgrid_row matmul_rows[] = {
     /* the dense models' layers: mlp-tiny's first (C = in_dim 16) and head
      * (K = 8), convnet-tiny's fc (16 -> 4, also at a micro-batch of 2),
      * resnet-small's (64 -> 10) */
-    MM(TS, 64, 16, 64, 1, 0),    MM(Q, 64, 64, 8, 1, 0),    MM(TS, 32, 16, 4, 1, 0),
-    MM(TS, 2, 16, 4, 1, 0),      MM(Q, 16, 64, 10, 1, 0),
+    MM(TS, 64, 16, 64, 1, 0),    MM(DT, 64, 64, 8, 1, 0),    MM(TS, 32, 16, 4, 1, 0),
+    MM(TS, 2, 16, 4, 1, 0),      MM(DT, 16, 64, 10, 1, 0),
     /* at odd element offsets */
     MM(TS, 32, 16, 4, 1, 1),     MM(TS, 16, 64, 10, 1, 1),   MM(TS, 64, 64, 8, 1, 3),
     MM(TS, 3, 7, 17, 0, 1),
@@ -77,7 +79,7 @@ static const gt_kgrid_row matmul_gelu_rows[] = {
     MM(TS, 256, 128, 320, 0, 0),
     MM(D, 256, 768, 3072, 1, 0), /* fc forward (768 -> 3072 with GELU) */
     MM(D, 256, 3072, 768, 1, 0), /* fcproj's backward through GELU' */
-    MM(Q, 64, 16, 64, 1, 0),      MM(Q, 64, 64, 8, 1, 0),       MM(TS, 64, 64, 10, 1, 0),
+    MM(DT, 64, 16, 64, 1, 0),      MM(DT, 64, 64, 8, 1, 0),       MM(TS, 64, 64, 10, 1, 0),
     MM(TS, 2, 64, 4, 1, 0),
     MM(TS, 64, 16, 64, 1, 1),      MM(TS, 64, 64, 8, 1, 1),       MM(TS, 17, 64, 16, 0, 3),
 };
@@ -114,8 +116,8 @@ static const gt_kgrid_row classifier_rows[] = {
     CL(TS, 8, 1000, 1024, 0),     CL(TS, 4, 50257, 50304, 0),   CL(Q, 32, 50257, 50304, 0),
     CL(D, 256, 50257, 50304, 0),
     CL(TS, 64, 8, 8, 0),          CL(TS, 64, 16, 16, 0),
-    CL(Q, 32, 4, 4, 0), /* convnet-tiny's head */
-    CL(Q, 16, 10, 10, 0), /* resnet-small's head */
+    CL(DT, 32, 4, 4, 0), /* convnet-tiny's head */
+    CL(DT, 16, 10, 10, 0), /* resnet-small's head */
     CL(TS, 2, 10, 10, 0),         CL(TS, 32, 4, 4, 1),          CL(TS, 5, 10, 10, 3),
 };
 const kc_grid kc_grid_classifier = {classifier_rows, KC_N(classifier_rows)};
@@ -177,9 +179,9 @@ static const gt_kgrid_row conv2d_rows[] = {
     CV(D, 0, 32, 32, 16, 16, 64, 1, 1, 2, 0, 0, 0),
     CV(D, 0, 32, 64, 8, 8, 128, 1, 1, 1, 0, 0, 0),
     /* convnet-tiny, resnet-small */
-    CV(Q, 0, 32, 3, 8, 8, 8, 3, 3, 1, 1, 0, 0),
+    CV(DT, 0, 32, 3, 8, 8, 8, 3, 3, 1, 1, 0, 0),
     CV(TS, 0, 32, 8, 8, 8, 8, 3, 3, 1, 1, 0, 0),
-    CV(Q, 0, 32, 8, 8, 8, 16, 3, 3, 2, 1, 0, 0),
+    CV(DT, 0, 32, 8, 8, 8, 16, 3, 3, 2, 1, 0, 0),
     CV(TS, 0, 32, 16, 4, 4, 16, 3, 3, 1, 1, 0, 0),
     CV(TS, 0, 32, 8, 8, 8, 16, 1, 1, 2, 0, 0, 0),
     CV(TS, 0, 2, 16, 4, 4, 16, 3, 3, 1, 1, 0, 0),
@@ -219,7 +221,9 @@ const kc_grid kc_grid_conv2d = {conv2d_rows, KC_N(conv2d_rows)};
 #define IM(t, h, n, c, hh, w, tr, off)                                                     \
     {t, h, {.N = n, .C = c, .H = hh, .W = w, .train = tr, .offset = off}}
 /* both modes */
-#define IM2(t, n, c, hh, w, off) IM(t, 0, n, c, hh, w, 1, off), IM(t, 0, n, c, hh, w, 0, off)
+#define IM2(t, n, c, hh, w, off)                                                            \
+    {t, 0, {.N = n, .C = c, .H = hh, .W = w, .train = 1, .offset = off}},                   \
+        {t, 0, {.N = n, .C = c, .H = hh, .W = w, .train = 0, .offset = off}}
 static const gt_kgrid_row image_rows[] = {
     IM(Q, 0, 1, 1, 1, 1, 1, 0),
     IM(TS, 0, 1, 1, 1, 1, 0, 0),
@@ -234,7 +238,7 @@ static const gt_kgrid_row image_rows[] = {
     IM2(TS, 2, 512, 4, 4, 0),
     IM(D, 0, 32, 16, 32, 32, 1, 0),
     IM2(D, 32, 64, 8, 8, 0),
-    IM(Q, 0, 32, 8, 8, 8, 1, 0), /* convnet-tiny's first maps */
+    IM(DT, 0, 32, 8, 8, 8, 1, 0), /* convnet-tiny's first maps */
     IM(TS, 0, 32, 8, 8, 8, 0, 0),
     IM2(TS, 32, 16, 4, 4, 0),
     IM2(TS, 2, 16, 4, 4, 0),

@@ -1,7 +1,7 @@
 /* kernels.conformance.<backend>: every op of the table, forward and
  * backward, on the backend under test against the ref backend, over a grid
- * of shapes from tiny and odd to GPT-2 sized: the shape grid's rows of tiers
- * TEST and QUICK (kernels/conformance/grid.c, shared with the kernels
+ * of shapes from tiny and odd to GPT-2 sized: the shape grid's rows marked
+ * for the tests (kernels/conformance/grid.c, shared with the kernels
  * suite).
  *
  * usage: conformance <backend> <dtype> [op-prefix,...]
@@ -129,12 +129,12 @@ int main(int argc, char **argv) {
            gt_dtype_name(t.dt), t.no_skips ? " (a filled slot that declines a case fails)" : "",
            t.only ? ", ops starting with " : "", t.only ? t.only : "");
 
-    /* Every op over the shared grid's rows for the tests (TEST and QUICK
-     * tiers: kernels/conformance/grid.c), in op order. */
+    /* Every op over the shared grid's rows for the tests
+     * (kernels/conformance/grid.c), in op order. */
     for (int op = 0; op < GT_OP_COUNT; op++) {
         const gt_kgrid_row *row;
         for (size_t i = 0; (row = gt_kgrid_row_at((gt_op)op, i)); i++)
-            if (row->tier <= GT_KTIER_QUICK) one(&t, (gt_op)op, row->sh);
+            if (row->test) one(&t, (gt_op)op, row->sh);
     }
 
     for (int op = 0; op < GT_OP_COUNT; op++)
