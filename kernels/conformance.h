@@ -8,8 +8,8 @@
  * backend (fp32). gt_kcase_check runs the op once on both from that initial
  * state and compares every output with contract 1's tolerance
  * |got - want| <= atol + rtol |want| (gt_dtype_tolerance) widened by the
- * per-op allowances written next to each op in conformance.c, with the
- * reason. Gradients start from random values, not zero, so "accumulates"
+ * per-op allowances written in each op's descriptor
+ * (kernels/conformance/<family>.c), with the reason. Gradients start from random values, not zero, so "accumulates"
  * is checked too; outputs an op overwrites start as garbage with NaN in it
  * (matmul_bwd's dinp, the fused GELU matmuls' outputs), so "overwrites"
  * is checked as well. Every array on both backends sits between guard
@@ -17,8 +17,10 @@
  * outside its arrays (one past the end, before the start) fails a "guard"
  * check naming the array.
  *
- * Units: flops and bytes are per call of the op on the backend under test
- * (definitions in conformance.c and docs/suites.md). */
+ * Each op is one descriptor (its arrays, call, check, flops and bytes) in
+ * kernels/conformance/<family>.c; kernels/conformance.c is the generic
+ * driver. Units: flops and bytes are per call of the op on the backend
+ * under test (definitions in conformance.c and docs/suites.md). */
 #ifndef GT_KERNELS_CONFORMANCE_H
 #define GT_KERNELS_CONFORMANCE_H
 
@@ -65,6 +67,43 @@ typedef struct gt_kshape {
  * "N8_C64_H8_W8_train", "N3_C2_H33_W33_train_drift", "n1000_off1"),
  * written to buf; returns buf. */
 const char *gt_kshape_label(gt_op op, const gt_kshape *sh, char *buf, size_t size);
+
+/* ---- the shape grid ------------------------------------------------------------
+ * One grid, shared by the conformance tests (kernels/tests/conformance.c)
+ * and the kernels suite (suites/kernels.c): per op family a list of
+ * shapes (kernels/conformance/grid.c), each saying who runs it. */
+typedef enum gt_ktier {
+    GT_KTIER_NONE,    /* not the suite: the conformance tests only */
+    GT_KTIER_QUICK,   /* the kernels suite at every effort */
+    GT_KTIER_DEFAULT, /* the suite from default effort on */
+    GT_KTIER_FULL,    /* the suite at full effort only */
+} gt_ktier;
+
+typedef struct gt_kgrid_row {
+    gt_ktier tier; /* the lowest effort of the kernels suite that times it */
+    /* the conformance tests check it (every backend and dtype they run):
+     * edges (1, primes, n 0), odd offsets, the model presets' layers, and
+     * every QUICK row; not the GPT-2-sized ones, which would make every
+     * test run take minutes on the ref oracle */
+    int test;
+    int huge; /* too slow to time in a quick run */
+    gt_kshape sh;
+} gt_kgrid_row;
+
+/* Row i (from 0) of the shapes op runs at, in the grid's order: its
+ * family's rows less those it does not apply to (a batchnorm row with
+ * train 0 is batchnorm_fwd's eval mode, and only that; avgpool skips the
+ * drifting-mean rows); NULL past the last, and for an op without a
+ * descriptor. */
+const gt_kgrid_row *gt_kgrid_row_at(gt_op op, size_t i);
+
+#define GT_KDIMS_MAX 12
+/* The dimensions op reads, in a fixed order, as gt_kshape's field names
+ * (static: "B", "N", "OC", "bias", "n", "step", "train", ...) and values;
+ * returns how many (0 for an op without a descriptor). The kernels suite
+ * records them as a case's params. */
+int gt_kshape_dims(gt_op op, const gt_kshape *sh, const char *names[GT_KDIMS_MAX],
+                   long long values[GT_KDIMS_MAX]);
 
 /* The comparison of one output array. */
 typedef struct gt_kcheck {

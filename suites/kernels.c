@@ -2,9 +2,10 @@
  * compared with the ref backend and timed (docs/suites.md, "kernels").
  *
  * One result per op x dtype x shape: case "<op>/<dtype>/<shape>". The
- * comparison and the per-op work (FLOPs, bytes) come from
- * kernels/conformance.c, shared with the conformance test, so that the
- * suite and the test can never disagree on what "conforms" means.
+ * comparison, the per-op work (FLOPs, bytes) and the shape grid come from
+ * kernels/conformance.h (the ops' descriptors in kernels/conformance/),
+ * shared with the conformance test, so that the suite and the test can
+ * never disagree on what "conforms" means.
  *
  * Timing: calls are grouped in batches long enough (>= 1 ms) that the
  * clock's resolution and the synchronisation do not matter; a sample is a
@@ -53,152 +54,16 @@
 #define KS_LIB_BEST_MIN_US 100.0 /* shorter GEMMs: per-call host costs decide, not the kernel */
 
 /* ---- the shape grid --------------------------------------------------------------
- * `effort`: the lowest effort that runs the shape. `huge`: too slow to time
- * in a quick run (timed from default on). Each family has tiny and odd
- * shapes (1, primes, non-multiples of any vector width) for the edges, and
- * GPT-2 124M's shapes (C 768, NH 12, V 50257 padded to 50304, B 4 T 64,
- * N = B T = 256) for speed. */
-typedef struct ks_shape {
-    gt_effort effort;
-    int huge;
-    gt_kshape sh;
-} ks_shape;
+ * The conformance tests' grid (kernels/conformance/grid.c): its QUICK rows
+ * at every effort, DEFAULT from default effort, FULL at full; its rows for
+ * the tests only (tier NONE: edges and odd offsets) never. */
 
-#define Q GT_EFFORT_QUICK
-#define D GT_EFFORT_DEFAULT
-#define F GT_EFFORT_FULL
-static const ks_shape ks_encoder[] = {
-    {Q, 0, {.B = 1, .T = 1, .C = 1, .V = 1}},
-    {Q, 0, {.B = 3, .T = 17, .C = 65, .V = 11}},
-    {Q, 0, {.B = 4, .T = 64, .C = 768, .V = 1024}},
-    {D, 0, {.B = 4, .T = 64, .C = 768, .V = 50257}},
-};
-static const ks_shape ks_layernorm[] = {
-    {Q, 0, {.N = 1, .C = 1}},
-    {Q, 0, {.N = 17, .C = 65}},
-    {Q, 0, {.N = 256, .C = 768}},
-    {D, 0, {.N = 1024, .C = 768}},
-};
-static const ks_shape ks_matmul[] = {
-    {Q, 0, {.N = 3, .C = 7, .OC = 17, .bias = 1}},
-    {Q, 0, {.N = 17, .C = 64, .OC = 65, .bias = 0}},
-    {Q, 0, {.N = 64, .C = 768, .OC = 768, .bias = 1}},
-    {D, 0, {.N = 256, .C = 768, .OC = 768, .bias = 1}},  /* attproj */
-    {D, 0, {.N = 256, .C = 768, .OC = 2304, .bias = 1}}, /* qkv */
-    {D, 0, {.N = 256, .C = 768, .OC = 3072, .bias = 1}}, /* fc */
-    {D, 0, {.N = 256, .C = 3072, .OC = 768, .bias = 1}}, /* fcproj */
-    {F, 1, {.N = 256, .C = 768, .OC = 50304, .bias = 0}}, /* lm_head */
-    {D, 0, {.N = 64, .C = 64, .OC = 8, .bias = 1}},       /* mlp-tiny's head: OC = K = 8 */
-    {D, 0, {.N = 16, .C = 64, .OC = 10, .bias = 1}},      /* resnet-small's fc: K = 10 */
-};
-/* linear + GELU: odd edges, then gpt2-124m's MLP at B 4 T 64: fc forward
- * (768 -> 3072 with GELU) and fcproj's backward through GELU' (3072 -> 768) */
-static const ks_shape ks_matmul_gelu[] = {
-    {Q, 0, {.N = 3, .C = 7, .OC = 17, .bias = 1}},
-    {Q, 0, {.N = 17, .C = 64, .OC = 65, .bias = 0}},
-    {Q, 0, {.N = 64, .C = 256, .OC = 1024, .bias = 1}},
-    {D, 0, {.N = 256, .C = 768, .OC = 3072, .bias = 1}}, /* fc */
-    {D, 0, {.N = 256, .C = 3072, .OC = 768, .bias = 1}}, /* fcproj */
-    {D, 0, {.N = 64, .C = 16, .OC = 64, .bias = 1}},     /* mlp-tiny's first layer */
-    {D, 0, {.N = 64, .C = 64, .OC = 8, .bias = 1}},      /* mlp-tiny's head (dgelu_bwd) */
-};
-static const ks_shape ks_attention[] = {
-    {Q, 0, {.B = 1, .T = 1, .C = 4, .NH = 1}},
-    {Q, 0, {.B = 2, .T = 7, .C = 12, .NH = 3}},
-    {Q, 0, {.B = 4, .T = 64, .C = 768, .NH = 12}},
-    {D, 0, {.B = 4, .T = 256, .C = 768, .NH = 12}},
-    {F, 1, {.B = 4, .T = 1024, .C = 768, .NH = 12}},
-};
-static const ks_shape ks_pointwise[] = {
-    {Q, 0, {.n = 1}},
-    {Q, 0, {.n = 65}},
-    {Q, 0, {.n = 100003}},
-    {Q, 0, {.n = 256 * 3072}}, /* gelu of the fc layer, N256 */
-    {D, 0, {.n = 1024 * 3072}},
-};
-static const ks_shape ks_classifier[] = {
-    {Q, 0, {.N = 1, .V = 1, .Vp = 1}},
-    {Q, 0, {.N = 17, .V = 65, .Vp = 65}},
-    {Q, 0, {.N = 32, .V = 50257, .Vp = 50304}},
-    {D, 0, {.N = 256, .V = 50257, .Vp = 50304}},
-    {D, 0, {.N = 32, .V = 4, .Vp = 4}},   /* convnet-tiny's head */
-    {D, 0, {.N = 16, .V = 10, .Vp = 10}}, /* resnet-small's head */
-};
-static const ks_shape ks_optim[] = {
-    {Q, 0, {.n = 1, .step = 1}},
-    {Q, 0, {.n = 17, .step = 10}},
-    {Q, 0, {.n = 1000003, .step = 10}},
-    {D, 0, {.n = 10000000, .step = 1}},
-    {F, 1, {.n = 124475904, .step = 1}}, /* every parameter of gpt2-124m */
-};
-/* Vision ops: a CIFAR ResNet's stages at batch 32 (16 channels 32x32, 32 at
- * 16x16, 64 at 8x8), its 1x1 shortcut and stride-2 downsampling, and from
- * full on the ImageNet stem (7x7 stride 2 on 224x224) and the last stage. */
-static const ks_shape ks_conv[] = {
-    {Q, 0, {.N = 1, .C = 1, .H = 1, .W = 1, .OC = 1, .KH = 1, .KW = 1, .stride = 1, .bias = 1}},
-    {Q, 0, {.N = 2, .C = 3, .H = 7, .W = 7, .OC = 5, .KH = 3, .KW = 3, .stride = 2, .pad = 1, .bias = 1}},
-    {Q, 0, {.N = 4, .C = 16, .H = 16, .W = 16, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
-    {D, 0, {.N = 32, .C = 3, .H = 32, .W = 32, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
-    {D, 0, {.N = 32, .C = 16, .H = 32, .W = 32, .OC = 16, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
-    {D, 0, {.N = 32, .C = 32, .H = 16, .W = 16, .OC = 64, .KH = 3, .KW = 3, .stride = 2, .pad = 1}},
-    {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .OC = 64, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
-    {D, 0, {.N = 32, .C = 32, .H = 16, .W = 16, .OC = 64, .KH = 1, .KW = 1, .stride = 2}},
-    {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .OC = 128, .KH = 1, .KW = 1, .stride = 1}},
-    /* convnet-tiny: its stem, and 8 -> 16 channels with stride 2 */
-    {D, 0, {.N = 32, .C = 3, .H = 8, .W = 8, .OC = 8, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
-    {D, 0, {.N = 32, .C = 8, .H = 8, .W = 8, .OC = 16, .KH = 3, .KW = 3, .stride = 2, .pad = 1}},
-    {F, 1, {.N = 8, .C = 3, .H = 224, .W = 224, .OC = 64, .KH = 7, .KW = 7, .stride = 2, .pad = 3}},
-    {F, 1, {.N = 8, .C = 512, .H = 7, .W = 7, .OC = 512, .KH = 3, .KW = 3, .stride = 1, .pad = 1}},
-};
-/* batchnorm, avgpool: N, C, H, W. A shape with train 0 is batchnorm_fwd's
- * eval mode, and only that (the backward is training-mode only, avgpool has
- * no modes). */
-static const ks_shape ks_image[] = {
-    {Q, 0, {.N = 1, .C = 1, .H = 1, .W = 1, .train = 1}},
-    {Q, 0, {.N = 1, .C = 3, .H = 7, .W = 5, .train = 1}},
-    {Q, 0, {.N = 1, .C = 3, .H = 7, .W = 5, .train = 0}},
-    {Q, 0, {.N = 4, .C = 16, .H = 16, .W = 16, .train = 1}},
-    {Q, 0, {.N = 64, .C = 256, .H = 1, .W = 1, .train = 1}}, /* BatchNorm1d of an MLP */
-    {D, 0, {.N = 32, .C = 16, .H = 32, .W = 32, .train = 1}},
-    {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .train = 1}},
-    {D, 0, {.N = 32, .C = 64, .H = 8, .W = 8, .train = 0}},
-    {D, 0, {.N = 32, .C = 8, .H = 8, .W = 8, .train = 1}}, /* convnet-tiny's first maps */
-    {F, 1, {.N = 32, .C = 64, .H = 112, .W = 112, .train = 1}}, /* after the ImageNet stem */
-};
-#undef Q
-#undef D
-#undef F
-
-static const ks_shape *ks_grid(gt_op op, size_t *n) {
-#define G(a)                                                                               \
-    do {                                                                                   \
-        *n = sizeof a / sizeof a[0];                                                       \
-        return a;                                                                          \
-    } while (0)
-    switch (op) {
-    case GT_OP_ENCODER_FWD:
-    case GT_OP_ENCODER_BWD: G(ks_encoder);
-    case GT_OP_LAYERNORM_FWD:
-    case GT_OP_LAYERNORM_BWD: G(ks_layernorm);
-    case GT_OP_MATMUL_FWD:
-    case GT_OP_MATMUL_BWD: G(ks_matmul);
-    case GT_OP_MATMUL_GELU_FWD:
-    case GT_OP_MATMUL_DGELU_BWD: G(ks_matmul_gelu);
-    case GT_OP_ATTENTION_FWD:
-    case GT_OP_ATTENTION_BWD: G(ks_attention);
-    case GT_OP_CLASSIFIER_FWD:
-    case GT_OP_CLASSIFIER_BWD: G(ks_classifier);
-    case GT_OP_ADAMW:
-    case GT_OP_SUMSQ: G(ks_optim);
-    case GT_OP_CONV2D_FWD:
-    case GT_OP_CONV2D_BWD: G(ks_conv);
-    case GT_OP_BATCHNORM_FWD:
-    case GT_OP_BATCHNORM_BWD:
-    case GT_OP_AVGPOOL_FWD:
-    case GT_OP_AVGPOOL_BWD: G(ks_image);
-    default: G(ks_pointwise); /* gelu, residual, relu */
-    }
-#undef G
+/* Whether the suite at `effort` runs grid row r. */
+static int ks_runs(const gt_kgrid_row *r, gt_effort effort) {
+    gt_ktier upto = effort == GT_EFFORT_QUICK     ? GT_KTIER_QUICK
+                    : effort == GT_EFFORT_DEFAULT ? GT_KTIER_DEFAULT
+                                                  : GT_KTIER_FULL;
+    return r->tier != GT_KTIER_NONE && r->tier <= upto;
 }
 
 /* ---- case selection ------------------------------------------------------------
@@ -384,70 +249,11 @@ static void ks_params(gt_result *res, gt_op op, gt_dtype dt, const gt_kshape *s,
     gt_result_param_str(res, "op", gt_op_name(op));
     gt_result_param_str(res, "dtype", gt_dtype_name(dt));
     gt_result_param_str(res, "shape", lb);
-    switch (op) {
-    case GT_OP_ENCODER_FWD:
-    case GT_OP_ENCODER_BWD:
-        gt_result_param_int(res, "B", s->B);
-        gt_result_param_int(res, "T", s->T);
-        gt_result_param_int(res, "C", s->C);
-        gt_result_param_int(res, "V", s->V);
-        break;
-    case GT_OP_LAYERNORM_FWD:
-    case GT_OP_LAYERNORM_BWD:
-        gt_result_param_int(res, "N", s->N);
-        gt_result_param_int(res, "C", s->C);
-        break;
-    case GT_OP_MATMUL_FWD:
-    case GT_OP_MATMUL_BWD:
-    case GT_OP_MATMUL_GELU_FWD:
-    case GT_OP_MATMUL_DGELU_BWD:
-        gt_result_param_int(res, "N", s->N);
-        gt_result_param_int(res, "C", s->C);
-        gt_result_param_int(res, "OC", s->OC);
-        gt_result_param_int(res, "bias", s->bias);
-        break;
-    case GT_OP_ATTENTION_FWD:
-    case GT_OP_ATTENTION_BWD:
-        gt_result_param_int(res, "B", s->B);
-        gt_result_param_int(res, "T", s->T);
-        gt_result_param_int(res, "C", s->C);
-        gt_result_param_int(res, "NH", s->NH);
-        break;
-    case GT_OP_CLASSIFIER_FWD:
-    case GT_OP_CLASSIFIER_BWD:
-        gt_result_param_int(res, "N", s->N);
-        gt_result_param_int(res, "V", s->V);
-        gt_result_param_int(res, "Vp", s->Vp);
-        break;
-    case GT_OP_ADAMW:
-        gt_result_param_int(res, "n", (long long)s->n);
-        gt_result_param_int(res, "step", s->step);
-        break;
-    case GT_OP_CONV2D_FWD:
-    case GT_OP_CONV2D_BWD:
-        gt_result_param_int(res, "N", s->N);
-        gt_result_param_int(res, "C", s->C);
-        gt_result_param_int(res, "H", s->H);
-        gt_result_param_int(res, "W", s->W);
-        gt_result_param_int(res, "OC", s->OC);
-        gt_result_param_int(res, "KH", s->KH);
-        gt_result_param_int(res, "KW", s->KW);
-        gt_result_param_int(res, "stride", s->stride);
-        gt_result_param_int(res, "pad", s->pad);
-        gt_result_param_int(res, "bias", s->bias);
-        break;
-    case GT_OP_BATCHNORM_FWD:
-    case GT_OP_BATCHNORM_BWD:
-    case GT_OP_AVGPOOL_FWD:
-    case GT_OP_AVGPOOL_BWD:
-        gt_result_param_int(res, "N", s->N);
-        gt_result_param_int(res, "C", s->C);
-        gt_result_param_int(res, "H", s->H);
-        gt_result_param_int(res, "W", s->W);
-        if (op == GT_OP_BATCHNORM_FWD) gt_result_param_int(res, "train", s->train);
-        break;
-    default: gt_result_param_int(res, "n", (long long)s->n); break;
-    }
+    /* the dimensions the op reads (B T C V, N C OC bias, ...: its descriptor's) */
+    const char *names[GT_KDIMS_MAX];
+    long long values[GT_KDIMS_MAX];
+    int nd = gt_kshape_dims(op, s, names, values);
+    for (int i = 0; i < nd; i++) gt_result_param_int(res, names[i], values[i]);
     /* Elements past an aligned allocation where the case's tensors start
      * (the "_offN" label): only when nonzero, so aligned cases keep the
      * params they always had and old reports compare param for param. */
@@ -649,12 +455,9 @@ static void ks_library_best(gt_result *res, gt_kcase *c, double t_us, char *line
 
 /* One op x dtype x shape: conformance, then speed. Returns non-OK only for
  * out of memory (the run cannot go on). */
-static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const ks_shape *ks) {
+static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *ks) {
     const gt_suite_ctx *ctx = r->ctx;
     char lb[96], name[160], line[448] = "";
-    if ((op == GT_OP_BATCHNORM_BWD || op == GT_OP_AVGPOOL_FWD || op == GT_OP_AVGPOOL_BWD) &&
-        !ks->sh.train)
-        return GT_OK; /* an eval-mode shape of ks_image: batchnorm_fwd's only */
     gt_kshape_label(op, &ks->sh, lb, sizeof lb);
     snprintf(name, sizeof name, "%s/%s/%s", gt_op_name(op), gt_dtype_name(dt), lb);
     if (!ks_selected(ctx->case_filter, name)) return GT_OK;
@@ -801,10 +604,9 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
     int ndt = r.be->device == GT_DEVICE_CUDA ? 3 : 1;
     for (int d = 0; d < ndt && s == GT_OK; d++)
         for (int o = 0; o < GT_OP_COUNT && s == GT_OK; o++) {
-            size_t n = 0;
-            const ks_shape *g = ks_grid((gt_op)o, &n);
-            for (size_t i = 0; i < n && s == GT_OK; i++)
-                if (g[i].effort <= ctx->effort) s = ks_case(&r, (gt_op)o, dts[d], &g[i]);
+            const gt_kgrid_row *g;
+            for (size_t i = 0; s == GT_OK && (g = gt_kgrid_row_at((gt_op)o, i)); i++)
+                if (ks_runs(g, ctx->effort)) s = ks_case(&r, (gt_op)o, dts[d], g);
         }
     free(r.us);
     free(r.cold);
@@ -826,13 +628,8 @@ static int ks_count(const gt_suite_ctx *ctx, int ranks) {
     if (ctx->case_filter) return 1;
     int n = 0, ndt = strcmp(ctx->backend, "cuda") == 0 ? 3 : 1; /* as ks_run_suite */
     for (int o = 0; o < GT_OP_COUNT; o++) {
-        size_t k = 0;
-        const ks_shape *g = ks_grid((gt_op)o, &k);
-        for (size_t i = 0; i < k; i++)
-            n += g[i].effort <= ctx->effort &&
-                 /* ks_case's eval-mode shapes, batchnorm_fwd's only */
-                 !((o == GT_OP_BATCHNORM_BWD || o == GT_OP_AVGPOOL_FWD ||
-                    o == GT_OP_AVGPOOL_BWD) && !g[i].sh.train);
+        const gt_kgrid_row *g;
+        for (size_t i = 0; (g = gt_kgrid_row_at((gt_op)o, i)); i++) n += ks_runs(g, ctx->effort);
     }
     return n * ndt;
 }
