@@ -387,7 +387,9 @@ gt_status gt_params_set_opt_range(gt_params *p, size_t lo, size_t hi) {
 }
 
 static gt_status opt_state_check(const gt_params *p, size_t lo, size_t hi) {
-    if (lo > hi || lo < p->opt_lo || hi > p->opt_hi || hi > p->num_params)
+    /* an empty range is nothing to copy wherever it lies: a ZeRO-1 rank whose
+     * shard is all padding asks for [num_params, num_params) */
+    if (lo > hi || (lo < hi && (lo < p->opt_lo || hi > p->opt_hi || hi > p->num_params)))
         return GT_ERR(GT_ERR_INVALID,
                       "optimizer state [%zu, %zu) is outside the range this model holds "
                       "[%zu, %zu) or its %zu parameters",

@@ -245,6 +245,10 @@ static void flat_store(gt_backend *be) {
     CHECK_STATUS(gt_model_update_range(z, &cfg, 1, 1e-2f, 1.0f, shard, lo - 1, hi), GT_ERR_INVALID);
     CHECK_STATUS(gt_model_update_range(z, &cfg, 1, 1e-2f, 1.0f, shard, lo, hi + 1), GT_ERR_INVALID);
     CHECK_STATUS(gt_model_get_opt_state(z, lo - 1, hi, mz, vz), GT_ERR_INVALID);
+    /* an empty range is nothing to copy wherever it lies (a ZeRO-1 rank whose
+     * shard is all padding saves [num_params, num_params)) */
+    CHECK_OK(gt_model_get_opt_state(z, gt_model_num_params(z), gt_model_num_params(z), mz, vz));
+    CHECK_OK(gt_model_set_opt_state(z, 0, 0, mz, vz));
     size_t chunk = gt_model_norm_chunk(a), padded = gt_model_num_params_padded(a);
     CHECK_STATUS(gt_model_pad(a, padded + 1), GT_ERR_INVALID);
     CHECK(padded >= chunk, "padded %zu, chunk %zu", padded, chunk);
