@@ -171,6 +171,14 @@ def section_kernels(work, out):
             out.append(f"| `{r['case']}` | {fmt(m(r, 'time_us'), 2)} | {fmt(m(r, 'gbps'), 0)} | "
                        f"{fmt(m(r, 'gbps_cold'), 0)} | {fmt(fc * 100 if fc is not None else None, 1)}% |")
         out.append("")
+    # no figure may claim more than its peak: a fraction above 1 is a measurement error
+    # (the wrong memory level, or a peak the probe under-measured)
+    over = [(r["case"], k, m(r, k)) for r in timed for k in ("fraction_of_peak", "fraction_of_peak_cold")
+            if (m(r, k) or 0) > 1]
+    out.append(f"fraction_of_peak above 1: {len(over)} case(s)" + ("" if not over else ":\n"))
+    for case, k, v in over[:20]:
+        out.append(f"- `{case}` {k} {fmt(v, 2)}")
+    out.append("")
     notes = sorted({r.get("params", {}).get("backend_notes", "") for r in res
                     if "attention" in r.get("case", "")} - {""})
     if notes:
