@@ -263,7 +263,7 @@ static gt_status comm_wait(gt_comm *c, gt_comm_request *r, int idle) {
         int done = 0;
         s = c->be->test(c->impl, r->handle, &done);
         if (s != GT_OK || done) break;
-        if (idle) {
+        if (idle || (polls & 63u) == 63u || polls > 256) {
             double t = now_s();
             if (deadline > 0 && t >= deadline) {
                 int cancelled = c->be->cancel(c->impl, r->handle);
@@ -271,22 +271,10 @@ static gt_status comm_wait(gt_comm *c, gt_comm_request *r, int idle) {
                 s = timeout_error(c, r, t - t0, cancelled);
                 break;
             }
-            struct timespec ts = {0, nap_ns};
-            nanosleep(&ts, NULL);
-            if (nap_ns < 10000000) nap_ns *= 2;
-            continue;
-        }
-        if ((polls & 63u) == 63u || polls > 256) {
-            double t = now_s();
-            if (deadline > 0 && t >= deadline) {
-                int cancelled = c->be->cancel(c->impl, r->handle);
-                if (!cancelled) c->broken = 1;
-                s = timeout_error(c, r, t - t0, cancelled);
-                break;
-            }
-            if (t - t0 > 1.0) {
-                struct timespec ts = {0, 100000};
+            if (idle || t - t0 > 1.0) {
+                struct timespec ts = {0, idle ? nap_ns : 100000};
                 nanosleep(&ts, NULL);
+                if (idle && nap_ns < 10000000) nap_ns *= 2;
                 continue;
             }
         }
