@@ -693,7 +693,8 @@ static gt_status run_check(gt_prediction *p, const cpoint *cp, size_t ncp) {
     if (!p->check) return GT_ERR(GT_ERR_OOM, "predict: no memory");
     for (size_t i = 0; i < p->n_tp; i++) {
         const tpoint *t = &p->tp[i];
-        if (t->ranks < 2) continue;
+        /* the case asked about; the others of its model only feed the fit */
+        if (t->ranks < 2 || strcmp(t->case_name, p->case_name) != 0) continue;
         model M = p->m;
         char why[160];
         if (!fit_compute(&M, p->tp, p->n_tp, t->ranks, why, sizeof why)) {
@@ -1097,8 +1098,9 @@ void gt_prediction_print(const gt_prediction *p, FILE *f) {
                    "--json has each part)\n");
     }
     if (p->opt.check) {
-        fprintf(f, "\ncheck: each measured topology predicted from the others' results "
-                   "(compute and collectives of that rank count left out)\n");
+        fprintf(f, "\ncheck: each measured topology of %s predicted from the others' results "
+                   "(compute and collectives of that rank count left out)\n",
+                p->case_name);
         fprintf(f, "  %-18s %5s %6s %-26s %-10s %8s %-8s %-16s\n", "case", "ranks", "fit",
                 "predicted ms [lo, hi]", "measured", "error", "bound", "exposed pred/meas");
         for (int i = 0; i < p->n_check; i++) {
