@@ -179,12 +179,16 @@ int gt_cmd_predict(int argc, char **argv) {
             o.inter_beta_gbps = beta;
         }
     }
-    if (isnan(o.intra_alpha_us) != isnan(o.intra_beta_gbps) ||
-        isnan(o.inter_alpha_us) != isnan(o.inter_beta_gbps)) {
-        free(inputs);
-        return gt_usage_error("predict", "--intra-alpha-us goes with --intra-beta-gbps and "
-                                         "--inter-alpha-us with --inter-beta-gbps (a network "
-                                         "that was not measured needs both)");
+    for (int l = 0; l < 2; l++) {
+        double pa = l ? o.inter_alpha_us : o.intra_alpha_us;
+        double pb = l ? o.inter_beta_gbps : o.intra_beta_gbps;
+        if (isnan(pa) != isnan(pb)) {
+            free(inputs);
+            return gt_usage_error("predict", "--%s-alpha-us goes with --%s-beta-gbps (a network "
+                                             "that was not measured needs both its latency and "
+                                             "its bandwidth)",
+                                  l ? "inter" : "intra", l ? "inter" : "intra");
+        }
     }
     if ((o.max_error > 0 || o.max_error_over > 0) && !o.check) {
         free(inputs);
