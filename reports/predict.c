@@ -1071,7 +1071,7 @@ void gt_prediction_print(const gt_prediction *p, FILE *f) {
         fprintf(f, "\nstrong scaling: global batch %g; weak scaling: %g per rank "
                    "(ms per step, %s)\n",
                 p->global_batch, p->batch_per_rank, p->unit);
-        fprintf(f, "  %6s %5s  %-28s %-14s %-12s  %-28s %-14s %-12s\n", "ranks", "nodes",
+        fprintf(f, "  %6s %5s  %-34s %-12s %-18s  %-34s %-12s %-18s\n", "ranks", "nodes",
                 "strong step ms [lo, hi]", p->unit, "efficiency", "weak step ms [lo, hi]",
                 p->unit, "efficiency");
         for (int i = 0; i < p->n_rows; i++) {
@@ -1091,7 +1091,7 @@ void gt_prediction_print(const gt_prediction *p, FILE *f) {
             snprintf(e, sizeof e, "%.4g", r->w_tput.mid);
             snprintf(g, sizeof g, "%.1f%% [%.0f, %.0f]", r->w_eff.mid * 100, r->w_eff.lo * 100,
                      r->w_eff.hi * 100);
-            fprintf(f, "  %6d %5d  %-28s %-14s %-12s  %-28s %-14s %-12s\n", r->ranks, r->nodes,
+            fprintf(f, "  %6d %5d  %-34s %-12s %-18s  %-34s %-12s %-18s\n", r->ranks, r->nodes,
                     a, b, c, d, e, g);
         }
         fprintf(f, "  (step = compute + exposed communication + other collectives; "
