@@ -232,7 +232,7 @@ static gt_status add_tpoint(gt_prediction *p, gt_report_doc *d, const gt_report_
      * are the same steps in the same order) */
     size_t n = ms->n_samples;
     double *c = malloc((n ? n : 1) * sizeof *c);
-    if (!c) return GT_ERR(GT_ERR_OOM, "predict: no memory");
+    if (!c) return GT_ERR(GT_ERR_OOM, "no memory");
     int aligned = ex && ex->n_samples == n;
     for (size_t i = 0; i < n; i++) c[i] = ms->samples[i] - (aligned ? ex->samples[i] : 0);
     if (n == 0) {
@@ -251,7 +251,7 @@ static gt_status add_tpoint(gt_prediction *p, gt_report_doc *d, const gt_report_
     t.exposed_mid = ex && isfinite(ex->value) ? ex->value : 0;
     if (!isfinite(t.c[S_MID]) || t.c[S_MID] <= 0) return GT_OK;
     tpoint *np = realloc(p->tp, (p->n_tp + 1) * sizeof *np);
-    if (!np) return GT_ERR(GT_ERR_OOM, "predict: no memory");
+    if (!np) return GT_ERR(GT_ERR_OOM, "no memory");
     p->tp = np;
     p->tp[p->n_tp++] = t;
     return GT_OK;
@@ -314,7 +314,7 @@ static gt_status add_cpoints(cpoint **cp, size_t *ncp, const gt_report_result *r
         }
         if (!(c.t[S_MID] > 0)) continue;
         cpoint *np = realloc(*cp, (*ncp + 1) * sizeof *np);
-        if (!np) return GT_ERR(GT_ERR_OOM, "predict: no memory");
+        if (!np) return GT_ERR(GT_ERR_OOM, "no memory");
         *cp = np;
         (*cp)[(*ncp)++] = c;
     }
@@ -627,7 +627,7 @@ static gt_status check_links(gt_prediction *p, const model *M, int nodes) {
     int c = M->zero ? C_RS : C_AR;
     if (M->link[l][c].src != SRC_NONE && M->link[L_INTRA][c].src != SRC_NONE) return GT_OK;
     return GT_ERR(GT_ERR_INVALID,
-                  "predict: no collectives result to fit the links from: the reports have no "
+                  "no collectives result to fit the links from: the reports have no "
                   "multi-rank %s of the collectives suite (run `gauntlet run "
                   "collectives --topologies 1,2 --report coll.json` and pass it with --from, "
                   "or give --intra-alpha-us and --intra-beta-gbps for a network that was not "
@@ -690,7 +690,7 @@ static void fill_row(const gt_prediction *p, prow *r, int ranks) {
 /* The check: each measured multi-rank point predicted from the others. */
 static gt_status run_check(gt_prediction *p, const cpoint *cp, size_t ncp) {
     p->check = calloc(p->n_tp ? p->n_tp : 1, sizeof *p->check);
-    if (!p->check) return GT_ERR(GT_ERR_OOM, "predict: no memory");
+    if (!p->check) return GT_ERR(GT_ERR_OOM, "no memory");
     for (size_t i = 0; i < p->n_tp; i++) {
         const tpoint *t = &p->tp[i];
         /* the case asked about; the others of its model only feed the fit */
@@ -800,21 +800,21 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
                            gt_prediction **out) {
     *out = NULL;
     if (!opt || opt->n_ranks < 0 || opt->n_ranks > GT_PREDICT_MAX_RANKS)
-        return GT_ERR(GT_ERR_INVALID, "predict: between 0 and %d rank counts",
+        return GT_ERR(GT_ERR_INVALID, "between 0 and %d rank counts",
                       GT_PREDICT_MAX_RANKS);
     for (int l = 0; l < NLEVEL; l++) {
         double a = l ? opt->inter_alpha_us : opt->intra_alpha_us;
         double b = l ? opt->inter_beta_gbps : opt->intra_beta_gbps;
         if (isnan(a) != isnan(b))
             return GT_ERR(GT_ERR_INVALID,
-                          "predict: --%s-alpha-us and --%s-beta-gbps go together (a network "
+                          "--%s-alpha-us and --%s-beta-gbps go together (a network "
                           "that was not measured needs both its latency and its bandwidth)",
                           l ? "inter" : "intra", l ? "inter" : "intra");
         if (!isnan(a) && (!(a >= 0) || !(b > 0)))
-            return GT_ERR(GT_ERR_INVALID, "predict: alpha must be >= 0 us and beta > 0 GB/s");
+            return GT_ERR(GT_ERR_INVALID, "alpha must be >= 0 us and beta > 0 GB/s");
     }
     gt_prediction *p = calloc(1, sizeof *p);
-    if (!p) return GT_ERR(GT_ERR_OOM, "predict: no memory");
+    if (!p) return GT_ERR(GT_ERR_OOM, "no memory");
     p->opt = *opt;
     p->opt.case_name = NULL; /* borrowed: copied below */
     p->given[L_INTRA] = !isnan(opt->intra_alpha_us);
@@ -830,12 +830,12 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
         list_cases(docs, n, names, sizeof names);
         if (opt->case_name && names[0])
             s = GT_ERR(GT_ERR_INVALID,
-                       "predict: no passed train or scaling result '%s' with ms_per_step in "
+                       "no passed train or scaling result '%s' with ms_per_step in "
                        "the reports; --case takes one of: %s",
                        opt->case_name, names);
         else
             s = GT_ERR(GT_ERR_INVALID,
-                       "predict: the reports hold no passed train or scaling result with "
+                       "the reports hold no passed train or scaling result with "
                        "ms_per_step (the compute time to scale): run `gauntlet run "
                        "scaling/gpt2-small scaling/gpt2-small/weak --topologies 1,2 --report "
                        "scaling.json` (or `gauntlet train --report`) and pass it with --from");
@@ -860,7 +860,7 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
         }
     if (s != GT_OK) goto fail;
     if (!p->n_tp) {
-        s = GT_ERR(GT_ERR_INVALID, "predict: case '%s' has no step time to scale (its results "
+        s = GT_ERR(GT_ERR_INVALID, "case '%s' has no step time to scale (its results "
                                    "lack ms_per_step samples or batch): rerun its suite",
                    p->case_name);
         goto fail;
@@ -869,7 +869,7 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
     model *M = &p->m;
     M->n_params = (long long)pnum(cr, "num_params", 0);
     if (M->n_params <= 0) {
-        s = GT_ERR(GT_ERR_INVALID, "predict: result '%s' has no num_params (a report of an "
+        s = GT_ERR(GT_ERR_INVALID, "result '%s' has no num_params (a report of an "
                                    "older gauntlet): rerun the scaling suite",
                    p->case_name);
         goto fail;
@@ -937,7 +937,7 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
 
     char why[160];
     if (!fit_compute(M, p->tp, p->n_tp, 0, why, sizeof why)) {
-        s = GT_ERR(GT_ERR_INVALID, "predict: %s", why);
+        s = GT_ERR(GT_ERR_INVALID, "%s", why);
         goto fail;
     }
     fit_links(p, M, cp, ncp, 0);
@@ -1281,7 +1281,7 @@ char *gt_prediction_json_text(const gt_prediction *p) {
 
 gt_status gt_prediction_write_json(const gt_prediction *p, const char *path) {
     char *t = gt_prediction_json_text(p);
-    if (!t) return GT_ERR(GT_ERR_OOM, "predict: no memory for the JSON");
+    if (!t) return GT_ERR(GT_ERR_OOM, "no memory for the JSON");
     gt_atomic_file af;
     gt_status s = gt_atomic_open(path, "prediction", "choose a writable --json path", &af);
     if (s == GT_OK) {
