@@ -21,8 +21,11 @@
 #     more), not this machine's scheduler.
 # A measurement disturbed by another process is remeasured once before the
 # test fails; on a machine already busy when the test starts (other processes
-# runnable on at least half the cores) the check is skipped (77), not judged. The HTML page gets the "Scaling prediction" section (drawn
-# in headless Chromium when /usr/bin/chromium is there).
+# runnable on at least half the cores) the check is skipped (77), not judged.
+# The pages (hand-made and measured) are drawn in headless Chromium when
+# /usr/bin/chromium is there: the "Scaling prediction" section with its table,
+# chart, check and inputs, no script error; a page whose reports lack the
+# collectives says so in the section.
 set -u
 g=$1
 measure=${2:-}
@@ -55,7 +58,7 @@ report() { # FILE RESULTS...
              "results": [%s]}\n' "$*" >"$f"
 }
 report "$tmp/full.json" "$(train gpt2-small 1 16 220 0)" "$(train gpt2-small 2 16 118 2.4)" \
-    "$(train gpt2-small/weak 1 8 112 0)" "$(coll 2)"
+    "$(train gpt2-small/weak 1 8 112 0)" "$(coll 2)" "$(coll 4)"
 report "$tmp/nocoll.json" "$(train gpt2-small 1 16 220 0)" "$(train gpt2-small 2 16 118 2.4)"
 report "$tmp/collonly.json" "$(coll 2)"
 
@@ -100,12 +103,41 @@ awk -v a="$(step "$tmp/p.json")" -v b="$(step "$tmp/slow.json")" 'BEGIN { exit !
 cp "$tmp/p.json" "$tmp/keep.json"
 expect 2 "cannot|prediction" -- "$g" predict --from "$tmp/full.json" --json "$tmp/nodir/p.json"
 cmp -s "$tmp/p.json" "$tmp/keep.json" && ok "earlier JSON intact" || fail "earlier JSON changed"
-# the HTML view: the section's data is in the page
+# the HTML view: the section's data is in the page, drawn in headless Chromium
+render() { # PAGE DOM: the page's DOM after its scripts ran
+    HOME="$tmp" timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
+        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$(mktemp -d -p "$tmp")" --virtual-time-budget=5000 --dump-dom \
+        --window-size=1280,2000 "file://$1" >"$2" 2>>"$tmp/chromium.log"
+}
+drawn() { # DOM WHAT: the Scaling prediction section with its parts
+    grep -q 'data-render-errors="0"' "$1" && ok "$2: rendered without errors" ||
+        fail "$2: render errors: $(grep -o 'render-errors[^>]*>[^<]*' "$1" | head -3)"
+    grep -q '<section id="predict">' "$1" && grep -q 'id="predict-table"' "$1" &&
+        grep -q 'id="predict-check"' "$1" && grep -q 'id="predict-inputs"' "$1" &&
+        ok "$2: Scaling prediction section with its table, check and inputs" ||
+        fail "$2: the page lacks the Scaling prediction section or a part of it"
+    grep -q 'data-series="predict-efficiency:weak (predicted)"' "$1" &&
+        grep -q 'data-series="predict-efficiency:strong (predicted)"' "$1" &&
+        ok "$2: efficiency chart drawn" || fail "$2: efficiency chart lacks a series"
+}
 expect 0 "report:" -- "$g" report "$tmp/full.json" --html "$tmp/p.html"
 grep -q 'id="predict-data"' "$tmp/p.html" && ok "predict data in the page" || fail "no predict data in the page"
 expect 0 "report:" -- "$g" report "$tmp/collonly.json" --html "$tmp/c.html"
 grep -q 'id="predict-data"' "$tmp/c.html" && fail "a page without a step time has a prediction" ||
     ok "no prediction without a step time"
+expect 0 "report:" -- "$g" report "$tmp/nocoll.json" --html "$tmp/n.html"
+if [ -x /usr/bin/chromium ]; then
+    render "$tmp/p.html" "$tmp/p-dom.html"
+    drawn "$tmp/p-dom.html" "hand-made page"
+    render "$tmp/n.html" "$tmp/n-dom.html"
+    grep -q 'data-render-errors="0"' "$tmp/n-dom.html" &&
+        grep -q 'id="predict-error"[^>]*>No prediction from these reports: .*gauntlet run collectives' \
+            "$tmp/n-dom.html" && ok "a page without collectives says what the prediction lacks" ||
+        fail "a page without collectives does not say what the prediction lacks"
+else
+    echo "note: /usr/bin/chromium is absent (ci/deps.sh installs it): the pages were not drawn"
+fi
 
 if [ "$measure" != measure ]; then
     if [ "$fails" -ne 0 ]; then echo "$fails case(s) failed"; exit 1; fi
@@ -174,21 +206,8 @@ m=$tmp/m1.json
 [ -s "$tmp/m2.json" ] && m=$tmp/m2.json
 "$g" report "$m" --html "$tmp/m.html" >/dev/null 2>&1 || fail "report --html of the measured run"
 if [ -x /usr/bin/chromium ]; then
-    HOME="$tmp" timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
-        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
-        --user-data-dir="$(mktemp -d -p "$tmp")" --virtual-time-budget=5000 --dump-dom \
-        --window-size=1280,2000 "file://$tmp/m.html" >"$tmp/dom.html" 2>"$tmp/chromium.log"
-    grep -q 'data-render-errors="0"' "$tmp/dom.html" && ok "page rendered without errors" ||
-        fail "page render errors: $(grep -o 'render-errors[^>]*>[^<]*' "$tmp/dom.html" | head -3)"
-    grep -q '<section id="predict">' "$tmp/dom.html" && grep -q 'id="predict-table"' "$tmp/dom.html" &&
-        grep -q 'id="predict-check"' "$tmp/dom.html" &&
-        grep -q 'data-chart="predict-efficiency"' "$tmp/dom.html" &&
-        ok "Scaling prediction section with its table, chart and check" ||
-        fail "the page lacks the Scaling prediction section"
-    grep -q 'data-series="predict-efficiency:weak (predicted)"' "$tmp/dom.html" &&
-        ok "efficiency chart drawn" || fail "efficiency chart has no weak series"
-else
-    echo "note: /usr/bin/chromium is absent: the page was not drawn"
+    render "$tmp/m.html" "$tmp/m-dom.html"
+    drawn "$tmp/m-dom.html" "measured page"
 fi
 if [ "$fails" -ne 0 ]; then echo "$fails case(s) failed"; exit 1; fi
 echo "all cases passed"
