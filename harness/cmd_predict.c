@@ -221,6 +221,12 @@ int gt_cmd_predict(int argc, char **argv) {
         int checked, failed;
         gt_prediction_check_counts(p, &checked, &failed);
         if (failed) rc = GT_EXIT_CHECK;
+        /* a bound asked for and nothing to hold it to is no pass */
+        if (checked == 0 && (o.max_error > 0 || o.max_error_over > 0)) {
+            fprintf(stderr, "gauntlet predict: --max-error: no measured multi-rank topology "
+                            "could be checked (see the assumptions above)\n");
+            rc = GT_EXIT_CHECK;
+        }
     }
     gt_prediction_free(p);
     for (int i = 0; docs && i < n; i++) gt_report_doc_free(docs[i]);

@@ -82,6 +82,10 @@ expect 2 "--alpha-us and --beta-gbps go together" -- "$g" predict --from "$tmp/n
 expect 2 "--inter-alpha-us goes with --inter-beta-gbps" -- "$g" predict --from "$tmp/full.json" --inter-alpha-us 3
 expect 2 "add --check" -- "$g" predict --from "$tmp/full.json" --max-error 10
 expect 2 "--zero" -- "$g" predict --from "$tmp/full.json" --zero 2
+# a bound with nothing to hold it to fails (one multi-rank collective count only)
+expect 1 "no measured multi-rank topology could be checked" -- \
+    "$g" predict --from "$tmp/nocoll.json" "$tmp/collonly.json" --check --max-error 50
+expect 0 "gpt2-small +2 +1 +1[0-9.]+ \\[.*-3.6%" -- "$g" predict --from "$tmp/full.json" --check --max-error 50
 # the reports split over two files read together
 expect 0 "weak step ms" -- "$g" predict --from "$tmp/nocoll.json" "$tmp/collonly.json" --ranks 2,8
 # a network that was not measured: given, and said so
