@@ -1175,14 +1175,17 @@ static json_t *prediction_json(const gt_prediction *p) {
     json_object_set_new(o, "backward_fraction", json_real(M->backward_fraction));
     json_t *in = json_object();
     json_t *comp = json_object();
-    double av[NS], kv[NS];
-    for (int s = 0; s < NS; s++) {
-        av[s] = M->a[s];
-        kv[s] = M->k[s];
-    }
+    /* work(b) = fixed + per_sample x b, at the median samples; the fits at
+     * the low and high ends of the samples are pairs (not bounds one by one) */
     json_object_set_new(comp, "unit", json_string(p->device ? "ms" : "core-ms"));
-    json_object_set_new(comp, "fixed", jiv(iv3(av)));
-    json_object_set_new(comp, "per_sample", jiv(iv3(kv)));
+    json_object_set_new(comp, "fixed", json_real(M->a[S_MID]));
+    json_object_set_new(comp, "per_sample", json_real(M->k[S_MID]));
+    static const char *const sn[NS] = {"low", "median", "high"};
+    json_t *sc = json_object();
+    for (int s = 0; s < NS; s++)
+        json_object_set_new(sc, sn[s], json_pack("{s:f,s:f}", "fixed", M->a[s], "per_sample",
+                                                 M->k[s]));
+    json_object_set_new(comp, "scenarios", sc);
     json_t *pts = json_array();
     for (size_t i = 0; i < p->n_tp; i++) {
         const tpoint *t = &p->tp[i];

@@ -141,8 +141,8 @@ int main(void) {
     json_t *j = predict(d, &o);
     near(path(j, "inputs.links.intra_node.allreduce.alpha_us.mid"), 2.0, 0.02, "alpha");
     near(path(j, "inputs.links.intra_node.allreduce.beta_gbps.mid"), 10.0, 0.002, "beta");
-    near(path(j, "inputs.compute.fixed.mid"), 10, 0.01, "compute: fixed part");
-    near(path(j, "inputs.compute.per_sample.mid"), 2, 0.01, "compute: per sample");
+    near(path(j, "inputs.compute.fixed"), 10, 0.01, "compute: fixed part");
+    near(path(j, "inputs.compute.per_sample"), 2, 0.01, "compute: per sample");
     double ex = ar_s(G, 8) * 1e3;
     near(path(j, "predictions.0.strong.compute_ms.mid"), compute_ms(2), 0.005, "compute at 8");
     near(path(j, "predictions.0.strong.exposed_comm_ms.mid"), ex, 0.005, "one bucket");
