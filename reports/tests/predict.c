@@ -52,6 +52,21 @@ static void train_result(int first, const char *name, int ranks, int batch, doub
         step, step, exposed_ms, exposed_ms, exposed_ms, exposed_ms);
 }
 
+/* allreduce on n ranks; scope "" (the world), "intra_node/" or "inter_node/"
+ * with the world's layout; alpha (s) and beta (bytes/s) of its links */
+static void coll_scoped(int n, const char *scope, const char *layout, double alpha, double beta) {
+    add(",{\"suite\": \"collectives\", \"case\": \"%sallreduce/fp32/sum\", \"topology\": \"%d\","
+        "%s%s%s \"backend\": \"mpi\", \"status\": \"pass\", \"params\": {\"dtype\": \"fp32\","
+        " \"in_place\": 1}, \"checks\": [], \"metrics\": {", scope, n,
+        layout ? " \"layout\": \"" : "", layout ? layout : "", layout ? "\"," : "");
+    for (double m = 8; m <= 1048576; m *= 2) {
+        double us = (alpha * 2 * (n - 1) + m * 2.0 * (n - 1) / n / beta) * 1e6;
+        add("%s\"time_%.0f\": {\"value\": %.9g, \"better\": \"lower\", \"samples\": [%.9g, %.9g]}",
+            m == 8 ? "" : ",", m, us, us, us);
+    }
+    add("}}");
+}
+
 static void coll_result(int n) {
     add(",{\"suite\": \"collectives\", \"case\": \"allreduce/fp32/sum\", \"topology\": \"%d\","
         " \"backend\": \"mpi\", \"status\": \"pass\", \"params\": {\"dtype\": \"fp32\","
@@ -216,6 +231,37 @@ int main(void) {
     double want = (ALPHA * 3 + G * 0.75 / BETA) * 2 + (20e-6 * 2 + G / 4 * 1.0 / 1e9);
     near(two, want * 1e3, 0.01, "two levels");
     json_decref(j);
+
+    /* inter-node measured: the collectives suite's "inter_node/..." cases (2
+     * nodes of 2: alpha 20 us, beta 1 GB/s) beside "intra_node/..." ones;
+     * two nodes of 4 must match the two-level equation with the measured
+     * inter-node link, marked measured */
+    gt_report_doc_free(d);
+    g_len = 0;
+    add("{\"schema_version\": 1, \"run\": {\"id\": \"t\"}, \"env\": {\"cpu\": {\"logical\": 64}},"
+        " \"results\": [");
+    train_result(1, "toy", 1, 16, 0);
+    train_result(0, "toy/weak", 1, 8, 0);
+    coll_scoped(2, "intra_node/", "2x2", ALPHA, BETA);
+    coll_scoped(2, "inter_node/", "2x2", 20e-6, 1e9);
+    add("]}");
+    CHECK_OK(gt_report_read_text("nodes.json", NULL, g_buf, g_len, &d));
+    o = opts8();
+    o.ranks_per_node = 4;
+    j = predict(d, &o);
+    near(path(j, "inputs.links.inter_node.allreduce.alpha_us.mid"), 20, 0.02, "inter alpha");
+    near(path(j, "inputs.links.inter_node.allreduce.beta_gbps.mid"), 1, 0.002, "inter beta");
+    near(path(j, "predictions.0.strong.exposed_comm_ms.mid"), want * 1e3, 0.01,
+         "two levels, inter-node measured");
+    src = json_object_get(json_object_get(json_object_get(json_object_get(
+                              json_object_get(j, "inputs"), "links"), "inter_node"),
+                              "allreduce"),
+                          "source");
+    CHECK(json_is_string(src) && strcmp(json_string_value(src), "measured") == 0,
+          "the inter-node link is not marked measured");
+    json_decref(j);
+    gt_report_doc_free(d);
+    d = make(1, 1);
 
     /* the check: the measured 2 ranks from the 1-rank results and the 4-rank
      * collectives only; the model is exact here, so is the prediction */
