@@ -60,7 +60,7 @@ static const char g_predict_js[] =
     "                             th('error', 'num'), th('exposed comm ms pred / meas', 'num')]);\n"
     "      var cb = el('tbody');\n"
     "      meas.forEach(function (c) {\n"
-    "        cb.appendChild(el('tr', {}, [td(c['case']), tdn(String(c.ranks) + (c.oversubscribed ? '*' : '')), td(c.fitted_from_ranks),\n"
+    "        cb.appendChild(el('tr', {}, [td(c['case']), tdn(String(c.ranks) + (c.oversubscribed ? '*' : '')), td('compute ' + c.compute_fitted_from_ranks + '; links ' + c.links_fitted_from_ranks),\n"
     "          tdn(iv(c.predicted_step_ms)), tdn(fmt(c.measured_step_ms, 4)),\n"
     "          el('td', {cls: 'num ' + (c.within_bound === false ? 'fail' : ''), text: (c.error >= 0 ? '+' : '') + fmt(100 * c.error, 3) + '%'}),\n"
     "          tdn(fmt(c.predicted_exposed_comm_ms.mid, 3) + ' / ' + fmt(c.measured_exposed_comm_ms, 3))]));\n"

@@ -70,7 +70,7 @@ typedef struct crow {
     double measured_step, measured_lo, measured_hi, measured_exposed;
     double error, bound;
     int within_bound, within_interval;
-    char fitted_from[64];
+    char fitted_compute[64], fitted_links[64]; /* the rank counts each fit used */
 } crow;
 
 /* the fitted model, all it needs to predict a step */
@@ -78,6 +78,7 @@ typedef struct model {
     double a[NS], k[NS]; /* work(b) = a + k b, in share-ms */
     int n_groups;
     double group_b[16];
+    int compute_ranks[16], n_compute_ranks; /* the rank counts the compute fit used */
     link_fit link[NLEVEL][NCOLL];
     long long n_params;
     double grad_bytes_per;  /* bytes per gradient element */
@@ -462,6 +463,14 @@ static int fit_compute(model *M, const tpoint *tp, size_t n, int exclude, char *
         return 0;
     }
     qsort(gb, (size_t)ng, sizeof *gb, cmp_d);
+    M->n_compute_ranks = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tp[i].ranks == exclude || (have_plain && tp[i].oversub)) continue;
+        int dup = 0;
+        for (int j = 0; j < M->n_compute_ranks; j++) dup |= M->compute_ranks[j] == tp[i].ranks;
+        if (!dup && M->n_compute_ranks < 16) M->compute_ranks[M->n_compute_ranks++] = tp[i].ranks;
+    }
+    qsort(M->compute_ranks, (size_t)M->n_compute_ranks, sizeof(int), cmp_int);
     M->n_groups = ng;
     memcpy(M->group_b, gb, (size_t)ng * sizeof *gb);
     double *v = malloc(n * sizeof *v);
@@ -687,6 +696,13 @@ static void fill_row(const gt_prediction *p, prow *r, int ranks) {
     r->w_eff = iv3(fs);
 }
 
+static void join_ints(char *buf, size_t len, const int *v, int n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? "," : "", v[i]);
+}
+
 /* The check: each measured multi-rank point predicted from the others. */
 static gt_status run_check(gt_prediction *p, const cpoint *cp, size_t ncp) {
     p->check = calloc(p->n_tp ? p->n_tp : 1, sizeof *p->check);
@@ -734,19 +750,12 @@ static gt_status run_check(gt_prediction *p, const cpoint *cp, size_t ncp) {
                                                            : p->opt.max_error;
         r->within_bound = !(r->bound > 0) || fabs(r->error) <= r->bound;
         r->within_interval = r->measured_step >= r->step.lo && r->measured_step <= r->step.hi;
-        /* which rank counts the fit used */
-        size_t at = 0;
-        int seen[16], ns = 0;
-        for (size_t j = 0; j < p->n_tp; j++) {
-            int d = p->tp[j].ranks, dup = d == t->ranks;
-            for (int q = 0; q < ns; q++) dup |= seen[q] == d;
-            if (dup || ns >= 16) continue;
-            seen[ns++] = d;
-        }
-        qsort(seen, (size_t)ns, sizeof(int), cmp_int);
-        for (int q = 0; q < ns && at < sizeof r->fitted_from; q++)
-            at += (size_t)snprintf(r->fitted_from + at, sizeof r->fitted_from - at, "%s%d",
-                                   q ? "," : "", seen[q]);
+        /* which rank counts the fits used */
+        join_ints(r->fitted_compute, sizeof r->fitted_compute, M.compute_ranks,
+                  M.n_compute_ranks);
+        const link_fit *lf = &M.link[l][c];
+        if (lf->src == SRC_GIVEN) snprintf(r->fitted_links, sizeof r->fitted_links, "given");
+        else join_ints(r->fitted_links, sizeof r->fitted_links, lf->ranks_seen, lf->n_ranks_seen);
     }
     return GT_OK;
 }
@@ -1099,16 +1108,20 @@ void gt_prediction_print(const gt_prediction *p, FILE *f) {
     }
     if (p->opt.check) {
         fprintf(f, "\ncheck: each measured topology of %s predicted from the others' results "
-                   "(compute and collectives of that rank count left out)\n",
+                   "(compute and collectives of that rank count left out; c: the rank counts "
+                   "the compute was fitted from, l: the links)\n",
                 p->case_name);
-        fprintf(f, "  %-18s %5s %6s %-26s %-10s %8s %-8s %-16s\n", "case", "ranks", "fit",
-                "predicted ms [lo, hi]", "measured", "error", "bound", "exposed pred/meas");
+        fprintf(f, "  %-18s %5s %-16s %-26s %-10s %8s %-8s %-16s\n", "case", "ranks",
+                "fit from ranks", "predicted ms [lo, hi]", "measured", "error", "bound",
+                "exposed pred/meas");
         for (int i = 0; i < p->n_check; i++) {
             const crow *r = &p->check[i];
+            char fit[160];
+            snprintf(fit, sizeof fit, "c:%s l:%s", r->fitted_compute, r->fitted_links);
             fmt_iv(a, sizeof a, r->step, 4);
-            snprintf(b, sizeof b, "%s%.0f%%", r->bound > 0 ? "" : "", r->bound * 100);
-            fprintf(f, "  %-18s %5d %6s %-26s %-10.4g %+7.1f%% %-8s %.3g/%.3g%s%s\n",
-                    r->case_name, r->ranks, r->fitted_from, a, r->measured_step,
+            snprintf(b, sizeof b, "%.0f%%", r->bound * 100);
+            fprintf(f, "  %-18s %5d %-16s %-26s %-10.4g %+7.1f%% %-8s %.3g/%.3g%s%s\n",
+                    r->case_name, r->ranks, fit, a, r->measured_step,
                     r->error * 100, r->bound > 0 ? b : "-", r->exposed.mid,
                     r->measured_exposed, r->oversub ? "  oversubscribed" : "",
                     r->within_bound ? "" : "  OUTSIDE THE BOUND");
@@ -1255,7 +1268,8 @@ static json_t *prediction_json(const gt_prediction *p) {
             json_object_set_new(e, "ranks", json_integer(r->ranks));
             json_object_set_new(e, "nodes", json_integer(r->nodes));
             json_object_set_new(e, "global_batch", json_real(r->batch));
-            json_object_set_new(e, "fitted_from_ranks", json_string(r->fitted_from));
+            json_object_set_new(e, "compute_fitted_from_ranks", json_string(r->fitted_compute));
+            json_object_set_new(e, "links_fitted_from_ranks", json_string(r->fitted_links));
             json_object_set_new(e, "oversubscribed", json_boolean(r->oversub));
             json_object_set_new(e, "predicted_step_ms", jiv(r->step));
             json_object_set_new(e, "measured_step_ms", json_real(r->measured_step));

@@ -85,7 +85,7 @@ expect 2 "--zero" -- "$g" predict --from "$tmp/full.json" --zero 2
 # a bound with nothing to hold it to fails (one multi-rank collective count only)
 expect 1 "no measured multi-rank topology could be checked" -- \
     "$g" predict --from "$tmp/nocoll.json" "$tmp/collonly.json" --check --max-error 50
-expect 0 "gpt2-small +2 +1 +1[0-9.]+ \\[.*-3.6%" -- "$g" predict --from "$tmp/full.json" --check --max-error 50
+expect 0 "gpt2-small +2 +c:1 l:4 +1[0-9.]+ \\[.*-3.6%" -- "$g" predict --from "$tmp/full.json" --check --max-error 50
 # the reports split over two files read together
 expect 0 "weak step ms" -- "$g" predict --from "$tmp/nocoll.json" "$tmp/collonly.json" --ranks 2,8
 # a network that was not measured: given, and said so
@@ -199,8 +199,11 @@ if [ $checked -eq 1 ]; then
     n4=$(grep -cE '^  gpt2-small +4 .*oversubscribed' "$tmp/check.txt")
     [ "$n2" -eq 1 ] && [ "$n4" -eq 1 ] && ok "2 and 4 ranks predicted within their bounds" ||
         fail "the check lacks a 2- or 4-rank row"
-    grep -q '"fitted_from_ranks": "1,4"' "$tmp/check.json" &&
-        grep -q '"fitted_from_ranks": "1,2"' "$tmp/check.json" &&
+    # 2 ranks: compute from 1 (4 is oversubscribed), links from 4; 4 ranks: from 1,2 and 2
+    grep -q '"compute_fitted_from_ranks": "1"' "$tmp/check.json" &&
+        grep -q '"links_fitted_from_ranks": "4"' "$tmp/check.json" &&
+        grep -q '"compute_fitted_from_ranks": "1,2"' "$tmp/check.json" &&
+        grep -q '"links_fitted_from_ranks": "2"' "$tmp/check.json" &&
         ok "each fit left out its own rank count" || fail "a fit used the rank count it predicts"
 else
     fail "the measured topologies are not predicted within 40% (2 ranks) / 75% (4 ranks, oversubscribed)"

@@ -275,9 +275,13 @@ int main(void) {
     if (json_array_size(ck) == 1) {
         json_t *r = json_array_get(ck, 0);
         CHECK(json_integer_value(json_object_get(r, "ranks")) == 2, "check of the wrong rank count");
-        CHECK(strcmp(json_string_value(json_object_get(r, "fitted_from_ranks")), "1") == 0,
-              "the check's fit used its own rank count: %s",
-              json_string_value(json_object_get(r, "fitted_from_ranks")));
+        CHECK(strcmp(json_string_value(json_object_get(r, "compute_fitted_from_ranks")), "1") ==
+                  0,
+              "the check's compute fit: %s, want 1",
+              json_string_value(json_object_get(r, "compute_fitted_from_ranks")));
+        CHECK(strcmp(json_string_value(json_object_get(r, "links_fitted_from_ranks")), "4") == 0,
+              "the check's link fit: %s, want 4",
+              json_string_value(json_object_get(r, "links_fitted_from_ranks")));
         CHECK(fabs(json_number_value(json_object_get(r, "error"))) < 0.01,
               "check error %g on an exact model", json_number_value(json_object_get(r, "error")));
         CHECK(json_is_true(json_object_get(r, "within_bound")), "within_bound false");
