@@ -99,6 +99,8 @@ int gt_cmd_predict(int argc, char **argv) {
             predict_usage(stdout);
             free(inputs);
             return GT_EXIT_OK;
+        } else if (strncmp(argv[a.i], "--from=", 7) == 0 && argv[a.i][7]) {
+            inputs[n++] = argv[a.i++] + 7;
         } else if (gt_flag(&a, "--from")) {
             int before = n;
             while (a.i < argc && !(argv[a.i][0] == '-' && argv[a.i][1] == '-'))

@@ -86,6 +86,7 @@ expect 2 "--zero" -- "$g" predict --from "$tmp/full.json" --zero 2
 expect 1 "no measured multi-rank topology could be checked" -- \
     "$g" predict --from "$tmp/nocoll.json" "$tmp/collonly.json" --check --max-error 50
 expect 0 "gpt2-small +2 +c:1 l:4 +1[0-9.]+ \\[.*-3.6%" -- "$g" predict --from "$tmp/full.json" --check --max-error 50
+expect 0 "weak step ms" -- "$g" predict --from="$tmp/full.json" --ranks=8
 # the reports split over two files read together
 expect 0 "weak step ms" -- "$g" predict --from "$tmp/nocoll.json" "$tmp/collonly.json" --ranks 2,8
 # a network that was not measured: given, and said so
