@@ -12,46 +12,46 @@
 
 static void predict_usage(FILE *f) {
     fprintf(f,
-        "usage: gauntlet predict --from REPORT.json [REPORT.json ...] [--ranks 8,64,512,4096]\n"
-        "                        [options]\n"
-        "\n"
-        "Predicts the data-parallel step time, throughput and strong and weak scaling\n"
-        "efficiency at each rank count from what the reports measured: the compute time\n"
-        "of a train or scaling case (gauntlet run scaling), the collectives' latency and\n"
-        "bandwidth (gauntlet run collectives), and gauntlet's own bucketed, overlapped\n"
-        "all-reduce (or ZeRO-1's reduce-scatter and all-gather). Every figure carries the\n"
-        "interval the measured samples allow. docs/predict.md has the model.\n"
-        "\n"
-        "  --from REPORT...        reports to read (the words after it that are not options)\n"
-        "  --ranks LIST            rank counts to predict (default 8,64,512,4096)\n"
-        "  --case NAME             the train / scaling case to scale (default gpt2-small,\n"
-        "                          else the first one the reports have)\n"
-        "  --global-batch B        strong scaling's global batch (default: the case's)\n"
-        "  --batch-per-rank B      weak scaling's batch per rank (default: the case's on\n"
-        "                          its smallest topology)\n"
-        "  --ranks-per-node K      ranks on one node (default: the most measured on one\n"
-        "                          node without more ranks than cores)\n"
-        "  --cores-per-rank X      host backends: cores a predicted rank has (default:\n"
-        "                          the node's cores / ranks per node)\n"
-        "  --bucket-mb X           all-reduce bucket size (default: the report's, else 25)\n"
-        "  --backward-fraction F   the backward's share of the compute (default 0.667)\n"
-        "  --zero 0|1              predict with or without ZeRO-1 (default: the case's)\n"
-        "  --intra-alpha-us A --intra-beta-gbps B\n"
-        "                          a network that was not measured, inside a node:\n"
-        "                          latency per step (us) and bus bandwidth (GB/s)\n"
-        "  --inter-alpha-us A --inter-beta-gbps B\n"
-        "                          the same between nodes\n"
-        "  --alpha-us A --beta-gbps B  both levels at once (the per-level options win)\n"
-        "  --check                 also predict every measured multi-rank topology from a\n"
-        "                          fit that leaves it out, and print predicted vs measured\n"
-        "  --max-error PCT         with --check: exit 1 when a prediction is off by more\n"
-        "  --max-error-oversubscribed PCT  the same for topologies with more ranks than\n"
-        "                          cores (default: --max-error)\n"
-        "  --json FILE             also write the prediction as JSON (replaced atomically)\n"
-        "\n"
-        "exit codes: 0 predicted, 1 a --check prediction outside --max-error,\n"
-        "            2 usage error or reports without what the model needs (the message\n"
-        "            names what is missing and the suite to run)\n");
+            "usage: gauntlet predict --from REPORT.json [REPORT.json ...] [--ranks 8,64,512,4096]\n"
+            "                        [options]\n"
+            "\n"
+            "Predicts the data-parallel step time, throughput and strong and weak scaling\n"
+            "efficiency at each rank count from what the reports measured: the compute time\n"
+            "of a train or scaling case (gauntlet run scaling), the collectives' latency and\n"
+            "bandwidth (gauntlet run collectives), and gauntlet's own bucketed, overlapped\n"
+            "all-reduce (or ZeRO-1's reduce-scatter and all-gather). Every figure carries the\n"
+            "interval the measured samples allow. docs/predict.md has the model.\n"
+            "\n"
+            "  --from REPORT...        reports to read (the words after it that are not options)\n"
+            "  --ranks LIST            rank counts to predict (default 8,64,512,4096)\n"
+            "  --case NAME             the train / scaling case to scale (default gpt2-small,\n"
+            "                          else the first one the reports have)\n"
+            "  --global-batch B        strong scaling's global batch (default: the case's)\n"
+            "  --batch-per-rank B      weak scaling's batch per rank (default: the case's on\n"
+            "                          its smallest topology)\n"
+            "  --ranks-per-node K      ranks on one node (default: the most measured on one\n"
+            "                          node without more ranks than cores)\n"
+            "  --cores-per-rank X      host backends: cores a predicted rank has (default:\n"
+            "                          the node's cores / ranks per node)\n"
+            "  --bucket-mb X           all-reduce bucket size (default: the report's, else 25)\n"
+            "  --backward-fraction F   the backward's share of the compute (default 0.667)\n"
+            "  --zero 0|1              predict with or without ZeRO-1 (default: the case's)\n"
+            "  --intra-alpha-us A --intra-beta-gbps B\n"
+            "                          a network that was not measured, inside a node:\n"
+            "                          latency per step (us) and bus bandwidth (GB/s)\n"
+            "  --inter-alpha-us A --inter-beta-gbps B\n"
+            "                          the same between nodes\n"
+            "  --alpha-us A --beta-gbps B  both levels at once (the per-level options win)\n"
+            "  --check                 also predict every measured multi-rank topology from a\n"
+            "                          fit that leaves it out, and print predicted vs measured\n"
+            "  --max-error PCT         with --check: exit 1 when a prediction is off by more\n"
+            "  --max-error-oversubscribed PCT  the same for topologies with more ranks than\n"
+            "                          cores (default: --max-error)\n"
+            "  --json FILE             also write the prediction as JSON (replaced atomically)\n"
+            "\n"
+            "exit codes: 0 predicted, 1 a --check prediction outside --max-error,\n"
+            "            2 usage error or reports without what the model needs (the message\n"
+            "            names what is missing and the suite to run)\n");
 }
 
 /* "8,64,512": positive rank counts */
@@ -186,9 +186,10 @@ int gt_cmd_predict(int argc, char **argv) {
         double pb = l ? o.inter_beta_gbps : o.intra_beta_gbps;
         if (isnan(pa) != isnan(pb)) {
             free(inputs);
-            return gt_usage_error("predict", "--%s-alpha-us goes with --%s-beta-gbps (a network "
-                                             "that was not measured needs both its latency and "
-                                             "its bandwidth)",
+            return gt_usage_error("predict",
+                                  "--%s-alpha-us goes with --%s-beta-gbps (a network "
+                                  "that was not measured needs both its latency and "
+                                  "its bandwidth)",
                                   l ? "inter" : "intra", l ? "inter" : "intra");
         }
     }
@@ -207,7 +208,8 @@ int gt_cmd_predict(int argc, char **argv) {
     gt_report_doc **docs = calloc((size_t)n, sizeof *docs);
     gt_prediction *p = NULL;
     gt_status s = docs ? GT_OK : GT_ERR(GT_ERR_OOM, "no memory");
-    for (int i = 0; i < n && s == GT_OK; i++) s = gt_report_read(inputs[i], NULL, &docs[i]);
+    for (int i = 0; i < n && s == GT_OK; i++)
+        s = gt_report_read(inputs[i], NULL, &docs[i]);
     if (s == GT_OK) s = gt_predict_build(docs, (size_t)n, &o, &p);
     if (s == GT_OK) {
         gt_prediction_print(p, stdout);
@@ -231,7 +233,8 @@ int gt_cmd_predict(int argc, char **argv) {
         }
     }
     gt_prediction_free(p);
-    for (int i = 0; docs && i < n; i++) gt_report_doc_free(docs[i]);
+    for (int i = 0; docs && i < n; i++)
+        gt_report_doc_free(docs[i]);
     free(docs);
     free(inputs);
     return rc;

@@ -29,9 +29,9 @@ typedef struct tpoint {
     const char *path;
     int ranks, nodes, rpn, threads, cores, weak, oversub;
     double batch, b, share;
-    double c[NS];            /* compute ms per step: min, median, max over the steps */
-    double step[NS];         /* measured ms_per_step: min, median, max */
-    double exposed_mid;      /* measured exposed_comm_ms, median */
+    double c[NS];       /* compute ms per step: min, median, max over the steps */
+    double step[NS];    /* measured ms_per_step: min, median, max */
+    double exposed_mid; /* measured exposed_comm_ms, median */
 } tpoint;
 
 /* One collectives row: one size of one result. */
@@ -81,7 +81,7 @@ typedef struct model {
     int compute_ranks[16], n_compute_ranks; /* the rank counts the compute fit used */
     link_fit link[NLEVEL][NCOLL];
     long long n_params;
-    double grad_bytes_per;  /* bytes per gradient element */
+    double grad_bytes_per; /* bytes per gradient element */
     double bucket_bytes;
     double backward_fraction;
     int zero, deterministic, device;
@@ -130,12 +130,14 @@ static void note(gt_prediction *p, const char *fmt, ...) {
 
 static double vmin(const double *v, size_t n) {
     double m = INFINITY;
-    for (size_t i = 0; i < n; i++) m = v[i] < m ? v[i] : m;
+    for (size_t i = 0; i < n; i++)
+        m = v[i] < m ? v[i] : m;
     return m;
 }
 static double vmax(const double *v, size_t n) {
     double m = -INFINITY;
-    for (size_t i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
+    for (size_t i = 0; i < n; i++)
+        m = v[i] > m ? v[i] : m;
     return m;
 }
 
@@ -153,8 +155,7 @@ static double pnum(const gt_report_result *r, const char *k, double dflt) {
 static void layout_of(const gt_report_result *r, int ranks, int *nodes, int *rpn) {
     json_t *l = json_object_get(r->json, "layout");
     int a = 0, b = 0;
-    if (json_is_string(l) && sscanf(json_string_value(l), "%dx%d", &a, &b) == 2 && a > 0 &&
-        b > 0) {
+    if (json_is_string(l) && sscanf(json_string_value(l), "%dx%d", &a, &b) == 2 && a > 0 && b > 0) {
         *nodes = a;
         *rpn = b;
         return;
@@ -235,7 +236,8 @@ static gt_status add_tpoint(gt_prediction *p, gt_report_doc *d, const gt_report_
     double *c = malloc((n ? n : 1) * sizeof *c);
     if (!c) return GT_ERR(GT_ERR_OOM, "no memory");
     int aligned = ex && ex->n_samples == n;
-    for (size_t i = 0; i < n; i++) c[i] = ms->samples[i] - (aligned ? ex->samples[i] : 0);
+    for (size_t i = 0; i < n; i++)
+        c[i] = ms->samples[i] - (aligned ? ex->samples[i] : 0);
     if (n == 0) {
         double v = ms->value - (ex && isfinite(ex->value) ? ex->value : 0);
         t.c[S_LO] = t.c[S_MID] = t.c[S_HI] = v;
@@ -293,8 +295,8 @@ static gt_status add_cpoints(cpoint **cp, size_t *ncp, const gt_report_result *r
     if (level < 0) level = nodes > 1 ? L_INTER : L_INTRA;
     const char *dt = pstr(r, "dtype");
     double es = dt && (strcmp(dt, "bf16") == 0 || strcmp(dt, "fp16") == 0) ? 2
-                : dt && strcmp(dt, "fp64") == 0                         ? 8
-                                                                        : 4;
+                : dt && strcmp(dt, "fp64") == 0                            ? 8
+                                                                           : 4;
     for (size_t i = 0; i < r->n_metrics; i++) {
         const gt_report_metric *m = &r->metrics[i];
         unsigned long long sz;
@@ -325,12 +327,16 @@ static gt_status add_cpoints(cpoint **cp, size_t *ncp, const gt_report_result *r
 /* ---- the link model ------------------------------------------------------ */
 
 /* ring: latency steps and the bus-bandwidth factor (nccl-tests') */
-static double lat_steps(int coll, int n) { return coll == C_AR ? 2.0 * (n - 1) : n - 1.0; }
+static double lat_steps(int coll, int n) {
+    return coll == C_AR ? 2.0 * (n - 1) : n - 1.0;
+}
 static double bw_factor(int coll, int n) {
     return coll == C_AR ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
 }
 
-static int cmp_d(const void *a, const void *b) { return gt_cmp_double(a, b); }
+static int cmp_d(const void *a, const void *b) {
+    return gt_cmp_double(a, b);
+}
 static int cmp_int(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
@@ -338,8 +344,7 @@ static int cmp_int(const void *a, const void *b) {
 
 /* Fits alpha and beta(size) of one collective at one level from the points,
  * leaving out those of a world of `exclude` ranks (0: none). */
-static void fit_link(link_fit *f, const cpoint *cp, size_t ncp, int coll, int level,
-                     int exclude) {
+static void fit_link(link_fit *f, const cpoint *cp, size_t ncp, int coll, int level, int exclude) {
     memset(f, 0, sizeof *f);
     double sizes[MAX_SIZES * 4];
     int ns = 0;
@@ -348,10 +353,12 @@ static void fit_link(link_fit *f, const cpoint *cp, size_t ncp, int coll, int le
         if (c->coll != coll || c->level != level || (exclude && c->world == exclude)) continue;
         f->n_points++;
         int seen = 0;
-        for (int j = 0; j < f->n_ranks_seen; j++) seen |= f->ranks_seen[j] == c->n;
+        for (int j = 0; j < f->n_ranks_seen; j++)
+            seen |= f->ranks_seen[j] == c->n;
         if (!seen && f->n_ranks_seen < 16) f->ranks_seen[f->n_ranks_seen++] = c->n;
         int dup = 0;
-        for (int j = 0; j < ns; j++) dup |= sizes[j] == c->bytes;
+        for (int j = 0; j < ns; j++)
+            dup |= sizes[j] == c->bytes;
         if (!dup && ns < MAX_SIZES * 4) sizes[ns++] = c->bytes;
     }
     if (!f->n_points) return;
@@ -364,7 +371,8 @@ static void fit_link(link_fit *f, const cpoint *cp, size_t ncp, int coll, int le
     /* alpha: the sizes where latency is all there is (<= 4 KiB; at least
      * the three smallest), per point t / L(n), the median */
     int nlat = 0;
-    while (nlat < ns && sizes[nlat] <= 4096) nlat++;
+    while (nlat < ns && sizes[nlat] <= 4096)
+        nlat++;
     if (nlat < 3) nlat = ns < 3 ? ns : 3;
     double *v = malloc((ncp ? ncp : 1) * sizeof *v);
     if (!v) {
@@ -375,8 +383,7 @@ static void fit_link(link_fit *f, const cpoint *cp, size_t ncp, int coll, int le
         size_t k = 0;
         for (size_t i = 0; i < ncp; i++) {
             const cpoint *c = &cp[i];
-            if (c->coll != coll || c->level != level || (exclude && c->world == exclude))
-                continue;
+            if (c->coll != coll || c->level != level || (exclude && c->world == exclude)) continue;
             if (c->bytes <= sizes[nlat - 1]) v[k++] = c->t[s] / lat_steps(coll, c->n);
         }
         f->alpha[s] = k ? gt_median(v, k) : 0;
@@ -455,7 +462,8 @@ static int fit_compute(model *M, const tpoint *tp, size_t n, int exclude, char *
     for (size_t i = 0; i < n; i++) {
         if (tp[i].ranks == exclude || (have_plain && tp[i].oversub)) continue;
         int dup = 0;
-        for (int j = 0; j < ng; j++) dup |= fabs(gb[j] - tp[i].b) < 1e-9;
+        for (int j = 0; j < ng; j++)
+            dup |= fabs(gb[j] - tp[i].b) < 1e-9;
         if (!dup && ng < 16) gb[ng++] = tp[i].b;
     }
     if (ng == 0) {
@@ -467,7 +475,8 @@ static int fit_compute(model *M, const tpoint *tp, size_t n, int exclude, char *
     for (size_t i = 0; i < n; i++) {
         if (tp[i].ranks == exclude || (have_plain && tp[i].oversub)) continue;
         int dup = 0;
-        for (int j = 0; j < M->n_compute_ranks; j++) dup |= M->compute_ranks[j] == tp[i].ranks;
+        for (int j = 0; j < M->n_compute_ranks; j++)
+            dup |= M->compute_ranks[j] == tp[i].ranks;
         if (!dup && M->n_compute_ranks < 16) M->compute_ranks[M->n_compute_ranks++] = tp[i].ranks;
     }
     qsort(M->compute_ranks, (size_t)M->n_compute_ranks, sizeof(int), cmp_int);
@@ -527,8 +536,8 @@ typedef struct step_parts {
     double compute, exposed, other, step; /* ms */
 } step_parts;
 
-static step_parts predict_step(const model *M, int s, int ranks, int nodes, int rpn,
-                               double b, double share) {
+static step_parts predict_step(const model *M, int s, int ranks, int nodes, int rpn, double b,
+                               double share) {
     step_parts r;
     r.compute = (M->a[s] + M->k[s] * b) / share;
     r.exposed = r.other = 0;
@@ -538,7 +547,8 @@ static step_parts predict_step(const model *M, int s, int ranks, int nodes, int 
             /* one fixed binary tree over the whole gradient, after the
              * backward: up and down, log2 n levels each */
             int lv = 0;
-            while ((1 << lv) < ranks) lv++;
+            while ((1 << lv) < ranks)
+                lv++;
             const link_fit *f = &M->link[nodes > 1 ? L_INTER : L_INTRA][C_AR];
             double m = P * es, beta = beta_at(f, s, m);
             r.exposed = 2.0 * lv * (f->alpha[s] + (isfinite(beta) ? m / beta : 0)) * 1e3;
@@ -602,8 +612,10 @@ static void fit_links(gt_prediction *p, model *M, const cpoint *cp, size_t ncp, 
         double ga = l == L_INTRA ? p->opt.intra_alpha_us : p->opt.inter_alpha_us;
         double gbw = l == L_INTRA ? p->opt.intra_beta_gbps : p->opt.inter_beta_gbps;
         for (int c = 0; c < NCOLL; c++) {
-            if (p->given[l]) set_given(&M->link[l][c], ga, gbw);
-            else fit_link(&M->link[l][c], cp, ncp, c, l, exclude);
+            if (p->given[l])
+                set_given(&M->link[l][c], ga, gbw);
+            else
+                fit_link(&M->link[l][c], cp, ncp, c, l, exclude);
         }
         /* a collective not measured borrows the all-reduce's alpha and beta
          * (a ring all-reduce is a reduce-scatter and an all-gather) and the
@@ -720,9 +732,11 @@ static gt_status run_check(gt_prediction *p, const cpoint *cp, size_t ncp) {
         fit_links(p, &M, cp, ncp, t->ranks);
         int l = t->nodes > 1 ? L_INTER : L_INTRA, c = M.zero ? C_RS : C_AR;
         if (M.link[l][c].src == SRC_NONE) {
-            note(p, "check of %d ranks: no collectives result of another rank count to fit "
-                    "the links from (measure collectives on at least two multi-rank "
-                    "topologies, e.g. --topologies 1,2,4)", t->ranks);
+            note(p,
+                 "check of %d ranks: no collectives result of another rank count to fit "
+                 "the links from (measure collectives on at least two multi-rank "
+                 "topologies, e.g. --topologies 1,2,4)",
+                 t->ranks);
             continue;
         }
         crow *r = &p->check[p->n_check++];
@@ -746,16 +760,17 @@ static gt_status run_check(gt_prediction *p, const cpoint *cp, size_t ncp) {
         r->measured_hi = t->step[S_HI];
         r->measured_exposed = t->exposed_mid;
         r->error = (r->step.mid - r->measured_step) / r->measured_step;
-        r->bound = t->oversub && p->opt.max_error_over > 0 ? p->opt.max_error_over
-                                                           : p->opt.max_error;
+        r->bound =
+            t->oversub && p->opt.max_error_over > 0 ? p->opt.max_error_over : p->opt.max_error;
         r->within_bound = !(r->bound > 0) || fabs(r->error) <= r->bound;
         r->within_interval = r->measured_step >= r->step.lo && r->measured_step <= r->step.hi;
         /* which rank counts the fits used */
-        join_ints(r->fitted_compute, sizeof r->fitted_compute, M.compute_ranks,
-                  M.n_compute_ranks);
+        join_ints(r->fitted_compute, sizeof r->fitted_compute, M.compute_ranks, M.n_compute_ranks);
         const link_fit *lf = &M.link[l][c];
-        if (lf->src == SRC_GIVEN) snprintf(r->fitted_links, sizeof r->fitted_links, "given");
-        else join_ints(r->fitted_links, sizeof r->fitted_links, lf->ranks_seen, lf->n_ranks_seen);
+        if (lf->src == SRC_GIVEN)
+            snprintf(r->fitted_links, sizeof r->fitted_links, "given");
+        else
+            join_ints(r->fitted_links, sizeof r->fitted_links, lf->ranks_seen, lf->n_ranks_seen);
     }
     return GT_OK;
 }
@@ -809,8 +824,7 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
                            gt_prediction **out) {
     *out = NULL;
     if (!opt || opt->n_ranks < 0 || opt->n_ranks > GT_PREDICT_MAX_RANKS)
-        return GT_ERR(GT_ERR_INVALID, "between 0 and %d rank counts",
-                      GT_PREDICT_MAX_RANKS);
+        return GT_ERR(GT_ERR_INVALID, "between 0 and %d rank counts", GT_PREDICT_MAX_RANKS);
     for (int l = 0; l < NLEVEL; l++) {
         double a = l ? opt->inter_alpha_us : opt->intra_alpha_us;
         double b = l ? opt->inter_beta_gbps : opt->intra_beta_gbps;
@@ -869,8 +883,9 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
         }
     if (s != GT_OK) goto fail;
     if (!p->n_tp) {
-        s = GT_ERR(GT_ERR_INVALID, "case '%s' has no step time to scale (its results "
-                                   "lack ms_per_step samples or batch): rerun its suite",
+        s = GT_ERR(GT_ERR_INVALID,
+                   "case '%s' has no step time to scale (its results "
+                   "lack ms_per_step samples or batch): rerun its suite",
                    p->case_name);
         goto fail;
     }
@@ -878,8 +893,9 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
     model *M = &p->m;
     M->n_params = (long long)pnum(cr, "num_params", 0);
     if (M->n_params <= 0) {
-        s = GT_ERR(GT_ERR_INVALID, "result '%s' has no num_params (a report of an "
-                                   "older gauntlet): rerun the scaling suite",
+        s = GT_ERR(GT_ERR_INVALID,
+                   "result '%s' has no num_params (a report of an "
+                   "older gauntlet): rerun the scaling suite",
                    p->case_name);
         goto fail;
     }
@@ -905,9 +921,7 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
     const tpoint *weak = NULL;
     for (size_t i = 0; i < p->n_tp; i++)
         if (strcmp(p->tp[i].case_name, twin) == 0) weak = &p->tp[i];
-    p->batch_per_rank = opt->batch_per_rank > 0 ? opt->batch_per_rank
-                        : weak                  ? weak->b
-                                                : first->b;
+    p->batch_per_rank = opt->batch_per_rank > 0 ? opt->batch_per_rank : weak ? weak->b : first->b;
 
     /* ranks per node and the compute share of a rank */
     int rpn = 0;
@@ -961,13 +975,15 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
 
     /* what the prediction assumed, in words */
     if (M->n_groups == 1)
-        note(p, "compute: one batch size per rank measured (%g): a rank's compute taken as "
-                "proportional to its batch",
+        note(p,
+             "compute: one batch size per rank measured (%g): a rank's compute taken as "
+             "proportional to its batch",
              M->group_b[0]);
     if (!p->device)
-        note(p, "compute: host backend: a rank's work is its step time times the cores it "
-                "had (min(threads, cores / ranks on the node)); predicted ranks get %g "
-                "core(s) each, %d rank(s) per node",
+        note(p,
+             "compute: host backend: a rank's work is its step time times the cores it "
+             "had (min(threads, cores / ranks on the node)); predicted ranks get %g "
+             "core(s) each, %d rank(s) per node",
              p->cores_per_rank, p->ranks_per_node);
     for (int c = 0; c < NCOLL; c++)
         if (M->link[L_INTRA][c].src == SRC_BORROWED)
@@ -978,8 +994,9 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
                 "measured intra-node links (--inter-alpha-us / --inter-beta-gbps set it)");
     for (int l = 0; l < NLEVEL; l++)
         if (p->given[l])
-            note(p, "links: %s alpha %g us and beta %g GB/s given on the command line, not "
-                    "measured: a network that was not measured",
+            note(p,
+                 "links: %s alpha %g us and beta %g GB/s given on the command line, not "
+                 "measured: a network that was not measured",
                  g_level_names[l], l ? opt->inter_alpha_us : opt->intra_alpha_us,
                  l ? opt->inter_beta_gbps : opt->intra_beta_gbps);
     if (M->zero)
@@ -990,23 +1007,26 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
         note(p, "--deterministic: the whole gradient summed along a binary tree after the "
                 "backward, not overlapped");
     else
-        note(p, "overlap: %.0f MiB buckets all-reduced one after another as the backward "
-                "(%.0f%% of the compute, gradients appearing evenly) passes them",
+        note(p,
+             "overlap: %.0f MiB buckets all-reduced one after another as the backward "
+             "(%.0f%% of the compute, gradients appearing evenly) passes them",
              M->bucket_bytes / 1048576.0, M->backward_fraction * 100);
 
     p->n_rows = opt->n_ranks;
     for (int i = 0; i < opt->n_ranks; i++) {
         fill_row(p, &p->rows[i], opt->ranks[i]);
         if (!p->rows[i].strong_ok)
-            note(p, "strong scaling needs at least one sample per rank: global batch %g < "
-                    "%d ranks (--global-batch sets it)",
+            note(p,
+                 "strong scaling needs at least one sample per rank: global batch %g < "
+                 "%d ranks (--global-batch sets it)",
                  p->global_batch, opt->ranks[i]);
     }
     if (opt->check && (s = run_check(p, cp, ncp)) != GT_OK) goto fail;
     if (opt->check && p->n_check == 0)
-        note(p, "check: nothing to check: the reports hold no multi-rank result of case "
-                "'%s''s model that could be predicted from the others (measure it on "
-                "topologies 1,2,4)",
+        note(p,
+             "check: nothing to check: the reports hold no multi-rank result of case "
+             "'%s''s model that could be predicted from the others (measure it on "
+             "topologies 1,2,4)",
              p->case_name);
     free(cp);
     *out = p;
@@ -1027,7 +1047,8 @@ void gt_prediction_free(gt_prediction *p) {
 void gt_prediction_check_counts(const gt_prediction *p, int *checked, int *failed) {
     *checked = p->n_check;
     *failed = 0;
-    for (int i = 0; i < p->n_check; i++) *failed += !p->check[i].within_bound;
+    for (int i = 0; i < p->n_check; i++)
+        *failed += !p->check[i].within_bound;
 }
 
 /* ---- output ------------------------------------------------------------------ */
@@ -1038,16 +1059,15 @@ static void fmt_iv(char *b, size_t n, gt_predict_iv v, int prec) {
 
 static void print_link(FILE *f, const char *level, const char *coll, const link_fit *l) {
     if (l->src == SRC_NONE) return;
-    fprintf(f, "  %-10s %-14s %-8s alpha %.3g us [%.3g, %.3g]", level, coll,
-            g_src_names[l->src], l->alpha[S_MID] * 1e6, l->alpha[S_LO] * 1e6,
-            l->alpha[S_HI] * 1e6);
+    fprintf(f, "  %-10s %-14s %-8s alpha %.3g us [%.3g, %.3g]", level, coll, g_src_names[l->src],
+            l->alpha[S_MID] * 1e6, l->alpha[S_LO] * 1e6, l->alpha[S_HI] * 1e6);
     /* beta at the largest size measured: the bandwidth the gradients see */
     double m = l->nsizes ? l->size[l->nsizes - 1] : 1;
     double b[NS];
-    for (int s = 0; s < NS; s++) b[s] = beta_at(l, s, m) * 1e-9;
+    for (int s = 0; s < NS; s++)
+        b[s] = beta_at(l, s, m) * 1e-9;
     gt_predict_iv bi = iv3(b);
-    if (isfinite(bi.mid))
-        fprintf(f, ", beta %.3g GB/s [%.3g, %.3g]", bi.mid, bi.lo, bi.hi);
+    if (isfinite(bi.mid)) fprintf(f, ", beta %.3g GB/s [%.3g, %.3g]", bi.mid, bi.lo, bi.hi);
     if (l->src == SRC_MEASURED || l->src == SRC_BORROWED) {
         fprintf(f, " at %.0f B; from ranks ", m);
         for (int i = 0; i < l->n_ranks_seen; i++)
@@ -1059,15 +1079,19 @@ static void print_link(FILE *f, const char *level, const char *coll, const link_
 void gt_prediction_print(const gt_prediction *p, FILE *f) {
     const model *M = &p->m;
     char a[64], b[64], c[64], d[64];
-    fprintf(f, "prediction for %s (%s, %s, %s, %lld parameters; %s)\n", p->case_name,
-            p->model_name, p->precision, p->backend, M->n_params,
-            M->zero ? "ZeRO-1" : M->deterministic ? "deterministic" : "bucketed all-reduce");
+    fprintf(f, "prediction for %s (%s, %s, %s, %lld parameters; %s)\n", p->case_name, p->model_name,
+            p->precision, p->backend, M->n_params,
+            M->zero            ? "ZeRO-1"
+            : M->deterministic ? "deterministic"
+                               : "bucketed all-reduce");
     fprintf(f, "inputs (median [low, high] of the measured samples):\n");
-    fprintf(f, "  compute per rank: work(b) = %.4g + %.4g x b %s [%.4g + %.4g b, %.4g + %.4g b]"
-               " from batch per rank ",
+    fprintf(f,
+            "  compute per rank: work(b) = %.4g + %.4g x b %s [%.4g + %.4g b, %.4g + %.4g b]"
+            " from batch per rank ",
             M->a[S_MID], M->k[S_MID], p->device ? "ms" : "core-ms", M->a[S_LO], M->k[S_LO],
             M->a[S_HI], M->k[S_HI]);
-    for (int i = 0; i < M->n_groups; i++) fprintf(f, "%s%g", i ? "," : "", M->group_b[i]);
+    for (int i = 0; i < M->n_groups; i++)
+        fprintf(f, "%s%g", i ? "," : "", M->group_b[i]);
     fprintf(f, " (%zu results)\n", p->n_tp);
     for (int l = 0; l < NLEVEL; l++)
         for (int k = 0; k < NCOLL; k++) {
@@ -1075,21 +1099,23 @@ void gt_prediction_print(const gt_prediction *p, FILE *f) {
             print_link(f, g_level_names[l], g_coll_names[k], &M->link[l][k]);
         }
     fprintf(f, "assumptions:\n");
-    for (int i = 0; i < p->n_notes; i++) fprintf(f, "  - %s\n", p->notes[i]);
+    for (int i = 0; i < p->n_notes; i++)
+        fprintf(f, "  - %s\n", p->notes[i]);
     if (p->n_rows) {
-        fprintf(f, "\nstrong scaling: global batch %g; weak scaling: %g per rank "
-                   "(ms per step, %s)\n",
+        fprintf(f,
+                "\nstrong scaling: global batch %g; weak scaling: %g per rank "
+                "(ms per step, %s)\n",
                 p->global_batch, p->batch_per_rank, p->unit);
         fprintf(f, "  %6s %5s  %-34s %-12s %-18s  %-34s %-12s %-18s\n", "ranks", "nodes",
-                "strong step ms [lo, hi]", p->unit, "efficiency", "weak step ms [lo, hi]",
-                p->unit, "efficiency");
+                "strong step ms [lo, hi]", p->unit, "efficiency", "weak step ms [lo, hi]", p->unit,
+                "efficiency");
         for (int i = 0; i < p->n_rows; i++) {
             const prow *r = &p->rows[i];
             if (r->strong_ok) {
                 fmt_iv(a, sizeof a, r->s_step, 4);
                 snprintf(b, sizeof b, "%.4g", r->s_tput.mid);
-                snprintf(c, sizeof c, "%.1f%% [%.0f, %.0f]", r->s_eff.mid * 100,
-                         r->s_eff.lo * 100, r->s_eff.hi * 100);
+                snprintf(c, sizeof c, "%.1f%% [%.0f, %.0f]", r->s_eff.mid * 100, r->s_eff.lo * 100,
+                         r->s_eff.hi * 100);
             } else {
                 snprintf(a, sizeof a, "n/a (batch < ranks)");
                 snprintf(b, sizeof b, "-");
@@ -1100,16 +1126,17 @@ void gt_prediction_print(const gt_prediction *p, FILE *f) {
             snprintf(e, sizeof e, "%.4g", r->w_tput.mid);
             snprintf(g, sizeof g, "%.1f%% [%.0f, %.0f]", r->w_eff.mid * 100, r->w_eff.lo * 100,
                      r->w_eff.hi * 100);
-            fprintf(f, "  %6d %5d  %-34s %-12s %-18s  %-34s %-12s %-18s\n", r->ranks, r->nodes,
-                    a, b, c, d, e, g);
+            fprintf(f, "  %6d %5d  %-34s %-12s %-18s  %-34s %-12s %-18s\n", r->ranks, r->nodes, a,
+                    b, c, d, e, g);
         }
         fprintf(f, "  (step = compute + exposed communication + other collectives; "
                    "--json has each part)\n");
     }
     if (p->opt.check) {
-        fprintf(f, "\ncheck: each measured topology of %s predicted from the others' results "
-                   "(compute and collectives of that rank count left out; c: the rank counts "
-                   "the compute was fitted from, l: the links)\n",
+        fprintf(f,
+                "\ncheck: each measured topology of %s predicted from the others' results "
+                "(compute and collectives of that rank count left out; c: the rank counts "
+                "the compute was fitted from, l: the links)\n",
                 p->case_name);
         fprintf(f, "  %-18s %5s %-16s %-26s %-10s %8s %-8s %-16s\n", "case", "ranks",
                 "fit from ranks", "predicted ms [lo, hi]", "measured", "error", "bound",
@@ -1121,9 +1148,9 @@ void gt_prediction_print(const gt_prediction *p, FILE *f) {
             fmt_iv(a, sizeof a, r->step, 4);
             snprintf(b, sizeof b, "%.0f%%", r->bound * 100);
             fprintf(f, "  %-18s %5d %-16s %-26s %-10.4g %+7.1f%% %-8s %.3g/%.3g%s%s\n",
-                    r->case_name, r->ranks, fit, a, r->measured_step,
-                    r->error * 100, r->bound > 0 ? b : "-", r->exposed.mid,
-                    r->measured_exposed, r->oversub ? "  oversubscribed" : "",
+                    r->case_name, r->ranks, fit, a, r->measured_step, r->error * 100,
+                    r->bound > 0 ? b : "-", r->exposed.mid, r->measured_exposed,
+                    r->oversub ? "  oversubscribed" : "",
                     r->within_bound ? "" : "  OUTSIDE THE BOUND");
         }
         int checked, failed;
@@ -1153,7 +1180,8 @@ static json_t *jlink(const link_fit *l) {
     json_t *sz = json_array();
     for (int j = 0; j < l->nsizes; j++) {
         double bb[NS];
-        for (int s = 0; s < NS; s++) bb[s] = l->beta[s][j] * 1e-9;
+        for (int s = 0; s < NS; s++)
+            bb[s] = l->beta[s][j] * 1e-9;
         if (!isfinite(bb[S_MID])) continue;
         json_t *e = jiv(iv3(bb));
         json_object_set_new(e, "bytes", json_real(l->size[j]));
@@ -1161,7 +1189,8 @@ static json_t *jlink(const link_fit *l) {
     }
     json_object_set_new(o, "beta_gbps_per_size", sz);
     json_t *rk = json_array();
-    for (int i = 0; i < l->n_ranks_seen; i++) json_array_append_new(rk, json_integer(l->ranks_seen[i]));
+    for (int i = 0; i < l->n_ranks_seen; i++)
+        json_array_append_new(rk, json_integer(l->ranks_seen[i]));
     json_object_set_new(o, "ranks", rk);
     return o;
 }
@@ -1177,9 +1206,10 @@ static json_t *prediction_json(const gt_prediction *p) {
     json_object_set_new(o, "unit", json_string(p->unit));
     json_object_set_new(o, "units_per_sample", json_real(p->units_per_sample));
     json_object_set_new(o, "num_params", json_integer(M->n_params));
-    json_object_set_new(o, "mode", json_string(M->zero ? "zero1" : M->deterministic
-                                                                        ? "deterministic"
-                                                                        : "bucketed"));
+    json_object_set_new(o, "mode",
+                        json_string(M->zero            ? "zero1"
+                                    : M->deterministic ? "deterministic"
+                                                       : "bucketed"));
     json_object_set_new(o, "global_batch", json_real(p->global_batch));
     json_object_set_new(o, "batch_per_rank", json_real(p->batch_per_rank));
     json_object_set_new(o, "ranks_per_node", json_integer(p->ranks_per_node));
@@ -1196,8 +1226,8 @@ static json_t *prediction_json(const gt_prediction *p) {
     static const char *const sn[NS] = {"low", "median", "high"};
     json_t *sc = json_object();
     for (int s = 0; s < NS; s++)
-        json_object_set_new(sc, sn[s], json_pack("{s:f,s:f}", "fixed", M->a[s], "per_sample",
-                                                 M->k[s]));
+        json_object_set_new(sc, sn[s],
+                            json_pack("{s:f,s:f}", "fixed", M->a[s], "per_sample", M->k[s]));
     json_object_set_new(comp, "scenarios", sc);
     json_t *pts = json_array();
     for (size_t i = 0; i < p->n_tp; i++) {
@@ -1217,13 +1247,15 @@ static json_t *prediction_json(const gt_prediction *p) {
     json_t *links = json_object();
     for (int l = 0; l < NLEVEL; l++) {
         json_t *lv = json_object();
-        for (int c = 0; c < NCOLL; c++) json_object_set_new(lv, g_coll_names[c], jlink(&M->link[l][c]));
+        for (int c = 0; c < NCOLL; c++)
+            json_object_set_new(lv, g_coll_names[c], jlink(&M->link[l][c]));
         json_object_set_new(links, g_level_names[l], lv);
     }
     json_object_set_new(in, "links", links);
     json_object_set_new(o, "inputs", in);
     json_t *notes = json_array();
-    for (int i = 0; i < p->n_notes; i++) json_array_append_new(notes, json_string(p->notes[i]));
+    for (int i = 0; i < p->n_notes; i++)
+        json_array_append_new(notes, json_string(p->notes[i]));
     json_object_set_new(o, "assumptions", notes);
     json_t *rows = json_array();
     for (int i = 0; i < p->n_rows; i++) {

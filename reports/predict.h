@@ -44,14 +44,14 @@ enum { GT_PREDICT_MAX_RANKS = 64 };
 typedef struct gt_predict_options {
     int ranks[GT_PREDICT_MAX_RANKS]; /* the rank counts to predict */
     int n_ranks;
-    const char *case_name;   /* the train / scaling case; NULL: gpt2-small, else the first */
-    double global_batch;     /* strong scaling's global batch; 0: the case's */
-    double batch_per_rank;   /* weak scaling's batch per rank; 0: the case's */
-    int ranks_per_node;      /* 0: from the reports */
-    double cores_per_rank;   /* host backends; 0: this node's cores / ranks per node */
-    double bucket_mb;        /* 0: the report's bucket_mb, else 25 (engine/dp.c) */
+    const char *case_name;    /* the train / scaling case; NULL: gpt2-small, else the first */
+    double global_batch;      /* strong scaling's global batch; 0: the case's */
+    double batch_per_rank;    /* weak scaling's batch per rank; 0: the case's */
+    int ranks_per_node;       /* 0: from the reports */
+    double cores_per_rank;    /* host backends; 0: this node's cores / ranks per node */
+    double bucket_mb;         /* 0: the report's bucket_mb, else 25 (engine/dp.c) */
     double backward_fraction; /* of a step's compute; 0: 2/3 */
-    int zero;                /* -1: the case's; 0 or 1 */
+    int zero;                 /* -1: the case's; 0 or 1 */
     /* a network that was not measured: NAN = use the measurement */
     double intra_alpha_us, intra_beta_gbps, inter_alpha_us, inter_beta_gbps;
     /* the check: every measured multi-rank topology of the model predicted

@@ -35,9 +35,13 @@ static void add(const char *fmt, ...) {
 }
 
 /* compute of a step with b samples per rank, ms */
-static double compute_ms(double b) { return 10 + 2 * b; }
+static double compute_ms(double b) {
+    return 10 + 2 * b;
+}
 /* the ring all-reduce of m bytes on n ranks, s */
-static double ar_s(double m, int n) { return ALPHA * 2 * (n - 1) + m * 2.0 * (n - 1) / n / BETA; }
+static double ar_s(double m, int n) {
+    return ALPHA * 2 * (n - 1) + m * 2.0 * (n - 1) / n / BETA;
+}
 
 static void train_result(int first, const char *name, int ranks, int batch, double exposed_ms) {
     double b = (double)batch / ranks, step = compute_ms(b) + exposed_ms;
@@ -46,8 +50,10 @@ static void train_result(int first, const char *name, int ranks, int batch, doub
         " \"batch\": %d, \"seq\": 4, \"ranks\": %d, \"threads\": 1, \"num_params\": %.0f,"
         " \"zero\": 0, \"deterministic\": 0}, \"checks\": [], \"metrics\": {"
         "\"tokens_per_s\": {\"value\": %g, \"better\": \"higher\"},"
-        "\"ms_per_step\": {\"value\": %.9g, \"better\": \"lower\", \"samples\": [%.9g, %.9g, %.9g]},"
-        "\"exposed_comm_ms\": {\"value\": %.9g, \"better\": \"lower\", \"samples\": [%.9g, %.9g, %.9g]}}}",
+        "\"ms_per_step\": {\"value\": %.9g, \"better\": \"lower\", \"samples\": [%.9g, %.9g, "
+        "%.9g]},"
+        "\"exposed_comm_ms\": {\"value\": %.9g, \"better\": \"lower\", \"samples\": [%.9g, %.9g, "
+        "%.9g]}}}",
         first ? "" : ",", name, ranks, batch, ranks, NPARAMS, batch * 4 / step * 1e3, step, step,
         step, step, exposed_ms, exposed_ms, exposed_ms, exposed_ms);
 }
@@ -57,8 +63,8 @@ static void train_result(int first, const char *name, int ranks, int batch, doub
 static void coll_scoped(int n, const char *scope, const char *layout, double alpha, double beta) {
     add(",{\"suite\": \"collectives\", \"case\": \"%sallreduce/fp32/sum\", \"topology\": \"%d\","
         "%s%s%s \"backend\": \"mpi\", \"status\": \"pass\", \"params\": {\"dtype\": \"fp32\","
-        " \"in_place\": 1}, \"checks\": [], \"metrics\": {", scope, n,
-        layout ? " \"layout\": \"" : "", layout ? layout : "", layout ? "\"," : "");
+        " \"in_place\": 1}, \"checks\": [], \"metrics\": {",
+        scope, n, layout ? " \"layout\": \"" : "", layout ? layout : "", layout ? "\"," : "");
     for (double m = 8; m <= 1048576; m *= 2) {
         double us = (alpha * 2 * (n - 1) + m * 2.0 * (n - 1) / n / beta) * 1e6;
         add("%s\"time_%.0f\": {\"value\": %.9g, \"better\": \"lower\", \"samples\": [%.9g, %.9g]}",
@@ -70,7 +76,8 @@ static void coll_scoped(int n, const char *scope, const char *layout, double alp
 static void coll_result(int n) {
     add(",{\"suite\": \"collectives\", \"case\": \"allreduce/fp32/sum\", \"topology\": \"%d\","
         " \"backend\": \"mpi\", \"status\": \"pass\", \"params\": {\"dtype\": \"fp32\","
-        " \"in_place\": 1}, \"checks\": [], \"metrics\": {", n);
+        " \"in_place\": 1}, \"checks\": [], \"metrics\": {",
+        n);
     for (double m = 8; m <= 1048576; m *= 2) {
         double us = ar_s(m, n) * 1e6;
         add("%s\"time_%.0f\": {\"value\": %.9g, \"better\": \"lower\", \"samples\": [%.9g, %.9g]}",
@@ -94,8 +101,9 @@ static gt_report_doc *make(int with_train, int with_coll) {
         first = 0;
     }
     if (with_coll) {
-        if (first) add("{\"suite\": \"health\", \"case\": \"x\", \"topology\": \"1\", \"backend\": "
-                       "\"cpu\", \"status\": \"pass\", \"checks\": [], \"metrics\": {}}");
+        if (first)
+            add("{\"suite\": \"health\", \"case\": \"x\", \"topology\": \"1\", \"backend\": "
+                "\"cpu\", \"status\": \"pass\", \"checks\": [], \"metrics\": {}}");
         coll_result(2);
         coll_result(4);
     }
@@ -124,8 +132,10 @@ static double path(json_t *j, const char *p) {
     snprintf(buf, sizeof buf, "%s", p);
     json_t *cur = j;
     for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, ".")) {
-        if (json_is_array(cur)) cur = json_array_get(cur, (size_t)atoi(tok));
-        else cur = json_object_get(cur, tok);
+        if (json_is_array(cur))
+            cur = json_array_get(cur, (size_t)atoi(tok));
+        else
+            cur = json_object_get(cur, tok);
     }
     return json_is_number(cur) ? json_number_value(cur) : NAN;
 }
@@ -169,8 +179,10 @@ int main(void) {
     /* weak: the twin's 8 per rank */
     near(path(j, "predictions.0.weak.compute_ms.mid"), compute_ms(8), 0.005, "weak compute");
     near(path(j, "predictions.0.weak.throughput.mid"),
-         8 * 8 * 4 / ((compute_ms(8) + path(j, "predictions.0.weak.exposed_comm_ms.mid") +
-                       path(j, "predictions.0.weak.other_comm_ms.mid")) * 1e-3),
+         8 * 8 * 4 /
+             ((compute_ms(8) + path(j, "predictions.0.weak.exposed_comm_ms.mid") +
+               path(j, "predictions.0.weak.other_comm_ms.mid")) *
+              1e-3),
          0.001, "weak tokens/s");
     json_decref(j);
 
@@ -211,12 +223,13 @@ int main(void) {
     o.intra_alpha_us = 1;
     o.intra_beta_gbps = 100;
     j = predict(d, &o);
-    near(path(j, "predictions.0.strong.exposed_comm_ms.mid"),
-         (1e-6 * 14 + G * 1.75 / 100e9) * 1e3, 0.001, "given alpha and beta");
-    json_t *src = json_object_get(json_object_get(json_object_get(json_object_get(
-                                      json_object_get(j, "inputs"), "links"), "intra_node"),
-                                      "allreduce"),
-                                  "source");
+    near(path(j, "predictions.0.strong.exposed_comm_ms.mid"), (1e-6 * 14 + G * 1.75 / 100e9) * 1e3,
+         0.001, "given alpha and beta");
+    json_t *src = json_object_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(j, "inputs"), "links"), "intra_node"),
+            "allreduce"),
+        "source");
     CHECK(json_is_string(src) && strcmp(json_string_value(src), "given") == 0,
           "a given network is not marked given");
     json_decref(j);
@@ -253,10 +266,11 @@ int main(void) {
     near(path(j, "inputs.links.inter_node.allreduce.beta_gbps.mid"), 1, 0.002, "inter beta");
     near(path(j, "predictions.0.strong.exposed_comm_ms.mid"), want * 1e3, 0.01,
          "two levels, inter-node measured");
-    src = json_object_get(json_object_get(json_object_get(json_object_get(
-                              json_object_get(j, "inputs"), "links"), "inter_node"),
-                              "allreduce"),
-                          "source");
+    src = json_object_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(j, "inputs"), "links"), "inter_node"),
+            "allreduce"),
+        "source");
     CHECK(json_is_string(src) && strcmp(json_string_value(src), "measured") == 0,
           "the inter-node link is not marked measured");
     json_decref(j);
@@ -274,9 +288,9 @@ int main(void) {
           json_array_size(ck));
     if (json_array_size(ck) == 1) {
         json_t *r = json_array_get(ck, 0);
-        CHECK(json_integer_value(json_object_get(r, "ranks")) == 2, "check of the wrong rank count");
-        CHECK(strcmp(json_string_value(json_object_get(r, "compute_fitted_from_ranks")), "1") ==
-                  0,
+        CHECK(json_integer_value(json_object_get(r, "ranks")) == 2,
+              "check of the wrong rank count");
+        CHECK(strcmp(json_string_value(json_object_get(r, "compute_fitted_from_ranks")), "1") == 0,
               "the check's compute fit: %s, want 1",
               json_string_value(json_object_get(r, "compute_fitted_from_ranks")));
         CHECK(strcmp(json_string_value(json_object_get(r, "links_fitted_from_ranks")), "4") == 0,
