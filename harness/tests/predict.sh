@@ -21,7 +21,8 @@
 #     more), not this machine's scheduler.
 # A measurement disturbed by another process is remeasured once before the
 # test fails; on a machine already busy when the test starts (other processes
-# runnable on at least half the cores) the check is skipped (77), not judged.
+# runnable on at least half the cores) the check is skipped (77), not judged
+# (GT_PREDICT_JUDGE_BUSY=1 judges it anyway).
 # The pages (hand-made and measured) are drawn in headless Chromium when
 # /usr/bin/chromium is there: the "Scaling prediction" section with its table,
 # chart, check and inputs, no script error; a page whose reports lack the
@@ -159,7 +160,8 @@ fi
 # Other processes on the cores move one topology's time and not another's by
 # more than the bounds (on the shared 2-core machine with 10-15 runnable
 # processes: the 2-rank step measured 1x to 2x the 1-rank step from one run to
-# the next): no verdict when, before we start, other processes keep at least
+# the next; the kernel shares the cores between sessions, so a busy neighbour
+# leaves 2 ranks the CPU of 1): no verdict when, before we start, other processes keep at least
 # half the cores busy (the median of 10 readings of the runnable count in
 # /proc/loadavg over 2 s, less the reader itself; the 1-minute load average
 # would still count the test that ran before this one).
@@ -169,7 +171,7 @@ others=$(for i in 1 2 3 4 5 6 7 8 9 10; do
     echo $((${r%/*} - 1))
     sleep 0.2
 done | sort -n | sed -n 5p)
-if [ $((others * 2)) -ge "$cores" ]; then
+if [ $((others * 2)) -ge "$cores" ] && [ -z "${GT_PREDICT_JUDGE_BUSY:-}" ]; then
     echo "skip: the machine is busy ($others other runnable processes on $cores cores): their"
     echo "      timing, not the model's, would decide the check; rerun when it is idle"
     [ "$fails" -ne 0 ] && exit 1
