@@ -161,8 +161,8 @@ fi
 # more than the bounds (on the shared 2-core machine with 10-15 runnable
 # processes: the 2-rank step measured 1x to 2x the 1-rank step from one run to
 # the next; the kernel shares the cores between sessions, so a busy neighbour
-# leaves 2 ranks the CPU of 1): no verdict when, before we start, other processes keep at least
-# half the cores busy (the median of 10 readings of the runnable count in
+# leaves 2 ranks the CPU of 1): no verdict when, before we start, other
+# processes keep at least half the cores busy (the median of 10 readings of the runnable count in
 # /proc/loadavg over 2 s, less the reader itself; the 1-minute load average
 # would still count the test that ran before this one).
 cores=$(nproc)
