@@ -634,7 +634,7 @@ int gt_cmd_train(int argc, char **argv) {
             if (s == GT_ERR_COMM || s == GT_ERR_TIMEOUT) {
                 /* the job broke (a peer, the network): what was planned did not run */
                 char why[1200];
-                snprintf(why, sizeof why, "the job broke in topology %d: %s", N, gt_last_error());
+                snprintf(why, sizeof why, "the job broke on %d rank(s): %s", N, gt_last_error());
                 gt_report_set_incomplete(rep, why);
             } else if (ti == ntopos - 1 || s != GT_OK) {
                 /* every topology ran, or an error that ends the run as planned
