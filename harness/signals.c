@@ -22,9 +22,12 @@ static const struct {
 enum { NSIGS = sizeof g_sigs / sizeof g_sigs[0] };
 
 static int g_pipe[2] = {-1, -1};
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* guards g_rep and g_started */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* guards everything below */
 static struct gt_report *g_rep;
 static int g_started;
+static pthread_t g_thread;
+static struct sigaction g_prev[NSIGS];
+static int g_installed[NSIGS];
 
 /* The only thing done in signal context: write(2) is async-signal-safe. */
 static void on_signal(int sig) {
@@ -50,6 +53,7 @@ static void *signal_main(void *arg) {
         if (n < 0 && errno == EINTR) continue;
         return NULL;
     }
+    if (b == 0) return NULL; /* stop(): the command is over */
     int sig = b;
     /* held until the process ends: the report cannot be freed under us, and
      * no later registration can start another write */
@@ -86,14 +90,7 @@ static int start(void) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t ta;
-    pthread_t t;
-    int ok = pthread_attr_init(&ta) == 0;
-    if (ok) {
-        pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
-        ok = pthread_create(&t, &ta, signal_main, NULL) == 0;
-        pthread_attr_destroy(&ta);
-    }
+    int ok = pthread_create(&g_thread, NULL, signal_main, NULL) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!ok) {
         close(g_pipe[0]);
@@ -102,22 +99,53 @@ static int start(void) {
         return 0;
     }
     for (int i = 0; i < NSIGS; i++) {
-        struct sigaction sa, prev;
-        if (sigaction(g_sigs[i].sig, NULL, &prev) != 0 || prev.sa_handler == SIG_IGN) continue;
+        struct sigaction sa;
+        g_installed[i] = 0;
+        if (sigaction(g_sigs[i].sig, NULL, &g_prev[i]) != 0 || g_prev[i].sa_handler == SIG_IGN)
+            continue;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = SA_RESTART; /* the run's own system calls go on */
-        sigaction(g_sigs[i].sig, &sa, NULL);
+        g_installed[i] = sigaction(g_sigs[i].sig, &sa, NULL) == 0;
     }
     return 1;
 }
 
+/* The handlers as they were, then the thread ended and joined (a thread
+ * left running at exit would keep its memory: valgrind's "possibly lost").
+ * A signal that came before the handlers went is handled as usual: the
+ * thread reads its byte before the stop byte. */
+static void stop(void) {
+    for (int i = 0; i < NSIGS; i++)
+        if (g_installed[i]) sigaction(g_sigs[i].sig, &g_prev[i], NULL);
+    unsigned char zero = 0;
+    ssize_t w;
+    do {
+        w = write(g_pipe[1], &zero, 1);
+    } while (w < 0 && errno == EINTR);
+    pthread_join(g_thread, NULL);
+    close(g_pipe[0]);
+    close(g_pipe[1]);
+    g_pipe[0] = g_pipe[1] = -1;
+}
+
 int gt_signals_report(struct gt_report *rep) {
     pthread_mutex_lock(&g_mu);
-    if (!g_started) g_started = start() ? 1 : -1;
-    g_rep = g_started > 0 ? rep : NULL;
-    int ok = g_started > 0;
+    int ok = 1;
+    if (rep) {
+        if (!g_started) g_started = start() ? 1 : -1;
+        ok = g_started > 0;
+        g_rep = ok ? rep : NULL;
+        pthread_mutex_unlock(&g_mu);
+        return ok;
+    }
+    g_rep = NULL;
+    int running = g_started > 0;
+    g_started = 0;
+    /* unlocked: a signal being handled takes the mutex (and then ends the
+     * process) before the thread can read the stop byte */
     pthread_mutex_unlock(&g_mu);
+    if (running) stop();
     return ok;
 }

@@ -18,10 +18,12 @@
 
 struct gt_report;
 
-/* Installs the handlers and starts the thread (the first call only), and
- * makes rep (NULL: none, e.g. a rank that writes no report) the report a
- * signal marks. Call with NULL before freeing the report. Returns 0 when
- * the thread could not be started (then signals act as they always did). */
+/* rep not NULL: installs the handlers and starts the thread (unless they
+ * are), and makes rep the report a signal marks (a rank that writes no
+ * report passes its report without a path: the signal then only ends the
+ * process, as it always did). NULL: the handlers as they were before and
+ * the thread ended; call it before freeing the report. Returns 0 when the
+ * thread could not be started (then signals act as they always did). */
 int gt_signals_report(struct gt_report *rep);
 
 #endif

@@ -469,7 +469,17 @@ static void set_completeness(json_t *summary, int complete, const char *reason, 
         return;
     }
     json_t *inc = json_object();
-    json_object_set_new(inc, "reason", json_string(reason ? reason : DEFAULT_REASON));
+    json_t *why = json_string(reason ? reason : DEFAULT_REASON);
+    if (!why) {
+        /* a message with a path that is not UTF-8 must not cost the reason:
+         * its bytes past ASCII become '?' */
+        char buf[1200];
+        snprintf(buf, sizeof buf, "%s", reason);
+        for (char *c = buf; *c; c++)
+            if ((unsigned char)*c >= 0x80) *c = '?';
+        why = json_string(buf);
+    }
+    json_object_set_new(inc, "reason", why);
     json_object_set_new(summary, "incomplete", inc);
 }
 

@@ -234,8 +234,11 @@ int main(int argc, char **argv) {
         NEED(why && strstr(why, want_reason), "summary.incomplete.reason '%s' lacks '%s'",
              why ? why : "(none)", want_reason);
     }
+    if (!problems && json_is_false(complete))
+        printf("report_check: %s is valid, incomplete: %s\n", argv[1],
+               json_string_value(get(sum, "incomplete.reason")));
+    else if (!problems)
+        printf("report_check: %s is valid\n", argv[1]);
     json_decref(root);
-    if (problems) return 1;
-    printf("report_check: %s is valid\n", argv[1]);
-    return 0;
+    return problems ? 1 : 0;
 }
