@@ -13,6 +13,7 @@
 #include "engine/timer.h"
 #include "gt_config.h"
 #include "harness/cli.h"
+#include "harness/signals.h"
 #include "kernels/registry.h"
 #include "reports/compare.h"
 #include "reports/report.h"
@@ -542,6 +543,8 @@ int gt_cmd_run(int argc, char **argv) {
         gt_comm_free(comm);
         return gt_fail("run", s);
     }
+    /* SIGTERM / SIGINT: the report marked incomplete with the signal (signals.h) */
+    gt_signals_report(rep);
     gt_env env;
     int have_env = 0;
     if (rank == 0) {
@@ -573,6 +576,7 @@ int gt_cmd_run(int argc, char **argv) {
     if (s != GT_OK || bad) {
         int rc = s != GT_OK ? gt_fail("run", s) : GT_EXIT_USAGE;
         if (have_env) gt_env_release(&env);
+        gt_signals_report(NULL);
         gt_report_free(rep);
         gt_comm_free(comm);
         return rc;
@@ -681,6 +685,14 @@ int gt_cmd_run(int argc, char **argv) {
             rc = GT_EXIT_USAGE;
         }
     }
+    /* the plan ran to its end, or a communicator failure stopped it */
+    if (s == GT_OK) {
+        gt_report_finish(rep);
+    } else {
+        char why[1200];
+        snprintf(why, sizeof why, "stopped early: %s", gt_last_error());
+        gt_report_set_incomplete(rep, why);
+    }
     if (path && gt_report_write(rep) != GT_OK) {
         fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
         rc = GT_EXIT_USAGE;
@@ -725,6 +737,7 @@ int gt_cmd_run(int argc, char **argv) {
         gt_compare_free(cmp);
     }
     if (have_env) gt_env_release(&env);
+    gt_signals_report(NULL);
     gt_report_free(rep);
     gt_comm_free(comm);
     return rc;

@@ -167,8 +167,11 @@ typedef struct gt_compare gt_compare;
  * says what is wrong with which file, where, and what to do):
  * GT_ERR_IO a file cannot be read, or a directory holds no .json report;
  * GT_ERR_INVALID not JSON or not a valid report (reports/read.h: a
- * schema_version newer than GT_REPORT_SCHEMA_VERSION among others), or a
- * selection (suites, metrics) that names nothing in either report. */
+ * schema_version newer than GT_REPORT_SCHEMA_VERSION among others), a
+ * selection (suites, metrics) that names nothing in either report, or an
+ * incomplete BASE report (summary.complete false: its run did not finish;
+ * the message names the file and its reason). An incomplete NEW report is
+ * compared, and NEW must not ship (counts.incomplete_new). */
 gt_status gt_compare_files(const char *base_path, const char *new_path,
                            const gt_compare_options *opt, gt_compare **out);
 void gt_compare_free(gt_compare *c);
@@ -188,6 +191,8 @@ typedef struct gt_compare_counts {
     int only_base;                       /* in BASE only, not passing there (informational) */
     int only_new;                        /* in NEW only (informational) */
     int matched;                         /* results in both */
+    int incomplete_new;                  /* NEW reports whose run did not finish
+                                            (summary.complete false): NEW must not ship */
     int fingerprint_diffs;
 } gt_compare_counts;
 

@@ -7,6 +7,11 @@
  * directory, fsync, rename), so a run that dies leaves the last complete
  * report, never a torn one; a destination that cannot be written is an
  * error that leaves the previous file intact.
+ *
+ * A report is incomplete from its first write until gt_report_finish:
+ * summary.complete false, summary.ok false and summary.incomplete.reason
+ * saying why where it is known (docs/report-schema.md, "Incomplete
+ * reports"), so that a run killed mid-way never reads as a passing one.
  */
 #ifndef GT_REPORT_H
 #define GT_REPORT_H
@@ -113,13 +118,52 @@ void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stat
  * Replaces an earlier call's. Both NULL: nothing is written. */
 void gt_result_telemetry(gt_result *res, const gt_gpu_sample *start, const gt_gpu_sample *end);
 
+/* Empties res for a fresh record of the same case (suite, case, topology
+ * and backend stay; status pass; no params, checks, metrics or series):
+ * a case rewritten as it goes replaces its state so far. */
+void gt_result_reset(gt_result *res);
+
+/* Removes key from res's section ("params", "metrics", ...; NULL: the
+ * result itself). Absent: nothing happens. */
+void gt_result_remove(gt_result *res, const char *section, const char *key);
+
+/* Marks res as the state so far of a case that has not finished:
+ * "partial": true, status error with message (how far it got), so that a
+ * report left by a killed run counts it as not passed. */
+void gt_result_set_partial(gt_result *res, const char *message);
+/* 1 when res was marked by gt_result_set_partial (and not reset since). */
+int gt_result_is_partial(const gt_result *res);
+
 /* The results added so far, in order (for hooks that annotate the results a
  * suite added since they last looked). at: NULL past the end. */
 size_t gt_report_result_count(const gt_report *r);
 gt_result *gt_report_result_at(gt_report *r, size_t i);
 
-/* Writes the report now (summary recomputed, end time = now). */
+/* Writes the report now (summary recomputed, end time = now). Until
+ * gt_report_finish the file says it is incomplete. After
+ * gt_report_write_interrupted it writes nothing and returns GT_OK. */
 gt_status gt_report_write(gt_report *r);
+
+/* The run has ended as planned (whatever its results): the next write says
+ * summary.complete true, and summary.ok is the results' verdict. */
+void gt_report_finish(gt_report *r);
+
+/* The run will not finish; reason (copied; NULL: the default, "not
+ * finished ...") is what the next write gives as summary.incomplete.reason.
+ * Undoes gt_report_finish. */
+void gt_report_set_incomplete(gt_report *r, const char *reason);
+
+/* For a thread other than the one building the report (a signal's): the
+ * file is written once more, from the text of the last gt_report_write
+ * (never from the document under construction), marked incomplete with
+ * reason unless the last write already gave a reason of its own (the first
+ * cause known wins); then the report is sealed: later writes do nothing.
+ * Nothing is done when the last write was of a finished report, or when
+ * there was none; *written (may be NULL) says whether the file was written.
+ * Safe to call while the building thread writes: the two never interleave.
+ * The file is replaced atomically but not fsynced (the process is about to
+ * end, not the machine). */
+gt_status gt_report_write_interrupted(gt_report *r, const char *reason, int *written);
 
 /* "suite/case (topology N, backend)", owned by the result. */
 const char *gt_result_label(gt_result *res);
