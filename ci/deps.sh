@@ -15,7 +15,8 @@ packages=(build-essential cmake pkg-config libjansson-dev
           clang libclang-rt-dev valgrind)
 # the run history (reports/history.h, docs/history.md): optional to CMake
 # (GT_WITH_SQLITE), installed here so that `make run` records into reports/history.db
-packages+=(libsqlite3-dev)
+# and python3 (standard library only) reads the history page's screenshot in its test
+packages+=(libsqlite3-dev python3)
 
 missing=()
 for p in "${packages[@]}"; do
