@@ -385,6 +385,9 @@ gt_status gt_history_open(const char *path, int create, gt_history **out) {
             if (rc == SQLITE_ROW) rc = SQLITE_OK;
         }
         sqlite3_finalize(st);
+        /* NORMAL in WAL mode: a commit survives the process dying (kill -9);
+         * a power cut may lose the last commits but never leaves a half one */
+        if (rc == SQLITE_OK) rc = exec(h, "PRAGMA synchronous = NORMAL");
         if (rc != SQLITE_OK) s = db_err(h, rc, "switching it to WAL mode");
         else if (uv == 0) s = init_schema(h);
     }
