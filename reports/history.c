@@ -1174,13 +1174,25 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     return GT_OK;
 }
 
+/* 1 when another series differs from s only in its params: they tell the two apart. */
+static int params_needed(const gt_history_series *ser, size_t n, size_t i) {
+    const gt_history_series *s = &ser[i];
+    for (size_t j = 0; j < n; j++)
+        if (j != i && !strcmp(ser[j].suite, s->suite) && !strcmp(ser[j].case_name, s->case_name) &&
+            !strcmp(ser[j].topology, s->topology) && !strcmp(ser[j].backend, s->backend) &&
+            !strcmp(ser[j].metric, s->metric))
+            return 1;
+    return 0;
+}
+
 void gt_history_print_series(const gt_history_series *ser, size_t n, FILE *out) {
     for (size_t i = 0; i < n; i++) {
         const gt_history_series *s = &ser[i];
+        int show = strcmp(s->params, "{}") != 0 && params_needed(ser, n, i);
         fprintf(out, "%s%s/%s on %s rank(s), backend %s%s%s: %s (%s, %s is better), %zu run%s, "
                      "%zu change point%s\n",
                 i ? "\n" : "", s->suite, s->case_name, s->topology, s->backend,
-                strcmp(s->params, "{}") ? ", params " : "", strcmp(s->params, "{}") ? s->params : "",
+                show ? ", params " : "", show ? s->params : "",
                 s->metric, s->unit[0] ? s->unit : "no unit", s->higher_better ? "higher" : "lower",
                 s->n, s->n == 1 ? "" : "s", s->ncp, s->ncp == 1 ? "" : "s");
         fprintf(out, "  %5s  %-20s  %12s  %12s  %12s  %6s\n", "run", "start (UTC)", "level",
