@@ -95,6 +95,7 @@ int gt_cmd_env(int argc, char **argv);
 int gt_cmd_data(int argc, char **argv);
 int gt_cmd_compare(int argc, char **argv);
 int gt_cmd_report(int argc, char **argv);
+int gt_cmd_predict(int argc, char **argv);
 int gt_cmd_history(int argc, char **argv);
 
 /* --history DB of run and train (harness/cmd_history.c). begin: opens (creates)
