@@ -8,37 +8,37 @@
 #include "reports/history.h"
 
 static void history_usage(FILE *f) {
-    fprintf(f,
-            "usage: gauntlet history DB [--since DATE] [--host H] [--backend B] [--last N]\n"
-            "       gauntlet history DB --case C --metric M [filters] [--threshold X] [--alpha X]\n"
-            "       gauntlet history DB --gate REPORT [--junit FILE] [--changed | --verbose]\n"
-            "       gauntlet history add DB REPORT.json [REPORT.json ...]\n"
-            "       gauntlet history DB --check\n"
-            "\n"
-            "DB is an SQLite file that gauntlet run/train --history DB (or history add) records\n"
-            "each run into (created on first use). Without --case, lists the runs: id, start,\n"
-            "git revision, host, GPU, driver, CUDA, NCCL, pass/fail/skip/error counts.\n"
-            "\n"
-            "  --case C        a case name, or SUITE/CASE: print the series of --metric over\n"
-            "                  the runs (one per topology, backend and params) and its change\n"
-            "                  points, each with the fingerprint fields that changed there\n"
-            "  --metric M      the metric of --case (the message lists a case's metrics)\n"
-            "  --since DATE    only runs started at or after DATE (YYYY-MM-DD or an ISO time, UTC)\n"
-            "  --host H        only runs on host H\n"
-            "  --backend B     only results (runs, when listing) of backend B\n"
-            "  --last N        list only the last N runs\n"
-            "  --threshold X   change points: the smallest change that counts (5%% default)\n"
-            "  --alpha X       change points: the significance level of each test (0.05)\n"
-            "  --gate REPORT   compare REPORT with the last good run (every result passed or\n"
-            "                  skipped) of its class: same host kind (CPU, GPUs), topology\n"
-            "                  (hwloc digest, rank counts) and backends; as gauntlet compare\n"
-            "  --junit FILE    with --gate: JUnit XML as gauntlet compare writes it\n"
-            "  --changed, --verbose  with --gate: more of compare's output\n"
-            "  --check         SQLite's integrity check, and that no run is half recorded\n"
-            "\n"
-            "exit codes: 0 done (--gate: REPORT may ship); 3 --gate: REPORT must not ship;\n"
-            "2 usage error, a database that is missing, corrupt, of a newer schema or not\n"
-            "gauntlet's (left untouched), or --gate with no good run of the class\n");
+    fprintf(
+        f, "usage: gauntlet history DB [--since DATE] [--host H] [--backend B] [--last N]\n"
+           "       gauntlet history DB --case C --metric M [filters] [--threshold X] [--alpha X]\n"
+           "       gauntlet history DB --gate REPORT [--junit FILE] [--changed | --verbose]\n"
+           "       gauntlet history add DB REPORT.json [REPORT.json ...]\n"
+           "       gauntlet history DB --check\n"
+           "\n"
+           "DB is an SQLite file that gauntlet run/train --history DB (or history add) records\n"
+           "each run into (created on first use). Without --case, lists the runs: id, start,\n"
+           "git revision, host, GPU, driver, CUDA, NCCL, pass/fail/skip/error counts.\n"
+           "\n"
+           "  --case C        a case name, or SUITE/CASE: print the series of --metric over\n"
+           "                  the runs (one per topology, backend and params) and its change\n"
+           "                  points, each with the fingerprint fields that changed there\n"
+           "  --metric M      the metric of --case (the message lists a case's metrics)\n"
+           "  --since DATE    only runs started at or after DATE (YYYY-MM-DD or an ISO time, UTC)\n"
+           "  --host H        only runs on host H\n"
+           "  --backend B     only results (runs, when listing) of backend B\n"
+           "  --last N        list only the last N runs\n"
+           "  --threshold X   change points: the smallest change that counts (5%% default)\n"
+           "  --alpha X       change points: the significance level of each test (0.05)\n"
+           "  --gate REPORT   compare REPORT with the last good run (every result passed or\n"
+           "                  skipped) of its class: same host kind (CPU, GPUs), topology\n"
+           "                  (hwloc digest, rank counts) and backends; as gauntlet compare\n"
+           "  --junit FILE    with --gate: JUnit XML as gauntlet compare writes it\n"
+           "  --changed, --verbose  with --gate: more of compare's output\n"
+           "  --check         SQLite's integrity check, and that no run is half recorded\n"
+           "\n"
+           "exit codes: 0 done (--gate: REPORT may ship); 3 --gate: REPORT must not ship;\n"
+           "2 usage error, a database that is missing, corrupt, of a newer schema or not\n"
+           "gauntlet's (left untouched), or --gate with no good run of the class\n");
 }
 
 /* "5%" or 0.05 (as compare). */
@@ -139,12 +139,14 @@ int gt_cmd_history(int argc, char **argv) {
         return gt_usage_error("history", "no database given: gauntlet history DB [--case C "
                                          "--metric M] (gauntlet history --help)");
     if (metric && !case_name)
-        return gt_usage_error("history", "--metric %s needs --case C: the series is one case's "
-                                         "metric",
+        return gt_usage_error("history",
+                              "--metric %s needs --case C: the series is one case's "
+                              "metric",
                               metric);
     if (case_name && !metric)
-        return gt_usage_error("history", "--case %s needs --metric M (run it with --metric "
-                                         "anything to see the case's metrics)",
+        return gt_usage_error("history",
+                              "--case %s needs --metric M (run it with --metric "
+                              "anything to see the case's metrics)",
                               case_name);
     if ((gate != NULL) + (case_name != NULL) + check > 1)
         return gt_usage_error("history", "--gate, --case and --check are separate uses: give "
@@ -159,8 +161,10 @@ int gt_cmd_history(int argc, char **argv) {
     if (check) {
         int64_t runs = 0;
         s = gt_history_check(h, &runs);
-        if (s != GT_OK) rc = gt_fail("history", s);
-        else printf("history: %s is consistent: %lld run(s), each complete\n", db, (long long)runs);
+        if (s != GT_OK)
+            rc = gt_fail("history", s);
+        else
+            printf("history: %s is consistent: %lld run(s), each complete\n", db, (long long)runs);
     } else if (gate) {
         gt_compare *c = NULL;
         int64_t base = 0;
@@ -173,7 +177,8 @@ int gt_cmd_history(int argc, char **argv) {
             gt_compare_print(c, stdout, detail);
             fflush(stdout);
             rc = gt_compare_may_ship(c) ? GT_EXIT_OK : GT_EXIT_REGRESSION;
-            if (junit && (s = gt_compare_write_junit(c, junit)) != GT_OK) rc = gt_fail("history", s);
+            if (junit && (s = gt_compare_write_junit(c, junit)) != GT_OK)
+                rc = gt_fail("history", s);
             gt_compare_free(c);
         }
     } else if (case_name) {
@@ -189,9 +194,11 @@ int gt_cmd_history(int argc, char **argv) {
     } else {
         size_t n = 0;
         s = gt_history_print_runs(h, &f, (size_t)last, stdout, &n);
-        if (s != GT_OK) rc = gt_fail("history", s);
-        else if (n == 0) printf("history: no run in %s%s\n", db,
-                                f.since || f.host || f.backend ? " matches the filters" : "");
+        if (s != GT_OK)
+            rc = gt_fail("history", s);
+        else if (n == 0)
+            printf("history: no run in %s%s\n", db,
+                   f.since || f.host || f.backend ? " matches the filters" : "");
     }
     gt_history_close(h);
     return rc;
@@ -202,8 +209,7 @@ int gt_history_begin(const char *cmd, const char *db, const char *report_path,
     *h = NULL;
     if (!db) return 1;
     if (!report_path) {
-        gt_usage_error(cmd, "--history %s needs --report FILE: the report is what is recorded",
-                       db);
+        gt_usage_error(cmd, "--history %s needs --report FILE: the report is what is recorded", db);
         return 0;
     }
     gt_status s = gt_history_open(db, 1, h);

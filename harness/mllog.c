@@ -54,8 +54,8 @@ const char *gt_mllog_str(char *buf, size_t len, const char *s) {
     return buf;
 }
 
-void gt_mllog_event_at(gt_mllog *m, const char *file, int line, gt_mllog_type type,
-                       const char *key, const char *value, const char *metadata, double time_ms) {
+void gt_mllog_event_at(gt_mllog *m, const char *file, int line, gt_mllog_type type, const char *key,
+                       const char *value, const char *metadata, double time_ms) {
     if (!m) return;
     static const char *const types[] = {"INTERVAL_START", "INTERVAL_END", "POINT_IN_TIME"};
     if (time_ms < 0) {
@@ -162,8 +162,10 @@ void gt_mllog_train_eval(void *ctx, int step, int phase, double eval_loss) {
         return;
     }
     char v[64], md[200];
-    if (isfinite(eval_loss)) snprintf(v, sizeof v, "%.9g", eval_loss);
-    else snprintf(v, sizeof v, "null");
+    if (isfinite(eval_loss))
+        snprintf(v, sizeof v, "%.9g", eval_loss);
+    else
+        snprintf(v, sizeof v, "null");
     snprintf(md, sizeof md,
              "\"samples_count\": %lld, \"epoch_num\": %d, \"metric\": \"held_out_loss\", "
              "\"better\": \"lower\"",

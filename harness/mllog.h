@@ -27,9 +27,9 @@ void gt_mllog_close(gt_mllog *m);
 /* One event. value: JSON text (NULL: null); metadata: the members of the
  * metadata object after file and lineno, as JSON text without braces
  * ("\"status\": \"success\""; NULL: none). time_ms < 0: now. m NULL: nothing. */
-void gt_mllog_event_at(gt_mllog *m, const char *file, int line, gt_mllog_type type,
-                       const char *key, const char *value, const char *metadata, double time_ms);
-#define gt_mllog_event(m, type, key, value, metadata)                                         \
+void gt_mllog_event_at(gt_mllog *m, const char *file, int line, gt_mllog_type type, const char *key,
+                       const char *value, const char *metadata, double time_ms);
+#define gt_mllog_event(m, type, key, value, metadata)                                              \
     gt_mllog_event_at((m), __FILE__, __LINE__, (type), (key), (value), (metadata), -1.0)
 
 /* When this process started, in milliseconds since the Unix epoch (init_start). */

@@ -17,8 +17,7 @@
 /* ---- what needs no database: change points ------------------------------------- */
 
 /* The runs pts[lo..hi) as compare's cut arrays. vals/cut sized by the caller. */
-static int pack_runs(const gt_history_point *pts, size_t lo, size_t hi, double *vals,
-                     size_t *cut) {
+static int pack_runs(const gt_history_point *pts, size_t lo, size_t hi, double *vals, size_t *cut) {
     size_t k = 0;
     int runs = 0;
     cut[0] = 0;
@@ -41,8 +40,10 @@ static gt_status test_at(const gt_history_point *pts, size_t lo, size_t k, size_
                          int higher_better, const char *unit, const gt_compare_options *o,
                          cp_test *t) {
     size_t nb = 0, na = 0;
-    for (size_t i = lo; i < k; i++) nb += pts[i].n_samples;
-    for (size_t i = k; i < hi; i++) na += pts[i].n_samples;
+    for (size_t i = lo; i < k; i++)
+        nb += pts[i].n_samples;
+    for (size_t i = k; i < hi; i++)
+        na += pts[i].n_samples;
     double *vb = malloc((nb + 1) * sizeof *vb), *va = malloc((na + 1) * sizeof *va);
     size_t *cb = malloc((k - lo + 1) * sizeof *cb), *ca = malloc((hi - k + 1) * sizeof *ca);
     if (!vb || !va || !cb || !ca) {
@@ -58,7 +59,9 @@ static gt_status test_at(const gt_history_point *pts, size_t lo, size_t k, size_
     return GT_OK;
 }
 
-static int moved(gt_verdict v) { return v == GT_VERDICT_FASTER || v == GT_VERDICT_SLOWER; }
+static int moved(gt_verdict v) {
+    return v == GT_VERDICT_FASTER || v == GT_VERDICT_SLOWER;
+}
 
 gt_status gt_history_change_points(const gt_history_point *pts, size_t n, int higher_better,
                                    const char *unit, const gt_compare_options *opt,
@@ -124,13 +127,17 @@ static gt_status no_sqlite(void) {
                   "libsqlite3-dev (ci/deps.sh does) and rebuild (cmake finds it; "
                   "-DGT_WITH_SQLITE=OFF turns it off)");
 }
-int gt_history_available(void) { return 0; }
+int gt_history_available(void) {
+    return 0;
+}
 gt_status gt_history_open(const char *path, int create, gt_history **out) {
     (void)path, (void)create;
     *out = NULL;
     return no_sqlite();
 }
-void gt_history_close(gt_history *h) { (void)h; }
+void gt_history_close(gt_history *h) {
+    (void)h;
+}
 gt_status gt_history_add(gt_history *h, const gt_report_doc *d, const char *source, int64_t *id,
                          int *added) {
     (void)h, (void)d, (void)source, (void)id, (void)added;
@@ -144,8 +151,8 @@ gt_status gt_history_filter_check(const gt_history_filter *f) {
     (void)f;
     return GT_OK;
 }
-gt_status gt_history_print_runs(gt_history *h, const gt_history_filter *f, size_t limit,
-                                FILE *out, size_t *n) {
+gt_status gt_history_print_runs(gt_history *h, const gt_history_filter *f, size_t limit, FILE *out,
+                                size_t *n) {
     (void)h, (void)f, (void)limit, (void)out, (void)n;
     return no_sqlite();
 }
@@ -157,7 +164,9 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     *n = 0;
     return no_sqlite();
 }
-void gt_history_series_free(gt_history_series *s, size_t n) { (void)s, (void)n; }
+void gt_history_series_free(gt_history_series *s, size_t n) {
+    (void)s, (void)n;
+}
 void gt_history_print_series(const gt_history_series *s, size_t n, FILE *out) {
     (void)s, (void)n, (void)out;
 }
@@ -187,7 +196,9 @@ struct gt_history {
     char *path;
 };
 
-int gt_history_available(void) { return 1; }
+int gt_history_available(void) {
+    return 1;
+}
 
 /* The schema, version 1 (docs/history.md describes every column). */
 static const char g_schema[] =
@@ -215,7 +226,9 @@ static const char g_schema[] =
     " value REAL, n INTEGER, samples BLOB);"
     "CREATE INDEX metrics_series ON metrics(case_name, name, run);";
 
-static char *xstrdup(const char *s) { return strdup(s ? s : ""); }
+static char *xstrdup(const char *s) {
+    return strdup(s ? s : "");
+}
 
 static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xprintf(const char *fmt, ...) {
@@ -243,13 +256,15 @@ static gt_status db_err(const gt_history *h, int rc, const char *doing) {
                       "(%s): try again when it has finished",
                       path, GT_HISTORY_BUSY_MS / 1000, doing, msg);
     if (prim == SQLITE_FULL)
-        return GT_ERR(GT_ERR_IO, "history database '%s': the disk is full while %s (nothing of "
-                                 "this report was recorded)",
+        return GT_ERR(GT_ERR_IO,
+                      "history database '%s': the disk is full while %s (nothing of "
+                      "this report was recorded)",
                       path, doing);
     if (prim == SQLITE_READONLY || prim == SQLITE_CANTOPEN || prim == SQLITE_PERM ||
         prim == SQLITE_IOERR)
-        return GT_ERR(GT_ERR_IO, "history database '%s': cannot %s (%s): check the file and "
-                                 "its directory are writable",
+        return GT_ERR(GT_ERR_IO,
+                      "history database '%s': cannot %s (%s): check the file and "
+                      "its directory are writable",
                       path, doing, msg);
     return GT_ERR(GT_ERR_IO, "history database '%s': %s failed: %s", path, doing, msg);
 }
@@ -321,8 +336,9 @@ gt_status gt_history_open(const char *path, int create, gt_history **out) {
                               : "cannot open history database '%s': %s",
                           path, errno == ENOENT ? path : strerror(errno), path);
     } else if (S_ISDIR(stt.st_mode)) {
-        return GT_ERR(GT_ERR_IO, "history database '%s' is a directory: give a file, e.g. %s/"
-                                 "history.db",
+        return GT_ERR(GT_ERR_IO,
+                      "history database '%s' is a directory: give a file, e.g. %s/"
+                      "history.db",
                       path, path);
     } else if (stt.st_size > 0) {
         /* anything else is refused before SQLite touches it */
@@ -388,8 +404,10 @@ gt_status gt_history_open(const char *path, int create, gt_history **out) {
         /* NORMAL in WAL mode: a commit survives the process dying (kill -9);
          * a power cut may lose the last commits but never leaves a half one */
         if (rc == SQLITE_OK) rc = exec(h, "PRAGMA synchronous = NORMAL");
-        if (rc != SQLITE_OK) s = db_err(h, rc, "switching it to WAL mode");
-        else if (uv == 0) s = init_schema(h);
+        if (rc != SQLITE_OK)
+            s = db_err(h, rc, "switching it to WAL mode");
+        else if (uv == 0)
+            s = init_schema(h);
     }
     if (s != GT_OK) {
         gt_history_close(h);
@@ -447,12 +465,18 @@ static int flatten(json_t *v, char *key, size_t cap, size_t len, field_fn fn, vo
     }
     char num[64];
     const char *text = num;
-    if (json_is_string(v)) text = json_string_value(v);
-    else if (json_is_integer(v)) snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
-    else if (json_is_real(v)) snprintf(num, sizeof num, "%.17g", json_real_value(v));
-    else if (json_is_true(v)) text = "true";
-    else if (json_is_false(v)) text = "false";
-    else text = "null";
+    if (json_is_string(v))
+        text = json_string_value(v);
+    else if (json_is_integer(v))
+        snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(num, sizeof num, "%.17g", json_real_value(v));
+    else if (json_is_true(v))
+        text = "true";
+    else if (json_is_false(v))
+        text = "false";
+    else
+        text = "null";
     return fn(ctx, key, text);
 }
 
@@ -486,8 +510,7 @@ void gt_history_class_of(const gt_report_doc *d, gt_history_class *c) {
     json_t *cpu = json_object_get(env, "cpu"), *gpus = json_object_get(env, "gpus");
     char g[128] = "no GPU";
     size_t ng = json_array_size(gpus);
-    if (ng > 0)
-        snprintf(g, sizeof g, "%zu x %s", ng, jstr(json_array_get(gpus, 0), "name"));
+    if (ng > 0) snprintf(g, sizeof g, "%zu x %s", ng, jstr(json_array_get(gpus, 0), "name"));
     snprintf(c->host_kind, sizeof c->host_kind, "%s, %lld logical CPUs; %s",
              cpu ? jstr(cpu, "model") : "unknown CPU",
              (long long)json_integer_value(json_object_get(cpu, "logical")), g);
@@ -499,20 +522,24 @@ void gt_history_class_of(const gt_report_doc *d, gt_history_class *c) {
     for (size_t i = 0; i < n; i++) {
         const gt_report_result *r = gt_report_doc_result(d, i);
         int t = atoi(r->topology), seen = 0;
-        for (int k = 0; k < nt; k++) seen |= topos[k] == t;
+        for (int k = 0; k < nt; k++)
+            seen |= topos[k] == t;
         if (!seen && nt < 64) topos[nt++] = t;
         seen = 0;
-        for (int k = 0; k < nb; k++) seen |= strcmp(bes[k], r->backend) == 0;
+        for (int k = 0; k < nb; k++)
+            seen |= strcmp(bes[k], r->backend) == 0;
         if (!seen && nb < 16) bes[nb++] = (char *)r->backend;
     }
     qsort(topos, (size_t)nt, sizeof *topos, cmp_int);
     qsort(bes, (size_t)nb, sizeof *bes, cmp_str);
     const char *digest = jstr(env, "topology_digest");
-    int w = snprintf(c->topology, sizeof c->topology, "%s; ranks ", digest[0] ? digest : "no digest");
+    int w =
+        snprintf(c->topology, sizeof c->topology, "%s; ranks ", digest[0] ? digest : "no digest");
     for (int k = 0; k < nt && w > 0 && (size_t)w < sizeof c->topology; k++)
         w += snprintf(c->topology + w, sizeof c->topology - (size_t)w, "%s%d", k ? "," : "",
                       topos[k]);
-    for (int k = 0; k < nb; k++) set_add(c->backends, sizeof c->backends, bes[k]);
+    for (int k = 0; k < nb; k++)
+        set_add(c->backends, sizeof c->backends, bes[k]);
 }
 
 typedef struct env_ins {
@@ -578,7 +605,8 @@ static char **identities(const gt_report_doc *d, size_t n) {
     free(k);
     return ids;
 oom:
-    for (size_t i = 0; i < n; i++) free(ids[i]);
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
     free(ids);
     free(k);
     return NULL;
@@ -696,7 +724,8 @@ static gt_status add_tx(gt_history *h, const gt_report_doc *d, const char *sourc
     BIND_TEXT(st, 13, jstr(sw, "cuda_runtime"));
     BIND_TEXT(st, 14, jstr(sw, "nccl"));
     sqlite3_bind_int64(st, 15, (sqlite3_int64)n);
-    for (int k = 0; k < 4; k++) sqlite3_bind_int(st, 16 + k, counts[k]);
+    for (int k = 0; k < 4; k++)
+        sqlite3_bind_int(st, 16 + k, counts[k]);
     BIND_TEXT(st, 20, source ? source : gt_report_doc_path(d));
     sqlite3_bind_text(st, 21, text, -1, SQLITE_STATIC);
     rc = sqlite3_step(st);
@@ -751,8 +780,10 @@ static gt_status add_tx(gt_history *h, const gt_report_doc *d, const char *sourc
             sqlite3_bind_text(ins_met, 4, mt->name, -1, SQLITE_STATIC);
             sqlite3_bind_text(ins_met, 5, mt->unit, -1, SQLITE_STATIC);
             sqlite3_bind_int(ins_met, 6, mt->higher_better);
-            if (isfinite(mt->value)) sqlite3_bind_double(ins_met, 7, mt->value);
-            else sqlite3_bind_null(ins_met, 7);
+            if (isfinite(mt->value))
+                sqlite3_bind_double(ins_met, 7, mt->value);
+            else
+                sqlite3_bind_null(ins_met, 7);
             sqlite3_bind_int64(ins_met, 8, (sqlite3_int64)mt->n_samples);
             if (mt->n_samples)
                 sqlite3_bind_blob(ins_met, 9, mt->samples,
@@ -775,7 +806,8 @@ out:
     sqlite3_finalize(ins_res);
     sqlite3_finalize(ins_met);
     if (ids)
-        for (size_t i = 0; i < n; i++) free(ids[i]);
+        for (size_t i = 0; i < n; i++)
+            free(ids[i]);
     free(ids);
     free(text);
     return s;
@@ -848,8 +880,8 @@ static const char *short_col(sqlite3_stmt *st, int i, char *buf, size_t len) {
     return buf;
 }
 
-gt_status gt_history_print_runs(gt_history *h, const gt_history_filter *f, size_t limit,
-                                FILE *out, size_t *n) {
+gt_status gt_history_print_runs(gt_history *h, const gt_history_filter *f, size_t limit, FILE *out,
+                                size_t *n) {
     if (n) *n = 0;
     GT_TRY(gt_history_filter_check(f));
     char where[512], *sql = NULL;
@@ -865,7 +897,8 @@ gt_status gt_history_print_runs(gt_history *h, const gt_history_filter *f, size_
     int rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
     free(sql);
     if (rc != SQLITE_OK) return db_err(h, rc, "listing the runs");
-    for (int i = 0; i < np; i++) BIND_TEXT(st, i + 1, params[i]);
+    for (int i = 0; i < np; i++)
+        BIND_TEXT(st, i + 1, params[i]);
     if (limit) sqlite3_bind_int64(st, np + 1, (sqlite3_int64)limit);
     size_t count = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -879,8 +912,7 @@ gt_status gt_history_print_runs(gt_history *h, const gt_history_filter *f, size_
                 (long long)sqlite3_column_int64(st, 0), col(st, 1), git, col(st, 3), col(st, 4),
                 short_col(st, 5, drv, sizeof drv), short_col(st, 6, cuda, sizeof cuda),
                 short_col(st, 7, nccl, sizeof nccl), sqlite3_column_int(st, 8),
-                sqlite3_column_int(st, 9), sqlite3_column_int(st, 10),
-                sqlite3_column_int(st, 11));
+                sqlite3_column_int(st, 9), sqlite3_column_int(st, 10), sqlite3_column_int(st, 11));
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return db_err(h, rc, "listing the runs");
@@ -900,9 +932,11 @@ void gt_history_series_free(gt_history_series *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         free(s[i].suite), free(s[i].case_name), free(s[i].topology), free(s[i].backend);
         free(s[i].params), free(s[i].metric), free(s[i].unit);
-        for (size_t k = 0; k < s[i].n; k++) point_free(&s[i].pts[k]);
+        for (size_t k = 0; k < s[i].n; k++)
+            point_free(&s[i].pts[k]);
         free(s[i].pts);
-        for (size_t k = 0; k < s[i].ncp; k++) free(s[i].cps[k].changed);
+        for (size_t k = 0; k < s[i].ncp; k++)
+            free(s[i].cps[k].changed);
         free(s[i].cps);
     }
     free(s);
@@ -927,8 +961,8 @@ static char *names_of(gt_history *h, const char *sql, const char *param) {
     if (param) BIND_TEXT(st, 1, param);
     int k = 0;
     while (out && sqlite3_step(st) == SQLITE_ROW) {
-        char *t = k < 12 ? xprintf("%s%s%s", out, k ? ", " : "", col(st, 0))
-                         : xprintf("%s, ...", out);
+        char *t =
+            k < 12 ? xprintf("%s%s%s", out, k ? ", " : "", col(st, 0)) : xprintf("%s, ...", out);
         free(out);
         out = t;
         if (k++ >= 12) break;
@@ -941,13 +975,12 @@ static char *names_of(gt_history *h, const char *sql, const char *param) {
 static gt_status env_diff(gt_history *h, int64_t a, int64_t b, char **out) {
     *out = NULL;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(
-        h->db,
-        "SELECT coalesce(x.key, y.key), x.value, y.value FROM "
-        "(SELECT key, value FROM env WHERE run = ?1) x FULL OUTER JOIN "
-        "(SELECT key, value FROM env WHERE run = ?2) y ON x.key = y.key "
-        "WHERE x.value IS NOT y.value ORDER BY 1",
-        -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(h->db,
+                                "SELECT coalesce(x.key, y.key), x.value, y.value FROM "
+                                "(SELECT key, value FROM env WHERE run = ?1) x FULL OUTER JOIN "
+                                "(SELECT key, value FROM env WHERE run = ?2) y ON x.key = y.key "
+                                "WHERE x.value IS NOT y.value ORDER BY 1",
+                                -1, &st, NULL);
     if (rc != SQLITE_OK) {
         /* FULL OUTER JOIN needs SQLite 3.39; older: the two LEFT JOINs */
         rc = sqlite3_prepare_v2(
@@ -1050,13 +1083,13 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     const char *params[4];
     int np = 0;
     filter_sql(f, 1, where, sizeof where, params, &np);
-    char *sql = xprintf(
-        "SELECT m.run, r.start, res.suite, res.case_name, res.topology, res.backend, "
-        "res.identity, m.unit, m.higher_better, m.value, m.samples, m.name "
-        "FROM metrics m JOIN results res ON res.id = m.result JOIN runs r ON r.id = m.run "
-        "WHERE 1%s%s%s%s ORDER BY res.identity, m.name, m.run",
-        cname ? " AND m.case_name = ?" : "", metric ? " AND m.name = ?" : "",
-        suite[0] ? " AND res.suite = ?" : "", where);
+    char *sql =
+        xprintf("SELECT m.run, r.start, res.suite, res.case_name, res.topology, res.backend, "
+                "res.identity, m.unit, m.higher_better, m.value, m.samples, m.name "
+                "FROM metrics m JOIN results res ON res.id = m.result JOIN runs r ON r.id = m.run "
+                "WHERE 1%s%s%s%s ORDER BY res.identity, m.name, m.run",
+                cname ? " AND m.case_name = ?" : "", metric ? " AND m.name = ?" : "",
+                suite[0] ? " AND res.suite = ?" : "", where);
     if (!sql) return GT_ERR(GT_ERR_OOM, "no memory");
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
@@ -1066,7 +1099,8 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     if (cname) BIND_TEXT(st, b++, cname);
     if (metric) BIND_TEXT(st, b++, metric);
     if (suite[0]) BIND_TEXT(st, b++, suite);
-    for (int i = 0; i < np; i++) BIND_TEXT(st, b++, params[i]);
+    for (int i = 0; i < np; i++)
+        BIND_TEXT(st, b++, params[i]);
 
     gt_history_series *ser = NULL;
     size_t ns = 0, cap = 0, pcap = 0;
@@ -1139,16 +1173,15 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
             sqlite3_finalize(q);
             if (hits == 0) {
                 have = names_of(h, "SELECT DISTINCT case_name FROM results ORDER BY 1", NULL);
-                s = GT_ERR(GT_ERR_INVALID,
-                           "no case '%s' in history database '%s'; its cases: %s", case_name,
-                           h->path, have && have[0] ? have : "(none: no run recorded)");
+                s = GT_ERR(GT_ERR_INVALID, "no case '%s' in history database '%s'; its cases: %s",
+                           case_name, h->path, have && have[0] ? have : "(none: no run recorded)");
             } else {
-                have = names_of(h, "SELECT DISTINCT name FROM metrics WHERE case_name = ?1 ORDER BY 1",
-                                cname);
+                have = names_of(
+                    h, "SELECT DISTINCT name FROM metrics WHERE case_name = ?1 ORDER BY 1", cname);
                 s = GT_ERR(GT_ERR_INVALID,
                            "case '%s' has no metric%s%s%s in the runs selected; its metrics: %s",
-                           case_name, metric ? " '" : "", metric ? metric : "",
-                           metric ? "'" : "", have && have[0] ? have : "(none)");
+                           case_name, metric ? " '" : "", metric ? metric : "", metric ? "'" : "",
+                           have && have[0] ? have : "(none)");
             }
         } else {
             s = GT_ERR(GT_ERR_INVALID, "no metric in the runs selected of history database '%s'",
@@ -1189,14 +1222,15 @@ void gt_history_print_series(const gt_history_series *ser, size_t n, FILE *out) 
     for (size_t i = 0; i < n; i++) {
         const gt_history_series *s = &ser[i];
         int show = strcmp(s->params, "{}") != 0 && params_needed(ser, n, i);
-        fprintf(out, "%s%s/%s on %s rank(s), backend %s%s%s: %s (%s, %s is better), %zu run%s, "
-                     "%zu change point%s\n",
+        fprintf(out,
+                "%s%s/%s on %s rank(s), backend %s%s%s: %s (%s, %s is better), %zu run%s, "
+                "%zu change point%s\n",
                 i ? "\n" : "", s->suite, s->case_name, s->topology, s->backend,
-                show ? ", params " : "", show ? s->params : "",
-                s->metric, s->unit[0] ? s->unit : "no unit", s->higher_better ? "higher" : "lower",
-                s->n, s->n == 1 ? "" : "s", s->ncp, s->ncp == 1 ? "" : "s");
-        fprintf(out, "  %5s  %-20s  %12s  %12s  %12s  %6s\n", "run", "start (UTC)", "level",
-                "min", "max", "n");
+                show ? ", params " : "", show ? s->params : "", s->metric,
+                s->unit[0] ? s->unit : "no unit", s->higher_better ? "higher" : "lower", s->n,
+                s->n == 1 ? "" : "s", s->ncp, s->ncp == 1 ? "" : "s");
+        fprintf(out, "  %5s  %-20s  %12s  %12s  %12s  %6s\n", "run", "start (UTC)", "level", "min",
+                "max", "n");
         size_t c = 0;
         for (size_t k = 0; k < s->n; k++) {
             const gt_history_point *p = &s->pts[k];
@@ -1212,11 +1246,9 @@ void gt_history_print_series(const gt_history_series *ser, size_t n, FILE *out) 
                     "  change point at run %lld (%s): %s, %.6g -> %.6g %s (%+.1f%%, p %.2g; "
                     "%d run%s before, %d after)\n",
                     (long long)s->pts[cp->at].run, s->pts[cp->at].start,
-                    gt_verdict_name(cp->verdict), cp->before, cp->after, s->unit,
-                    100.0 * cp->rel, cp->p, cp->runs_before, cp->runs_before == 1 ? "" : "s",
-                    cp->runs_after);
-            fprintf(out, "    fingerprint changed at run %lld: %s\n",
-                    (long long)s->pts[cp->at].run,
+                    gt_verdict_name(cp->verdict), cp->before, cp->after, s->unit, 100.0 * cp->rel,
+                    cp->p, cp->runs_before, cp->runs_before == 1 ? "" : "s", cp->runs_after);
+            fprintf(out, "    fingerprint changed at run %lld: %s\n", (long long)s->pts[cp->at].run,
                     cp->changed && cp->changed[0] ? cp->changed : "nothing recorded");
         }
     }
@@ -1318,8 +1350,9 @@ gt_status gt_history_check(gt_history *h, int64_t *runs) {
     if (rc == SQLITE_OK) rc = query_int(h, "SELECT count(*) FROM runs", &n);
     if (rc != SQLITE_OK) return db_err(h, rc, "checking it");
     if (bad)
-        return GT_ERR(GT_ERR_INVALID, "history database '%s': %lld run(s) hold fewer results "
-                                      "than their reports",
+        return GT_ERR(GT_ERR_INVALID,
+                      "history database '%s': %lld run(s) hold fewer results "
+                      "than their reports",
                       h->path, bad);
     *runs = n;
     return GT_OK;

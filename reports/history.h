@@ -84,31 +84,31 @@ gt_status gt_history_filter_check(const gt_history_filter *f);
 /* Prints the runs (id, start time, git revision, host, GPU, driver, CUDA,
  * NCCL, pass/fail/skip/error counts), oldest first; the last `limit` (0:
  * all). Returns the number printed in *n (may be NULL). */
-gt_status gt_history_print_runs(gt_history *h, const gt_history_filter *f, size_t limit,
-                                FILE *out, size_t *n);
+gt_status gt_history_print_runs(gt_history *h, const gt_history_filter *f, size_t limit, FILE *out,
+                                size_t *n);
 
 typedef struct gt_history_point {
-    int64_t run;          /* the history's run id */
-    char *start;          /* the run's start time */
-    double level;         /* the median of the samples (the value when there are none) */
-    double lo, hi;        /* the samples' smallest and largest (level when none) */
-    double *samples;      /* the finite samples; at least one value (the level) */
+    int64_t run;     /* the history's run id */
+    char *start;     /* the run's start time */
+    double level;    /* the median of the samples (the value when there are none) */
+    double lo, hi;   /* the samples' smallest and largest (level when none) */
+    double *samples; /* the finite samples; at least one value (the level) */
     size_t n_samples;
 } gt_history_point;
 
 typedef struct gt_history_change {
-    size_t at;          /* index of the first point after the change */
-    gt_verdict verdict; /* faster or slower (the metric's direction) */
+    size_t at;            /* index of the first point after the change */
+    gt_verdict verdict;   /* faster or slower (the metric's direction) */
     double before, after; /* levels of the runs before and after (mean of run medians) */
     double rel, p;
     int runs_before, runs_after; /* the runs each side the test used */
-    char *changed;      /* the fingerprint fields that differ from the run before,
-                           "field: old -> new" joined by "; "; "" when none */
+    char *changed;               /* the fingerprint fields that differ from the run before,
+                                    "field: old -> new" joined by "; "; "" when none */
 } gt_history_change;
 
 typedef struct gt_history_series {
     char *suite, *case_name, *topology, *backend;
-    char *params;  /* the identity params (compact JSON), "{}" when none */
+    char *params; /* the identity params (compact JSON), "{}" when none */
     char *metric, *unit;
     int higher_better;
     gt_history_point *pts; /* oldest first */

@@ -12,7 +12,9 @@
 
 #include "reports/history.h"
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *num(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
 
 typedef struct order {
     const gt_history_series *s;
@@ -61,18 +63,18 @@ gt_status gt_html_history_json(const gt_html_history *h, char **out) {
         json_object_set_new(o, "better", json_string(x->higher_better ? "higher" : "lower"));
         for (size_t i = 0; i < x->n; i++) {
             const gt_history_point *p = &x->pts[i];
-            json_array_append_new(pts, json_pack("[I, s, o, o, o, I]", (json_int_t)p->run,
-                                                 p->start, num(p->level), num(p->lo),
-                                                 num(p->hi), (json_int_t)p->n_samples));
+            json_array_append_new(pts, json_pack("[I, s, o, o, o, I]", (json_int_t)p->run, p->start,
+                                                 num(p->level), num(p->lo), num(p->hi),
+                                                 (json_int_t)p->n_samples));
         }
         for (size_t i = 0; i < x->ncp; i++) {
             const gt_history_change *c = &x->cps[i];
             json_array_append_new(
-                cps, json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:o, s:s}", "at",
-                               (json_int_t)c->at, "run", (json_int_t)x->pts[c->at].run,
-                               "verdict", gt_verdict_name(c->verdict), "before", num(c->before),
-                               "after", num(c->after), "rel", num(c->rel), "p", num(c->p),
-                               "changed", c->changed ? c->changed : ""));
+                cps, json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:o, s:s}", "at", (json_int_t)c->at,
+                               "run", (json_int_t)x->pts[c->at].run, "verdict",
+                               gt_verdict_name(c->verdict), "before", num(c->before), "after",
+                               num(c->after), "rel", num(c->rel), "p", num(c->p), "changed",
+                               c->changed ? c->changed : ""));
         }
         json_object_set_new(o, "points", pts);
         json_object_set_new(o, "changes", cps);

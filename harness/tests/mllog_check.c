@@ -51,7 +51,9 @@ static int count_of(const char *key) {
     return 0;
 }
 
-static int has(json_t *md, const char *k) { return json_object_get(md, k) != NULL; }
+static int has(json_t *md, const char *k) {
+    return json_object_get(md, k) != NULL;
+}
 
 int main(int argc, char **argv) {
     if (argc < 2) {
@@ -88,8 +90,8 @@ int main(int argc, char **argv) {
             json_decref(o);
             continue;
         }
-        static const char *const fields[] = {"namespace", "time_ms", "event_type", "key",
-                                             "value", "metadata"};
+        static const char *const fields[] = {"namespace", "time_ms", "event_type",
+                                             "key",       "value",   "metadata"};
         if (json_object_size(o) != 6) bad(line, "not exactly the six fields", NULL);
         for (int i = 0; i < 6; i++)
             if (!json_object_get(o, fields[i])) bad(line, "missing field", fields[i]);
@@ -99,9 +101,12 @@ int main(int argc, char **argv) {
         const char *key = json_string_value(json_object_get(o, "key"));
         json_t *value = json_object_get(o, "value");
         if (!ns) bad(line, "namespace is not a string", NULL);
-        if (!json_is_number(t)) bad(line, "time_ms is not a number", NULL);
-        else if (json_number_value(t) < last_t) bad(line, "time_ms goes back", key);
-        else last_t = json_number_value(t);
+        if (!json_is_number(t))
+            bad(line, "time_ms is not a number", NULL);
+        else if (json_number_value(t) < last_t)
+            bad(line, "time_ms goes back", key);
+        else
+            last_t = json_number_value(t);
         if (!type || (strcmp(type, "INTERVAL_START") && strcmp(type, "INTERVAL_END") &&
                       strcmp(type, "POINT_IN_TIME")))
             bad(line, "bad event_type", type);
@@ -132,9 +137,11 @@ int main(int argc, char **argv) {
             }
         }
         if (!strcmp(key, "init_start")) {
-            if (init_stopped || run_started) bad(line, "init_start after init_stop/run_start", NULL);
+            if (init_stopped || run_started)
+                bad(line, "init_start after init_stop/run_start", NULL);
         } else if (!strcmp(key, "init_stop")) {
-            if (count_of("init_start") == 0 || run_started) bad(line, "init_stop out of order", NULL);
+            if (count_of("init_start") == 0 || run_started)
+                bad(line, "init_stop out of order", NULL);
             init_stopped = 1;
         } else if (!strcmp(key, "run_start")) {
             if (!init_stopped) bad(line, "run_start before init_stop", NULL);
@@ -146,7 +153,8 @@ int main(int argc, char **argv) {
                 bad(line, "run_stop without metadata.status success|aborted", NULL);
             run_stopped = 1;
         } else if (!strcmp(key, "block_start")) {
-            json_t *sc = json_object_get(md, "samples_count"), *ec = json_object_get(md, "epoch_count");
+            json_t *sc = json_object_get(md, "samples_count"),
+                   *ec = json_object_get(md, "epoch_count");
             if (!sc && !ec) bad(line, "block_start without samples_count or epoch_count", NULL);
             if (ec && (!has(md, "first_epoch_num") || json_number_value(ec) <= 0))
                 bad(line, "block_start epoch_count without first_epoch_num, or not > 0", NULL);
@@ -175,10 +183,15 @@ int main(int argc, char **argv) {
     free(buf);
     fclose(f);
     if (lines == 0) bad(0, "no :::MLLOG line", NULL);
-    static const char *const once[] = {"init_stop", "run_start", "run_stop",
-                                       "submission_benchmark", "submission_org",
-                                       "submission_division", "submission_status",
-                                       "submission_platform", NULL};
+    static const char *const once[] = {"init_stop",
+                                       "run_start",
+                                       "run_stop",
+                                       "submission_benchmark",
+                                       "submission_org",
+                                       "submission_division",
+                                       "submission_status",
+                                       "submission_platform",
+                                       NULL};
     for (int i = 0; once[i]; i++)
         if (count_of(once[i]) != 1) bad(0, "not exactly once", once[i]);
     if (count_of("init_start") < 1) bad(0, "no init_start", NULL);
