@@ -96,5 +96,17 @@ int gt_cmd_data(int argc, char **argv);
 int gt_cmd_compare(int argc, char **argv);
 int gt_cmd_report(int argc, char **argv);
 int gt_cmd_predict(int argc, char **argv);
+int gt_cmd_history(int argc, char **argv);
+
+/* --history DB of run and train (harness/cmd_history.c). begin: opens (creates)
+ * the database before the run, so a bad one fails first; db NULL: nothing to
+ * do. Prints what was wrong and returns 0 on failure. finish: records the
+ * report written at report_path and returns rc, or GT_EXIT_USAGE in place of
+ * GT_EXIT_OK when it could not be recorded; closes nothing (gt_history_close). */
+struct gt_history;
+int gt_history_begin(const char *cmd, const char *db, const char *report_path,
+                     struct gt_history **h);
+int gt_history_finish(const char *cmd, struct gt_history *h, const char *db,
+                      const char *report_path, int rc);
 
 #endif

@@ -11,6 +11,8 @@
 #include "gt_config.h"
 #include "harness/cli.h"
 #include "harness/signals.h"
+#include "harness/mllog.h"
+#include "reports/history.h"
 #include "engine/timer.h"
 #include "reports/report.h"
 #include "models/model.h"
@@ -97,6 +99,10 @@ static void train_usage(FILE *f) {
            "                        series so far (default 10; 0: only at the end), between\n"
            "                        steps, outside their timing\n"
            "  --report-every-steps N  also after every N steps (default 0: off)\n"
+           "  --history DB          record the report in this run history (SQLite, created when\n"
+           "                        absent; gauntlet history DB lists it; needs --report)\n"
+           "  --mllog FILE          MLPerf-style log lines (:::MLLOG {...}): init, run, blocks,\n"
+           "                        evaluations (eval_accuracy: the held-out loss), submission\n"
            "  --print-every N       print every Nth step (default 1; 0: none)\n"
            "  --expect-loss-margin X  check: mean loss of the last 10 steps <= source entropy + X\n"
            "                        (synthetic data only)\n"
@@ -272,7 +278,7 @@ static int model_option(gt_args *a, const char *flag, const char *key, int lo, i
 int gt_cmd_train(int argc, char **argv) {
     gt_train_config cfg = gt_train_defaults();
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "train"};
-    const char *report_path = NULL, *v = NULL;
+    const char *report_path = NULL, *v = NULL, *history_db = NULL, *mllog_path = NULL;
     int err = 0, quiet = 0, seq_given = 0, warmup_given = 0;
     double margin = -1;
     printer pr = {.every = 1, .every_s = 10};
@@ -422,6 +428,10 @@ int gt_cmd_train(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--report-every", v, 0.0, 1e7, &pr.every_s);
         } else if (gt_opt(&a, "--report-every-steps", &v, &err)) {
             err |= !gt_parse_int(&a, "--report-every-steps", v, 0, 1 << 30, &pr.every_steps);
+        } else if (gt_opt(&a, "--history", &v, &err)) {
+            history_db = v;
+        } else if (gt_opt(&a, "--mllog", &v, &err)) {
+            mllog_path = v;
         } else if (gt_opt(&a, "--print-every", &v, &err)) {
             err |= !gt_parse_int(&a, "--print-every", v, 0, 1 << 30, &pr.every);
         } else if (gt_opt(&a, "--expect-loss-margin", &v, &err)) {
@@ -446,6 +456,10 @@ int gt_cmd_train(int argc, char **argv) {
     if ((cfg.checkpoint_dir || cfg.resume) && ntopos > 0)
         return gt_usage_error("train", "checkpoints and --resume are for one training run: "
                                        "drop --topologies");
+    if (history_db && !report_path)
+        return gt_usage_error("train", "--history %s needs --report FILE: the report is what is "
+                                       "recorded",
+                              history_db);
     if (margin >= 0 && cfg.data_path)
         return gt_usage_error("train", "--expect-loss-margin needs the synthetic source (its "
                                        "entropy is known); drop --data or the margin");
@@ -494,6 +508,7 @@ int gt_cmd_train(int argc, char **argv) {
     if (rank != 0) {
         quiet = 1;
         report_path = NULL; /* rank 0 writes the report */
+        history_db = mllog_path = NULL;
     }
     /* ranks on one node share its cores; oversubscribed OpenMP and OpenBLAS
      * threads cost far more than they give. With several topologies every
@@ -523,13 +538,34 @@ int gt_cmd_train(int argc, char **argv) {
         gt_report_set_env(rep, &env, NULL);
     }
     gt_report_binding(rank == 0 ? rep : NULL, comm);
-    /* fail early on an unwritable destination, before any training */
-    if (report_path && (s = gt_report_write(rep)) != GT_OK) {
+    /* fail early on an unwritable destination, a bad history database or
+     * mllog file, before any training */
+    struct gt_history *hist = NULL;
+    gt_mllog *ml = NULL;
+    int early = GT_EXIT_OK;
+    if (!gt_history_begin("train", history_db, report_path, &hist)) early = GT_EXIT_USAGE;
+    else if (mllog_path && gt_mllog_open(mllog_path, &ml) != GT_OK)
+        early = gt_fail("train", GT_ERR_IO);
+    else if (report_path && (s = gt_report_write(rep)) != GT_OK)
+        early = gt_fail("train", s);
+    if (early != GT_EXIT_OK) {
+        gt_history_close(hist);
+        gt_mllog_close(ml);
         gt_env_release(&env);
         gt_signals_report(NULL);
         gt_report_free(rep);
         gt_comm_free(comm);
-        return gt_fail("train", s);
+        return early;
+    }
+    gt_mllog_train mlt;
+    {
+        char platform[600];
+        snprintf(platform, sizeof platform, "%s, %s", env.host, env.cpu_model);
+        gt_mllog_train_begin(&mlt, ml, &cfg, nranks, platform);
+    }
+    if (ml) {
+        cfg.on_eval = gt_mllog_train_eval;
+        cfg.on_eval_ctx = &mlt;
     }
     const char *fam = gt_model_family_of(cfg.model_name);
     if (fam && strcmp(fam, "mlp") == 0) pr.unit = "samples";
@@ -586,7 +622,9 @@ int gt_cmd_train(int argc, char **argv) {
             if (!quiet && ntopos > 1)
                 printf("\n== topology %d rank(s), global batch %d, %d thread(s) per rank ==\n",
                        N, tc.batch, tc.threads);
+            gt_mllog_train_block(&mlt, tc.batch, 0, tc.steps);
             s = gt_train_run(&tc, &st);
+            gt_mllog_train_block_end(&mlt, st.first_step + st.steps_done);
         }
         if (rank == 0) {
             char topo[16];
@@ -660,6 +698,12 @@ int gt_cmd_train(int argc, char **argv) {
         gt_train_stats_release(&st);
         if (sub != comm) gt_comm_free(sub);
         if (s == GT_OK && ntopos > 1) s = gt_comm_barrier_idle(comm);
+    }
+    gt_mllog_train_end(&mlt, rc == GT_EXIT_OK && s == GT_OK);
+    gt_mllog_close(ml);
+    if (hist) {
+        rc = gt_history_finish("train", hist, history_db, report_path, rc);
+        gt_history_close(hist);
     }
     gt_env_release(&env);
     gt_signals_report(NULL);

@@ -395,6 +395,24 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
     return decide(&a, a.p, o.alpha);
 }
 
+gt_verdict gt_compare_runs(const double *base, const size_t *base_cut, int base_runs,
+                           const double *new_, const size_t *new_cut, int new_runs,
+                           int higher_better, const char *unit, const gt_compare_options *opt,
+                           gt_compare_method *method, double *base_level, double *new_level,
+                           double *rel, double *p) {
+    gt_compare_options o = opt ? *opt : gt_compare_defaults();
+    o.paired = 0;
+    side sb = {base, base_runs > 0 ? base_cut[base_runs] : 0, base_cut, base_runs};
+    side sn = {new_, new_runs > 0 ? new_cut[new_runs] : 0, new_cut, new_runs};
+    assessment a = assess(&sb, &sn, higher_better, us_per_unit(unit), &o);
+    if (method) *method = a.method;
+    if (base_level) *base_level = a.base_med;
+    if (new_level) *new_level = a.new_med;
+    if (rel) *rel = a.rel;
+    if (p) *p = a.p;
+    return decide(&a, a.p, o.alpha);
+}
+
 /* ---- the comparison --------------------------------------------------------------- */
 
 typedef struct keyed {
@@ -578,6 +596,8 @@ static char *identity(json_t *r) {
     free(params);
     return key;
 }
+
+char *gt_compare_identity(const gt_report_result *r) { return r ? identity(r->json) : NULL; }
 
 static int cmp_keyed(const void *a, const void *b) {
     const keyed *x = a, *y = b;
