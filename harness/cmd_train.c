@@ -481,6 +481,7 @@ int gt_cmd_train(int argc, char **argv) {
         gt_report_set_env(rep, &env, NULL);
     }
     gt_report_binding(rank == 0 ? rep : NULL, comm);
+    gt_report_job(rank == 0 ? rep : NULL, comm);
     /* fail early on an unwritable destination, before any training */
     if (report_path && (s = gt_report_write(rep)) != GT_OK) {
         gt_env_release(&env);
@@ -531,6 +532,7 @@ int gt_cmd_train(int argc, char **argv) {
             snprintf(topo, sizeof topo, "%d", N);
             gt_watchdog_report(rank == 0 ? rep : NULL, "train", cfg.model_name, topo,
                                cfg.backend);
+            gt_report_topology_layout(rank == 0 ? rep : NULL, N);
         }
         pr.cfg = &tc;
         pr.st = &st;
