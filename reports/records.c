@@ -62,3 +62,9 @@ void gt_report_section_num(gt_report *r, const char *section, const char *key, d
     json_t *root = gt_report_json(r);
     if (root) gt_record_num((gt_record *)member(root, section, 0), key, value);
 }
+
+void gt_report_section_array(gt_report *r, const char *section, const char *key) {
+    json_t *root = gt_report_json(r);
+    json_t *sec = root ? member(root, section, 0) : NULL;
+    if (sec) member(sec, key, 1);
+}

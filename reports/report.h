@@ -79,6 +79,8 @@ void gt_record_bool(gt_record *rec, const char *key, int value);
 /* report[section][key] = value (the section created when missing). */
 void gt_report_section_str(gt_report *r, const char *section, const char *key, const char *value);
 void gt_report_section_num(gt_report *r, const char *section, const char *key, double value);
+/* report[section][key] is an array (an empty one when it was not there). */
+void gt_report_section_array(gt_report *r, const char *section, const char *key);
 
 /* A new result (owned by the report). status starts as pass; a failed check
  * turns it to fail. */
