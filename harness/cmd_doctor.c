@@ -21,11 +21,13 @@ static void doctor_usage(FILE *f) {
         "Run one rank per GPU (or per node on CPU-only nodes), one job over every suspect node.\n"
         "\n"
         "  --backend NAME        cpu (default), ref or cuda: where the GEMM and memory run\n"
-        "  --quick               small probes (about a second; tests, a first look)\n"
+        "  --quick               small probes (seconds; tests, a first look)\n"
         "  --threads N           cpu threads per rank (default: cores / ranks on the node)\n"
-        "  --limit X             a rank is named when its GEMM, memory or link bandwidth is\n"
+        "  --limit X             a rank is named when its GEMM rate or memory bandwidth is\n"
         "                        X times worse than the job's reference (default %.2f)\n"
-        "  --latency-limit X     the same for link latency (default %.2f)\n"
+        "  --link-limit X        the same for its link bandwidth (default %.2f)\n"
+        "  --latency-limit X     the same for its link latency (default %.2f); a single link\n"
+        "                        is named beyond %.0fx these limits\n"
         "  --clock-limit X       the same for the GPU SM clock, cuda only (default %.2f)\n"
         "  --report FILE         the JSON report (rank 0): results of suite doctor and the\n"
         "                        section \"doctor\" with the verdict and the outliers\n"
@@ -38,7 +40,8 @@ static void doctor_usage(FILE *f) {
         "\n"
         "exit codes: 0 no outlier, 1 outliers named (or a failed check), 2 usage or\n"
         "            environment error\n",
-        GT_DOCTOR_LIMIT, GT_DOCTOR_LATENCY_LIMIT, GT_DOCTOR_CLOCK_LIMIT);
+        GT_DOCTOR_LIMIT, GT_DOCTOR_LINK_LIMIT, GT_DOCTOR_LATENCY_LIMIT,
+        GT_DOCTOR_SINGLE_LINK_FACTOR, GT_DOCTOR_CLOCK_LIMIT);
 }
 
 int gt_cmd_doctor(int argc, char **argv) {
@@ -61,6 +64,8 @@ int gt_cmd_doctor(int argc, char **argv) {
             err |= !gt_parse_int(&a, "--threads", v, 1, 4096, &cfg.threads);
         } else if (gt_opt(&a, "--limit", &v, &err)) {
             err |= !gt_parse_double(&a, "--limit", v, 1.01, 1000, &cfg.limit);
+        } else if (gt_opt(&a, "--link-limit", &v, &err)) {
+            err |= !gt_parse_double(&a, "--link-limit", v, 1.01, 1000, &cfg.link_limit);
         } else if (gt_opt(&a, "--latency-limit", &v, &err)) {
             err |= !gt_parse_double(&a, "--latency-limit", v, 1.01, 1000, &cfg.latency_limit);
         } else if (gt_opt(&a, "--clock-limit", &v, &err)) {

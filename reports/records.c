@@ -68,3 +68,8 @@ void gt_report_section_array(gt_report *r, const char *section, const char *key)
     json_t *sec = root ? member(root, section, 0) : NULL;
     if (sec) member(sec, key, 1);
 }
+
+void gt_report_section_int(gt_report *r, const char *section, const char *key, long long value) {
+    json_t *root = gt_report_json(r);
+    if (root) gt_record_int((gt_record *)member(root, section, 0), key, value);
+}

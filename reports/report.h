@@ -79,6 +79,7 @@ void gt_record_bool(gt_record *rec, const char *key, int value);
 /* report[section][key] = value (the section created when missing). */
 void gt_report_section_str(gt_report *r, const char *section, const char *key, const char *value);
 void gt_report_section_num(gt_report *r, const char *section, const char *key, double value);
+void gt_report_section_int(gt_report *r, const char *section, const char *key, long long value);
 /* report[section][key] is an array (an empty one when it was not there). */
 void gt_report_section_array(gt_report *r, const char *section, const char *key);
 

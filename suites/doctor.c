@@ -384,6 +384,7 @@ static void name_outlier(doctor_state *st, int p, int r, int peer, double v, dou
 
 static double limit_of(const gt_doctor_config *c, int p) {
     if (p == P_LINK_LAT) return c->latency_limit > 0 ? c->latency_limit : GT_DOCTOR_LATENCY_LIMIT;
+    if (p == P_LINK_BW) return c->link_limit > 0 ? c->link_limit : GT_DOCTOR_LINK_LIMIT;
     if (p == P_GPU_CLOCK) return c->clock_limit > 0 ? c->clock_limit : GT_DOCTOR_CLOCK_LIMIT;
     return c->limit > 0 ? c->limit : GT_DOCTOR_LIMIT;
 }
@@ -504,11 +505,15 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
     }
     int dev = be->device != GT_DEVICE_HOST;
     int gemm_n = cfg->quick ? (dev ? 2048 : 384) : (dev ? 8192 : 1024);
-    int reps = cfg->quick ? 7 : 9;         /* link blocks */
-    int rounds_c = cfg->quick ? 15 : 40;   /* compute rounds */
-    size_t mem_bytes = (size_t)(cfg->quick ? 16 : 64) << 20;
+    /* blocks per link: the best one is the link's figure. Two ranks that
+     * share cores with other work need many short blocks for one in which
+     * both ran throughout (4 ranks on 2 busy cores: 7 blocks left a
+     * healthy link 2-4x below the others now and then) */
+    int reps = cfg->quick ? 25 : 15;
+    int rounds_c = cfg->quick ? 11 : 40;   /* compute rounds */
+    size_t mem_bytes = (size_t)(cfg->quick ? 32 : 64) << 20;
     if (dev && !cfg->quick) mem_bytes = (size_t)512 << 20;
-    if (!dev) {
+    if (!dev && !cfg->quick) {
         /* main memory, not the last cache: each array at least 2/3 of the
          * largest cache (so the three exceed it twice). A probe that fits a
          * cache shared with other work measured 2-5x apart on two ranks of
@@ -592,8 +597,12 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
         if (s == GT_OK && pair)
             s = probe_link(pair, link_bytes, reps, lat_iters, bw_iters, factor, &lat[k], &bw[k]);
         gt_comm_free(pair);
+        /* a pair that is done (or had a bye) waits asleep, not spinning in
+         * the next split: on shared cores a spinning waiter takes the core
+         * from a pair still measuring (4 ranks on 2 cores: a healthy link
+         * timed 2-10x slow when its round's other pair had finished) */
+        if (s == GT_OK) s = gt_comm_barrier_idle(comm);
     }
-    if (s == GT_OK && rounds > 0) s = gt_comm_barrier(comm, NULL);
 
     /* 3. everything to every rank; every rank judges the same figures */
     rank_row *rows = calloc((size_t)n, sizeof *rows);
@@ -643,17 +652,31 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
         /* links: each rank's best link; then each link against all links */
         for (int p = P_LINK_BW; s == GT_OK && rounds > 0 && p <= P_LINK_LAT; p++) {
             int higher = g_probe[p].higher, col = p == P_LINK_BW ? 1 : 2;
-            for (int r = 0; r < n; r++) {
-                v[r] = -1;
+            /* a rank's link figure: the middle of its links, the better one
+             * of an even count (of 2: the better): one slow partner, or one
+             * round the machines were busy, does not move it; a rank whose
+             * own link is slow is slow in every round */
+            double *xs = calloc((size_t)rounds, sizeof *xs);
+            for (int r = 0; xs && r < n; r++) {
+                int L = 0;
                 for (int k = 0; k < rounds; k++) {
                     double x = links[(size_t)r * lw + 3 * k + col];
-                    if (x > 0 && isfinite(x))
-                        v[r] = v[r] < 0 ? x : higher ? fmax(v[r], x) : fmin(v[r], x);
+                    if (x > 0 && isfinite(x)) xs[L++] = higher ? -x : x;
                 }
+                /* ascending: the better first */
+                for (int i = 1; i < L; i++)
+                    for (int j = i; j > 0 && xs[j] < xs[j - 1]; j--) {
+                        double t = xs[j];
+                        xs[j] = xs[j - 1];
+                        xs[j - 1] = t;
+                    }
+                v[r] = L ? fabs(xs[(L - 1) / 2]) : -1;
                 named[r] = 0;
             }
+            free(xs);
             snprintf(how, sizeof how,
-                     "%s over %d round(s) of disjoint pairs of %s; a rank's best link, best of %d",
+                     "%s, %d round(s) of pairs of %s, best of %d blocks; a rank: the middle "
+                     "of its links",
                      p == P_LINK_BW ? "2-rank fp32 all-reduce" : "8-byte ping-pong", rounds,
                      job.n_nodes > 1 ? "nodes" : "ranks", reps);
             /* two units share their one link: nothing to tell them apart */
@@ -667,15 +690,36 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
                     double x = links[(size_t)r * lw + 3 * k + col];
                     if (q > r && x > 0 && isfinite(x)) all[nl++] = x;
                 }
-            double ref = nl >= 3 ? gt_median(all, (size_t)nl) : -1, limit = limit_of(cfg, p);
+            double ref = nl >= 3 ? gt_median(all, (size_t)nl) : -1;
+            double limit = limit_of(cfg, p) * GT_DOCTOR_SINGLE_LINK_FACTOR;
             free(all);
+            /* the best link of each round, and how many links it had: the
+             * links of one round run at the same time and share what else
+             * the machines were doing then */
+            double *round_best = calloc((size_t)rounds, sizeof *round_best);
+            int *round_links = calloc((size_t)rounds, sizeof *round_links);
+            for (int r = 0; round_best && round_links && r < n; r++)
+                for (int k = 0; k < rounds; k++) {
+                    int q = (int)links[(size_t)r * lw + 3 * k];
+                    double x = links[(size_t)r * lw + 3 * k + col];
+                    if (q <= r || !(x > 0) || !isfinite(x)) continue;
+                    round_best[k] = round_links[k]++ == 0 ? x
+                                    : higher             ? fmax(round_best[k], x)
+                                                         : fmin(round_best[k], x);
+                }
             for (int r = 0; r < n; r++)
                 for (int k = 0; k < rounds; k++) {
                     int q = (int)links[(size_t)r * lw + 3 * k];
                     double x = links[(size_t)r * lw + 3 * k + col];
                     if (q <= r || !(x > 0) || !isfinite(x)) continue;
                     double ratio = ratio_of(x, ref, higher);
-                    int bad_link = ref > 0 && ratio > limit && !named[r] && !named[q];
+                    /* named only when worse than the job's links and than the
+                     * best link of its own round, neither end named already */
+                    double in_round = round_best && round_links && round_links[k] >= 2
+                                          ? ratio_of(x, round_best[k], higher)
+                                          : 0;
+                    int bad_link = ref > 0 && ratio > limit && in_round > limit && !named[r] &&
+                                   !named[q];
                     if (res) {
                         gt_record *rec = gt_result_record(res, "links");
                         gt_record_int(rec, "round", k);
@@ -691,14 +735,18 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
                     char detail[512];
                     snprintf(detail, sizeof detail,
                              "link host %s (rank %d) <-> host %s (rank %d): %s %.3g %s, %.2fx "
-                             "%s the median of the job's %d links %.3g (limit %.2fx)",
+                             "%s the median of the job's %d links %.3g and %.2fx against the best link "
+                             "of its round (limit %.2fx)",
                              job.rank[r].host, r, job.rank[q].host, q, g_probe[p].what, x,
-                             g_probe[p].unit, ratio, higher ? "below" : "above", nl, ref, limit);
+                             g_probe[p].unit, ratio, higher ? "below" : "above", nl, ref, in_round,
+                             limit);
                     name_outlier(&st, p, r, q, x, ref, ratio, limit, detail);
                     if (res) {
                         gt_result_check(res, "no_outlier_link", 0, ratio, limit, detail);
                     }
                 }
+            free(round_best);
+            free(round_links);
         }
         /* the GPU: the clock judged where the GEMM ran on it; reasons that
          * mean a slowed GPU always */
@@ -721,11 +769,14 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
         if (rep) {
             gt_report_section_str(rep, "doctor", "verdict", st.outliers ? "outliers" : "ok");
             gt_report_section_str(rep, "doctor", "pairs_of", job.n_nodes > 1 ? "nodes" : "ranks");
-            gt_report_section_num(rep, "doctor", "rounds", rounds);
+            gt_report_section_int(rep, "doctor", "link_rounds", rounds);
+            gt_report_section_int(rep, "doctor", "compute_rounds", rounds_c);
             gt_report_section_num(rep, "doctor", "limit", limit_of(cfg, P_GEMM));
+            gt_report_section_num(rep, "doctor", "link_limit", limit_of(cfg, P_LINK_BW));
             gt_report_section_num(rep, "doctor", "latency_limit", limit_of(cfg, P_LINK_LAT));
+            gt_report_section_num(rep, "doctor", "single_link_factor", GT_DOCTOR_SINGLE_LINK_FACTOR);
             gt_report_section_num(rep, "doctor", "clock_limit", limit_of(cfg, P_GPU_CLOCK));
-            gt_report_section_num(rep, "doctor", "outlier_count", st.outliers);
+            gt_report_section_int(rep, "doctor", "outlier_count", st.outliers);
             gt_report_section_array(rep, "doctor", "outliers"); /* [] when none */
         }
         if (out)

@@ -26,8 +26,13 @@ extern "C" {
 
 /* Limits, as the factor by which a rank's figure may be worse than the
  * reference: chosen from measured noise (docs/doctor.md, "Thresholds"). */
-#define GT_DOCTOR_LIMIT 2.0          /* GEMM, memory, link bandwidth */
-#define GT_DOCTOR_LATENCY_LIMIT 3.0  /* link latency (small messages are noisier) */
+#define GT_DOCTOR_LIMIT 2.0          /* GEMM, memory */
+#define GT_DOCTOR_LINK_LIMIT 3.0     /* a rank's link bandwidth */
+#define GT_DOCTOR_LATENCY_LIMIT 3.0  /* a rank's link latency */
+/* One link on its own (both ends otherwise within their limits) is named
+ * only beyond this multiple of its probe's limit: it is one measurement,
+ * where a rank's figure is the middle of several */
+#define GT_DOCTOR_SINGLE_LINK_FACTOR 2.0
 #define GT_DOCTOR_CLOCK_LIMIT 1.15   /* GPU SM clock under the GEMM (cuda backend) */
 
 typedef struct gt_doctor_config {
@@ -35,6 +40,7 @@ typedef struct gt_doctor_config {
     int threads;             /* cpu threads per rank (0: the backend's default) */
     int quick;               /* small probes (tests, a first look): about a second */
     double limit;            /* GT_DOCTOR_LIMIT when 0 */
+    double link_limit;       /* GT_DOCTOR_LINK_LIMIT when 0 */
     double latency_limit;    /* GT_DOCTOR_LATENCY_LIMIT when 0 */
     double clock_limit;      /* GT_DOCTOR_CLOCK_LIMIT when 0 */
     /* Fault injection (tests, and proving a deployment names a bad node):
