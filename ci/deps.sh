@@ -13,6 +13,8 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libjansson-dev
           libopenblas-dev libopenmpi-dev openmpi-bin libhwloc-dev chromium
           clang libclang-rt-dev valgrind)
+# the job and doctor tests read reports with python3's json (harness/tests/job.sh, doctor.sh)
+packages+=(python3)
 
 missing=()
 for p in "${packages[@]}"; do
