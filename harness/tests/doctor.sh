@@ -5,7 +5,10 @@
 # with other tests:
 #   - no slowdown, three times: exit 0, verdict ok, nothing named;
 #   - GT_FAULT_SLOW_HOST=<one host>:8: exit 1, that host (and its rank) named
-#     for the GEMM, and nothing else named; with GT_FAULT_SLOW_RANK the same
+#     for the GEMM, and nothing else named (its memory bandwidth is named too
+#     as a rule, but the slowed rank's triad runs alone while the others wait,
+#     at up to 2.5x the bandwidth four ranks share: 8x slowed showed as 3.1x,
+#     too near the limit to assert); with GT_FAULT_SLOW_RANK the same
 #     by rank; the report validates and says why;
 #   - NP 4: also 2 ranks on each of 2 hosts (2x2) with one host slowed: both
 #     of its ranks named, no other; and 3 ranks (a bye in every round);
@@ -95,8 +98,8 @@ done
 
 # one host slowed: named, and only it
 rc=$(GT_FAULT_SLOW_HOST=$last:8 run slowhost "${hosts[@]}")
-verdict slowhost 1 "$rc" 'd["doctor"]["verdict"] == "outliers" and out and all(o["host"] == "'"$last"'" and o["rank"] == '"$((np - 1))"' and o["scope"] == "rank" for o in out) and {"gemm", "memory"} <= {o["probe"] for o in out} and all(o["ratio"] > o["limit"] for o in out) and not d["summary"]["ok"]' \
-    "GT_FAULT_SLOW_HOST=$last:8 on $np ranks: $last (rank $((np - 1))) named for GEMM and memory, nothing else"
+verdict slowhost 1 "$rc" 'd["doctor"]["verdict"] == "outliers" and out and all(o["host"] == "'"$last"'" and o["rank"] == '"$((np - 1))"' and o["scope"] == "rank" for o in out) and "gemm" in {o["probe"] for o in out} and all(o["ratio"] > o["limit"] for o in out) and not d["summary"]["ok"]' \
+    "GT_FAULT_SLOW_HOST=$last:8 on $np ranks: $last (rank $((np - 1))) named for the GEMM, nothing else named"
 grep -q "OUTLIER host $last, rank $((np - 1)): GEMM rate" "$tmp/slowhost.out" &&
     ok "the console names host $last, rank $((np - 1)) and the probe" ||
     fail "the console does not name the slowed host: $(grep OUTLIER "$tmp/slowhost.out" | head -3)"
@@ -108,7 +111,7 @@ verdict slowrank 1 "$rc" 'out and all(o["host"] == "node1" and o["rank"] == 0 fo
 
 if [ "$np" -ge 4 ]; then
     # links: with 4 nodes a slowed node's links are all slow, the others each have good ones
-    verdict slowhost 1 0 '"link_bandwidth" in {o["probe"] for o in out}' \
+    verdict slowhost 1 1 '"link_bandwidth" in {o["probe"] for o in out}' \
         "GT_FAULT_SLOW_HOST=$last:8 on 4 nodes: its link bandwidth is named too"
     # 2 ranks per host, one host slowed: both of its ranks, nothing else
     rc=$(GT_FAULT_SLOW_HOST=hostb:8 run twobytwo hosta:2 hostb:2)
