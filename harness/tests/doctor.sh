@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: doctor.sh NP GAUNTLET REPORT_CHECK [MPIEXEC]
+# usage: doctor.sh NP GAUNTLET REPORT_CHECK [MPIEXEC [FAKE_GPU_DIR]]
 # gauntlet doctor on NP ranks of one machine, each rank on its own faked host
 # (GT_TEST_HOSTNAME through mpirun's MPMD form), on a machine that may be busy
 # with other tests:
@@ -13,13 +13,17 @@
 #   - NP 4: also 2 ranks on each of 2 hosts (2x2) with one host slowed: both
 #     of its ranks named, no other; and 3 ranks (a bye in every round);
 #   - NP 2 also checks the command line (bad fault specs and options: exit 2)
-#     and one process without a launcher (nothing to compare: exit 0).
+#     and one process without a launcher (nothing to compare: exit 0), and
+#     with FAKE_GPU_DIR (stand-ins for libcuda and NVML, fake_gpu.c) each
+#     rank's GPU in env.job and a GPU throttled on one rank named (the fake
+#     reports FAKE_GPU_THROTTLE as its clocks-event reasons).
 # 77 without MPIEXEC or python3.
 set -u
 np=$1
 g=$2
 check=$3
 mpi=${4:-}
+fake=${5:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/lib.sh"
@@ -126,6 +130,20 @@ if [ "$np" -ge 4 ]; then
         "3 ranks (3 rounds with a bye) with node2 slowed: node2 named, nothing else"
     rc=$(run three_clean node1 node2 node3)
     verdict three_clean 0 "$rc" 'out == []' "3 ranks without slowdown: nothing named"
+fi
+
+if [ "$np" = 2 ] && [ -n "$fake" ] && [ -e "$fake/libcuda.so.1" ]; then
+    # one GPU per rank (the fake has one device; each rank reads it), the
+    # second throttled for heat: named by host, rank and GPU, the first not
+    export LD_LIBRARY_PATH="$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    timeout 240 "$mpi" --oversubscribe --allow-run-as-root \
+        -np 1 -x GT_TEST_HOSTNAME=gpu1 -x FAKE_GPU_THROTTLE=0x4 "$g" doctor --quick --report "$tmp/gpu.json" : \
+        -np 1 -x GT_TEST_HOSTNAME=gpu2 -x FAKE_GPU_THROTTLE=0x44 "$g" doctor --quick --report "$tmp/gpu.json" \
+        >"$tmp/gpu.out" 2>&1
+    rc=$?
+    verdict gpu 1 "$rc" '[(p["host"], p["gpu"]["uuid"], p["gpu"]["name"], p["gpu"]["pci_bus_id"]) for p in d["env"]["job"]["per_rank"]] == [(h, "GPU-01234567-89ab-cdef-0123-456789abcdef", "Fake GPU", "0000:1B:00.0") for h in ("gpu1", "gpu2")] and [(o["host"], o["rank"], o["gpu"], o["probe"]) for o in out] == [("gpu2", 1, "GPU-01234567-89ab-cdef-0123-456789abcdef", "gpu_sm_clock")] and "hw_thermal" in out[0]["detail"]' \
+        "fake GPUs: each rank's GPU in env.job; the one throttled for heat (gpu2, rank 1) named, sw_power_cap alone not"
+    unset LD_LIBRARY_PATH
 fi
 
 [ "$fails" -eq 0 ] && echo "doctor: all passed" || echo "doctor: $fails failed"
