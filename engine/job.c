@@ -14,13 +14,20 @@ static const char *env_or(const char *name, const char *dflt) {
 void gt_job_detect(gt_job *job) {
     memset(job, 0, sizeof *job);
     const char *slurm_job = env_or("SLURM_JOB_ID", env_or("SLURM_JOBID", NULL));
-    /* Open MPI's mpirun (prterun) sets OMPI_COMM_WORLD_*, also inside a
-     * Slurm allocation; srun sets SLURM_PROCID for each task it starts;
-     * MPICH's Hydra sets PMI_RANK */
-    const char *launcher = getenv("OMPI_COMM_WORLD_SIZE")  ? "mpirun-openmpi"
-                           : slurm_job && getenv("SLURM_PROCID") ? "srun"
-                           : getenv("PMI_RANK")            ? "mpirun-mpich"
-                                                           : "none";
+    /* Open MPI's mpirun starts ranks through its daemons, which leave
+     * OMPI_MCA_orte_* (4.x) or PRTE_* (5.x) behind, also inside a Slurm
+     * allocation (where the daemons' own srun step sets SLURM_PROCID too);
+     * srun starting the ranks itself sets SLURM_PROCID without them;
+     * Open MPI sets OMPI_COMM_WORLD_* under both; MPICH's Hydra sets
+     * PMI_RANK */
+    const char *launcher =
+        getenv("OMPI_MCA_orte_hnp_uri") || getenv("OMPI_MCA_orte_launch") ||
+                getenv("PRTE_LAUNCHED")
+            ? "mpirun-openmpi"
+        : slurm_job && getenv("SLURM_PROCID") ? "srun"
+        : getenv("OMPI_COMM_WORLD_SIZE")      ? "mpirun-openmpi"
+        : getenv("PMI_RANK")                  ? "mpirun-mpich"
+                                              : "none";
     snprintf(job->launcher, sizeof job->launcher, "%s", launcher);
     snprintf(job->scheduler, sizeof job->scheduler, "%s",
              slurm_job ? "slurm" : strcmp(launcher, "srun") == 0 ? "none" : launcher);

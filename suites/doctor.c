@@ -627,6 +627,7 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
         snprintf(topo, sizeof topo, "%d", n);
         doctor_state st = {.cfg = cfg, .job = &job, .rep = rep, .topology = topo,
                            .backend = cfg->backend, .out = out};
+        gt_result *gpu_res = NULL;
         double *v = calloc((size_t)n, sizeof *v);
         int *named = calloc((size_t)n, sizeof *named);
         char how[160];
@@ -707,6 +708,9 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
                                     : higher             ? fmax(round_best[k], x)
                                                          : fmin(round_best[k], x);
                 }
+            int bad_links = 0;
+            double worst_link = 0;
+            char link_detail[1024] = "";
             for (int r = 0; r < n; r++)
                 for (int k = 0; k < rounds; k++) {
                     int q = (int)links[(size_t)r * lw + 3 * k];
@@ -741,10 +745,17 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
                              g_probe[p].unit, ratio, higher ? "below" : "above", nl, ref, in_round,
                              limit);
                     name_outlier(&st, p, r, q, x, ref, ratio, limit, detail);
-                    if (res) {
-                        gt_result_check(res, "no_outlier_link", 0, ratio, limit, detail);
-                    }
+                    bad_links++;
+                    worst_link = fmax(worst_link, ratio);
+                    size_t l = strlen(link_detail);
+                    snprintf(link_detail + l, sizeof link_detail - l, "%s%s", l ? "; " : "",
+                             detail);
                 }
+            if (res && ref > 0)
+                gt_result_check(res, "no_outlier_link", bad_links == 0, worst_link, limit,
+                                bad_links ? link_detail
+                                          : "no single link beyond the limit against the job's "
+                                            "links and its round's best");
             free(round_best);
             free(round_links);
         }
@@ -754,8 +765,10 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
         if (s == GT_OK) {
             snprintf(how, sizeof how, "NVML SM clock right after the GEMM probe%s",
                      dev ? "" : " (cpu GEMM: the GPU was idle, not judged)");
-            judge_ranks(&st, P_GPU_CLOCK, v, n, dev, how, NULL, NULL);
+            gpu_res = judge_ranks(&st, P_GPU_CLOCK, v, n, dev, how, NULL, NULL);
         }
+        int throttled = 0;
+        char throttle_detail[1024] = "";
         for (int r = 0; s == GT_OK && r < n; r++) {
             if (!rows[r].has_throttle || !(rows[r].throttle & BAD_THROTTLE)) continue;
             rows[r].throttle_names[sizeof rows[r].throttle_names - 1] = '\0';
@@ -765,7 +778,16 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
                      job.rank[r].host, r, gpu_of(&job, r), rows[r].throttle_names,
                      (unsigned long long)rows[r].throttle);
             name_outlier(&st, P_GPU_CLOCK, r, -1, -1, -1, -1, -1, detail);
+            throttled++;
+            size_t l = strlen(throttle_detail);
+            snprintf(throttle_detail + l, sizeof throttle_detail - l, "%s%s", l ? "; " : "",
+                     detail);
         }
+        if (gpu_res)
+            gt_result_check(gpu_res, "not_throttled", throttled == 0, throttled, 0,
+                            throttled ? throttle_detail
+                                      : "no GPU throttled by hw_slowdown, sw_thermal, "
+                                        "hw_thermal or hw_power_brake");
         if (rep) {
             gt_report_section_str(rep, "doctor", "verdict", st.outliers ? "outliers" : "ok");
             gt_report_section_str(rep, "doctor", "pairs_of", job.n_nodes > 1 ? "nodes" : "ranks");

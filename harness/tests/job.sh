@@ -22,6 +22,8 @@ trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "skip: no python3 (ci/deps.sh installs it)"; exit 77; }
 export OMPI_MCA_mpi_yield_when_idle=1
+# a test run inside a Slurm job or an mpirun must not see its launcher
+for v in $(compgen -e | grep -E '^(SLURM_|PMIX_|PMI_|OMPI_COMM_WORLD|OMPI_MCA_orte|PRTE_)'); do unset "$v"; done
 flags=(--oversubscribe --allow-run-as-root)
 args=(run collectives/allreduce --quick --quiet -e 4K --dtypes fp32 --ops sum)
 
@@ -47,6 +49,18 @@ expect 0 "" "$g" "${args[@]}" --topologies 1 --report "$tmp/one.json"
 py "$tmp/one.json" 'job["scheduler"] == "none" and job["ranks"] == 1 and job["n_nodes"] == 1 and job["layout"] == "1x1" and job["per_rank"][0]["host"] == d["env"]["host"] and all(r["layout"] == "1x1" for r in res) and "job_id" not in job["identity"] and "nodes" not in job["identity"]' \
     "one process: scheduler none, 1x1, its host"
 
+# what Slurm's srun leaves in a task's environment, read on one process
+# (the communicator is self: none of the variables --comm auto looks at)
+expect 0 "" env SLURM_JOB_ID=4242 SLURM_STEP_ID=3 SLURM_PROCID=0 SLURM_JOB_NODELIST='node[1-2]' \
+    SLURM_TASKS_PER_NODE='1(x2)' "$g" "${args[@]}" --topologies 1 --report "$tmp/srun.json"
+py "$tmp/srun.json" 'job["scheduler"] == "slurm" and job["launcher"] == "srun" and job["job_id"] == "4242.3" and job["node_list"] == "node[1-2]" and job["tasks_per_node"] == "1(x2)" and job["ranks"] == 1' \
+    "srun's variables: scheduler slurm, launcher srun, job id 4242.3, node list and tasks per node as Slurm wrote them"
+# mpirun inside an allocation: Open MPI's daemons' variables win over SLURM_PROCID
+expect 0 "" env SLURM_JOB_ID=4242 SLURM_PROCID=0 OMPI_MCA_orte_launch=1 "$g" "${args[@]}" \
+    --topologies 1 --comm self --report "$tmp/alloc.json"
+py "$tmp/alloc.json" 'job["scheduler"] == "slurm" and job["launcher"] == "mpirun-openmpi" and job["job_id"] == "4242"' \
+    "mpirun inside a Slurm allocation: scheduler slurm, launcher mpirun-openmpi, job id 4242"
+
 if [ -z "$mpi" ]; then
     echo "skip: no MPIEXEC (built without MPI): the multi-rank checks did not run"
     [ "$fails" -eq 0 ] && exit 77 || exit 1
@@ -61,6 +75,13 @@ py "$tmp/2x1.json" 'job["scheduler"] == "mpirun-openmpi" and job["launcher"] == 
     "2 ranks on job-a, job-b: env.job says 2 nodes x 1, hosts gathered per rank"
 py "$tmp/2x1.json" 'set((r["topology"], r["layout"]) for r in res) == {("1", "1x1"), ("2", "2x1")} and not any("_node/" in r["case"] for r in res) and all(r["status"] == "pass" for r in res)' \
     "2x1: results carry layout 1x1 (topology 1) and 2x1 (topology 2); one rank per node: no intra/inter cases"
+
+# gauntlet train --topologies: each topology's result carries its layout
+EXPECT_TIMEOUT=240 expect 0 "" "$mpi" "${flags[@]}" \
+    -np 1 -x GT_TEST_HOSTNAME=job-a "$g" train --model gpt2-tiny --steps 2 --topologies 1,2 --quiet --report "$tmp/train.json" : \
+    -np 1 -x GT_TEST_HOSTNAME=job-b "$g" train --model gpt2-tiny --steps 2 --topologies 1,2 --quiet --report "$tmp/train.json"
+py "$tmp/train.json" 'job["layout"] == "2x1" and [(r["topology"], r["layout"]) for r in res] == [("1", "1x1"), ("2", "2x1")]' \
+    "train --topologies 1,2 on job-a, job-b: results 1x1 and 2x1"
 
 # 4 ranks, 2 per host
 EXPECT_TIMEOUT=240 expect 0 "" "$mpi" "${flags[@]}" \
