@@ -235,8 +235,6 @@ void gt_report_set_layout(gt_report *r, const char *layout) {
     if (r) snprintf(r->layout, sizeof r->layout, "%s", layout ? layout : "");
 }
 
-const char *gt_report_get_layout(const gt_report *r) { return r ? r->layout : ""; }
-
 json_t *gt_report_json(gt_report *r) { return r ? r->root : NULL; }
 json_t *gt_result_json(gt_result *res) { return res ? res->obj : NULL; }
 

@@ -54,7 +54,6 @@ void gt_report_set_binding(gt_report *r, const char *const *per_rank, int n);
  * node ("2x1", gt_job_layout): every result added from now on carries it
  * as "layout" beside "topology" (the rank count). NULL or "": none. */
 void gt_report_set_layout(gt_report *r, const char *layout);
-const char *gt_report_get_layout(const gt_report *r); /* "" when none */
 
 /* The job (env.job, docs/report-schema.md): scheduler, id, node list, nodes,
  * ranks per node, layout, and each rank's host and GPU (reports/job.c).

@@ -729,6 +729,7 @@ static void set_params(suite_state *st, const coll_def *d, gt_result *res, gt_dt
     gt_result_param_str(res, "raw", have_raw ? st->raw->name : "none");
     gt_result_param_str(res, "buffers", st->have_nccl ? "device" : "host");
     if (c->scope) gt_result_param_str(res, "comm_scope", c->scope);
+    if (c->scope && c->scope_layout) gt_result_param_str(res, "comm_layout", c->scope_layout);
     if (c->slow_factor > 1 && c->slow_coll >= 0 && d == &g_colls[c->slow_coll])
         gt_result_param_num(res, "injected_slowdown", c->slow_factor);
 }

@@ -99,6 +99,7 @@ typedef struct gt_coll_config {
      * names start with it ("intra_node/allreduce/fp32/sum") and the param
      * comm_scope carries it. */
     const char *scope;
+    const char *scope_layout; /* with scope: the param comm_layout ("1x2", "2x1") */
     FILE *out;                /* the table (rank 0 passes stdout); NULL: silent */
     /* Called after each result is complete (may be NULL): the caller writes
      * the report so that a run that dies keeps what finished. */

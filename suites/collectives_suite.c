@@ -72,8 +72,6 @@ static gt_status run_node_scopes(gt_comm *comm, const gt_coll_config *cfg, gt_re
     if (s == GT_OK) s = gt_comm_nodes(comm, node_of, local_of, &n_nodes);
     for (int r = 0; s == GT_OK && r < n; r++)
         most = local_of[r] + 1 > most ? local_of[r] + 1 : most;
-    char saved[64];
-    snprintf(saved, sizeof saved, "%s", gt_report_get_layout(rep));
     if (s == GT_OK && n_nodes > 1 && most > 1) {
         static const char *const scopes[] = {"intra_node", "inter_node"};
         for (int k = 0; k < 2 && s == GT_OK; k++) {
@@ -83,18 +81,19 @@ static gt_status run_node_scopes(gt_comm *comm, const gt_coll_config *cfg, gt_re
             if (s != GT_OK || !sub) continue;
             gt_coll_config c = *cfg;
             c.scope = scopes[k];
-            /* its own layout: one node's ranks, or one rank of each node */
+            /* the results keep the topology's layout (the job's shape they
+             * ran in, as the harness set it); the param says the
+             * sub-communicator's own: one node's ranks, or one rank of each */
             char layout[32];
             snprintf(layout, sizeof layout, "%dx%d", k == 0 ? 1 : gt_comm_size(sub),
                      k == 0 ? gt_comm_size(sub) : 1);
-            gt_report_set_layout(rep, layout);
+            c.scope_layout = layout;
             if (c.root >= gt_comm_size(sub)) c.root = 0;
             gt_coll_summary sum;
             s = gt_coll_run(sub, &c, rep, &sum);
             gt_comm_free(sub);
         }
     }
-    gt_report_set_layout(rep, saved); /* the whole communicator's, as the harness set it */
     free(node_of);
     free(local_of);
     return s;

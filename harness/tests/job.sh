@@ -7,8 +7,9 @@
 #   - one process: scheduler none, layout 1x1;
 #   - 2 ranks on hosts a, b: 2 nodes x 1, hosts gathered per rank, topology 1
 #     is 1x1 and 2 is 2x1, no intra/inter cases (one rank per node);
-#   - 4 ranks on a, a, b, b: 2x2, the world's cases keep their names and
-#     layout 2x2, intra_node/... (1x2) and inter_node/... (2x1) cases, exact;
+#   - 4 ranks on a, a, b, b: 2x2, the world's cases keep their names,
+#     intra_node/... (param comm_layout 1x2) and inter_node/... (2x1) cases,
+#     every result with the topology's layout 2x2, exact;
 #   - 2 ranks on one real host: 1x2, nothing more than today;
 #   - compare: two runs differ in their job id, not in the job's identity
 #     fields; 2x1 against 1x2 is a fingerprint difference.
@@ -90,8 +91,8 @@ EXPECT_TIMEOUT=240 expect 0 "" "$mpi" "${flags[@]}" \
 "$check" "$tmp/2x2.json" >/dev/null || fail "2x2.json does not validate"
 py "$tmp/2x2.json" 'job["layout"] == "2x2" and job["ranks_per_node"] == 2 and [p["host"] for p in job["per_rank"]] == ["job-a", "job-a", "job-b", "job-b"] and [p["local_index"] for p in job["per_rank"]] == [0, 1, 0, 1]' \
     "2x2: env.job says 2 nodes x 2 ranks, local indices 0 1 0 1"
-py "$tmp/2x2.json" 'sorted((r["case"], r["topology"], r["layout"], r["params"].get("comm_scope")) for r in res) == sorted([("allreduce/fp32/sum", "4", "2x2", None)] * 2 + [("intra_node/allreduce/fp32/sum", "2", "1x2", "intra_node")] * 2 + [("inter_node/allreduce/fp32/sum", "2", "2x1", "inter_node")] * 2) and all(r["status"] == "pass" and any(c["name"] == "wrong_elements" and c["value"] == 0 for c in r["checks"]) for r in res)' \
-    "2x2: world cases as before (2x2), intra_node/... (1x2) and inter_node/... (2x1), every element exact"
+py "$tmp/2x2.json" 'sorted((r["case"], r["topology"], r["layout"], r["params"].get("comm_scope"), r["params"].get("comm_layout")) for r in res) == sorted([("allreduce/fp32/sum", "4", "2x2", None, None)] * 2 + [("intra_node/allreduce/fp32/sum", "2", "2x2", "intra_node", "1x2")] * 2 + [("inter_node/allreduce/fp32/sum", "2", "2x2", "inter_node", "2x1")] * 2) and all(r["status"] == "pass" and any(c["name"] == "wrong_elements" and c["value"] == 0 for c in r["checks"]) for r in res)' \
+    "2x2: world cases as before, intra_node/... (comm_layout 1x2) and inter_node/... (2x1), all with the topology's layout 2x2, every element exact"
 
 # 2 ranks on this one host: nothing changes
 EXPECT_TIMEOUT=240 expect 0 "" "$mpi" "${flags[@]}" -np 2 "$g" "${args[@]}" --topologies 2 --report "$tmp/1x2.json"
