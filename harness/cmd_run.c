@@ -566,6 +566,7 @@ int gt_cmd_run(int argc, char **argv) {
         have_env = 1;
     }
     gt_report_binding(rank == 0 ? rep : NULL, comm);
+    gt_report_job(rank == 0 ? rep : NULL, comm);
     /* fail early on an unusable baseline or destination, and tell every rank */
     int32_t bad = 0;
     if (path && baseline) {
@@ -670,6 +671,7 @@ int gt_cmd_run(int argc, char **argv) {
                          gt_mllog_str(bb, sizeof bb, backends[b]));
                 gt_mllog_event(ml, GT_MLLOG_START, "block_start", NULL, md);
                 /* on a GPU: the cuda backend, or any suite on an nccl communicator */
+                gt_report_topology_layout(rank == 0 ? rep : NULL, N);
                 telemetry_begin(&pr, rank == 0 && (!strcmp(backends[b], "cuda") ||
                                                    !strcmp(gt_comm_backend_name(comm), "nccl")));
                 if (sub) {

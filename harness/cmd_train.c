@@ -538,6 +538,7 @@ int gt_cmd_train(int argc, char **argv) {
         gt_report_set_env(rep, &env, NULL);
     }
     gt_report_binding(rank == 0 ? rep : NULL, comm);
+    gt_report_job(rank == 0 ? rep : NULL, comm);
     /* fail early on an unwritable destination, a bad history database or
      * mllog file, before any training */
     struct gt_history *hist = NULL;
@@ -610,6 +611,7 @@ int gt_cmd_train(int argc, char **argv) {
             snprintf(topo, sizeof topo, "%d", N);
             gt_watchdog_report(rank == 0 ? rep : NULL, "train", cfg.model_name, topo,
                                cfg.backend);
+            gt_report_topology_layout(rank == 0 ? rep : NULL, N);
         }
         pr.cfg = &tc;
         pr.st = &st;

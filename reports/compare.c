@@ -576,6 +576,19 @@ static void fingerprint(gt_compare *c) {
     json_decref(gb);
     json_decref(gn);
     fp_add(c, "os", json_object_get(eb, "os"), json_object_get(en, "os"));
+    /* the job's shape (env.job.identity names its members), never its id or
+     * hosts; only where both reports know the job (older ones do not) */
+    json_t *jb = json_object_get(eb, "job"), *jn = json_object_get(en, "job");
+    size_t ji;
+    json_t *jk;
+    if (jb && jn)
+        json_array_foreach(json_object_get(jb, "identity"), ji, jk) {
+            const char *k = json_string_value(jk);
+            char key[96];
+            if (!k) continue;
+            snprintf(key, sizeof key, "job.%s", k);
+            fp_add(c, key, json_object_get(jb, k), json_object_get(jn, k));
+        }
 }
 
 /* suite, case, topology, backend and the identity params (sorted), with

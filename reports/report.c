@@ -20,6 +20,7 @@
 
 #include "engine/rng.h"
 #include "engine/timer.h"
+#include "reports/report_impl.h"
 
 struct gt_result {
     json_t *obj; /* borrowed from the report's results array */
@@ -43,6 +44,7 @@ struct gt_report {
     char *last_text;
     int last_complete, last_has_reason;
     int sealed; /* the interrupted write happened: nothing replaces it */
+    char layout[64]; /* stamped on each new result ("" none): gt_report_set_layout */
 };
 
 /* What an incomplete report says when nobody could say why: the file is
@@ -241,6 +243,7 @@ gt_result *gt_report_add_result(gt_report *r, const char *suite, const char *cas
     json_object_set_new(o, "suite", json_string(suite));
     json_object_set_new(o, "case", json_string(case_name));
     json_object_set_new(o, "topology", json_string(topology));
+    if (r->layout[0]) json_object_set_new(o, "layout", json_string(r->layout));
     json_object_set_new(o, "backend", json_string(backend));
     json_object_set_new(o, "status", json_string("pass"));
     json_object_set_new(o, "params", json_object());
@@ -251,6 +254,13 @@ gt_result *gt_report_add_result(gt_report *r, const char *suite, const char *cas
     r->res[r->n_res++] = res;
     return res;
 }
+
+void gt_report_set_layout(gt_report *r, const char *layout) {
+    if (r) snprintf(r->layout, sizeof r->layout, "%s", layout ? layout : "");
+}
+
+json_t *gt_report_json(gt_report *r) { return r ? r->root : NULL; }
+json_t *gt_result_json(gt_result *res) { return res ? res->obj : NULL; }
 
 void gt_result_set_status(gt_result *res, gt_result_status s, const char *message) {
     json_object_set_new(res->obj, "status", json_string(gt_result_status_name(s)));

@@ -55,6 +55,38 @@ void gt_report_set_env(gt_report *r, const gt_env *env, const gt_peaks *peaks);
 /* The rank-to-core binding: entry r is "host cpus" of world rank r. */
 void gt_report_set_binding(gt_report *r, const char *const *per_rank, int n);
 
+/* The layout of the topology the next results run on, nodes x ranks per
+ * node ("2x1", gt_job_layout): every result added from now on carries it
+ * as "layout" beside "topology" (the rank count). NULL or "": none. */
+void gt_report_set_layout(gt_report *r, const char *layout);
+
+/* The job (env.job, docs/report-schema.md): scheduler, id, node list, nodes,
+ * ranks per node, layout, and each rank's host and GPU (reports/job.c).
+ * Call after gt_report_set_env. */
+struct gt_job;
+void gt_report_set_job(gt_report *r, const struct gt_job *job);
+
+/* Records: an array of objects under a result, or under a top-level
+ * section of the report (reports/records.c), for what is per rank or per
+ * link (the doctor's tables). A record belongs to its report. */
+typedef struct gt_record gt_record;
+/* Appends an empty object to res[array] (created when missing). NULL on OOM. */
+gt_record *gt_result_record(gt_result *res, const char *array);
+/* Appends an empty object to report[section][array]. NULL on OOM. */
+gt_record *gt_report_record(gt_report *r, const char *section, const char *array);
+/* An object member of a record (created when missing). */
+gt_record *gt_record_object(gt_record *rec, const char *key);
+void gt_record_str(gt_record *rec, const char *key, const char *value); /* NULL/"": null */
+void gt_record_int(gt_record *rec, const char *key, long long value);
+void gt_record_num(gt_record *rec, const char *key, double value); /* non-finite: null */
+void gt_record_bool(gt_record *rec, const char *key, int value);
+/* report[section][key] = value (the section created when missing). */
+void gt_report_section_str(gt_report *r, const char *section, const char *key, const char *value);
+void gt_report_section_num(gt_report *r, const char *section, const char *key, double value);
+void gt_report_section_int(gt_report *r, const char *section, const char *key, long long value);
+/* report[section][key] is an array (an empty one when it was not there). */
+void gt_report_section_array(gt_report *r, const char *section, const char *key);
+
 /* A new result (owned by the report). status starts as pass; a failed check
  * turns it to fail. */
 gt_result *gt_report_add_result(gt_report *r, const char *suite, const char *case_name,
