@@ -7,6 +7,7 @@
 #include "engine/comm.h"
 #include "engine/env.h"
 #include "harness/cli.h"
+#include "harness/signals.h"
 #include "reports/report.h"
 #include "suites/doctor.h"
 
@@ -111,6 +112,8 @@ int gt_cmd_doctor(int argc, char **argv) {
     gt_report_binding(rank == 0 ? rep : NULL, comm);
     gt_report_job(rank == 0 ? rep : NULL, comm);
     gt_report_topology_layout(rank == 0 ? rep : NULL, n);
+    /* SIGTERM / SIGINT: the report marked incomplete with the signal (signals.h) */
+    gt_signals_report(rep);
     int32_t bad = 0;
     if (rank == 0 && report_path && gt_report_write(rep) != GT_OK) {
         fprintf(stderr, "gauntlet doctor: %s\n", gt_last_error());
@@ -127,11 +130,15 @@ int gt_cmd_doctor(int argc, char **argv) {
         s = gt_doctor_run(comm, &cfg, rank == 0 ? rep : NULL, &outliers);
         if (s != GT_OK) {
             fprintf(stderr, "gauntlet doctor: %s [%s]\n", gt_last_error(), gt_status_name(s));
+            char why[1200];
+            snprintf(why, sizeof why, "stopped early: %s", gt_last_error());
+            gt_report_set_incomplete(rep, why);
             rc = GT_EXIT_USAGE;
         } else {
             int counts[GT_RESULT_STATUS_COUNT];
             gt_report_counts(rep, counts);
             rc = outliers || counts[GT_RESULT_FAIL] ? GT_EXIT_CHECK : GT_EXIT_OK;
+            gt_report_finish(rep); /* every probe ran: the report is complete */
             if (verdict_out && quiet)
                 fprintf(verdict_out, "gauntlet doctor: %d outlier(s)%s\n", outliers,
                         outliers ? " (gauntlet doctor without --quiet, or the report, names them)"
@@ -151,6 +158,7 @@ int gt_cmd_doctor(int argc, char **argv) {
         }
     }
     if (have_env) gt_env_release(&env);
+    gt_signals_report(NULL);
     gt_report_free(rep);
     gt_comm_free(comm);
     return rc;

@@ -428,7 +428,11 @@ static const char *jstr(json_t *o, const char *key) {
  * clocks and temperature, measured peaks, the hwloc XML the digest stands for,
  * each rank's CPU binding): they would show at every change point. */
 static int env_skipped(const char *key) {
-    static const char *const skip[] = {"state", "peaks", "topology_xml", "binding", NULL};
+    /* env.job: only its identity members (scheduler, launcher, ranks, layout...)
+     * say what changed; the job id, node list and hosts differ every run */
+    static const char *const skip[] = {"state",    "peaks",     "topology_xml",   "binding",
+                                       "job_id",   "node_list", "tasks_per_node", "nodes",
+                                       "per_rank", "identity",  NULL};
     for (int i = 0; skip[i]; i++)
         if (strcmp(key, skip[i]) == 0) return 1;
     return 0;
