@@ -9,8 +9,9 @@
 #             the second names the first and becomes the reference
 #   srun      `srun -N2 -n2 gauntlet run collectives scaling --quick`: exit 0, a valid
 #             report with no failed check, every result on 2 ranks where the suite runs them
-#   train     `gauntlet train --deterministic` on 1 rank and across the two nodes (-N2 -n2,
-#             and with --zero 1): bitwise the same final parameters (final_params_fnv1a64)
+#   train     `gauntlet train --deterministic` on 1 rank and across the two nodes (srun -N2
+#             -n2; `salloc -N2 -n2 mpirun` with --zero 1): bitwise the same final parameters
+#             (final_params_fnv1a64)
 # Exit 77 (skipped) with the reason when the cluster cannot run here (not root, no
 # namespaces, no Slurm, no MPI in this build); MODE nompi says the build has no MPI.
 set -u
@@ -144,16 +145,20 @@ train)
     common=(train --model gpt2-tiny --steps 6 --batch 8 --deterministic --print-every 0 --check-consistency 2)
     EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" srun -N1 -n1 -t 3 "$g" "${common[@]}" --report "$tmp/1.json"
     EXPECT_TIMEOUT=120 expect 0 "2 rank\(s\)" "${on[@]}" srun -N2 -n2 -t 3 "$g" "${common[@]}" --report "$tmp/2.json"
-    EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" srun -N2 -n2 -t 3 "$g" "${common[@]}" --zero 1 --report "$tmp/2z.json"
+    # mpirun inside an allocation (it reads the nodes from Slurm and starts its daemons there)
+    EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" salloc -N2 -n2 -t 3 mpirun --allow-run-as-root \
+        "$g" "${common[@]}" --zero 1 --report "$tmp/2z.json"
     d1=$(digest "$tmp/1.json"); d2=$(digest "$tmp/2.json"); d2z=$(digest "$tmp/2z.json")
     if [ -n "$d1" ] && [ "$d1" = "$d2" ] && [ "$d1" = "$d2z" ]; then
-        ok "2 ranks on two nodes, with and without --zero 1, = 1 rank (final params $d1)"
+        ok "2 ranks on two nodes (srun; salloc + mpirun with --zero 1) = 1 rank (final params $d1)"
     else
-        fail "final params: 1 rank '$d1', 2 nodes '$d2', 2 nodes --zero 1 '$d2z'"
+        fail "final params: 1 rank '$d1', 2 nodes '$d2', 2 nodes under mpirun --zero 1 '$d2z'"
     fi
     for f in 1 2 2z; do
         "$check" "$tmp/$f.json" --steps 6 --no-errors --no-failed-checks >/dev/null || fail "$f.json is not a valid report of 6 steps"
     done
+    [ "$(json "$tmp/2.json" "[x['topology'] for x in r['results']]")" = "['2']" ] ||
+        fail "the -N2 -n2 run's report does not hold one result on 2 ranks"
     ;;
 *)
     echo "slurm.sh: unknown mode '$mode'" >&2
