@@ -23,7 +23,8 @@
 #                    munge key and socket, pid files, logs, spool; removed by stop
 #   GT_SLURM_SUBNET  the first three octets of the bridge's /24 (default 10.77.N, N from the
 #                    instance's name; two instances may share it, each in its own namespaces)
-#   GT_SLURM_CPUS    CPUs each node declares (default 2)
+#   GT_SLURM_CPUS    CPUs each node declares (default nproc; more than the machine has
+#                    leaves the nodes INVAL and start fails)
 #   GT_SLURM_TIMEOUT seconds start waits for both nodes to be idle (default 30)
 #
 # Exit codes: 0 done; 1 failed (start leaves nothing running behind it and prints the
@@ -48,7 +49,7 @@ sum=$(printf '%s' "$inst" | cksum | cut -d' ' -f1)
 subnet=${GT_SLURM_SUBNET:-10.77.$((sum % 250 + 1))}
 [[ "$subnet" =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] ||
     rc_die=2 die "GT_SLURM_SUBNET='$subnet': give three octets, e.g. 10.77.5"
-cpus=${GT_SLURM_CPUS:-2}
+cpus=${GT_SLURM_CPUS:-$(nproc)}
 [[ "$cpus" =~ ^[1-9][0-9]*$ ]] || rc_die=2 die "GT_SLURM_CPUS='$cpus' is not a count"
 wait_s=${GT_SLURM_TIMEOUT:-30}
 [[ "$wait_s" =~ ^[1-9][0-9]*$ ]] || rc_die=2 die "GT_SLURM_TIMEOUT='$wait_s' is not seconds"

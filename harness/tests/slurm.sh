@@ -80,7 +80,8 @@ case "$mode" in
 nightly)
     nightly="$root/ci/jobs/nightly-scaling.sbatch"
     hist="$tmp/nightly"
-    # one task per node with both of its CPUs (the script passes --cpus-per-task on to
+    cpt=$(($(nproc) >= 2 ? 2 : 1))
+    # one task per node with two CPUs (the script passes --cpus-per-task on to
     # srun); no GPUs here. A small set of suites: two nights in ~30 s on 2 cores.
     # --threshold 1000%, as in harness.jobs.cpu: on a shared 2-core machine one run's step
     # time can triple beside a neighbour (seen: mlp-small 14 -> 43 ms/step between two
@@ -88,7 +89,7 @@ nightly)
     night() { # night N: submits, waits, checks the job's end; sets jid
         local st
         jid=$("${on[@]}" env GAUNTLET="$g" HISTORY="$hist" SUITES="collectives/allreduce scaling/mlp-small" \
-            RUN_ARGS="--quick" COMPARE_ARGS="--threshold 1000%" sbatch --parsable --nodes=2 --ntasks-per-node=1 --cpus-per-task=2 \
+            RUN_ARGS="--quick" COMPARE_ARGS="--threshold 1000%" sbatch --parsable --nodes=2 --ntasks-per-node=1 --cpus-per-task=$cpt \
             --gpus-per-node=0 --time=5 --output="$tmp/night$1-%j.out" "$nightly") ||
             { fail "sbatch of night $1 exited $?"; return 1; }
         jid=${jid%%;*}
