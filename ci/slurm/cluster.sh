@@ -8,6 +8,9 @@
 #   ci/slurm/cluster.sh status          # what runs (exit 0 all up, 3 nothing, 1 partly)
 #   ci/slurm/cluster.sh stop            # everything ended by PID, namespaces gone
 #   ci/slurm/cluster.sh check           # exit 0 when a cluster can run here, else 77 and why
+#   ci/slurm/cluster.sh node-kill node2  # SIGKILL that node's slurmd (a crashed daemon: its
+#                                        # job steps run on until the controller gives up)
+#   ci/slurm/cluster.sh node-start node2 # start that node's slurmd again (back to idle)
 #
 # Three network namespaces: one holds a bridge and the controller side (munged, slurmctld, and
 # the clients `exec` runs), the other two one node each (slurmd in its own UTS namespace, host
@@ -143,8 +146,8 @@ write_conf() {
         echo "AccountingStorageType=accounting_storage/none"
         echo "SchedulerType=sched/backfill"
         echo "MailProg=/bin/true"
-        # a job on a node whose slurmd is gone ends within ~a minute rather than five
-        echo "SlurmdTimeout=20"
+        # a job on a node whose slurmd is gone ends within ~15 s rather than five minutes
+        echo "SlurmdTimeout=10"
         echo "InactiveLimit=0"
         echo "KillWait=5"
         for n in "${nodes[@]}"; do
@@ -237,6 +240,21 @@ do_stop() {
     return 0
 }
 
+start_slurmd() { # NODE: in its namespace, its own UTS namespace: the host name is its Slurm name
+    rm -f "$dir/run/slurmd-$1.pid"
+    in_ns "$(ns_node "$1")" unshare --uts sh -c "hostname $1 && exec slurmd" &&
+        wait_pidfile "$dir/run/slurmd-$1.pid" 10 >/dev/null
+}
+
+wait_idle() { # NODE SECONDS: until sinfo shows NODE idle
+    local i
+    for ((i = 0; i < $2 * 5; i++)); do
+        [ "$(in_ns "$ns_ctl" timeout 5 sinfo -h -n "$1" -o %t 2>/dev/null)" = idle ] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
 fail_start() {
     trap - ERR
     set +E
@@ -298,9 +316,7 @@ do_start() {
     in_ns "$ns_ctl" slurmctld -i
     p=$(wait_pidfile "$dir/run/slurmctld.pid" 10) || fail_start "slurmctld did not start"
     for n in "${nodes[@]}"; do
-        # its own UTS namespace: the node's host name is its Slurm name
-        in_ns "$(ns_node "$n")" unshare --uts sh -c "hostname $n && exec slurmd"
-        p=$(wait_pidfile "$dir/run/slurmd-$n.pid" 10) || fail_start "slurmd on $n did not start"
+        start_slurmd "$n" || fail_start "slurmd on $n did not start"
     done
 
     # both nodes idle
@@ -357,7 +373,26 @@ case "$cmd" in
         # exec: a signal to this script (timeout, ^C) reaches the command itself
         exec nsenter --net="/run/netns/$ns_ctl" -- env SLURM_CONF="$conf" "${mpi_env[@]}" "$@"
         ;;
+    node-kill | node-start)
+        [ "$(id -u)" -eq 0 ] || die "$cmd needs root"
+        n=${1:-}
+        [[ "$n" =~ ^node[12]$ ]] || rc_die=2 die "$cmd needs a node: node1 or node2"
+        ns_exists "$(ns_node "$n")" && [ -f "$conf" ] ||
+            die "instance $inst is not up (GT_SLURM_INSTANCE=$inst $0 start)"
+        p=$(pid_of "$dir/run/slurmd-$n.pid")
+        if [ "$cmd" = node-kill ]; then
+            alive "$p" || die "slurmd on $n is not running"
+            kill -KILL "$p"
+            for ((i = 0; i < 50; i++)); do alive "$p" || break; sleep 0.1; done
+            echo "cluster.sh: slurmd on $n (pid $p) killed"
+        else
+            alive "$p" && die "slurmd on $n already runs (pid $p)"
+            start_slurmd "$n" || { show_logs; die "slurmd on $n did not start"; }
+            wait_idle "$n" "$wait_s" || die "slurmd on $n runs, but the node is not idle after ${wait_s} s: $(in_ns "$ns_ctl" sinfo -h -n "$n" -o '%t %E')"
+            echo "cluster.sh: slurmd on $n started, node idle"
+        fi
+        ;;
     -h | --help | help) usage ;;
     "") echo "cluster.sh: say start, stop, status, exec CMD..., or check" >&2; exit 2 ;;
-    *) echo "cluster.sh: unknown command '$cmd' (start, stop, status, exec, check)" >&2; exit 2 ;;
+    *) echo "cluster.sh: unknown command '$cmd' (start, stop, status, exec, check, node-kill, node-start)" >&2; exit 2 ;;
 esac
