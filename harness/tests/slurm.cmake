@@ -22,9 +22,11 @@ if(GT_HAVE_MPI)
                          RESOURCE_LOCK gt_slurm_cluster ENVIRONMENT "${GT_SLURM_ENV}")
     # nightly: two sbatch nights, the second gated against the first; srun: the
     # collectives and scaling suites across the two nodes; train: --deterministic on
-    # two nodes bitwise equal to one rank. PROCESSORS 2: each job takes both cores, and
-    # the nightly gate's timings must not share them with another test.
-    foreach(mode nightly srun train)
+    # two nodes bitwise equal to one rank; jobinfo: the job in the report; doctor: the
+    # slowed node named; incomplete: scancel, a dead slurmd and a stopped rank leave
+    # valid, incomplete reports. PROCESSORS 2: each job takes both cores, and the
+    # nightly gate's and the doctor's timings must not share them with another test.
+    foreach(mode nightly srun train jobinfo doctor incomplete)
         add_test(NAME slurm.${mode}.cpu
                  COMMAND bash ${gt_slurm_sh} ${mode} $<TARGET_FILE:gauntlet>
                          $<TARGET_FILE:report_check>)
@@ -32,10 +34,11 @@ if(GT_HAVE_MPI)
                              SKIP_RETURN_CODE 77 PROCESSORS 2 FIXTURES_REQUIRED gt_slurm_cluster
                              RESOURCE_LOCK gt_slurm_cluster ENVIRONMENT "${GT_SLURM_ENV}")
     endforeach()
-    gt_test_costs(slurm.srun.cpu 70 slurm.nightly.cpu 40 slurm.train.cpu 15)
+    gt_test_costs(slurm.srun.cpu 70 slurm.incomplete.cpu 60 slurm.nightly.cpu 40
+                  slurm.doctor.cpu 30 slurm.jobinfo.cpu 15 slurm.train.cpu 15)
 else()
     # the tests say why they are skipped rather than vanishing from the list
-    foreach(mode nightly srun train)
+    foreach(mode nightly srun train jobinfo doctor incomplete)
         add_test(NAME slurm.${mode}.cpu COMMAND bash ${gt_slurm_sh} nompi)
         set_tests_properties(slurm.${mode}.cpu PROPERTIES LABELS "slurm;mpi" TIMEOUT 60
                              SKIP_RETURN_CODE 77)

@@ -12,6 +12,14 @@
 #   train     `gauntlet train --deterministic` on 1 rank and across the two nodes (srun -N2
 #             -n2; `salloc -N2 -n2 mpirun` with --zero 1): bitwise the same final parameters
 #             (final_params_fnv1a64)
+#   jobinfo   the job in the report (env.job): job id, node list, nodes, ranks per node, each
+#             rank's host, the results' layout, for srun -N2 -n2, srun -N2 -n4 and mpirun
+#             inside salloc; the same final parameters on every layout
+#   doctor    `gauntlet doctor --quick` on the two nodes names nothing; with one node's
+#             probes slowed 4x (GT_FAULT_SLOW_HOST) it names that node, its rank, and only it
+#   incomplete  a long train job ended by scancel, by its node's slurmd killed (NODE_FAIL),
+#             and by a rank stopped (SIGSTOP: the watchdog names the collective): each
+#             leaves a valid, incomplete report with at least the steps written before
 # Exit 77 (skipped) with the reason when the cluster cannot run here (not root, no
 # namespaces, no Slurm, no MPI in this build); MODE nompi says the build has no MPI.
 set -u
@@ -75,6 +83,20 @@ sbatch_wait() {
     done
     "${on[@]}" scontrol -o show job "$id" | grep -o 'JobState=[A-Z_]*\|ExitCode=[0-9:]*' | cut -d= -f2 | tr '\n' ' '
 }
+
+# the modes of features that came with issue 23's other parts: a gauntlet without them
+# skips with the reason (docs/clusters.md)
+case "$mode" in
+jobinfo)
+    "$g" train --model gpt2-tiny --steps 1 --batch 2 --print-every 0 --report "$tmp/probe.json" >/dev/null 2>&1
+    [ "$(json "$tmp/probe.json" "'job' in r['env']" 2>/dev/null)" = True ] ||
+        { echo "skipped: this gauntlet's reports have no env.job"; exit 77; } ;;
+doctor)
+    "$g" doctor --help >/dev/null 2>&1 || { echo "skipped: this gauntlet has no doctor command"; exit 77; } ;;
+incomplete)
+    "$g" train --help 2>&1 | grep -q -- --report-every-steps ||
+        { echo "skipped: this gauntlet's train has no --report-every-steps"; exit 77; } ;;
+esac
 
 case "$mode" in
 nightly)
@@ -160,6 +182,157 @@ train)
     done
     [ "$(json "$tmp/2.json" "[x['topology'] for x in r['results']]")" = "['2']" ] ||
         fail "the -N2 -n2 run's report does not hold one result on 2 ranks"
+    ;;
+jobinfo)
+    # the job in the report (env.job): srun -N2 -n2, srun -N2 -n4, mpirun inside salloc
+    common=(train --model gpt2-tiny --steps 4 --batch 8 --deterministic --print-every 0)
+    # rank 0 says which job and step it ran in
+    idwrap='[ "$SLURM_PROCID" = 0 ] && echo "$SLURM_JOB_ID.$SLURM_STEP_ID" >"$0.id"; exec "$@"'
+    jobcheck() { # REPORT WHAT PYTHON-CONDITION...: each condition on j (env.job) and r holds
+        local f=$1 what=$2 c
+        shift 2
+        for c in "$@"; do
+            if [ "$(json "$f" "(lambda j: $c)(r['env'].get('job') or {})" 2>&1)" = True ]; then
+                ok "$what: $c"
+            else
+                fail "$what: not $c; env.job is $(json "$f" "r['env'].get('job')" 2>&1 | head -c 600)"
+            fi
+        done
+    }
+    EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" srun -N2 -n2 -t 3 \
+        sh -c "$idwrap" "$tmp/2" "$g" "${common[@]}" --report "$tmp/2.json"
+    id=$(cat "$tmp/2.id" 2>/dev/null)
+    jobcheck "$tmp/2.json" "srun -N2 -n2" "j['scheduler'] == 'slurm' and j['launcher'] == 'srun'" \
+        "j['job_id'] == '$id' and '$id' != ''" "j['node_list'] == 'node[1-2]'" \
+        "j['n_nodes'] == 2 and j['ranks'] == 2 and j['ranks_per_node'] == 1 and j['layout'] == '2x1'" \
+        "[x['host'] for x in j['per_rank']] == ['node1', 'node2']" \
+        "[x.get('layout') for x in r['results']] == ['2x1']"
+    EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" srun -N2 -n4 -t 3 \
+        sh -c "$idwrap" "$tmp/4" "$g" "${common[@]}" --report "$tmp/4.json"
+    id=$(cat "$tmp/4.id" 2>/dev/null)
+    jobcheck "$tmp/4.json" "srun -N2 -n4" "j['job_id'] == '$id' and '$id' != ''" \
+        "j['n_nodes'] == 2 and j['ranks'] == 4 and j['ranks_per_node'] == 2 and j['layout'] == '2x2'" \
+        "j['tasks_per_node'] == '2(x2)'" \
+        "[(x['host'], x['local_index']) for x in j['per_rank']] == [('node1', 0), ('node1', 1), ('node2', 0), ('node2', 1)]" \
+        "[x.get('layout') for x in r['results']] == ['2x2']"
+    # Open MPI's mpirun inside an allocation: Slurm's job, mpirun's ranks
+    EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" salloc -N2 -n2 -t 3 \
+        mpirun --allow-run-as-root "$g" "${common[@]}" --report "$tmp/m.json"
+    jobcheck "$tmp/m.json" "salloc + mpirun" "j['scheduler'] == 'slurm' and j['launcher'].startswith('mpirun')" \
+        "j['job_id'] not in (None, '')" "j['node_list'] == 'node[1-2]'" \
+        "j['n_nodes'] == 2 and j['ranks_per_node'] == 1 and j['layout'] == '2x1'"
+    # the same weights whatever the layout
+    d2=$(digest "$tmp/2.json"); d4=$(digest "$tmp/4.json"); dm=$(digest "$tmp/m.json")
+    if [ -n "$d2" ] && [ "$d2" = "$d4" ] && [ "$d2" = "$dm" ]; then ok "2x1, 2x2 and mpirun's 2x1: final params $d2"
+    else fail "final params: 2x1 '$d2', 2x2 '$d4', mpirun '$dm'"; fi
+    ;;
+doctor)
+    # gauntlet doctor across the nodes: nothing named on the healthy cluster; node2 (and
+    # only it) named when its probes and links are slowed 4x (GT_FAULT_SLOW_HOST), and
+    # node1 when it is (the verdict follows the fault, not a position)
+    doc=(srun -N2 -n2 -t 3 "$g" doctor --quick)
+    EXPECT_TIMEOUT=120 expect 0 "no outlier" "${on[@]}" "${doc[@]}" --report "$tmp/d0.json"
+    [ "$(json "$tmp/d0.json" "len(r['doctor']['outliers'])")" = 0 ] || fail "the healthy cluster's report names outliers"
+    "$check" "$tmp/d0.json" >/dev/null || fail "d0.json is not a valid report"
+    for bad in node2 node1; do
+        EXPECT_TIMEOUT=120 expect 1 "OUTLIER host $bad" "${on[@]}" env GT_FAULT_SLOW_HOST=$bad:4 \
+            "${doc[@]}" --report "$tmp/d-$bad.json"
+        hosts=$(json "$tmp/d-$bad.json" "sorted(set(o['host'] for o in r['doctor']['outliers']))")
+        [ "$hosts" = "['$bad']" ] || fail "$bad slowed: the outliers' hosts are $hosts, not ['$bad']"
+        ranks=$(json "$tmp/d-$bad.json" "sorted(set(o.get('rank') for o in r['doctor']['outliers']))")
+        [ "$ranks" = "[$((${bad#node} - 1))]" ] || fail "$bad slowed: the outliers' ranks are $ranks"
+        [ "$(json "$tmp/d-$bad.json" "r['doctor']['verdict']")" = outliers ] || fail "$bad slowed: the verdict is not outliers"
+        "$check" "$tmp/d-$bad.json" >/dev/null || fail "d-$bad.json is not a valid report"
+    done
+    ;;
+incomplete)
+    # jobs that die: scancel of a running train job, a node's slurmd killed mid-job, a rank
+    # stopped (SIGSTOP): each leaves a valid, incomplete report with the series so far
+    long=(train --model gpt2-tiny --steps 100000 --print-every 0 --report-every-steps 5)
+    start_job() { # NAME ARGS...: srun -N2 -n2 of a long train job in the background; sets jpid
+        local name=$1
+        shift
+        "${on[@]}" srun -N2 -n2 -t 3 -J "$name" "$g" "${long[@]}" "$@" --report "$tmp/$name.json" \
+            >"$tmp/$name.out" 2>&1 &
+        jpid=$!
+    }
+    wait_steps() { # NAME N: until the report's rewrite holds >= N steps (0), or the job ended
+        local i
+        for ((i = 0; i < 600; i++)); do
+            "$check" "$tmp/$1.json" --incomplete --min-steps "$2" >/dev/null 2>&1 && return 0
+            kill -0 "$jpid" 2>/dev/null || break
+            sleep 0.2
+        done
+        fail "$1: the report never held $2 steps while the job ran"; cat "$tmp/$1.out"
+        return 1
+    }
+    end_job() { # NAME SECONDS: waits for srun to end; sets jrc
+        local i
+        for ((i = 0; i < $2 * 5; i++)); do kill -0 "$jpid" 2>/dev/null || break; sleep 0.2; done
+        if kill -0 "$jpid" 2>/dev/null; then
+            fail "$1: srun still runs $2 s later"; kill "$jpid"
+        fi
+        wait "$jpid"
+        jrc=$?
+        echo "--- $1: srun exited $jrc"
+        cat "$tmp/$1.out"
+    }
+    steps_now() { json "$tmp/$1.json" "len(r['results'][0]['series']['loss'])" 2>/dev/null || echo 10; }
+    report_left() { # NAME STEPS REASON-PATTERN
+        local c=$tmp/$1.check
+        if "$check" "$tmp/$1.json" --incomplete --min-steps "$2" >"$c" 2>&1; then
+            ok "$1: a valid, incomplete report with the $2 steps of series written before the kill, or more"
+        else
+            fail "$1: report_check --incomplete --min-steps $2"; cat "$c"
+        fi
+        local why
+        why=$(json "$tmp/$1.json" "r['summary']['incomplete']['reason']" 2>&1)
+        grep -qE "$3" <<<"$why" && ok "$1: reason '$why'" || fail "$1: the reason '$why' lacks /$3/"
+    }
+    jobid() { "${on[@]}" squeue -h -n "$1" -o %A; }
+
+    start_job scancel
+    if wait_steps scancel 10; then
+        id=$(jobid scancel)
+        n=$(steps_now scancel)
+        "${on[@]}" scancel "$id" || fail "scancel $id exited $?"
+        end_job scancel 30
+        [ "$jrc" -ne 0 ] || fail "scancel: srun exited 0"
+        report_left scancel "$n" "SIGTERM"
+    fi
+
+    # slurmd of node2 killed: the controller finds the node dead after SlurmdTimeout (10 s),
+    # ends the job (NODE_FAIL) and with it rank 0 on node1
+    start_job nodefail --comm-timeout 10
+    if wait_steps nodefail 10; then
+        id=$(jobid nodefail)
+        n=$(steps_now nodefail)
+        bash "$cluster" node-kill node2 || fail "node-kill node2 exited $?"
+        end_job nodefail 90
+        [ "$jrc" -ne 0 ] || fail "nodefail: srun exited 0"
+        report_left nodefail "$n" "SIGTERM|signal|broke"
+        st=$("${on[@]}" scontrol -o show job "$id" | grep -o 'JobState=[A-Z_]*')
+        [ "$st" = JobState=NODE_FAIL ] && ok "nodefail: job $id $st" || fail "nodefail: job $id $st, not NODE_FAIL"
+        bash "$cluster" node-start node2 || fail "node2's slurmd did not come back"
+    fi
+
+    # rank 1 (on node2) stopped: rank 0's deadline names the collective
+    start_job stopped --comm-timeout 3
+    if wait_steps stopped 10; then
+        n=$(steps_now stopped)
+        exe=$(readlink -f "$g")
+        stopped=
+        for p in $(ip netns pids "gts-${GT_SLURM_INSTANCE:-dev}-node2"); do
+            [ "$(readlink -f /proc/"$p"/exe 2>/dev/null)" = "$exe" ] && { kill -STOP "$p"; stopped=$p; }
+        done
+        [ -n "$stopped" ] || fail "stopped: no gauntlet process on node2 to stop"
+        end_job stopped 60
+        [ "$jrc" -ne 0 ] || fail "stopped: srun exited 0"
+        grep -qE "(allreduce|reduce_scatter|allgather|broadcast|barrier) #[0-9]+ .*did not complete within 3 s" "$tmp/stopped.out" &&
+            ok "stopped: the watchdog named the collective" || fail "stopped: no message naming the collective that timed out"
+        report_left stopped "$n" "did not complete within 3 s"
+        [ -n "$stopped" ] && kill -CONT "$stopped" 2>/dev/null
+    fi
     ;;
 *)
     echo "slurm.sh: unknown mode '$mode'" >&2
