@@ -13,8 +13,9 @@
 #             -n2; `salloc -N2 -n2 mpirun` with --zero 1): bitwise the same final parameters
 #             (final_params_fnv1a64)
 #   jobinfo   the job in the report (env.job): job id, node list, nodes, ranks per node, each
-#             rank's host, the results' layout, for srun -N2 -n2, srun -N2 -n4 and mpirun
-#             inside salloc; the same final parameters on every layout
+#             rank's host, the results' layout, for train under srun -N2 -n2, srun -N2 -n4
+#             and mpirun inside salloc, and run under srun -N2 -n2; the same final
+#             parameters on every layout
 #   doctor    `gauntlet doctor --quick` on the two nodes names nothing; with one node's
 #             probes slowed 4x (GT_FAULT_SLOW_HOST) it names that node, its rank, and only it
 #   incomplete  a long train job ended by scancel, by its node's slurmd killed (NODE_FAIL),
@@ -215,6 +216,13 @@ jobinfo)
         "j['tasks_per_node'] == '2(x2)'" \
         "[(x['host'], x['local_index']) for x in j['per_rank']] == [('node1', 0), ('node1', 1), ('node2', 0), ('node2', 1)]" \
         "[x.get('layout') for x in r['results']] == ['2x2']"
+    # gauntlet run's report of an srun job: the job, and each topology's layout
+    EXPECT_TIMEOUT=120 expect 0 "checks: all passed" "${on[@]}" srun -N2 -n2 -t 3 \
+        sh -c "$idwrap" "$tmp/h" "$g" run health/mpi_latency --quick --report "$tmp/h.json"
+    id=$(cat "$tmp/h.id" 2>/dev/null)
+    jobcheck "$tmp/h.json" "srun -N2 -n2 gauntlet run" "j['job_id'] == '$id' and '$id' != ''" \
+        "j['node_list'] == 'node[1-2]' and j['ranks_per_node'] == 1 and j['layout'] == '2x1'" \
+        "sorted((x['topology'], x.get('layout')) for x in r['results']) == [('1', '1x1'), ('2', '2x1')]"
     # Open MPI's mpirun inside an allocation: Slurm's job, mpirun's ranks
     EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" salloc -N2 -n2 -t 3 \
         mpirun --allow-run-as-root "$g" "${common[@]}" --report "$tmp/m.json"
