@@ -16,7 +16,9 @@
 # the clients `exec` runs), the other two one node each (slurmd in its own UTS namespace, host
 # name node1 / node2), joined to the bridge by veth pairs. No default route anywhere: every
 # packet stays between these namespaces. Every Slurm command runs with SLURM_CONF exported
-# (without it a Slurm client looks its controller up through DNS).
+# (without it a Slurm client looks its controller up through DNS), and every process the
+# script starts sees the instance's /etc/hosts (a private mount namespace): no look-up of a
+# cluster host goes to DNS.
 #
 # Instances: GT_SLURM_INSTANCE (default "dev"; letters and digits, at most 8) names the
 # namespaces (gts-<instance>-ctl, -node1, -node2) and the state directory, and picks the subnet
@@ -70,10 +72,17 @@ export SLURM_CONF=$conf
 mpi_env=(OMPI_MCA_btl_tcp_if_include="$subnet.0/24" OMPI_MCA_oob_tcp_if_include="$subnet.0/24")
 
 in_ns() { # in_ns NAMESPACE CMD...: nsenter, not `ip netns exec` (that remounts /sys and
-    # slurmd's cgroup plugin then finds no /sys/fs/cgroup)
+    # slurmd's cgroup plugin then finds no /sys/fs/cgroup); in a mount namespace of its own
+    # where /etc/hosts is the instance's (every name and address of the cluster answered
+    # from it: no host-name look-up goes to DNS)
     local ns=$1
     shift
-    nsenter --net="/run/netns/$ns" -- "$@"
+    if [ -f "$dir/hosts" ]; then
+        nsenter --net="/run/netns/$ns" -- unshare --mount --propagation private -- \
+            sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$dir/hosts" "$@"
+    else
+        nsenter --net="/run/netns/$ns" -- "$@"
+    fi
 }
 alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
 pid_of() { [ -s "$1" ] && head -n 1 "$1" | tr -dc '0-9'; }
@@ -227,7 +236,7 @@ do_stop() {
         ip netns del "$ns" 2>/dev/null || echo "cluster.sh: could not delete namespace $ns" >&2
     done
     # only what start put there, then the directory when that leaves it empty
-    rm -rf "$dir"/{slurm.conf,munge,run,log,spool,tmp,state} 2>/dev/null
+    rm -rf "$dir"/{slurm.conf,hosts,munge,run,log,spool,tmp,state} 2>/dev/null
     rmdir "$dir" 2>/dev/null
     local left
     left=$(running_pieces)
@@ -277,11 +286,13 @@ do_start() {
     # from here on a failure stops what was started
     trap 'fail_start "a command failed (line $LINENO)"' ERR
     set -E
-    rm -rf "$dir"/{slurm.conf,munge,run,log,spool,tmp,state}
+    rm -rf "$dir"/{slurm.conf,hosts,munge,run,log,spool,tmp,state}
     mkdir -p "$dir"/{run,log,state,munge} "$dir"/spool/{node1,node2} "$dir"/tmp/{node1,node2}
     chmod 755 "$dir"
     chmod 1777 "$dir"/tmp/node1 "$dir"/tmp/node2
     write_conf
+    printf '127.0.0.1 localhost\n%s %s\n%s node1\n%s node2\n' "$ctl_ip" "$(hostname)" \
+        "$(node_ip node1)" "$(node_ip node2)" >"$dir/hosts"
 
     # munge: an instance's own key, socket and daemon (no system daemon is touched)
     head -c 1024 /dev/urandom >"$dir/munge/munge.key"
@@ -368,10 +379,12 @@ case "$cmd" in
     exec)
         [ $# -gt 0 ] || rc_die=2 die "exec needs a command"
         [ "$(id -u)" -eq 0 ] || die "exec needs root (it enters the cluster's network namespace)"
-        { ns_exists "$ns_ctl" && [ -f "$conf" ]; } ||
+        { ns_exists "$ns_ctl" && [ -f "$conf" ] && [ -f "$dir/hosts" ]; } ||
             die "instance $inst is not up (GT_SLURM_INSTANCE=$inst $0 start)"
         # exec: a signal to this script (timeout, ^C) reaches the command itself
-        exec nsenter --net="/run/netns/$ns_ctl" -- env SLURM_CONF="$conf" "${mpi_env[@]}" "$@"
+        in_ns() { exec nsenter --net="/run/netns/$1" -- unshare --mount --propagation private -- \
+            sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$dir/hosts" "${@:2}"; }
+        in_ns "$ns_ctl" env SLURM_CONF="$conf" "${mpi_env[@]}" "$@"
         ;;
     node-kill | node-start)
         [ "$(id -u)" -eq 0 ] || die "$cmd needs root"
