@@ -85,7 +85,16 @@ in_ns() { # in_ns NAMESPACE CMD...: nsenter, not `ip netns exec` (that remounts 
     fi
 }
 alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
-pid_of() { [ -s "$1" ] && head -n 1 "$1" | tr -dc '0-9'; }
+pid_of() { # PIDFILE: the daemon's pid, only while that pid is still the daemon the file
+    # names (a stale file whose pid now belongs to another process gives nothing)
+    local p name
+    [ -s "$1" ] || return 0
+    p=$(head -n 1 "$1" | tr -dc '0-9')
+    name=$(basename "$1" .pid)
+    name=${name%%-*} # slurmd-node1 -> slurmd
+    [ -n "$p" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$name" ] && echo "$p"
+    return 0
+}
 pidfiles() { echo "$dir/run/slurmctld.pid $dir/run/slurmd-node1.pid $dir/run/slurmd-node2.pid $dir/munge/munged.pid"; }
 ns_exists() { [ -e "/run/netns/$1" ]; }
 
@@ -100,6 +109,8 @@ why_not() {
     [ -d "$(slurm_plugin_dir)" ] && [ -e "$(slurm_plugin_dir)/mpi_pmix.so" ] ||
         { echo "Slurm has no PMIx plugin (mpi_pmix.so)"; return; }
     unshare --uts true 2>/dev/null || { echo "cannot create a UTS namespace (unshare --uts)"; return; }
+    unshare --mount --propagation private true 2>/dev/null ||
+        { echo "cannot create a mount namespace (unshare --mount)"; return; }
     local probe="gts-$inst-probe$$"
     ip netns add "$probe" 2>/dev/null || { echo "cannot create a network namespace (ip netns add)"; return; }
     ip netns del "$probe" 2>/dev/null
