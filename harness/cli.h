@@ -95,5 +95,6 @@ int gt_cmd_env(int argc, char **argv);
 int gt_cmd_data(int argc, char **argv);
 int gt_cmd_compare(int argc, char **argv);
 int gt_cmd_report(int argc, char **argv);
+int gt_cmd_predict(int argc, char **argv);
 
 #endif

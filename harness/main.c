@@ -25,6 +25,7 @@ static void usage(FILE *f) {
             "  data encode   turn any file's bytes into a token file (vocabulary 256)\n"
             "  compare       BASE NEW: the CI gate (noise-aware verdicts per metric, JUnit XML)\n"
             "  report        A.json [B.json ...] --html OUT.html: one offline HTML page\n"
+            "  predict       --from REPORT... --ranks 8,64,512: step time at rank counts not measured\n"
             "  version       print the version\n"
             "\n"
             "exit codes: 0 all checks passed, 1 a check failed, 2 usage or environment error,\n"
@@ -56,6 +57,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "data") == 0) return gt_cmd_data(argc - 1, argv + 1);
     if (strcmp(cmd, "compare") == 0) return gt_cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0) return gt_cmd_report(argc - 1, argv + 1);
+    if (strcmp(cmd, "predict") == 0) return gt_cmd_predict(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("gauntlet %s\n", GT_VERSION);
         return GT_EXIT_OK;
@@ -65,7 +67,7 @@ int main(int argc, char **argv) {
         return GT_EXIT_OK;
     }
     static const char *const cmds[] = {"run", "list", "train", "env", "data",
-                                       "compare", "report", "version", "help"};
+                                       "compare", "report", "predict", "version", "help"};
     const char *near = gt_nearest(cmd, cmds, (int)(sizeof cmds / sizeof *cmds));
     if (near) fprintf(stderr, "gauntlet: unknown command '%s': did you mean %s?\n\n", cmd, near);
     else fprintf(stderr, "gauntlet: unknown command '%s'\n\n", cmd);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reports/html_predict.h"
 #include "reports/read.h"
 #include "reports/report.h"
 
@@ -683,6 +684,8 @@ static const char g_js[] =
     "  });\n"
     "\n"
     "  /* ---- kernels: conformance and speed, reports side by side ---- */\n"
+    /* the scaling prediction (html_predict.c), when the page has one */
+    "  if (window.gtPredictSection) window.gtPredictSection({section: section, el: el, fmt: fmt, pct: pct, num: num, chart: chart, td: td, tdn: tdn, th: th});\n"
     "  section('kernels', 'Kernels', function () {\n"
     "    var rows = {}, order = [];\n"
     "    each('kernels', function (r, res) {\n"
@@ -781,8 +784,8 @@ static void put_script_json(FILE *f, const char *s) {
     }
 }
 
-static void write_page(FILE *f, json_t *const *docs, const char *const *paths, int n,
-                       const char *title) {
+static void write_page(FILE *f, json_t *const *docs, gt_report_doc *const *rd,
+                       const char *const *paths, int n, const char *title) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n", f);
     /* the promise that the page works offline, kept by the browser: nothing
      * outside this file may be fetched */
@@ -816,6 +819,7 @@ static void write_page(FILE *f, json_t *const *docs, const char *const *paths, i
         fputs("</script>\n", f);
         free(text);
     }
+    gt_html_predict_write(f, rd, n);
     fputs("<script>\n", f);
     fputs(g_js, f);
     fputs("</script>\n</body>\n</html>\n", f);
@@ -858,7 +862,7 @@ gt_status gt_html_write(const char *out_path, const char *const *paths, int n, c
         gt_atomic_file af;
         s = gt_atomic_open(out_path, "", "choose a writable --html path", &af);
         if (s == GT_OK) {
-            write_page(af.f, docs, paths, n, title);
+            write_page(af.f, docs, rd, paths, n, title);
             s = gt_atomic_commit(&af);
         }
     }

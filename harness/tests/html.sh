@@ -126,7 +126,11 @@ expect 0 "kernels.html" "$g" report "$tmp/kc1.json" "$tmp/kc2.json" --html "$tmp
 n=$(grep -c '<script type="application/json" id="report-' "$out")
 [ "$n" -eq 8 ] && ok "8 reports embedded" || fail "$n reports embedded, expected 8"
 n=$(grep -o '</script>' "$out" | wc -l)
-[ "$n" -eq 9 ] && ok "9 </script> (8 reports + renderer)" || fail "$n </script> in the page, expected 9"
+# + the scaling prediction's data and script (reports/html_predict.c), once
+np=$(grep -c '<script type="application/json" id="predict-data">' "$out")
+[ "$np" -eq 1 ] || fail "$np predict-data elements, expected 1 (the reports have step times)"
+[ "$n" -eq 11 ] && ok "11 </script> (8 reports + renderer + prediction data and script)" ||
+    fail "$n </script> in the page, expected 11"
 grep -qiE '(src|href)=|@import|url\(' "$out" && fail "the page refers to an external resource"
 grep -q '<title>html &lt;test&gt; page</title>' "$out" && ok "title escaped" || fail "title not escaped"
 

@@ -1,0 +1,1343 @@
+/* Scaling prediction (predict.h, docs/predict.md). */
+#include "reports/predict.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/fileio.h"
+#include "engine/stats.h"
+
+/* The three scenarios: every input at the low end of its samples, at the
+ * median, at the high end. */
+enum { S_LO = 0, S_MID = 1, S_HI = 2, NS = 3 };
+enum { C_AR = 0, C_RS = 1, C_AG = 2, NCOLL = 3 };
+enum { L_INTRA = 0, L_INTER = 1, NLEVEL = 2 };
+enum { SRC_NONE = 0, SRC_MEASURED, SRC_GIVEN, SRC_BORROWED, SRC_ASSUMED };
+
+static const char *const g_coll_names[NCOLL] = {"allreduce", "reduce_scatter", "allgather"};
+static const char *const g_level_names[NLEVEL] = {"intra_node", "inter_node"};
+static const char *const g_src_names[] = {"none", "measured", "given", "borrowed", "assumed"};
+
+enum { MAX_SIZES = 64, MAX_NOTES = 24, NOTE_LEN = 320 };
+
+/* One train / scaling result of the model. */
+typedef struct tpoint {
+    char case_name[96];
+    const char *path;
+    int ranks, nodes, rpn, threads, cores, weak, oversub;
+    double batch, b, share;
+    double c[NS];       /* compute ms per step: min, median, max over the steps */
+    double step[NS];    /* measured ms_per_step: min, median, max */
+    double exposed_mid; /* measured exposed_comm_ms, median */
+} tpoint;
+
+/* One collectives row: one size of one result. */
+typedef struct cpoint {
+    int coll, level, n, world;
+    double bytes;
+    double t[NS]; /* seconds */
+} cpoint;
+
+/* alpha-beta of one collective at one level, per scenario */
+typedef struct link_fit {
+    int src;
+    double alpha[NS]; /* s */
+    int nsizes;
+    double size[MAX_SIZES];
+    double beta[NS][MAX_SIZES]; /* bytes/s; INFINITY: latency only at that size */
+    int ranks_seen[16], n_ranks_seen;
+    size_t n_points;
+} link_fit;
+
+typedef struct prow {
+    int ranks, nodes, rpn;
+    double share;
+    int strong_ok;
+    double strong_batch, strong_b;
+    gt_predict_iv s_compute, s_exposed, s_other, s_step, s_tput, s_eff;
+    double weak_b;
+    gt_predict_iv w_compute, w_exposed, w_other, w_step, w_tput, w_eff;
+} prow;
+
+typedef struct crow {
+    char case_name[96];
+    int ranks, nodes, rpn, oversub;
+    double batch, share;
+    gt_predict_iv step, exposed;
+    double measured_step, measured_lo, measured_hi, measured_exposed;
+    double error, bound;
+    int within_bound, within_interval;
+    char fitted_compute[64], fitted_links[64]; /* the rank counts each fit used */
+} crow;
+
+/* the fitted model, all it needs to predict a step */
+typedef struct model {
+    double a[NS], k[NS]; /* work(b) = a + k b, in share-ms */
+    int n_groups;
+    double group_b[16];
+    int compute_ranks[16], n_compute_ranks; /* the rank counts the compute fit used */
+    link_fit link[NLEVEL][NCOLL];
+    long long n_params;
+    double grad_bytes_per; /* bytes per gradient element */
+    double bucket_bytes;
+    double backward_fraction;
+    int zero, deterministic, device;
+    long long chunk;
+} model;
+
+struct gt_prediction {
+    gt_predict_options opt;
+    char case_name[96], model_name[64], precision[16], backend[32], unit[32];
+    double units_per_sample;
+    int cores, ranks_per_node, device;
+    double cores_per_rank;
+    double global_batch, batch_per_rank;
+    model m;
+    tpoint *tp;
+    size_t n_tp;
+    prow rows[GT_PREDICT_MAX_RANKS];
+    int n_rows;
+    crow *check;
+    int n_check;
+    char notes[MAX_NOTES][NOTE_LEN];
+    int n_notes;
+    int given[NLEVEL]; /* alpha / beta from the command line */
+};
+
+gt_predict_options gt_predict_defaults(void) {
+    gt_predict_options o;
+    memset(&o, 0, sizeof o);
+    o.zero = -1;
+    o.intra_alpha_us = o.intra_beta_gbps = o.inter_alpha_us = o.inter_beta_gbps = NAN;
+    return o;
+}
+
+static void note(gt_prediction *p, const char *fmt, ...) {
+    if (p->n_notes >= MAX_NOTES) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->notes[p->n_notes], NOTE_LEN, fmt, ap);
+    va_end(ap);
+    for (int i = 0; i < p->n_notes; i++) /* once */
+        if (strcmp(p->notes[i], p->notes[p->n_notes]) == 0) return;
+    p->n_notes++;
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+static double vmin(const double *v, size_t n) {
+    double m = INFINITY;
+    for (size_t i = 0; i < n; i++)
+        m = v[i] < m ? v[i] : m;
+    return m;
+}
+static double vmax(const double *v, size_t n) {
+    double m = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+static const char *pstr(const gt_report_result *r, const char *k) {
+    json_t *v = r->params ? json_object_get(r->params, k) : NULL;
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+static double pnum(const gt_report_result *r, const char *k, double dflt) {
+    json_t *v = r->params ? json_object_get(r->params, k) : NULL;
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+/* nodes x ranks per node from the result's "layout" ("2x4"); without one
+ * (a single node) 1 x ranks */
+static void layout_of(const gt_report_result *r, int ranks, int *nodes, int *rpn) {
+    json_t *l = json_object_get(r->json, "layout");
+    int a = 0, b = 0;
+    if (json_is_string(l) && sscanf(json_string_value(l), "%dx%d", &a, &b) == 2 && a > 0 && b > 0) {
+        *nodes = a;
+        *rpn = b;
+        return;
+    }
+    *nodes = 1;
+    *rpn = ranks > 0 ? ranks : 1;
+}
+
+static int doc_cores(gt_report_doc *d) {
+    json_t *cpu = json_object_get(json_object_get(gt_report_doc_json(d), "env"), "cpu");
+    json_t *l = json_object_get(cpu, "logical");
+    return json_is_integer(l) && json_integer_value(l) > 0 ? (int)json_integer_value(l) : 0;
+}
+
+static int is_train_suite(const char *s) {
+    return strcmp(s, "scaling") == 0 || strcmp(s, "train") == 0;
+}
+
+/* the "<unit>_per_s" throughput metric of a training result */
+static const char *tput_metric(const gt_report_result *r) {
+    for (size_t i = 0; i < r->n_metrics; i++) {
+        const char *n = r->metrics[i].name;
+        size_t l = strlen(n);
+        if (l > 6 && strcmp(n + l - 6, "_per_s") == 0) return n;
+    }
+    return NULL;
+}
+
+static int usable_train(const gt_report_result *r) {
+    return is_train_suite(r->suite) && r->status == GT_RESULT_PASS &&
+           gt_report_result_metric(r, "ms_per_step") && pstr(r, "model");
+}
+
+/* The same model in the same configuration (what the compute fit may pool). */
+static int same_family(const gt_report_result *a, const gt_report_result *b) {
+    const char *keys[] = {"model", "precision"};
+    for (int i = 0; i < 2; i++) {
+        const char *x = pstr(a, keys[i]), *y = pstr(b, keys[i]);
+        if (!x || !y || strcmp(x, y) != 0) return 0;
+    }
+    const char *nk[] = {"seq", "zero", "deterministic", "channels", "layers", "width", "depth"};
+    for (int i = 0; i < 7; i++)
+        if (pnum(a, nk[i], -1) != pnum(b, nk[i], -1)) return 0;
+    return strcmp(a->backend, b->backend) == 0;
+}
+
+static int ends_with(const char *s, const char *t) {
+    size_t a = strlen(s), b = strlen(t);
+    return a >= b && strcmp(s + a - b, t) == 0;
+}
+
+static gt_status add_tpoint(gt_prediction *p, gt_report_doc *d, const gt_report_result *r) {
+    const gt_report_metric *ms = gt_report_result_metric(r, "ms_per_step");
+    const gt_report_metric *ex = gt_report_result_metric(r, "exposed_comm_ms");
+    tpoint t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.case_name, sizeof t.case_name, "%s", r->case_name);
+    t.path = gt_report_doc_path(d);
+    t.ranks = (int)pnum(r, "ranks", atoi(r->topology));
+    if (t.ranks < 1) return GT_OK;
+    layout_of(r, t.ranks, &t.nodes, &t.rpn);
+    t.cores = doc_cores(d);
+    t.threads = (int)pnum(r, "threads", 0);
+    t.batch = pnum(r, "batch", NAN);
+    if (!(t.batch > 0)) return GT_OK;
+    t.b = t.batch / t.ranks;
+    t.weak = ends_with(r->case_name, "/weak");
+    if (p->device) {
+        t.share = 1;
+    } else {
+        double per = t.cores > 0 ? (double)t.cores / t.rpn : 1.0;
+        t.share = t.threads > 0 && t.threads < per ? t.threads : per;
+        t.oversub = t.cores > 0 && t.rpn > t.cores;
+    }
+    /* per step: the step minus its exposed communication (the two series
+     * are the same steps in the same order) */
+    size_t n = ms->n_samples;
+    double *c = malloc((n ? n : 1) * sizeof *c);
+    if (!c) return GT_ERR(GT_ERR_OOM, "no memory");
+    int aligned = ex && ex->n_samples == n;
+    for (size_t i = 0; i < n; i++)
+        c[i] = ms->samples[i] - (aligned ? ex->samples[i] : 0);
+    if (n == 0) {
+        double v = ms->value - (ex && isfinite(ex->value) ? ex->value : 0);
+        t.c[S_LO] = t.c[S_MID] = t.c[S_HI] = v;
+        t.step[S_LO] = t.step[S_MID] = t.step[S_HI] = ms->value;
+    } else {
+        t.c[S_LO] = vmin(c, n);
+        t.c[S_MID] = gt_median(c, n);
+        t.c[S_HI] = vmax(c, n);
+        t.step[S_LO] = vmin(ms->samples, n);
+        t.step[S_MID] = gt_median(ms->samples, n);
+        t.step[S_HI] = vmax(ms->samples, n);
+    }
+    free(c);
+    t.exposed_mid = ex && isfinite(ex->value) ? ex->value : 0;
+    if (!isfinite(t.c[S_MID]) || t.c[S_MID] <= 0) return GT_OK;
+    tpoint *np = realloc(p->tp, (p->n_tp + 1) * sizeof *np);
+    if (!np) return GT_ERR(GT_ERR_OOM, "no memory");
+    p->tp = np;
+    p->tp[p->n_tp++] = t;
+    return GT_OK;
+}
+
+/* "inter_node/allreduce/fp32/sum" -> level, collective; -1 when it is none
+ * of the three */
+static int parse_coll_case(const char *name, int *level, int *coll) {
+    *level = -1;
+    if (strncmp(name, "intra_node/", 11) == 0) {
+        *level = L_INTRA;
+        name += 11;
+    } else if (strncmp(name, "inter_node/", 11) == 0) {
+        *level = L_INTER;
+        name += 11;
+    }
+    for (int c = 0; c < NCOLL; c++) {
+        size_t l = strlen(g_coll_names[c]);
+        if (strncmp(name, g_coll_names[c], l) == 0 && name[l] == '/') {
+            *coll = c;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static gt_status add_cpoints(cpoint **cp, size_t *ncp, const gt_report_result *r,
+                             int want_in_place) {
+    int level, coll;
+    if (strcmp(r->suite, "collectives") != 0 || r->status != GT_RESULT_PASS) return GT_OK;
+    if (parse_coll_case(r->case_name, &level, &coll) != 0) return GT_OK;
+    if (pnum(r, "in_place", want_in_place) != want_in_place) return GT_OK;
+    if (pnum(r, "injected_slowdown", 1) > 1) return GT_OK; /* a test's fault, not the network */
+    int n = atoi(r->topology);
+    if (n < 2) return GT_OK; /* one rank moves nothing */
+    int nodes, rpn;
+    layout_of(r, n, &nodes, &rpn);
+    if (level < 0) level = nodes > 1 ? L_INTER : L_INTRA;
+    const char *dt = pstr(r, "dtype");
+    double es = dt && (strcmp(dt, "bf16") == 0 || strcmp(dt, "fp16") == 0) ? 2
+                : dt && strcmp(dt, "fp64") == 0                            ? 8
+                                                                           : 4;
+    for (size_t i = 0; i < r->n_metrics; i++) {
+        const gt_report_metric *m = &r->metrics[i];
+        unsigned long long sz;
+        char tail;
+        if (sscanf(m->name, "time_%llu%c", &sz, &tail) != 1 || !isfinite(m->value)) continue;
+        /* the bytes that moved: a whole number of elements (per rank for the
+         * block collectives), as the suite sizes its buffers */
+        double per = es * (coll == C_AR ? 1 : n);
+        double bytes = floor((double)sz / per) * per;
+        if (bytes <= 0) continue;
+        cpoint c = {.coll = coll, .level = level, .n = n, .world = nodes * rpn, .bytes = bytes};
+        if (m->n_samples) {
+            c.t[S_LO] = vmin(m->samples, m->n_samples) * 1e-6;
+            c.t[S_MID] = gt_median(m->samples, m->n_samples) * 1e-6;
+            c.t[S_HI] = vmax(m->samples, m->n_samples) * 1e-6;
+        } else {
+            c.t[S_LO] = c.t[S_MID] = c.t[S_HI] = m->value * 1e-6;
+        }
+        if (!(c.t[S_MID] > 0)) continue;
+        cpoint *np = realloc(*cp, (*ncp + 1) * sizeof *np);
+        if (!np) return GT_ERR(GT_ERR_OOM, "no memory");
+        *cp = np;
+        (*cp)[(*ncp)++] = c;
+    }
+    return GT_OK;
+}
+
+/* ---- the link model ------------------------------------------------------ */
+
+/* ring: latency steps and the bus-bandwidth factor (nccl-tests') */
+static double lat_steps(int coll, int n) {
+    return coll == C_AR ? 2.0 * (n - 1) : n - 1.0;
+}
+static double bw_factor(int coll, int n) {
+    return coll == C_AR ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    return gt_cmp_double(a, b);
+}
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Fits alpha and beta(size) of one collective at one level from the points,
+ * leaving out those of a world of `exclude` ranks (0: none). */
+static void fit_link(link_fit *f, const cpoint *cp, size_t ncp, int coll, int level, int exclude) {
+    memset(f, 0, sizeof *f);
+    double sizes[MAX_SIZES * 4];
+    int ns = 0;
+    for (size_t i = 0; i < ncp; i++) {
+        const cpoint *c = &cp[i];
+        if (c->coll != coll || c->level != level || (exclude && c->world == exclude)) continue;
+        f->n_points++;
+        int seen = 0;
+        for (int j = 0; j < f->n_ranks_seen; j++)
+            seen |= f->ranks_seen[j] == c->n;
+        if (!seen && f->n_ranks_seen < 16) f->ranks_seen[f->n_ranks_seen++] = c->n;
+        int dup = 0;
+        for (int j = 0; j < ns; j++)
+            dup |= sizes[j] == c->bytes;
+        if (!dup && ns < MAX_SIZES * 4) sizes[ns++] = c->bytes;
+    }
+    if (!f->n_points) return;
+    qsort(sizes, (size_t)ns, sizeof *sizes, cmp_d);
+    if (ns > MAX_SIZES) ns = MAX_SIZES; /* the smallest 64 sizes: 8 B .. 64 PiB doubling */
+    qsort(f->ranks_seen, (size_t)f->n_ranks_seen, sizeof(int), cmp_int);
+    f->src = SRC_MEASURED;
+    f->nsizes = ns;
+    memcpy(f->size, sizes, (size_t)ns * sizeof *sizes);
+    /* alpha: the sizes where latency is all there is (<= 4 KiB; at least
+     * the three smallest), per point t / L(n), the median */
+    int nlat = 0;
+    while (nlat < ns && sizes[nlat] <= 4096)
+        nlat++;
+    if (nlat < 3) nlat = ns < 3 ? ns : 3;
+    double *v = malloc((ncp ? ncp : 1) * sizeof *v);
+    if (!v) {
+        f->src = SRC_NONE;
+        return;
+    }
+    for (int s = 0; s < NS; s++) {
+        size_t k = 0;
+        for (size_t i = 0; i < ncp; i++) {
+            const cpoint *c = &cp[i];
+            if (c->coll != coll || c->level != level || (exclude && c->world == exclude)) continue;
+            if (c->bytes <= sizes[nlat - 1]) v[k++] = c->t[s] / lat_steps(coll, c->n);
+        }
+        f->alpha[s] = k ? gt_median(v, k) : 0;
+        /* beta per size: what the time beyond the latency says, the median
+         * over the rank counts measured at that size */
+        for (int j = 0; j < ns; j++) {
+            k = 0;
+            for (size_t i = 0; i < ncp; i++) {
+                const cpoint *c = &cp[i];
+                if (c->coll != coll || c->level != level || (exclude && c->world == exclude) ||
+                    c->bytes != sizes[j])
+                    continue;
+                double rest = c->t[s] - f->alpha[s] * lat_steps(coll, c->n);
+                v[k++] = rest > 0 ? c->bytes * bw_factor(coll, c->n) / rest : INFINITY;
+            }
+            f->beta[s][j] = k ? gt_median(v, k) : INFINITY;
+        }
+    }
+    free(v);
+}
+
+/* beta at size m: interpolated in log-log between the measured sizes whose
+ * time exceeded the latency, the nearest one's beyond them */
+static double beta_at(const link_fit *f, int s, double m) {
+    int lo = -1, hi = -1;
+    for (int j = 0; j < f->nsizes; j++) {
+        if (!isfinite(f->beta[s][j])) continue;
+        if (f->size[j] <= m) lo = j;
+        if (f->size[j] >= m && hi < 0) hi = j;
+    }
+    if (lo < 0 && hi < 0) return INFINITY;
+    if (lo < 0) return f->beta[s][hi];
+    if (hi < 0 || hi == lo) return f->beta[s][lo];
+    double x = (log(m) - log(f->size[lo])) / (log(f->size[hi]) - log(f->size[lo]));
+    return exp(log(f->beta[s][lo]) + x * (log(f->beta[s][hi]) - log(f->beta[s][lo])));
+}
+
+/* one collective of m bytes over a ring of n ranks at one level */
+static double ring_time(const link_fit *f, int s, int coll, double m, int n) {
+    if (n <= 1 || m <= 0) return 0;
+    double beta = beta_at(f, s, m);
+    return f->alpha[s] * lat_steps(coll, n) + (isfinite(beta) ? m * bw_factor(coll, n) / beta : 0);
+}
+
+/* a collective of m bytes over nodes x rpn ranks: one level on one node or
+ * one rank per node; two levels otherwise (reduce-scatter in the node, the
+ * node's shard across nodes, all-gather in the node) */
+static double coll_time(const model *M, int s, int coll, double m, int nodes, int rpn) {
+    const link_fit *in = &M->link[L_INTRA][coll], *out = &M->link[L_INTER][coll];
+    if (nodes <= 1) return ring_time(in, s, coll, m, rpn);
+    if (rpn <= 1) return ring_time(out, s, coll, m, nodes);
+    const link_fit *in_rs = &M->link[L_INTRA][C_RS], *in_ag = &M->link[L_INTRA][C_AG];
+    switch (coll) {
+    case C_AR:
+        return ring_time(in_rs, s, C_RS, m, rpn) + ring_time(out, s, C_AR, m / rpn, nodes) +
+               ring_time(in_ag, s, C_AG, m, rpn);
+    case C_RS:
+        return ring_time(in_rs, s, C_RS, m, rpn) + ring_time(out, s, C_RS, m / rpn, nodes);
+    default:
+        return ring_time(out, s, C_AG, m / rpn, nodes) + ring_time(in_ag, s, C_AG, m, rpn);
+    }
+}
+
+/* ---- the compute model --------------------------------------------------- */
+
+/* work(b) = a + k b through the per-batch medians of the points (ranks
+ * `exclude` left out; oversubscribed points only when nothing else is
+ * there: they measure the scheduler as much as the work) */
+static int fit_compute(model *M, const tpoint *tp, size_t n, int exclude, char *why,
+                       size_t whylen) {
+    int have_plain = 0;
+    for (size_t i = 0; i < n; i++)
+        have_plain |= tp[i].ranks != exclude && !tp[i].oversub;
+    double gb[16];
+    int ng = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tp[i].ranks == exclude || (have_plain && tp[i].oversub)) continue;
+        int dup = 0;
+        for (int j = 0; j < ng; j++)
+            dup |= fabs(gb[j] - tp[i].b) < 1e-9;
+        if (!dup && ng < 16) gb[ng++] = tp[i].b;
+    }
+    if (ng == 0) {
+        snprintf(why, whylen, "no training result left to fit the compute from");
+        return 0;
+    }
+    qsort(gb, (size_t)ng, sizeof *gb, cmp_d);
+    M->n_compute_ranks = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tp[i].ranks == exclude || (have_plain && tp[i].oversub)) continue;
+        int dup = 0;
+        for (int j = 0; j < M->n_compute_ranks; j++)
+            dup |= M->compute_ranks[j] == tp[i].ranks;
+        if (!dup && M->n_compute_ranks < 16) M->compute_ranks[M->n_compute_ranks++] = tp[i].ranks;
+    }
+    qsort(M->compute_ranks, (size_t)M->n_compute_ranks, sizeof(int), cmp_int);
+    M->n_groups = ng;
+    memcpy(M->group_b, gb, (size_t)ng * sizeof *gb);
+    double *v = malloc(n * sizeof *v);
+    if (!v) {
+        snprintf(why, whylen, "no memory");
+        return 0;
+    }
+    for (int s = 0; s < NS; s++) {
+        double gw[16];
+        for (int j = 0; j < ng; j++) {
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (tp[i].ranks != exclude && !(have_plain && tp[i].oversub) &&
+                    fabs(tp[i].b - gb[j]) < 1e-9)
+                    v[k++] = tp[i].c[s] * tp[i].share;
+            gw[j] = gt_median(v, k);
+        }
+        double a = 0, k = 0;
+        if (ng == 1) {
+            k = gw[0] / gb[0];
+        } else {
+            /* least squares in relative terms (weights 1/w^2) */
+            double sw = 0, sb = 0, sy = 0, sbb = 0, sby = 0;
+            for (int j = 0; j < ng; j++) {
+                double w = 1.0 / (gw[j] * gw[j]);
+                sw += w;
+                sb += w * gb[j];
+                sy += w * gw[j];
+                sbb += w * gb[j] * gb[j];
+                sby += w * gb[j] * gw[j];
+            }
+            double det = sw * sbb - sb * sb;
+            k = det != 0 ? (sw * sby - sb * sy) / det : 0;
+            a = (sy - k * sb) / sw;
+            if (a < 0) { /* through the origin */
+                a = 0;
+                k = sby / sbb;
+            }
+            if (k < 0) { /* no growth with the batch: a constant */
+                k = 0;
+                a = sy / sw;
+            }
+        }
+        M->a[s] = a;
+        M->k[s] = k;
+    }
+    free(v);
+    return 1;
+}
+
+/* ---- one step ------------------------------------------------------------ */
+
+typedef struct step_parts {
+    double compute, exposed, other, step; /* ms */
+} step_parts;
+
+static step_parts predict_step(const model *M, int s, int ranks, int nodes, int rpn, double b,
+                               double share) {
+    step_parts r;
+    r.compute = (M->a[s] + M->k[s] * b) / share;
+    r.exposed = r.other = 0;
+    if (ranks > 1) {
+        double P = (double)M->n_params, es = M->grad_bytes_per;
+        if (M->deterministic) {
+            /* one fixed binary tree over the whole gradient, after the
+             * backward: up and down, log2 n levels each */
+            int lv = 0;
+            while ((1 << lv) < ranks)
+                lv++;
+            const link_fit *f = &M->link[nodes > 1 ? L_INTER : L_INTRA][C_AR];
+            double m = P * es, beta = beta_at(f, s, m);
+            r.exposed = 2.0 * lv * (f->alpha[s] + (isfinite(beta) ? m / beta : 0)) * 1e3;
+        } else if (M->zero) {
+            double unit = (double)M->chunk * ranks;
+            double padded = ceil(P / unit) * unit;
+            r.exposed = (coll_time(M, s, C_RS, padded * es, nodes, rpn) +
+                         coll_time(M, s, C_AG, padded * 4.0, nodes, rpn)) *
+                        1e3;
+            /* the gradient norm's partial sums */
+            r.other += coll_time(M, s, C_AG, padded / (double)M->chunk * 8.0, nodes, rpn) * 1e3;
+        } else {
+            /* engine/dp.c: buckets from the end of the buffer, started as
+             * the backward passes them (gradients assumed to appear evenly
+             * over the backward), all-reduced one after another */
+            double tb = M->backward_fraction * r.compute;
+            double G = P * es, per = floor(M->bucket_bytes / es) * es;
+            if (per <= 0) per = es;
+            double done_bytes = 0, end = 0;
+            while (done_bytes < G) {
+                double sz = G - done_bytes < per ? G - done_bytes : per;
+                done_bytes += sz;
+                double ready = tb * (done_bytes / G);
+                double start = ready > end ? ready : end;
+                end = start + coll_time(M, s, C_AR, sz, nodes, rpn) * 1e3;
+            }
+            r.exposed = end > tb ? end - tb : 0;
+        }
+        /* every step: the losses and non-finite flags of every rank (all-gather) */
+        r.other += coll_time(M, s, C_AG, 8.0 * ranks, nodes, rpn) * 1e3;
+    }
+    r.step = r.compute + r.exposed + r.other;
+    return r;
+}
+
+static gt_predict_iv iv3(const double v[NS]) {
+    gt_predict_iv r = {v[S_MID], v[S_MID], v[S_MID]};
+    for (int s = 0; s < NS; s++) {
+        r.lo = v[s] < r.lo ? v[s] : r.lo;
+        r.hi = v[s] > r.hi ? v[s] : r.hi;
+    }
+    return r;
+}
+
+/* ---- building --------------------------------------------------------------- */
+
+static void set_given(link_fit *f, double alpha_us, double beta_gbps) {
+    memset(f, 0, sizeof *f);
+    f->src = SRC_GIVEN;
+    f->nsizes = 1;
+    f->size[0] = 1;
+    for (int s = 0; s < NS; s++) {
+        f->alpha[s] = alpha_us * 1e-6;
+        f->beta[s][0] = beta_gbps * 1e9;
+    }
+}
+
+/* Fills the links of the model (excluding a world of `exclude` ranks). */
+static void fit_links(gt_prediction *p, model *M, const cpoint *cp, size_t ncp, int exclude) {
+    for (int l = 0; l < NLEVEL; l++) {
+        double ga = l == L_INTRA ? p->opt.intra_alpha_us : p->opt.inter_alpha_us;
+        double gbw = l == L_INTRA ? p->opt.intra_beta_gbps : p->opt.inter_beta_gbps;
+        for (int c = 0; c < NCOLL; c++) {
+            if (p->given[l])
+                set_given(&M->link[l][c], ga, gbw);
+            else
+                fit_link(&M->link[l][c], cp, ncp, c, l, exclude);
+        }
+        /* a collective not measured borrows the all-reduce's alpha and beta
+         * (a ring all-reduce is a reduce-scatter and an all-gather) and the
+         * reverse */
+        for (int c = 0; c < NCOLL; c++) {
+            if (M->link[l][c].src != SRC_NONE) continue;
+            for (int o = 0; o < NCOLL; o++) {
+                if (M->link[l][o].src != SRC_MEASURED) continue;
+                M->link[l][c] = M->link[l][o];
+                M->link[l][c].src = SRC_BORROWED;
+                break;
+            }
+        }
+    }
+    /* no inter-node measurement and none given: the intra-node links */
+    for (int c = 0; c < NCOLL; c++) {
+        if (M->link[L_INTER][c].src != SRC_NONE) continue;
+        M->link[L_INTER][c] = M->link[L_INTRA][c];
+        if (M->link[L_INTER][c].src != SRC_NONE) M->link[L_INTER][c].src = SRC_ASSUMED;
+    }
+}
+
+/* the collectives a configuration uses, for the message naming what is missing */
+static const char *needed_colls(const model *M) {
+    return M->zero ? "reduce_scatter and allgather" : "allreduce";
+}
+
+static gt_status check_links(gt_prediction *p, const model *M, int nodes) {
+    int l = nodes > 1 ? L_INTER : L_INTRA;
+    int c = M->zero ? C_RS : C_AR;
+    if (M->link[l][c].src != SRC_NONE && M->link[L_INTRA][c].src != SRC_NONE) return GT_OK;
+    return GT_ERR(GT_ERR_INVALID,
+                  "no collectives result to fit the links from: the reports have no "
+                  "multi-rank %s of the collectives suite (run `gauntlet run "
+                  "collectives --topologies 1,2 --report coll.json` and pass it with --from, "
+                  "or give --intra-alpha-us and --intra-beta-gbps for a network that was not "
+                  "measured)",
+                  needed_colls(M));
+}
+
+static void fill_row(const gt_prediction *p, prow *r, int ranks) {
+    const model *M = &p->m;
+    r->ranks = ranks;
+    r->rpn = ranks < p->ranks_per_node ? ranks : p->ranks_per_node;
+    r->nodes = (ranks + r->rpn - 1) / r->rpn;
+    r->share = p->device ? 1 : p->cores_per_rank;
+    if (!p->device && p->opt.cores_per_rank <= 0 && p->cores > 0) {
+        /* gauntlet's default threads: this node's cores over its ranks */
+        int th = p->cores / r->rpn > 0 ? p->cores / r->rpn : 1;
+        double per = (double)p->cores / r->rpn;
+        r->share = th < per ? th : per;
+    }
+    double cs[NS], es[NS], os[NS], ss[NS], ts[NS], fs[NS];
+    r->strong_batch = p->global_batch;
+    r->strong_b = p->global_batch / ranks;
+    r->strong_ok = r->strong_b >= 1.0;
+    for (int s = 0; s < NS; s++) {
+        /* efficiency against one rank with the same compute share */
+        step_parts one = predict_step(M, s, 1, 1, 1, p->global_batch, r->share);
+        step_parts x = predict_step(M, s, ranks, r->nodes, r->rpn, r->strong_b, r->share);
+        cs[s] = x.compute;
+        es[s] = x.exposed;
+        os[s] = x.other;
+        ss[s] = x.step;
+        ts[s] = p->global_batch * p->units_per_sample / (x.step * 1e-3);
+        fs[s] = one.step / (ranks * x.step);
+    }
+    r->s_compute = iv3(cs);
+    r->s_exposed = iv3(es);
+    r->s_other = iv3(os);
+    r->s_step = iv3(ss);
+    r->s_tput = iv3(ts);
+    r->s_eff = iv3(fs);
+    r->weak_b = p->batch_per_rank;
+    for (int s = 0; s < NS; s++) {
+        step_parts one = predict_step(M, s, 1, 1, 1, p->batch_per_rank, r->share);
+        step_parts x = predict_step(M, s, ranks, r->nodes, r->rpn, p->batch_per_rank, r->share);
+        cs[s] = x.compute;
+        es[s] = x.exposed;
+        os[s] = x.other;
+        ss[s] = x.step;
+        ts[s] = ranks * p->batch_per_rank * p->units_per_sample / (x.step * 1e-3);
+        fs[s] = one.step / x.step;
+    }
+    r->w_compute = iv3(cs);
+    r->w_exposed = iv3(es);
+    r->w_other = iv3(os);
+    r->w_step = iv3(ss);
+    r->w_tput = iv3(ts);
+    r->w_eff = iv3(fs);
+}
+
+static void join_ints(char *buf, size_t len, const int *v, int n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? "," : "", v[i]);
+}
+
+/* The check: each measured multi-rank point predicted from the others. */
+static gt_status run_check(gt_prediction *p, const cpoint *cp, size_t ncp) {
+    p->check = calloc(p->n_tp ? p->n_tp : 1, sizeof *p->check);
+    if (!p->check) return GT_ERR(GT_ERR_OOM, "no memory");
+    for (size_t i = 0; i < p->n_tp; i++) {
+        const tpoint *t = &p->tp[i];
+        /* the case asked about; the others of its model only feed the fit */
+        if (t->ranks < 2 || strcmp(t->case_name, p->case_name) != 0) continue;
+        model M = p->m;
+        char why[160];
+        if (!fit_compute(&M, p->tp, p->n_tp, t->ranks, why, sizeof why)) {
+            note(p, "check of %d ranks: %s", t->ranks, why);
+            continue;
+        }
+        fit_links(p, &M, cp, ncp, t->ranks);
+        int l = t->nodes > 1 ? L_INTER : L_INTRA, c = M.zero ? C_RS : C_AR;
+        if (M.link[l][c].src == SRC_NONE) {
+            note(p,
+                 "check of %d ranks: no collectives result of another rank count to fit "
+                 "the links from (measure collectives on at least two multi-rank "
+                 "topologies, e.g. --topologies 1,2,4)",
+                 t->ranks);
+            continue;
+        }
+        crow *r = &p->check[p->n_check++];
+        snprintf(r->case_name, sizeof r->case_name, "%s", t->case_name);
+        r->ranks = t->ranks;
+        r->nodes = t->nodes;
+        r->rpn = t->rpn;
+        r->oversub = t->oversub;
+        r->batch = t->batch;
+        r->share = t->share;
+        double st[NS], ex[NS];
+        for (int s = 0; s < NS; s++) {
+            step_parts x = predict_step(&M, s, t->ranks, t->nodes, t->rpn, t->b, t->share);
+            st[s] = x.step;
+            ex[s] = x.exposed;
+        }
+        r->step = iv3(st);
+        r->exposed = iv3(ex);
+        r->measured_step = t->step[S_MID];
+        r->measured_lo = t->step[S_LO];
+        r->measured_hi = t->step[S_HI];
+        r->measured_exposed = t->exposed_mid;
+        r->error = (r->step.mid - r->measured_step) / r->measured_step;
+        r->bound =
+            t->oversub && p->opt.max_error_over > 0 ? p->opt.max_error_over : p->opt.max_error;
+        r->within_bound = !(r->bound > 0) || fabs(r->error) <= r->bound;
+        r->within_interval = r->measured_step >= r->step.lo && r->measured_step <= r->step.hi;
+        /* which rank counts the fits used */
+        join_ints(r->fitted_compute, sizeof r->fitted_compute, M.compute_ranks, M.n_compute_ranks);
+        const link_fit *lf = &M.link[l][c];
+        if (lf->src == SRC_GIVEN)
+            snprintf(r->fitted_links, sizeof r->fitted_links, "given");
+        else
+            join_ints(r->fitted_links, sizeof r->fitted_links, lf->ranks_seen, lf->n_ranks_seen);
+    }
+    return GT_OK;
+}
+
+static int find_case(gt_report_doc *const *docs, size_t n, const char *want, gt_report_doc **dd,
+                     const gt_report_result **rr) {
+    /* the wanted case; else gpt2-small; else the first usable result */
+    const char *tries[2] = {want, want ? NULL : "gpt2-small"};
+    for (int t = 0; t < 2; t++) {
+        if (!tries[t]) continue;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < gt_report_doc_result_count(docs[i]); j++) {
+                const gt_report_result *r = gt_report_doc_result(docs[i], j);
+                if (usable_train(r) && strcmp(r->case_name, tries[t]) == 0) {
+                    *dd = docs[i];
+                    *rr = r;
+                    return 1;
+                }
+            }
+    }
+    if (want) return 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < gt_report_doc_result_count(docs[i]); j++) {
+            const gt_report_result *r = gt_report_doc_result(docs[i], j);
+            if (usable_train(r)) {
+                *dd = docs[i];
+                *rr = r;
+                return 1;
+            }
+        }
+    return 0;
+}
+
+/* the usable case names, for the message when --case names none */
+static void list_cases(gt_report_doc *const *docs, size_t n, char *buf, size_t len) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < gt_report_doc_result_count(docs[i]); j++) {
+            const gt_report_result *r = gt_report_doc_result(docs[i], j);
+            if (!usable_train(r)) continue;
+            char item[112];
+            snprintf(item, sizeof item, "'%s'", r->case_name);
+            if (strstr(buf, item)) continue;
+            if (at + strlen(item) + 3 >= len) return;
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", item);
+        }
+}
+
+gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predict_options *opt,
+                           gt_prediction **out) {
+    *out = NULL;
+    if (!opt || opt->n_ranks < 0 || opt->n_ranks > GT_PREDICT_MAX_RANKS)
+        return GT_ERR(GT_ERR_INVALID, "between 0 and %d rank counts", GT_PREDICT_MAX_RANKS);
+    for (int l = 0; l < NLEVEL; l++) {
+        double a = l ? opt->inter_alpha_us : opt->intra_alpha_us;
+        double b = l ? opt->inter_beta_gbps : opt->intra_beta_gbps;
+        if (isnan(a) != isnan(b))
+            return GT_ERR(GT_ERR_INVALID,
+                          "--%s-alpha-us and --%s-beta-gbps go together (a network "
+                          "that was not measured needs both its latency and its bandwidth)",
+                          l ? "inter" : "intra", l ? "inter" : "intra");
+        if (!isnan(a) && (!(a >= 0) || !(b > 0)))
+            return GT_ERR(GT_ERR_INVALID, "alpha must be >= 0 us and beta > 0 GB/s");
+    }
+    gt_prediction *p = calloc(1, sizeof *p);
+    if (!p) return GT_ERR(GT_ERR_OOM, "no memory");
+    p->opt = *opt;
+    p->opt.case_name = NULL; /* borrowed: copied below */
+    p->given[L_INTRA] = !isnan(opt->intra_alpha_us);
+    p->given[L_INTER] = !isnan(opt->inter_alpha_us);
+    gt_status s = GT_OK;
+    cpoint *cp = NULL;
+    size_t ncp = 0;
+
+    gt_report_doc *cd = NULL;
+    const gt_report_result *cr = NULL;
+    if (!find_case(docs, n, opt->case_name, &cd, &cr)) {
+        char names[1024];
+        list_cases(docs, n, names, sizeof names);
+        if (opt->case_name && names[0])
+            s = GT_ERR(GT_ERR_INVALID,
+                       "no passed train or scaling result '%s' with ms_per_step in "
+                       "the reports; --case takes one of: %s",
+                       opt->case_name, names);
+        else
+            s = GT_ERR(GT_ERR_INVALID,
+                       "the reports hold no passed train or scaling result with "
+                       "ms_per_step (the compute time to scale): run `gauntlet run "
+                       "scaling/gpt2-small scaling/gpt2-small/weak --topologies 1,2 --report "
+                       "scaling.json` (or `gauntlet train --report`) and pass it with --from");
+        goto fail;
+    }
+    snprintf(p->case_name, sizeof p->case_name, "%s", cr->case_name);
+    snprintf(p->model_name, sizeof p->model_name, "%s", pstr(cr, "model"));
+    snprintf(p->precision, sizeof p->precision, "%s",
+             pstr(cr, "precision") ? pstr(cr, "precision") : "fp32");
+    snprintf(p->backend, sizeof p->backend, "%s", cr->backend);
+    p->device = strcmp(cr->backend, "cuda") == 0;
+    p->cores = doc_cores(cd);
+    const char *tm = tput_metric(cr);
+    snprintf(p->unit, sizeof p->unit, "%s", tm ? tm : "samples_per_s");
+    p->units_per_sample = strncmp(p->unit, "tokens", 6) == 0 ? pnum(cr, "seq", 1) : 1;
+
+    /* every result of the same model and configuration */
+    for (size_t i = 0; i < n && s == GT_OK; i++)
+        for (size_t j = 0; j < gt_report_doc_result_count(docs[i]) && s == GT_OK; j++) {
+            const gt_report_result *r = gt_report_doc_result(docs[i], j);
+            if (usable_train(r) && same_family(r, cr)) s = add_tpoint(p, docs[i], r);
+        }
+    if (s != GT_OK) goto fail;
+    if (!p->n_tp) {
+        s = GT_ERR(GT_ERR_INVALID,
+                   "case '%s' has no step time to scale (its results "
+                   "lack ms_per_step samples or batch): rerun its suite",
+                   p->case_name);
+        goto fail;
+    }
+
+    model *M = &p->m;
+    M->n_params = (long long)pnum(cr, "num_params", 0);
+    if (M->n_params <= 0) {
+        s = GT_ERR(GT_ERR_INVALID,
+                   "result '%s' has no num_params (a report of an "
+                   "older gauntlet): rerun the scaling suite",
+                   p->case_name);
+        goto fail;
+    }
+    M->grad_bytes_per = strcmp(p->precision, "fp32") == 0 ? 4 : 2;
+    M->bucket_bytes = (opt->bucket_mb > 0 ? opt->bucket_mb : pnum(cr, "bucket_mb", 25)) * 1048576.0;
+    M->backward_fraction = opt->backward_fraction > 0 ? opt->backward_fraction : 2.0 / 3.0;
+    M->zero = opt->zero >= 0 ? opt->zero : (int)pnum(cr, "zero", 0);
+    M->deterministic = (int)pnum(cr, "deterministic", 0);
+    M->device = p->device;
+    M->chunk = 65536;
+
+    /* the batch sizes: strong scaling keeps the case's global batch, weak
+     * the per-rank batch of its smallest topology */
+    const tpoint *first = NULL;
+    for (size_t i = 0; i < p->n_tp; i++)
+        if (strcmp(p->tp[i].case_name, p->case_name) == 0 &&
+            (!first || p->tp[i].ranks < first->ranks))
+            first = &p->tp[i];
+    p->global_batch = opt->global_batch > 0 ? opt->global_batch : first->batch;
+    /* the case's weak-scaling twin ("gpt2-small/weak") says the per-rank batch */
+    char twin[112];
+    snprintf(twin, sizeof twin, "%s/weak", p->case_name);
+    const tpoint *weak = NULL;
+    for (size_t i = 0; i < p->n_tp; i++)
+        if (strcmp(p->tp[i].case_name, twin) == 0) weak = &p->tp[i];
+    p->batch_per_rank = opt->batch_per_rank > 0 ? opt->batch_per_rank : weak ? weak->b : first->b;
+
+    /* ranks per node and the compute share of a rank */
+    int rpn = 0;
+    for (size_t i = 0; i < p->n_tp; i++) {
+        const tpoint *t = &p->tp[i];
+        if (!t->oversub && t->rpn > rpn) rpn = t->rpn;
+    }
+    if (rpn == 0) rpn = 1;
+    p->ranks_per_node = opt->ranks_per_node > 0 ? opt->ranks_per_node : rpn;
+    if (!p->device) {
+        if (opt->cores_per_rank > 0) {
+            p->cores_per_rank = opt->cores_per_rank;
+        } else if (p->cores > 0) {
+            int th = p->cores / p->ranks_per_node > 0 ? p->cores / p->ranks_per_node : 1;
+            double per = (double)p->cores / p->ranks_per_node;
+            p->cores_per_rank = th < per ? th : per;
+        } else {
+            p->cores_per_rank = 1;
+            note(p, "the reports do not say how many cores the machine has: each rank is "
+                    "taken to have one (--cores-per-rank to set)");
+        }
+    }
+
+    /* collectives: in place for the all-reduce and the all-gather, as dp.c
+     * calls them; the reduce-scatter out of place */
+    for (size_t i = 0; i < n && s == GT_OK; i++)
+        for (size_t j = 0; j < gt_report_doc_result_count(docs[i]) && s == GT_OK; j++) {
+            const gt_report_result *r = gt_report_doc_result(docs[i], j);
+            int level, coll;
+            if (strcmp(r->suite, "collectives") != 0 ||
+                parse_coll_case(r->case_name, &level, &coll) != 0)
+                continue;
+            s = add_cpoints(&cp, &ncp, r, coll == C_RS ? 0 : 1);
+        }
+    if (s != GT_OK) goto fail;
+
+    char why[160];
+    if (!fit_compute(M, p->tp, p->n_tp, 0, why, sizeof why)) {
+        s = GT_ERR(GT_ERR_INVALID, "%s", why);
+        goto fail;
+    }
+    fit_links(p, M, cp, ncp, 0);
+    int max_nodes = 1;
+    for (int i = 0; i < opt->n_ranks; i++) {
+        int r = opt->ranks[i], q = r < p->ranks_per_node ? r : p->ranks_per_node;
+        int nodes = (r + q - 1) / q;
+        max_nodes = nodes > max_nodes ? nodes : max_nodes;
+        if (r < 2) continue;
+        if ((s = check_links(p, M, nodes)) != GT_OK) goto fail;
+    }
+
+    /* what the prediction assumed, in words */
+    if (M->n_groups == 1)
+        note(p,
+             "compute: one batch size per rank measured (%g): a rank's compute taken as "
+             "proportional to its batch",
+             M->group_b[0]);
+    if (!p->device)
+        note(p,
+             "compute: host backend: a rank's work is its step time times the cores it "
+             "had (min(threads, cores / ranks on the node)); predicted ranks get %g "
+             "core(s) each, %d rank(s) per node",
+             p->cores_per_rank, p->ranks_per_node);
+    for (int c = 0; c < NCOLL; c++)
+        if (M->link[L_INTRA][c].src == SRC_BORROWED)
+            note(p, "links: %s not measured: it borrows the fit of another collective",
+                 g_coll_names[c]);
+    if (max_nodes > 1 && M->link[L_INTER][M->zero ? C_RS : C_AR].src == SRC_ASSUMED)
+        note(p, "links: inter-node not measured and not given: taken to be as fast as the "
+                "measured intra-node links (--inter-alpha-us / --inter-beta-gbps set it)");
+    for (int l = 0; l < NLEVEL; l++)
+        if (p->given[l])
+            note(p,
+                 "links: %s alpha %g us and beta %g GB/s given on the command line, not "
+                 "measured: a network that was not measured",
+                 g_level_names[l], l ? opt->inter_alpha_us : opt->intra_alpha_us,
+                 l ? opt->inter_beta_gbps : opt->intra_beta_gbps);
+    if (M->zero)
+        note(p, "ZeRO-1: reduce-scatter of the gradients and all-gather of the fp32 "
+                "parameters after the backward, not overlapped; the optimizer's share of the "
+                "compute is not divided among the ranks");
+    else if (M->deterministic)
+        note(p, "--deterministic: the whole gradient summed along a binary tree after the "
+                "backward, not overlapped");
+    else
+        note(p,
+             "overlap: %.0f MiB buckets all-reduced one after another as the backward "
+             "(%.0f%% of the compute, gradients appearing evenly) passes them",
+             M->bucket_bytes / 1048576.0, M->backward_fraction * 100);
+
+    p->n_rows = opt->n_ranks;
+    for (int i = 0; i < opt->n_ranks; i++) {
+        fill_row(p, &p->rows[i], opt->ranks[i]);
+        if (!p->rows[i].strong_ok)
+            note(p,
+                 "strong scaling needs at least one sample per rank: global batch %g < "
+                 "%d ranks (--global-batch sets it)",
+                 p->global_batch, opt->ranks[i]);
+    }
+    if (opt->check && (s = run_check(p, cp, ncp)) != GT_OK) goto fail;
+    if (opt->check && p->n_check == 0)
+        note(p,
+             "check: nothing to check: the reports hold no multi-rank result of case "
+             "'%s''s model that could be predicted from the others (measure it on "
+             "topologies 1,2,4)",
+             p->case_name);
+    free(cp);
+    *out = p;
+    return GT_OK;
+fail:
+    free(cp);
+    gt_prediction_free(p);
+    return s;
+}
+
+void gt_prediction_free(gt_prediction *p) {
+    if (!p) return;
+    free(p->tp);
+    free(p->check);
+    free(p);
+}
+
+void gt_prediction_check_counts(const gt_prediction *p, int *checked, int *failed) {
+    *checked = p->n_check;
+    *failed = 0;
+    for (int i = 0; i < p->n_check; i++)
+        *failed += !p->check[i].within_bound;
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+static void fmt_iv(char *b, size_t n, gt_predict_iv v, int prec) {
+    snprintf(b, n, "%.*g [%.*g, %.*g]", prec, v.mid, prec, v.lo, prec, v.hi);
+}
+
+static void print_link(FILE *f, const char *level, const char *coll, const link_fit *l) {
+    if (l->src == SRC_NONE) return;
+    fprintf(f, "  %-10s %-14s %-8s alpha %.3g us [%.3g, %.3g]", level, coll, g_src_names[l->src],
+            l->alpha[S_MID] * 1e6, l->alpha[S_LO] * 1e6, l->alpha[S_HI] * 1e6);
+    /* beta at the largest size measured: the bandwidth the gradients see */
+    double m = l->nsizes ? l->size[l->nsizes - 1] : 1;
+    double b[NS];
+    for (int s = 0; s < NS; s++)
+        b[s] = beta_at(l, s, m) * 1e-9;
+    gt_predict_iv bi = iv3(b);
+    if (isfinite(bi.mid)) fprintf(f, ", beta %.3g GB/s [%.3g, %.3g]", bi.mid, bi.lo, bi.hi);
+    if (l->src == SRC_MEASURED || l->src == SRC_BORROWED) {
+        fprintf(f, " at %.0f B; from ranks ", m);
+        for (int i = 0; i < l->n_ranks_seen; i++)
+            fprintf(f, "%s%d", i ? "," : "", l->ranks_seen[i]);
+    }
+    fputc('\n', f);
+}
+
+void gt_prediction_print(const gt_prediction *p, FILE *f) {
+    const model *M = &p->m;
+    char a[64], b[64], c[64], d[64];
+    fprintf(f, "prediction for %s (%s, %s, %s, %lld parameters; %s)\n", p->case_name, p->model_name,
+            p->precision, p->backend, M->n_params,
+            M->zero            ? "ZeRO-1"
+            : M->deterministic ? "deterministic"
+                               : "bucketed all-reduce");
+    fprintf(f, "inputs (median [low, high] of the measured samples):\n");
+    fprintf(f,
+            "  compute per rank: work(b) = %.4g + %.4g x b %s [%.4g + %.4g b, %.4g + %.4g b]"
+            " from batch per rank ",
+            M->a[S_MID], M->k[S_MID], p->device ? "ms" : "core-ms", M->a[S_LO], M->k[S_LO],
+            M->a[S_HI], M->k[S_HI]);
+    for (int i = 0; i < M->n_groups; i++)
+        fprintf(f, "%s%g", i ? "," : "", M->group_b[i]);
+    fprintf(f, " (%zu results)\n", p->n_tp);
+    for (int l = 0; l < NLEVEL; l++)
+        for (int k = 0; k < NCOLL; k++) {
+            if (l == L_INTER && M->link[l][k].src == SRC_ASSUMED) continue;
+            print_link(f, g_level_names[l], g_coll_names[k], &M->link[l][k]);
+        }
+    fprintf(f, "assumptions:\n");
+    for (int i = 0; i < p->n_notes; i++)
+        fprintf(f, "  - %s\n", p->notes[i]);
+    if (p->n_rows) {
+        fprintf(f,
+                "\nstrong scaling: global batch %g; weak scaling: %g per rank "
+                "(ms per step, %s)\n",
+                p->global_batch, p->batch_per_rank, p->unit);
+        fprintf(f, "  %6s %5s  %-34s %-12s %-18s  %-34s %-12s %-18s\n", "ranks", "nodes",
+                "strong step ms [lo, hi]", p->unit, "efficiency", "weak step ms [lo, hi]", p->unit,
+                "efficiency");
+        for (int i = 0; i < p->n_rows; i++) {
+            const prow *r = &p->rows[i];
+            if (r->strong_ok) {
+                fmt_iv(a, sizeof a, r->s_step, 4);
+                snprintf(b, sizeof b, "%.4g", r->s_tput.mid);
+                snprintf(c, sizeof c, "%.1f%% [%.0f, %.0f]", r->s_eff.mid * 100, r->s_eff.lo * 100,
+                         r->s_eff.hi * 100);
+            } else {
+                snprintf(a, sizeof a, "n/a (batch < ranks)");
+                snprintf(b, sizeof b, "-");
+                snprintf(c, sizeof c, "-");
+            }
+            fmt_iv(d, sizeof d, r->w_step, 4);
+            char e[64], g[64];
+            snprintf(e, sizeof e, "%.4g", r->w_tput.mid);
+            snprintf(g, sizeof g, "%.1f%% [%.0f, %.0f]", r->w_eff.mid * 100, r->w_eff.lo * 100,
+                     r->w_eff.hi * 100);
+            fprintf(f, "  %6d %5d  %-34s %-12s %-18s  %-34s %-12s %-18s\n", r->ranks, r->nodes, a,
+                    b, c, d, e, g);
+        }
+        fprintf(f, "  (step = compute + exposed communication + other collectives; "
+                   "--json has each part)\n");
+    }
+    if (p->opt.check) {
+        fprintf(f,
+                "\ncheck: each measured topology of %s predicted from the others' results "
+                "(compute and collectives of that rank count left out; c: the rank counts "
+                "the compute was fitted from, l: the links)\n",
+                p->case_name);
+        fprintf(f, "  %-18s %5s %-16s %-26s %-10s %8s %-8s %-16s\n", "case", "ranks",
+                "fit from ranks", "predicted ms [lo, hi]", "measured", "error", "bound",
+                "exposed pred/meas");
+        for (int i = 0; i < p->n_check; i++) {
+            const crow *r = &p->check[i];
+            char fit[160];
+            snprintf(fit, sizeof fit, "c:%s l:%s", r->fitted_compute, r->fitted_links);
+            fmt_iv(a, sizeof a, r->step, 4);
+            snprintf(b, sizeof b, "%.0f%%", r->bound * 100);
+            fprintf(f, "  %-18s %5d %-16s %-26s %-10.4g %+7.1f%% %-8s %.3g/%.3g%s%s\n",
+                    r->case_name, r->ranks, fit, a, r->measured_step, r->error * 100,
+                    r->bound > 0 ? b : "-", r->exposed.mid, r->measured_exposed,
+                    r->oversub ? "  oversubscribed" : "",
+                    r->within_bound ? "" : "  OUTSIDE THE BOUND");
+        }
+        int checked, failed;
+        gt_prediction_check_counts(p, &checked, &failed);
+        fprintf(f, "check: %d prediction(s), %d outside the bound\n", checked, failed);
+    }
+}
+
+static json_t *jiv(gt_predict_iv v) {
+    return json_pack("{s:f,s:f,s:f}", "mid", isfinite(v.mid) ? v.mid : 0.0, "lo",
+                     isfinite(v.lo) ? v.lo : 0.0, "hi", isfinite(v.hi) ? v.hi : 0.0);
+}
+
+static json_t *jlink(const link_fit *l) {
+    json_t *o = json_object();
+    json_object_set_new(o, "source", json_string(g_src_names[l->src]));
+    if (l->src == SRC_NONE) return o;
+    double al[NS], bl[NS];
+    double m = l->nsizes ? l->size[l->nsizes - 1] : 1;
+    for (int s = 0; s < NS; s++) {
+        al[s] = l->alpha[s] * 1e6;
+        bl[s] = beta_at(l, s, m) * 1e-9;
+    }
+    json_object_set_new(o, "alpha_us", jiv(iv3(al)));
+    if (isfinite(bl[S_MID])) json_object_set_new(o, "beta_gbps", jiv(iv3(bl)));
+    json_object_set_new(o, "beta_at_bytes", json_real(m));
+    json_t *sz = json_array();
+    for (int j = 0; j < l->nsizes; j++) {
+        double bb[NS];
+        for (int s = 0; s < NS; s++)
+            bb[s] = l->beta[s][j] * 1e-9;
+        if (!isfinite(bb[S_MID])) continue;
+        json_t *e = jiv(iv3(bb));
+        json_object_set_new(e, "bytes", json_real(l->size[j]));
+        json_array_append_new(sz, e);
+    }
+    json_object_set_new(o, "beta_gbps_per_size", sz);
+    json_t *rk = json_array();
+    for (int i = 0; i < l->n_ranks_seen; i++)
+        json_array_append_new(rk, json_integer(l->ranks_seen[i]));
+    json_object_set_new(o, "ranks", rk);
+    return o;
+}
+
+static json_t *prediction_json(const gt_prediction *p) {
+    const model *M = &p->m;
+    json_t *o = json_object();
+    json_object_set_new(o, "predict_version", json_integer(1));
+    json_object_set_new(o, "case", json_string(p->case_name));
+    json_object_set_new(o, "model", json_string(p->model_name));
+    json_object_set_new(o, "precision", json_string(p->precision));
+    json_object_set_new(o, "backend", json_string(p->backend));
+    json_object_set_new(o, "unit", json_string(p->unit));
+    json_object_set_new(o, "units_per_sample", json_real(p->units_per_sample));
+    json_object_set_new(o, "num_params", json_integer(M->n_params));
+    json_object_set_new(o, "mode",
+                        json_string(M->zero            ? "zero1"
+                                    : M->deterministic ? "deterministic"
+                                                       : "bucketed"));
+    json_object_set_new(o, "global_batch", json_real(p->global_batch));
+    json_object_set_new(o, "batch_per_rank", json_real(p->batch_per_rank));
+    json_object_set_new(o, "ranks_per_node", json_integer(p->ranks_per_node));
+    if (!p->device) json_object_set_new(o, "cores_per_rank", json_real(p->cores_per_rank));
+    json_object_set_new(o, "bucket_bytes", json_real(M->bucket_bytes));
+    json_object_set_new(o, "backward_fraction", json_real(M->backward_fraction));
+    json_t *in = json_object();
+    json_t *comp = json_object();
+    /* work(b) = fixed + per_sample x b, at the median samples; the fits at
+     * the low and high ends of the samples are pairs (not bounds one by one) */
+    json_object_set_new(comp, "unit", json_string(p->device ? "ms" : "core-ms"));
+    json_object_set_new(comp, "fixed", json_real(M->a[S_MID]));
+    json_object_set_new(comp, "per_sample", json_real(M->k[S_MID]));
+    static const char *const sn[NS] = {"low", "median", "high"};
+    json_t *sc = json_object();
+    for (int s = 0; s < NS; s++)
+        json_object_set_new(sc, sn[s],
+                            json_pack("{s:f,s:f}", "fixed", M->a[s], "per_sample", M->k[s]));
+    json_object_set_new(comp, "scenarios", sc);
+    json_t *pts = json_array();
+    for (size_t i = 0; i < p->n_tp; i++) {
+        const tpoint *t = &p->tp[i];
+        json_t *e = json_object();
+        json_object_set_new(e, "case", json_string(t->case_name));
+        json_object_set_new(e, "ranks", json_integer(t->ranks));
+        json_object_set_new(e, "batch_per_rank", json_real(t->b));
+        json_object_set_new(e, "share", json_real(t->share));
+        json_object_set_new(e, "oversubscribed", json_boolean(t->oversub));
+        gt_predict_iv c = {t->c[S_LO], t->c[S_MID], t->c[S_HI]};
+        json_object_set_new(e, "compute_ms", jiv(c));
+        json_array_append_new(pts, e);
+    }
+    json_object_set_new(comp, "points", pts);
+    json_object_set_new(in, "compute", comp);
+    json_t *links = json_object();
+    for (int l = 0; l < NLEVEL; l++) {
+        json_t *lv = json_object();
+        for (int c = 0; c < NCOLL; c++)
+            json_object_set_new(lv, g_coll_names[c], jlink(&M->link[l][c]));
+        json_object_set_new(links, g_level_names[l], lv);
+    }
+    json_object_set_new(in, "links", links);
+    json_object_set_new(o, "inputs", in);
+    json_t *notes = json_array();
+    for (int i = 0; i < p->n_notes; i++)
+        json_array_append_new(notes, json_string(p->notes[i]));
+    json_object_set_new(o, "assumptions", notes);
+    json_t *rows = json_array();
+    for (int i = 0; i < p->n_rows; i++) {
+        const prow *r = &p->rows[i];
+        json_t *e = json_object();
+        json_object_set_new(e, "ranks", json_integer(r->ranks));
+        json_object_set_new(e, "nodes", json_integer(r->nodes));
+        json_object_set_new(e, "ranks_per_node", json_integer(r->rpn));
+        if (!p->device) json_object_set_new(e, "cores_per_rank", json_real(r->share));
+        json_t *st = json_object();
+        json_object_set_new(st, "global_batch", json_real(r->strong_batch));
+        if (r->strong_ok) {
+            json_object_set_new(st, "batch_per_rank", json_real(r->strong_b));
+            json_object_set_new(st, "step_ms", jiv(r->s_step));
+            json_object_set_new(st, "compute_ms", jiv(r->s_compute));
+            json_object_set_new(st, "exposed_comm_ms", jiv(r->s_exposed));
+            json_object_set_new(st, "other_comm_ms", jiv(r->s_other));
+            json_object_set_new(st, "throughput", jiv(r->s_tput));
+            json_object_set_new(st, "efficiency", jiv(r->s_eff));
+        } else {
+            json_object_set_new(st, "not_predicted", json_string("global batch < ranks"));
+        }
+        json_object_set_new(e, "strong", st);
+        json_t *wk = json_object();
+        json_object_set_new(wk, "batch_per_rank", json_real(r->weak_b));
+        json_object_set_new(wk, "step_ms", jiv(r->w_step));
+        json_object_set_new(wk, "compute_ms", jiv(r->w_compute));
+        json_object_set_new(wk, "exposed_comm_ms", jiv(r->w_exposed));
+        json_object_set_new(wk, "other_comm_ms", jiv(r->w_other));
+        json_object_set_new(wk, "throughput", jiv(r->w_tput));
+        json_object_set_new(wk, "efficiency", jiv(r->w_eff));
+        json_object_set_new(e, "weak", wk);
+        json_array_append_new(rows, e);
+    }
+    json_object_set_new(o, "predictions", rows);
+    if (p->opt.check) {
+        json_t *ck = json_array();
+        for (int i = 0; i < p->n_check; i++) {
+            const crow *r = &p->check[i];
+            json_t *e = json_object();
+            json_object_set_new(e, "case", json_string(r->case_name));
+            json_object_set_new(e, "ranks", json_integer(r->ranks));
+            json_object_set_new(e, "nodes", json_integer(r->nodes));
+            json_object_set_new(e, "global_batch", json_real(r->batch));
+            json_object_set_new(e, "compute_fitted_from_ranks", json_string(r->fitted_compute));
+            json_object_set_new(e, "links_fitted_from_ranks", json_string(r->fitted_links));
+            json_object_set_new(e, "oversubscribed", json_boolean(r->oversub));
+            json_object_set_new(e, "predicted_step_ms", jiv(r->step));
+            json_object_set_new(e, "measured_step_ms", json_real(r->measured_step));
+            json_object_set_new(e, "measured_step_ms_range",
+                                json_pack("[f,f]", r->measured_lo, r->measured_hi));
+            json_object_set_new(e, "predicted_exposed_comm_ms", jiv(r->exposed));
+            json_object_set_new(e, "measured_exposed_comm_ms", json_real(r->measured_exposed));
+            json_object_set_new(e, "error", json_real(r->error));
+            if (r->bound > 0) json_object_set_new(e, "bound", json_real(r->bound));
+            json_object_set_new(e, "within_bound", json_boolean(r->within_bound));
+            json_object_set_new(e, "measured_within_interval", json_boolean(r->within_interval));
+            json_array_append_new(ck, e);
+        }
+        json_object_set_new(o, "check", ck);
+    }
+    return o;
+}
+
+char *gt_prediction_json_text(const gt_prediction *p) {
+    json_t *o = prediction_json(p);
+    if (!o) return NULL;
+    char *t = json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+    json_decref(o);
+    return t;
+}
+
+gt_status gt_prediction_write_json(const gt_prediction *p, const char *path) {
+    char *t = gt_prediction_json_text(p);
+    if (!t) return GT_ERR(GT_ERR_OOM, "no memory for the JSON");
+    gt_atomic_file af;
+    gt_status s = gt_atomic_open(path, "prediction", "choose a writable --json path", &af);
+    if (s == GT_OK) {
+        fputs(t, af.f);
+        fputc('\n', af.f);
+        s = gt_atomic_commit(&af);
+    }
+    free(t);
+    return s;
+}
