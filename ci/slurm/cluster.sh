@@ -37,9 +37,9 @@
 set -uo pipefail
 
 die() { echo "cluster.sh: $*" >&2; exit "${rc_die:-1}"; }
-usage() {
-    sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-    exit 2
+usage() { # the header above, on stdout
+    sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit 0
 }
 
 cmd=${1:-}
