@@ -15,8 +15,9 @@ packages=(build-essential cmake pkg-config libjansson-dev
           libopenblas-dev libopenmpi-dev openmpi-bin libhwloc-dev chromium
           clang libclang-rt-dev valgrind)
 # The slurm-labelled tests' two-node cluster (ci/slurm/cluster.sh, docs/clusters.md):
-# slurmctld, slurmd and the clients, munge for their authentication.
-packages+=(slurm-wlm munge)
+# slurmctld, slurmd and the clients, munge for their authentication; python3 reads the
+# reports in harness/tests/slurm.sh.
+packages+=(slurm-wlm munge python3)
 
 missing=()
 for p in "${packages[@]}"; do
