@@ -36,6 +36,7 @@ if [ "$mode" = nompi ]; then
     exit 77
 fi
 why=$(bash "$cluster" check) || { echo "skipped: $why"; exit 77; }
+command -v python3 >/dev/null || { echo "skipped: no python3 to read the reports (ci/deps.sh installs it)"; exit 77; }
 
 case "$mode" in
     setup)
