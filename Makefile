@@ -15,8 +15,11 @@ TOPOLOGIES ?= $(if $(shell command -v mpirun 2>/dev/null),1$(comma)2,1)
 
 .PHONY: run test build deps clean
 
+# every run is also recorded in the run history: `gauntlet history reports/history.db`
+HISTORY ?= reports/history.db
+
 run: build
-	$(GAUNTLET) run --quick --topologies $(TOPOLOGIES) --report reports/latest.json
+	$(GAUNTLET) run --quick --topologies $(TOPOLOGIES) --report reports/latest.json --history $(HISTORY)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -4,7 +4,7 @@
 # As root it runs apt-get; otherwise it prints the exact command and stops.
 #
 # Required: cmake, a C compiler, pkg-config, jansson.
-# Optional, auto-detected by CMake: OpenMPI, hwloc, OpenBLAS, the CUDA toolkit
+# Optional, auto-detected by CMake: OpenMPI, hwloc, OpenBLAS, SQLite, the CUDA toolkit
 # (never installed here: it comes from NVIDIA, see README.md).
 # CI's hardening steps (docs/reliability.md): clang with libFuzzer and the
 # sanitizer runtimes (libclang-rt-dev), valgrind; slurm-wlm and munge for the
@@ -15,9 +15,13 @@ packages=(build-essential cmake pkg-config libjansson-dev
           libopenblas-dev libopenmpi-dev openmpi-bin libhwloc-dev chromium
           clang libclang-rt-dev valgrind)
 # The slurm-labelled tests' two-node cluster (ci/slurm/cluster.sh, docs/clusters.md):
-# slurmctld, slurmd and the clients, munge for their authentication; python3 reads the
-# reports in harness/tests/slurm.sh.
-packages+=(slurm-wlm munge python3)
+# slurmctld, slurmd and the clients, munge for their authentication (its tests read
+# reports with python3, below).
+packages+=(slurm-wlm munge)
+# the run history (reports/history.h, docs/history.md): optional to CMake
+# (GT_WITH_SQLITE), installed here so that `make run` records into reports/history.db
+# and python3 (standard library only) reads the history page's screenshot in its test
+packages+=(libsqlite3-dev python3)
 
 missing=()
 for p in "${packages[@]}"; do

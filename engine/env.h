@@ -135,6 +135,27 @@ typedef struct gt_gpu_sample {
  * thread at a time. */
 int gt_env_gpu_sample(int cuda_index, gt_gpu_sample *out);
 
+/* Which GPU a rank has: the device of CUDA ordinal cuda_index, or < 0:
+ * this rank's own (the launcher's local rank modulo the visible devices,
+ * as gt_env_gpu_sample). Needs only libcuda (NVML not used). Returns 1 with
+ * *out filled (strings "" where the driver lacks the call), 0 without a
+ * driver or device (then out->index is -1). Shares gt_env_gpu_sample's
+ * loaded libraries; call from one thread at a time. */
+typedef struct gt_gpu_identity {
+    int index;             /* CUDA ordinal */
+    char name[96];         /* "NVIDIA H100 80GB HBM3" */
+    char uuid[48];         /* "GPU-8c5e..." */
+    char pci_bus_id[32];   /* "0000:1B:00.0" */
+} gt_gpu_identity;
+int gt_env_gpu_identity(int cuda_index, gt_gpu_identity *out);
+
+/* This host's name: gethostname, or GT_TEST_HOSTNAME when that is set and
+ * not empty. The override exists for the tests, which fake several hosts
+ * with the ranks of one machine (mpirun -np 1 -x GT_TEST_HOSTNAME=a prog :
+ * -np 1 -x GT_TEST_HOSTNAME=b prog); every report records it among
+ * env.variables, so a report made with it says so. */
+void gt_env_hostname(char *host, size_t len);
+
 /* Measured peaks of a backend, as reports record them beside the
  * environment; measured by suites/probe.c (gt_probe_measure_peaks), which
  * runs the backend's ops. */

@@ -32,6 +32,7 @@ typedef int (*cu_name_fn)(char *name, int len, int dev);
 typedef int (*cu_uuid_fn)(unsigned char uuid[16], int dev); /* CUuuid is 16 bytes */
 typedef int (*cu_attr_fn)(int *value, int attrib, int dev);
 typedef int (*cu_total_mem_fn)(size_t *bytes, int dev);
+typedef int (*cu_pci_fn)(char *bus_id, int len, int dev); /* cuDeviceGetPCIBusId */
 enum {
     CU_ATTR_CLOCK_RATE = 13,        /* kHz */
     CU_ATTR_MULTIPROCESSOR_COUNT = 16,
@@ -519,9 +520,12 @@ void gt_env_collect_gpu(gt_env *e) {
 static struct {
     pthread_once_t once;
     int ok;                /* libcuda and NVML loaded and started */
+    int cu_ok;             /* libcuda started (gt_env_gpu_identity needs only it) */
     int count;             /* CUDA devices visible */
     cu_device_get_fn device_get;
     cu_uuid_fn uuid;
+    cu_name_fn name;
+    cu_pci_fn pci;
     nvml_api nv;
     int resolved[GT_ENV_MAX_GPUS]; /* 1 matched, -1 no match, 0 not tried */
     nvml_device dev[GT_ENV_MAX_GPUS];
@@ -541,9 +545,12 @@ static void telemetry_open(void) {
     SYM(g_tel.device_get, h, "cuDeviceGet");
     SYM(g_tel.uuid, h, "cuDeviceGetUuid");
     if (!g_tel.uuid) SYM(g_tel.uuid, h, "cuDeviceGetUuid_v2");
+    SYM(g_tel.name, h, "cuDeviceGetName");
+    SYM(g_tel.pci, h, "cuDeviceGetPCIBusId");
     if (!init || !device_count || !g_tel.device_get || !g_tel.uuid || init(0) != 0 ||
         device_count(&g_tel.count) != 0 || g_tel.count <= 0)
         return; /* libcuda stays loaded: see probe_driver */
+    g_tel.cu_ok = 1;
     nvml_open(&g_tel.nv, drv, sizeof drv); /* NVML's init is counted: never shut down here */
     g_tel.ok = g_tel.nv.h != NULL && g_tel.nv.clock != NULL;
 }
@@ -581,5 +588,23 @@ int gt_env_gpu_sample(int cuda_index, gt_gpu_sample *out) {
         out->throttle_reasons = r;
         decode_reasons(r, out->throttle_names, sizeof out->throttle_names);
     }
+    return 1;
+}
+
+int gt_env_gpu_identity(int cuda_index, gt_gpu_identity *out) {
+    pthread_once(&g_tel.once, telemetry_open);
+    if (!out) return 0;
+    *out = (gt_gpu_identity){.index = -1};
+    if (!g_tel.cu_ok) return 0;
+    int local = gt_env_local_rank();
+    int i = cuda_index >= 0 ? cuda_index : (local < 0 ? 0 : local) % g_tel.count;
+    int dev = 0;
+    if (i >= g_tel.count || g_tel.device_get(&dev, i) != 0) return 0;
+    out->index = i;
+    unsigned char u[16];
+    if (g_tel.uuid(u, dev) == 0) format_uuid(u, out->uuid, sizeof out->uuid);
+    if (g_tel.name && g_tel.name(out->name, (int)sizeof out->name, dev) != 0) out->name[0] = '\0';
+    if (g_tel.pci && g_tel.pci(out->pci_bus_id, (int)sizeof out->pci_bus_id, dev) != 0)
+        out->pci_bus_id[0] = '\0';
     return 1;
 }

@@ -51,10 +51,10 @@ gt_status gt_atomic_open(const char *path, const char *what, const char *hint,
     return GT_OK;
 }
 
-gt_status gt_atomic_commit(gt_atomic_file *af) {
+static gt_status commit(gt_atomic_file *af, int sync) {
     char name[1200];
     name_of(af, name, sizeof name);
-    int bad = fflush(af->f) != 0 || ferror(af->f) || fsync(fileno(af->f)) != 0;
+    int bad = fflush(af->f) != 0 || ferror(af->f) || (sync && fsync(fileno(af->f)) != 0);
     int e = errno;
     if (fclose(af->f) != 0 && !bad) {
         bad = 1;
@@ -72,7 +72,7 @@ gt_status gt_atomic_commit(gt_atomic_file *af) {
         free(af->tmp);
         af->tmp = NULL; /* renamed: nothing to remove */
         /* the rename is durable only once the directory is synced */
-        char *dup = strdup(af->path);
+        char *dup = sync ? strdup(af->path) : NULL;
         if (dup) {
             int dfd = open(dirname(dup), O_RDONLY | O_DIRECTORY);
             if (dfd >= 0) {
@@ -85,6 +85,10 @@ gt_status gt_atomic_commit(gt_atomic_file *af) {
     gt_atomic_discard(af);
     return s;
 }
+
+gt_status gt_atomic_commit(gt_atomic_file *af) { return commit(af, 1); }
+
+gt_status gt_atomic_commit_unsynced(gt_atomic_file *af) { return commit(af, 0); }
 
 void gt_atomic_discard(gt_atomic_file *af) {
     if (af->f) fclose(af->f);

@@ -31,6 +31,11 @@ gt_status gt_atomic_open(const char *path, const char *what, const char *hint,
                          gt_atomic_file *af);
 /* Completes the replacement and releases af, whatever the outcome. */
 gt_status gt_atomic_commit(gt_atomic_file *af);
+/* The same without either fsync: as atomic for every reader (the rename
+ * replaces the file whole), durable only once the system writes it back.
+ * For a process about to be killed, where milliseconds decide whether the
+ * file is replaced at all (a SIGKILL follows mpirun's SIGTERM at once). */
+gt_status gt_atomic_commit_unsynced(gt_atomic_file *af);
 /* Gives up: removes the temporary file, releases af. */
 void gt_atomic_discard(gt_atomic_file *af);
 

@@ -229,13 +229,18 @@ static struct {
 static void on_watchdog(const char *message, void *ctx) {
     (void)ctx;
     if (!g_watch.rep) return;
-    gt_result *res = gt_report_add_result(g_watch.rep, g_watch.suite, g_watch.case_name,
-                                          g_watch.topology, g_watch.backend);
-    if (res) {
-        char msg[1200];
-        snprintf(msg, sizeof msg, "watchdog: %s", message);
-        gt_result_set_status(res, GT_RESULT_ERROR, msg);
-    }
+    char msg[1200];
+    snprintf(msg, sizeof msg, "watchdog: %s", message);
+    /* the stuck case's result so far (gauntlet train rewrites it as it
+     * goes) keeps its series and takes the watchdog's message */
+    size_t n = gt_report_result_count(g_watch.rep);
+    gt_result *res = n ? gt_report_result_at(g_watch.rep, n - 1) : NULL;
+    if (!res || !gt_result_is_partial(res))
+        res = gt_report_add_result(g_watch.rep, g_watch.suite, g_watch.case_name,
+                                   g_watch.topology, g_watch.backend);
+    if (res) gt_result_set_status(res, GT_RESULT_ERROR, msg);
+    /* the job is about to be aborted: the report says so, and why */
+    gt_report_set_incomplete(g_watch.rep, msg);
     if (gt_report_write(g_watch.rep) != GT_OK)
         fprintf(stderr, "gauntlet: watchdog: could not write the report: %s\n", gt_last_error());
 }

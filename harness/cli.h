@@ -84,6 +84,17 @@ void gt_watchdog_report(struct gt_report *rep, const char *suite, const char *ca
 struct gt_comm;
 int gt_report_binding(struct gt_report *rep, struct gt_comm *comm);
 
+/* The job (engine/job.h): gathers every rank's host, node and GPU over comm
+ * (collective) and records it as env.job in rank 0's report (rep NULL on
+ * the other ranks); remembered for gt_report_topology_layout. 1 on success. */
+int gt_report_job(struct gt_report *rep, struct gt_comm *comm);
+/* Results added from now on carry the layout (nodes x ranks per node) of
+ * ranks [0, n) of the job: call before each topology. rep may be NULL. */
+void gt_report_topology_layout(struct gt_report *rep, int n);
+/* The job gt_report_job gathered, or NULL. */
+struct gt_job;
+const struct gt_job *gt_harness_job(void);
+
 /* cpu threads per rank when the user gave none: this node's cores divided by
  * the ranks that share it, at most `ranks` (the local rank count comes from
  * OMPI_COMM_WORLD_LOCAL_SIZE or SLURM_NTASKS_PER_NODE). At least 1. */
@@ -96,5 +107,19 @@ int gt_cmd_data(int argc, char **argv);
 int gt_cmd_compare(int argc, char **argv);
 int gt_cmd_report(int argc, char **argv);
 int gt_cmd_predict(int argc, char **argv);
+int gt_cmd_history(int argc, char **argv);
+
+/* --history DB of run and train (harness/cmd_history.c). begin: opens (creates)
+ * the database before the run, so a bad one fails first; db NULL: nothing to
+ * do. Prints what was wrong and returns 0 on failure. finish: records the
+ * report written at report_path and returns rc, or GT_EXIT_USAGE in place of
+ * GT_EXIT_OK when it could not be recorded; closes nothing (gt_history_close). */
+struct gt_history;
+int gt_history_begin(const char *cmd, const char *db, const char *report_path,
+                     struct gt_history **h);
+int gt_history_finish(const char *cmd, struct gt_history *h, const char *db,
+                      const char *report_path, int rc);
+
+int gt_cmd_doctor(int argc, char **argv);
 
 #endif

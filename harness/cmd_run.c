@@ -13,8 +13,11 @@
 #include "engine/timer.h"
 #include "gt_config.h"
 #include "harness/cli.h"
+#include "harness/signals.h"
+#include "harness/mllog.h"
 #include "kernels/registry.h"
 #include "reports/compare.h"
+#include "reports/history.h"
 #include "reports/report.h"
 #include "suites/collectives.h"
 #include "suites/suite.h"
@@ -39,6 +42,9 @@ static void run_usage(FILE *f) {
         "  --baseline FILE       compare with this report at the end (gauntlet compare);\n"
         "                        exit 3 on a regression\n"
         "  --threshold X%%       compare's minimum effect size (default 5%%)\n"
+        "  --history DB          record the report in this run history (SQLite, created when\n"
+        "                        absent; gauntlet history DB lists it; needs --report)\n"
+        "  --mllog FILE          MLPerf-style log lines (:::MLLOG {...}) of the run there\n"
         "  --comm NAME           communicator: auto (mpi when launched by mpirun/srun, else\n"
         "                        self), self, mpi, or nccl (one GPU per rank; collectives on\n"
         "                        device buffers against raw NCCL)\n"
@@ -334,7 +340,7 @@ int gt_cmd_run(int argc, char **argv) {
     gt_comm_config ccfg = gt_comm_defaults();
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "run"};
     const char *report_path = NULL, *baseline = NULL, *backend_opt = "cpu", *v = NULL;
-    const char *inject = NULL, *slowdown = NULL;
+    const char *inject = NULL, *slowdown = NULL, *history_db = NULL, *mllog_path = NULL;
     int err = 0, quiet = 0, verbose = 0, max_given = 0, coll_given = 0, threads = 0;
     gt_effort effort = GT_EFFORT_DEFAULT;
     double threshold = 5.0;
@@ -429,6 +435,10 @@ int gt_cmd_run(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--comm-timeout", v, 0.0, 1e7, &ccfg.timeout_s);
         } else if (gt_opt(&a, "--report", &v, &err)) {
             report_path = v;
+        } else if (gt_opt(&a, "--history", &v, &err)) {
+            history_db = v;
+        } else if (gt_opt(&a, "--mllog", &v, &err)) {
+            mllog_path = v;
         } else if (gt_flag(&a, "--quiet")) {
             quiet = 1;
         } else if (gt_flag(&a, "--verbose")) {
@@ -444,6 +454,10 @@ int gt_cmd_run(int argc, char **argv) {
                               "--baseline %s needs --report FILE: the new report is "
                               "compared with it",
                               baseline);
+    if (history_db && !report_path)
+        return gt_usage_error("run", "--history %s needs --report FILE: the report is what is "
+                                     "recorded",
+                              history_db);
     if (effort == GT_EFFORT_QUICK && !max_given) cfg.max_bytes = GT_COLL_MATRIX_MAX_BYTES;
     if (cfg.max_bytes < cfg.min_bytes)
         return gt_usage_error("run", "-e %llu is below -b %llu",
@@ -542,6 +556,8 @@ int gt_cmd_run(int argc, char **argv) {
         gt_comm_free(comm);
         return gt_fail("run", s);
     }
+    /* SIGTERM / SIGINT: the report marked incomplete with the signal (signals.h) */
+    gt_signals_report(rep);
     gt_env env;
     int have_env = 0;
     if (rank == 0) {
@@ -550,6 +566,7 @@ int gt_cmd_run(int argc, char **argv) {
         have_env = 1;
     }
     gt_report_binding(rank == 0 ? rep : NULL, comm);
+    gt_report_job(rank == 0 ? rep : NULL, comm);
     /* fail early on an unusable baseline or destination, and tell every rank */
     int32_t bad = 0;
     if (path && baseline) {
@@ -563,6 +580,14 @@ int gt_cmd_run(int argc, char **argv) {
         }
         gt_compare_free(probe);
     }
+    /* the history database and the mllog file, before any work */
+    struct gt_history *hist = NULL;
+    gt_mllog *ml = NULL;
+    if (path && !bad && !gt_history_begin("run", history_db, path, &hist)) bad = 1;
+    if (rank == 0 && mllog_path && !bad && gt_mllog_open(mllog_path, &ml) != GT_OK) {
+        fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
+        bad = 1;
+    }
     /* then the destination (which replaces a previous report: only once the
      * baseline is known to be usable) */
     if (path && !bad && gt_report_write(rep) != GT_OK) {
@@ -572,7 +597,10 @@ int gt_cmd_run(int argc, char **argv) {
     s = gt_comm_allreduce(comm, &bad, &bad, 1, GT_DTYPE_INT32, GT_REDOP_MAX, NULL);
     if (s != GT_OK || bad) {
         int rc = s != GT_OK ? gt_fail("run", s) : GT_EXIT_USAGE;
+        gt_history_close(hist);
+        gt_mllog_close(ml);
         if (have_env) gt_env_release(&env);
+        gt_signals_report(NULL);
         gt_report_free(rep);
         gt_comm_free(comm);
         return rc;
@@ -604,6 +632,16 @@ int gt_cmd_run(int argc, char **argv) {
                gt_comm_backend_name(comm),
                effort == GT_EFFORT_QUICK ? "quick" : effort == GT_EFFORT_FULL ? "full" : "default",
                threads);
+    if (ml) {
+        char platform[600];
+        snprintf(platform, sizeof platform, "%s, %s", env.host, env.cpu_model);
+        gt_mllog_event_at(ml, __FILE__, __LINE__, GT_MLLOG_START, "init_start", NULL, NULL,
+                          gt_mllog_process_start_ms());
+        gt_mllog_submission(ml, "gauntlet-run", platform);
+        gt_mllog_event(ml, GT_MLLOG_POINT, "cache_clear", "false", NULL);
+        gt_mllog_event(ml, GT_MLLOG_END, "init_stop", NULL, NULL);
+        gt_mllog_event(ml, GT_MLLOG_START, "run_start", NULL, NULL);
+    }
     int rc = GT_EXIT_OK;
     for (int i = 0; i < nsuites && s == GT_OK; i++) {
         int before[GT_RESULT_STATUS_COUNT], ran = 0;
@@ -625,7 +663,15 @@ int gt_cmd_run(int argc, char **argv) {
                                    topo, backends[b]);
                 pr.unit_cases = 0;
                 pr.last_case = gt_now_ns() * 1e-9;
+                char md[256], sb[64], bb[32];
+                snprintf(md, sizeof md,
+                         "\"samples_count\": %zu, \"suite\": %s, \"topology\": %d, "
+                         "\"backend\": %s",
+                         gt_report_result_count(rep), gt_mllog_str(sb, sizeof sb, su->name), N,
+                         gt_mllog_str(bb, sizeof bb, backends[b]));
+                gt_mllog_event(ml, GT_MLLOG_START, "block_start", NULL, md);
                 /* on a GPU: the cuda backend, or any suite on an nccl communicator */
+                gt_report_topology_layout(rank == 0 ? rep : NULL, N);
                 telemetry_begin(&pr, rank == 0 && (!strcmp(backends[b], "cuda") ||
                                                    !strcmp(gt_comm_backend_name(comm), "nccl")));
                 if (sub) {
@@ -664,6 +710,11 @@ int gt_cmd_run(int argc, char **argv) {
                 }
                 /* results a suite added without case_done, and the error result above */
                 telemetry_mark(&pr);
+                snprintf(md, sizeof md,
+                         "\"samples_count\": %zu, \"suite\": %s, \"topology\": %d, "
+                         "\"backend\": %s",
+                         gt_report_result_count(rep), sb, N, bb);
+                gt_mllog_event(ml, GT_MLLOG_END, "block_stop", NULL, md);
                 pr.telemetry = 0;
                 pr.unit++;
                 if (s == GT_OK) s = gt_comm_barrier_idle(comm);
@@ -680,6 +731,14 @@ int gt_cmd_run(int argc, char **argv) {
                     suites[i]->name, cases[i]);
             rc = GT_EXIT_USAGE;
         }
+    }
+    /* the plan ran to its end, or a communicator failure stopped it */
+    if (s == GT_OK) {
+        gt_report_finish(rep);
+    } else {
+        char why[1200];
+        snprintf(why, sizeof why, "stopped early: %s", gt_last_error());
+        gt_report_set_incomplete(rep, why);
     }
     if (path && gt_report_write(rep) != GT_OK) {
         fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
@@ -709,6 +768,14 @@ int gt_cmd_run(int argc, char **argv) {
         if (path) printf("report: %s\n", path);
         printf("checks: %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
     }
+    if (ml) {
+        char md[160];
+        snprintf(md, sizeof md, "\"status\": \"%s\", \"pass\": %d, \"fail\": %d, \"error\": %d",
+                 rc == GT_EXIT_OK ? "success" : "aborted", counts[GT_RESULT_PASS],
+                 counts[GT_RESULT_FAIL], counts[GT_RESULT_ERROR]);
+        gt_mllog_event(ml, GT_MLLOG_END, "run_stop", NULL, md);
+        gt_mllog_close(ml);
+    }
     if (baseline && rank == 0 && path && rc != GT_EXIT_USAGE) {
         gt_compare_options co = gt_compare_defaults();
         co.threshold = threshold / 100.0;
@@ -724,7 +791,12 @@ int gt_cmd_run(int argc, char **argv) {
         }
         gt_compare_free(cmp);
     }
+    if (hist) {
+        rc = gt_history_finish("run", hist, history_db, path, rc);
+        gt_history_close(hist);
+    }
     if (have_env) gt_env_release(&env);
+    gt_signals_report(NULL);
     gt_report_free(rep);
     gt_comm_free(comm);
     return rc;

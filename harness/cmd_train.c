@@ -10,6 +10,9 @@
 #include "engine/env.h"
 #include "gt_config.h"
 #include "harness/cli.h"
+#include "harness/signals.h"
+#include "harness/mllog.h"
+#include "reports/history.h"
 #include "engine/timer.h"
 #include "reports/report.h"
 #include "models/model.h"
@@ -90,7 +93,16 @@ static void train_usage(FILE *f) {
            "  --stop-after N        end after step N as an interruption would (the schedule\n"
            "                        still spans --steps)\n"
            "output:\n"
-           "  --report FILE         write the JSON report there\n"
+           "  --report FILE         write the JSON report there; until the run ends it says it\n"
+           "                        is incomplete (summary.complete false)\n"
+           "  --report-every S      rewrite the report every S seconds of training with the\n"
+           "                        series so far (default 10; 0: only at the end), between\n"
+           "                        steps, outside their timing\n"
+           "  --report-every-steps N  also after every N steps (default 0: off)\n"
+           "  --history DB          record the report in this run history (SQLite, created when\n"
+           "                        absent; gauntlet history DB lists it; needs --report)\n"
+           "  --mllog FILE          MLPerf-style log lines (:::MLLOG {...}): init, run, blocks,\n"
+           "                        evaluations (eval_accuracy: the held-out loss), submission\n"
            "  --print-every N       print every Nth step (default 1; 0: none)\n"
            "  --expect-loss-margin X  check: mean loss of the last 10 steps <= source entropy + X\n"
            "                        (synthetic data only)\n"
@@ -125,7 +137,36 @@ typedef struct printer {
     const gt_train_config *cfg;
     const gt_train_stats *st; /* the run's: says what a resumed run resumed from */
     int said_resume;
+    /* the report rewritten as training goes (rank 0 with --report) */
+    gt_report *rep;    /* NULL: no rewrites */
+    gt_result *res;    /* this topology's result so far, NULL before the first rewrite */
+    char topo[16];
+    double every_s;    /* --report-every: seconds between rewrites, 0: none by time */
+    int every_steps;   /* --report-every-steps: 0: none by steps */
+    double last_write; /* gt_now_ns() seconds of the last write */
+    int write_failed;
 } printer;
+
+/* Between two steps (the step's time is taken, the next one's not started):
+ * the report with this topology's result so far, when one is due. */
+static void rewrite_report(printer *p, int step) {
+    if (!p->rep || p->write_failed) return;
+    double now = gt_now_ns() * 1e-9;
+    int due = (p->every_s > 0 && now - p->last_write >= p->every_s) ||
+              (p->every_steps > 0 && step % p->every_steps == 0);
+    if (!due) return;
+    if (p->res) gt_result_reset(p->res);
+    else p->res = gt_report_add_result(p->rep, "train", p->cfg->model_name, p->topo,
+                                       p->cfg->backend);
+    if (!p->res) return;
+    gt_train_record_partial(p->cfg, p->st, p->res);
+    if (gt_report_write(p->rep) != GT_OK) {
+        /* said once; the write at the end says it again and sets the exit code */
+        fprintf(stderr, "gauntlet train: rewriting the report: %s\n", gt_last_error());
+        p->write_failed = 1;
+    }
+    p->last_write = gt_now_ns() * 1e-9;
+}
 
 /* What a resumed run continues from, before its first step: file, step, data
  * position, the changes --resume-allow let through, what was not checked. */
@@ -148,6 +189,7 @@ static void print_step(void *ctx, int step, int steps, float loss, float lr, dou
         p->said_resume = 1;
         print_resume(stdout, p->cfg, p->st);
     }
+    rewrite_report(p, step);
     if (p->every <= 0 || (step % p->every != 0 && step != 1 && step != steps)) return;
     /* a non-finite norm reaches here only from an fp16 step the loss scaler skipped */
     char nb[16];
@@ -236,10 +278,10 @@ static int model_option(gt_args *a, const char *flag, const char *key, int lo, i
 int gt_cmd_train(int argc, char **argv) {
     gt_train_config cfg = gt_train_defaults();
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "train"};
-    const char *report_path = NULL, *v = NULL;
+    const char *report_path = NULL, *v = NULL, *history_db = NULL, *mllog_path = NULL;
     int err = 0, quiet = 0, seq_given = 0, warmup_given = 0;
     double margin = -1;
-    printer pr = {.every = 1};
+    printer pr = {.every = 1, .every_s = 10};
     gt_comm_config comm_cfg = gt_comm_defaults();
     int topos[16], ntopos = 0, weak = 0;
     /* the preset first, so overrides apply to it whatever the order */
@@ -382,6 +424,14 @@ int gt_cmd_train(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--peak-gflops", v, 1e-3, 1e9, &cfg.peak_gflops);
         } else if (gt_opt(&a, "--report", &v, &err)) {
             report_path = v;
+        } else if (gt_opt(&a, "--report-every", &v, &err)) {
+            err |= !gt_parse_double(&a, "--report-every", v, 0.0, 1e7, &pr.every_s);
+        } else if (gt_opt(&a, "--report-every-steps", &v, &err)) {
+            err |= !gt_parse_int(&a, "--report-every-steps", v, 0, 1 << 30, &pr.every_steps);
+        } else if (gt_opt(&a, "--history", &v, &err)) {
+            history_db = v;
+        } else if (gt_opt(&a, "--mllog", &v, &err)) {
+            mllog_path = v;
         } else if (gt_opt(&a, "--print-every", &v, &err)) {
             err |= !gt_parse_int(&a, "--print-every", v, 0, 1 << 30, &pr.every);
         } else if (gt_opt(&a, "--expect-loss-margin", &v, &err)) {
@@ -406,6 +456,10 @@ int gt_cmd_train(int argc, char **argv) {
     if ((cfg.checkpoint_dir || cfg.resume) && ntopos > 0)
         return gt_usage_error("train", "checkpoints and --resume are for one training run: "
                                        "drop --topologies");
+    if (history_db && !report_path)
+        return gt_usage_error("train", "--history %s needs --report FILE: the report is what is "
+                                       "recorded",
+                              history_db);
     if (margin >= 0 && cfg.data_path)
         return gt_usage_error("train", "--expect-loss-margin needs the synthetic source (its "
                                        "entropy is known); drop --data or the margin");
@@ -454,6 +508,7 @@ int gt_cmd_train(int argc, char **argv) {
     if (rank != 0) {
         quiet = 1;
         report_path = NULL; /* rank 0 writes the report */
+        history_db = mllog_path = NULL;
     }
     /* ranks on one node share its cores; oversubscribed OpenMP and OpenBLAS
      * threads cost far more than they give. With several topologies every
@@ -474,6 +529,8 @@ int gt_cmd_train(int argc, char **argv) {
         gt_comm_free(comm);
         return gt_fail("train", s);
     }
+    /* SIGTERM / SIGINT: the report marked incomplete with the signal (signals.h) */
+    gt_signals_report(rep);
     gt_env env;
     memset(&env, 0, sizeof env);
     if (rank == 0) {
@@ -481,12 +538,35 @@ int gt_cmd_train(int argc, char **argv) {
         gt_report_set_env(rep, &env, NULL);
     }
     gt_report_binding(rank == 0 ? rep : NULL, comm);
-    /* fail early on an unwritable destination, before any training */
-    if (report_path && (s = gt_report_write(rep)) != GT_OK) {
+    gt_report_job(rank == 0 ? rep : NULL, comm);
+    /* fail early on an unwritable destination, a bad history database or
+     * mllog file, before any training */
+    struct gt_history *hist = NULL;
+    gt_mllog *ml = NULL;
+    int early = GT_EXIT_OK;
+    if (!gt_history_begin("train", history_db, report_path, &hist)) early = GT_EXIT_USAGE;
+    else if (mllog_path && gt_mllog_open(mllog_path, &ml) != GT_OK)
+        early = gt_fail("train", GT_ERR_IO);
+    else if (report_path && (s = gt_report_write(rep)) != GT_OK)
+        early = gt_fail("train", s);
+    if (early != GT_EXIT_OK) {
+        gt_history_close(hist);
+        gt_mllog_close(ml);
         gt_env_release(&env);
+        gt_signals_report(NULL);
         gt_report_free(rep);
         gt_comm_free(comm);
-        return gt_fail("train", s);
+        return early;
+    }
+    gt_mllog_train mlt;
+    {
+        char platform[600];
+        snprintf(platform, sizeof platform, "%s, %s", env.host, env.cpu_model);
+        gt_mllog_train_begin(&mlt, ml, &cfg, nranks, platform);
+    }
+    if (ml) {
+        cfg.on_eval = gt_mllog_train_eval;
+        cfg.on_eval_ctx = &mlt;
     }
     const char *fam = gt_model_family_of(cfg.model_name);
     if (fam && strcmp(fam, "mlp") == 0) pr.unit = "samples";
@@ -531,20 +611,31 @@ int gt_cmd_train(int argc, char **argv) {
             snprintf(topo, sizeof topo, "%d", N);
             gt_watchdog_report(rank == 0 ? rep : NULL, "train", cfg.model_name, topo,
                                cfg.backend);
+            gt_report_topology_layout(rank == 0 ? rep : NULL, N);
         }
         pr.cfg = &tc;
         pr.st = &st;
         pr.said_resume = quiet; /* --quiet: the summary says it */
+        pr.rep = report_path && rank == 0 ? rep : NULL;
+        pr.res = NULL;
+        snprintf(pr.topo, sizeof pr.topo, "%d", N);
+        pr.last_write = gt_now_ns() * 1e-9;
         if (sub) {
             if (!quiet && ntopos > 1)
                 printf("\n== topology %d rank(s), global batch %d, %d thread(s) per rank ==\n",
                        N, tc.batch, tc.threads);
+            gt_mllog_train_block(&mlt, tc.batch, 0, tc.steps);
             s = gt_train_run(&tc, &st);
+            gt_mllog_train_block_end(&mlt, st.first_step + st.steps_done);
         }
         if (rank == 0) {
             char topo[16];
             snprintf(topo, sizeof topo, "%d", N);
-            gt_result *res = gt_report_add_result(rep, "train", cfg.model_name, topo, cfg.backend);
+            /* the result so far (rewritten during the run) becomes the final one */
+            gt_result *res = pr.res;
+            if (res) gt_result_reset(res);
+            else res = gt_report_add_result(rep, "train", cfg.model_name, topo, cfg.backend);
+            pr.res = NULL;
             gt_train_record(&tc, &st, res);
             if (s != GT_OK) {
                 /* GT_ERR_INVALID is the same on every rank: rank 0 says it */
@@ -580,6 +671,16 @@ int gt_cmd_train(int argc, char **argv) {
                 if (gt_result_get_status(res) != GT_RESULT_PASS) rc = GT_EXIT_CHECK;
                 print_summary(&tc, &st, N, rc, tail); /* rank 0, also with --quiet */
             }
+            if (s == GT_ERR_COMM || s == GT_ERR_TIMEOUT) {
+                /* the job broke (a peer, the network): what was planned did not run */
+                char why[1200];
+                snprintf(why, sizeof why, "the job broke on %d rank(s): %s", N, gt_last_error());
+                gt_report_set_incomplete(rep, why);
+            } else if (ti == ntopos - 1 || s != GT_OK) {
+                /* every topology ran, or an error that ends the run as planned
+                 * (recorded as the case's error): the run is over */
+                gt_report_finish(rep);
+            }
             if (report_path) {
                 gt_status ws = gt_report_write(rep);
                 if (ws != GT_OK) {
@@ -600,7 +701,14 @@ int gt_cmd_train(int argc, char **argv) {
         if (sub != comm) gt_comm_free(sub);
         if (s == GT_OK && ntopos > 1) s = gt_comm_barrier_idle(comm);
     }
+    gt_mllog_train_end(&mlt, rc == GT_EXIT_OK && s == GT_OK);
+    gt_mllog_close(ml);
+    if (hist) {
+        rc = gt_history_finish("train", hist, history_db, report_path, rc);
+        gt_history_close(hist);
+    }
     gt_env_release(&env);
+    gt_signals_report(NULL);
     gt_report_free(rep);
     if (s != GT_OK && s != GT_ERR_INVALID && !collective && nranks > 1) {
         /* a stuck or failed peer (GT_ERR_INVALID is raised by every rank

@@ -26,6 +26,9 @@ static void usage(FILE *f) {
             "  compare       BASE NEW: the CI gate (noise-aware verdicts per metric, JUnit XML)\n"
             "  report        A.json [B.json ...] --html OUT.html: one offline HTML page\n"
             "  predict       --from REPORT... --ranks 8,64,512: step time at rank counts not measured\n"
+            "  history       DB: the runs recorded with --history, a metric's series and its\n"
+            "                change points, --gate against the last good run\n"
+            "  doctor        under mpirun/srun: probe every rank at once, name the slow node\n"
             "  version       print the version\n"
             "\n"
             "exit codes: 0 all checks passed, 1 a check failed, 2 usage or environment error,\n"
@@ -58,6 +61,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "compare") == 0) return gt_cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0) return gt_cmd_report(argc - 1, argv + 1);
     if (strcmp(cmd, "predict") == 0) return gt_cmd_predict(argc - 1, argv + 1);
+    if (strcmp(cmd, "history") == 0) return gt_cmd_history(argc - 1, argv + 1);
+    if (strcmp(cmd, "doctor") == 0) return gt_cmd_doctor(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("gauntlet %s\n", GT_VERSION);
         return GT_EXIT_OK;
@@ -67,7 +72,8 @@ int main(int argc, char **argv) {
         return GT_EXIT_OK;
     }
     static const char *const cmds[] = {"run", "list", "train", "env", "data",
-                                       "compare", "report", "predict", "version", "help"};
+                                       "compare", "report", "predict", "history", "doctor",
+                                       "version", "help"};
     const char *near = gt_nearest(cmd, cmds, (int)(sizeof cmds / sizeof *cmds));
     if (near) fprintf(stderr, "gauntlet: unknown command '%s': did you mean %s?\n\n", cmd, near);
     else fprintf(stderr, "gauntlet: unknown command '%s'\n\n", cmd);

@@ -395,6 +395,24 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
     return decide(&a, a.p, o.alpha);
 }
 
+gt_verdict gt_compare_runs(const double *base, const size_t *base_cut, int base_runs,
+                           const double *new_, const size_t *new_cut, int new_runs,
+                           int higher_better, const char *unit, const gt_compare_options *opt,
+                           gt_compare_method *method, double *base_level, double *new_level,
+                           double *rel, double *p) {
+    gt_compare_options o = opt ? *opt : gt_compare_defaults();
+    o.paired = 0;
+    side sb = {base, base_runs > 0 ? base_cut[base_runs] : 0, base_cut, base_runs};
+    side sn = {new_, new_runs > 0 ? new_cut[new_runs] : 0, new_cut, new_runs};
+    assessment a = assess(&sb, &sn, higher_better, us_per_unit(unit), &o);
+    if (method) *method = a.method;
+    if (base_level) *base_level = a.base_med;
+    if (new_level) *new_level = a.new_med;
+    if (rel) *rel = a.rel;
+    if (p) *p = a.p;
+    return decide(&a, a.p, o.alpha);
+}
+
 /* ---- the comparison --------------------------------------------------------------- */
 
 typedef struct keyed {
@@ -469,6 +487,7 @@ struct gt_compare {
     cmp_result *res;
     size_t nres;
     gt_compare_counts counts;
+    char *new_incomplete; /* "'path': reason" of the first incomplete NEW report */
 };
 
 static char *xprintf(const char *fmt, ...)
@@ -557,6 +576,19 @@ static void fingerprint(gt_compare *c) {
     json_decref(gb);
     json_decref(gn);
     fp_add(c, "os", json_object_get(eb, "os"), json_object_get(en, "os"));
+    /* the job's shape (env.job.identity names its members), never its id or
+     * hosts; only where both reports know the job (older ones do not) */
+    json_t *jb = json_object_get(eb, "job"), *jn = json_object_get(en, "job");
+    size_t ji;
+    json_t *jk;
+    if (jb && jn)
+        json_array_foreach(json_object_get(jb, "identity"), ji, jk) {
+            const char *k = json_string_value(jk);
+            char key[96];
+            if (!k) continue;
+            snprintf(key, sizeof key, "job.%s", k);
+            fp_add(c, key, json_object_get(jb, k), json_object_get(jn, k));
+        }
 }
 
 /* suite, case, topology, backend and the identity params (sorted), with
@@ -577,6 +609,8 @@ static char *identity(json_t *r) {
     free(params);
     return key;
 }
+
+char *gt_compare_identity(const gt_report_result *r) { return r ? identity(r->json) : NULL; }
 
 static int cmp_keyed(const void *a, const void *b) {
     const keyed *x = a, *y = b;
@@ -1307,6 +1341,34 @@ static gt_status check_selection(const gt_compare *c, const char *list, int metr
     return GT_OK;
 }
 
+/* An incomplete report (summary.complete false: the run was killed, or is
+ * still going) holds what finished before it ended, not the run: as BASE it
+ * would make every case it never reached "missing" and hide a regression in
+ * them, so it is refused (GT_ERR_INVALID); as NEW it must not ship. */
+static gt_status check_complete(gt_compare *c) {
+    for (size_t i = 0; i <= c->nxb; i++) {
+        const gt_report_doc *d = i == 0 ? c->base_rd : c->xb[i - 1].rd;
+        const char *why = gt_report_doc_incomplete(d);
+        if (why)
+            return GT_ERR(GT_ERR_INVALID,
+                          "the BASE report '%s' is incomplete (summary.complete false: %s): a "
+                          "run that did not finish cannot be a baseline; use the report of a "
+                          "finished run, or run the baseline again",
+                          gt_report_doc_path(d), why);
+    }
+    for (size_t i = 0; i <= c->nxn; i++) {
+        const gt_report_doc *d = i == 0 ? c->new_rd : c->xn[i - 1].rd;
+        const char *why = gt_report_doc_incomplete(d);
+        if (!why) continue;
+        c->counts.incomplete_new++;
+        if (!c->new_incomplete) {
+            c->new_incomplete = xprintf("'%s': %s", gt_report_doc_path(d), why);
+            if (!c->new_incomplete) return GT_ERR(GT_ERR_OOM, "no memory for compare");
+        }
+    }
+    return GT_OK;
+}
+
 gt_status gt_compare_files(const char *base_path, const char *new_path,
                            const gt_compare_options *opt, gt_compare **out) {
     *out = NULL;
@@ -1317,6 +1379,7 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
     c->new_path = strdup(new_path);
     gt_status s = load_side("BASE", base_path, &c->base_rd, &c->xb, &c->nxb);
     if (s == GT_OK) s = load_side("NEW", new_path, &c->new_rd, &c->xn, &c->nxn);
+    if (s == GT_OK) s = check_complete(c);
     if (s != GT_OK) {
         gt_compare_free(c);
         return s;
@@ -1421,6 +1484,7 @@ done:
 
 void gt_compare_free(gt_compare *c) {
     if (!c) return;
+    free(c->new_incomplete);
     for (size_t i = 0; i < c->nfp; i++) {
         free(c->fp[i].key);
         free(c->fp[i].base);
@@ -1453,7 +1517,7 @@ void gt_compare_get_counts(const gt_compare *c, gt_compare_counts *out) {
 int gt_compare_may_ship(const gt_compare *c) {
     const gt_compare_counts *k = &c->counts;
     return (k->slower == 0 || c->opt.checks_only) && k->failed_checks == 0 &&
-           k->failed_results == 0 && k->missing == 0;
+           k->failed_results == 0 && k->missing == 0 && k->incomplete_new == 0;
 }
 
 /* ---- text output -------------------------------------------------------------------- */
@@ -1620,6 +1684,9 @@ static void print_summary_line(const gt_compare *c, FILE *f) {
         fprintf(f, ", %d failed or errored result%s", k->failed_results,
                 k->failed_results == 1 ? "" : "s");
     if (k->missing) fprintf(f, ", %d missing in NEW", k->missing);
+    if (k->incomplete_new)
+        fprintf(f, ", NEW incomplete (%d report%s)", k->incomplete_new,
+                k->incomplete_new == 1 ? "" : "s");
     if (k->only_new) fprintf(f, ", %d only in NEW", k->only_new);
     if (k->derived) fprintf(f, ", %d derived (shown, judged through their source)", k->derived);
     if (k->below_floor) fprintf(f, ", %d below the timing floor", k->below_floor);
@@ -1831,6 +1898,11 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
                     lifted ? "; a side below the timing floor judged at the floor" : "");
         }
     }
+    if (c->new_incomplete)
+        fprintf(f,
+                "\nINCOMPLETE NEW report %s\n  a run that did not finish must not ship: its "
+                "results stop where it ended (run it to the end)\n",
+                c->new_incomplete);
     fprintf(f, "\n");
     print_summary_line(c, f);
 }
@@ -1931,6 +2003,10 @@ static void junit_write(const gt_compare *c, FILE *f) {
             failures += gated_slower(c, &r->m[j]);
     }
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
+    if (c->new_incomplete) {
+        tests++;
+        failures++;
+    }
     fprintf(f, "<testsuites name=\"gauntlet compare\" tests=\"%d\" failures=\"%d\" errors=\"0\">\n",
             tests, failures);
     /* one testsuite per suite, in order of first appearance */
@@ -1978,6 +2054,15 @@ static void junit_write(const gt_compare *c, FILE *f) {
                 junit_metric_case(c, r, &r->m[q], f);
         }
         fputs("  </testsuite>\n", f);
+    }
+    if (c->new_incomplete) {
+        /* the run itself did not finish: a failure of its own */
+        fputs("  <testsuite name=\"report\" tests=\"1\" failures=\"1\" errors=\"0\" "
+              "skipped=\"0\">\n    <testcase classname=\"report\" name=\"complete\">\n"
+              "      <failure message=\"NEW report incomplete\">",
+              f);
+        gt_xml_escape(f, c->new_incomplete);
+        fputs("</failure>\n    </testcase>\n  </testsuite>\n", f);
     }
     fputs("</testsuites>\n", f);
 }

@@ -159,6 +159,26 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
                               gt_compare_method *method, double *base_median, double *new_median,
                               double *rel, double *p);
 
+/* The same for a metric measured in several runs each side (the run-history
+ * change points, reports/history.h): run i of BASE holds base[base_cut[i]
+ * .. base_cut[i + 1]) (base_cut has base_runs + 1 entries, base_cut[0] = 0),
+ * likewise NEW. With two or more runs on either side the replicates are the
+ * run medians (method RUNS), with one run each the blocks of its samples
+ * (BLOCKS), exactly as gt_compare_files judges one metric; unit (NULL: none)
+ * decides the timing floor. No correction for several tests: opt->alpha
+ * applies to this one. The levels are the means of the run medians. */
+gt_verdict gt_compare_runs(const double *base, const size_t *base_cut, int base_runs,
+                           const double *new_, const size_t *new_cut, int new_runs,
+                           int higher_better, const char *unit, const gt_compare_options *opt,
+                           gt_compare_method *method, double *base_level, double *new_level,
+                           double *rel, double *p);
+
+struct gt_report_result;
+/* A result's identity, the key compare matches results by (suite, case,
+ * topology, backend and the params not in gt_compare_excluded_params; the
+ * fields joined by 0x1f). A new string (free it), NULL when out of memory. */
+char *gt_compare_identity(const struct gt_report_result *r);
+
 typedef struct gt_compare gt_compare;
 
 /* Loads both sides (a report or a directory of reports each) and compares
@@ -167,8 +187,11 @@ typedef struct gt_compare gt_compare;
  * says what is wrong with which file, where, and what to do):
  * GT_ERR_IO a file cannot be read, or a directory holds no .json report;
  * GT_ERR_INVALID not JSON or not a valid report (reports/read.h: a
- * schema_version newer than GT_REPORT_SCHEMA_VERSION among others), or a
- * selection (suites, metrics) that names nothing in either report. */
+ * schema_version newer than GT_REPORT_SCHEMA_VERSION among others), a
+ * selection (suites, metrics) that names nothing in either report, or an
+ * incomplete BASE report (summary.complete false: its run did not finish;
+ * the message names the file and its reason). An incomplete NEW report is
+ * compared, and NEW must not ship (counts.incomplete_new). */
 gt_status gt_compare_files(const char *base_path, const char *new_path,
                            const gt_compare_options *opt, gt_compare **out);
 void gt_compare_free(gt_compare *c);
@@ -188,6 +211,8 @@ typedef struct gt_compare_counts {
     int only_base;                       /* in BASE only, not passing there (informational) */
     int only_new;                        /* in NEW only (informational) */
     int matched;                         /* results in both */
+    int incomplete_new;                  /* NEW reports whose run did not finish
+                                            (summary.complete false): NEW must not ship */
     int fingerprint_diffs;
 } gt_compare_counts;
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "reports/html_predict.h"
+#include "reports/html_history.h"
 #include "reports/read.h"
 #include "reports/report.h"
 
@@ -421,10 +422,13 @@ static const char g_js[] =
     "    reports.forEach(function (r) {\n"
     "      var s = r.d.summary || {}, suites = {};\n"
     "      r.results.forEach(function (res) { suites[res.suite] = (suites[res.suite] || 0) + 1; });\n"
-    "      var ok = s.ok === true || (s.fail === 0 && s.error === 0);\n"
+    "      /* an incomplete report (its run did not finish) is never ok, whatever it holds */\n"
+    "      var inc = s.complete === false;\n"
+    "      var ok = !inc && (s.ok === true || (s.fail === 0 && s.error === 0));\n"
+    "      var verdict = inc ? 'INCOMPLETE: ' + ((s.incomplete || {}).reason || 'the run did not finish') : ok ? 'ok' : 'FAILED';\n"
     "      tb.appendChild(el('tr', {}, [td(repLabel(r)), tdn(s.total), el('td', {cls: 'num pass', text: s.pass}),\n"
     "        el('td', {cls: 'num' + (s.fail ? ' fail' : ''), text: s.fail}), el('td', {cls: 'num' + (s.skip ? ' skip' : ''), text: s.skip}),\n"
-    "        el('td', {cls: 'num' + (s.error ? ' error' : ''), text: s.error}), el('td', {cls: ok ? 'pass' : 'fail', text: ok ? 'ok' : 'FAILED'}),\n"
+    "        el('td', {cls: 'num' + (s.error ? ' error' : ''), text: s.error}), el('td', {cls: (ok ? 'pass' : 'fail') + (inc ? ' wrap' : ''), text: verdict}),\n"
     "        td(Object.keys(suites).map(function (k) { return k + ' ' + suites[k]; }).join(' \\u00b7 '))]));\n"
     "    });\n"
     "    var head = el('tr', {}, ['report', 'total', 'pass', 'fail', 'skip', 'error', 'verdict', 'results by suite'].map(function (h, j) {\n"
@@ -785,7 +789,8 @@ static void put_script_json(FILE *f, const char *s) {
 }
 
 static void write_page(FILE *f, json_t *const *docs, gt_report_doc *const *rd,
-                       const char *const *paths, int n, const char *title) {
+                       const char *const *paths, int n, const char *title,
+                       const char *history_json) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n", f);
     /* the promise that the page works offline, kept by the browser: nothing
      * outside this file may be fetched */
@@ -819,10 +824,17 @@ static void write_page(FILE *f, json_t *const *docs, gt_report_doc *const *rd,
         fputs("</script>\n", f);
         free(text);
     }
+    if (history_json) { /* the history section (reports/html_history.c) */
+        fputs("<script type=\"application/json\" id=\"history\">", f);
+        put_script_json(f, history_json);
+        fputs("</script>\n", f);
+    }
     gt_html_predict_write(f, rd, n);
     fputs("<script>\n", f);
     fputs(g_js, f);
-    fputs("</script>\n</body>\n</html>\n", f);
+    fputs("</script>\n", f);
+    if (history_json) fprintf(f, "<script>\n%s</script>\n", gt_html_history_js);
+    fputs("</body>\n</html>\n", f);
 }
 
 /* The page draws values, never the samples behind them: leaving them out
@@ -841,11 +853,17 @@ static void drop_samples(json_t *doc) {
 
 gt_status gt_html_write(const char *out_path, const char *const *paths, int n, const char *title,
                         int full) {
-    if (n < 1) return GT_ERR(GT_ERR_INVALID, "no report to show");
+    return gt_html_write_history(out_path, paths, n, title, full, NULL);
+}
+
+gt_status gt_html_write_history(const char *out_path, const char *const *paths, int n,
+                                const char *title, int full, const gt_html_history *h) {
+    if (h && !h->db) h = NULL;
+    if (n < 1 && !h) return GT_ERR(GT_ERR_INVALID, "no report to show");
     if (!out_path || !out_path[0]) return GT_ERR(GT_ERR_INVALID, "no output file");
     if (!title || !title[0]) title = "gauntlet report";
-    gt_report_doc **rd = calloc((size_t)n, sizeof *rd);
-    json_t **docs = calloc((size_t)n, sizeof *docs);
+    gt_report_doc **rd = calloc((size_t)n + 1, sizeof *rd);
+    json_t **docs = calloc((size_t)n + 1, sizeof *docs);
     if (!rd || !docs) {
         free(rd);
         free(docs);
@@ -858,14 +876,17 @@ gt_status gt_html_write(const char *out_path, const char *const *paths, int n, c
         docs[i] = gt_report_doc_json(rd[i]);
         if (!full) drop_samples(docs[i]);
     }
+    char *history_json = NULL;
+    if (s == GT_OK && h) s = gt_html_history_json(h, &history_json);
     if (s == GT_OK) {
         gt_atomic_file af;
         s = gt_atomic_open(out_path, "", "choose a writable --html path", &af);
         if (s == GT_OK) {
-            write_page(af.f, docs, rd, paths, n, title);
+            write_page(af.f, docs, rd, paths, n, title, history_json);
             s = gt_atomic_commit(&af);
         }
     }
+    free(history_json);
     for (int i = 0; i < n; i++)
         gt_report_doc_free(rd[i]);
     free(rd);

@@ -37,6 +37,21 @@ gt_status gt_html_check_report(const char *path);
 gt_status gt_html_write(const char *out_path, const char *const *paths, int n, const char *title,
                         int full);
 
+/* The run history on the page (reports/html_history.c, docs/history.md): per
+ * case and metric of the history database a trend plot of the runs' levels
+ * with the samples' spread and the change points marked. db NULL: none. */
+typedef struct gt_html_history {
+    const char *db;        /* a history database (reports/history.h) */
+    const char *case_name; /* only this case (or SUITE/CASE); NULL: every case */
+    const char *metric;    /* only this metric; NULL: every metric */
+} gt_html_history;
+
+/* gt_html_write with the history section (h NULL or h->db NULL: without):
+ * n may then be 0 (a page of the history alone). The database is opened as
+ * gt_history_open does (a bad one is refused, nothing is written). */
+gt_status gt_html_write_history(const char *out_path, const char *const *paths, int n,
+                                const char *title, int full, const gt_html_history *h);
+
 #ifdef __cplusplus
 }
 #endif

@@ -246,6 +246,13 @@ static int check_top(json_t *root, problem *p) {
         if (!OPTIONAL(run, strs[k], json_is_string))
             return fail(p, "run.%s is not a string", strs[k]);
     if (!OPTIONAL(root, "summary", json_is_object)) return fail(p, "summary is not an object");
+    json_t *sum = json_object_get(root, "summary");
+    if (!OPTIONAL(sum, "complete", json_is_boolean))
+        return fail(p, "summary.complete is not true or false");
+    if (!OPTIONAL(sum, "incomplete", json_is_object))
+        return fail(p, "summary.incomplete is not an object");
+    if (!OPTIONAL(json_object_get(sum, "incomplete"), "reason", json_is_string))
+        return fail(p, "summary.incomplete.reason is not a string");
     return 0;
 }
 
@@ -378,6 +385,14 @@ static const char *run_string(const gt_report_doc *d, const char *key) {
 const char *gt_report_doc_run_id(const gt_report_doc *d) { return run_string(d, "id"); }
 const char *gt_report_doc_git_revision(const gt_report_doc *d) {
     return run_string(d, "git_revision");
+}
+
+const char *gt_report_doc_incomplete(const gt_report_doc *d) {
+    json_t *sum = json_object_get(d->root, "summary");
+    if (!json_is_false(json_object_get(sum, "complete"))) return NULL;
+    const char *why =
+        json_string_value(json_object_get(json_object_get(sum, "incomplete"), "reason"));
+    return why && why[0] ? why : "no reason recorded";
 }
 
 size_t gt_report_doc_result_count(const gt_report_doc *d) { return d->n_results; }

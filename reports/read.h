@@ -5,7 +5,9 @@
  * A report is valid when it is a JSON object with
  *   - `schema_version`: an integer from 1 to GT_REPORT_SCHEMA_VERSION;
  *   - `run` and `env`: objects (`run.id`, `run.git_revision`, `run.start`,
- *     `run.end`: strings when present); `summary`: an object when present;
+ *     `run.end`: strings when present); `summary`: an object when present
+ *     (`summary.complete` a boolean, `summary.incomplete` an object with a
+ *     string `reason`, when present);
  *   - `results`: an array (empty is valid: a run that died before its first
  *     case finished), each result an object with
  *       - `suite`, `case`, `topology`, `backend`: strings;
@@ -109,6 +111,11 @@ int gt_report_doc_schema_version(const gt_report_doc *d);
 /* run.id and run.git_revision; "" when absent. */
 const char *gt_report_doc_run_id(const gt_report_doc *d);
 const char *gt_report_doc_git_revision(const gt_report_doc *d);
+
+/* NULL when the report is complete (summary.complete true, or absent: the
+ * reports of gauntlet before it wrote the field); else why it is not
+ * (summary.incomplete.reason, or "no reason recorded"), owned by d. */
+const char *gt_report_doc_incomplete(const gt_report_doc *d);
 
 size_t gt_report_doc_result_count(const gt_report_doc *d);
 /* The i-th result; NULL past the end. */

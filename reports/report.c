@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 
 #include "engine/rng.h"
 #include "engine/timer.h"
+#include "reports/report_impl.h"
 
 struct gt_result {
     json_t *obj; /* borrowed from the report's results array */
@@ -31,7 +33,27 @@ struct gt_report {
     json_t *results;
     gt_result **res;
     size_t n_res, cap_res;
+    /* Incomplete until gt_report_finish: why, when known (NULL: the default). */
+    int complete;
+    char *reason;
+    /* The file's last text and state, for gt_report_write_interrupted, which
+     * runs on another thread than the one building the report: mu guards
+     * these and the file itself (a write and an interrupted write never
+     * interleave). */
+    pthread_mutex_t mu;
+    char *last_text;
+    int last_complete, last_has_reason;
+    int sealed; /* the interrupted write happened: nothing replaces it */
+    char layout[64]; /* stamped on each new result ("" none): gt_report_set_layout */
 };
+
+/* What an incomplete report says when nobody could say why: the file is
+ * rewritten during the run, so a reader may meet it in this state either
+ * while the run goes on or after it was killed (SIGKILL leaves no chance to
+ * say more). */
+#define DEFAULT_REASON                                                                         \
+    "not finished: the run had not ended when this report was last written (it is still "    \
+    "running, or it was killed without a chance to say why, e.g. by SIGKILL)"
 
 static const char *const g_status_names[GT_RESULT_STATUS_COUNT] = {"pass", "fail", "skip",
                                                                    "error"};
@@ -54,6 +76,7 @@ gt_status gt_report_new(const char *path, int argc, char **argv, gt_report **out
     gt_report *r = calloc(1, sizeof *r);
     if (!r) return GT_ERR(GT_ERR_OOM, "no memory for the report");
     r->path = path ? strdup(path) : NULL;
+    pthread_mutex_init(&r->mu, NULL);
     r->root = json_object();
     r->results = json_array();
     json_object_set_new(r->root, "schema_version", json_integer(GT_REPORT_SCHEMA_VERSION));
@@ -83,6 +106,9 @@ void gt_report_free(gt_report *r) {
     free(r->res);
     json_decref(r->root);
     free(r->path);
+    free(r->reason);
+    free(r->last_text);
+    pthread_mutex_destroy(&r->mu);
     free(r);
 }
 
@@ -217,6 +243,7 @@ gt_result *gt_report_add_result(gt_report *r, const char *suite, const char *cas
     json_object_set_new(o, "suite", json_string(suite));
     json_object_set_new(o, "case", json_string(case_name));
     json_object_set_new(o, "topology", json_string(topology));
+    if (r->layout[0]) json_object_set_new(o, "layout", json_string(r->layout));
     json_object_set_new(o, "backend", json_string(backend));
     json_object_set_new(o, "status", json_string("pass"));
     json_object_set_new(o, "params", json_object());
@@ -227,6 +254,13 @@ gt_result *gt_report_add_result(gt_report *r, const char *suite, const char *cas
     r->res[r->n_res++] = res;
     return res;
 }
+
+void gt_report_set_layout(gt_report *r, const char *layout) {
+    if (r) snprintf(r->layout, sizeof r->layout, "%s", layout ? layout : "");
+}
+
+json_t *gt_report_json(gt_report *r) { return r ? r->root : NULL; }
+json_t *gt_result_json(gt_result *res) { return res ? res->obj : NULL; }
 
 void gt_result_set_status(gt_result *res, gt_result_status s, const char *message) {
     json_object_set_new(res->obj, "status", json_string(gt_result_status_name(s)));
@@ -382,6 +416,37 @@ void gt_result_telemetry(gt_result *res, const gt_gpu_sample *start, const gt_gp
     json_object_set_new(res->obj, "telemetry", t);
 }
 
+void gt_result_reset(gt_result *res) {
+    if (!res) return;
+    static const char *const keep[] = {"suite", "case", "topology", "backend"};
+    json_t *o = json_object();
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+        json_object_set(o, keep[i], json_object_get(res->obj, keep[i]));
+    json_object_clear(res->obj);
+    json_object_update(res->obj, o);
+    json_decref(o);
+    json_object_set_new(res->obj, "status", json_string("pass"));
+    json_object_set_new(res->obj, "params", json_object());
+    json_object_set_new(res->obj, "checks", json_array());
+    json_object_set_new(res->obj, "metrics", json_object());
+}
+
+void gt_result_remove(gt_result *res, const char *section, const char *key) {
+    if (!res) return;
+    json_t *o = section ? json_object_get(res->obj, section) : res->obj;
+    if (json_is_object(o)) json_object_del(o, key);
+}
+
+void gt_result_set_partial(gt_result *res, const char *message) {
+    if (!res) return;
+    json_object_set_new(res->obj, "partial", json_true());
+    gt_result_set_status(res, GT_RESULT_ERROR, message);
+}
+
+int gt_result_is_partial(const gt_result *res) {
+    return res && json_is_true(json_object_get(res->obj, "partial"));
+}
+
 size_t gt_report_result_count(const gt_report *r) { return r ? r->n_res : 0; }
 
 gt_result *gt_report_result_at(gt_report *r, size_t i) {
@@ -393,6 +458,60 @@ void gt_report_counts(const gt_report *r, int counts[GT_RESULT_STATUS_COUNT]) {
     for (size_t i = 0; i < r->n_res; i++) counts[gt_result_get_status(r->res[i])]++;
 }
 
+void gt_report_set_incomplete(gt_report *r, const char *reason) {
+    if (!r) return;
+    char *copy = reason && reason[0] ? strdup(reason) : NULL;
+    free(r->reason);
+    r->reason = copy;
+    r->complete = 0;
+}
+
+void gt_report_finish(gt_report *r) {
+    if (r) r->complete = 1;
+}
+
+/* summary.complete, summary.incomplete and summary.ok of a document. */
+static void set_completeness(json_t *summary, int complete, const char *reason, int ok) {
+    json_object_set_new(summary, "ok", json_boolean(ok && complete));
+    json_object_set_new(summary, "complete", json_boolean(complete));
+    if (complete) {
+        json_object_del(summary, "incomplete");
+        return;
+    }
+    json_t *inc = json_object();
+    json_t *why = json_string(reason ? reason : DEFAULT_REASON);
+    if (!why) {
+        /* a message with a path that is not UTF-8 must not cost the reason:
+         * its bytes past ASCII become '?' */
+        char buf[1200];
+        snprintf(buf, sizeof buf, "%s", reason);
+        for (char *c = buf; *c; c++)
+            if ((unsigned char)*c >= 0x80) *c = '?';
+        why = json_string(buf);
+    }
+    json_object_set_new(inc, "reason", why);
+    json_object_set_new(summary, "incomplete", inc);
+}
+
+static void set_end(json_t *run) {
+    double now = gt_wall_time();
+    char ts[32];
+    iso_time(now, ts, sizeof ts);
+    json_object_set_new(run, "end", json_string(ts));
+    json_object_set_new(run, "end_unix", json_real(now));
+}
+
+/* Writes text to the report's file (the caller holds mu); sync: fsync it. */
+static gt_status put_file(const gt_report *r, const char *text, int sync) {
+    gt_atomic_file af;
+    gt_status s = gt_atomic_open(r->path, "report", "choose a writable --report path", &af);
+    if (s == GT_OK) {
+        fputs(text, af.f);
+        s = sync ? gt_atomic_commit(&af) : gt_atomic_commit_unsynced(&af);
+    }
+    return s;
+}
+
 gt_status gt_report_write(gt_report *r) {
     int counts[GT_RESULT_STATUS_COUNT];
     gt_report_counts(r, counts);
@@ -400,25 +519,59 @@ gt_status gt_report_write(gt_report *r) {
     json_object_set_new(summary, "total", json_integer((json_int_t)r->n_res));
     for (int i = 0; i < GT_RESULT_STATUS_COUNT; i++)
         json_object_set_new(summary, g_status_names[i], json_integer(counts[i]));
-    json_object_set_new(summary, "ok", json_boolean(counts[GT_RESULT_FAIL] == 0 &&
-                                                    counts[GT_RESULT_ERROR] == 0));
+    set_completeness(summary, r->complete, r->reason,
+                     counts[GT_RESULT_FAIL] == 0 && counts[GT_RESULT_ERROR] == 0);
     json_object_set_new(r->root, "summary", summary);
-    json_t *run = json_object_get(r->root, "run");
-    double now = gt_wall_time();
-    char ts[32];
-    iso_time(now, ts, sizeof ts);
-    json_object_set_new(run, "end", json_string(ts));
-    json_object_set_new(run, "end_unix", json_real(now));
+    set_end(json_object_get(r->root, "run"));
     if (!r->path) return GT_OK;
     char *text = json_dumps(r->root, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
     if (!text) return GT_ERR(GT_ERR_OOM, "cannot serialise the report");
-    gt_atomic_file af;
-    gt_status s = gt_atomic_open(r->path, "report", "choose a writable --report path", &af);
-    if (s == GT_OK) {
-        fputs(text, af.f);
-        s = gt_atomic_commit(&af);
+    pthread_mutex_lock(&r->mu);
+    gt_status s = GT_OK;
+    if (!r->sealed && (s = put_file(r, text, 1)) == GT_OK) {
+        free(r->last_text);
+        r->last_text = text;
+        text = NULL;
+        r->last_complete = r->complete;
+        r->last_has_reason = !r->complete && r->reason != NULL;
     }
+    pthread_mutex_unlock(&r->mu);
     free(text);
+    return s;
+}
+
+gt_status gt_report_write_interrupted(gt_report *r, const char *reason, int *written) {
+    if (written) *written = 0;
+    if (!r) return GT_OK;
+    pthread_mutex_lock(&r->mu);
+    gt_status s = GT_OK;
+    if (r->sealed || !r->path || !r->last_text || r->last_complete) goto out;
+    json_error_t err;
+    json_t *doc = json_loads(r->last_text, 0, &err);
+    if (!doc) {
+        s = GT_ERR(GT_ERR_OOM, "cannot re-read the report's last text: %s", err.text);
+        goto out;
+    }
+    json_t *summary = json_object_get(doc, "summary");
+    /* the first cause known wins (a watchdog's message over the signal that
+     * ended the job after it) */
+    if (json_is_object(summary) && !r->last_has_reason)
+        set_completeness(summary, 0, reason, 0);
+    set_end(json_object_get(doc, "run"));
+    char *text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    json_decref(doc);
+    if (!text) {
+        s = GT_ERR(GT_ERR_OOM, "cannot serialise the report");
+        goto out;
+    }
+    /* no fsync: the process is about to end, not the machine, and under
+     * mpirun a SIGKILL follows the SIGTERM within milliseconds */
+    s = put_file(r, text, 0);
+    free(text);
+    if (s == GT_OK && written) *written = 1;
+out:
+    if (r->path) r->sealed = 1;
+    pthread_mutex_unlock(&r->mu);
     return s;
 }
 

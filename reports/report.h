@@ -7,6 +7,11 @@
  * directory, fsync, rename), so a run that dies leaves the last complete
  * report, never a torn one; a destination that cannot be written is an
  * error that leaves the previous file intact.
+ *
+ * A report is incomplete from its first write until gt_report_finish:
+ * summary.complete false, summary.ok false and summary.incomplete.reason
+ * saying why where it is known (docs/report-schema.md, "Incomplete
+ * reports"), so that a run killed mid-way never reads as a passing one.
  */
 #ifndef GT_REPORT_H
 #define GT_REPORT_H
@@ -49,6 +54,38 @@ void gt_report_set_env(gt_report *r, const gt_env *env, const gt_peaks *peaks);
 
 /* The rank-to-core binding: entry r is "host cpus" of world rank r. */
 void gt_report_set_binding(gt_report *r, const char *const *per_rank, int n);
+
+/* The layout of the topology the next results run on, nodes x ranks per
+ * node ("2x1", gt_job_layout): every result added from now on carries it
+ * as "layout" beside "topology" (the rank count). NULL or "": none. */
+void gt_report_set_layout(gt_report *r, const char *layout);
+
+/* The job (env.job, docs/report-schema.md): scheduler, id, node list, nodes,
+ * ranks per node, layout, and each rank's host and GPU (reports/job.c).
+ * Call after gt_report_set_env. */
+struct gt_job;
+void gt_report_set_job(gt_report *r, const struct gt_job *job);
+
+/* Records: an array of objects under a result, or under a top-level
+ * section of the report (reports/records.c), for what is per rank or per
+ * link (the doctor's tables). A record belongs to its report. */
+typedef struct gt_record gt_record;
+/* Appends an empty object to res[array] (created when missing). NULL on OOM. */
+gt_record *gt_result_record(gt_result *res, const char *array);
+/* Appends an empty object to report[section][array]. NULL on OOM. */
+gt_record *gt_report_record(gt_report *r, const char *section, const char *array);
+/* An object member of a record (created when missing). */
+gt_record *gt_record_object(gt_record *rec, const char *key);
+void gt_record_str(gt_record *rec, const char *key, const char *value); /* NULL/"": null */
+void gt_record_int(gt_record *rec, const char *key, long long value);
+void gt_record_num(gt_record *rec, const char *key, double value); /* non-finite: null */
+void gt_record_bool(gt_record *rec, const char *key, int value);
+/* report[section][key] = value (the section created when missing). */
+void gt_report_section_str(gt_report *r, const char *section, const char *key, const char *value);
+void gt_report_section_num(gt_report *r, const char *section, const char *key, double value);
+void gt_report_section_int(gt_report *r, const char *section, const char *key, long long value);
+/* report[section][key] is an array (an empty one when it was not there). */
+void gt_report_section_array(gt_report *r, const char *section, const char *key);
 
 /* A new result (owned by the report). status starts as pass; a failed check
  * turns it to fail. */
@@ -113,13 +150,52 @@ void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stat
  * Replaces an earlier call's. Both NULL: nothing is written. */
 void gt_result_telemetry(gt_result *res, const gt_gpu_sample *start, const gt_gpu_sample *end);
 
+/* Empties res for a fresh record of the same case (suite, case, topology
+ * and backend stay; status pass; no params, checks, metrics or series):
+ * a case rewritten as it goes replaces its state so far. */
+void gt_result_reset(gt_result *res);
+
+/* Removes key from res's section ("params", "metrics", ...; NULL: the
+ * result itself). Absent: nothing happens. */
+void gt_result_remove(gt_result *res, const char *section, const char *key);
+
+/* Marks res as the state so far of a case that has not finished:
+ * "partial": true, status error with message (how far it got), so that a
+ * report left by a killed run counts it as not passed. */
+void gt_result_set_partial(gt_result *res, const char *message);
+/* 1 when res was marked by gt_result_set_partial (and not reset since). */
+int gt_result_is_partial(const gt_result *res);
+
 /* The results added so far, in order (for hooks that annotate the results a
  * suite added since they last looked). at: NULL past the end. */
 size_t gt_report_result_count(const gt_report *r);
 gt_result *gt_report_result_at(gt_report *r, size_t i);
 
-/* Writes the report now (summary recomputed, end time = now). */
+/* Writes the report now (summary recomputed, end time = now). Until
+ * gt_report_finish the file says it is incomplete. After
+ * gt_report_write_interrupted it writes nothing and returns GT_OK. */
 gt_status gt_report_write(gt_report *r);
+
+/* The run has ended as planned (whatever its results): the next write says
+ * summary.complete true, and summary.ok is the results' verdict. */
+void gt_report_finish(gt_report *r);
+
+/* The run will not finish; reason (copied; NULL: the default, "not
+ * finished ...") is what the next write gives as summary.incomplete.reason.
+ * Undoes gt_report_finish. */
+void gt_report_set_incomplete(gt_report *r, const char *reason);
+
+/* For a thread other than the one building the report (a signal's): the
+ * file is written once more, from the text of the last gt_report_write
+ * (never from the document under construction), marked incomplete with
+ * reason unless the last write already gave a reason of its own (the first
+ * cause known wins); then the report is sealed: later writes do nothing.
+ * Nothing is done when the last write was of a finished report, or when
+ * there was none; *written (may be NULL) says whether the file was written.
+ * Safe to call while the building thread writes: the two never interleave.
+ * The file is replaced atomically but not fsynced (the process is about to
+ * end, not the machine). */
+gt_status gt_report_write_interrupted(gt_report *r, const char *reason, int *written);
 
 /* "suite/case (topology N, backend)", owned by the result. */
 const char *gt_result_label(gt_result *res);

@@ -728,6 +728,8 @@ static void set_params(suite_state *st, const coll_def *d, gt_result *res, gt_dt
     if (d->rooted) gt_result_param_int(res, "root", c->root);
     gt_result_param_str(res, "raw", have_raw ? st->raw->name : "none");
     gt_result_param_str(res, "buffers", st->have_nccl ? "device" : "host");
+    if (c->scope) gt_result_param_str(res, "comm_scope", c->scope);
+    if (c->scope && c->scope_layout) gt_result_param_str(res, "comm_layout", c->scope_layout);
     if (c->slow_factor > 1 && c->slow_coll >= 0 && d == &g_colls[c->slow_coll])
         gt_result_param_num(res, "injected_slowdown", c->slow_factor);
 }
@@ -757,11 +759,12 @@ static gt_status run_combo(suite_state *st, coll_ctx *x, const coll_def *d, gt_d
     int have_raw = x->raw ? x->raw->select(x->raw, dt, op, d->reduces) : 0;
 
     char case_name[96];
+    const char *scope = c->scope ? c->scope : "", *sep = c->scope ? "/" : "";
     if (d->reduces)
-        snprintf(case_name, sizeof case_name, "%s/%s/%s", d->name, gt_dtype_name(dt),
-                 gt_redop_name(op));
+        snprintf(case_name, sizeof case_name, "%s%s%s/%s/%s", scope, sep, d->name,
+                 gt_dtype_name(dt), gt_redop_name(op));
     else
-        snprintf(case_name, sizeof case_name, "%s/%s", d->name, gt_dtype_name(dt));
+        snprintf(case_name, sizeof case_name, "%s%s%s/%s", scope, sep, d->name, gt_dtype_name(dt));
     int ips[2], np = placements_of(d, ips);
     placement pls[2];
     memset(pls, 0, sizeof pls);

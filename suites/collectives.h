@@ -93,6 +93,13 @@ typedef struct gt_coll_config {
     uint64_t seed;            /* input values */
     int slow_coll;            /* fault injection: this gt_coll_test's gauntlet blocks take */
     double slow_factor;       /* slow_factor times as long (> 1; slow_coll -1: none) */
+    /* Which communicator of a job that spans nodes this is: NULL the one
+     * the suite was given (world: today's case names), else "intra_node"
+     * (the ranks of one node) or "inter_node" (one rank per node): the case
+     * names start with it ("intra_node/allreduce/fp32/sum") and the param
+     * comm_scope carries it. */
+    const char *scope;
+    const char *scope_layout; /* with scope: the param comm_layout ("1x2", "2x1") */
     FILE *out;                /* the table (rank 0 passes stdout); NULL: silent */
     /* Called after each result is complete (may be NULL): the caller writes
      * the report so that a run that dies keeps what finished. */

@@ -1,7 +1,9 @@
 /* The collectives sweep (suites/collectives.c) as a gt_suite. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/job.h"
 #include "suites/collectives.h"
 #include "suites/suite.h"
 
@@ -56,6 +58,47 @@ static int count(const gt_suite_ctx *ctx, int ranks) {
     return config_of(ctx, &cfg) == GT_OK ? gt_coll_count_results(&cfg) : 1;
 }
 
+/* Where the communicator spans nodes with more than one rank on a node:
+ * the sweep again on the intra-node communicators (every node's at once;
+ * rank 0's report gets its own node's) and on the inter-node one (the first
+ * rank of each node), their cases named "intra_node/..." and
+ * "inter_node/...". On one node, or one rank per node (where the world is
+ * the inter-node communicator and an intra-node one has a single rank),
+ * nothing more runs. Collective over comm. */
+static gt_status run_node_scopes(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep) {
+    int n = gt_comm_size(comm), me = gt_comm_rank(comm), n_nodes = 0, most = 0;
+    int *node_of = calloc((size_t)n, sizeof *node_of), *local_of = calloc((size_t)n, sizeof(int));
+    gt_status s = node_of && local_of ? GT_OK : GT_ERR(GT_ERR_OOM, "collectives: node table");
+    if (s == GT_OK) s = gt_comm_nodes(comm, node_of, local_of, &n_nodes);
+    for (int r = 0; s == GT_OK && r < n; r++)
+        most = local_of[r] + 1 > most ? local_of[r] + 1 : most;
+    if (s == GT_OK && n_nodes > 1 && most > 1) {
+        static const char *const scopes[] = {"intra_node", "inter_node"};
+        for (int k = 0; k < 2 && s == GT_OK; k++) {
+            gt_comm *sub = NULL;
+            int color = k == 0 ? node_of[me] : local_of[me] == 0 ? 0 : -1;
+            s = gt_comm_split(comm, color, me, &sub);
+            if (s != GT_OK || !sub) continue;
+            gt_coll_config c = *cfg;
+            c.scope = scopes[k];
+            /* the results keep the topology's layout (the job's shape they
+             * ran in, as the harness set it); the param says the
+             * sub-communicator's own: one node's ranks, or one rank of each */
+            char layout[32];
+            snprintf(layout, sizeof layout, "%dx%d", k == 0 ? 1 : gt_comm_size(sub),
+                     k == 0 ? gt_comm_size(sub) : 1);
+            c.scope_layout = layout;
+            if (c.root >= gt_comm_size(sub)) c.root = 0;
+            gt_coll_summary sum;
+            s = gt_coll_run(sub, &c, rep, &sum);
+            gt_comm_free(sub);
+        }
+    }
+    free(node_of);
+    free(local_of);
+    return s;
+}
+
 static gt_status run(const gt_suite_ctx *ctx) {
     gt_coll_config cfg;
     GT_TRY(config_of(ctx, &cfg));
@@ -73,6 +116,7 @@ static gt_status run(const gt_suite_ctx *ctx) {
     cfg.on_result_ctx = &r;
     gt_coll_summary sum;
     gt_status s = gt_coll_run(ctx->comm, &cfg, rep, &sum);
+    if (s == GT_OK) s = run_node_scopes(ctx->comm, &cfg, rep);
     gt_report_free(scratch);
     return s;
 }

@@ -184,3 +184,36 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
                           "loss scaler skipped the step (fp16 overflow)"
                         : "every step's loss and gradient norm is finite");
 }
+
+void gt_train_record_partial(const gt_train_config *cfg, const gt_train_stats *st,
+                             gt_result *res) {
+    /* the figures the loop computes after its last step, from the steps so
+     * far (the arrays are shared, read only) */
+    gt_train_stats p = *st;
+    int n = p.steps_done, skip = n > 1 ? 1 : 0;
+    if (n > 0) {
+        int T = gt_train_dense(cfg) ? 1 : cfg->seq_len;
+        int R = p.nranks > 0 ? p.nranks : 1;
+        p.ms_per_step = gt_median(p.ms + skip, (size_t)(n - skip));
+        p.tokens_per_s = p.ms_per_step > 0 ? (double)cfg->batch * T / (p.ms_per_step * 1e-3) : 0;
+        if (p.comm_ms) p.exposed_comm_ms = gt_median(p.comm_ms + skip, (size_t)(n - skip));
+        if (p.peak_gflops > 0)
+            p.mfu = p.tokens_per_s * p.flops_per_token / (p.peak_gflops * 1e9 * R);
+        if (p.datasheet_gflops > 0)
+            p.mfu_datasheet = p.tokens_per_s * p.flops_per_token / (p.datasheet_gflops * 1e9 * R);
+    }
+    p.eval_samples = 0; /* the held-out loss after training: not yet */
+    gt_train_record(cfg, &p, res);
+    gt_result_remove(res, "params", "final_params_fnv1a64");
+    gt_result_remove(res, "params", "final_weights_fnv1a64");
+    gt_result_remove(res, "metrics", "peak_memory");
+    gt_result_remove(res, NULL, "memory");
+    gt_result_param_int(res, "steps_done", (long long)st->first_step + n);
+    int end = cfg->stop_after > 0 && cfg->stop_after < cfg->steps ? cfg->stop_after : cfg->steps;
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "unfinished: %d of %d steps done when the report was last written (the run was "
+             "still going, or was killed)",
+             st->first_step + n, end);
+    gt_result_set_partial(res, msg);
+}

@@ -6,6 +6,7 @@
  * dlopen code calls exist; the rest it finds missing and does without.
  * Built twice, as both file names; never installed. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -20,6 +21,8 @@ EXPORT int cuDriverGetVersion(int *v);
 EXPORT int cuDeviceGetCount(int *n);
 EXPORT int cuDeviceGet(int *dev, int ordinal);
 EXPORT int cuDeviceGetUuid(unsigned char uuid[16], int dev);
+EXPORT int cuDeviceGetName(char *name, int len, int dev);
+EXPORT int cuDeviceGetPCIBusId(char *bus, int len, int dev);
 int cuInit(unsigned flags) {
     return flags == 0 ? 0 : 1;
 }
@@ -38,6 +41,17 @@ int cuDeviceGet(int *dev, int ordinal) {
 int cuDeviceGetUuid(unsigned char uuid[16], int dev) {
     if (dev != 0) return 101;
     memcpy(uuid, k_uuid, 16);
+    return 0;
+}
+
+int cuDeviceGetName(char *name, int len, int dev) {
+    if (dev != 0) return 101;
+    snprintf(name, (size_t)len, "Fake GPU");
+    return 0;
+}
+int cuDeviceGetPCIBusId(char *bus, int len, int dev) {
+    if (dev != 0) return 101;
+    snprintf(bus, (size_t)len, "0000:1B:00.0");
     return 0;
 }
 
@@ -97,8 +111,11 @@ int nvmlDeviceGetPowerUsage(void *dev, unsigned *mw) {
     *mw = 250500;
     return 0;
 }
+/* FAKE_GPU_THROTTLE (hex or decimal) replaces the reasons, so that a test
+ * can throttle one rank's GPU (harness/tests/doctor.sh) */
 int nvmlDeviceGetCurrentClocksEventReasons(void *dev, unsigned long long *r) {
     (void)dev;
-    *r = 0x4;
+    const char *v = getenv("FAKE_GPU_THROTTLE");
+    *r = v && *v ? strtoull(v, NULL, 0) : 0x4;
     return 0;
 }

@@ -1,8 +1,10 @@
 /* reports.read.host: the one report reader (reports/read.h).
  *   - reports as the writer leaves them when a run is killed (before its first
- *     case, after one, after all of them) read, and compare and the HTML view
- *     take them; a killed run compares as the full run less what did not
- *     finish; the parsed view holds what was written;
+ *     case, after one) read and say they are incomplete; the HTML view takes
+ *     them, compare takes them as NEW (which then must not ship) and refuses
+ *     them as BASE; the finished run (complete) compares both ways; a killed
+ *     run as NEW compares as the full run less what did not finish; the
+ *     parsed view holds what was written;
  *   - every bad file below gets one verdict: gt_report_read, the HTML view
  *     (gt_html_check_report) and compare (as NEW and as BASE, and inside a
  *     directory of runs) refuse it with the same status and the same message,
@@ -55,9 +57,10 @@ static char *slurp(const char *name, size_t *len) {
 }
 
 /* A run of three cases as `gauntlet run` writes it (the file replaced after
- * each case), killed after `done` of them: a passing kernels case with
- * samples (one of them NaN), a passing one with a check it could not judge,
- * and the case the watchdog ended (error). */
+ * each case), killed after `done` of them, or finished (done 3: the last
+ * write says complete): a passing kernels case with samples (one of them
+ * NaN), a passing one with a check it could not judge, and a case that
+ * ended in an error. */
 static void write_run(const char *name, int done) {
     char *argv[] = {"gauntlet", "run", "kernels"};
     gt_report *rep = NULL;
@@ -88,6 +91,10 @@ static void write_run(const char *name, int done) {
         }
         CHECK_OK(gt_report_write(rep));
     }
+    if (done == 3) {
+        gt_report_finish(rep);
+        CHECK_OK(gt_report_write(rep));
+    }
     gt_report_free(rep);
 }
 
@@ -101,10 +108,23 @@ static void test_killed_runs(void) {
         CHECK_OK(gt_report_read(at(names[i]), NULL, &d));
         CHECK(d && gt_report_doc_result_count(d) == (size_t)(i == 2 ? 3 : i), "%s: %zu results",
               names[i], d ? gt_report_doc_result_count(d) : 0);
+        /* killed: incomplete, with the writer's default reason; finished: complete */
+        const char *why = d ? gt_report_doc_incomplete(d) : NULL;
+        if (i == 2) CHECK(d && !why, "%s: incomplete (%s)", names[i], why);
+        else CHECK(why && strstr(why, "not finished"), "%s: reason '%s'", names[i], why);
         gt_report_doc_free(d);
         CHECK_OK(gt_html_check_report(at(names[i])));
         gt_compare *c = NULL;
-        CHECK_OK(gt_compare_files(at(names[i]), at(names[i]), NULL, &c));
+        if (i == 2) {
+            CHECK_OK(gt_compare_files(at(names[i]), at(names[i]), NULL, &c));
+        } else {
+            /* an incomplete BASE is refused, naming the file and the reason */
+            CHECK_STATUS(gt_compare_files(at(names[i]), at(names[i]), NULL, &c), GT_ERR_INVALID);
+            CHECK(c == NULL && strstr(gt_last_error(), "is incomplete") &&
+                      strstr(gt_last_error(), names[i]) &&
+                      strstr(gt_last_error(), "cannot be a baseline"),
+                  "'%s'", gt_last_error());
+        }
         gt_compare_free(c);
         const char *in[1] = {at(names[i])};
         CHECK_OK(gt_html_write(at("page.html"), in, 1, NULL, 0));
@@ -116,14 +136,17 @@ static void test_killed_runs(void) {
     CHECK_OK(gt_compare_files(at("full.json"), at("k1.json"), NULL, &c));
     if (c) {
         gt_compare_get_counts(c, &k);
-        CHECK(k.matched == 1 && k.missing == 1 && k.only_base == 1 && !gt_compare_may_ship(c),
-              "matched %d missing %d only_base %d", k.matched, k.missing, k.only_base);
+        CHECK(k.matched == 1 && k.missing == 1 && k.only_base == 1 && k.incomplete_new == 1 &&
+                  !gt_compare_may_ship(c),
+              "matched %d missing %d only_base %d incomplete %d", k.matched, k.missing,
+              k.only_base, k.incomplete_new);
         gt_compare_free(c);
     }
     CHECK_OK(gt_compare_files(at("full.json"), at("k0.json"), NULL, &c));
     if (c) {
         gt_compare_get_counts(c, &k);
-        CHECK(k.matched == 0 && k.missing == 2, "matched %d missing %d", k.matched, k.missing);
+        CHECK(k.matched == 0 && k.missing == 2 && k.incomplete_new == 1,
+              "matched %d missing %d incomplete %d", k.matched, k.missing, k.incomplete_new);
         gt_compare_free(c);
     }
 
@@ -291,6 +314,14 @@ static const bad_file g_files[] = {
     {"run_id_number.json", "{\"schema_version\": 1, \"run\": {\"id\": 5}, \"env\": {}, "
                            "\"results\": []}",
      "run.id is not a string", GT_ERR_INVALID},
+    /* the incomplete marker (docs/report-schema.md, "Incomplete reports") */
+    {"complete_string.json",
+     "{" R0 ", \"summary\": {\"complete\": \"no\"}, \"results\": []}",
+     "summary.complete is not true or false", GT_ERR_INVALID},
+    {"reason_number.json",
+     "{" R0 ", \"summary\": {\"complete\": false, \"incomplete\": {\"reason\": 5}}, "
+     "\"results\": []}",
+     "summary.incomplete.reason is not a string", GT_ERR_INVALID},
     /* both refused these, with different messages */
     {"array.json", "[1, 2, 3]", "is not a gauntlet report: the top level is not an object",
      GT_ERR_INVALID},

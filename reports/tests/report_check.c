@@ -1,12 +1,18 @@
 /* Validates a gauntlet report against the schema of docs/report-schema.md.
  * usage: report_check FILE [--steps N] [--status pass|fail|error]
  *                          [--zero-check NAME] [--no-failed-checks] [--except NAME]
- *                          [--no-errors] [--telemetry]
+ *                          [--no-errors] [--telemetry] [--complete] [--incomplete]
+ *                          [--reason TEXT] [--min-steps N]
  * --zero-check NAME: at least one check NAME exists and every one has value 0
  * (e.g. wrong_elements); --no-failed-checks: no check failed, except those
  * named by --except (repeatable); --no-errors: no result has status error;
  * --telemetry: every result run on a GPU (backend cuda or nccl) carries a
  * telemetry object (an optional one is always validated when present).
+ * --complete / --incomplete: summary.complete is true / false (an
+ * incomplete report must also have summary.ok false and a reason string in
+ * summary.incomplete, whatever the options); --reason TEXT: the reason
+ * contains TEXT; --min-steps N: every result's series.loss has at least N
+ * entries (a report rewritten during training, killed later).
  * Exit 0 when valid and as expected, 1 otherwise (each problem printed). */
 #include <jansson.h>
 #include <stdio.h>
@@ -77,7 +83,9 @@ int main(int argc, char **argv) {
     long steps = -1;
     const char *want_status = NULL, *zero_check = NULL;
     const char *except[16];
-    int n_except = 0, no_failed = 0, no_errors = 0, want_telemetry = 0;
+    int n_except = 0, no_failed = 0, no_errors = 0, want_telemetry = 0, want_complete = -1;
+    const char *want_reason = NULL;
+    long min_steps = -1;
     for (int i = 2; i < argc; i++) {
         int has_value = i + 1 < argc;
         if (strcmp(argv[i], "--steps") == 0 && has_value) steps = atol(argv[++i]);
@@ -88,6 +96,14 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--no-failed-checks") == 0) no_failed = 1;
         else if (strcmp(argv[i], "--no-errors") == 0) no_errors = 1;
         else if (strcmp(argv[i], "--telemetry") == 0) want_telemetry = 1;
+        else if (strcmp(argv[i], "--complete") == 0) want_complete = 1;
+        else if (strcmp(argv[i], "--incomplete") == 0) want_complete = 0;
+        else if (strcmp(argv[i], "--reason") == 0 && has_value) want_reason = argv[++i];
+        else if (strcmp(argv[i], "--min-steps") == 0 && has_value) min_steps = atol(argv[++i]);
+        else {
+            fprintf(stderr, "report_check: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
     }
     long zero_seen = 0;
     json_error_t err;
@@ -178,6 +194,15 @@ int main(int argc, char **argv) {
         if (want_telemetry && be && (!strcmp(be, "cuda") || !strcmp(be, "nccl")))
             NEED(tel != NULL, "result %zu (%s, backend %s) has no telemetry", i,
                  json_string_value(get(r, "case")), be);
+        if (min_steps >= 0) {
+            json_t *loss = get(r, "series.loss");
+            NEED(json_is_array(loss) && (long)json_array_size(loss) >= min_steps,
+                 "result %zu: series.loss has %zu entries, expected at least %ld", i,
+                 json_array_size(loss), min_steps);
+        }
+        if (json_is_true(get(r, "partial")))
+            NEED(st && !strcmp(st, "error"), "result %zu is partial with status '%s' (not error)",
+                 i, st ? st : "(none)");
         if (steps >= 0) {
             json_t *loss = get(r, "series.loss");
             NEED(json_is_array(loss) && (long)json_array_size(loss) == steps,
@@ -189,8 +214,31 @@ int main(int argc, char **argv) {
     NEED(json_is_integer(get(sum, "total")) &&
              json_integer_value(get(sum, "total")) == (json_int_t)json_array_size(results),
          "summary.total does not count the results");
+    /* complete: a boolean (absent in reports written before it existed);
+     * false: never ok, and a reason */
+    json_t *complete = get(sum, "complete");
+    NEED(!complete || json_is_boolean(complete), "summary.complete is not true or false");
+    if (json_is_false(complete)) {
+        NEED(json_is_false(get(sum, "ok")), "an incomplete report has summary.ok not false");
+        NEED(json_is_string(get(sum, "incomplete.reason")),
+             "an incomplete report has no summary.incomplete.reason string");
+    } else {
+        NEED(!get(sum, "incomplete"), "a complete report has summary.incomplete");
+    }
+    if (want_complete == 1)
+        NEED(json_is_true(complete), "summary.complete is not true (reason: %s)",
+             json_string_value(get(sum, "incomplete.reason")));
+    if (want_complete == 0) NEED(json_is_false(complete), "summary.complete is not false");
+    if (want_reason) {
+        const char *why = json_string_value(get(sum, "incomplete.reason"));
+        NEED(why && strstr(why, want_reason), "summary.incomplete.reason '%s' lacks '%s'",
+             why ? why : "(none)", want_reason);
+    }
+    if (!problems && json_is_false(complete))
+        printf("report_check: %s is valid, incomplete: %s\n", argv[1],
+               json_string_value(get(sum, "incomplete.reason")));
+    else if (!problems)
+        printf("report_check: %s is valid\n", argv[1]);
     json_decref(root);
-    if (problems) return 1;
-    printf("report_check: %s is valid\n", argv[1]);
-    return 0;
+    return problems ? 1 : 0;
 }

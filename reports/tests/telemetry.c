@@ -73,6 +73,7 @@ int main(int argc, char **argv) {
     gt_report *old = new_report(without);
     add(old, "allreduce/fp32/sum");
     add(old, "broadcast/fp32");
+    gt_report_finish(old); /* a finished run: compare takes it as BASE */
     CHECK_OK(gt_report_write(old));
     gt_report_free(old);
 
@@ -105,6 +106,7 @@ int main(int argc, char **argv) {
     gt_result_telemetry(gt_report_result_at(rep, 2), NULL, NULL); /* nothing: stays absent */
     CHECK(gt_report_result_count(rep) == 3, "count %zu", gt_report_result_count(rep));
     CHECK(gt_report_result_at(rep, 3) == NULL, "past the end is NULL");
+    gt_report_finish(rep);
     CHECK_OK(gt_report_write(rep));
     gt_report_free(rep);
 

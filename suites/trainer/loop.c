@@ -801,9 +801,11 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         /* after the step's timing: neither an evaluation nor a checkpoint is
          * training time */
         if (dense && cfg->eval_every > 0 && (step + 1) % cfg->eval_every == 0 && rank == 0) {
+            if (cfg->on_eval) cfg->on_eval(cfg->on_eval_ctx, step + 1, 0, NAN);
             if ((s = held_out_eval(model, task, cfg->eval_samples, M, dense_x, dense_y, st)) !=
                 GT_OK)
                 goto done;
+            if (cfg->on_eval) cfg->on_eval(cfg->on_eval_ctx, step + 1, 1, st->eval_loss);
             st->eval_curve[st->n_evals] = st->eval_loss;
             st->eval_at[st->n_evals++] = step + 1;
             if (cfg->target_gap > 0 && st->steps_to_target < 0 &&
@@ -828,9 +830,12 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         st->mfu = st->tokens_per_s * st->flops_per_token / (st->peak_gflops * 1e9 * R);
     if (st->datasheet_gflops > 0)
         st->mfu_datasheet = st->tokens_per_s * st->flops_per_token / (st->datasheet_gflops * 1e9 * R);
-    if (dense && cfg->eval_samples > 0 && rank == 0 &&
-        (s = held_out_eval(model, task, cfg->eval_samples, M, dense_x, dense_y, st)) != GT_OK)
-        goto done;
+    if (dense && cfg->eval_samples > 0 && rank == 0) {
+        if (cfg->on_eval) cfg->on_eval(cfg->on_eval_ctx, st->first_step + st->steps_done, 0, NAN);
+        if ((s = held_out_eval(model, task, cfg->eval_samples, M, dense_x, dense_y, st)) != GT_OK)
+            goto done;
+        if (cfg->on_eval) cfg->on_eval(cfg->on_eval_ctx, st->first_step + st->steps_done, 1, st->eval_loss);
+    }
     {
         /* the parameters, then the state tensors (BatchNorm running statistics) */
         size_t nst = gt_model_state_numel(model);

@@ -87,6 +87,10 @@ typedef struct gt_train_config {
     void (*on_step)(void *ctx, int step, int steps, float loss, float lr, double grad_norm,
                     double ms, double tokens_per_s, double mfu);
     void *on_step_ctx;
+    /* Called on rank 0 around every held-out evaluation (may be NULL): phase 0
+     * before it, phase 1 after it with its loss; step: the steps done. */
+    void (*on_eval)(void *ctx, int step, int phase, double eval_loss);
+    void *on_eval_ctx;
 } gt_train_config;
 
 /* Defaults for the gpt2-tiny preset: batch 8, seq 64, 200 steps, lr 1e-3,

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# usage: doctor.sh NP GAUNTLET REPORT_CHECK [MPIEXEC [FAKE_GPU_DIR]]
+# gauntlet doctor on NP ranks of one machine, each rank on its own faked host
+# (GT_TEST_HOSTNAME through mpirun's MPMD form), on a machine that may be busy
+# with other tests:
+#   - no slowdown, three times: exit 0, verdict ok, nothing named;
+#   - GT_FAULT_SLOW_HOST=<one host>:8: exit 1, that host (and its rank) named
+#     for the GEMM, and nothing else named (its memory bandwidth is named too
+#     as a rule, but the slowed rank's triad runs alone while the others wait,
+#     at up to 2.5x the bandwidth four ranks share: 8x slowed showed as 3.1x,
+#     too near the limit to assert); with GT_FAULT_SLOW_RANK the same
+#     by rank; the report validates and says why;
+#   - NP 4: also 2 ranks on each of 2 hosts (2x2) with one host slowed: both
+#     of its ranks named, no other; and 3 ranks (a bye in every round);
+#   - NP 2 also checks the command line (bad fault specs and options: exit 2)
+#     and one process without a launcher (nothing to compare: exit 0), and
+#     with FAKE_GPU_DIR (stand-ins for libcuda and NVML, fake_gpu.c) each
+#     rank's GPU in env.job and a GPU throttled on one rank named (the fake
+#     reports FAKE_GPU_THROTTLE as its clocks-event reasons).
+# 77 without MPIEXEC or python3.
+set -u
+np=$1
+g=$2
+check=$3
+mpi=${4:-}
+fake=${5:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+command -v python3 >/dev/null || { echo "skip: no python3 (ci/deps.sh installs it)"; exit 77; }
+export OMPI_MCA_mpi_yield_when_idle=1
+unset GT_FAULT_SLOW_HOST GT_FAULT_SLOW_RANK
+
+if [ "$np" = 2 ]; then
+    expect 2 "GT_FAULT_SLOW_HOST 'nodeb:1': expected HOST:FACTOR with a factor above 1" \
+        env GT_FAULT_SLOW_HOST=nodeb:1 "$g" doctor --quick
+    expect 2 "GT_FAULT_SLOW_RANK: 'x' is not a rank number" \
+        env GT_FAULT_SLOW_RANK=x:4 "$g" doctor --quick
+    expect 2 "GT_FAULT_SLOW_HOST 'nodeb': expected HOST:FACTOR" \
+        env GT_FAULT_SLOW_HOST=nodeb "$g" doctor --quick
+    expect 2 "did you mean --limit" "$g" doctor --limt 2
+    expect 2 "--limit" "$g" doctor --limit 0.5
+    expect 0 "exit codes: 0 no outlier, 1 outliers named" "$g" doctor --help
+    expect 0 "verdict: no outlier" "$g" doctor --quick --report "$tmp/one.json"
+    "$check" "$tmp/one.json" >/dev/null && ok "one process: the report validates" ||
+        fail "one.json does not validate"
+fi
+if [ -z "$mpi" ]; then
+    echo "skip: no MPIEXEC (built without MPI): the multi-rank checks did not run"
+    [ "$fails" -eq 0 ] && exit 77 || exit 1
+fi
+
+# run NAME HOSTS...: one rank per host word ("a:2" = 2 ranks on host a);
+# the rest of the environment as exported
+run() {
+    local name=$1
+    shift
+    local cmd=("$mpi" --oversubscribe --allow-run-as-root) first=1 h n
+    for spec in "$@"; do
+        h=${spec%%:*}
+        n=1
+        [ "$h" != "$spec" ] && n=${spec#*:}
+        [ $first -eq 0 ] && cmd+=(:)
+        first=0
+        cmd+=(-np "$n" -x "GT_TEST_HOSTNAME=$h" "$g" doctor --quick --report "$tmp/$name.json")
+    done
+    timeout 240 "${cmd[@]}" >"$tmp/$name.out" 2>&1
+    echo $?
+}
+
+# verdict NAME RC 'python test over d (report) and out (outliers)' MESSAGE
+verdict() {
+    local name=$1 want=$2 rc=$3 test=$4 msg=$5
+    if [ "$rc" -ne "$want" ]; then
+        fail "$msg: exit $rc, expected $want"; grep -E "OUTLIER|verdict|rror" "$tmp/$name.out" | head -8
+        return
+    fi
+    if ! "$check" "$tmp/$name.json" >/dev/null; then fail "$msg: the report does not validate"; return; fi
+    if python3 - "$tmp/$name.json" "$test" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+out = d["doctor"]["outliers"]
+ok = eval(sys.argv[2])
+if not ok:
+    print("  outliers:", [o["detail"] for o in out])
+    print("  ratios:", [(r["case"], [round(x.get("ratio") or 0, 2) for x in r["ranks"]]) for r in d["results"]])
+sys.exit(0 if ok else 1)
+PYEOF
+    then ok "$msg"; else fail "$msg"; fi
+}
+
+hosts=()
+for i in $(seq 1 "$np"); do hosts+=("node$i"); done
+last=node$np
+
+# no slowdown: nothing named, three times
+for i in 1 2 3; do
+    rc=$(run clean$i "${hosts[@]}")
+    verdict clean$i 0 "$rc" 'd["doctor"]["verdict"] == "ok" and out == [] and d["summary"]["ok"] and {r["case"] for r in d["results"]} >= {"gemm", "memory", "link_bandwidth", "link_latency"} and len(d["env"]["job"]["per_rank"]) == '"$np" \
+        "no slowdown, $np ranks on $np hosts (run $i): nothing named"
+done
+
+# one host slowed: named, and only it
+rc=$(GT_FAULT_SLOW_HOST=$last:8 run slowhost "${hosts[@]}")
+verdict slowhost 1 "$rc" 'd["doctor"]["verdict"] == "outliers" and out and all(o["host"] == "'"$last"'" and o["rank"] == '"$((np - 1))"' and o["scope"] == "rank" for o in out) and "gemm" in {o["probe"] for o in out} and all(o["ratio"] > o["limit"] for o in out) and not d["summary"]["ok"]' \
+    "GT_FAULT_SLOW_HOST=$last:8 on $np ranks: $last (rank $((np - 1))) named for the GEMM, nothing else named"
+grep -q "OUTLIER host $last, rank $((np - 1)): GEMM rate" "$tmp/slowhost.out" &&
+    ok "the console names host $last, rank $((np - 1)) and the probe" ||
+    fail "the console does not name the slowed host: $(grep OUTLIER "$tmp/slowhost.out" | head -3)"
+
+# one rank slowed, by number
+rc=$(GT_FAULT_SLOW_RANK=0:8 run slowrank "${hosts[@]}")
+verdict slowrank 1 "$rc" 'out and all(o["host"] == "node1" and o["rank"] == 0 for o in out) and "gemm" in {o["probe"] for o in out}' \
+    "GT_FAULT_SLOW_RANK=0:8 on $np ranks: rank 0 (node1) named, nothing else"
+
+if [ "$np" -ge 4 ]; then
+    # links: with 4 nodes a slowed node's links are all slow, the others each have good ones
+    verdict slowhost 1 1 '"link_bandwidth" in {o["probe"] for o in out}' \
+        "GT_FAULT_SLOW_HOST=$last:8 on 4 nodes: its link bandwidth is named too"
+    # 2 ranks per host, one host slowed: both of its ranks, nothing else
+    rc=$(GT_FAULT_SLOW_HOST=hostb:8 run twobytwo hosta:2 hostb:2)
+    verdict twobytwo 1 "$rc" 'd["env"]["job"]["layout"] == "2x2" and {o["rank"] for o in out if o["probe"] == "gemm"} == {2, 3} and all(o["host"] == "hostb" for o in out)' \
+        "2x2 with hostb slowed: ranks 2 and 3 (hostb) named, nothing on hosta"
+    rc=$(run twobytwo_clean hosta:2 hostb:2)
+    verdict twobytwo_clean 0 "$rc" 'out == [] and d["doctor"]["pairs_of"] == "nodes"' \
+        "2x2 without slowdown: nothing named"
+    # 3 ranks: a bye in every round
+    rc=$(GT_FAULT_SLOW_HOST=node2:8 run three node1 node2 node3)
+    verdict three 1 "$rc" 'd["doctor"]["link_rounds"] == 3 and out and all(o["host"] == "node2" for o in out)' \
+        "3 ranks (3 rounds with a bye) with node2 slowed: node2 named, nothing else"
+    rc=$(run three_clean node1 node2 node3)
+    verdict three_clean 0 "$rc" 'out == []' "3 ranks without slowdown: nothing named"
+fi
+
+if [ "$np" = 2 ] && [ -n "$fake" ] && [ -e "$fake/libcuda.so.1" ]; then
+    # one GPU per rank (the fake has one device; each rank reads it), the
+    # second throttled for heat: named by host, rank and GPU, the first not
+    export LD_LIBRARY_PATH="$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    timeout 240 "$mpi" --oversubscribe --allow-run-as-root \
+        -np 1 -x GT_TEST_HOSTNAME=gpu1 -x FAKE_GPU_THROTTLE=0x4 "$g" doctor --quick --report "$tmp/gpu.json" : \
+        -np 1 -x GT_TEST_HOSTNAME=gpu2 -x FAKE_GPU_THROTTLE=0x44 "$g" doctor --quick --report "$tmp/gpu.json" \
+        >"$tmp/gpu.out" 2>&1
+    rc=$?
+    verdict gpu 1 "$rc" '[(p["host"], p["gpu"]["uuid"], p["gpu"]["name"], p["gpu"]["pci_bus_id"]) for p in d["env"]["job"]["per_rank"]] == [(h, "GPU-01234567-89ab-cdef-0123-456789abcdef", "Fake GPU", "0000:1B:00.0") for h in ("gpu1", "gpu2")] and [(o["host"], o["rank"], o["gpu"], o["probe"]) for o in out] == [("gpu2", 1, "GPU-01234567-89ab-cdef-0123-456789abcdef", "gpu_sm_clock")] and "hw_thermal" in out[0]["detail"]' \
+        "fake GPUs: each rank's GPU in env.job; the one throttled for heat (gpu2, rank 1) named, sw_power_cap alone not"
+    unset LD_LIBRARY_PATH
+fi
+
+[ "$fails" -eq 0 ] && echo "doctor: all passed" || echo "doctor: $fails failed"
+[ "$fails" -eq 0 ]
