@@ -8,7 +8,8 @@
 #             against the first with gauntlet compare (its default rules): both exit 0,
 #             the second names the first and becomes the reference
 #   srun      `srun -N2 -n2 gauntlet run collectives scaling --quick`: exit 0, a valid
-#             report with no failed check, every result on 2 ranks where the suite runs them
+#             report with no failed check, both suites' results on the job's 2 ranks, and
+#             the job named (id, node list, ranks per node, each rank's host)
 #   train     `gauntlet train --deterministic` on 1 rank and across the two nodes (srun -N2
 #             -n2; `salloc -N2 -n2 mpirun` with --zero 1): bitwise the same final parameters
 #             (final_params_fnv1a64)
@@ -22,7 +23,7 @@
 #             and by a rank stopped (SIGSTOP: the watchdog names the collective): each
 #             leaves a valid, incomplete report with at least the steps written before
 # Exit 77 (skipped) with the reason when the cluster cannot run here (not root, no
-# namespaces, no Slurm, no MPI in this build); MODE nompi says the build has no MPI.
+# namespaces, no Slurm, no python3, no MPI in this build); MODE nompi says the build has no MPI.
 set -u
 mode=$1
 g=${2:-}
@@ -73,6 +74,8 @@ on=(bash "$cluster" exec) # "${on[@]}" CMD...: CMD in the cluster's network, SLU
 json() { # json FILE PYTHON-EXPRESSION-OF-r: prints the value
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
+# sh -c "$idwrap" PREFIX CMD...: runs CMD; rank 0 writes the job and step id to PREFIX.id
+idwrap='[ "$SLURM_PROCID" = 0 ] && echo "$SLURM_JOB_ID.$SLURM_STEP_ID" >"$0.id"; exec "$@"'
 digest() { grep -o '"final_params_fnv1a64": *"[0-9a-f]*"' "$1" 2>/dev/null | grep -o '[0-9a-f]\{16\}' | head -1; }
 
 # sbatch_wait JOB-ID SECONDS: waits for the job to leave the queue (sbatch --wait polls
@@ -85,20 +88,6 @@ sbatch_wait() {
     done
     "${on[@]}" scontrol -o show job "$id" | grep -o 'JobState=[A-Z_]*\|ExitCode=[0-9:]*' | cut -d= -f2 | tr '\n' ' '
 }
-
-# the modes of features that came with issue 23's other parts: a gauntlet without them
-# skips with the reason (docs/clusters.md)
-case "$mode" in
-jobinfo)
-    "$g" train --model gpt2-tiny --steps 1 --batch 2 --print-every 0 --report "$tmp/probe.json" >/dev/null 2>&1
-    [ "$(json "$tmp/probe.json" "'job' in r['env']" 2>/dev/null)" = True ] ||
-        { echo "skipped: this gauntlet's reports have no env.job"; exit 77; } ;;
-doctor)
-    "$g" doctor --help >/dev/null 2>&1 || { echo "skipped: this gauntlet has no doctor command"; exit 77; } ;;
-incomplete)
-    "$g" train --help 2>&1 | grep -q -- --report-every-steps ||
-        { echo "skipped: this gauntlet's train has no --report-every-steps"; exit 77; } ;;
-esac
 
 case "$mode" in
 nightly)
@@ -154,8 +143,9 @@ nightly)
 srun)
     hosts=$("${on[@]}" srun -N2 -n2 -t 2 hostname | sort | tr '\n' ' ')
     [ "$hosts" = "node1 node2 " ] || fail "srun -N2 -n2 hostname gave '$hosts', not node1 node2"
-    EXPECT_TIMEOUT=280 expect 0 "checks: all passed" "${on[@]}" srun -N2 -n2 -t 5 "$g" run collectives scaling \
-        --quick --report "$tmp/r.json"
+    EXPECT_TIMEOUT=280 expect 0 "checks: all passed" "${on[@]}" srun -N2 -n2 -t 5 sh -c "$idwrap" "$tmp/r" \
+        "$g" run collectives scaling --quick --report "$tmp/r.json"
+    jid=$(cat "$tmp/r.id" 2>/dev/null)
     "$check" "$tmp/r.json" --no-errors --no-failed-checks >/dev/null ||
         fail "the report is not valid with every check passed"
     # both suites ran on the job's 2 ranks (topology 2), as many collectives there as on 1
@@ -163,8 +153,15 @@ srun)
         n=$(json "$tmp/r.json" "sum(1 for x in r['results'] if x['suite']=='$su' and x['topology']=='2' and x['status']=='pass')")
         [ "${n:-0}" -gt 0 ] || fail "no passed $su result on 2 ranks"
     done
+    # the collectives on 1 rank and on the job's 2 (1 on each node: no intra-node cases)
     n=$(json "$tmp/r.json" "' '.join(str(sum(1 for x in r['results'] if x['suite']=='collectives' and x['topology']==t)) for t in '12')")
     [ "${n% *}" = "${n#* }" ] || fail "collectives results on topologies 1 and 2: $n (not as many)"
+    # the report names the job: its id, node list, ranks per node, each rank's host
+    c="(lambda j: j['scheduler'] == 'slurm' and j['launcher'] == 'srun' and j['job_id'] == '$jid'"
+    c="$c and j['node_list'] == 'node[1-2]' and j['ranks_per_node'] == 1 and j['layout'] == '2x1'"
+    c="$c and [x['host'] for x in j['per_rank']] == ['node1', 'node2'])(r['env'].get('job') or {})"
+    [ "$(json "$tmp/r.json" "$c")" = True ] && ok "the report names job $jid on node[1-2], 1 rank per node" ||
+        fail "the report's env.job is $(json "$tmp/r.json" "r['env'].get('job')" | head -c 600), not job $jid on node[1-2], 1 rank per node"
     ;;
 train)
     common=(train --model gpt2-tiny --steps 6 --batch 8 --deterministic --print-every 0 --check-consistency 2)
@@ -188,8 +185,6 @@ train)
 jobinfo)
     # the job in the report (env.job): srun -N2 -n2, srun -N2 -n4, mpirun inside salloc
     common=(train --model gpt2-tiny --steps 4 --batch 8 --deterministic --print-every 0)
-    # rank 0 says which job and step it ran in
-    idwrap='[ "$SLURM_PROCID" = 0 ] && echo "$SLURM_JOB_ID.$SLURM_STEP_ID" >"$0.id"; exec "$@"'
     jobcheck() { # REPORT WHAT PYTHON-CONDITION...: each condition on j (env.job) and r holds
         local f=$1 what=$2 c
         shift 2
