@@ -3,7 +3,7 @@
 # network namespaces) started by the fixture's setup test and stopped by its cleanup test;
 # the tests submit jobs to it. Each exits 77 (skipped) with the reason when the cluster
 # cannot run here: not root, no network or UTS namespaces, no slurm-wlm / munge (ci/deps.sh).
-# They run inside `make test`: about 2 minutes on 2 cores (docs/clusters.md).
+# They run inside `make test`: about 3.5 minutes on 2 cores (docs/clusters.md).
 #
 # The cluster's instance is named after this build directory, so that two build trees (or a
 # developer's own cluster, instance "dev") never share namespaces, subnet or state.
@@ -34,8 +34,8 @@ if(GT_HAVE_MPI)
                              SKIP_RETURN_CODE 77 PROCESSORS 2 FIXTURES_REQUIRED gt_slurm_cluster
                              RESOURCE_LOCK gt_slurm_cluster ENVIRONMENT "${GT_SLURM_ENV}")
     endforeach()
-    gt_test_costs(slurm.srun.cpu 70 slurm.incomplete.cpu 60 slurm.nightly.cpu 40
-                  slurm.doctor.cpu 30 slurm.jobinfo.cpu 15 slurm.train.cpu 15)
+    gt_test_costs(slurm.srun.cpu 70 slurm.incomplete.cpu 55 slurm.nightly.cpu 40
+                  slurm.jobinfo.cpu 25 slurm.doctor.cpu 10 slurm.train.cpu 10)
 else()
     # the tests say why they are skipped rather than vanishing from the list
     foreach(mode nightly srun train jobinfo doctor incomplete)
