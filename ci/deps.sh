@@ -7,12 +7,17 @@
 # Optional, auto-detected by CMake: OpenMPI, hwloc, OpenBLAS, SQLite, the CUDA toolkit
 # (never installed here: it comes from NVIDIA, see README.md).
 # CI's hardening steps (docs/reliability.md): clang with libFuzzer and the
-# sanitizer runtimes (libclang-rt-dev), valgrind.
+# sanitizer runtimes (libclang-rt-dev), valgrind; slurm-wlm and munge for the
+# slurm-labelled tests' two-node cluster (ci/slurm/cluster.sh).
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libjansson-dev
           libopenblas-dev libopenmpi-dev openmpi-bin libhwloc-dev chromium
           clang libclang-rt-dev valgrind)
+# The slurm-labelled tests' two-node cluster (ci/slurm/cluster.sh, docs/clusters.md):
+# slurmctld, slurmd and the clients, munge for their authentication (its tests read
+# reports with python3, below).
+packages+=(slurm-wlm munge)
 # the run history (reports/history.h, docs/history.md): optional to CMake
 # (GT_WITH_SQLITE), installed here so that `make run` records into reports/history.db
 # and python3 (standard library only) reads the history page's screenshot in its test
