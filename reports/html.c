@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "reports/html.h"
+#include "reports/html_profile.h"
 
 #include "engine/fileio.h"
 
@@ -757,6 +758,9 @@ static const char g_js[] =
     "  /* how long the renderer took (docs/html-report.md measures pages with it) */\n"
     "  document.body.setAttribute('data-render-ms', String(Math.round((window.performance ? performance.now() : Date.now()) - t0)));\n"
     "  document.body.setAttribute('data-rendered', '1');\n"
+    ;
+/* after the sections of other files (the per-op profile's) */
+static const char g_js_end[] =
     "  finish();\n"
     "})();\n";
 /* clang-format on */
@@ -818,6 +822,8 @@ static void write_page(FILE *f, json_t *const *docs, const char *const *paths, i
     }
     fputs("<script>\n", f);
     fputs(g_js, f);
+    fputs(gt_html_profile_js, f);
+    fputs(g_js_end, f);
     fputs("</script>\n</body>\n</html>\n", f);
 }
 
@@ -832,6 +838,7 @@ static void drop_samples(json_t *doc) {
         json_object_foreach(json_object_get(res, "metrics"), k, m) {
             if (json_is_object(m)) json_object_del(m, "samples");
         }
+        gt_html_profile_drop_samples(res);
     }
 }
 
