@@ -414,6 +414,8 @@ int gt_cmd_train(int argc, char **argv) {
     if (!seq_given && gpt2) cfg.seq_len = arch.max_T < 64 ? arch.max_T : 64;
     if (cfg.checkpoint_every > 0 && !cfg.checkpoint_dir)
         return gt_usage_error("train", "--checkpoint-every needs --checkpoint-dir DIR");
+    if (cfg.trace_path && cfg.no_profile)
+        return gt_usage_error("train", "--trace draws the profile's timings: drop --profile off");
     if (cfg.trace_path && ntopos > 1)
         return gt_usage_error("train", "--trace with several --topologies: each would replace "
                                        "the last; trace one topology at a time");

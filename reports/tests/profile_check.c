@@ -8,7 +8,8 @@
  *   the rest present; the means of the parts sum to the mean step (within
  *   0.1%), no part overlapping another (max_overlap_ms 0 on the host clock),
  *   the overhead stated (estimate under the 2% limit); every op part has its
- *   first step's memory (peak_bytes >= scratch_bytes, peak > 0).
+ *   first step's memory (peak_bytes >= scratch_bytes, peak > 0); on more than
+ *   one rank the all-reduce's bytes.
  *   --expect-op NAME: that op is among the parts. --slowed OP: the profile
  *   says OP was slowed. --no-profile: no result has a profile.
  * --trace FILE: a JSON array of trace events (Chrome's array format): each
@@ -115,6 +116,10 @@ static void check_profile(json_t *res, size_t i, const char **expect, int nexpec
         }
     }
     NEED(ops > 0, "result %zu: no op in the profile", i);
+    json_t *rk = json_object_get(json_object_get(res, "params"), "ranks");
+    if (json_is_integer(rk) && json_integer_value(rk) > 1)
+        NEED(numv(part_named(parts, "allreduce_exposed"), "bytes_per_step") > 0,
+             "result %zu: %lld ranks and no all-reduce bytes", i, (long long)json_integer_value(rk));
     static const char *const must[] = {"data_wait", "allreduce_issued", "allreduce_exposed",
                                        "optimizer", "rest", "adamw"};
     for (size_t j = 0; j < sizeof must / sizeof must[0]; j++)

@@ -333,8 +333,8 @@ static gt_status profile_start(const gt_train_config *cfg, gt_backend *be, int r
                 pc.slow_factor = f;
             }
     }
+    /* a trace or an injected slowdown needs the wrapper: the profile comes with it */
     if (cfg->no_profile && !cfg->trace_path && pc.slow_factor <= 1) return GT_OK;
-    if (cfg->no_profile) pc.overhead_every = 1; /* the wrapper for the trace or the fault only */
     return gt_profile_new(be, &pc, out);
 }
 
