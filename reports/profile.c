@@ -144,6 +144,13 @@ static json_t *find_part(json_t *parts, const char *name) {
     return NULL;
 }
 
+/* 3 significant digits without an exponent: 0.0123, 1.23, 123, 4970 */
+static int decimals(double ms) {
+    double a = fabs(ms);
+    int d = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : a >= 0.1 ? 3 : a >= 0.01 ? 4 : 5;
+    return d;
+}
+
 static int by_growth(const void *a, const void *b) {
     const part_cmp *x = a, *y = b;
     double dx = x->new_ms - x->base_ms, dy = y->new_ms - y->base_ms;
@@ -212,10 +219,12 @@ char *gt_profile_compare_line(json_t *base, json_t *nw, double step_rel, const c
             cat(&out, &len, &cap, "%s %s%s (under the timing floor)", j ? "," : "", c->name,
                 "");
         else if (isfinite(c->rel))
-            cat(&out, &len, &cap, "%s %s %+.0f%% %s (%.3g -> %.3g ms)", j ? "," : "", c->name,
-                100.0 * c->rel, gt_verdict_name(c->v), c->base_ms, c->new_ms);
+            cat(&out, &len, &cap, "%s %s %+.0f%% %s (%.*f -> %.*f ms)", j ? "," : "", c->name,
+                100.0 * c->rel, gt_verdict_name(c->v), decimals(c->base_ms), c->base_ms,
+                decimals(c->new_ms), c->new_ms);
         else
-            cat(&out, &len, &cap, "%s %s new (%.3g ms)", j ? "," : "", c->name, c->new_ms);
+            cat(&out, &len, &cap, "%s %s new (%.*f ms)", j ? "," : "", c->name,
+                decimals(c->new_ms), c->new_ms);
     }
     if (k > (size_t)max_parts) cat(&out, &len, &cap, ", %zu more parts", k - (size_t)max_parts);
     free(pc);
