@@ -69,8 +69,13 @@ void gt_result_profile(gt_result *res, const gt_profile *p) {
             json_object_set_new(j, "peak_bytes", json_integer((json_int_t)pt.peak_bytes));
             json_object_set_new(j, "scratch_bytes", json_integer((json_int_t)pt.scratch_bytes));
         }
+        /* a long run keeps its last GT_PROFILE_REPORT_SAMPLES steps' samples (the figures
+         * above are over every profiled step) */
         json_t *sm = json_array();
-        for (size_t i = 0; i < pt.n_samples; i++) json_array_append_new(sm, num(pt.samples_ms[i]));
+        size_t from = pt.n_samples > GT_PROFILE_REPORT_SAMPLES
+                          ? pt.n_samples - GT_PROFILE_REPORT_SAMPLES : 0;
+        for (size_t i = from; i < pt.n_samples; i++)
+            json_array_append_new(sm, num(pt.samples_ms[i]));
         json_object_set_new(j, "samples_ms", sm);
         json_array_append_new(parts, j);
     }

@@ -17,6 +17,10 @@ extern "C" {
 
 struct json_t;
 
+/* At most this many per-step samples of a part go into the report (the last
+ * ones); its median, spread and mean are over every profiled step. */
+#define GT_PROFILE_REPORT_SAMPLES 512
+
 /* Puts the result's "profile" object: every op called in the profiled steps,
  * every region, the rest, the overhead and the sum of the parts against the
  * step (docs/profile.md, "The figures"). Nothing when p is NULL or no step

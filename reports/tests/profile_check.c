@@ -98,7 +98,7 @@ static void check_profile(json_t *res, size_t i, const char **expect, int nexpec
         NEED(numv(p, "calls_per_step") > 0, "result %zu %s: calls_per_step %g", i, name,
              numv(p, "calls_per_step"));
         json_t *sm = json_object_get(p, "samples_ms");
-        NEED(json_is_array(sm) && (double)json_array_size(sm) == steps,
+        NEED(json_is_array(sm) && (double)json_array_size(sm) == (steps < 512 ? steps : 512),
              "result %zu %s: %zu samples for %g steps", i, name, json_array_size(sm), steps);
         if (strcmp(kind, "op") == 0) {
             ops++;
