@@ -60,6 +60,8 @@ struct gt_profile {
     size_t mem_peak[GT_OP_COUNT], mem_scratch[GT_OP_COUNT];
     int mem_known[GT_OP_COUNT];
     double call_cost_us, max_overlap_ms;
+    int stopped; /* the estimate exceeded the limit: no more profiled steps */
+    char stop_reason[160];
     /* trace */
     FILE *trace;
     char trace_path[4096];
@@ -511,7 +513,8 @@ gt_status gt_profile_step_begin(gt_profile *p, int i, uint64_t t0_ns) {
     if (!p->attached) return GT_OK;
     p->step_i = i;
     p->step_t0 = t0_ns;
-    p->armed = !(p->cfg.overhead_every > 0 && i > 0 && i % p->cfg.overhead_every == 0);
+    p->armed = !p->stopped &&
+               !(p->cfg.overhead_every > 0 && i > 0 && i % p->cfg.overhead_every == 0);
     p->mem_step = i == 0;
     p->in_step = 1;
     /* a step without the profiler runs on the backend's own table, unless an op
@@ -619,7 +622,7 @@ gt_status gt_profile_step_end(gt_profile *p, uint64_t t1_ns) {
         p->all_on[p->step_i] = (signed char)p->armed;
     }
     if (!p->armed) {
-        if (p->nwithout < p->cfg.max_steps) p->without_ms[p->nwithout++] = step_ms;
+        if (p->nwithout < p->cfg.max_steps && !p->stopped) p->without_ms[p->nwithout++] = step_ms;
         if (p->trace) {
             fprintf(p->trace,
                     ",\n{\"name\":\"step %d\",\"cat\":\"step\",\"ph\":\"X\",\"ts\":%.3f,"
@@ -682,6 +685,17 @@ gt_status gt_profile_step_end(gt_profile *p, uint64_t t1_ns) {
     p->sum_step_ms += step_ms;
     p->step_ms[i] = step_ms;
     p->nprof++;
+    /* over the limit after two profiled steps: off for the rest of the run, unless told */
+    double calls = 0;
+    for (int k = 0; k < GT_OP_COUNT; k++) calls += p->calls[k];
+    double est = p->call_cost_us * 1e-3 * calls / step_ms;
+    if (p->nprof >= 2 && !p->cfg.keep_over_limit && est > GT_PROFILE_OVERHEAD_LIMIT) {
+        p->stopped = 1;
+        snprintf(p->stop_reason, sizeof p->stop_reason,
+                 "stopped after step %d: overhead estimate %.2f%% of the step exceeds %.0f%% "
+                 "(--profile on keeps it)",
+                 p->step_i + 1, 100.0 * est, 100.0 * GT_PROFILE_OVERHEAD_LIMIT);
+    }
     return GT_OK;
 }
 
@@ -742,6 +756,7 @@ void gt_profile_get_info(const gt_profile *p, gt_profile_info *out) {
     out->max_overlap_ms = p->max_overlap_ms;
     out->trace_files = p->trace_path[0] != '\0';
     snprintf(out->trace_path, sizeof out->trace_path, "%s", p->trace_path);
+    snprintf(out->stopped, sizeof out->stopped, "%s", p->stop_reason);
     if (p->slow_on) {
         snprintf(out->slowed, sizeof out->slowed, "%s", gt_op_name(p->cfg.slow_op));
         out->slow_factor = p->cfg.slow_factor;

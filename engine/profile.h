@@ -26,6 +26,11 @@
  * in the same run give its measured overhead; the other steps are the
  * profile's samples.
  *
+ * Overhead: the instrumentation's cost per call is timed at start; once two
+ * profiled steps show an estimate (cost x calls / step) above
+ * GT_PROFILE_OVERHEAD_LIMIT, the profile stops itself for the rest of the run
+ * unless keep_over_limit (gauntlet train --profile on), and says so.
+ *
  * A profile serves one backend and one thread (the training loop's).
  */
 #ifndef GT_PROFILE_H
@@ -75,6 +80,9 @@ typedef struct gt_profile_config {
     int rank, nranks;       /* the trace's pid and file name */
     int overhead_every;     /* every k-th step after the first runs without the profiler
                                (its measured overhead); 0: never */
+    int keep_over_limit;    /* 1: keep profiling when the overhead estimate exceeds
+                               GT_PROFILE_OVERHEAD_LIMIT; 0: the profile stops itself after
+                               two profiled steps that show it (the rest run without) */
     gt_op slow_op;          /* fault injection: this op made slow_factor times as long */
     double slow_factor;     /* > 1 to inject; otherwise none */
 } gt_profile_config;
@@ -154,6 +162,7 @@ typedef struct gt_profile_info {
                                   it (host clocks: 0 but for clock granularity) */
     int trace_files;           /* 1 when a trace was written */
     char trace_path[4096];     /* this rank's trace file ("" none) */
+    char stopped[160];         /* why the profile stopped itself ("" it did not) */
     char slowed[64];           /* the op slowed by fault injection ("" none) */
     double slow_factor;
 } gt_profile_info;

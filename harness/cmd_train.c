@@ -92,7 +92,9 @@ static void train_usage(FILE *f) {
            "  --stop-after N        end after step N as an interruption would (the schedule\n"
            "                        still spans --steps)\n"
            "output:\n"
-           "  --profile on|off      the per-op profile in the report (default on; docs/profile.md)\n"
+           "  --profile on|off      the per-op profile in the report (docs/profile.md); by\n"
+           "                        default it stops itself when its overhead estimate\n"
+           "                        exceeds 2%% of the step, on keeps it, off leaves it out\n"
            "  --trace FILE          the steps as Chrome trace event JSON (chrome://tracing,\n"
            "                        Perfetto); on several ranks one file per rank, FILE.rankN.json\n"
            "  --inject-slowdown OP:F  op OP takes F times as long in every step (gate tests)\n"
@@ -390,6 +392,7 @@ int gt_cmd_train(int argc, char **argv) {
             if (v && strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
                 err |= !!gt_usage_error("train", "--profile '%s': use on or off", v);
             cfg.no_profile = v && strcmp(v, "off") == 0;
+            cfg.profile_on = v && strcmp(v, "on") == 0;
         } else if (gt_opt(&a, "--trace", &v, &err)) {
             cfg.trace_path = v;
         } else if (gt_opt(&a, "--inject-slowdown", &v, &err)) {

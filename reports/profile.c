@@ -107,6 +107,7 @@ void gt_result_profile(gt_result *res, const gt_profile *p) {
                     "in the same run, the mean of its two profiled neighbours minus its own "
                     "time, their median (noisy on a busy machine: it may come out negative)"));
     json_object_set_new(o, "overhead", ov);
+    if (in.stopped[0]) json_object_set_new(o, "stopped", json_string(in.stopped));
     if (in.trace_path[0]) json_object_set_new(o, "trace", json_string(in.trace_path));
     if (in.slowed[0]) {
         json_t *sl = json_object();

@@ -323,6 +323,7 @@ static gt_status profile_start(const gt_train_config *cfg, gt_backend *be, int r
     pc.rank = rank;
     pc.nranks = R;
     pc.trace_path = cfg->trace_path;
+    pc.keep_over_limit = cfg->profile_on;
     if (cfg->inject_slowdown) {
         char name[64];
         double f = 0;

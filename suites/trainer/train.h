@@ -85,6 +85,8 @@ typedef struct gt_train_config {
                               * target): steps and training time to reach it */
     /* the per-op profile (engine/profile.h, docs/profile.md) */
     int no_profile;          /* 1: no per-op profile (on by default) */
+    int profile_on;          /* 1: keep the profile even when its overhead estimate exceeds
+                              * 2% of the step (by default it stops itself then) */
     const char *trace_path;  /* Chrome trace event JSON of the steps (NULL: none) */
     const char *inject_slowdown; /* "OP:FACTOR": that op takes FACTOR times as long in every
                               * step (fault injection for the gate's test); a name that is
