@@ -533,14 +533,15 @@ gt_status gt_profile_step_begin(gt_profile *p, int i, uint64_t t0_ns) {
 }
 
 static void region_record(gt_profile *p, gt_prof_region r, uint64_t t0, uint64_t t1,
-                          double ops_ns) {
+                          double ops_ns, double bytes) {
     int part = GT_PROF_PART_REGION(r);
     double incl = t1 > t0 ? (double)(t1 - t0) : 0;
     p->incl_ns[r] += incl;
     p->acc_ns[part] += incl > ops_ns ? incl - ops_ns : 0;
     p->calls[part] += 1;
+    p->bytes[part] += bytes;
     if (p->trace) {
-        prof_event e = {part, t0, t1, -1, -1, 0, 0};
+        prof_event e = {part, t0, t1, -1, -1, 0, bytes};
         event_push(p, &e);
     }
 }
@@ -552,22 +553,16 @@ void gt_profile_region_begin(gt_profile *p, gt_prof_region r) {
     p->region_t0 = gt_now_ns();
 }
 
-void gt_profile_region_end(gt_profile *p, gt_prof_region r) {
+void gt_profile_region_end(gt_profile *p, gt_prof_region r, double bytes) {
     if (!p || !p->attached || !p->armed || p->open_region != (int)r) return;
-    region_record(p, r, p->region_t0, gt_now_ns(), p->region_ops_ns);
+    region_record(p, r, p->region_t0, gt_now_ns(), p->region_ops_ns, bytes);
     p->open_region = -1;
 }
 
 void gt_profile_region_add(gt_profile *p, gt_prof_region r, uint64_t t0_ns, uint64_t t1_ns,
                            double bytes) {
     if (!p || !p->attached || !p->armed) return;
-    region_record(p, r, t0_ns, t1_ns, 0);
-    p->bytes[GT_PROF_PART_REGION(r)] += bytes;
-}
-
-void gt_profile_region_bytes(gt_profile *p, gt_prof_region r, double bytes) {
-    if (!p || !p->attached || !p->armed) return;
-    p->bytes[GT_PROF_PART_REGION(r)] += bytes;
+    region_record(p, r, t0_ns, t1_ns, 0, bytes);
 }
 
 static void trace_write_step(gt_profile *p, uint64_t t1, const double *dev_start_us) {
@@ -604,8 +599,9 @@ static void trace_write_step(gt_profile *p, uint64_t t1, const double *dev_start
                     ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
                     "\"pid\":%d,\"tid\":%d,\"args\":{\"step\":%d",
                     name, cat, ts, dur, pid, tid, p->step_i + 1);
-            if (r == GT_PROF_ALLREDUCE_EXPOSED)
-                fprintf(f, ",\"bytes\":%.17g", p->bytes[e->part]);
+            if (r == GT_PROF_ALLREDUCE_ISSUED || r == GT_PROF_ALLREDUCE_EXPOSED ||
+                e->bytes > 0)
+                fprintf(f, ",\"bytes\":%.17g", e->bytes);
             fprintf(f, "}}");
         }
         p->trace_events++;

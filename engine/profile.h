@@ -105,13 +105,12 @@ void gt_profile_free(gt_profile *p);
 /* Step i of this run (0 the first) starts at host time t0_ns. */
 gt_status gt_profile_step_begin(gt_profile *p, int i, uint64_t t0_ns);
 /* A region of the step, on the host clock (not nested in another region). */
+/* end: bytes the region moved between ranks (the all-reduce's; 0: none). */
 void gt_profile_region_begin(gt_profile *p, gt_prof_region r);
-void gt_profile_region_end(gt_profile *p, gt_prof_region r);
+void gt_profile_region_end(gt_profile *p, gt_prof_region r, double bytes);
 /* A region timed by its owner: [t0_ns, t1_ns), bytes it moved (0: none). */
 void gt_profile_region_add(gt_profile *p, gt_prof_region r, uint64_t t0_ns, uint64_t t1_ns,
                            double bytes);
-/* Bytes a region moved in this step (the all-reduce's), added to its count. */
-void gt_profile_region_bytes(gt_profile *p, gt_prof_region r, double bytes);
 /* The step ended at t1_ns, after its synchronisation: device marks are read
  * back, the step's parts recorded and its trace events written. */
 gt_status gt_profile_step_end(gt_profile *p, uint64_t t1_ns);
@@ -130,8 +129,9 @@ typedef struct gt_profile_part {
     size_t n_samples;
     double flops_per_step;    /* 0: not known (ops whose FLOPs are counted: GEMMs,
                                  attention, convolutions) */
-    double bytes_per_step;    /* 0: not known (ops: every operand once; allreduce_exposed:
-                                 the bytes this rank reduced) */
+    double bytes_per_step;    /* 0: not known (ops: every operand once; allreduce_issued
+                                 and _exposed, optimizer: the bytes this rank reduced or
+                                 gathered in them) */
     double inclusive_ms;      /* regions: median including the ops called inside */
     int mem_known;            /* 1: called in the first step, memory below recorded */
     size_t peak_bytes;        /* the allocator's in_use high-water mark during its calls in

@@ -93,7 +93,7 @@ int main(void) {
             CHECK(be->ops->gelu_fwd(&k, y, y, (size_t)N * OC) == GT_OK, "gelu_fwd");
         gt_profile_region_begin(p, GT_PROF_OPTIMIZER);
         CHECK(be->ops->residual_bwd(&k, g, g, y, (size_t)N * OC) == GT_OK, "residual_bwd");
-        gt_profile_region_end(p, GT_PROF_OPTIMIZER);
+        gt_profile_region_end(p, GT_PROF_OPTIMIZER, 512);
         CHECK(gt_profile_step_end(p, gt_now_ns()) == GT_OK, "step_end");
     }
     gt_profile_info in;
@@ -119,6 +119,7 @@ int main(void) {
           ge.flops_per_step, ge.bytes_per_step);
     CHECK(mm.n_samples == 8 && mm.mem_known && mm.peak_bytes > 0, "matmul samples %zu mem %d %zu",
           mm.n_samples, mm.mem_known, mm.peak_bytes);
+    CHECK(op.bytes_per_step == 512, "optimizer bytes %g", op.bytes_per_step);
     CHECK(op.calls_per_step == 1 && op.inclusive_ms >= median_of(&rb) * 0.5,
           "optimizer region: %g calls, inclusive %g, residual_bwd %g", op.calls_per_step,
           op.inclusive_ms, median_of(&rb));

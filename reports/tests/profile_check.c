@@ -118,7 +118,11 @@ static void check_profile(json_t *res, size_t i, const char **expect, int nexpec
     NEED(ops > 0, "result %zu: no op in the profile", i);
     json_t *rk = json_object_get(json_object_get(res, "params"), "ranks");
     if (json_is_integer(rk) && json_integer_value(rk) > 1)
-        NEED(numv(part_named(parts, "allreduce_exposed"), "bytes_per_step") > 0,
+        NEED(numv(part_named(parts, "allreduce_exposed"), "bytes_per_step") +
+                     (isnan(numv(part_named(parts, "allreduce_issued"), "bytes_per_step"))
+                          ? 0
+                          : numv(part_named(parts, "allreduce_issued"), "bytes_per_step")) >
+                 0,
              "result %zu: %lld ranks and no all-reduce bytes", i, (long long)json_integer_value(rk));
     static const char *const must[] = {"data_wait", "allreduce_issued", "allreduce_exposed",
                                        "optimizer", "rest", "adamw"};
@@ -180,10 +184,9 @@ static void check_trace(const char *path, int ranks) {
             ops++;
         } else if (strcmp(cat, "data") == 0) {
             data++;
-        } else if (strcmp(cat, "comm") == 0 && strcmp(name, "allreduce_exposed") == 0) {
-            comm++;
-            NEED(numv(args, "bytes") >= 0, "trace %s event %zu: allreduce_exposed without bytes",
-                 path, i);
+        } else if (strcmp(cat, "comm") == 0) {
+            comm += strcmp(name, "allreduce_exposed") == 0;
+            NEED(numv(args, "bytes") >= 0, "trace %s event %zu: %s without bytes", path, i, name);
         }
     }
     /* every op and region slice inside its step's slice (host clock: exact, to the

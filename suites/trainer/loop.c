@@ -307,9 +307,10 @@ typedef struct dp_hook_ctx {
 
 static gt_status dp_hook(void *ctx, size_t frontier) {
     dp_hook_ctx *h = ctx;
+    size_t b0 = gt_dp_bytes(h->dp);
     gt_profile_region_begin(h->prof, GT_PROF_ALLREDUCE_ISSUED);
     gt_status s = gt_dp_grads_ready(h->dp, frontier);
-    gt_profile_region_end(h->prof, GT_PROF_ALLREDUCE_ISSUED);
+    gt_profile_region_end(h->prof, GT_PROF_ALLREDUCE_ISSUED, (double)(gt_dp_bytes(h->dp) - b0));
     return s;
 }
 
@@ -678,7 +679,6 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
             for (;;) sleep(1000);
         uint64_t t0 = gt_now_ns(), wait = 0;
         if (prof) gt_profile_step_begin(prof, i, t0);
-        size_t bytes0 = dp ? gt_dp_bytes(dp) : 0;
         if (i == 0) {
             uint64_t origin = cfg->origin_ns && cfg->origin_ns < t0 ? cfg->origin_ns : run_start;
             st->startup_ms = (double)(t0 - origin) * 1e-6;
@@ -735,9 +735,10 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         }
         void *gshard = NULL;
         double exposed = 0;
+        size_t bytes0 = gt_dp_bytes(dp);
         gt_profile_region_begin(prof, GT_PROF_ALLREDUCE_EXPOSED);
         s = gt_dp_finish(dp, &gshard, &exposed);
-        gt_profile_region_end(prof, GT_PROF_ALLREDUCE_EXPOSED);
+        gt_profile_region_end(prof, GT_PROF_ALLREDUCE_EXPOSED, (double)(gt_dp_bytes(dp) - bytes0));
         if (s != GT_OK) goto done;
         if (rank == nan_rank && step + 1 == nan_step && nan_loss) {
             fprintf(stderr, "gauntlet: GT_FAULT_NAN: rank %d makes its loss NaN at step %d\n",
@@ -815,6 +816,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
          * runs, optimizer.step() does not); AdamW's t counts real updates */
         float lr = gt_lr_at(&cfg->opt, step);
         norm /= scale; /* clipping and the report see the unscaled norm */
+        bytes0 = gt_dp_bytes(dp); /* ZeRO-1: the parameters' all-gather */
         gt_profile_region_begin(prof, GT_PROF_OPTIMIZER);
         if (!skip) {
             int t = step + 1 - (int)ls.skipped;
@@ -829,19 +831,15 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
                                            GT_OK))
                 goto done;
         }
-        gt_profile_region_end(prof, GT_PROF_OPTIMIZER);
+        gt_profile_region_end(prof, GT_PROF_OPTIMIZER, (double)(gt_dp_bytes(dp) - bytes0));
         if ((s = be->synchronize(be)) != GT_OK) goto done;
         if (R > 1 && cfg->check_every > 0 && (step + 1) % cfg->check_every == 0 &&
             (s = check_consistency(model, comm, step + 1)) != GT_OK)
             goto done;
         uint64_t t1 = gt_now_ns();
         double ms = (double)(t1 - t0) * 1e-6;
-        if (prof) {
-            /* after the step's synchronisation: the device marks have passed */
-            gt_profile_region_bytes(prof, GT_PROF_ALLREDUCE_EXPOSED,
-                                    (double)(gt_dp_bytes(dp) - bytes0));
-            if ((s = gt_profile_step_end(prof, t1)) != GT_OK) goto done;
-        }
+        /* after the step's synchronisation: the device marks have passed */
+        if (prof && (s = gt_profile_step_end(prof, t1)) != GT_OK) goto done;
         st->loss[i] = loss;
         st->lr[i] = lr;
         st->grad_norm[i] = norm;
