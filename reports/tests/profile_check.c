@@ -52,6 +52,12 @@ static json_t *part_named(json_t *parts, const char *name) {
     return NULL;
 }
 
+/* a part's bytes per step, 0 when it has none */
+static double bytes_of(json_t *parts, const char *name) {
+    double b = numv(part_named(parts, name), "bytes_per_step");
+    return isnan(b) ? 0 : b;
+}
+
 static void check_profile(json_t *res, size_t i, const char **expect, int nexpect,
                           const char *slowed) {
     json_t *pr = json_object_get(res, "profile");
@@ -118,11 +124,7 @@ static void check_profile(json_t *res, size_t i, const char **expect, int nexpec
     NEED(ops > 0, "result %zu: no op in the profile", i);
     json_t *rk = json_object_get(json_object_get(res, "params"), "ranks");
     if (json_is_integer(rk) && json_integer_value(rk) > 1)
-        NEED(numv(part_named(parts, "allreduce_exposed"), "bytes_per_step") +
-                     (isnan(numv(part_named(parts, "allreduce_issued"), "bytes_per_step"))
-                          ? 0
-                          : numv(part_named(parts, "allreduce_issued"), "bytes_per_step")) >
-                 0,
+        NEED(bytes_of(parts, "allreduce_issued") + bytes_of(parts, "allreduce_exposed") > 0,
              "result %zu: %lld ranks and no all-reduce bytes", i, (long long)json_integer_value(rk));
     static const char *const must[] = {"data_wait", "allreduce_issued", "allreduce_exposed",
                                        "optimizer", "rest", "adamw"};
