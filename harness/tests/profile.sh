@@ -4,17 +4,28 @@
 # --profile off leaves it out, bad options are refused, and an op slowed by
 # --inject-slowdown (gauntlet train and the train suite) is the op compare
 # names first behind the slower step while two honest runs ship.
-# usage: profile.sh GAUNTLET PROFILE_CHECK [MPIEXEC]
+# usage: profile.sh basic|gate GAUNTLET PROFILE_CHECK [MPIEXEC]
+# basic: the profile and the trace, refusals; gate: the gate naming the op,
+# the HTML page, the train suite, 2 ranks (many more training runs: slow
+# under the sanitizers, where engine.profile.host and reports.profile.host
+# cover the same code).
 set -u
-g=$1
-check=$2
-mpiexec=${3:-}
+part=$1
+g=$2
+check=$3
+mpiexec=${4:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/lib.sh"
 
 train() { "$g" train --quiet --print-every 0 --peak-gflops 100 "$@" >"$tmp/last.log" 2>&1; }
 
+case $part in
+    basic|gate) ;;
+    *) echo "usage: profile.sh basic|gate GAUNTLET PROFILE_CHECK [MPIEXEC]" >&2; exit 2 ;;
+esac
+
+if [ "$part" = basic ]; then
 # the profile and the trace of gpt2 and mlp
 train --model gpt2-tiny --steps 16 --trace "$tmp/t.json" --report "$tmp/gpt2.json" ||
     { fail "gpt2 train"; tail -5 "$tmp/last.log"; }
@@ -43,6 +54,11 @@ expect 2 "--trace: cannot create '/nonexistent-dir/t.json'.*writable directory" 
     --trace /nonexistent-dir/t.json --steps 2 --quiet
 [ -e "$tmp/x.json" ] && fail "a refused run wrote its trace"
 
+[ "$fails" -eq 0 ] && echo "profile basic: all checks passed" || echo "profile basic: $fails check(s) failed"
+[ "$fails" -eq 0 ]
+exit
+fi
+
 # the gate names the op: two honest runs ship; matmul_bwd made 8x as long is
 # the op compare names first behind the slower step (the step itself ~2.5x as
 # long). The op's own verdict is slower on a quiet machine; on one loaded many
@@ -50,16 +66,24 @@ expect 2 "--trace: cannot create '/nonexistent-dir/t.json'.*writable directory" 
 # ambiguous, but it is still the part that grew most, named first. The gate's
 # step verdict itself drowns in such load now and then: up to three attempts,
 # each with a fresh honest and slowed run, as a person would rerun it.
-for r in a b; do
-    train --model gpt2-tiny --steps 40 --report "$tmp/$r.json" || fail "honest run $r"
+# (the profile adds no gated metric: two honest runs ship as before; a loaded
+# machine can still stall blocks of one run, so a second pair is allowed)
+for attempt in 1 2; do
+    for r in a b; do
+        train --model gpt2-tiny --batch 4 --seq 32 --steps 30 --report "$tmp/$r.json" ||
+            fail "honest run $r"
+    done
+    "$g" compare "$tmp/a.json" "$tmp/b.json" >"$tmp/aa.log" 2>&1 && break
+    echo "note: honest pair $attempt: $(grep -m2 -E 'SLOWER|FASTER' "$tmp/aa.log")"
 done
-expect 0 "NEW may ship" "$g" compare "$tmp/a.json" "$tmp/b.json"
+grep -q "NEW may ship" "$tmp/aa.log" && ok "two honest runs ship (pair $attempt)" ||
+    { fail "two honest runs do not ship"; grep -E "SLOWER|ship" "$tmp/aa.log"; }
 named=0
 for attempt in 1 2 3; do
     if [ "$attempt" -gt 1 ]; then
-        train --model gpt2-tiny --steps 40 --report "$tmp/a.json" || fail "honest run, attempt $attempt"
+        train --model gpt2-tiny --batch 4 --seq 32 --steps 30 --report "$tmp/a.json" || fail "honest run, attempt $attempt"
     fi
-    train --model gpt2-tiny --steps 40 --inject-slowdown matmul_bwd:8 --report "$tmp/slow.json" ||
+    train --model gpt2-tiny --batch 4 --seq 32 --steps 30 --inject-slowdown matmul_bwd:8 --report "$tmp/slow.json" ||
         fail "slowed run"
     "$g" compare "$tmp/a.json" "$tmp/slow.json" >"$tmp/cmp.log" 2>&1
     rc=$?
@@ -122,5 +146,5 @@ if [ -n "$mpiexec" ]; then
         ok "rank 1's trace is pid 1" || fail "rank 1's trace pid"
 fi
 
-[ "$fails" -eq 0 ] && echo "profile: all checks passed" || echo "profile: $fails check(s) failed"
+[ "$fails" -eq 0 ] && echo "profile gate: all checks passed" || echo "profile gate: $fails check(s) failed"
 [ "$fails" -eq 0 ]
