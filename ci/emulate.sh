@@ -41,6 +41,6 @@ mapfile -t targets < <(comm -12 \
       done | xargs -r -n1 basename | sort -u) \
     <(cmake --build "$BUILD" --target help | sed -n 's/^[.][.][.] //p' | sort -u))
 [ ${#targets[@]} -gt 0 ] || { echo "emulate: no gpu-labelled test matches ${1:-}" >&2; exit 1; }
-cmake --build "$BUILD" -j "$JOBS" --target gauntlet report_check "${targets[@]}"
+cmake --build "$BUILD" -j "$JOBS" --target gauntlet report_check profile_check "${targets[@]}"
 cd "$BUILD"
 ctest --output-on-failure -j "$JOBS" -L gpu "${SELECT[@]}"

@@ -90,6 +90,7 @@ struct gt_allocator {
     size_t table_size; /* power of two */
     size_t table_count;
     gt_alloc_stats st;
+    size_t window_peak; /* gt_allocator_window_begin's high-water mark */
 };
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
@@ -455,6 +456,7 @@ gt_status gt_alloc_zeroed(gt_allocator *a, size_t bytes, void **out, int *fresh)
     b->used = 1;
     a->st.in_use += b->size;
     if (a->st.in_use > a->st.peak_in_use) a->st.peak_in_use = a->st.in_use;
+    if (a->st.in_use > a->window_peak) a->window_peak = a->st.in_use;
     GT_UNPOISON(b->ptr, bytes);
     *out = b->ptr;
     pthread_mutex_unlock(&a->mu);
@@ -501,4 +503,20 @@ void gt_allocator_reset_peak(gt_allocator *a) {
     a->st.peak_in_use = a->st.in_use;
     a->st.peak_reserved = a->st.reserved;
     pthread_mutex_unlock(&a->mu);
+}
+
+size_t gt_allocator_window_begin(gt_allocator *a) {
+    GT_ASSERT(a);
+    pthread_mutex_lock(&a->mu);
+    size_t now = a->window_peak = a->st.in_use;
+    pthread_mutex_unlock(&a->mu);
+    return now;
+}
+
+size_t gt_allocator_window_peak(gt_allocator *a) {
+    GT_ASSERT(a);
+    pthread_mutex_lock(&a->mu);
+    size_t peak = a->window_peak;
+    pthread_mutex_unlock(&a->mu);
+    return peak;
 }

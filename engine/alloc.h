@@ -95,6 +95,13 @@ void gt_allocator_trim(gt_allocator *a);
 void gt_allocator_stats(gt_allocator *a, gt_alloc_stats *out);
 void gt_allocator_reset_peak(gt_allocator *a);
 
+/* A second high-water mark over a window the caller opens (the profiler's
+ * peak during one op, engine/profile.h), leaving peak_in_use alone:
+ * window_begin starts it at in_use and returns in_use; window_peak is the
+ * highest in_use since. One window at a time per allocator. */
+size_t gt_allocator_window_begin(gt_allocator *a);
+size_t gt_allocator_window_peak(gt_allocator *a);
+
 #ifdef __cplusplus
 }
 #endif

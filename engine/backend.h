@@ -81,9 +81,26 @@ struct gt_backend {
     gt_status (*gemm_library_best)(gt_backend *be, gt_dtype dt, void *out, const void *inp,
                                    const void *weight, const void *bias, int N, int C, int OC,
                                    double *best_s, char *what, size_t what_len);
+    /* Profiling marks (engine/profile.h), optional (NULL on host backends,
+     * whose ops are timed with the host clock). mark_new makes a reusable
+     * mark (a CUDA event); mark_record queues it on the backend's stream
+     * and returns at once (no synchronisation); mark_elapsed gives the
+     * seconds between two marks recorded earlier, both already passed
+     * (call it after a synchronize); mark_free frees one (NULL ignored). */
+    gt_status (*mark_new)(gt_backend *be, void **mark);
+    gt_status (*mark_record)(gt_backend *be, void *mark);
+    gt_status (*mark_elapsed)(gt_backend *be, void *a, void *b, double *seconds);
+    void (*mark_free)(gt_backend *be, void *mark);
+    /* Named ranges for an external profiler (cuda: NVTX push and pop, so that
+     * nsys shows gauntlet's op names); optional, NULL where there is none. */
+    void (*range_push)(gt_backend *be, const char *name);
+    void (*range_pop)(gt_backend *be);
     /* Frees impl (not alloc, not the struct). */
     void (*destroy)(gt_backend *be);
     void *impl;
+    /* The profiler wrapping ops (engine/profile.h), NULL when none; owned by
+     * whoever made it (gt_profile_new sets it, gt_profile_free clears it). */
+    struct gt_profile *profile;
 };
 
 /* Frees a backend made by gt_backend_new (kernels/registry.h). Accepts

@@ -8,6 +8,7 @@
 
 #include "engine/comm.h"
 #include "engine/env.h"
+#include "engine/ops.h"
 #include "gt_config.h"
 #include "harness/cli.h"
 #include "harness/signals.h"
@@ -16,6 +17,7 @@
 #include "engine/timer.h"
 #include "reports/report.h"
 #include "models/model.h"
+#include "suites/suite.h"
 #include "suites/train_record.h"
 #include "suites/trainer/train.h"
 
@@ -103,6 +105,12 @@ static void train_usage(FILE *f) {
            "                        absent; gauntlet history DB lists it; needs --report)\n"
            "  --mllog FILE          MLPerf-style log lines (:::MLLOG {...}): init, run, blocks,\n"
            "                        evaluations (eval_accuracy: the held-out loss), submission\n"
+           "  --profile on|off      the per-op profile in the report (docs/profile.md); by\n"
+           "                        default it stops itself when its overhead estimate\n"
+           "                        exceeds 2%% of the step, on keeps it, off leaves it out\n"
+           "  --trace FILE          the steps as Chrome trace event JSON (chrome://tracing,\n"
+           "                        Perfetto); on several ranks one file per rank, FILE.rankN.json\n"
+           "  --inject-slowdown OP:F  op OP takes F times as long in every step (gate tests)\n"
            "  --print-every N       print every Nth step (default 1; 0: none)\n"
            "  --expect-loss-margin X  check: mean loss of the last 10 steps <= source entropy + X\n"
            "                        (synthetic data only)\n"
@@ -422,6 +430,15 @@ int gt_cmd_train(int argc, char **argv) {
             cfg.prefetch = 0;
         } else if (gt_opt(&a, "--peak-gflops", &v, &err)) {
             err |= !gt_parse_double(&a, "--peak-gflops", v, 1e-3, 1e9, &cfg.peak_gflops);
+        } else if (gt_opt(&a, "--profile", &v, &err)) {
+            if (v && strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+                err |= !!gt_usage_error("train", "--profile '%s': use on or off", v);
+            cfg.no_profile = v && strcmp(v, "off") == 0;
+            cfg.profile_on = v && strcmp(v, "on") == 0;
+        } else if (gt_opt(&a, "--trace", &v, &err)) {
+            cfg.trace_path = v;
+        } else if (gt_opt(&a, "--inject-slowdown", &v, &err)) {
+            cfg.inject_slowdown = v;
         } else if (gt_opt(&a, "--report", &v, &err)) {
             report_path = v;
         } else if (gt_opt(&a, "--report-every", &v, &err)) {
@@ -450,6 +467,23 @@ int gt_cmd_train(int argc, char **argv) {
     if (!seq_given && gpt2) cfg.seq_len = arch.max_T < 64 ? arch.max_T : 64;
     if (cfg.checkpoint_every > 0 && !cfg.checkpoint_dir)
         return gt_usage_error("train", "--checkpoint-every needs --checkpoint-dir DIR");
+    if (cfg.trace_path && cfg.no_profile)
+        return gt_usage_error("train", "--trace draws the profile's timings: drop --profile off");
+    if (cfg.trace_path && ntopos > 1)
+        return gt_usage_error("train", "--trace with several --topologies: each would replace "
+                                       "the last; trace one topology at a time");
+    if (cfg.inject_slowdown) {
+        char op[64];
+        double f = 0;
+        int known = 0;
+        if (gt_parse_slowdown(cfg.inject_slowdown, op, sizeof op, &f) == GT_OK)
+            for (int o = 0; o < GT_OP_COUNT; o++) known |= strcmp(gt_op_name((gt_op)o), op) == 0;
+        if (!known)
+            return gt_usage_error("train", "--inject-slowdown '%s': expected OP:FACTOR, OP an "
+                                           "op of the op table (gauntlet list) and 1 < FACTOR "
+                                           "<= 100, e.g. matmul_bwd:3",
+                                  cfg.inject_slowdown);
+    }
     if (cfg.checkpoint_dir && cfg.checkpoint_every == 0)
         return gt_usage_error("train", "--checkpoint-dir without --checkpoint-every K writes "
                                        "nothing: add --checkpoint-every");

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "reports/profile.h"
 #include "reports/read.h"
 #include "reports/report.h"
 
@@ -456,6 +457,7 @@ typedef struct cmp_result {
     cmp_check *ck;
     size_t nck;
     char *notes; /* excluded params that changed, one per line */
+    char *profile_line; /* a slower step's parts, each with its verdict (reports/profile.h) */
     /* why this result stops NEW (NULL: it does not) */
     int missing, failed_checks, failed;
 } cmp_result;
@@ -1369,6 +1371,8 @@ static gt_status check_complete(gt_compare *c) {
     return GT_OK;
 }
 
+static void profile_lines(gt_compare *c);
+
 gt_status gt_compare_files(const char *base_path, const char *new_path,
                            const gt_compare_options *opt, gt_compare **out) {
     *out = NULL;
@@ -1463,6 +1467,7 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
     }
     count_verdicts(c);
     make_labels(c);
+    profile_lines(c);
 done:
     for (size_t i = 0; kb && i < nb; i++)
         free(kb[i]);
@@ -1497,6 +1502,7 @@ void gt_compare_free(gt_compare *c) {
         free(c->res[i].m);
         free(c->res[i].ck);
         free(c->res[i].notes);
+        free(c->res[i].profile_line);
     }
     free(c->res);
     gt_report_doc_free(c->base_rd);
@@ -1664,6 +1670,7 @@ static void print_result(const gt_compare *c, const cmp_result *r, FILE *f, int 
                     m->unit, ch, method_name(m->method), p, det, cnt, metric_verdict_text(m));
         }
     }
+    if (r->profile_line) fprintf(f, "    ops: %s\n", r->profile_line);
     if (r->notes && !quiet) {
         const char *line = r->notes;
         while (*line) {
@@ -1674,6 +1681,22 @@ static void print_result(const gt_compare *c, const cmp_result *r, FILE *f, int 
         }
     }
     (void)c;
+}
+
+/* A train or scaling result whose step got slower names the parts of the step
+ * whose time grew most, each with its own verdict from its per-step samples
+ * (the first run of each side): a diagnosis, never gated. */
+static void profile_lines(gt_compare *c) {
+    for (size_t i = 0; i < c->nres; i++) {
+        cmp_result *r = &c->res[i];
+        const char *suite = str_or(json_object_get(r->nw, "suite"), "");
+        if (!r->base || !r->nw || (strcmp(suite, "train") != 0 && strcmp(suite, "scaling") != 0))
+            continue;
+        for (size_t j = 0; j < r->nm && !r->profile_line; j++)
+            if (strcmp(r->m[j].name, "ms_per_step") == 0 && r->m[j].verdict == GT_VERDICT_SLOWER)
+                r->profile_line =
+                    gt_profile_compare_line(r->base, r->nw, r->m[j].rel, "slower", &c->opt, 4);
+    }
 }
 
 static void print_summary_line(const gt_compare *c, FILE *f) {
@@ -1896,6 +1919,8 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
                     m->part_of ? " of " : "", m->part_of ? m->part_of : "",
                     method_name(m->method), p, det,
                     lifted ? "; a side below the timing floor judged at the floor" : "");
+            if (r->profile_line && strcmp(m->name, "ms_per_step") == 0)
+                fprintf(f, "             ops: %s\n", r->profile_line);
         }
     }
     if (c->new_incomplete)

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "reports/html.h"
+#include "reports/html_profile.h"
 
 #include "engine/fileio.h"
 
@@ -764,6 +765,9 @@ static const char g_js[] =
     "  /* how long the renderer took (docs/html-report.md measures pages with it) */\n"
     "  document.body.setAttribute('data-render-ms', String(Math.round((window.performance ? performance.now() : Date.now()) - t0)));\n"
     "  document.body.setAttribute('data-rendered', '1');\n"
+    ;
+/* after the sections of other files (the per-op profile's) */
+static const char g_js_end[] =
     "  finish();\n"
     "})();\n";
 /* clang-format on */
@@ -832,6 +836,8 @@ static void write_page(FILE *f, json_t *const *docs, gt_report_doc *const *rd,
     gt_html_predict_write(f, rd, n);
     fputs("<script>\n", f);
     fputs(g_js, f);
+    fputs(gt_html_profile_js, f);
+    fputs(g_js_end, f);
     fputs("</script>\n", f);
     if (history_json) fprintf(f, "<script>\n%s</script>\n", gt_html_history_js);
     fputs("</body>\n</html>\n", f);
@@ -848,6 +854,7 @@ static void drop_samples(json_t *doc) {
         json_object_foreach(json_object_get(res, "metrics"), k, m) {
             if (json_is_object(m)) json_object_del(m, "samples");
         }
+        gt_html_profile_drop_samples(res);
     }
 }
 

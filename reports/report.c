@@ -60,6 +60,11 @@ static const char *const g_status_names[GT_RESULT_STATUS_COUNT] = {"pass", "fail
 
 const char *gt_report_jansson_version(void) { return JANSSON_VERSION; }
 
+void gt_result_set_json(gt_result *res, const char *key, json_t *value) {
+    if (!res || !key || !value) return;
+    json_object_set_new(res->obj, key, value);
+}
+
 const char *gt_result_status_name(gt_result_status s) {
     return (s >= 0 && s < GT_RESULT_STATUS_COUNT) ? g_status_names[s] : "error";
 }

@@ -139,6 +139,12 @@ void gt_result_metric_ungated(gt_result *res, const char *name, const char *kind
  * regression ("part_of" in the report). A name not added is ignored. */
 void gt_result_metric_part_of(gt_result *res, const char *name, const char *whole);
 
+/* Sets member `key` of the result to `value`, taking ownership (replaces an
+ * earlier one; NULL value: nothing). For the other reports/ modules that
+ * build a section with jansson (the per-op profile, reports/profile.h). */
+struct json_t;
+void gt_result_set_json(gt_result *res, const char *key, struct json_t *value);
+
 /* A series (e.g. the loss of every step), stored at full precision. */
 void gt_result_series(gt_result *res, const char *name, const double *values, size_t n);
 

@@ -8,6 +8,7 @@
 #include "engine/stats.h"
 #include "models/convnet/convnet.h"
 #include "models/mlp/mlp.h"
+#include "reports/profile.h"
 #include "suites/trainer/train_impl.h"
 
 
@@ -171,6 +172,14 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
         if (st->loss_scale) gt_result_series(res, "loss_scale", st->loss_scale, (size_t)n);
     }
     gt_result_alloc_stats(res, "backend", &st->mem);
+    /* the per-op profile (docs/profile.md); a slowed op is a fault, said as such */
+    gt_result_profile(res, st->profile);
+    if (st->profile) {
+        gt_profile_info pi;
+        gt_profile_get_info(st->profile, &pi);
+        /* the op is named in profile.injected_slowdown */
+        if (pi.slowed[0]) gt_result_param_num(res, "injected_slowdown", pi.slow_factor);
+    }
     /* no step ran (a skipped or failed case): its status says why, and a
      * failed check would make a skip look like a failure to `compare` */
     if (n == 0) return;

@@ -85,6 +85,7 @@ static gt_train_config base_config(const gt_suite_ctx *ctx, int steps) {
     c.threads = ctx->threads;
     c.comm = ctx->comm;
     c.peak_gflops = 0; /* measured: MFU in the report */
+    c.inject_slowdown = ctx->inject_slowdown; /* an op's: slowed in every step */
     return c;
 }
 

@@ -252,6 +252,62 @@ static gt_status cuda_timer_stop(gt_backend *be, void *token, double *seconds) {
     return GT_OK;
 }
 
+/* ---- profiling marks and NVTX ranges (engine/profile.h) ------------------------------- */
+
+/* A mark is a CUDA event with timing: recorded on the stream without a wait,
+ * read back after the step's own synchronisation. */
+static gt_status cuda_mark_new(gt_backend *be, void **mark) {
+    gt_cuda_impl *im = impl_of(be);
+    *mark = NULL;
+    GT_TRY(set_device(im));
+    cudaEvent_t ev;
+    cudaError_t e = cudaEventCreate(&ev);
+    if (e != cudaSuccess)
+        return GT_ERR(GT_ERR_DEVICE, "profile mark: cudaEventCreate: %s", cudaGetErrorString(e));
+    *mark = (void *)ev;
+    return GT_OK;
+}
+
+static gt_status cuda_mark_record(gt_backend *be, void *mark) {
+    cudaError_t e = cudaEventRecord((cudaEvent_t)mark, impl_of(be)->stream);
+    if (e != cudaSuccess)
+        return GT_ERR(GT_ERR_DEVICE, "profile mark: cudaEventRecord: %s", cudaGetErrorString(e));
+    return GT_OK;
+}
+
+static gt_status cuda_mark_elapsed(gt_backend *be, void *a, void *b, double *seconds) {
+    (void)be;
+    float ms = 0.0f;
+    cudaError_t e = cudaEventElapsedTime(&ms, (cudaEvent_t)a, (cudaEvent_t)b);
+    if (e != cudaSuccess)
+        return GT_ERR(GT_ERR_DEVICE, "profile mark: cudaEventElapsedTime: %s",
+                      cudaGetErrorString(e));
+    *seconds = (double)ms * 1e-3;
+    return GT_OK;
+}
+
+static void cuda_mark_free(gt_backend *be, void *mark) {
+    (void)be;
+    if (mark) (void)cudaEventDestroy((cudaEvent_t)mark);
+}
+
+/* NVTX 3 is header-only (the toolkit's include/nvtx3): the ranges cost a
+ * branch until a tool such as nsys injects itself. */
+#if defined(__has_include)
+#if __has_include(<nvtx3/nvToolsExt.h>)
+#include <nvtx3/nvToolsExt.h>
+#define GT_CUDA_NVTX 1
+static void cuda_range_push(gt_backend *be, const char *name) {
+    (void)be;
+    nvtxRangePushA(name);
+}
+static void cuda_range_pop(gt_backend *be) {
+    (void)be;
+    nvtxRangePop();
+}
+#endif
+#endif
+
 /* Writes a buffer of twice the L2 size: every line of L2 then holds flush
  * data, not an op's inputs. */
 static gt_status cuda_flush_cache(gt_backend *be) {
@@ -418,6 +474,14 @@ extern "C" gt_status gt_backend_cuda_new(const gt_backend_config *cfg, gt_backen
     be->timer_stop = cuda_timer_stop;
     be->flush_cache = cuda_flush_cache;
     be->notes = cuda_notes;
+    be->mark_new = cuda_mark_new;
+    be->mark_record = cuda_mark_record;
+    be->mark_elapsed = cuda_mark_elapsed;
+    be->mark_free = cuda_mark_free;
+#ifdef GT_CUDA_NVTX
+    be->range_push = cuda_range_push;
+    be->range_pop = cuda_range_pop;
+#endif
 #if GT_HAVE_CUBLAS
     be->gemm_library_best = cuda_gemm_library_best;
 #endif

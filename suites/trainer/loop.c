@@ -17,6 +17,7 @@
 #include "engine/checkpoint.h"
 #include "engine/dp.h"
 #include "engine/ops.h"
+#include "engine/profile.h"
 #include "kernels/registry.h"
 #include "engine/env.h"
 #include "engine/stats.h"
@@ -26,6 +27,7 @@
 #include "models/model.h"
 #include "models/tasks.h"
 #include "suites/probe.h"
+#include "suites/suite.h"
 
 
 /* mlp and convnet read dense samples from their synthetic task
@@ -67,6 +69,7 @@ void gt_train_stats_release(gt_train_stats *s) {
     free(s->skipped);
     free(s->eval_curve);
     free(s->eval_at);
+    gt_profile_free(s->profile);
     memset(s, 0, sizeof *s);
 }
 
@@ -295,7 +298,47 @@ static gt_status tree_push(gt_backend *be, grad_tree *t, const void *g) {
     return GT_OK;
 }
 
-static gt_status dp_hook(void *ctx, size_t frontier) { return gt_dp_grads_ready(ctx, frontier); }
+/* The backward's hook: buckets of final gradients start their all-reduce
+ * (the profile's allreduce_issued). */
+typedef struct dp_hook_ctx {
+    gt_dp *dp;
+    gt_profile *prof;
+} dp_hook_ctx;
+
+static gt_status dp_hook(void *ctx, size_t frontier) {
+    dp_hook_ctx *h = ctx;
+    size_t b0 = gt_dp_bytes(h->dp);
+    gt_profile_region_begin(h->prof, GT_PROF_ALLREDUCE_ISSUED);
+    gt_status s = gt_dp_grads_ready(h->dp, frontier);
+    gt_profile_region_end(h->prof, GT_PROF_ALLREDUCE_ISSUED, (double)(gt_dp_bytes(h->dp) - b0));
+    return s;
+}
+
+/* The profile of a run (NULL: off): the backend's op table wrapped, a trace,
+ * an injected slowdown of one op. */
+static gt_status profile_start(const gt_train_config *cfg, gt_backend *be, int rank, int R,
+                               gt_profile **out) {
+    *out = NULL;
+    gt_profile_config pc = gt_profile_defaults();
+    pc.max_steps = cfg->steps;
+    pc.rank = rank;
+    pc.nranks = R;
+    pc.trace_path = cfg->trace_path;
+    pc.keep_over_limit = cfg->profile_on;
+    if (cfg->inject_slowdown) {
+        char name[64];
+        double f = 0;
+        GT_TRY(gt_parse_slowdown(cfg->inject_slowdown, name, sizeof name, &f));
+        for (int o = 0; o < GT_OP_COUNT; o++)
+            if (strcmp(gt_op_name((gt_op)o), name) == 0) {
+                pc.slow_op = (gt_op)o;
+                pc.slow_factor = f;
+            }
+    }
+    /* a trace or an injected slowdown needs the wrapper: the profile comes with it */
+    if (cfg->no_profile && !cfg->trace_path && pc.slow_factor <= 1) return GT_OK;
+    return gt_profile_new(be, &pc, out);
+}
 
 /* The held-out evaluation of a dense model (rank 0): n samples from
  * GT_TRAIN_EVAL_FIRST in forwards of at most M (x, y: host room for M),
@@ -480,6 +523,10 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     gt_backend_config bc = {.threads = cfg->threads, .device = -1};
     if ((s = gt_backend_new(cfg->backend, &bc, &be)) != GT_OK) goto done;
     snprintf(st->backend_desc, sizeof st->backend_desc, "%s", be->describe(be));
+    /* before the model: every op it calls goes through the profile's table */
+    if ((s = profile_start(cfg, be, rank, R, &st->profile)) != GT_OK) goto done;
+    gt_profile *prof = st->profile;
+    dp_hook_ctx hook = {NULL, prof};
     if (dense) {
         /* a backend that cannot store the precision refuses here, naming both */
         if ((s = gt_model_new_opts(be, cfg->model_name, cfg->model_options, cfg->precision, M,
@@ -521,6 +568,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     dc.grad_dtype = cfg->precision;
     if (cfg->bucket_mb > 0) dc.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
     if ((s = gt_dp_new(comm, be, &dc, gt_model_num_params(model), &dp)) != GT_OK) goto done;
+    hook.dp = dp;
     size_t lo, hi;
     gt_dp_shard(dp, &lo, &hi);
     if ((s = gt_model_pad(model, gt_dp_padded(dp))) != GT_OK) goto done;
@@ -630,6 +678,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         if (rank == stall_rank && step + 1 == stall_step)
             for (;;) sleep(1000);
         uint64_t t0 = gt_now_ns(), wait = 0;
+        if (prof) gt_profile_step_begin(prof, i, t0);
         if (i == 0) {
             uint64_t origin = cfg->origin_ns && cfg->origin_ns < t0 ? cfg->origin_ns : run_start;
             st->startup_ms = (double)(t0 - origin) * 1e-6;
@@ -642,8 +691,11 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
             gt_task_fill(task, (uint64_t)step * cfg->batch + (uint64_t)rank * B, B, dense_x,
                          dense_y);
             wait = gt_now_ns() - w0;
-        } else if ((s = gt_loader_next(loader, &inputs, &targets, &wait)) != GT_OK) {
-            goto done;
+            gt_profile_region_add(prof, GT_PROF_DATA_WAIT, w0, w0 + wait, 0);
+        } else {
+            if ((s = gt_loader_next(loader, &inputs, &targets, &wait)) != GT_OK) goto done;
+            uint64_t w1 = gt_now_ns();
+            gt_profile_region_add(prof, GT_PROF_DATA_WAIT, w1 - wait, w1, 0);
         }
         if ((s = gt_dp_begin(dp, grads)) != GT_OK) goto done;
         if ((s = gt_model_zero_grad(model)) != GT_OK) goto done;
@@ -667,7 +719,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
             int last = j == k_local - 1;
             if (cfg->deterministic && j > 0 && (s = gt_model_zero_grad(model)) != GT_OK)
                 goto done;
-            gt_model_set_grad_hook(model, last && !cfg->deterministic ? dp_hook : NULL, dp);
+            gt_model_set_grad_hook(model, last && !cfg->deterministic ? dp_hook : NULL, &hook);
             if ((s = gt_model_forward_backward(model, &mb, dloss_step, &mb_loss[j])) != GT_OK)
                 goto done;
             if (cfg->deterministic && k_local > 1 &&
@@ -683,7 +735,11 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         }
         void *gshard = NULL;
         double exposed = 0;
-        if ((s = gt_dp_finish(dp, &gshard, &exposed)) != GT_OK) goto done;
+        size_t bytes0 = gt_dp_bytes(dp);
+        gt_profile_region_begin(prof, GT_PROF_ALLREDUCE_EXPOSED);
+        s = gt_dp_finish(dp, &gshard, &exposed);
+        gt_profile_region_end(prof, GT_PROF_ALLREDUCE_EXPOSED, (double)(gt_dp_bytes(dp) - bytes0));
+        if (s != GT_OK) goto done;
         if (rank == nan_rank && step + 1 == nan_step && nan_loss) {
             fprintf(stderr, "gauntlet: GT_FAULT_NAN: rank %d makes its loss NaN at step %d\n",
                     rank, step + 1);
@@ -760,6 +816,8 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
          * runs, optimizer.step() does not); AdamW's t counts real updates */
         float lr = gt_lr_at(&cfg->opt, step);
         norm /= scale; /* clipping and the report see the unscaled norm */
+        bytes0 = gt_dp_bytes(dp); /* ZeRO-1: the parameters' all-gather */
+        gt_profile_region_begin(prof, GT_PROF_OPTIMIZER);
         if (!skip) {
             int t = step + 1 - (int)ls.skipped;
             float gscale = gt_clip_scale(&cfg->opt, norm) / scale;
@@ -773,11 +831,15 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
                                            GT_OK))
                 goto done;
         }
+        gt_profile_region_end(prof, GT_PROF_OPTIMIZER, (double)(gt_dp_bytes(dp) - bytes0));
         if ((s = be->synchronize(be)) != GT_OK) goto done;
         if (R > 1 && cfg->check_every > 0 && (step + 1) % cfg->check_every == 0 &&
             (s = check_consistency(model, comm, step + 1)) != GT_OK)
             goto done;
-        double ms = (double)(gt_now_ns() - t0) * 1e-6;
+        uint64_t t1 = gt_now_ns();
+        double ms = (double)(t1 - t0) * 1e-6;
+        /* after the step's synchronisation: the device marks have passed */
+        if (prof && (s = gt_profile_step_end(prof, t1)) != GT_OK) goto done;
         st->loss[i] = loss;
         st->lr[i] = lr;
         st->grad_norm[i] = norm;
@@ -859,6 +921,7 @@ done:
     if (be) gt_allocator_stats(be->alloc, &st->mem);
     if (dp) st->comm_bytes = gt_dp_bytes(dp);
     for (int l = 0; l < tree.nslots; l++) gt_backend_dealloc(be, tree.slot[l]);
+    gt_profile_detach(st->profile); /* the backend's own table back; the figures stay */
     gt_dp_free(dp);
     gt_loader_free(loader);
     gt_model_free(model);

@@ -83,6 +83,15 @@ typedef struct gt_train_config {
     double target_gap;       /* > 0: the first periodic evaluation whose loss is within this
                               * of the Bayes predictor's is the target (MLPerf's quality
                               * target): steps and training time to reach it */
+    /* the per-op profile (engine/profile.h, docs/profile.md) */
+    int no_profile;          /* 1: no per-op profile (on by default) */
+    int profile_on;          /* 1: keep the profile even when its overhead estimate exceeds
+                              * 2% of the step (by default it stops itself then) */
+    const char *trace_path;  /* Chrome trace event JSON of the steps (NULL: none) */
+    const char *inject_slowdown; /* "OP:FACTOR": that op takes FACTOR times as long in every
+                              * step (fault injection for the gate's test); a name that is
+                              * not an op (a collective, an op/dtype/shape case) is not
+                              * the training loop's and is ignored here */
     /* Called after every step (may be NULL). */
     void (*on_step)(void *ctx, int step, int steps, float loss, float lr, double grad_norm,
                     double ms, double tokens_per_s, double mfu);
@@ -153,6 +162,8 @@ typedef struct gt_train_stats {
     char resumed_from[4096];
     char resume_overrides[1024];
     char resume_unchecked[512];
+    struct gt_profile *profile; /* the per-op profile (engine/profile.h), NULL when off;
+                                 * owned, freed by gt_train_stats_release */
 } gt_train_stats;
 
 void gt_train_stats_release(gt_train_stats *s);
