@@ -5,6 +5,7 @@
 # (mllog_check.c), evaluations give eval_accuracy, a failed check ends in
 # status aborted, an unwritable file is refused before any work, and the
 # checker itself rejects a log that breaks the rules.
+# The trainings give --peak-gflops: no SGEMM probe per process (seconds each under ASan).
 set -u
 g=$1
 check=$2
@@ -13,7 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/lib.sh"
 
 # an mlp with periodic evaluations: blocks cut at each, eval_accuracy the held-out loss
-expect 0 "" "$g" train --model mlp-tiny --steps 30 --eval-samples 256 --eval-every 10 --quiet \
+expect 0 "" "$g" train --model mlp-tiny --steps 30 --peak-gflops 100 --eval-samples 256 --eval-every 10 --quiet \
     --mllog "$tmp/mlp.log"
 expect 0 "format and required keys ok" "$check" "$tmp/mlp.log" --eval --train
 n=$(grep -c '"key": "eval_accuracy"' "$tmp/mlp.log")
@@ -26,13 +27,13 @@ grep -q '"key": "submission_benchmark", "value": "gauntlet-mlp-tiny"' "$tmp/mlp.
     ok "benchmark named after the model" || fail "submission_benchmark"
 
 # gpt2 without evaluation: no eval_accuracy, still a valid log
-expect 0 "" "$g" train --steps 5 --quiet --mllog "$tmp/gpt2.log"
+expect 0 "" "$g" train --steps 5 --peak-gflops 100 --quiet --mllog "$tmp/gpt2.log"
 expect 0 "format and required keys ok" "$check" "$tmp/gpt2.log" --train
 grep -q eval_accuracy "$tmp/gpt2.log" && fail "eval_accuracy without an evaluation" ||
     ok "no eval_accuracy without an evaluation"
 
 # a failed check: the run is aborted in the log
-expect 1 "" "$g" train --steps 3 --quiet --expect-loss-margin 0 --mllog "$tmp/fail.log"
+expect 1 "" "$g" train --steps 3 --peak-gflops 100 --quiet --expect-loss-margin 0 --mllog "$tmp/fail.log"
 expect 0 "format and required keys ok" "$check" "$tmp/fail.log" --train
 grep -q '"key": "run_stop".*"status": "aborted"' "$tmp/fail.log" && ok "failed check: run_stop aborted" ||
     fail "failed check: run_stop not aborted"

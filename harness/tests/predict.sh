@@ -162,17 +162,20 @@ fi
 # processes: the 2-rank step measured 1x to 2x the 1-rank step from one run to
 # the next; the kernel shares the cores between sessions, so a busy neighbour
 # leaves 2 ranks the CPU of 1): no verdict when, before we start, other
-# processes keep at least half the cores busy (the median of 10 readings of the runnable count in
-# /proc/loadavg over 2 s, less the reader itself; the 1-minute load average
+# processes keep at least half the cores busy: the share of CPU time not idle
+# over 2 s from /proc/stat (the runnable count of /proc/loadavg counts its own
+# reader and its shell, 1 to 2 on an idle machine; the 1-minute load average
 # would still count the test that ran before this one).
 cores=$(nproc)
-others=$(for i in 1 2 3 4 5 6 7 8 9 10; do
-    r=$(cut -d' ' -f4 /proc/loadavg)
-    echo $((${r%/*} - 1))
-    sleep 0.2
-done | sort -n | sed -n 5p)
-if [ $((others * 2)) -ge "$cores" ] && [ -z "${GT_PREDICT_JUDGE_BUSY:-}" ]; then
-    echo "skip: the machine is busy ($others other runnable processes on $cores cores): their"
+cpu_times() { awk '/^cpu / {idle = $5 + $6; total = 0; for (i = 2; i <= NF; i++) total += $i; print idle, total}' /proc/stat; }
+read -r idle0 total0 < <(cpu_times)
+sleep 2
+read -r idle1 total1 < <(cpu_times)
+# busy share of all cores in per cent; "others" in cores, rounded (for the message)
+busy=$(( (total1 - total0) > 0 ? 100 - 100 * (idle1 - idle0) / (total1 - total0) : 0 ))
+others=$(( (busy * cores + 50) / 100 ))
+if [ "$busy" -ge 50 ] && [ -z "${GT_PREDICT_JUDGE_BUSY:-}" ]; then
+    echo "skip: the machine is busy ($busy% of $cores cores busy before the test, about $others cores): their"
     echo "      timing, not the model's, would decide the check; rerun when it is idle"
     [ "$fails" -ne 0 ] && exit 1
     exit 77
