@@ -12,17 +12,8 @@
 #include "engine/profile.h"
 #include "engine/timer.h"
 #include "kernels/registry.h"
+#include "check.h"
 
-static int fails;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fails++;                                                                               \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 static gt_profile_part part(gt_profile *p, int k) {
     gt_profile_part pt;
@@ -178,7 +169,5 @@ int main(void) {
     gt_backend_dealloc(be, y);
     gt_backend_dealloc(be, g);
     gt_backend_free(be);
-    if (fails) fprintf(stderr, "%d failure(s)\n", fails);
-    else printf("profile: all checks passed\n");
-    return fails ? 1 : 0;
+    return check_done("profile");
 }

@@ -11,17 +11,8 @@
 
 #include "reports/compare.h"
 #include "reports/profile.h"
+#include "engine/tests/check.h"
 
-static int fails;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fails++;                                                                               \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 /* n samples around level, +-3% in a fixed pattern */
 static json_t *samples(double level, int n) {
@@ -149,7 +140,5 @@ int main(void) {
     unlink(pn);
     unlink(pa);
     rmdir(dir);
-    if (fails) fprintf(stderr, "%d failure(s)\n", fails);
-    else printf("profile: all checks passed\n");
-    return fails ? 1 : 0;
+    return check_done("profile");
 }
