@@ -48,14 +48,6 @@ if [ ! -x /usr/bin/chromium ]; then
     echo "skip: /usr/bin/chromium is absent (apt-get install chromium) after $fails failure(s)"
     [ "$fails" -eq 0 ] && exit 77 || exit 1
 fi
-browse() { # PAGE ARGS...: headless Chromium, isolated profile, no network
-    local page=$1
-    shift
-    HOME="$tmp" timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
-        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
-        --hide-scrollbars --user-data-dir="$(mktemp -d -p "$tmp")" --virtual-time-budget=5000 \
-        "$@" "file://$page" 2>>"$tmp/chromium.log"
-}
 count() { grep -o -- "$1" "$2" | wc -l; }
 for p in page both flat; do
     browse "$tmp/$p.html" --dump-dom --window-size=1000,800 >"$tmp/$p-dom.html"

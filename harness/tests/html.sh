@@ -140,14 +140,6 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 
 # ---- the page in a browser
-browse() { # PAGE ARGS...: headless Chromium, isolated profile, no network
-    local page=$1
-    shift
-    HOME="$tmp" timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
-        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
-        --hide-scrollbars --user-data-dir="$(mktemp -d -p "$tmp")" --virtual-time-budget=5000 \
-        "$@" "file://$page" 2>>"$tmp/chromium.log"
-}
 browse "$out" --dump-dom --window-size=1280,2000 >"$tmp/dom.html"
 browse "$tmp/one.html" --dump-dom --window-size=1280,2000 >"$tmp/one-dom.html"
 browse "$tmp/kernels.html" --dump-dom --window-size=1280,2000 >"$tmp/kernels-dom.html"

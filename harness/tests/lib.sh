@@ -8,6 +8,10 @@
 # NULL string ("(null)"). EXPECT_GREP_FLAGS adds grep flags (cli.sh and
 # html.sh match without case: -i); EXPECT_TIMEOUT (seconds) runs the command
 # under timeout, so a hang fails with 124 instead of stalling the test.
+#
+# browse PAGE ARGS...: headless /usr/bin/chromium on file://PAGE with ARGS
+# (--screenshot=..., --dump-dom ...), an isolated profile under $tmp (set by
+# the caller), no network; its stderr appended to $tmp/chromium.log.
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
@@ -32,4 +36,13 @@ expect() {
     else
         ok "$* -> $rc"
     fi
+}
+
+browse() {
+    local page=$1
+    shift
+    HOME="$tmp" timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
+        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
+        --hide-scrollbars --user-data-dir="$(mktemp -d -p "$tmp")" --virtual-time-budget=5000 \
+        "$@" "file://$page" 2>>"$tmp/chromium.log"
 }

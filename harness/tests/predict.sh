@@ -111,10 +111,7 @@ expect 2 "cannot|prediction" -- "$g" predict --from "$tmp/full.json" --json "$tm
 cmp -s "$tmp/p.json" "$tmp/keep.json" && ok "earlier JSON intact" || fail "earlier JSON changed"
 # the HTML view: the section's data is in the page, drawn in headless Chromium
 render() { # PAGE DOM: the page's DOM after its scripts ran
-    HOME="$tmp" timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
-        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
-        --user-data-dir="$(mktemp -d -p "$tmp")" --virtual-time-budget=5000 --dump-dom \
-        --window-size=1280,2000 "file://$1" >"$2" 2>>"$tmp/chromium.log"
+    browse "$1" --dump-dom --window-size=1280,2000 >"$2"
 }
 drawn() { # DOM WHAT: the Scaling prediction section with its parts
     grep -q 'data-render-errors="0"' "$1" && ok "$2: rendered without errors" ||

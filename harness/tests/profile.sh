@@ -108,10 +108,7 @@ expect 0 "prof.html \(2 reports\)" "$g" report "$tmp/a.json" "$tmp/slow.json" --
 grep -q '"samples_ms"' "$tmp/prof.html" && fail "the page embeds the profile's samples" ||
     ok "no profile samples embedded"
 if [ -x /usr/bin/chromium ]; then
-    HOME="$tmp" timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic \
-        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
-        --user-data-dir="$(mktemp -d -p "$tmp")" --virtual-time-budget=5000 --dump-dom \
-        --window-size=1280,2000 "file://$tmp/prof.html" >"$tmp/dom.html" 2>>"$tmp/chromium.log"
+    browse "$tmp/prof.html" --dump-dom --window-size=1280,2000 >"$tmp/dom.html"
     grep -q 'data-render-errors="0"' "$tmp/dom.html" && grep -q '<section id="profile"' "$tmp/dom.html" &&
         ok "page: the profile section, no render error" ||
         { fail "page: no profile section or a render error"; grep -o 'id="render-errors"[^<]*' "$tmp/dom.html"; }
