@@ -428,13 +428,22 @@ static const char *jstr(json_t *o, const char *key) {
  * clocks and temperature, measured peaks, the hwloc XML the digest stands for,
  * each rank's CPU binding): they would show at every change point. */
 static int env_skipped(const char *key) {
-    /* env.job: only its identity members (scheduler, launcher, ranks, layout...)
-     * say what changed; the job id, node list and hosts differ every run */
-    static const char *const skip[] = {"state",    "peaks",     "topology_xml",   "binding",
-                                       "job_id",   "node_list", "tasks_per_node", "nodes",
-                                       "per_rank", "identity",  NULL};
+    static const char *const skip[] = {"state", "peaks", "topology_xml", "binding", NULL};
     for (int i = 0; skip[i]; i++)
         if (strcmp(key, skip[i]) == 0) return 1;
+    return 0;
+}
+
+/* env.job names its own identity members (scheduler, launcher, ranks,
+ * layout...): only those say what changed; its job id, node list and hosts
+ * differ every run. */
+static int job_identity(json_t *job, const char *key) {
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(job, "identity"), i, x) {
+        const char *m = json_string_value(x);
+        if (m && strcmp(m, key) == 0) return 1;
+    }
     return 0;
 }
 
@@ -445,8 +454,9 @@ static int flatten(json_t *v, char *key, size_t cap, size_t len, field_fn fn, vo
     if (json_is_object(v)) {
         const char *k;
         json_t *x;
+        int job = strcmp(key, "env.job") == 0;
         json_object_foreach(v, k, x) {
-            if (env_skipped(k)) continue;
+            if (env_skipped(k) || (job && !job_identity(v, k))) continue;
             int w = snprintf(key + len, cap - len, "%s%s", len ? "." : "", k);
             if (w < 0 || (size_t)w >= cap - len) continue;
             int rc = flatten(x, key, cap, len + (size_t)w, fn, ctx);
