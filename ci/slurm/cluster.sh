@@ -84,7 +84,12 @@ in_ns() { # in_ns NAMESPACE CMD...: nsenter, not `ip netns exec` (that remounts 
         nsenter --net="/run/netns/$ns" -- "$@"
     fi
 }
-alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
+# a process that has exited but not been reaped yet (a zombie: kill -0 still
+# succeeds; this machine's init may take a while to reap daemons) is not alive
+alive() {
+    [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null &&
+        ! grep -qs '^State:[[:space:]]*Z' "/proc/$1/status"
+}
 pid_of() { # PIDFILE: the daemon's pid, only while that pid is still the daemon the file
     # names (a stale file whose pid now belongs to another process gives nothing)
     local p name

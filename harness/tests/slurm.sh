@@ -51,7 +51,9 @@ case "$mode" in
             "${GT_SLURM_DIR:-/tmp/gauntlet-slurm-$inst}"/munge/munged.pid 2>/dev/null | tr -dc '0-9\n')
         bash "$cluster" stop || fail "cluster.sh stop exited $?"
         for p in $pids; do
-            kill -0 "$p" 2>/dev/null && fail "pid $p ($(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null)) still runs"
+            # a zombie (exited, not yet reaped by init) has stopped running
+            kill -0 "$p" 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' "/proc/$p/status" &&
+                fail "pid $p ($(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null)) still runs"
         done
         left=$(ip netns list | grep -E "^gts-$inst-" || true)
         [ -z "$left" ] || fail "namespaces left: $left"
