@@ -97,8 +97,8 @@ int main(void) {
     const char *why = "cuDNN is unavailable";
     cudnnHandle_t h = im->cudnn;
     im->cudnn = NULL; /* what a failed cudnnCreate leaves */
-    expect("conv2d_fwd, no handle", be->ops->conv2d_fwd(&k, y, x, w, b, &sh),
-           GT_ERR_UNSUPPORTED, why);
+    expect("conv2d_fwd, no handle", be->ops->conv2d_fwd(&k, y, x, w, b, &sh), GT_ERR_UNSUPPORTED,
+           why);
     expect("conv2d_bwd, no handle", be->ops->conv2d_bwd(&k, dx, dw, db, y, x, w, &sh),
            GT_ERR_UNSUPPORTED, why);
     expect("conv2d_bwd (dinp, dbias NULL), no handle",
