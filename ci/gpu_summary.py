@@ -234,6 +234,8 @@ def section_train(work, out):
         row = train_row(label, os.path.join(work, f + ".json"))
         if row:
             rows.append(row)
+            if "| pass |" not in row and os.path.exists(os.path.join(work, f + ".log")):
+                tails.append(f + ".log")
         elif os.path.exists(os.path.join(work, f + ".log")):
             rows.append(f"| {label} | NO REPORT (see below) | - | - | - | - | - | - | - |")
             tails.append(f + ".log")
@@ -291,6 +293,11 @@ def section_cudnn_logs(work, out):
             fails.append((f, lines))
     out.append("")
     for f, lines in fails:
+        if not any(l.strip() for l in lines):
+            out.append(f"{os.path.basename(f)} is empty (the run failed): cuDNN logged no warning or "
+                       "error, so the failure is on gauntlet's side of the call or before cuDNN was "
+                       "reached: see the run's own log.\n")
+            continue
         out.append(f"The end of {os.path.basename(f)} (the run failed):\n\n```\n" +
                    "\n".join(l[:300] for l in lines[-30:]) + "\n```\n")
 

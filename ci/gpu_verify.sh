@@ -42,7 +42,8 @@
 # Environment: GV_BUDGET_S (default 570: the invocation ends its stages inside this many
 # seconds so that the device call returns its files; 0: no limit), GV_STEPS (training
 # steps, default 30), GV_JOBS (default nproc), GV_CTEST_J (parallel GPU tests, default 8),
-# GV_BUILD (default build-gpu), GV_BUILD_ALL (1: build every target), GV_DEPS (default
+# GV_CTEST_R (gputest: only the tests matching this regex), GV_BUILD (default build-gpu;
+# a relative path is in the repository), GV_BUILD_ALL (1: build every target), GV_DEPS (default
 # build-gpu-deps), CUDNN_PATH / NCCL_HOME (looked at first), CUDA_HOME (default
 # /usr/local/cuda), GV_ARCH (CUDA architectures, default: the GPU's compute capability,
 # 90 without a GPU), GV_PEAK_GFLOPS (MFU reference, default: the GPU's dense bf16
@@ -64,9 +65,10 @@ trap 'rm -f "$GV_ORIG_ENV"' EXIT
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
 BUILD=${GV_BUILD:-build-gpu}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 DEPS=${GV_DEPS:-build-gpu-deps}
 OUTDIR=${OUT:-$ROOT/build-gpu-out}
-WORK=$ROOT/$BUILD/verify          # logs and reports; packed into $OUTDIR after each stage
+WORK=$BUILD/verify               # logs and reports; packed into $OUTDIR after each stage
 JOBS=${GV_JOBS:-$(nproc 2>/dev/null || echo 4)}
 CTEST_J=${GV_CTEST_J:-8}
 BUDGET=${GV_BUDGET_S:-570}
@@ -94,10 +96,11 @@ RESERVE=0                          # what the later stages of this invocation ar
 # what the later stages are left)
 cap() { local l; l=$(($(left) - 15 - RESERVE)); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
 # ORIG: a command prefix that runs a program in the environment the script started with
+# (read from the saved file when it runs: the environment never appears on a command
+# line, in the logs or in ps)
 orig_env() {
-    local e
-    mapfile -d '' -t e <"$GV_ORIG_ENV"
-    ORIG=(env -i "${e[@]}" PYTHONUNBUFFERED=1)
+    # shellcheck disable=SC2016  # expanded by that bash, not this one
+    ORIG=(bash -c 'mapfile -d "" -t e <"$0" && exec env -i "${e[@]}" PYTHONUNBUFFERED=1 "$@"' "$GV_ORIG_ENV")
 }
 # run_to LIMIT LOG CMD...: run with a time limit, output to LOG (and a tail to stderr)
 run_to() {
@@ -202,7 +205,7 @@ find_lib() {
 }
 # link_dir NAME INCDIR LIBDIR: $BUILD/deps/NAME/{include,lib} with unversioned links
 link_dir() {
-    local name=$1 inc=$2 lib=$3 dst=$ROOT/$BUILD/deps/$1 f base
+    local name=$1 inc=$2 lib=$3 dst=$BUILD/deps/$1 f base
     rm -rf "$dst"; mkdir -p "$dst/lib"
     ln -s "$inc" "$dst/include"
     for f in "$lib"/lib"$name"*.so*; do             # libcudnn_graph.so.9 etc. too
@@ -233,14 +236,14 @@ setup_env() {
         d=$(link_dir cudnn "$inc" "$lib")
         export CUDNN_PATH=$d
         CMAKE_LIB_ARGS+=("-DCUDNN_INCLUDE_DIR=$inc" "-DCUDNN_LIBRARY=$d/lib/libcudnn.so")
-        ld="$ld:$lib"; CUDNN_DESC="$inc | $lib"
+        ld="$ld:$lib"; CUDNN_DESC="$inc, $lib"
     fi
     if r=$(find_lib nccl nccl.h); then
         read -r inc lib <<<"$r"
         d=$(link_dir nccl "$inc" "$lib")
         export NCCL_HOME=$d
         CMAKE_LIB_ARGS+=("-DNCCL_INCLUDE_DIR=$inc" "-DNCCL_LIBRARY=$d/lib/libnccl.so")
-        ld="$ld:$lib"; NCCL_DESC="$inc | $lib"
+        ld="$ld:$lib"; NCCL_DESC="$inc, $lib"
     fi
     # cuBLAS: the toolkit's, else a wheel's (CMake's FindCUDAToolkit looks in CMAKE_LIBRARY_PATH)
     if ! compgen -G "$CUDA_HOME/lib64/libcublasLt.so*" >/dev/null && r=$(find_lib cublasLt cublasLt.h); then
@@ -252,7 +255,7 @@ setup_env() {
         for f in "$inc"/cublas*.h; do ln -sf "$f" "$d/include/"; done
         export CMAKE_LIBRARY_PATH="$d/lib${CMAKE_LIBRARY_PATH:+:$CMAKE_LIBRARY_PATH}"
         export CPATH="$d/include${CPATH:+:$CPATH}"
-        ld="$ld:$lib"; CUBLAS_DESC="$inc | $lib (wheel)"
+        ld="$ld:$lib"; CUBLAS_DESC="$inc, $lib (wheel)"
     fi
     # other wheel libraries cuDNN may dlopen (nvrtc, cublas of the wheel) go last
     local w
@@ -409,8 +412,8 @@ stage_probe() {
 
 # A finished build: .gv_built holds its scope, "gpu" (what the GPU stages run) or "all"
 build_fresh() {
-    [ -x "$ROOT/$BUILD/harness/gauntlet" ] && [ -f "$ROOT/$BUILD/.gv_built" ] || return 1
-    [ "${1:-gpu}" = gpu ] || [ "$(cat "$ROOT/$BUILD/.gv_built")" = all ]
+    [ -x "$BUILD/harness/gauntlet" ] && [ -f "$BUILD/.gv_built" ] || return 1
+    [ "${1:-gpu}" = gpu ] || [ "$(cat "$BUILD/.gv_built")" = all ]
 }
 
 # gpu_targets: the build targets the gpu-labelled tests run (every argument of each
@@ -430,7 +433,7 @@ gpu_targets() {
         comm -12 <(for n in "${names[@]}"; do
                        grep -rhF --include=CTestTestfile.cmake "add_test([=[$n]=] " "$BUILD" |
                            grep -o '"[^"]*"' | tr -d '"'
-                   done | xargs -r -n1 basename | sort -u) <(echo "$known")
+                   done | xargs -r -n1 basename -- | sort -u) <(echo "$known")
     } | awk 'NF && !seen[$0]++'
 }
 
@@ -442,7 +445,7 @@ stage_build() {
     command -v nvcc >/dev/null 2>&1 || { note "build: nvcc not found (CUDA_HOME=$CUDA_HOME)"; BUILD_FAILED=1; worse 2; return 2; }
     case $JANSSON_DESC in MISSING*) note "build: jansson $JANSSON_DESC"; BUILD_FAILED=1; worse 2; return 2 ;; esac
     if have_gpu; then arch=$(gpu_arch); else arch=${GV_ARCH:-90}; note "build: no GPU here ($GPU_WHY): compiling for sm_$arch only"; fi
-    rm -f "$ROOT/$BUILD/.gv_built"
+    rm -f "$BUILD/.gv_built"
     local mpi=ON gen=() genname=make
     command -v mpicc >/dev/null 2>&1 || command -v mpirun >/dev/null 2>&1 || mpi=OFF
     # a new build folder gets Ninja when there is one (the image has ninja; make may be absent)
@@ -478,7 +481,7 @@ stage_build() {
         echo "| build | FAILED after $(($(date +%s) - t)) s |" >>"$WORK/stages.md"; BUILD_FAILED=1; worse 2; return 2
     fi
     tb=$(($(date +%s) - t))
-    echo "$scope" >"$ROOT/$BUILD/.gv_built"
+    echo "$scope" >"$BUILD/.gv_built"
     # the build's cost, for docs/gpu-verification.md: steps from the last progress line
     local steps; steps=$(grep -o '^\[[0-9]*/[0-9]*\]' "$log" | tail -1 | tr -d '[]' | cut -d/ -f2)
     echo "configure ${tc} s; build ${tb} s: $what, ${steps:-?} steps, -j $JOBS, $genname, sm_$arch, $(nproc) cores" \
@@ -536,13 +539,15 @@ stage_gputest() {
     ensure_built gputest || return 0
     local lim n rc rca=0 pid junits=("$WORK/gputest-junit.xml") attn=()
     rm -f "$WORK"/gputest*.log "$WORK"/gputest*-junit.xml "$WORK"/cudnn-kernels.*
-    (cd "$BUILD" && ctest -N -L gpu) | sed -n 's/^ *Test *#[0-9]*: //p' >"$WORK/gputest-list.txt"
+    # GV_CTEST_R: only the tests matching it (a re-check of a fix)
+    (cd "$BUILD" && ctest -N -L gpu ${GV_CTEST_R:+-R "$GV_CTEST_R"}) | sed -n 's/^ *Test *#[0-9]*: //p' \
+        >"$WORK/gputest-list.txt"
     mapfile -t attn < <(grep -E "$ATTN_RE" "$WORK/gputest-list.txt")
     lim=$(cap 600)
     ctest_args "$lim"
     note "gputest: $(wc -l <"$WORK/gputest-list.txt") gpu tests, -j $CTEST_J; beside them the cuDNN-forced ones one at a time with CUDNN_LOGLEVEL_DBG=$CUDNN_LOG_LEVEL: ${attn[*]:-none}"
     (cd "$BUILD" && run_to "$lim" "$WORK/gputest.log" "${CT[@]}" --output-junit "$WORK/gputest-junit.xml" \
-        -L gpu -E "$ATTN_RE" -j "$CTEST_J") &
+        -L gpu -E "$ATTN_RE" ${GV_CTEST_R:+-R "$GV_CTEST_R"} -j "$CTEST_J") &
     pid=$!
     # GT_CUDA_ATTENTION=cudnn fails naming cuDNN's reason; cuDNN's own log says more:
     # one log per test (whether cuDNN appends to or replaces the file is not documented)
