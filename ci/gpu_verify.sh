@@ -400,7 +400,13 @@ stage_probe() {
         echo "--- python: $(python3 -c 'import sys; print(sys.version.split()[0], sys.executable)' 2>&1)"
         # torch as the torch stage runs it: in the environment the script started with
         orig_env
-        "${ORIG[@]}" python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "gpu", torch.cuda.is_available())' 2>&1 | tail -1
+        "${ORIG[@]}" python3 -c '
+import torch
+try:
+    dnn = torch.backends.cudnn.version()
+except Exception as e:
+    dnn = "? (%s)" % e
+print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", dnn, "gpu", torch.cuda.is_available())' 2>&1 | tail -1
         echo "--- nvidia wheels"; py_nvidia_roots | while read -r r; do ls "$r" 2>/dev/null | tr '\n' ' '; echo; done
         echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
     } >"$f" 2>&1
