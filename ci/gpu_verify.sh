@@ -93,8 +93,14 @@ declare -A FLOOR=([probe]=5 [build]=60 [gputest]=90 [train]=75 [torch]=100 [kern
                   [nccl]=25 [models]=40 [sanitize]=40 [own]=40 [test]=60)
 RESERVE=0                          # what the later stages of this invocation are left
 # cap SECONDS: min(SECONDS, what is left of the budget minus 15 s for packing and minus
-# what the later stages are left)
-cap() { local l; l=$(($(left) - 15 - RESERVE)); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+# what the later stages are left); where the later stages' floors would leave this one
+# under 20 s it takes what is left (the stages come in order of value, and the first
+# ones are what the later ones need: the build)
+cap() {
+    local l; l=$(($(left) - 15 - RESERVE))
+    [ "$l" -lt 20 ] && l=$(($(left) - 15))
+    [ "$l" -lt "$1" ] && echo "$l" || echo "$1"
+}
 # ORIG: a command prefix that runs a program in the environment the script started with
 # (read from the saved file when it runs: the environment never appears on a command
 # line, in the logs or in ps)
