@@ -47,7 +47,8 @@
 # build-gpu-deps), CUDNN_PATH / NCCL_HOME (looked at first), CUDA_HOME (default
 # /usr/local/cuda), GV_ARCH (CUDA architectures, default: the GPU's compute capability,
 # 90 without a GPU), GV_PEAK_GFLOPS (MFU reference, default: the GPU's dense bf16
-# datasheet peak), GV_KERNELS_ARGS (default --quick), GV_MODELS_ARGS (default --quick),
+# datasheet peak), GV_KERNELS_ARGS (default --quick), GV_KERNELS_SELECT (what the kernels
+# stage runs, default "kernels scaling/gpt2-124m/bf16"), GV_MODELS_ARGS (default --quick),
 # GV_MODELS_SMALL (1: also mlp/resnet-small convergence, --full), GV_NCCL_ARGS (default
 # -e 64M), GV_SANITIZE ("TOOL TEST;TOOL TEST"; default "memcheck kernels.attention_cudnn.cuda";
 # "all": the long list), GV_SANITIZER_ARGS, GV_TORCH_STEPS (default 20).
@@ -796,15 +797,16 @@ gpu_class() {
 stage_kernels() {
     need_gpu kernels || return 0
     ensure_built kernels || return 0
-    local G=$BUILD/harness/gauntlet rc args
+    local G=$BUILD/harness/gauntlet rc args sel
     read -r -a args <<<"${GV_KERNELS_ARGS:---quick}"
+    read -r -a sel <<<"${GV_KERNELS_SELECT:-kernels scaling/gpt2-124m/bf16}"
     [ -f "$WORK/env.txt" ] || run_to 30 "$WORK/env.txt" "$G" env --no-probes
     rm -f "$WORK"/baseline-*.json "$WORK/baseline.txt"
     # conformance against ref + hot/cold speed of every op, the suite's peak probes, and
     # gpt2-124m bf16 B=16 T=1024 as a suite case: one report, the first GPU baseline; it
     # is rewritten after every case, so a run cut by the budget still leaves what finished
-    note "kernels: gauntlet run kernels scaling/gpt2-124m/bf16 --backend cuda --topologies 1 ${args[*]}"
-    run_to "$(cap 150)" "$WORK/kernels.log" "$G" run kernels scaling/gpt2-124m/bf16 --backend cuda \
+    note "kernels: gauntlet run ${sel[*]} --backend cuda --topologies 1 ${args[*]}"
+    run_to "$(cap 150)" "$WORK/kernels.log" "$G" run "${sel[@]}" --backend cuda \
         --topologies 1 "${args[@]}" --report "$WORK/kernels.json"
     rc=$?
     cuda_verdict kernels $rc "cases ran" "case"
@@ -820,8 +822,8 @@ stage_kernels() {
     cls=$(gpu_class); date=$(date -u +%Y%m%d)
     if [ -z "$why" ]; then
         cp "$WORK/kernels.json" "$WORK/baseline-$cls-$date.json"
-        printf 'baseline-%s-%s.json\ncommit as reports/baselines/%s/gpu-verify.json\ngate: gauntlet run kernels scaling/gpt2-124m/bf16 --backend cuda --topologies 1 %s --baseline reports/baselines/%s/gpu-verify.json\n' \
-            "$cls" "$date" "$cls" "${args[*]}" "$cls" >"$WORK/baseline.txt"
+        printf 'baseline-%s-%s.json\ncommit as reports/baselines/%s/gpu-verify.json\ngate: gauntlet run %s --backend cuda --topologies 1 %s --report new.json --baseline reports/baselines/%s/gpu-verify.json\n' \
+            "$cls" "$date" "$cls" "${sel[*]}" "${args[*]}" "$cls" >"$WORK/baseline.txt"
         note "kernels: baseline-$cls-$date.json written (report_check ok, compare with itself exit 0)"
         echo "| baseline | baseline-$cls-$date.json: commit as reports/baselines/$cls/gpu-verify.json (report_check ok, compare with itself exit 0) |" >>"$WORK/stages.md"
     else
