@@ -919,10 +919,17 @@ done
 trap 'note "interrupted"; pack; exit 130' INT TERM
 for i in "${!stages[@]}"; do
     s=${stages[$i]}
-    # what the later stages are left: their FLOOR each, so that this one cannot eat them
+    # what the later stages are left: their FLOOR each, in order, as far as the budget
+    # holds this stage's own floor and theirs (the later a stage, the less it is worth:
+    # where the floors do not all fit, the last ones are the ones left without)
     RESERVE=0
-    for later in "${stages[@]:$((i + 1))}"; do RESERVE=$((RESERVE + ${FLOOR[$later]:-0})); done
-    [ "$BUDGET" -gt 0 ] || RESERVE=0
+    if [ "$BUDGET" -gt 0 ]; then
+        avail=$(($(left) - 15 - ${FLOOR[$s]:-0}))
+        for later in "${stages[@]:$((i + 1))}"; do
+            [ $((RESERVE + ${FLOOR[$later]:-0})) -le "$avail" ] || break
+            RESERVE=$((RESERVE + ${FLOOR[$later]:-0}))
+        done
+    fi
     note "=== stage $s (budget left $(left) s, ${RESERVE} s of it kept for the later stages)"
     "stage_$s"
     rc=$?
