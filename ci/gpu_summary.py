@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """summary.md for ci/gpu_verify.sh, from the logs and JSON reports in its work folder.
 
-  gpu_summary.py --junit FILE          one line: CTest counts from ctest's JUnit file
+  gpu_summary.py --junit FILE [--junit FILE2] [--log LOG] [--list NAMES]
+                                       one line: CTest counts from ctest's JUnit files (the
+                                       logs' progress lines where a run was cut before its
+                                       JUnit file; NAMES not run anywhere: "not reached")
   gpu_summary.py --work DIR [--rc N]   the whole summary.md on stdout
 
 Standard library only: it runs under whatever python3 the GPU machine has.
@@ -15,25 +18,51 @@ import sys
 import xml.etree.ElementTree as ET
 
 
-def junit_counts(path):
-    root = ET.parse(path).getroot()
-    cases = root.iter("testcase")
-    passed, failed, skipped = [], [], []
-    for c in cases:
-        name = c.get("name", "?")
-        st = (c.get("status") or "").lower()
-        if c.find("failure") is not None or c.find("error") is not None or st == "fail":
-            failed.append(name)
-        elif c.find("skipped") is not None or st in ("notrun", "disabled", "skipped"):
-            skipped.append(name)
-        else:
-            passed.append(name)
-    n = len(passed) + len(failed) + len(skipped)
+# ctest's progress line: " 3/26 Test #27: kernels.conformance.cuda ....   Passed    0.35 sec"
+CTEST_LINE = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(?:\*\*\*)?(Passed|Failed|Skipped|Not Run|Timeout|Exception)")
+
+
+def junit_counts(paths, logs=(), listing=None):
+    """One line of counts. paths: ctest JUnit files (several runs of one stage); where a run
+    was cut before ctest wrote its file, the progress lines of logs stand in; the tests of
+    listing (one name a line, `ctest -N`) that ran nowhere are "not reached"."""
+    status = {}
+    for path in paths:
+        try:
+            root = ET.parse(path).getroot()
+        except (OSError, ET.ParseError):
+            continue
+        for c in root.iter("testcase"):
+            name = c.get("name", "?")
+            st = (c.get("status") or "").lower()
+            if c.find("failure") is not None or c.find("error") is not None or st == "fail":
+                status[name] = "failed"
+            elif c.find("skipped") is not None or st in ("notrun", "disabled", "skipped"):
+                status[name] = "skipped"
+            else:
+                status[name] = "passed"
+    for log in logs:
+        for line in read(log) or []:
+            mt = CTEST_LINE.search(line)
+            if mt and mt.group(1) not in status:
+                status[mt.group(1)] = {"Passed": "passed", "Skipped": "skipped"}.get(mt.group(2), "failed")
+    names = [l.strip() for l in (read(listing) or []) if l.strip()] if listing else []
+    unreached = [n for n in names if n not in status]
+    passed = [n for n, v in status.items() if v == "passed"]
+    failed = sorted(n for n, v in status.items() if v == "failed")
+    skipped = sorted(n for n, v in status.items() if v == "skipped")
+    if not status and not unreached:
+        return "no tests ran (no JUnit file, no ctest progress line)"
+    n = len(status) + len(unreached)
     s = f"{n} tests: {len(passed)} passed, {len(failed)} failed, {len(skipped)} skipped"
+    if unreached:
+        s += f", {len(unreached)} not reached"
     if failed:
         s += "; FAILED: " + ", ".join(failed)
     if skipped:
         s += "; skipped: " + ", ".join(skipped)
+    if unreached:
+        s += "; not reached: " + ", ".join(unreached)
     return s
 
 
@@ -185,36 +214,57 @@ def section_kernels(work, out):
         out.append("Attention paths (backend notes):\n\n```\n" + "\n".join(n[:300] for n in notes[:12]) + "\n```\n")
 
 
-def train_row(label, path):
-    d = load(path)
-    if not d or not d.get("results"):
-        return None
-    r = d["results"][0]
+def train_row(label, path=None, r=None):
+    if r is None:
+        d = load(path)
+        if not d or not d.get("results"):
+            return None
+        r = d["results"][0]
     p = r.get("params", {})
     mem = m(r, "peak_memory")
+    # MFU against the datasheet where the result has it (the suite cases), else the
+    # reference the run was given (gauntlet train --peak-gflops: the datasheet too)
+    mfu, ref = m(r, "mfu_datasheet"), m(r, "peak_datasheet")
+    if mfu is None:
+        mfu, ref = m(r, "mfu"), m(r, "peak_sgemm")
     return (f"| {label} | {r.get('status')} | {fmt(m(r, 'tokens_per_s'), 0)} | {fmt(m(r, 'ms_per_step'), 1)} | "
-            f"{fmt((m(r, 'mfu') or 0) * 100, 1)}% | {fmt((m(r, 'peak_sgemm') or 0) / 1e3, 1)} | "
+            f"{fmt((mfu or 0) * 100, 1)}% | {fmt((ref or 0) / 1e3, 1)} | "
             f"{fmt(m(r, 'final_loss'), 4)} | {fmt(mem / 2**30 if mem else None, 2)} | {p.get('steps', '-')} |")
 
 
 def section_train(work, out):
-    rows = []
-    for label, f in (("gauntlet, cuDNN attention (auto)", "train_bf16.json"),
-                     ("gauntlet, own attention", "train_bf16_own.json")):
-        row = train_row(label, os.path.join(work, f))
+    rows, tails = [], []
+    for label, f in (("gauntlet, cuDNN attention forced (GT_CUDA_ATTENTION=cudnn)", "train_bf16"),
+                     ("gauntlet, auto (run because the forced one failed)", "train_bf16_auto"),
+                     ("gauntlet, own attention (GT_CUDA_ATTENTION=own)", "train_bf16_own")):
+        row = train_row(label, os.path.join(work, f + ".json"))
         if row:
             rows.append(row)
+            if "| pass |" not in row and os.path.exists(os.path.join(work, f + ".log")):
+                tails.append(f + ".log")
+        elif os.path.exists(os.path.join(work, f + ".log")):
+            rows.append(f"| {label} | NO REPORT (see below) | - | - | - | - | - | - | - |")
+            tails.append(f + ".log")
+    # the kernels stage's gpt2-124m case: the same call, so the same card, as PyTorch's run
+    kj = load(os.path.join(work, "kernels.json")) or {}
+    for r in kj.get("results", []):
+        if r.get("suite") == "scaling" and r.get("case") == "gpt2-124m/bf16" and r.get("backend") == "cuda":
+            rows.append(train_row("gauntlet, suite case scaling/gpt2-124m/bf16 (kernels stage: the torch "
+                                  "stage's call and card)", r=r))
     tb = load(os.path.join(work, "torch_baseline.json"))
-    if tb:
-        rows.append(f"| PyTorch {tb.get('torch', '')} torch.compile | {tb.get('status', 'pass')} | "
+    if tb and tb.get("status") == "pass":
+        comp = "torch.compile" if tb.get("compile") else "eager (torch.compile " + \
+            (f"failed: {tb.get('compile_error', '')[:120]}" if tb.get("compile_error") else "off") + ")"
+        rows.append(f"| PyTorch {tb.get('torch', '')} {comp} | pass | "
                     f"{fmt(tb.get('tokens_per_s'), 0)} | {fmt(tb.get('ms_per_step'), 1)} | "
                     f"{fmt((tb.get('mfu') or 0) * 100, 1)}% | {fmt((tb.get('peak_gflops') or 0) / 1e3, 1)} | "
                     f"{fmt(tb.get('final_loss'), 4)} | {fmt(tb.get('peak_memory_gib'), 2)} | {tb.get('steps', '-')} |")
+    elif tb or os.path.exists(os.path.join(work, "torch_baseline.log")):
+        # with a GPU present a torch that cannot run is NOT VERIFIED, never a quiet skip
+        why = (tb or {}).get("reason") or "no result (see torch_baseline.log)"
+        rows.append(f"| PyTorch torch.compile | NOT VERIFIED: {str(why)[:200]} | - | - | - | - | - | - | - |")
+        tails.append("torch_baseline.log")
     if not rows:
-        for f in ("train_bf16.log", "torch_baseline.log"):
-            tail = read(os.path.join(work, f))
-            if tail:
-                out.append(f"## Training: no report; the end of {f}\n\n```\n" + "\n".join(tail[-15:]) + "\n```\n")
         return
     out.append("## gpt2-124m training, bf16, B=16 T=1024, one GPU\n")
     out.append("| run | status | tokens/s | ms/step | MFU | MFU ref TFLOP/s | final loss | peak GiB | steps |")
@@ -223,6 +273,65 @@ def section_train(work, out):
     out.append("\nMFU = 6N + 6LCT FLOPs per token x tokens/s over the reference (the GPU's dense bf16 "
                "datasheet peak, passed as --peak-gflops; the median step, the first left out). "
                "torch_baseline.log has the PyTorch run.\n")
+    if tb and tb.get("ld_library_path") is not None:
+        out.append(f"PyTorch ran with LD_LIBRARY_PATH=`{tb.get('ld_library_path') or '(unset)'}`, torch from "
+                   f"`{tb.get('torch_file', '?')}`, CUDA {tb.get('torch_cuda', '?')}, cuDNN {tb.get('torch_cudnn', '?')}.\n")
+    for f in tails:
+        tail = read(os.path.join(work, f))
+        if tail:
+            out.append(f"The end of {f}:\n\n```\n" + "\n".join(tail[-15:]) + "\n```\n")
+
+
+def section_cudnn_logs(work, out):
+    """cuDNN's own log (CUDNN_LOGLEVEL_DBG=2: warnings and errors) of every run that forced
+    cuDNN attention; the end of it where that run failed."""
+    logs = sorted(glob.glob(os.path.join(work, "cudnn-*.log")))
+    if not logs:
+        return
+    out.append("## cuDNN logs (CUDNN_LOGLEVEL_DBG=2, the runs that force cuDNN attention)\n")
+    out.append("Each run with GT_CUDA_ATTENTION=cudnn (the train stage, the cuDNN attention tests, "
+               "their sanitizer run) writes cuDNN's warnings and errors to its own file, in the "
+               "tarball; where the run failed, its last lines follow.\n")
+    out.append("| log | run exit | lines | errors (E!) | warnings (W!) |\n|---|---|---|---|---|")
+    fails = []
+    for f in logs:
+        lines = read(f) or []
+        rcl = read(f + ".rc")
+        rc = rcl[0].strip() if rcl else "?"
+        ne = sum(l.startswith("E!") for l in lines)
+        nw = sum(l.startswith("W!") for l in lines)
+        out.append(f"| {os.path.basename(f)} | {rc} | {len(lines)} | {ne} | {nw} |")
+        if rc not in ("0", "?"):
+            fails.append((f, lines))
+    out.append("")
+    for f, lines in fails:
+        if not any(l.strip() for l in lines):
+            out.append(f"{os.path.basename(f)} is empty (the run failed): cuDNN logged no warning or "
+                       "error, so the failure is on gauntlet's side of the call or before cuDNN was "
+                       "reached: see the run's own log.\n")
+            continue
+        out.append(f"The end of {os.path.basename(f)} (the run failed):\n\n```\n" +
+                   "\n".join(l[:300] for l in lines[-30:]) + "\n```\n")
+
+
+def section_build(work, out):
+    lines = read(os.path.join(work, "build-times.txt"))
+    if lines:
+        out.append("## Build\n\n" + "\n".join(f"- {l}" for l in lines) + "\n")
+
+
+def section_baseline(work, out):
+    lines = read(os.path.join(work, "baseline.txt"))
+    if not lines:
+        return
+    out.append("## Baseline report\n")
+    if lines[0].startswith("NO baseline"):
+        out.append(lines[0] + "\n")
+        return
+    out.append(f"`{lines[0]}` (the kernels stage's report: complete, every check passed, "
+               "report_check accepts it, compare reads it):\n")
+    out.extend(f"- {l}" for l in lines[1:])
+    out.append("")
 
 
 def section_nccl(work, out):
@@ -323,34 +432,43 @@ def section_sanitize(work, out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--junit")
+    ap.add_argument("--junit", action="append", default=[],
+                    help="ctest JUnit file (repeat: one stage's runs); prints one line of counts")
+    ap.add_argument("--log", action="append", default=[],
+                    help="with --junit: ctest logs whose progress lines stand in for a missing JUnit file")
+    ap.add_argument("--list", help="with --junit: the tests that should have run (ctest -N names)")
     ap.add_argument("--work", action="append",
                     help="work folder (verify/ of a run); repeat to merge several calls, later wins")
     ap.add_argument("--rc", default="?")
     a = ap.parse_args()
-    if a.junit:
-        print(junit_counts(a.junit))
+    if a.junit or a.log:
+        print(junit_counts(a.junit, a.log, a.list))
         return 0
     if not a.work:
         ap.error("--junit or --work")
     work = a.work[-1]
     if len(a.work) > 1:
-        # merge: each file from the last folder that has it; stages and progress concatenated
+        # merge: each file from the last folder that has it; stages, progress and build
+        # times concatenated (a line already taken is not repeated: a warm machine's work
+        # folder still holds the earlier call's)
         import shutil
         import tempfile
         work = tempfile.mkdtemp(prefix="gv-merge-")
-        for name in ("stages.md", "progress.log"):
+        cat = ("stages.md", "progress.log", "build-times.txt")
+        for name in cat:
+            seen = set()
             with open(os.path.join(work, name), "w") as dst:
                 if name == "stages.md":
                     dst.write("| stage | result |\n|---|---|\n")
                 for w in a.work:
-                    lines = read(os.path.join(w, name)) or []
-                    if name == "stages.md":
-                        lines = [l for l in lines if not l.startswith(("| stage |", "|---"))]
-                    dst.write("\n".join(lines) + ("\n" if lines else ""))
+                    for l in read(os.path.join(w, name)) or []:
+                        if l in seen or (name == "stages.md" and l.startswith(("| stage |", "|---"))):
+                            continue
+                        seen.add(l)
+                        dst.write(l + "\n")
         for w in a.work:
             for f in os.listdir(w):
-                if f not in ("stages.md", "progress.log") and os.path.isfile(os.path.join(w, f)):
+                if f not in cat and os.path.isfile(os.path.join(w, f)):
                     shutil.copy(os.path.join(w, f), os.path.join(work, f))
     out = ["# GPU verification summary (ci/gpu_verify.sh)\n"]
     out.append(f"Exit status of the last invocation: {a.rc} "
@@ -359,7 +477,10 @@ def main():
     if st:
         out.append("## Stages\n\n" + "\n".join(st) + "\n")
     section_env(work, out)
+    section_build(work, out)
     section_train(work, out)
+    section_cudnn_logs(work, out)
+    section_baseline(work, out)
     section_kernels(work, out)
     section_nccl(work, out)
     section_models(work, out)

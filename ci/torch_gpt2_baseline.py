@@ -9,8 +9,12 @@ gradient clipping at 1.0, bf16 autocast with fp32 master weights, torch.compile,
 F.scaled_dot_product_attention (flash). Random tokens: only the speed is compared.
 
 Prints one line per step and a summary; --json writes tokens_per_s, ms_per_step
-(median of the timed steps) and MFU with gauntlet's FLOP count, 6N + 6LCT per token.
-Exits 0 with status "skip" in the JSON when torch or a GPU is missing.
+(median of the timed steps) and MFU with gauntlet's FLOP count, 6N + 6LCT per token,
+and what this torch was run with (LD_LIBRARY_PATH, torch's file, its CUDA and cuDNN).
+Exits 0 with status "skip" and the reason in the JSON when torch cannot be imported (any
+error: a missing module, or a CUDA library that does not load) or sees no GPU; the
+caller decides what that means (ci/gpu_verify.sh: NOT VERIFIED on a GPU machine). A
+torch.compile that fails falls back to eager mode, with compile_error in the JSON.
 
 --device cpu: fp32 (as gauntlet's cpu backend), torch's own threads (--threads), no
 autocast; what the installed torch lacks is replaced by its plain equivalent (before
@@ -21,6 +25,7 @@ what /usr/bin/time reports for gauntlet.
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -46,19 +51,35 @@ def main():
     ap.add_argument("--json")
     a = ap.parse_args()
 
+    seen = {"ld_library_path": os.environ.get("LD_LIBRARY_PATH", ""), "python": sys.executable}
+    print(f"torch baseline: python {sys.executable}, LD_LIBRARY_PATH={seen['ld_library_path'] or '(unset)'}",
+          flush=True)
     try:
         import torch
         import torch.nn as nn
         import torch.nn.functional as F
-    except ImportError as e:
-        print(f"torch baseline: skipped: {e}")
-        write(a.json, {"status": "skip", "reason": str(e)})
+    except Exception as e:  # noqa: BLE001 - an OSError from a CUDA library that does not load too
+        why = f"torch cannot be imported: {type(e).__name__}: {e}"
+        print(f"torch baseline: skipped: {why}")
+        write(a.json, {"status": "skip", "reason": why, **seen})
         return 0
+    seen.update({"torch": torch.__version__, "torch_file": torch.__file__,
+                 "torch_cuda": torch.version.cuda})
     cpu = a.device == "cpu"
-    if not cpu and not torch.cuda.is_available():
-        print("torch baseline: skipped: torch sees no CUDA GPU")
-        write(a.json, {"status": "skip", "reason": "no CUDA GPU", "torch": torch.__version__})
-        return 0
+    if not cpu:
+        try:
+            ok = torch.cuda.is_available()
+            why = "torch.cuda.is_available() is False" + (" (a CPU-only torch)" if not torch.version.cuda else "")
+        except Exception as e:  # noqa: BLE001
+            ok, why = False, f"torch.cuda: {type(e).__name__}: {e}"
+        if not ok:
+            print(f"torch baseline: skipped: torch sees no CUDA GPU: {why}")
+            write(a.json, {"status": "skip", "reason": f"torch sees no CUDA GPU: {why}", **seen})
+            return 0
+        try:
+            seen["torch_cudnn"] = torch.backends.cudnn.version()
+        except Exception:  # noqa: BLE001
+            seen["torch_cudnn"] = None
 
     L, NH, C, V, VP, MAXT = 12, 12, 768, 50257, 50304, 1024
     B, T = a.batch, a.seq
@@ -148,9 +169,21 @@ def main():
     print(f"torch {torch.__version__}, {devname}, params {nparams:,}, "
           f"B={B} T={T}, compile={compile_ok}", flush=True)
     t0 = time.perf_counter()
+    compile_error = None
     for i in range(a.warmup):
-        loss = step()
-        sync()
+        try:
+            loss = step()
+            sync()
+        except Exception as e:  # noqa: BLE001 - inductor/triton failing on this machine
+            if not compile_ok:
+                raise
+            compile_error = f"{type(e).__name__}: {e}"
+            print(f"torch baseline: torch.compile failed ({compile_error[:300]}): eager mode", flush=True)
+            compile_ok = False
+            step_fn = model
+            opt.zero_grad(set_to_none=True)
+            loss = step()
+            sync()
         print(f"warm-up {i + 1}/{a.warmup}: loss {loss.item():.4f} ({time.perf_counter() - t0:.1f} s since start)",
               flush=True)
     if not cpu:
@@ -177,7 +210,7 @@ def main():
            "batch": B, "seq": T, "steps": a.steps, "warmup": a.warmup, "compile": compile_ok,
            "num_params": nparams, "flops_per_token": flops_per_token, "ms_per_step": med,
            "ms_samples": ms, "tokens_per_s": tps, "mfu": mfu, "peak_gflops": a.peak_gflops,
-           "final_loss": loss.item(), "peak_memory_gib": peak_gib}
+           "final_loss": loss.item(), "peak_memory_gib": peak_gib, "compile_error": compile_error, **seen}
     print(f"torch baseline: median {med:.1f} ms/step, {tps:,.0f} tokens/s, MFU {mfu * 100:.1f}% "
           f"of {a.peak_gflops:.0f} GFLOP/s", flush=True)
     write(a.json, res)
