@@ -39,6 +39,9 @@
  *    alignment the algo was chosen for, that each matrix lies inside one
  *    emulated device allocation, that in-place C == D has one layout, and
  *    that the outputs (D, a written aux) do not overlap the inputs.
+ * Counts: every heuristic query, descriptor creation and matmul is
+ * counted; gt_emu_cublaslt_counts (emulator only) reads them, for tests of
+ * the backend's plan cache (kernels.matmul_lt_cache.cuda).
  * Refusals of the INVALID_VALUE kind are also printed on stderr (they are
  * bugs in the caller); NOT_SUPPORTED ones when GT_EMU_CUBLASLT_VERBOSE is
  * set (they are expected: the caller falls back).

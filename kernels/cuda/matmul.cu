@@ -59,6 +59,15 @@
  *      the bias: GEMM + bias rounded twice is an error of u |GEMM|, which
  *      cancellation against the bias makes large relative to the result.)
  *      The path is noted once per shape.
+ * Plans: the descriptors and the heuristic's first answer (a refusal too)
+ *      are built once per key (shape, transposes, lds, types, epilogue,
+ *      bias/aux presence and alignment, A/B/C/D alignment, workspace,
+ *      device: lt_key) and kept for the process (lt_plan_get: 1024 keys
+ *      behind a mutex, past that a private plan per call); the bias and aux
+ *      pointers are set per call under the plan's mutex, held through
+ *      cublasLtMatmul (which reads the descriptors during the call only).
+ *      GT_CUDA_LT_CACHE=off: a private plan per call, as before the cache.
+ *      docs/cuda.md, "cuBLASLt plans".
  * Determinism: cuBLASLt picks its algorithm from the shape, types, epilogue,
  *      pointer alignment and workspace size only, and its algorithms
  *      (split-K reductions included) are bitwise reproducible on the same GPU

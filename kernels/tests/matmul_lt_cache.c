@@ -24,6 +24,8 @@
 #include "gt_config.h"
 #include "kernels/tests/testutil.h"
 
+#if GT_HAVE_CUDA
+
 #define REPS 6 /* calls of each case */
 
 #if GT_CUDA_EMULATOR
@@ -271,6 +273,8 @@ static void bias_changes(gt_dtype dt) {
     for (int i = 0; i < 6; i++)
         rm(all[i]);
 }
+
+#endif /* GT_HAVE_CUDA */
 
 int main(void) {
 #if !GT_HAVE_CUDA

@@ -24,6 +24,8 @@
 
 #include <time.h>
 
+#if GT_HAVE_CUDA
+
 #define REPEATS 3
 
 static int g_fails;
@@ -161,6 +163,8 @@ static void layer(gt_backend *be, const char *name, int N, int C, int OC, int bi
     free(h_b);
     free(h_db0);
 }
+
+#endif /* GT_HAVE_CUDA */
 
 int main(void) {
 #if !GT_HAVE_CUDA
