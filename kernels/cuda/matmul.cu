@@ -227,7 +227,7 @@ struct lt_plan {
 };
 } // namespace
 
-#define LT_PLANS 1024 /* cached keys per process (gpt2-124m training uses ~20) */
+#define LT_PLANS 1024 /* cached keys per process (a model: its few shapes x its alignments) */
 #define LT_SLOTS 2048 /* open-addressing slots, a power of two > LT_PLANS */
 
 static pthread_mutex_t g_lt_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -120,9 +120,8 @@ static void same(const pair *p, const char *what, int call) {
 }
 
 enum { C_FWD, C_FWD_BIAS, C_FWD_AL32, C_FWD_OFF1, C_BWD, C_GELU, C_DGELU, C_CASES };
-static const char *k_case[C_CASES] = {"matmul_fwd",        "matmul_fwd bias",
-                                      "matmul_fwd inp+32B", "matmul_fwd inp+1",
-                                      "matmul_bwd",        "matmul_gelu_fwd",
+static const char *k_case[C_CASES] = {"matmul_fwd",       "matmul_fwd bias", "matmul_fwd inp+32B",
+                                      "matmul_fwd inp+1", "matmul_bwd",      "matmul_gelu_fwd",
                                       "matmul_dgelu_bwd"};
 
 /* One call of case c on backend b; `call` picks which of the alternating
@@ -146,11 +145,11 @@ static gt_status run(int b, int c, int call, gt_dtype dt, pair *t, int N, int C,
     case C_BWD:
         return o->matmul_bwd(&k, D(7), D(8), D(9), D(10), D(0), D(1), N, C, OC);
     case C_GELU:
-        return o->matmul_gelu_fwd(&k, D(13), alt ? D(12) : D(11), D(0), D(1), alt ? D(4) : D(3),
-                                  N, C, OC);
+        return o->matmul_gelu_fwd(&k, D(13), alt ? D(12) : D(11), D(0), D(1), alt ? D(4) : D(3), N,
+                                  C, OC);
     default: /* C_DGELU: pre (N,C) here: the aux matrix of dinp */
-        return o->matmul_dgelu_bwd(&k, D(7), D(8), D(9), D(10), D(0), D(1), alt ? D(12) : D(11),
-                                   N, C, OC);
+        return o->matmul_dgelu_bwd(&k, D(7), D(8), D(9), D(10), D(0), D(1), alt ? D(12) : D(11), N,
+                                   C, OC);
     }
 #undef D
 }
@@ -199,8 +198,8 @@ static void run_dtype(gt_dtype dt) {
                 int gemms = c == C_BWD || c == C_DGELU ? 2 : 1;
                 if (b == 0) {
                     CHECK(q >= (unsigned long long)gemms,
-                          "%s, uncached call %d: %llu heuristic queries, want >= %d", what, call,
-                          q, gemms);
+                          "%s, uncached call %d: %llu heuristic queries, want >= %d", what, call, q,
+                          gemms);
                 } else if (call > 0) {
                     CHECK(q == 0 && d == 0,
                           "%s, cached call %d: %llu heuristic queries and %llu descriptors "
@@ -213,8 +212,7 @@ static void run_dtype(gt_dtype dt) {
                           "created, want 1 and 5 (a new plan)",
                           what, q, d);
                 } else {
-                    CHECK(q >= 1, "%s, cached call 0: %llu heuristic queries, want >= 1", what,
-                          q);
+                    CHECK(q >= 1, "%s, cached call 0: %llu heuristic queries, want >= 1", what, q);
                 }
             }
         }
@@ -256,8 +254,7 @@ static void bias_changes(gt_dtype dt) {
     pair o1 = mk(dt, (size_t)N * OC, 0, 304), o2 = mk(dt, (size_t)N * OC, 0, 305);
     gt_kctx k = {g_be[1], dt};
     gt_status s = g_be[1]->ops->matmul_fwd(&k, o1.d[1], in.d[1], w.d[1], b1.d[1], N, C, OC);
-    if (s == GT_OK)
-        s = g_be[1]->ops->matmul_fwd(&k, o2.d[1], in.d[1], w.d[1], b2.d[1], N, C, OC);
+    if (s == GT_OK) s = g_be[1]->ops->matmul_fwd(&k, o2.d[1], in.d[1], w.d[1], b2.d[1], N, C, OC);
     if (s != GT_OK) tu_die("matmul_fwd", s);
     unsigned char *x = tu_xmalloc(o1.bytes), *y = tu_xmalloc(o2.bytes);
     s = g_be[1]->copy_to_host(g_be[1], x, o1.d[1], o1.bytes);

@@ -149,8 +149,7 @@ static void layer(gt_backend *be, const char *name, int N, int C, int OC, int bi
     }
     printf("%s: N %d C %d OC %d bf16, %d repeats bitwise %s (inputs %.1f s, ops + downloads "
            "%.1f s)\n",
-           name, N, C, OC, REPEATS, g_fails ? "CHECKED, failures above" : "equal", t1 - t0,
-           gemm_s);
+           name, N, C, OC, REPEATS, g_fails ? "CHECKED, failures above" : "equal", t1 - t0, gemm_s);
     for (int j = 0; j < 4; j++)
         free(ref[j]);
     void *dev[] = {inp, w, dout, dinp, dw, b, db, out};
