@@ -12,7 +12,8 @@
  * element past it (no algorithm there on the emulator: the answer is
  * cached too, and the staged call's plan), matmul_bwd (dinp, dweight,
  * dbias), and in bf16 matmul_gelu_fwd / matmul_dgelu_bwd (GELU_AUX_BIAS,
- * DGELU: the aux pointer per call). fp32 and bf16.
+ * DGELU: the aux pointer per call). fp32 and bf16. Then two threads with a
+ * backend each share one plan, each with its own bias (the plan's mutex).
  * On the CPU emulator also the counts of its cuBLASLt stand-in
  * (gt_emu_cublaslt_counts): the first call of a new plan asks the heuristic
  * once and creates five descriptors (1 matmul descriptor, 3 layouts, 1
@@ -23,6 +24,8 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "gt_config.h"
 #include "kernels/tests/testutil.h"
+
+#include <pthread.h>
 
 #if GT_HAVE_CUDA
 
@@ -271,6 +274,96 @@ static void bias_changes(gt_dtype dt) {
         rm(all[i]);
 }
 
+/* Two threads, each with its own cached backend, its own bias and output,
+ * run the same key's GEMM (one shared plan) at once, THREAD_CALLS times;
+ * every call's output must be the bits that thread's first call gave
+ * alone. The bias pointer is the per-call attribute of the shared matmul
+ * descriptor: set by one thread between the other's setting it and its
+ * cublasLtMatmul, the other's GEMM would add the wrong bias (the plan's
+ * mutex prevents that: without it, on the emulator, whose cuBLASLt
+ * stand-in computes in the calling thread and reads the bias pointer
+ * during the GEMM, most of the 300 calls got the other thread's bias). */
+#define THREAD_CALLS 150
+typedef struct worker {
+    gt_backend *be;
+    void *inp, *w, *bias, *out;
+    unsigned char *want, *got;
+    size_t bytes;
+    int N, C, OC, bad, first_bad;
+    gt_status s;
+} worker;
+
+static void *worker_run(void *arg) {
+    worker *x = arg;
+    gt_kctx k = {x->be, GT_DTYPE_FP32};
+    for (int i = 0; i < THREAD_CALLS && x->s == GT_OK; i++) {
+        x->s = x->be->ops->matmul_fwd(&k, x->out, x->inp, x->w, x->bias, x->N, x->C, x->OC);
+        if (x->s == GT_OK) x->s = x->be->copy_to_host(x->be, x->got, x->out, x->bytes);
+        if (x->s == GT_OK && memcmp(x->got, x->want, x->bytes) != 0 && x->bad++ == 0)
+            x->first_bad = i;
+    }
+    return NULL;
+}
+
+static void threads_share_plan(void) {
+    const int N = 64, C = 64, OC = 64;
+    worker ws[2];
+    memset(ws, 0, sizeof ws);
+    for (int t = 0; t < 2; t++) {
+        worker *x = &ws[t];
+        x->be = t == 0 ? g_be[1] : new_backend(NULL);
+        x->N = N;
+        x->C = C;
+        x->OC = OC;
+        x->bytes = (size_t)N * OC * sizeof(float);
+        float *h = tu_xmalloc((size_t)N * C * sizeof(float));
+        gt_rng_fill_normal(h, (size_t)N * C, 0.0f, 1.0f, TU_SEED, 400, 0);
+        x->inp = tu_upload(x->be, GT_DTYPE_FP32, h, (size_t)N * C);
+        gt_rng_fill_normal(h, (size_t)OC * C, 0.0f, 1.0f, TU_SEED, 401, 0);
+        x->w = tu_upload(x->be, GT_DTYPE_FP32, h, (size_t)OC * C);
+        /* each thread's own bias: far apart, so a swapped one shows */
+        gt_rng_fill_normal(h, (size_t)OC, t ? 100.0f : -100.0f, 1.0f, TU_SEED, 402 + t, 0);
+        x->bias = tu_upload(x->be, GT_DTYPE_FP32, h, (size_t)OC);
+        free(h);
+        gt_status s = gt_backend_alloc(x->be, x->bytes, &x->out);
+        if (s != GT_OK) tu_die("alloc", s);
+        x->want = tu_xmalloc(x->bytes);
+        x->got = tu_xmalloc(x->bytes);
+        gt_kctx k = {x->be, GT_DTYPE_FP32};
+        s = x->be->ops->matmul_fwd(&k, x->out, x->inp, x->w, x->bias, N, C, OC);
+        if (s == GT_OK) s = x->be->copy_to_host(x->be, x->want, x->out, x->bytes);
+        if (s != GT_OK) tu_die("matmul_fwd (alone)", s);
+    }
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++)
+        if (pthread_create(&th[t], NULL, worker_run, &ws[t]) != 0) {
+            fprintf(stderr, "pthread_create failed\n");
+            exit(2);
+        }
+    for (int t = 0; t < 2; t++)
+        pthread_join(th[t], NULL);
+    for (int t = 0; t < 2; t++) {
+        worker *x = &ws[t];
+        if (x->s != GT_OK) tu_die("matmul_fwd (two threads)", x->s);
+        CHECK(x->bad == 0,
+              "matmul_fwd fp32 bias N%d C%d OC%d, two threads sharing a plan: thread %d got "
+              "other bits than alone in %d of %d calls (first: call %d): another thread's bias?",
+              N, C, OC, t, x->bad, THREAD_CALLS, x->first_bad);
+    }
+    printf("matmul_fwd fp32 bias N%d C%d OC%d: two threads, %d calls each on one plan: %d and %d "
+           "calls with other bits than alone\n",
+           N, C, OC, THREAD_CALLS, ws[0].bad, ws[1].bad);
+    for (int t = 0; t < 2; t++) {
+        worker *x = &ws[t];
+        void *d[] = {x->inp, x->w, x->bias, x->out};
+        for (int i = 0; i < 4; i++)
+            gt_backend_dealloc(x->be, d[i]);
+        free(x->want);
+        free(x->got);
+    }
+    gt_backend_free(ws[1].be);
+}
+
 #endif /* GT_HAVE_CUDA */
 
 int main(void) {
@@ -300,6 +393,7 @@ int main(void) {
     run_dtype(GT_DTYPE_FP32);
     run_dtype(GT_DTYPE_BF16);
     bias_changes(GT_DTYPE_BF16);
+    threads_share_plan();
     gt_backend_free(g_be[1]);
     gt_backend_free(g_be[0]);
     if (g_fails) {
