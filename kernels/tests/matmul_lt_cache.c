@@ -364,6 +364,49 @@ static void threads_share_plan(void) {
     gt_backend_free(ws[1].be);
 }
 
+/* Past the table's 1024 keys (matmul.cu's LT_PLANS) a call builds a
+ * private plan and frees it: new keys (N = 1, 2, ...) each called twice;
+ * once the table is full, the second call of a new key asks the heuristic
+ * again, and so does every later key. Results equal the uncached
+ * backend's. Emulator only (the counts); last, since it fills the
+ * process's table. */
+#define FULL_KEYS 1100
+static void table_full(void) {
+#if HAVE_COUNTS
+    const int C = 8, OC = 8;
+    pair in = mk(GT_DTYPE_FP32, (size_t)FULL_KEYS * C, 0, 500);
+    pair w = mk(GT_DTYPE_FP32, (size_t)OC * C, 0, 501);
+    pair out = mk(GT_DTYPE_FP32, (size_t)FULL_KEYS * OC, 0, 502);
+    int first_private = -1, cached_after = 0;
+    for (int N = 1; N <= FULL_KEYS; N++) {
+        unsigned long long q[3], d;
+        for (int b = 1; b >= 0; b--) {
+            gt_kctx k = {g_be[b], GT_DTYPE_FP32};
+            for (int call = 0; call < 2; call++) {
+                if (b == 1) counts(&q[call], &d);
+                gt_status s =
+                    g_be[b]->ops->matmul_fwd(&k, out.d[b], in.d[b], w.d[b], NULL, N, C, OC);
+                if (s != GT_OK) tu_die("matmul_fwd (table full)", s);
+                if (b == 1 && call == 1) counts(&q[2], &d);
+            }
+        }
+        int private_plan = q[2] - q[1] == 1;
+        if (private_plan && first_private < 0) first_private = N;
+        if (!private_plan && first_private >= 0) cached_after++;
+    }
+    same(&out, "matmul_fwd fp32 (table full)", 2);
+    CHECK(first_private > 0 && first_private <= 1024 && cached_after == 0,
+          "plan table: the first key with a private plan %d (want 1..1024), %d cached keys after "
+          "it (want 0)",
+          first_private, cached_after);
+    printf("plan table: full at the %d-th new key of %d here; later keys ask on every call\n",
+           first_private, FULL_KEYS);
+    rm(&in);
+    rm(&w);
+    rm(&out);
+#endif
+}
+
 #endif /* GT_HAVE_CUDA */
 
 int main(void) {
@@ -394,6 +437,7 @@ int main(void) {
     run_dtype(GT_DTYPE_BF16);
     bias_changes(GT_DTYPE_BF16);
     threads_share_plan();
+    table_full();
     gt_backend_free(g_be[1]);
     gt_backend_free(g_be[0]);
     if (g_fails) {
