@@ -39,6 +39,16 @@
  *      reports, an algorithm the shape does not support. The workspace is
  *      overwritten by every call (a caller that keeps data there sees it).
  *   Every refusal leaves a message for cudnnGetLastErrorString.
+ *   Injection (read at every call): GT_EMU_CUDNN_CONV_HEURISTIC, a comma
+ *      list of DIR=MODE with DIR fwd, bwd_data, bwd_filter or all:
+ *      MODE nodet: the heuristic of DIR reports every deterministic
+ *      algorithm NOT_SUPPORTED, so it offers only non-deterministic ones
+ *      (bwd) or none that succeeds (fwd), as cuDNN's heuristic may for
+ *      some 16-bit backward-filter shapes; the algorithms still run when
+ *      asked by name (workspace query, call). MODE unusable: as nodet, and
+ *      the workspace query and the call refuse every deterministic
+ *      algorithm of DIR too (nothing deterministic runs the shape). A
+ *      value not understood stops the process.
  *   Refused as unsupported (NOT_SUPPORTED): 3-D convolutions, NCHW_VECT_C,
  *      data types other than fp32/fp16/bf16, fp16 compute (TRUE_HALF).
  *
@@ -48,6 +58,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -575,6 +586,36 @@ int next_pow2(long long n) {
     return p;
 }
 
+/* GT_EMU_CUDNN_CONV_HEURISTIC (the top): the mode of direction `dir`. */
+enum { INJ_NONE = 0, INJ_NODET, INJ_UNUSABLE };
+int injected(int dir) {
+    static const char *const dname[3] = {"fwd", "bwd_data", "bwd_filter"};
+    const char *v = getenv("GT_EMU_CUDNN_CONV_HEURISTIC");
+    int mode = INJ_NONE;
+    for (const char *p = v; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = (const char *)memchr(p, '=', len);
+        size_t dl = eq ? (size_t)(eq - p) : 0, ml = eq ? len - dl - 1 : 0;
+        int d = -2, m = -1;
+        for (int i = 0; i < 3 && eq; i++)
+            if (dl == strlen(dname[i]) && strncmp(p, dname[i], dl) == 0) d = i;
+        if (eq && dl == 3 && strncmp(p, "all", 3) == 0) d = -1;
+        if (eq && ml == 5 && strncmp(eq + 1, "nodet", 5) == 0) m = INJ_NODET;
+        if (eq && ml == 8 && strncmp(eq + 1, "unusable", 8) == 0) m = INJ_UNUSABLE;
+        if (d == -2 || m < 0) {
+            fprintf(stderr,
+                    "cuDNN stand-in: GT_EMU_CUDNN_CONV_HEURISTIC=%s: '%.*s' is not DIR=MODE with "
+                    "DIR fwd, bwd_data, bwd_filter or all and MODE nodet or unusable\n",
+                    v, (int)len, p);
+            abort();
+        }
+        if ((d == -1 || d == dir) && m > mode) mode = m;
+        p = end ? end + 1 : p + len;
+    }
+    return mode;
+}
+
 /* Whether `a` of direction `dir` runs this shape: CUDNN_STATUS_SUCCESS, or
  * NOT_SUPPORTED with the reason in *why. Restrictions modelled on cuDNN's
  * documented ones (FFT: stride 1, no dilation, padding smaller than the
@@ -591,6 +632,10 @@ cudnnStatus_t algo_support(int dir, int a, const geom &g, const char **why) {
     bool wino_nf = s1 && !bf && (k3 || k5);
     bool ok = true;
     *why = "";
+    if (!nondeterministic(dir, a) && injected(dir) == INJ_UNUSABLE) {
+        *why = "refused by GT_EMU_CUDNN_CONV_HEURISTIC (unusable)";
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
     if (dir == DIR_FWD) {
         switch (a) {
         case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
@@ -805,6 +850,7 @@ struct cand {
 int candidates(int dir, const geom &g, cand *out) {
     int order[16], n = algo_rank(dir, g, order), m = 0;
     bool listed[16] = {false};
+    bool nodet = injected(dir) != INJ_NONE; /* no deterministic candidate succeeds */
     for (int pass = 0; pass < 2; pass++) {
         int lim = pass == 0 ? n : algo_count[dir];
         for (int i = 0; i < lim; i++) {
@@ -812,6 +858,7 @@ int candidates(int dir, const geom &g, cand *out) {
             if (listed[a]) continue;
             const char *why;
             cudnnStatus_t st = algo_support(dir, a, g, &why);
+            if (nodet && !nondeterministic(dir, a)) st = CUDNN_STATUS_NOT_SUPPORTED;
             if (pass == 0 && st != CUDNN_STATUS_SUCCESS) continue;
             listed[a] = true;
             cand &c = out[m++];

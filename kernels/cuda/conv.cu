@@ -23,9 +23,15 @@
  *      header marks non-deterministic: BWD_DATA_ALGO_0, BWD_FILTER_ALGO_0
  *      and _3, whatever a heuristic reports), for fp32 the FMA math type
  *      only, a workspace cuDNN can size and of at most CONV_WORKSPACE_MAX;
- *      the first survivor is used. No deterministic candidate: the op
- *      returns GT_ERR_UNSUPPORTED naming the candidates and why each was
- *      refused. The heuristic, unlike cudnnFind* (which times the
+ *      the first survivor is used. No survivor (the heuristic may rank
+ *      no deterministic algorithm for some 16-bit backward-filter shapes):
+ *      the algorithm PyTorch's deterministic mode runs for the direction
+ *      (IMPLICIT_PRECOMP_GEMM, BWD_DATA_ALGO_1, BWD_FILTER_ALGO_1), if
+ *      cuDNN sizes its workspace with the plan's math type (fp32: FMA)
+ *      within the limit; the note then says "fallback" and lists why each
+ *      candidate was refused. Neither: the op returns GT_ERR_UNSUPPORTED
+ *      naming the candidates, why each was refused, and why the fallback
+ *      was. The heuristic, unlike cudnnFind* (which times the
  *      candidates and may rank them differently from one process or one
  *      moment to the next), depends only on the shape, the dtype, the
  *      device and the cuDNN version: the same build on the same card picks
@@ -59,7 +65,10 @@
  * Bound: compute for the usual shapes (2 N OC C KH KW OH OW FLOPs per
  *      direction); memory for 1x1 kernels with few channels.
  * Exists only with cuDNN (GT_HAVE_CUDNN); without it the conv slots of
- *      gt_ops_cuda are empty and the ops report skipped.
+ *      gt_ops_cuda are empty and the ops report skipped. Compiled in but
+ *      without a handle (cudnnCreate failed when the backend was made: a
+ *      sub-library or nvrtc missing), both ops return GT_ERR_UNSUPPORTED
+ *      saying so, before touching any argument: skipped, as without cuDNN.
  */
 #include "gt_config.h"
 
@@ -142,7 +151,7 @@ typedef struct conv_choice {
     int algo;
     size_t ws;                         /* workspace bytes */
     cudnnConvolutionDescriptor_t conv; /* math type set for algo */
-    char note[320];
+    char note[768];
 } conv_choice;
 
 typedef struct conv_plan {
@@ -271,6 +280,50 @@ static cudnnStatus_t workspace_size(gt_cuda_impl *im, conv_plan *p, int dir,
         im->cudnn, p->x, p->y, conv, p->w, (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
 }
 
+/* The algorithm PyTorch's deterministic path takes for each direction:
+ * with torch.backends.cudnn.deterministic and no benchmark, PyTorch asks no
+ * heuristic and runs search::DEFAULT_ALGO with its workspace size
+ * (aten/src/ATen/native/cudnn/Conv_v7.cpp, onlyDefaultAlgorithm; fp32
+ * without TF32 in FMA math, fp16 in tensor-op math). All three are
+ * deterministic by cuDNN's documentation. */
+static int fallback_algo(int dir) {
+    return dir == CONV_FWD        ? (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
+           : dir == CONV_BWD_DATA ? (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_1
+                                  : (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+}
+
+/* 1 when the fallback algorithm `algo` can run with the plan's math type
+ * (fp32: FMA only, no TF32): cuDNN sizes its workspace, within
+ * CONV_WORKSPACE_MAX. The descriptor keeps that math type. Else 0 with
+ * the reason in why. */
+static int fallback_usable(gt_cuda_impl *im, conv_plan *p, int dir,
+                           cudnnConvolutionDescriptor_t conv, int algo, size_t *ws, char *why,
+                           size_t whylen) {
+    cudnnMathType_t m = CUDNN_DEFAULT_MATH;
+    cudnnStatus_t cs = cudnnSetConvolutionMathType(conv, p->math);
+    if (cs == CUDNN_STATUS_SUCCESS) cs = cudnnGetConvolutionMathType(conv, &m);
+    if (cs != CUDNN_STATUS_SUCCESS) {
+        snprintf(why, whylen, "math type %s not set: %s", math_name(p->math),
+                 cudnnGetErrorString(cs));
+        return 0;
+    }
+    if (m != p->math) { /* fp32 with anything but FMA could use TF32 */
+        snprintf(why, whylen, "math type %s asked, %s set", math_name(p->math), math_name(m));
+        return 0;
+    }
+    cs = workspace_size(im, p, dir, conv, algo, ws);
+    if (cs != CUDNN_STATUS_SUCCESS) {
+        snprintf(why, whylen, "workspace size query failed: %s", cudnnGetErrorString(cs));
+        return 0;
+    }
+    if (*ws > CONV_WORKSPACE_MAX) {
+        snprintf(why, whylen, "workspace too large (%zu B, at most %zu B)", *ws,
+                 CONV_WORKSPACE_MAX);
+        return 0;
+    }
+    return 1;
+}
+
 /* Chooses the algorithm of direction `dir` (see the top) into p->dir[dir]. */
 static gt_status choose(gt_cuda_impl *im, conv_plan *p, int dir) {
     conv_choice *ch = &p->dir[dir];
@@ -318,13 +371,32 @@ static gt_status choose(gt_cuda_impl *im, conv_plan *p, int dir) {
             wl += (size_t)snprintf(why + wl, sizeof why - wl, "%s%s: %s", i ? "; " : "",
                                    algo_name(dir, c[i].algo), refused);
     }
+    /* No usable deterministic candidate: PyTorch's deterministic choice
+     * for the direction, if cuDNN can size it with the math type asked for. */
     const gt_conv2d_shape *s = &p->s;
+    int fb = fallback_algo(dir);
+    char fb_why[160] = "";
+    size_t ws = 0;
+    if (fallback_usable(im, p, dir, ch->conv, fb, &ws, fb_why, sizeof fb_why)) {
+        ch->algo = fb;
+        ch->ws = ws;
+        snprintf(ch->note, sizeof ch->note,
+                 "%s N%d C%d H%d W%d OC%d K%dx%d s%d p%d %s: cudnn %s (fallback, deterministic, "
+                 "%s, workspace %zu B; the heuristic offered no usable deterministic candidate: "
+                 "%.400s)",
+                 conv_dir_op[dir], s->N, s->C, s->H, s->W, s->OC, s->KH, s->KW, s->stride, s->pad,
+                 gt_dtype_name(p->dt), algo_name(dir, fb), math_name(p->math), ws,
+                 nc ? why : "no candidates");
+        ch->ready = 1;
+        return GT_OK;
+    }
     return GT_ERR(GT_ERR_UNSUPPORTED,
                   "cuda %s N%d C%d H%d W%d OC%d K%dx%d s%d p%d %s: cuDNN %zu offers no usable "
-                  "deterministic algorithm (%d candidates: %s); this shape cannot run "
-                  "reproducibly on this card",
+                  "deterministic algorithm (%d candidates: %s; fallback %s: %s); this shape "
+                  "cannot run reproducibly on this card",
                   conv_dir_op[dir], s->N, s->C, s->H, s->W, s->OC, s->KH, s->KW, s->stride, s->pad,
-                  gt_dtype_name(p->dt), cudnnGetVersion(), nc, nc ? why : "none");
+                  gt_dtype_name(p->dt), cudnnGetVersion(), nc, nc ? why : "none",
+                  algo_name(dir, fb), fb_why);
 }
 
 /* The plan of (device, dt, s) with the directions in `dirs` (bit d:
@@ -417,6 +489,18 @@ static gt_status conv_dbias_launch(gt_cuda_impl *im, void *dbias, const void *do
 
 /* ---- the ops ---------------------------------------------------------------------------- */
 
+/* GT_ERR_UNSUPPORTED when the backend has no cuDNN handle (cudnnCreate
+ * failed at creation, which leaves the rest of the backend working):
+ * nothing of cuDNN is called then. The reason cudnnCreate gave is in the
+ * backend's notes. */
+static gt_status conv_need_cudnn(const gt_cuda_impl *im, const char *op) {
+    if (im->cudnn) return GT_OK;
+    return GT_ERR(GT_ERR_UNSUPPORTED,
+                  "cuda %s: cuDNN is unavailable on this backend (%s): no convolution", op,
+                  "cudnnCreate failed when the backend was created; its reason is in the "
+                  "backend's notes");
+}
+
 /* GT_OK when s is a convolution ops.h accepts and cuDNN's 32-bit
  * descriptors can hold; OH, OW out. */
 static gt_status conv_check(const char *op, const gt_conv2d_shape *s, int *OH, int *OW) {
@@ -444,6 +528,7 @@ extern "C" gt_status gt_cuda_conv2d_fwd(const gt_kctx *k, void *out, const void 
                                         const gt_conv2d_shape *s) {
     gt_cuda_impl *im;
     GT_TRY(gt_cuda_begin(k, "conv2d_fwd", &im));
+    GT_TRY(conv_need_cudnn(im, "conv2d_fwd"));
     int OH = 0, OW = 0;
     GT_TRY(conv_check("conv2d_fwd", s, &OH, &OW));
     if (s->N == 0) return GT_OK;
@@ -489,6 +574,7 @@ extern "C" gt_status gt_cuda_conv2d_bwd(const gt_kctx *k, void *dinp, void *dwei
                                         const gt_conv2d_shape *s) {
     gt_cuda_impl *im;
     GT_TRY(gt_cuda_begin(k, "conv2d_bwd", &im));
+    GT_TRY(conv_need_cudnn(im, "conv2d_bwd"));
     int OH = 0, OW = 0;
     GT_TRY(conv_check("conv2d_bwd", s, &OH, &OW));
     if (s->N == 0) return GT_OK; /* nothing to accumulate */
