@@ -39,6 +39,9 @@
  *    alignment the algo was chosen for, that each matrix lies inside one
  *    emulated device allocation, that in-place C == D has one layout, and
  *    that the outputs (D, a written aux) do not overlap the inputs.
+ * Counts: every heuristic query, descriptor creation and matmul is
+ * counted; gt_emu_cublaslt_counts (emulator only) reads them, for tests of
+ * the backend's plan cache (kernels.matmul_lt_cache.cuda).
  * Refusals of the INVALID_VALUE kind are also printed on stderr (they are
  * bugs in the caller); NOT_SUPPORTED ones when GT_EMU_CUBLASLT_VERBOSE is
  * set (they are expected: the caller falls back).
@@ -60,6 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -141,6 +145,15 @@ template <typename T> cublasStatus_t destroy_obj(void *h, int k) {
     delete (T *)h;
     return CUBLAS_STATUS_SUCCESS;
 }
+
+/* ---- counts, for tests of the caller's descriptor and heuristic cache ---- */
+
+/* calls answered: heuristic queries, matmul descriptors, matrix layouts and
+ * preferences created, matmuls run (gt_emu_cublaslt_counts) */
+enum { C_HEURISTIC, C_DESC, C_LAYOUT, C_PREF, C_MATMUL, C_COUNT };
+std::atomic<unsigned long long> counts[C_COUNT];
+
+void count(int which) { counts[which].fetch_add(1, std::memory_order_relaxed); }
 
 /* ---- messages ---------------------------------------------------------------- */
 
@@ -768,6 +781,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmu
     op_desc *o = create_obj<op_desc>(K_DESC);
     *matmulDesc = (cublasLtMatmulDesc_t)o;
     if (!o) return CUBLAS_STATUS_ALLOC_FAILED;
+    count(C_DESC);
     o->compute = computeType;
     o->scale = scaleType;
     o->pointer_mode = CUBLASLT_POINTER_MODE_HOST;
@@ -939,6 +953,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *m
     layout *l = create_obj<layout>(K_LAYOUT);
     *matLayout = (cublasLtMatrixLayout_t)l;
     if (!l) return CUBLAS_STATUS_ALLOC_FAILED;
+    count(C_LAYOUT);
     /* checked against the problem by the heuristic and cublasLtMatmul */
     l->type = type;
     l->rows = rows;
@@ -961,6 +976,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceCreate(cublasLtMatmulPrefere
     pref *o = create_obj<pref>(K_PREF);
     *p = (cublasLtMatmulPreference_t)o;
     if (!o) return CUBLAS_STATUS_ALLOC_FAILED;
+    count(C_PREF);
     o->search_mode = CUBLASLT_SEARCH_BEST_FIT;
     o->max_workspace = 0;
     o->reduction_mask = CUBLASLT_REDUCTION_SCHEME_MASK;
@@ -1052,6 +1068,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(
     cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount,
     cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int *returnAlgoCount) {
     const char *fn = __func__;
+    count(C_HEURISTIC); /* every query, answered or refused */
     if (returnAlgoCount) *returnAlgoCount = 0;
     if (requestedAlgoCount <= 0)
         return refuse(CUBLAS_STATUS_INVALID_VALUE, fn, "requestedAlgoCount %d",
@@ -1108,6 +1125,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle,
                                            const cublasLtMatmulAlgo_t *algo, void *workspace,
                                            size_t workspaceSizeInBytes, cudaStream_t stream) {
     const char *fn = __func__;
+    count(C_MATMUL);
     (void)stream; /* every emulated stream is the null stream: this runs now */
     problem p;
     cublasStatus_t s = check_problem(fn, lightHandle, computeDesc, Adesc, Bdesc, Cdesc, Ddesc, &p);
@@ -1203,6 +1221,17 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle,
     }
     gemm(p, al, A, B, be, C, D);
     return CUBLAS_STATUS_SUCCESS;
+}
+
+/* Emulator only (no such function in cuBLASLt): how many calls the stand-in
+ * has answered in this process, for tests of the backend's descriptor and
+ * heuristic cache (kernels.matmul_lt_cache.cuda): out[0] heuristic queries
+ * (cublasLtMatmulAlgoGetHeuristic, refused ones included), out[1] matmul
+ * descriptors, out[2] matrix layouts, out[3] preferences created, out[4]
+ * cublasLtMatmul calls. */
+void gt_emu_cublaslt_counts(unsigned long long out[5]) {
+    for (int i = 0; i < C_COUNT; i++)
+        out[i] = counts[i].load(std::memory_order_relaxed);
 }
 
 } // extern "C"

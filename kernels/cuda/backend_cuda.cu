@@ -390,10 +390,26 @@ static gt_status lt_epilogues_mode(int *default_only) {
                   s);
 }
 
+/* GT_CUDA_LT_CACHE: off builds cuBLASLt's descriptors and asks the
+ * heuristic on every GEMM, as before the plan cache (matmul.cu; the
+ * uncached side of kernels.matmul_lt_cache.cuda). */
+static gt_status lt_cache_mode(int *off) {
+    const char *s = getenv("GT_CUDA_LT_CACHE");
+    *off = 0;
+    if (!s || !*s || strcmp(s, "on") == 0) return GT_OK;
+    if (strcmp(s, "off") == 0) {
+        *off = 1;
+        return GT_OK;
+    }
+    return GT_ERR(GT_ERR_INVALID,
+                  "GT_CUDA_LT_CACHE=%.64s is not understood: use on (or unset) or off", s);
+}
+
 static gt_status impl_init(gt_cuda_impl *im, int dev) {
     im->device = dev;
     GT_TRY(attention_mode(&im->att_mode));
     GT_TRY(lt_epilogues_mode(&im->lt_default_only));
+    GT_TRY(lt_cache_mode(&im->lt_cache_off));
     GT_CUDA_TRY(cudaSetDevice(dev));
     cudaDeviceProp prop;
     GT_CUDA_TRY(cudaGetDeviceProperties(&prop, dev));

@@ -74,6 +74,7 @@ typedef struct gt_cuda_impl {
 #endif
     int att_mode;              /* GT_CUDA_ATT_*: GT_CUDA_ATTENTION, read at creation */
     int lt_default_only;       /* GT_CUDA_LT_EPILOGUES=default-only, read at creation */
+    int lt_cache_off;          /* GT_CUDA_LT_CACHE=off (matmul.cu), read at creation */
     struct gt_cuda_sdpa *sdpa; /* cuDNN attention plans (attention_cudnn.cu) */
     void *flush_buf;           /* flush_cache's buffer (2 x L2), allocated on first use */
     size_t flush_bytes;

@@ -59,6 +59,15 @@
  *      the bias: GEMM + bias rounded twice is an error of u |GEMM|, which
  *      cancellation against the bias makes large relative to the result.)
  *      The path is noted once per shape.
+ * Plans: the descriptors and the heuristic's first answer (a refusal too)
+ *      are built once per key (shape, transposes, lds, types, epilogue,
+ *      bias/aux presence and alignment, A/B/C/D alignment, workspace,
+ *      device: lt_key) and kept for the process (lt_plan_get: 1024 keys
+ *      behind a mutex, past that a private plan per call); the bias and aux
+ *      pointers are set per call under the plan's mutex, held through
+ *      cublasLtMatmul (which reads the descriptors during the call only).
+ *      GT_CUDA_LT_CACHE=off: a private plan per call, as before the cache.
+ *      docs/cuda.md, "cuBLASLt plans".
  * Determinism: cuBLASLt picks its algorithm from the shape, types, epilogue,
  *      pointer alignment and workspace size only, and its algorithms
  *      (split-K reductions included) are bitwise reproducible on the same GPU
@@ -69,7 +78,10 @@
 #include "kernels/cuda/ops_cuda.h"
 
 #include <algorithm>
+#include <new>
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #if GT_HAVE_CUBLAS
 
@@ -115,16 +127,9 @@ static const char *dt_name(cudaDataType_t t) {
     return t == CUDA_R_16BF ? "bf16" : t == CUDA_R_16F ? "fp16" : "fp32";
 }
 
-/* Column-major D(m,n) (ld ldd) = epilogue(op(A)(m,kk) @ op(B)(kk,n) + beta * D).
- * A is stored (kk,m) when ta, else (m,kk); B is stored (n,kk) when tb, else
- * (kk,n). A and B have type dtype; D (and C, the same matrix) dtype_d: dtype,
- * or CUDA_R_32F for a 16-bit dtype (the fallbacks' fp32 accumulator, a
- * combination the cuBLASLt guide lists for CUBLAS_COMPUTE_32F), then with
- * no epilogue. epi may be NULL (none). GT_ERR_UNSUPPORTED when cuBLASLt
- * has no algorithm for it (or, with an aux matrix, refuses the descriptor
- * as an invalid value: the caller falls back). */
 /* lt_matmul's descriptors and heuristic preference (the pointers'
- * alignment, the workspace) for its arguments. */
+ * alignment, the workspace) for its arguments: column-major D(m,n) (ld
+ * ldd) = epilogue(op(A)(m,kk) @ op(B)(kk,n) + beta * D), see lt_matmul. */
 static gt_status lt_describe(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_t dtype_d,
                              bool ta, bool tb, int m, int n, int kk, const void *A, int lda,
                              const void *B, int ldb, void *D, int ldd, const lt_epi *epi,
@@ -182,17 +187,199 @@ static gt_status lt_describe(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataTyp
     return GT_OK;
 }
 
-/* The GEMM described above, with the heuristic's first algorithm. */
+/* ---- plans: the cached descriptors and heuristic answers ---------------------------- */
+
+/* Everything that decides lt_describe's descriptors and the heuristic's
+ * answer, and nothing else: the pointers enter only through their
+ * alignment (ptr_alignment of A, B, D: the MIN_ALIGNMENT preferences, C is
+ * D; of the bias and aux: the heuristic reads it from their values).
+ * Zeroed before it is filled and compared bytewise. */
+namespace {
+struct lt_key {
+    int32_t device;
+    int32_t compute, scale; /* CUBLAS_COMPUTE_32F, CUDA_R_32F: fixed today */
+    int32_t ab_type, cd_type, bias_type;
+    int32_t ta, tb, m, n, kk, lda, ldb, ldd;
+    int32_t epilogue, has_bias, has_aux, pad_;
+    int64_t aux_ld;
+    uint32_t al_a, al_b, al_c, al_d, al_bias, al_aux;
+    uint64_t workspace; /* MAX_WORKSPACE_BYTES */
+};
+
+/* A plan: the descriptors of one key and the heuristic's first answer
+ * for them (or its refusal, which is as much an answer: NOT_SUPPORTED is
+ * asked once, not on every call of a GEMM that then stages or falls
+ * back). `mu` is held from setting the per-call attributes (the bias and
+ * aux pointers) through cublasLtMatmul, which reads the descriptors
+ * during the call only: the previous code and llm.c destroy them right
+ * after it returns, with the GEMM still queued. So a plan used by two
+ * threads (two backends' streams) at once never has one caller's bias in
+ * another caller's GEMM, and no descriptor is read while it is written. */
+struct lt_plan {
+    lt_key key;
+    lt_descs d;
+    cublasStatus_t hs; /* the heuristic's status */
+    int count;         /* and how many answers (0 or 1) */
+    cublasLtMatmulHeuristicResult_t res;
+    pthread_mutex_t mu;
+    lt_plan() { pthread_mutex_init(&mu, nullptr); }
+    ~lt_plan() { pthread_mutex_destroy(&mu); }
+};
+} // namespace
+
+#define LT_PLANS 1024 /* cached keys per process (a model: its few shapes x its alignments) */
+#define LT_SLOTS 2048 /* open-addressing slots, a power of two > LT_PLANS */
+
+static pthread_mutex_t g_lt_lock = PTHREAD_MUTEX_INITIALIZER;
+static lt_plan *g_lt_plans[LT_SLOTS]; /* live for the process, like conv.cu's plans */
+static int g_lt_nplans;
+
+static size_t lt_key_hash(const lt_key &k) {
+    const unsigned char *p = (const unsigned char *)&k;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < sizeof k; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return (size_t)(h ^ (h >> 29));
+}
+
+static lt_key lt_make_key(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_t dtype_d, bool ta,
+                          bool tb, int m, int n, int kk, const void *A, int lda, const void *B,
+                          int ldb, const void *D, int ldd, const lt_epi *epi) {
+    lt_key k;
+    memset(&k, 0, sizeof k);
+    k.device = im->device;
+    k.compute = (int32_t)CUBLAS_COMPUTE_32F;
+    k.scale = (int32_t)CUDA_R_32F;
+    k.ab_type = (int32_t)dtype;
+    k.cd_type = (int32_t)dtype_d;
+    k.ta = ta;
+    k.tb = tb;
+    k.m = m;
+    k.n = n;
+    k.kk = kk;
+    k.lda = lda;
+    k.ldb = ldb;
+    k.ldd = ldd;
+    k.epilogue = (int32_t)(epi ? epi->kind : CUBLASLT_EPILOGUE_DEFAULT);
+    if (epi && epi->bias) {
+        k.has_bias = 1;
+        k.bias_type = (int32_t)dtype;
+        k.al_bias = ptr_alignment(epi->bias);
+    }
+    if (epi && epi->aux) {
+        k.has_aux = 1;
+        k.aux_ld = epi->aux_ld;
+        k.al_aux = ptr_alignment(epi->aux);
+    }
+    k.al_a = ptr_alignment(A);
+    k.al_b = ptr_alignment(B);
+    k.al_c = k.al_d = ptr_alignment(D);
+    k.workspace = im->lt_workspace_bytes;
+    return k;
+}
+
+/* A new plan for key k: lt_describe's descriptors and one heuristic
+ * query, exactly what every call made before plans were cached. */
+static gt_status lt_plan_build(gt_cuda_impl *im, const lt_key &k, cudaDataType_t dtype,
+                               cudaDataType_t dtype_d, bool ta, bool tb, int m, int n, int kk,
+                               const void *A, int lda, const void *B, int ldb, void *D, int ldd,
+                               const lt_epi *epi, lt_plan **out) {
+    *out = nullptr;
+    lt_plan *p = new (std::nothrow) lt_plan();
+    if (!p) return GT_ERR(GT_ERR_OOM, "cuBLASLt: out of host memory for a plan");
+    p->key = k;
+    gt_status s = lt_describe(im, dtype, dtype_d, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, epi,
+                              p->d);
+    if (s != GT_OK) {
+        delete p;
+        return s;
+    }
+    p->count = 0;
+    p->hs = cublasLtMatmulAlgoGetHeuristic(im->lt, p->d.op, p->d.a, p->d.b, p->d.c, p->d.c,
+                                           p->d.pref, 1, &p->res, &p->count);
+    /* the preference has done its work: only the heuristic reads it */
+    (void)cublasLtMatmulPreferenceDestroy(p->d.pref);
+    p->d.pref = nullptr;
+    *out = p;
+    return GT_OK;
+}
+
+/* The plan for these arguments: the process's cached one, else a new one,
+ * cached while there is room (LT_PLANS keys), else *owned (the caller
+ * frees it after its call: the same descriptors and answer, only slower).
+ * With GT_CUDA_LT_CACHE=off every plan is owned: every call describes and
+ * asks again, as before the cache. */
+static gt_status lt_plan_get(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_t dtype_d,
+                             bool ta, bool tb, int m, int n, int kk, const void *A, int lda,
+                             const void *B, int ldb, void *D, int ldd, const lt_epi *epi,
+                             lt_plan **out, bool *owned) {
+    *out = nullptr;
+    *owned = false;
+    lt_key k = lt_make_key(im, dtype, dtype_d, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, epi);
+    if (im->lt_cache_off) {
+        *owned = true;
+        return lt_plan_build(im, k, dtype, dtype_d, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, epi,
+                             out);
+    }
+    gt_status s = GT_OK;
+    pthread_mutex_lock(&g_lt_lock);
+    size_t i = lt_key_hash(k) & (LT_SLOTS - 1);
+    while (g_lt_plans[i] && memcmp(&g_lt_plans[i]->key, &k, sizeof k) != 0)
+        i = (i + 1) & (LT_SLOTS - 1);
+    lt_plan *p = g_lt_plans[i];
+    if (!p) {
+        /* built under the lock, as conv.cu's: one query per key */
+        s = lt_plan_build(im, k, dtype, dtype_d, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, epi, &p);
+        /* an answer about the problem is kept; another failure (out of
+         * memory, an internal error) may pass, and is asked again */
+        bool answer = s == GT_OK && (p->hs == CUBLAS_STATUS_SUCCESS ||
+                                     p->hs == CUBLAS_STATUS_NOT_SUPPORTED ||
+                                     p->hs == CUBLAS_STATUS_INVALID_VALUE);
+        if (answer && g_lt_nplans < LT_PLANS) {
+            g_lt_plans[i] = p;
+            g_lt_nplans++;
+        } else if (s == GT_OK) {
+            *owned = true;
+        }
+    }
+    pthread_mutex_unlock(&g_lt_lock);
+    GT_TRY(s);
+    *out = p;
+    return GT_OK;
+}
+
+namespace {
+/* frees an owned plan on every path out of lt_matmul */
+struct lt_plan_ref {
+    lt_plan *p = nullptr;
+    bool owned = false;
+    ~lt_plan_ref() {
+        if (owned) delete p;
+    }
+};
+} // namespace
+
+/* Column-major D(m,n) (ld ldd) = epilogue(op(A)(m,kk) @ op(B)(kk,n) + beta * D).
+ * A is stored (kk,m) when ta, else (m,kk); B is stored (n,kk) when tb, else
+ * (kk,n). A and B have type dtype; D (and C, the same matrix) dtype_d: dtype,
+ * or CUDA_R_32F for a 16-bit dtype (the fallbacks' fp32 accumulator, a
+ * combination the cuBLASLt guide lists for CUBLAS_COMPUTE_32F), then with
+ * no epilogue. epi may be NULL (none). GT_ERR_UNSUPPORTED when cuBLASLt
+ * has no algorithm for it (or, with an aux matrix, refuses the descriptor
+ * as an invalid value: the caller falls back). The heuristic's first
+ * algorithm, from the plan of these arguments (lt_plan_get). */
 static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_t dtype_d, bool ta,
                            bool tb, int m, int n, int kk, const void *A, int lda, const void *B,
                            int ldb, void *D, int ldd, float beta, const lt_epi *epi) {
-    lt_descs d;
+    lt_plan_ref ref;
     bool has_aux = epi && epi->aux;
-    GT_TRY(lt_describe(im, dtype, dtype_d, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, epi, d));
-    cublasLtMatmulHeuristicResult_t res;
-    int count = 0;
-    cublasStatus_t hs =
-        cublasLtMatmulAlgoGetHeuristic(im->lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &res, &count);
+    GT_TRY(lt_plan_get(im, dtype, dtype_d, ta, tb, m, n, kk, A, lda, B, ldb, D, ldd, epi, &ref.p,
+                       &ref.owned));
+    lt_plan *p = ref.p;
+    cublasStatus_t hs = p->hs;
+    int count = p->count;
     /* GT_CUDA_LT_EPILOGUES=default-only: answered as a library without
      * kernels for the epilogue would answer (the fallbacks run) */
     if (im->lt_default_only && epi && epi->kind != CUBLASLT_EPILOGUE_DEFAULT &&
@@ -210,8 +397,31 @@ static gt_status lt_matmul(gt_cuda_impl *im, cudaDataType_t dtype, cudaDataType_
     GT_CUBLAS_TRY(hs);
 
     const float alpha = 1.0f;
-    GT_CUBLAS_TRY(cublasLtMatmul(im->lt, d.op, &alpha, A, d.a, B, d.b, &beta, D, d.c, D, d.c,
-                                 &res.algo, im->lt_workspace, im->lt_workspace_bytes, im->stream));
+    cublasStatus_t ms = CUBLAS_STATUS_SUCCESS;
+    pthread_mutex_lock(&p->mu);
+    /* this call's bias and aux pointers (the key holds only their
+     * alignment, so the algorithm stays valid for them) */
+    if (epi && epi->bias) {
+        const void *bias = epi->bias;
+        ms = cublasLtMatmulDescSetAttribute(p->d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                            sizeof bias);
+    }
+    if (ms == CUBLAS_STATUS_SUCCESS && has_aux) {
+        const void *aux = epi->aux;
+        ms = cublasLtMatmulDescSetAttribute(p->d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                            &aux, sizeof aux);
+    }
+    if (ms == CUBLAS_STATUS_SUCCESS)
+        ms = cublasLtMatmul(im->lt, p->d.op, &alpha, A, p->d.a, B, p->d.b, &beta, D, p->d.c, D,
+                            p->d.c, &p->res.algo, im->lt_workspace, im->lt_workspace_bytes,
+                            im->stream);
+    pthread_mutex_unlock(&p->mu);
+    if (ms != CUBLAS_STATUS_SUCCESS)
+        return GT_ERR(GT_ERR_DEVICE,
+                      "cublasLtMatmul (%s m=%d n=%d k=%d op=%c%c epilogue %d) failed: %s (%s)",
+                      dt_name(dtype), m, n, kk, ta ? 'T' : 'N', tb ? 'T' : 'N',
+                      epi ? (int)epi->kind : 0, cublasLtGetStatusString(ms),
+                      cublasLtGetStatusName(ms));
     return GT_OK;
 }
 
