@@ -70,7 +70,8 @@ typedef struct gt_cuda_impl {
     void *lt_workspace; /* cudaMalloc'd directly, not through the caching allocator */
     size_t lt_workspace_bytes;
 #if GT_HAVE_CUDNN
-    cudnnHandle_t cudnn; /* bound to `stream` */
+    cudnnHandle_t cudnn; /* bound to `stream`; NULL when cudnnCreate failed */
+    char cudnn_reason[384]; /* why cudnn is NULL (cuDNN's status and last error), else "" */
 #endif
     int att_mode;              /* GT_CUDA_ATT_*: GT_CUDA_ATTENTION, read at creation */
     int lt_default_only;       /* GT_CUDA_LT_EPILOGUES=default-only, read at creation */
