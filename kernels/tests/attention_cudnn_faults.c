@@ -26,6 +26,7 @@
 #include "gt_config.h"
 #include "kernels/tests/testutil.h"
 
+#if GT_HAVE_CUDNN && GT_CUDA_EMULATOR
 typedef struct shape {
     int B, T, C, NH;
 } shape;
@@ -155,6 +156,8 @@ static void fallback_and_loud(const char *label, shape s, const result *own, con
         gt_backend_free(c);
     }
 }
+
+#endif
 
 int main(void) {
 #if !GT_HAVE_CUDNN
