@@ -99,8 +99,10 @@ size_t CUDNNWINAPI cudnnGetVersion(void) {
         char *end = NULL;
         unsigned long n = strtoul(v, &end, 10);
         if (*end || n == 0) {
-            fprintf(stderr, "cuDNN stand-in: GT_EMU_CUDNN_VERSION=%s is not a version number "
-                            "such as 91500\n", v);
+            fprintf(stderr,
+                    "cuDNN stand-in: GT_EMU_CUDNN_VERSION=%s is not a version number "
+                    "such as 91500\n",
+                    v);
             abort();
         }
         return (size_t)n;

@@ -16,8 +16,8 @@
  * Matmul (batched, broadcast), the pointwise modes pw_interpreted lists,
  * reductions ADD/MUL/MAX/MIN, reshape; anything else is NOT_SUPPORTED. The
  * heuristics offer two engines, 0 and 1, both deterministic and without
- * numerical notes unless GT_EMU_CUDNN_NONDET says otherwise (below). A plan asks for a workspace: the fp32 bytes of its
- * largest virtual tensor (the real engines ask for one too). Execute checks
+ * numerical notes unless GT_EMU_CUDNN_NONDET says otherwise (below). A plan asks for a workspace:
+ * the fp32 bytes of its largest virtual tensor (the real engines ask for one too). Execute checks
  * the variant pack against the graph (every non-virtual uid, no other, no
  * NULL, device memory over each tensor's extent, the declared byte
  * alignment; a workspace pointer that is device memory over the size the

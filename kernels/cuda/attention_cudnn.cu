@@ -94,7 +94,7 @@ typedef struct sdpa_graph {
 typedef struct sdpa_plan {
     int B, T, NH, hs;
     gt_dtype dt;
-    int usable;       /* both graphs built */
+    int usable;        /* both graphs built */
     gt_status refusal; /* !usable: GT_ERR_UNSUPPORTED (a limit) or the build failure's status */
     char reason[480];
     sdpa_graph fwd, bwd;
@@ -129,8 +129,8 @@ static gt_status sdpa_err(cudnnStatus_t cs, const char *step, const char *call) 
     cudnnGetLastErrorString(detail, sizeof detail);
     gt_status st = CUDNN_STATUS_CATEGORY(cs) == CUDNN_STATUS_NOT_SUPPORTED ? GT_ERR_UNSUPPORTED
                                                                            : GT_ERR_DEVICE;
-    return GT_ERR(st, "cuDNN SDPA %s: %s failed: %s (%d)%s%s", step, call,
-                  cudnnGetErrorString(cs), (int)cs, detail[0] ? ": " : "", detail);
+    return GT_ERR(st, "cuDNN SDPA %s: %s failed: %s (%d)%s%s", step, call, cudnnGetErrorString(cs),
+                  (int)cs, detail[0] ? ": " : "", detail);
 }
 
 #define SDPA_TRY(step, stmt)                                                                       \
@@ -280,11 +280,16 @@ static gt_status g_reshape(sdpa_graph *g, const char *name, cudnnBackendDescript
 /* Names of the numerical notes an engine carries ("none" for none). */
 static void numnotes_str(const cudnnBackendNumericalNote_t *notes, int64_t nn, char *out,
                          size_t cap) {
-    static const char *const names[] = {"TENSOR_CORE",          "DOWN_CONVERT_INPUTS",
-                                        "REDUCED_PRECISION_REDUCTION", "FFT",
-                                        "NONDETERMINISTIC",     "WINOGRAD",
-                                        "WINOGRAD_TILE_4x4",    "WINOGRAD_TILE_6x6",
-                                        "WINOGRAD_TILE_13x13",  "STRICT_NAN_PROP"};
+    static const char *const names[] = {"TENSOR_CORE",
+                                        "DOWN_CONVERT_INPUTS",
+                                        "REDUCED_PRECISION_REDUCTION",
+                                        "FFT",
+                                        "NONDETERMINISTIC",
+                                        "WINOGRAD",
+                                        "WINOGRAD_TILE_4x4",
+                                        "WINOGRAD_TILE_6x6",
+                                        "WINOGRAD_TILE_13x13",
+                                        "STRICT_NAN_PROP"};
     size_t used = 0;
     out[0] = '\0';
     for (int64_t j = 0; j < nn && j < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; j++) {

@@ -70,7 +70,7 @@ typedef struct gt_cuda_impl {
     void *lt_workspace; /* cudaMalloc'd directly, not through the caching allocator */
     size_t lt_workspace_bytes;
 #if GT_HAVE_CUDNN
-    cudnnHandle_t cudnn; /* bound to `stream`; NULL when cudnnCreate failed */
+    cudnnHandle_t cudnn;    /* bound to `stream`; NULL when cudnnCreate failed */
     char cudnn_reason[384]; /* why cudnn is NULL (cuDNN's status and last error), else "" */
 #endif
     int att_mode;              /* GT_CUDA_ATT_*: GT_CUDA_ATTENTION, read at creation */

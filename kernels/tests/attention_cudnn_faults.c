@@ -47,16 +47,16 @@ static gt_backend *mk(const char *mode, gt_status *st) {
     gt_backend *be = NULL;
     *st = gt_backend_new("cuda", &cfg, &be);
     unsetenv("GT_CUDA_ATTENTION");
-    if (*st != GT_OK) printf("  gt_backend_new(cuda, %s): %s: %s\n", mode, gt_status_name(*st),
-                             gt_last_error());
+    if (*st != GT_OK)
+        printf("  gt_backend_new(cuda, %s): %s: %s\n", mode, gt_status_name(*st), gt_last_error());
     return be;
 }
 
 typedef struct result {
     gt_status st;
-    char msg[1024];      /* the error when st != GT_OK */
-    size_t natt;         /* attention_state_floats */
-    void *out, *dqkv;    /* storage bytes of out and dqkv (from zero) */
+    char msg[1024];   /* the error when st != GT_OK */
+    size_t natt;      /* attention_state_floats */
+    void *out, *dqkv; /* storage bytes of out and dqkv (from zero) */
     size_t out_b, dq_b;
 } result;
 
@@ -130,8 +130,7 @@ static void fallback_and_loud(const char *label, shape s, const result *own, con
         if (r.st != GT_OK) printf("    %s: %s\n", gt_status_name(r.st), r.msg);
         snprintf(what, sizeof what, "%s: auto runs, bitwise the own kernels' out and dqkv", label);
         check(same(&r, own), what);
-        snprintf(what, sizeof what, "%s: auto keeps the own path's state (B*NH*T*T floats)",
-                 label);
+        snprintf(what, sizeof what, "%s: auto keeps the own path's state (B*NH*T*T floats)", label);
         check(r.natt == (size_t)s.B * s.NH * s.T * s.T, what);
         const char *n = notes_of(a);
         snprintf(what, sizeof what, "%s: notes: own kernel, cuDNN failed, and why", label);
@@ -181,12 +180,14 @@ int main(void) {
           "without faults: auto takes cuDNN at T 17");
     check(!same(&own17, &dnn17), "without faults: cuDNN's bits differ from the own kernels'");
 
-    printf("cudnnCreate fails (GT_EMU_CUDNN_CREATE_STATUS=CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED)\n");
+    printf(
+        "cudnnCreate fails (GT_EMU_CUDNN_CREATE_STATUS=CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED)\n");
     setenv("GT_EMU_CUDNN_CREATE_STATUS", "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED", 1);
     {
         gt_backend *a = mk("auto", &st);
         const char *n = notes_of(a);
-        check(a && strstr(n, "cuDNN unavailable") && strstr(n, "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED") &&
+        check(a && strstr(n, "cuDNN unavailable") &&
+                  strstr(n, "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED") &&
                   strstr(n, "cannot open shared object file"),
               "create: the backend is created, its notes say why cuDNN is off");
         gt_backend_free(a);
@@ -194,12 +195,14 @@ int main(void) {
     fallback_and_loud("create", s17, &own17, "cannot open shared object file");
     unsetenv("GT_EMU_CUDNN_CREATE_STATUS");
 
-    printf("plan finalize fails (GT_EMU_CUDNN_PLAN_STATUS=CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED)\n");
+    printf("plan finalize fails "
+           "(GT_EMU_CUDNN_PLAN_STATUS=CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED)\n");
     setenv("GT_EMU_CUDNN_PLAN_STATUS", "CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED", 1);
     fallback_and_loud("plan", s17, &own17, "CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED");
     unsetenv("GT_EMU_CUDNN_PLAN_STATUS");
 
-    printf("operation graph finalize fails (GT_EMU_CUDNN_GRAPH_STATUS=CUDNN_STATUS_INTERNAL_ERROR)\n");
+    printf(
+        "operation graph finalize fails (GT_EMU_CUDNN_GRAPH_STATUS=CUDNN_STATUS_INTERNAL_ERROR)\n");
     setenv("GT_EMU_CUDNN_GRAPH_STATUS", "CUDNN_STATUS_INTERNAL_ERROR", 1);
     fallback_and_loud("graph", s17, &own17, "GT_EMU_CUDNN_GRAPH_STATUS");
     {
@@ -232,7 +235,8 @@ int main(void) {
         result_free(&r2);
         gt_backend_free(a);
     }
-    check(!strstr(notes_of(plain), "NONDETERMINISTIC") && strstr(notes_of(plain), "numerical notes: none"),
+    check(!strstr(notes_of(plain), "NONDETERMINISTIC") &&
+              strstr(notes_of(plain), "numerical notes: none"),
           "without faults: the notes say the engine has no numerical note");
 
     printf("a really nondeterministic engine 0 (GT_EMU_CUDNN_NONDET=engine0)\n");

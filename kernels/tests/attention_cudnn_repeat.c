@@ -123,8 +123,8 @@ int main(void) {
         for (size_t i = 0; i < n3; i++)
             diff[(i % (3 * (size_t)C)) / (size_t)C] += g[i] != g0[i];
         int ok = !diff_o && !diff[0] && !diff[1] && !diff[2];
-        printf("  repeat %d vs 0: out %zu, dq %zu, dk %zu, dv %zu elements differ  %s\n", r,
-               diff_o, diff[0], diff[1], diff[2], ok ? "ok" : "FAIL");
+        printf("  repeat %d vs 0: out %zu, dq %zu, dk %zu, dv %zu elements differ  %s\n", r, diff_o,
+               diff[0], diff[1], diff[2], ok ? "ok" : "FAIL");
         fails += !ok;
         free(o);
         free(d);
