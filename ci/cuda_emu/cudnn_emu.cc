@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <mutex>
 #include <set>
@@ -58,6 +59,26 @@ bool reg_has(obj_kind k, const void *p) {
     return p && live[k].count(p) == 1;
 }
 
+bool injected_status(const char *var, cudnnStatus_t *s) {
+    const char *v = getenv(var);
+    if (!v || !*v) return false;
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    if (!*end && n > 0) {
+        *s = (cudnnStatus_t)n;
+        return true;
+    }
+    /* a name: every status is below 6000 (cudnn_graph.h) */
+    for (int i = 1; i < 6000; i++)
+        if (strcmp(cudnnGetErrorString((cudnnStatus_t)i), v) == 0) {
+            *s = (cudnnStatus_t)i;
+            return true;
+        }
+    fprintf(stderr, "cuDNN stand-in: %s=%s is neither a CUDNN_STATUS_* name nor a number\n", var,
+            v);
+    abort();
+}
+
 } // namespace gt_cudnn_emu
 
 using namespace gt_cudnn_emu;
@@ -70,7 +91,22 @@ struct cudnnContext {
 
 extern "C" {
 
+/* GT_EMU_CUDNN_VERSION=91500 fakes an older (or newer) library: what the
+ * backend's version checks see (attention_cudnn.cu), nothing else changes. */
 size_t CUDNNWINAPI cudnnGetVersion(void) {
+    const char *v = getenv("GT_EMU_CUDNN_VERSION");
+    if (v && *v) {
+        char *end = NULL;
+        unsigned long n = strtoul(v, &end, 10);
+        if (*end || n == 0) {
+            fprintf(stderr,
+                    "cuDNN stand-in: GT_EMU_CUDNN_VERSION=%s is not a version number "
+                    "such as 91500\n",
+                    v);
+            abort();
+        }
+        return (size_t)n;
+    }
     return CUDNN_VERSION;
 }
 
@@ -140,6 +176,11 @@ void CUDNNWINAPI cudnnGetLastErrorString(char *message, size_t max_size) {
 
 cudnnStatus_t CUDNNWINAPI cudnnCreate(cudnnHandle_t *handle) {
     if (!handle) return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "cudnnCreate", "handle is NULL");
+    cudnnStatus_t inj;
+    if (injected_status("GT_EMU_CUDNN_CREATE_STATUS", &inj))
+        return fail(inj, "cudnnCreate",
+                    "libcudnn_engines_runtime_compiled.so.9: cannot open shared object file "
+                    "(injected: GT_EMU_CUDNN_CREATE_STATUS)");
     cudnnContext *h = (cudnnContext *)calloc(1, sizeof *h);
     if (!h)
         return fail(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, "cudnnCreate",

@@ -29,6 +29,13 @@ void reg_add(obj_kind k, const void *p);
 bool reg_del(obj_kind k, const void *p);
 bool reg_has(obj_kind k, const void *p); /* false for NULL */
 
+/* Fault injection (docs/cuda-emulator.md, "Injected cuDNN faults"): true
+ * with *s = the status environment variable `var` names (a CUDNN_STATUS_*
+ * name or its number; a value that is neither stops the process), false
+ * when it is unset or empty. Read at every call, so a test can set it
+ * between backends. */
+bool injected_status(const char *var, cudnnStatus_t *s);
+
 /* bytes of one element; 0 for a data type the stand-in does not compute */
 inline size_t dt_size(cudnnDataType_t dt) {
     switch (dt) {

@@ -15,10 +15,9 @@
  * strides, a reshape a view (X laid out by its strides, read back by Y's).
  * Matmul (batched, broadcast), the pointwise modes pw_interpreted lists,
  * reductions ADD/MUL/MAX/MIN, reshape; anything else is NOT_SUPPORTED. The
- * heuristics offer two engines: 0, noted NONDETERMINISTIC and ranked
- * first, reverses its matmuls' summation order on every other call; 1 is
- * deterministic. A plan asks for a workspace: the fp32 bytes of its
- * largest virtual tensor (the real engines ask for one too). Execute checks
+ * heuristics offer two engines, 0 and 1, both deterministic and without
+ * numerical notes unless GT_EMU_CUDNN_NONDET says otherwise (below). A plan asks for a workspace:
+ * the fp32 bytes of its largest virtual tensor (the real engines ask for one too). Execute checks
  * the variant pack against the graph (every non-virtual uid, no other, no
  * NULL, device memory over each tensor's extent, the declared byte
  * alignment; a workspace pointer that is device memory over the size the
@@ -63,6 +62,7 @@ struct bdesc {
     std::shared_ptr<program> prog;
     int64_t engine = -1;
     int64_t workspace = 0; /* plan: the bytes it asked for */
+    mutable unsigned long long calls = 0; /* plan: executions so far */
 };
 
 size_t attr_elem_size(cudnnBackendAttributeType_t t) {
@@ -643,7 +643,16 @@ cudnnStatus_t compile(const char *fn, bdesc *d) {
 
 /* ---- execution ---------------------------------------------------------------------------- */
 
-unsigned long long g_graph_calls; /* the nondeterministic engine's summation order */
+/* GT_EMU_CUDNN_NONDET (the engines, below) */
+enum nondet_mode { ND_NONE, ND_NOTE, ND_ENGINE0 };
+nondet_mode nondet(void) {
+    const char *v = getenv("GT_EMU_CUDNN_NONDET");
+    if (!v || !*v) return ND_NONE;
+    if (strcmp(v, "note") == 0) return ND_NOTE;
+    if (strcmp(v, "engine0") == 0) return ND_ENGINE0;
+    fprintf(stderr, "cuDNN stand-in: GT_EMU_CUDNN_NONDET=%s: use note or engine0\n", v);
+    abort();
+}
 
 /* v rounded to what a tensor of type dt holds */
 float round_to(cudnnDataType_t dt, float v) {
@@ -779,6 +788,7 @@ struct runner {
     std::vector<const void *> ptr;       /* per tensor: memory (non-virtual) */
     std::vector<std::vector<float>> val; /* per tensor: row-major values, rounded to its type */
     std::vector<bool> have;
+    unsigned long long call; /* this execution's number, for the plan */
 
     const std::vector<float> &get(int i) {
         if (!have[i]) { /* a non-virtual input: read from memory */
@@ -857,7 +867,7 @@ struct runner {
             bstrides(std::vector<int64_t>(ta.dim.begin(), ta.dim.end() - 2), bdim);
         std::vector<int64_t> sb =
             bstrides(std::vector<int64_t>(tb.dim.begin(), tb.dim.end() - 2), bdim);
-        bool rev = engine == 0 && (g_graph_calls & 1);
+        bool rev = engine == 0 && nondet() == ND_ENGINE0 && (call & 1);
         size_t nb = tc.n / (size_t)(M * N);
         std::vector<int64_t> c(bdim.size(), 0);
         for (size_t bi = 0; bi < nb; bi++) {
@@ -968,7 +978,7 @@ cudnnStatus_t execute(const char *fn, const bdesc *plan, const bdesc *vp) {
         memcpy(&p, pa->bytes.data() + i * sizeof p, sizeof p);
         given[uids[i]] = p;
     }
-    runner r{P, plan->engine, {}, {}, {}};
+    runner r{P, plan->engine, {}, {}, {}, plan->calls++};
     size_t nt = P.t.size();
     r.ptr.assign(nt, NULL);
     r.val.resize(nt);
@@ -1050,7 +1060,6 @@ cudnnStatus_t execute(const char *fn, const bdesc *plan, const bdesc *vp) {
         for (int in : {o.x, o.b, o.t})
             if (in >= 0 && P.last_use[in] == (int)i) std::vector<float>().swap(r.val[in]);
     }
-    g_graph_calls++;
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -1091,10 +1100,22 @@ cudnnStatus_t finalize_graph(const char *fn, bdesc *d) {
 
 /* ---- heuristics, engines, plans, variant packs ----------------------------------------------- */
 
-/* The engines every compiled graph offers, in the heuristics' order:
- * engine 0 sums its matmuls in an order that changes from call to call
- * (NONDETERMINISTIC, as split-k atomics; ranked first so that a caller's
- * filtering really runs), engine 1 is deterministic. */
+/* The engines every compiled graph offers, in the heuristics' order, 0
+ * then 1: both compute the same, deterministically, with no numerical
+ * note. GT_EMU_CUDNN_NONDET (read at every call) changes that:
+ *   note     every engine carries CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC
+ *            and still computes deterministically: the SDPA engines' note
+ *            is about graphs with an atomically updated dQ accumulator,
+ *            which the deterministic graph has not (cudnn-frontend and
+ *            llm.c do not filter on it);
+ *   engine0  engine 0 carries the note and is nondeterministic: its
+ *            matmuls sum in reversed order on every other execution of a
+ *            plan, as split-k atomics would reorder them (what the repeat
+ *            tests must see).
+ * Fault injection (read at every finalize): GT_EMU_CUDNN_PLAN_STATUS makes
+ * every execution plan's finalize fail with that status (a runtime-compiled
+ * engine that does not build), GT_EMU_CUDNN_GRAPH_STATUS the operation
+ * graph's. */
 const int N_ENGINES = 2;
 
 void set_attr(bdesc *d, int name, cudnnBackendAttributeType_t type, int64_t count,
@@ -1153,8 +1174,10 @@ cudnnStatus_t get_filled(const char *fn, bdesc *d, int name, cudnnBackendAttribu
         } else {
             cudnnBackendNumericalNote_t nd = CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC;
             set_attr(o, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &o->engine);
-            set_attr(o, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                     o->engine == 0 ? 1 : 0, &nd);
+            nondet_mode m = nondet();
+            bool noted = m == ND_NOTE || (m == ND_ENGINE0 && o->engine == 0);
+            set_attr(o, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, noted ? 1 : 0,
+                     &nd);
             set_attr(o, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, 0, NULL);
             set_attr(o, CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, NULL);
         }
@@ -1174,6 +1197,12 @@ cudnnStatus_t finalize_plan(const char *fn, bdesc *d) {
     if (!cfg || !cfg->finalized || !cfg->prog)
         return fail(CUDNN_STATUS_BAD_PARAM, fn,
                     "execution plan: ENGINE_CONFIG is not an engine config from the heuristics");
+    cudnnStatus_t inj;
+    if (injected_status("GT_EMU_CUDNN_PLAN_STATUS", &inj))
+        return fail(inj, fn,
+                    "execution plan for engine %lld: nvrtc: the engine's kernel failed to compile "
+                    "(injected: GT_EMU_CUDNN_PLAN_STATUS)",
+                    (long long)cfg->engine);
     d->prog = cfg->prog;
     d->engine = cfg->engine;
     /* The interpreter keeps its intermediates in host memory; the plan asks
@@ -1365,9 +1394,14 @@ cudnnStatus_t CUDNNWINAPI cudnnBackendFinalize(cudnnBackendDescriptor_t descript
         if (!attr(d, CUDNN_ATTR_REDUCTION_OPERATOR) || !attr(d, CUDNN_ATTR_REDUCTION_COMP_TYPE))
             s = fail(CUDNN_STATUS_BAD_PARAM, fn, "reduction: OPERATOR and COMP_TYPE are required");
         break;
-    case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
-        s = finalize_graph(fn, d);
+    case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR: {
+        cudnnStatus_t inj;
+        if (injected_status("GT_EMU_CUDNN_GRAPH_STATUS", &inj))
+            s = fail(inj, fn, "operation graph: (injected: GT_EMU_CUDNN_GRAPH_STATUS)");
+        else
+            s = finalize_graph(fn, d);
         break;
+    }
     case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
         s = finalize_heur(fn, d);
         break;

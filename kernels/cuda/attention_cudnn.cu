@@ -20,10 +20,14 @@
  *        tensor: that is the frontend's deterministic graph
  *        (set_deterministic_algorithm, "use_dp_workspace": dP goes
  *        through a B*NH*T*T*2-byte workspace instead of atomically
- *        accumulated dQ partials), and engines whose numerical notes say
- *        NONDETERMINISTIC are skipped. Blackwell (sm_100+) needs engine 5
- *        or 17 pinned with knobs for determinism: not implemented, those
- *        GPUs take the own kernels.
+ *        accumulated dQ partials). Engines are NOT filtered on their
+ *        numerical notes (cudnn-frontend and llm.c do not either: an SDPA
+ *        engine's NONDETERMINISTIC note is about the dQ_accum graph);
+ *        the notes are recorded in the backend's notes and determinism is
+ *        proven by bitwise repeats (kernels.attention_cudnn.cuda,
+ *        kernels.attention_cudnn_repeat.cuda). Blackwell (sm_100+) needs
+ *        engine 5 or 17 pinned with knobs for determinism: not
+ *        implemented, those GPUs take the own kernels.
  * Layout: qkv (B,T,3C) packed, head h at columns h*hs: Q, K, V are strided
  *      4-D tensors (B,NH,T,hs) with strides (T*3C, hs, 3C, 1) over the same
  *      buffer (K^T swaps the last two dims and strides); out/dout (B,T,C)
@@ -43,7 +47,14 @@
  *      and one kernel adds them to dqkv (fp32 add, one rounding).
  * Plans: built on the first call of a shape (B,T,NH,hs,dtype), forward and
  *      backward together (a forward taken by cuDNN must have a backward),
- *      cached in the impl until the backend is freed.
+ *      cached in the impl until the backend is freed. A shape cuDNN cannot
+ *      take is cached too, with its reason and its kind: GT_ERR_UNSUPPORTED
+ *      for a limit by design (head size, GPU, a cuDNN version limit, no
+ *      engine supports the graph), GT_ERR_DEVICE (or another) for a
+ *      failure while building (any cuDNN status but NOT_SUPPORTED, no
+ *      handle because cudnnCreate failed). GT_CUDA_ATTENTION=auto runs the
+ *      own kernels for both and notes why; =cudnn returns that status with
+ *      the reason, so a real failure is never mistaken for a skip.
  * Bound: FLOP/s: 4*B*NH*T^2*hs forward (half of it masked: flash skips
  *      the masked tiles), 2.5x that backward, on the tensor cores.
  * Determinism: forward engines are deterministic; the backward graph and
@@ -77,13 +88,15 @@ typedef struct sdpa_graph {
     cudnnBackendDescriptor_t plan; /* NULL until built */
     int64_t workspace;             /* bytes */
     int64_t engine;                /* global index */
+    char numnotes[96];             /* the engine's numerical notes, for the backend's notes */
 } sdpa_graph;
 
 typedef struct sdpa_plan {
     int B, T, NH, hs;
     gt_dtype dt;
-    int usable; /* both graphs built */
-    char reason[320];
+    int usable;        /* both graphs built */
+    gt_status refusal; /* !usable: GT_ERR_UNSUPPORTED (a limit) or the build failure's status */
+    char reason[480];
     sdpa_graph fwd, bwd;
     struct sdpa_plan *next;
 } sdpa_plan;
@@ -108,18 +121,16 @@ static gt_status sdpa_state(gt_cuda_impl *im, struct gt_cuda_sdpa **out) {
 /* ---- cuDNN status -> gt_status ------------------------------------------------------ */
 
 /* NOT_SUPPORTED (any sub-code) means "this graph or engine is not for this
- * shape/GPU": GT_ERR_UNSUPPORTED, which makes the op fall back to the own
- * kernel; anything else is a failure (GT_ERR_DEVICE). Both name the step
- * and the call, with cuDNN's own last-error text. */
+ * shape/GPU": GT_ERR_UNSUPPORTED (a limit); anything else is a failure
+ * (GT_ERR_DEVICE). Both name the step and the call, with cuDNN's own
+ * last-error text. While building, both make auto mode fall back (plan_get). */
 static gt_status sdpa_err(cudnnStatus_t cs, const char *step, const char *call) {
     char detail[256] = "";
     cudnnGetLastErrorString(detail, sizeof detail);
     gt_status st = CUDNN_STATUS_CATEGORY(cs) == CUDNN_STATUS_NOT_SUPPORTED ? GT_ERR_UNSUPPORTED
                                                                            : GT_ERR_DEVICE;
-    return GT_ERR(st, "cuDNN SDPA %s: %s failed: %s (%d)%s%s%s", step, call,
-                  cudnnGetErrorString(cs), (int)cs, detail[0] ? ": " : "", detail,
-                  st == GT_ERR_DEVICE ? " (GT_CUDA_ATTENTION=own runs the own kernels instead)"
-                                      : "");
+    return GT_ERR(st, "cuDNN SDPA %s: %s failed: %s (%d)%s%s", step, call, cudnnGetErrorString(cs),
+                  (int)cs, detail[0] ? ": " : "", detail);
 }
 
 #define SDPA_TRY(step, stmt)                                                                       \
@@ -266,9 +277,41 @@ static gt_status g_reshape(sdpa_graph *g, const char *name, cudnnBackendDescript
     return g_op(g, op, name);
 }
 
+/* Names of the numerical notes an engine carries ("none" for none). */
+static void numnotes_str(const cudnnBackendNumericalNote_t *notes, int64_t nn, char *out,
+                         size_t cap) {
+    static const char *const names[] = {"TENSOR_CORE",
+                                        "DOWN_CONVERT_INPUTS",
+                                        "REDUCED_PRECISION_REDUCTION",
+                                        "FFT",
+                                        "NONDETERMINISTIC",
+                                        "WINOGRAD",
+                                        "WINOGRAD_TILE_4x4",
+                                        "WINOGRAD_TILE_6x6",
+                                        "WINOGRAD_TILE_13x13",
+                                        "STRICT_NAN_PROP"};
+    size_t used = 0;
+    out[0] = '\0';
+    for (int64_t j = 0; j < nn && j < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; j++) {
+        int v = (int)notes[j];
+        char one[32];
+        if (v >= 0 && v < (int)(sizeof names / sizeof names[0]))
+            snprintf(one, sizeof one, "%s", names[v]);
+        else
+            snprintf(one, sizeof one, "note %d", v);
+        int w = snprintf(out + used, cap - used, "%s%s", used ? "," : "", one);
+        if (w < 0 || (size_t)w >= cap - used) break;
+        used += (size_t)w;
+    }
+    if (!out[0]) snprintf(out, cap, "none");
+}
+
 /* The operation graph, heuristics mode A, and the first engine config whose
- * plan finalizes (skipping NONDETERMINISTIC engines): g->plan, ->engine,
- * ->workspace. GT_ERR_UNSUPPORTED when no engine takes the graph. */
+ * plan finalizes: g->plan, ->engine, ->workspace, ->numnotes. Numerical
+ * notes are recorded, not filtered on (the top of the file). No engine
+ * config finalizes: GT_ERR_UNSUPPORTED when every one said NOT_SUPPORTED
+ * (or the heuristics offer none), GT_ERR_DEVICE when one failed with
+ * another status (a build failure, not a limit). */
 static gt_status g_plan(gt_cuda_impl *im, sdpa_graph *g, const char *what) {
     cudnnBackendDescriptor_t og = NULL, heur = NULL;
     GT_TRY(g_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, what, &og));
@@ -298,7 +341,7 @@ static gt_status g_plan(gt_cuda_impl *im, sdpa_graph *g, const char *what) {
     SDPA_TRY(what, cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, cfgs));
 
-    int nondet = 0, declined = 0;
+    int declined = 0, hard = 0; /* configs that failed; of those, not NOT_SUPPORTED */
     char first_fail[256] = ""; /* the first config that failed to finalize, and why */
     for (int64_t i = 0; i < got; i++) {
         cudnnBackendDescriptor_t eng = NULL;
@@ -313,13 +356,6 @@ static gt_status g_plan(gt_cuda_impl *im, sdpa_graph *g, const char *what) {
         SDPA_TRY(what, cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
                                                 CUDNN_TYPE_NUMERICAL_NOTE,
                                                 CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &nn, notes));
-        bool det = true;
-        for (int64_t j = 0; j < nn && j < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; j++)
-            if (notes[j] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) det = false;
-        if (!det) {
-            nondet++;
-            continue;
-        }
         cudnnBackendDescriptor_t plan = NULL;
         GT_TRY(g_new(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, what, &plan));
         SDPA_TRY(what, cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
@@ -331,6 +367,7 @@ static gt_status g_plan(gt_cuda_impl *im, sdpa_graph *g, const char *what) {
          * the next one is tried, as cudnn-frontend's check_support does. */
         cudnnStatus_t cs = cudnnBackendFinalize(plan);
         if (cs != CUDNN_STATUS_SUCCESS) {
+            hard += CUDNN_STATUS_CATEGORY(cs) != CUDNN_STATUS_NOT_SUPPORTED;
             if (!first_fail[0]) {
                 char detail[160] = "";
                 cudnnGetLastErrorString(detail, sizeof detail);
@@ -347,12 +384,13 @@ static gt_status g_plan(gt_cuda_impl *im, sdpa_graph *g, const char *what) {
         g->plan = plan;
         g->engine = gidx;
         g->workspace = ws;
+        numnotes_str(notes, nn, g->numnotes, sizeof g->numnotes);
         return GT_OK;
     }
-    return GT_ERR(GT_ERR_UNSUPPORTED,
-                  "cuDNN SDPA %s: none of the %lld engine configs usable (%d nondeterministic, %d "
-                  "failed to finalize%s)",
-                  what, (long long)got, nondet, declined, first_fail);
+    return GT_ERR(hard ? GT_ERR_DEVICE : GT_ERR_UNSUPPORTED,
+                  "cuDNN SDPA %s: none of the %lld engine configs usable (%d failed to finalize, "
+                  "%d of them with a status other than NOT_SUPPORTED%s)",
+                  what, (long long)got, declined, hard, first_fail);
 }
 
 /* Tensor uids of both graphs. */
@@ -545,8 +583,10 @@ static void plan_free(sdpa_plan *p) {
     free(p);
 }
 
-/* The plan of this shape, built on first use; p->usable = 0 with
- * p->reason when the own kernel must run. */
+/* The plan of this shape, built on first use and cached whatever the
+ * outcome: p->usable, or p->refusal and p->reason saying why the own
+ * kernel must run (the top of the file). Only host memory for the plan
+ * record itself is an error here. */
 static gt_status plan_get(gt_cuda_impl *im, struct gt_cuda_sdpa *s, int B, int T, int NH, int hs,
                           gt_dtype dt, sdpa_plan **out) {
     for (sdpa_plan *p = s->plans; p; p = p->next)
@@ -557,10 +597,14 @@ static gt_status plan_get(gt_cuda_impl *im, struct gt_cuda_sdpa *s, int B, int T
     sdpa_plan *p = (sdpa_plan *)calloc(1, sizeof *p);
     if (!p) return GT_ERR(GT_ERR_OOM, "cuda attention: out of host memory");
     p->B = B, p->T = T, p->NH = NH, p->hs = hs, p->dt = dt;
+    p->refusal = GT_ERR_UNSUPPORTED;
     size_t ver = cudnnGetVersion();
-    if (!im->cudnn)
-        snprintf(p->reason, sizeof p->reason, "no cuDNN handle");
-    else if (hs > 128 || hs % 8 != 0)
+    if (!im->cudnn) {
+        /* cudnnCreate failed when the backend was created: a failure, not a limit */
+        p->refusal = GT_ERR_DEVICE;
+        snprintf(p->reason, sizeof p->reason, "no cuDNN handle: %s",
+                 im->cudnn_reason[0] ? im->cudnn_reason : "cudnnCreate failed");
+    } else if (hs > 128 || hs % 8 != 0)
         snprintf(p->reason, sizeof p->reason,
                  "head size %d: cuDNN flash attention needs hs <= 128, a multiple of 8", hs);
     else if (im->sm < 80)
@@ -570,30 +614,32 @@ static gt_status plan_get(gt_cuda_impl *im, struct gt_cuda_sdpa *s, int B, int T
                  "sm_%d: a deterministic cuDNN SDPA backward on Blackwell needs a pinned engine "
                  "and knobs, not implemented",
                  im->sm);
+    /* the two version limits: their reasons start "cuDNN version N:" (the
+     * tests recognise a version skip by it) */
     else if (ver == 91000 || ver == 91001)
         snprintf(p->reason, sizeof p->reason,
-                 "cuDNN %zu: fp16/bf16 SDPA has known bugs in 9.10.0/9.10.1 (cudnn-frontend "
-                 "refuses it); use 9.10.2 or newer",
+                 "cuDNN version %zu: fp16/bf16 SDPA has known bugs in 9.10.0/9.10.1 "
+                 "(cudnn-frontend refuses it); use 9.10.2 or newer",
                  ver);
     else if (ver < 91600 && T % 128 != 0)
         snprintf(p->reason, sizeof p->reason,
-                 "cuDNN %zu < 9.16 needs a padding-mask workaround for T %% 128 != 0, not "
-                 "implemented",
-                 ver);
+                 "cuDNN version %zu: before 9.16 the SDPA backward needs T a multiple of 128 or "
+                 "cudnn-frontend's padding-mask workaround (not implemented); T %d",
+                 ver, T);
     else {
         cudnnDataType_t io = dt == GT_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
         gt_status st = build_fwd(im, &p->fwd, B, T, NH, hs, io);
         if (st == GT_OK) st = build_bwd(im, &p->bwd, B, T, NH, hs, io);
         if (st == GT_OK) {
             p->usable = 1;
-        } else if (st == GT_ERR_UNSUPPORTED) {
+        } else {
+            /* any status: cached as unusable with cuDNN's reason (a build
+             * failure on a first run must not end the run in auto mode) */
+            p->refusal = st;
             snprintf(p->reason, sizeof p->reason, "%s", gt_last_error());
             gt_error_clear();
             g_free(&p->fwd);
             g_free(&p->bwd);
-        } else {
-            plan_free(p); /* a real failure: not cached, reported */
-            return st;
         }
     }
     p->next = s->plans;
@@ -636,9 +682,10 @@ static gt_status plan_run(const gt_kctx *k, gt_cuda_impl *im, sdpa_graph *g, con
     if (vp) (void)cudnnBackendDestroyDescriptor(vp);
     gt_cuda_scratch_free(k, ws); /* one stream: later users are ordered after the plan */
     if (cs != CUDNN_STATUS_SUCCESS) {
-        gt_status st = sdpa_err(cs, what, call);
-        return st == GT_ERR_UNSUPPORTED ? gt_error_wrap(GT_ERR_DEVICE, "executing a built plan")
-                                        : st;
+        (void)sdpa_err(cs, what, call); /* the message; a built plan failing is a failure */
+        return gt_error_wrap(GT_ERR_DEVICE,
+                             "executing a built plan (GT_CUDA_ATTENTION=own runs the own kernels "
+                             "instead)");
     }
     return GT_OK;
 }
@@ -731,13 +778,15 @@ static gt_status run_bwd(const gt_kctx *k, gt_cuda_impl *im, sdpa_plan *p, void 
 /* ---- the path decision and the entry points --------------------------------------------- */
 
 /* THE decision (see the top): *p = the usable plan when (dt, shape) takes
- * cuDNN, else *p = NULL and *why says why the own kernels run. Pointers
- * play no part. Builds and caches the plan on the first call of a shape;
- * a real cuDNN failure while building is returned (and not cached). */
+ * cuDNN, else *p = NULL, *why says why the own kernels run and *kind is
+ * GT_ERR_UNSUPPORTED for a limit, the failure's status for a cuDNN failure
+ * (what GT_CUDA_ATTENTION=cudnn returns). Pointers play no part. Builds and
+ * caches the plan on the first call of a shape, whatever the outcome. */
 static gt_status sdpa_decide(gt_cuda_impl *im, gt_dtype dt, int B, int T, int C, int NH,
-                             sdpa_plan_ref *p, const char **why) {
+                             sdpa_plan_ref *p, const char **why, gt_status *kind) {
     *p = NULL;
     *why = NULL;
+    *kind = GT_ERR_UNSUPPORTED;
     if (im->att_mode == GT_CUDA_ATT_OWN) {
         *why = "GT_CUDA_ATTENTION=own";
     } else if (dt != GT_DTYPE_BF16 && dt != GT_DTYPE_FP16) {
@@ -751,10 +800,12 @@ static gt_status sdpa_decide(gt_cuda_impl *im, gt_dtype dt, int B, int T, int C,
         GT_TRY(sdpa_state(im, &s));
         sdpa_plan *pl = NULL;
         GT_TRY(plan_get(im, s, B, T, NH, C / NH, dt, &pl));
-        if (pl->usable)
+        if (pl->usable) {
             *p = pl;
-        else
+        } else {
             *why = pl->reason;
+            *kind = pl->refusal;
+        }
 #endif
     }
     return GT_OK;
@@ -764,23 +815,31 @@ gt_status gt_cuda_sdpa_state_floats(gt_cuda_impl *im, gt_dtype dt, int B, int T,
                                     size_t *floats) {
     sdpa_plan_ref p = NULL;
     const char *why = NULL;
+    gt_status kind = GT_OK;
     *floats = (size_t)B * NH * T * T;
-    GT_TRY(sdpa_decide(im, dt, B, T, C, NH, &p, &why));
+    GT_TRY(sdpa_decide(im, dt, B, T, C, NH, &p, &why, &kind));
     if (p) *floats = (size_t)B * NH * T; /* Stats only */
     return GT_OK;
 }
 
-/* The note naming the own path and why; GT_ERR_UNSUPPORTED when the user
- * forced cuDNN. */
+/* The note naming the own path and why; when the user forced cuDNN, the
+ * refusal's own status instead: GT_ERR_UNSUPPORTED for a limit (a skip),
+ * the failure's (GT_ERR_DEVICE) for a cuDNN failure, loudly. */
 static gt_status take_own(gt_cuda_impl *im, const char *op, int B, int T, int NH, int hs,
-                          gt_dtype dt, const char *why) {
-    if (im->att_mode == GT_CUDA_ATT_CUDNN)
+                          gt_dtype dt, const char *why, gt_status kind) {
+    if (im->att_mode == GT_CUDA_ATT_CUDNN && kind == GT_ERR_UNSUPPORTED)
         return GT_ERR(GT_ERR_UNSUPPORTED,
                       "%s B%d T%d NH%d hs%d %s: GT_CUDA_ATTENTION=cudnn, but cuDNN cannot run it: "
                       "%s (unset GT_CUDA_ATTENTION to fall back to the own kernel)",
                       op, B, T, NH, hs, dt_name(dt), why);
-    gt_cuda_note(im, "%s B%d T%d NH%d hs%d %s: own kernel (%s)", op, B, T, NH, hs, dt_name(dt),
-                 why);
+    if (im->att_mode == GT_CUDA_ATT_CUDNN)
+        return GT_ERR(kind,
+                      "%s B%d T%d NH%d hs%d %s: GT_CUDA_ATTENTION=cudnn, and cuDNN FAILED: %s "
+                      "(CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=stderr shows cuDNN's log; unset "
+                      "GT_CUDA_ATTENTION to fall back to the own kernel)",
+                      op, B, T, NH, hs, dt_name(dt), why);
+    gt_cuda_note(im, "%s B%d T%d NH%d hs%d %s: own kernel (%s%s)", op, B, T, NH, hs, dt_name(dt),
+                 kind == GT_ERR_UNSUPPORTED ? "" : "fallback, cuDNN failed: ", why);
     return GT_OK;
 }
 
@@ -790,14 +849,17 @@ gt_status gt_cuda_sdpa_fwd(const gt_kctx *k, gt_cuda_impl *im, void *out, float 
     int hs = C / NH;
     sdpa_plan_ref p = NULL;
     const char *why = NULL;
-    GT_TRY(sdpa_decide(im, k->dt, B, T, C, NH, &p, &why));
-    if (!p) return take_own(im, "attention_fwd", B, T, NH, hs, k->dt, why);
+    gt_status kind = GT_OK;
+    GT_TRY(sdpa_decide(im, k->dt, B, T, C, NH, &p, &why, &kind));
+    if (!p) return take_own(im, "attention_fwd", B, T, NH, hs, k->dt, why, kind);
 #if GT_HAVE_CUDNN
     GT_TRY(run_fwd(k, im, p, out, att, qkv));
     int staged = !gt_cuda_aligned(qkv) || !gt_cuda_aligned(out) || !gt_cuda_aligned(att);
-    gt_cuda_note(im, "attention_fwd B%d T%d NH%d hs%d %s: cudnn sdpa (engine %lld, cuDNN %zu%s)", B,
-                 T, NH, hs, dt_name(k->dt), (long long)p->fwd.engine, cudnnGetVersion(),
-                 staged ? "; staged: qkv, out or att not 16-byte aligned" : "");
+    gt_cuda_note(im,
+                 "attention_fwd B%d T%d NH%d hs%d %s: cudnn sdpa (engine %lld, cuDNN %zu, "
+                 "numerical notes: %s%s)",
+                 B, T, NH, hs, dt_name(k->dt), (long long)p->fwd.engine, cudnnGetVersion(),
+                 p->fwd.numnotes, staged ? "; staged: qkv, out or att not 16-byte aligned" : "");
     *done = 1;
 #else
     (void)out, (void)att, (void)qkv;
@@ -812,8 +874,9 @@ gt_status gt_cuda_sdpa_bwd(const gt_kctx *k, gt_cuda_impl *im, void *dqkv, const
     int hs = C / NH;
     sdpa_plan_ref p = NULL;
     const char *why = NULL;
-    GT_TRY(sdpa_decide(im, k->dt, B, T, C, NH, &p, &why));
-    if (!p) return take_own(im, "attention_bwd", B, T, NH, hs, k->dt, why);
+    gt_status kind = GT_OK;
+    GT_TRY(sdpa_decide(im, k->dt, B, T, C, NH, &p, &why, &kind));
+    if (!p) return take_own(im, "attention_bwd", B, T, NH, hs, k->dt, why, kind);
 #if GT_HAVE_CUDNN
     if (!out)
         return GT_ERR(GT_ERR_INVALID,
@@ -824,9 +887,9 @@ gt_status gt_cuda_sdpa_bwd(const gt_kctx *k, gt_cuda_impl *im, void *dqkv, const
     int staged = !gt_cuda_aligned(qkv) || !gt_cuda_aligned(out) || !gt_cuda_aligned(dout) ||
                  !gt_cuda_aligned(att);
     gt_cuda_note(im,
-                 "attention_bwd B%d T%d NH%d hs%d %s: cudnn sdpa (engine %lld, deterministic "
-                 "graph: dQ without an atomic fp32 accumulator%s)",
-                 B, T, NH, hs, dt_name(k->dt), (long long)p->bwd.engine,
+                 "attention_bwd B%d T%d NH%d hs%d %s: cudnn sdpa (engine %lld, numerical notes: "
+                 "%s; deterministic graph: dQ without an atomic fp32 accumulator%s)",
+                 B, T, NH, hs, dt_name(k->dt), (long long)p->bwd.engine, p->bwd.numnotes,
                  staged ? "; staged: qkv, out, dout or att not 16-byte aligned" : "");
     *done = 1;
 #else

@@ -427,11 +427,25 @@ static gt_status impl_init(gt_cuda_impl *im, int dev) {
 #endif
 #if GT_HAVE_CUDNN
     {
+        /* A cuDNN that cannot start (a sub-library or nvrtc not found) is a
+         * note, not the end of the backend: im->cudnn stays NULL, the reason
+         * is kept in im->cudnn_reason, attention takes the own kernels
+         * (GT_CUDA_ATTENTION=cudnn fails naming it), conv2d declines. */
+        const char *call = "cudnnCreate";
         cudnnStatus_t cs = cudnnCreate(&im->cudnn);
-        if (cs == CUDNN_STATUS_SUCCESS) cs = cudnnSetStream(im->cudnn, im->stream);
-        if (cs != CUDNN_STATUS_SUCCESS)
-            return GT_ERR(GT_ERR_DEVICE, "cudnnCreate/cudnnSetStream failed: %s",
-                          cudnnGetErrorString(cs));
+        if (cs == CUDNN_STATUS_SUCCESS) {
+            call = "cudnnSetStream";
+            cs = cudnnSetStream(im->cudnn, im->stream);
+        }
+        if (cs != CUDNN_STATUS_SUCCESS) {
+            char detail[256] = "";
+            cudnnGetLastErrorString(detail, sizeof detail);
+            if (im->cudnn) (void)cudnnDestroy(im->cudnn);
+            im->cudnn = NULL;
+            snprintf(im->cudnn_reason, sizeof im->cudnn_reason, "%s failed: %s (%d)%s%.256s", call,
+                     cudnnGetErrorString(cs), (int)cs, detail[0] ? ": " : "", detail);
+            gt_cuda_note(im, "cuDNN unavailable, its paths off: %s", im->cudnn_reason);
+        }
     }
 #endif
     return GT_OK;

@@ -70,7 +70,8 @@ typedef struct gt_cuda_impl {
     void *lt_workspace; /* cudaMalloc'd directly, not through the caching allocator */
     size_t lt_workspace_bytes;
 #if GT_HAVE_CUDNN
-    cudnnHandle_t cudnn; /* bound to `stream` */
+    cudnnHandle_t cudnn;    /* bound to `stream`; NULL when cudnnCreate failed */
+    char cudnn_reason[384]; /* why cudnn is NULL (cuDNN's status and last error), else "" */
 #endif
     int att_mode;              /* GT_CUDA_ATT_*: GT_CUDA_ATTENTION, read at creation */
     int lt_default_only;       /* GT_CUDA_LT_EPILOGUES=default-only, read at creation */
@@ -108,13 +109,15 @@ gt_status gt_cuda_begin_any(const gt_kctx *k, const char *op, gt_cuda_impl **out
  * or the own kernels; it never changes for a backend (attention_cudnn.cu).
  * *floats = what attention_fwd keeps in att on that path: B*NH*T (the row
  * logsumexp) for cuDNN, B*NH*T*T (the probabilities) for the own kernels.
- * Builds the shape's cuDNN plans on first use (the only failures). */
+ * Builds the shape's cuDNN plans on first use; a failure to build is
+ * cached as "own kernels" with its reason, not returned. */
 gt_status gt_cuda_sdpa_state_floats(gt_cuda_impl *im, gt_dtype dt, int B, int T, int C, int NH,
                                     size_t *floats);
 /* Forward through cuDNN when the decision says so: *done = 1 (att then
  * holds the logsumexp, not the probabilities), 0 when the caller must run
- * the own kernel (the reason is in the notes; GT_ERR_UNSUPPORTED instead
- * when GT_CUDA_ATTENTION=cudnn). Pointers that are not 16-byte aligned are
+ * the own kernel (the reason is in the notes; when GT_CUDA_ATTENTION=cudnn
+ * an error instead: GT_ERR_UNSUPPORTED for a limit such as a cuDNN version
+ * limit, GT_ERR_DEVICE when building the plans failed). Pointers that are not 16-byte aligned are
  * staged through aligned scratch, never a reason to change path. */
 gt_status gt_cuda_sdpa_fwd(const gt_kctx *k, gt_cuda_impl *im, void *out, float *att,
                            const void *qkv, int B, int T, int C, int NH, int *done);

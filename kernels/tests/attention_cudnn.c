@@ -14,8 +14,18 @@
  *     round(X + G) with G its zero-initialised result;
  *   - forward and backward are bitwise reproducible run to run;
  *   - the backend's notes say the cuDNN path ran.
- * Exit 77: no GPU, no cuDNN compiled in, or a GPU where the backend by
- * design does not use cuDNN SDPA (below sm_80, Blackwell sm_100+). */
+ * A case cuDNN refuses for a version limit (attention_cudnn.cu: cuDNN
+ * before 9.16 takes no T % 128 != 0, 9.10.0/9.10.1 nothing) is SKIPPED,
+ * printed with the reason; the test checks that such a skip is what the
+ * version explains (T % 128 != 0 under a version before 9.16, as the
+ * notes of the cases that ran report it) and fails on any other error.
+ * `attention_cudnn small` runs three small shapes (T 17, 128, 1) only:
+ * kernels.attention_cudnn_cudnn915.cuda runs them with the emulator's
+ * cuDNN faking version 9.15 (GT_EMU_CUDNN_VERSION=91500), where T 17 and
+ * T 1 are skipped and T 128 must run.
+ * Exit 77: no GPU, no cuDNN compiled in, a GPU where the backend by
+ * design does not use cuDNN SDPA (below sm_80, Blackwell sm_100+), or
+ * every case skipped for the cuDNN version. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "gt_config.h"
 #include "kernels/tests/testutil.h"
@@ -123,7 +133,14 @@ static int close_enough(const char *what, const char *lb, const float *got, cons
     return ok;
 }
 
-int main(void) {
+/* The cuDNN version in the notes' "cuDNN NNNNN," of a case that ran; 0 if none. */
+static long noted_version(const char *notes) {
+    const char *p = strstr(notes, ": cudnn sdpa (engine ");
+    const char *v = p ? strstr(p, ", cuDNN ") : NULL;
+    return v ? strtol(v + 8, NULL, 10) : 0;
+}
+
+int main(int argc, char **argv) {
 #if !GT_HAVE_CUDNN
     printf("skipped: cuDNN is not compiled in\n");
     return 77;
@@ -139,14 +156,18 @@ int main(void) {
         gt_backend_free(dnn);
         return 77;
     }
-    static const shape shapes[] = {{2, 64, 128, 2},   {1, 17, 32, 4},   {2, 100, 256, 4},
-                                   {1, 128, 768, 12}, {1, 256, 512, 4}, {3, 1, 64, 1}};
+    static const shape all_shapes[] = {{2, 64, 128, 2},   {1, 17, 32, 4},   {2, 100, 256, 4},
+                                       {1, 128, 768, 12}, {1, 256, 512, 4}, {3, 1, 64, 1}};
+    static const shape small_shapes[] = {{1, 17, 32, 4}, {1, 128, 64, 4}, {3, 1, 64, 1}};
+    int small = argc > 1 && !strcmp(argv[1], "small");
+    const shape *shapes = small ? small_shapes : all_shapes;
+    size_t nshapes = small ? 3 : sizeof all_shapes / sizeof all_shapes[0];
     static const gt_dtype dts[] = {GT_DTYPE_BF16, GT_DTYPE_FP16};
-    int fails = 0;
+    int fails = 0, ran = 0, skipped = 0, skipped_t = 0, skipped_t128 = 0;
     for (size_t di = 0; di < 2; di++) {
         gt_dtype dt = dts[di];
         double u = unit(dt);
-        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        for (size_t si = 0; si < nshapes; si++) {
             shape s = shapes[si];
             char lb[96];
             snprintf(lb, sizeof lb, "%s B%d_T%d_C%d_NH%d", gt_dtype_name(dt), s.B, s.T, s.C, s.NH);
@@ -163,10 +184,19 @@ int main(void) {
             gt_status s1 = run(own, dt, s, qkv, dout, x, &a);
             gt_status s2 = s1 == GT_OK ? run(dnn, dt, s, qkv, dout, x, &b) : s1;
             gt_status s3 = s2 == GT_OK ? run(dnn, dt, s, qkv, dout, x, &c) : s2;
-            if (s3 != GT_OK) {
+            if (s3 == GT_ERR_UNSUPPORTED && strstr(gt_last_error(), "cuDNN version ")) {
+                /* a version limit: a skip, checked against the version below */
+                printf("  %-26s skipped: %s\n", lb, gt_last_error());
+                skipped++;
+                if (strstr(gt_last_error(), "before 9.16")) { /* the T % 128 limit */
+                    skipped_t++;
+                    skipped_t128 += s.T % 128 == 0;
+                }
+            } else if (s3 != GT_OK) {
                 printf("  %-26s FAIL: %s: %s\n", lb, gt_status_name(s3), gt_last_error());
                 fails++;
             } else {
+                ran++;
                 fails += !close_enough("out", lb, b.out, a.out, n1, u);
                 fails += !close_enough("dqkv", lb, b.dqkv, a.dqkv, n3, u);
                 /* accumulation: round(X + G), bitwise */
@@ -201,12 +231,35 @@ int main(void) {
     int took = strstr(notes, "attention_fwd") && strstr(notes, ": cudnn sdpa") &&
                strstr(notes, "attention_bwd") && !strstr(notes, "own kernel");
     printf("notes of the cudnn backend:\n%s\n", notes);
-    if (!took) {
+    if (ran && !took) {
         printf("FAIL: the notes do not show cuDNN SDPA on every call\n");
+        fails++;
+    }
+    /* the skips must be what the version explains: before 9.16 every
+     * T % 128 != 0 case and no other, from 9.16 on none (9.10.0/9.10.1
+     * refuse every case, for that reason, so nothing runs to report a
+     * version) */
+    long ver = noted_version(notes);
+    int expect = 0;
+    for (size_t si = 0; si < nshapes; si++)
+        expect += 2 * (shapes[si].T % 128 != 0);
+    if (skipped_t128 || (ver && ver >= 91600 && skipped) ||
+        (ver && ver < 91600 && (skipped_t != expect || skipped != skipped_t))) {
+        printf("FAIL: %d cases skipped for the cuDNN version (%d with T %% 128 == 0), cuDNN %ld "
+               "ran the others: a version before 9.16 skips exactly the %d with T %% 128 != 0, a "
+               "later one none\n",
+               skipped, skipped_t128, ver, expect);
         fails++;
     }
     gt_backend_free(own);
     gt_backend_free(dnn);
+    if (!fails && !ran) {
+        printf("skipped: every case refused for the cuDNN version\n");
+        return 77;
+    }
+    if (skipped)
+        printf("%d of %d cases skipped for the cuDNN version (reasons above)\n", skipped,
+               skipped + ran);
     printf("attention cudnn vs own: %s\n", fails ? "FAILED" : "passed");
     return fails ? 1 : 0;
 }
