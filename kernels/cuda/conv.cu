@@ -491,14 +491,14 @@ static gt_status conv_dbias_launch(gt_cuda_impl *im, void *dbias, const void *do
 
 /* GT_ERR_UNSUPPORTED when the backend has no cuDNN handle (cudnnCreate
  * failed at creation, which leaves the rest of the backend working):
- * nothing of cuDNN is called then. The reason cudnnCreate gave is in the
- * backend's notes. */
+ * nothing of cuDNN is called then. The message quotes the reason
+ * cudnnCreate gave (im->cudnn_reason, also in the backend's notes). */
 static gt_status conv_need_cudnn(const gt_cuda_impl *im, const char *op) {
     if (im->cudnn) return GT_OK;
     return GT_ERR(GT_ERR_UNSUPPORTED,
                   "cuda %s: cuDNN is unavailable on this backend (%s): no convolution", op,
-                  "cudnnCreate failed when the backend was created; its reason is in the "
-                  "backend's notes");
+                  im->cudnn_reason[0] ? im->cudnn_reason
+                                      : "no handle; cudnnCreate failed when the backend was created");
 }
 
 /* GT_OK when s is a convolution ops.h accepts and cuDNN's 32-bit

@@ -108,6 +108,11 @@ int main(void) {
     k.dt = GT_DTYPE_BF16;
     expect("conv2d_fwd bf16, no handle", be->ops->conv2d_fwd(&k, y, x, w, NULL, &sh),
            GT_ERR_UNSUPPORTED, why);
+    /* the reason cudnnCreate gave (backend_cuda.cu keeps it) is quoted */
+    snprintf(im->cudnn_reason, sizeof im->cudnn_reason, "cudnnCreate failed: TEST REASON 42");
+    expect("conv2d_fwd bf16, no handle, reason quoted",
+           be->ops->conv2d_fwd(&k, y, x, w, NULL, &sh), GT_ERR_UNSUPPORTED, "TEST REASON 42");
+    im->cudnn_reason[0] = '\0';
     k.dt = GT_DTYPE_FP32;
     im->cudnn = h;
     /* the same calls with the handle back: the refusals were the guard's */
