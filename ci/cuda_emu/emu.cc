@@ -761,10 +761,12 @@ struct emu_stream {
     int dummy;
 };
 
-/* Streams a library stand-in holds (gt_emu::stream_hold): their work never
- * completes until released, as on a GPU whose kernel waits for a peer. */
+/* Streams a library stand-in holds (gt_emu_stream_hold): their work never
+ * completes until released, as on a GPU whose kernel waits for a peer.
+ * Never destroyed: a watchdog's exit() may run static destructors while
+ * another thread still polls a stream. */
 std::mutex held_mu;
-std::set<cudaStream_t> held_streams;
+std::set<cudaStream_t> &held_streams = *new std::set<cudaStream_t>;
 bool stream_held(cudaStream_t s) {
     std::lock_guard<std::mutex> g(held_mu);
     return held_streams.count(s) != 0;

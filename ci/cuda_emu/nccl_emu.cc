@@ -15,8 +15,7 @@
  * Strict where that finds bugs in the caller: a communicator used after
  * ncclCommAbort or ncclCommDestroy, or freed by one thread while another is
  * inside a call on it (NCCL frees the structure that call reads: a
- * use-after-free), stops the process with a message; ASan sees the freed
- * memory as well. Buffers must be device memory, the datatype and
+ * use-after-free), stops the process with a message. Buffers must be device memory, the datatype and
  * reduction NCCL's, root and peer rank 0. Every refusal leaves a message
  * for ncclGetLastError.
  *
@@ -73,8 +72,10 @@ struct p2p {
 };
 thread_local std::vector<p2p> group_p2p;
 
+/* never destroyed: a watchdog's exit() may run static destructors while
+ * another thread is still inside a call */
 std::mutex live_mu;
-std::set<const ncclComm *> live;
+std::set<const ncclComm *> &live = *new std::set<const ncclComm *>;
 
 ncclResult_t fail(ncclResult_t r, const char *fn, const char *fmt, ...) {
     int n = snprintf(last_msg, sizeof last_msg, "%s: ", fn);
