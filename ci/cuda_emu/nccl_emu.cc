@@ -469,6 +469,7 @@ ncclResult_t ncclGroupEnd(void) {
     }
     for (size_t i = 0; i < ops.size(); i++) {
         if (used[i]) continue;
+        if (!is_live(ops[i].comm)) fatal("%s: a communicator freed inside the group", fn);
         fprintf(stderr,
                 "gauntlet nccl emulator: an %s to self with no matching %s in its group: its "
                 "stream waits for ever, as NCCL's would\n",
