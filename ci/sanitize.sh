@@ -42,6 +42,9 @@ cd "$BUILD"
 # conformance tests here).
 ctest --output-on-failure -j "$JOBS" -L "unit|conformance" -LE slow \
       -E "^suites[.]collectives[.]mpi|^models[.]gpt2_precision[.](ref|cuda)$|^kernels[.]conformance(_fp16)?_lt_fallback[.]cuda$"
+# The nccl communicator's own test (labels gpu;mpi, so not above): on the
+# emulator's NCCL stand-in, one rank, under a second (docs/cuda-emulator.md).
+ctest --output-on-failure -R "^engine[.]comm[.]nccl_np1$"
 # kernels.determinism.cuda, kernels.conv_determinism.cuda and
 # models.dense_precision.cuda (minutes under ASan) run without it in
 # ci/emulate.sh, as do the fp32 and fp16 kernels.conformance*_lt_fallback.cuda

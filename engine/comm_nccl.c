@@ -40,6 +40,20 @@
  * event; test is cudaEventQuery. NCCL cannot cancel an enqueued operation: a wait that times out
  * aborts the NCCL communicator (the comm is then unusable).
  *
+ * The watchdog's abort runs on its own thread while the owning thread may
+ * be polling the same communicator (ncclCommGetAsyncError) or enqueuing on
+ * it; ncclCommAbort frees it, so the two must not overlap (NCCL's
+ * communicators are not thread-safe). Every NCCL call on m->comm is made
+ * with m->mu held, and `aborted` (atomic) is set before any abort: the
+ * owner checks it under the lock before each call and never touches
+ * m->comm once it is set. The watchdog waits for the lock (the owner holds
+ * it only for one call: a poll, or an enqueue) for at most a second; if the
+ * owner is stuck inside NCCL that long, the watchdog leaves the
+ * communicator alone rather than free it under that call, and the host
+ * communicator's abort ends the job (the GPU is released with the
+ * process). The owner's pending wait then ends with GT_ERR_TIMEOUT, never
+ * with a call on a freed communicator.
+ *
  * Point-to-point: NCCL has no tags and a lone ncclRecv blocks its stream
  * until the matching send runs, so a ring of "post receive, then send"
  * would deadlock if each were launched alone. Send and receive are
@@ -69,7 +83,9 @@
 #include <mpi.h>
 #endif
 #include <nccl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +103,12 @@ static const gt_comm_backend *const host_be = &gt_comm_self_backend;
 
 typedef struct nccl_handle nccl_handle;
 
+enum { LIVE = 0, ABORTED_HERE, ABORTED_BY_JOB };
+
 typedef struct nccl_comm {
-    ncclComm_t comm; /* NULL once aborted */
+    ncclComm_t comm;    /* valid while aborted == LIVE; NULL once aborted here */
+    pthread_mutex_t mu; /* held around every NCCL call on comm (see the top) */
+    atomic_int aborted; /* LIVE, or who aborted it */
     cudaStream_t stream;
     int device;
     int rank, size;
@@ -114,8 +134,10 @@ struct nccl_handle {
 
 /* ---- errors ------------------------------------------------------------------ */
 
-static gt_status nccl_error(const nccl_comm *m, ncclResult_t r, const char *what) {
-    const char *last = m && m->comm ? ncclGetLastError(m->comm) : NULL;
+/* With m: called with m->mu held. */
+static gt_status nccl_error(nccl_comm *m, ncclResult_t r, const char *what) {
+    const char *last =
+        m && m->comm && atomic_load(&m->aborted) == LIVE ? ncclGetLastError(m->comm) : NULL;
     return GT_ERR(GT_ERR_COMM, "%s failed: %s%s%s", what, ncclGetErrorString(r),
                   last && last[0] ? ": " : "", last && last[0] ? last : "");
 }
@@ -130,6 +152,47 @@ static gt_status cuda_error(cudaError_t e, const char *what) {
         ncclResult_t gt_nccl_r_ = (call);                                                          \
         if (gt_nccl_r_ != ncclSuccess) return nccl_error((m), gt_nccl_r_, #call);                  \
     } while (0)
+
+/* ---- the communicator's lock (see the top) ------------------------------------------ */
+
+/* The error of an operation on a communicator that was aborted. */
+static gt_status aborted_error(nccl_comm *m, const char *what) {
+    if (atomic_load(&m->aborted) == ABORTED_BY_JOB)
+        return GT_ERR(GT_ERR_TIMEOUT,
+                      "%s: the nccl communicator was aborted while the operation waited (the "
+                      "watchdog's deadline passed, --comm-timeout, or the job is being "
+                      "aborted): the job is ending",
+                      what);
+    return GT_ERR(GT_ERR_COMM,
+                  "%s on an nccl communicator that was aborted after an earlier failure or "
+                  "timeout: free it",
+                  what);
+}
+
+/* The owner's side: 1 with m->mu held when the communicator is live, else
+ * 0 (not held). */
+static int lock_live(nccl_comm *m) {
+    pthread_mutex_lock(&m->mu);
+    if (atomic_load(&m->aborted) == LIVE) return 1;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+/* lock_live, with the error of an aborted communicator */
+static gt_status comm_lock(nccl_comm *m, const char *what) {
+    return lock_live(m) ? GT_OK : aborted_error(m, what);
+}
+
+static void comm_unlock(nccl_comm *m) { pthread_mutex_unlock(&m->mu); }
+
+/* The owner's abort after a failure or a cancelled operation, m->mu held
+ * and the communicator live: NCCL's kernels stop, the comm is freed. */
+static void abort_locked(nccl_comm *m) {
+    int live = LIVE;
+    atomic_compare_exchange_strong(&m->aborted, &live, ABORTED_HERE);
+    ncclCommAbort(m->comm);
+    m->comm = NULL;
+}
 
 /* ---- where buffers live ---------------------------------------------------------- */
 
@@ -216,9 +279,8 @@ static gt_status after_callers_work(nccl_comm *m) {
     return GT_OK;
 }
 
-/* Enqueues a collective (not send/recv) on m->stream. */
-static gt_status launch(nccl_comm *m, const gt_comm_op_desc *d) {
-    GT_TRY(after_callers_work(m));
+/* Enqueues a collective (not send/recv) on m->stream; m->mu held. */
+static gt_status enqueue(nccl_comm *m, const gt_comm_op_desc *d) {
     ncclDataType_t t = nccl_type(d->dt);
     ncclRedOp_t op = nccl_op(d->op);
     size_t es = gt_dtype_size(d->dt), n = d->count;
@@ -282,10 +344,20 @@ static gt_status launch(nccl_comm *m, const gt_comm_op_desc *d) {
     }
 }
 
+/* Enqueues a collective (not send/recv) on m->stream, after the caller's work. */
+static gt_status launch(nccl_comm *m, const gt_comm_op_desc *d) {
+    GT_TRY(after_callers_work(m));
+    GT_TRY(comm_lock(m, gt_coll_name(d->coll)));
+    gt_status s = enqueue(m, d);
+    comm_unlock(m);
+    return s;
+}
+
 /* Launches the queued send/recv as one group, then records each one's event. */
 static gt_status flush(nccl_comm *m) {
     if (!m->queue) return GT_OK;
     gt_status s = after_callers_work(m);
+    if (s == GT_OK) s = comm_lock(m, "send/recv");
     if (s != GT_OK) {
         for (nccl_handle *h = m->queue; h; h = h->next) {
             h->queued = 0;
@@ -313,29 +385,30 @@ static gt_status flush(nccl_comm *m) {
     }
     m->queue = NULL;
     m->queue_tail = &m->queue;
-    if (r != ncclSuccess) return nccl_error(m, r, "send/recv group (ncclGroupEnd)");
-    if (e != cudaSuccess) return cuda_error(e, "cudaEventRecord after send/recv");
-    return GT_OK;
+    s = r != ncclSuccess   ? nccl_error(m, r, "send/recv group (ncclGroupEnd)")
+        : e != cudaSuccess ? cuda_error(e, "cudaEventRecord after send/recv")
+                           : GT_OK;
+    comm_unlock(m);
+    return s;
 }
 
-static gt_status check_alive(const nccl_comm *m, const gt_comm_op_desc *d) {
-    if (!m->comm)
-        return GT_ERR(GT_ERR_COMM,
-                      "%s on an nccl communicator that was aborted after an earlier failure "
-                      "or timeout: free it",
-                      gt_coll_name(d->coll));
+static gt_status check_alive(nccl_comm *m, const gt_comm_op_desc *d) {
+    if (atomic_load(&m->aborted) != LIVE) return aborted_error(m, gt_coll_name(d->coll));
     return GT_OK;
 }
 
 /* A failure NCCL found in the background (a peer died, a network error). */
 static gt_status async_error(nccl_comm *m, const char *what) {
+    GT_TRY(comm_lock(m, what)); /* aborted meanwhile: that is the error */
+    gt_status s = GT_OK;
     ncclResult_t ar = ncclSuccess;
-    if (!m->comm || ncclCommGetAsyncError(m->comm, &ar) != ncclSuccess) return GT_OK;
-    if (ar == ncclSuccess || ar == ncclInProgress) return GT_OK;
-    gt_status s = nccl_error(m, ar, what);
-    /* its operations will never complete: release the GPU and the peers */
-    ncclCommAbort(m->comm);
-    m->comm = NULL;
+    if (ncclCommGetAsyncError(m->comm, &ar) == ncclSuccess && ar != ncclSuccess &&
+        ar != ncclInProgress) {
+        s = nccl_error(m, ar, what);
+        /* its operations will never complete: release the GPU and the peers */
+        abort_locked(m);
+    }
+    comm_unlock(m);
     return s;
 }
 
@@ -345,6 +418,8 @@ static gt_status stream_wait(nccl_comm *m, const char *what) {
     uint64_t t0 = gt_now_ns();
     for (unsigned polls = 0;; polls++) {
         cudaError_t e = cudaStreamQuery(m->stream);
+        /* an abort drains the stream too: what ran did not complete */
+        if (atomic_load(&m->aborted) != LIVE) return aborted_error(m, what);
         if (e == cudaSuccess) return GT_OK;
         if (e != cudaErrorNotReady) return cuda_error(e, what);
         if ((polls & 255u) == 255u) {
@@ -454,7 +529,9 @@ static gt_status nccl_test(void *impl, void *handle, int *done) {
                        gt_coll_name(h->d.coll));
         if (s == GT_OK) {
             cudaError_t e = cudaEventQuery(h->ev);
-            if (e == cudaErrorNotReady) {
+            if (atomic_load(&m->aborted) != LIVE) {
+                s = aborted_error(m, "nccl operation");
+            } else if (e == cudaErrorNotReady) {
                 s = async_error(m, "nccl operation");
                 if (s == GT_OK) return GT_OK;
             } else if (e != cudaSuccess) {
@@ -519,9 +596,9 @@ static int nccl_cancel(void *impl, void *handle) {
     }
     int clean = h->kind == H_DONE;
     handle_free(h);
-    if (!clean && m->comm) {
-        ncclCommAbort(m->comm);
-        m->comm = NULL;
+    if (!clean && lock_live(m)) {
+        abort_locked(m);
+        comm_unlock(m);
     }
     return clean;
 }
@@ -608,6 +685,8 @@ static void version_string(char *buf, size_t len) {
 
 /* The per-communicator CUDA state around an initialised NCCL comm. */
 static gt_status comm_setup(nccl_comm *m, ncclComm_t comm, int device, void *host) {
+    pthread_mutex_init(&m->mu, NULL);
+    atomic_init(&m->aborted, LIVE);
     m->comm = comm;
     m->device = device;
     m->host = host;
@@ -625,18 +704,25 @@ static gt_status comm_setup(nccl_comm *m, ncclComm_t comm, int device, void *hos
 static void comm_release(nccl_comm *m) {
     if (!m) return;
     cudaSetDevice(m->device);
-    if (m->comm) {
+    if (atomic_load(&m->aborted) == LIVE) {
         /* what the user left queued or running completes before the end */
-        if (flush(m) == GT_OK && m->stream && stream_wait(m, "free") == GT_OK) {
-            ncclCommDestroy(m->comm);
-        } else {
-            ncclCommAbort(m->comm);
+        int drained = flush(m) == GT_OK && m->stream && stream_wait(m, "free") == GT_OK;
+        if (lock_live(m)) {
+            if (drained) {
+                ncclCommDestroy(m->comm);
+                m->comm = NULL;
+                atomic_store(&m->aborted, ABORTED_HERE);
+            } else {
+                abort_locked(m);
+            }
+            comm_unlock(m);
         }
     }
     if (m->stream) cudaStreamDestroy(m->stream);
     if (m->ready) cudaEventDestroy(m->ready);
     if (m->scratch) cudaFree(m->scratch);
     if (m->host) host_be->destroy(m->host);
+    pthread_mutex_destroy(&m->mu);
     free(m);
 }
 
@@ -715,7 +801,7 @@ static gt_status nccl_split(void *impl, int color, int key, void **new_impl, int
                             int *new_size) {
     nccl_comm *m = impl;
     *new_impl = NULL;
-    if (!m->comm)
+    if (atomic_load(&m->aborted) != LIVE)
         return GT_ERR(GT_ERR_COMM, "split of an nccl communicator that was aborted: free it");
     cudaSetDevice(m->device);
     GT_TRY(flush(m));
@@ -723,11 +809,18 @@ static gt_status nccl_split(void *impl, int color, int key, void **new_impl, int
     int mr = 0, ms = 0;
     GT_TRY(host_be->split(m->host, color, key, &host, &mr, &ms));
     ncclComm_t nc = NULL;
+    gt_status ls = comm_lock(m, "split");
+    if (ls != GT_OK) {
+        if (host) host_be->destroy(host);
+        return ls;
+    }
     ncclResult_t rc =
         ncclCommSplit(m->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &nc, NULL);
+    if (rc != ncclSuccess) ls = nccl_error(m, rc, "ncclCommSplit");
+    comm_unlock(m);
     if (rc != ncclSuccess) {
         if (host) host_be->destroy(host);
-        return nccl_error(m, rc, "ncclCommSplit");
+        return ls;
     }
     if (!host || !nc) {
         if (nc) ncclCommDestroy(nc);
@@ -775,11 +868,30 @@ static const char *nccl_version(void *impl) {
 
 /* From the watchdog's thread too: NCCL's kernels are stopped first (so the
  * GPU is released even if MPI_Abort leaves a process behind), then the host
- * communicator ends every process of the job. */
+ * communicator ends every process of the job. The owning thread may be
+ * inside an NCCL call on the communicator (a poll, an enqueue): `aborted`
+ * first, so that it makes no new call, then the lock, so that the comm is
+ * not freed under the call it is in. An owner stuck in NCCL for a second
+ * keeps its communicator: ending the job releases the GPU. */
 static void nccl_abort(void *impl, int code) {
     nccl_comm *m = impl;
-    if (m->comm) ncclCommAbort(m->comm);
-    m->comm = NULL;
+    int live = LIVE;
+    if (atomic_compare_exchange_strong(&m->aborted, &live, ABORTED_BY_JOB)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        if (pthread_mutex_timedlock(&m->mu, &until) == 0) {
+            if (m->comm) ncclCommAbort(m->comm);
+            m->comm = NULL;
+            pthread_mutex_unlock(&m->mu);
+        } else {
+            fprintf(stderr,
+                    "gauntlet: nccl: rank %d: the communicator's thread has been inside an NCCL "
+                    "call for over 1 s: the NCCL communicator is left to the end of the job, "
+                    "not aborted under that call\n",
+                    m->rank);
+        }
+    }
     host_be->abort(m->host, code);
 }
 

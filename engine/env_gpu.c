@@ -501,7 +501,7 @@ void gt_env_collect_gpu(gt_env *e) {
         snprintf(e->cublas, sizeof e->cublas, "emulated (gauntlet stand-in)");
         snprintf(e->cudnn, sizeof e->cudnn,
                  "emulated (gauntlet stand-in: convolutions, graph interpreter)");
-        snprintf(e->nccl, sizeof e->nccl, "emulated (not built: no NCCL in the emulator)");
+        snprintf(e->nccl, sizeof e->nccl, "emulated (gauntlet stand-in: one rank per process)");
         return;
     }
     lib_dirs dirs = {0};

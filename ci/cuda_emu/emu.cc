@@ -30,6 +30,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "ci/cuda_emu/gt_emu.h"
@@ -754,11 +755,32 @@ double now_ms() {
 struct emu_event {
     double ms;
     bool recorded;
+    cudaStream_t held; /* recorded on a held stream: not complete while it is held */
 };
 struct emu_stream {
     int dummy;
 };
+
+/* Streams a library stand-in holds (gt_emu_stream_hold): their work never
+ * completes until released, as on a GPU whose kernel waits for a peer.
+ * Never destroyed: a watchdog's exit() may run static destructors while
+ * another thread still polls a stream. */
+std::mutex held_mu;
+std::set<cudaStream_t> &held_streams = *new std::set<cudaStream_t>;
+bool stream_held(cudaStream_t s) {
+    std::lock_guard<std::mutex> g(held_mu);
+    return held_streams.count(s) != 0;
+}
 } // namespace
+
+/* For the stand-ins (nccl_emu.cc, GT_EMU_NCCL_HANG): hold or release a stream. */
+void gt_emu_stream_hold(cudaStream_t s, bool held) {
+    std::lock_guard<std::mutex> g(held_mu);
+    if (held)
+        held_streams.insert(s);
+    else
+        held_streams.erase(s);
+}
 
 extern "C" {
 
@@ -938,16 +960,19 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
     return cudaStreamCreate(s);
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    gt_emu_stream_hold(s, false);
     delete (emu_stream *)s;
     return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    (void)s;
+    while (stream_held(s)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, nullptr);
+    }
     return cudaSuccess;
 }
 cudaError_t cudaStreamQuery(cudaStream_t s) {
-    (void)s;
-    return cudaSuccess;
+    return stream_held(s) ? cudaErrorNotReady : cudaSuccess;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
     (void)s;
@@ -958,7 +983,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
 cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 
 cudaError_t cudaEventCreate(cudaEvent_t *e) {
-    *e = (cudaEvent_t) new emu_event{0, false};
+    *e = (cudaEvent_t) new emu_event{0, false, nullptr};
     return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
@@ -970,10 +995,10 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
     return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-    (void)s;
     emu_event *ev = (emu_event *)e;
     ev->ms = now_ms();
     ev->recorded = true;
+    ev->held = stream_held(s) ? s : nullptr;
     return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
@@ -981,8 +1006,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) {
-    (void)e;
-    return cudaSuccess;
+    emu_event *ev = (emu_event *)e;
+    return ev->held && stream_held(ev->held) ? cudaErrorNotReady : cudaSuccess;
 }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
     emu_event *x = (emu_event *)a, *y = (emu_event *)b;
