@@ -183,6 +183,11 @@ def section_kernels(work, out):
                     if "attention" in r.get("case", "")} - {""})
     if notes:
         out.append("Attention paths (backend notes):\n\n```\n" + "\n".join(n[:300] for n in notes[:12]) + "\n```\n")
+    own = [r["case"] for r in res if "own attention (fallback" in r.get("params", {}).get("backend_notes", "")]
+    if own:
+        out.append(f"Own attention (the untuned fallback: stores B*NH*T^2 fp32 scores, uncoalesced reads; "
+                   f"its times are no speed claim) ran in {len(own)} case(s): " +
+                   ", ".join(f"`{c}`" for c in own[:8]) + "\n")
 
 
 def train_row(label, path):
@@ -200,7 +205,8 @@ def train_row(label, path):
 def section_train(work, out):
     rows = []
     for label, f in (("gauntlet, cuDNN attention (auto)", "train_bf16.json"),
-                     ("gauntlet, own attention", "train_bf16_own.json")):
+                     ("gauntlet, own attention (untuned fallback: B*NH*T^2 fp32 scores, "
+                      "uncoalesced; no speed claim)", "train_bf16_own.json")):
         row = train_row(label, os.path.join(work, f))
         if row:
             rows.append(row)
