@@ -54,7 +54,7 @@
 /* The label of every figure the own kernels produce (a backend note per op
  * and shape; gt_cuda_note keeps each line once). */
 #define ATT_OWN_NOTE                                                                               \
-    "own attention (fallback: stores B*NH*T^2 fp32 scores, uncoalesced reads; not tuned for "     \
+    "own attention (fallback: stores B*NH*T^2 fp32 scores, uncoalesced reads; not tuned for "      \
     "speed)"
 static void att_note_own(gt_cuda_impl *im, const char *op, gt_dtype dt, int B, int T, int C,
                          int NH) {

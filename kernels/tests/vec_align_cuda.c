@@ -33,7 +33,8 @@ enum { F_RANDN, F_RANDU, F_IDS, F_BITS };
 typedef struct va_arr {
     gt_dtype dt;
     size_t n;
-    int fill; /* F_*: normal(0,1) / uniform [0.5, 2) rounded to dt, ids in [0, range), random bits */
+    int fill; /* F_*: normal(0,1) / uniform [0.5, 2) rounded to dt, ids in [0, range), random bits
+               */
     int range;
     int out;
 } va_arr;
@@ -46,8 +47,8 @@ struct va_case {
     int na;
     va_arr a[MAXA];
     va_run run;
-    int sz[4];        /* shapes for run */
-    int vec_shifted;  /* the shifted layout keeps vectors (elementwise ops) */
+    int sz[4];       /* shapes for run */
+    int vec_shifted; /* the shifted layout keeps vectors (elementwise ops) */
 };
 
 /* ---- the calls ---- */
@@ -64,8 +65,8 @@ static gt_status r_res_bwd(const va_case *c, const gt_kctx *k, void **p) {
     return k->be->ops->residual_bwd(k, p[0], p[1], p[2], c->a[0].n);
 }
 static gt_status r_adamw(const va_case *c, const gt_kctx *k, void **p) {
-    return k->be->ops->adamw(k, p[0], p[1], p[2], p[3], c->a[0].n, 1e-3f, 0.9f, 0.95f, 1e-8f,
-                             0.1f, 0.5f, 3);
+    return k->be->ops->adamw(k, p[0], p[1], p[2], p[3], c->a[0].n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                             0.5f, 3);
 }
 static gt_status r_cast(const va_case *c, const gt_kctx *k, void **p) {
     return k->be->ops->cast(k, p[0], c->a[0].dt, p[1], c->a[1].dt, c->a[0].n);
@@ -177,8 +178,7 @@ static int check_case(gt_backend *be, const va_case *c) {
             if (!c->a[j].out || !outs[0][j]) continue;
             size_t es = gt_dtype_size(c->a[j].dt), bad = 0, first = 0;
             for (size_t i = 0; i < c->a[j].n; i++)
-                if (memcmp((char *)outs[0][j] + i * es, (char *)outs[l][j] + i * es, es) &&
-                    !bad++)
+                if (memcmp((char *)outs[0][j] + i * es, (char *)outs[l][j] + i * es, es) && !bad++)
                     first = i;
             if (bad) {
                 printf("  %-28s %-9s FAIL: output %d: %zu of %zu elements differ from the "
@@ -209,8 +209,10 @@ static int check_case(gt_backend *be, const va_case *c) {
     return fails;
 }
 
-#define ARR(dt_, n_, fill_, out_) {(dt_), (size_t)(n_), (fill_), 0, (out_)}
-#define IDS(n_, range_) {GT_DTYPE_INT32, (size_t)(n_), F_IDS, (range_), 0}
+#define ARR(dt_, n_, fill_, out_)                                                                  \
+    { (dt_), (size_t)(n_), (fill_), 0, (out_) }
+#define IDS(n_, range_)                                                                            \
+    { GT_DTYPE_INT32, (size_t)(n_), F_IDS, (range_), 0 }
 
 int main(void) {
     gt_backend *be = tu_backend_or_skip("cuda", 0);
@@ -274,8 +276,8 @@ int main(void) {
              t,
              6,
              {ARR(t, N * C, F_RANDN, 1), ARR(GT_DTYPE_FP32, N, F_RANDN, 1),
-              ARR(GT_DTYPE_FP32, N, F_RANDN, 1), ARR(t, N * C, F_RANDN, 0),
-              ARR(t, C, F_RANDN, 0), ARR(t, C, F_RANDN, 0)},
+              ARR(GT_DTYPE_FP32, N, F_RANDN, 1), ARR(t, N * C, F_RANDN, 0), ARR(t, C, F_RANDN, 0),
+              ARR(t, C, F_RANDN, 0)},
              r_ln_fwd,
              {N, C},
              0},
@@ -309,9 +311,9 @@ int main(void) {
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 4; b++) {
             if (a == b) continue;
-            va_case c = {name, GT_DTYPE_FP32, 2,
-                         {ARR(cdt[b], n, F_BITS, 1), ARR(cdt[a], n, F_BITS, 0)},
-                         r_cast, {0}, 1};
+            va_case c = {
+                name,   GT_DTYPE_FP32, 2, {ARR(cdt[b], n, F_BITS, 1), ARR(cdt[a], n, F_BITS, 0)},
+                r_cast, {0},           1};
             snprintf(name, sizeof name, "cast %s -> %s", gt_dtype_name(cdt[a]),
                      gt_dtype_name(cdt[b]));
             fails += check_case(be, &c);
@@ -321,7 +323,7 @@ int main(void) {
     /* the nccl communicator's avg divide: one array, so shifted and
      * staggered (one element) both keep vectors after a scalar head */
     {
-        static const gt_dtype ddt[6] = {GT_DTYPE_FP32, GT_DTYPE_FP64, GT_DTYPE_BF16,
+        static const gt_dtype ddt[6] = {GT_DTYPE_FP32, GT_DTYPE_FP64,  GT_DTYPE_BF16,
                                         GT_DTYPE_FP16, GT_DTYPE_INT32, GT_DTYPE_INT64};
         for (int d = 0; d < 6; d++) {
             va_case c = {name, GT_DTYPE_FP32, 1, {ARR(ddt[d], n, F_BITS, 1)}, r_divide, {0}, 1};
