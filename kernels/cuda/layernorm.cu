@@ -15,9 +15,11 @@
  *      once; bwd reads dout and inp twice: row kernel and column kernel).
  * Determinism: warp sums are xor butterflies in lane order; the column
  *      partials depend only on N and LN_ROWS, never on the device.
- * Access: the elementwise passes (fwd output, bwd dinp write) take 16-byte
- *      vectors where C and the arrays allow (vec.cuh); the row statistics
- *      stay one element per lane, which fixes the order of each lane's sum.
+ * Access: the elementwise passes (fwd output, bwd dinp write) and the
+ *      column partials (each thread VN columns, every column's sum in the
+ *      same order) take 16-byte vectors where C and the arrays allow
+ *      (vec.cuh); the row statistics stay one element per lane, which fixes
+ *      the order of each lane's sum.
  */
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
@@ -105,35 +107,56 @@ __global__ void layernorm_bwd_dinp_kernel(T *dinp, const T *__restrict__ dout,
     }
 }
 
-/* grid (chunks, ceil(C/32)), block (32, LN_COLS_Y). */
-template <typename T>
+/* grid (chunks, ceil(C/(32 VN))), block (32, LN_COLS_Y); thread x owns VN
+ * consecutive columns (VN > 1 only when C is a multiple of it and dout, inp
+ * are 16-byte aligned, vec.cuh), each with its own sums over the rows
+ * r0 + y, r0 + y + LN_COLS_Y, ... and then over y in order: the order of
+ * every column's sum does not depend on VN. */
+template <typename T, int VN>
 __global__ void layernorm_bwd_partials_kernel(float *pw, float *pb, const T *__restrict__ dout,
                                               const T *__restrict__ inp,
                                               const float *__restrict__ mean,
                                               const float *__restrict__ rstd, int N, int C) {
-    __shared__ float sw[LN_COLS_Y][32], sb[LN_COLS_Y][32];
+    __shared__ float sw[LN_COLS_Y][32 * VN], sb[LN_COLS_Y][32 * VN];
     int chunk = blockIdx.x;
-    int c = blockIdx.y * 32 + threadIdx.x;
+    int c = (blockIdx.y * 32 + threadIdx.x) * VN;
     int r0 = chunk * LN_ROWS, r1 = min(r0 + LN_ROWS, N);
-    float aw = 0.0f, ab = 0.0f;
+    float aw[VN], ab[VN];
+#pragma unroll
+    for (int k = 0; k < VN; k++)
+        aw[k] = ab[k] = 0.0f;
     if (c < C) {
         for (int r = r0 + threadIdx.y; r < r1; r += LN_COLS_Y) {
             size_t i = (size_t)r * C + c;
-            float dy = gt_ld(dout, i);
-            aw += dy * ((gt_ld(inp, i) - mean[r]) * rstd[r]);
-            ab += dy;
+            float dy[VN], x[VN];
+            gt_ldv<VN>(dout, i, dy);
+            gt_ldv<VN>(inp, i, x);
+#pragma unroll
+            for (int k = 0; k < VN; k++) {
+                aw[k] += dy[k] * ((x[k] - mean[r]) * rstd[r]);
+                ab[k] += dy[k];
+            }
         }
     }
-    sw[threadIdx.y][threadIdx.x] = aw;
-    sb[threadIdx.y][threadIdx.x] = ab;
+#pragma unroll
+    for (int k = 0; k < VN; k++) {
+        sw[threadIdx.y][threadIdx.x * VN + k] = aw[k];
+        sb[threadIdx.y][threadIdx.x * VN + k] = ab[k];
+    }
     __syncthreads();
     if (threadIdx.y == 0 && c < C) {
         for (int y = 1; y < LN_COLS_Y; y++) {
-            aw += sw[y][threadIdx.x];
-            ab += sb[y][threadIdx.x];
+#pragma unroll
+            for (int k = 0; k < VN; k++) {
+                aw[k] += sw[y][threadIdx.x * VN + k];
+                ab[k] += sb[y][threadIdx.x * VN + k];
+            }
         }
-        pw[(size_t)chunk * C + c] = aw;
-        pb[(size_t)chunk * C + c] = ab;
+#pragma unroll
+        for (int k = 0; k < VN; k++) {
+            pw[(size_t)chunk * C + c + k] = aw[k];
+            pb[(size_t)chunk * C + c + k] = ab[k];
+        }
     }
 }
 
@@ -197,9 +220,15 @@ static gt_status layernorm_bwd_launch(const gt_kctx *k, gt_cuda_impl *im, void *
     void *scratch = NULL;
     GT_TRY(gt_cuda_scratch(k, 2 * (size_t)chunks * C * sizeof(float), &scratch));
     float *pw = (float *)scratch, *pb = pw + (size_t)chunks * C;
-    dim3 pgrid((unsigned)chunks, (unsigned)((C + 31) / 32));
-    layernorm_bwd_partials_kernel<T><<<pgrid, dim3(32, LN_COLS_Y), 0, im->stream>>>(
-        pw, pb, (const T *)dout, (const T *)inp, mean, rstd, N, C);
+    if (C % VN == 0 && gt_vec_aligned(dout, inp)) {
+        dim3 pgrid((unsigned)chunks, (unsigned)((C / VN + 31) / 32));
+        layernorm_bwd_partials_kernel<T, VN><<<pgrid, dim3(32, LN_COLS_Y), 0, im->stream>>>(
+            pw, pb, (const T *)dout, (const T *)inp, mean, rstd, N, C);
+    } else {
+        dim3 pgrid((unsigned)chunks, (unsigned)((C + 31) / 32));
+        layernorm_bwd_partials_kernel<T, 1><<<pgrid, dim3(32, LN_COLS_Y), 0, im->stream>>>(
+            pw, pb, (const T *)dout, (const T *)inp, mean, rstd, N, C);
+    }
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) {
         layernorm_bwd_sum_kernel<T>
