@@ -43,8 +43,9 @@
  *      cuDNN's SDPA cannot run: they materialise B*NH*T^2 fp32 probabilities
  *      (768 MiB at gpt2-124m B=16 T=1024) and read k rows with a stride of
  *      3C, one lane per key (uncoalesced). Every call that runs them notes
- *      so (ATT_OWN_NOTE below), which the kernels suite's backend_notes and
- *      the train results carry beside their figures (docs/performance.md).
+ *      so (ATT_OWN_NOTE below), which the kernels suite's backend_notes
+ *      carry beside their figures; ci/gpu_summary.py labels its own-
+ *      attention training row the same way (docs/performance.md).
  */
 #include <math.h>
 
