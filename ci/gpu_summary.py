@@ -212,6 +212,11 @@ def section_kernels(work, out):
                     if "attention" in r.get("case", "")} - {""})
     if notes:
         out.append("Attention paths (backend notes):\n\n```\n" + "\n".join(n[:300] for n in notes[:12]) + "\n```\n")
+    own = [r["case"] for r in res if "own attention (fallback" in r.get("params", {}).get("backend_notes", "")]
+    if own:
+        out.append(f"Own attention (the untuned fallback: stores B*NH*T^2 fp32 scores, uncoalesced reads; "
+                   f"its times are no speed claim) ran in {len(own)} case(s): " +
+                   ", ".join(f"`{c}`" for c in own[:8]) + "\n")
 
 
 def train_row(label, path=None, r=None):
@@ -236,7 +241,8 @@ def section_train(work, out):
     rows, tails = [], []
     for label, f in (("gauntlet, cuDNN attention forced (GT_CUDA_ATTENTION=cudnn)", "train_bf16"),
                      ("gauntlet, auto (run because the forced one failed)", "train_bf16_auto"),
-                     ("gauntlet, own attention (GT_CUDA_ATTENTION=own)", "train_bf16_own")):
+                     ("gauntlet, own attention (GT_CUDA_ATTENTION=own; the untuned fallback: B*NH*T^2 fp32 "
+                      "scores, uncoalesced; no speed claim)", "train_bf16_own")):
         row = train_row(label, os.path.join(work, f + ".json"))
         if row:
             rows.append(row)

@@ -1017,3 +1017,12 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
 }
 
 } // extern "C"
+
+/* vec.cuh's 16-byte accesses (gt_emu.h: count_vec_access), for kernels.vec_align.cuda. */
+static unsigned long long gt_emu_vec_count;
+void gt_emu::count_vec_access(void) {
+    __atomic_fetch_add(&gt_emu_vec_count, 1, __ATOMIC_RELAXED);
+}
+extern "C" unsigned long long gt_emu_vec_accesses(void) {
+    return __atomic_load_n(&gt_emu_vec_count, __ATOMIC_RELAXED);
+}

@@ -79,6 +79,11 @@ uint64_t shuffle(unsigned mask, uint64_t v, int src, int width, int op);
 void note_access(const void *p, bool store);
 extern bool racecheck; /* this launch checks (GT_EMU_RACECHECK=1): tested inline */
 
+/* 16-byte accesses made by kernels/cuda/vec.cuh's vector loads and stores
+ * since the process started (kernels.vec_align.cuda reads it through
+ * gt_emu_vec_accesses, emu.cc, to see which path a launch took). */
+void count_vec_access(void);
+
 /* Runs `body(thread)` for every thread of every block of the grid. */
 typedef void (*body_fn)(void *closure);
 void run_grid(const char *name, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,

@@ -39,11 +39,30 @@
  *      B*NH*T*T fp32 for att.
  * Determinism: each sum runs in a fixed order set by t, t2 and the lane
  *      number (serial dot products, xor butterflies, shuffles in lane order).
+ * Speed: none claimed. The own kernels are the untuned fallback for what
+ *      cuDNN's SDPA cannot run: they materialise B*NH*T^2 fp32 probabilities
+ *      (768 MiB at gpt2-124m B=16 T=1024) and read k rows with a stride of
+ *      3C, one lane per key (uncoalesced). Every call that runs them notes
+ *      so (ATT_OWN_NOTE below), which the kernels suite's backend_notes
+ *      carry beside their figures; ci/gpu_summary.py labels its own-
+ *      attention training row the same way (docs/performance.md).
  */
 #include <math.h>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
+
+/* The label of every figure the own kernels produce (a backend note per op
+ * and shape; gt_cuda_note keeps each line once). */
+#define ATT_OWN_NOTE                                                                               \
+    "own attention (fallback: stores B*NH*T^2 fp32 scores, uncoalesced reads; not tuned for "      \
+    "speed)"
+static void att_note_own(gt_cuda_impl *im, const char *op, gt_dtype dt, int B, int T, int C,
+                         int NH) {
+    double mib = (double)B * NH * T * T * sizeof(float) / (1024.0 * 1024.0);
+    gt_cuda_note(im, "%s B%d T%d NH%d hs%d %s: " ATT_OWN_NOTE ", att %.0f MiB", op, B, T, NH,
+                 C / NH, gt_dtype_name(dt), mib);
+}
 
 #define ATT_WARPS 4    /* rows per block */
 #define ATT_MAX_HS 256 /* head size limit: ATT_PER_LANE registers per lane */
@@ -321,7 +340,9 @@ extern "C" gt_status gt_cuda_attention_fwd(const gt_kctx *k, void *out, float *a
     int done = 0;
     GT_TRY(gt_cuda_sdpa_fwd(k, im, out, att, qkv, B, T, C, NH, &done));
     if (done) return GT_OK;
-    return gt_cuda_attention_fwd_own(im, k->dt, out, att, qkv, B, T, C, NH);
+    GT_TRY(gt_cuda_attention_fwd_own(im, k->dt, out, att, qkv, B, T, C, NH));
+    att_note_own(im, "attention_fwd", k->dt, B, T, C, NH);
+    return GT_OK;
 }
 
 template <typename T>
@@ -364,7 +385,9 @@ extern "C" gt_status gt_cuda_attention_bwd(const gt_kctx *k, void *dqkv, const v
     int done = 0;
     GT_TRY(gt_cuda_sdpa_bwd(k, im, dqkv, dout, qkv, out, att, B, T, C, NH, &done));
     if (done) return GT_OK;
-    return gt_cuda_attention_bwd_own(k, im, dqkv, dout, qkv, att, B, T, C, NH);
+    GT_TRY(gt_cuda_attention_bwd_own(k, im, dqkv, dout, qkv, att, B, T, C, NH));
+    att_note_own(im, "attention_bwd", k->dt, B, T, C, NH);
+    return GT_OK;
 }
 
 /* The answer of the path decision the ops take (gt_cuda_sdpa_state_floats).

@@ -14,11 +14,13 @@
  * partially overlapping ranges are copied through scratch.
  * Bound: memory bandwidth (n * (size(src) + size(dst)) bytes).
  * Determinism: elementwise.
+ * Access: 16-byte vectors where dst and src share an aligned start (vec.cuh).
  */
 #include <type_traits>
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
+#include "kernels/cuda/vec.cuh"
 
 #define CAST_BLOCK 256
 
@@ -61,21 +63,44 @@ template <> __device__ __forceinline__ __half cast_from_f64<__half>(double x) {
     return __double2half(x);
 }
 
-template <typename D, typename S>
-__global__ void cast_kernel(D *__restrict__ dst, const S *__restrict__ src, size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        if constexpr (std::is_same<S, double>::value)
-            dst[i] = cast_from_f64<D>(src[i]);
-        else
-            dst[i] = cast_from_f32<D>(cast_to_f32<S>(src[i]));
+template <typename D, typename S> __device__ __forceinline__ D cast_one(S x) {
+    if constexpr (std::is_same<S, double>::value)
+        return cast_from_f64<D>(x);
+    else
+        return cast_from_f32<D>(cast_to_f32<S>(x));
+}
+
+/* VN elements per thread where dst and src share an aligned start (vec.cuh:
+ * gt_vec_split; VN from the narrower type, the wider one takes several
+ * 16-byte accesses), one at a time elsewhere. */
+template <typename D, typename S, int VN>
+__global__ void cast_kernel(D *__restrict__ dst, const S *__restrict__ src, gt_vec_split sp) {
+    size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t v = tid; v < sp.nvec; v += stride) {
+        size_t i = sp.head + v * VN;
+        S x[VN];
+        D y[VN];
+        gt_ldv_raw<VN>(src + i, x);
+#pragma unroll
+        for (int k = 0; k < VN; k++)
+            y[k] = cast_one<D, S>(x[k]);
+        gt_stv_raw<VN>(dst + i, y);
+    }
+    for (size_t r = tid; r < sp.rest; r += stride) {
+        size_t i = gt_vec_rest_index(sp, r);
+        dst[i] = cast_one<D, S>(src[i]);
     }
 }
 
 template <typename D, typename S>
 static gt_status cast_launch(gt_cuda_impl *im, void *dst, const void *src, size_t n) {
-    cast_kernel<D, S><<<gt_cuda_grid_1d(n, CAST_BLOCK), CAST_BLOCK, 0, im->stream>>>(
-        (D *)dst, (const S *)src, n);
+    const int VN = GT_VEC_BYTES / (int)(sizeof(D) < sizeof(S) ? sizeof(D) : sizeof(S));
+    const void *p[2] = {dst, src};
+    const size_t s[2] = {sizeof(D), sizeof(S)};
+    gt_vec_split sp = gt_vec_split_make(n, VN, 2, p, s);
+    cast_kernel<D, S, VN><<<gt_cuda_grid_1d(gt_vec_split_work(sp), CAST_BLOCK), CAST_BLOCK, 0,
+                            im->stream>>>((D *)dst, (const S *)src, sp);
     GT_CUDA_LAUNCHED("cast_kernel");
     return GT_OK;
 }

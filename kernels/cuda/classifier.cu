@@ -25,6 +25,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
+#include "kernels/cuda/vec.cuh"
 
 #define CLS_BLOCK 512
 
@@ -38,7 +39,12 @@ __device__ __forceinline__ void cls_combine(float &m, float &s, float m2, float 
     m = mx;
 }
 
-template <typename T, bool GRAD>
+/* The statistics pass reads one element per thread (its online max and sum
+ * depend on which columns a thread sees, in order: kept); the gradient
+ * pass, elementwise, moves VN consecutive columns per thread (VN > 1 only
+ * when Vp is a multiple of it and logits, dlogits are 16-byte aligned,
+ * vec.cuh). */
+template <typename T, bool GRAD, int VN>
 __global__ void __launch_bounds__(CLS_BLOCK)
     classifier_kernel(T *dlogits, float *losses, const T *logits,
                       const int32_t *__restrict__ targets, float dloss, int V, int Vp) {
@@ -87,13 +93,19 @@ __global__ void __launch_bounds__(CLS_BLOCK)
 
     if (GRAD) {
         T *dx = dlogits + (size_t)row * Vp;
-        for (int j = threadIdx.x; j < Vp; j += CLS_BLOCK) {
-            float g = 0.0f;
-            if (j < V) {
-                float p = expf(gt_ld(x, j) - m) / s;
-                g = dloss * (p - (j == target ? 1.0f : 0.0f));
+        for (int j0 = threadIdx.x * VN; j0 < Vp; j0 += CLS_BLOCK * VN) {
+            float xv[VN], g[VN];
+            gt_ldv<VN>(x, j0, xv); /* Vp - V padding columns too: read, not used */
+#pragma unroll
+            for (int k = 0; k < VN; k++) {
+                int j = j0 + k;
+                g[k] = 0.0f;
+                if (j < V) {
+                    float p = expf(xv[k] - m) / s;
+                    g[k] = dloss * (p - (j == target ? 1.0f : 0.0f));
+                }
             }
-            gt_st(dx, j, g);
+            gt_stv<VN>(dx, j0, g);
         }
     }
 }
@@ -101,7 +113,7 @@ __global__ void __launch_bounds__(CLS_BLOCK)
 template <typename T>
 static gt_status classifier_fwd_launch(gt_cuda_impl *im, float *losses, const void *logits,
                                        const int32_t *targets, int N, int V, int Vp) {
-    classifier_kernel<T, false><<<N, CLS_BLOCK, 0, im->stream>>>(
+    classifier_kernel<T, false, 1><<<N, CLS_BLOCK, 0, im->stream>>>(
         (T *)NULL, losses, (const T *)logits, targets, 0.0f, V, Vp);
     GT_CUDA_LAUNCHED("classifier_kernel (fwd)");
     return GT_OK;
@@ -111,8 +123,13 @@ template <typename T>
 static gt_status classifier_bwd_launch(gt_cuda_impl *im, void *dlogits, float *losses,
                                        const void *logits, const int32_t *targets, float dloss,
                                        int N, int V, int Vp) {
-    classifier_kernel<T, true><<<N, CLS_BLOCK, 0, im->stream>>>(
-        (T *)dlogits, losses, (const T *)logits, targets, dloss, V, Vp);
+    const int VN = gt_vec_width<T>::value;
+    if (Vp % VN == 0 && gt_vec_aligned(dlogits, logits))
+        classifier_kernel<T, true, VN><<<N, CLS_BLOCK, 0, im->stream>>>(
+            (T *)dlogits, losses, (const T *)logits, targets, dloss, V, Vp);
+    else
+        classifier_kernel<T, true, 1><<<N, CLS_BLOCK, 0, im->stream>>>(
+            (T *)dlogits, losses, (const T *)logits, targets, dloss, V, Vp);
     GT_CUDA_LAUNCHED("classifier_kernel (bwd)");
     return GT_OK;
 }

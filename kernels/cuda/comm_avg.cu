@@ -11,7 +11,8 @@
  * zero). NCCL's own ncclAvg multiplies every contribution by 1/n before
  * summing, which rounds differently whenever n is not a power of two.
  *
- * Bound: memory bandwidth, one read and one write of the buffer.
+ * Bound: memory bandwidth, one read and one write of the buffer (16-byte
+ * accesses where it is aligned, vec.cuh).
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -20,52 +21,75 @@
 #include <stdint.h>
 
 #include "engine/dtype.h"
+#include "kernels/cuda/vec.cuh"
 #include "kernels/registry.h"
 
-template <typename T>
-__global__ void divide_kernel(T *x, size_t n, T d) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        x[i] = x[i] / d;
+/* x / d: fp32, fp64 and the integers in their own type; bf16 and fp16 in fp32. */
+template <typename T, typename Dv> __device__ __forceinline__ T divide_one(T x, Dv d) {
+    return x / d;
+}
+template <> __device__ __forceinline__ __nv_bfloat16 divide_one(__nv_bfloat16 x, float d) {
+    return __float2bfloat16_rn(__bfloat162float(x) / d);
+}
+template <> __device__ __forceinline__ __half divide_one(__half x, float d) {
+    return __float2half_rn(__half2float(x) / d);
 }
 
-__global__ void divide_bf16_kernel(__nv_bfloat16 *x, size_t n, float d) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        x[i] = __float2bfloat16_rn(__bfloat162float(x[i]) / d);
+/* 16 bytes per access where x is 16-byte aligned (vec.cuh: gt_vec_split),
+ * one element at a time before the first aligned one and after the last
+ * whole vector. */
+template <typename T, typename Dv>
+__global__ void divide_kernel(T *x, gt_vec_split sp, Dv d) {
+    const int VN = gt_vec_width<T>::value;
+    size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t v = tid; v < sp.nvec; v += stride) {
+        T y[VN];
+        gt_ldv_raw<VN>(x + sp.head + v * VN, y);
+#pragma unroll
+        for (int k = 0; k < VN; k++)
+            y[k] = divide_one<T, Dv>(y[k], d);
+        gt_stv_raw<VN>(x + sp.head + v * VN, y);
+    }
+    for (size_t r = tid; r < sp.rest; r += stride) {
+        size_t i = gt_vec_rest_index(sp, r);
+        x[i] = divide_one<T, Dv>(x[i], d);
+    }
 }
 
-__global__ void divide_fp16_kernel(__half *x, size_t n, float d) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        x[i] = __float2half_rn(__half2float(x[i]) / d);
+template <typename T, typename Dv>
+static void divide_launch(void *buf, size_t n, Dv d, cudaStream_t s) {
+    const void *p[1] = {buf};
+    const size_t sz[1] = {sizeof(T)};
+    gt_vec_split sp = gt_vec_split_make(n, gt_vec_width<T>::value, 1, p, sz);
+    const unsigned threads = 256;
+    size_t want = (gt_vec_split_work(sp) + threads - 1) / threads;
+    unsigned blocks = want > 4096 ? 4096u : want == 0 ? 1u : (unsigned)want; /* grid-stride beyond */
+    divide_kernel<T, Dv><<<blocks, threads, 0, s>>>((T *)buf, sp, d);
 }
 
 /* Returns the cudaError_t of the launch (0: launched). */
 extern "C" int gt_cuda_comm_divide(void *buf, size_t n, int dtype, int ranks, void *stream) {
     if (n == 0 || ranks <= 1) return (int)cudaSuccess;
     cudaStream_t s = (cudaStream_t)stream;
-    const unsigned threads = 256;
-    size_t want = (n + threads - 1) / threads;
-    unsigned blocks = want > 4096 ? 4096u : (unsigned)want; /* grid-stride beyond */
     switch ((gt_dtype)dtype) {
     case GT_DTYPE_FP32:
-        divide_kernel<float><<<blocks, threads, 0, s>>>((float *)buf, n, (float)ranks);
+        divide_launch<float>(buf, n, (float)ranks, s);
         break;
     case GT_DTYPE_FP64:
-        divide_kernel<double><<<blocks, threads, 0, s>>>((double *)buf, n, (double)ranks);
+        divide_launch<double>(buf, n, (double)ranks, s);
         break;
     case GT_DTYPE_BF16:
-        divide_bf16_kernel<<<blocks, threads, 0, s>>>((__nv_bfloat16 *)buf, n, (float)ranks);
+        divide_launch<__nv_bfloat16>(buf, n, (float)ranks, s);
         break;
     case GT_DTYPE_FP16:
-        divide_fp16_kernel<<<blocks, threads, 0, s>>>((__half *)buf, n, (float)ranks);
+        divide_launch<__half>(buf, n, (float)ranks, s);
         break;
     case GT_DTYPE_INT32:
-        divide_kernel<int32_t><<<blocks, threads, 0, s>>>((int32_t *)buf, n, (int32_t)ranks);
+        divide_launch<int32_t>(buf, n, (int32_t)ranks, s);
         break;
     case GT_DTYPE_INT64:
-        divide_kernel<int64_t><<<blocks, threads, 0, s>>>((int64_t *)buf, n, (int64_t)ranks);
+        divide_launch<int64_t>(buf, n, (int64_t)ranks, s);
         break;
     default: return (int)cudaErrorInvalidValue;
     }

@@ -17,23 +17,35 @@
  *           bound, serialised only along one token's occurrences.
  *      Variants: fp32, bf16 and fp16 storage; token ids int32 (in [0,V), checked
  *      by callers).
+ * Access: 16-byte vectors along C where C and the arrays allow (vec.cuh).
  */
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
+#include "kernels/cuda/vec.cuh"
 
 #define ENC_BLOCK 256
 
-template <typename T>
+/* VN consecutive elements of one row per thread: VN = 16 bytes' worth when
+ * C is a multiple of it and out, wte, wpe are 16-byte aligned (then so is
+ * every row), else 1 (vec.cuh). */
+template <typename T, int VN>
 __global__ void encoder_fwd_kernel(T *out, const int32_t *__restrict__ inp,
                                    const T *__restrict__ wte, const T *__restrict__ wpe, int T_,
                                    int C, size_t n) {
-    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < n / VN;
+         v += (size_t)gridDim.x * blockDim.x) {
+        size_t idx = v * VN;
         size_t bt = idx / C;
         int c = (int)(idx % C);
         int t = (int)(bt % T_);
         int32_t tok = inp[bt];
-        gt_st(out, idx, gt_ld(wte, (size_t)tok * C + c) + gt_ld(wpe, (size_t)t * C + c));
+        float a[VN], b[VN];
+        gt_ldv<VN>(wte, (size_t)tok * C + c, a);
+        gt_ldv<VN>(wpe, (size_t)t * C + c, b);
+#pragma unroll
+        for (int k = 0; k < VN; k++)
+            a[k] = a[k] + b[k];
+        gt_stv<VN>(out, idx, a);
     }
 }
 
@@ -41,8 +53,14 @@ template <typename T>
 static gt_status encoder_fwd_launch(gt_cuda_impl *im, void *out, const int32_t *inp,
                                     const void *wte, const void *wpe, int B, int T_, int C) {
     size_t n = (size_t)B * T_ * C;
-    encoder_fwd_kernel<T><<<gt_cuda_grid_1d(n, ENC_BLOCK), ENC_BLOCK, 0, im->stream>>>(
-        (T *)out, inp, (const T *)wte, (const T *)wpe, T_, C, n);
+    const int VN = gt_vec_width<T>::value;
+    if (C % VN == 0 && gt_vec_aligned(out, wte, wpe))
+        encoder_fwd_kernel<T, VN><<<gt_cuda_grid_1d(n / VN, ENC_BLOCK), ENC_BLOCK, 0,
+                                    im->stream>>>((T *)out, inp, (const T *)wte, (const T *)wpe,
+                                                  T_, C, n);
+    else
+        encoder_fwd_kernel<T, 1><<<gt_cuda_grid_1d(n, ENC_BLOCK), ENC_BLOCK, 0, im->stream>>>(
+            (T *)out, inp, (const T *)wte, (const T *)wpe, T_, C, n);
     GT_CUDA_LAUNCHED("encoder_fwd_kernel");
     return GT_OK;
 }
@@ -57,16 +75,24 @@ extern "C" gt_status gt_cuda_encoder_fwd(const gt_kctx *k, void *out, const int3
     return GT_CUDA_DISPATCH(k->dt, encoder_fwd_launch, im, out, inp, wte, wpe, B, T, C);
 }
 
-/* dwpe(t,c) += sum_b dout(b,t,c), b in order. */
-template <typename T>
+/* dwpe(t,c) += sum_b dout(b,t,c), b in order; VN consecutive (t,c) per
+ * thread (VN > 1 only when T*C is a multiple of it and both arrays are
+ * 16-byte aligned), each with its own sum. */
+template <typename T, int VN>
 __global__ void encoder_bwd_wpe_kernel(T *dwpe, const T *__restrict__ dout, int B, int T_, int C) {
     size_t tc_n = (size_t)T_ * C;
-    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < tc_n;
-         idx += (size_t)gridDim.x * blockDim.x) {
-        float acc = gt_ld(dwpe, idx);
-        for (int b = 0; b < B; b++)
-            acc += gt_ld(dout, (size_t)b * tc_n + idx);
-        gt_st(dwpe, idx, acc);
+    for (size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x; v < tc_n / VN;
+         v += (size_t)gridDim.x * blockDim.x) {
+        size_t idx = v * VN;
+        float acc[VN], d[VN];
+        gt_ldv<VN>(dwpe, idx, acc);
+        for (int b = 0; b < B; b++) {
+            gt_ldv<VN>(dout, (size_t)b * tc_n + idx, d);
+#pragma unroll
+            for (int k = 0; k < VN; k++)
+                acc[k] += d[k];
+        }
+        gt_stv<VN>(dwpe, idx, acc);
     }
 }
 
@@ -102,19 +128,26 @@ __global__ void encoder_next_kernel(int *next, uint8_t *head, const int32_t *__r
 }
 
 /* One block per position; heads walk their chain: dwte[tok] += dout rows in
- * (b,t) order, fp32 accumulation starting from dwte's value. */
-template <typename T>
+ * (b,t) order, fp32 accumulation starting from dwte's value. VN
+ * consecutive columns per thread (VN > 1 only when C is a multiple of it
+ * and both arrays are 16-byte aligned), each with its own sum. */
+template <typename T, int VN>
 __global__ void
 encoder_bwd_wte_kernel(T *dwte, const T *__restrict__ dout, const int32_t *__restrict__ inp,
                        const int *__restrict__ next, const uint8_t *__restrict__ head, int C) {
     int i = blockIdx.x;
     if (!head[i]) return;
     size_t row = (size_t)inp[i] * C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) {
-        float acc = gt_ld(dwte, row + c);
-        for (int j = i; j >= 0; j = next[j])
-            acc += gt_ld(dout, (size_t)j * C + c);
-        gt_st(dwte, row + c, acc);
+    for (int c = threadIdx.x * VN; c < C; c += blockDim.x * VN) {
+        float acc[VN], d[VN];
+        gt_ldv<VN>(dwte, row + c, acc);
+        for (int j = i; j >= 0; j = next[j]) {
+            gt_ldv<VN>(dout, (size_t)j * C + c, d);
+#pragma unroll
+            for (int k = 0; k < VN; k++)
+                acc[k] += d[k];
+        }
+        gt_stv<VN>(dwte, row + c, acc);
     }
 }
 
@@ -122,8 +155,13 @@ template <typename T>
 static gt_status encoder_bwd_launch(const gt_kctx *k, gt_cuda_impl *im, void *dwte, void *dwpe,
                                     const void *dout, const int32_t *inp, int B, int T_, int C) {
     size_t tc = (size_t)T_ * C;
-    encoder_bwd_wpe_kernel<T><<<gt_cuda_grid_1d(tc, ENC_BLOCK), ENC_BLOCK, 0, im->stream>>>(
-        (T *)dwpe, (const T *)dout, B, T_, C);
+    const int VN = gt_vec_width<T>::value;
+    if (tc % VN == 0 && gt_vec_aligned(dwpe, dout))
+        encoder_bwd_wpe_kernel<T, VN><<<gt_cuda_grid_1d(tc / VN, ENC_BLOCK), ENC_BLOCK, 0,
+                                        im->stream>>>((T *)dwpe, (const T *)dout, B, T_, C);
+    else
+        encoder_bwd_wpe_kernel<T, 1><<<gt_cuda_grid_1d(tc, ENC_BLOCK), ENC_BLOCK, 0, im->stream>>>(
+            (T *)dwpe, (const T *)dout, B, T_, C);
     GT_CUDA_LAUNCHED("encoder_bwd_wpe_kernel");
 
     int N = B * T_;
@@ -142,8 +180,14 @@ static gt_status encoder_bwd_launch(const gt_kctx *k, gt_cuda_impl *im, void *dw
         e = cudaGetLastError();
         if (e == cudaSuccess) {
             int threads = C >= 256 ? 256 : ((C + 31) / 32) * 32;
-            encoder_bwd_wte_kernel<T>
-                <<<N, threads, 0, im->stream>>>((T *)dwte, (const T *)dout, inp, next, head, C);
+            if (C % VN == 0 && gt_vec_aligned(dwte, dout)) {
+                int groups = C / VN; /* one thread per VN columns */
+                threads = groups >= 256 ? 256 : ((groups + 31) / 32) * 32;
+                encoder_bwd_wte_kernel<T, VN><<<N, threads, 0, im->stream>>>(
+                    (T *)dwte, (const T *)dout, inp, next, head, C);
+            } else
+                encoder_bwd_wte_kernel<T, 1><<<N, threads, 0, im->stream>>>(
+                    (T *)dwte, (const T *)dout, inp, next, head, C);
             e = cudaGetLastError();
         }
         if (e != cudaSuccess)
