@@ -24,31 +24,7 @@
 
 #define CAST_BLOCK 256
 
-template <typename S> __device__ __forceinline__ float cast_to_f32(S x);
-template <> __device__ __forceinline__ float cast_to_f32<float>(float x) {
-    return x;
-}
-template <> __device__ __forceinline__ float cast_to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
-    return __bfloat162float(x);
-}
-template <> __device__ __forceinline__ float cast_to_f32<__half>(__half x) {
-    return __half2float(x);
-}
-
-template <typename D> __device__ __forceinline__ D cast_from_f32(float x);
-template <> __device__ __forceinline__ float cast_from_f32<float>(float x) {
-    return x;
-}
-template <> __device__ __forceinline__ double cast_from_f32<double>(float x) {
-    return (double)x;
-}
-template <> __device__ __forceinline__ __nv_bfloat16 cast_from_f32<__nv_bfloat16>(float x) {
-    return __float2bfloat16_rn(x);
-}
-template <> __device__ __forceinline__ __half cast_from_f32<__half>(float x) {
-    return __float2half_rn(x);
-}
-
+/* fp32-routed conversions: vec.cuh's gt_to_f32 / gt_from_f32 (gt_ld / gt_st's) */
 template <typename D> __device__ __forceinline__ D cast_from_f64(double x);
 template <> __device__ __forceinline__ float cast_from_f64<float>(double x) {
     return __double2float_rn(x);
@@ -67,7 +43,7 @@ template <typename D, typename S> __device__ __forceinline__ D cast_one(S x) {
     if constexpr (std::is_same<S, double>::value)
         return cast_from_f64<D>(x);
     else
-        return cast_from_f32<D>(cast_to_f32<S>(x));
+        return gt_from_f32<D>(gt_to_f32<S>(x));
 }
 
 /* VN elements per thread where dst and src share an aligned start (vec.cuh:

@@ -89,6 +89,9 @@ template <> __device__ __forceinline__ __nv_bfloat16 gt_from_f32<__nv_bfloat16>(
 template <> __device__ __forceinline__ __half gt_from_f32<__half>(float x) {
     return __float2half_rn(x);
 }
+template <> __device__ __forceinline__ double gt_from_f32<double>(float x) {
+    return (double)x; /* exact: the cast to fp64 */
+}
 
 /* f[k] = p[i + k] as fp32, k < VN; p + i 16-byte aligned, or VN == 1 (one
  * scalar access: the fallback path of a kernel templated on VN). */
