@@ -237,34 +237,40 @@ static inline unsigned gt_cuda_grid_1d(size_t n, unsigned block) {
 #define GT_EMU_NOTE(p, store) ((void)0)
 #endif
 
-template <typename T> __device__ __forceinline__ float gt_ld(const T *p, size_t i);
-template <> __device__ __forceinline__ float gt_ld<float>(const float *p, size_t i) {
-    GT_EMU_NOTE(p + i, false);
-    return p[i];
+/* storage <-> fp32 by value: fp32 as is, bf16 and fp16 widened exactly, and
+ * rounded to nearest even on the way back (fp64 only as cast.cu's target) */
+template <typename T> __device__ __forceinline__ float gt_to_f32(T x);
+template <> __device__ __forceinline__ float gt_to_f32<float>(float x) {
+    return x;
 }
-template <>
-__device__ __forceinline__ float gt_ld<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i) {
-    GT_EMU_NOTE(p + i, false);
-    return __bfloat162float(p[i]);
+template <> __device__ __forceinline__ float gt_to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
+    return __bfloat162float(x);
 }
-template <> __device__ __forceinline__ float gt_ld<__half>(const __half *p, size_t i) {
-    GT_EMU_NOTE(p + i, false);
-    return __half2float(p[i]);
+template <> __device__ __forceinline__ float gt_to_f32<__half>(__half x) {
+    return __half2float(x);
+}
+template <typename T> __device__ __forceinline__ T gt_from_f32(float x);
+template <> __device__ __forceinline__ float gt_from_f32<float>(float x) {
+    return x;
+}
+template <> __device__ __forceinline__ __nv_bfloat16 gt_from_f32<__nv_bfloat16>(float x) {
+    return __float2bfloat16_rn(x);
+}
+template <> __device__ __forceinline__ __half gt_from_f32<__half>(float x) {
+    return __float2half_rn(x);
+}
+template <> __device__ __forceinline__ double gt_from_f32<double>(float x) {
+    return (double)x; /* exact: the cast to fp64 */
 }
 
-template <typename T> __device__ __forceinline__ void gt_st(T *p, size_t i, float v);
-template <> __device__ __forceinline__ void gt_st<float>(float *p, size_t i, float v) {
-    GT_EMU_NOTE(p + i, true);
-    p[i] = v;
+/* p[i] as fp32; p[i] = v rounded to T */
+template <typename T> __device__ __forceinline__ float gt_ld(const T *p, size_t i) {
+    GT_EMU_NOTE(p + i, false);
+    return gt_to_f32<T>(p[i]);
 }
-template <>
-__device__ __forceinline__ void gt_st<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, float v) {
+template <typename T> __device__ __forceinline__ void gt_st(T *p, size_t i, float v) {
     GT_EMU_NOTE(p + i, true);
-    p[i] = __float2bfloat16_rn(v);
-}
-template <> __device__ __forceinline__ void gt_st<__half>(__half *p, size_t i, float v) {
-    GT_EMU_NOTE(p + i, true);
-    p[i] = __float2half_rn(v);
+    p[i] = gt_from_f32<T>(v);
 }
 
 /* ---- GELU, tanh approximation --------------------------------------------------- */

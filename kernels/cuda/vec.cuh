@@ -27,12 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef GT_CUDA_EMU
-#include "ci/cuda_emu/gt_emu.h"
-#endif
-#ifndef GT_EMU_NOTE /* common.cuh's, when included after it */
-#define GT_EMU_NOTE(p, store) ((void)0)
-#endif
+#include "kernels/cuda/common.cuh" /* gt_to_f32 / gt_from_f32, GT_EMU_NOTE */
 #ifdef GT_CUDA_EMU
 #define GT_VEC_COUNT() ::gt_emu::count_vec_access()
 #else
@@ -66,31 +61,6 @@ template <int VN, typename T> __device__ __forceinline__ void gt_stv_raw(T *p, c
         reinterpret_cast<uint4 *>(p)[w] = u;
         GT_VEC_COUNT();
     }
-}
-
-/* storage <-> fp32, the conversions of common.cuh's gt_ld / gt_st */
-template <typename T> __device__ __forceinline__ float gt_to_f32(T x);
-template <> __device__ __forceinline__ float gt_to_f32<float>(float x) {
-    return x;
-}
-template <> __device__ __forceinline__ float gt_to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
-    return __bfloat162float(x);
-}
-template <> __device__ __forceinline__ float gt_to_f32<__half>(__half x) {
-    return __half2float(x);
-}
-template <typename T> __device__ __forceinline__ T gt_from_f32(float x);
-template <> __device__ __forceinline__ float gt_from_f32<float>(float x) {
-    return x;
-}
-template <> __device__ __forceinline__ __nv_bfloat16 gt_from_f32<__nv_bfloat16>(float x) {
-    return __float2bfloat16_rn(x);
-}
-template <> __device__ __forceinline__ __half gt_from_f32<__half>(float x) {
-    return __float2half_rn(x);
-}
-template <> __device__ __forceinline__ double gt_from_f32<double>(float x) {
-    return (double)x; /* exact: the cast to fp64 */
 }
 
 /* f[k] = p[i + k] as fp32, k < VN; p + i 16-byte aligned, or VN == 1 (one
