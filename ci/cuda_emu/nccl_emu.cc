@@ -181,6 +181,12 @@ ncclResult_t check_root(const char *fn, const char *what, int r) {
     return ncclSuccess;
 }
 
+ncclResult_t check_redop(const char *fn, ncclRedOp_t op) {
+    if ((int)op < 0 || (int)op >= ncclNumOps)
+        return fail(ncclInvalidArgument, fn, "invalid reduction %d", (int)op);
+    return ncclSuccess;
+}
+
 /* GT_EMU_NCCL_HANG: the operation is enqueued and never runs. */
 bool hang(ncclComm *c, cudaStream_t s) {
     if (env_long("GT_EMU_NCCL_HANG") != 1) return false;
@@ -353,9 +359,8 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
     in_call ic(comm, fn);
     size_t bytes = 0;
     ncclResult_t r = check_op(fn, comm, datatype, count, &bytes);
+    if (r == ncclSuccess) r = check_redop(fn, op);
     if (r != ncclSuccess) return r;
-    if ((int)op < 0 || (int)op >= ncclNumOps)
-        return fail(ncclInvalidArgument, fn, "invalid reduction %d", (int)op);
     return copy_op(fn, sendbuff, recvbuff, bytes, comm, stream);
 }
 
@@ -367,9 +372,8 @@ ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
     size_t bytes = 0;
     ncclResult_t r = check_op(fn, comm, datatype, count, &bytes);
     if (r == ncclSuccess) r = check_root(fn, "root", root);
+    if (r == ncclSuccess) r = check_redop(fn, op);
     if (r != ncclSuccess) return r;
-    if ((int)op < 0 || (int)op >= ncclNumOps)
-        return fail(ncclInvalidArgument, fn, "invalid reduction %d", (int)op);
     return copy_op(fn, sendbuff, recvbuff, bytes, comm, stream);
 }
 
@@ -402,9 +406,8 @@ ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recv
     in_call ic(comm, fn);
     size_t bytes = 0;
     ncclResult_t r = check_op(fn, comm, datatype, recvcount, &bytes);
+    if (r == ncclSuccess) r = check_redop(fn, op);
     if (r != ncclSuccess) return r;
-    if ((int)op < 0 || (int)op >= ncclNumOps)
-        return fail(ncclInvalidArgument, fn, "invalid reduction %d", (int)op);
     return copy_op(fn, sendbuff, recvbuff, bytes, comm, stream);
 }
 

@@ -24,13 +24,6 @@ typedef struct cfg {
     int B, T, NH, hs, repeats;
 } cfg;
 
-static void *get_raw(gt_backend *be, const void *d, size_t bytes) {
-    void *h = tu_xmalloc(bytes);
-    gt_status s = be->copy_to_host(be, h, d, bytes);
-    if (s != GT_OK) tu_die("copy_to_host", s);
-    return h;
-}
-
 int main(void) {
 #if !GT_HAVE_CUDNN
     printf("skipped: cuDNN is not compiled in\n");
@@ -96,7 +89,7 @@ int main(void) {
             fails++;
             break;
         }
-        void *o = get_raw(be, out, n1 * es), *d = get_raw(be, dqkv, n3 * es);
+        void *o = tu_download_raw(be, out, n1 * es), *d = tu_download_raw(be, dqkv, n3 * es);
         if (r == 0) {
             float *of = tu_xmalloc(n1 * 4), *df = tu_xmalloc(n3 * 4);
             gt_convert(of, GT_DTYPE_FP32, o, dt, n1);

@@ -18,11 +18,9 @@
  * H100 the full run is a few seconds of GEMMs (the lm_head's are 1.3 TFLOP
  * each) plus the host's input generation (2.5 GB of bf16).
  * Exit 77: no GPU. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "gt_config.h"
+#include "engine/timer.h"
 #include "kernels/tests/testutil.h"
-
-#include <time.h>
 
 #if GT_HAVE_CUDA
 
@@ -31,9 +29,7 @@
 static int g_fails;
 
 static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return (double)gt_now_ns() * 1e-9;
 }
 
 /* n bf16 values, uniform in [-scale, scale) truncated to bf16, from a
@@ -53,22 +49,17 @@ static uint16_t *gen_bf16(size_t n, uint64_t stream, float scale) {
     return h;
 }
 
+/* n bf16 on the device: h's values, or left as allocated (h NULL) */
 static void *up(gt_backend *be, const uint16_t *h, size_t n) {
+    if (h) return tu_upload_raw(be, h, n * 2);
     void *d = NULL;
     gt_status s = gt_backend_alloc(be, n * 2, &d);
     if (s != GT_OK) tu_die("alloc", s);
-    if (h) {
-        s = be->copy_to_device(be, d, h, n * 2);
-        if (s != GT_OK) tu_die("copy_to_device", s);
-    }
     return d;
 }
 
 static uint16_t *down(gt_backend *be, const void *d, size_t n) {
-    uint16_t *h = tu_xmalloc(n * 2);
-    gt_status s = be->copy_to_host(be, h, d, n * 2);
-    if (s != GT_OK) tu_die("copy_to_host", s);
-    return h;
+    return tu_download_raw(be, d, n * 2);
 }
 
 /* got (repeat r) against want (repeat 0); init: the values before the op

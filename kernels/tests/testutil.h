@@ -154,6 +154,14 @@ static inline void *tu_upload_raw(gt_backend *be, const void *h, size_t bytes) {
     return d;
 }
 
+/* bytes of device memory d copied into a new host buffer (the caller frees). */
+static inline void *tu_download_raw(gt_backend *be, const void *d, size_t bytes) {
+    void *h = tu_xmalloc(bytes);
+    gt_status s = be->copy_to_host(be, h, d, bytes);
+    if (s != GT_OK) tu_die("copy_to_host", s);
+    return h;
+}
+
 /* n token ids in [0, range). */
 static inline tu_ids tu_mk_ids(tu_ctx *t, size_t n, int range, uint64_t stream) {
     tu_ids x;
