@@ -74,6 +74,7 @@
  *      model and library version; the dbias reduction order depends on N
  *      only; the GELU kernels are elementwise.
  */
+#include "engine/stats.h" /* gt_fnv1a64 */
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_cuda.h"
 
@@ -235,12 +236,7 @@ static lt_plan *g_lt_plans[LT_SLOTS]; /* live for the process, like conv.cu's pl
 static int g_lt_nplans;
 
 static size_t lt_key_hash(const lt_key &k) {
-    const unsigned char *p = (const unsigned char *)&k;
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < sizeof k; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
+    uint64_t h = gt_fnv1a64(GT_FNV1A64_INIT, &k, sizeof k);
     return (size_t)(h ^ (h >> 29));
 }
 
