@@ -684,7 +684,12 @@ gt_status gt_profile_step_end(gt_profile *p, uint64_t t1_ns) {
     /* over the limit after two profiled steps: off for the rest of the run, unless told */
     double calls = 0;
     for (int k = 0; k < GT_OP_COUNT; k++) calls += p->calls[k];
-    double est = p->call_cost_us * 1e-3 * calls / step_ms;
+    /* against the fastest profiled step so far: a step the machine preempted is
+     * long and would make the same calls look cheap */
+    double fastest = step_ms;
+    for (int j = 0; j < p->nprof; j++)
+        if (p->step_ms[j] > 0 && p->step_ms[j] < fastest) fastest = p->step_ms[j];
+    double est = p->call_cost_us * 1e-3 * calls / fastest;
     if (p->nprof >= 2 && !p->cfg.keep_over_limit && est > GT_PROFILE_OVERHEAD_LIMIT) {
         p->stopped = 1;
         snprintf(p->stop_reason, sizeof p->stop_reason,
