@@ -525,4 +525,11 @@ double gt_kcase_bytes(const gt_kcase *c) {
     return c->desc->bytes(&c->sh, (double)gt_dtype_size(c->dt));
 }
 
+double gt_kcase_footprint(const gt_kcase *c) {
+    double b = gt_kcase_bytes(c);
+    if (!c->desc->footprint) return b;
+    double f = c->desc->footprint(&c->sh, (double)gt_dtype_size(c->dt));
+    return f < b ? f : b;
+}
+
 int gt_kcase_compute_bound(const gt_kcase *c) { return c->desc->compute_bound; }

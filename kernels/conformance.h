@@ -166,6 +166,11 @@ gt_status gt_kcase_library_best(gt_kcase *c, double *best_s, char *what, size_t 
  * memory bandwidth). */
 double gt_kcase_flops(const gt_kcase *c);
 double gt_kcase_bytes(const gt_kcase *c);
+/* The distinct bytes one call touches (its working set: a tensor read and
+ * written in place counts once, a row read several times once); at most
+ * gt_kcase_bytes. The kernels suite picks the memory level a case is judged
+ * against by it. */
+double gt_kcase_footprint(const gt_kcase *c);
 int gt_kcase_compute_bound(const gt_kcase *c);
 
 #ifdef __cplusplus

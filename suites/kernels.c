@@ -280,7 +280,8 @@ typedef struct ks_run {
 /* The peak an op is judged against (0: none), measured on first need and
  * announced once. Compute-bound ops: the GEMM peak of the case's dtype (the
  * SGEMM probe on host backends); *level -1. Memory-bound ops: the memory
- * level their working set `ws` (the bytes the op moves per call) fits in,
+ * level their working set `ws` (the distinct bytes one call touches,
+ * gt_kcase_footprint) fits in,
  * by gt_probe_level_pick, index in *level; `cold` timings (the device's
  * cache flushed before each call) always against main memory, the last. */
 static double ks_peak(ks_run *r, int compute_bound, gt_dtype dt, double ws, int cold, int *level) {
@@ -524,18 +525,24 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *k
             gt_result_set_status(res, GT_RESULT_ERROR, line);
         } else {
             double flops = gt_kcase_flops(c), bytes = gt_kcase_bytes(c);
+            double ws = gt_kcase_footprint(c);
             int cb = gt_kcase_compute_bound(c), lvl = -1;
-            /* working set: the bytes the op moves, which it all touches */
-            double peak = ks_peak(r, cb, dt, bytes, 0, &lvl), gf_med, gb_med;
+            /* the level of the distinct bytes the op touches, its working set */
+            double peak = ks_peak(r, cb, dt, ws, 0, &lvl), gf_med, gb_med;
             double t_med = ks_metrics(r, res, "", flops, bytes, cb, peak, lvl, r->us, n, &gf_med,
                                       &gb_med);
             gt_result_param_str(res, "bound", cb ? "compute" : "memory");
+            if (!cb && peak > 0) {
+                /* what picked peak_level: a property of the shape, not a measurement */
+                gt_result_metric(res, "working_set", "B", 0, ws, NULL, 0);
+                gt_result_metric_ungated(res, "working_set", "reference");
+            }
             if (delay) gt_result_param_int(res, "injected_delay_us", delay);
             if (fault.factor > 1) gt_result_param_num(res, "injected_slowdown", fault.factor);
             if (dev) {
                 double gfc, gbc;
                 int lvc = -1;
-                double pc = ks_peak(r, cb, dt, bytes, 1, &lvc);
+                double pc = ks_peak(r, cb, dt, ws, 1, &lvc);
                 double tc = ks_metrics(r, res, "_cold", flops, bytes, cb, pc, lvc, r->cold, nc,
                                        &gfc, &gbc);
                 snprintf(line + off, sizeof line - (size_t)off,

@@ -5,6 +5,9 @@
 #include "engine/stats.h"
 
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,7 +308,7 @@ gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out) {
     double samples[5];
     if (be->device == GT_DEVICE_HOST) {
         p.mem_how = "host triad, 3 x 64 MiB";
-        s = gt_probe_triad((size_t)64 << 20, be->threads, 5, samples, &p.mem_gbps);
+        s = gt_probe_triad(GT_PROBE_MEM_TRIAD_BYTES, be->threads, 5, samples, &p.mem_gbps);
     } else {
         p.mem_how = be->timer_start ? "device copy, " GT_PROBE_COPY_DESC
                                       ", 4 per sample between device timer marks"
@@ -555,7 +558,7 @@ int gt_probe_host_plan(const gt_probe_cache *c, int nc, int threads, int ncpu,
         char s1[32], s2[32];
         fmt_bytes(s1, sizeof s1, (double)b / 3);
         fmt_bytes(s2, sizeof s2, (double)c[i].bytes);
-        snprintf(lv[n].how, sizeof lv[n].how, "L%d: triad 3 x %s, %d thread%s (%d x %s)",
+        snprintf(lv[n].how, sizeof lv[n].how, "L%d: 3 x %s, %d thread%s (%d x %s)",
                  c[i].level, s1, threads, threads == 1 ? "" : "s", inst, s2);
         prev = cap;
         n++;
@@ -563,42 +566,92 @@ int gt_probe_host_plan(const gt_probe_cache *c, int nc, int threads, int ncpu,
     return n;
 }
 
+/* The access patterns a level is probed with. An op's bytes count every
+ * read and every write once (gt_kcase_bytes), and the caches reward some
+ * mixes more than others: a store to a line not yet in the cache first reads
+ * it (write-allocate), which STREAM's triad pays and does not count, while an
+ * in-place update (a gradient accumulation, an optimizer step) writes lines it
+ * has just read and pays nothing extra; reads alone go faster still on some
+ * levels. A level's figure is the best of the four, so that no op's pattern
+ * beats its level's peak by being a different pattern. */
+enum { PROBE_TRIAD, PROBE_UPDATE, PROBE_SCALE, PROBE_READ, PROBE_PATTERNS };
+static const char *const probe_pattern_name[PROBE_PATTERNS] = {"triad", "update", "scale",
+                                                               "read"};
+/* bytes counted per element of one array and pass, in units of one double */
+static const double probe_pattern_count[PROBE_PATTERNS] = {3.0, 5.0, 6.0, 3.0};
+
 static void triad_range(double *restrict a, const double *restrict b, const double *restrict c,
                         size_t n, double s) {
     for (size_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
 }
 
-/* The triad of a cache level: three arrays of bytes / 3 split evenly over
- * `threads` threads (whole cache lines each), every pass of a sample inside
- * one parallel region with no barrier between passes (each thread only ever
- * touches its own part), about 8 MiB moved per sample (short samples: on a
- * shared machine some catch every thread on a core); best of `reps`
- * samples after a warm-up one, in GB/s (STREAM's count, 3 x bytes / 3 per pass). */
-#define PROBE_CACHE_MOVED ((double)(8 << 20))
-static gt_status probe_triad_cached(size_t bytes, int threads, int reps, double *best) {
-    size_t n = bytes / 3 / sizeof(double);
-#if GT_HAVE_OPENMP
-    int nt = threads > 0 ? threads : omp_get_max_threads();
-#else
-    (void)threads;
-#endif
-    if (n < 8) n = 8;
-    size_t alloc = (n * sizeof(double) + 63) / 64 * 64;
-    double *a = aligned_alloc(64, alloc), *b = aligned_alloc(64, alloc),
-           *c = aligned_alloc(64, alloc);
-    if (!a || !b || !c) {
-        free(a);
-        free(b);
-        free(c);
-        return GT_ERR(GT_ERR_OOM, "cache triad: no host memory for 3 x %zu bytes", alloc);
+/* a += s b; c += b: b read, a and c read and written in place (5 counted) */
+static void update_range(double *restrict a, const double *restrict b, double *restrict c,
+                         size_t n, double s) {
+    for (size_t i = 0; i < n; i++) {
+        a[i] += s * b[i];
+        c[i] += b[i];
     }
-    long passes = (long)ceil(PROBE_CACHE_MOVED / (3.0 * (double)(n * sizeof(double))));
+}
+
+/* a, b and c each read and written in place (6 counted: adamw's params, m
+ * and v are updated so) */
+static void scale_range(double *restrict a, double *restrict b, double *restrict c, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        a[i] = 0.5 * a[i] + 1.0;
+        b[i] = 0.5 * b[i] + 1.0;
+        c[i] = 0.5 * c[i] + 1.0;
+    }
+}
+
+/* the sum of a, b and c over 8 independent partial sums (vectorisable
+ * without reassociating one chain) */
+static double read_range(const double *restrict a, const double *restrict b,
+                         const double *restrict c, size_t n) {
+    double acc[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += a[i + k] + b[i + k] + c[i + k];
+    for (; i < n; i++) acc[0] += a[i] + b[i] + c[i];
+    double t = 0;
+    for (int k = 0; k < 8; k++) t += acc[k];
+    return t;
+}
+
+/* Every thread of a region waits here until all `nt` have arrived, spinning
+ * (yielding now and then, for a machine with fewer cores than threads), so
+ * that the timed work starts together: a thread that slept between regions
+ * (OMP_WAIT_POLICY=passive, as the tests run) wakes tens of microseconds
+ * late, longer than an L1 sample lasts. */
+static void probe_gate(atomic_int *arrived, int nt) {
+    atomic_fetch_add(arrived, 1);
+    for (unsigned spin = 1; atomic_load(arrived) < nt; spin++)
+        if (spin % 1024 == 0) sched_yield();
+}
+
+/* One access pattern on a cache level (or main memory): three arrays of n
+ * doubles split evenly over `nt` threads (whole cache lines each; the same
+ * split as their first touch), every pass of a sample inside one parallel
+ * region with no barrier between passes (each thread only ever touches its
+ * own part), about 8 MiB moved per sample (short samples: on a shared
+ * machine some catch every thread on a core; at least one pass); timed from
+ * the first thread's start to the last one's end, all started together
+ * (probe_gate); best of `reps` samples after a warm-up one, in GB/s counted
+ * as the ops count (probe_pattern_count). */
+#define PROBE_CACHE_MOVED ((double)(8 << 20))
+static double probe_pattern(double *a, double *b, double *c, size_t n, int nt, int reps,
+                            int pattern) {
+    double counted = probe_pattern_count[pattern] * (double)(n * sizeof(double));
+    long passes = (long)ceil(PROBE_CACHE_MOVED / counted);
     if (passes < 1) passes = 1;
-    *best = 0.0;
-    for (int r = -2; r < reps; r++) { /* r = -2: first touch, -1: warm-up */
-        uint64_t t0 = gt_now_ns();
+    double sink = 0.0, best = 0.0;
+    (void)nt;
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+        atomic_int arrived;
+        atomic_init(&arrived, 0);
+        _Atomic uint64_t first = UINT64_MAX, last = 0;
 #if GT_HAVE_OPENMP
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) reduction(+ : sink)
 #endif
         {
             int t = 0, tn = 1;
@@ -610,23 +663,83 @@ static gt_status probe_triad_cached(size_t bytes, int threads, int reps, double 
             size_t lo = lines * (size_t)t / (size_t)tn * 8, hi = lines * (size_t)(t + 1) / (size_t)tn * 8;
             if (hi > n) hi = n;
             if (lo > hi) lo = hi;
-            if (r == -2) {
-                for (size_t i = lo; i < hi; i++) {
-                    a[i] = 0.0;
-                    b[i] = 1.0;
-                    c[i] = 2.0;
-                }
-            } else {
-                for (long p = 0; p < passes; p++)
+            probe_gate(&arrived, tn);
+            uint64_t t0 = gt_now_ns();
+            for (long p = 0; p < passes; p++) {
+                if (pattern == PROBE_TRIAD)
                     triad_range(a + lo, b + lo, c + lo, hi - lo, (double)(p & 3));
+                else if (pattern == PROBE_UPDATE)
+                    update_range(a + lo, b + lo, c + lo, hi - lo, (double)(p & 3));
+                else if (pattern == PROBE_SCALE)
+                    scale_range(a + lo, b + lo, c + lo, hi - lo);
+                else
+                    sink += read_range(a + lo, b + lo, c + lo, hi - lo);
             }
+            uint64_t t1 = gt_now_ns();
+            if (hi > lo) sink += a[lo] + c[hi - 1];
+            uint64_t f = atomic_load(&first), l = atomic_load(&last);
+            while (t0 < f && !atomic_compare_exchange_weak(&first, &f, t0)) {}
+            while (t1 > l && !atomic_compare_exchange_weak(&last, &l, t1)) {}
         }
-        double sec = (double)(gt_now_ns() - t0) * 1e-9;
-        double gbps = 3.0 * (double)(n * sizeof(double)) * (double)passes / sec * 1e-9;
-        if (r >= 0 && gbps > *best) *best = gbps;
+        if (r < 0) continue;
+        uint64_t t0 = atomic_load(&first), t1 = atomic_load(&last);
+        double sec = t1 > t0 ? (double)(t1 - t0) * 1e-9 : 0.0;
+        double gbps = sec > 0 ? counted * (double)passes / sec * 1e-9 : 0.0;
+        if (gbps > best) best = gbps;
     }
-    /* keep the result alive: the last pass had s = (passes - 1) & 3 */
-    if (a[n / 2] != 1.0 + 2.0 * (double)((passes - 1) & 3)) *best = -1.0;
+    /* keep the results alive: every value summed is finite */
+    return isfinite(sink) ? best : -1.0;
+}
+
+/* The best of the access patterns (probe_pattern) from `from` on, on
+ * three arrays of bytes / 3 first touched by the threads that use them,
+ * into *best, and the pattern that gave it into *which. */
+static gt_status probe_level_bw(size_t bytes, int threads, int reps, int from, double *best,
+                                const char **which) {
+    size_t n = bytes / 3 / sizeof(double);
+    int nt = 1;
+#if GT_HAVE_OPENMP
+    nt = threads > 0 ? threads : omp_get_max_threads();
+#else
+    (void)threads;
+#endif
+    if (n < 8) n = 8;
+    size_t alloc = (n * sizeof(double) + 63) / 64 * 64;
+    double *a = aligned_alloc(64, alloc), *b = aligned_alloc(64, alloc),
+           *c = aligned_alloc(64, alloc);
+    if (!a || !b || !c) {
+        free(a);
+        free(b);
+        free(c);
+        return GT_ERR(GT_ERR_OOM, "memory probe: no host memory for 3 x %zu bytes", alloc);
+    }
+#if GT_HAVE_OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+    {
+        int t = 0, tn = 1;
+#if GT_HAVE_OPENMP
+        t = omp_get_thread_num();
+        tn = omp_get_num_threads();
+#endif
+        size_t lines = (n + 7) / 8;
+        size_t lo = lines * (size_t)t / (size_t)tn * 8, hi = lines * (size_t)(t + 1) / (size_t)tn * 8;
+        if (hi > n) hi = n;
+        for (size_t i = lo; i < hi; i++) {
+            a[i] = 0.0;
+            b[i] = 1.0;
+            c[i] = 2.0;
+        }
+    }
+    *best = 0.0;
+    *which = probe_pattern_name[from];
+    for (int p = from; p < PROBE_PATTERNS; p++) {
+        double g = probe_pattern(a, b, c, n, nt, reps, p);
+        if (g > *best) {
+            *best = g;
+            *which = probe_pattern_name[p];
+        }
+    }
     free(a);
     free(b);
     free(c);
@@ -696,10 +809,12 @@ gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n) {
         k = gt_probe_host_plan(c, nc, threads, ncpu > 0 ? (int)ncpu : threads, l, pb,
                                GT_PROBE_MAX_LEVELS - 1);
         for (int i = 0; i < k; i++) {
-            GT_TRY(probe_triad_cached(pb[i], threads, PROBE_LEVEL_REPS, &l[i].gbps));
+            const char *which = "";
+            GT_TRY(probe_level_bw(pb[i], threads, PROBE_LEVEL_REPS, PROBE_TRIAD, &l[i].gbps,
+                                  &which));
             size_t used = strlen(l[i].how);
-            snprintf(l[i].how + used, sizeof l[i].how - used, ", best of %d",
-                     PROBE_LEVEL_REPS);
+            snprintf(l[i].how + used, sizeof l[i].how - used,
+                     ", best of %d of triad, update, scale, read: %s", PROBE_LEVEL_REPS, which);
         }
     } else {
         GT_TRY(device_levels(be, l, &k));
@@ -708,6 +823,21 @@ gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n) {
     l[k].bytes = 0.0;
     l[k].gbps = pk.mem_best_gbps;
     snprintf(l[k].how, sizeof l[k].how, "memory: %s, best of 5", pk.mem_how);
+    if (be->device == GT_DEVICE_HOST) {
+        /* the other two patterns on arrays as large as the triad's (measured above) */
+        double g = 0.0;
+        const char *which = "";
+        int threads = be->threads > 0 ? be->threads : 1;
+        GT_TRY(probe_level_bw((size_t)3 * (GT_PROBE_MEM_TRIAD_BYTES), threads, 5, PROBE_UPDATE,
+                              &g, &which));
+        if (g > l[k].gbps) {
+            l[k].gbps = g;
+            snprintf(l[k].how, sizeof l[k].how,
+                     "memory: 3 x %d MiB, %d thread%s, best of 5 of triad, update, scale, read: %s",
+                     (int)((GT_PROBE_MEM_TRIAD_BYTES) >> 20), threads, threads == 1 ? "" : "s",
+                     which);
+        }
+    }
     k++;
     if (level_cached < PROBE_CACHE) {
         snprintf(level_cache[level_cached].name, sizeof level_cache[0].name, "%s", be->name);

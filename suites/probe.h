@@ -61,6 +61,8 @@ gt_status gt_probe_measure_sgemm(gt_backend *be, int reps, gt_peaks *out);
 #define GT_PROBE_COPY_BYTES ((size_t)512 << 20)
 #define GT_PROBE_COPY_DESC "512 MiB"
 #endif
+/* each of the host memory triad's three arrays */
+#define GT_PROBE_MEM_TRIAD_BYTES ((size_t)64 << 20)
 typedef struct gt_probe_peaks {
     gt_peaks peaks;
     double mem_gbps;      /* median of the samples */
@@ -79,7 +81,7 @@ typedef struct gt_probe_level {
     double bytes; /* capacity for one op's working set on the backend: a cache's size x
                      the instances of it the backend's threads use; 0: unbounded */
     double gbps;  /* the level's own figure: best sample of its probe */
-    char how[128]; /* "L2: triad 3 x 64 KiB, 2 threads, best of 7 (2 x 2 MiB)" */
+    char how[128]; /* "L2: 3 x 64 KiB, 2 threads (2 x 2 MiB), best of 15 of triad, ...: read" */
 } gt_probe_level;
 
 /* The level a working set of `ws_bytes` is judged against: the index of

@@ -61,6 +61,12 @@ static double en_fwd_bytes(const gt_kshape *s, double e) {
     return e * (3.0 * BT * s->C) + 4.0 * BT;
 }
 
+/* distinct bytes: the wte rows the ids pick (at most V), wpe (its T rows serve every batch row), out; ids */
+static double en_fwd_footprint(const gt_kshape *s, double e) {
+    double BT = (double)s->B * s->T, rows = BT < s->V ? BT : s->V;
+    return e * (rows * s->C + (double)s->T * s->C + BT * s->C) + 4.0 * BT;
+}
+
 static const kc_op encoder_fwd = {
     .op = GT_OP_ENCODER_FWD,
     KC_ARRAYS(en_names),
@@ -73,6 +79,7 @@ static const kc_op encoder_fwd = {
     .check = en_fwd_check,
     .flops = en_fwd_flops,
     .bytes = en_fwd_bytes,
+    .footprint = en_fwd_footprint,
 };
 
 static gt_status en_bwd_call(gt_kcase *c, int side, int inplace) {
@@ -107,6 +114,12 @@ static double en_bwd_bytes(const gt_kshape *s, double e) {
     return e * (BT * C + 2.0 * BT * C + 2.0 * s->T * C) + 4.0 * BT;
 }
 
+/* distinct bytes: dout, the dwte rows the ids pick, dwpe; ids */
+static double en_bwd_footprint(const gt_kshape *s, double e) {
+    double BT = (double)s->B * s->T, rows = BT < s->V ? BT : s->V;
+    return e * (BT * s->C + rows * s->C + (double)s->T * s->C) + 4.0 * BT;
+}
+
 static const kc_op encoder_bwd = {
     .op = GT_OP_ENCODER_BWD,
     KC_ARRAYS(en_names),
@@ -119,6 +132,7 @@ static const kc_op encoder_bwd = {
     .check = en_bwd_check,
     .flops = en_bwd_flops,
     .bytes = en_bwd_bytes,
+    .footprint = en_bwd_footprint,
 };
 
 /* ---- layernorm over rows of C ------------------------------------------------------ */
@@ -268,6 +282,12 @@ static double ln_bwd_bytes(const gt_kshape *s, double e) {
     return e * (4.0 * N * C + 5.0 * C) + 8.0 * N;
 }
 
+/* distinct bytes: dout, inp, dinp (accumulated in place); weight, dweight, dbias; mean, rstd */
+static double ln_bwd_footprint(const gt_kshape *s, double e) {
+    double N = s->N, C = s->C;
+    return e * (3.0 * N * C + 3.0 * C) + 8.0 * N;
+}
+
 static const kc_op layernorm_bwd = {
     .op = GT_OP_LAYERNORM_BWD,
     KC_ARRAYS(ln_names),
@@ -280,6 +300,7 @@ static const kc_op layernorm_bwd = {
     .check = ln_bwd_check,
     .flops = ln_bwd_flops,
     .bytes = ln_bwd_bytes,
+    .footprint = ln_bwd_footprint,
 };
 
 /* ---- causal self-attention over qkv (B, T, 3C) --------------------------------------- */
@@ -426,6 +447,12 @@ static double at_bwd_bytes(const gt_kshape *s, double e) {
     return e * (BT * C + 3.0 * BT * C + 6.0 * BT * C) + 4.0 * s->B * s->NH * (double)s->T * s->T;
 }
 
+/* distinct bytes: dout, qkv, dqkv (accumulated in place), the saved scores */
+static double at_bwd_footprint(const gt_kshape *s, double e) {
+    double BT = (double)s->B * s->T, C = s->C;
+    return e * (BT * C + 3.0 * BT * C + 3.0 * BT * C) + 4.0 * s->B * s->NH * (double)s->T * s->T;
+}
+
 static const kc_op attention_bwd = {
     .op = GT_OP_ATTENTION_BWD,
     KC_ARRAYS(at_names),
@@ -438,6 +465,7 @@ static const kc_op attention_bwd = {
     .check = at_bwd_check,
     .flops = at_bwd_flops,
     .bytes = at_bwd_bytes,
+    .footprint = at_bwd_footprint,
 };
 
 /* ---- gelu and residual: elementwise over n ------------------------------------------- */
@@ -522,6 +550,11 @@ static double gelu_bwd_bytes(const gt_kshape *s, double e) {
     return e * 4.0 * (double)s->n;
 }
 
+/* distinct bytes: inp, dout, dinp (accumulated in place) */
+static double gelu_bwd_footprint(const gt_kshape *s, double e) {
+    return e * 3.0 * (double)s->n;
+}
+
 static const kc_op gelu_bwd = {
     .op = GT_OP_GELU_BWD,
     KC_ARRAYS(pw_names),
@@ -534,6 +567,7 @@ static const kc_op gelu_bwd = {
     .check = gelu_bwd_check,
     .flops = gelu_bwd_flops,
     .bytes = gelu_bwd_bytes,
+    .footprint = gelu_bwd_footprint,
 };
 
 static gt_status residual_fwd_call(gt_kcase *c, int side, int inplace) {
@@ -595,6 +629,11 @@ static double residual_bwd_bytes(const gt_kshape *s, double e) {
     return e * 5.0 * (double)s->n;
 }
 
+/* distinct bytes: dout, da and db (accumulated in place) */
+static double residual_bwd_footprint(const gt_kshape *s, double e) {
+    return e * 3.0 * (double)s->n;
+}
+
 static const kc_op residual_bwd = {
     .op = GT_OP_RESIDUAL_BWD,
     KC_ARRAYS(pw_names),
@@ -607,6 +646,7 @@ static const kc_op residual_bwd = {
     .check = residual_bwd_check,
     .flops = residual_bwd_flops,
     .bytes = residual_bwd_bytes,
+    .footprint = residual_bwd_footprint,
 };
 
 /* ---- classifier: softmax cross-entropy over rows of V (padded to Vp) ------------------- */

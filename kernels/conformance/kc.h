@@ -83,6 +83,9 @@ struct kc_op {
      * e: the storage dtype's size in bytes */
     double (*flops)(const gt_kshape *s);
     double (*bytes)(const gt_kshape *s, double e);
+    /* distinct bytes one call touches, its working set (a tensor read and
+     * written in place counts once); NULL: the same as bytes */
+    double (*footprint)(const gt_kshape *s, double e);
     int compute_bound; /* judged against the GEMM peak, not memory bandwidth */
     /* matmul_fwd: the GEMM library's own best on the case's arrays */
     gt_status (*library_best)(gt_kcase *c, double *best_s, char *what, size_t what_len);

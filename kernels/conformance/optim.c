@@ -65,6 +65,11 @@ static double adamw_bytes(const gt_kshape *s, double e) {
     return e * (double)s->n + 24.0 * (double)s->n;
 }
 
+/* distinct bytes: grads; params, m, v (updated in place) */
+static double adamw_footprint(const gt_kshape *s, double e) {
+    return e * (double)s->n + 12.0 * (double)s->n;
+}
+
 static const kc_op adamw = {
     .op = GT_OP_ADAMW,
     KC_ARRAYS(op_names),
@@ -77,6 +82,7 @@ static const kc_op adamw = {
     .check = adamw_check,
     .flops = adamw_flops,
     .bytes = adamw_bytes,
+    .footprint = adamw_footprint,
 };
 
 /* ---- sumsq: sum of squares of n gradients, in fp64 ----------------------------------- */

@@ -474,6 +474,12 @@ static double bn_bwd_bytes(const gt_kshape *s, double e) {
     return e * (4.0 * s->N * C * s->H * s->W + 5.0 * C) + 8.0 * C;
 }
 
+/* distinct bytes: dout, inp, dinp (accumulated in place); w, dw, db; mean, rstd */
+static double bn_bwd_footprint(const gt_kshape *s, double e) {
+    double C = s->C;
+    return e * (3.0 * s->N * C * s->H * s->W + 3.0 * C) + 8.0 * C;
+}
+
 static const kc_op batchnorm_bwd = {
     .op = GT_OP_BATCHNORM_BWD,
     KC_ARRAYS(bn_names),
@@ -487,6 +493,7 @@ static const kc_op batchnorm_bwd = {
     .check = bn_bwd_check,
     .flops = bn_bwd_flops,
     .bytes = bn_bwd_bytes,
+    .footprint = bn_bwd_footprint,
 };
 
 /* ---- relu: elementwise over n ---------------------------------------------------------- */
@@ -581,6 +588,11 @@ static double rl_bwd_bytes(const gt_kshape *s, double e) {
     return e * 4.0 * (double)s->n;
 }
 
+/* distinct bytes: out, dout, dinp (accumulated in place) */
+static double rl_bwd_footprint(const gt_kshape *s, double e) {
+    return e * 3.0 * (double)s->n;
+}
+
 static const kc_op relu_bwd = {
     .op = GT_OP_RELU_BWD,
     KC_ARRAYS(rl_names),
@@ -593,6 +605,7 @@ static const kc_op relu_bwd = {
     .check = rl_bwd_check,
     .flops = rl_bwd_flops,
     .bytes = rl_bwd_bytes,
+    .footprint = rl_bwd_footprint,
 };
 
 /* ---- avgpool: the mean of each (n, c) map ---------------------------------------------- */
@@ -689,6 +702,12 @@ static double ap_bwd_bytes(const gt_kshape *s, double e) {
     return e * (N * C + 2.0 * N * C * s->H * s->W);
 }
 
+/* distinct bytes: dout, dinp (accumulated in place) */
+static double ap_bwd_footprint(const gt_kshape *s, double e) {
+    double N = s->N, C = s->C;
+    return e * (N * C + N * C * s->H * s->W);
+}
+
 static const kc_op avgpool_bwd = {
     .op = GT_OP_AVGPOOL_BWD,
     KC_ARRAYS(ap_names),
@@ -702,6 +721,7 @@ static const kc_op avgpool_bwd = {
     .check = ap_bwd_check,
     .flops = ap_bwd_flops,
     .bytes = ap_bwd_bytes,
+    .footprint = ap_bwd_footprint,
 };
 
 const kc_op *const kc_vision_ops[] = {&conv2d_fwd,    &conv2d_bwd,  &batchnorm_fwd,

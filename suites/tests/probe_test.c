@@ -134,7 +134,7 @@ static void test_caches_and_plan(void) {
             EXPECT(pb[i] > (i ? lv[i - 1].bytes : 0) && pb[i] <= lv[i].bytes,
                    "level %d: its probe fits it and not the level below", i);
         }
-        EXPECT(strstr(lv[1].how, "L2: triad 3 x 64 KiB, 2 threads (2 x 2 MiB)") != NULL,
+        EXPECT(strstr(lv[1].how, "L2: 3 x 64 KiB, 2 threads (2 x 2 MiB)") != NULL,
                "how: '%s'", lv[1].how);
     }
     k = gt_probe_host_plan(h, 3, 1, 2, lv, pb, 4);

@@ -154,6 +154,21 @@ static void test_kernels(gt_comm *comm) {
             json_t *lv = json_object_get(ms, "peak_level");
             double l = json_number_value(json_object_get(lv, "value"));
             EXPECT(lv && l >= 0 && l <= 3, "%s: peak_level %g", c, l);
+            /* the working set that picked the level: distinct bytes, never more than moved */
+            json_t *ws = json_object_get(ms, "working_set");
+            double w = json_number_value(json_object_get(ws, "value"));
+            double gb = json_number_value(json_object_get(json_object_get(ms, "gbps"), "value"));
+            double us = json_number_value(json_object_get(json_object_get(ms, "time_us"), "value"));
+            double moved = gb * us * 1e3;
+            EXPECT(ws && w > 0 && w <= moved * (1 + 1e-6), "%s: working_set %g, bytes moved %g", c,
+                   w, moved);
+            if (!strcmp(c, "residual_bwd/fp32/n786432"))
+                EXPECT(w == 3.0 * 4 * 786432,
+                       "%s: working_set %g: dout, da and db once each (da, db in place)", c, w);
+            if (!strcmp(c, "encoder_fwd/fp32/B4_T64_C768_V1024"))
+                EXPECT(w == 4.0 * (256 + 64 + 256) * 768 + 4.0 * 256,
+                       "%s: working_set %g: 256 wte rows at most, wpe's 64 rows once, out, ids",
+                       c, w);
         }
         json_t *ex = json_object_get(ms, "peak_exceeded");
         if (ex) {
