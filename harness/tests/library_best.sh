@@ -6,7 +6,10 @@
 # fraction_of_library_best and a library_best param naming what was
 # searched; the other ops and the cpu backend carry none. The check
 # vs_library_best is only made for GEMMs of 100 us or more on a GPU, so the
-# small shapes here never have it. Exit 77 where the cuda backend cannot
+# small shapes here never have it. The same run checks the device peaks:
+# hot and cold fractions of peak in (0, 1], memory-bound ops with their
+# working set, hot against L2 or device memory, cold against device memory.
+# Exit 77 where the cuda backend cannot
 # run (no GPU, not the emulator).
 set -u
 g=$1
@@ -61,6 +64,27 @@ for r in mm:
 for r in other:
     if any(k.startswith("library_best") or "library_best" in k for k in r.get("metrics", {})):
         bad.append("%s: library best metrics on another op" % r["case"])
+# the peaks on a device backend (docs/suites.md, "Peaks"): hot and cold
+# fractions in (0, 1], the cap stated by peak_exceeded; memory-bound ops
+# judged by their working set, hot against L2 (2) or device memory (0), cold
+# always against device memory
+for r in rep["results"]:
+    m = r.get("metrics", {})
+    for sfx in ("", "_cold"):
+        f = m.get("fraction_of_peak" + sfx)
+        if not f or not 0 < f["value"] <= 1:
+            bad.append("%s: fraction_of_peak%s %r" % (r["case"], sfx, f and f["value"]))
+        if ("peak_exceeded" + sfx) in m and m["peak" + sfx]["value"] <= 0:
+            bad.append("%s: peak_exceeded%s with peak %r" % (r["case"], sfx, m["peak" + sfx]))
+    if r["params"].get("bound") == "memory":
+        ws = m.get("working_set", {}).get("value")
+        moved = m["gbps"]["value"] * m["time_us"]["value"] * 1e3
+        if not ws or ws > moved * (1 + 1e-6):
+            bad.append("%s: working_set %r, bytes moved %r" % (r["case"], ws, moved))
+        if m.get("peak_level", {}).get("value") not in (0, 2):
+            bad.append("%s: peak_level %r" % (r["case"], m.get("peak_level")))
+        if m.get("peak_level_cold", {}).get("value") != 0:
+            bad.append("%s: peak_level_cold %r" % (r["case"], m.get("peak_level_cold")))
 for b in bad:
     print("FAIL:", b)
 if not bad:
