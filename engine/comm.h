@@ -190,7 +190,8 @@ gt_status gt_comm_test(gt_comm *c, gt_comm_request *req, int *done);
  * rounds of full-size send/recv to combine, then a broadcast. */
 gt_status gt_comm_allreduce_tree(gt_comm *c, void *buf, size_t count, gt_dtype dt);
 
-/* Aborts every process of the job (MPI_Abort with `code`; exit for self).
+/* Aborts every process of the job (MPI_Abort with `code`; for self, _Exit
+ * after flushing stdio: no exit handlers run, from whichever thread).
  * For the harness after a watchdog timeout: the only call that ends the
  * process. */
 void gt_comm_abort(gt_comm *c, int code);

@@ -162,6 +162,7 @@ void gt_env_hostname(char *host, size_t len);
 typedef struct gt_peaks {
     double fma_gflops;   /* FP32 FMA throughput, all threads of the backend */
     double sgemm_gflops; /* large SGEMM through the backend's matmul op (the MFU reference) */
+    double sgemm_best_gflops; /* its fastest sample: the compute peak of the kernels suite */
     int sgemm_n;         /* square size used */
     double seconds;      /* time the probes took */
 } gt_peaks;

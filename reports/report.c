@@ -210,6 +210,7 @@ void gt_report_set_env(gt_report *r, const gt_env *e, const gt_peaks *peaks) {
         json_t *p = json_object();
         json_object_set_new(p, "fma_gflops", json_real(peaks->fma_gflops));
         json_object_set_new(p, "sgemm_gflops", json_real(peaks->sgemm_gflops));
+        json_object_set_new(p, "sgemm_best_gflops", json_real(peaks->sgemm_best_gflops));
         json_object_set_new(p, "sgemm_n", json_integer(peaks->sgemm_n));
         json_object_set_new(env, "peaks", p);
     }

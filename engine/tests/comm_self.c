@@ -1,9 +1,16 @@
 /* The self communicator and the generic layer of engine/comm.h on one
  * process: names, validation, every collective as a copy, send/recv to self
  * through the queue, split, the tree all-reduce's size-1 case, statistics,
- * and the watchdog on a receive that no one sends. */
+ * the watchdog on a receive that no one sends, and the abort. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "engine/comm.h"
 #include "engine/tests/check.h"
@@ -205,6 +212,48 @@ static void test_watchdog(void) {
     gt_comm_free(c);
 }
 
+/* The abort as the watchdog makes it: from another thread while the main
+ * thread is busy (here asleep; in a job, stuck inside NCCL). The process must
+ * end at once with the code, running no exit handler: the
+ * CUDA runtime's and NCCL's teardown would run under the stuck thread. */
+static int g_abort_pipe = -1;
+static void abort_atexit(void) {
+    if (write(g_abort_pipe, "atexit ran\n", 11) < 0) _exit(99);
+}
+static void *abort_thread(void *arg) {
+    gt_comm_abort((gt_comm *)arg, 7);
+    return NULL; /* not reached */
+}
+static void test_abort(void) {
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe");
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        close(fds[0]);
+        g_abort_pipe = fds[1];
+        atexit(abort_atexit);
+        gt_comm *c = NULL;
+        gt_comm_config cfg = {.backend = "self", .timeout_s = 30};
+        if (gt_comm_world(&cfg, &c) != GT_OK) _exit(98);
+        pthread_t t;
+        if (pthread_create(&t, NULL, abort_thread, c) != 0) _exit(97);
+        struct timespec ts = {10, 0};
+        nanosleep(&ts, NULL);
+        _exit(96); /* the abort did not end the process */
+    }
+    close(fds[1]);
+    char buf[64] = "";
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    close(fds[0]);
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7, "abort from a second thread: exit status %d",
+          WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    CHECK(n <= 0, "an exit handler ran on abort: '%s'", n > 0 ? buf : "");
+}
+
 int main(void) {
     test_names();
     test_world();
@@ -219,5 +268,6 @@ int main(void) {
     }
     test_split_tree_stats();
     test_watchdog();
+    test_abort();
     return check_done("engine.comm.self");
 }
