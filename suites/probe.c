@@ -641,6 +641,23 @@ static void probe_gate(atomic_int *arrived, int nt) {
         if (spin % 1024 == 0) sched_yield();
 }
 
+/* This thread's part of n doubles: whole 64-byte lines, the same split in
+ * every region of the same thread count (first touch and timed passes);
+ * returns the region's thread count. */
+static int probe_part(size_t n, size_t *lo, size_t *hi) {
+    int t = 0, tn = 1;
+#if GT_HAVE_OPENMP
+    t = omp_get_thread_num();
+    tn = omp_get_num_threads();
+#endif
+    size_t lines = (n + 7) / 8;
+    *lo = lines * (size_t)t / (size_t)tn * 8;
+    *hi = lines * (size_t)(t + 1) / (size_t)tn * 8;
+    if (*hi > n) *hi = n;
+    if (*lo > *hi) *lo = *hi;
+    return tn;
+}
+
 /* One access pattern on a cache level (or main memory): three arrays of n
  * doubles split evenly over `nt` threads (whole cache lines each; the same
  * split as their first touch), every pass of a sample inside one parallel
@@ -666,15 +683,8 @@ static double probe_pattern(double *a, double *b, double *c, size_t n, int nt, i
 #pragma omp parallel num_threads(nt) reduction(+ : sink)
 #endif
         {
-            int t = 0, tn = 1;
-#if GT_HAVE_OPENMP
-            t = omp_get_thread_num();
-            tn = omp_get_num_threads();
-#endif
-            size_t lines = (n + 7) / 8;
-            size_t lo = lines * (size_t)t / (size_t)tn * 8, hi = lines * (size_t)(t + 1) / (size_t)tn * 8;
-            if (hi > n) hi = n;
-            if (lo > hi) lo = hi;
+            size_t lo, hi;
+            int tn = probe_part(n, &lo, &hi);
             probe_gate(&arrived, tn);
             uint64_t t0 = gt_now_ns();
             for (long p = 0; p < passes; p++) {
@@ -729,14 +739,8 @@ static gt_status probe_level_bw(size_t bytes, int threads, int reps, int from, d
 #pragma omp parallel num_threads(nt)
 #endif
     {
-        int t = 0, tn = 1;
-#if GT_HAVE_OPENMP
-        t = omp_get_thread_num();
-        tn = omp_get_num_threads();
-#endif
-        size_t lines = (n + 7) / 8;
-        size_t lo = lines * (size_t)t / (size_t)tn * 8, hi = lines * (size_t)(t + 1) / (size_t)tn * 8;
-        if (hi > n) hi = n;
+        size_t lo, hi;
+        probe_part(n, &lo, &hi);
         for (size_t i = lo; i < hi; i++) {
             a[i] = 0.0;
             b[i] = 1.0;
