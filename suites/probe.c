@@ -816,12 +816,14 @@ gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n) {
     gt_probe_level l[GT_PROBE_MAX_LEVELS];
     memset(l, 0, sizeof l);
     int k = 0;
+    int threads = be->threads > 0 ? be->threads : 1;
+    double mem_gbps = 0.0; /* host: the other patterns on the memory triad's sizes */
+    const char *mem_which = "";
     if (be->device == GT_DEVICE_HOST) {
         gt_probe_cache c[GT_PROBE_MAX_LEVELS - 1];
         size_t pb[GT_PROBE_MAX_LEVELS - 1];
         int nc = gt_probe_host_caches(NULL, c, GT_PROBE_MAX_LEVELS - 1);
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        int threads = be->threads > 0 ? be->threads : 1;
         k = gt_probe_host_plan(c, nc, threads, ncpu > 0 ? (int)ncpu : threads, l, pb,
                                GT_PROBE_MAX_LEVELS - 1);
         for (int i = 0; i < k; i++) {
@@ -832,6 +834,9 @@ gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n) {
             snprintf(l[i].how + used, sizeof l[i].how - used,
                      ", best of %d of triad, update, scale, read: %s", PROBE_LEVEL_REPS, which);
         }
+        /* main memory: the triad is measured (gt_probe_peaks_get), the rest here */
+        GT_TRY(probe_level_bw((size_t)3 * (GT_PROBE_MEM_TRIAD_BYTES), threads, 5, PROBE_UPDATE,
+                              &mem_gbps, &mem_which));
     } else {
         GT_TRY(device_levels(be, l, &k));
     }
@@ -839,20 +844,12 @@ gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n) {
     l[k].bytes = 0.0;
     l[k].gbps = pk.mem_best_gbps;
     snprintf(l[k].how, sizeof l[k].how, "memory: %s, best of 5", pk.mem_how);
-    if (be->device == GT_DEVICE_HOST) {
-        /* the other two patterns on arrays as large as the triad's (measured above) */
-        double g = 0.0;
-        const char *which = "";
-        int threads = be->threads > 0 ? be->threads : 1;
-        GT_TRY(probe_level_bw((size_t)3 * (GT_PROBE_MEM_TRIAD_BYTES), threads, 5, PROBE_UPDATE,
-                              &g, &which));
-        if (g > l[k].gbps) {
-            l[k].gbps = g;
-            snprintf(l[k].how, sizeof l[k].how,
-                     "memory: 3 x %d MiB, %d thread%s, best of 5 of triad, update, scale, read: %s",
-                     (int)((GT_PROBE_MEM_TRIAD_BYTES) >> 20), threads, threads == 1 ? "" : "s",
-                     which);
-        }
+    if (mem_gbps > l[k].gbps) {
+        l[k].gbps = mem_gbps;
+        snprintf(l[k].how, sizeof l[k].how,
+                 "memory: 3 x %d MiB, %d thread%s, best of 5 of triad, update, scale, read: %s",
+                 (int)((GT_PROBE_MEM_TRIAD_BYTES) >> 20), threads, threads == 1 ? "" : "s",
+                 mem_which);
     }
     k++;
     if (level_cached < PROBE_CACHE) {
