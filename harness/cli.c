@@ -1,5 +1,6 @@
 #define _GNU_SOURCE /* open_memstream */
 #include "harness/cli.h"
+#include "reports/compare.h"
 
 #include "engine/comm.h"
 #include "engine/env.h"
@@ -285,4 +286,15 @@ int gt_default_threads(int ranks) {
     int per_node = local && atoi(local) > 0 && atoi(local) < ranks ? atoi(local) : ranks;
     if (per_node < 1) per_node = 1;
     return ncpu / per_node >= 1 ? (int)(ncpu / per_node) : 1;
+}
+
+int gt_compare_exit_code(const gt_compare *c) {
+    switch (gt_compare_decide(c)) {
+    case GT_DECISION_SHIP:
+        return GT_EXIT_OK;
+    case GT_DECISION_UNDECIDED:
+        return GT_EXIT_UNDECIDED;
+    default:
+        return GT_EXIT_REGRESSION;
+    }
 }

@@ -8,11 +8,16 @@
 
 #include "engine/status.h"
 
+struct gt_compare;
+/* compare's decision as an exit code: 0 may ship, 3 must not, 4 undecided. */
+int gt_compare_exit_code(const struct gt_compare *c);
+
 enum {
     GT_EXIT_OK = 0,         /* every check passed */
     GT_EXIT_CHECK = 1,      /* a check failed */
     GT_EXIT_USAGE = 2,      /* usage or environment error */
     GT_EXIT_REGRESSION = 3, /* compare found a regression */
+    GT_EXIT_UNDECIDED = 4,  /* compare: a change above the threshold not yet decided */
 };
 
 typedef struct gt_args {

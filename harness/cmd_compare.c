@@ -5,13 +5,16 @@
 
 #include "harness/cli.h"
 #include "reports/compare.h"
+#include "reports/gate_stats.h"
 
 static void compare_usage(FILE *f) {
     fprintf(f,
             "usage: gauntlet compare BASE NEW [options]\n"
             "\n"
-            "Compares NEW (candidate stack) with BASE (the baseline): every metric gets a\n"
-            "verdict (same, faster, slower, ambiguous) against its run-to-run noise, and\n"
+            "Compares NEW (candidate stack) with BASE (the baseline): every metric, and every\n"
+            "family of metrics (an op over its shapes, a class of ops, a collective over its\n"
+            "sizes, pooled), gets a verdict (same, faster, slower, undecided, ambiguous)\n"
+            "against its run-to-run noise, and\n"
             "every check and result status of NEW must pass. BASE and NEW are each a report\n"
             "(JSON written by --report) or a directory of reports: several runs of one stack,\n"
             "whose spread is then the noise (docs/ci-gating.md).\n"
@@ -35,6 +38,12 @@ static void compare_usage(FILE *f) {
             "  --paired        BASE and NEW are directories of as many runs, run i of each\n"
             "                  made side by side (interleaved A/B, ci/jobs/ab.sh): judge the\n"
             "                  ratios of the pairs\n"
+            "  --sequential FIRST:MAX  with --paired: an adaptive design that looks after\n"
+            "                  FIRST pairs and after each further one up to MAX; this compare\n"
+            "                  is the look its pairs make, tested at that look's share of\n"
+            "                  alpha, so looking again after each pair keeps alpha\n"
+            "  --spending S    how the sequential design spends alpha over its looks: pocock\n"
+            "                  (default) or obf (O'Brien-Fleming)\n"
             "  --suite S[,S]   compare only these suites' results\n"
             "  --metric M[,M]  give verdicts only to these metrics (checks still gate)\n"
             "  --junit FILE    also write JUnit XML there (a testsuite per suite)\n"
@@ -43,9 +52,12 @@ static void compare_usage(FILE *f) {
             "                  suite and the results that decide the verdict)\n"
             "  --quiet         the default output (kept for scripts)\n"
             "\n"
-            "exit codes: 0 NEW may ship; 3 NEW must not ship (a metric slower, a check failed,\n"
-            "a result failed or errored, a result that passed in BASE is missing or skipped);\n"
-            "2 usage error or a file that is not a readable gauntlet report\n");
+            "exit codes: 0 NEW may ship; 3 NEW must not ship (a family or metric slower, a\n"
+            "check failed, a result failed or errored, a result that passed in BASE is missing\n"
+            "or skipped); 4 undecided (a family, or a metric in no family, is slower than the\n"
+            "threshold by its estimate but not shown to be: the output says how many more\n"
+            "pairs or runs would decide); 2 usage error or a file that is not a readable\n"
+            "gauntlet report\n");
 }
 
 /* "5%" is a percentage, "0.05" a fraction; a bare "5" is refused rather than
@@ -76,6 +88,22 @@ static int parse_fraction(const gt_args *a, const char *flag, const char *v, dou
     return 1;
 }
 
+/* --sequential FIRST:MAX: looks after FIRST, FIRST + 1, ..., MAX pairs. */
+static int parse_looks(const char *v, gt_compare_options *o) {
+    int first = 0, max = 0, used = 0;
+    if (!v || sscanf(v, "%d:%d%n", &first, &max, &used) != 2 || v[used] != '\0' || first < 2 ||
+        max < first || max > 1000) {
+        fprintf(stderr,
+                "gauntlet compare: --sequential '%s': FIRST:MAX pairs, 2 <= FIRST <= MAX <= "
+                "1000 (e.g. 5:12: a look after 5 pairs, then after each further pair up to 12)\n",
+                v ? v : "");
+        return 0;
+    }
+    o->seq_first = first;
+    o->seq_max = max;
+    return 1;
+}
+
 int gt_cmd_compare(int argc, char **argv) {
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "compare"};
     gt_compare_options opt = gt_compare_defaults();
@@ -100,6 +128,19 @@ int gt_cmd_compare(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--alpha", v, 1e-12, 0.5, &opt.alpha);
         } else if (gt_flag(&a, "--paired")) {
             opt.paired = 1;
+        } else if (gt_opt(&a, "--sequential", &v, &err)) {
+            err |= !parse_looks(v, &opt);
+        } else if (gt_opt(&a, "--spending", &v, &err)) {
+            if (strcmp(v, "pocock") == 0) {
+                opt.spending = GT_GS_SPEND_POCOCK;
+            } else if (strcmp(v, "obf") == 0 || strcmp(v, "obrien-fleming") == 0) {
+                opt.spending = GT_GS_SPEND_OBRIEN_FLEMING;
+            } else {
+                fprintf(stderr, "gauntlet compare: --spending '%s': pocock (alpha spent evenly "
+                                "over the looks) or obf (O'Brien-Fleming: little early, most at "
+                                "the last look)\n", v);
+                err = 1;
+            }
         } else if (gt_opt(&a, "--suite", &v, &err)) {
             opt.suites = v;
         } else if (gt_opt(&a, "--metric", &v, &err)) {
@@ -137,7 +178,7 @@ int gt_cmd_compare(int argc, char **argv) {
     if (s != GT_OK) return gt_fail("compare", s);
     gt_compare_print(c, stdout, detail);
     fflush(stdout);
-    int rc = gt_compare_may_ship(c) ? GT_EXIT_OK : GT_EXIT_REGRESSION;
+    int rc = gt_compare_exit_code(c);
     if (junit) {
         s = gt_compare_write_junit(c, junit);
         if (s != GT_OK) {

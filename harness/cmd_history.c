@@ -176,7 +176,7 @@ int gt_cmd_history(int argc, char **argv) {
                    gate, (long long)base, db);
             gt_compare_print(c, stdout, detail);
             fflush(stdout);
-            rc = gt_compare_may_ship(c) ? GT_EXIT_OK : GT_EXIT_REGRESSION;
+            rc = gt_compare_exit_code(c);
             if (junit && (s = gt_compare_write_junit(c, junit)) != GT_OK)
                 rc = gt_fail("history", s);
             gt_compare_free(c);

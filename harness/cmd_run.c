@@ -50,9 +50,12 @@ static void run_usage(FILE *f) {
         "                        device buffers against raw NCCL)\n"
         "  --comm-timeout S      watchdog per collective in seconds (default 300)\n"
         "  --inject-delay OP:US  slow kernel OP by US microseconds per call (tests the gate)\n"
-        "  --inject-slowdown NAME:F  kernel op or collective NAME takes F times as long\n"
-        "                        wherever it is timed, in training too (the gate's\n"
-        "                        detection experiment; docs/profile.md)\n"
+        "  --inject-slowdown NAME:F[,NAME:F...]  each NAME takes its F times as long\n"
+        "                        wherever it is timed (the gate's detection experiment):\n"
+        "                        a kernel op, a case prefix of one (op/dtype/shape), a\n"
+        "                        collective, or a class: gemm, memory, collective\n"
+        "                        (docs/suites.md); in training the first whole op only\n"
+        "                        (docs/profile.md)\n"
         "  --quiet               no per-case lines, only the summary\n"
         "  --verbose             also the raw collectives tables (every size of every\n"
         "                        combination, nccl-tests' layout)\n"
@@ -788,7 +791,7 @@ int gt_cmd_run(int argc, char **argv) {
         } else {
             printf("\ncompare with the baseline %s:\n", baseline);
             gt_compare_print(cmp, stdout, quiet ? GT_DETAIL_SUMMARY : GT_DETAIL_CHANGED);
-            if (!gt_compare_may_ship(cmp)) rc = GT_EXIT_REGRESSION;
+            if (gt_compare_decide(cmp) != GT_DECISION_SHIP) rc = gt_compare_exit_code(cmp);
         }
         gt_compare_free(cmp);
     }

@@ -1,6 +1,8 @@
 /* compare: the CI gate (reports/compare.h, docs/ci-gating.md). */
 #define _GNU_SOURCE
 #include "reports/compare.h"
+#include "reports/compare_impl.h"
+#include "reports/gate_stats.h"
 
 #include "engine/fileio.h"
 #include "engine/stats.h"
@@ -41,7 +43,7 @@ const char *const gt_compare_excluded_params[] = {
 };
 
 static const char *const g_verdict_names[GT_VERDICT_COUNT] = {"same", "faster", "slower",
-                                                              "ambiguous"};
+                                                              "ambiguous", "undecided"};
 
 const char *gt_verdict_name(gt_verdict v) {
     return (v >= 0 && v < GT_VERDICT_COUNT) ? g_verdict_names[v] : "ambiguous";
@@ -81,12 +83,6 @@ static int is_excluded(const char *key) {
 
 /* The values of one metric on one side: n values, in the order measured,
  * cut into `runs` runs (run i holds v[cut[i] .. cut[i + 1])). */
-typedef struct side {
-    const double *v;
-    size_t n;
-    const size_t *cut;
-    int runs;
-} side;
 
 /* Replicates of a side, the units whose spread is the noise a level is
  * judged against: by_runs (either side has several runs) the median of each
@@ -141,71 +137,9 @@ static double robust_ss(const double *x, int k) {
     return (k - 1) * s * s;
 }
 
-/* Microseconds per unit of a time unit, 0 for anything else. */
-static double us_per_unit(const char *unit) {
-    if (!unit) return 0;
-    if (strcmp(unit, "ns") == 0) return 1e-3;
-    if (strcmp(unit, "us") == 0) return 1;
-    if (strcmp(unit, "ms") == 0) return 1e3;
-    if (strcmp(unit, "s") == 0) return 1e6;
-    return 0;
-}
 
-/* Regularized incomplete beta function I_x(a, b), by its continued
- * fraction (modified Lentz), on the side where it converges fast. */
-static double incomplete_beta(double x, double a, double b) {
-    if (x <= 0) return 0;
-    if (x >= 1) return 1;
-    if (x > (a + 1) / (a + b + 2)) return 1 - incomplete_beta(1 - x, b, a);
-    double ln_front = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
-    const double tiny = 1e-300;
-    double f = 1, c = 1, d = 1 - (a + b) * x / (a + 1);
-    if (fabs(d) < tiny) d = tiny;
-    d = 1 / d;
-    f = d;
-    for (int m = 1; m <= 300; m++) {
-        for (int odd = 0; odd < 2; odd++) {
-            double num = odd ? -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
-                             : m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
-            d = 1 + num * d;
-            if (fabs(d) < tiny) d = tiny;
-            c = 1 + num / c;
-            if (fabs(c) < tiny) c = tiny;
-            d = 1 / d;
-            double step = c * d;
-            f *= step;
-            if (odd && fabs(step - 1) < 1e-15) return exp(ln_front) * f / a;
-        }
-    }
-    return exp(ln_front) * f / a;
-}
 
-/* Two-sided tail of Student's t with df degrees of freedom (df <= 0: the
- * normal distribution). */
-static double two_sided_tail(double t, int df) {
-    t = fabs(t);
-    if (df <= 0) return erfc(t / sqrt(2.0));
-    return incomplete_beta(df / (df + t * t), 0.5 * df, 0.5);
-}
 
-/* What a verdict is decided from; kept per metric so that the family-wise
- * correction can decide again with adjusted p-values. */
-typedef struct assessment {
-    gt_compare_method method;
-    double base_med, new_med, rel, p;
-    /* RUNS and BLOCKS: the levels judged, the medians except that a time
-     * below the timing floor on one side only is lifted to the floor (below
-     * it the figure is call overhead and timer, so "at most the floor" is
-     * all it says: 2.6 -> 5.1 us is no evidence, 2.6 -> 50 us is) */
-    double base_lvl, new_lvl;
-    double se_rel; /* standard error of rel under no change (NAN: none) */
-    double se;     /* the same in the metric's unit (NAN: none; RUNS and BLOCKS only) */
-    double spread; /* RUNS and BLOCKS: the replicates' pooled variance, before the floor */
-    double floor_frac; /* the assumed least run-to-run noise, a fraction of the level */
-    double inv_runs;   /* 1 / runs_base + 1 / runs_new */
-    int df;        /* degrees of freedom of the t test (0: normal) */
-    int large, better;
-} assessment;
 
 /* Paired runs (interleaved A/B: run i of BASE and run i of NEW ran side by
  * side): the log ratios of their medians, ln(new_i / base_i), are the
@@ -254,7 +188,7 @@ static assessment assess_paired(const side *b, const side *n, int higher_better,
     a.large = mean != 0 && fabs(a.rel) >= o->threshold;
     a.df = k - 1;
     a.se_rel = sqrt((var + o->run_noise * o->run_noise) / k);
-    a.p = mean == 0 ? 1 : a.se_rel > 0 ? two_sided_tail(mean / a.se_rel, a.df) : 0;
+    a.p = mean == 0 ? 1 : a.se_rel > 0 ? gt_gs_t_tail2(mean / a.se_rel, a.df) : 0;
     return a;
 }
 
@@ -270,7 +204,7 @@ static void noise_test(assessment *a, double level) {
     else if (!(a->se > 0))
         a->p = 0; /* no noise at all and a difference */
     else
-        a->p = two_sided_tail(fabs(a->new_lvl - a->base_lvl) / a->se, a->df);
+        a->p = gt_gs_t_tail2(fabs(a->new_lvl - a->base_lvl) / a->se, a->df);
 }
 
 /* The level of each side, their relative change and, where there is noise to
@@ -358,27 +292,7 @@ static gt_verdict decide(const assessment *a, double p, double alpha) {
     }
 }
 
-/* Inverse of two_sided_tail: t with two_sided_tail(t, df) = p. */
-static double t_two_sided(double p, int df) {
-    double lo = 0, hi = 1;
-    while (two_sided_tail(hi, df) > p && hi < 1e12) hi *= 2;
-    for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (two_sided_tail(mid, df) > p)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return 0.5 * (lo + hi);
-}
 
-/* The smallest relative change that would be called faster or slower at
- * level p_crit: t(p_crit) standard errors, and never below the threshold. */
-static double detectable(const assessment *a, double p_crit, double threshold) {
-    if (isnan(a->se_rel)) return NAN;
-    double d = t_two_sided(p_crit, a->df) * a->se_rel;
-    return d > threshold ? d : threshold;
-}
 
 gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_, size_t nn,
                               int higher_better, const gt_compare_options *opt,
@@ -405,7 +319,7 @@ gt_verdict gt_compare_runs(const double *base, const size_t *base_cut, int base_
     o.paired = 0;
     side sb = {base, base_runs > 0 ? base_cut[base_runs] : 0, base_cut, base_runs};
     side sn = {new_, new_runs > 0 ? new_cut[new_runs] : 0, new_cut, new_runs};
-    assessment a = assess(&sb, &sn, higher_better, us_per_unit(unit), &o);
+    assessment a = assess(&sb, &sn, higher_better, gt_cmp_us_per_unit(unit), &o);
     if (method) *method = a.method;
     if (base_level) *base_level = a.base_med;
     if (new_level) *new_level = a.new_med;
@@ -416,81 +330,6 @@ gt_verdict gt_compare_runs(const double *base, const size_t *base_cut, int base_
 
 /* ---- the comparison --------------------------------------------------------------- */
 
-typedef struct keyed {
-    const char *key;
-    size_t idx;
-} keyed;
-
-typedef struct cmp_metric {
-    const char *name, *unit; /* borrowed from the documents */
-    const char *derived_from; /* the gated metric it is computed from (shown, not gated), or NULL */
-    const char *ungated;      /* "gate": false in a report: its "kind" (numerics, state), or NULL */
-    const char *part_of;      /* the whole it was judged as a part of (rel, detectable: of the
-                                 whole's BASE level), or NULL */
-    int in_base, in_new, higher_better;
-    gt_verdict verdict;
-    gt_compare_method method;
-    double base_med, new_med, rel, p;
-    double p_adj; /* p after the Holm correction over every tested metric */
-    double detectable; /* smallest relative change it would call faster or slower (NAN: none) */
-    int runs_b, runs_n; /* runs of each side that hold it */
-    assessment a;
-    size_t nb, nn;
-} cmp_metric;
-
-typedef struct cmp_check {
-    const char *name, *detail;
-    int base_state, new_state; /* -1 absent, 0 failed, 1 passed, 2 not evaluated */
-    double value, limit;       /* NEW's */
-} cmp_check;
-
-typedef struct cmp_result {
-    const char *suite, *case_name, *topology, *backend;
-    char *key;         /* identity; "#k" appended for the k-th duplicate */
-    int repeat;        /* k: this is the k-th result with its identity in its report */
-    char *label;       /* for people: case plus the params that tell it from its siblings */
-    json_t *base, *nw; /* borrowed; NULL when absent from that report */
-    const gt_report_result *rb, *rn; /* the same results as the reader parsed them */
-    const char *base_status, *new_status, *new_message;
-    cmp_metric *m;
-    size_t nm;
-    cmp_check *ck;
-    size_t nck;
-    char *notes; /* excluded params that changed, one per line */
-    char *profile_line; /* a slower step's parts, each with its verdict (reports/profile.h) */
-    /* why this result stops NEW (NULL: it does not) */
-    int missing, failed_checks, failed;
-} cmp_result;
-
-typedef struct fp_diff {
-    char *key, *base, *nw;
-} fp_diff;
-
-/* The further runs of a side (a baseline kept as a directory of reports):
- * each with its results' keys sorted, to find the result of a key. */
-typedef struct extra_run {
-    gt_report_doc *rd;
-    json_t *doc; /* rd's */
-    char *path;
-    char **keys;
-    keyed *sorted;
-    size_t n;
-} extra_run;
-
-struct gt_compare {
-    gt_compare_options opt;
-    char *base_path, *new_path;
-    gt_report_doc *base_rd, *new_rd; /* the first run of each side */
-    json_t *base_doc, *new_doc;      /* theirs */
-    extra_run *xb, *xn;         /* the further runs of each side */
-    size_t nxb, nxn;
-    fp_diff *fp;
-    size_t nfp;
-    cmp_result *res;
-    size_t nres;
-    gt_compare_counts counts;
-    char *new_incomplete; /* "'path': reason" of the first incomplete NEW report */
-};
 
 static char *xprintf(const char *fmt, ...)
 #if defined(__GNUC__)
@@ -557,6 +396,9 @@ static void fingerprint(gt_compare *c) {
     fp_add_members(c, "software", eb, en);
     /* the BLAS kernel and what steers it: they change a GEMM's rounding */
     fp_add_members(c, "blas", eb, en);
+    /* the MPI library, the transport variables and the components it chose:
+     * a TCP transport instead of shared memory explains a slower collective */
+    fp_add_members(c, "transport", eb, en);
     static const char *const cpu[] = {"model", "sockets", "physical", "logical"};
     for (size_t i = 0; i < sizeof cpu / sizeof cpu[0]; i++) {
         char key[64];
@@ -759,7 +601,7 @@ static void judge_parts(const gt_compare *c, cmp_result *r) {
             double own = a->se_rel * fabs(a->base_med) / W;
             int k = a->df + 1;
             a->se_rel = sqrt(own * own + c->opt.run_noise * c->opt.run_noise / k);
-            a->p = a->rel == 0 ? 1 : two_sided_tail(a->rel / a->se_rel, a->df);
+            a->p = a->rel == 0 ? 1 : gt_gs_t_tail2(a->rel / a->se_rel, a->df);
         } else if ((a->method == GT_METHOD_RUNS || a->method == GT_METHOD_BLOCKS) &&
                    !isnan(a->se)) {
             /* the noise a run assumes is the whole's: a step that moves by
@@ -822,6 +664,55 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
     return 0;
 }
 
+/* The log of the median of each run of a side (NAN where a run lacks the
+ * metric or its median is not positive): run j of BASE beside run j of NEW
+ * for the family tests. */
+static double *run_logs(json_t *m, const extra_run *xs, size_t nx, const char *key,
+                        const char *name, int *n) {
+    double *out = malloc((nx + 1) * sizeof *out);
+    *n = 0;
+    if (!out) return NULL;
+    for (size_t i = 0; i <= nx; i++) {
+        json_t *mi = m;
+        if (i > 0) {
+            json_t *r = key ? extra_result(&xs[i - 1], key) : NULL;
+            mi = r ? json_object_get(json_object_get(r, "metrics"), name) : NULL;
+        }
+        double *v = NULL;
+        size_t k = mi ? metric_values(mi, &v) : 0;
+        double med = k ? gt_median(v, k) : NAN;
+        out[i] = med > 0 ? log(med) : NAN;
+        free(v);
+    }
+    *n = (int)nx + 1;
+    return out;
+}
+
+/* One run a side: the log of each block's median (as replicates() cuts it). */
+static double *block_logs(const side *sd, int *n) {
+    double reps[GT_COMPARE_BLOCKS + 1], lvl;
+    *n = replicates(sd, 0, reps, &lvl);
+    double *out = *n > 0 ? malloc((size_t)*n * sizeof *out) : NULL;
+    if (!out) {
+        *n = 0;
+        return NULL;
+    }
+    for (int i = 0; i < *n; i++) out[i] = reps[i] > 0 ? log(reps[i]) : NAN;
+    return out;
+}
+
+/* The replicates a family test pools (cmp_metric's lb, ln). */
+static void family_logs(const gt_compare *c, const cmp_result *r, cmp_metric *m, json_t *mb,
+                        json_t *mn, const side *sb, const side *sn) {
+    if (m->method == GT_METHOD_RUNS || m->method == GT_METHOD_PAIRED) {
+        m->lb = run_logs(mb, c->xb, c->nxb, r->key, m->name, &m->nlb);
+        m->ln = run_logs(mn, c->xn, c->nxn, r->key, m->name, &m->nln);
+    } else if (m->method == GT_METHOD_BLOCKS) {
+        m->lb = block_logs(sb, &m->nlb);
+        m->ln = block_logs(sn, &m->nln);
+    }
+}
+
 static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json_t *mb,
                       json_t *mn) {
     const gt_compare_options *opt = &c->opt;
@@ -854,7 +745,7 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
         (mn && gather(mn, c->xn, c->nxn, r->key, name, &vn, &cn, &sn))) {
         rc = -1;
     } else if (mb && mn) {
-        m->a = assess(&sb, &sn, m->higher_better, us_per_unit(m->unit), opt);
+        m->a = assess(&sb, &sn, m->higher_better, gt_cmp_us_per_unit(m->unit), opt);
         m->method = m->a.method;
         m->base_med = m->a.base_med;
         m->new_med = m->a.new_med;
@@ -865,6 +756,8 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
         m->runs_n = sn.runs;
         m->nb = sb.n;
         m->nn = sn.n;
+        m->lo = m->hi = NAN;
+        family_logs(c, r, m, mb, mn, &sb, &sn);
     } else {
         m->base_med = sb.n ? gt_median(sb.v, sb.n) : NAN;
         m->new_med = sn.n ? gt_median(sn.v, sn.n) : NAN;
@@ -1069,55 +962,6 @@ static int compare_result(gt_compare *c, cmp_result *r) {
     return 0;
 }
 
-static int cmp_metric_p(const void *a, const void *b) {
-    const cmp_metric *x = *(cmp_metric *const *)a, *y = *(cmp_metric *const *)b;
-    return (x->p > y->p) - (x->p < y->p);
-}
-
-static int tested(const cmp_metric *m) {
-    return m->in_base && m->in_new && !isnan(m->p) && !m->derived_from && !m->ungated;
-}
-
-/* Holm's step-down correction over every metric that was tested: a report
- * holds thousands of metrics, and at alpha 0.05 each, two runs of the same
- * build would disagree on a few hundred of them by chance. With the
- * correction, alpha bounds the chance that any metric of an unchanged stack
- * is called faster or slower (as far as the noise model holds: the A/A
- * experiment of docs/ci-gating.md measures it). Then each tested metric's
- * detectable change at Holm's strictest level, alpha / tests (or alpha
- * alone without the correction). */
-static int holm(gt_compare *c) {
-    size_t n = 0;
-    for (size_t i = 0; i < c->nres; i++)
-        for (size_t j = 0; j < c->res[i].nm; j++) n += tested(&c->res[i].m[j]);
-    if (n == 0) return 0;
-    int correct = c->opt.correction == GT_CORRECTION_HOLM;
-    double p_crit = correct ? c->opt.alpha / (double)n : c->opt.alpha;
-    cmp_metric **v = malloc(n * sizeof *v);
-    if (!v) return -1;
-    size_t k = 0;
-    for (size_t i = 0; i < c->nres; i++)
-        for (size_t j = 0; j < c->res[i].nm; j++) {
-            cmp_metric *m = &c->res[i].m[j];
-            if (!tested(m)) continue;
-            v[k++] = m;
-            m->detectable = detectable(&m->a, p_crit, c->opt.threshold);
-        }
-    if (correct) {
-        qsort(v, n, sizeof *v, cmp_metric_p);
-        double run = 0; /* adjusted p-values never decrease along the sorted order */
-        for (size_t i = 0; i < n; i++) {
-            double adj = (double)(n - i) * v[i]->p;
-            if (adj > 1) adj = 1;
-            if (adj > run) run = adj;
-            v[i]->p_adj = run;
-            v[i]->verdict = decide(&v[i]->a, run, c->opt.alpha);
-        }
-    }
-    free(v);
-    return 0;
-}
-
 static void count_verdicts(gt_compare *c) {
     gt_compare_counts *k = &c->counts;
     for (size_t i = 0; i < c->nres; i++)
@@ -1149,11 +993,20 @@ static void count_verdicts(gt_compare *c) {
             case GT_VERDICT_SLOWER:
                 k->slower++;
                 break;
+            case GT_VERDICT_UNDECIDED:
+                k->undecided++;
+                break;
             default:
                 k->ambiguous++;
                 break;
             }
         }
+    for (size_t i = 0; i < c->nfam; i++) {
+        k->families++;
+        k->families_slower += c->fam[i].verdict == GT_VERDICT_SLOWER;
+        k->families_undecided += c->fam[i].verdict == GT_VERDICT_UNDECIDED;
+        k->families_faster += c->fam[i].verdict == GT_VERDICT_FASTER;
+    }
 }
 
 static json_t *params_of(const cmp_result *r) {
@@ -1373,6 +1226,31 @@ static gt_status check_complete(gt_compare *c) {
 
 static void profile_lines(gt_compare *c);
 
+/* The alpha this compare tests at: the option's, or in a sequential design
+ * the share its look may spend (reports/gate_stats.h, gt_gs_look_alpha). */
+static gt_status sequential_look(gt_compare *c) {
+    const gt_compare_options *o = &c->opt;
+    c->alpha = o->alpha;
+    c->pairs = o->paired ? (int)c->nxb + 1 : 0;
+    if (o->seq_max <= 0) return GT_OK;
+    if (!o->paired)
+        return GT_ERR(GT_ERR_INVALID, "--sequential judges interleaved pairs: add --paired (BASE "
+                                      "and NEW directories of as many runs, ci/jobs/ab.sh)");
+    if (o->seq_first < 2 || o->seq_first > o->seq_max)
+        return GT_ERR(GT_ERR_INVALID,
+                      "--sequential %d:%d: the first look needs 2 pairs or more and at most the "
+                      "budget (FIRST:MAX, e.g. 5:12)",
+                      o->seq_first, o->seq_max);
+    if (c->pairs < o->seq_first || c->pairs > o->seq_max)
+        return GT_ERR(GT_ERR_INVALID,
+                      "--sequential %d:%d: the sides hold %d pairs, outside the design's looks "
+                      "(%d to %d pairs); run the pairs the design looks at, or change FIRST:MAX",
+                      o->seq_first, o->seq_max, c->pairs, o->seq_first, o->seq_max);
+    c->alpha = gt_gs_look_alpha((gt_gs_spending)o->spending, o->alpha, c->pairs, o->seq_first,
+                                o->seq_max);
+    return GT_OK;
+}
+
 gt_status gt_compare_files(const char *base_path, const char *new_path,
                            const gt_compare_options *opt, gt_compare **out) {
     *out = NULL;
@@ -1398,7 +1276,7 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
         gt_compare_free(c);
         return s;
     }
-    if ((s = check_selection(c, c->opt.suites, 0)) != GT_OK ||
+    if ((s = sequential_look(c)) != GT_OK || (s = check_selection(c, c->opt.suites, 0)) != GT_OK ||
         (s = check_selection(c, c->opt.metrics, 1)) != GT_OK) {
         gt_compare_free(c);
         return s;
@@ -1461,7 +1339,7 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
             s = GT_ERR(GT_ERR_OOM, "no memory for compare");
             goto done;
         }
-    if (holm(c)) {
+    if (gt_cmp_families(c)) {
         s = GT_ERR(GT_ERR_OOM, "no memory for compare");
         goto done;
     }
@@ -1489,6 +1367,7 @@ done:
 
 void gt_compare_free(gt_compare *c) {
     if (!c) return;
+    gt_cmp_families_free(c);
     free(c->new_incomplete);
     for (size_t i = 0; i < c->nfp; i++) {
         free(c->fp[i].key);
@@ -1499,6 +1378,10 @@ void gt_compare_free(gt_compare *c) {
     for (size_t i = 0; i < c->nres; i++) {
         free(c->res[i].key);
         free(c->res[i].label);
+        for (size_t j = 0; j < c->res[i].nm; j++) {
+            free(c->res[i].m[j].lb);
+            free(c->res[i].m[j].ln);
+        }
         free(c->res[i].m);
         free(c->res[i].ck);
         free(c->res[i].notes);
@@ -1520,11 +1403,16 @@ void gt_compare_get_counts(const gt_compare *c, gt_compare_counts *out) {
     *out = c->counts;
 }
 
-int gt_compare_may_ship(const gt_compare *c) {
+gt_compare_decision gt_compare_decide(const gt_compare *c) {
     const gt_compare_counts *k = &c->counts;
-    return (k->slower == 0 || c->opt.checks_only) && k->failed_checks == 0 &&
-           k->failed_results == 0 && k->missing == 0 && k->incomplete_new == 0;
+    int slower = k->slower + k->families_slower;
+    if ((slower && !c->opt.checks_only) || k->failed_checks || k->failed_results || k->missing ||
+        k->incomplete_new)
+        return GT_DECISION_MUST_NOT;
+    return gt_cmp_undecided(c) ? GT_DECISION_UNDECIDED : GT_DECISION_SHIP;
 }
+
+int gt_compare_may_ship(const gt_compare *c) { return gt_compare_decide(c) == GT_DECISION_SHIP; }
 
 /* ---- text output -------------------------------------------------------------------- */
 
@@ -1714,15 +1602,56 @@ static void print_summary_line(const gt_compare *c, FILE *f) {
     if (k->derived) fprintf(f, ", %d derived (shown, judged through their source)", k->derived);
     if (k->below_floor) fprintf(f, ", %d below the timing floor", k->below_floor);
     if (k->ungated) fprintf(f, ", %d not gated (numerics, state, reference)", k->ungated);
-    fprintf(f, ": %s%s\n", gt_compare_may_ship(c) ? "NEW may ship" : "NEW MUST NOT SHIP",
+    if (k->undecided) fprintf(f, ", %d undecided", k->undecided);
+    if (k->families)
+        fprintf(f, "; families: %d slower, %d undecided, %d faster of %d", k->families_slower,
+                k->families_undecided, k->families_faster, k->families);
+    static const char *const words[] = {"NEW may ship", "NEW MUST NOT SHIP",
+                                        "UNDECIDED: NEW may not ship yet (more pairs or runs "
+                                        "decide: see needed)"};
+    fprintf(f, ": %s%s\n", words[gt_compare_decide(c)],
             c->opt.checks_only ? " (--checks-only: speed verdicts shown, not gated)" : "");
+}
+
+/* A metric in no family that is undecided: it keeps NEW from shipping yet. */
+static int gated_undecided(const gt_compare *c, const cmp_metric *m) {
+    return m->in_base && m->in_new && m->verdict == GT_VERDICT_UNDECIDED && !m->derived_from &&
+           !m->ungated && !c->opt.checks_only;
 }
 
 /* A result that decides the verdict: NEW may not ship because of it. */
 static int result_decides(const gt_compare *c, const cmp_result *r) {
     int any = r->missing || r->failed || r->failed_checks;
-    for (size_t j = 0; j < r->nm && !any; j++) any = gated_slower(c, &r->m[j]);
+    for (size_t j = 0; j < r->nm && !any; j++)
+        any = gated_slower(c, &r->m[j]) || gated_undecided(c, &r->m[j]);
     return any;
+}
+
+/* A result that failed outright (a check, its status, missing): its table
+ * is shown by default; slower metrics are listed one line each instead. */
+static int result_fails(const cmp_result *r) {
+    return r->missing || r->failed || r->failed_checks;
+}
+
+static void print_slower_line(const cmp_result *r, const cmp_metric *m, FILE *f) {
+    char ch[32], p[32], det[32];
+    fmt_change(ch, sizeof ch, m);
+    fmt_p(p, sizeof p, m);
+    fmt_detect(det, sizeof det, m);
+    int lifted = (m->method == GT_METHOD_RUNS || m->method == GT_METHOD_BLOCKS) &&
+                 (m->a.base_lvl != m->a.base_med || m->a.new_lvl != m->a.new_med);
+    int undecided = m->verdict == GT_VERDICT_UNDECIDED;
+    fprintf(f, "  %s%s %s: %.5g -> %.5g %s (%s%s%s", undecided ? "UNDECIDED " : "SLOWER   ",
+            r->label, m->name, m->base_med, m->new_med, m->unit, ch, m->part_of ? " of " : "",
+            m->part_of ? m->part_of : "");
+    fprintf(f, "; %s p %s; detects %s", method_name(m->method), p, det);
+    if (!isnan(m->lo) && !m->part_of)
+        fprintf(f, "; interval [%+.1f%%, %+.1f%%]", 100 * m->lo, 100 * m->hi);
+    if (lifted) fprintf(f, "; a side below the timing floor judged at the floor");
+    if (undecided && m->needed > 0) fprintf(f, "; about %d more would decide", m->needed);
+    fprintf(f, ")\n");
+    if (r->profile_line && strcmp(m->name, "ms_per_step") == 0)
+        fprintf(f, "             ops: %s\n", r->profile_line);
 }
 
 static int cmp_dbl(const void *a, const void *b) {
@@ -1840,13 +1769,15 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
             str_or(json_object_get(json_object_get(c->new_doc, "run"), "id"), "?"), sn);
     if (c->nxn) fprintf(f, "; %zu runs", c->nxn + 1);
     fprintf(f, ")\n");
-    fprintf(f,
-            "rules: threshold %.3g%%, alpha %.3g%s; runs are the replicates%s; times under %.3g "
-            "us not gated\n",
-            100.0 * c->opt.threshold, c->opt.alpha,
-            c->opt.correction == GT_CORRECTION_HOLM ? " over all metrics (Holm)" : " per metric",
+    fprintf(f, "rules: threshold %.3g%%, ", 100.0 * c->opt.threshold);
+    gt_cmp_print_rules(c, f);
+    fprintf(f, "; runs are the replicates%s; times under %.3g us not gated\n",
             c->nxb || c->nxn ? "" : " (one run a side: its samples in blocks)",
             c->opt.timing_floor_us);
+    if (!c->nxb && !c->nxn)
+        fprintf(f, "one run a side: checks and large changes only (it assumes how runs differ, "
+                   "so nothing is undecided; several runs or interleaved pairs decide smaller "
+                   "changes)\n");
     if (c->opt.paired && c->nxb && c->nxb == c->nxn)
         fprintf(f,
                 "noise: paired runs (run i of BASE beside run i of NEW): the spread of their "
@@ -1878,18 +1809,33 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
             "NEW\n",
             k->matched, gone, gone_pass, k->only_new);
     print_suites(c, f);
+    gt_cmp_print_families(c, f, detail == GT_DETAIL_ALL ? 0 : GT_COMPARE_SHOWN);
     if (detail != GT_DETAIL_ALL) print_note_counts(c, f);
+    size_t shown = 0, hidden = 0;
     for (size_t i = 0; i < c->nres; i++) {
         const cmp_result *r = &c->res[i];
-        if (detail == GT_DETAIL_SUMMARY && !result_decides(c, r)) continue;
+        if (detail == GT_DETAIL_SUMMARY && !result_fails(r)) continue;
         if (detail == GT_DETAIL_CHANGED && result_is_quiet(r)) continue;
+        if (detail == GT_DETAIL_SUMMARY && shown >= GT_COMPARE_SHOWN) {
+            hidden++;
+            continue;
+        }
         print_result(c, r, f, detail != GT_DETAIL_ALL);
+        shown++;
     }
+    if (hidden) fprintf(f, "\n... and %zu more failed results (--verbose)\n", hidden);
     if (detail == GT_DETAIL_SUMMARY)
-        fprintf(f, "\n(--verbose: every result and metric; --changed: those not \"same\")\n");
+        fprintf(f, "\n(--verbose: every family, result and metric; --changed: those not "
+                   "\"same\"; --junit and the HTML page hold them all)\n");
 
     /* the list a reader of a CI log needs: what to fix, named */
     int header = 0;
+    size_t listed = 0, unlisted = 0;
+    if (gt_cmp_family_regressions(c, NULL)) {
+        fprintf(f, "\nregressions and failures:\n");
+        header = 1;
+        gt_cmp_family_regressions(c, f);
+    }
     for (size_t i = 0; i < c->nres; i++) {
         const cmp_result *r = &c->res[i];
         if (!result_decides(c, r)) continue;
@@ -1907,28 +1853,25 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
         }
         for (size_t j = 0; j < r->nm; j++) {
             const cmp_metric *m = &r->m[j];
-            if (!gated_slower(c, m)) continue;
-            char ch[32], p[32], det[32];
-            fmt_change(ch, sizeof ch, m);
-            fmt_p(p, sizeof p, m);
-            fmt_detect(det, sizeof det, m);
-            int lifted = (m->method == GT_METHOD_RUNS || m->method == GT_METHOD_BLOCKS) &&
-                         (m->a.base_lvl != m->a.base_med || m->a.new_lvl != m->a.new_med);
-            fprintf(f, "  SLOWER   %s %s: %.5g -> %.5g %s (%s%s%s; %s p %s; detects %s%s)\n",
-                    r->label, m->name, m->base_med, m->new_med, m->unit, ch,
-                    m->part_of ? " of " : "", m->part_of ? m->part_of : "",
-                    method_name(m->method), p, det,
-                    lifted ? "; a side below the timing floor judged at the floor" : "");
-            if (r->profile_line && strcmp(m->name, "ms_per_step") == 0)
-                fprintf(f, "             ops: %s\n", r->profile_line);
+            if (!gated_slower(c, m) && !gated_undecided(c, m)) continue;
+            if (detail != GT_DETAIL_ALL && listed >= GT_COMPARE_SHOWN) {
+                unlisted++;
+                continue;
+            }
+            listed++;
+            print_slower_line(r, m, f);
         }
     }
+    if (unlisted)
+        fprintf(f, "  ... and %zu more slower or undecided metrics (--verbose, --junit)\n",
+                unlisted);
     if (c->new_incomplete)
         fprintf(f,
                 "\nINCOMPLETE NEW report %s\n  a run that did not finish must not ship: its "
                 "results stop where it ended (run it to the end)\n",
                 c->new_incomplete);
     fprintf(f, "\n");
+    gt_cmp_print_needed(c, f);
     print_summary_line(c, f);
 }
 
@@ -2006,8 +1949,10 @@ static void junit_metric_case(const gt_compare *c, const cmp_result *r, const cm
     fputs(" ", f);
     gt_xml_escape(f, m->name);
     fputs("\">\n", f);
-    if (gated_slower(c, m)) {
-        fputs("      <failure type=\"slower\" message=\"", f);
+    if (gated_slower(c, m) || gated_undecided(c, m)) {
+        fputs(gated_slower(c, m) ? "      <failure type=\"slower\" message=\""
+                                 : "      <failure type=\"undecided\" message=\"",
+              f);
         gt_xml_escape(f, text);
         fputs("\"/>\n", f);
     } else {
@@ -2025,8 +1970,10 @@ static void junit_write(const gt_compare *c, FILE *f) {
         tests += 1 + (int)r->nm;
         failures += status_outcome(r) == 1;
         for (size_t j = 0; j < r->nm; j++)
-            failures += gated_slower(c, &r->m[j]);
+            failures += gated_slower(c, &r->m[j]) || gated_undecided(c, &r->m[j]);
     }
+    tests += (int)c->nfam;
+    failures += gt_cmp_family_regressions(c, NULL);
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
     if (c->new_incomplete) {
         tests++;
@@ -2050,7 +1997,7 @@ static void junit_write(const gt_compare *c, FILE *f) {
             sf += o == 1;
             ss += o == 2;
             for (size_t q = 0; q < r->nm; q++)
-                sf += gated_slower(c, &r->m[q]);
+                sf += gated_slower(c, &r->m[q]) || gated_undecided(c, &r->m[q]);
         }
         fputs("  <testsuite name=\"", f);
         gt_xml_escape(f, suite);
@@ -2080,6 +2027,7 @@ static void junit_write(const gt_compare *c, FILE *f) {
         }
         fputs("  </testsuite>\n", f);
     }
+    gt_cmp_junit_families(c, f);
     if (c->new_incomplete) {
         /* the run itself did not finish: a failure of its own */
         fputs("  <testsuite name=\"report\" tests=\"1\" failures=\"1\" errors=\"0\" "

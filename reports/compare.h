@@ -95,16 +95,22 @@ extern "C" {
  * before any work (the kernels suite's n=1 cases), CUDA events resolve
  * about 0.5 us. */
 #define GT_COMPARE_TIMING_FLOOR_US 5.0
+/* The share of alpha's weight that the family tests get in the one
+ * correction over families and metrics (the metrics share the rest). A
+ * systematic change shows in a family first: most of the weight there. */
+#define GT_COMPARE_FAMILY_SHARE 0.75
 
 typedef enum gt_verdict {
     GT_VERDICT_SAME = 0,
     GT_VERDICT_FASTER,    /* better in the metric's direction */
     GT_VERDICT_SLOWER,    /* worse in the metric's direction: a regression */
     GT_VERDICT_AMBIGUOUS, /* neither shown to differ nor shown to be the same */
+    GT_VERDICT_UNDECIDED, /* slower by the threshold or more by its estimate, not shown:
+                             more pairs or runs would decide; NEW may not ship yet */
     GT_VERDICT_COUNT
 } gt_verdict;
 
-/* "same", "faster", "slower", "ambiguous". */
+/* "same", "faster", "slower", "ambiguous", "undecided". */
 const char *gt_verdict_name(gt_verdict v);
 
 typedef enum gt_compare_correction {
@@ -132,6 +138,11 @@ typedef struct gt_compare_options {
                                results are left out entirely */
     const char *metrics;    /* comma-separated metric names that get verdicts (NULL: all);
                                the others are left out (checks and statuses still gate) */
+    int seq_first, seq_max; /* paired, sequential design (seq_max > 0): looks after
+                               seq_first, seq_first + 1, ..., seq_max pairs; this
+                               compare is the look its number of pairs makes, tested at
+                               that look's share of alpha (gt_gs_look_alpha) */
+    int spending;           /* gt_gs_spending of the sequential design (Pocock: 0) */
 } gt_compare_options;
 
 gt_compare_options gt_compare_defaults(void);
@@ -198,6 +209,9 @@ void gt_compare_free(gt_compare *c);
 
 typedef struct gt_compare_counts {
     int same, faster, slower, ambiguous; /* metric verdicts */
+    int undecided;                       /* metrics in no family that are undecided */
+    int families;                        /* families tested (two members or more) */
+    int families_slower, families_undecided, families_faster;
     int metrics_one_side;                /* metrics in only one report (informational) */
     int derived;                         /* metrics computed from another of their result
                                             ("derived_from"): shown, not counted above */
@@ -218,8 +232,19 @@ typedef struct gt_compare_counts {
 
 void gt_compare_get_counts(const gt_compare *c, gt_compare_counts *out);
 
-/* 1 when nothing above stops NEW from shipping. */
+/* 1 when nothing above stops NEW from shipping and nothing that gates is
+ * undecided. */
 int gt_compare_may_ship(const gt_compare *c);
+
+typedef enum gt_compare_decision {
+    GT_DECISION_SHIP = 0,    /* NEW may ship */
+    GT_DECISION_MUST_NOT,    /* a regression, a failure, a missing result, an incomplete NEW */
+    GT_DECISION_UNDECIDED,   /* none of those, but a family or a metric in no family is
+                                undecided: more pairs or runs would decide */
+} gt_compare_decision;
+
+/* The gate's decision; MUST_NOT outranks UNDECIDED. */
+gt_compare_decision gt_compare_decide(const gt_compare *c);
 
 /* How much gt_compare_print shows. */
 typedef enum gt_compare_detail {

@@ -1,0 +1,693 @@
+/* compare's families and its correction (reports/compare.h has the rules,
+ * docs/ci-gating.md the reasons): a driver or library change moves a whole
+ * family of metrics (every shape of one op, every GEMM-backed op, every size
+ * of one collective), so the family's members are pooled and tested as one
+ * hypothesis beside each member's own; one weighted Holm procedure over both
+ * keeps the chance of any false "slower" at alpha. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/compare_impl.h"
+#include "reports/gate_stats.h"
+#include "engine/fileio.h"
+
+/* ---- building the families ------------------------------------------------------------ */
+
+/* A metric that can join a family: tested, judged from replicates, a value
+ * of its own (not a part of the step, not derived, not ungated). */
+static int joinable(const cmp_metric *m) {
+    if (!m->in_base || !m->in_new || m->derived_from || m->ungated || m->part_of) return 0;
+    if (m->method != GT_METHOD_RUNS && m->method != GT_METHOD_PAIRED &&
+        m->method != GT_METHOD_BLOCKS)
+        return 0;
+    /* a side lifted to the timing floor says "at most the floor": no log ratio */
+    if (m->method != GT_METHOD_PAIRED &&
+        (m->a.base_lvl != m->a.base_med || m->a.new_lvl != m->a.new_med))
+        return 0;
+    return m->lb && m->ln && !isnan(m->rel);
+}
+
+/* time_us_1048576 -> time_us: the sizes of one collective are one family */
+static char *metric_stem(const char *name) {
+    char *s = strdup(name);
+    if (!s) return NULL;
+    char *u = strrchr(s, '_');
+    if (u && u[1]) {
+        const char *d = u + 1;
+        while (*d >= '0' && *d <= '9') d++;
+        if (!*d) *u = '\0';
+    }
+    return s;
+}
+
+static cmp_family *family_for(gt_compare *c, const char *name, int is_class, const cmp_result *r,
+                              const cmp_metric *m) {
+    char *stem = metric_stem(m->name);
+    char *key = NULL;
+    if (!stem || asprintf(&key, "%s\x1f%s\x1f%s\x1f%s\x1f%d", name, r->topology, r->backend,
+                          stem, m->higher_better) < 0) {
+        free(stem);
+        return NULL;
+    }
+    for (size_t i = 0; i < c->nfam; i++)
+        if (strcmp(c->fam[i].key, key) == 0) {
+            free(stem);
+            free(key);
+            return &c->fam[i];
+        }
+    cmp_family *grown = realloc(c->fam, (c->nfam + 1) * sizeof *grown);
+    char *nm = strdup(name);
+    if (!grown || !nm) {
+        if (grown) c->fam = grown;
+        free(stem);
+        free(key);
+        free(nm);
+        return NULL;
+    }
+    c->fam = grown;
+    cmp_family *f = &c->fam[c->nfam++];
+    *f = (cmp_family){.name = nm,
+                      .key = key,
+                      .topology = r->topology,
+                      .backend = r->backend,
+                      .stem = stem,
+                      .is_class = is_class,
+                      .higher_better = m->higher_better,
+                      .method = m->method,
+                      .rel = NAN,
+                      .lo = NAN,
+                      .hi = NAN,
+                      .p = NAN,
+                      .p_adj = NAN,
+                      .detectable = NAN,
+                      .verdict = GT_VERDICT_AMBIGUOUS};
+    return f;
+}
+
+static int family_add(cmp_family *f, cmp_metric *m) {
+    cmp_metric **g = realloc(f->mem, (f->n + 1) * sizeof *g);
+    if (!g) return -1;
+    f->mem = g;
+    f->mem[f->n++] = m;
+    return 0;
+}
+
+/* The op of a case: its first path component (matmul_fwd of
+ * matmul_fwd/fp32/N64_C768_OC768, allreduce of allreduce/fp32/sum). */
+static int add_to_families(gt_compare *c, const cmp_result *r, cmp_metric *m) {
+    size_t ol = strcspn(r->case_name, "/");
+    char name[256];
+    snprintf(name, sizeof name, "%s/%.*s", r->suite, (int)(ol < 200 ? ol : 200), r->case_name);
+    cmp_family *f = family_for(c, name, 0, r, m);
+    if (!f || family_add(f, m)) return -1;
+    size_t gi;
+    json_t *g;
+    json_array_foreach(json_object_get(r->nw, "groups"), gi, g) {
+        if (!json_is_string(g)) continue;
+        snprintf(name, sizeof name, "%s/[%s]", r->suite, json_string_value(g));
+        if (!(f = family_for(c, name, 1, r, m)) || family_add(f, m)) return -1;
+    }
+    return 0;
+}
+
+static void family_free(cmp_family *f) {
+    free(f->name);
+    free(f->key);
+    free(f->stem);
+    free(f->mem);
+}
+
+static int same_members(const cmp_family *a, const cmp_family *b) {
+    if (a->n != b->n) return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->mem[i] != b->mem[i]) return 0;
+    return 1;
+}
+
+/* Only families of two or more members are hypotheses of their own (one
+ * member is the metric itself), and a class whose members are one op's
+ * says nothing that op's family does not. */
+static void prune_families(gt_compare *c) {
+    size_t k = 0;
+    for (size_t i = 0; i < c->nfam; i++) {
+        cmp_family *f = &c->fam[i];
+        int keep = f->n >= 2;
+        for (size_t j = 0; j < k && keep && f->is_class; j++) keep = !same_members(f, &c->fam[j]);
+        if (keep)
+            c->fam[k++] = *f;
+        else
+            family_free(f);
+    }
+    c->nfam = k;
+    for (size_t i = 0; i < c->nfam; i++)
+        for (size_t j = 0; j < c->fam[i].n; j++) c->fam[i].mem[j]->in_family = 1;
+}
+
+/* ---- one family's pooled test --------------------------------------------------------- */
+
+/* Variance of the finite values of x (n - 1 denominator); NAN under 2. */
+static double var_finite(const double *x, int n, double *mean) {
+    double s = 0, ss = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(x[i])) {
+            s += x[i];
+            k++;
+        }
+    if (mean) *mean = k ? s / k : NAN;
+    if (k < 2) return NAN;
+    double m = s / k;
+    for (int i = 0; i < n; i++)
+        if (isfinite(x[i])) ss += (x[i] - m) * (x[i] - m);
+    return ss / (k - 1);
+}
+
+/* A member's weight: the inverse of its own spread (with the floor), so that
+ * a sub-10-microsecond kernel that moves 30% between runs does not drown a
+ * GEMM that moves 2%. */
+static double weight(double var, double floor_sd) {
+    if (!isfinite(var)) var = 0;
+    return 1.0 / (var + floor_sd * floor_sd);
+}
+
+/* Interleaved pairs: per pair, the weighted mean of the members' log ratios;
+ * the family's estimate is their mean, tested on pairs - 1 degrees of
+ * freedom. A drift that hits one pair hits all its members: it stays in the
+ * pair's mean and so in the spread it is judged against. */
+static int test_paired(const gt_compare *c, cmp_family *f, gt_gs_summary *s) {
+    int np = c->pairs;
+    double *d = calloc((size_t)np * (f->n + 1), sizeof *d);
+    if (!d) return -1;
+    double *dbar = d + (size_t)np * f->n;
+    double *w = malloc(f->n * sizeof *w);
+    if (!w) {
+        free(d);
+        return -1;
+    }
+    for (size_t m = 0; m < f->n; m++) {
+        const cmp_metric *x = f->mem[m];
+        for (int i = 0; i < np; i++)
+            d[m * np + i] = i < x->nlb && i < x->nln ? x->ln[i] - x->lb[i] : NAN;
+        w[m] = weight(var_finite(d + m * np, np, NULL), c->opt.run_noise);
+    }
+    int k = 0;
+    for (int i = 0; i < np; i++) {
+        double sw = 0, sx = 0;
+        for (size_t m = 0; m < f->n; m++)
+            if (isfinite(d[m * np + i])) {
+                sw += w[m];
+                sx += w[m] * d[m * np + i];
+            }
+        if (sw > 0) dbar[k++] = sx / sw;
+    }
+    gt_gs_summarize(dbar, k, c->opt.run_noise, s);
+    f->reps = k;
+    free(w);
+    free(d);
+    return 0;
+}
+
+/* Runs on each side, not paired: per run, the weighted mean of the members'
+ * logs (each centred on its BASE mean); the two sides' run means by a
+ * two-sample t test. A run that was slow for everything moves its mean. */
+static int test_runs(const gt_compare *c, cmp_family *f, gt_gs_summary *s) {
+    int nb = 0, nn = 0;
+    for (size_t m = 0; m < f->n; m++) {
+        if (f->mem[m]->nlb > nb) nb = f->mem[m]->nlb;
+        if (f->mem[m]->nln > nn) nn = f->mem[m]->nln;
+    }
+    double *fb = calloc((size_t)nb + nn, sizeof *fb), *w = malloc(f->n * sizeof *w),
+           *ctr = malloc(f->n * sizeof *ctr);
+    if (!fb || !w || !ctr) {
+        free(fb);
+        free(w);
+        free(ctr);
+        return -1;
+    }
+    double *fn = fb + nb;
+    for (size_t m = 0; m < f->n; m++) {
+        const cmp_metric *x = f->mem[m];
+        double mb, mn;
+        double vb = var_finite(x->lb, x->nlb, &mb), vn = var_finite(x->ln, x->nln, &mn);
+        double v = isfinite(vb) && isfinite(vn) ? 0.5 * (vb + vn) : isfinite(vb) ? vb : vn;
+        w[m] = weight(v, c->opt.run_noise);
+        ctr[m] = mb;
+    }
+    int kb = 0, kn = 0;
+    for (int side_ = 0; side_ < 2; side_++) {
+        int runs = side_ ? nn : nb;
+        for (int j = 0; j < runs; j++) {
+            double sw = 0, sx = 0;
+            for (size_t m = 0; m < f->n; m++) {
+                const cmp_metric *x = f->mem[m];
+                double v = side_ ? (j < x->nln ? x->ln[j] : NAN) : (j < x->nlb ? x->lb[j] : NAN);
+                if (!isfinite(v) || !isfinite(ctr[m])) continue;
+                sw += w[m];
+                sx += w[m] * (v - ctr[m]);
+            }
+            if (sw <= 0) continue;
+            if (side_)
+                fn[kn++] = sx / sw;
+            else
+                fb[kb++] = sx / sw;
+        }
+    }
+    gt_gs_summarize2(fb, kb, fn, kn, c->opt.run_noise, s);
+    f->nb = kb;
+    f->nn = kn;
+    f->reps = kb + kn;
+    free(fb);
+    free(w);
+    free(ctr);
+    return 0;
+}
+
+/* One run a side: the members' level ratios, weighted by their blocks'
+ * spread; how runs differ is assumed (single_run_noise) and is shared by
+ * every member of a run, so pooling does not shrink it. */
+static void test_blocks(const gt_compare *c, cmp_family *f, gt_gs_summary *s) {
+    double sw = 0, sx = 0, sv = 0;
+    double srn = c->opt.single_run_noise;
+    for (size_t m = 0; m < f->n; m++) {
+        const cmp_metric *x = f->mem[m];
+        double lvl = fabs(x->a.base_lvl);
+        double v = lvl > 0 ? x->a.spread / (lvl * lvl) : 0;
+        double w = weight(v, srn);
+        sw += w;
+        sx += w * log(x->a.new_lvl / x->a.base_lvl);
+        sv += w * w * v;
+    }
+    *s = (gt_gs_summary){.n = 2, .df = 0, .mean = sx / sw, .sd = NAN};
+    s->se = sqrt(2 * (srn * srn + sv / (sw * sw)));
+    f->reps = 2;
+}
+
+static int test_family(const gt_compare *c, cmp_family *f) {
+    gt_gs_summary s = {0};
+    if (f->method == GT_METHOD_PAIRED) {
+        if (test_paired(c, f, &s)) return -1;
+    } else if (f->method == GT_METHOD_RUNS) {
+        if (test_runs(c, f, &s)) return -1;
+    } else {
+        test_blocks(c, f, &s);
+    }
+    f->est = s.mean;
+    f->se = s.se;
+    f->sd = s.sd;
+    f->df = s.df;
+    f->rel = expm1(s.mean);
+    f->p = isfinite(s.se) ? 0.5 * gt_gs_p(&s) : NAN; /* one-sided, the estimate's way */
+    int dir = f->higher_better ? -1 : 1;
+    for (size_t m = 0; m < f->n; m++) {
+        double r = f->mem[m]->rel;
+        f->moved += fabs(r) >= c->opt.threshold && (r > 0) == (f->rel > 0);
+    }
+    (void)dir;
+    return 0;
+}
+
+/* ---- one correction over families and metrics ----------------------------------------- */
+
+typedef struct hyp {
+    double p, w; /* one-sided p; weight */
+    cmp_metric *m;
+    cmp_family *f;
+} hyp;
+
+static int cmp_hyp(const void *a, const void *b) {
+    const hyp *x = a, *y = b;
+    double rx = x->p / x->w, ry = y->p / y->w;
+    return (rx > ry) - (rx < ry);
+}
+
+static int metric_tested(const cmp_metric *m) {
+    return m->in_base && m->in_new && !isnan(m->p) && !m->derived_from && !m->ungated;
+}
+
+/* Weighted Holm (Holm 1979): hypotheses in order of p / w, each rejected
+ * while p <= alpha w / (the weight not yet rejected); the first that is not
+ * stops the procedure. Families share GT_COMPARE_FAMILY_SHARE of the weight,
+ * the metrics the rest (all of it when there is no family). */
+static int correct(gt_compare *c) {
+    size_t nm = 0, nf = 0;
+    for (size_t i = 0; i < c->nres; i++)
+        for (size_t j = 0; j < c->res[i].nm; j++) nm += metric_tested(&c->res[i].m[j]);
+    for (size_t i = 0; i < c->nfam; i++) nf += !isnan(c->fam[i].p);
+    if (nm + nf == 0) return 0;
+    hyp *h = malloc((nm + nf) * sizeof *h);
+    if (!h) return -1;
+    double share = nf ? GT_COMPARE_FAMILY_SHARE : 0;
+    size_t k = 0;
+    for (size_t i = 0; i < c->nres; i++)
+        for (size_t j = 0; j < c->res[i].nm; j++) {
+            cmp_metric *m = &c->res[i].m[j];
+            if (metric_tested(m)) h[k++] = (hyp){0.5 * m->p, (1 - share) / (double)nm, m, NULL};
+        }
+    for (size_t i = 0; i < c->nfam; i++)
+        if (!isnan(c->fam[i].p)) h[k++] = (hyp){c->fam[i].p, share / (double)nf, NULL, &c->fam[i]};
+    int holm = c->opt.correction == GT_CORRECTION_HOLM;
+    qsort(h, k, sizeof *h, cmp_hyp);
+    /* wleft: the weight of this hypothesis and those after it (Holm's
+     * denominator at its step); a hypothesis after the stop is shown with
+     * the level of the step that stopped: that is the level it lost at */
+    double wleft = 0, run = 0, wstop = 0;
+    for (size_t i = 0; i < k; i++) wleft += h[i].w;
+    int stopped = 0;
+    for (size_t i = 0; i < k; i++) {
+        double adj = holm ? fmin(1, h[i].p * wleft / h[i].w) : fmin(1, h[i].p);
+        if (adj > run) run = adj; /* adjusted p-values never decrease along the order */
+        int rej = !stopped && h[i].p <= (holm ? c->alpha * h[i].w / wleft : c->alpha);
+        if (!rej && holm && !stopped) {
+            stopped = 1;
+            wstop = wleft;
+        }
+        double lvl = !holm ? c->alpha : c->alpha * h[i].w / (stopped ? wstop : wleft);
+        wleft -= h[i].w;
+        if (h[i].m) {
+            h[i].m->rejected = rej;
+            h[i].m->level = lvl;
+            h[i].m->p_adj = holm ? run : adj;
+        } else {
+            h[i].f->rejected = rej;
+            h[i].f->level = lvl;
+            h[i].f->p_adj = holm ? run : adj;
+        }
+    }
+    free(h);
+    return 0;
+}
+
+/* ---- verdicts ---------------------------------------------------------------------- */
+
+/* From the estimate, its interval at the tested level and the correction:
+ * moved (shown to differ, by the threshold or more), same (the interval
+ * lies inside +-threshold), undecided (slower by the threshold or more, not
+ * shown; only where can_undecide), else ambiguous. */
+static gt_verdict judge(double rel, double lo, double hi, int rejected, int higher_better,
+                        double thr, int can_undecide) {
+    double slow = higher_better ? -rel : rel; /* > 0: worse */
+    if (rejected && fabs(rel) >= thr) return slow > 0 ? GT_VERDICT_SLOWER : GT_VERDICT_FASTER;
+    if (lo > -thr && hi < thr) return GT_VERDICT_SAME;
+    if (can_undecide && slow >= thr) return GT_VERDICT_UNDECIDED;
+    return GT_VERDICT_AMBIGUOUS;
+}
+
+/* The gate can be undecided only where its noise is measured: pairs or runs
+ * on both sides. One run a side assumes the noise and decides only large
+ * changes (stated in the output). */
+static int can_undecide(const gt_compare *c, gt_compare_method m) {
+    return !c->opt.checks_only && (m == GT_METHOD_PAIRED || m == GT_METHOD_RUNS);
+}
+
+/* more pairs (PAIRED) or runs on each side (RUNS) that would make the
+ * interval at `level` narrower than |est| if the spread stays as measured */
+static int more_needed(const gt_compare *c, gt_compare_method method, double sd, int nb, int nn,
+                       double est, double level) {
+    double target = fabs(est);
+    if (!(target > 0) || !isfinite(sd)) return -1;
+    if (method == GT_METHOD_PAIRED) {
+        int n = gt_gs_n_needed(sd, c->opt.run_noise, target, 2 * level, nb + 1, nb + 1000);
+        return n <= 0 || n > nb + 1000 ? -1 : n - nb;
+    }
+    double var = sd * sd + c->opt.run_noise * c->opt.run_noise;
+    for (int k = 1; k <= 1000; k++) {
+        double se = sqrt(var * (1.0 / (nb + k) + 1.0 / (nn + k)));
+        if (gt_gs_t_quantile2(2 * level, nb + nn + 2 * k - 2) * se < target) return k;
+    }
+    return -1;
+}
+
+static void decide_family(const gt_compare *c, cmp_family *f) {
+    if (isnan(f->p)) return;
+    double t = gt_gs_t_quantile2(2 * f->level, f->df);
+    f->lo = expm1(f->est - t * f->se);
+    f->hi = expm1(f->est + t * f->se);
+    f->detectable = fmax(expm1(t * f->se), c->opt.threshold);
+    f->verdict = judge(f->rel, f->lo, f->hi, f->rejected, f->higher_better, c->opt.threshold,
+                       can_undecide(c, f->method));
+    if (f->verdict == GT_VERDICT_UNDECIDED) {
+        double sd = f->method == GT_METHOD_PAIRED ? f->sd
+                                                  : f->se / sqrt(1.0 / f->nb + 1.0 / f->nn);
+        int n = f->method == GT_METHOD_PAIRED ? f->reps : f->nb;
+        f->needed = more_needed(c, f->method, sd, n, f->nn, f->est, f->level);
+    }
+}
+
+/* A metric's interval: on the log scale for pairs (its se is a log one),
+ * linear for runs and blocks (se relative to BASE's level). */
+static void decide_metric(const gt_compare *c, cmp_metric *m) {
+    if (!metric_tested(m)) return;
+    const assessment *a = &m->a;
+    double t = gt_gs_t_quantile2(2 * m->level, a->df);
+    if (isnan(a->rel) || isnan(a->se_rel)) {
+        m->verdict = a->large ? GT_VERDICT_AMBIGUOUS : GT_VERDICT_SAME;
+        return;
+    }
+    if (a->method == GT_METHOD_PAIRED) {
+        double mean = log1p(a->rel);
+        m->lo = expm1(mean - t * a->se_rel);
+        m->hi = expm1(mean + t * a->se_rel);
+    } else {
+        m->lo = a->rel - t * a->se_rel;
+        m->hi = a->rel + t * a->se_rel;
+    }
+    m->detectable = fmax(t * a->se_rel, c->opt.threshold);
+    /* a member's own doubt is carried by its family's test */
+    int undecide = can_undecide(c, a->method) && !m->in_family;
+    m->verdict = judge(a->rel, m->lo, m->hi, m->rejected, m->higher_better, c->opt.threshold,
+                       undecide);
+    if (m->verdict == GT_VERDICT_UNDECIDED) {
+        double sd = a->method == GT_METHOD_PAIRED
+                        ? sqrt(fmax(0, a->se_rel * a->se_rel * m->runs_b -
+                                           c->opt.run_noise * c->opt.run_noise))
+                        : sqrt(a->spread) / fabs(a->base_lvl);
+        double est = a->method == GT_METHOD_PAIRED ? log1p(a->rel) : a->rel;
+        m->needed = more_needed(c, a->method, sd, m->runs_b, m->runs_n, est, m->level);
+    }
+}
+
+int gt_cmp_families(gt_compare *c) {
+    for (size_t i = 0; i < c->nres; i++) {
+        cmp_result *r = &c->res[i];
+        if (!r->base || !r->nw) continue;
+        for (size_t j = 0; j < r->nm; j++)
+            if (joinable(&r->m[j]) && add_to_families(c, r, &r->m[j])) return -1;
+    }
+    prune_families(c);
+    for (size_t i = 0; i < c->nfam; i++)
+        if (test_family(c, &c->fam[i])) return -1;
+    if (correct(c)) return -1;
+    for (size_t i = 0; i < c->nfam; i++) decide_family(c, &c->fam[i]);
+    for (size_t i = 0; i < c->nres; i++)
+        for (size_t j = 0; j < c->res[i].nm; j++) decide_metric(c, &c->res[i].m[j]);
+    return 0;
+}
+
+void gt_cmp_families_free(gt_compare *c) {
+    for (size_t i = 0; i < c->nfam; i++) family_free(&c->fam[i]);
+    free(c->fam);
+    c->fam = NULL;
+    c->nfam = 0;
+}
+
+/* ---- what the gate says ------------------------------------------------------------ */
+
+static int metric_gates_undecided(const gt_compare *c, const cmp_metric *m) {
+    return !c->opt.checks_only && m->verdict == GT_VERDICT_UNDECIDED && metric_tested(m);
+}
+
+int gt_cmp_undecided(const gt_compare *c) {
+    if (c->opt.checks_only) return 0;
+    for (size_t i = 0; i < c->nfam; i++)
+        if (c->fam[i].verdict == GT_VERDICT_UNDECIDED) return 1;
+    for (size_t i = 0; i < c->nres; i++)
+        for (size_t j = 0; j < c->res[i].nm; j++)
+            if (metric_gates_undecided(c, &c->res[i].m[j])) return 1;
+    return 0;
+}
+
+static const char *unit_of_reps(const gt_compare *c) {
+    return c->opt.paired ? "pairs" : "runs on each side";
+}
+
+void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
+    if (!gt_cmp_undecided(c)) return;
+    int most = 0, over = 0, count = 0;
+    const char *who = NULL, *what = "";
+    for (size_t i = 0; i < c->nfam; i++) {
+        const cmp_family *x = &c->fam[i];
+        if (x->verdict != GT_VERDICT_UNDECIDED) continue;
+        count++;
+        if (x->needed < 0) over = 1;
+        if (x->needed > most || !who) {
+            most = x->needed > most ? x->needed : most;
+            who = x->name;
+            what = x->stem;
+        }
+    }
+    for (size_t i = 0; i < c->nres; i++)
+        for (size_t j = 0; j < c->res[i].nm; j++) {
+            const cmp_metric *m = &c->res[i].m[j];
+            if (!metric_gates_undecided(c, m)) continue;
+            count++;
+            if (m->needed < 0) over = 1;
+            if (m->needed > most || !who) {
+                most = m->needed > most ? m->needed : most;
+                who = c->res[i].label;
+                what = m->name;
+            }
+        }
+    if (over)
+        fprintf(f,
+                "needed: more than 1000 %s for at least one of the %d undecided (its spread is "
+                "too wide for its estimate): reduce the noise or raise --threshold\n",
+                unit_of_reps(c), count);
+    else
+        fprintf(f,
+                "needed: about %d more %s would decide all %d undecided (from their measured "
+                "spread, if the estimates hold; the most: %s %s)\n",
+                most, unit_of_reps(c), count, who ? who : "?", what);
+}
+
+static const char *verdict_word(gt_verdict v) {
+    switch (v) {
+    case GT_VERDICT_SLOWER:
+        return "SLOWER";
+    case GT_VERDICT_UNDECIDED:
+        return "UNDECIDED";
+    default:
+        return gt_verdict_name(v);
+    }
+}
+
+static const char *members_word(const cmp_family *x) {
+    if (x->is_class) return "members";
+    if (strncmp(x->name, "collectives/", 12) == 0) return "sizes";
+    if (strncmp(x->name, "kernels/", 8) == 0) return "shapes";
+    return "cases";
+}
+
+static void print_family(const gt_compare *c, const cmp_family *x, FILE *f) {
+    char reps[64];
+    if (x->method == GT_METHOD_PAIRED)
+        snprintf(reps, sizeof reps, "%d pairs", x->reps);
+    else if (x->method == GT_METHOD_RUNS)
+        snprintf(reps, sizeof reps, "%d+%d runs", x->nb, x->nn);
+    else
+        snprintf(reps, sizeof reps, "one run a side");
+    fprintf(f, "  %-9s %s %s [topology %s, backend %s]: %zu %s x %s: %+.1f%% [%+.1f%%, %+.1f%%], "
+               "%d of %zu moved",
+            verdict_word(x->verdict), x->name, x->stem, x->topology, x->backend, x->n,
+            members_word(x), reps, 100 * x->rel, 100 * x->lo, 100 * x->hi, x->moved, x->n);
+    if (x->verdict == GT_VERDICT_UNDECIDED) {
+        if (x->needed > 0)
+            fprintf(f, "; about %d more %s would decide", x->needed, unit_of_reps(c));
+        else
+            fprintf(f, "; too noisy to decide with 1000 more %s", unit_of_reps(c));
+    }
+    fprintf(f, "\n");
+}
+
+void gt_cmp_print_families(const gt_compare *c, FILE *f, size_t cap) {
+    if (!c->nfam) return;
+    int v[GT_VERDICT_COUNT] = {0};
+    for (size_t i = 0; i < c->nfam; i++) v[c->fam[i].verdict]++;
+    fprintf(f,
+            "\nfamilies (a family's members pooled: an op over its shapes, a class of ops, a "
+            "collective over its sizes):\n  %zu families: %d slower, %d undecided, %d faster, %d "
+            "ambiguous, %d same (interval inside +-%.3g%%)\n",
+            c->nfam, v[GT_VERDICT_SLOWER], v[GT_VERDICT_UNDECIDED], v[GT_VERDICT_FASTER],
+            v[GT_VERDICT_AMBIGUOUS], v[GT_VERDICT_SAME], 100 * c->opt.threshold);
+    /* what blocks first, then what moved, then the doubtful */
+    static const gt_verdict order[] = {GT_VERDICT_SLOWER, GT_VERDICT_UNDECIDED, GT_VERDICT_FASTER,
+                                       GT_VERDICT_AMBIGUOUS};
+    size_t shown = 0, hidden = 0;
+    for (size_t o = 0; o < sizeof order / sizeof order[0]; o++)
+        for (size_t i = 0; i < c->nfam; i++) {
+            if (c->fam[i].verdict != order[o]) continue;
+            if (cap && shown >= cap) {
+                hidden++;
+                continue;
+            }
+            print_family(c, &c->fam[i], f);
+            shown++;
+        }
+    if (hidden) fprintf(f, "  ... and %zu more families not same (--verbose lists them)\n", hidden);
+}
+
+int gt_cmp_family_regressions(const gt_compare *c, FILE *f) {
+    if (c->opt.checks_only) return 0;
+    int n = 0;
+    for (size_t i = 0; i < c->nfam; i++) {
+        const cmp_family *x = &c->fam[i];
+        if (x->verdict != GT_VERDICT_SLOWER && x->verdict != GT_VERDICT_UNDECIDED) continue;
+        n++;
+        if (f) print_family(c, x, f);
+    }
+    return n;
+}
+
+void gt_cmp_print_rules(const gt_compare *c, FILE *f) {
+    if (c->opt.correction == GT_CORRECTION_HOLM && c->nfam)
+        fprintf(f, "alpha %.3g over all families and metrics (weighted Holm: the families "
+                   "%.0f%% of the weight), one-sided for slower",
+                c->alpha, 100 * GT_COMPARE_FAMILY_SHARE);
+    else if (c->opt.correction == GT_CORRECTION_HOLM)
+        fprintf(f, "alpha %.3g over all metrics (Holm), one-sided for slower", c->alpha);
+    else
+        fprintf(f, "alpha %.3g for each family and metric (no correction)", c->alpha);
+    if (c->opt.seq_max > 0)
+        fprintf(f, "; sequential look at %d pairs of %d..%d (%s spending of alpha %.3g)", c->pairs,
+                c->opt.seq_first, c->opt.seq_max,
+                c->opt.spending == GT_GS_SPEND_OBRIEN_FLEMING ? "O'Brien-Fleming" : "Pocock",
+                c->opt.alpha);
+}
+
+
+void gt_cmp_junit_families(const gt_compare *c, FILE *f) {
+    if (!c->nfam) return;
+    int fails = 0;
+    for (size_t i = 0; i < c->nfam; i++)
+        fails += c->fam[i].verdict == GT_VERDICT_SLOWER ||
+                 c->fam[i].verdict == GT_VERDICT_UNDECIDED;
+    if (c->opt.checks_only) fails = 0;
+    fprintf(f, "  <testsuite name=\"families\" tests=\"%zu\" failures=\"%d\">\n", c->nfam, fails);
+    for (size_t i = 0; i < c->nfam; i++) {
+        const cmp_family *x = &c->fam[i];
+        fprintf(f, "    <testcase classname=\"families.");
+        gt_xml_escape(f, x->name);
+        fprintf(f, "\" name=\"");
+        gt_xml_escape(f, x->stem);
+        fprintf(f, " [topology ");
+        gt_xml_escape(f, x->topology);
+        fprintf(f, ", backend ");
+        gt_xml_escape(f, x->backend);
+        fprintf(f, "]\"");
+        int fail = !c->opt.checks_only && (x->verdict == GT_VERDICT_SLOWER ||
+                                           x->verdict == GT_VERDICT_UNDECIDED);
+        if (!fail) {
+            fprintf(f, "/>\n");
+            continue;
+        }
+        fprintf(f, ">\n      <failure type=\"%s\" message=\"%s: %+.1f%% [%+.1f%%, %+.1f%%] over %zu "
+                   "members",
+                x->verdict == GT_VERDICT_SLOWER ? "slower" : "undecided",
+                x->verdict == GT_VERDICT_SLOWER ? "slower" : "undecided", 100 * x->rel,
+                100 * x->lo, 100 * x->hi, x->n);
+        if (x->verdict == GT_VERDICT_UNDECIDED && x->needed > 0)
+            fprintf(f, "; about %d more %s would decide", x->needed, unit_of_reps(c));
+        fprintf(f, "\"/>\n    </testcase>\n");
+    }
+    fprintf(f, "  </testsuite>\n");
+}
+
+double gt_cmp_us_per_unit(const char *unit) {
+    if (!unit) return 0;
+    if (strcmp(unit, "ns") == 0) return 1e-3;
+    if (strcmp(unit, "us") == 0) return 1;
+    if (strcmp(unit, "ms") == 0) return 1e3;
+    if (strcmp(unit, "s") == 0) return 1e6;
+    return 0;
+}

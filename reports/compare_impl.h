@@ -1,0 +1,180 @@
+/* compare's internal types, shared by compare.c (matching, verdicts of one
+ * metric, printing, JUnit) and compare_family.c (families, the correction
+ * over families and metrics, sequential looks). Not a public header: only
+ * reports/compare*.c include it. */
+#ifndef GT_COMPARE_IMPL_H
+#define GT_COMPARE_IMPL_H
+
+/* Lines of a kind (families, failed results, slower metrics) shown by default;
+ * --verbose, JUnit and the HTML page have the rest. */
+#define GT_COMPARE_SHOWN 15
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "reports/compare.h"
+#include "reports/read.h"
+
+#include <jansson.h>
+
+typedef struct side {
+    const double *v;
+    size_t n;
+    const size_t *cut;
+    int runs;
+} side;
+
+/* What a verdict is decided from; kept per metric so that the family-wise
+ * correction can decide again with adjusted p-values. */
+typedef struct assessment {
+    gt_compare_method method;
+    double base_med, new_med, rel, p;
+    /* RUNS and BLOCKS: the levels judged, the medians except that a time
+     * below the timing floor on one side only is lifted to the floor (below
+     * it the figure is call overhead and timer, so "at most the floor" is
+     * all it says: 2.6 -> 5.1 us is no evidence, 2.6 -> 50 us is) */
+    double base_lvl, new_lvl;
+    double se_rel; /* standard error of rel under no change (NAN: none) */
+    double se;     /* the same in the metric's unit (NAN: none; RUNS and BLOCKS only) */
+    double spread; /* RUNS and BLOCKS: the replicates' pooled variance, before the floor */
+    double floor_frac; /* the assumed least run-to-run noise, a fraction of the level */
+    double inv_runs;   /* 1 / runs_base + 1 / runs_new */
+    int df;        /* degrees of freedom of the t test (0: normal) */
+    int large, better;
+} assessment;
+
+typedef struct keyed {
+    const char *key;
+    size_t idx;
+} keyed;
+
+typedef struct cmp_metric {
+    const char *name, *unit; /* borrowed from the documents */
+    const char *derived_from; /* the gated metric it is computed from (shown, not gated), or NULL */
+    const char *ungated;      /* "gate": false in a report: its "kind" (numerics, state), or NULL */
+    const char *part_of;      /* the whole it was judged as a part of (rel, detectable: of the
+                                 whole's BASE level), or NULL */
+    int in_base, in_new, higher_better;
+    gt_verdict verdict;
+    gt_compare_method method;
+    double base_med, new_med, rel, p;
+    double p_adj; /* p after the Holm correction over every tested metric */
+    double detectable; /* smallest relative change it would call faster or slower (NAN: none) */
+    int runs_b, runs_n; /* runs of each side that hold it */
+    assessment a;
+    size_t nb, nn;
+    /* For the family tests: the log of each run's median, per run of each
+     * side (RUNS, PAIRED; NAN where that run lacks it), or of each block of
+     * the one run (BLOCKS); NULL when the metric cannot join a family. */
+    double *lb, *ln;
+    int nlb, nln;
+    int in_family; /* a member of a family of two or more */
+    int rejected;  /* the correction rejected "no change" (one-sided, its direction) */
+    double level;  /* the one-sided level the correction tested it at */
+    double lo, hi; /* rel's interval at that level (NAN: none) */
+    int needed;    /* UNDECIDED: more pairs (runs a side) that would decide; -1: over 1000 */
+} cmp_metric;
+
+/* A family: one metric of one op over its shapes (suite/op), or of every
+ * result in a class the suite names ("groups": gemm, memory, collective),
+ * on one topology and backend; its members' evidence pooled. */
+typedef struct cmp_family {
+    char *name;  /* "kernels/matmul_fwd" or "kernels/[gemm]" */
+    char *key;   /* name, topology, backend, metric stem, direction */
+    const char *topology, *backend;
+    char *stem;  /* the metric without a trailing _<size> (time_us_1048576 -> time_us) */
+    int is_class, higher_better;
+    cmp_metric **mem;
+    size_t n;
+    gt_compare_method method;
+    int reps;          /* pairs (PAIRED), runs BASE + NEW (RUNS), 2 (BLOCKS) */
+    double est, se;    /* the pooled log ratio and its standard error */
+    double sd;         /* PAIRED: the spread of the pooled pair ratios; RUNS: pooled run spread */
+    int df, nb, nn;    /* nb, nn: runs each side (RUNS) */
+    double rel, lo, hi, p, p_adj, level, detectable;
+    int rejected, moved, needed;
+    gt_verdict verdict;
+} cmp_family;
+
+typedef struct cmp_check {
+    const char *name, *detail;
+    int base_state, new_state; /* -1 absent, 0 failed, 1 passed, 2 not evaluated */
+    double value, limit;       /* NEW's */
+} cmp_check;
+
+typedef struct cmp_result {
+    const char *suite, *case_name, *topology, *backend;
+    char *key;         /* identity; "#k" appended for the k-th duplicate */
+    int repeat;        /* k: this is the k-th result with its identity in its report */
+    char *label;       /* for people: case plus the params that tell it from its siblings */
+    json_t *base, *nw; /* borrowed; NULL when absent from that report */
+    const gt_report_result *rb, *rn; /* the same results as the reader parsed them */
+    const char *base_status, *new_status, *new_message;
+    cmp_metric *m;
+    size_t nm;
+    cmp_check *ck;
+    size_t nck;
+    char *notes; /* excluded params that changed, one per line */
+    char *profile_line; /* a slower step's parts, each with its verdict (reports/profile.h) */
+    /* why this result stops NEW (NULL: it does not) */
+    int missing, failed_checks, failed;
+} cmp_result;
+
+typedef struct fp_diff {
+    char *key, *base, *nw;
+} fp_diff;
+
+/* The further runs of a side (a baseline kept as a directory of reports):
+ * each with its results' keys sorted, to find the result of a key. */
+typedef struct extra_run {
+    gt_report_doc *rd;
+    json_t *doc; /* rd's */
+    char *path;
+    char **keys;
+    keyed *sorted;
+    size_t n;
+} extra_run;
+
+struct gt_compare {
+    gt_compare_options opt;
+    char *base_path, *new_path;
+    gt_report_doc *base_rd, *new_rd; /* the first run of each side */
+    json_t *base_doc, *new_doc;      /* theirs */
+    extra_run *xb, *xn;         /* the further runs of each side */
+    size_t nxb, nxn;
+    fp_diff *fp;
+    size_t nfp;
+    cmp_result *res;
+    size_t nres;
+    gt_compare_counts counts;
+    cmp_family *fam;
+    size_t nfam;
+    double alpha; /* the alpha of this look: opt.alpha, or its share in a sequential design */
+    int pairs;    /* PAIRED: the pairs judged */
+    char *new_incomplete; /* "'path': reason" of the first incomplete NEW report */
+};
+
+/* compare_family.c: builds the families from the tested metrics, tests
+ * families and metrics under one correction (weighted Holm), decides every
+ * tested metric's and family's verdict, the pairs an undecided one needs.
+ * -1 when out of memory. */
+int gt_cmp_families(gt_compare *c);
+void gt_cmp_families_free(gt_compare *c);
+/* The family lines of the text output: at most `cap` lines of families that
+ * are not same (0: all), and a count of the rest. */
+void gt_cmp_print_families(const gt_compare *c, FILE *f, size_t cap);
+/* The rule line's words for the correction and the sequential look. */
+void gt_cmp_print_rules(const gt_compare *c, FILE *f);
+/* The slower and undecided families, a line each, in the list of
+ * regressions and failures; returns how many (f NULL: only counts). */
+int gt_cmp_family_regressions(const gt_compare *c, FILE *f);
+/* JUnit test cases, one per family (inside a testsuite "families"). */
+void gt_cmp_junit_families(const gt_compare *c, FILE *f);
+/* 1 when a family or a metric that decides the gate is undecided. */
+int gt_cmp_undecided(const gt_compare *c);
+/* The "needed: ..." line when something is undecided. */
+void gt_cmp_print_needed(const gt_compare *c, FILE *f);
+/* A time or a rate's unit: microseconds per unit, 0 when not a time. */
+double gt_cmp_us_per_unit(const char *unit);
+
+#endif
