@@ -192,6 +192,225 @@ static int wanted_var(const char *kv) {
     return 0;
 }
 
+/* env.transport (env.h): what carries the messages between ranks. */
+
+static void transport_add(gt_env *e, const char *name, const char *value) {
+    size_t n = strlen(name) + strlen(value) + 2;
+    char **t = realloc(e->transport, (size_t)(e->n_transport + 1) * sizeof *t);
+    char *kv = malloc(n);
+    if (t) e->transport = t;
+    if (!t || !kv) {
+        free(kv);
+        return;
+    }
+    snprintf(kv, n, "%s=%s", name, value);
+    e->transport[e->n_transport++] = kv;
+}
+
+static int has_prefix(const char *s, const char *const *prefixes, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(s, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+    return 0;
+}
+
+/* The variables that steer a transport: Open MPI's and PMIx's MCA
+ * parameters, UCX, NCCL, libfabric, Intel MPI, MPICH, HCOLL, SHARP, PSM2. */
+static const char *const transport_prefixes[] = {"OMPI_MCA_", "PMIX_MCA_", "UCX_",       "NCCL_",
+                                                 "FI_",       "I_MPI_",    "MPIR_CVAR_", "HCOLL_",
+                                                 "SHARP_",    "PSM2_"};
+
+/* What Open MPI's mpirun (4.1) puts into every process it starts, seen with
+ * `mpirun -np 2 env` over identical runs: job id and rank (ess_base_*), the
+ * daemon's URI with its port, the session directories under mpirun's pid
+ * and the tests' own tmpdir base (orte_*), a per-job key
+ * (orte_precondition_transports), the launch's shape (node count, app
+ * number, binding, oversubscription, mapping) and the launcher's own
+ * components (ess, pmix, shmem hint, a PMIx logging switch). Then what
+ * MPI_Init adds: PMIx's client copies the server's PMIX_SECURITY_MODE,
+ * PMIX_GDS_MODULE and PMIX_PTL_MODULE into PMIX_MCA_psec, _gds and _ptl
+ * (how a rank talks to its launcher, not to other ranks). They describe
+ * the launch, several change from run to run, none picks a transport.
+ * Each entry is a prefix of the name. */
+static const char *const launch_vars[] = {"OMPI_MCA_orte_",
+                                          "OMPI_MCA_ess",
+                                          "OMPI_MCA_pmix",
+                                          "OMPI_MCA_initial_wdir",
+                                          "OMPI_MCA_rmaps_",
+                                          "OMPI_MCA_mpi_oversubscribe",
+                                          "OMPI_MCA_shmem_RUNTIME_QUERY_hint",
+                                          "PMIX_MCA_mca_base_component_show_load_errors",
+                                          "PMIX_MCA_psec",
+                                          "PMIX_MCA_gds",
+                                          "PMIX_MCA_ptl"};
+
+/* Whole "NAME=value" pairs an MPI library sets itself in MPI_Init: Open
+ * MPI's psm2 MTL sets PSM2_DEVICES=self,shm (unless already set) when every
+ * rank is on one node, which the job's layout says already. */
+static const char *const set_by_mpi[] = {"PSM2_DEVICES=self,shm"};
+
+static int launch_var(const char *kv) {
+    for (size_t i = 0; i < sizeof set_by_mpi / sizeof set_by_mpi[0]; i++)
+        if (strcmp(kv, set_by_mpi[i]) == 0) return 1;
+    return has_prefix(kv, launch_vars, sizeof launch_vars / sizeof launch_vars[0]);
+}
+
+/* A name that says its value is a secret (a key, token, password). */
+static int secret_name(const char *name, size_t len) {
+    static const char *const words[] = {"KEY", "SECRET", "TOKEN", "PASSW", "CRED", "AUTH"};
+    char up[128];
+    if (len >= sizeof up) len = sizeof up - 1;
+    for (size_t i = 0; i < len; i++)
+        up[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32 : name[i]);
+    up[len] = '\0';
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(up, words[i])) return 1;
+    return 0;
+}
+
+/* env.variables, with the value of a name that looks like a secret
+ * withheld as in env.transport. */
+static void read_vars(gt_env *e) {
+    for (char **v = environ; v && *v && e->n_vars < GT_ENV_MAX_VARS; v++) {
+        if (!wanted_var(*v)) continue;
+        const char *eq = strchr(*v, '=');
+        int len = eq ? (int)(eq - *v) : (int)strlen(*v);
+        char kv[192];
+        snprintf(kv, sizeof kv, "%.*s=(withheld)", len, *v);
+        char *d = strdup(secret_name(*v, (size_t)len) ? kv : *v);
+        if (d) e->vars[e->n_vars++] = d;
+    }
+}
+
+/* Whether the number n stands alone (between non-digits) in s. */
+static int has_number(const char *s, long n) {
+    char d[24];
+    int dl = snprintf(d, sizeof d, "%ld", n);
+    for (const char *p = strstr(s, d); p; p = strstr(p + 1, d))
+        if ((p == s || p[-1] < '0' || p[-1] > '9') && (p[dl] < '0' || p[dl] > '9')) return 1;
+    return 0;
+}
+
+/* A value unique to one run: a URI ("tcp://10.0.0.1:5000"), an address
+ * ending in a port ("host:29500"), a path naming a process ("/tmp/x/pid.42",
+ * or holding this process's or its parent's pid). */
+static int per_run_value(const char *v) {
+    if (strstr(v, "://")) return 1;
+    const char *colon = strrchr(v, ':');
+    size_t digits = colon ? strspn(colon + 1, "0123456789") : 0;
+    if (colon && digits >= 4 && digits <= 5 && colon[1 + digits] == '\0') return 1;
+    return strchr(v, '/') &&
+           (strstr(v, "pid") || has_number(v, (long)getpid()) || has_number(v, (long)getppid()));
+}
+
+/* A variable of env.transport: it steers a transport, the launcher did not set it. */
+static int transport_var(const char *kv) {
+    size_t n = sizeof transport_prefixes / sizeof transport_prefixes[0];
+    return has_prefix(kv, transport_prefixes, n) && !launch_var(kv);
+}
+
+static int by_string(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The transport variables of this process, sorted by name (environ's order
+ * is the launcher's). */
+static void read_transport_vars(gt_env *e) {
+    int first = e->n_transport;
+    for (char **v = environ; v && *v; v++) {
+        const char *eq = strchr(*v, '=');
+        if (!eq || !transport_var(*v)) continue;
+        char name[128];
+        size_t len = (size_t)(eq - *v);
+        if (len >= sizeof name) continue;
+        memcpy(name, *v, len);
+        name[len] = '\0';
+        int hide = secret_name(name, len) || per_run_value(eq + 1);
+        transport_add(e, name, hide ? "(withheld)" : eq + 1);
+    }
+    qsort(e->transport + first, (size_t)(e->n_transport - first), sizeof *e->transport, by_string);
+}
+
+#if GT_HAVE_MPI
+/* The MPI_T control variables that hold the component selection: Open
+ * MPI's framework lists (what the environment, openmpi-mca-params.conf and
+ * mpirun --mca ask for: "^ucx", "self,tcp"; Open MPI 4.1 has no variable
+ * for the component it then picked), MPICH's network module, OFI provider
+ * and thread policy. */
+static const char *const mpi_t_names[] = {"pml",
+                                          "btl",
+                                          "coll",
+                                          "mtl",
+                                          "osc",
+                                          "MPIR_CVAR_CH4_NETMOD",
+                                          "MPIR_CVAR_NEMESIS_NETMOD",
+                                          "MPIR_CVAR_OFI_USE_PROVIDER",
+                                          "MPIR_CVAR_DEFAULT_THREAD_POLICY"};
+#define GT_N_MPI_T (sizeof mpi_t_names / sizeof mpi_t_names[0])
+
+/* Which of mpi_t_names control variable i is (a string not bound to an
+ * object), or -1. */
+static int cvar_slot(int i) {
+    char name[128], desc[8];
+    int name_len = sizeof name, desc_len = sizeof desc, verbosity, bind, scope;
+    MPI_Datatype type;
+    MPI_T_enum enumtype;
+    if (MPI_T_cvar_get_info(i, name, &name_len, &verbosity, &type, &enumtype, desc, &desc_len,
+                            &bind, &scope) != MPI_SUCCESS ||
+        type != MPI_CHAR || bind != MPI_T_BIND_NO_OBJECT)
+        return -1;
+    for (size_t k = 0; k < GT_N_MPI_T; k++)
+        if (strcmp(name, mpi_t_names[k]) == 0) return (int)k;
+    return -1;
+}
+
+/* Control variable i's string; owned, NULL when it cannot be read. */
+static char *cvar_string(int i) {
+    MPI_T_cvar_handle h;
+    int count = 0;
+    if (MPI_T_cvar_handle_alloc(i, NULL, &h, &count) != MPI_SUCCESS) return NULL;
+    char *v = count > 0 ? calloc((size_t)count + 1, 1) : NULL;
+    if (v && MPI_T_cvar_read(h, v) != MPI_SUCCESS) {
+        free(v);
+        v = NULL;
+    }
+    MPI_T_cvar_handle_free(&h);
+    return v;
+}
+
+/* MPI_T may start before MPI_Init and after it alike (MPI 3.0 section
+ * 14.3.4); Open MPI 4.1 gives the same values either way. Those with a
+ * value, as "mpi_t.NAME", in mpi_t_names' order. */
+static void read_mpi_t(gt_env *e) {
+    int provided = 0, n = 0;
+    char *vals[GT_N_MPI_T] = {0};
+    if (MPI_T_init_thread(MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return;
+    if (MPI_T_cvar_get_num(&n) != MPI_SUCCESS) n = 0;
+    for (int i = 0; i < n; i++) {
+        int k = cvar_slot(i);
+        if (k >= 0 && !vals[k]) vals[k] = cvar_string(i);
+    }
+    MPI_T_finalize();
+    for (size_t k = 0; k < GT_N_MPI_T; k++) {
+        if (vals[k]) trim(vals[k]);
+        if (vals[k] && vals[k][0]) {
+            char member[64];
+            snprintf(member, sizeof member, "mpi_t.%s", mpi_t_names[k]);
+            transport_add(e, member, vals[k]);
+        }
+        free(vals[k]);
+    }
+}
+#endif
+
+/* After read of e->mpi: the library line, the variables, what MPI_T says. */
+static void read_transport(gt_env *e) {
+    transport_add(e, "mpi_library", GT_HAVE_MPI ? e->mpi : "none");
+    read_transport_vars(e);
+#if GT_HAVE_MPI
+    read_mpi_t(e);
+#endif
+}
+
 #if GT_HAVE_HWLOC
 /* Digest of what makes two machines' topologies the same: every object's
  * type, depth, OS index and cache size, in hwloc's traversal order. Host
@@ -269,6 +488,7 @@ gt_status gt_env_collect(gt_env *e) {
 #else
     snprintf(e->mpi, sizeof e->mpi, "absent");
 #endif
+    read_transport(e);
 #if GT_HAVE_HWLOC
     read_hwloc(e);
 #else
@@ -283,8 +503,7 @@ gt_status gt_env_collect(gt_env *e) {
     snprintf(e->cuda, sizeof e->cuda, "absent");
 #endif
     gt_env_collect_gpu(e);
-    for (char **v = environ; v && *v && e->n_vars < GT_ENV_MAX_VARS; v++)
-        if (wanted_var(*v)) e->vars[e->n_vars++] = strdup(*v);
+    read_vars(e);
     return GT_OK;
 }
 
@@ -292,5 +511,7 @@ void gt_env_release(gt_env *e) {
     if (!e) return;
     free(e->topology_xml);
     for (int i = 0; i < e->n_vars; i++) free(e->vars[i]);
+    for (int i = 0; i < e->n_transport; i++) free(e->transport[i]);
+    free(e->transport);
     memset(e, 0, sizeof *e);
 }

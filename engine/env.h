@@ -66,6 +66,18 @@ typedef struct gt_env {
     char blas_steering[GT_ENV_STR];
     char openmp[64];              /* "OpenMP 201511, 2 threads max" */
     char mpi[GT_ENV_STR];         /* library version string or "absent" */
+    /* The communication transport, the report's env.transport (docs/
+     * report-schema.md): owned "NAME=value" strings, n_transport of them, in
+     * this order: "mpi_library=..." (the MPI library's version line, "none"
+     * without MPI); every variable of the process that steers a transport
+     * (OMPI_MCA_*, PMIX_MCA_*, UCX_*, NCCL_*, FI_*, I_MPI_*, MPIR_CVAR_*,
+     * HCOLL_*, SHARP_*, PSM2_*) by name, without those a launcher sets in
+     * every process it starts, and with the value "(withheld)" where it looks
+     * like a secret or is unique to one run; then "mpi_t.pml=..." and the
+     * other component selections the MPI library holds (its MPI_T control
+     * variables, read before or after MPI_Init alike), those with a value. */
+    int n_transport;
+    char **transport;
     char hwloc[64];
     char cuda[GT_ENV_STR];        /* "compiled for 13.0 (sm 80;90)" or "absent" */
     /* Found at run time with dlopen (env_gpu.c), whether or not this build

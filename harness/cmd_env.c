@@ -76,6 +76,8 @@ int gt_cmd_env(int argc, char **argv) {
     printf("openmp      %s\n", e.openmp);
     printf("jansson     %s\n", gt_report_jansson_version());
     printf("mpi         %s\n", e.mpi);
+    /* env.transport, one member a line as the report has them */
+    for (int i = 0; i < e.n_transport; i++) printf("transport   %s\n", e.transport[i]);
     printf("hwloc       %s\n", e.hwloc);
     printf("cuda        %s\n", e.cuda);
     printf("cuda driver %s\n", e.cuda_driver);

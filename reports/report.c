@@ -157,6 +157,20 @@ static json_t *gpus_json(const gt_env *e) {
     return arr;
 }
 
+/* env.transport: gt_env.transport's "NAME=value" strings as flat string
+ * members, so that compare lists each one that differs on its own line. */
+static json_t *transport_json(const gt_env *e) {
+    json_t *t = json_object();
+    for (int i = 0; i < e->n_transport; i++) {
+        const char *kv = e->transport[i], *eq = strchr(kv, '=');
+        if (!eq) continue;
+        char key[160];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+        json_object_set_new(t, key, json_string(eq + 1));
+    }
+    return t;
+}
+
 void gt_report_set_env(gt_report *r, const gt_env *e, const gt_peaks *peaks) {
     json_t *env = json_object();
     json_object_set_new(env, "host", json_string(e->host));
@@ -191,6 +205,7 @@ void gt_report_set_env(gt_report *r, const gt_env *e, const gt_peaks *peaks) {
     json_object_set_new(blas, "threads_per_call", json_integer(e->blas_threads));
     json_object_set_new(blas, "steering", json_string(e->blas_steering));
     json_object_set_new(env, "blas", blas);
+    json_object_set_new(env, "transport", transport_json(e));
     json_object_set_new(env, "topology_digest", str_or_null(e->topology_digest));
     json_object_set_new(env, "affinity", json_string(e->affinity));
     json_object_set_new(env, "topology_xml", str_or_null(e->topology_xml));
@@ -293,6 +308,22 @@ static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); 
 
 void gt_result_param_num(gt_result *res, const char *key, double value) {
     json_object_set_new(json_object_get(res->obj, "params"), key, num(value));
+}
+
+void gt_result_group(gt_result *res, const char *group) {
+    if (!res || !group) return;
+    json_t *g = json_object_get(res->obj, "groups");
+    if (!json_is_array(g)) {
+        g = json_array();
+        json_object_set_new(res->obj, "groups", g);
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(g, i, v) {
+        const char *have = json_string_value(v);
+        if (have && strcmp(have, group) == 0) return;
+    }
+    json_array_append_new(g, json_string(group));
 }
 
 void gt_result_check(gt_result *res, const char *name, int passed, double value, double limit,

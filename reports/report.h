@@ -99,6 +99,12 @@ void gt_result_param_str(gt_result *res, const char *key, const char *value);
 void gt_result_param_int(gt_result *res, const char *key, long long value);
 void gt_result_param_num(gt_result *res, const char *key, double value);
 
+/* Adds `group` to the result's class families, the array "groups" (created
+ * at the first; a name already there is not added again): the families
+ * whose metrics compare pools (docs/report-schema.md; the suites name them,
+ * suites/suite.h). Not a param: a result's identity does not change. */
+void gt_result_group(gt_result *res, const char *group);
+
 /* A pass/fail check with the measured value and its limit; `passed` decides.
  * detail may be NULL. */
 void gt_result_check(gt_result *res, const char *name, int passed, double value, double limit,

@@ -2,10 +2,11 @@
  * CUDA fields found by dlopen either carry a version or say why not, and
  * GPUs are listed only when the driver loads. Where the CUDA toolkit's
  * library folder exists, the libraries in it must be found through it even
- * without LD_LIBRARY_PATH. */
+ * without LD_LIBRARY_PATH. env.transport records the transport variables. */
 #define _GNU_SOURCE
 #include <glob.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/env.h"
@@ -39,6 +40,53 @@ static int toolkit_has(const char *prefix) {
     int found = glob(pat, 0, NULL, &g) == 0 && g.gl_pathc > 0;
     if (found) globfree(&g);
     return found;
+}
+
+/* The value of env.transport's member `name`, NULL when absent. */
+static const char *transport_get(const gt_env *e, const char *name) {
+    size_t n = strlen(name);
+    for (int i = 0; i < e->n_transport; i++)
+        if (strncmp(e->transport[i], name, n) == 0 && e->transport[i][n] == '=')
+            return e->transport[i] + n + 1;
+    return NULL;
+}
+
+/* env.transport: a transport variable recorded with its value, a launch
+ * variable left out, a secret and an address with its port withheld; the
+ * variables gone, the members gone. */
+static void check_transport(void) {
+    setenv("OMPI_MCA_btl", "self,tcp", 1);
+    setenv("UCX_TLS", "tcp", 1);
+    setenv("OMPI_MCA_ess_base_jobid", "4242", 1);
+    setenv("NCCL_IB_SECRET", "hunter2", 1);
+    setenv("NCCL_COMM_ID", "127.0.0.1:29500", 1);
+    gt_env e;
+    CHECK_OK(gt_env_collect(&e));
+    const char *lib = transport_get(&e, "mpi_library"), *btl = transport_get(&e, "OMPI_MCA_btl");
+    const char *tls = transport_get(&e, "UCX_TLS"), *secret = transport_get(&e, "NCCL_IB_SECRET");
+    const char *id = transport_get(&e, "NCCL_COMM_ID");
+    CHECK(e.n_transport >= 1 && strncmp(e.transport[0], "mpi_library=", 12) == 0,
+          "the first member is not mpi_library");
+    CHECK(lib && lib[0] && (GT_HAVE_MPI ? strcmp(lib, e.mpi) == 0 : strcmp(lib, "none") == 0),
+          "mpi_library = '%s' (mpi '%s')", lib ? lib : "(absent)", e.mpi);
+    CHECK(btl && strcmp(btl, "self,tcp") == 0, "OMPI_MCA_btl = '%s'", btl ? btl : "(absent)");
+    CHECK(tls && strcmp(tls, "tcp") == 0, "UCX_TLS = '%s'", tls ? tls : "(absent)");
+    CHECK(!transport_get(&e, "OMPI_MCA_ess_base_jobid"), "a launch variable was recorded");
+    CHECK(secret && strcmp(secret, "(withheld)") == 0, "NCCL_IB_SECRET = '%s'",
+          secret ? secret : "(absent)");
+    CHECK(id && strcmp(id, "(withheld)") == 0, "NCCL_COMM_ID = '%s'", id ? id : "(absent)");
+    for (int i = 0; i < e.n_vars; i++)
+        CHECK(!strstr(e.vars[i], "hunter2"), "env.variables holds the secret: %s", e.vars[i]);
+    for (int i = 0; i < e.n_transport; i++)
+        printf("transport %s\n", e.transport[i]);
+    gt_env_release(&e);
+
+    unsetenv("OMPI_MCA_btl");
+    unsetenv("UCX_TLS");
+    CHECK_OK(gt_env_collect(&e));
+    CHECK(!transport_get(&e, "OMPI_MCA_btl") && !transport_get(&e, "UCX_TLS"),
+          "OMPI_MCA_btl or UCX_TLS recorded though unset");
+    gt_env_release(&e);
 }
 
 int main(void) {
@@ -116,5 +164,6 @@ int main(void) {
           "second collection differs: '%s' vs '%s'", again.cuda_runtime, e.cuda_runtime);
     gt_env_release(&again);
     gt_env_release(&e);
+    check_transport();
     return check_done("engine.env.host");
 }
