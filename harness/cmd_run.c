@@ -398,13 +398,11 @@ int gt_cmd_run(int argc, char **argv) {
             char name[64];
             double f;
             slowdown = v;
+            /* the parser's message names the bad item and lists the forms */
             if (v && gt_parse_slowdown(v, name, sizeof name, &f) != GT_OK)
-                return gt_usage_error("run",
-                                      "--inject-slowdown '%s': expected NAME:FACTOR, NAME a "
-                                      "kernel op (or one op/dtype/shape case) or a collective "
-                                      "(gauntlet list), FACTOR above 1 and at most 100, e.g. "
-                                      "matmul_fwd:1.2",
-                                      v);
+                return gt_usage_error("run", "--inject-slowdown '%s': expected "
+                                             "NAME:FACTOR[,NAME:FACTOR...]: %s",
+                                      v, gt_last_error());
         } else if (gt_opt(&a, "-b", &v, &err) || gt_opt(&a, "--minbytes", &v, &err)) {
             err |= !parse_size(&a, "-b", v, &cfg.min_bytes);
             coll_given = 1;

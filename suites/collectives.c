@@ -25,6 +25,7 @@
 
 #include "engine/stats.h"
 #include "suites/coll_raw.h"
+#include "suites/suite.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -91,8 +92,9 @@ typedef struct coll_ctx {
     uint64_t seed;
     int64_t amp_a, amp_s, amp_m;
     gt_coll_raw *raw; /* the raw library's baseline; NULL: none */
-    const struct coll_def *slow; /* inject_slowdown: this collective's gauntlet blocks ... */
-    double slow_factor;          /* ... take this many times as long (spun on every rank) */
+    /* inject_slowdown: collective t's gauntlet blocks take slow_factor[t]
+     * times as long (> 1; spun on every rank) */
+    double slow_factor[GT_COLL_TEST_COUNT];
     int dev;        /* send/recv are device memory (raw's), hsend/hrecv their host mirrors */
     void *hsend, *hrecv, *dsend, *drecv;
 } coll_ctx;
@@ -364,7 +366,6 @@ gt_coll_config gt_coll_defaults(void) {
         .reps = 5,
         .root = 0,
         .seed = 0x67617567ull,
-        .slow_coll = -1,
     };
     return c;
 }
@@ -431,9 +432,10 @@ static gt_status time_block(coll_ctx *x, const coll_def *d, int raw, int iters, 
     GT_TRY(gt_comm_barrier(x->comm, NULL));
     uint64_t t0 = gt_now_ns();
     for (int it = 0; it < iters; it++) GT_TRY(raw ? x->raw->run(x->raw, &c) : d->run(x));
-    if (!raw && d == x->slow) {
-        /* the injected fault: the block made slow_factor times as long */
-        uint64_t until = t0 + (uint64_t)((double)(gt_now_ns() - t0) * x->slow_factor);
+    double slow = x->slow_factor[d - g_colls];
+    if (!raw && slow > 1) {
+        /* the injected fault: the block made slow times as long */
+        uint64_t until = t0 + (uint64_t)((double)(gt_now_ns() - t0) * slow);
         while (gt_now_ns() < until) {
         }
     }
@@ -730,8 +732,9 @@ static void set_params(suite_state *st, const coll_def *d, gt_result *res, gt_dt
     gt_result_param_str(res, "buffers", st->have_nccl ? "device" : "host");
     if (c->scope) gt_result_param_str(res, "comm_scope", c->scope);
     if (c->scope && c->scope_layout) gt_result_param_str(res, "comm_layout", c->scope_layout);
-    if (c->slow_factor > 1 && c->slow_coll >= 0 && d == &g_colls[c->slow_coll])
-        gt_result_param_num(res, "injected_slowdown", c->slow_factor);
+    /* the factor of the item of --inject-slowdown that slowed it */
+    if (c->slow_factor[d - g_colls] > 1)
+        gt_result_param_num(res, "injected_slowdown", c->slow_factor[d - g_colls]);
 }
 
 /* Marks the results of an interrupted combination. */
@@ -773,6 +776,8 @@ static gt_status run_combo(suite_state *st, coll_ctx *x, const coll_def *d, gt_d
         pls[k].res = gt_report_add_result(st->rep, "collectives", case_name, st->topology,
                                           st->backend);
         if (!pls[k].res) return GT_ERR(GT_ERR_OOM, "collectives: report result");
+        /* every scope's case (intra_node/, inter_node/ too): the one class */
+        gt_result_set_groups(pls[k].res, GT_GROUP_BIT(GT_GROUP_COLLECTIVE));
         set_params(st, d, pls[k].res, dt, op, ips[k], have_raw);
         if (gt_comm_size(st->comm) == 1)
             gt_result_param_str(pls[k].res, "busbw", "n/a: one rank moves no data between ranks");
@@ -897,10 +902,7 @@ gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
     x.n = n;
     x.root = cfg->root;
     x.seed = cfg->seed;
-    if (cfg->slow_factor > 1 && cfg->slow_coll >= 0 && cfg->slow_coll < GT_COLL_TEST_COUNT) {
-        x.slow = &g_colls[cfg->slow_coll];
-        x.slow_factor = cfg->slow_factor;
-    }
+    memcpy(x.slow_factor, cfg->slow_factor, sizeof x.slow_factor);
     /* The raw baseline: NCCL on an nccl communicator (on device buffers),
      * MPI on an mpi one, none on self. The native handle is an ncclComm_t *
      * on nccl, an MPI_Comm * on mpi, NULL on self. */

@@ -91,8 +91,9 @@ typedef struct gt_coll_config {
                                  the others use min(reps, 3) */
     int root;                 /* reduce / broadcast root (default 0) */
     uint64_t seed;            /* input values */
-    int slow_coll;            /* fault injection: this gt_coll_test's gauntlet blocks take */
-    double slow_factor;       /* slow_factor times as long (> 1; slow_coll -1: none) */
+    /* fault injection: collective t's gauntlet blocks take slow_factor[t]
+     * times as long (> 1; else none: 0 in gt_coll_defaults) */
+    double slow_factor[GT_COLL_TEST_COUNT];
     /* Which communicator of a job that spans nodes this is: NULL the one
      * the suite was given (world: today's case names), else "intra_node"
      * (the ranks of one node) or "inter_node" (one rank per node): the case

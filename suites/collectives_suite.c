@@ -44,10 +44,14 @@ static gt_status config_of(const gt_suite_ctx *ctx, gt_coll_config *cfg) {
         cfg->colls = 1u << t;
     }
     if (ctx->inject_slowdown) {
-        char name[64];
-        gt_coll_test t;
-        GT_TRY(gt_parse_slowdown(ctx->inject_slowdown, name, sizeof name, &cfg->slow_factor));
-        if (gt_coll_test_parse(name, &t) == GT_OK) cfg->slow_coll = (int)t;
+        /* each collective by the item that names it, or its class */
+        gt_slowdown sl;
+        GT_TRY(gt_slowdown_parse(ctx->inject_slowdown, &sl));
+        for (int t = 0; t < GT_COLL_TEST_COUNT; t++) {
+            const gt_slowdown_item *it = gt_slowdown_match(&sl, gt_coll_test_name((gt_coll_test)t),
+                                                           GT_GROUP_BIT(GT_GROUP_COLLECTIVE));
+            cfg->slow_factor[t] = it ? it->factor : 0.0;
+        }
     }
     return GT_OK;
 }

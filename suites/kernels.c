@@ -76,6 +76,35 @@ static int ks_selected(const char *filter, const char *name) {
     return !strncmp(filter, name, n) && (name[n] == '\0' || name[n] == '/');
 }
 
+/* ---- the ops' class families -------------------------------------------------
+ * What the suite says of each op beyond its conformance descriptor
+ * (kernels/conformance/): whether it is GEMM-backed, in group gemm
+ * (suites/suite.h), which the results carry as "groups" and
+ * --inject-slowdown gemm:F slows. GEMM-backed: every call is one or more
+ * GEMMs on the cpu backend (gt_cpu_sgemm: OpenBLAS or the own blocked
+ * SGEMM) and on cuda (cuBLASLt; conv2d: im2col + SGEMM on cpu, cuDNN's
+ * convolutions on cuda). Not attention (cpu: axpy loops over one head's
+ * transposed K and V; cuda: the own kernels, and cuDNN's fused flash
+ * attention, one fused kernel, for 16-bit), nor the classifier (a softmax
+ * cross-entropy over logits another op's GEMM made). Group memory needs no
+ * flag: it is the descriptor's own classification, the ops judged against
+ * a memory level (!gt_kcase_compute_bound: working_set, peak_level). */
+typedef struct ks_op {
+    unsigned gemm : 1;
+} ks_op;
+
+static const ks_op ks_ops[GT_OP_COUNT] = {
+    [GT_OP_MATMUL_FWD] = {.gemm = 1},      [GT_OP_MATMUL_BWD] = {.gemm = 1},
+    [GT_OP_MATMUL_GELU_FWD] = {.gemm = 1}, [GT_OP_MATMUL_DGELU_BWD] = {.gemm = 1},
+    [GT_OP_CONV2D_FWD] = {.gemm = 1},      [GT_OP_CONV2D_BWD] = {.gemm = 1},
+};
+
+/* The groups (GT_GROUP_BIT) of op, set up as case c. */
+static unsigned ks_groups(gt_op op, const gt_kcase *c) {
+    return (ks_ops[op].gemm ? GT_GROUP_BIT(GT_GROUP_GEMM) : 0u) |
+           (gt_kcase_compute_bound(c) ? 0u : GT_GROUP_BIT(GT_GROUP_MEMORY));
+}
+
 /* "OP:US" of ctx->inject_delay. */
 static gt_status ks_parse_delay(const char *spec, gt_op *op, long *us) {
     *op = GT_OP_COUNT;
@@ -270,8 +299,7 @@ typedef struct ks_run {
     int gemm_tried[GT_DTYPE_COUNT];
     gt_op delay_op;
     long delay_us;
-    const char *slow_name; /* inject_slowdown: the op or case (a prefix, as case_filter) */
-    double slow_factor;
+    gt_slowdown slow; /* inject_slowdown: the items (n 0: none) */
     double cap_s;
     double *us, *cold, *tmp;
     int done;
@@ -476,6 +504,9 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *k
     int nck = 0;
     size_t notes0 = ks_notes_len(r->be);
     gt_status s = gt_kcase_new(r->be, r->ref, dt, op, &ks->sh, &c);
+    /* the case's class families: known once it is set up (gt_kcase_compute_bound) */
+    unsigned groups = s == GT_OK ? ks_groups(op, c) : 0u;
+    gt_result_set_groups(res, groups);
     if (s == GT_OK) s = gt_kcase_check(c, ck, &nck);
     if (s != GT_OK) {
         snprintf(line, sizeof line, "%s: %s", gt_status_name(s), gt_last_error());
@@ -513,10 +544,12 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *k
      * Device-timed backends: hot and cold (see the top). */
     int timed = strcmp(r->be->name, "ref") != 0 && !(ks->huge && ctx->effort == GT_EFFORT_QUICK);
     int dev = r->be->timer_start && r->be->timer_stop && r->be->flush_cache;
+    const gt_slowdown_item *slow = NULL; /* the injected slowdown's item that applies */
     if (timed) {
         size_t n = 0, nc = 0;
         long delay = op == r->delay_op ? r->delay_us : 0;
-        ks_fault fault = {delay, ks_selected(r->slow_name, name) ? r->slow_factor : 0, r->be};
+        slow = gt_slowdown_match(&r->slow, name, groups);
+        ks_fault fault = {delay, slow ? slow->factor : 0, r->be};
         s = dev ? ks_time_dev_hot(c, r->be, r->cap_s, &fault, r->us, &n)
                 : ks_time(c, r->be, r->cap_s, &fault, r->us, &n);
         if (s == GT_OK && dev) s = ks_time_dev_cold(c, r->be, r->cap_s, &fault, r->cold, &nc);
@@ -538,6 +571,7 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *k
                 gt_result_metric_ungated(res, "working_set", "reference");
             }
             if (delay) gt_result_param_int(res, "injected_delay_us", delay);
+            /* the factor of the item that slowed it; which item: the progress line */
             if (fault.factor > 1) gt_result_param_num(res, "injected_slowdown", fault.factor);
             if (dev) {
                 double gfc, gbc;
@@ -559,6 +593,11 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *k
             }
         }
     }
+    if (slow && s == GT_OK) {
+        size_t used = strlen(line);
+        if (used < sizeof line)
+            snprintf(line + used, sizeof line - used, "  slowed by %s", slow->text);
+    }
     ks_notes_param(res, r->be, notes0);
     gt_kcase_free(c);
     ks_finish(r, res, name, line);
@@ -571,13 +610,8 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
     ks_run r = {.ctx = ctx};
     gt_status s = ks_parse_delay(ctx->inject_delay, &r.delay_op, &r.delay_us);
     if (s != GT_OK) return s;
-    char slow_name[128] = "";
-    if (ctx->inject_slowdown) {
-        if ((s = gt_parse_slowdown(ctx->inject_slowdown, slow_name, sizeof slow_name,
-                                   &r.slow_factor)) != GT_OK)
-            return s;
-        r.slow_name = slow_name;
-    }
+    if (ctx->inject_slowdown && (s = gt_slowdown_parse(ctx->inject_slowdown, &r.slow)) != GT_OK)
+        return s;
     r.cap_s = ctx->effort == GT_EFFORT_QUICK ? 0.2 : ctx->effort == GT_EFFORT_FULL ? 3.0 : 1.0;
     gt_backend_config cfg = {.threads = ctx->threads, .device = -1};
     s = gt_backend_new(ctx->backend, &cfg, &r.be);
@@ -604,7 +638,7 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
         fprintf(ctx->out, "kernels: %s vs ref, effort %d, time cap %.1f s per case%s%s\n",
                 r.be->describe(r.be), (int)ctx->effort, r.cap_s,
                 r.delay_us ? ", injected delay " : "", r.delay_us ? ctx->inject_delay : "");
-    if (ctx->out && s == GT_OK && r.slow_name)
+    if (ctx->out && s == GT_OK && r.slow.n)
         fprintf(ctx->out, "kernels: injected slowdown %s\n", ctx->inject_slowdown);
     /* fp32 everywhere; bf16 and fp16 where the backend's storage can be 16-bit (cuda). */
     gt_dtype dts[3] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};

@@ -38,10 +38,10 @@ typedef struct gt_suite_ctx {
     /* fault injection for the gate's own test: "OP:MICROSECONDS" slows that
      * kernel op (kernels suite) by sleeping that long per call */
     const char *inject_delay;
-    /* fault injection for the gate's detection experiment: "NAME:FACTOR"
-     * makes kernel op NAME, or one case of it (op/dtype/shape; kernels
-     * suite), or collective NAME (collectives suite) take FACTOR times as
-     * long wherever it is timed */
+    /* fault injection for the gate's detection experiment: a list of
+     * NAME:FACTOR items (gt_slowdown_parse, below) makes each kernel op,
+     * case of one (op/dtype/shape prefix), collective, or class family
+     * named take its FACTOR times as long wherever it is timed */
     const char *inject_slowdown;
     /* Called by the suite after each result it added (rank 0; may be NULL). */
     void (*case_done)(void *ctx, gt_result *res);
@@ -77,10 +77,87 @@ extern const gt_suite gt_suite_health;
 const gt_suite *const *gt_suites(void);
 const gt_suite *gt_suite_find(const char *name);
 
-/* Parses an inject_slowdown spec "NAME:FACTOR" (1 < FACTOR <= 100) into
- * name (at most len - 1 characters) and *factor. GT_ERR_INVALID, saying
- * what was wrong, when it is malformed or NAME is neither a kernel op (or a
- * case of one, op/dtype/shape) nor a collective. */
+/* ---- class families -----------------------------------------------------------
+ * The classes a result belongs to, beyond its own op or collective: a
+ * driver or library change moves all of a class at once, so compare pools
+ * the evidence of each (the op family it derives from the case name
+ * itself). Recorded as the result's "groups" (docs/report-schema.md), never
+ * as a param (params are its identity); --inject-slowdown takes a class's
+ * name to slow all of it. Written once: X(ENUM, name).
+ *   gemm        kernel ops whose cpu and cuda implementations are GEMMs
+ *               (the kernels suite's op table says which: suites/kernels.c)
+ *   memory      memory-bound kernel ops: judged against a memory level's
+ *               bandwidth (working_set, peak_level), not the GEMM peak
+ *   collective  every case of the collectives suite */
+#define GT_GROUP_LIST(X)                                                                           \
+    X(GEMM, gemm)                                                                                  \
+    X(MEMORY, memory)                                                                              \
+    X(COLLECTIVE, collective)
+
+typedef enum gt_group {
+#define GT_GROUP_ENUM_(ENUM, name) GT_GROUP_##ENUM,
+    GT_GROUP_LIST(GT_GROUP_ENUM_)
+#undef GT_GROUP_ENUM_
+    GT_GROUP_COUNT
+} gt_group;
+
+/* A set of groups: bit GT_GROUP_BIT(g) per group g. */
+#define GT_GROUP_BIT(g) (1u << (unsigned)(g))
+
+/* "gemm", ...; NULL for a value out of range. */
+const char *gt_group_name(gt_group g);
+/* The group called name; GT_GROUP_COUNT when none is. */
+gt_group gt_group_find(const char *name);
+/* Records the groups of set (GT_GROUP_BIT) as res's "groups", in the list's
+ * order (gt_result_group); an empty set records nothing. */
+void gt_result_set_groups(gt_result *res, unsigned set);
+
+/* ---- injected slowdowns ---------------------------------------------------------
+ * ctx->inject_slowdown, the gate's power experiments: a comma-separated
+ * list of NAME:FACTOR items (1 < FACTOR <= 100), NAME one of
+ *   - a kernel op ("matmul_fwd") or a case prefix of one at a '/' boundary
+ *     ("matmul_fwd/fp32", "matmul_fwd/fp32/N64_C768_OC768");
+ *   - a collective ("allreduce");
+ *   - a class family (gemm, memory, collective: every op or collective in
+ *     it).
+ * Each case slowed is slowed by one item, the most specific that names it:
+ * a case prefix over its op (the longer prefix first), an op or collective
+ * over a class, between classes the first listed. The suites record that
+ * item's factor as the param injected_slowdown (compare leaves it out of
+ * the identity). Training wraps one op (engine/profile.h): the first item
+ * that names a whole op; cases, collectives and classes are not slowed
+ * there. */
+#define GT_SLOWDOWN_MAX 16
+
+typedef struct gt_slowdown_item {
+    char name[128];  /* NAME (a collective's in its canonical spelling) */
+    char text[160];  /* the item as given ("gemm:1.1"), for messages */
+    double factor;   /* 1 < factor <= 100 */
+    int group;       /* NAME is a class family: its gt_group; else -1 */
+} gt_slowdown_item;
+
+typedef struct gt_slowdown {
+    int n; /* items, in the order given */
+    gt_slowdown_item item[GT_SLOWDOWN_MAX];
+} gt_slowdown;
+
+/* Parses spec into *out. GT_ERR_INVALID, naming the item and what is
+ * accepted, when spec is empty or an item is malformed, has a factor out
+ * of range, names nothing (neither an op, a case prefix of one, a
+ * collective, nor a class), or names what an earlier item named; also
+ * when there are more than GT_SLOWDOWN_MAX items. */
+gt_status gt_slowdown_parse(const char *spec, gt_slowdown *out);
+
+/* The item that slows what is called `name` in classes `groups`
+ * (GT_GROUP_BIT): a kernels case ("matmul_fwd/fp32/N64_C768_OC768") or a
+ * collective ("allreduce"), by the rule above; NULL when none does. */
+const gt_slowdown_item *gt_slowdown_match(const gt_slowdown *sl, const char *name,
+                                          unsigned groups);
+
+/* Checks a whole inject_slowdown list (gt_slowdown_parse) and gives its
+ * first item's NAME (at most len - 1 characters, else GT_ERR_INVALID) and
+ * FACTOR: the one-item form the command line's checks and `gauntlet train`
+ * (one op) use. */
 gt_status gt_parse_slowdown(const char *spec, char *name, size_t len, double *factor);
 
 #ifdef __cplusplus

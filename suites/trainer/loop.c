@@ -326,14 +326,16 @@ static gt_status profile_start(const gt_train_config *cfg, gt_backend *be, int r
     pc.trace_path = cfg->trace_path;
     pc.keep_over_limit = cfg->profile_on;
     if (cfg->inject_slowdown) {
-        char name[64];
-        double f = 0;
-        GT_TRY(gt_parse_slowdown(cfg->inject_slowdown, name, sizeof name, &f));
-        for (int o = 0; o < GT_OP_COUNT; o++)
-            if (strcmp(gt_op_name((gt_op)o), name) == 0) {
-                pc.slow_op = (gt_op)o;
-                pc.slow_factor = f;
-            }
+        /* the wrapper slows one op: the list's first item that names a whole
+         * op (a case, a collective or a class is not slowed in training) */
+        gt_slowdown sl;
+        GT_TRY(gt_slowdown_parse(cfg->inject_slowdown, &sl));
+        for (int i = 0; i < sl.n && pc.slow_factor <= 1; i++)
+            for (int o = 0; o < GT_OP_COUNT; o++)
+                if (strcmp(gt_op_name((gt_op)o), sl.item[i].name) == 0) {
+                    pc.slow_op = (gt_op)o;
+                    pc.slow_factor = sl.item[i].factor;
+                }
     }
     /* a trace or an injected slowdown needs the wrapper: the profile comes with it */
     if (cfg->no_profile && !cfg->trace_path && pc.slow_factor <= 1) return GT_OK;
