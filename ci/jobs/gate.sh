@@ -9,7 +9,12 @@
 # `gauntlet compare BASELINE NEW`, and exits with the gate's verdict:
 #
 #   0  NEW may ship (or, with --accept and no baseline yet, NEW is the first baseline)
-#   3  NEW must not ship: a slower metric, a failed check, a missing or failed result
+#   3  NEW must not ship: a slower metric or family, a failed check, a missing or
+#      failed result
+#   4  undecided: a family (or a metric in no family) is slower than the threshold
+#      by its estimate, not shown; compare's `needed:` line says how many more
+#      runs would decide: keep more baseline runs (--baseline DIR/) or run again.
+#      The baseline is never replaced on 4
 #   2  the job could not decide: a bad option, no gauntlet binary, no baseline
 #      (without --accept), or `gauntlet run` ended in an error (see OUT/run.log)
 #
@@ -133,5 +138,6 @@ case $verdict in
         fi
         exit 0 ;;
     3) echo "gate: FAIL: NEW must not ship (details above, $out/junit.xml, $out/compare.html)"; exit 3 ;;
+    4) echo "gate: UNDECIDED: a change above the threshold is not yet shown or ruled out (see the needed: line above)"; exit 4 ;;
     *) die "gauntlet compare exited $verdict (see $out/compare.txt)" ;;
 esac
