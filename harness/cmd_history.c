@@ -168,12 +168,20 @@ int gt_cmd_history(int argc, char **argv) {
     } else if (gate) {
         gt_compare *c = NULL;
         int64_t base = 0;
-        s = gt_history_gate(h, gate, &opt, &c, &base);
+        int nbase = 0;
+        s = gt_history_gate(h, gate, &opt, &c, &base, &nbase);
         if (s != GT_OK) {
             rc = gt_fail("history", s);
+        } else if (nbase > 1) {
+            printf("history: gate %s against the last %d good runs of its class in %s (the "
+                   "newest: run %lld)\n",
+                   gate, nbase, db, (long long)base);
         } else {
-            printf("history: gate %s against run %lld of %s, the last good run of its class\n",
+            printf("history: gate %s against run %lld of %s, the last good run of its class "
+                   "(one run: checks and large changes only)\n",
                    gate, (long long)base, db);
+        }
+        if (s == GT_OK) {
             gt_compare_print(c, stdout, detail);
             fflush(stdout);
             rc = gt_compare_exit_code(c);

@@ -41,9 +41,37 @@
  *     run_noise^2) / pairs) on the log scale, Student's t on pairs - 1
  *     degrees of freedom.
  * The A/A experiment of docs/ci-gating.md sets both defaults.
- *   - p < alpha (after the correction) and |rel| >= threshold:
- *     faster/slower; |rel| < threshold: same; otherwise ambiguous (a change
- *     as large as the threshold that the noise can hide).
+ *
+ * Families (gt_compare_files; docs/ci-gating.md "Families"): the tested
+ * metrics that stand on their own (not derived, not ungated, not a part of
+ * another, judged from replicates, no side lifted to the timing floor) are
+ * grouped by suite and op (the case's first path component), topology,
+ * backend, direction and metric stem (the name without a trailing
+ * "_<digits>": a collective's sizes), and again by each class a result
+ * names in its "groups" (kernels: gemm, memory; collectives: collective). A
+ * group of two or more is a family, a hypothesis of its own: its members'
+ * log ratios are pooled with weights 1 / (their own spread^2 +
+ * run_noise^2): PAIRED, per pair, then Student's t over the pairs (pairs -
+ * 1 df, run_noise as the least spread); RUNS, per run (each member centred
+ * on its BASE mean), then a two-sample t; BLOCKS, the level ratios, with
+ * single_run_noise shared by all members (pooling does not shrink it).
+ *
+ * The correction: one weighted Holm procedure over the families
+ * (GT_COMPARE_FAMILY_SHARE of the weight, evenly) and the tested metrics
+ * (the rest; all of it when there is no family), on one-sided p-values in
+ * the direction of each estimate, at alpha (or the sequential look's share
+ * of it): alpha bounds the chance that an unchanged stack gets any slower
+ * verdict, family or metric. Each hypothesis is then judged with its
+ * interval at the one-sided level it was tested at (two-sided 1 - 2 level):
+ *   - rejected and |rel| >= threshold: faster or slower;
+ *   - the interval inside (-threshold, +threshold): same;
+ *   - slower by the threshold or more by its estimate, not rejected, and
+ *     the noise measured (RUNS or PAIRED; not checks_only): undecided, for
+ *     a family and for a metric in no family (a member's doubt is its
+ *     family's), with the pairs (runs a side) that would make the interval
+ *     exclude no change if the spread held (needed);
+ *   - otherwise ambiguous. One run a side never makes undecided: it decides
+ *     only large changes (its output says so).
  *   - no replicates on either side (too few samples): same when |rel| < t,
  *     else ambiguous; such a metric never makes a regression.
  *   - a time (unit ns, us, ms, s) whose level is below timing_floor_us on
@@ -56,20 +84,21 @@
  * error or a loss, which the checks judge; state for a clock or a
  * temperature) is shown with its verdict, never tested or gated (counted as
  * ungated).
- * Every tested metric gets its detectable change: z(p_crit) se / |base|,
- * never below the threshold, p_crit Holm's strictest level (alpha / tests):
- * "same" means the same within that.
- * gt_compare_files corrects the p-values for the number of metrics (Holm)
- * unless the options say GT_CORRECTION_NONE; gt_compare_samples judges one
- * metric alone (one run each side).
+ * Every tested metric and family gets its detectable change: t(level) se,
+ * never below the threshold.
+ * gt_compare_samples and gt_compare_runs judge one metric alone, with the
+ * rules before families (p < alpha and |rel| >= threshold: moved; |rel| <
+ * threshold: same; else ambiguous): the run history's change points.
  *
  * A metric whose report says "derived_from": M (a rate computed from the
  * samples of time M of the same result) gets its verdict printed but is not
  * tested or counted: M is, when both reports have it (else it is gated
  * itself), so one measurement gives one verdict.
- * NEW must not ship when any metric is slower (unless checks_only), any check fails in NEW (or a
- * check that BASE had is absent), a result's status is fail or error in
- * NEW, or a result that passed in BASE is absent or skipped in NEW.
+ * NEW must not ship when any family or metric is slower (unless checks_only),
+ * any check fails in NEW (or a check that BASE had is absent), a result's
+ * status is fail or error in NEW, or a result that passed in BASE is absent
+ * or skipped in NEW; otherwise it is undecided while a family or a metric
+ * in no family is undecided (gt_compare_decide).
  */
 #ifndef GT_COMPARE_H
 #define GT_COMPARE_H

@@ -175,8 +175,9 @@ void gt_history_class_of(const gt_report_doc *d, gt_history_class *c) {
     memset(c, 0, sizeof *c);
 }
 gt_status gt_history_gate(gt_history *h, const char *new_path, const gt_compare_options *opt,
-                          gt_compare **out, int64_t *base_id) {
+                          gt_compare **out, int64_t *base_id, int *base_runs) {
     (void)h, (void)new_path, (void)opt, (void)base_id;
+    *base_runs = 0;
     *out = NULL;
     return no_sqlite();
 }
@@ -1270,10 +1271,71 @@ void gt_history_print_series(const gt_history_series *ser, size_t n, FILE *out) 
 
 /* ---- the gate ------------------------------------------------------------------ */
 
+/* Writes the report text of the current row of st (column 1) as
+ * DIR/runNNN.json; GT_ERR_IO naming the file when it cannot. */
+static gt_status gate_write_run(sqlite3_stmt *st, const char *dir, int k) {
+    char *path = xprintf("%s/run%03d.json", dir, k);
+    if (!path) return GT_ERR(GT_ERR_OOM, "no memory for the history gate");
+    const void *text = sqlite3_column_text(st, 1);
+    size_t len = (size_t)sqlite3_column_bytes(st, 1);
+    FILE *f = fopen(path, "w");
+    gt_status s = GT_OK;
+    if (!f) {
+        s = GT_ERR(GT_ERR_IO, "cannot write a good run for compare to '%s': %s", path,
+                   strerror(errno));
+    } else if (fwrite(text, 1, len, f) != len || fclose(f) != 0) {
+        s = GT_ERR(GT_ERR_IO, "cannot write a good run for compare to '%s': %s", path,
+                   strerror(errno));
+    }
+    free(path);
+    return s;
+}
+
+static void gate_remove_dir(const char *dir, int n) {
+    for (int k = 0; k < n; k++) {
+        char *path = xprintf("%s/run%03d.json", dir, k);
+        if (path) unlink(path);
+        free(path);
+    }
+    rmdir(dir);
+}
+
+/* The newest good runs of the class (at most GT_HISTORY_GATE_RUNS) written
+ * into a new directory under TMPDIR, the newest first (its environment is
+ * the one compared); *n how many. */
+static gt_status gate_write_runs(gt_history *h, sqlite3_stmt *st, char **dir_out, int *n) {
+    const char *tmpdir = getenv("TMPDIR");
+    char *dir = xprintf("%s/gauntlet-history-runs-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    *dir_out = NULL;
+    *n = 0;
+    if (!dir || !mkdtemp(dir)) {
+        gt_status s = GT_ERR(GT_ERR_IO, "cannot make a directory for the last good runs in %s: %s",
+                             tmpdir && tmpdir[0] ? tmpdir : "/tmp", strerror(errno));
+        free(dir);
+        return s;
+    }
+    gt_status s = GT_OK;
+    int rc = SQLITE_ROW;
+    while (s == GT_OK && rc == SQLITE_ROW) {
+        s = gate_write_run(st, dir, *n);
+        if (s == GT_OK) (*n)++;
+        if (s == GT_OK) rc = sqlite3_step(st);
+    }
+    if (s == GT_OK && rc != SQLITE_DONE) s = db_err(h, rc, "reading the last good runs");
+    if (s != GT_OK) {
+        gate_remove_dir(dir, *n);
+        free(dir);
+        return s;
+    }
+    *dir_out = dir;
+    return GT_OK;
+}
+
 gt_status gt_history_gate(gt_history *h, const char *new_path, const gt_compare_options *opt,
-                          gt_compare **out, int64_t *base_id) {
+                          gt_compare **out, int64_t *base_id, int *base_runs) {
     *out = NULL;
     *base_id = 0;
+    *base_runs = 0;
     gt_report_doc *d = NULL;
     GT_TRY(gt_report_read(new_path, "NEW", &d));
     gt_history_class c;
@@ -1283,7 +1345,7 @@ gt_status gt_history_gate(gt_history *h, const char *new_path, const gt_compare_
         h->db,
         "SELECT id, report, run_id, start FROM runs WHERE host_kind = ?1 AND topology = ?2 AND "
         "backends = ?3 AND n_fail = 0 AND n_error = 0 AND n_pass > 0 AND run_id <> ?4 "
-        "ORDER BY id DESC LIMIT 1",
+        "ORDER BY id DESC LIMIT ?5",
         -1, &st, NULL);
     if (rc != SQLITE_OK) {
         gt_report_doc_free(d);
@@ -1293,6 +1355,7 @@ gt_status gt_history_gate(gt_history *h, const char *new_path, const gt_compare_
     BIND_TEXT(st, 2, c.topology);
     BIND_TEXT(st, 3, c.backends);
     BIND_TEXT(st, 4, gt_report_doc_run_id(d));
+    sqlite3_bind_int(st, 5, GT_HISTORY_GATE_RUNS);
     gt_report_doc_free(d);
     rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
@@ -1312,28 +1375,19 @@ gt_status gt_history_gate(gt_history *h, const char *new_path, const gt_compare_
         return s;
     }
     *base_id = sqlite3_column_int64(st, 0);
-    const char *tmpdir = getenv("TMPDIR");
-    char *tmp = xprintf("%s/gauntlet-history-run-%lld-XXXXXX",
-                        tmpdir && tmpdir[0] ? tmpdir : "/tmp", (long long)*base_id);
-    gt_status s = GT_OK;
-    int fd = tmp ? mkstemp(tmp) : -1;
-    if (fd < 0) {
-        s = GT_ERR(GT_ERR_IO, "cannot write the last good run for compare in %s: %s",
-                   tmpdir && tmpdir[0] ? tmpdir : "/tmp", strerror(errno));
-    } else {
-        const void *text = sqlite3_column_text(st, 1);
-        size_t len = (size_t)sqlite3_column_bytes(st, 1);
-        FILE *f = fdopen(fd, "w");
-        if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
-            s = GT_ERR(GT_ERR_IO, "cannot write the last good run to '%s': %s", tmp,
-                       strerror(errno));
-            if (!f) close(fd);
-        }
-        if (s == GT_OK) s = gt_compare_files(tmp, new_path, opt, out);
-        unlink(tmp);
-    }
-    free(tmp);
+    char *dir = NULL;
+    int n = 0;
+    gt_status s = gate_write_runs(h, st, &dir, &n);
     sqlite3_finalize(st);
+    if (s != GT_OK) return s;
+    *base_runs = n;
+    /* one good run: the report itself (one run a side), else the directory:
+     * several runs' spread is measured noise */
+    char *one = n == 1 ? xprintf("%s/run000.json", dir) : NULL;
+    s = gt_compare_files(one ? one : dir, new_path, opt, out);
+    free(one);
+    gate_remove_dir(dir, n);
+    free(dir);
     return s;
 }
 

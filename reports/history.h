@@ -151,13 +151,19 @@ typedef struct gt_history_class {
 } gt_history_class;
 void gt_history_class_of(const gt_report_doc *d, gt_history_class *c);
 
-/* The gate: compares the report at new_path with the last good run (every
- * result pass or skip, at least one pass) of its fingerprint class,
- * excluding a run with its own run.id, by gt_compare_files. *base_id: that
- * run's id. GT_ERR_INVALID when the history has no good run of the class
- * (the message names the class and the classes there are). */
+/* Good runs the history gate takes as its baseline directory. */
+#define GT_HISTORY_GATE_RUNS 5
+
+/* The gate: compares the report at new_path with the last good runs (every
+ * result pass or skip, at least one pass) of its fingerprint class, at most
+ * GT_HISTORY_GATE_RUNS of them, excluding a run with its own run.id, by
+ * gt_compare_files: several runs are a baseline directory (their spread is
+ * the measured noise, families and undecided apply), one run is one run a
+ * side. *base_id: the newest of them (its environment is the one compared);
+ * *base_runs: how many. GT_ERR_INVALID when the history has no good run of
+ * the class (the message names the class and the classes there are). */
 gt_status gt_history_gate(gt_history *h, const char *new_path, const gt_compare_options *opt,
-                          gt_compare **out, int64_t *base_id);
+                          gt_compare **out, int64_t *base_id, int *base_runs);
 
 /* Checks the database: SQLite's integrity check, and that every run holds
  * as many results as its report had (no report half recorded). GT_OK or

@@ -87,8 +87,8 @@ mk "$tmp/new-ok.json" run-14 2026-10-14T01:00:00Z 555.42 pass 131
 mk "$tmp/new-slow.json" run-15 2026-10-15T01:00:00Z 555.42 pass 200
 mk "$tmp/other.json" run-16 2026-10-16T01:00:00Z 555.42 pass 130 "Other CPU"
 expect 0 "NEW may ship" "$g" history "$db" --gate "$tmp/new-ok.json"
-"$g" history "$db" --gate "$tmp/new-ok.json" | grep -q "against run 12 of .*last good run" &&
-    ok "the gate took run 12 (run 13 failed)" || fail "the gate did not take run 12"
+"$g" history "$db" --gate "$tmp/new-ok.json" | grep -q "against the last 5 good runs of its class .*(the newest: run 12)" &&
+    ok "the gate took runs 8-12 as its baseline (run 13 failed)" || fail "the gate did not take the last 5 good runs, newest 12"
 expect 3 "NEW MUST NOT SHIP" "$g" history "$db" --gate "$tmp/new-slow.json" --junit "$tmp/j.xml"
 grep -q "<failure" "$tmp/j.xml" 2>/dev/null && ok "--gate --junit wrote the failure" || fail "no JUnit failure"
 expect 2 "no good run .*of this report's class: host kind 'Other CPU, 8 logical CPUs; no GPU'" \
