@@ -996,6 +996,10 @@ static void count_verdicts(gt_compare *c) {
             case GT_VERDICT_UNDECIDED:
                 k->undecided++;
                 break;
+            case GT_VERDICT_AMBIGUOUS:
+                k->ambiguous++;
+                k->beyond_reach += x->beyond_reach;
+                break;
             default:
                 k->ambiguous++;
                 break;
@@ -1006,6 +1010,7 @@ static void count_verdicts(gt_compare *c) {
         k->families_slower += c->fam[i].verdict == GT_VERDICT_SLOWER;
         k->families_undecided += c->fam[i].verdict == GT_VERDICT_UNDECIDED;
         k->families_faster += c->fam[i].verdict == GT_VERDICT_FASTER;
+        k->beyond_reach += c->fam[i].beyond_reach;
     }
 }
 
@@ -1497,6 +1502,8 @@ static const char *metric_verdict_text(const cmp_metric *m) {
                  m->part_of);
         return pbuf;
     }
+    if (m->beyond_reach) return "ambiguous (slower by its estimate, too noisy to decide here)";
+    if (m->verdict == GT_VERDICT_UNDECIDED) return "UNDECIDED";
     return m->verdict == GT_VERDICT_SLOWER ? "SLOWER" : gt_verdict_name(m->verdict);
 }
 
@@ -1603,6 +1610,9 @@ static void print_summary_line(const gt_compare *c, FILE *f) {
     if (k->below_floor) fprintf(f, ", %d below the timing floor", k->below_floor);
     if (k->ungated) fprintf(f, ", %d not gated (numerics, state, reference)", k->ungated);
     if (k->undecided) fprintf(f, ", %d undecided", k->undecided);
+    if (k->beyond_reach)
+        fprintf(f, ", %d slower by the estimate but too noisy to decide here (--changed)",
+                k->beyond_reach);
     if (k->families)
         fprintf(f, "; families: %d slower, %d undecided, %d faster of %d", k->families_slower,
                 k->families_undecided, k->families_faster, k->families);

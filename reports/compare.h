@@ -241,6 +241,9 @@ typedef struct gt_compare_counts {
     int undecided;                       /* metrics in no family that are undecided */
     int families;                        /* families tested (two members or more) */
     int families_slower, families_undecided, families_faster;
+    int beyond_reach;                    /* families and metrics in no family slower than the
+                                            threshold by their estimate, too noisy to decide
+                                            within the design's reach (ambiguous) */
     int metrics_one_side;                /* metrics in only one report (informational) */
     int derived;                         /* metrics computed from another of their result
                                             ("derived_from"): shown, not counted above */

@@ -419,6 +419,30 @@ static int more_needed(const gt_compare *c, gt_compare_method method, double sd,
     return -1;
 }
 
+/* More pairs (runs a side) within the design's reach: a sequential design's
+ * budget, and never less than as many again as there are (a CI job that
+ * doubles its pairs). An estimate beyond the threshold that needs more than
+ * that is too noisy to decide, not undecided: without this bound every
+ * noisy family of an unchanged stack would be "undecided" by chance (an A/A
+ * pair's estimate is above 5% for a family whose spread is 8%, a third of
+ * the time), and the gate could never say "may ship". */
+static int reach(const gt_compare *c, int reps) {
+    int more = reps;
+    if (c->opt.seq_max > 0 && c->opt.seq_max - c->pairs > more) more = c->opt.seq_max - c->pairs;
+    return more;
+}
+
+/* UNDECIDED only when more pairs within reach would decide it; else
+ * ambiguous, marked beyond reach. */
+static gt_verdict within_reach(const gt_compare *c, gt_verdict v, int needed, int reps,
+                               int *beyond) {
+    *beyond = 0;
+    if (v != GT_VERDICT_UNDECIDED) return v;
+    if (needed > 0 && needed <= reach(c, reps)) return v;
+    *beyond = 1;
+    return GT_VERDICT_AMBIGUOUS;
+}
+
 static void decide_family(const gt_compare *c, cmp_family *f) {
     if (isnan(f->p)) return;
     double t = gt_gs_t_quantile2(2 * f->level, f->df);
@@ -432,6 +456,8 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
                                                   : f->se / sqrt(1.0 / f->nb + 1.0 / f->nn);
         int n = f->method == GT_METHOD_PAIRED ? f->reps : f->nb;
         f->needed = more_needed(c, f->method, sd, n, f->nn, f->est, f->level);
+        int reps = f->method == GT_METHOD_PAIRED ? f->reps : (f->nb > f->nn ? f->nb : f->nn);
+        f->verdict = within_reach(c, f->verdict, f->needed, reps, &f->beyond_reach);
     }
 }
 
@@ -465,6 +491,10 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
                         : sqrt(a->spread) / fabs(a->base_lvl);
         double est = a->method == GT_METHOD_PAIRED ? log1p(a->rel) : a->rel;
         m->needed = more_needed(c, a->method, sd, m->runs_b, m->runs_n, est, m->level);
+        int reps = a->method == GT_METHOD_PAIRED
+                       ? m->runs_b
+                       : (m->runs_b > m->runs_n ? m->runs_b : m->runs_n);
+        m->verdict = within_reach(c, m->verdict, m->needed, reps, &m->beyond_reach);
     }
 }
 
@@ -581,12 +611,14 @@ static void print_family(const gt_compare *c, const cmp_family *x, FILE *f) {
                "%d of %zu moved",
             verdict_word(x->verdict), x->name, x->stem, x->topology, x->backend, x->n,
             members_word(x), reps, 100 * x->rel, 100 * x->lo, 100 * x->hi, x->moved, x->n);
-    if (x->verdict == GT_VERDICT_UNDECIDED) {
-        if (x->needed > 0)
-            fprintf(f, "; about %d more %s would decide", x->needed, unit_of_reps(c));
-        else
-            fprintf(f, "; too noisy to decide with 1000 more %s", unit_of_reps(c));
-    }
+    if (x->verdict == GT_VERDICT_UNDECIDED)
+        fprintf(f, "; about %d more %s would decide", x->needed, unit_of_reps(c));
+    else if (x->beyond_reach && x->needed > 0)
+        fprintf(f, "; too noisy for %.3g%% here: about %d more %s would decide", 100 * c->opt.threshold,
+                x->needed, unit_of_reps(c));
+    else if (x->beyond_reach)
+        fprintf(f, "; too noisy for %.3g%% here: over 1000 more %s", 100 * c->opt.threshold,
+                unit_of_reps(c));
     fprintf(f, "\n");
 }
 

@@ -73,6 +73,8 @@ typedef struct cmp_metric {
     double level;  /* the one-sided level the correction tested it at */
     double lo, hi; /* rel's interval at that level (NAN: none) */
     int needed;    /* UNDECIDED: more pairs (runs a side) that would decide; -1: over 1000 */
+    int beyond_reach; /* slower by its estimate, not shown, and more pairs than the design's
+                         reach would be needed: ambiguous, too noisy for the threshold */
 } cmp_metric;
 
 /* A family: one metric of one op over its shapes (suite/op), or of every
@@ -92,7 +94,7 @@ typedef struct cmp_family {
     double sd;         /* PAIRED: the spread of the pooled pair ratios; RUNS: pooled run spread */
     int df, nb, nn;    /* nb, nn: runs each side (RUNS) */
     double rel, lo, hi, p, p_adj, level, detectable;
-    int rejected, moved, needed;
+    int rejected, moved, needed, beyond_reach;
     gt_verdict verdict;
 } cmp_family;
 
