@@ -1864,7 +1864,11 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
         for (size_t j = 0; j < r->nm; j++) {
             const cmp_metric *m = &r->m[j];
             if (!gated_slower(c, m) && !gated_undecided(c, m)) continue;
-            if (detail != GT_DETAIL_ALL && listed >= GT_COMPARE_SHOWN) {
+            /* families said it first: fewer members then */
+            size_t cap = c->counts.families_slower + c->counts.families_undecided
+                             ? GT_COMPARE_SHOWN_MEMBERS
+                             : GT_COMPARE_SHOWN;
+            if (detail != GT_DETAIL_ALL && listed >= cap) {
                 unlisted++;
                 continue;
             }

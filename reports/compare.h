@@ -58,11 +58,11 @@
  *
  * The correction: one weighted Holm procedure over the families
  * (GT_COMPARE_FAMILY_SHARE of the weight, evenly) and the tested metrics
- * (the rest; all of it when there is no family), on one-sided p-values in
- * the direction of each estimate, at alpha (or the sequential look's share
- * of it): alpha bounds the chance that an unchanged stack gets any slower
- * verdict, family or metric. Each hypothesis is then judged with its
- * interval at the one-sided level it was tested at (two-sided 1 - 2 level):
+ * (the rest; all of it when there is no family), on two-sided p-values, at
+ * alpha (or the sequential look's share of it): alpha bounds the chance
+ * that an unchanged stack gets any slower or faster verdict, family or
+ * metric. Each hypothesis is then judged with its two-sided interval at the
+ * level it was tested at (1 - level):
  *   - rejected and |rel| >= threshold: faster or slower;
  *   - the interval inside (-threshold, +threshold): same;
  *   - slower by the threshold or more by its estimate, not rejected, and

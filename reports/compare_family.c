@@ -298,7 +298,7 @@ static int test_family(const gt_compare *c, cmp_family *f) {
     f->sd = s.sd;
     f->df = s.df;
     f->rel = expm1(s.mean);
-    f->p = isfinite(s.se) ? 0.5 * gt_gs_p(&s) : NAN; /* one-sided, the estimate's way */
+    f->p = isfinite(s.se) ? gt_gs_p(&s) : NAN; /* two-sided */
     int dir = f->higher_better ? -1 : 1;
     for (size_t m = 0; m < f->n; m++) {
         double r = f->mem[m]->rel;
@@ -311,7 +311,7 @@ static int test_family(const gt_compare *c, cmp_family *f) {
 /* ---- one correction over families and metrics ----------------------------------------- */
 
 typedef struct hyp {
-    double p, w; /* one-sided p; weight */
+    double p, w; /* two-sided p; weight */
     cmp_metric *m;
     cmp_family *f;
 } hyp;
@@ -343,7 +343,7 @@ static int correct(gt_compare *c) {
     for (size_t i = 0; i < c->nres; i++)
         for (size_t j = 0; j < c->res[i].nm; j++) {
             cmp_metric *m = &c->res[i].m[j];
-            if (metric_tested(m)) h[k++] = (hyp){0.5 * m->p, (1 - share) / (double)nm, m, NULL};
+            if (metric_tested(m)) h[k++] = (hyp){m->p, (1 - share) / (double)nm, m, NULL};
         }
     for (size_t i = 0; i < c->nfam; i++)
         if (!isnan(c->fam[i].p)) h[k++] = (hyp){c->fam[i].p, share / (double)nf, NULL, &c->fam[i]};
@@ -408,13 +408,13 @@ static int more_needed(const gt_compare *c, gt_compare_method method, double sd,
     double target = fabs(est);
     if (!(target > 0) || !isfinite(sd)) return -1;
     if (method == GT_METHOD_PAIRED) {
-        int n = gt_gs_n_needed(sd, c->opt.run_noise, target, 2 * level, nb + 1, nb + 1000);
+        int n = gt_gs_n_needed(sd, c->opt.run_noise, target, level, nb + 1, nb + 1000);
         return n <= 0 || n > nb + 1000 ? -1 : n - nb;
     }
     double var = sd * sd + c->opt.run_noise * c->opt.run_noise;
     for (int k = 1; k <= 1000; k++) {
         double se = sqrt(var * (1.0 / (nb + k) + 1.0 / (nn + k)));
-        if (gt_gs_t_quantile2(2 * level, nb + nn + 2 * k - 2) * se < target) return k;
+        if (gt_gs_t_quantile2(level, nb + nn + 2 * k - 2) * se < target) return k;
     }
     return -1;
 }
@@ -445,7 +445,7 @@ static gt_verdict within_reach(const gt_compare *c, gt_verdict v, int needed, in
 
 static void decide_family(const gt_compare *c, cmp_family *f) {
     if (isnan(f->p)) return;
-    double t = gt_gs_t_quantile2(2 * f->level, f->df);
+    double t = gt_gs_t_quantile2(f->level, f->df);
     f->lo = expm1(f->est - t * f->se);
     f->hi = expm1(f->est + t * f->se);
     f->detectable = fmax(expm1(t * f->se), c->opt.threshold);
@@ -466,7 +466,7 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
 static void decide_metric(const gt_compare *c, cmp_metric *m) {
     if (!metric_tested(m)) return;
     const assessment *a = &m->a;
-    double t = gt_gs_t_quantile2(2 * m->level, a->df);
+    double t = gt_gs_t_quantile2(m->level, a->df);
     if (isnan(a->rel) || isnan(a->se_rel)) {
         m->verdict = a->large ? GT_VERDICT_AMBIGUOUS : GT_VERDICT_SAME;
         return;
@@ -594,7 +594,8 @@ static const char *verdict_word(gt_verdict v) {
 
 static const char *members_word(const cmp_family *x) {
     if (x->is_class) return "members";
-    if (strncmp(x->name, "collectives/", 12) == 0) return "sizes";
+    /* a collective's family spans its sizes, dtypes and ops: members */
+    if (strncmp(x->name, "collectives/", 12) == 0) return "members";
     if (strncmp(x->name, "kernels/", 8) == 0) return "shapes";
     return "cases";
 }
@@ -632,11 +633,15 @@ void gt_cmp_print_families(const gt_compare *c, FILE *f, size_t cap) {
             "ambiguous, %d same (interval inside +-%.3g%%)\n",
             c->nfam, v[GT_VERDICT_SLOWER], v[GT_VERDICT_UNDECIDED], v[GT_VERDICT_FASTER],
             v[GT_VERDICT_AMBIGUOUS], v[GT_VERDICT_SAME], 100 * c->opt.threshold);
-    /* what blocks first, then what moved, then the doubtful */
+    /* what blocks first, then what moved, then the doubtful; with a cap (the
+     * default output) the slower and undecided ones are left to the list of
+     * regressions at the end, where a CI log shows them, and not said twice */
     static const gt_verdict order[] = {GT_VERDICT_SLOWER, GT_VERDICT_UNDECIDED, GT_VERDICT_FASTER,
                                        GT_VERDICT_AMBIGUOUS};
     size_t shown = 0, hidden = 0;
-    for (size_t o = 0; o < sizeof order / sizeof order[0]; o++)
+    if (cap && gt_cmp_family_regressions(c, NULL))
+        fprintf(f, "  (the slower and undecided ones lead the list of regressions below)\n");
+    for (size_t o = cap && !c->opt.checks_only ? 2 : 0; o < sizeof order / sizeof order[0]; o++)
         for (size_t i = 0; i < c->nfam; i++) {
             if (c->fam[i].verdict != order[o]) continue;
             if (cap && shown >= cap) {
@@ -664,10 +669,10 @@ int gt_cmp_family_regressions(const gt_compare *c, FILE *f) {
 void gt_cmp_print_rules(const gt_compare *c, FILE *f) {
     if (c->opt.correction == GT_CORRECTION_HOLM && c->nfam)
         fprintf(f, "alpha %.3g over all families and metrics (weighted Holm: the families "
-                   "%.0f%% of the weight), one-sided for slower",
+                   "%.0f%% of the weight)",
                 c->alpha, 100 * GT_COMPARE_FAMILY_SHARE);
     else if (c->opt.correction == GT_CORRECTION_HOLM)
-        fprintf(f, "alpha %.3g over all metrics (Holm), one-sided for slower", c->alpha);
+        fprintf(f, "alpha %.3g over all metrics (Holm)", c->alpha);
     else
         fprintf(f, "alpha %.3g for each family and metric (no correction)", c->alpha);
     if (c->opt.seq_max > 0)

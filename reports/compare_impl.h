@@ -8,6 +8,8 @@
 /* Lines of a kind (families, failed results, slower metrics) shown by default;
  * --verbose, JUnit and the HTML page have the rest. */
 #define GT_COMPARE_SHOWN 15
+/* Members listed by default after slower or undecided families named them. */
+#define GT_COMPARE_SHOWN_MEMBERS 10
 
 #include <stddef.h>
 #include <stdio.h>
@@ -69,8 +71,8 @@ typedef struct cmp_metric {
     double *lb, *ln;
     int nlb, nln;
     int in_family; /* a member of a family of two or more */
-    int rejected;  /* the correction rejected "no change" (one-sided, its direction) */
-    double level;  /* the one-sided level the correction tested it at */
+    int rejected;  /* the correction rejected "no change" (two-sided) */
+    double level;  /* the (two-sided) level the correction tested it at */
     double lo, hi; /* rel's interval at that level (NAN: none) */
     int needed;    /* UNDECIDED: more pairs (runs a side) that would decide; -1: over 1000 */
     int beyond_reach; /* slower by its estimate, not shown, and more pairs than the design's
