@@ -69,7 +69,10 @@
  *     the noise measured (RUNS or PAIRED; not checks_only): undecided, for
  *     a family and for a metric in no family (a member's doubt is its
  *     family's), with the pairs (runs a side) that would make the interval
- *     exclude no change if the spread held (needed);
+ *     exclude no change if the spread held (needed), when that is within
+ *     reach: at most as many again as there are, or anything before the
+ *     last look of a sequential design; beyond reach it is ambiguous and
+ *     counted as beyond_reach;
  *   - otherwise ambiguous. One run a side never makes undecided: it decides
  *     only large changes (its output says so).
  *   - no replicates on either side (too few samples): same when |rel| < t,

@@ -419,17 +419,19 @@ static int more_needed(const gt_compare *c, gt_compare_method method, double sd,
     return -1;
 }
 
-/* More pairs (runs a side) within the design's reach: a sequential design's
- * budget, and never less than as many again as there are (a CI job that
- * doubles its pairs). An estimate beyond the threshold that needs more than
+/* More pairs (runs a side) within the design's reach: as many again as
+ * there are (a CI job that doubles its pairs), and anything before the last
+ * look of a sequential design. An estimate beyond the threshold that needs more than
  * that is too noisy to decide, not undecided: without this bound every
  * noisy family of an unchanged stack would be "undecided" by chance (an A/A
  * pair's estimate is above 5% for a family whose spread is 8%, a third of
  * the time), and the gate could never say "may ship". */
 static int reach(const gt_compare *c, int reps) {
-    int more = reps;
-    if (c->opt.seq_max > 0 && c->opt.seq_max - c->pairs > more) more = c->opt.seq_max - c->pairs;
-    return more;
+    /* a sequential design before its last look adds pairs while anything is
+     * slower by its estimate: the spread of 4 or 5 pairs is too uncertain to
+     * give up on a change that its budget might still decide */
+    if (c->opt.seq_max > 0 && c->pairs < c->opt.seq_max) return 1000;
+    return reps;
 }
 
 /* UNDECIDED only when more pairs within reach would decide it; else
