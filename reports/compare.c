@@ -631,9 +631,11 @@ static json_t *extra_result(const extra_run *x, const char *key) {
 
 /* The values of metric `name` over the runs of a side: the first run's
  * metric m, then each further run's result of `key`. Fills the side (its
- * arrays malloc'ed: *vals, *cuts); -1 when out of memory. */
+ * arrays malloc'ed: *vals, *cuts) and run_of[k], the report the side's k-th
+ * run came from (runs that lack the metric are skipped); -1 when out of
+ * memory. */
 static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, const char *name,
-                  double **vals, size_t **cuts, side *out) {
+                  double **vals, size_t **cuts, int *run_of, side *out) {
     *vals = NULL;
     *cuts = malloc((nx + 2) * sizeof **cuts);
     if (!*cuts) return -1;
@@ -658,31 +660,26 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
         if (k) memcpy(*vals + total, v, k * sizeof *v);
         free(v);
         total += k;
+        run_of[runs] = (int)i;
         (*cuts)[++runs] = total;
     }
     *out = (side){*vals, total, *cuts, runs};
     return 0;
 }
 
-/* The log of the median of each run of a side (NAN where a run lacks the
- * metric or its median is not positive): run j of BASE beside run j of NEW
- * for the family tests. */
-static double *run_logs(json_t *m, const extra_run *xs, size_t nx, const char *key,
-                        const char *name, int *n) {
+/* The log of the median of each run of a side, indexed by report (NAN
+ * where a run lacks the metric or its median is not positive): run j of
+ * BASE beside run j of NEW for the family tests. From the values gather()
+ * read, so that no report is parsed twice. */
+static double *run_logs(const side *sd, const int *run_of, size_t nx, int *n) {
     double *out = malloc((nx + 1) * sizeof *out);
     *n = 0;
     if (!out) return NULL;
-    for (size_t i = 0; i <= nx; i++) {
-        json_t *mi = m;
-        if (i > 0) {
-            json_t *r = key ? extra_result(&xs[i - 1], key) : NULL;
-            mi = r ? json_object_get(json_object_get(r, "metrics"), name) : NULL;
-        }
-        double *v = NULL;
-        size_t k = mi ? metric_values(mi, &v) : 0;
-        double med = k ? gt_median(v, k) : NAN;
-        out[i] = med > 0 ? log(med) : NAN;
-        free(v);
+    for (size_t i = 0; i <= nx; i++) out[i] = NAN;
+    for (int k = 0; k < sd->runs; k++) {
+        size_t lo = sd->cut[k], hi = sd->cut[k + 1];
+        double med = hi > lo ? gt_median(sd->v + lo, hi - lo) : NAN;
+        out[run_of[k]] = med > 0 ? log(med) : NAN;
     }
     *n = (int)nx + 1;
     return out;
@@ -702,11 +699,11 @@ static double *block_logs(const side *sd, int *n) {
 }
 
 /* The replicates a family test pools (cmp_metric's lb, ln). */
-static void family_logs(const gt_compare *c, const cmp_result *r, cmp_metric *m, json_t *mb,
-                        json_t *mn, const side *sb, const side *sn) {
+static void family_logs(const gt_compare *c, cmp_metric *m, const side *sb, const int *rb,
+                        const side *sn, const int *rn) {
     if (m->method == GT_METHOD_RUNS || m->method == GT_METHOD_PAIRED) {
-        m->lb = run_logs(mb, c->xb, c->nxb, r->key, m->name, &m->nlb);
-        m->ln = run_logs(mn, c->xn, c->nxn, r->key, m->name, &m->nln);
+        m->lb = run_logs(sb, rb, c->nxb, &m->nlb);
+        m->ln = run_logs(sn, rn, c->nxn, &m->nln);
     } else if (m->method == GT_METHOD_BLOCKS) {
         m->lb = block_logs(sb, &m->nlb);
         m->ln = block_logs(sn, &m->nln);
@@ -741,8 +738,9 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
     size_t *cb = NULL, *cn = NULL;
     side sb = {0}, sn = {0};
     int rc = 0;
-    if ((mb && gather(mb, c->xb, c->nxb, r->key, name, &vb, &cb, &sb)) ||
-        (mn && gather(mn, c->xn, c->nxn, r->key, name, &vn, &cn, &sn))) {
+    int *rb = malloc((c->nxb + 1) * sizeof *rb), *rn = malloc((c->nxn + 1) * sizeof *rn);
+    if (!rb || !rn || (mb && gather(mb, c->xb, c->nxb, r->key, name, &vb, &cb, rb, &sb)) ||
+        (mn && gather(mn, c->xn, c->nxn, r->key, name, &vn, &cn, rn, &sn))) {
         rc = -1;
     } else if (mb && mn) {
         m->a = assess(&sb, &sn, m->higher_better, gt_cmp_us_per_unit(m->unit), opt);
@@ -757,7 +755,7 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
         m->nb = sb.n;
         m->nn = sn.n;
         m->lo = m->hi = NAN;
-        family_logs(c, r, m, mb, mn, &sb, &sn);
+        family_logs(c, m, &sb, rb, &sn, rn);
     } else {
         m->base_med = sb.n ? gt_median(sb.v, sb.n) : NAN;
         m->new_med = sn.n ? gt_median(sn.v, sn.n) : NAN;
@@ -768,6 +766,8 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
     free(vn);
     free(cb);
     free(cn);
+    free(rb);
+    free(rn);
     return rc;
 }
 
@@ -1623,17 +1623,12 @@ static void print_summary_line(const gt_compare *c, FILE *f) {
             c->opt.checks_only ? " (--checks-only: speed verdicts shown, not gated)" : "");
 }
 
-/* A metric in no family that is undecided: it keeps NEW from shipping yet. */
-static int gated_undecided(const gt_compare *c, const cmp_metric *m) {
-    return m->in_base && m->in_new && m->verdict == GT_VERDICT_UNDECIDED && !m->derived_from &&
-           !m->ungated && !c->opt.checks_only;
-}
 
 /* A result that decides the verdict: NEW may not ship because of it. */
 static int result_decides(const gt_compare *c, const cmp_result *r) {
     int any = r->missing || r->failed || r->failed_checks;
     for (size_t j = 0; j < r->nm && !any; j++)
-        any = gated_slower(c, &r->m[j]) || gated_undecided(c, &r->m[j]);
+        any = gated_slower(c, &r->m[j]) || gt_cmp_metric_undecided(c, &r->m[j]);
     return any;
 }
 
@@ -1863,7 +1858,7 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
         }
         for (size_t j = 0; j < r->nm; j++) {
             const cmp_metric *m = &r->m[j];
-            if (!gated_slower(c, m) && !gated_undecided(c, m)) continue;
+            if (!gated_slower(c, m) && !gt_cmp_metric_undecided(c, m)) continue;
             /* families said it first: fewer members then */
             size_t cap = c->counts.families_slower + c->counts.families_undecided
                              ? GT_COMPARE_SHOWN_MEMBERS
@@ -1963,7 +1958,7 @@ static void junit_metric_case(const gt_compare *c, const cmp_result *r, const cm
     fputs(" ", f);
     gt_xml_escape(f, m->name);
     fputs("\">\n", f);
-    if (gated_slower(c, m) || gated_undecided(c, m)) {
+    if (gated_slower(c, m) || gt_cmp_metric_undecided(c, m)) {
         fputs(gated_slower(c, m) ? "      <failure type=\"slower\" message=\""
                                  : "      <failure type=\"undecided\" message=\"",
               f);
@@ -1984,7 +1979,7 @@ static void junit_write(const gt_compare *c, FILE *f) {
         tests += 1 + (int)r->nm;
         failures += status_outcome(r) == 1;
         for (size_t j = 0; j < r->nm; j++)
-            failures += gated_slower(c, &r->m[j]) || gated_undecided(c, &r->m[j]);
+            failures += gated_slower(c, &r->m[j]) || gt_cmp_metric_undecided(c, &r->m[j]);
     }
     tests += (int)c->nfam;
     failures += gt_cmp_family_regressions(c, NULL);
@@ -2011,7 +2006,7 @@ static void junit_write(const gt_compare *c, FILE *f) {
             sf += o == 1;
             ss += o == 2;
             for (size_t q = 0; q < r->nm; q++)
-                sf += gated_slower(c, &r->m[q]) || gated_undecided(c, &r->m[q]);
+                sf += gated_slower(c, &r->m[q]) || gt_cmp_metric_undecided(c, &r->m[q]);
         }
         fputs("  <testsuite name=\"", f);
         gt_xml_escape(f, suite);

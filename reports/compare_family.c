@@ -299,12 +299,10 @@ static int test_family(const gt_compare *c, cmp_family *f) {
     f->df = s.df;
     f->rel = expm1(s.mean);
     f->p = isfinite(s.se) ? gt_gs_p(&s) : NAN; /* two-sided */
-    int dir = f->higher_better ? -1 : 1;
     for (size_t m = 0; m < f->n; m++) {
         double r = f->mem[m]->rel;
         f->moved += fabs(r) >= c->opt.threshold && (r > 0) == (f->rel > 0);
     }
-    (void)dir;
     return 0;
 }
 
@@ -454,8 +452,8 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
     f->verdict = judge(f->rel, f->lo, f->hi, f->rejected, f->higher_better, c->opt.threshold,
                        can_undecide(c, f->method));
     if (f->verdict == GT_VERDICT_UNDECIDED) {
-        double sd = f->method == GT_METHOD_PAIRED ? f->sd
-                                                  : f->se / sqrt(1.0 / f->nb + 1.0 / f->nn);
+        /* the replicates' own spread: more_needed adds the floor itself */
+        double sd = f->sd;
         int n = f->method == GT_METHOD_PAIRED ? f->reps : f->nb;
         f->needed = more_needed(c, f->method, sd, n, f->nn, f->est, f->level);
         int reps = f->method == GT_METHOD_PAIRED ? f->reps : (f->nb > f->nn ? f->nb : f->nn);
@@ -526,18 +524,14 @@ void gt_cmp_families_free(gt_compare *c) {
 
 /* ---- what the gate says ------------------------------------------------------------ */
 
-static int metric_gates_undecided(const gt_compare *c, const cmp_metric *m) {
+int gt_cmp_metric_undecided(const gt_compare *c, const cmp_metric *m) {
     return !c->opt.checks_only && m->verdict == GT_VERDICT_UNDECIDED && metric_tested(m);
 }
 
+/* Only hypotheses that can gate are ever undecided (can_undecide), and the
+ * counts hold them. */
 int gt_cmp_undecided(const gt_compare *c) {
-    if (c->opt.checks_only) return 0;
-    for (size_t i = 0; i < c->nfam; i++)
-        if (c->fam[i].verdict == GT_VERDICT_UNDECIDED) return 1;
-    for (size_t i = 0; i < c->nres; i++)
-        for (size_t j = 0; j < c->res[i].nm; j++)
-            if (metric_gates_undecided(c, &c->res[i].m[j])) return 1;
-    return 0;
+    return c->counts.undecided + c->counts.families_undecided > 0;
 }
 
 static const char *unit_of_reps(const gt_compare *c) {
@@ -562,7 +556,7 @@ void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
     for (size_t i = 0; i < c->nres; i++)
         for (size_t j = 0; j < c->res[i].nm; j++) {
             const cmp_metric *m = &c->res[i].m[j];
-            if (!metric_gates_undecided(c, m)) continue;
+            if (!gt_cmp_metric_undecided(c, m)) continue;
             count++;
             if (m->needed < 0) over = 1;
             if (m->needed > most || !who) {

@@ -174,7 +174,11 @@ void gt_cmp_print_rules(const gt_compare *c, FILE *f);
 int gt_cmp_family_regressions(const gt_compare *c, FILE *f);
 /* JUnit test cases, one per family (inside a testsuite "families"). */
 void gt_cmp_junit_families(const gt_compare *c, FILE *f);
-/* 1 when a family or a metric that decides the gate is undecided. */
+/* 1 when metric m, in no family, is undecided and so keeps NEW from
+ * shipping yet. */
+int gt_cmp_metric_undecided(const gt_compare *c, const cmp_metric *m);
+/* 1 when a family or a metric that decides the gate is undecided (from the
+ * counts: call after they are made). */
 int gt_cmp_undecided(const gt_compare *c);
 /* The "needed: ..." line when something is undecided. */
 void gt_cmp_print_needed(const gt_compare *c, FILE *f);
