@@ -1617,8 +1617,7 @@ static void print_summary_line(const gt_compare *c, FILE *f) {
         fprintf(f, "; families: %d slower, %d undecided, %d faster of %d", k->families_slower,
                 k->families_undecided, k->families_faster, k->families);
     static const char *const words[] = {"NEW may ship", "NEW MUST NOT SHIP",
-                                        "UNDECIDED: NEW may not ship yet (more pairs or runs "
-                                        "decide: see needed)"};
+                                        "UNDECIDED: NEW may not ship yet (more pairs decide: see needed)"};
     fprintf(f, ": %s%s\n", words[gt_compare_decide(c)],
             c->opt.checks_only ? " (--checks-only: speed verdicts shown, not gated)" : "");
 }
