@@ -14,6 +14,20 @@
  * 0.5%, or at the effort's time cap (quick 0.2 s, default 1 s, full 3 s),
  * or at 5 caps with >= 3 samples for ops slower than a tenth of the cap.
  *
+ * Rounds (host-timed backends): a case's samples are taken in KS_ROUNDS
+ * blocks spread over the whole run, not in one go. Rounds 1 .. KS_ROUNDS-1
+ * visit every selected case in order (set up, time one block of a
+ * KS_ROUNDS-th of the cap, free); the last round is the case's own pass
+ * (conformance, its last block, the result over all blocks). A machine
+ * whose speed changes state for seconds at a time (a VM's vCPUs moving
+ * between host cores: a case twice as slow for all its samples while the
+ * next case is not, docs/performance.md "Noise of the kernels suite") then
+ * shows that state in a fifth of a case's samples instead of all of them,
+ * so runs of one build differ less and the gate needs fewer of them. The
+ * samples stay in round order: compare's blocks of one run are its rounds.
+ * Cases over KS_ROUND_MAX_BYTES (set-up costs more than the blocks) and
+ * device-timed backends are timed in one go.
+ *
  * On a backend with device timers (be->timer_start: cuda) the device's own
  * marks (CUDA events) time each batch instead of the host clock, and every
  * op is timed twice: hot (batches as above: inputs stay in L2 between
@@ -52,6 +66,9 @@
 #define KS_COLD_MAX_SAMPLES 200 /* single calls: enough for a median, keeps reports small */
 #define KS_LIB_BEST_LIMIT 0.90  /* matmul_fwd's goal: 90% of the library's own best */
 #define KS_LIB_BEST_MIN_US 100.0 /* shorter GEMMs: per-call host costs decide, not the kernel */
+#define KS_ROUNDS 5                /* blocks of a case's samples spread over the run */
+#define KS_ROUND_MIN_SAMPLES 3     /* per round: a block's median means something */
+#define KS_ROUND_MAX_BYTES ((double)(64 << 20)) /* larger cases: timed in one go */
 
 /* ---- the shape grid --------------------------------------------------------------
  * The conformance tests' grid (kernels/conformance/grid.c): its QUICK rows
@@ -164,14 +181,11 @@ static gt_status ks_call(gt_kcase *c, const ks_fault *f) {
     return s;
 }
 
-/* Samples in microseconds per call (see the top for the stop rule). */
-static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fault *fault, double *us,
-                         size_t *n) {
-    *n = 0;
-    gt_status s;
-    /* Calibrate: grow the batch until one takes KS_BATCH_SECONDS (the
-     * first call alone may be slow: cold caches, lazy initialisation). */
+/* Calibrates a batch: grows it until one takes KS_BATCH_SECONDS (the first
+ * call alone may be slow: cold caches, lazy initialisation). */
+static gt_status ks_calibrate(gt_kcase *c, gt_backend *be, const ks_fault *fault, long *iters_out) {
     long iters = 1;
+    gt_status s;
     for (;;) {
         uint64_t t0 = gt_now_ns();
         for (long i = 0; i < iters; i++)
@@ -183,6 +197,17 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fau
         iters = grow > 2 * iters ? grow : 2 * iters;
         if (iters > 1000000) iters = 1000000;
     }
+    *iters_out = iters;
+    return GT_OK;
+}
+
+/* Samples in microseconds per call (see the top for the stop rule). */
+static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fault *fault, double *us,
+                         size_t *n) {
+    *n = 0;
+    long iters;
+    gt_status s = ks_calibrate(c, be, fault, &iters);
+    if (s != GT_OK) return s;
     double spent = 0.0;
     while (*n < KS_MAX_SAMPLES) {
         uint64_t b0 = gt_now_ns();
@@ -197,6 +222,35 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fau
             break;
         if (*n >= 3 && spent >= 5.0 * cap_s) break; /* ops slower than cap/10 per call */
     }
+    return GT_OK;
+}
+
+/* One round's block of samples appended to us[*n ..]: batches of `iters`
+ * calls. The first round (*per 0) takes KS_ROUND_MIN_SAMPLES and cap_s /
+ * KS_ROUNDS of them, or one sample and 5 times that (ops slower than the
+ * block's share), and sets *per to its count; later rounds take *per
+ * samples (up to 20 shares of time), so that a slow round weighs as much as
+ * a fast one and compare's equal blocks of the samples are the rounds. No
+ * early stop on a small spread. */
+static gt_status ks_block(gt_kcase *c, gt_backend *be, long iters, double cap_s,
+                          const ks_fault *fault, size_t *per, double *us, size_t *n) {
+    double share = cap_s / KS_ROUNDS, spent = 0.0;
+    size_t k = 0;
+    gt_status s;
+    while (*n < KS_MAX_SAMPLES && (*per == 0 || k < *per)) {
+        uint64_t b0 = gt_now_ns();
+        for (long i = 0; i < iters; i++)
+            if ((s = ks_call(c, fault)) != GT_OK) return s;
+        if ((s = be->synchronize(be)) != GT_OK) return s;
+        double sec = (double)(gt_now_ns() - b0) * 1e-9;
+        spent += sec;
+        us[(*n)++] = sec / (double)iters * 1e6;
+        k++;
+        if (*per == 0 && k >= KS_ROUND_MIN_SAMPLES && spent >= share) break;
+        /* a pathologically slow round ends early (the rounds then differ in size) */
+        if (spent >= (*per ? 20.0 : 5.0) * share) break;
+    }
+    if (*per == 0) *per = k;
     return GT_OK;
 }
 
@@ -303,6 +357,15 @@ typedef struct ks_run {
     double cap_s;
     double *us, *cold, *tmp;
     int done;
+    /* rounds (see the top): one store per case of the grid, in visiting order */
+    struct ks_store {
+        long iters; /* the batch, calibrated in the first round */
+        size_t per; /* samples a round, set by the first round */
+        size_t n;   /* samples of the rounds so far, in us (KS_MAX_SAMPLES) */
+        double *us;
+        int alone;  /* timed in one go: too large, or a round failed */
+    } *store;
+    size_t nstore, at; /* stores; the case being visited */
 } ks_run;
 
 /* The peak an op is judged against (0: none), measured on first need and
@@ -484,7 +547,65 @@ static void ks_library_best(gt_result *res, gt_kcase *c, double t_us, char *line
 
 /* One op x dtype x shape: conformance, then speed. Returns non-OK only for
  * out of memory (the run cannot go on). */
-static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *ks) {
+/* The injected fault of a case (--inject-delay, --inject-slowdown); *slow:
+ * the slowdown's item that applies, or NULL. */
+static ks_fault ks_fault_of(const ks_run *r, gt_op op, const char *name, unsigned groups,
+                            const gt_slowdown_item **slow) {
+    *slow = gt_slowdown_match(&r->slow, name, groups);
+    ks_fault f = {op == r->delay_op ? r->delay_us : 0, *slow ? (*slow)->factor : 0, r->be};
+    return f;
+}
+
+/* Whether a case's speed is measured: never for the oracle, not for huge
+ * shapes in a quick run. */
+static int ks_timed(const ks_run *r, const gt_kgrid_row *ks) {
+    return strcmp(r->be->name, "ref") != 0 && !(ks->huge && r->ctx->effort == GT_EFFORT_QUICK);
+}
+
+/* One early round of a case (see the top): set up, one block into its
+ * store, free. Whatever fails here only makes the case timed in one go;
+ * its own pass reports the failure. */
+static void ks_round(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *ks,
+                     struct ks_store *st) {
+    char lb[96], name[160];
+    gt_kshape_label(op, &ks->sh, lb, sizeof lb);
+    snprintf(name, sizeof name, "%s/%s/%s", gt_op_name(op), gt_dtype_name(dt), lb);
+    if (st->alone || !ks_selected(r->ctx->case_filter, name) || !ks_timed(r, ks) ||
+        !gt_ops_slot(r->be->ops, op))
+        return;
+    gt_kcase *c = NULL;
+    if (gt_kcase_new(r->be, r->ref, dt, op, &ks->sh, &c) != GT_OK ||
+        gt_kcase_footprint(c) > KS_ROUND_MAX_BYTES) {
+        st->alone = 1;
+        gt_kcase_free(c);
+        return;
+    }
+    const gt_slowdown_item *slow;
+    ks_fault fault = ks_fault_of(r, op, name, ks_groups(op, c), &slow);
+    if (!st->us) st->us = malloc(KS_MAX_SAMPLES * sizeof(double));
+    gt_status s = st->us ? GT_OK : GT_ERR_OOM;
+    if (s == GT_OK && st->iters == 0) s = ks_calibrate(c, r->be, &fault, &st->iters);
+    if (s == GT_OK) s = ks_block(c, r->be, st->iters, r->cap_s, &fault, &st->per, st->us, &st->n);
+    if (s != GT_OK) st->alone = 1;
+    gt_kcase_free(c);
+}
+
+/* Host-timed samples of a case's own pass: its last round's block after the
+ * earlier ones (st with samples), else all in one go. */
+static gt_status ks_time_host(ks_run *r, gt_kcase *c, const ks_fault *fault,
+                              struct ks_store *st, size_t *n, int *rounds) {
+    *rounds = 1;
+    if (!st || st->alone || st->n == 0) return ks_time(c, r->be, r->cap_s, fault, r->us, n);
+    gt_status s = ks_block(c, r->be, st->iters, r->cap_s, fault, &st->per, st->us, &st->n);
+    if (s != GT_OK) return s;
+    memcpy(r->us, st->us, st->n * sizeof(double));
+    *n = st->n;
+    *rounds = KS_ROUNDS;
+    return GT_OK;
+}
+
+static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *ks,
+                         struct ks_store *st) {
     const gt_suite_ctx *ctx = r->ctx;
     char lb[96], name[160], line[448] = "";
     gt_kshape_label(op, &ks->sh, lb, sizeof lb);
@@ -542,16 +663,16 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *k
 
     /* Speed: never for the oracle; not for huge shapes in a quick run.
      * Device-timed backends: hot and cold (see the top). */
-    int timed = strcmp(r->be->name, "ref") != 0 && !(ks->huge && ctx->effort == GT_EFFORT_QUICK);
+    int timed = ks_timed(r, ks);
     int dev = r->be->timer_start && r->be->timer_stop && r->be->flush_cache;
     const gt_slowdown_item *slow = NULL; /* the injected slowdown's item that applies */
     if (timed) {
         size_t n = 0, nc = 0;
-        long delay = op == r->delay_op ? r->delay_us : 0;
-        slow = gt_slowdown_match(&r->slow, name, groups);
-        ks_fault fault = {delay, slow ? slow->factor : 0, r->be};
+        int rounds = 1;
+        ks_fault fault = ks_fault_of(r, op, name, groups, &slow);
+        long delay = fault.delay_us;
         s = dev ? ks_time_dev_hot(c, r->be, r->cap_s, &fault, r->us, &n)
-                : ks_time(c, r->be, r->cap_s, &fault, r->us, &n);
+                : ks_time_host(r, c, &fault, st, &n, &rounds);
         if (s == GT_OK && dev) s = ks_time_dev_cold(c, r->be, r->cap_s, &fault, r->cold, &nc);
         if (s != GT_OK) {
             snprintf(line, sizeof line, "timing: %s: %s", gt_status_name(s), gt_last_error());
@@ -588,8 +709,10 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *k
                     ks_library_best(res, c, t_med, line, sizeof line);
             } else {
                 snprintf(line + off, sizeof line - (size_t)off,
-                         "  %10.2f us  %8.2f GFLOP/s  %8.2f GB/s  (%zu samples, rsd %.2f%%)",
-                         t_med, gf_med, gb_med, n, 100.0 * gt_probe_rsd(r->us, n));
+                         "  %10.2f us  %8.2f GFLOP/s  %8.2f GB/s  (%zu samples in %d round%s, "
+                         "rsd %.2f%%)",
+                         t_med, gf_med, gb_med, n, rounds, rounds > 1 ? "s" : "",
+                         100.0 * gt_probe_rsd(r->us, n));
             }
         }
     }
@@ -602,6 +725,42 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *k
     gt_kcase_free(c);
     ks_finish(r, res, name, line);
     return GT_OK;
+}
+
+/* Every case of the grid in order, KS_ROUNDS - 1 early rounds first (see
+ * the top) where the backend is timed on the host; pass > 0 the early
+ * rounds, pass 0 the cases' own pass. */
+static gt_status ks_visit(ks_run *r, int pass) {
+    /* fp32 everywhere; bf16 and fp16 where the backend's storage can be 16-bit (cuda). */
+    gt_dtype dts[3] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
+    int ndt = r->be->device == GT_DEVICE_CUDA ? 3 : 1;
+    gt_status s = GT_OK;
+    r->at = 0;
+    for (int d = 0; d < ndt && s == GT_OK; d++)
+        for (int o = 0; o < GT_OP_COUNT && s == GT_OK; o++) {
+            const gt_kgrid_row *g;
+            for (size_t i = 0; s == GT_OK && (g = gt_kgrid_row_at((gt_op)o, i)); i++) {
+                if (!ks_runs(g, r->ctx->effort)) continue;
+                struct ks_store *st = r->at < r->nstore ? &r->store[r->at] : NULL;
+                r->at++;
+                if (pass == 0)
+                    s = ks_case(r, (gt_op)o, dts[d], g, st);
+                else if (st)
+                    ks_round(r, (gt_op)o, dts[d], g, st);
+            }
+        }
+    return s;
+}
+
+static gt_status ks_visit_all(ks_run *r) {
+    int dev = r->be->timer_start && r->be->timer_stop && r->be->flush_cache;
+    if (!dev && strcmp(r->be->name, "ref") != 0) {
+        ks_visit(r, -1); /* counts the cases (no stores yet: nothing runs) */
+        r->store = calloc(r->at, sizeof *r->store);
+        r->nstore = r->store ? r->at : 0;
+        for (int k = 1; k < KS_ROUNDS && r->nstore; k++) ks_visit(r, k);
+    }
+    return ks_visit(r, 0);
 }
 
 static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
@@ -640,15 +799,9 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
                 r.delay_us ? ", injected delay " : "", r.delay_us ? ctx->inject_delay : "");
     if (ctx->out && s == GT_OK && r.slow.n)
         fprintf(ctx->out, "kernels: injected slowdown %s\n", ctx->inject_slowdown);
-    /* fp32 everywhere; bf16 and fp16 where the backend's storage can be 16-bit (cuda). */
-    gt_dtype dts[3] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
-    int ndt = r.be->device == GT_DEVICE_CUDA ? 3 : 1;
-    for (int d = 0; d < ndt && s == GT_OK; d++)
-        for (int o = 0; o < GT_OP_COUNT && s == GT_OK; o++) {
-            const gt_kgrid_row *g;
-            for (size_t i = 0; s == GT_OK && (g = gt_kgrid_row_at((gt_op)o, i)); i++)
-                if (ks_runs(g, ctx->effort)) s = ks_case(&r, (gt_op)o, dts[d], g);
-        }
+    if (s == GT_OK) s = ks_visit_all(&r);
+    for (size_t i = 0; i < r.nstore; i++) free(r.store[i].us);
+    free(r.store);
     free(r.us);
     free(r.cold);
     free(r.tmp);
@@ -675,6 +828,27 @@ static int ks_count(const gt_suite_ctx *ctx, int ranks) {
     return n * ndt;
 }
 
+/* Full names, op/dtype and op (ks_selected's prefixes) of every case ctx runs. */
+static void ks_names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const char *name), void *arg) {
+    static const gt_dtype dts[3] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
+    int ndt = strcmp(ctx->backend, "cuda") == 0 ? 3 : 1; /* as ks_visit */
+    for (int d = 0; d < ndt; d++)
+        for (int o = 0; o < GT_OP_COUNT; o++) {
+            char name[160], lb[96];
+            fn(arg, gt_op_name((gt_op)o));
+            snprintf(name, sizeof name, "%s/%s", gt_op_name((gt_op)o), gt_dtype_name(dts[d]));
+            fn(arg, name);
+            const gt_kgrid_row *g;
+            for (size_t i = 0; (g = gt_kgrid_row_at((gt_op)o, i)); i++) {
+                if (!ks_runs(g, ctx->effort)) continue;
+                gt_kshape_label((gt_op)o, &g->sh, lb, sizeof lb);
+                snprintf(name, sizeof name, "%s/%s/%s", gt_op_name((gt_op)o),
+                         gt_dtype_name(dts[d]), lb);
+                fn(arg, name);
+            }
+        }
+}
+
 const gt_suite gt_suite_kernels = {
     .name = "kernels",
     .description = "every op x dtype x shape: conformance vs the ref backend and speed",
@@ -683,4 +857,5 @@ const gt_suite gt_suite_kernels = {
     .max_ranks = 1,
     .run = ks_run_suite,
     .count = ks_count,
+    .names = ks_names,
 };

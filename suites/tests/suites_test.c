@@ -138,6 +138,10 @@ static void test_kernels(gt_comm *comm) {
             EXPECT(m && (n >= 10 || slow_op), "%s: metric %s with %zu samples of %.0f us", c,
                    timed[k], n, t_us);
             EXPECT(json_number_value(json_object_get(m, "value")) > 0, "%s: %s > 0", c, timed[k]);
+            /* host timing in 5 rounds spread over the run, the same number of samples
+             * each (suites/kernels.c, "Rounds"): compare's 5 blocks are the rounds */
+            EXPECT(n >= 5 && n % 5 == 0, "%s: %s has %zu samples, not 5 equal rounds", c,
+                   timed[k], n);
         }
         EXPECT(json_object_get(ms, "fraction_of_peak"), "%s: fraction_of_peak", c);
         /* Honest peaks (docs/suites.md, "Peaks"): no fraction above 1, hot or
