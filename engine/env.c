@@ -470,8 +470,9 @@ gt_status gt_env_collect(gt_env *e) {
     read_affinity(e);
     read_blas(e);
 #if GT_HAVE_OPENMP
-    snprintf(e->openmp, sizeof e->openmp, "OpenMP %d, %d threads max", _OPENMP,
-             omp_get_max_threads());
+    /* the version only: the threads a run uses are its own (env.threads,
+     * gt_env_threads_obtained), whatever OMP_NUM_THREADS said at start */
+    snprintf(e->openmp, sizeof e->openmp, "OpenMP %d", _OPENMP);
 #else
     snprintf(e->openmp, sizeof e->openmp, "absent: one thread");
 #endif
@@ -514,4 +515,20 @@ void gt_env_release(gt_env *e) {
     for (int i = 0; i < e->n_transport; i++) free(e->transport[i]);
     free(e->transport);
     memset(e, 0, sizeof *e);
+}
+
+int gt_env_threads_obtained(int asked) {
+#if GT_HAVE_OPENMP
+    if (asked > 0) omp_set_num_threads(asked);
+    int got = 1; /* asked <= 0: OpenMP's default (OMP_NUM_THREADS or the cores) */
+#pragma omp parallel
+    {
+#pragma omp single
+        got = omp_get_num_threads();
+    }
+    return got;
+#else
+    (void)asked;
+    return 1;
+#endif
 }

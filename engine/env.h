@@ -64,7 +64,7 @@ typedef struct gt_env {
     char blas_parallel[16];
     int blas_threads;
     char blas_steering[GT_ENV_STR];
-    char openmp[64];              /* "OpenMP 201511, 2 threads max" */
+    char openmp[64];              /* "OpenMP 201511" (the threads: env.threads) */
     char mpi[GT_ENV_STR];         /* library version string or "absent" */
     /* The communication transport, the report's env.transport (docs/
      * report-schema.md): owned "NAME=value" strings, n_transport of them, in
@@ -111,6 +111,11 @@ void gt_env_host_affinity(char *host, size_t host_len, char *cpus, size_t cpus_l
 
 /* Collects everything above (fast: no benchmarks). */
 gt_status gt_env_collect(gt_env *out);
+/* The threads an OpenMP parallel region gets once `asked` (> 0) are
+ * requested, as the cpu backend requests them (omp_set_num_threads, which
+ * this also does; asked <= 0: OpenMP's default); 1 without OpenMP. What a run reports as the threads it
+ * obtained (env.threads.obtained). */
+int gt_env_threads_obtained(int asked);
 void gt_env_release(gt_env *e);
 
 /* Part of gt_env_collect: fills cuda_driver .. nccl and gpus by loading the

@@ -280,6 +280,10 @@ int gt_report_binding(gt_report *rep, gt_comm *comm) {
 }
 
 int gt_default_threads(int ranks) {
+    /* OpenMP's own variable, as every OpenMP program honours it (its first
+     * level: "4,2" nests) */
+    const char *omp = getenv("OMP_NUM_THREADS");
+    if (omp && atoi(omp) > 0) return atoi(omp);
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     if (!local) local = getenv("SLURM_NTASKS_PER_NODE");
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -294,6 +298,8 @@ int gt_compare_exit_code(const gt_compare *c) {
         return GT_EXIT_OK;
     case GT_DECISION_UNDECIDED:
         return GT_EXIT_UNDECIDED;
+    case GT_DECISION_NOT_COMPARABLE:
+        return GT_EXIT_NOT_COMPARABLE;
     default:
         return GT_EXIT_REGRESSION;
     }

@@ -9,7 +9,8 @@
 #include "engine/status.h"
 
 struct gt_compare;
-/* compare's decision as an exit code: 0 may ship, 3 must not, 4 undecided. */
+/* compare's decision as an exit code: 0 may ship, 3 must not, 4 undecided,
+ * 5 not comparable. */
 int gt_compare_exit_code(const struct gt_compare *c);
 
 enum {
@@ -18,6 +19,7 @@ enum {
     GT_EXIT_USAGE = 2,      /* usage or environment error */
     GT_EXIT_REGRESSION = 3, /* compare found a regression */
     GT_EXIT_UNDECIDED = 4,  /* compare: a change above the threshold not yet decided */
+    GT_EXIT_NOT_COMPARABLE = 5, /* compare: different machine classes, speed not judged */
 };
 
 typedef struct gt_args {
@@ -100,7 +102,8 @@ void gt_report_topology_layout(struct gt_report *rep, int n);
 struct gt_job;
 const struct gt_job *gt_harness_job(void);
 
-/* cpu threads per rank when the user gave none: this node's cores divided by
+/* cpu threads per rank when the user gave none: OMP_NUM_THREADS when set (its
+ * first level), else this node's cores divided by
  * the ranks that share it, at most `ranks` (the local rank count comes from
  * OMPI_COMM_WORLD_LOCAL_SIZE or SLURM_NTASKS_PER_NODE). At least 1. */
 int gt_default_threads(int ranks);

@@ -27,6 +27,10 @@ static void compare_usage(FILE *f) {
             "                  are corrected for the number of metrics (Holm)\n"
             "  --per-metric-alpha  no correction: alpha applies to each metric alone (with\n"
             "                  thousands of metrics, expect false verdicts)\n"
+            "  --across-machines  judge speed even when BASE and NEW ran on different machine\n"
+            "                  classes (CPU or GPU model and count, topology, threads per\n"
+            "                  rank, ranks and nodes); without it such a compare is NOT\n"
+            "                  COMPARABLE (exit 5) and only checks and statuses gate\n"
             "  --checks-only   speed does not gate: metrics get their verdicts and are shown,\n"
             "                  but only checks, result statuses and missing results decide\n"
             "                  (a machine too noisy to gate speed)\n"
@@ -56,8 +60,9 @@ static void compare_usage(FILE *f) {
             "check failed, a result failed or errored, a result that passed in BASE is missing\n"
             "or skipped); 4 undecided (a family, or a metric in no family, is slower than the\n"
             "threshold by its estimate but not shown to be: the output says how many more\n"
-            "pairs or runs would decide); 2 usage error or a file that is not a readable\n"
-            "gauntlet report\n");
+            "pairs or runs would decide); 5 not comparable (different machine classes and no\n"
+            "--across-machines; nothing else failed); 2 usage error or a file that is not a\n"
+            "readable gauntlet report\n");
 }
 
 /* "5%" is a percentage, "0.05" a fraction; a bare "5" is refused rather than
@@ -149,6 +154,8 @@ int gt_cmd_compare(int argc, char **argv) {
             junit = v;
         } else if (gt_flag(&a, "--checks-only")) {
             opt.checks_only = 1;
+        } else if (gt_flag(&a, "--across-machines")) {
+            opt.across_machines = 1;
         } else if (gt_flag(&a, "--per-metric-alpha")) {
             opt.correction = GT_CORRECTION_NONE;
         } else if (gt_flag(&a, "--quiet")) {

@@ -339,6 +339,83 @@ int gt_cmd_list(int argc, char **argv) {
     return GT_EXIT_OK;
 }
 
+/* ---- a case selection checked before anything runs ----------------------------- */
+
+typedef struct name_list {
+    char **v;
+    int n, cap;
+} name_list;
+
+static void name_add(void *arg, const char *name) {
+    name_list *l = arg;
+    for (int i = 0; i < l->n; i++)
+        if (!strcmp(l->v[i], name)) return;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        char **v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v) return;
+        l->v = v;
+        l->cap = cap;
+    }
+    if ((l->v[l->n] = strdup(name))) l->n++;
+}
+
+static void names_free(name_list *l) {
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+}
+
+/* Whether `want` is one of the names the suite selects with at `effort` on
+ * `backend` (a trailing '/' as without it). */
+static int suite_has(const gt_suite *su, const char *backend, gt_effort effort, const char *want,
+                     name_list *l) {
+    gt_suite_ctx ctx = {.backend = backend, .effort = effort};
+    su->names(&ctx, name_add, l);
+    size_t n = strlen(want);
+    for (int i = 0; i < l->n; i++)
+        if (!strcmp(l->v[i], want) || (n > 1 && want[n - 1] == '/' &&
+                                       !strncmp(l->v[i], want, n - 1) && !l->v[i][n - 1]))
+            return 1;
+    return 0;
+}
+
+/* Refuses SUITE/CASE when no case of the suite answers to CASE at this
+ * effort on any of the backends: names the nearest one, or says that it
+ * runs at a higher effort. GT_EXIT_OK or GT_EXIT_USAGE. */
+static int check_case(const gt_suite *su, const char *want, const char *const *backends, int nb,
+                      gt_effort effort) {
+    if (!want || !su->names) return GT_EXIT_OK;
+    name_list l = {0}, full = {0};
+    int ok = 0, at_full = 0;
+    for (int b = 0; b < nb && !ok; b++) ok = suite_has(su, backends[b], effort, want, &l);
+    for (int b = 0; b < nb && !ok && !at_full; b++)
+        at_full = suite_has(su, backends[b], GT_EFFORT_FULL, want, &full);
+    if (!ok && at_full)
+        fprintf(stderr, "gauntlet run: %s/%s runs at a higher effort only: add --full (or "
+                        "leave out --quick)\n", su->name, want);
+    else if (!ok) {
+        /* the nearest of the names as deep as the one asked for (a case for a
+         * case, an op for an op), else of them all */
+        int depth = 0, k = 0;
+        for (const char *p = want; *p; p++) depth += *p == '/';
+        const char **same = malloc((size_t)(l.n ? l.n : 1) * sizeof *same);
+        for (int i = 0; same && i < l.n; i++) {
+            int d = 0;
+            for (const char *p = l.v[i]; *p; p++) d += *p == '/';
+            if (d == depth) same[k++] = l.v[i];
+        }
+        const char *near = same && k ? gt_nearest(want, same, k) : NULL;
+        if (!near) near = gt_nearest(want, (const char *const *)l.v, l.n);
+        free(same);
+        fprintf(stderr, "gauntlet run: suite %s has no case '%s'%s%s%s (gauntlet list names "
+                        "them; nothing was run)\n",
+                su->name, want, near ? ": did you mean " : "", near ? near : "", near ? "?" : "");
+    }
+    names_free(&l);
+    names_free(&full);
+    return ok ? GT_EXIT_OK : GT_EXIT_USAGE;
+}
+
 int gt_cmd_run(int argc, char **argv) {
     gt_coll_config cfg = gt_coll_defaults();
     gt_comm_config ccfg = gt_comm_defaults();
@@ -515,6 +592,9 @@ int gt_cmd_run(int argc, char **argv) {
     } else {
         return gt_usage_error("run", "--backend '%s': use cpu, ref, cuda or all", backend_opt);
     }
+    for (int i = 0; i < nsuites; i++)
+        if (check_case(suites[i], cases[i], backends, nbackends, effort) != GT_EXIT_OK)
+            return GT_EXIT_USAGE;
 
     gt_comm *comm = NULL;
     gt_status s = gt_comm_world(&ccfg, &comm);
@@ -567,6 +647,7 @@ int gt_cmd_run(int argc, char **argv) {
         gt_report_set_env(rep, &env, NULL);
         have_env = 1;
     }
+    gt_report_threads(rank == 0 ? rep : NULL, threads);
     gt_report_binding(rank == 0 ? rep : NULL, comm);
     gt_report_job(rank == 0 ? rep : NULL, comm);
     /* fail early on an unusable baseline or destination, and tell every rank */

@@ -571,6 +571,7 @@ int gt_cmd_train(int argc, char **argv) {
         gt_env_collect(&env);
         gt_report_set_env(rep, &env, NULL);
     }
+    gt_report_threads(rank == 0 ? rep : NULL, cfg.threads);
     gt_report_binding(rank == 0 ? rep : NULL, comm);
     gt_report_job(rank == 0 ? rep : NULL, comm);
     /* fail early on an unwritable destination, a bad history database or

@@ -141,12 +141,50 @@ static double robust_ss(const double *x, int k) {
 
 
 
+/* Whether run i of a side holds GT_COMPARE_BLOCKS equal blocks of at least
+ * 3 samples (the kernels suite's rounds: docs/suites.md). */
+static int run_in_blocks(const side *s, int i) {
+    size_t n = s->cut[i + 1] - s->cut[i];
+    return n >= 3 * GT_COMPARE_BLOCKS && n % GT_COMPARE_BLOCKS == 0;
+}
+
+/* The log ratio of each block of pair i's runs into d[0 .. GT_COMPARE_BLOCKS)
+ * (NAN where a median is not positive). */
+static void pair_blocks(const side *b, const side *n, int i, double *d) {
+    size_t lb = b->cut[i], ln = n->cut[i];
+    size_t kb = (b->cut[i + 1] - lb) / GT_COMPARE_BLOCKS, kn = (n->cut[i + 1] - ln) / GT_COMPARE_BLOCKS;
+    for (int j = 0; j < GT_COMPARE_BLOCKS; j++) {
+        double mb = gt_median(b->v + lb + j * kb, kb), mn = gt_median(n->v + ln + j * kn, kn);
+        d[j] = mb > 0 && mn > 0 ? log(mn / mb) : NAN;
+    }
+}
+
+/* Paired runs whose samples come in blocks (rounds spread over each run):
+ * the blocks' log ratios, pairs x blocks, summarized nested
+ * (gt_gs_summarize_nested: the blocks count as replicates when the pairs
+ * differ no more than their blocks do). 0 when a run is not in blocks or a
+ * ratio is not finite: the caller judges the runs' medians. */
+static int paired_blocks(const side *b, const side *n, double floor_sd, gt_gs_summary *s,
+                         int *pooled) {
+    int k = b->runs, r = GT_COMPARE_BLOCKS;
+    if (k < 2 || n->runs != k) return 0;
+    for (int i = 0; i < k; i++)
+        if (!run_in_blocks(b, i) || !run_in_blocks(n, i)) return 0;
+    double *d = malloc((size_t)k * r * sizeof *d);
+    if (!d) return 0;
+    for (int i = 0; i < k; i++) pair_blocks(b, n, i, d + (size_t)i * r);
+    int ok = gt_gs_summarize_nested(d, k, r, floor_sd, s, pooled) == k;
+    free(d);
+    return ok;
+}
+
 /* Paired runs (interleaved A/B: run i of BASE and run i of NEW ran side by
  * side): the log ratios of their medians, ln(new_i / base_i), are the
  * replicates (a machine's noise multiplies a time), so a drift that hits
  * both runs of a pair cancels. rel = exp(mean) - 1; se (on the log scale,
  * about a relative one) = sqrt((s^2 + run_noise^2) / pairs); Student's t on
- * pairs - 1 degrees of freedom. */
+ * pairs - 1 degrees of freedom. Runs in blocks (paired_blocks): the blocks'
+ * log ratios instead, on up to pairs x blocks - 1 degrees of freedom. */
 static assessment assess_paired(const side *b, const side *n, int higher_better, double us_per,
                                 const gt_compare_options *o) {
     assessment a = {.method = GT_METHOD_PAIRED, .rel = NAN, .p = NAN, .se_rel = NAN};
@@ -183,11 +221,19 @@ static assessment assess_paired(const side *b, const side *n, int higher_better,
     }
     double mean = sr / k, var = (sr2 - k * mean * mean) / (k - 1);
     if (var < 0) var = 0;
+    a.pairs = k;
+    a.df = k - 1;
+    a.se_rel = sqrt((var + o->run_noise * o->run_noise) / k);
+    gt_gs_summary nest;
+    if (k == m && paired_blocks(b, n, o->run_noise, &nest, &a.pooled)) {
+        mean = nest.mean;
+        a.blocks = GT_COMPARE_BLOCKS;
+        a.df = nest.df;
+        a.se_rel = nest.se;
+    }
     a.rel = expm1(mean);
     a.better = higher_better ? mean > 0 : mean < 0;
     a.large = mean != 0 && fabs(a.rel) >= o->threshold;
-    a.df = k - 1;
-    a.se_rel = sqrt((var + o->run_noise * o->run_noise) / k);
     a.p = mean == 0 ? 1 : a.se_rel > 0 ? gt_gs_t_tail2(mean / a.se_rel, a.df) : 0;
     return a;
 }
@@ -364,11 +410,68 @@ static char *json_text(json_t *j) {
 
 static int fp_add(gt_compare *c, const char *key, json_t *a, json_t *b) {
     if ((!a && !b) || (a && b && json_equal(a, b))) return 0;
+    for (size_t i = 0; i < c->nfp; i++) /* listed already (the class is listed first) */
+        if (!strncmp(c->fp[i].key, "env.", 4) && !strcmp(c->fp[i].key + 4, key)) return 0;
     fp_diff *n = realloc(c->fp, (c->nfp + 1) * sizeof *n);
     if (!n) return -1;
     c->fp = n;
-    c->fp[c->nfp++] = (fp_diff){xprintf("env.%s", key), json_text(a), json_text(b)};
+    c->fp[c->nfp++] = (fp_diff){xprintf("env.%s", key), json_text(a), json_text(b), 0};
     return 0;
+}
+
+/* A part of the machine class (gt_compare.h): a difference where both sides
+ * record it is marked; one side without it is listed, not marked. */
+static void fp_add_class(gt_compare *c, const char *key, json_t *a, json_t *b) {
+    size_t before = c->nfp;
+    fp_add(c, key, a, b);
+    if (c->nfp > before && a && b && !json_is_null(a) && !json_is_null(b))
+        c->fp[c->nfp - 1].machine = 1;
+}
+
+/* The GPUs as their class sees them: names in order (a count and models). */
+static json_t *gpu_models(json_t *gpus) {
+    json_t *out = json_array();
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g) {
+        json_t *name = json_object_get(g, "name");
+        json_array_append(out, name ? name : json_null());
+    }
+    return out;
+}
+
+/* The machine class parts of the two envs (gt_compare.h), first. */
+static void fingerprint_class(gt_compare *c, json_t *eb, json_t *en) {
+    static const char *const cpu[] = {"model", "sockets", "physical", "logical"};
+    for (size_t i = 0; i < sizeof cpu / sizeof cpu[0]; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "cpu.%s", cpu[i]);
+        fp_add_class(c, key, json_object_get(json_object_get(eb, "cpu"), cpu[i]),
+                     json_object_get(json_object_get(en, "cpu"), cpu[i]));
+    }
+    fp_add_class(c, "topology_digest", json_object_get(eb, "topology_digest"),
+                 json_object_get(en, "topology_digest"));
+    json_t *gb = json_object_get(eb, "gpus"), *gn = json_object_get(en, "gpus");
+    if (gb && gn) {
+        json_t *mb = gpu_models(gb), *mn = gpu_models(gn);
+        fp_add_class(c, "gpus.models", mb, mn);
+        json_decref(mb);
+        json_decref(mn);
+    }
+    static const char *const thr[] = {"per_rank", "obtained"};
+    for (size_t i = 0; i < sizeof thr / sizeof thr[0]; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "threads.%s", thr[i]);
+        fp_add_class(c, key, json_object_get(json_object_get(eb, "threads"), thr[i]),
+                     json_object_get(json_object_get(en, "threads"), thr[i]));
+    }
+    static const char *const job[] = {"ranks", "n_nodes", "ranks_per_node"};
+    for (size_t i = 0; i < sizeof job / sizeof job[0]; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "job.%s", job[i]);
+        fp_add_class(c, key, json_object_get(json_object_get(eb, "job"), job[i]),
+                     json_object_get(json_object_get(en, "job"), job[i]));
+    }
 }
 
 /* Each member of the object `name` of the two envs that differs, as
@@ -393,21 +496,21 @@ static void fp_add_members(gt_compare *c, const char *name, json_t *eb, json_t *
  * a person reads them: library versions first. */
 static void fingerprint(gt_compare *c) {
     json_t *eb = json_object_get(c->base_doc, "env"), *en = json_object_get(c->new_doc, "env");
+    fingerprint_class(c, eb, en);
+    for (size_t i = 0; i < c->nfp; i++)
+        if (c->fp[i].machine && !c->opt.across_machines) c->not_comparable = 1;
+    /* speed is shown, never gated, between machine classes (as --checks-only) */
+    if (c->not_comparable) c->opt.checks_only = 1;
     fp_add_members(c, "software", eb, en);
     /* the BLAS kernel and what steers it: they change a GEMM's rounding */
     fp_add_members(c, "blas", eb, en);
+    /* threads per rank and what steers them (OMP_*, binding): in the class above too */
+    fp_add_members(c, "threads", eb, en);
     /* the MPI library, the transport variables and the components it chose:
      * a TCP transport instead of shared memory explains a slower collective */
     fp_add_members(c, "transport", eb, en);
-    static const char *const cpu[] = {"model", "sockets", "physical", "logical"};
-    for (size_t i = 0; i < sizeof cpu / sizeof cpu[0]; i++) {
-        char key[64];
-        snprintf(key, sizeof key, "cpu.%s", cpu[i]);
-        fp_add(c, key, json_object_get(json_object_get(eb, "cpu"), cpu[i]),
-               json_object_get(json_object_get(en, "cpu"), cpu[i]));
-    }
-    fp_add(c, "topology_digest", json_object_get(eb, "topology_digest"),
-           json_object_get(en, "topology_digest"));
+    /* where it ran: a different host of the same class is comparable, but named */
+    fp_add(c, "host", json_object_get(eb, "host"), json_object_get(en, "host"));
     /* the GPUs without their momentary state (clocks now, temperature,
      * power): what the hardware is, not how warm it was */
     json_t *gb = json_deep_copy(json_object_get(eb, "gpus"));
@@ -599,7 +702,7 @@ static void judge_parts(const gt_compare *c, cmp_result *r) {
             /* a log ratio's se is about a relative one, of the part's level;
              * the floor, as a fraction of the whole, is added again */
             double own = a->se_rel * fabs(a->base_med) / W;
-            int k = a->df + 1;
+            int k = a->pairs;
             a->se_rel = sqrt(own * own + c->opt.run_noise * c->opt.run_noise / k);
             a->p = a->rel == 0 ? 1 : gt_gs_t_tail2(a->rel / a->se_rel, a->df);
         } else if ((a->method == GT_METHOD_RUNS || a->method == GT_METHOD_BLOCKS) &&
@@ -698,12 +801,31 @@ static double *block_logs(const side *sd, int *n) {
     return out;
 }
 
-/* The replicates a family test pools (cmp_metric's lb, ln). */
+/* PAIRED: the blocks' log ratios of every pair (cmp_metric's blk), when
+ * every run of both sides is in blocks and pair i is report i of each side. */
+static double *pair_block_logs(const gt_compare *c, const side *sb, const int *rb, const side *sn,
+                               const int *rn, int *npairs) {
+    *npairs = 0;
+    int k = sb->runs, r = GT_COMPARE_BLOCKS;
+    if (k < 2 || sn->runs != k || (size_t)k != c->nxb + 1) return NULL;
+    for (int i = 0; i < k; i++)
+        if (rb[i] != i || rn[i] != i || !run_in_blocks(sb, i) || !run_in_blocks(sn, i))
+            return NULL;
+    double *d = malloc((size_t)k * r * sizeof *d);
+    if (!d) return NULL;
+    for (int i = 0; i < k; i++) pair_blocks(sb, sn, i, d + (size_t)i * r);
+    *npairs = k;
+    return d;
+}
+
+/* The replicates a family test pools (cmp_metric's lb, ln, blk). */
 static void family_logs(const gt_compare *c, cmp_metric *m, const side *sb, const int *rb,
                         const side *sn, const int *rn) {
     if (m->method == GT_METHOD_RUNS || m->method == GT_METHOD_PAIRED) {
         m->lb = run_logs(sb, rb, c->nxb, &m->nlb);
         m->ln = run_logs(sn, rn, c->nxn, &m->nln);
+        if (m->method == GT_METHOD_PAIRED && m->a.blocks)
+            m->blk = pair_block_logs(c, sb, rb, sn, rn, &m->nblk);
     } else if (m->method == GT_METHOD_BLOCKS) {
         m->lb = block_logs(sb, &m->nlb);
         m->ln = block_logs(sn, &m->nln);
@@ -1288,6 +1410,7 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
     }
     fingerprint(c);
     c->counts.fingerprint_diffs = (int)c->nfp;
+    for (size_t i = 0; i < c->nfp; i++) c->counts.machine_diffs += c->fp[i].machine;
 
     size_t nb = 0, nn = 0;
     int *rpb = NULL, *rpn = NULL;
@@ -1385,6 +1508,7 @@ void gt_compare_free(gt_compare *c) {
         free(c->res[i].label);
         for (size_t j = 0; j < c->res[i].nm; j++) {
             free(c->res[i].m[j].lb);
+            free(c->res[i].m[j].blk);
             free(c->res[i].m[j].ln);
         }
         free(c->res[i].m);
@@ -1414,12 +1538,39 @@ gt_compare_decision gt_compare_decide(const gt_compare *c) {
     if ((slower && !c->opt.checks_only) || k->failed_checks || k->failed_results || k->missing ||
         k->incomplete_new)
         return GT_DECISION_MUST_NOT;
+    if (c->not_comparable) return GT_DECISION_NOT_COMPARABLE;
     return gt_cmp_undecided(c) ? GT_DECISION_UNDECIDED : GT_DECISION_SHIP;
 }
 
 int gt_compare_may_ship(const gt_compare *c) { return gt_compare_decide(c) == GT_DECISION_SHIP; }
 
 /* ---- text output -------------------------------------------------------------------- */
+
+/* The machine class differences first (they decide whether speed is
+ * compared), then the rest of the fingerprint. */
+static void print_fingerprint(const gt_compare *c, FILE *f) {
+    const gt_compare_counts *k = &c->counts;
+    if (k->machine_diffs)
+        fprintf(f,
+                "\nmachine class differences: %s\n",
+                c->opt.across_machines
+                    ? "speed judged anyway (--across-machines): a slower figure may be the "
+                      "machine, not the stack"
+                    : "NOT COMPARABLE: speed is shown, not gated (the checks, statuses and "
+                      "missing results still are); run both on one machine class, or "
+                      "--across-machines");
+    for (size_t i = 0; i < c->nfp; i++)
+        if (c->fp[i].machine)
+            fprintf(f, "  %s\n      BASE %s\n      NEW  %s\n", c->fp[i].key, c->fp[i].base,
+                    c->fp[i].nw);
+    int rest = k->fingerprint_diffs - k->machine_diffs;
+    fprintf(f, "\nfingerprint differences (explain a change; not failures by themselves):%s\n",
+            rest ? "" : " none");
+    for (size_t i = 0; i < c->nfp; i++)
+        if (!c->fp[i].machine)
+            fprintf(f, "  %s\n      BASE %s\n      NEW  %s\n", c->fp[i].key, c->fp[i].base,
+                    c->fp[i].nw);
+}
 
 static void fmt_num(char *buf, size_t len, double v) {
     if (isnan(v))
@@ -1616,10 +1767,16 @@ static void print_summary_line(const gt_compare *c, FILE *f) {
     if (k->families)
         fprintf(f, "; families: %d slower, %d undecided, %d faster of %d", k->families_slower,
                 k->families_undecided, k->families_faster, k->families);
-    static const char *const words[] = {"NEW may ship", "NEW MUST NOT SHIP",
-                                        "UNDECIDED: NEW may not ship yet (more pairs decide: see needed)"};
-    fprintf(f, ": %s%s\n", words[gt_compare_decide(c)],
-            c->opt.checks_only ? " (--checks-only: speed verdicts shown, not gated)" : "");
+    static const char *const words[] = {
+        "NEW may ship", "NEW MUST NOT SHIP",
+        "UNDECIDED: NEW may not ship yet (more pairs decide: see needed)",
+        "NOT COMPARABLE: BASE and NEW ran on different machine classes (see machine class)"};
+    const char *why = c->not_comparable ? " (speed shown, not gated; --across-machines gates it)"
+                      : c->opt.checks_only ? " (--checks-only: speed verdicts shown, not gated)"
+                                           : "";
+    if (c->opt.across_machines && c->counts.machine_diffs)
+        why = " (--across-machines: speed judged between different machine classes)";
+    fprintf(f, ": %s%s\n", words[gt_compare_decide(c)], why);
 }
 
 
@@ -1782,11 +1939,24 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
         fprintf(f, "one run a side: checks and large changes only (it assumes how runs differ, "
                    "so nothing is undecided; several runs or interleaved pairs decide smaller "
                    "changes)\n");
-    if (c->opt.paired && c->nxb && c->nxb == c->nxn)
+    if (c->opt.paired && c->nxb && c->nxb == c->nxn) {
         fprintf(f,
                 "noise: paired runs (run i of BASE beside run i of NEW): the spread of their "
                 "ratios (t test), at least %.3g%%\n",
                 100.0 * c->opt.run_noise);
+        int inb = 0, pooled = 0;
+        for (size_t i = 0; i < c->nres; i++)
+            for (size_t j = 0; j < c->res[i].nm; j++) {
+                inb += c->res[i].m[j].a.blocks > 0;
+                pooled += c->res[i].m[j].a.pooled;
+            }
+        if (inb)
+            fprintf(f,
+                    "       %d metrics timed in %d rounds a run: their rounds' ratios are the "
+                    "replicates where pairs differ no more than rounds do (F test at %.2g; %d "
+                    "of them)\n",
+                    inb, GT_COMPARE_BLOCKS, GT_GS_POOL_LEVEL, pooled);
+    }
     else if (c->nxb || c->nxn)
         fprintf(f, "noise: the spread of the run medians (t test), at least %.3g%%\n",
                 100.0 * c->opt.run_noise);
@@ -1796,11 +1966,7 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
                 "blocks' spread (a directory of runs as BASE measures it)\n",
                 100.0 * c->opt.single_run_noise);
 
-    fprintf(f, "\nfingerprint differences (explain a change; not failures by themselves):%s\n",
-            c->nfp ? "" : " none");
-    for (size_t i = 0; i < c->nfp; i++)
-        fprintf(f, "  %s\n      BASE %s\n      NEW  %s\n", c->fp[i].key, c->fp[i].base,
-                c->fp[i].nw);
+    print_fingerprint(c, f);
 
     const gt_compare_counts *k = &c->counts;
     int gone = 0, gone_pass = 0;
@@ -1893,52 +2059,9 @@ static int status_outcome(const cmp_result *r) {
     return 0;
 }
 
-static void junit_status_case(const cmp_result *r, FILE *f) {
-    fputs("    <testcase classname=\"", f);
-    gt_xml_escape(f, r->suite);
-    fputs("\" name=\"", f);
-    gt_xml_escape(f, r->label);
-    fputs(" status\">\n", f);
-    int o = status_outcome(r);
-    if (o == 1) {
-        fputs("      <failure type=\"", f);
-        fputs(r->missing ? "missing" : r->failed_checks ? "check" : "status", f);
-        fputs("\" message=\"", f);
-        if (r->missing)
-            gt_xml_escape(f,
-                    r->nw ? "passed in BASE, skipped in NEW" : "passed in BASE, absent from NEW");
-        else if (r->failed_checks)
-            gt_xml_escape(f, "a check failed in NEW");
-        else
-            gt_xml_escape(f, "status error or fail in NEW");
-        fputs("\">", f);
-        /* the same words as the text report */
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&buf, &len);
-        if (m) {
-            if (r->failed)
-                fprintf(m, "status %s%s%s\n", r->new_status, r->new_message ? ": " : "",
-                        r->new_message ? r->new_message : "");
-            print_check_problems(r, m, "");
-            fclose(m);
-            gt_xml_escape(f, buf);
-            free(buf);
-        }
-        fputs("</failure>\n", f);
-    } else if (o == 2) {
-        fputs("      <skipped message=\"", f);
-        gt_xml_escape(f, r->nw ? (r->new_message ? r->new_message : "skipped in NEW")
-                         : "absent from NEW (not passing in BASE)");
-        fputs("\"/>\n", f);
-    } else if (!r->base) {
-        fputs("      <system-out>only in NEW</system-out>\n", f);
-    }
-    fputs("    </testcase>\n", f);
-}
-
-static void junit_metric_case(const gt_compare *c, const cmp_result *r, const cmp_metric *m,
-                              FILE *f) {
+/* A metric's line in its result's testcase: the same figures as the text
+ * table. */
+static void junit_metric_line(const cmp_metric *m, FILE *f) {
     char b[32], n[32], ch[32], p[32], det[32];
     fmt_num(b, sizeof b, m->base_med);
     fmt_num(n, sizeof n, m->new_med);
@@ -1947,40 +2070,142 @@ static void junit_metric_case(const gt_compare *c, const cmp_result *r, const cm
     fmt_detect(det, sizeof det, m);
     char text[512];
     snprintf(text, sizeof text,
-             "%s: base %s, new %s %s, change %s, %s p %s, detects %s, samples %zu/%zu: %s",
+             "%s: base %s, new %s %s, change %s, %s p %s, detects %s, samples %zu/%zu: %s\n",
              m->name, b, n, m->unit, ch, method_name(m->method), p, det, m->nb, m->nn,
              metric_verdict_text(m));
+    gt_xml_escape(f, text);
+}
+
+/* What fails a result's testcase: 1 its status, a check or its absence; 2 a
+ * gated metric slower; 3 one undecided; 0 nothing. */
+static int junit_outcome(const gt_compare *c, const cmp_result *r) {
+    if (status_outcome(r) == 1) return 1;
+    int und = 0;
+    for (size_t j = 0; j < r->nm; j++) {
+        if (gated_slower(c, &r->m[j])) return 2;
+        und |= gt_cmp_metric_undecided(c, &r->m[j]);
+    }
+    return und ? 3 : 0;
+}
+
+/* The failure element of a result's testcase (outcome o of junit_outcome). */
+static void junit_failure(const gt_compare *c, const cmp_result *r, int o, FILE *f) {
+    static const char *const type[] = {"", "status", "slower", "undecided"};
+    const char *t = o == 1 ? (r->missing ? "missing" : r->failed_checks ? "check" : "status")
+                           : type[o];
+    fprintf(f, "      <failure type=\"%s\" message=\"", t);
+    if (o == 1)
+        gt_xml_escape(f, r->missing ? (r->nw ? "passed in BASE, skipped in NEW"
+                                             : "passed in BASE, absent from NEW")
+                         : r->failed_checks ? "a check failed in NEW"
+                                            : "status error or fail in NEW");
+    else
+        for (size_t j = 0, k = 0; j < r->nm; j++)
+            if (o == 2 ? gated_slower(c, &r->m[j]) : gt_cmp_metric_undecided(c, &r->m[j])) {
+                char ch[32];
+                fmt_change(ch, sizeof ch, &r->m[j]);
+                fprintf(f, "%s%s ", k++ ? ", " : o == 2 ? "slower: " : "undecided: ",
+                        r->m[j].name);
+                gt_xml_escape(f, ch);
+            }
+    fputs("\">", f);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = o == 1 ? open_memstream(&buf, &len) : NULL;
+    if (m) { /* the same words as the text report */
+        if (r->failed)
+            fprintf(m, "status %s%s%s\n", r->new_status, r->new_message ? ": " : "",
+                    r->new_message ? r->new_message : "");
+        print_check_problems(r, m, "");
+        fclose(m);
+        gt_xml_escape(f, buf);
+        free(buf);
+    }
+    fputs("</failure>\n", f);
+}
+
+/* One testcase per result: its status, checks and every metric's verdict
+ * inside (the metrics that are not "same" a line each, the rest counted),
+ * failed by the worst of them. */
+static void junit_result_case(const gt_compare *c, const cmp_result *r, FILE *f) {
     fputs("    <testcase classname=\"", f);
     gt_xml_escape(f, r->suite);
     fputs("\" name=\"", f);
     gt_xml_escape(f, r->label);
-    fputs(" ", f);
-    gt_xml_escape(f, m->name);
     fputs("\">\n", f);
-    if (gated_slower(c, m) || gt_cmp_metric_undecided(c, m)) {
-        fputs(gated_slower(c, m) ? "      <failure type=\"slower\" message=\""
-                                 : "      <failure type=\"undecided\" message=\"",
-              f);
-        gt_xml_escape(f, text);
+    int o = junit_outcome(c, r);
+    if (o)
+        junit_failure(c, r, o, f);
+    else if (status_outcome(r) == 2) {
+        fputs("      <skipped message=\"", f);
+        gt_xml_escape(f, r->nw ? (r->new_message ? r->new_message : "skipped in NEW")
+                         : "absent from NEW (not passing in BASE)");
         fputs("\"/>\n", f);
-    } else {
-        fputs("      <system-out>", f);
-        gt_xml_escape(f, text);
-        fputs("</system-out>\n", f);
     }
+    size_t same = 0;
+    fputs("      <system-out>", f);
+    if (!r->base) fputs("only in NEW\n", f);
+    for (size_t j = 0; j < r->nm; j++) {
+        if (r->m[j].verdict == GT_VERDICT_SAME) {
+            same++;
+            continue;
+        }
+        junit_metric_line(&r->m[j], f);
+    }
+    if (same) fprintf(f, "%zu metric%s same\n", same, same == 1 ? "" : "s");
+    fputs("</system-out>\n", f);
     fputs("    </testcase>\n", f);
 }
 
-static void junit_write(const gt_compare *c, FILE *f) {
-    int tests = 0, failures = 0;
-    for (size_t i = 0; i < c->nres; i++) {
-        const cmp_result *r = &c->res[i];
-        tests += 1 + (int)r->nm;
-        failures += status_outcome(r) == 1;
-        for (size_t j = 0; j < r->nm; j++)
-            failures += gated_slower(c, &r->m[j]) || gt_cmp_metric_undecided(c, &r->m[j]);
+/* The machine class as a testcase of its own: failed (not-comparable) when
+ * the classes differ and speed was therefore not gated. */
+static void junit_machine(const gt_compare *c, FILE *f) {
+    int fail = c->not_comparable;
+    fprintf(f,
+            "  <testsuite name=\"machine\" tests=\"1\" failures=\"%d\" errors=\"0\" "
+            "skipped=\"0\">\n    <testcase classname=\"machine\" name=\"class\">\n",
+            fail);
+    fputs(fail ? "      <failure type=\"not-comparable\" message=\"BASE and NEW ran on "
+                 "different machine classes: speed not gated\">"
+               : "      <system-out>",
+          f);
+    for (size_t i = 0; i < c->nfp; i++)
+        if (c->fp[i].machine) {
+            gt_xml_escape(f, c->fp[i].key);
+            fputs(": BASE ", f);
+            gt_xml_escape(f, c->fp[i].base);
+            fputs(" | NEW ", f);
+            gt_xml_escape(f, c->fp[i].nw);
+            fputs("\n", f);
+        }
+    fputs(fail ? "</failure>\n" : "</system-out>\n", f);
+    fputs("    </testcase>\n  </testsuite>\n", f);
+}
+
+static void junit_properties(const gt_compare *c, FILE *f) {
+    fputs("    <properties>\n", f);
+    fputs("      <property name=\"base\" value=\"", f);
+    gt_xml_escape(f, c->base_path);
+    fputs("\"/>\n      <property name=\"new\" value=\"", f);
+    gt_xml_escape(f, c->new_path);
+    fputs("\"/>\n", f);
+    for (size_t d = 0; d < c->nfp; d++) {
+        fputs("      <property name=\"fingerprint ", f);
+        gt_xml_escape(f, c->fp[d].key);
+        fputs("\" value=\"BASE ", f);
+        gt_xml_escape(f, c->fp[d].base);
+        fputs(" | NEW ", f);
+        gt_xml_escape(f, c->fp[d].nw);
+        fputs("\"/>\n", f);
     }
-    tests += (int)c->nfam;
+    fputs("    </properties>\n", f);
+}
+
+/* One testsuite per suite in order of first appearance, a testcase per
+ * result; the families; the machine class; an incomplete NEW. */
+static void junit_write(const gt_compare *c, FILE *f) {
+    int tests = (int)c->nres + (int)c->nfam + 1, failures = c->not_comparable;
+    for (size_t i = 0; i < c->nres; i++) failures += junit_outcome(c, &c->res[i]) != 0;
     failures += gt_cmp_family_regressions(c, NULL);
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
     if (c->new_incomplete) {
@@ -1989,53 +2214,30 @@ static void junit_write(const gt_compare *c, FILE *f) {
     }
     fprintf(f, "<testsuites name=\"gauntlet compare\" tests=\"%d\" failures=\"%d\" errors=\"0\">\n",
             tests, failures);
-    /* one testsuite per suite, in order of first appearance */
     for (size_t i = 0; i < c->nres; i++) {
         const char *suite = c->res[i].suite;
         int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = strcmp(c->res[j].suite, suite) == 0;
+        for (size_t j = 0; j < i && !seen; j++) seen = strcmp(c->res[j].suite, suite) == 0;
         if (seen) continue;
         int st = 0, sf = 0, ss = 0;
         for (size_t j = i; j < c->nres; j++) {
             const cmp_result *r = &c->res[j];
             if (strcmp(r->suite, suite) != 0) continue;
-            int o = status_outcome(r);
-            st += 1 + (int)r->nm;
-            sf += o == 1;
-            ss += o == 2;
-            for (size_t q = 0; q < r->nm; q++)
-                sf += gated_slower(c, &r->m[q]) || gt_cmp_metric_undecided(c, &r->m[q]);
+            int o = junit_outcome(c, r);
+            st++;
+            sf += o != 0;
+            ss += !o && status_outcome(r) == 2;
         }
         fputs("  <testsuite name=\"", f);
         gt_xml_escape(f, suite);
         fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n", st, sf, ss);
-        fputs("    <properties>\n", f);
-        fputs("      <property name=\"base\" value=\"", f);
-        gt_xml_escape(f, c->base_path);
-        fputs("\"/>\n      <property name=\"new\" value=\"", f);
-        gt_xml_escape(f, c->new_path);
-        fputs("\"/>\n", f);
-        for (size_t d = 0; d < c->nfp; d++) {
-            fputs("      <property name=\"fingerprint ", f);
-            gt_xml_escape(f, c->fp[d].key);
-            fputs("\" value=\"BASE ", f);
-            gt_xml_escape(f, c->fp[d].base);
-            fputs(" | NEW ", f);
-            gt_xml_escape(f, c->fp[d].nw);
-            fputs("\"/>\n", f);
-        }
-        fputs("    </properties>\n", f);
-        for (size_t j = i; j < c->nres; j++) {
-            const cmp_result *r = &c->res[j];
-            if (strcmp(r->suite, suite) != 0) continue;
-            junit_status_case(r, f);
-            for (size_t q = 0; q < r->nm; q++)
-                junit_metric_case(c, r, &r->m[q], f);
-        }
+        junit_properties(c, f);
+        for (size_t j = i; j < c->nres; j++)
+            if (strcmp(c->res[j].suite, suite) == 0) junit_result_case(c, &c->res[j], f);
         fputs("  </testsuite>\n", f);
     }
     gt_cmp_junit_families(c, f);
+    junit_machine(c, f);
     if (c->new_incomplete) {
         /* the run itself did not finish: a failure of its own */
         fputs("  <testsuite name=\"report\" tests=\"1\" failures=\"1\" errors=\"0\" "

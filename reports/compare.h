@@ -156,6 +156,8 @@ typedef struct gt_compare_options {
     gt_compare_correction correction;
     double loss_rtol; /* loss curves (series "loss") of a matched result may differ by at
                          most this relative amount at any step (0.02) */
+    int across_machines; /* 1: compare speed even when the machine classes differ
+                            (labelled so); 0: NOT COMPARABLE then (see gt_compare_decide) */
     int checks_only;  /* 1: metrics get their verdicts, shown, but none decides the gate:
                          only checks, result statuses and missing results do (a machine
                          too noisy to gate speed) */
@@ -263,6 +265,7 @@ typedef struct gt_compare_counts {
     int incomplete_new;                  /* NEW reports whose run did not finish
                                             (summary.complete false): NEW must not ship */
     int fingerprint_diffs;
+    int machine_diffs; /* of them, parts of the machine class (gt_compare_decide) */
 } gt_compare_counts;
 
 void gt_compare_get_counts(const gt_compare *c, gt_compare_counts *out);
@@ -276,9 +279,20 @@ typedef enum gt_compare_decision {
     GT_DECISION_MUST_NOT,    /* a regression, a failure, a missing result, an incomplete NEW */
     GT_DECISION_UNDECIDED,   /* none of those, but a family or a metric in no family is
                                 undecided: more pairs or runs would decide */
+    GT_DECISION_NOT_COMPARABLE, /* no failed check, result or missing one, but BASE and
+                                   NEW ran on different machine classes (CPU or GPU model
+                                   and count, topology, threads, ranks): speed not judged */
 } gt_compare_decision;
 
-/* The gate's decision; MUST_NOT outranks UNDECIDED. */
+/* The machine class of a report, what speed may be compared within: the
+ * env's cpu.model, cpu.sockets, cpu.physical, cpu.logical, topology_digest,
+ * the GPUs' names and count, threads.per_rank and threads.obtained, and the
+ * job's ranks, nodes and ranks per node. A part only one side records
+ * (older reports have no threads) does not count. gt_compare_files marks
+ * the differing ones among the fingerprint differences (printed first, as
+ * "machine class"). */
+
+/* The gate's decision; MUST_NOT outranks NOT_COMPARABLE and UNDECIDED. */
 gt_compare_decision gt_compare_decide(const gt_compare *c);
 
 /* How much gt_compare_print shows. */

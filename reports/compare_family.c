@@ -172,10 +172,38 @@ static double weight(double var, double floor_sd) {
     return 1.0 / (var + floor_sd * floor_sd);
 }
 
+/* Pairs in blocks (every member's blk over all np pairs, all finite): per
+ * pair and block, the weighted mean of the members' block log ratios,
+ * summarized nested (gt_gs_summarize_nested). 0 when a member lacks blocks. */
+static int test_paired_blocks(const gt_compare *c, cmp_family *f, const double *w, int np,
+                              gt_gs_summary *s) {
+    int r = GT_COMPARE_BLOCKS;
+    for (size_t m = 0; m < f->n; m++) {
+        const cmp_metric *x = f->mem[m];
+        if (!x->blk || x->nblk != np) return 0;
+        for (int i = 0; i < np * r; i++)
+            if (!isfinite(x->blk[i])) return 0;
+    }
+    double *dbar = malloc((size_t)np * r * sizeof *dbar);
+    if (!dbar) return 0;
+    for (int i = 0; i < np * r; i++) {
+        double sw = 0, sx = 0;
+        for (size_t m = 0; m < f->n; m++) {
+            sw += w[m];
+            sx += w[m] * f->mem[m]->blk[i];
+        }
+        dbar[i] = sx / sw;
+    }
+    int ok = gt_gs_summarize_nested(dbar, np, r, c->opt.run_noise, s, &f->pooled) == np;
+    free(dbar);
+    return ok;
+}
+
 /* Interleaved pairs: per pair, the weighted mean of the members' log ratios;
  * the family's estimate is their mean, tested on pairs - 1 degrees of
  * freedom. A drift that hits one pair hits all its members: it stays in the
- * pair's mean and so in the spread it is judged against. */
+ * pair's mean and so in the spread it is judged against. Members whose runs
+ * are in blocks: per pair and block (test_paired_blocks). */
 static int test_paired(const gt_compare *c, cmp_family *f, gt_gs_summary *s) {
     int np = c->pairs;
     double *d = calloc((size_t)np * (f->n + 1), sizeof *d);
@@ -204,6 +232,7 @@ static int test_paired(const gt_compare *c, cmp_family *f, gt_gs_summary *s) {
     }
     gt_gs_summarize(dbar, k, c->opt.run_noise, s);
     f->reps = k;
+    if (k == np && test_paired_blocks(c, f, w, np, s)) f->blocks = GT_COMPARE_BLOCKS;
     free(w);
     free(d);
     return 0;

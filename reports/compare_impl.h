@@ -42,6 +42,9 @@ typedef struct assessment {
     double floor_frac; /* the assumed least run-to-run noise, a fraction of the level */
     double inv_runs;   /* 1 / runs_base + 1 / runs_new */
     int df;        /* degrees of freedom of the t test (0: normal) */
+    int pairs;     /* PAIRED: the pairs judged */
+    int blocks;    /* PAIRED: the blocks each pair was cut into (0: the runs' medians) */
+    int pooled;    /* PAIRED with blocks: the blocks counted as replicates (gt_gs_summarize_nested) */
     int large, better;
 } assessment;
 
@@ -70,6 +73,11 @@ typedef struct cmp_metric {
      * the one run (BLOCKS); NULL when the metric cannot join a family. */
     double *lb, *ln;
     int nlb, nln;
+    /* PAIRED, every pair's runs in GT_COMPARE_BLOCKS equal blocks: the log
+     * ratio of block j of pair i at blk[i GT_COMPARE_BLOCKS + j] (NAN where
+     * pair i lacks it), nblk pairs; NULL otherwise. */
+    double *blk;
+    int nblk;
     int in_family; /* a member of a family of two or more */
     int rejected;  /* the correction rejected "no change" (two-sided) */
     double level;  /* the (two-sided) level the correction tested it at */
@@ -92,6 +100,7 @@ typedef struct cmp_family {
     size_t n;
     gt_compare_method method;
     int reps;          /* pairs (PAIRED), runs BASE + NEW (RUNS), 2 (BLOCKS) */
+    int blocks, pooled; /* PAIRED: blocks a pair was cut into (0: none); counted as replicates */
     double est, se;    /* the pooled log ratio and its standard error */
     double sd;         /* PAIRED: the spread of the pooled pair ratios; RUNS: pooled run spread */
     int df, nb, nn;    /* nb, nn: runs each side (RUNS) */
@@ -126,6 +135,7 @@ typedef struct cmp_result {
 
 typedef struct fp_diff {
     char *key, *base, *nw;
+    int machine; /* part of the machine class: speed compares only within one */
 } fp_diff;
 
 /* The further runs of a side (a baseline kept as a directory of reports):
@@ -156,6 +166,8 @@ struct gt_compare {
     double alpha; /* the alpha of this look: opt.alpha, or its share in a sequential design */
     int pairs;    /* PAIRED: the pairs judged */
     char *new_incomplete; /* "'path': reason" of the first incomplete NEW report */
+    int not_comparable;   /* the machine classes differ (fp entries with machine set) and
+                             opt.across_machines is 0: speed does not gate */
 };
 
 /* compare_family.c: builds the families from the tested metrics, tests

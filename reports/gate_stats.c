@@ -285,3 +285,53 @@ double gt_gs_power(double sd, double floor_sd, double effect, double alpha, int 
     double d = fabs(effect) / se, c = gt_gs_t_quantile2(alpha, n - 1);
     return gt_gs_norm_cdf(d - c) + gt_gs_norm_cdf(-d - c);
 }
+
+double gt_gs_f_cdf(double f, int d1, int d2) {
+    if (isnan(f) || d1 < 1 || d2 < 1) return NAN;
+    if (f <= 0) return 0;
+    double x = (double)d1 * f / ((double)d1 * f + (double)d2);
+    return gt_gs_incbeta(x, 0.5 * d1, 0.5 * d2);
+}
+
+/* The group means of d (k groups of r) into m; 0 when a value is not finite. */
+static int group_means(const double *d, int k, int r, double *m) {
+    for (int g = 0; g < k; g++) {
+        double s = 0;
+        for (int j = 0; j < r; j++) {
+            if (!isfinite(d[g * r + j])) return 0;
+            s += d[g * r + j];
+        }
+        m[g] = s / r;
+    }
+    return 1;
+}
+
+int gt_gs_summarize_nested(const double *d, int k, int r, double floor_sd, gt_gs_summary *out,
+                           int *pooled) {
+    if (pooled) *pooled = 0;
+    if (k < 0) k = 0;
+    double *m = malloc((size_t)(k ? k : 1) * sizeof *m);
+    if (!m) return gt_gs_summarize(NULL, 0, floor_sd, out);
+    if (r < 2 || k < 2 || !group_means(d, k, r, m)) {
+        int n = r >= 1 && k > 0 && group_means(d, k, r, m) ? k : 0;
+        gt_gs_summarize(m, n, floor_sd, out);
+        free(m);
+        return out->n;
+    }
+    gt_gs_summarize(m, k, floor_sd, out); /* the groups alone: mean, df k - 1 */
+    double grand = out->mean, ssb = 0, ssw = 0;
+    for (int g = 0; g < k; g++) {
+        ssb += r * (m[g] - grand) * (m[g] - grand);
+        for (int j = 0; j < r; j++) ssw += (d[g * r + j] - m[g]) * (d[g * r + j] - m[g]);
+    }
+    free(m);
+    int dfb = k - 1, dfw = k * (r - 1);
+    double msb = ssb / dfb, msw = ssw / dfw, kr = (double)k * r;
+    int pool = msw > 0 && gt_gs_f_cdf(msb / msw, dfb, dfw) <= 1.0 - GT_GS_POOL_LEVEL;
+    double var_mean = pool ? (ssb + ssw) / (kr - 1) / kr : msb / kr;
+    out->df = pool ? (int)kr - 1 : dfb;
+    out->sd = sqrt(var_mean * k);
+    out->se = sqrt(var_mean + floor_sd * floor_sd / k);
+    if (pooled) *pooled = pool;
+    return out->n;
+}

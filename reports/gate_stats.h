@@ -92,6 +92,31 @@ int gt_gs_summarize(const double *x, int n, double floor_sd, gt_gs_summary *out)
 int gt_gs_summarize2(const double *a, int na, const double *b, int nb, double floor_sd,
                      gt_gs_summary *out);
 
+/* P(F <= f) for Fisher's F on (d1, d2) degrees of freedom: the
+ * regularized incomplete beta at d1 f / (d1 f + d2). 0 for f <= 0; NAN for
+ * d1 or d2 < 1 or f NAN. */
+double gt_gs_f_cdf(double f, int d1, int d2);
+
+/* The level of the preliminary F test of gt_gs_summarize_nested (Bancroft's
+ * "sometimes pool" rule: pool the within-group mean square with the groups'
+ * unless the F test at 0.25 says the groups differ beyond it). */
+#define GT_GS_POOL_LEVEL 0.25
+
+/* A balanced nested sample: k groups of r replicates each, d[g r + j]
+ * (interleaved pairs, each cut into r blocks of its samples: the blocks'
+ * log ratios). The estimate is the grand mean. The groups' mean square MSB
+ * (k - 1 df) is what its standard error rests on in general; when F =
+ * MSB / MSW, MSW the within-group mean square (k (r - 1) df), is below its
+ * 1 - GT_GS_POOL_LEVEL quantile, the groups show no spread of their own
+ * beyond their replicates', and every value counts: s^2 pooled over k r - 1
+ * df. Then se^2 = s^2 / (k r) (else MSB / (k r)) plus floor_sd^2 / k, sd
+ * the spread of a group's mean it stands for (sqrt(k se^2) without the
+ * floor), n = k, df k r - 1 or k - 1. *pooled (may be NULL) says which.
+ * r < 2 or a NAN in d: gt_gs_summarize of the group means. MSW == 0: not
+ * pooled. Returns out->n. */
+int gt_gs_summarize_nested(const double *d, int k, int r, double floor_sd, gt_gs_summary *out,
+                           int *pooled);
+
 /* The two-sided p-value of mean / se on df (gt_gs_t_tail2): 1 when
  * mean == 0 (no difference is no evidence, even with se == 0), 0 when
  * se == 0 and mean != 0. NAN when s is NULL, mean or se is NAN (n < 2), or

@@ -526,9 +526,14 @@ void gt_history_class_of(const gt_report_doc *d, gt_history_class *c) {
     char g[128] = "no GPU";
     size_t ng = json_array_size(gpus);
     if (ng > 0) snprintf(g, sizeof g, "%zu x %s", ng, jstr(json_array_get(gpus, 0), "name"));
-    snprintf(c->host_kind, sizeof c->host_kind, "%s, %lld logical CPUs; %s",
+    /* threads per rank are part of the class (a 1-thread run is no baseline
+     * for a 2-thread one); reports from before env.threads say "threads ?" */
+    json_t *thr = json_object_get(json_object_get(env, "threads"), "per_rank");
+    char t[32] = "threads ?";
+    if (thr) snprintf(t, sizeof t, "%lld thread(s) per rank", (long long)json_integer_value(thr));
+    snprintf(c->host_kind, sizeof c->host_kind, "%s, %lld logical CPUs; %s; %s",
              cpu ? jstr(cpu, "model") : "unknown CPU",
-             (long long)json_integer_value(json_object_get(cpu, "logical")), g);
+             (long long)json_integer_value(json_object_get(cpu, "logical")), g, t);
     /* topologies as numbers, in order; the backends sorted */
     int topos[64], nt = 0;
     char *bes[16];

@@ -234,6 +234,19 @@ void gt_report_set_env(gt_report *r, const gt_env *e, const gt_peaks *peaks) {
                         json_string(e->git_revision));
 }
 
+void gt_report_threads(gt_report *r, int per_rank) {
+    if (!r) return;
+    json_t *t = json_object();
+    int got = gt_env_threads_obtained(per_rank);
+    json_object_set_new(t, "per_rank", json_integer(per_rank > 0 ? per_rank : got));
+    json_object_set_new(t, "obtained", json_integer(got));
+    static const char *const vars[] = {"OMP_NUM_THREADS", "OMP_PROC_BIND",  "OMP_PLACES",
+                                       "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_NUM_THREADS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        json_object_set_new(t, vars[i], str_or_null(getenv(vars[i])));
+    json_object_set_new(json_object_get(r->root, "env"), "threads", t);
+}
+
 void gt_report_set_binding(gt_report *r, const char *const *per_rank, int n) {
     json_t *env = json_object_get(r->root, "env");
     json_t *arr = json_array();

@@ -52,6 +52,15 @@ void gt_report_free(gt_report *r);
 /* Records the environment fingerprint (and measured peaks when not NULL). */
 void gt_report_set_env(gt_report *r, const gt_env *env, const gt_peaks *peaks);
 
+/* env.threads: the threads per rank the run uses (per_rank: --threads or
+ * its default; 0: OpenMP's default, recorded as obtained), what an OpenMP region obtained with them
+ * (gt_env_threads_obtained), and the variables that steer threads and
+ * their placement (OMP_NUM_THREADS, OMP_PROC_BIND, OMP_PLACES,
+ * OMP_WAIT_POLICY, GOMP_SPINCOUNT, OPENBLAS_NUM_THREADS; null when unset).
+ * per_rank and obtained are part of the machine class compare judges speed
+ * within (docs/ci-gating.md). */
+void gt_report_threads(gt_report *r, int per_rank);
+
 /* The rank-to-core binding: entry r is "host cpus" of world rank r. */
 void gt_report_set_binding(gt_report *r, const char *const *per_rank, int n);
 

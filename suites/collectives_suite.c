@@ -132,6 +132,12 @@ static void list(FILE *f) {
                 gt_coll_test_name((gt_coll_test)t));
 }
 
+/* A case filter names one collective (config_of). */
+static void names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const char *name), void *arg) {
+    (void)ctx;
+    for (int t = 0; t < GT_COLL_TEST_COUNT; t++) fn(arg, gt_coll_test_name((gt_coll_test)t));
+}
+
 const gt_suite gt_suite_collectives = {
     .name = "collectives",
     .description = "nccl-tests' sweep through the communicator, exact results, raw MPI (or "
@@ -141,4 +147,5 @@ const gt_suite gt_suite_collectives = {
     .max_ranks = 0,
     .run = run,
     .count = count,
+    .names = names,
 };

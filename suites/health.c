@@ -380,6 +380,13 @@ static int hs_count(const gt_suite_ctx *ctx, int ranks) {
     return ctx->case_filter ? 1 : 6;
 }
 
+static void hs_names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const char *name), void *arg) {
+    (void)ctx;
+    static const char *const n[] = {"fma_peak",    "sgemm_peak",    "memory_bandwidth",
+                                    "mpi_latency", "mpi_bandwidth", "gpu_clocks"};
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) fn(arg, n[i]);
+}
+
 const gt_suite gt_suite_health = {
     .name = "health",
     .description = "machine fitness: FMA/SGEMM peaks, memory bandwidth, interconnect, GPU clocks",
@@ -388,4 +395,5 @@ const gt_suite gt_suite_health = {
     .max_ranks = 0,
     .run = hs_run,
     .count = hs_count,
+    .names = hs_names,
 };

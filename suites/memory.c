@@ -272,6 +272,12 @@ static int ms_count(const gt_suite_ctx *ctx, int ranks) {
     return ctx->case_filter ? 1 : 2; /* as ms_run */
 }
 
+static void ms_names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const char *name), void *arg) {
+    (void)ctx;
+    fn(arg, "allocator_stress");
+    fn(arg, "step_reuse");
+}
+
 const gt_suite gt_suite_memory = {
     .name = "memory",
     .description = "caching allocator: fragmentation, overhead, statistics invariants, reuse",
@@ -280,4 +286,5 @@ const gt_suite gt_suite_memory = {
     .max_ranks = 1,
     .run = ms_run,
     .count = ms_count,
+    .names = ms_names,
 };

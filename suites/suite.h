@@ -63,6 +63,13 @@ typedef struct gt_suite {
      * `ranks` ranks, for the progress estimate: cheap, runs nothing; an
      * estimate, not a promise (a named case counts 1). NULL: unknown. */
     int (*count)(const gt_suite_ctx *ctx, int ranks);
+    /* Every name a case filter may use to select cases with ctx (its effort
+     * and backend; comm NULL): the full names and the shorter forms run()
+     * accepts (a kernels op, op/dtype; a train model, a case's short name),
+     * each given to fn, repeats allowed. `gauntlet run` refuses a selection
+     * that is none of them before anything runs, naming the nearest.
+     * NULL: not checked. */
+    void (*names)(const gt_suite_ctx *ctx, void (*fn)(void *arg, const char *name), void *arg);
 } gt_suite;
 
 /* Every suite, in the order `gauntlet run` with no names runs them. */

@@ -774,6 +774,39 @@ static int train_count(const gt_suite_ctx *ctx, int ranks) {
     return 3 * per + (full ? 4 : 0);
 }
 
+/* wanted_case's names: each model, model/ and model/case, the short case
+ * names, the cross_backend alias; the small presets' --full cases. */
+static void train_names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const char *name),
+                        void *arg) {
+    static const char *const models[] = {"gpt2-tiny", "mlp-tiny", "convnet-tiny"};
+    static const char *const cases[] = {"convergence",    "run_to_run",     "topology",
+                                        "cross_backend",  "precision_bf16", "precision_fp16",
+                                        "resume",         "cross_backend_vs_ref",
+                                        "cross_backend_vs_cpu"};
+    char n[96];
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        fn(arg, models[m]);
+        snprintf(n, sizeof n, "%s/", models[m]);
+        fn(arg, n);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            snprintf(n, sizeof n, "%s/%s", models[m], cases[c]);
+            fn(arg, n);
+        }
+    }
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) fn(arg, cases[c]);
+    /* named at a lower effort, they are skipped with the reason (small_case_runs) */
+    (void)ctx;
+    static const char *const small[] = {"mlp-small", "resnet-small"};
+    for (size_t m = 0; m < 2; m++) {
+        fn(arg, small[m]);
+        snprintf(n, sizeof n, "%s/convergence", small[m]);
+        fn(arg, n);
+        snprintf(n, sizeof n, "%s/time_to_target", small[m]);
+        fn(arg, n);
+    }
+    fn(arg, "time_to_target");
+}
+
 const gt_suite gt_suite_train = {
     .name = "train",
     .description = "gpt2, mlp and convnet convergence, determinism (run to run, across "
@@ -783,6 +816,7 @@ const gt_suite gt_suite_train = {
     .max_ranks = 0,
     .run = train_run,
     .count = train_count,
+    .names = train_names,
 };
 
 /* One scaling case: strong (same global batch on every topology) or weak
@@ -919,6 +953,24 @@ static int scaling_count(const gt_suite_ctx *ctx, int ranks) {
     return ctx->case_filter ? 1 : 10;
 }
 
+/* wanted()'s exact names: the gpt2-small pair and each preset in each dtype. */
+static void scaling_names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const char *name),
+                          void *arg) {
+    (void)ctx;
+    fn(arg, "gpt2-small");
+    fn(arg, "gpt2-small/weak");
+    static const char *const presets[] = {"mlp-small", "resnet-small", "gpt2-124m"};
+    static const char *const dts[] = {"bf16", "fp16"};
+    char n[64];
+    for (size_t p = 0; p < 3; p++) {
+        if (p < 2) fn(arg, presets[p]); /* fp32: the bare name; gpt2-124m is 16-bit only */
+        for (size_t d = 0; d < 2; d++) {
+            snprintf(n, sizeof n, "%s/%s", presets[p], dts[d]);
+            fn(arg, n);
+        }
+    }
+}
+
 const gt_suite gt_suite_scaling = {
     .name = "scaling",
     .description = "gpt2-small, mlp-small and resnet-small training on each topology: "
@@ -928,4 +980,5 @@ const gt_suite gt_suite_scaling = {
     .max_ranks = 0,
     .run = scaling_run,
     .count = scaling_count,
+    .names = scaling_names,
 };

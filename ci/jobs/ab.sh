@@ -27,6 +27,8 @@
 #   0  NEW may ship               3  NEW must not ship
 #   4  undecided when the budget (pairs or minutes) ran out: more pairs needed
 #      (compare's `needed:` line says about how many)
+#   5  not comparable: the two commands ran as different machine classes (threads
+#      per rank, CPU model ...: compare's machine class lines); speed not judged
 #   2  the job could not decide: a bad option, a run that ended in an error,
 #      compare refusing its input
 #
@@ -178,7 +180,7 @@ while :; do
     verdict=$?
     cp "$look" "$out/compare.txt"
     case $verdict in
-        0 | 3) break ;;
+        0 | 3 | 5) break ;;
         4) ;;
         *) cat "$look"; die "gauntlet compare exited $verdict (see $look)" ;;
     esac
@@ -196,5 +198,6 @@ case $verdict in
     0) echo "ab: decided after $done_pairs pairs (verdict 0: NEW may ship)" ;;
     3) echo "ab: decided after $done_pairs pairs (verdict 3: NEW must not ship)" ;;
     4) echo "ab: undecided after $done_pairs pairs ($why)" ;;
+    5) echo "ab: NOT COMPARABLE: BASE and NEW ran on different machine classes (see machine class above); run both here, or pass --across-machines after --" ;;
 esac
 exit "$verdict"

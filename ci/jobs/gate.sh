@@ -15,6 +15,8 @@
 #      by its estimate, not shown; compare's `needed:` line says how many more
 #      runs would decide: keep more baseline runs (--baseline DIR/) or run again.
 #      The baseline is never replaced on 4
+#   5  not comparable: NEW ran on another machine class than the baseline (CPU or
+#      GPU model, topology, threads per rank, ranks); the baseline stays
 #   2  the job could not decide: a bad option, no gauntlet binary, no baseline
 #      (without --accept), or `gauntlet run` ended in an error (see OUT/run.log)
 #
@@ -139,5 +141,6 @@ case $verdict in
         exit 0 ;;
     3) echo "gate: FAIL: NEW must not ship (details above, $out/junit.xml, $out/compare.html)"; exit 3 ;;
     4) echo "gate: UNDECIDED: a change above the threshold is not yet shown or ruled out (see the needed: line above)"; exit 4 ;;
+    5) echo "gate: NOT COMPARABLE: NEW ran on another machine class than the baseline (see machine class above); the baseline stays"; exit 5 ;;
     *) die "gauntlet compare exited $verdict (see $out/compare.txt)" ;;
 esac

@@ -45,10 +45,16 @@ expect 0 "0 slower.*NEW may ship" -- "$g" compare "$tmp/a.json" "$tmp/slow30.jso
 # JUnit: well formed enough for a CI parser (xmllint when present)
 x="$tmp/slow.xml"
 for want in '^<\?xml version="1.0"' '<testsuites ' '<testsuite name="train"' \
-    '<testcase classname="train" name="train/gpt2-tiny \[topology 1, backend cpu\] ms_per_step">' \
-    '<failure type="slower"' '</testsuite>' '</testsuites>'; do
+    '<testcase classname="train" name="train/gpt2-tiny \[topology 1, backend cpu\]">' \
+    '<failure type="slower" message="slower: ms_per_step' '</testsuite>' '</testsuites>'; do
     grep -qE -- "$want" "$x" || fail "slow.xml lacks /$want/"
 done
+# one testcase per result (the metrics inside), not one per metric: the results, the
+# families and the machine class
+nres=$(grep -c '"suite":' "$tmp/a.json")
+ncase=$(grep -c '<testcase ' "$x")
+[ "$ncase" -le $((nres + 5)) ] && ok "JUnit: $ncase testcases for $nres results" ||
+    fail "JUnit: $ncase testcases for $nres results (one per metric again?)"
 [ "$(grep -c '<testcase ' "$x")" -eq "$(grep -c '</testcase>' "$x")" ] ||
     fail "unbalanced testcase elements"
 if command -v xmllint >/dev/null; then

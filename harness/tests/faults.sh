@@ -69,7 +69,8 @@ input_cases() {
     full 1 2 "cannot write report '.*r.json': File too large" \
         "$g" run health/fma_peak --quiet --report "$tmp/r.json"
     unchanged "$tmp/r.saved" "$tmp/r.json" "run --report on a full disk"
-    full 1 2 "cannot write JUnit file '.*j.xml': File too large; the previous file is intact" \
+    # (0 blocks: a JUnit file of one testcase per result fits in one)
+    full 0 2 "cannot write JUnit file '.*j.xml': File too large; the previous file is intact" \
         "$g" compare "$tmp/r.saved" "$tmp/r.saved" --junit "$tmp/j.xml"
     unchanged "$tmp/j.saved" "$tmp/j.xml" "compare --junit on a full disk"
     full 1 2 "cannot write '.*h.html': File too large; the previous file is intact" \
@@ -138,6 +139,14 @@ input_cases() {
     expect 2 "no suite 'nosuch'" "$g" run nosuch/case
     expect 2 "suite kernels has no case 'nosuch'" "$g" run kernels/nosuch --quiet
     expect 2 "suite health has no case 'nosuch'" "$g" run health/nosuch --quiet
+    # a misspelt case is refused before anything runs: the nearest name, no report
+    expect 2 "no case 'matmul_fwd/fp32/N64': did you mean matmul_fwd/fp32/N64_C768_OC768?" \
+        "$g" run kernels/matmul_fwd/fp32/N64 --quick --report "$tmp/wrong.json"
+    [ ! -e "$tmp/wrong.json" ] && ok "a wrong selection writes no report" ||
+        fail "a wrong selection wrote $tmp/wrong.json"
+    expect 2 "runs at a higher effort only: add --full" \
+        "$g" run kernels/matmul_fwd/fp32/N256_C768_OC768 --quick
+    expect 2 "no case 'run_to_rn': did you mean run_to_run?" "$g" run train/run_to_rn
     expect 2 "--alpha 0.9 is out of range" "$g" compare "$tmp/r.saved" "$tmp/r.saved" --alpha 0.9
     expect 2 "--loss-rtol -1 is out of range" "$g" compare "$tmp/r.saved" "$tmp/r.saved" --loss-rtol -1
     expect 2 "--threshold -5 is out of range" "$g" compare "$tmp/r.saved" "$tmp/r.saved" --threshold -5%

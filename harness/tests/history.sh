@@ -91,7 +91,7 @@ expect 0 "NEW may ship" "$g" history "$db" --gate "$tmp/new-ok.json"
     ok "the gate took runs 8-12 as its baseline (run 13 failed)" || fail "the gate did not take the last 5 good runs, newest 12"
 expect 3 "NEW MUST NOT SHIP" "$g" history "$db" --gate "$tmp/new-slow.json" --junit "$tmp/j.xml"
 grep -q "<failure" "$tmp/j.xml" 2>/dev/null && ok "--gate --junit wrote the failure" || fail "no JUnit failure"
-expect 2 "no good run .*of this report's class: host kind 'Other CPU, 8 logical CPUs; no GPU'" \
+expect 2 "no good run .*of this report's class: host kind 'Other CPU, 8 logical CPUs; no GPU; " \
     "$g" history "$db" --gate "$tmp/other.json"
 expect 2 "cannot read the NEW report" "$g" history "$db" --gate "$tmp/missing.json"
 

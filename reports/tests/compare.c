@@ -157,6 +157,8 @@ typedef struct spec {
     int check_passed;
     int with_collective;
     const char *detail; /* backend_detail: a measured param, must not break matching */
+    const char *cpu;    /* env.cpu.model (NULL: "Test CPU") */
+    int threads;        /* env.threads.per_rank and obtained (0: no env.threads) */
 } spec;
 
 static void samples(FILE *f, double first, double step, double factor, int n) {
@@ -172,14 +174,20 @@ static void write_report(const char *path, spec s) {
         perror(path);
         exit(1);
     }
+    char thr[160] = "";
+    if (s.threads)
+        snprintf(thr, sizeof thr,
+                 "         \"threads\": {\"per_rank\": %d, \"obtained\": %d, "
+                 "\"OMP_NUM_THREADS\": null},\n",
+                 s.threads, s.threads);
     fprintf(f,
             "{\"schema_version\": %d,\n"
             " \"run\": {\"id\": \"test\", \"git_revision\": \"abc\"},\n"
-            " \"env\": {\"cpu\": {\"model\": \"Test CPU\"}, \"gpus\": [],\n"
-            "         \"software\": {\"cuda\": \"%s\", \"build_type\": \"Release\"},\n"
+            " \"env\": {\"cpu\": {\"model\": \"%s\"}, \"gpus\": [],\n"
+            "         \"software\": {\"cuda\": \"%s\", \"build_type\": \"Release\"},\n%s"
             "         \"topology_digest\": \"fnv1a64:1\"},\n"
             " \"results\": [\n",
-            s.schema, s.detail);
+            s.schema, s.cpu ? s.cpu : "Test CPU", s.detail, thr);
     fprintf(f,
             "  {\"suite\": \"kernels\", \"case\": \"matmul\", \"topology\": \"1\", "
             "\"backend\": \"cpu\", \"status\": \"%s\",\n"
@@ -339,13 +347,15 @@ static void test_gate(void) {
     fclose(qf);
     EXPECT(strstr(qbuf, "kernels/matmul [topology 1, backend cpu]  pass -> fail") != NULL);
     free(qbuf);
-    /* JUnit: the result's status testcase fails, counted at both levels */
+    /* JUnit: one testcase per result (its metrics inside), failed by its check,
+     * counted at both levels; the machine class is one more testcase */
     EXPECT(gt_compare_write_junit(c, path_of("junit.xml")) == GT_OK);
     x = slurp(path_of("junit.xml"));
     EXPECT(x && strstr(x, "<failure type=\"check\" message=\"a check failed in NEW\">"));
-    EXPECT(x && strstr(x, "<testsuites name=\"gauntlet compare\" tests=\"6\" failures=\"1\""));
-    EXPECT(x && strstr(x, "<testsuite name=\"kernels\" tests=\"4\" failures=\"1\""));
-    EXPECT(x && strstr(x, "<testsuite name=\"collectives\" tests=\"2\" failures=\"0\""));
+    EXPECT(x && strstr(x, "<testsuites name=\"gauntlet compare\" tests=\"3\" failures=\"1\""));
+    EXPECT(x && strstr(x, "<testsuite name=\"kernels\" tests=\"1\" failures=\"1\""));
+    EXPECT(x && strstr(x, "<testsuite name=\"collectives\" tests=\"1\" failures=\"0\""));
+    EXPECT(x && strstr(x, "<testcase classname=\"machine\" name=\"class\">"));
     free(x);
     gt_compare_free(c);
 
@@ -489,7 +499,10 @@ static void test_gate_rules(void) {
         fclose(gf);
     }
     EXPECT(gate("r_g0.json", "r_g1.json", NULL, &k) == 1 && k.fingerprint_diffs == 0);
-    EXPECT(gate("r_g0.json", "r_g2.json", NULL, &k) == 1 && k.fingerprint_diffs == 1);
+    /* another GPU model is another machine class: not comparable, named twice
+     * (the class's models and the GPUs' description) */
+    EXPECT(gate("r_g0.json", "r_g2.json", NULL, &k) == 0 && k.fingerprint_diffs == 2 &&
+           k.machine_diffs == 1);
 
     /* fingerprint: the BLAS kernel is a field of its own (a new core changes
      * a GEMM's rounding), listed by name with both values */
@@ -1032,6 +1045,76 @@ static void test_families(void) {
     (void)none;
 }
 
+/* Speed is compared within one machine class (CPU model, threads per rank,
+ * ...): across classes the verdict is NOT COMPARABLE unless a check fails,
+ * and --across-machines judges speed anyway. */
+static void test_machine_class(void) {
+    spec base = {.schema = 1, .gflops_factor = 1, .check_passed = 1, .with_collective = 1,
+                 .detail = "cpu: 2 threads", .threads = 2};
+    write_report(path_of("mc_base.json"), base);
+    spec other = base;
+    other.cpu = "Other CPU, 224 cores";
+    other.gflops_factor = 0.3; /* much slower: a laptop against a server */
+    write_report(path_of("mc_other.json"), other);
+    gt_compare *c = NULL;
+    gt_compare_counts k;
+    EXPECT(gt_compare_files(path_of("mc_base.json"), path_of("mc_other.json"), NULL, &c) ==
+           GT_OK);
+    gt_compare_get_counts(c, &k);
+    EXPECT(gt_compare_decide(c) == GT_DECISION_NOT_COMPARABLE && !gt_compare_may_ship(c));
+    EXPECT(k.machine_diffs == 1);
+    char *out = printed(c);
+    EXPECT(out && strstr(out, "machine class differences: NOT COMPARABLE"));
+    EXPECT(out && strstr(out, "env.cpu.model"));
+    EXPECT(out && strstr(out, ": NOT COMPARABLE: BASE and NEW ran on different machine classes"));
+    free(out);
+    EXPECT(gt_compare_write_junit(c, path_of("mc.xml")) == GT_OK);
+    char *x = slurp(path_of("mc.xml"));
+    EXPECT(x && strstr(x, "<failure type=\"not-comparable\""));
+    free(x);
+    gt_compare_free(c);
+
+    /* --across-machines: speed judged, labelled */
+    gt_compare_options o = gt_compare_defaults();
+    o.across_machines = 1;
+    EXPECT(gt_compare_files(path_of("mc_base.json"), path_of("mc_other.json"), &o, &c) == GT_OK);
+    EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+    out = printed(c);
+    EXPECT(out && strstr(out, "speed judged anyway (--across-machines)"));
+    free(out);
+    gt_compare_free(c);
+
+    /* a failed check decides whatever the machines */
+    spec failed = other;
+    failed.check_passed = 0;
+    write_report(path_of("mc_failed.json"), failed);
+    EXPECT(gt_compare_files(path_of("mc_base.json"), path_of("mc_failed.json"), NULL, &c) ==
+           GT_OK);
+    EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+    gt_compare_free(c);
+
+    /* threads per rank: 1 against 2 on the same CPU is another class, named */
+    spec one = base;
+    one.threads = 1;
+    one.gflops_factor = 0.5;
+    write_report(path_of("mc_one.json"), one);
+    EXPECT(gt_compare_files(path_of("mc_base.json"), path_of("mc_one.json"), NULL, &c) == GT_OK);
+    EXPECT(gt_compare_decide(c) == GT_DECISION_NOT_COMPARABLE);
+    out = printed(c);
+    EXPECT(out && strstr(out, "env.threads.per_rank") && strstr(out, "env.threads.obtained"));
+    free(out);
+    gt_compare_free(c);
+
+    /* a report from before env.threads: not a difference of class */
+    spec old = base;
+    old.threads = 0;
+    write_report(path_of("mc_old.json"), old);
+    EXPECT(gt_compare_files(path_of("mc_old.json"), path_of("mc_base.json"), NULL, &c) == GT_OK);
+    gt_compare_get_counts(c, &k);
+    EXPECT(k.machine_diffs == 0 && gt_compare_decide(c) == GT_DECISION_SHIP);
+    gt_compare_free(c);
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/gt_compare_test.XXXXXX");
     if (!mkdtemp(g_dir)) {
@@ -1042,6 +1125,7 @@ int main(void) {
     test_gate();
     test_gate_rules();
     test_families();
+    test_machine_class();
     if (g_fails == 0) {
         /* everything the tests wrote, whatever its name */
         nftw(g_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);

@@ -427,7 +427,48 @@ static void test_planning(void) {
     is_nan(gt_gs_power(1, 0, NAN, 0.05, 10), "power, effect NAN");
 }
 
+/* F's distribution and the nested summary of blocks within pairs */
+static void test_nested(void) {
+    /* [mpmath] betainc(d1/2, d2/2, 0, d1 f / (d1 f + d2), regularized=True) */
+    near_rel(gt_gs_f_cdf(1.0, 4, 20), 0.56931844562707808, 1e-10, "F cdf 1 on (4, 20)");
+    near_rel(gt_gs_f_cdf(2.0, 11, 48), 0.95066163296671243, 1e-10, "F cdf 2 on (11, 48)");
+    near_rel(gt_gs_f_cdf(1.5, 1, 4), 0.71213586527330934, 1e-10, "F cdf 1.5 on (1, 4)");
+    EXPECT(gt_gs_f_cdf(0, 3, 3) == 0);
+    is_nan(gt_gs_f_cdf(1, 0, 3), "F cdf on 0 df");
+
+    gt_gs_summary s;
+    int pooled = -1;
+    /* [exact] groups {1,2,3} and {2,3,4}: means 2 and 3, grand 2.5; SSB = 3 (0.25 + 0.25)
+     * = 1.5 on 1 df, SSW = 2 + 2 = 4 on 4 df: F = 1.5, below its 75% quantile
+     * (P(F <= 1.5) = 0.712 above): pooled, s^2 = 5.5 / 5 = 1.1 on 5 df, se^2 = 1.1 / 6 */
+    const double a[6] = {1, 2, 3, 2, 3, 4};
+    EXPECT(gt_gs_summarize_nested(a, 2, 3, 0, &s, &pooled) == 2);
+    EXPECT(pooled == 1 && s.n == 2 && s.df == 5);
+    near(s.mean, 2.5, 1e-15, "nested mean");
+    near(s.se, sqrt(1.1 / 6), 1e-15, "nested pooled se");
+    near(s.sd, sqrt(1.1 / 6 * 2), 1e-15, "nested pooled sd of a group mean");
+    /* [mpmath] P(|T_5| >= 2.5 / sqrt(1.1 / 6)) */
+    near_rel(gt_gs_p(&s), 0.0020847929454857408, 1e-9, "nested pooled p");
+    /* with a floor of 1 on a group: se^2 + 1 / 2 */
+    gt_gs_summarize_nested(a, 2, 3, 1, &s, NULL);
+    near(s.se, sqrt(1.1 / 6 + 0.5), 1e-15, "nested floor");
+    /* [exact] groups {1, 1.1, 0.9} and {5, 5.1, 4.9}: MSB = 24, MSW = 0.01: the groups
+     * differ, not pooled: se^2 = MSB / 6 = 4 on 1 df, the groups' own t test */
+    const double b[6] = {1, 1.1, 0.9, 5, 5.1, 4.9};
+    gt_gs_summarize_nested(b, 2, 3, 0, &s, &pooled);
+    EXPECT(pooled == 0 && s.df == 1);
+    near(s.se, 2, 1e-12, "nested unpooled se");
+    near(s.sd, sqrt(8), 1e-12, "nested unpooled sd = the group means' sd");
+    /* one block a group, or a NAN: the group means alone */
+    gt_gs_summarize_nested(b, 6, 1, 0, &s, &pooled);
+    EXPECT(pooled == 0 && s.n == 6 && s.df == 5);
+    const double c[6] = {1, NAN, 3, 2, 3, 4};
+    gt_gs_summarize_nested(c, 2, 3, 0, &s, &pooled);
+    EXPECT(pooled == 0 && s.n == 0);
+}
+
 int main(void) {
+    test_nested();
     test_incbeta();
     test_t_tail();
     test_t_quantile();
