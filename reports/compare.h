@@ -39,7 +39,11 @@
  *     side by side: interleaved A/B): the log ratios ln(new_i / base_i)
  *     are the replicates; rel = exp(their mean) - 1, se = sqrt((s^2 +
  *     run_noise^2) / pairs) on the log scale, Student's t on pairs - 1
- *     degrees of freedom.
+ *     degrees of freedom. When every run of both sides holds its samples in
+ *     GT_COMPARE_BLOCKS equal blocks (the kernels suite's rounds), the
+ *     blocks' log ratios, pairs x blocks, are summarized nested
+ *     (gt_gs_summarize_nested: pooled over pairs x blocks - 1 df when the
+ *     pairs differ no more than their blocks by an F test at 0.25).
  * The A/A experiment of docs/ci-gating.md sets both defaults.
  *
  * Families (gt_compare_files; docs/ci-gating.md "Families"): the tested
