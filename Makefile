@@ -13,7 +13,7 @@ comma := ,
 # topologies 1 and 2 when MPI is there: gauntlet relaunches itself under mpirun
 TOPOLOGIES ?= $(if $(shell command -v mpirun 2>/dev/null),1$(comma)2,1)
 
-.PHONY: run test build deps clean
+.PHONY: run test check build deps clean
 
 # every run is also recorded in the run history: `gauntlet history reports/history.db`
 HISTORY ?= reports/history.db
@@ -21,8 +21,14 @@ HISTORY ?= reports/history.db
 run: build
 	$(GAUNTLET) run --quick --topologies $(TOPOLOGIES) --report reports/latest.json --history $(HISTORY)
 
+# the quick tier: unit and conformance tests, one end-to-end path of each command
+# (docs/testing.md); `make check`: the full tier (Slurm cluster, faults, multi-rank
+# models, the gate's experiments, whole-suite runs)
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE full
+
+check: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L full
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release

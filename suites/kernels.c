@@ -229,7 +229,7 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fau
  * calls. The first round (*per 0) takes KS_ROUND_MIN_SAMPLES and cap_s /
  * KS_ROUNDS of them, or one sample and 5 times that (ops slower than the
  * block's share), and sets *per to its count; later rounds take *per
- * samples (up to 20 shares of time), so that a slow round weighs as much as
+ * samples whatever they take, so that a slow round weighs as much as
  * a fast one and compare's equal blocks of the samples are the rounds. No
  * early stop on a small spread. */
 static gt_status ks_block(gt_kcase *c, gt_backend *be, long iters, double cap_s,
@@ -246,9 +246,10 @@ static gt_status ks_block(gt_kcase *c, gt_backend *be, long iters, double cap_s,
         spent += sec;
         us[(*n)++] = sec / (double)iters * 1e6;
         k++;
-        if (*per == 0 && k >= KS_ROUND_MIN_SAMPLES && spent >= share) break;
-        /* a pathologically slow round ends early (the rounds then differ in size) */
-        if (spent >= (*per ? 20.0 : 5.0) * share) break;
+        /* the first round sets the count; later ones take it whatever the time
+         * (a loaded machine makes them slower, never shorter: equal blocks) */
+        if (*per == 0 && ((k >= KS_ROUND_MIN_SAMPLES && spent >= share) || spent >= 5.0 * share))
+            break;
     }
     if (*per == 0) *per = k;
     return GT_OK;
