@@ -4,7 +4,10 @@
 # reports: garbage --ranks, missing reports, reports without the results the
 # model needs (the message names them and the suite to run), a network that
 # was not measured (given alpha and beta, said so in the output), JSON output
-# (an unwritable path leaves the previous file). Then, with `measure`, the
+# (an unwritable path leaves the previous file), issue 35's table: every row
+# with the cores the assumptions say, measured steps beside the predicted
+# ones, and --check with collectives on 2 ranks only predicting the 2-rank
+# step and saying it is not leave-one-out. Then, with `measure`, the
 # check against this machine: collectives and the gpt2-small scaling cases
 # measured on 1, 2 and 4 ranks (--quick), each multi-rank topology predicted
 # from a fit that leaves it out, the error held within a stated bound:
