@@ -21,7 +21,7 @@ static const char *const g_coll_names[NCOLL] = {"allreduce", "reduce_scatter", "
 static const char *const g_level_names[NLEVEL] = {"intra_node", "inter_node"};
 static const char *const g_src_names[] = {"none", "measured", "given", "borrowed", "assumed"};
 
-enum { MAX_SIZES = 64, MAX_NOTES = 24, NOTE_LEN = 320 };
+enum { MAX_SIZES = 64, MAX_NOTES = 32, NOTE_LEN = 1024 };
 
 /* One train / scaling result of the model. */
 typedef struct tpoint {
@@ -52,14 +52,33 @@ typedef struct link_fit {
     size_t n_points;
 } link_fit;
 
+/* A measured training result of a row's rank count and batch per rank,
+ * shown beside the prediction. */
+typedef struct pmeas {
+    int have;
+    char case_name[96];
+    double share; /* the cores a rank had (host backends) */
+    int oversub;
+    double step[NS];         /* measured ms_per_step: min, median, max */
+    double exposed, compute; /* medians, ms */
+    double tput;             /* from the median step, in the table's unit */
+} pmeas;
+
+/* One scaling (strong or weak) of one row. Throughput and efficiency are
+ * computed from this row's step per scenario, the efficiency against the
+ * 1-rank reference row's throughput in the same scenario. */
+typedef struct pscale {
+    int ok;                      /* predicted (strong: at least one sample per rank) */
+    double global_batch, b;      /* samples per step in all, per rank */
+    gt_predict_iv compute, exposed, other, step, tput, eff;
+    double tput_s[NS];           /* per scenario */
+    pmeas meas;
+} pscale;
+
 typedef struct prow {
     int ranks, nodes, rpn;
-    double share;
-    int strong_ok;
-    double strong_batch, strong_b;
-    gt_predict_iv s_compute, s_exposed, s_other, s_step, s_tput, s_eff;
-    double weak_b;
-    gt_predict_iv w_compute, w_exposed, w_other, w_step, w_tput, w_eff;
+    double share; /* the cores of each rank: the same on every row */
+    pscale strong, weak;
 } prow;
 
 typedef struct crow {
@@ -70,6 +89,7 @@ typedef struct crow {
     double measured_step, measured_lo, measured_hi, measured_exposed;
     double error, bound;
     int within_bound, within_interval;
+    int leave_one_out; /* 0: the links were fitted with this rank count's collectives */
     char fitted_compute[64], fitted_links[64]; /* the rank counts each fit used */
 } crow;
 
@@ -100,11 +120,13 @@ struct gt_prediction {
     size_t n_tp;
     prow rows[GT_PREDICT_MAX_RANKS];
     int n_rows;
+    prow ref; /* 1 rank with the rows' cores: what every efficiency is relative to */
     crow *check;
     int n_check;
     char notes[MAX_NOTES][NOTE_LEN];
     int n_notes;
     int given[NLEVEL]; /* alpha / beta from the command line */
+    int coll_mpi;      /* the collectives were measured over MPI */
 };
 
 gt_predict_options gt_predict_defaults(void) {
@@ -656,56 +678,98 @@ static gt_status check_links(gt_prediction *p, const model *M, int nodes) {
                   needed_colls(M));
 }
 
+/* The measured result of the model at `ranks` ranks with b samples per
+ * rank (the case `prefer` first, else any case of the same configuration),
+ * for the table to show beside the prediction. */
+static pmeas find_measured(const gt_prediction *p, int ranks, double b, const char *prefer) {
+    pmeas m;
+    memset(&m, 0, sizeof m);
+    const tpoint *hit = NULL;
+    for (size_t i = 0; i < p->n_tp; i++) {
+        const tpoint *t = &p->tp[i];
+        if (t->ranks != ranks || fabs(t->b - b) > 1e-9 * (b > 1 ? b : 1)) continue;
+        if (!hit || (strcmp(t->case_name, prefer) == 0 && strcmp(hit->case_name, prefer) != 0))
+            hit = t;
+    }
+    if (!hit) return m;
+    m.have = 1;
+    snprintf(m.case_name, sizeof m.case_name, "%s", hit->case_name);
+    m.share = hit->share;
+    m.oversub = hit->oversub;
+    memcpy(m.step, hit->step, sizeof m.step);
+    m.exposed = hit->exposed_mid;
+    m.compute = hit->c[S_MID];
+    m.tput = hit->batch * p->units_per_sample / (hit->step[S_MID] * 1e-3);
+    return m;
+}
+
+/* One scaling of row r: b samples per rank, global_batch in all; strong
+ * scaling is predicted only with at least one sample per rank. */
+static void fill_scale(const gt_prediction *p, const prow *r, pscale *sc, double b,
+                       double global_batch, int strong, const char *prefer) {
+    memset(sc, 0, sizeof *sc);
+    sc->b = b;
+    sc->global_batch = global_batch;
+    sc->ok = !strong || b >= 1.0;
+    if (!sc->ok) return;
+    double cs[NS], es[NS], os[NS], ss[NS];
+    for (int s = 0; s < NS; s++) {
+        step_parts x = predict_step(&p->m, s, r->ranks, r->nodes, r->rpn, b, r->share);
+        cs[s] = x.compute;
+        es[s] = x.exposed;
+        os[s] = x.other;
+        ss[s] = x.step;
+        sc->tput_s[s] = global_batch * p->units_per_sample / (x.step * 1e-3);
+    }
+    sc->compute = iv3(cs);
+    sc->exposed = iv3(es);
+    sc->other = iv3(os);
+    sc->step = iv3(ss);
+    sc->tput = iv3(sc->tput_s);
+    sc->meas = find_measured(p, r->ranks, b, prefer);
+}
+
+/* Efficiency = this row's throughput over ranks x the reference row's, in
+ * each scenario: strong step(1) / (N step(N)), weak step(1) / step(N). */
+static void set_efficiency(pscale *sc, const pscale *ref, int ranks) {
+    if (!sc->ok || !ref->ok) return;
+    double f[NS];
+    for (int s = 0; s < NS; s++)
+        f[s] = sc->tput_s[s] / (ranks * ref->tput_s[s]);
+    sc->eff = iv3(f);
+}
+
+/* A row of the table: every rank, the 1-rank reference's included, has the
+ * same cores (--cores-per-rank or its default), so that the rows compare
+ * like with like and the assumptions say what every row used. */
 static void fill_row(const gt_prediction *p, prow *r, int ranks) {
-    const model *M = &p->m;
+    char twin[112];
+    snprintf(twin, sizeof twin, "%s/weak", p->case_name);
     r->ranks = ranks;
     r->rpn = ranks < p->ranks_per_node ? ranks : p->ranks_per_node;
     r->nodes = (ranks + r->rpn - 1) / r->rpn;
     r->share = p->device ? 1 : p->cores_per_rank;
-    if (!p->device && p->opt.cores_per_rank <= 0 && p->cores > 0) {
-        /* gauntlet's default threads: this node's cores over its ranks */
-        int th = p->cores / r->rpn > 0 ? p->cores / r->rpn : 1;
-        double per = (double)p->cores / r->rpn;
-        r->share = th < per ? th : per;
+    fill_scale(p, r, &r->strong, p->global_batch / ranks, p->global_batch, 1, p->case_name);
+    fill_scale(p, r, &r->weak, p->batch_per_rank, ranks * p->batch_per_rank, 0, twin);
+}
+
+/* The reference row, then every asked row with its efficiencies. */
+static void fill_rows(gt_prediction *p) {
+    fill_row(p, &p->ref, 1);
+    set_efficiency(&p->ref.strong, &p->ref.strong, 1);
+    set_efficiency(&p->ref.weak, &p->ref.weak, 1);
+    p->n_rows = p->opt.n_ranks;
+    for (int i = 0; i < p->n_rows; i++) {
+        prow *r = &p->rows[i];
+        fill_row(p, r, p->opt.ranks[i]);
+        set_efficiency(&r->strong, &p->ref.strong, r->ranks);
+        set_efficiency(&r->weak, &p->ref.weak, r->ranks);
+        if (!r->strong.ok)
+            note(p,
+                 "strong scaling needs at least one sample per rank: global batch %g < "
+                 "%d ranks (--global-batch sets it)",
+                 p->global_batch, r->ranks);
     }
-    double cs[NS], es[NS], os[NS], ss[NS], ts[NS], fs[NS];
-    r->strong_batch = p->global_batch;
-    r->strong_b = p->global_batch / ranks;
-    r->strong_ok = r->strong_b >= 1.0;
-    for (int s = 0; s < NS; s++) {
-        /* efficiency against one rank with the same compute share */
-        step_parts one = predict_step(M, s, 1, 1, 1, p->global_batch, r->share);
-        step_parts x = predict_step(M, s, ranks, r->nodes, r->rpn, r->strong_b, r->share);
-        cs[s] = x.compute;
-        es[s] = x.exposed;
-        os[s] = x.other;
-        ss[s] = x.step;
-        ts[s] = p->global_batch * p->units_per_sample / (x.step * 1e-3);
-        fs[s] = one.step / (ranks * x.step);
-    }
-    r->s_compute = iv3(cs);
-    r->s_exposed = iv3(es);
-    r->s_other = iv3(os);
-    r->s_step = iv3(ss);
-    r->s_tput = iv3(ts);
-    r->s_eff = iv3(fs);
-    r->weak_b = p->batch_per_rank;
-    for (int s = 0; s < NS; s++) {
-        step_parts one = predict_step(M, s, 1, 1, 1, p->batch_per_rank, r->share);
-        step_parts x = predict_step(M, s, ranks, r->nodes, r->rpn, p->batch_per_rank, r->share);
-        cs[s] = x.compute;
-        es[s] = x.exposed;
-        os[s] = x.other;
-        ss[s] = x.step;
-        ts[s] = ranks * p->batch_per_rank * p->units_per_sample / (x.step * 1e-3);
-        fs[s] = one.step / x.step;
-    }
-    r->w_compute = iv3(cs);
-    r->w_exposed = iv3(es);
-    r->w_other = iv3(os);
-    r->w_step = iv3(ss);
-    r->w_tput = iv3(ts);
-    r->w_eff = iv3(fs);
 }
 
 static void join_ints(char *buf, size_t len, const int *v, int n) {
@@ -715,7 +779,82 @@ static void join_ints(char *buf, size_t len, const int *v, int n) {
         at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? "," : "", v[i]);
 }
 
-/* The check: each measured multi-rank point predicted from the others. */
+/* Fills check row r: measured point t predicted by model M (fitted
+ * without t's compute; links at level l, collective c). */
+static void fill_check_row(const gt_prediction *p, crow *r, const tpoint *t, const model *M,
+                           int l, int c) {
+    snprintf(r->case_name, sizeof r->case_name, "%s", t->case_name);
+    r->ranks = t->ranks;
+    r->nodes = t->nodes;
+    r->rpn = t->rpn;
+    r->oversub = t->oversub;
+    r->batch = t->batch;
+    r->share = t->share;
+    double st[NS], ex[NS];
+    for (int s = 0; s < NS; s++) {
+        step_parts x = predict_step(M, s, t->ranks, t->nodes, t->rpn, t->b, t->share);
+        st[s] = x.step;
+        ex[s] = x.exposed;
+    }
+    r->step = iv3(st);
+    r->exposed = iv3(ex);
+    r->measured_step = t->step[S_MID];
+    r->measured_lo = t->step[S_LO];
+    r->measured_hi = t->step[S_HI];
+    r->measured_exposed = t->exposed_mid;
+    r->error = (r->step.mid - r->measured_step) / r->measured_step;
+    r->bound = t->oversub && p->opt.max_error_over > 0 ? p->opt.max_error_over : p->opt.max_error;
+    r->within_bound = !(r->bound > 0) || fabs(r->error) <= r->bound;
+    r->within_interval = r->measured_step >= r->step.lo && r->measured_step <= r->step.hi;
+    /* which rank counts the fits used */
+    join_ints(r->fitted_compute, sizeof r->fitted_compute, M->compute_ranks, M->n_compute_ranks);
+    const link_fit *lf = &M->link[l][c];
+    if (lf->src == SRC_GIVEN)
+        snprintf(r->fitted_links, sizeof r->fitted_links, "given");
+    else
+        join_ints(r->fitted_links, sizeof r->fitted_links, lf->ranks_seen, lf->n_ranks_seen);
+}
+
+/* The check of one measured multi-rank point: the compute fitted without
+ * its rank count, the links too when another rank count's collectives are
+ * there; otherwise from the collectives of its own rank count, and the row
+ * says it is no leave-one-out check. 0: nothing to check (a note says why). */
+static int check_point(gt_prediction *p, const tpoint *t, const cpoint *cp, size_t ncp) {
+    model M = p->m;
+    char why[160];
+    if (!fit_compute(&M, p->tp, p->n_tp, t->ranks, why, sizeof why)) {
+        note(p, "check of %d ranks: %s", t->ranks, why);
+        return 0;
+    }
+    int l = t->nodes > 1 ? L_INTER : L_INTRA, c = M.zero ? C_RS : C_AR, loo = 1;
+    fit_links(p, &M, cp, ncp, t->ranks);
+    if (M.link[l][c].src == SRC_NONE) {
+        fit_links(p, &M, cp, ncp, 0);
+        loo = 0;
+    }
+    if (M.link[l][c].src == SRC_NONE) {
+        note(p, "check of %d ranks: no collectives result to fit the links from", t->ranks);
+        return 0;
+    }
+    if (!loo) {
+        char from[64];
+        join_ints(from, sizeof from, M.compute_ranks, M.n_compute_ranks);
+        note(p,
+             "check of %d ranks: not a leave-one-out check: the collectives were measured at "
+             "%d ranks only, so its links are fitted from the collectives of the rank count "
+             "it predicts; only the compute is left out (fitted from ranks %s). Measure "
+             "collectives on another multi-rank topology (e.g. --topologies 1,2,4) for a "
+             "leave-one-out check",
+             t->ranks, t->ranks, from);
+    }
+    crow *r = &p->check[p->n_check++];
+    fill_check_row(p, r, t, &M, l, c);
+    r->leave_one_out = loo;
+    return 1;
+}
+
+/* The check: each measured multi-rank point of the case predicted from the
+ * others. */
 static gt_status run_check(gt_prediction *p, const cpoint *cp, size_t ncp) {
     p->check = calloc(p->n_tp ? p->n_tp : 1, sizeof *p->check);
     if (!p->check) return GT_ERR(GT_ERR_OOM, "no memory");
@@ -723,54 +862,7 @@ static gt_status run_check(gt_prediction *p, const cpoint *cp, size_t ncp) {
         const tpoint *t = &p->tp[i];
         /* the case asked about; the others of its model only feed the fit */
         if (t->ranks < 2 || strcmp(t->case_name, p->case_name) != 0) continue;
-        model M = p->m;
-        char why[160];
-        if (!fit_compute(&M, p->tp, p->n_tp, t->ranks, why, sizeof why)) {
-            note(p, "check of %d ranks: %s", t->ranks, why);
-            continue;
-        }
-        fit_links(p, &M, cp, ncp, t->ranks);
-        int l = t->nodes > 1 ? L_INTER : L_INTRA, c = M.zero ? C_RS : C_AR;
-        if (M.link[l][c].src == SRC_NONE) {
-            note(p,
-                 "check of %d ranks: no collectives result of another rank count to fit "
-                 "the links from (measure collectives on at least two multi-rank "
-                 "topologies, e.g. --topologies 1,2,4)",
-                 t->ranks);
-            continue;
-        }
-        crow *r = &p->check[p->n_check++];
-        snprintf(r->case_name, sizeof r->case_name, "%s", t->case_name);
-        r->ranks = t->ranks;
-        r->nodes = t->nodes;
-        r->rpn = t->rpn;
-        r->oversub = t->oversub;
-        r->batch = t->batch;
-        r->share = t->share;
-        double st[NS], ex[NS];
-        for (int s = 0; s < NS; s++) {
-            step_parts x = predict_step(&M, s, t->ranks, t->nodes, t->rpn, t->b, t->share);
-            st[s] = x.step;
-            ex[s] = x.exposed;
-        }
-        r->step = iv3(st);
-        r->exposed = iv3(ex);
-        r->measured_step = t->step[S_MID];
-        r->measured_lo = t->step[S_LO];
-        r->measured_hi = t->step[S_HI];
-        r->measured_exposed = t->exposed_mid;
-        r->error = (r->step.mid - r->measured_step) / r->measured_step;
-        r->bound =
-            t->oversub && p->opt.max_error_over > 0 ? p->opt.max_error_over : p->opt.max_error;
-        r->within_bound = !(r->bound > 0) || fabs(r->error) <= r->bound;
-        r->within_interval = r->measured_step >= r->step.lo && r->measured_step <= r->step.hi;
-        /* which rank counts the fits used */
-        join_ints(r->fitted_compute, sizeof r->fitted_compute, M.compute_ranks, M.n_compute_ranks);
-        const link_fit *lf = &M.link[l][c];
-        if (lf->src == SRC_GIVEN)
-            snprintf(r->fitted_links, sizeof r->fitted_links, "given");
-        else
-            join_ints(r->fitted_links, sizeof r->fitted_links, lf->ranks_seen, lf->n_ranks_seen);
+        check_point(p, t, cp, ncp);
     }
     return GT_OK;
 }
@@ -820,9 +912,7 @@ static void list_cases(gt_report_doc *const *docs, size_t n, char *buf, size_t l
         }
 }
 
-gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predict_options *opt,
-                           gt_prediction **out) {
-    *out = NULL;
+static gt_status validate_options(const gt_predict_options *opt) {
     if (!opt || opt->n_ranks < 0 || opt->n_ranks > GT_PREDICT_MAX_RANKS)
         return GT_ERR(GT_ERR_INVALID, "between 0 and %d rank counts", GT_PREDICT_MAX_RANKS);
     for (int l = 0; l < NLEVEL; l++) {
@@ -836,69 +926,65 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
         if (!isnan(a) && (!(a >= 0) || !(b > 0)))
             return GT_ERR(GT_ERR_INVALID, "alpha must be >= 0 us and beta > 0 GB/s");
     }
-    gt_prediction *p = calloc(1, sizeof *p);
-    if (!p) return GT_ERR(GT_ERR_OOM, "no memory");
-    p->opt = *opt;
-    p->opt.case_name = NULL; /* borrowed: copied below */
-    p->given[L_INTRA] = !isnan(opt->intra_alpha_us);
-    p->given[L_INTER] = !isnan(opt->inter_alpha_us);
-    gt_status s = GT_OK;
-    cpoint *cp = NULL;
-    size_t ncp = 0;
+    return GT_OK;
+}
 
+/* The case to scale and every result of its model in the same
+ * configuration; *cr: the case's result that names the configuration. */
+static gt_status read_case(gt_prediction *p, gt_report_doc *const *docs, size_t n,
+                           const char *want, const gt_report_result **cr) {
     gt_report_doc *cd = NULL;
-    const gt_report_result *cr = NULL;
-    if (!find_case(docs, n, opt->case_name, &cd, &cr)) {
+    if (!find_case(docs, n, want, &cd, cr)) {
         char names[1024];
         list_cases(docs, n, names, sizeof names);
-        if (opt->case_name && names[0])
-            s = GT_ERR(GT_ERR_INVALID,
-                       "no passed train or scaling result '%s' with ms_per_step in "
-                       "the reports; --case takes one of: %s",
-                       opt->case_name, names);
-        else
-            s = GT_ERR(GT_ERR_INVALID,
-                       "the reports hold no passed train or scaling result with "
-                       "ms_per_step (the compute time to scale): run `gauntlet run "
-                       "scaling/gpt2-small scaling/gpt2-small/weak --topologies 1,2 --report "
-                       "scaling.json` (or `gauntlet train --report`) and pass it with --from");
-        goto fail;
+        if (want && names[0])
+            return GT_ERR(GT_ERR_INVALID,
+                          "no passed train or scaling result '%s' with ms_per_step in "
+                          "the reports; --case takes one of: %s",
+                          want, names);
+        return GT_ERR(GT_ERR_INVALID,
+                      "the reports hold no passed train or scaling result with "
+                      "ms_per_step (the compute time to scale): run `gauntlet run "
+                      "scaling/gpt2-small scaling/gpt2-small/weak --topologies 1,2 --report "
+                      "scaling.json` (or `gauntlet train --report`) and pass it with --from");
     }
-    snprintf(p->case_name, sizeof p->case_name, "%s", cr->case_name);
-    snprintf(p->model_name, sizeof p->model_name, "%s", pstr(cr, "model"));
+    const gt_report_result *c = *cr;
+    snprintf(p->case_name, sizeof p->case_name, "%s", c->case_name);
+    snprintf(p->model_name, sizeof p->model_name, "%s", pstr(c, "model"));
     snprintf(p->precision, sizeof p->precision, "%s",
-             pstr(cr, "precision") ? pstr(cr, "precision") : "fp32");
-    snprintf(p->backend, sizeof p->backend, "%s", cr->backend);
-    p->device = strcmp(cr->backend, "cuda") == 0;
+             pstr(c, "precision") ? pstr(c, "precision") : "fp32");
+    snprintf(p->backend, sizeof p->backend, "%s", c->backend);
+    p->device = strcmp(c->backend, "cuda") == 0;
     p->cores = doc_cores(cd);
-    const char *tm = tput_metric(cr);
+    const char *tm = tput_metric(c);
     snprintf(p->unit, sizeof p->unit, "%s", tm ? tm : "samples_per_s");
-    p->units_per_sample = strncmp(p->unit, "tokens", 6) == 0 ? pnum(cr, "seq", 1) : 1;
-
-    /* every result of the same model and configuration */
+    p->units_per_sample = strncmp(p->unit, "tokens", 6) == 0 ? pnum(c, "seq", 1) : 1;
+    gt_status s = GT_OK;
     for (size_t i = 0; i < n && s == GT_OK; i++)
         for (size_t j = 0; j < gt_report_doc_result_count(docs[i]) && s == GT_OK; j++) {
             const gt_report_result *r = gt_report_doc_result(docs[i], j);
-            if (usable_train(r) && same_family(r, cr)) s = add_tpoint(p, docs[i], r);
+            if (usable_train(r) && same_family(r, c)) s = add_tpoint(p, docs[i], r);
         }
-    if (s != GT_OK) goto fail;
-    if (!p->n_tp) {
-        s = GT_ERR(GT_ERR_INVALID,
-                   "case '%s' has no step time to scale (its results "
-                   "lack ms_per_step samples or batch): rerun its suite",
-                   p->case_name);
-        goto fail;
-    }
+    if (s != GT_OK) return s;
+    if (!p->n_tp)
+        return GT_ERR(GT_ERR_INVALID,
+                      "case '%s' has no step time to scale (its results "
+                      "lack ms_per_step samples or batch): rerun its suite",
+                      p->case_name);
+    return GT_OK;
+}
 
+/* The data-parallel configuration of the model, from the case's result
+ * and the options. */
+static gt_status set_model(gt_prediction *p, const gt_report_result *cr,
+                           const gt_predict_options *opt) {
     model *M = &p->m;
     M->n_params = (long long)pnum(cr, "num_params", 0);
-    if (M->n_params <= 0) {
-        s = GT_ERR(GT_ERR_INVALID,
-                   "result '%s' has no num_params (a report of an "
-                   "older gauntlet): rerun the scaling suite",
-                   p->case_name);
-        goto fail;
-    }
+    if (M->n_params <= 0)
+        return GT_ERR(GT_ERR_INVALID,
+                      "result '%s' has no num_params (a report of an "
+                      "older gauntlet): rerun the scaling suite",
+                      p->case_name);
     M->grad_bytes_per = strcmp(p->precision, "fp32") == 0 ? 4 : 2;
     M->bucket_bytes = (opt->bucket_mb > 0 ? opt->bucket_mb : pnum(cr, "bucket_mb", 25)) * 1048576.0;
     M->backward_fraction = opt->backward_fraction > 0 ? opt->backward_fraction : 2.0 / 3.0;
@@ -906,47 +992,55 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
     M->deterministic = (int)pnum(cr, "deterministic", 0);
     M->device = p->device;
     M->chunk = 65536;
+    return GT_OK;
+}
 
-    /* the batch sizes: strong scaling keeps the case's global batch, weak
-     * the per-rank batch of its smallest topology */
-    const tpoint *first = NULL;
-    for (size_t i = 0; i < p->n_tp; i++)
-        if (strcmp(p->tp[i].case_name, p->case_name) == 0 &&
-            (!first || p->tp[i].ranks < first->ranks))
-            first = &p->tp[i];
-    p->global_batch = opt->global_batch > 0 ? opt->global_batch : first->batch;
-    /* the case's weak-scaling twin ("gpt2-small/weak") says the per-rank batch */
+/* Strong scaling keeps the case's global batch, weak the per-rank batch of
+ * its weak twin ("gpt2-small/weak"), else of its smallest topology. */
+static void set_batches(gt_prediction *p, const gt_predict_options *opt) {
+    const tpoint *first = NULL, *weak = NULL;
     char twin[112];
     snprintf(twin, sizeof twin, "%s/weak", p->case_name);
-    const tpoint *weak = NULL;
-    for (size_t i = 0; i < p->n_tp; i++)
-        if (strcmp(p->tp[i].case_name, twin) == 0) weak = &p->tp[i];
+    for (size_t i = 0; i < p->n_tp; i++) {
+        const tpoint *t = &p->tp[i];
+        if (strcmp(t->case_name, p->case_name) == 0 && (!first || t->ranks < first->ranks))
+            first = t;
+        if (strcmp(t->case_name, twin) == 0) weak = t;
+    }
+    if (!first) first = &p->tp[0]; /* the case's own result had no usable step */
+    p->global_batch = opt->global_batch > 0 ? opt->global_batch : first->batch;
     p->batch_per_rank = opt->batch_per_rank > 0 ? opt->batch_per_rank : weak ? weak->b : first->b;
+}
 
-    /* ranks per node and the compute share of a rank */
+/* Ranks per node, and the cores of a predicted rank (host backends): the
+ * same for every row. */
+static void set_cores(gt_prediction *p, const gt_predict_options *opt) {
     int rpn = 0;
     for (size_t i = 0; i < p->n_tp; i++) {
         const tpoint *t = &p->tp[i];
         if (!t->oversub && t->rpn > rpn) rpn = t->rpn;
     }
-    if (rpn == 0) rpn = 1;
-    p->ranks_per_node = opt->ranks_per_node > 0 ? opt->ranks_per_node : rpn;
-    if (!p->device) {
-        if (opt->cores_per_rank > 0) {
-            p->cores_per_rank = opt->cores_per_rank;
-        } else if (p->cores > 0) {
-            int th = p->cores / p->ranks_per_node > 0 ? p->cores / p->ranks_per_node : 1;
-            double per = (double)p->cores / p->ranks_per_node;
-            p->cores_per_rank = th < per ? th : per;
-        } else {
-            p->cores_per_rank = 1;
-            note(p, "the reports do not say how many cores the machine has: each rank is "
-                    "taken to have one (--cores-per-rank to set)");
-        }
+    p->ranks_per_node = opt->ranks_per_node > 0 ? opt->ranks_per_node : rpn > 0 ? rpn : 1;
+    if (p->device) return;
+    if (opt->cores_per_rank > 0) {
+        p->cores_per_rank = opt->cores_per_rank;
+    } else if (p->cores > 0) {
+        /* gauntlet's default threads: this node's cores over its ranks */
+        int th = p->cores / p->ranks_per_node > 0 ? p->cores / p->ranks_per_node : 1;
+        double per = (double)p->cores / p->ranks_per_node;
+        p->cores_per_rank = th < per ? th : per;
+    } else {
+        p->cores_per_rank = 1;
+        note(p, "the reports do not say how many cores the machine has: each rank is "
+                "taken to have one (--cores-per-rank to set)");
     }
+}
 
-    /* collectives: in place for the all-reduce and the all-gather, as dp.c
-     * calls them; the reduce-scatter out of place */
+/* Collectives: in place for the all-reduce and the all-gather, as dp.c
+ * calls them; the reduce-scatter out of place. */
+static gt_status read_collectives(gt_prediction *p, gt_report_doc *const *docs, size_t n,
+                                  cpoint **cp, size_t *ncp) {
+    gt_status s = GT_OK;
     for (size_t i = 0; i < n && s == GT_OK; i++)
         for (size_t j = 0; j < gt_report_doc_result_count(docs[i]) && s == GT_OK; j++) {
             const gt_report_result *r = gt_report_doc_result(docs[i], j);
@@ -954,26 +1048,31 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
             if (strcmp(r->suite, "collectives") != 0 ||
                 parse_coll_case(r->case_name, &level, &coll) != 0)
                 continue;
-            s = add_cpoints(&cp, &ncp, r, coll == C_RS ? 0 : 1);
+            size_t before = *ncp;
+            s = add_cpoints(cp, ncp, r, coll == C_RS ? 0 : 1);
+            if (*ncp > before && strcmp(r->backend, "mpi") == 0) p->coll_mpi = 1;
         }
-    if (s != GT_OK) goto fail;
+    return s;
+}
 
-    char why[160];
-    if (!fit_compute(M, p->tp, p->n_tp, 0, why, sizeof why)) {
-        s = GT_ERR(GT_ERR_INVALID, "%s", why);
-        goto fail;
-    }
-    fit_links(p, M, cp, ncp, 0);
-    int max_nodes = 1;
-    for (int i = 0; i < opt->n_ranks; i++) {
-        int r = opt->ranks[i], q = r < p->ranks_per_node ? r : p->ranks_per_node;
+/* The links every predicted rank count needs; *max_nodes: the most nodes a
+ * row spans. */
+static gt_status check_rows_links(gt_prediction *p, int *max_nodes) {
+    *max_nodes = 1;
+    for (int i = 0; i < p->opt.n_ranks; i++) {
+        int r = p->opt.ranks[i], q = r < p->ranks_per_node ? r : p->ranks_per_node;
         int nodes = (r + q - 1) / q;
-        max_nodes = nodes > max_nodes ? nodes : max_nodes;
+        *max_nodes = nodes > *max_nodes ? nodes : *max_nodes;
         if (r < 2) continue;
-        if ((s = check_links(p, M, nodes)) != GT_OK) goto fail;
+        GT_TRY(check_links(p, &p->m, nodes));
     }
+    return GT_OK;
+}
 
-    /* what the prediction assumed, in words */
+/* what the prediction assumed, in words */
+static void note_assumptions(gt_prediction *p, int max_nodes) {
+    const model *M = &p->m;
+    const gt_predict_options *opt = &p->opt;
     if (M->n_groups == 1)
         note(p,
              "compute: one batch size per rank measured (%g): a rank's compute taken as "
@@ -983,7 +1082,7 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
         note(p,
              "compute: host backend: a rank's work is its step time times the cores it "
              "had (min(threads, cores / ranks on the node)); predicted ranks get %g "
-             "core(s) each, %d rank(s) per node",
+             "core(s) each on every row, the 1-rank reference included, %d rank(s) per node",
              p->cores_per_rank, p->ranks_per_node);
     for (int c = 0; c < NCOLL; c++)
         if (M->link[L_INTRA][c].src == SRC_BORROWED)
@@ -1011,23 +1110,108 @@ gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predic
              "overlap: %.0f MiB buckets all-reduced one after another as the backward "
              "(%.0f%% of the compute, gradients appearing evenly) passes them",
              M->bucket_bytes / 1048576.0, M->backward_fraction * 100);
+}
 
-    p->n_rows = opt->n_ranks;
-    for (int i = 0; i < opt->n_ranks; i++) {
-        fill_row(p, &p->rows[i], opt->ranks[i]);
-        if (!p->rows[i].strong_ok)
-            note(p,
-                 "strong scaling needs at least one sample per rank: global batch %g < "
-                 "%d ranks (--global-batch sets it)",
-                 p->global_batch, opt->ranks[i]);
+/* The largest message the model sends in one collective, bytes. */
+static double largest_message(const model *M) {
+    double G = (double)M->n_params * M->grad_bytes_per;
+    return M->zero || M->deterministic || M->bucket_bytes > G ? G : M->bucket_bytes;
+}
+
+/* Why the measured exposed communication can exceed the model's, for the
+ * assumptions; what applies to these reports only. */
+static void note_exposed_why(gt_prediction *p) {
+    const model *M = &p->m;
+    const link_fit *f = &M->link[L_INTRA][M->zero ? C_RS : C_AR];
+    double msg = largest_message(M), top = f->nsizes ? f->size[f->nsizes - 1] : 0;
+    int sized = (f->src == SRC_MEASURED || f->src == SRC_BORROWED) && msg > top;
+    int nb = p->coll_mpi && !M->zero && !M->deterministic;
+    char size_why[320] = "", upto[32];
+    double e = pow(2, ceil(log2(msg))); /* the sweep's sizes are powers of two */
+    if (e >= 1048576)
+        snprintf(upto, sizeof upto, "%.0fM", e / 1048576);
+    else
+        snprintf(upto, sizeof upto, "%.0fK", e >= 1024 ? e / 1024 : 1);
+    if (sized)
+        snprintf(size_why, sizeof size_why,
+                 "; (3) the %.3g MB message is above the largest %s measured (%.0f B) and "
+                 "is given that size's bandwidth, which a message in cache reaches and a "
+                 "larger one may not (`gauntlet run collectives -e %s` measures up to it)",
+                 msg / 1e6, g_coll_names[M->zero ? C_RS : C_AR], top, upto);
+    note(p,
+         "exposed communication, what the model leaves out: (1) the measured time is what a "
+         "rank spends in gt_dp_finish (engine/dp.c) after its backward, and holds the wait "
+         "for the slowest rank's backward; the model's ranks end it together%s%s",
+         nb ? "; (2) the buckets are non-blocking all-reduces (MPI_Iallreduce, Open MPI's "
+              "libnbc algorithms) while the collectives suite times the blocking "
+              "MPI_Allreduce, 1.8-2.2x faster on 2 ranks of the development VM "
+              "(docs/distributed.md)"
+            : "",
+         size_why);
+}
+
+/* The model's exposed communication beside the measured one (the training
+ * results' exposed_comm_ms) for every multi-rank rank count of the case,
+ * and, when the measurement exceeds the model, what the model leaves out. */
+static void note_exposed(gt_prediction *p) {
+    int said[16], n_said = 0, short_of = 0;
+    for (size_t i = 0; i < p->n_tp && n_said < 16; i++) {
+        const tpoint *t = &p->tp[i];
+        if (t->ranks < 2 || strcmp(t->case_name, p->case_name) != 0) continue;
+        int dup = 0;
+        for (int j = 0; j < n_said; j++)
+            dup |= said[j] == t->ranks;
+        if (dup) continue;
+        said[n_said++] = t->ranks;
+        step_parts x = predict_step(&p->m, S_MID, t->ranks, t->nodes, t->rpn, t->b, t->share);
+        note(p,
+             "exposed communication at %d ranks (%s, %g per rank): model %.3g ms, measured "
+             "%.3g ms (exposed_comm_ms, median)%s",
+             t->ranks, t->case_name, t->b, x.exposed, t->exposed_mid,
+             t->oversub ? "; oversubscribed" : "");
+        short_of |= t->exposed_mid > 1.25 * x.exposed + 0.5;
     }
+    if (short_of) note_exposed_why(p);
+}
+
+gt_status gt_predict_build(gt_report_doc *const *docs, size_t n, const gt_predict_options *opt,
+                           gt_prediction **out) {
+    *out = NULL;
+    gt_status s = validate_options(opt);
+    if (s != GT_OK) return s;
+    gt_prediction *p = calloc(1, sizeof *p);
+    if (!p) return GT_ERR(GT_ERR_OOM, "no memory");
+    p->opt = *opt;
+    p->opt.case_name = NULL; /* borrowed: the case's name is copied */
+    p->given[L_INTRA] = !isnan(opt->intra_alpha_us);
+    p->given[L_INTER] = !isnan(opt->inter_alpha_us);
+    cpoint *cp = NULL;
+    size_t ncp = 0;
+    const gt_report_result *cr = NULL;
+    char why[160];
+    int max_nodes = 1;
+    if ((s = read_case(p, docs, n, opt->case_name, &cr)) != GT_OK ||
+        (s = set_model(p, cr, opt)) != GT_OK)
+        goto fail;
+    set_batches(p, opt);
+    set_cores(p, opt);
+    if ((s = read_collectives(p, docs, n, &cp, &ncp)) != GT_OK) goto fail;
+    if (!fit_compute(&p->m, p->tp, p->n_tp, 0, why, sizeof why)) {
+        s = GT_ERR(GT_ERR_INVALID, "%s", why);
+        goto fail;
+    }
+    fit_links(p, &p->m, cp, ncp, 0);
+    if ((s = check_rows_links(p, &max_nodes)) != GT_OK) goto fail;
+    note_assumptions(p, max_nodes);
+    fill_rows(p);
     if (opt->check && (s = run_check(p, cp, ncp)) != GT_OK) goto fail;
     if (opt->check && p->n_check == 0)
         note(p,
              "check: nothing to check: the reports hold no multi-rank result of case "
-             "'%s''s model that could be predicted from the others (measure it on "
-             "topologies 1,2,4)",
+             "'%s' whose compute could be fitted from the other rank counts (measure it "
+             "on topologies 1,2 or more)",
              p->case_name);
+    note_exposed(p);
     free(cp);
     *out = p;
     return GT_OK;
@@ -1076,9 +1260,8 @@ static void print_link(FILE *f, const char *level, const char *coll, const link_
     fputc('\n', f);
 }
 
-void gt_prediction_print(const gt_prediction *p, FILE *f) {
+static void print_inputs(const gt_prediction *p, FILE *f) {
     const model *M = &p->m;
-    char a[64], b[64], c[64], d[64];
     fprintf(f, "prediction for %s (%s, %s, %s, %lld parameters; %s)\n", p->case_name, p->model_name,
             p->precision, p->backend, M->n_params,
             M->zero            ? "ZeRO-1"
@@ -1101,62 +1284,137 @@ void gt_prediction_print(const gt_prediction *p, FILE *f) {
     fprintf(f, "assumptions:\n");
     for (int i = 0; i < p->n_notes; i++)
         fprintf(f, "  - %s\n", p->notes[i]);
-    if (p->n_rows) {
-        fprintf(f,
-                "\nstrong scaling: global batch %g; weak scaling: %g per rank "
-                "(ms per step, %s)\n",
-                p->global_batch, p->batch_per_rank, p->unit);
-        fprintf(f, "  %6s %5s  %-34s %-12s %-18s  %-34s %-12s %-18s\n", "ranks", "nodes",
-                "strong step ms [lo, hi]", p->unit, "efficiency", "weak step ms [lo, hi]", p->unit,
-                "efficiency");
-        for (int i = 0; i < p->n_rows; i++) {
+}
+
+/* 1 when the rows include 1 rank (else the reference row is printed too) */
+static int rows_have_one(const gt_prediction *p) {
+    for (int i = 0; i < p->n_rows; i++)
+        if (p->rows[i].ranks == 1) return 1;
+    return 0;
+}
+
+static void print_scale_row(const gt_prediction *p, FILE *f, const prow *r, int weak, int ref) {
+    const pscale *sc = weak ? &r->weak : &r->strong;
+    char rk[24], cores[32], step[96], meas[32], tput[32], eff[64];
+    snprintf(rk, sizeof rk, "%d%s", r->ranks, ref ? "*" : "");
+    if (p->device)
+        snprintf(cores, sizeof cores, "gpu");
+    else
+        snprintf(cores, sizeof cores, "%g", r->share);
+    snprintf(meas, sizeof meas, "-");
+    if (sc->meas.have) snprintf(meas, sizeof meas, "%.4g", sc->meas.step[S_MID]);
+    if (sc->ok) {
+        fmt_iv(step, sizeof step, sc->step, 4);
+        snprintf(tput, sizeof tput, "%.4g", sc->tput.mid);
+        snprintf(eff, sizeof eff, "%.1f%% [%.0f, %.0f]", sc->eff.mid * 100, sc->eff.lo * 100,
+                 sc->eff.hi * 100);
+    } else {
+        snprintf(step, sizeof step, "n/a (batch < ranks)");
+        snprintf(tput, sizeof tput, "-");
+        snprintf(eff, sizeof eff, "-");
+    }
+    fprintf(f, "  %6s %5d %5s  %-34s %-11s %-12s %s\n", rk, r->nodes, cores, step, meas, tput, eff);
+}
+
+/* The strong or the weak table: one row per rank count, the 1-rank
+ * reference first when the rows lack it. */
+static void print_scale_table(const gt_prediction *p, FILE *f, int weak) {
+    if (weak)
+        fprintf(f, "\nweak scaling: %g sample(s) per rank", p->batch_per_rank);
+    else
+        fprintf(f, "\nstrong scaling: global batch %g", p->global_batch);
+    fprintf(f, " (efficiency = %s / (ranks x the 1-rank row's %s))\n", p->unit, p->unit);
+    char head[32];
+    snprintf(head, sizeof head, "%s step ms [lo, hi]", weak ? "weak" : "strong");
+    fprintf(f, "  %6s %5s %5s  %-34s %-11s %-12s %s\n", "ranks", "nodes",
+            p->device ? "rank" : "cores", head, "measured ms", p->unit, "efficiency");
+    int one = rows_have_one(p);
+    if (!one) print_scale_row(p, f, &p->ref, weak, 1);
+    for (int i = 0; i < p->n_rows; i++)
+        print_scale_row(p, f, &p->rows[i], weak, 0);
+    if (!one)
+        fprintf(f, "  (* the 1-rank reference: not asked for, every efficiency is relative "
+                   "to it)\n");
+}
+
+/* The measured rows: the prediction beside what was measured, part by part. */
+static void print_measured(const gt_prediction *p, FILE *f) {
+    int any = 0;
+    for (int i = 0; i < p->n_rows; i++)
+        any |= p->rows[i].strong.meas.have || p->rows[i].weak.meas.have;
+    if (!any) return;
+    fprintf(f,
+            "\npredicted against measured (the rank counts and batches per rank that were "
+            "measured; ms per step, medians):\n");
+    fprintf(f, "  %-7s %5s %-20s %-11s %-26s %-24s %s\n", "scaling", "ranks", "measured case",
+            "cores p/m", "step pred / meas (diff)", "exposed comm pred / meas",
+            "compute pred / meas");
+    for (int i = 0; i < p->n_rows; i++)
+        for (int w = 0; w < 2; w++) {
             const prow *r = &p->rows[i];
-            if (r->strong_ok) {
-                fmt_iv(a, sizeof a, r->s_step, 4);
-                snprintf(b, sizeof b, "%.4g", r->s_tput.mid);
-                snprintf(c, sizeof c, "%.1f%% [%.0f, %.0f]", r->s_eff.mid * 100, r->s_eff.lo * 100,
-                         r->s_eff.hi * 100);
-            } else {
-                snprintf(a, sizeof a, "n/a (batch < ranks)");
-                snprintf(b, sizeof b, "-");
-                snprintf(c, sizeof c, "-");
-            }
-            fmt_iv(d, sizeof d, r->w_step, 4);
-            char e[64], g[64];
-            snprintf(e, sizeof e, "%.4g", r->w_tput.mid);
-            snprintf(g, sizeof g, "%.1f%% [%.0f, %.0f]", r->w_eff.mid * 100, r->w_eff.lo * 100,
-                     r->w_eff.hi * 100);
-            fprintf(f, "  %6d %5d  %-34s %-12s %-18s  %-34s %-12s %-18s\n", r->ranks, r->nodes, a,
-                    b, c, d, e, g);
+            const pscale *sc = w ? &r->weak : &r->strong;
+            const pmeas *m = &sc->meas;
+            if (!m->have || !sc->ok) continue;
+            char cores[64], step[96], ex[64], comp[64];
+            if (p->device)
+                snprintf(cores, sizeof cores, "gpu");
+            else
+                snprintf(cores, sizeof cores, "%g / %g", r->share, m->share);
+            snprintf(step, sizeof step, "%.4g / %.4g (%+.1f%%)", sc->step.mid, m->step[S_MID],
+                     (sc->step.mid - m->step[S_MID]) / m->step[S_MID] * 100);
+            snprintf(ex, sizeof ex, "%.3g / %.3g", sc->exposed.mid, m->exposed);
+            snprintf(comp, sizeof comp, "%.4g / %.4g", sc->compute.mid, m->compute);
+            fprintf(f, "  %-7s %5d %-20s %-11s %-26s %-24s %s%s\n", w ? "weak" : "strong",
+                    r->ranks, m->case_name, cores, step, ex, comp,
+                    !p->device && m->share != r->share ? "  (measured with other cores)" : "");
         }
+}
+
+static void print_check(const gt_prediction *p, FILE *f) {
+    char a[64], b[64];
+    fprintf(f,
+            "\ncheck: each measured topology of %s predicted from the others' results "
+            "(compute and collectives of that rank count left out; c: the rank counts "
+            "the compute was fitted from, l: the links)\n",
+            p->case_name);
+    fprintf(f, "  %-18s %5s %-16s %-26s %-10s %8s %-8s %-16s\n", "case", "ranks",
+            "fit from ranks", "predicted ms [lo, hi]", "measured", "error", "bound",
+            "exposed pred/meas");
+    int not_loo = 0;
+    for (int i = 0; i < p->n_check; i++) {
+        const crow *r = &p->check[i];
+        char fit[160];
+        snprintf(fit, sizeof fit, "c:%s l:%s", r->fitted_compute, r->fitted_links);
+        fmt_iv(a, sizeof a, r->step, 4);
+        snprintf(b, sizeof b, "%.0f%%", r->bound * 100);
+        fprintf(f, "  %-18s %5d %-16s %-26s %-10.4g %+7.1f%% %-8s %.3g/%.3g%s%s%s\n", r->case_name,
+                r->ranks, fit, a, r->measured_step, r->error * 100, r->bound > 0 ? b : "-",
+                r->exposed.mid, r->measured_exposed, r->oversub ? "  oversubscribed" : "",
+                r->leave_one_out ? "" : "  not leave-one-out",
+                r->within_bound ? "" : "  OUTSIDE THE BOUND");
+        not_loo += !r->leave_one_out;
+    }
+    if (not_loo)
+        fprintf(f,
+                "  (not leave-one-out: no collectives were measured at another multi-rank "
+                "count, so the links come from the collectives of the rank count predicted; "
+                "only the compute is left out. This is not a leave-one-out check)\n");
+    int checked, failed;
+    gt_prediction_check_counts(p, &checked, &failed);
+    fprintf(f, "check: %d prediction(s), %d outside the bound%s\n", checked, failed,
+            not_loo ? ", not all leave-one-out" : "");
+}
+
+void gt_prediction_print(const gt_prediction *p, FILE *f) {
+    print_inputs(p, f);
+    if (p->n_rows) {
+        print_scale_table(p, f, 0);
+        print_scale_table(p, f, 1);
         fprintf(f, "  (step = compute + exposed communication + other collectives; "
                    "--json has each part)\n");
+        print_measured(p, f);
     }
-    if (p->opt.check) {
-        fprintf(f,
-                "\ncheck: each measured topology of %s predicted from the others' results "
-                "(compute and collectives of that rank count left out; c: the rank counts "
-                "the compute was fitted from, l: the links)\n",
-                p->case_name);
-        fprintf(f, "  %-18s %5s %-16s %-26s %-10s %8s %-8s %-16s\n", "case", "ranks",
-                "fit from ranks", "predicted ms [lo, hi]", "measured", "error", "bound",
-                "exposed pred/meas");
-        for (int i = 0; i < p->n_check; i++) {
-            const crow *r = &p->check[i];
-            char fit[160];
-            snprintf(fit, sizeof fit, "c:%s l:%s", r->fitted_compute, r->fitted_links);
-            fmt_iv(a, sizeof a, r->step, 4);
-            snprintf(b, sizeof b, "%.0f%%", r->bound * 100);
-            fprintf(f, "  %-18s %5d %-16s %-26s %-10.4g %+7.1f%% %-8s %.3g/%.3g%s%s\n",
-                    r->case_name, r->ranks, fit, a, r->measured_step, r->error * 100,
-                    r->bound > 0 ? b : "-", r->exposed.mid, r->measured_exposed,
-                    r->oversub ? "  oversubscribed" : "",
-                    r->within_bound ? "" : "  OUTSIDE THE BOUND");
-        }
-        int checked, failed;
-        gt_prediction_check_counts(p, &checked, &failed);
-        fprintf(f, "check: %d prediction(s), %d outside the bound\n", checked, failed);
-    }
+    if (p->opt.check) print_check(p, f);
 }
 
 static json_t *jiv(gt_predict_iv v) {
@@ -1193,6 +1451,71 @@ static json_t *jlink(const link_fit *l) {
         json_array_append_new(rk, json_integer(l->ranks_seen[i]));
     json_object_set_new(o, "ranks", rk);
     return o;
+}
+
+static json_t *jmeas(const gt_prediction *p, const pmeas *m) {
+    json_t *e = json_object();
+    json_object_set_new(e, "case", json_string(m->case_name));
+    json_object_set_new(e, "step_ms", json_real(m->step[S_MID]));
+    json_object_set_new(e, "step_ms_range", json_pack("[f,f]", m->step[S_LO], m->step[S_HI]));
+    json_object_set_new(e, "exposed_comm_ms", json_real(m->exposed));
+    json_object_set_new(e, "compute_ms", json_real(m->compute));
+    json_object_set_new(e, "throughput", json_real(m->tput));
+    if (!p->device) json_object_set_new(e, "cores_per_rank", json_real(m->share));
+    json_object_set_new(e, "oversubscribed", json_boolean(m->oversub));
+    return e;
+}
+
+static json_t *jscale(const gt_prediction *p, const pscale *sc) {
+    json_t *e = json_object();
+    json_object_set_new(e, "global_batch", json_real(sc->global_batch));
+    json_object_set_new(e, "batch_per_rank", json_real(sc->b));
+    if (!sc->ok) {
+        json_object_set_new(e, "not_predicted", json_string("global batch < ranks"));
+        return e;
+    }
+    json_object_set_new(e, "step_ms", jiv(sc->step));
+    json_object_set_new(e, "compute_ms", jiv(sc->compute));
+    json_object_set_new(e, "exposed_comm_ms", jiv(sc->exposed));
+    json_object_set_new(e, "other_comm_ms", jiv(sc->other));
+    json_object_set_new(e, "throughput", jiv(sc->tput));
+    json_object_set_new(e, "efficiency", jiv(sc->eff));
+    if (sc->meas.have) json_object_set_new(e, "measured", jmeas(p, &sc->meas));
+    return e;
+}
+
+static json_t *jrow(const gt_prediction *p, const prow *r) {
+    json_t *e = json_object();
+    json_object_set_new(e, "ranks", json_integer(r->ranks));
+    json_object_set_new(e, "nodes", json_integer(r->nodes));
+    json_object_set_new(e, "ranks_per_node", json_integer(r->rpn));
+    if (!p->device) json_object_set_new(e, "cores_per_rank", json_real(r->share));
+    json_object_set_new(e, "strong", jscale(p, &r->strong));
+    json_object_set_new(e, "weak", jscale(p, &r->weak));
+    return e;
+}
+
+static json_t *jcheck(const crow *r) {
+    json_t *e = json_object();
+    json_object_set_new(e, "case", json_string(r->case_name));
+    json_object_set_new(e, "ranks", json_integer(r->ranks));
+    json_object_set_new(e, "nodes", json_integer(r->nodes));
+    json_object_set_new(e, "global_batch", json_real(r->batch));
+    json_object_set_new(e, "compute_fitted_from_ranks", json_string(r->fitted_compute));
+    json_object_set_new(e, "links_fitted_from_ranks", json_string(r->fitted_links));
+    json_object_set_new(e, "leave_one_out", json_boolean(r->leave_one_out));
+    json_object_set_new(e, "oversubscribed", json_boolean(r->oversub));
+    json_object_set_new(e, "predicted_step_ms", jiv(r->step));
+    json_object_set_new(e, "measured_step_ms", json_real(r->measured_step));
+    json_object_set_new(e, "measured_step_ms_range",
+                        json_pack("[f,f]", r->measured_lo, r->measured_hi));
+    json_object_set_new(e, "predicted_exposed_comm_ms", jiv(r->exposed));
+    json_object_set_new(e, "measured_exposed_comm_ms", json_real(r->measured_exposed));
+    json_object_set_new(e, "error", json_real(r->error));
+    if (r->bound > 0) json_object_set_new(e, "bound", json_real(r->bound));
+    json_object_set_new(e, "within_bound", json_boolean(r->within_bound));
+    json_object_set_new(e, "measured_within_interval", json_boolean(r->within_interval));
+    return e;
 }
 
 static json_t *prediction_json(const gt_prediction *p) {
@@ -1257,64 +1580,18 @@ static json_t *prediction_json(const gt_prediction *p) {
     for (int i = 0; i < p->n_notes; i++)
         json_array_append_new(notes, json_string(p->notes[i]));
     json_object_set_new(o, "assumptions", notes);
+    json_object_set_new(o, "efficiency",
+                        json_string("throughput / (ranks x the reference's throughput): the "
+                                    "1-rank row with the same cores per rank"));
+    json_object_set_new(o, "reference", jrow(p, &p->ref));
     json_t *rows = json_array();
-    for (int i = 0; i < p->n_rows; i++) {
-        const prow *r = &p->rows[i];
-        json_t *e = json_object();
-        json_object_set_new(e, "ranks", json_integer(r->ranks));
-        json_object_set_new(e, "nodes", json_integer(r->nodes));
-        json_object_set_new(e, "ranks_per_node", json_integer(r->rpn));
-        if (!p->device) json_object_set_new(e, "cores_per_rank", json_real(r->share));
-        json_t *st = json_object();
-        json_object_set_new(st, "global_batch", json_real(r->strong_batch));
-        if (r->strong_ok) {
-            json_object_set_new(st, "batch_per_rank", json_real(r->strong_b));
-            json_object_set_new(st, "step_ms", jiv(r->s_step));
-            json_object_set_new(st, "compute_ms", jiv(r->s_compute));
-            json_object_set_new(st, "exposed_comm_ms", jiv(r->s_exposed));
-            json_object_set_new(st, "other_comm_ms", jiv(r->s_other));
-            json_object_set_new(st, "throughput", jiv(r->s_tput));
-            json_object_set_new(st, "efficiency", jiv(r->s_eff));
-        } else {
-            json_object_set_new(st, "not_predicted", json_string("global batch < ranks"));
-        }
-        json_object_set_new(e, "strong", st);
-        json_t *wk = json_object();
-        json_object_set_new(wk, "batch_per_rank", json_real(r->weak_b));
-        json_object_set_new(wk, "step_ms", jiv(r->w_step));
-        json_object_set_new(wk, "compute_ms", jiv(r->w_compute));
-        json_object_set_new(wk, "exposed_comm_ms", jiv(r->w_exposed));
-        json_object_set_new(wk, "other_comm_ms", jiv(r->w_other));
-        json_object_set_new(wk, "throughput", jiv(r->w_tput));
-        json_object_set_new(wk, "efficiency", jiv(r->w_eff));
-        json_object_set_new(e, "weak", wk);
-        json_array_append_new(rows, e);
-    }
+    for (int i = 0; i < p->n_rows; i++)
+        json_array_append_new(rows, jrow(p, &p->rows[i]));
     json_object_set_new(o, "predictions", rows);
     if (p->opt.check) {
         json_t *ck = json_array();
-        for (int i = 0; i < p->n_check; i++) {
-            const crow *r = &p->check[i];
-            json_t *e = json_object();
-            json_object_set_new(e, "case", json_string(r->case_name));
-            json_object_set_new(e, "ranks", json_integer(r->ranks));
-            json_object_set_new(e, "nodes", json_integer(r->nodes));
-            json_object_set_new(e, "global_batch", json_real(r->batch));
-            json_object_set_new(e, "compute_fitted_from_ranks", json_string(r->fitted_compute));
-            json_object_set_new(e, "links_fitted_from_ranks", json_string(r->fitted_links));
-            json_object_set_new(e, "oversubscribed", json_boolean(r->oversub));
-            json_object_set_new(e, "predicted_step_ms", jiv(r->step));
-            json_object_set_new(e, "measured_step_ms", json_real(r->measured_step));
-            json_object_set_new(e, "measured_step_ms_range",
-                                json_pack("[f,f]", r->measured_lo, r->measured_hi));
-            json_object_set_new(e, "predicted_exposed_comm_ms", jiv(r->exposed));
-            json_object_set_new(e, "measured_exposed_comm_ms", json_real(r->measured_exposed));
-            json_object_set_new(e, "error", json_real(r->error));
-            if (r->bound > 0) json_object_set_new(e, "bound", json_real(r->bound));
-            json_object_set_new(e, "within_bound", json_boolean(r->within_bound));
-            json_object_set_new(e, "measured_within_interval", json_boolean(r->within_interval));
-            json_array_append_new(ck, e);
-        }
+        for (int i = 0; i < p->n_check; i++)
+            json_array_append_new(ck, jcheck(&p->check[i]));
         json_object_set_new(o, "check", ck);
     }
     return o;

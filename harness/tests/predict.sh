@@ -4,7 +4,10 @@
 # reports: garbage --ranks, missing reports, reports without the results the
 # model needs (the message names them and the suite to run), a network that
 # was not measured (given alpha and beta, said so in the output), JSON output
-# (an unwritable path leaves the previous file). Then, with `measure`, the
+# (an unwritable path leaves the previous file), issue 35's table: every row
+# with the cores the assumptions say, measured steps beside the predicted
+# ones, and --check with collectives on 2 ranks only predicting the 2-rank
+# step and saying it is not leave-one-out. Then, with `measure`, the
 # check against this machine: collectives and the gpt2-small scaling cases
 # measured on 1, 2 and 4 ranks (--quick), each multi-rank topology predicted
 # from a fit that leaves it out, the error held within a stated bound:
@@ -62,6 +65,7 @@ report "$tmp/full.json" "$(train gpt2-small 1 16 220 0)" "$(train gpt2-small 2 1
     "$(train gpt2-small/weak 1 8 112 0)" "$(coll 2)" "$(coll 4)"
 report "$tmp/nocoll.json" "$(train gpt2-small 1 16 220 0)" "$(train gpt2-small 2 16 118 2.4)"
 report "$tmp/collonly.json" "$(coll 2)"
+report "$tmp/two.json" "$(train gpt2-small 2 16 118 2.4)" "$(coll 2)" "$(coll 4)"
 
 expect 0 "predicted|ranks" -- "$g" predict --help
 expect 2 "no report given" -- "$g" predict
@@ -83,9 +87,26 @@ expect 2 "--alpha-us and --beta-gbps go together" -- "$g" predict --from "$tmp/n
 expect 2 "--inter-alpha-us goes with --inter-beta-gbps" -- "$g" predict --from "$tmp/full.json" --inter-alpha-us 3
 expect 2 "add --check" -- "$g" predict --from "$tmp/full.json" --max-error 10
 expect 2 "--zero" -- "$g" predict --from "$tmp/full.json" --zero 2
-# a bound with nothing to hold it to fails (one multi-rank collective count only)
+# a bound with nothing to hold it to fails (2 ranks measured alone: no other
+# rank count to fit the compute from)
 expect 1 "no measured multi-rank topology could be checked" -- \
+    "$g" predict --from "$tmp/two.json" --check --max-error 50
+# 1 and 2 ranks measured, collectives on 2 ranks only: the 2-rank step from the
+# 1-rank compute and the 2-rank collectives, said not to be leave-one-out
+expect 0 "gpt2-small +2 +c:1 l:2 .*not leave-one-out" -- \
     "$g" predict --from "$tmp/nocoll.json" "$tmp/collonly.json" --check --max-error 50
+expect 0 "This is not a leave-one-out check" -- \
+    "$g" predict --from "$tmp/nocoll.json" "$tmp/collonly.json" --check
+# every row has the cores the assumptions say, measured figures beside the
+# predicted ones (2 cores, 2 ranks per node: 1 core per rank, the 1-rank row too)
+out=$("$g" predict --from "$tmp/full.json" --ranks 1,2,8 2>&1)
+grep -q "predicted ranks get 1 core(s) each" <<<"$out" &&
+    grep -qE "^ +1 +1 +1  220 \[220, 220\] +220 " <<<"$out" &&
+    grep -qE "^ +2 +1 +1  [0-9.]+ \[.*\] +118 " <<<"$out" &&
+    ok "1 core per rank on every row, measured beside predicted" ||
+    fail "the 1-rank row or the measured figures: $out"
+grep -q "predicted against measured" <<<"$out" && ok "predicted against measured listed" ||
+    fail "no predicted-against-measured rows: $out"
 expect 0 "gpt2-small +2 +c:1 l:4 +1[0-9.]+ \\[.*-3.6%" -- "$g" predict --from "$tmp/full.json" --check --max-error 50
 expect 0 "weak step ms" -- "$g" predict --from="$tmp/full.json" --ranks=8
 # the reports split over two files read together
@@ -120,6 +141,8 @@ drawn() { # DOM WHAT: the Scaling prediction section with its parts
         grep -q 'id="predict-check"' "$1" && grep -q 'id="predict-inputs"' "$1" &&
         ok "$2: Scaling prediction section with its table, check and inputs" ||
         fail "$2: the page lacks the Scaling prediction section or a part of it"
+    grep -q 'id="predict-measured"' "$1" && ok "$2: predicted against measured" ||
+        fail "$2: the page lacks the predicted-against-measured table"
     grep -q 'data-series="predict-efficiency:weak (predicted)"' "$1" &&
         grep -q 'data-series="predict-efficiency:strong (predicted)"' "$1" &&
         ok "$2: efficiency chart drawn" || fail "$2: efficiency chart lacks a series"

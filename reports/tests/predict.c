@@ -8,6 +8,11 @@
  *   - ZeRO-1: reduce-scatter + all-gather of the padded buffer, exposed;
  *   - a network given on the command line replaces the measured one;
  *   - the check predicts the measured 2 ranks from the other rank counts only;
+ *   - issue 35's run (2 cores, 1 and 2 ranks measured, collectives on 2 ranks
+ *     only): every row has the cores the assumptions say, the measured steps
+ *     sit beside the predicted ones, the check predicts 2 ranks from the
+ *     1-rank compute and the 2-rank collectives and says it is not
+ *     leave-one-out, the exposed communication is set against the measured;
  *   - reports without scaling or collectives results are refused by name. */
 #include <jansson.h>
 #include <math.h>
@@ -154,6 +159,188 @@ static gt_predict_options opts8(void) {
     return o;
 }
 
+static const char *jstr(json_t *j, const char *p) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", p);
+    json_t *cur = j;
+    for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, "."))
+        cur = json_is_array(cur) ? json_array_get(cur, (size_t)atoi(tok)) : json_object_get(cur, tok);
+    return json_is_string(cur) ? json_string_value(cur) : "";
+}
+
+/* the assumptions hold one that contains `what` */
+static int assumed(json_t *j, const char *what) {
+    json_t *a = json_object_get(j, "assumptions");
+    for (size_t i = 0; i < json_array_size(a); i++)
+        if (strstr(json_string_value(json_array_get(a, i)), what)) return 1;
+    return 0;
+}
+
+/* The screen output of a prediction (malloc'd). */
+static char *printed(gt_report_doc *d, const gt_predict_options *o) {
+    gt_prediction *p = NULL;
+    CHECK_OK(gt_predict_build(&d, 1, o, &p));
+    FILE *f = tmpfile();
+    if (!p || !f) {
+        gt_prediction_free(p);
+        if (f) fclose(f);
+        return NULL;
+    }
+    gt_prediction_print(p, f);
+    gt_prediction_free(p);
+    long n = ftell(f);
+    char *t = calloc((size_t)n + 1, 1);
+    rewind(f);
+    if (t && fread(t, 1, (size_t)n, f) != (size_t)n) t[0] = 0;
+    fclose(f);
+    return t;
+}
+
+/* Issue 35's run on a 2-core machine: 1 rank with 1 thread 129.7 ms per
+ * step, 2 ranks 78.95 ms with 10.18 ms exposed communication (batch 16),
+ * collectives on 2 ranks only; predicted for 1, 2, 4 ranks. */
+static void issue35(void) {
+    g_len = 0;
+    add("{\"schema_version\": 1, \"run\": {\"id\": \"t\"}, \"env\": {\"cpu\": {\"logical\": 2}},"
+        " \"results\": [");
+    add("{\"suite\": \"scaling\", \"case\": \"toy\", \"topology\": \"1\", \"backend\": \"cpu\","
+        " \"status\": \"pass\", \"params\": {\"model\": \"toy\", \"precision\": \"fp32\","
+        " \"batch\": 16, \"seq\": 4, \"ranks\": 1, \"threads\": 1, \"num_params\": %.0f,"
+        " \"zero\": 0, \"deterministic\": 0}, \"checks\": [], \"metrics\": {"
+        "\"tokens_per_s\": {\"value\": 493, \"better\": \"higher\"},"
+        "\"ms_per_step\": {\"value\": 129.7, \"better\": \"lower\", \"samples\": [129.7, 129.7, "
+        "129.7]}}}",
+        NPARAMS);
+    add(",{\"suite\": \"scaling\", \"case\": \"toy\", \"topology\": \"2\", \"backend\": \"cpu\","
+        " \"status\": \"pass\", \"params\": {\"model\": \"toy\", \"precision\": \"fp32\","
+        " \"batch\": 16, \"seq\": 4, \"ranks\": 2, \"threads\": 1, \"num_params\": %.0f,"
+        " \"zero\": 0, \"deterministic\": 0}, \"checks\": [], \"metrics\": {"
+        "\"tokens_per_s\": {\"value\": 810, \"better\": \"higher\"},"
+        "\"ms_per_step\": {\"value\": 78.95, \"better\": \"lower\", \"samples\": [78.95, 78.95, "
+        "78.95]},"
+        "\"exposed_comm_ms\": {\"value\": 10.18, \"better\": \"lower\", \"samples\": [10.18, "
+        "10.18, 10.18]}}}",
+        NPARAMS);
+    coll_result(2);
+    add("]}");
+    gt_report_doc *d = NULL;
+    CHECK_OK(gt_report_read_text("issue35.json", NULL, g_buf, g_len, &d));
+    if (!d) return;
+    gt_predict_options o = gt_predict_defaults();
+    o.n_ranks = 3;
+    o.ranks[0] = 1;
+    o.ranks[1] = 2;
+    o.ranks[2] = 4;
+    o.check = 1;
+    json_t *j = predict(d, &o);
+    /* every row: the cores the assumptions say (1: two cores, two ranks per node) */
+    CHECK(path(j, "cores_per_rank") == 1, "cores per rank %g, want 1", path(j, "cores_per_rank"));
+    CHECK(assumed(j, "predicted ranks get 1 core(s) each"), "the assumptions lack the cores");
+    for (int i = 0; i < 3; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "predictions.%d.cores_per_rank", i);
+        CHECK(path(j, k) == 1, "row %d: %g cores per rank, the assumptions say 1", i, path(j, k));
+    }
+    /* so the 1-rank row predicts what 1 rank with 1 core measured */
+    near(path(j, "predictions.0.strong.step_ms.mid"), 129.7, 1e-4, "the 1-rank row");
+    near(path(j, "predictions.0.strong.measured.step_ms"), 129.7, 1e-6, "measured beside 1 rank");
+    near(path(j, "predictions.1.strong.measured.step_ms"), 78.95, 1e-6, "measured beside 2 ranks");
+    near(path(j, "predictions.1.strong.measured.exposed_comm_ms"), 10.18, 1e-6,
+         "measured exposed beside 2 ranks");
+    CHECK(isnan(path(j, "predictions.2.strong.measured.step_ms")), "4 ranks were not measured");
+    /* weak: 16 per rank; efficiency from the row's own step and tokens/s */
+    double w1 = path(j, "predictions.0.weak.step_ms.mid"), w2 = path(j, "predictions.1.weak.step_ms.mid");
+    near(path(j, "predictions.1.weak.efficiency.mid"), w1 / w2, 1e-5, "weak efficiency = steps");
+    near(path(j, "predictions.1.weak.efficiency.mid"),
+         path(j, "predictions.1.weak.throughput.mid") / (2 * path(j, "predictions.0.weak.throughput.mid")),
+         1e-5, "weak efficiency = tokens/s");
+    /* --check with 1 and 2 ranks measured: the 2-rank step from the 1-rank
+     * compute and the 2-rank collectives, said not to be leave-one-out */
+    json_t *ck = json_object_get(j, "check");
+    CHECK(json_array_size(ck) == 1, "check rows: %zu, want the 2-rank one", json_array_size(ck));
+    CHECK(strcmp(jstr(j, "check.0.compute_fitted_from_ranks"), "1") == 0 &&
+              strcmp(jstr(j, "check.0.links_fitted_from_ranks"), "2") == 0,
+          "the check's fits: c:%s l:%s, want c:1 l:2", jstr(j, "check.0.compute_fitted_from_ranks"),
+          jstr(j, "check.0.links_fitted_from_ranks"));
+    CHECK(json_is_false(json_object_get(json_array_get(ck, 0), "leave_one_out")),
+          "a check from the 2-rank collectives is called leave-one-out");
+    near(path(j, "check.0.measured_step_ms"), 78.95, 1e-6, "the check's measured step");
+    /* the model's exposed communication beside the measured one, and why */
+    CHECK(assumed(j, "exposed communication at 2 ranks") && assumed(j, "measured 10.2 ms"),
+          "the measured exposed communication is not compared with the model's");
+    CHECK(assumed(j, "slowest rank"), "the gap in exposed communication is not explained");
+    json_decref(j);
+    char *t = printed(d, &o);
+    CHECK(t && strstr(t, "This is not a leave-one-out check"), "the screen does not say that the "
+          "check is not leave-one-out:\n%s", t ? t : "");
+    CHECK(t && strstr(t, "predicted against measured"), "the screen lacks the measured rows");
+    CHECK(t && !strstr(t, "nothing to check"), "the screen says nothing to check");
+    free(t);
+    gt_report_doc_free(d);
+}
+
+/* the check: the measured 2 ranks from the 1-rank results and the 4-rank
+ * collectives only; the model is exact here, so is the prediction */
+static void check_leave_one_out(void) {
+    gt_report_doc *d = make(1, 1);
+    gt_predict_options o = opts8();
+    o.check = 1;
+    o.max_error = 0.01;
+    json_t *j = predict(d, &o);
+    json_t *ck = json_object_get(j, "check");
+    CHECK(json_array_size(ck) == 1, "check rows: %zu, want 1 (toy on 2 ranks)",
+          json_array_size(ck));
+    if (json_array_size(ck) == 1) {
+        json_t *r = json_array_get(ck, 0);
+        CHECK(json_integer_value(json_object_get(r, "ranks")) == 2,
+              "check of the wrong rank count");
+        CHECK(strcmp(json_string_value(json_object_get(r, "compute_fitted_from_ranks")), "1") == 0,
+              "the check's compute fit: %s, want 1",
+              json_string_value(json_object_get(r, "compute_fitted_from_ranks")));
+        CHECK(strcmp(json_string_value(json_object_get(r, "links_fitted_from_ranks")), "4") == 0,
+              "the check's link fit: %s, want 4",
+              json_string_value(json_object_get(r, "links_fitted_from_ranks")));
+        CHECK(fabs(json_number_value(json_object_get(r, "error"))) < 0.01,
+              "check error %g on an exact model", json_number_value(json_object_get(r, "error")));
+        CHECK(json_is_true(json_object_get(r, "within_bound")), "within_bound false");
+    }
+    json_decref(j);
+    gt_report_doc_free(d);
+}
+
+/* what is missing is named, with the suite to run */
+static void refusals(void) {
+    gt_prediction *p = NULL;
+    gt_predict_options o = opts8();
+    gt_report_doc *d = make(1, 0);
+    CHECK_STATUS(gt_predict_build(&d, 1, &o, &p), GT_ERR_INVALID);
+    CHECK(strstr(gt_last_error(), "collectives") && strstr(gt_last_error(), "allreduce"),
+          "no collectives: %s", gt_last_error());
+    /* ... unless the network is given */
+    o.intra_alpha_us = 1;
+    o.intra_beta_gbps = 100;
+    CHECK_OK(gt_predict_build(&d, 1, &o, &p));
+    gt_prediction_free(p);
+    p = NULL;
+    gt_report_doc_free(d);
+    o = opts8();
+    d = make(0, 1);
+    CHECK_STATUS(gt_predict_build(&d, 1, &o, &p), GT_ERR_INVALID);
+    CHECK(strstr(gt_last_error(), "scaling"), "no scaling: %s", gt_last_error());
+    o.case_name = "nope";
+    CHECK_STATUS(gt_predict_build(&d, 1, &o, &p), GT_ERR_INVALID);
+    gt_report_doc_free(d);
+    d = make(1, 1);
+    CHECK_STATUS(gt_predict_build(&d, 1, &o, &p), GT_ERR_INVALID);
+    CHECK(strstr(gt_last_error(), "'toy'") && strstr(gt_last_error(), "'toy/weak'"),
+          "an unknown --case does not list the cases: %s", gt_last_error());
+    /* alpha without beta */
+    o = opts8();
+    o.inter_alpha_us = 3;
+    CHECK_STATUS(gt_predict_build(&d, 1, &o, &p), GT_ERR_INVALID);
+    gt_report_doc_free(d);
+}
+
 int main(void) {
     gt_report_doc *d = make(1, 1);
     if (!d) return check_done("reports.predict");
@@ -275,63 +462,8 @@ int main(void) {
           "the inter-node link is not marked measured");
     json_decref(j);
     gt_report_doc_free(d);
-    d = make(1, 1);
-
-    /* the check: the measured 2 ranks from the 1-rank results and the 4-rank
-     * collectives only; the model is exact here, so is the prediction */
-    o = opts8();
-    o.check = 1;
-    o.max_error = 0.01;
-    j = predict(d, &o);
-    json_t *ck = json_object_get(j, "check");
-    CHECK(json_array_size(ck) == 1, "check rows: %zu, want 1 (toy on 2 ranks)",
-          json_array_size(ck));
-    if (json_array_size(ck) == 1) {
-        json_t *r = json_array_get(ck, 0);
-        CHECK(json_integer_value(json_object_get(r, "ranks")) == 2,
-              "check of the wrong rank count");
-        CHECK(strcmp(json_string_value(json_object_get(r, "compute_fitted_from_ranks")), "1") == 0,
-              "the check's compute fit: %s, want 1",
-              json_string_value(json_object_get(r, "compute_fitted_from_ranks")));
-        CHECK(strcmp(json_string_value(json_object_get(r, "links_fitted_from_ranks")), "4") == 0,
-              "the check's link fit: %s, want 4",
-              json_string_value(json_object_get(r, "links_fitted_from_ranks")));
-        CHECK(fabs(json_number_value(json_object_get(r, "error"))) < 0.01,
-              "check error %g on an exact model", json_number_value(json_object_get(r, "error")));
-        CHECK(json_is_true(json_object_get(r, "within_bound")), "within_bound false");
-    }
-    json_decref(j);
-    gt_report_doc_free(d);
-
-    /* what is missing is named, with the suite to run */
-    gt_prediction *p = NULL;
-    o = opts8();
-    d = make(1, 0);
-    CHECK_STATUS(gt_predict_build(&d, 1, &o, &p), GT_ERR_INVALID);
-    CHECK(strstr(gt_last_error(), "collectives") && strstr(gt_last_error(), "allreduce"),
-          "no collectives: %s", gt_last_error());
-    /* ... unless the network is given */
-    o.intra_alpha_us = 1;
-    o.intra_beta_gbps = 100;
-    CHECK_OK(gt_predict_build(&d, 1, &o, &p));
-    gt_prediction_free(p);
-    p = NULL;
-    gt_report_doc_free(d);
-    o = opts8();
-    d = make(0, 1);
-    CHECK_STATUS(gt_predict_build(&d, 1, &o, &p), GT_ERR_INVALID);
-    CHECK(strstr(gt_last_error(), "scaling"), "no scaling: %s", gt_last_error());
-    o.case_name = "nope";
-    CHECK_STATUS(gt_predict_build(&d, 1, &o, &p), GT_ERR_INVALID);
-    gt_report_doc_free(d);
-    d = make(1, 1);
-    CHECK_STATUS(gt_predict_build(&d, 1, &o, &p), GT_ERR_INVALID);
-    CHECK(strstr(gt_last_error(), "'toy'") && strstr(gt_last_error(), "'toy/weak'"),
-          "an unknown --case does not list the cases: %s", gt_last_error());
-    /* alpha without beta */
-    o = opts8();
-    o.inter_alpha_us = 3;
-    CHECK_STATUS(gt_predict_build(&d, 1, &o, &p), GT_ERR_INVALID);
-    gt_report_doc_free(d);
+    check_leave_one_out();
+    issue35();
+    refusals();
     return check_done("reports.predict");
 }
