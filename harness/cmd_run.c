@@ -269,9 +269,11 @@ static void case_done(void *ctx, gt_result *res) {
             snprintf(eta, sizeof eta, "~%.0f s left + %s, not timed yet", left, untimed);
         else
             snprintf(eta, sizeof eta, "~%.0f s left", left);
-        fprintf(p->out, "  %-5s %s  [%d/%d, %.0f s, %s]\n",
-                gt_result_status_name(gt_result_get_status(res)), gt_result_label(res),
-                p->results, total, el, eta);
+        gt_result_status st = gt_result_get_status(res);
+        const char *why = st == GT_RESULT_SKIP ? gt_result_message(res) : NULL;
+        fprintf(p->out, "  %-5s %s  [%d/%d, %.0f s, %s]%s%s\n", gt_result_status_name(st),
+                gt_result_label(res), p->results, total, el, eta, why ? "\n        skipped: " : "",
+                why ? why : "");
         fflush(p->out);
     }
 }

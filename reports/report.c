@@ -301,6 +301,10 @@ void gt_result_set_status(gt_result *res, gt_result_status s, const char *messag
     if (message) json_object_set_new(res->obj, "message", json_string(message));
 }
 
+const char *gt_result_message(const gt_result *res) {
+    return json_string_value(json_object_get(res->obj, "message"));
+}
+
 gt_result_status gt_result_get_status(const gt_result *res) {
     const char *s = json_string_value(json_object_get(res->obj, "status"));
     for (int i = 0; i < GT_RESULT_STATUS_COUNT; i++)

@@ -220,6 +220,8 @@ gt_status gt_report_write_interrupted(gt_report *r, const char *reason, int *wri
 
 /* "suite/case (topology N, backend)", owned by the result. */
 const char *gt_result_label(gt_result *res);
+/* The result's message (why it was skipped, what went wrong), or NULL. */
+const char *gt_result_message(const gt_result *res);
 
 /* A table per suite: results by status, then every failed or error result
  * with its first failed check or message. */

@@ -26,8 +26,14 @@ cases=$(grep -cE '^  (pass|fail|skip|error) ' "$tmp/out")
 lines=$(wc -l < "$tmp/out")
 headers=$(grep -c '^== ' "$tmp/out")
 summary=$(sed -n '/^summary (/,$p' "$tmp/out" | wc -l)
-# every line is the job header, a unit header, a case, or the summary
-if [ -n "$total" ] && [ "$cases" -eq "$total" ] && [ "$lines" -eq $((1 + headers + cases + 1 + summary)) ]; then
+# a skipped case says why on the next line
+nskip=$(grep -cE '^  skip ' "$tmp/out")
+reasons=$(grep -cE '^        skipped: .+' "$tmp/out")
+[ "$nskip" -gt 0 ] && [ "$reasons" -eq "$nskip" ] && ok "every skipped case ($nskip) says why" ||
+    fail "$nskip skipped cases, $reasons reasons"
+# every line is the job header, a unit header, a case (a skip with its reason), or the summary
+if [ -n "$total" ] && [ "$cases" -eq "$total" ] &&
+   [ "$lines" -eq $((1 + headers + cases + reasons + 1 + summary)) ]; then
     ok "one line per case ($cases), $headers unit headers, a $summary-line summary: $lines lines"
 else
     fail "$lines lines: $cases case lines for $total results, $headers headers, $summary summary"
