@@ -12,6 +12,7 @@
 
 #include "reports/compare.h"
 #include "reports/compare_view.h"
+#include "reports/profile.h"
 
 const char *const gt_html_verdict_metrics[] = {"time_us", "tokens_per_s", "samples_per_s",
                                                "images_per_s", NULL};
@@ -126,57 +127,6 @@ static const gt_report_result *profiled(const gt_report_doc *d, const gt_report_
     return NULL;
 }
 
-static size_t part_samples(json_t *part, double **out) {
-    json_t *a = json_object_get(part, "samples_ms");
-    size_t n = json_array_size(a), k = 0;
-    *out = malloc((n ? n : 1) * sizeof **out);
-    if (!*out) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (json_is_number(json_array_get(a, i)))
-            (*out)[k++] = json_number_value(json_array_get(a, i));
-    return k;
-}
-
-static json_t *find_part(json_t *parts, const char *name) {
-    size_t i;
-    json_t *p;
-    json_array_foreach(parts, i, p) {
-        const char *x = json_string_value(json_object_get(p, "name"));
-        if (x && strcmp(x, name) == 0) return p;
-    }
-    return NULL;
-}
-
-/* Each part in both results: its verdict from the per-step samples (a part
- * under the timing floor on both sides is not judged), as compare's
- * diagnostic line gives it. */
-static json_t *part_verdicts(const gt_report_result *base, const gt_report_result *nw) {
-    json_t *pb = json_object_get(json_object_get(base->json, "profile"), "parts");
-    json_t *pn = json_object_get(json_object_get(nw->json, "profile"), "parts");
-    gt_compare_options o = gt_compare_defaults();
-    json_t *out = json_object();
-    size_t i;
-    json_t *p;
-    json_array_foreach(pn, i, p) {
-        const char *name = json_string_value(json_object_get(p, "name"));
-        json_t *q = name ? find_part(pb, name) : NULL;
-        if (!q) continue;
-        double *sb = NULL, *sn = NULL, bm = NAN, nm = NAN, rel = NAN;
-        size_t cb = part_samples(q, &sb), cn = part_samples(p, &sn);
-        gt_verdict v = GT_VERDICT_AMBIGUOUS;
-        if (cb && cn) v = gt_compare_samples(sb, cb, sn, cn, 0, &o, NULL, &bm, &nm, &rel, NULL);
-        free(sb);
-        free(sn);
-        if (!cb || !cn) continue;
-        int floor = bm * 1e3 < o.timing_floor_us && nm * 1e3 < o.timing_floor_us;
-        json_t *x =
-            json_pack("{s:s, s:o, s:b}", "v", gt_verdict_name(v), "rel", rel_json(rel), "gated", 0);
-        json_object_set_new(x, "why", json_string(floor ? "below the timing floor" : "diagnosis"));
-        json_object_set_new(out, name, x);
-    }
-    return out;
-}
-
 /* Every profiled result of a later report against the first report that
  * profiled its case (the renderer's base for it). */
 static void profile_pairs(gt_report_doc *const *rd, int n, json_t *pairs, json_t **made) {
@@ -192,7 +142,8 @@ static void profile_pairs(gt_report_doc *const *rd, int n, json_t *pairs, json_t
             char idx[24];
             snprintf(idx, sizeof idx, "%zu", r->index);
             json_t *pair = pair_obj(pairs, made, n, b, j);
-            json_object_set_new(child(pair, "parts"), idx, part_verdicts(base, r));
+            json_object_set_new(child(pair, "parts"), idx,
+                                gt_profile_part_verdicts(base->json, r->json, NULL));
         }
 }
 
