@@ -185,6 +185,11 @@ gt_status gt_history_check(gt_history *h, int64_t *runs) {
     (void)h, (void)runs;
     return no_sqlite();
 }
+gt_status gt_history_run_report(gt_history *h, int64_t run, gt_report_doc **out) {
+    (void)h, (void)run;
+    *out = NULL;
+    return no_sqlite();
+}
 
 #else
 /* ---- the database ------------------------------------------------------------------ */
@@ -1439,5 +1444,27 @@ gt_status gt_history_check(gt_history *h, int64_t *runs) {
                       h->path, bad);
     *runs = n;
     return GT_OK;
+}
+
+gt_status gt_history_run_report(gt_history *h, int64_t run, gt_report_doc **out) {
+    *out = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(h->db, "SELECT report FROM runs WHERE id = ?1", -1, &st, NULL);
+    if (rc != SQLITE_OK) return db_err(h, rc, "reading a run's report");
+    sqlite3_bind_int64(st, 1, run);
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE) return db_err(h, rc, "reading a run's report");
+        return GT_ERR(GT_ERR_INVALID, "history database '%s' has no run %lld", h->path,
+                      (long long)run);
+    }
+    const char *text = (const char *)sqlite3_column_text(st, 0);
+    size_t len = (size_t)sqlite3_column_bytes(st, 0);
+    char name[64];
+    snprintf(name, sizeof name, "run %lld of the history", (long long)run);
+    gt_status s = gt_report_read_text(name, NULL, text ? text : "", text ? len : 0, out);
+    sqlite3_finalize(st);
+    return s;
 }
 #endif

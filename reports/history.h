@@ -173,6 +173,29 @@ gt_status gt_history_gate(gt_history *h, const char *new_path, const gt_compare_
  * GT_ERR_INVALID naming the problem. *runs: the runs it holds. */
 gt_status gt_history_check(gt_history *h, int64_t *runs);
 
+/* The report recorded as the history's run `run` (its id, 1, 2, ...), read
+ * back with gt_report_read_text. *out: a new handle (gt_report_doc_free).
+ * GT_ERR_INVALID no such run; GT_ERR_IO the database could not be read;
+ * GT_ERR_UNSUPPORTED built without SQLite; the reader's errors. */
+gt_status gt_history_run_report(gt_history *h, int64_t run, gt_report_doc **out);
+
+/* Whether a flattened fingerprint field (a key of the env table: "env.cpu.model",
+ * "env.variables.OMPI_MCA_orte_hnp_uri", "git_revision") identifies the stack a run
+ * measured: library versions (env.software, env.blas), the CPU's model and counts,
+ * the GPUs (without uuid and index), the hwloc topology digest, the OS, threads
+ * per rank and their settings (env.threads, and for older reports the OMP_,
+ * GOMP_, KMP_, OPENBLAS_, MKL_ and BLIS_ variables), the binding (env.affinity),
+ * the MPI transport settings (env.transport), the job's shape (env.job) and
+ * gauntlet's own revision. Not: the host name, the memory total, and the other
+ * variables a launcher sets (dozens of OMPI_* that differ on every run). */
+int gt_history_stack_field(const char *key);
+
+/* A change point's `changed` text ("field: old -> new" joined by "; ") with
+ * only the fields gt_history_stack_field takes, in the same form. *hidden:
+ * how many fields were left out (may be NULL). A new string (free), NULL
+ * when out of memory. */
+char *gt_history_stack_changes(const char *changed, int *hidden);
+
 #ifdef __cplusplus
 }
 #endif

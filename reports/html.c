@@ -18,8 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/html_predict.h"
 #include "reports/html_history.h"
+#include "reports/html_predict.h"
+#include "reports/html_verdicts.h"
 #include "reports/read.h"
 #include "reports/report.h"
 
@@ -47,6 +48,11 @@ static const char g_css[] =
     ".skip { color: var(--muted); }\n"
     ".better { color: var(--good); }\n"
     ".worse { color: var(--bad); }\n"
+    ".undecided { color: #a35c00; }\n"
+    ".ambiguous, .v-none, .v-ungated { color: var(--muted); }\n"
+    "td.delta small { font-size: 10px; line-height: 1; }\n"
+    "td.delta.worse, td.delta.better, td.delta.undecided { font-weight: 600; }\n"
+    ".legend em.identical { color: var(--muted); }\n"
     "table.failures td { background: var(--badbg) !important; }\n"
     ".ok-line { color: var(--good); font-weight: 600; margin: 10px 0; }\n"
     ".swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; vertical-align: -1px; }\n"
@@ -85,11 +91,56 @@ static const char g_css[] =
     "}\n"
     "table.only-diff tbody tr:not(.diff) { display: none; }\n";
 
+/* Round axis ticks (window.gtAxis), for the renderer below and the history
+ * plots (reports/html_history.c); first in the page's script, so that it
+ * carries the script's 'use strict'. */
+static const char g_axis_js[] =
+    "'use strict';\n"
+    "/* Round axis ticks, shared by the report charts and the history plots: multiples of\n"
+    "   a step of 1, 2, 2.5 or 5 x 10^k, so that every tick reads as a round number. */\n"
+    "var gtAxis = (function () {\n"
+    "  var MANTISSAS = [1, 2, 2.5, 5, 10];\n"
+    "  /* the smallest round step that cuts span into at most n parts */\n"
+    "  function step(span, n) {\n"
+    "    var raw = span / Math.max(1, n), p = Math.pow(10, Math.floor(Math.log10(raw)));\n"
+    "    for (var i = 0; i < MANTISSAS.length; i++) if (raw <= MANTISSAS[i] * p * (1 + 1e-9)) return MANTISSAS[i] * p;\n"
+    "    return 10 * p;\n"
+    "  }\n"
+    "  /* the decimals a multiple of s needs (0.25: 2) */\n"
+    "  function decimals(s) {\n"
+    "    for (var d = 0; d < 15; d++) {\n"
+    "      var x = s * Math.pow(10, d);\n"
+    "      if (Math.abs(x - Math.round(x)) < 1e-6 * x) return d;\n"
+    "    }\n"
+    "    return 15;\n"
+    "  }\n"
+    "  /* the ticks over [lo, hi], about n intervals (at least 2 ticks); wrap: lo and hi widened\n"
+    "     to the ticks around them, so that the axis starts and ends on one. Returns {step,\n"
+    "     ticks, lo, hi}. */\n"
+    "  function ticks(lo, hi, n, wrap) {\n"
+    "    if (!(hi > lo)) { var a = Math.abs(lo) || 1; lo -= a * 0.05; hi += a * 0.05; }\n"
+    "    var s = step(hi - lo, n || 5), d = Math.min(20, decimals(s));\n"
+    "    var k0 = wrap ? Math.floor(lo / s + 1e-9) : Math.ceil(lo / s - 1e-9);\n"
+    "    var k1 = wrap ? Math.ceil(hi / s - 1e-9) : Math.floor(hi / s + 1e-9);\n"
+    "    var t = [];\n"
+    "    for (var k = k0; k <= k1; k++) t.push(Number((k * s).toFixed(d)) || 0);\n"
+    "    return {step: s, ticks: t, lo: wrap ? t[0] : lo, hi: wrap ? t[t.length - 1] : hi};\n"
+    "  }\n"
+    "  /* a tick as text: as many decimals as the step needs, k/M/G/T from 10,000 up */\n"
+    "  function label(v, s) {\n"
+    "    var a = Math.abs(v), u = ['', 'k', 'M', 'G', 'T'], i = 0;\n"
+    "    if (v === 0) return '0';\n"
+    "    if (s < 1e-4 || a >= 1e15) return String(Number(v.toPrecision(6))).replace('e+', 'e');\n"
+    "    if (a >= 1e4) while (a >= 1000 && i < 4) { a /= 1000; v /= 1000; s /= 1000; i++; }\n"
+    "    return String(Number(v.toFixed(Math.min(20, decimals(s))))) + u[i];\n"
+    "  }\n"
+    "  return {step: step, ticks: ticks, label: label};\n"
+    "})();\n";
+
 /* The renderer: reads every <script id="report-N">, builds the sections,
  * leaves out those with nothing to show, and records any exception in
  * body[data-render-errors] and a #render-errors box (the test reads both). */
 static const char g_js[] =
-    "'use strict';\n"
     "(function () {\n"
     "  var errors = [];\n"
     "  var t0 = window.performance ? performance.now() : Date.now();\n"
@@ -173,8 +224,10 @@ static const char g_js[] =
     "    return fmt(v, 3);\n"
     "  }\n"
     "  function pct(v) { return num(v) ? fmt(100 * v, 3) + '%' : '\\u2014'; }\n"
+    "  /* the page embeds a metric as its value (reports/html.c); --full as the report has it */\n"
     "  function metric(res, name) {\n"
     "    var m = res.metrics && res.metrics[name];\n"
+    "    if (typeof m === 'number') return num(m) ? m : null;\n"
     "    return m && num(m.value) ? m.value : null;\n"
     "  }\n"
     "  /* the model family of a training result: its loss chart and target */\n"
@@ -192,8 +245,8 @@ static const char g_js[] =
     "  /* tokens/s (gpt2), samples/s (mlp), images/s (convnet) */\n"
     "  function throughput(res) {\n"
     "    var u = [['tokens_per_s', 'tok/s'], ['samples_per_s', 'samples/s'], ['images_per_s', 'images/s']];\n"
-    "    for (var i = 0; i < u.length; i++) if (metric(res, u[i][0]) !== null) return [metric(res, u[i][0]), u[i][1]];\n"
-    "    return [null, ''];\n"
+    "    for (var i = 0; i < u.length; i++) if (metric(res, u[i][0]) !== null) return [metric(res, u[i][0]), u[i][1], u[i][0]];\n"
+    "    return [null, '', null];\n"
     "  }\n"
     "  function check(res, name) {\n"
     "    var cs = res.checks || [];\n"
@@ -220,14 +273,32 @@ static const char g_js[] =
     "  function repLabel(r) {\n"
     "    return el('span', {title: r.file}, [el('span', {cls: 'swatch', style: 'background:' + r.color}), r.tag]);\n"
     "  }\n"
-    "  function deltaCell(v, base, higherBetter, baseTag) {\n"
+    "  /* The change against the base report, coloured by gauntlet compare's verdict for it\n"
+    "     (vd from verdictOf; reports/html_verdicts.c), never by the size of the change alone:\n"
+    "     a large change inside the noise is \"same\" or \"ambiguous\", a time under the timing\n"
+    "     floor is not gated. The verdict is written under the change. */\n"
+    "  var VERDICT_CLASS = {slower: 'worse', faster: 'better', undecided: 'undecided', ambiguous: 'ambiguous', same: 'same'};\n"
+    "  function verdictWords(vd) {\n"
+    "    if (!vd) return ['no verdict', 'gauntlet compare gave no verdict for it'];\n"
+    "    if (vd.error) return ['no verdict', 'gauntlet compare could not compare the reports: ' + vd.error];\n"
+    "    var shown = vd.gated || vd.why === 'derived' || vd.why === 'diagnosis';\n"
+    "    var why = vd.why === 'derived' ? ' (computed from ' + vd.via + ', whose verdict gates)' :\n"
+    "              vd.why === 'diagnosis' ? ' (from its per-step samples; a diagnosis, never gated)' :\n"
+    "              vd.why ? ' (not gated: ' + vd.why + ')' : '';\n"
+    "    return [shown ? vd.v : 'not gated', 'gauntlet compare: ' + vd.v + why +\n"
+    "            (vd.noisy ? '; slower by its estimate, too noisy to decide' : '') +\n"
+    "            (vd.family ? '; its family ' + vd.family + ': ' + vd.fv : ''), shown];\n"
+    "  }\n"
+    "  function deltaCell(v, base, higherBetter, baseTag, vd) {\n"
     "    if (!num(v) || !num(base) || base === 0) return tdn('\\u2014');\n"
     "    var d = 100 * (v - base) / Math.abs(base);\n"
-    "    var cls = 'num';\n"
-    "    if (Math.abs(d) >= 5) cls += (d > 0) === higherBetter ? ' better' : ' worse';\n"
     "    /* a change is read to a tenth of a percent, never in exponent form */\n"
     "    var txt = Math.abs(d) < 0.05 ? '0%' : (d > 0 ? '+' : '') + (Math.abs(d) >= 100 ? Math.round(d) : d.toFixed(1)) + '%';\n"
-    "    return el('td', {cls: cls, title: 'change against ' + baseTag + ': ' + fmt(d, 4) + '%'}, txt);\n"
+    "    var w = verdictWords(vd), cls = 'num delta';\n"
+    "    if (w[2]) cls += ' v-' + vd.v + (VERDICT_CLASS[vd.v] ? ' ' + VERDICT_CLASS[vd.v] : '');\n"
+    "    else cls += ' v-none';\n"
+    "    return el('td', {cls: cls, 'data-verdict': w[0], title: 'change against ' + baseTag + ': ' + fmt(d, 4) + '%; ' + w[1]},\n"
+    "              [txt, el('br'), el('small', {text: w[0]})]);\n"
     "  }\n"
     "\n"
     "  /* ---- the reports ---- */\n"
@@ -235,11 +306,26 @@ static const char g_js[] =
     "  var nodes = document.querySelectorAll('script[type=\"application/json\"][id^=\"report-\"]');\n"
     "  for (var i = 0; i < nodes.length; i++) {\n"
     "    var d = JSON.parse(nodes[i].textContent);\n"
-    "    reports.push({tag: 'R' + (i + 1), file: nodes[i].getAttribute('data-file') || '', d: d,\n"
+    "    reports.push({i: i, tag: 'R' + (i + 1), file: nodes[i].getAttribute('data-file') || '', d: d,\n"
     "                  color: PALETTE[i % PALETTE.length], dash: DASHES[i % DASHES.length],\n"
     "                  results: Array.isArray(d.results) ? d.results : []});\n"
     "  }\n"
     "  var multi = reports.length > 1;\n"
+    "  /* compare's verdicts, per pair of reports (reports/html_verdicts.c) */\n"
+    "  var verdictPairs = {};\n"
+    "  (function () {\n"
+    "    var node = document.getElementById('verdicts');\n"
+    "    if (node) JSON.parse(node.textContent).pairs.forEach(function (p) { verdictPairs[p.base + '>' + p['new']] = p; });\n"
+    "  })();\n"
+    "  /* the verdict of metric (or, part set, profile part) name of result res of report r\n"
+    "     against report base; null when compare gave none */\n"
+    "  function verdictOf(base, r, res, name, part) {\n"
+    "    var p = verdictPairs[base.i + '>' + r.i];\n"
+    "    if (!p) return null;\n"
+    "    if (p.error) return {error: p.error};\n"
+    "    var idx = String(r.results.indexOf(res));\n"
+    "    return ((part ? p.parts : p.metrics) || {})[idx] && ((part ? p.parts : p.metrics)[idx][name] || null) || null;\n"
+    "  }\n"
     "  function each(suite, fn) {\n"
     "    reports.forEach(function (r) {\n"
     "      r.results.forEach(function (res) { if (!suite || res.suite === suite) fn(r, res); });\n"
@@ -247,15 +333,6 @@ static const char g_js[] =
     "  }\n"
     "\n"
     "  /* ---- charts: inline SVG, no library ---- */\n"
-    "  function niceStep(span, n) {\n"
-    "    var raw = span / n, p = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / p;\n"
-    "    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;\n"
-    "  }\n"
-    "  function linTicks(lo, hi) {\n"
-    "    var s = niceStep(hi - lo || 1, 5), t = [];\n"
-    "    for (var v = Math.ceil(lo / s) * s; v <= hi + s * 1e-9; v += s) t.push(Math.abs(v) < s * 1e-9 ? 0 : v);\n"
-    "    return t;\n"
-    "  }\n"
     "  function logTicks(lo, hi, base2) {\n"
     "    var t = [], k;\n"
     "    if (base2) {\n"
@@ -270,6 +347,80 @@ static const char g_js[] =
     "    for (k = a10; k <= b10; k += skip)\n"
     "      mults.forEach(function (m) { var v = m * Math.pow(10, k); if (v >= lo * 0.999 && v <= hi * 1.001) t.push(v); });\n"
     "    return t;\n"
+    "  }\n"
+    "  /* an axis's ticks over the range r: on a log scale 1, 2, 5 x 10^k (2^k for base2),\n"
+    "     else, or when the range is too narrow for two of those, the round values of\n"
+    "     gtAxis (steps of 1, 2, 2.5 or 5 x 10^k); label writes a tick */\n"
+    "  function axisTicks(r, log, base2) {\n"
+    "    if (log) {\n"
+    "      var lt = logTicks(r[0], r[1], base2);\n"
+    "      if (lt.length >= 2) return {ticks: lt, label: fmtAxis};\n"
+    "    }\n"
+    "    var a = gtAxis.ticks(r[0], r[1], 5, false);\n"
+    "    return {ticks: log ? a.ticks.filter(function (v) { return v > 0; }) : a.ticks,\n"
+    "            label: function (v) { return gtAxis.label(v, a.step); }};\n"
+    "  }\n"
+    "  /* the width of a chart label (11 px, the style sheet's svg text font) */\n"
+    "  var measure = null;\n"
+    "  function textWidth(t) {\n"
+    "    if (measure === null) {\n"
+    "      var c = document.createElement('canvas');\n"
+    "      measure = (c.getContext && c.getContext('2d')) || false;\n"
+    "      if (measure) measure.font = \"11px system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', Arial, sans-serif\";\n"
+    "    }\n"
+    "    return measure ? measure.measureText(t).width : 6.5 * t.length;\n"
+    "  }\n"
+    "  /* whether segment g [x0, y0, x1, y1] crosses box b [x0, y0, x1, y1] */\n"
+    "  function segHits(g, b) {\n"
+    "    var xa = Math.max(Math.min(g[0], g[2]), b[0]), xb = Math.min(Math.max(g[0], g[2]), b[2]);\n"
+    "    if (xa > xb) return false;\n"
+    "    if (g[2] === g[0]) return Math.min(g[1], g[3]) <= b[3] && Math.max(g[1], g[3]) >= b[1];\n"
+    "    function yAt(x) { return g[1] + (g[3] - g[1]) * (x - g[0]) / (g[2] - g[0]); }\n"
+    "    return Math.min(yAt(xa), yAt(xb)) <= b[3] && Math.max(yAt(xa), yAt(xb)) >= b[1];\n"
+    "  }\n"
+    "  /* one label for reference lines closer than a text line: \"Bayes-optimal loss 0.5, 0.505\",\n"
+    "     with the reports when they differ */\n"
+    "  function refGroupLabel(rs) {\n"
+    "    if (rs.length === 1) return rs[0].label;\n"
+    "    rs = rs.slice().sort(function (a, b) { return a.y - b.y; });\n"
+    "    var names = rs.map(function (r) { return r.name || ''; });\n"
+    "    if (!names[0] || names.some(function (n) { return n !== names[0]; })) return rs.map(function (r) { return r.label; }).join('; ');\n"
+    "    var who = rs.map(function (r) { return (r.who || []).join(' '); });\n"
+    "    var differ = who.some(function (w) { return w !== who[0]; });\n"
+    "    return names[0] + ' ' + rs.map(function (r, j) { return r.value + (differ && who[j] ? ' (' + who[j] + ')' : ''); }).join(', ');\n"
+    "  }\n"
+    "  /* the reference lines (refs [{y, label, name, value, who}]) and their labels: lines\n"
+    "     closer than a text line share one label, and a label goes where it covers neither\n"
+    "     another label nor a curve (segs) nor leaves the plot (area): the right end, the left\n"
+    "     end or the middle, above or below its lines; one that fits nowhere is left to the\n"
+    "     legend, which lists every line */\n"
+    "  function drawRefs(svg, refs, Y, segs, area) {\n"
+    "    var rs = refs.filter(function (r) { return num(r.y) && num(Y(r.y)); })\n"
+    "                 .map(function (r) { return {r: r, y: Y(r.y)}; }).sort(function (a, b) { return a.y - b.y; });\n"
+    "    var groups = [], boxes = [];\n"
+    "    rs.forEach(function (x) {\n"
+    "      svg.appendChild(sv('line', {x1: area[0], x2: area[2], y1: x.y.toFixed(1), y2: x.y.toFixed(1), cls: 'ref', 'data-ref': x.r.label},\n"
+    "                         sv('title', {text: x.r.label + ': ' + fmt(x.r.y, 6)})));\n"
+    "      var g = groups[groups.length - 1];\n"
+    "      if (g && x.y - g[g.length - 1].y < 13) g.push(x); else groups.push([x]);\n"
+    "    });\n"
+    "    function fits(b) {\n"
+    "      if (b[0] < area[0] || b[2] > area[2] || b[1] < area[1] - 4 || b[3] > area[3]) return false;\n"
+    "      if (boxes.some(function (o) { return b[0] < o[2] + 2 && o[0] < b[2] + 2 && b[1] < o[3] + 2 && o[1] < b[3] + 2; })) return false;\n"
+    "      var m = [b[0] - 2, b[1] - 2, b[2] + 2, b[3] + 2];\n"
+    "      return !segs.some(function (g) { return segHits(g, m); });\n"
+    "    }\n"
+    "    groups.forEach(function (g) {\n"
+    "      var text = refGroupLabel(g.map(function (x) { return x.r; })), w = textWidth(text);\n"
+    "      var top = g[0].y, bottom = g[g.length - 1].y, cands = [];\n"
+    "      [area[2] - 4 - w, area[0] + 4, (area[0] + area[2] - w) / 2].forEach(function (x0) {\n"
+    "        cands.push([x0, top - 15, x0 + w, top - 1, top - 4], [x0, bottom + 2, x0 + w, bottom + 16, bottom + 13]);\n"
+    "      });\n"
+    "      var c = cands.filter(fits)[0];\n"
+    "      if (!c) return;\n"
+    "      boxes.push(c);\n"
+    "      svg.appendChild(sv('text', {x: c[0].toFixed(1), y: c[4].toFixed(1), cls: 'ref-label', text: text}));\n"
+    "    });\n"
     "  }\n"
     "  /* o: {id, xlabel, ylabel, xlog, ylog, xbase2, yzero, xfmt, yfmt, series: [{name, color, dash,\n"
     "     points: [[x, y, hover]]}], refs: [{y, label}]}; returns null when no point can be drawn */\n"
@@ -309,51 +460,50 @@ static const char g_js[] =
     "    function Y(v) { return H - B - f(v, yr, o.ylog) * (H - T - B); }\n"
     "    var svg = sv('svg', {viewBox: '0 0 ' + W + ' ' + H, 'data-chart': o.id, role: 'img',\n"
     "                         'aria-label': o.ylabel + ' against ' + o.xlabel});\n"
-    "    var xt = o.xlog ? logTicks(xr[0], xr[1], o.xbase2) : linTicks(xr[0], xr[1]);\n"
-    "    var yt = o.ylog ? logTicks(yr[0], yr[1], false) : linTicks(yr[0], yr[1]);\n"
-    "    var xf = o.xfmt || fmtAxis, yf = o.yfmt || fmtAxis;\n"
-    "    xt.forEach(function (v) {\n"
+    "    var xa = axisTicks(xr, o.xlog, o.xbase2), ya = axisTicks(yr, o.ylog, false);\n"
+    "    var xf = o.xfmt || xa.label, yf = o.yfmt || ya.label;\n"
+    "    xa.ticks.forEach(function (v) {\n"
     "      var x = X(v).toFixed(1);\n"
     "      svg.appendChild(sv('line', {x1: x, x2: x, y1: T, y2: H - B, cls: 'grid'}));\n"
-    "      svg.appendChild(sv('text', {x: x, y: H - B + 14, 'text-anchor': 'middle', text: xf(v)}));\n"
+    "      svg.appendChild(sv('text', {x: x, y: H - B + 14, 'text-anchor': 'middle', cls: 'tick-x', 'data-tick': v, text: xf(v)}));\n"
     "    });\n"
-    "    yt.forEach(function (v) {\n"
+    "    ya.ticks.forEach(function (v) {\n"
     "      var y = Y(v).toFixed(1);\n"
     "      svg.appendChild(sv('line', {x1: L, x2: W - R, y1: y, y2: y, cls: 'grid'}));\n"
-    "      svg.appendChild(sv('text', {x: L - 5, y: +y + 4, 'text-anchor': 'end', text: yf(v)}));\n"
+    "      svg.appendChild(sv('text', {x: L - 5, y: +y + 4, 'text-anchor': 'end', cls: 'tick-y', 'data-tick': v, text: yf(v)}));\n"
     "    });\n"
     "    svg.appendChild(sv('path', {d: 'M' + L + ' ' + T + 'V' + (H - B) + 'H' + (W - R), cls: 'axis', fill: 'none'}));\n"
     "    svg.appendChild(sv('text', {x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle', text: o.xlabel}));\n"
     "    svg.appendChild(sv('text', {x: 12, y: (T + H - B) / 2, 'text-anchor': 'middle',\n"
     "                                transform: 'rotate(-90 12 ' + (T + H - B) / 2 + ')', text: o.ylabel}));\n"
-    "    var placed = [];\n"
-    "    (o.refs || []).forEach(function (r) {\n"
-    "      if (!num(r.y)) return;\n"
-    "      var y = Y(r.y).toFixed(1);\n"
-    "      svg.appendChild(sv('line', {x1: L, x2: W - R, y1: y, y2: y, cls: 'ref', 'data-ref': r.label},\n"
-    "                         sv('title', {text: r.label + ': ' + fmt(r.y, 6)})));\n"
-    "      /* labels of lines closer than a text line go side by side, not on top of each other */\n"
-    "      var near = placed.filter(function (py) { return Math.abs(py - y) < 12; }).length;\n"
-    "      placed.push(+y);\n"
-    "      svg.appendChild(sv('text', {x: W - R - 4 - 150 * near, y: +y - 4, 'text-anchor': 'end', text: r.label}));\n"
+    "    /* the curves' segments (a lone point: a segment of no length), for the labels to avoid */\n"
+    "    var segs = [], drawn = {};\n"
+    "    series.forEach(function (s) {\n"
+    "      var q = s.points.map(function (p) { return [X(p[0]), Y(p[1])]; });\n"
+    "      q.forEach(function (a, j) { var b = q[j + 1] || a; segs.push([a[0], a[1], b[0], b[1]]); });\n"
     "    });\n"
+    "    drawRefs(svg, (o.refs || []).filter(function (r) { return !o.ylog || r.y > 0; }), Y, segs, [L, T, W - R, H - B]);\n"
     "    series.forEach(function (s) {\n"
     "      var d = '';\n"
     "      s.points.forEach(function (p, j) { d += (j ? 'L' : 'M') + X(p[0]).toFixed(1) + ' ' + Y(p[1]).toFixed(1); });\n"
+    "      /* a curve drawn exactly over an earlier one hides it: the legend says so */\n"
+    "      if (d in drawn) s.identicalTo = drawn[d]; else drawn[d] = s.name;\n"
     "      var g = sv('g', {});\n"
     "      g.appendChild(sv('path', {d: d, cls: 'series', stroke: s.color, 'stroke-dasharray': s.dash || null,\n"
     "                                'data-series': o.id + ':' + s.name}, sv('title', {text: s.name})));\n"
     "      if (s.points.length <= 64) {\n"
     "        s.points.forEach(function (p) {\n"
     "          g.appendChild(sv('circle', {cx: X(p[0]).toFixed(1), cy: Y(p[1]).toFixed(1), r: 2.6, fill: s.color},\n"
-    "                           sv('title', {text: s.name + ': ' + (p[2] || xf(p[0]) + ', ' + fmt(p[1]))})));\n"
+    "                           sv('title', {text: s.name + ': ' + (p[2] || (o.xfmt || fmtAxis)(p[0]) + ', ' + fmt(p[1]))})));\n"
     "        });\n"
     "      }\n"
     "      svg.appendChild(g);\n"
     "    });\n"
     "    var legend = el('div', {cls: 'legend'});\n"
     "    series.forEach(function (s) {\n"
-    "      legend.appendChild(el('span', {}, [el('i', {style: 'border-top-color:' + s.color + (s.dash ? ';border-top-style:dashed' : '')}), s.name]));\n"
+    "      legend.appendChild(el('span', {'data-identical-to': s.identicalTo || null},\n"
+    "        [el('i', {style: 'border-top-color:' + s.color + (s.dash ? ';border-top-style:dashed' : '')}), s.name,\n"
+    "         s.identicalTo ? el('em', {cls: 'identical', text: ' identical to ' + s.identicalTo + ' (drawn over it)'}) : null]));\n"
     "    });\n"
     "    (o.refs || []).forEach(function (r) {\n"
     "      legend.appendChild(el('span', {}, [el('i', {style: 'border-top-color:#555;border-top-style:dashed'}), r.label]));\n"
@@ -642,9 +792,12 @@ static const char g_js[] =
     "      var F = fams[f];\n"
     "      F.series.push({name: label(it, true), color: F.color(it.r.tag + label(it, true)), rep: it.r,\n"
     "                     points: loss.map(function (v, j) { return [j + 1, v, 'step ' + (j + 1) + ': ' + fmt(v, 6)]; })});\n"
-    "      var e = target(it.res);\n"
-    "      if (num(e) && F.refs.every(function (x) { return Math.abs(x.y - e) > 1e-9; }))\n"
-    "        F.refs.push({y: e, label: (f === 'gpt2' ? 'source entropy ' : 'Bayes-optimal loss ') + fmt(e, 4)});\n"
+    "      var e = target(it.res), rname = f === 'gpt2' ? 'source entropy' : 'Bayes-optimal loss';\n"
+    "      if (num(e)) {\n"
+    "        var ref = F.refs.filter(function (x) { return Math.abs(x.y - e) <= 1e-9; })[0];\n"
+    "        if (!ref) F.refs.push(ref = {y: e, name: rname, value: fmt(e, 4), label: rname + ' ' + fmt(e, 4), who: []});\n"
+    "        if (ref.who.indexOf(it.r.tag) < 0) ref.who.push(it.r.tag);\n"
+    "      }\n"
     "    });\n"
     "    forder.forEach(function (f) {\n"
     "      var F = fams[f], gpt = f === 'gpt2';\n"
@@ -676,7 +829,7 @@ static const char g_js[] =
     "      } else {\n"
     "        cells = cells.concat([tdn(num(p.steps) ? p.steps : '\\u2014'), tdn(fmt(fl, 6)), tdn(num(fl) && num(tg) ? fmt(fl - tg, 4) : '\\u2014'),\n"
     "          tdn(tp[0] !== null ? fmt(tp[0], 5) + ' ' + tp[1] : '\\u2014'),\n"
-    "          tmulti ? (base ? deltaCell(tp[0], throughput(base)[0], true, treps[0].tag) : tdn('\\u2014')) : null,\n"
+    "          tmulti ? (base ? deltaCell(tp[0], throughput(base)[0], true, treps[0].tag, verdictOf(treps[0], it.r, it.res, tp[2])) : tdn('\\u2014')) : null,\n"
     "          tdn(fmt(metric(it.res, 'ms_per_step'), 4)), tdn(pct(metric(it.res, 'mfu'))), tdn(pm !== null ? fmtBytes(pm) : '\\u2014'), tdn(pct(eff))]);\n"
     "      }\n"
     "      tb.appendChild(el('tr', {}, cells));\n"
@@ -724,7 +877,7 @@ static const char g_js[] =
     "      h1.appendChild(th(repLabel(r), null, {colspan: n}));\n"
     "      cols.forEach(function (c, k) {\n"
     "        h2.appendChild(th(c[0], 'num', {title: c[1] || null}));\n"
-    "        if (k === 2 && j > 0) h2.appendChild(th('\\u0394 \\u00b5s', 'num', {title: 'change of the time against ' + kreps[0].tag + '; gauntlet compare gives noise-aware verdicts'}));\n"
+    "        if (k === 2 && j > 0) h2.appendChild(th('\\u0394 \\u00b5s', 'num', {title: 'change of the time against ' + kreps[0].tag + ', with gauntlet compare\\u2019s verdict for it (its colour)'}));\n"
     "      });\n"
     "    });\n"
     "    var tb = el('tbody');\n"
@@ -748,7 +901,7 @@ static const char g_js[] =
     "        var ea = metric(res, 'max_abs_err'), er = metric(res, 'max_rel_err');\n"
     "        cells.push(tdn(ea === null && er === null ? '\\u2014' : fmt(ea, 2) + ' / ' + fmt(er, 2)));\n"
     "        cells.push(tdn(fmt(metric(res, 'time_us'), 4)));\n"
-    "        if (j > 0) cells.push(base ? deltaCell(metric(res, 'time_us'), metric(base, 'time_us'), false, kreps[0].tag) : tdn('\\u2014'));\n"
+    "        if (j > 0) cells.push(base ? deltaCell(metric(res, 'time_us'), metric(base, 'time_us'), false, kreps[0].tag, verdictOf(kreps[0], r, res, 'time_us')) : tdn('\\u2014'));\n"
     "        cells.push(tdn(fmt(metric(res, 'gflops'), 4)));\n"
     "        cells.push(tdn(fmt(metric(res, 'gbps'), 4)));\n"
     "        cells.push(peakCell(metric(res, 'fraction_of_peak')));\n"
@@ -756,16 +909,48 @@ static const char g_js[] =
     "      tb.appendChild(el('tr', {}, cells));\n"
     "    });\n"
     "    var table = el('table', {id: 'kernels-table', cls: 'dense'}, [el('thead', {}, [h1, h2]), tb]);\n"
-    "    return [el('p', {cls: 'note', text: 'A result conforms when |a \\u2212 e| \\u2264 atol + rtol\\u00b7|e| for every element (e: the fp64 reference); near zero atol dominates, so a large relative error can pass. Hover a conformance cell for its check.'}),\n"
+    "    return [el('p', {cls: 'note', text: 'A result conforms when |a \\u2212 e| \\u2264 atol + rtol\\u00b7|e| for every element (e: the fp64 reference); near zero atol dominates, so a large relative error can pass. Hover a conformance cell for its check.' +\n"
+    "              (kreps.length > 1 ? ' \\u0394 \\u00b5s: the change against ' + kreps[0].tag + ' with gauntlet compare\\u2019s verdict under it, which also gives the colour (red slower, green faster, amber undecided); a time under the timing floor is not gated, and one run a side decides only large changes.' : '')}),\n"
     "            el('div', {cls: 'scroll'}, table)];\n"
     "  });\n"
     "\n"
     "  var kt = document.getElementById('kernels-table');\n"
     "  if (kt) document.body.setAttribute('data-kernels-width', String(kt.offsetWidth));\n"
-    "  /* how long the renderer took (docs/html-report.md measures pages with it) */\n"
+    "  /* how long the page took to load, from navigation to the load event (file read,\n"
+    "     parse, every script), and the renderer alone: docs/html-report.md measures pages\n"
+    "     with them */\n"
+    "  window.addEventListener('load', function () {\n"
+    "    if (window.performance) document.body.setAttribute('data-load-ms', String(Math.round(performance.now())));\n"
+    "  });\n"
+    "  /* the reference labels as drawn: how many overlap another label or a curve (each\n"
+    "     chart's data-label-overlaps; the test requires none) */\n"
+    "  function labelOverlaps(svg) {\n"
+    "    var boxes = [].slice.call(svg.querySelectorAll('text.ref-label')).map(function (t) { return t.getBBox(); });\n"
+    "    if (!boxes.length) return 0;\n"
+    "    var n = 0;\n"
+    "    function inside(x, y, b, m) { return x >= b.x - m && x <= b.x + b.width + m && y >= b.y - m && y <= b.y + b.height + m; }\n"
+    "    boxes.forEach(function (a, i) {\n"
+    "      boxes.slice(i + 1).forEach(function (b) { if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) n++; });\n"
+    "    });\n"
+    "    /* each curve's segments as drawn (its path: M x y L x y ...) */\n"
+    "    svg.querySelectorAll('path.series').forEach(function (p) {\n"
+    "      var v = (p.getAttribute('d') || '').split(/[ML ]+/).filter(function (t) { return t !== ''; }).map(Number), segs = [];\n"
+    "      for (var k = 0; k + 1 < v.length; k += 2) segs.push([v[k], v[k + 1], v[k + 2 < v.length ? k + 2 : k], v[k + 3 < v.length ? k + 3 : k + 1]]);\n"
+    "      boxes.forEach(function (b) {\n"
+    "        var box = [b.x, b.y, b.x + b.width, b.y + b.height];\n"
+    "        if (segs.some(function (g) { return segHits(g, box); })) n++;\n"
+    "      });\n"
+    "    });\n"
+    "    svg.querySelectorAll('circle').forEach(function (c) {\n"
+    "      boxes.forEach(function (b) { if (inside(+c.getAttribute('cx'), +c.getAttribute('cy'), b, +c.getAttribute('r'))) n++; });\n"
+    "    });\n"
+    "    return n;\n"
+    "  }\n"
+    "  document.querySelectorAll('svg[data-chart]').forEach(function (svg) {\n"
+    "    try { svg.setAttribute('data-label-overlaps', String(labelOverlaps(svg))); } catch (e) { errors.push('label check: ' + e); }\n"
+    "  });\n"
     "  document.body.setAttribute('data-render-ms', String(Math.round((window.performance ? performance.now() : Date.now()) - t0)));\n"
-    "  document.body.setAttribute('data-rendered', '1');\n"
-    ;
+    "  document.body.setAttribute('data-rendered', '1');\n";
 /* after the sections of other files (the per-op profile's) */
 static const char g_js_end[] =
     "  finish();\n"
@@ -792,9 +977,85 @@ static void put_script_json(FILE *f, const char *s) {
     }
 }
 
-static void write_page(FILE *f, json_t *const *docs, gt_report_doc *const *rd,
-                       const char *const *paths, int n, const char *title,
-                       const char *history_json) {
+/* <script type="application/json" id="ID">TEXT</script>; nothing when text is NULL */
+static void put_json_element(FILE *f, const char *id, const char *text) {
+    if (!text) return;
+    fprintf(f, "<script type=\"application/json\" id=\"%s\">", id);
+    put_script_json(f, text);
+    fputs("</script>\n", f);
+}
+
+/* A report as the page embeds it. full: the document unchanged. Otherwise
+ * what the page draws, in fewer bytes: every metric as its value alone
+ * (the page reads no unit, sample, min or max: they are for compare, which
+ * reads the report files), the results' numbers to 6 significant digits
+ * (the page shows at most 6), the profile parts without their per-step
+ * samples, the environment without the hwloc XML (its digest stands for
+ * it), of the per-step series only the loss; run and env keep full precision
+ * (run.start_unix and end_unix give a duration). Returns a new string (free),
+ * NULL when out of memory. */
+static char *page_text(json_t *doc, int full) {
+    if (full) return json_dumps(doc, JSON_COMPACT);
+    json_t *d = json_deep_copy(doc);
+    if (!d) return NULL;
+    json_object_del(json_object_get(d, "env"), "topology_xml");
+    size_t i;
+    json_t *res;
+    json_array_foreach(json_object_get(d, "results"), i, res) {
+        const char *k;
+        json_t *m;
+        json_object_foreach(json_object_get(res, "metrics"), k, m) {
+            json_t *v = json_is_object(m) ? json_object_get(m, "value") : NULL;
+            json_object_set(json_object_get(res, "metrics"), k,
+                            json_is_number(v) ? v : json_null());
+        }
+        gt_html_profile_drop_samples(res);
+        /* of the per-step series the page draws the loss (lr, grad_norm, ms: two thirds
+           of a training's series, are for other tools) */
+        json_t *ser = json_object_get(res, "series");
+        json_t *loss = json_object_get(ser, "loss");
+        if (ser)
+            json_object_set_new(res, "series",
+                                loss ? json_pack("{s:O}", "loss", loss) : json_object());
+    }
+    /* the members in their order, results rounded */
+    size_t cap = 1 << 16, len = 0;
+    char *out = malloc(cap);
+    const char *k;
+    json_t *v;
+    int first = 1, ok = out != NULL;
+    if (ok) out[len++] = '{';
+    json_object_foreach(d, k, v) {
+        json_t *key = json_string(k);
+        char *kt = key ? json_dumps(key, JSON_ENCODE_ANY) : NULL;
+        size_t prec = strcmp(k, "results") == 0 ? JSON_REAL_PRECISION(6) : 0;
+        char *vt = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | prec);
+        size_t need = (kt ? strlen(kt) : 0) + (vt ? strlen(vt) : 0) + 3;
+        if (ok && len + need + 2 > cap) {
+            while (len + need + 2 > cap)
+                cap *= 2;
+            char *t = realloc(out, cap);
+            if (t) out = t;
+            ok = t != NULL;
+        }
+        if (ok && kt && vt) len += (size_t)sprintf(out + len, "%s%s:%s", first ? "" : ",", kt, vt);
+        ok = ok && kt && vt;
+        first = 0;
+        free(kt);
+        free(vt);
+        json_decref(key);
+    }
+    json_decref(d);
+    if (!ok) {
+        free(out);
+        return NULL;
+    }
+    out[len++] = '}';
+    out[len] = '\0';
+    return out;
+}
+
+static void write_head(FILE *f, const char *const *paths, int n, const char *title) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n", f);
     /* the promise that the page works offline, kept by the browser: nothing
      * outside this file may be fetched */
@@ -819,43 +1080,40 @@ static void write_page(FILE *f, json_t *const *docs, gt_report_doc *const *rd,
           "JavaScript, which is off. The reports are embedded in the file as JSON.</p>"
           "</noscript>\n<main id=\"app\"></main>\n",
           f);
-    for (int i = 0; i < n; i++) {
-        char *text = json_dumps(docs[i], JSON_COMPACT);
+}
+
+typedef struct page {
+    gt_report_doc **rd;
+    const char *const *paths;
+    int n, full;
+    const char *title;
+    char *history_json, *verdicts_json;
+} page;
+
+static gt_status write_page(FILE *f, const page *p) {
+    write_head(f, p->paths, p->n, p->title);
+    for (int i = 0; i < p->n; i++) {
+        char *text = page_text(gt_report_doc_json(p->rd[i]), p->full);
+        if (!text) return GT_ERR(GT_ERR_OOM, "no memory for the page's copy of '%s'", p->paths[i]);
         fprintf(f, "<script type=\"application/json\" id=\"report-%d\" data-file=\"", i);
-        gt_xml_escape(f, paths[i]);
+        gt_xml_escape(f, p->paths[i]);
         fputs("\">", f);
-        if (text) put_script_json(f, text);
+        put_script_json(f, text);
         fputs("</script>\n", f);
         free(text);
     }
-    if (history_json) { /* the history section (reports/html_history.c) */
-        fputs("<script type=\"application/json\" id=\"history\">", f);
-        put_script_json(f, history_json);
-        fputs("</script>\n", f);
-    }
-    gt_html_predict_write(f, rd, n);
+    put_json_element(f, "history", p->history_json);   /* reports/html_history.c */
+    put_json_element(f, "verdicts", p->verdicts_json); /* reports/html_verdicts.c */
+    gt_html_predict_write(f, p->rd, p->n);
     fputs("<script>\n", f);
+    fputs(g_axis_js, f);
     fputs(g_js, f);
     fputs(gt_html_profile_js, f);
     fputs(g_js_end, f);
     fputs("</script>\n", f);
-    if (history_json) fprintf(f, "<script>\n%s</script>\n", gt_html_history_js);
+    if (p->history_json) fprintf(f, "<script>\n%s</script>\n", gt_html_history_js);
     fputs("</body>\n</html>\n", f);
-}
-
-/* The page draws values, never the samples behind them: leaving them out
- * makes a collectives report's page a third smaller and faster to open. */
-static void drop_samples(json_t *doc) {
-    size_t i;
-    json_t *res;
-    json_array_foreach(json_object_get(doc, "results"), i, res) {
-        const char *k;
-        json_t *m;
-        json_object_foreach(json_object_get(res, "metrics"), k, m) {
-            if (json_is_object(m)) json_object_del(m, "samples");
-        }
-        gt_html_profile_drop_samples(res);
-    }
+    return GT_OK;
 }
 
 gt_status gt_html_write(const char *out_path, const char *const *paths, int n, const char *title,
@@ -868,35 +1126,32 @@ gt_status gt_html_write_history(const char *out_path, const char *const *paths, 
     if (h && !h->db) h = NULL;
     if (n < 1 && !h) return GT_ERR(GT_ERR_INVALID, "no report to show");
     if (!out_path || !out_path[0]) return GT_ERR(GT_ERR_INVALID, "no output file");
-    if (!title || !title[0]) title = "gauntlet report";
-    gt_report_doc **rd = calloc((size_t)n + 1, sizeof *rd);
-    json_t **docs = calloc((size_t)n + 1, sizeof *docs);
-    if (!rd || !docs) {
-        free(rd);
-        free(docs);
-        return GT_ERR(GT_ERR_OOM, "no memory");
-    }
+    page p = {.paths = paths,
+              .n = n,
+              .full = full,
+              .title = title && title[0] ? title : "gauntlet report"};
+    p.rd = calloc((size_t)n + 1, sizeof *p.rd);
+    if (!p.rd) return GT_ERR(GT_ERR_OOM, "no memory");
     gt_status s = GT_OK;
-    for (int i = 0; i < n && s == GT_OK; i++) {
-        s = gt_report_read(paths[i], NULL, &rd[i]);
-        if (s != GT_OK) break;
-        docs[i] = gt_report_doc_json(rd[i]);
-        if (!full) drop_samples(docs[i]);
-    }
-    char *history_json = NULL;
-    if (s == GT_OK && h) s = gt_html_history_json(h, &history_json);
+    for (int i = 0; i < n && s == GT_OK; i++)
+        s = gt_report_read(paths[i], NULL, &p.rd[i]);
+    if (s == GT_OK && h) s = gt_html_history_json(h, &p.history_json);
+    if (s == GT_OK) s = gt_html_verdicts_json(p.rd, paths, n, &p.verdicts_json);
     if (s == GT_OK) {
         gt_atomic_file af;
         s = gt_atomic_open(out_path, "", "choose a writable --html path", &af);
         if (s == GT_OK) {
-            write_page(af.f, docs, rd, paths, n, title, history_json);
-            s = gt_atomic_commit(&af);
+            s = write_page(af.f, &p);
+            if (s == GT_OK)
+                s = gt_atomic_commit(&af);
+            else
+                gt_atomic_discard(&af);
         }
     }
-    free(history_json);
+    free(p.history_json);
+    free(p.verdicts_json);
     for (int i = 0; i < n; i++)
-        gt_report_doc_free(rd[i]);
-    free(rd);
-    free(docs);
+        gt_report_doc_free(p.rd[i]);
+    free(p.rd);
     return s;
 }

@@ -3,9 +3,12 @@
  *
  * The page embeds every report (as JSON in a
  * <script type="application/json" id="report-N"> element, N from 0 in the
- * order given), by default less the metrics' `samples` arrays, and draws its
- * tables and SVG charts with an inline script: no network, no external
- * fonts, scripts or style sheets.
+ * order given), by default as much of it as the page draws (each metric as
+ * its value, the results' numbers to 6 significant digits, no samples, no
+ * hwloc XML), and draws its tables and SVG charts with an inline script: no
+ * network, no external fonts, scripts or style sheets. With two reports or
+ * more, the change cells carry gauntlet compare's verdicts
+ * (reports/html_verdicts.h).
  */
 #ifndef GT_HTML_H
 #define GT_HTML_H
@@ -29,9 +32,9 @@ gt_status gt_html_check_report(const char *path);
  * written. title (may be NULL: "gauntlet report") is the page's heading.
  * The file is replaced atomically (temporary file in the same directory,
  * fsync, rename), so a failed write leaves the previous file intact.
- * full = 0 leaves every metric's `samples` array out of the embedded copy
- * (the page draws values, medians; the samples, a third of a collectives
- * report, are for `compare`), full = 1 embeds the reports unchanged.
+ * full = 0 embeds what the page draws (each metric as its value, to 6
+ * significant digits: the units, samples and spreads are for `compare`,
+ * which reads the report files), full = 1 embeds the reports unchanged.
  * Returns GT_ERR_INVALID for n < 1 or a bad input, GT_ERR_IO when a file
  * cannot be read or written, GT_ERR_OOM. */
 gt_status gt_html_write(const char *out_path, const char *const *paths, int n, const char *title,

@@ -6,7 +6,7 @@
 
 /* clang-format off */
 /* Runs inside the page's renderer (reports/html.c), with its helpers: el,
- * td, tdn, th, fmt, pct, fmtBytes, deltaCell, repLabel, each, reports,
+ * td, tdn, th, fmt, pct, fmtBytes, deltaCell, verdictOf, repLabel, each, reports,
  * section. One case at a time (a selector), each report's step as a bar of
  * its parts, then the table: per part its calls, time, spread, share, rate
  * and the first step's memory, a column group per report and the change
@@ -81,7 +81,7 @@ const char gt_html_profile_js[] =
     "          if (!p) { cells.push(tdn('\\u2014'), tdn('\\u2014'), tdn('\\u2014'), tdn('\\u2014')); }\n"
     "          else cells.push(tdn(fmt(p.calls_per_step, 3)), tdn(ms(p.ms), num(p.inclusive_ms) ? 'with the ops inside: ' + ms(p.inclusive_ms) : null),\n"
     "                          tdn(ms(p.min_ms) + ' \\u2013 ' + ms(p.max_ms)), tdn(pct(p.share)));\n"
-    "          if (j > 0) cells.push(p && maps[0][n] ? deltaCell(p.ms, maps[0][n].ms, false, reps[0].tag) : tdn('\\u2014'));\n"
+    "          if (j > 0) cells.push(p && maps[0][n] ? deltaCell(p.ms, maps[0][n].ms, false, reps[0].tag, verdictOf(reps[0], reps[j], by[reps[j].tag], n, true)) : tdn('\\u2014'));\n"
     "        });\n"
     "        var last = maps[maps.length - 1][n] || any;\n"
     "        cells.push(tdn(num(last.gflops) ? fmt(last.gflops, 4) : '\\u2014'), tdn(num(last.gbytes_per_s) ? fmt(last.gbytes_per_s, 4) : '\\u2014'),\n"

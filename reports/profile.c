@@ -9,7 +9,9 @@
 
 #include "engine/stats.h"
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *num(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
 
 static void minmax(const double *v, size_t n, double *lo, double *hi, double *mean) {
     *lo = *hi = *mean = NAN;
@@ -72,8 +74,8 @@ void gt_result_profile(gt_result *res, const gt_profile *p) {
         /* a long run keeps its last GT_PROFILE_REPORT_SAMPLES steps' samples (the figures
          * above are over every profiled step) */
         json_t *sm = json_array();
-        size_t from = pt.n_samples > GT_PROFILE_REPORT_SAMPLES
-                          ? pt.n_samples - GT_PROFILE_REPORT_SAMPLES : 0;
+        size_t from =
+            pt.n_samples > GT_PROFILE_REPORT_SAMPLES ? pt.n_samples - GT_PROFILE_REPORT_SAMPLES : 0;
         for (size_t i = from; i < pt.n_samples; i++)
             json_array_append_new(sm, num(pt.samples_ms[i]));
         json_object_set_new(j, "samples_ms", sm);
@@ -93,11 +95,11 @@ void gt_result_profile(gt_result *res, const gt_profile *p) {
     json_object_set_new(ov, "estimate_fraction", num(step > 0 ? in.estimate_ms / step : NAN));
     json_object_set_new(ov, "measured_ms", num(in.overhead_ms));
     json_object_set_new(ov, "measured_steps", json_integer(in.overhead_pairs));
-    double without = in.steps_without > 0 ? gt_median(in.without_ms, (size_t)in.steps_without)
-                                          : NAN;
-    json_object_set_new(ov, "measured_fraction",
-                        num(isfinite(in.overhead_ms) && without > 0 ? in.overhead_ms / without
-                                                                    : NAN));
+    double without =
+        in.steps_without > 0 ? gt_median(in.without_ms, (size_t)in.steps_without) : NAN;
+    json_object_set_new(
+        ov, "measured_fraction",
+        num(isfinite(in.overhead_ms) && without > 0 ? in.overhead_ms / without : NAN));
     json_object_set_new(ov, "step_ms_without", num(without));
     json_object_set_new(ov, "limit_fraction", num(GT_PROFILE_OVERHEAD_LIMIT));
     json_object_set_new(
@@ -183,15 +185,17 @@ static void cat(char **buf, size_t *len, size_t *cap, const char *fmt, ...) {
     *len += (size_t)n;
 }
 
-char *gt_profile_compare_line(json_t *base, json_t *nw, double step_rel, const char *step_verdict,
-                              const gt_compare_options *opt, int max_parts) {
+/* Each part in both results (base's order) with its verdict from the
+ * per-step samples; *pc malloc'd (NULL when none: out of memory or no
+ * parts). Returns how many. */
+static size_t compare_parts(json_t *base, json_t *nw, const gt_compare_options *o, part_cmp **pc) {
     json_t *pb = json_object_get(json_object_get(base, "profile"), "parts");
     json_t *pn = json_object_get(json_object_get(nw, "profile"), "parts");
-    if (!json_is_array(pb) || !json_is_array(pn)) return NULL;
+    *pc = NULL;
+    if (!json_is_array(pb) || !json_is_array(pn)) return 0;
     size_t nb = json_array_size(pb);
-    part_cmp *pc = calloc(nb ? nb : 1, sizeof *pc);
-    if (!pc) return NULL;
-    gt_compare_options o = opt ? *opt : gt_compare_defaults();
+    *pc = calloc(nb ? nb : 1, sizeof **pc);
+    if (!*pc) return 0;
     size_t k = 0, i;
     json_t *b;
     json_array_foreach(pb, i, b) {
@@ -200,16 +204,41 @@ char *gt_profile_compare_line(json_t *base, json_t *nw, double step_rel, const c
         if (!n) continue;
         double *sb = NULL, *sn = NULL;
         size_t cb = samples_of(b, &sb), cn = samples_of(n, &sn);
-        part_cmp *c = &pc[k];
+        part_cmp *c = &(*pc)[k];
         c->name = name;
-        c->v = gt_compare_samples(sb, cb, sn, cn, 0, &o, NULL, &c->base_ms, &c->new_ms, &c->rel,
-                                  NULL);
+        c->v =
+            gt_compare_samples(sb, cb, sn, cn, 0, o, NULL, &c->base_ms, &c->new_ms, &c->rel, NULL);
         /* a part too short to time is told as such, never judged */
-        c->floor = c->base_ms * 1e3 < o.timing_floor_us && c->new_ms * 1e3 < o.timing_floor_us;
+        c->floor = c->base_ms * 1e3 < o->timing_floor_us && c->new_ms * 1e3 < o->timing_floor_us;
         free(sb);
         free(sn);
         if (cb && cn && isfinite(c->base_ms) && isfinite(c->new_ms)) k++;
     }
+    return k;
+}
+
+json_t *gt_profile_part_verdicts(json_t *base, json_t *nw, const gt_compare_options *opt) {
+    gt_compare_options o = opt ? *opt : gt_compare_defaults();
+    part_cmp *pc = NULL;
+    size_t k = compare_parts(base, nw, &o, &pc);
+    json_t *out = json_object();
+    for (size_t j = 0; out && j < k; j++) {
+        const part_cmp *c = &pc[j];
+        json_object_set_new(out, c->name,
+                            json_pack("{s:s, s:o, s:b, s:s}", "v", gt_verdict_name(c->v), "rel",
+                                      num(c->rel), "gated", 0, "why",
+                                      c->floor ? "below the timing floor" : "diagnosis"));
+    }
+    free(pc);
+    return out;
+}
+
+char *gt_profile_compare_line(json_t *base, json_t *nw, double step_rel, const char *step_verdict,
+                              const gt_compare_options *opt, int max_parts) {
+    gt_compare_options o = opt ? *opt : gt_compare_defaults();
+    part_cmp *pc = NULL;
+    size_t k = compare_parts(base, nw, &o, &pc);
+    if (!pc) return NULL;
     qsort(pc, k, sizeof *pc, by_growth);
     size_t len = 0, cap = 256;
     char *out = malloc(cap);

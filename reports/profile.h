@@ -38,6 +38,14 @@ char *gt_profile_compare_line(struct json_t *base, struct json_t *nw, double ste
                               const char *step_verdict, const gt_compare_options *opt,
                               int max_parts);
 
+/* The same verdicts for every part in both results, for the HTML page's
+ * change cells: {"PART": {"v": verdict, "rel", "gated": false, "why":
+ * "diagnosis" or "below the timing floor"}}. opt NULL: compare's defaults.
+ * A new object (an empty one when a result has no profile), NULL when out
+ * of memory. */
+struct json_t *gt_profile_part_verdicts(struct json_t *base, struct json_t *nw,
+                                        const gt_compare_options *opt);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,10 +21,34 @@ if "$g" history "$tmp/x.db" 2>&1 | grep -q "built without SQLite"; then
     exit
 fi
 
+# Besides drift (slower from run 7, the driver changed) and flat: "tiny", a
+# kernel under compare's 5 us timing floor whose GB/s (derived from its time,
+# so never gated) drops at run 10, where the threads per rank went from 2 to
+# 1. Every run, as under mpirun, differs in 40 OMPI_* launch variables.
+tiny() { # LEVEL_US GBPS: the tiny result, 10 samples each
+    local t="" b="" k
+    for k in 0 1 2 3 4 5 6 7 8 9; do
+        t="$t${t:+, }$(awk -v l="$1" -v k="$k" 'BEGIN { printf "%.4f", l * (1 + (k % 3 - 1) * 0.004) }')"
+        b="$b${b:+, }$(awk -v l="$2" -v k="$k" 'BEGIN { printf "%.4f", l * (1 - (k % 3 - 1) * 0.004) }')"
+    done
+    printf '{"suite": "kernels", "case": "tiny", "topology": "1", "backend": "cpu", "status": "pass",
+      "params": {}, "checks": [],
+      "metrics": {"time_us": {"value": %s, "unit": "us", "better": "lower", "n": 10, "samples": [%s]},
+                  "gbps": {"value": %s, "unit": "GB/s", "better": "higher", "n": 10, "samples": [%s],
+                           "derived_from": "time_us"}}}' "$1" "$t" "$2" "$b"
+}
+launch_vars() { # RUN: 40 OMPI_* variables whose values name the run
+    local v="" k
+    for k in $(seq -w 1 40); do v="$v${v:+, }\"OMPI_MCA_orte_launch_$k\": \"job-$1-$k\""; done
+    echo "$v"
+}
 db=$tmp/h.db
 for i in $(seq 1 12); do
     if [ "$i" -le 6 ]; then drv=550.54; lvl=100; else drv=555.42; lvl=130; fi
-    mk "$tmp/r$i.json" "run-$i" "$(printf "2026-10-%02dT01:00:00Z" "$i")" "$drv" pass "$lvl"
+    if [ "$i" -le 9 ]; then thr=2; t_us=2.0; gbps=100; else thr=1; t_us=2.6; gbps=77; fi
+    MK_ENV="\"variables\": {$(launch_vars "$i")}, \"threads\": {\"per_rank\": $thr, \"obtained\": $thr}" \
+        MK_RESULTS="$(tiny "$t_us" "$gbps")" \
+        mk "$tmp/r$i.json" "run-$i" "$(printf "2026-10-%02dT01:00:00Z" "$i")" "$drv" pass "$lvl"
     "$g" history add "$db" "$tmp/r$i.json" >/dev/null || fail "add r$i"
 done
 "$g" train --steps 5 --quiet --report "$tmp/t.json" >/dev/null || fail "train"
@@ -59,12 +83,31 @@ dom=$tmp/page-dom.html
 [ "$(count 'data-history-series="kernels/drift:time_us"' "$dom")" -eq 1 ] &&
     [ "$(count 'data-history-series="kernels/flat:time_us"' "$dom")" -eq 1 ] &&
     ok "a plot per case and metric" || fail "plots: not one per case and metric"
-[ "$(count 'data-change-point="7"' "$dom")" -eq 1 ] && [ "$(count 'data-change-point=' "$dom")" -eq 1 ] &&
-    ok "one change point, at run 7" || fail "change points: $(count 'data-change-point=' "$dom")"
-[ "$(count 'data-spread=' "$dom")" -eq 24 ] && ok "a spread bar per run (2 x 12)" ||
-    fail "spread bars: $(count 'data-spread=' "$dom"), expected 24"
+[ "$(count 'data-change-point="7"' "$dom")" -eq 1 ] && [ "$(count 'data-change-point="10"' "$dom")" -eq 1 ] &&
+    [ "$(count 'data-change-point=' "$dom")" -eq 2 ] &&
+    ok "two change points: drift at run 7, tiny's GB/s at run 10" ||
+    fail "change points: $(grep -o 'data-change-point="[0-9]*"' "$dom" | tr '\n' ' ')"
+[ "$(count 'data-spread=' "$dom")" -eq 48 ] && ok "a spread bar per run (4 x 12)" ||
+    fail "spread bars: $(count 'data-spread=' "$dom"), expected 48"
 grep -q 'run 7: slower, 100 → 130 us (+30.0%' "$dom" && grep -q 'cuda_driver: 550.54 -&gt; 555.42' "$dom" &&
     ok "the change and the driver that changed, as text" || fail "the change point's text"
+# the plots in the order that matters: the metrics compare gates first (tiny's
+# time is under the timing floor, its GB/s derived from it), changes first;
+# before, the latest change point came first: tiny's ungated GB/s
+order=$(grep -o 'data-history-series="[^"]*" data-gated="[01]"' "$dom" | sed 's/data-history-series=//; s/ data-gated=/@/' | tr -d '"' | tr '\n' ' ')
+[ "$order" = "kernels/drift:time_us@1 kernels/flat:time_us@1 kernels/tiny:gbps@0 kernels/tiny:time_us@0 " ] &&
+    ok "plot order: gated first, changed first: $order" || fail "plot order: '$order'"
+grep -q 'not gated: derived from time_us' "$dom" && grep -q 'not gated: below the 5 us timing floor' "$dom" &&
+    ok "the ungated plots say why" || fail "an ungated plot does not say why"
+# what changed: the stack's fields, never the 40 launch variables (counted)
+[ "$(count 'OMPI_MCA_orte_launch' "$dom")" -eq 0 ] && ok "no launch variable in the changed notes" ||
+    fail "$(count 'OMPI_MCA_orte_launch' "$dom") launch variables named in the page"
+grep -q 'run 7: [^<]*changed: env.software.cuda_driver: 550.54 -&gt; 555.42; git_revision: abcrun-6 -&gt; abcrun-7 (and 40 launch or host fields not shown)' "$dom" &&
+    ok "run 7: the driver, and the 40 launch variables counted" || fail "run 7's changed note"
+grep -q 'run 10: [^<]*changed: env.threads.obtained: 2 -&gt; 1; env.threads.per_rank: 2 -&gt; 1; git_revision: abcrun-9 -&gt; abcrun-10 (and 40 launch' "$dom" &&
+    ok "run 10: the threads per rank" || fail "run 10's changed note"
+# the value axes on round ticks (1, 2, 2.5 or 5 x 10^k), never 0.3292
+python3 "$(dirname "$0")/html_ticks.py" "$dom" && ok "round ticks" || fail "ticks not round"
 grep -q 'id="history"' "$tmp/both-dom.html" && grep -q 'data-series="loss-gpt2:' "$tmp/both-dom.html" &&
     ok "with a report: its loss chart and the history" || fail "report + history page"
 [ "$(count 'data-change-point=' "$tmp/flat-dom.html")" -eq 0 ] && ok "flat: no change point" ||

@@ -2,7 +2,9 @@
 
 # mk FILE RUN_ID START DRIVER STATUS LEVEL [CPU]: a report of two kernels
 # results: "drift" (time_us, 10 samples around LEVEL, +-1%) and "flat" (about
-# 50 us whatever LEVEL), on host node-a with a given CUDA driver.
+# 50 us whatever LEVEL), on host node-a with a given CUDA driver. MK_ENV and
+# MK_RESULTS (JSON members and results, without the leading comma) add to the
+# env and to the results when set (history_html.sh).
 mk() {
     local f=$1 id=$2 start=$3 drv=$4 status=$5 level=$6 cpu=${7:-Test CPU 9000}
     local s1="" s2="" i d
@@ -17,7 +19,7 @@ mk() {
          "command_line": ["gauntlet", "run", "kernels"], "git_revision": "abc$id"},
  "env": {"host": "node-a", "cpu": {"model": "$cpu", "logical": 8},
          "gpus": [], "software": {"cuda_driver": "$drv", "cuda_runtime": "12.4", "nccl": "2.21"},
-         "topology_digest": "d1"},
+         "topology_digest": "d1"${MK_ENV:+, $MK_ENV}},
  "results": [
   {"suite": "kernels", "case": "drift", "topology": "1", "backend": "cpu", "status": "$status",
    "params": {"n": 4}, "checks": [{"name": "conformance", "passed": $([ "$status" = pass ] && echo true || echo false)}],
@@ -26,7 +28,7 @@ mk() {
   {"suite": "kernels", "case": "flat", "topology": "1", "backend": "cpu", "status": "pass",
    "params": {}, "checks": [],
    "metrics": {"time_us": {"value": 50, "unit": "us", "better": "lower", "n": 10,
-                           "samples": [$s2]}}}
+                           "samples": [$s2]}}}${MK_RESULTS:+, $MK_RESULTS}
  ],
  "summary": {}}
 EOF

@@ -87,6 +87,61 @@ EOF
 kernels "$tmp/k1.json" host-a 1 true 9999.7 0.61
 kernels "$tmp/k2.json" host-b 2 false 10006 5.83
 
+# ---- two kernels runs with samples, for the change cells' verdicts: N17 under
+# the 5 us timing floor (+68%, never gated), N64 +68% inside a wide spread,
+# gelu twice as slow and softmax 3.3 times as fast, both tight
+samples() { # LEVEL SPREAD: 15 samples, 5 blocks of 3 whose levels spread by SPREAD
+    awk -v l="$1" -v s="$2" 'BEGIN { split("0 -1 1 -0.5 0.5", b, " ");
+        for (k = 0; k < 15; k++) printf "%s%.4f", k ? ", " : "", l * (1 + s * b[int(k / 3) + 1] + 0.002 * (k % 3 - 1)) }'
+}
+vres() { # CASE LEVEL SPREAD
+    printf '{"suite": "kernels", "case": "%s", "topology": "1", "backend": "cpu", "status": "pass", "params": {},
+      "checks": [{"name": "conformance", "passed": true, "value": 0.1, "limit": 1.0}],
+      "metrics": {"time_us": {"value": %s, "unit": "us", "better": "lower", "n": 15, "samples": [%s]}}}' \
+        "$1" "$2" "$(samples "$2" "$3")"
+}
+vrep() { # FILE RUN N17 N64 N64_SPREAD GELU SOFTMAX
+    cat >"$1" <<EOF
+{"schema_version": 1,
+ "run": {"id": "$2", "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:00:01Z",
+         "command_line": ["gauntlet", "run", "kernels"], "git_revision": "0123456789ab"},
+ "env": {"host": "node-v", "cpu": {"model": "Test CPU", "logical": 2}},
+ "results": [$(vres matmul_bwd/fp32/N17 "$3" 0.02), $(vres matmul_fwd/fp32/N64 "$4" "$5"),
+             $(vres gelu_fwd/fp32/N4096 "$6" 0.002), $(vres softmax_fwd/fp32/N4096 "$7" 0.002)],
+ "summary": {"total": 4, "pass": 4, "fail": 0, "skip": 0, "error": 0, "ok": true}}
+EOF
+}
+vrep "$tmp/va.json" va 2.2 100 0.6 100 100
+vrep "$tmp/vb.json" vb 3.7 168.2 0.6 200 30
+
+# ---- two identical training runs (convnet, two cases whose Bayes-optimal losses
+# are 0.5 and 0.505; gpt2 at 1 and 2 ranks: 7897 and 7726 tokens/s)
+losses() { # TARGET TAU: 60 steps from TARGET + 1.6 down towards TARGET
+    awk -v t="$1" -v u="$2" 'BEGIN { for (j = 0; j < 60; j++) printf "%s%.5f", j ? ", " : "", t + 1.6 * exp(-j / u) }'
+}
+tres() { # CASE MODEL TOPOLOGY TARGET TAU THROUGHPUT_METRIC THROUGHPUT
+    printf '{"suite": "train", "case": "%s", "topology": "%s", "backend": "cpu", "status": "pass",
+      "params": {"model": "%s", "steps": 60, "target_loss": %s}, "checks": [],
+      "metrics": {"final_loss": {"value": %s, "unit": "nats", "better": "lower", "n": 1},
+                  "%s": {"value": %s, "unit": "1/s", "better": "higher", "n": 1}},
+      "series": {"loss": [%s]}}' "$1" "$3" "$2" "$4" "$4" "$6" "$7" "$(losses "$4" "$5")"
+}
+trep() { # FILE RUN
+    cat >"$1" <<EOF
+{"schema_version": 1,
+ "run": {"id": "$2", "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:01:00Z",
+         "command_line": ["gauntlet", "train"], "git_revision": "0123456789ab"},
+ "env": {"host": "node-t"},
+ "results": [$(tres convnet-tiny/a convnet-tiny 1 0.5 9 images_per_s 950),
+             $(tres convnet-tiny/b convnet-tiny 1 0.505 10 images_per_s 930),
+             $(tres gpt2-small gpt2-small 1 3.2 12 tokens_per_s 7897),
+             $(tres gpt2-small gpt2-small 2 3.2 12 tokens_per_s 7726)],
+ "summary": {"total": 4, "pass": 4, "fail": 0, "skip": 0, "error": 0, "ok": true}}
+EOF
+}
+trep "$tmp/ta.json" ta
+trep "$tmp/tb.json" tb
+
 # ---- the command line
 out="$tmp/out.html"
 echo "previous page" >"$out"
@@ -120,6 +175,32 @@ grep -q '"samples":' "$tmp/one.html" && fail "samples embedded without --full" |
 expect 0 "full.html" "$g" report "$tmp/t1.json" --full --html "$tmp/full.html"
 grep -q '"samples":' "$tmp/full.html" && ok "--full embeds the samples" || fail "--full without samples"
 expect 0 "kernels.html" "$g" report "$tmp/kc1.json" "$tmp/kc2.json" --html "$tmp/kernels.html"
+# page weight: the page of a real collectives report may embed at most 60 bytes
+# per metric of the report above the renderer's own size (the page of a report
+# without results). A metric the page draws needs its name and its value to 6
+# digits, about 24 bytes in compact JSON, and a report's other fields (params,
+# checks, loss curves, profiles) about as much again (make run's report: 55 bytes
+# a metric, 1.0 MB for 17,326 metrics; docs/html-report.md). Before, every metric
+# came with its unit, direction, min, median, max and n at 17 digits: 177 bytes a
+# metric here, 245 for make run's, a 4.3 MB page.
+cat >"$tmp/no-results.json" <<EOF
+{"schema_version": 1, "run": {"id": "e", "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:00:01Z",
+ "command_line": ["gauntlet"], "git_revision": "0"}, "env": {"host": "h"}, "results": [],
+ "summary": {"total": 0, "pass": 0, "fail": 0, "skip": 0, "error": 0, "ok": true}}
+EOF
+expect 0 "coll.html" "$g" report "$tmp/c.json" --html "$tmp/coll.html"
+expect 0 "bare.html" "$g" report "$tmp/no-results.json" --html "$tmp/bare.html"
+nm=$(python3 -c 'import json, sys; print(sum(len(r.get("metrics", {})) for r in json.load(open(sys.argv[1]))["results"]))' "$tmp/c.json")
+sc=$(stat -c %s "$tmp/coll.html") sb=$(stat -c %s "$tmp/bare.html")
+if [ "${nm:-0}" -gt 1000 ]; then
+    per=$(( (sc - sb) / nm ))
+    [ "$per" -le 60 ] && ok "page weight: $sc bytes, $per bytes a metric (of $nm) above the renderer's $sb" ||
+        fail "page weight: $per bytes a metric (of $nm; page $sc, renderer $sb), budget 60"
+else
+    fail "the collectives report has ${nm:-no} metrics, too few to weigh a page"
+fi
+expect 0 "verdicts.html" "$g" report "$tmp/va.json" "$tmp/vb.json" --html "$tmp/verdicts.html"
+expect 0 "train2.html" "$g" report "$tmp/ta.json" "$tmp/tb.json" --html "$tmp/train2.html"
 
 # the file itself: every report embedded, the injected "</script>" neutralised,
 # nothing fetched from elsewhere
@@ -129,8 +210,8 @@ n=$(grep -o '</script>' "$out" | wc -l)
 # + the scaling prediction's data and script (reports/html_predict.c), once
 np=$(grep -c '<script type="application/json" id="predict-data">' "$out")
 [ "$np" -eq 1 ] || fail "$np predict-data elements, expected 1 (the reports have step times)"
-[ "$n" -eq 11 ] && ok "11 </script> (8 reports + renderer + prediction data and script)" ||
-    fail "$n </script> in the page, expected 11"
+[ "$n" -eq 12 ] && ok "12 </script> (8 reports + verdicts + renderer + prediction data and script)" ||
+    fail "$n </script> in the page, expected 12"
 grep -qiE '(src|href)=|@import|url\(' "$out" && fail "the page refers to an external resource"
 grep -q '<title>html &lt;test&gt; page</title>' "$out" && ok "title escaped" || fail "title not escaped"
 
@@ -143,6 +224,8 @@ fi
 browse "$out" --dump-dom --window-size=1280,2000 >"$tmp/dom.html"
 browse "$tmp/one.html" --dump-dom --window-size=1280,2000 >"$tmp/one-dom.html"
 browse "$tmp/kernels.html" --dump-dom --window-size=1280,2000 >"$tmp/kernels-dom.html"
+browse "$tmp/verdicts.html" --dump-dom --window-size=1280,2000 >"$tmp/verdicts-dom.html"
+browse "$tmp/train2.html" --dump-dom --window-size=1280,2000 >"$tmp/train2-dom.html"
 browse "$out" --screenshot="$tmp/shot.png" --window-size=1280,2000 >/dev/null
 # the collectives and training sections, and the two-report kernels table, to look at
 browse "$out" --screenshot="$tmp/shot-long.png" --window-size=1280,6000 >/dev/null
@@ -152,7 +235,7 @@ if [ ! -s "$tmp/dom.html" ]; then
 fi
 
 count() { grep -o -- "$1" "$2" | wc -l; }
-for dom in "$tmp/dom.html" "$tmp/one-dom.html" "$tmp/kernels-dom.html"; do
+for dom in "$tmp/dom.html" "$tmp/one-dom.html" "$tmp/kernels-dom.html" "$tmp/verdicts-dom.html" "$tmp/train2-dom.html"; do
     grep -q 'data-rendered="1"' "$dom" && grep -q 'data-render-errors="0"' "$dom" &&
         ! grep -q 'id="render-errors"' "$dom" && ok "$(basename "$dom"): renderer ran, no errors" ||
         { fail "$(basename "$dom"): the renderer threw or did not finish";
@@ -224,7 +307,68 @@ if [ -s "$tmp/shot.png" ] && [ "$(head -c 8 "$tmp/shot.png" | od -An -tx1 | tr -
 else
     fail "screenshot missing, not a PNG or blank"; tail -5 "$tmp/chromium.log"
 fi
-[ -n "${GT_HTML_KEEP:-}" ] && cp "$out" "$tmp/kernels.html" "$tmp"/shot*.png "$GT_HTML_KEEP"/ 2>/dev/null
+# the change cells: coloured and labelled by gauntlet compare's verdict, never by
+# the size of the change (before: red from +5%, so N17's +68% under the timing
+# floor and N64's +68% inside its noise were red); the page agrees with compare
+cell() { # DOM OP: the change cell of the kernels row of OP, as "class|verdict"
+    python3 - "$1" "$2" <<'PY'
+import re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+for row in re.findall(r"<tr>(.*?)</tr>", html, re.S):
+    if "<td>%s</td>" % sys.argv[2] in row:
+        m = re.search(r'<td class="([^"]*)"(?: data-verdict="([^"]*)")? title="change against', row)
+        print("%s|%s" % (m.group(1), m.group(2) or "none") if m else "no change cell")
+        break
+else:
+    print("no row")
+PY
+}
+dom=$tmp/verdicts-dom.html
+compare_out=$("$g" compare "$tmp/va.json" "$tmp/vb.json" --verbose 2>&1)
+for want in "matmul_bwd|not gated|below the timing floor" "matmul_fwd|ambiguous|ambiguous" \
+            "gelu_fwd|slower|SLOWER" "softmax_fwd|faster|faster"; do
+    IFS='|' read -r op verdict words <<<"$want"
+    got=$(cell "$dom" "$op")
+    case "$verdict" in
+    slower) colour=worse ;; faster) colour=better ;; *) colour=none ;;
+    esac
+    if [ "$colour" = none ] && grep -qE '\b(worse|better)\b' <<<"${got%%|*}"; then
+        fail "$op: compare says '$verdict', the cell is coloured as a change: '$got'"
+    elif [ "${got#*|}" != "$verdict" ]; then
+        fail "$op: change cell '$got', expected the verdict '$verdict'"
+    elif [ "$colour" != none ] && ! grep -qw "$colour" <<<"${got%%|*}"; then
+        fail "$op: '$verdict' not coloured $colour: '$got'"
+    elif ! grep -E "$op/fp32" -A3 <<<"$compare_out" | grep -q "$words"; then
+        fail "$op: gauntlet compare does not say '$words'"; grep -E "$op" -A3 <<<"$compare_out" | head -5
+    else
+        ok "$op: '$verdict' as gauntlet compare says ($got)"
+    fi
+done
+
+# two identical training runs: the convnet chart's two close Bayes-optimal lines
+# get one label that covers no curve, the hidden curves are named as identical,
+# the throughput axis has round ticks (two at least)
+dom=$tmp/train2-dom.html
+conv=$(grep -o '<svg[^>]*data-chart="loss-convnet"[^>]*>' "$dom")
+grep -q 'data-label-overlaps="0"' <<<"$conv" && ok "convnet loss chart: no label over a label or a curve" ||
+    fail "convnet loss chart: labels overlap ($(grep -o 'data-label-overlaps="[0-9]*"' <<<"$conv"))"
+python3 - "$dom" <<'PY' && ok "convnet loss chart: one label for the two Bayes-optimal lines" || fail "convnet reference labels"
+import re, sys
+svg = re.search(r'<svg[^>]*data-chart="loss-convnet".*?</svg>', open(sys.argv[1], encoding="utf-8").read(), re.S).group(0)
+labels = re.findall(r'<text[^>]*class="ref-label"[^>]*>([^<]*)<', svg)
+print("reference labels:", labels)
+sys.exit(0 if labels == ["Bayes-optimal loss 0.5, 0.505"] else 1)
+PY
+[ "$(count 'data-identical-to="R1 convnet-tiny/' "$dom")" -eq 2 ] && grep -q 'identical to R1 convnet-tiny/a' "$dom" &&
+    ok "R2's curves hidden under R1's: the legend says so" || fail "identical curves not named in the legend"
+python3 "$(dirname "$0")/html_ticks.py" "$dom" tokens loss-convnet && ok "round ticks, two at least, on every axis" ||
+    fail "ticks of the training charts"
+for d in "$tmp/dom.html" "$tmp/one-dom.html"; do
+    python3 "$(dirname "$0")/html_ticks.py" "$d" >/dev/null && ok "$(basename "$d"): round ticks" ||
+        { fail "$(basename "$d"): ticks"; python3 "$(dirname "$0")/html_ticks.py" "$d" | head -5; }
+done
+
+[ -n "${GT_HTML_KEEP:-}" ] && cp "$out" "$tmp/kernels.html" "$tmp/verdicts.html" "$tmp/train2.html" "$tmp"/shot*.png "$GT_HTML_KEEP"/ 2>/dev/null
 
 [ "$fails" -eq 0 ] && echo "html: all checks passed" || echo "html: $fails check(s) failed"
 [ "$fails" -eq 0 ]
