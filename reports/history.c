@@ -956,7 +956,7 @@ void gt_history_series_free(gt_history_series *s, size_t n) {
     if (!s) return;
     for (size_t i = 0; i < n; i++) {
         free(s[i].suite), free(s[i].case_name), free(s[i].topology), free(s[i].backend);
-        free(s[i].params), free(s[i].metric), free(s[i].unit), free(s[i].host_kind);
+        free(s[i].params), free(s[i].metric), free(s[i].unit);
         for (size_t k = 0; k < s[i].n; k++)
             point_free(&s[i].pts[k]);
         free(s[i].pts);
@@ -1110,10 +1110,9 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     filter_sql(f, 1, where, sizeof where, params, &np);
     char *sql =
         xprintf("SELECT m.run, r.start, res.suite, res.case_name, res.topology, res.backend, "
-                "res.identity, m.unit, m.higher_better, m.value, m.samples, m.name, "
-                "coalesce(r.host_kind, '') "
+                "res.identity, m.unit, m.higher_better, m.value, m.samples, m.name "
                 "FROM metrics m JOIN results res ON res.id = m.result JOIN runs r ON r.id = m.run "
-                "WHERE 1%s%s%s%s ORDER BY res.identity, m.name, r.host_kind, m.run",
+                "WHERE 1%s%s%s%s ORDER BY res.identity, m.name, m.run",
                 cname ? " AND m.case_name = ?" : "", metric ? " AND m.name = ?" : "",
                 suite[0] ? " AND res.suite = ?" : "", where);
     if (!sql) return GT_ERR(GT_ERR_OOM, "no memory");
@@ -1131,16 +1130,13 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     gt_history_series *ser = NULL;
     size_t ns = 0, cap = 0, pcap = 0;
     gt_status s = GT_OK;
-    char *last_id = NULL, *last_metric = NULL, *last_kind = NULL;
+    char *last_id = NULL, *last_metric = NULL;
     while (s == GT_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *idt = (const char *)sqlite3_column_text(st, 6);
         const char *mname = (const char *)sqlite3_column_text(st, 11);
-        const char *kind = (const char *)sqlite3_column_text(st, 12);
         if (!idt) idt = "";
         if (!mname) mname = "";
-        if (!kind) kind = "";
-        if (!last_id || strcmp(idt, last_id) != 0 || strcmp(mname, last_metric) != 0 ||
-            strcmp(kind, last_kind) != 0) {
+        if (!last_id || strcmp(idt, last_id) != 0 || strcmp(mname, last_metric) != 0) {
             if (ns == cap) {
                 cap = cap ? 2 * cap : 8;
                 gt_history_series *g = realloc(ser, cap * sizeof *g);
@@ -1160,17 +1156,13 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
             x->metric = xstrdup(mname);
             x->unit = xstrdup((const char *)sqlite3_column_text(st, 7));
             x->higher_better = sqlite3_column_int(st, 8);
-            x->host_kind = xstrdup(kind);
             pcap = 0;
             free(last_id);
             free(last_metric);
-            free(last_kind);
             last_id = xstrdup(idt);
             last_metric = xstrdup(mname);
-            last_kind = xstrdup(kind);
             if (!x->suite || !x->case_name || !x->topology || !x->backend || !x->params ||
-                !x->metric || !x->unit || !x->host_kind || !last_id || !last_metric ||
-                !last_kind) {
+                !x->metric || !x->unit || !last_id || !last_metric) {
                 s = GT_ERR(GT_ERR_OOM, "no memory for the series");
                 break;
             }
@@ -1181,14 +1173,13 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     sqlite3_finalize(st);
     free(last_id);
     free(last_metric);
-    free(last_kind);
     /* series left without a single measured run are dropped */
     size_t kept = 0;
     for (size_t i = 0; i < ns; i++) {
         if (ser[i].n == 0) {
             free(ser[i].suite), free(ser[i].case_name), free(ser[i].topology);
             free(ser[i].backend), free(ser[i].params), free(ser[i].metric), free(ser[i].unit);
-            free(ser[i].host_kind), free(ser[i].pts);
+            free(ser[i].pts);
             continue;
         }
         ser[kept++] = ser[i];
@@ -1258,12 +1249,11 @@ void gt_history_print_series(const gt_history_series *ser, size_t n, FILE *out) 
         int show = strcmp(s->params, "{}") != 0 && params_needed(ser, n, i);
         fprintf(out,
                 "%s%s/%s on %s rank(s), backend %s%s%s: %s (%s, %s is better), %zu run%s, "
-                "%zu change point%s\n  class: %s\n",
+                "%zu change point%s\n",
                 i ? "\n" : "", s->suite, s->case_name, s->topology, s->backend,
                 show ? ", params " : "", show ? s->params : "", s->metric,
                 s->unit[0] ? s->unit : "no unit", s->higher_better ? "higher" : "lower", s->n,
-                s->n == 1 ? "" : "s", s->ncp, s->ncp == 1 ? "" : "s",
-                s->host_kind[0] ? s->host_kind : "unknown");
+                s->n == 1 ? "" : "s", s->ncp, s->ncp == 1 ? "" : "s");
         fprintf(out, "  %5s  %-20s  %12s  %12s  %12s  %6s\n", "run", "start (UTC)", "level", "min",
                 "max", "n");
         size_t c = 0;

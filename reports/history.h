@@ -110,7 +110,6 @@ typedef struct gt_history_series {
     char *suite, *case_name, *topology, *backend;
     char *params; /* the identity params (compact JSON), "{}" when none */
     char *metric, *unit;
-    char *host_kind; /* the runs' class (gt_history_class): a series never mixes classes */
     int higher_better;
     gt_history_point *pts; /* oldest first */
     size_t n;
@@ -120,9 +119,7 @@ typedef struct gt_history_series {
 
 /* The series of metric `metric` of the results of case `case_name` (its
  * name, or SUITE/CASE) in the runs the filter takes, one series per result
- * identity (topology, backend, params) and host kind (the class's CPU, GPUs
- * and threads per rank: a 1-thread run never joins a 2-thread series), each
- * with its change points.
+ * identity (topology, backend, params), each with its change points.
  * case_name NULL: every case, metric NULL: every metric (the HTML view).
  * opt: compare's options for the change points (NULL: its defaults).
  * GT_ERR_INVALID when nothing matches: the message names the cases or the
