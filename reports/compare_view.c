@@ -50,11 +50,13 @@ static const cmp_family *family_of(const member *v, size_t n, const cmp_metric *
 }
 
 /* Why a metric's verdict decides nothing, in compare's words; NULL when it gates. */
-static const char *why_not_gated(const cmp_metric *m) {
+static const char *why_not_gated(const gt_compare *c, const cmp_metric *m) {
     if (m->method == GT_METHOD_NONE) return "no value";
     if (m->method == GT_METHOD_FLOOR) return "below the timing floor";
     if (m->ungated) return m->ungated;
     if (m->derived_from) return "derived";
+    /* speed shown, not gated: another machine class (NOT COMPARABLE), or --checks-only */
+    if (c->opt.checks_only) return c->not_comparable ? "not comparable" : "checks only";
     return NULL;
 }
 
@@ -73,7 +75,7 @@ void gt_compare_each_metric(const gt_compare *c, gt_compare_metric_fn fn, void *
                 .metric = m->name,
                 .verdict = m->verdict,
                 .rel = isfinite(m->rel) ? m->rel : NAN,
-                .why = why_not_gated(m),
+                .why = why_not_gated(c, m),
                 .derived_from = m->derived_from,
                 .beyond_reach = m->beyond_reach,
                 .family = f ? f->name : NULL,

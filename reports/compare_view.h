@@ -27,7 +27,8 @@ typedef struct gt_compare_metric_view {
     /* why it does not gate (gated 0): "below the timing floor", "derived"
      * (computed from derived_from, which gets the verdict that counts), the
      * kind of an ungated metric ("numerics", "reference", "state"), "no
-     * value"; NULL when gated */
+     * value", "not comparable" (BASE and NEW of different machine classes),
+     * "checks only" (--checks-only); NULL when gated */
     const char *why;
     const char *derived_from; /* the metric it is computed from, or NULL */
     /* slower by its estimate but too noisy to decide within the design's

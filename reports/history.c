@@ -328,6 +328,26 @@ static gt_status init_schema(gt_history *h) {
     return GT_OK;
 }
 
+/* PRAGMA journal_mode = WAL. Another process switching the same new file at
+ * the same moment makes SQLite answer busy at once, without the busy handler:
+ * tried again every 10 ms up to GT_HISTORY_BUSY_MS. */
+static int wal_mode(gt_history *h) {
+    int rc = SQLITE_BUSY;
+    for (int waited = 0; waited <= GT_HISTORY_BUSY_MS; waited += 10) {
+        sqlite3_stmt *st = NULL;
+        rc = sqlite3_prepare_v2(h->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+        if (rc == SQLITE_OK) {
+            rc = sqlite3_step(st);
+            if (rc == SQLITE_ROW) rc = SQLITE_OK;
+        }
+        sqlite3_finalize(st);
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return rc;
+}
+
 gt_status gt_history_open(const char *path, int create, gt_history **out) {
     *out = NULL;
     if (!path || !path[0]) return GT_ERR(GT_ERR_INVALID, "no history database given");
@@ -376,9 +396,24 @@ gt_status gt_history_open(const char *path, int create, gt_history **out) {
     sqlite3_extended_result_codes(h->db, 1);
     sqlite3_busy_timeout(h->db, GT_HISTORY_BUSY_MS);
     long long uv = 0, app = 0, tables = 0;
-    rc = query_int(h, "PRAGMA user_version", &uv);
-    if (rc == SQLITE_OK) rc = query_int(h, "PRAGMA application_id", &app);
-    if (rc == SQLITE_OK) rc = query_int(h, "SELECT count(*) FROM sqlite_master", &tables);
+    /* one statement, one snapshot: another process creating the schema
+     * meanwhile (init_schema commits tables and version at once) is seen
+     * before or after, never half (two trainings recording into a new
+     * database at the same moment read version 0, then the first's tables,
+     * when these were three statements) */
+    sqlite3_stmt *hd = NULL;
+    rc = sqlite3_prepare_v2(h->db,
+                            "SELECT (SELECT user_version FROM pragma_user_version), "
+                            "(SELECT application_id FROM pragma_application_id), "
+                            "(SELECT count(*) FROM sqlite_master)",
+                            -1, &hd, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(hd)) == SQLITE_ROW) {
+        uv = sqlite3_column_int64(hd, 0);
+        app = sqlite3_column_int64(hd, 1);
+        tables = sqlite3_column_int64(hd, 2);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(hd);
     gt_status s = GT_OK;
     if (rc != SQLITE_OK) {
         s = db_err(h, rc, "reading its schema");
@@ -400,13 +435,7 @@ gt_status gt_history_open(const char *path, int create, gt_history **out) {
     } else {
         /* WAL: readers never block the writer and a writer waits for another
          * one; it stays set in the file */
-        sqlite3_stmt *st = NULL;
-        rc = sqlite3_prepare_v2(h->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
-        if (rc == SQLITE_OK) {
-            rc = sqlite3_step(st);
-            if (rc == SQLITE_ROW) rc = SQLITE_OK;
-        }
-        sqlite3_finalize(st);
+        rc = wal_mode(h);
         /* NORMAL in WAL mode: a commit survives the process dying (kill -9);
          * a power cut may lose the last commits but never leaves a half one */
         if (rc == SQLITE_OK) rc = exec(h, "PRAGMA synchronous = NORMAL");
