@@ -1302,8 +1302,18 @@ void gt_history_print_series(const gt_history_series *ser, size_t n, FILE *out) 
                     (long long)s->pts[cp->at].run, s->pts[cp->at].start,
                     gt_verdict_name(cp->verdict), cp->before, cp->after, s->unit, 100.0 * cp->rel,
                     cp->p, cp->runs_before, cp->runs_before == 1 ? "" : "s", cp->runs_after);
-            fprintf(out, "    fingerprint changed at run %lld: %s\n", (long long)s->pts[cp->at].run,
-                    cp->changed && cp->changed[0] ? cp->changed : "nothing recorded");
+            /* the fields that identify a stack; the launch and host noise counted */
+            int hidden = 0;
+            char *stack = cp->changed ? gt_history_stack_changes(cp->changed, &hidden) : NULL;
+            fprintf(out, "    fingerprint changed at run %lld: %s", (long long)s->pts[cp->at].run,
+                    stack && stack[0] ? stack
+                    : hidden          ? "no field that identifies a stack"
+                                      : "nothing recorded");
+            if (hidden)
+                fprintf(out, " (and %d launch or host field%s not shown)", hidden,
+                        hidden == 1 ? "" : "s");
+            fputc('\n', out);
+            free(stack);
         }
     }
 }
