@@ -367,6 +367,12 @@ static void names_free(name_list *l) {
     free(l->v);
 }
 
+static int slashes(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '/';
+    return n;
+}
+
 /* Whether `want` is one of the names the suite selects with at `effort` on
  * `backend` (a trailing '/' as without it). */
 static int suite_has(const gt_suite *su, const char *backend, gt_effort effort, const char *want,
@@ -398,14 +404,10 @@ static int check_case(const gt_suite *su, const char *want, const char *const *b
     else if (!ok) {
         /* the nearest of the names as deep as the one asked for (a case for a
          * case, an op for an op), else of them all */
-        int depth = 0, k = 0;
-        for (const char *p = want; *p; p++) depth += *p == '/';
+        int depth = slashes(want), k = 0;
         const char **same = malloc((size_t)(l.n ? l.n : 1) * sizeof *same);
-        for (int i = 0; same && i < l.n; i++) {
-            int d = 0;
-            for (const char *p = l.v[i]; *p; p++) d += *p == '/';
-            if (d == depth) same[k++] = l.v[i];
-        }
+        for (int i = 0; same && i < l.n; i++)
+            if (slashes(l.v[i]) == depth) same[k++] = l.v[i];
         const char *near = same && k ? gt_nearest(want, same, k) : NULL;
         if (!near) near = gt_nearest(want, (const char *const *)l.v, l.n);
         free(same);

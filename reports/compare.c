@@ -159,6 +159,19 @@ static void pair_blocks(const side *b, const side *n, int i, double *d) {
     }
 }
 
+/* The blocks' log ratios of every pair, pairs x GT_COMPARE_BLOCKS (malloc'ed),
+ * when both sides have as many runs (at least 2) and every one is in blocks;
+ * else NULL. */
+static double *block_ratios(const side *b, const side *n) {
+    int k = b->runs, r = GT_COMPARE_BLOCKS;
+    if (k < 2 || n->runs != k) return NULL;
+    for (int i = 0; i < k; i++)
+        if (!run_in_blocks(b, i) || !run_in_blocks(n, i)) return NULL;
+    double *d = malloc((size_t)k * r * sizeof *d);
+    for (int i = 0; d && i < k; i++) pair_blocks(b, n, i, d + (size_t)i * r);
+    return d;
+}
+
 /* Paired runs whose samples come in blocks (rounds spread over each run):
  * the blocks' log ratios, pairs x blocks, summarized nested
  * (gt_gs_summarize_nested: the blocks count as replicates when the pairs
@@ -166,14 +179,10 @@ static void pair_blocks(const side *b, const side *n, int i, double *d) {
  * ratio is not finite: the caller judges the runs' medians. */
 static int paired_blocks(const side *b, const side *n, double floor_sd, gt_gs_summary *s,
                          int *pooled) {
-    int k = b->runs, r = GT_COMPARE_BLOCKS;
-    if (k < 2 || n->runs != k) return 0;
-    for (int i = 0; i < k; i++)
-        if (!run_in_blocks(b, i) || !run_in_blocks(n, i)) return 0;
-    double *d = malloc((size_t)k * r * sizeof *d);
+    double *d = block_ratios(b, n);
     if (!d) return 0;
-    for (int i = 0; i < k; i++) pair_blocks(b, n, i, d + (size_t)i * r);
-    int ok = gt_gs_summarize_nested(d, k, r, floor_sd, s, pooled) == k;
+    int k = b->runs;
+    int ok = gt_gs_summarize_nested(d, k, GT_COMPARE_BLOCKS, floor_sd, s, pooled) == k;
     free(d);
     return ok;
 }
@@ -806,15 +815,12 @@ static double *block_logs(const side *sd, int *n) {
 static double *pair_block_logs(const gt_compare *c, const side *sb, const int *rb, const side *sn,
                                const int *rn, int *npairs) {
     *npairs = 0;
-    int k = sb->runs, r = GT_COMPARE_BLOCKS;
-    if (k < 2 || sn->runs != k || (size_t)k != c->nxb + 1) return NULL;
-    for (int i = 0; i < k; i++)
-        if (rb[i] != i || rn[i] != i || !run_in_blocks(sb, i) || !run_in_blocks(sn, i))
-            return NULL;
-    double *d = malloc((size_t)k * r * sizeof *d);
-    if (!d) return NULL;
-    for (int i = 0; i < k; i++) pair_blocks(sb, sn, i, d + (size_t)i * r);
-    *npairs = k;
+    int k = sb->runs;
+    if ((size_t)k != c->nxb + 1) return NULL;
+    for (int i = 0; i < k; i++) /* pair i is report i of each side */
+        if (rb[i] != i || rn[i] != i) return NULL;
+    double *d = block_ratios(sb, sn);
+    if (d) *npairs = k;
     return d;
 }
 
@@ -1546,6 +1552,15 @@ int gt_compare_may_ship(const gt_compare *c) { return gt_compare_decide(c) == GT
 
 /* ---- text output -------------------------------------------------------------------- */
 
+/* The fingerprint differences that are (machine 1) or are not parts of the
+ * machine class, three lines each. */
+static void print_fp_diffs(const gt_compare *c, FILE *f, int machine) {
+    for (size_t i = 0; i < c->nfp; i++)
+        if (c->fp[i].machine == machine)
+            fprintf(f, "  %s\n      BASE %s\n      NEW  %s\n", c->fp[i].key, c->fp[i].base,
+                    c->fp[i].nw);
+}
+
 /* The machine class differences first (they decide whether speed is
  * compared), then the rest of the fingerprint. */
 static void print_fingerprint(const gt_compare *c, FILE *f) {
@@ -1559,17 +1574,11 @@ static void print_fingerprint(const gt_compare *c, FILE *f) {
                     : "NOT COMPARABLE: speed is shown, not gated (the checks, statuses and "
                       "missing results still are); run both on one machine class, or "
                       "--across-machines");
-    for (size_t i = 0; i < c->nfp; i++)
-        if (c->fp[i].machine)
-            fprintf(f, "  %s\n      BASE %s\n      NEW  %s\n", c->fp[i].key, c->fp[i].base,
-                    c->fp[i].nw);
+    print_fp_diffs(c, f, 1);
     int rest = k->fingerprint_diffs - k->machine_diffs;
     fprintf(f, "\nfingerprint differences (explain a change; not failures by themselves):%s\n",
             rest ? "" : " none");
-    for (size_t i = 0; i < c->nfp; i++)
-        if (!c->fp[i].machine)
-            fprintf(f, "  %s\n      BASE %s\n      NEW  %s\n", c->fp[i].key, c->fp[i].base,
-                    c->fp[i].nw);
+    print_fp_diffs(c, f, 0);
 }
 
 static void fmt_num(char *buf, size_t len, double v) {
@@ -2157,6 +2166,18 @@ static void junit_result_case(const gt_compare *c, const cmp_result *r, FILE *f)
     fputs("    </testcase>\n", f);
 }
 
+/* A fingerprint difference as JUnit text: "BASE x | NEW y", after `key_sep`
+ * and the key. */
+static void junit_fp(FILE *f, const fp_diff *d, const char *key_sep, const char *mid) {
+    fputs(key_sep, f);
+    gt_xml_escape(f, d->key);
+    fputs(mid, f);
+    fputs("BASE ", f);
+    gt_xml_escape(f, d->base);
+    fputs(" | NEW ", f);
+    gt_xml_escape(f, d->nw);
+}
+
 /* The machine class as a testcase of its own: failed (not-comparable) when
  * the classes differ and speed was therefore not gated. */
 static void junit_machine(const gt_compare *c, FILE *f) {
@@ -2171,11 +2192,7 @@ static void junit_machine(const gt_compare *c, FILE *f) {
           f);
     for (size_t i = 0; i < c->nfp; i++)
         if (c->fp[i].machine) {
-            gt_xml_escape(f, c->fp[i].key);
-            fputs(": BASE ", f);
-            gt_xml_escape(f, c->fp[i].base);
-            fputs(" | NEW ", f);
-            gt_xml_escape(f, c->fp[i].nw);
+            junit_fp(f, &c->fp[i], "", ": ");
             fputs("\n", f);
         }
     fputs(fail ? "</failure>\n" : "</system-out>\n", f);
@@ -2190,12 +2207,7 @@ static void junit_properties(const gt_compare *c, FILE *f) {
     gt_xml_escape(f, c->new_path);
     fputs("\"/>\n", f);
     for (size_t d = 0; d < c->nfp; d++) {
-        fputs("      <property name=\"fingerprint ", f);
-        gt_xml_escape(f, c->fp[d].key);
-        fputs("\" value=\"BASE ", f);
-        gt_xml_escape(f, c->fp[d].base);
-        fputs(" | NEW ", f);
-        gt_xml_escape(f, c->fp[d].nw);
+        junit_fp(f, &c->fp[d], "      <property name=\"fingerprint ", "\" value=\"");
         fputs("\"/>\n", f);
     }
     fputs("    </properties>\n", f);

@@ -182,6 +182,18 @@ static gt_status ks_call(gt_kcase *c, const ks_fault *f) {
     return s;
 }
 
+/* Times one batch of `iters` calls on the host clock: *sec. */
+static gt_status ks_batch(gt_kcase *c, gt_backend *be, long iters, const ks_fault *fault,
+                          double *sec) {
+    gt_status s;
+    uint64_t t0 = gt_now_ns();
+    for (long i = 0; i < iters; i++)
+        if ((s = ks_call(c, fault)) != GT_OK) return s;
+    if ((s = be->synchronize(be)) != GT_OK) return s;
+    *sec = (double)(gt_now_ns() - t0) * 1e-9;
+    return GT_OK;
+}
+
 /* Calibrates a batch: grows it until one takes KS_BATCH_SECONDS (the first
  * call alone may be slow: cold caches, lazy initialisation). */
 static gt_status ks_calibrate(gt_kcase *c, gt_backend *be, const ks_fault *fault, long *iters_out) {
@@ -192,11 +204,8 @@ static gt_status ks_calibrate(gt_kcase *c, gt_backend *be, const ks_fault *fault
          * take a batch of a few calls for a millisecond's worth */
         double sec = INFINITY;
         for (int t = 0; t < 2; t++) {
-            uint64_t t0 = gt_now_ns();
-            for (long i = 0; i < iters; i++)
-                if ((s = ks_call(c, fault)) != GT_OK) return s;
-            if ((s = be->synchronize(be)) != GT_OK) return s;
-            double d = (double)(gt_now_ns() - t0) * 1e-9;
+            double d;
+            if ((s = ks_batch(c, be, iters, fault, &d)) != GT_OK) return s;
             if (d < sec) sec = d;
             if (sec < 0.5 * KS_BATCH_SECONDS) break; /* clearly short: grow */
         }
@@ -218,11 +227,8 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fau
     if (s != GT_OK) return s;
     double spent = 0.0;
     while (*n < KS_MAX_SAMPLES) {
-        uint64_t b0 = gt_now_ns();
-        for (long i = 0; i < iters; i++)
-            if ((s = ks_call(c, fault)) != GT_OK) return s;
-        if ((s = be->synchronize(be)) != GT_OK) return s;
-        double sec = (double)(gt_now_ns() - b0) * 1e-9;
+        double sec;
+        if ((s = ks_batch(c, be, iters, fault, &sec)) != GT_OK) return s;
         spent += sec;
         us[(*n)++] = sec / (double)iters * 1e6;
         if (*n >= KS_MIN_SAMPLES &&
@@ -246,11 +252,8 @@ static gt_status ks_block(gt_kcase *c, gt_backend *be, long iters, double cap_s,
     size_t k = 0;
     gt_status s;
     while (k < (*per ? *per : KS_ROUND_MAX_SAMPLES)) {
-        uint64_t b0 = gt_now_ns();
-        for (long i = 0; i < iters; i++)
-            if ((s = ks_call(c, fault)) != GT_OK) return s;
-        if ((s = be->synchronize(be)) != GT_OK) return s;
-        double sec = (double)(gt_now_ns() - b0) * 1e-9;
+        double sec;
+        if ((s = ks_batch(c, be, iters, fault, &sec)) != GT_OK) return s;
         spent += sec;
         us[(*n)++] = sec / (double)iters * 1e6;
         k++;
