@@ -15,8 +15,8 @@ static void doctor_usage(FILE *f) {
     fprintf(f,
         "usage: mpirun -np N gauntlet doctor [options]    (srun -n N gauntlet doctor ...)\n"
         "\n"
-        "Every rank runs the same probes at once (GEMM rate, memory bandwidth, the GPU's\n"
-        "clock and throttle reasons where there is one), then pairwise links in rounds over\n"
+        "Every rank runs the same probes at once (GEMM rate, memory bandwidth, its CPU share,\n"
+        "the GPU's clock and throttle reasons where there is one), then pairwise links in rounds over\n"
         "disjoint pairs of nodes (of ranks on one node); names every rank, host, GPU or link\n"
         "whose figure is beyond the limit against the job's median (docs/doctor.md).\n"
         "Run one rank per GPU (or per node on CPU-only nodes), one job over every suspect node.\n"
@@ -30,6 +30,11 @@ static void doctor_usage(FILE *f) {
         "  --latency-limit X     the same for its link latency (default %.2f); a single link\n"
         "                        is named beyond %.0fx these limits\n"
         "  --clock-limit X       the same for the GPU SM clock, cuda only (default %.2f)\n"
+        "  --cpu-limit X         the same for its CPU share: time on a CPU over time runnable\n"
+        "                        (default %.2f); named with the cause: a cgroup quota, steal,\n"
+        "                        or other work on its cores\n"
+        "  --one-look            judge the first look only (default: when it names anything,\n"
+        "                        measure again and judge the better of the two looks)\n"
         "  --report FILE         the JSON report (rank 0): results of suite doctor and the\n"
         "                        section \"doctor\" with the verdict and the outliers\n"
         "  --comm-timeout S      watchdog per collective in seconds (default 300)\n"
@@ -42,7 +47,7 @@ static void doctor_usage(FILE *f) {
         "exit codes: 0 no outlier, 1 outliers named (or a failed check), 2 usage or\n"
         "            environment error\n",
         GT_DOCTOR_LIMIT, GT_DOCTOR_LINK_LIMIT, GT_DOCTOR_LATENCY_LIMIT,
-        GT_DOCTOR_SINGLE_LINK_FACTOR, GT_DOCTOR_CLOCK_LIMIT);
+        GT_DOCTOR_SINGLE_LINK_FACTOR, GT_DOCTOR_CLOCK_LIMIT, GT_DOCTOR_CPU_LIMIT);
 }
 
 int gt_cmd_doctor(int argc, char **argv) {
@@ -71,6 +76,10 @@ int gt_cmd_doctor(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--latency-limit", v, 1.01, 1000, &cfg.latency_limit);
         } else if (gt_opt(&a, "--clock-limit", &v, &err)) {
             err |= !gt_parse_double(&a, "--clock-limit", v, 1.01, 1000, &cfg.clock_limit);
+        } else if (gt_opt(&a, "--cpu-limit", &v, &err)) {
+            err |= !gt_parse_double(&a, "--cpu-limit", v, 1.01, 1000, &cfg.cpu_limit);
+        } else if (gt_flag(&a, "--one-look")) {
+            cfg.one_look = 1;
         } else if (gt_opt(&a, "--report", &v, &err)) {
             report_path = v;
         } else if (gt_opt(&a, "--comm-timeout", &v, &err)) {

@@ -34,6 +34,10 @@ extern "C" {
  * where a rank's figure is the middle of several */
 #define GT_DOCTOR_SINGLE_LINK_FACTOR 2.0
 #define GT_DOCTOR_CLOCK_LIMIT 1.15   /* GPU SM clock under the GEMM (cuda backend) */
+/* CPU share: a rank whose threads ran for less than 1/1.5 of the time they
+ * were runnable, against the job's reference (a busy neighbour on its core
+ * leaves it 1/2, two leave 1/3) */
+#define GT_DOCTOR_CPU_LIMIT 1.5
 
 typedef struct gt_doctor_config {
     const char *backend;     /* "cpu", "ref", "cuda": where the GEMM and memory probes run */
@@ -43,6 +47,12 @@ typedef struct gt_doctor_config {
     double link_limit;       /* GT_DOCTOR_LINK_LIMIT when 0 */
     double latency_limit;    /* GT_DOCTOR_LATENCY_LIMIT when 0 */
     double clock_limit;      /* GT_DOCTOR_CLOCK_LIMIT when 0 */
+    double cpu_limit;        /* GT_DOCTOR_CPU_LIMIT when 0 */
+    /* 0: a first look that names anything is followed by a second, and each
+     * figure judged is the better of the two (a slow node is slow in both;
+     * a burst of other work on a shared machine is seldom in both); 1: one
+     * look only */
+    int one_look;
     /* Fault injection (tests, and proving a deployment names a bad node):
      * "HOST:FACTOR[,HOST:FACTOR...]" and "RANK:FACTOR[,...]": the probes
      * and links of those hosts / world ranks take FACTOR (> 1, <= 100) times

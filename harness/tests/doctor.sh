@@ -12,6 +12,8 @@
 #     by rank; the report validates and says why;
 #   - NP 4: also 2 ranks on each of 2 hosts (2x2) with one host slowed: both
 #     of its ranks named, no other; and 3 ranks (a bye in every round);
+#   - NP 2: rank 1 starved by two busy loops on its core, then by a 0.2-core
+#     cgroup quota: named for its CPU share with the cause (CPU availability);
 #   - NP 2 also checks the command line (bad fault specs and options: exit 2)
 #     and one process without a launcher (nothing to compare: exit 0), and
 #     with FAKE_GPU_DIR (stand-ins for libcuda and NVML, fake_gpu.c) each
@@ -130,6 +132,68 @@ if [ "$np" -ge 4 ]; then
         "3 ranks (3 rounds with a bye) with node2 slowed: node2 named, nothing else"
     rc=$(run three_clean node1 node2 node3)
     verdict three_clean 0 "$rc" 'out == []' "3 ranks without slowdown: nothing named"
+fi
+
+# A real neighbour, not a fault variable: rank 1 (bound to its own core) is
+# given less CPU by two busy loops pinned to its core, then by a cgroup CPU
+# quota of 0.2 cores; the doctor names it for its CPU share with that cause
+# and names nothing on rank 0. starve.sh MODE PIDFILE CMD... runs as rank 1.
+cat >"$tmp/starve.sh" <<'SHEOF'
+#!/usr/bin/env bash
+mode=$1 pidfile=$2
+shift 2
+case $mode in
+neighbour)
+    cpus=$(taskset -pc $$ | sed 's/.*: //')
+    for i in 1 2; do
+        taskset -c "$cpus" sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &
+        echo $! >>"$pidfile"
+    done ;;
+quota) echo $$ >"$(cat "$pidfile")" ;;
+esac
+exec "$@"
+SHEOF
+# quota_cgroup DIR: a cgroup with 0.2 cores; prints the file that takes a pid
+quota_cgroup() {
+    local d
+    if [ -e /sys/fs/cgroup/cgroup.controllers ]; then
+        d=/sys/fs/cgroup/$1
+        grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null ||
+            echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || return 1
+        mkdir "$d" 2>/dev/null && echo "20000 100000" >"$d/cpu.max" 2>/dev/null || return 1
+        echo "$d/cgroup.procs"
+    elif [ -d /sys/fs/cgroup/cpu ]; then
+        d=/sys/fs/cgroup/cpu/$1
+        mkdir "$d" 2>/dev/null && echo 20000 >"$d/cpu.cfs_quota_us" 2>/dev/null || return 1
+        echo "$d/tasks"
+    else
+        return 1
+    fi
+}
+starve() {
+    local mode=$1 arg=$2
+    timeout 240 "$mpi" --allow-run-as-root --bind-to core \
+        -np 1 -x GT_TEST_HOSTNAME=node1 "$g" doctor --quick --report "$tmp/$mode.json" : \
+        -np 1 -x GT_TEST_HOSTNAME=node2 bash "$tmp/starve.sh" "$mode" "$arg" \
+        "$g" doctor --quick --report "$tmp/$mode.json" >"$tmp/$mode.out" 2>&1
+    echo $?
+}
+if [ "$np" = 2 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+    rc=$(starve neighbour "$tmp/neighbour.pids")
+    xargs -r kill <"$tmp/neighbour.pids" 2>/dev/null
+    verdict neighbour 1 "$rc" 'any(o["probe"] == "cpu_share" and o["rank"] == 1 and "other work shares its cores" in o["cause"] for o in out) and all(o["rank"] == 1 for o in out)' \
+        "two busy loops on rank 1's core: rank 1 named for its CPU share, caused by other work on its cores; nothing on rank 0"
+    cg=gt-doctor-test-$$
+    if procs=$(quota_cgroup $cg); then
+        echo "$procs" >"$tmp/quota.cg"
+        rc=$(starve quota "$tmp/quota.cg")
+        rmdir "$(dirname "$procs")" 2>/dev/null
+        verdict quota 1 "$rc" 'any(o["probe"] == "cpu_share" and o["rank"] == 1 and "cgroup\x27s CPU quota (0.2 core(s))" in o["cause"] for o in out) and all(o["rank"] == 1 for o in out)' \
+            "a 0.2-core cgroup quota on rank 1: rank 1 named for its CPU share, caused by the quota; nothing on rank 0"
+    else
+        rmdir "/sys/fs/cgroup/$cg" "/sys/fs/cgroup/cpu/$cg" 2>/dev/null
+        echo "note: no cgroup with a CPU quota could be made here (not root, or no cpu controller): the quota case did not run"
+    fi
 fi
 
 if [ "$np" = 2 ] && [ -n "$fake" ] && [ -e "$fake/libcuda.so.1" ]; then

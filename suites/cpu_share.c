@@ -1,0 +1,169 @@
+/* How much CPU a process is given (suites/cpu_share.h). */
+#define _GNU_SOURCE
+#include "suites/cpu_share.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Every thread's schedstat: "time on a CPU (ns) run-queue delay (ns) slices" */
+static int read_sched(double *run_s, double *wait_s) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return 0;
+    double run = 0, wait = 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        char path[96];
+        snprintf(path, sizeof path, "/proc/self/task/%.32s/schedstat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue; /* the thread ended meanwhile */
+        unsigned long long r = 0, w = 0;
+        if (fscanf(f, "%llu %llu", &r, &w) == 2) {
+            run += (double)r * 1e-9;
+            wait += (double)w * 1e-9;
+            n++;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    *run_s = run;
+    *wait_s = wait;
+    return n > 0;
+}
+
+/* /proc/stat's first line: user nice system idle iowait irq softirq steal ... */
+static int read_steal(double *all, double *steal) {
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return 0;
+    unsigned long long v[8] = {0};
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                     &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (got < 4) return 0;
+    double t = 0;
+    for (int i = 0; i < 8; i++) t += (double)v[i];
+    *all = t;
+    *steal = got >= 8 ? (double)v[7] : 0;
+    return 1;
+}
+
+static int read_file(const char *path, char *buf, size_t n) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t got = fread(buf, 1, n - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    return got > 0;
+}
+
+/* The value after `key` (a line "key value") in a cpu.stat text; -1 if absent. */
+static double stat_field(const char *text, const char *key) {
+    size_t k = strlen(key);
+    for (const char *p = text; p && *p;) {
+        if (strncmp(p, key, k) == 0 && p[k] == ' ') return strtod(p + k + 1, NULL);
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    return -1;
+}
+
+/* The cgroup directory holding this process's cpu controller files: v2
+ * (cpu.max) or v1 (cpu.cfs_quota_us); 0 when none is found. The path in
+ * /proc/self/cgroup is tried under the mount, then the mount itself (a
+ * container sees its own cgroup as the root). */
+static int cgroup_dir(char *dir, size_t n, int *v2) {
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f) return 0;
+    char line[512], v1path[256] = "", v2path[256] = "";
+    int have_v1 = 0, have_v2 = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2) continue;
+        *c2 = '\0';
+        const char *ctrls = c1 + 1, *path = c2 + 1;
+        if (!*ctrls) {
+            snprintf(v2path, sizeof v2path, "%s", path);
+            have_v2 = 1;
+            continue;
+        }
+        char list[128];
+        snprintf(list, sizeof list, ",%s,", ctrls);
+        if (strstr(list, ",cpu,")) {
+            snprintf(v1path, sizeof v1path, "%s", path);
+            have_v1 = 1;
+        }
+    }
+    fclose(f);
+    static const char *v1_mounts[] = {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct",
+                                      "/sys/fs/cgroup/cpuacct,cpu"};
+    char probe[640];
+    for (int root = 0; root < 2; root++) {
+        for (size_t m = 0; have_v1 && m < sizeof v1_mounts / sizeof *v1_mounts; m++) {
+            snprintf(dir, n, "%s%s", v1_mounts[m], root ? "" : v1path);
+            snprintf(probe, sizeof probe, "%s/cpu.cfs_quota_us", dir);
+            if (access(probe, R_OK) == 0) return *v2 = 0, 1;
+        }
+        if (have_v2) {
+            snprintf(dir, n, "/sys/fs/cgroup%s", root ? "" : v2path);
+            snprintf(probe, sizeof probe, "%s/cpu.max", dir);
+            if (access(probe, R_OK) == 0) return *v2 = 1, 1;
+        }
+    }
+    return 0;
+}
+
+static void read_cgroup(gt_cpu_sample *s) {
+    char dir[512], path[640], buf[1024];
+    int v2 = 0;
+    if (!cgroup_dir(dir, sizeof dir, &v2)) return;
+    double quota = -1, period = 0;
+    if (v2) {
+        snprintf(path, sizeof path, "%s/cpu.max", dir);
+        if (read_file(path, buf, sizeof buf) && strncmp(buf, "max", 3) != 0)
+            sscanf(buf, "%lf %lf", &quota, &period);
+    } else {
+        snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
+        if (read_file(path, buf, sizeof buf)) quota = strtod(buf, NULL);
+        snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
+        if (read_file(path, buf, sizeof buf)) period = strtod(buf, NULL);
+    }
+    s->quota_cores = quota > 0 && period > 0 ? quota / period : 0;
+    snprintf(path, sizeof path, "%s/cpu.stat", dir);
+    if (!read_file(path, buf, sizeof buf)) return;
+    s->nr_throttled = stat_field(buf, "nr_throttled");
+    double t = v2 ? stat_field(buf, "throttled_usec") : stat_field(buf, "throttled_time");
+    s->throttled_s = t < 0 ? 0 : v2 ? t * 1e-6 : t * 1e-9;
+    s->has_cgroup = s->nr_throttled >= 0;
+    if (s->nr_throttled < 0) s->nr_throttled = 0;
+}
+
+void gt_cpu_sample_now(gt_cpu_sample *s) {
+    memset(s, 0, sizeof *s);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    s->wall_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    s->has_sched = read_sched(&s->run_s, &s->wait_s);
+    s->has_steal = read_steal(&s->node_ticks, &s->steal_ticks);
+    read_cgroup(s);
+}
+
+double gt_cpu_share_of(const gt_cpu_sample *a, const gt_cpu_sample *b) {
+    if (!a->has_sched || !b->has_sched) return -1;
+    double run = b->run_s - a->run_s, wait = b->wait_s - a->wait_s;
+    /* a thread that ended between the samples takes its totals with it */
+    if (run < 0) run = 0;
+    if (wait < 0) wait = 0;
+    return run + wait > 0 ? run / (run + wait) : -1;
+}
+
+double gt_cpu_steal_of(const gt_cpu_sample *a, const gt_cpu_sample *b) {
+    if (!a->has_steal || !b->has_steal) return -1;
+    double all = b->node_ticks - a->node_ticks, st = b->steal_ticks - a->steal_ticks;
+    return all > 0 && st >= 0 ? st / all : 0;
+}

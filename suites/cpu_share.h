@@ -1,0 +1,52 @@
+/* How much CPU a process is given: the doctor's CPU availability probe
+ * (docs/doctor.md, "CPU availability").
+ *
+ * A sample reads, for the calling process:
+ *   - every thread's time on a CPU and time runnable but waiting for one
+ *     (/proc/self/task/N/schedstat: the run-queue delay, which includes the
+ *     time a cgroup's CPU quota held the thread back);
+ *   - the node's steal time (/proc/stat: time the hypervisor ran something
+ *     else while this guest's CPUs wanted to run);
+ *   - its cgroup's CPU quota and throttling counts (cgroup v2 cpu.max and
+ *     cpu.stat, or v1 cpu.cfs_quota_us / cpu.cfs_period_us and cpu.stat).
+ * Two samples bracket an interval; gt_cpu_share_of says what fraction of
+ * the time the threads wanted a CPU they had one.
+ *
+ * Not part of the suite interface: include only from suites/. */
+#ifndef GT_SUITES_CPU_SHARE_H
+#define GT_SUITES_CPU_SHARE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gt_cpu_sample {
+    double wall_s;         /* CLOCK_MONOTONIC */
+    double run_s, wait_s;  /* summed over the process's threads */
+    int has_sched;         /* schedstat was readable */
+    double node_ticks, steal_ticks; /* /proc/stat "cpu" line: all, steal */
+    int has_steal;
+    double quota_cores;    /* cgroup CPU quota / period; 0: no quota (or unknown) */
+    double nr_throttled;   /* cgroup periods throttled so far */
+    double throttled_s;    /* cgroup time throttled so far */
+    int has_cgroup;        /* the cgroup's cpu files were found */
+} gt_cpu_sample;
+
+/* Fills *s (fields it cannot read stay 0 with their has_ flag 0). Cheap: a
+ * few small /proc and /sys reads (about 50 us with a handful of threads). */
+void gt_cpu_sample_now(gt_cpu_sample *s);
+
+/* Of the time between a and b that the threads were runnable, the fraction
+ * they ran: run / (run + wait). 1 on a core of its own, 1/3 beside two busy
+ * loops on the same core, about the quota under a cgroup quota below one
+ * core. -1 when schedstat was not readable or nothing ran. */
+double gt_cpu_share_of(const gt_cpu_sample *a, const gt_cpu_sample *b);
+
+/* The node's steal between a and b: steal ticks / all ticks, 0..1; -1 when
+ * /proc/stat was not readable. */
+double gt_cpu_steal_of(const gt_cpu_sample *a, const gt_cpu_sample *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
