@@ -3,6 +3,7 @@
 # (docs/clusters.md). As root, with Debian's slurm-wlm and munge (ci/deps.sh):
 #
 #   ci/slurm/cluster.sh start           # munged, slurmctld, slurmd on node1 and node2
+#   GT_SLURM_NODES=4 ci/slurm/cluster.sh start   # node1 .. node4
 #   ci/slurm/cluster.sh exec srun -N2 -n2 build/harness/gauntlet run collectives --quick
 #   ci/slurm/cluster.sh exec bash       # a shell where srun, sbatch, sinfo ... reach it
 #   ci/slurm/cluster.sh status          # what runs (exit 0 all up, 3 nothing, 1 partly)
@@ -11,6 +12,9 @@
 #   ci/slurm/cluster.sh node-kill node2  # SIGKILL that node's slurmd (a crashed daemon: its
 #                                        # job steps run on until the controller gives up)
 #   ci/slurm/cluster.sh node-start node2 # start that node's slurmd again (back to idle)
+#   ci/slurm/cluster.sh link-rate node3 100mbit  # that node's link rate-limited both ways
+#                                        # (tc tbf on both ends of its veth pair)
+#   ci/slurm/cluster.sh link-clear node3 # the limit removed
 #
 # Three network namespaces: one holds a bridge and the controller side (munged, slurmctld, and
 # the clients `exec` runs), the other two one node each (slurmd in its own UTS namespace, host
@@ -30,7 +34,9 @@
 #                    instance's name; two instances may share it, each in its own namespaces)
 #   GT_SLURM_CPUS    CPUs each node declares (default nproc; more than the machine has
 #                    leaves the nodes INVAL and start fails)
-#   GT_SLURM_TIMEOUT seconds start waits for both nodes to be idle (default 30)
+#   GT_SLURM_TIMEOUT seconds start waits for every node to be idle (default 30)
+#   GT_SLURM_NODES   how many nodes start brings up (default 2, at most 16); the other
+#                    commands read the count the instance was started with
 #
 # Exit codes: 0 done; 1 failed (start leaves nothing running behind it and prints the
 # daemons' logs); 2 usage; 3 status: nothing of this instance runs; 77 check: cannot run here.
@@ -61,11 +67,18 @@ wait_s=${GT_SLURM_TIMEOUT:-30}
 port=$((20000 + (sum % 4000) * 10)) # slurmctld; slurmd +1; srun +2..+9
 
 ns_ctl=gts-$inst-ctl
-nodes=(node1 node2)
+# the node count: the running instance's, else GT_SLURM_NODES
+nnodes=${GT_SLURM_NODES:-2}
+[ "$cmd" != start ] && [ -s "$dir/nodes" ] && nnodes=$(cat "$dir/nodes")
+[[ "$nnodes" =~ ^[0-9]+$ ]] && [ "$nnodes" -ge 2 ] && [ "$nnodes" -le 16 ] ||
+    rc_die=2 die "GT_SLURM_NODES='$nnodes': give 2 to 16 nodes"
+nodes=()
+for ((i = 1; i <= nnodes; i++)); do nodes+=("node$i"); done
 ns_node() { echo "gts-$inst-$1"; }
-all_ns=("$ns_ctl" "$(ns_node node1)" "$(ns_node node2)")
+all_ns=("$ns_ctl")
+for n in "${nodes[@]}"; do all_ns+=("$(ns_node "$n")"); done
 ctl_ip=$subnet.1
-node_ip() { echo "$subnet.1${1#node}"; } # node1 -> .11, node2 -> .12
+node_ip() { echo "$subnet.$((10 + ${1#node}))"; } # node1 -> .11, node2 -> .12
 conf=$dir/slurm.conf
 export SLURM_CONF=$conf
 # Open MPI between the nodes: TCP on the bridge's subnet (there is no other network there)
@@ -100,7 +113,12 @@ pid_of() { # PIDFILE: the daemon's pid, only while that pid is still the daemon 
     [ -n "$p" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$name" ] && echo "$p"
     return 0
 }
-pidfiles() { echo "$dir/run/slurmctld.pid $dir/run/slurmd-node1.pid $dir/run/slurmd-node2.pid $dir/munge/munged.pid"; }
+pidfiles() {
+    local n
+    echo "$dir/run/slurmctld.pid"
+    for n in "${nodes[@]}"; do echo "$dir/run/slurmd-$n.pid"; done
+    echo "$dir/munge/munged.pid"
+}
 ns_exists() { [ -e "/run/netns/$1" ]; }
 
 # why a cluster cannot run here ("" when it can)
@@ -140,7 +158,7 @@ running_pieces() { # prints what of this instance is there, one per line
 write_conf() {
     local n
     {
-        echo "# gauntlet's two-node test cluster, instance $inst (ci/slurm/cluster.sh)"
+        echo "# gauntlet's test cluster of ${#nodes[@]} nodes, instance $inst (ci/slurm/cluster.sh)"
         echo "ClusterName=gts$inst"
         echo "SlurmctldHost=$(hostname)($ctl_ip)"
         echo "SlurmctldPort=$port"
@@ -303,12 +321,18 @@ do_start() {
     trap 'fail_start "a command failed (line $LINENO)"' ERR
     set -E
     rm -rf "$dir"/{slurm.conf,hosts,munge,run,log,spool,tmp,state}
-    mkdir -p "$dir"/{run,log,state,munge} "$dir"/spool/{node1,node2} "$dir"/tmp/{node1,node2}
+    mkdir -p "$dir"/{run,log,state,munge}
     chmod 755 "$dir"
-    chmod 1777 "$dir"/tmp/node1 "$dir"/tmp/node2
+    echo "${#nodes[@]}" >"$dir/nodes"
+    for n in "${nodes[@]}"; do
+        mkdir -p "$dir/spool/$n" "$dir/tmp/$n"
+        chmod 1777 "$dir/tmp/$n"
+    done
     write_conf
-    printf '127.0.0.1 localhost\n%s %s\n%s node1\n%s node2\n' "$ctl_ip" "$(hostname)" \
-        "$(node_ip node1)" "$(node_ip node2)" >"$dir/hosts"
+    {
+        printf '127.0.0.1 localhost\n%s %s\n' "$ctl_ip" "$(hostname)"
+        for n in "${nodes[@]}"; do printf '%s %s\n' "$(node_ip "$n")" "$n"; done
+    } >"$dir/hosts"
 
     # munge: an instance's own key, socket and daemon (no system daemon is touched)
     head -c 1024 /dev/urandom >"$dir/munge/munge.key"
@@ -346,20 +370,20 @@ do_start() {
         start_slurmd "$n" || fail_start "slurmd on $n did not start"
     done
 
-    # both nodes idle
-    local i idle=0
+    # every node idle
+    local i idle=0 want=${#nodes[@]}
     for ((i = 0; i < wait_s * 5; i++)); do
         idle=$(in_ns "$ns_ctl" timeout 5 sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l)
-        [ "$idle" -eq 2 ] && break
+        [ "$idle" -eq "$want" ] && break
         sleep 0.2
     done
-    if [ "$idle" -ne 2 ]; then
+    if [ "$idle" -ne "$want" ]; then
         in_ns "$ns_ctl" timeout 5 sinfo -N >&2
-        fail_start "after ${wait_s} s, $idle of 2 nodes are idle"
+        fail_start "after ${wait_s} s, $idle of $want nodes are idle"
     fi
     trap - ERR
     set +E
-    echo "cluster.sh: instance $inst up: node1 $(node_ip node1), node2 $(node_ip node2), controller $ctl_ip:$port"
+    echo "cluster.sh: instance $inst up: ${#nodes[@]} nodes (node1 $(node_ip node1) .. ${nodes[-1]} $(node_ip "${nodes[-1]}")), controller $ctl_ip:$port"
     echo "cluster.sh: state in $dir; run commands with: GT_SLURM_INSTANCE=$inst $0 exec CMD..."
 }
 
@@ -372,7 +396,8 @@ do_status() {
     fi
     echo "cluster.sh: instance $inst ($dir, subnet $subnet.0/24):"
     echo "$left" | sed 's/^/  /'
-    [ "$(echo "$left" | wc -l)" -eq 7 ] || rc=1
+    # the controller, munged, a slurmd per node; a namespace per node and the controller's
+    [ "$(echo "$left" | wc -l)" -eq $((2 * ${#nodes[@]} + 3)) ] || rc=1
     if ns_exists "$ns_ctl" && [ -f "$conf" ]; then
         in_ns "$ns_ctl" timeout 5 sinfo -N || rc=1
         in_ns "$ns_ctl" timeout 5 squeue
@@ -405,7 +430,7 @@ case "$cmd" in
     node-kill | node-start)
         [ "$(id -u)" -eq 0 ] || die "$cmd needs root"
         n=${1:-}
-        [[ "$n" =~ ^node[12]$ ]] || rc_die=2 die "$cmd needs a node: node1 or node2"
+        [[ " ${nodes[*]} " == *" $n "* ]] || rc_die=2 die "$cmd needs a node: node1 .. ${nodes[-1]}"
         ns_exists "$(ns_node "$n")" && [ -f "$conf" ] ||
             die "instance $inst is not up (GT_SLURM_INSTANCE=$inst $0 start)"
         p=$(pid_of "$dir/run/slurmd-$n.pid")
@@ -421,7 +446,30 @@ case "$cmd" in
             echo "cluster.sh: slurmd on $n started, node idle"
         fi
         ;;
+    link-rate | link-clear)
+        [ "$(id -u)" -eq 0 ] || die "$cmd needs root"
+        n=${1:-}
+        [[ " ${nodes[*]} " == *" $n "* ]] || rc_die=2 die "$cmd needs a node: node1 .. ${nodes[-1]}"
+        ns_exists "$(ns_node "$n")" || die "instance $inst is not up (GT_SLURM_INSTANCE=$inst $0 start)"
+        if [ "$cmd" = link-rate ]; then
+            rate=${2:-}
+            [[ "$rate" =~ ^[0-9]+(kbit|mbit|gbit)$ ]] ||
+                rc_die=2 die "link-rate $n needs a rate such as 100mbit (kbit, mbit or gbit)"
+            # both directions: the node's eth0 (what it sends) and the bridge's port to it
+            # (what it receives); a token bucket whose burst holds a 64 KiB GSO packet (a smaller one drops
+            # every segment veth hands it and the ranks lose their TCP connections)
+            ip netns exec "$(ns_node "$n")" tc qdisc replace dev eth0 root tbf rate "$rate" \
+                burst 256kb latency 200ms || die "tc on $n's eth0 failed (does the kernel have sch_tbf?)"
+            ip netns exec "$ns_ctl" tc qdisc replace dev "v$n" root tbf rate "$rate" \
+                burst 256kb latency 200ms || die "tc on the bridge's port to $n failed"
+            echo "cluster.sh: $n's link limited to $rate each way"
+        else
+            ip netns exec "$(ns_node "$n")" tc qdisc del dev eth0 root 2>/dev/null
+            ip netns exec "$ns_ctl" tc qdisc del dev "v$n" root 2>/dev/null
+            echo "cluster.sh: $n's link unlimited"
+        fi
+        ;;
     -h | --help | help) usage ;;
     "") echo "cluster.sh: say start, stop, status, exec CMD..., or check" >&2; exit 2 ;;
-    *) echo "cluster.sh: unknown command '$cmd' (start, stop, status, exec, check, node-kill, node-start)" >&2; exit 2 ;;
+    *) echo "cluster.sh: unknown command '$cmd' (start, stop, status, exec, check, node-kill, node-start, link-rate, link-clear)" >&2; exit 2 ;;
 esac

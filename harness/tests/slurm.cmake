@@ -36,9 +36,20 @@ if(GT_HAVE_MPI)
     endforeach()
     gt_test_costs(slurm.srun.cpu 70 slurm.incomplete.cpu 55 slurm.nightly.cpu 40
                   slurm.jobinfo.cpu 25 slurm.doctor.cpu 10 slurm.train.cpu 10)
+    # a rate-limited link on a 4-node cluster named by the doctor and flagged by compare,
+    # and the doctor and the collectives on 8 nodes x 2 ranks (harness/tests/slurm_links.sh):
+    # clusters of its own, started and stopped by the test; the lock keeps it apart from
+    # the fixture's tests (both cores, and the namespaces' CPU time)
+    add_test(NAME slurm.links.cpu
+             COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/slurm_links.sh $<TARGET_FILE:gauntlet>
+                     $<TARGET_FILE:report_check>)
+    set_tests_properties(slurm.links.cpu PROPERTIES LABELS "slurm;mpi" TIMEOUT 900
+                         SKIP_RETURN_CODE 77 PROCESSORS 2 RESOURCE_LOCK gt_slurm_cluster
+                         ENVIRONMENT "${GT_SLURM_ENV}")
+    gt_test_costs(slurm.links.cpu 240)
 else()
     # the tests say why they are skipped rather than vanishing from the list
-    foreach(mode nightly srun train jobinfo doctor incomplete)
+    foreach(mode nightly srun train jobinfo doctor incomplete links)
         add_test(NAME slurm.${mode}.cpu COMMAND bash ${gt_slurm_sh} nompi)
         set_tests_properties(slurm.${mode}.cpu PROPERTIES LABELS "slurm;mpi" TIMEOUT 60
                              SKIP_RETURN_CODE 77)
