@@ -1403,26 +1403,65 @@ gt_status gt_history_gate(gt_history *h, const char *new_path, const gt_compare_
     BIND_TEXT(st, 1, c.host_kind);
     BIND_TEXT(st, 2, c.topology);
     BIND_TEXT(st, 3, c.backends);
-    BIND_TEXT(st, 4, gt_report_doc_run_id(d));
+    char *run_id = xstrdup(gt_report_doc_run_id(d));
+    BIND_TEXT(st, 4, run_id);
     sqlite3_bind_int(st, 5, GT_HISTORY_GATE_RUNS);
     gt_report_doc_free(d);
     rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
         sqlite3_finalize(st);
-        if (rc != SQLITE_DONE) return db_err(h, rc, "looking for the last good run");
-        char *have = names_of(h,
-                              "SELECT DISTINCT host_kind || ' | ' || topology || ' | ' || backends "
-                              "FROM runs WHERE n_fail = 0 AND n_error = 0 AND n_pass > 0",
-                              NULL);
-        gt_status s = GT_ERR(
-            GT_ERR_INVALID,
-            "history database '%s' has no good run (every result passed or skipped) of this "
-            "report's class: host kind '%s', topology '%s', backends '%s'; record a good run of "
-            "it first (the classes with good runs: %s)",
-            h->path, c.host_kind, c.topology, c.backends, have && have[0] ? have : "none");
+        if (rc != SQLITE_DONE) {
+            free(run_id);
+            return db_err(h, rc, "looking for the last good run");
+        }
+        /* REPORT may be recorded already: then it can be the class's only good
+         * run, which the gate passes over (it is not its own baseline) */
+        long long self = 0;
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(h->db,
+                               "SELECT id FROM runs WHERE host_kind = ?1 AND topology = ?2 AND "
+                               "backends = ?3 AND n_fail = 0 AND n_error = 0 AND n_pass > 0 AND "
+                               "run_id = ?4",
+                               -1, &q, NULL) == SQLITE_OK) {
+            BIND_TEXT(q, 1, c.host_kind);
+            BIND_TEXT(q, 2, c.topology);
+            BIND_TEXT(q, 3, c.backends);
+            BIND_TEXT(q, 4, run_id);
+            if (sqlite3_step(q) == SQLITE_ROW) self = sqlite3_column_int64(q, 0);
+        }
+        sqlite3_finalize(q);
+        free(run_id);
+        /* the other classes: this one has none but REPORT */
+        char *have = NULL;
+        char *sql = xprintf("SELECT DISTINCT host_kind || ' | ' || topology || ' | ' || backends "
+                            "FROM runs WHERE n_fail = 0 AND n_error = 0 AND n_pass > 0 AND "
+                            "host_kind || ' | ' || topology || ' | ' || backends <> ?1");
+        char *mine = xprintf("%s | %s | %s", c.host_kind, c.topology, c.backends);
+        if (sql && mine) have = names_of(h, sql, mine);
+        free(sql);
+        free(mine);
+        gt_status s;
+        if (self)
+            s = GT_ERR(GT_ERR_INVALID,
+                       "the only good run of this report's class (host kind '%s', topology "
+                       "'%s', backends '%s') in history database '%s' is the report itself "
+                       "(recorded as run %lld, the same run.id), and a run is not its own "
+                       "baseline: record another good run of this class first (the other "
+                       "classes with good runs: %s)",
+                       c.host_kind, c.topology, c.backends, h->path, self,
+                       have && have[0] ? have : "none");
+        else
+            s = GT_ERR(GT_ERR_INVALID,
+                       "history database '%s' has no good run (every result passed or "
+                       "skipped) of this report's class: host kind '%s', topology '%s', "
+                       "backends '%s'; record a good run of it first (the other classes with "
+                       "good runs: %s)",
+                       h->path, c.host_kind, c.topology, c.backends,
+                       have && have[0] ? have : "none");
         free(have);
         return s;
     }
+    free(run_id);
     *base_id = sqlite3_column_int64(st, 0);
     char *dir = NULL;
     int n = 0;

@@ -94,6 +94,19 @@ grep -q "<failure" "$tmp/j.xml" 2>/dev/null && ok "--gate --junit wrote the fail
 expect 2 "no good run .*of this report's class: host kind 'Other CPU, 8 logical CPUs; no GPU; " \
     "$g" history "$db" --gate "$tmp/other.json"
 expect 2 "cannot read the NEW report" "$g" history "$db" --gate "$tmp/missing.json"
+# REPORT recorded already and the only good run of its class: said so (before:
+# "no good run of this report's class", then that same class among "the
+# classes with good runs")
+mk "$tmp/lone.json" run-17 2026-10-17T01:00:00Z 555.42 pass 130 "Lone CPU"
+"$g" history add "$db" "$tmp/lone.json" >/dev/null || fail "add a run of a class of its own"
+expect 2 "the only good run of this report's class \(host kind 'Lone CPU, .* is the report itself \(recorded as run 14, the same run.id\)" \
+    "$g" history "$db" --gate "$tmp/lone.json"
+out=$("$g" history "$db" --gate "$tmp/lone.json" 2>&1)
+grep -q "has no good run" <<<"$out" && fail "the lone run's gate still says the class has no good run"
+grep -q "other classes with good runs: Test CPU 9000" <<<"$out" && ! grep -q "good runs: [^)]*Lone CPU" <<<"$out" &&
+    ok "the other classes are listed, not the lone run's own" || { fail "the classes listed"; echo "$out"; }
+expect 2 "has no good run .*of this report's class: host kind 'Other CPU.*other classes with good runs: .*Lone CPU" \
+    "$g" history "$db" --gate "$tmp/other.json"
 
 # ---- databases that must be refused and left as they were
 sum() { md5sum "$1" | cut -d' ' -f1; }
