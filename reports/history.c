@@ -985,7 +985,7 @@ void gt_history_series_free(gt_history_series *s, size_t n) {
     if (!s) return;
     for (size_t i = 0; i < n; i++) {
         free(s[i].suite), free(s[i].case_name), free(s[i].topology), free(s[i].backend);
-        free(s[i].params), free(s[i].metric), free(s[i].unit);
+        free(s[i].params), free(s[i].metric), free(s[i].unit), free(s[i].host_kind);
         for (size_t k = 0; k < s[i].n; k++)
             point_free(&s[i].pts[k]);
         free(s[i].pts);
@@ -1139,9 +1139,9 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     filter_sql(f, 1, where, sizeof where, params, &np);
     char *sql =
         xprintf("SELECT m.run, r.start, res.suite, res.case_name, res.topology, res.backend, "
-                "res.identity, m.unit, m.higher_better, m.value, m.samples, m.name "
+                "res.identity, m.unit, m.higher_better, m.value, m.samples, m.name, r.host_kind "
                 "FROM metrics m JOIN results res ON res.id = m.result JOIN runs r ON r.id = m.run "
-                "WHERE 1%s%s%s%s ORDER BY res.identity, m.name, m.run",
+                "WHERE 1%s%s%s%s ORDER BY res.identity, m.name, r.host_kind, m.run",
                 cname ? " AND m.case_name = ?" : "", metric ? " AND m.name = ?" : "",
                 suite[0] ? " AND res.suite = ?" : "", where);
     if (!sql) return GT_ERR(GT_ERR_OOM, "no memory");
@@ -1160,12 +1160,20 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     size_t ns = 0, cap = 0, pcap = 0;
     gt_status s = GT_OK;
     char *last_id = NULL, *last_metric = NULL;
+    /* one series per result identity, metric and machine class (the runs'
+     * host kind: CPU, GPUs, threads per rank): a 1-thread run and a 2-thread
+     * one are no more one series than compare judges them one against the
+     * other; group[i]: series i's identity and metric, for the order below */
+    size_t *group = NULL, ngroup = 0;
     while (s == GT_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *idt = (const char *)sqlite3_column_text(st, 6);
         const char *mname = (const char *)sqlite3_column_text(st, 11);
+        const char *kind = (const char *)sqlite3_column_text(st, 12);
         if (!idt) idt = "";
         if (!mname) mname = "";
-        if (!last_id || strcmp(idt, last_id) != 0 || strcmp(mname, last_metric) != 0) {
+        if (!kind) kind = "";
+        int same_key = last_id && strcmp(idt, last_id) == 0 && strcmp(mname, last_metric) == 0;
+        if (!same_key || strcmp(kind, ser[ns - 1].host_kind) != 0) {
             if (ns == cap) {
                 cap = cap ? 2 * cap : 8;
                 gt_history_series *g = realloc(ser, cap * sizeof *g);
@@ -1174,7 +1182,15 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
                     break;
                 }
                 ser = g;
+                size_t *gr = realloc(group, cap * sizeof *gr);
+                if (!gr) {
+                    s = GT_ERR(GT_ERR_OOM, "no memory for the series");
+                    break;
+                }
+                group = gr;
             }
+            if (!same_key) ngroup++;
+            group[ns] = ngroup;
             gt_history_series *x = &ser[ns++];
             memset(x, 0, sizeof *x);
             x->suite = xstrdup((const char *)sqlite3_column_text(st, 2));
@@ -1185,13 +1201,14 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
             x->metric = xstrdup(mname);
             x->unit = xstrdup((const char *)sqlite3_column_text(st, 7));
             x->higher_better = sqlite3_column_int(st, 8);
+            x->host_kind = xstrdup(kind);
             pcap = 0;
             free(last_id);
             free(last_metric);
             last_id = xstrdup(idt);
             last_metric = xstrdup(mname);
             if (!x->suite || !x->case_name || !x->topology || !x->backend || !x->params ||
-                !x->metric || !x->unit || !last_id || !last_metric) {
+                !x->metric || !x->unit || !x->host_kind || !last_id || !last_metric) {
                 s = GT_ERR(GT_ERR_OOM, "no memory for the series");
                 break;
             }
@@ -1208,12 +1225,23 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
         if (ser[i].n == 0) {
             free(ser[i].suite), free(ser[i].case_name), free(ser[i].topology);
             free(ser[i].backend), free(ser[i].params), free(ser[i].metric), free(ser[i].unit);
-            free(ser[i].pts);
+            free(ser[i].host_kind), free(ser[i].pts);
             continue;
         }
+        group[kept] = group[i];
         ser[kept++] = ser[i];
     }
     ns = kept;
+    /* the classes of one identity and metric in the order they were first run */
+    for (size_t i = 1; i < ns; i++)
+        for (size_t j = i; j > 0 && group[j] == group[j - 1] &&
+                           ser[j].pts[0].run < ser[j - 1].pts[0].run;
+             j--) {
+            gt_history_series t = ser[j];
+            ser[j] = ser[j - 1];
+            ser[j - 1] = t;
+        }
+    free(group);
     if (s == GT_OK && ns == 0) {
         char *have = NULL;
         if (cname) {
@@ -1261,28 +1289,47 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     return GT_OK;
 }
 
-/* 1 when another series differs from s only in its params: they tell the two apart. */
-static int params_needed(const gt_history_series *ser, size_t n, size_t i) {
+/* 1 when another series of the same case and metric differs from s in its
+ * params (params 1) or, with the same params, in its machine class (params
+ * 0): what tells the two apart is shown. */
+static int differs_in(const gt_history_series *ser, size_t n, size_t i, int params) {
     const gt_history_series *s = &ser[i];
     for (size_t j = 0; j < n; j++)
         if (j != i && !strcmp(ser[j].suite, s->suite) && !strcmp(ser[j].case_name, s->case_name) &&
             !strcmp(ser[j].topology, s->topology) && !strcmp(ser[j].backend, s->backend) &&
-            !strcmp(ser[j].metric, s->metric))
+            !strcmp(ser[j].metric, s->metric) &&
+            (params ? strcmp(ser[j].params, s->params) != 0
+                    : !strcmp(ser[j].params, s->params) && strcmp(ser[j].host_kind, s->host_kind)))
             return 1;
     return 0;
+}
+
+int gt_history_series_class_shown(const gt_history_series *ser, size_t n, size_t i) {
+    return differs_in(ser, n, i, 0);
 }
 
 void gt_history_print_series(const gt_history_series *ser, size_t n, FILE *out) {
     for (size_t i = 0; i < n; i++) {
         const gt_history_series *s = &ser[i];
-        int show = strcmp(s->params, "{}") != 0 && params_needed(ser, n, i);
+        int show = strcmp(s->params, "{}") != 0 && differs_in(ser, n, i, 1);
+        int cls = gt_history_series_class_shown(ser, n, i);
         fprintf(out,
-                "%s%s/%s on %s rank(s), backend %s%s%s: %s (%s, %s is better), %zu run%s, "
+                "%s%s/%s on %s rank(s), backend %s%s%s%s%s%s: %s (%s, %s is better), %zu run%s, "
                 "%zu change point%s\n",
                 i ? "\n" : "", s->suite, s->case_name, s->topology, s->backend,
-                show ? ", params " : "", show ? s->params : "", s->metric,
+                show ? ", params " : "", show ? s->params : "", cls ? ", machine class '" : "",
+                cls ? s->host_kind : "", cls ? "'" : "", s->metric,
                 s->unit[0] ? s->unit : "no unit", s->higher_better ? "higher" : "lower", s->n,
                 s->n == 1 ? "" : "s", s->ncp, s->ncp == 1 ? "" : "s");
+        /* under the first of the classes: why the runs are apart */
+        const gt_history_series *prev = i ? &ser[i - 1] : NULL;
+        if (cls && !(prev && !strcmp(prev->suite, s->suite) &&
+                     !strcmp(prev->case_name, s->case_name) &&
+                     !strcmp(prev->topology, s->topology) && !strcmp(prev->backend, s->backend) &&
+                     !strcmp(prev->metric, s->metric) && !strcmp(prev->params, s->params)))
+            fprintf(out, "  (one series per machine class: CPU and its count, GPUs, threads per "
+                         "rank; runs of another class are in their own series, as compare "
+                         "and the gate judge runs only within a class)\n");
         fprintf(out, "  %5s  %-20s  %12s  %12s  %12s  %6s\n", "run", "start (UTC)", "level", "min",
                 "max", "n");
         size_t c = 0;
