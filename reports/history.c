@@ -348,6 +348,48 @@ static int wal_mode(gt_history *h) {
     return rc;
 }
 
+/* Rows recorded before a result was renamed (gt_report_renames, reports/
+ * read.h) take the new name, as the reader gives an old report's results
+ * their new names: a series goes on across the rename. The case names of
+ * results and metrics and the identities (their case part, and params.model
+ * in them) change, in one transaction, and only where such a row exists
+ * (found through the metrics index; reports recorded since were renamed
+ * when read). */
+static gt_status rename_recorded(gt_history *h) {
+    for (const gt_report_rename *r = gt_report_renames; r->old_name; r++) {
+        long long hits = 0;
+        char *probe = xprintf("SELECT count(*) FROM (SELECT 1 FROM metrics WHERE case_name = '%s' "
+                              "OR (case_name >= '%s/' AND case_name < '%s0') LIMIT 1)",
+                              r->old_name, r->old_name, r->old_name);
+        if (!probe) return GT_ERR(GT_ERR_OOM, "no memory");
+        int rc = query_int(h, probe, &hits);
+        free(probe);
+        if (rc != SQLITE_OK) return db_err(h, rc, "looking for results recorded under an old name");
+        if (!hits) continue;
+        /* '%s' are the rename table's own names: no quote in them */
+        const char *o = r->old_name, *n = r->new_name;
+        char *sql = xprintf(
+            "BEGIN IMMEDIATE;"
+            "UPDATE results SET identity = replace(replace(identity, char(31) || case_name || "
+            "char(31), char(31) || '%s' || substr(case_name, %zu) || char(31)), "
+            "'\"model\":\"%s\"', '\"model\":\"%s\"'), case_name = '%s' || substr(case_name, %zu) "
+            "WHERE case_name = '%s' OR (case_name >= '%s/' AND case_name < '%s0');"
+            "UPDATE metrics SET case_name = '%s' || substr(case_name, %zu) "
+            "WHERE case_name = '%s' OR (case_name >= '%s/' AND case_name < '%s0');"
+            "COMMIT",
+            n, strlen(o) + 1, o, n, n, strlen(o) + 1, o, o, o, n, strlen(o) + 1, o, o, o);
+        if (!sql) return GT_ERR(GT_ERR_OOM, "no memory");
+        rc = exec(h, sql);
+        free(sql);
+        if (rc != SQLITE_OK) {
+            gt_status s = db_err(h, rc, "renaming results recorded under an old name");
+            exec(h, "ROLLBACK");
+            return s;
+        }
+    }
+    return GT_OK;
+}
+
 gt_status gt_history_open(const char *path, int create, gt_history **out) {
     *out = NULL;
     if (!path || !path[0]) return GT_ERR(GT_ERR_INVALID, "no history database given");
@@ -443,6 +485,8 @@ gt_status gt_history_open(const char *path, int create, gt_history **out) {
             s = db_err(h, rc, "switching it to WAL mode");
         else if (uv == 0)
             s = init_schema(h);
+        else
+            s = rename_recorded(h);
     }
     if (s != GT_OK) {
         gt_history_close(h);

@@ -134,8 +134,8 @@ trep() { # FILE RUN
  "env": {"host": "node-t"},
  "results": [$(tres convnet-tiny/a convnet-tiny 1 0.5 9 images_per_s 950),
              $(tres convnet-tiny/b convnet-tiny 1 0.505 10 images_per_s 930),
-             $(tres gpt2-small gpt2-small 1 3.2 12 tokens_per_s 7897),
-             $(tres gpt2-small gpt2-small 2 3.2 12 tokens_per_s 7726)],
+             $(tres gpt2-3m gpt2-3m 1 3.2 12 tokens_per_s 7897),
+             $(tres gpt2-3m gpt2-3m 2 3.2 12 tokens_per_s 7726)],
  "summary": {"total": 4, "pass": 4, "fail": 0, "skip": 0, "error": 0, "ok": true}}
 EOF
 }
