@@ -4,6 +4,8 @@
 
 #include "engine/comm.h"
 #include "engine/env.h"
+#include "models/model.h"
+#include "reports/read.h"
 #include "reports/report.h"
 
 #include <errno.h>
@@ -303,4 +305,61 @@ int gt_compare_exit_code(const gt_compare *c) {
     default:
         return GT_EXIT_REGRESSION;
     }
+}
+
+/* ---- renamed names ---------------------------------------------------------------- */
+
+/* The note once a job: not from a rank other than 0, nor from the copy that
+ * run relaunched under mpirun (the first process said it). */
+static int note_here(void) {
+    if (getenv("GT_NO_RELAUNCH")) return 0;
+    static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                        "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++) {
+        const char *r = getenv(ranks[i]);
+        if (r && r[0] && strcmp(r, "0") != 0) return 0;
+    }
+    return 1;
+}
+
+static void rename_note(const char *cmd, const char *old_name, const char *new_name,
+                        const char *what) {
+    if (note_here())
+        fprintf(stderr,
+                "gauntlet %s: note: %s '%s' is now '%s' (3.3M parameters: GPT-2 small, 124M, "
+                "is gpt2-124m); the old name is deprecated, reports record the new one\n",
+                cmd, what, old_name, new_name);
+}
+
+const char *gt_cli_model_name(const char *cmd, const char *name) {
+    const char *n = gt_model_preset_renamed(name);
+    if (!n) return name;
+    rename_note(cmd, name, n, "model");
+    return n;
+}
+
+const char *gt_cli_case_name(const char *cmd, const char *sel) {
+    static char store[32][160];
+    static int used;
+    if (!sel) return sel;
+    /* the case part: after "SUITE/" when the first part names a suite of the
+     * renames' kind, else the whole selection (predict's --case) */
+    for (int whole = 0; whole < 2; whole++) {
+        const char *c = sel;
+        if (!whole) {
+            const char *slash = strchr(sel, '/');
+            if (!slash) continue;
+            c = slash + 1;
+        }
+        for (const gt_report_rename *r = gt_report_renames; r->old_name; r++) {
+            size_t k = strlen(r->old_name);
+            if (strncmp(c, r->old_name, k) != 0 || (c[k] && c[k] != '/')) continue;
+            if (used == 32) return sel;
+            char *out = store[used++];
+            snprintf(out, sizeof store[0], "%.*s%s%s", (int)(c - sel), sel, r->new_name, c + k);
+            rename_note(cmd, sel, out, "case");
+            return out;
+        }
+    }
+    return sel;
 }

@@ -71,6 +71,17 @@ int gt_usage_error(const char *cmd, const char *fmt, ...)
 
 int gt_cmd_run(int argc, char **argv);
 
+/* Renamed presets and result names (models/model.h gt_model_preset_renamed,
+ * reports/read.h gt_report_renames; docs/models.md): the old name keeps
+ * working, deprecated. gt_cli_model_name: the preset an old --model NAME now
+ * is, else name. gt_cli_case_name: a selection or case (SUITE/CASE, CASE,
+ * predict's --case) with an old name in its case part under the new one, in
+ * storage of its own that lives as long as the process, else sel. Each prints
+ * one note on stderr naming the new name ("gauntlet CMD: note: ..."), once per
+ * job (not from the other ranks or a relaunched copy). */
+const char *gt_cli_model_name(const char *cmd, const char *name);
+const char *gt_cli_case_name(const char *cmd, const char *sel);
+
 /* 1 when an executable mpirun is on PATH. */
 int gt_have_mpirun(void);
 /* Runs this gauntlet again under `mpirun -np n` with the same arguments

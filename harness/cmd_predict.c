@@ -27,7 +27,7 @@ static void predict_usage(FILE *f) {
             "\n"
             "  --from REPORT...        reports to read (the words after it that are not options)\n"
             "  --ranks LIST            rank counts to predict (default 8,64,512,4096)\n"
-            "  --case NAME             the train / scaling case to scale (default gpt2-small,\n"
+            "  --case NAME             the train / scaling case to scale (default gpt2-3m,\n"
             "                          else the first one the reports have)\n"
             "  --global-batch B        strong scaling's global batch (default: the case's)\n"
             "  --batch-per-rank B      weak scaling's batch per rank (default: the case's on\n"
@@ -118,7 +118,7 @@ int gt_cmd_predict(int argc, char **argv) {
             err |= !parse_ranks(v, &o);
             have_ranks = 1;
         } else if (gt_opt(&a, "--case", &v, &err)) {
-            o.case_name = v;
+            o.case_name = gt_cli_case_name("predict", v);
         } else if (gt_opt(&a, "--global-batch", &v, &err)) {
             err |= !gt_parse_double(&a, "--global-batch", v, 1, 1e12, &o.global_batch);
         } else if (gt_opt(&a, "--batch-per-rank", &v, &err)) {

@@ -442,7 +442,7 @@ int gt_cmd_run(int argc, char **argv) {
             return GT_EXIT_OK;
         } else if (argv[a.i][0] != '-') {
             if (nsel == 32) return gt_usage_error("run", "at most 32 suites or cases");
-            sel[nsel++] = argv[a.i++];
+            sel[nsel++] = gt_cli_case_name("run", argv[a.i++]);
         } else if (gt_opt(&a, "--backend", &v, &err)) {
             backend_opt = v;
         } else if (gt_opt(&a, "--topologies", &v, &err)) {

@@ -26,7 +26,7 @@ static void train_usage(FILE *f) {
         f, "usage: gauntlet train [options]\n"
            "\n"
            "model:\n"
-           "  --model NAME          gpt2-tiny (default), gpt2-small, gpt2-124m; mlp-tiny,\n"
+           "  --model NAME          gpt2-tiny (default), gpt2-3m, gpt2-124m; mlp-tiny,\n"
            "                        mlp-tiny-relu, mlp-small, convnet-tiny, resnet-small\n"
            "                        train on their synthetic task (docs/models.md)\n"
            "  --layers N --heads N --channels N --vocab N --padded-vocab N --max-seq N\n"
@@ -295,12 +295,14 @@ int gt_cmd_train(int argc, char **argv) {
     /* the preset first, so overrides apply to it whatever the order */
     for (int i = 1; i + 1 < argc; i++)
         if (strcmp(argv[i], "--model") == 0) {
-            snprintf(cfg.model_name, sizeof cfg.model_name, "%s", argv[i + 1]);
+            snprintf(cfg.model_name, sizeof cfg.model_name, "%s",
+                     gt_cli_model_name("train", argv[i + 1]));
             gt_model_arch arch;
             gt_status s = gt_model_arch_of(argv[i + 1], NULL, &arch);
             if (s != GT_OK) return gt_fail("train", s);
         } else if (strncmp(argv[i], "--model=", 8) == 0) {
-            snprintf(cfg.model_name, sizeof cfg.model_name, "%s", argv[i] + 8);
+            snprintf(cfg.model_name, sizeof cfg.model_name, "%s",
+                     gt_cli_model_name("train", argv[i] + 8));
             gt_model_arch arch;
             gt_status s = gt_model_arch_of(argv[i] + 8, NULL, &arch);
             if (s != GT_OK) return gt_fail("train", s);

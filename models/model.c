@@ -23,17 +23,33 @@ size_t gt_batch_predictions(const gt_batch *b) { return (size_t)b->n * (size_t)b
 static const struct {
     const char *name, *family;
 } g_presets[] = {
-    {"gpt2-tiny", "gpt2"},       {"gpt2-small", "gpt2"},       {"gpt2-124m", "gpt2"},
+    {"gpt2-tiny", "gpt2"},       {"gpt2-3m", "gpt2"},          {"gpt2-124m", "gpt2"},
     {"mlp-tiny", "mlp"},         {"mlp-tiny-relu", "mlp"},     {"mlp-small", "mlp"},
     {"convnet-tiny", "convnet"}, {"resnet-small", "convnet"},
 };
 
 const char *gt_model_preset_names(void) {
-    return "gpt2-tiny, gpt2-small, gpt2-124m, mlp-tiny, mlp-tiny-relu, mlp-small, "
+    return "gpt2-tiny, gpt2-3m, gpt2-124m, mlp-tiny, mlp-tiny-relu, mlp-small, "
            "convnet-tiny, resnet-small";
 }
 
+/* Old names of presets that were renamed, kept working (model.h). The same
+ * rename of result names in reports written before is reports/read.c's. */
+static const struct {
+    const char *old_name, *new_name;
+} g_renamed[] = {
+    /* 3.3M parameters (L4 C256): ML users read "gpt2-small" as GPT-2 small, 124M */
+    {"gpt2-small", "gpt2-3m"},
+};
+
+const char *gt_model_preset_renamed(const char *name) {
+    for (size_t i = 0; name && i < sizeof g_renamed / sizeof g_renamed[0]; i++)
+        if (strcmp(name, g_renamed[i].old_name) == 0) return g_renamed[i].new_name;
+    return NULL;
+}
+
 const char *gt_model_family_of(const char *name) {
+    if (gt_model_preset_renamed(name)) name = gt_model_preset_renamed(name);
     for (size_t i = 0; name && i < sizeof g_presets / sizeof g_presets[0]; i++)
         if (strcmp(name, g_presets[i].name) == 0) return g_presets[i].family;
     return NULL;
@@ -108,6 +124,7 @@ static void no_option(void *ctx, int key, int value) {
 
 gt_status gt_model_arch_of(const char *name, const char *options, gt_model_arch *out) {
     memset(out, 0, sizeof *out);
+    if (gt_model_preset_renamed(name)) name = gt_model_preset_renamed(name);
     const char *fam = name && strcmp(name, "llmc") == 0 ? "gpt2" : gt_model_family_of(name);
     if (!fam)
         return GT_ERR(GT_ERR_INVALID, "unknown model '%s': the presets are %s",
@@ -161,6 +178,8 @@ gt_status gt_model_describe_file(const char *source, char *name, char *options) 
 gt_status gt_model_new_opts(gt_backend *be, const char *name, const char *options, gt_dtype dt,
                             int max_batch, int T, gt_model **out) {
     *out = NULL;
+    /* an old name builds the renamed preset and carries its new name */
+    if (gt_model_preset_renamed(name)) name = gt_model_preset_renamed(name);
     gt_model_arch arch;
     GT_TRY(gt_model_arch_of(name, options, &arch));
     if (strcmp(arch.family, "gpt2") == 0)

@@ -99,11 +99,13 @@ typedef gt_params_loc gt_model_loc;
 
 /* Builds the preset `name` on `be` (borrowed; must outlive the model) for at
  * most max_batch samples per forward and, for token models, at most T tokens
- * per sample (ignored by dense models). Presets: gpt2-tiny, gpt2-small,
+ * per sample (ignored by dense models). Presets: gpt2-tiny, gpt2-3m,
  * gpt2-124m (gpt2.h), mlp-tiny, mlp-tiny-relu, mlp-small (mlp.h),
  * convnet-tiny, resnet-small (convnet.h). GT_ERR_INVALID names them all
- * when `name` is unknown. Parameters are uninitialised until
- * gt_model_init_random or gt_model_set_params. */
+ * when `name` is unknown. An old name of a renamed preset
+ * (gt_model_preset_renamed) builds the preset under its new name.
+ * Parameters are uninitialised until gt_model_init_random or
+ * gt_model_set_params. */
 gt_status gt_model_new(gt_backend *be, const char *name, int max_batch, int T, gt_model **out);
 /* The same with storage dtype dt (gt_model_new is fp32): fp32, bf16 or
  * fp16 for every family. A backend that cannot store dt refuses here with
@@ -149,9 +151,16 @@ gt_status gt_model_describe_file(const char *source, char *name, char *options);
  * equal the model's); GT_ERR_INVALID for another form or another family. */
 gt_status gt_model_init_from(gt_model *m, const char *source);
 
-/* "gpt2-tiny, gpt2-small, ..., resnet-small": for messages and --help. */
+/* "gpt2-tiny, gpt2-3m, ..., resnet-small": for messages and --help. */
 const char *gt_model_preset_names(void);
-/* The family a preset name belongs to ("gpt2", "mlp", "convnet"), NULL if none. */
+/* The new name of a preset that was renamed, when `name` is its old name
+ * ("gpt2-small": "gpt2-3m", a 3.3M-parameter model that the old name made
+ * read as GPT-2 small's 124M); NULL for any other name. Every function here
+ * takes the old name as the new one; the harness says so (deprecated) and
+ * records the new name. */
+const char *gt_model_preset_renamed(const char *name);
+/* The family a preset name (or an old name) belongs to ("gpt2", "mlp",
+ * "convnet"), NULL if none. */
 const char *gt_model_family_of(const char *name);
 
 const gt_model_info *gt_model_get_info(const gt_model *m);

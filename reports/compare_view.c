@@ -88,6 +88,15 @@ void gt_compare_each_metric(const gt_compare *c, gt_compare_metric_fn fn, void *
     free(v);
 }
 
+int gt_compare_not_comparable(const gt_compare *c) {
+    return c->not_comparable;
+}
+
+void gt_compare_each_machine_diff(const gt_compare *c, gt_compare_field_fn fn, void *ctx) {
+    for (size_t i = 0; i < c->nfp; i++)
+        if (c->fp[i].machine) fn(ctx, c->fp[i].key, c->fp[i].base, c->fp[i].nw);
+}
+
 double gt_compare_us_per_unit(const char *unit) {
     return gt_cmp_us_per_unit(unit);
 }

@@ -45,6 +45,20 @@ typedef struct gt_compare_metric_view {
 typedef void (*gt_compare_metric_fn)(void *ctx, const gt_compare_metric_view *m);
 void gt_compare_each_metric(const gt_compare *c, gt_compare_metric_fn fn, void *ctx);
 
+/* 1 when BASE and NEW ran on different machine classes and speed was not
+ * judged (compare's NOT COMPARABLE: no --across-machines); the checks,
+ * statuses and missing results are judged all the same. */
+int gt_compare_not_comparable(const gt_compare *c);
+
+/* Calls fn for each field of the machine class (docs/ci-gating.md, "Machine
+ * class": cpu.model, threads.per_rank, topology_digest, ...) whose value
+ * differs between BASE and NEW, in compare's order, with the two values as
+ * compare prints them ("(absent)" where a side lacks the field). Strings are
+ * borrowed from c. */
+typedef void (*gt_compare_field_fn)(void *ctx, const char *key, const char *base,
+                                    const char *new_);
+void gt_compare_each_machine_diff(const gt_compare *c, gt_compare_field_fn fn, void *ctx);
+
 /* Microseconds per unit of a time ("ns", "us", "ms", "s"), 0 when the unit
  * is not a time: the units the timing floor (GT_COMPARE_TIMING_FLOOR_US)
  * applies to. */

@@ -348,6 +348,48 @@ static int wal_mode(gt_history *h) {
     return rc;
 }
 
+/* Rows recorded before a result was renamed (gt_report_renames, reports/
+ * read.h) take the new name, as the reader gives an old report's results
+ * their new names: a series goes on across the rename. The case names of
+ * results and metrics and the identities (their case part, and params.model
+ * in them) change, in one transaction, and only where such a row exists
+ * (found through the metrics index; reports recorded since were renamed
+ * when read). */
+static gt_status rename_recorded(gt_history *h) {
+    for (const gt_report_rename *r = gt_report_renames; r->old_name; r++) {
+        long long hits = 0;
+        char *probe = xprintf("SELECT count(*) FROM (SELECT 1 FROM metrics WHERE case_name = '%s' "
+                              "OR (case_name >= '%s/' AND case_name < '%s0') LIMIT 1)",
+                              r->old_name, r->old_name, r->old_name);
+        if (!probe) return GT_ERR(GT_ERR_OOM, "no memory");
+        int rc = query_int(h, probe, &hits);
+        free(probe);
+        if (rc != SQLITE_OK) return db_err(h, rc, "looking for results recorded under an old name");
+        if (!hits) continue;
+        /* '%s' are the rename table's own names: no quote in them */
+        const char *o = r->old_name, *n = r->new_name;
+        char *sql = xprintf(
+            "BEGIN IMMEDIATE;"
+            "UPDATE results SET identity = replace(replace(identity, char(31) || case_name || "
+            "char(31), char(31) || '%s' || substr(case_name, %zu) || char(31)), "
+            "'\"model\":\"%s\"', '\"model\":\"%s\"'), case_name = '%s' || substr(case_name, %zu) "
+            "WHERE case_name = '%s' OR (case_name >= '%s/' AND case_name < '%s0');"
+            "UPDATE metrics SET case_name = '%s' || substr(case_name, %zu) "
+            "WHERE case_name = '%s' OR (case_name >= '%s/' AND case_name < '%s0');"
+            "COMMIT",
+            n, strlen(o) + 1, o, n, n, strlen(o) + 1, o, o, o, n, strlen(o) + 1, o, o, o);
+        if (!sql) return GT_ERR(GT_ERR_OOM, "no memory");
+        rc = exec(h, sql);
+        free(sql);
+        if (rc != SQLITE_OK) {
+            gt_status s = db_err(h, rc, "renaming results recorded under an old name");
+            exec(h, "ROLLBACK");
+            return s;
+        }
+    }
+    return GT_OK;
+}
+
 gt_status gt_history_open(const char *path, int create, gt_history **out) {
     *out = NULL;
     if (!path || !path[0]) return GT_ERR(GT_ERR_INVALID, "no history database given");
@@ -443,6 +485,8 @@ gt_status gt_history_open(const char *path, int create, gt_history **out) {
             s = db_err(h, rc, "switching it to WAL mode");
         else if (uv == 0)
             s = init_schema(h);
+        else
+            s = rename_recorded(h);
     }
     if (s != GT_OK) {
         gt_history_close(h);
@@ -985,7 +1029,7 @@ void gt_history_series_free(gt_history_series *s, size_t n) {
     if (!s) return;
     for (size_t i = 0; i < n; i++) {
         free(s[i].suite), free(s[i].case_name), free(s[i].topology), free(s[i].backend);
-        free(s[i].params), free(s[i].metric), free(s[i].unit);
+        free(s[i].params), free(s[i].metric), free(s[i].unit), free(s[i].host_kind);
         for (size_t k = 0; k < s[i].n; k++)
             point_free(&s[i].pts[k]);
         free(s[i].pts);
@@ -1139,9 +1183,9 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     filter_sql(f, 1, where, sizeof where, params, &np);
     char *sql =
         xprintf("SELECT m.run, r.start, res.suite, res.case_name, res.topology, res.backend, "
-                "res.identity, m.unit, m.higher_better, m.value, m.samples, m.name "
+                "res.identity, m.unit, m.higher_better, m.value, m.samples, m.name, r.host_kind "
                 "FROM metrics m JOIN results res ON res.id = m.result JOIN runs r ON r.id = m.run "
-                "WHERE 1%s%s%s%s ORDER BY res.identity, m.name, m.run",
+                "WHERE 1%s%s%s%s ORDER BY res.identity, m.name, r.host_kind, m.run",
                 cname ? " AND m.case_name = ?" : "", metric ? " AND m.name = ?" : "",
                 suite[0] ? " AND res.suite = ?" : "", where);
     if (!sql) return GT_ERR(GT_ERR_OOM, "no memory");
@@ -1160,12 +1204,20 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     size_t ns = 0, cap = 0, pcap = 0;
     gt_status s = GT_OK;
     char *last_id = NULL, *last_metric = NULL;
+    /* one series per result identity, metric and machine class (the runs'
+     * host kind: CPU, GPUs, threads per rank): a 1-thread run and a 2-thread
+     * one are no more one series than compare judges them one against the
+     * other; group[i]: series i's identity and metric, for the order below */
+    size_t *group = NULL, ngroup = 0;
     while (s == GT_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *idt = (const char *)sqlite3_column_text(st, 6);
         const char *mname = (const char *)sqlite3_column_text(st, 11);
+        const char *kind = (const char *)sqlite3_column_text(st, 12);
         if (!idt) idt = "";
         if (!mname) mname = "";
-        if (!last_id || strcmp(idt, last_id) != 0 || strcmp(mname, last_metric) != 0) {
+        if (!kind) kind = "";
+        int same_key = last_id && strcmp(idt, last_id) == 0 && strcmp(mname, last_metric) == 0;
+        if (!same_key || strcmp(kind, ser[ns - 1].host_kind) != 0) {
             if (ns == cap) {
                 cap = cap ? 2 * cap : 8;
                 gt_history_series *g = realloc(ser, cap * sizeof *g);
@@ -1174,7 +1226,15 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
                     break;
                 }
                 ser = g;
+                size_t *gr = realloc(group, cap * sizeof *gr);
+                if (!gr) {
+                    s = GT_ERR(GT_ERR_OOM, "no memory for the series");
+                    break;
+                }
+                group = gr;
             }
+            if (!same_key) ngroup++;
+            group[ns] = ngroup;
             gt_history_series *x = &ser[ns++];
             memset(x, 0, sizeof *x);
             x->suite = xstrdup((const char *)sqlite3_column_text(st, 2));
@@ -1185,13 +1245,14 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
             x->metric = xstrdup(mname);
             x->unit = xstrdup((const char *)sqlite3_column_text(st, 7));
             x->higher_better = sqlite3_column_int(st, 8);
+            x->host_kind = xstrdup(kind);
             pcap = 0;
             free(last_id);
             free(last_metric);
             last_id = xstrdup(idt);
             last_metric = xstrdup(mname);
             if (!x->suite || !x->case_name || !x->topology || !x->backend || !x->params ||
-                !x->metric || !x->unit || !last_id || !last_metric) {
+                !x->metric || !x->unit || !x->host_kind || !last_id || !last_metric) {
                 s = GT_ERR(GT_ERR_OOM, "no memory for the series");
                 break;
             }
@@ -1208,12 +1269,23 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
         if (ser[i].n == 0) {
             free(ser[i].suite), free(ser[i].case_name), free(ser[i].topology);
             free(ser[i].backend), free(ser[i].params), free(ser[i].metric), free(ser[i].unit);
-            free(ser[i].pts);
+            free(ser[i].host_kind), free(ser[i].pts);
             continue;
         }
+        group[kept] = group[i];
         ser[kept++] = ser[i];
     }
     ns = kept;
+    /* the classes of one identity and metric in the order they were first run */
+    for (size_t i = 1; i < ns; i++)
+        for (size_t j = i; j > 0 && group[j] == group[j - 1] &&
+                           ser[j].pts[0].run < ser[j - 1].pts[0].run;
+             j--) {
+            gt_history_series t = ser[j];
+            ser[j] = ser[j - 1];
+            ser[j - 1] = t;
+        }
+    free(group);
     if (s == GT_OK && ns == 0) {
         char *have = NULL;
         if (cname) {
@@ -1261,28 +1333,47 @@ gt_status gt_history_series_get(gt_history *h, const gt_history_filter *f, const
     return GT_OK;
 }
 
-/* 1 when another series differs from s only in its params: they tell the two apart. */
-static int params_needed(const gt_history_series *ser, size_t n, size_t i) {
+/* 1 when another series of the same case and metric differs from s in its
+ * params (params 1) or, with the same params, in its machine class (params
+ * 0): what tells the two apart is shown. */
+static int differs_in(const gt_history_series *ser, size_t n, size_t i, int params) {
     const gt_history_series *s = &ser[i];
     for (size_t j = 0; j < n; j++)
         if (j != i && !strcmp(ser[j].suite, s->suite) && !strcmp(ser[j].case_name, s->case_name) &&
             !strcmp(ser[j].topology, s->topology) && !strcmp(ser[j].backend, s->backend) &&
-            !strcmp(ser[j].metric, s->metric))
+            !strcmp(ser[j].metric, s->metric) &&
+            (params ? strcmp(ser[j].params, s->params) != 0
+                    : !strcmp(ser[j].params, s->params) && strcmp(ser[j].host_kind, s->host_kind)))
             return 1;
     return 0;
+}
+
+int gt_history_series_class_shown(const gt_history_series *ser, size_t n, size_t i) {
+    return differs_in(ser, n, i, 0);
 }
 
 void gt_history_print_series(const gt_history_series *ser, size_t n, FILE *out) {
     for (size_t i = 0; i < n; i++) {
         const gt_history_series *s = &ser[i];
-        int show = strcmp(s->params, "{}") != 0 && params_needed(ser, n, i);
+        int show = strcmp(s->params, "{}") != 0 && differs_in(ser, n, i, 1);
+        int cls = gt_history_series_class_shown(ser, n, i);
         fprintf(out,
-                "%s%s/%s on %s rank(s), backend %s%s%s: %s (%s, %s is better), %zu run%s, "
+                "%s%s/%s on %s rank(s), backend %s%s%s%s%s%s: %s (%s, %s is better), %zu run%s, "
                 "%zu change point%s\n",
                 i ? "\n" : "", s->suite, s->case_name, s->topology, s->backend,
-                show ? ", params " : "", show ? s->params : "", s->metric,
+                show ? ", params " : "", show ? s->params : "", cls ? ", machine class '" : "",
+                cls ? s->host_kind : "", cls ? "'" : "", s->metric,
                 s->unit[0] ? s->unit : "no unit", s->higher_better ? "higher" : "lower", s->n,
                 s->n == 1 ? "" : "s", s->ncp, s->ncp == 1 ? "" : "s");
+        /* under the first of the classes: why the runs are apart */
+        const gt_history_series *prev = i ? &ser[i - 1] : NULL;
+        if (cls && !(prev && !strcmp(prev->suite, s->suite) &&
+                     !strcmp(prev->case_name, s->case_name) &&
+                     !strcmp(prev->topology, s->topology) && !strcmp(prev->backend, s->backend) &&
+                     !strcmp(prev->metric, s->metric) && !strcmp(prev->params, s->params)))
+            fprintf(out, "  (one series per machine class: CPU and its count, GPUs, threads per "
+                         "rank; runs of another class are in their own series, as compare "
+                         "and the gate judge runs only within a class)\n");
         fprintf(out, "  %5s  %-20s  %12s  %12s  %12s  %6s\n", "run", "start (UTC)", "level", "min",
                 "max", "n");
         size_t c = 0;
@@ -1403,26 +1494,65 @@ gt_status gt_history_gate(gt_history *h, const char *new_path, const gt_compare_
     BIND_TEXT(st, 1, c.host_kind);
     BIND_TEXT(st, 2, c.topology);
     BIND_TEXT(st, 3, c.backends);
-    BIND_TEXT(st, 4, gt_report_doc_run_id(d));
+    char *run_id = xstrdup(gt_report_doc_run_id(d));
+    BIND_TEXT(st, 4, run_id);
     sqlite3_bind_int(st, 5, GT_HISTORY_GATE_RUNS);
     gt_report_doc_free(d);
     rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
         sqlite3_finalize(st);
-        if (rc != SQLITE_DONE) return db_err(h, rc, "looking for the last good run");
-        char *have = names_of(h,
-                              "SELECT DISTINCT host_kind || ' | ' || topology || ' | ' || backends "
-                              "FROM runs WHERE n_fail = 0 AND n_error = 0 AND n_pass > 0",
-                              NULL);
-        gt_status s = GT_ERR(
-            GT_ERR_INVALID,
-            "history database '%s' has no good run (every result passed or skipped) of this "
-            "report's class: host kind '%s', topology '%s', backends '%s'; record a good run of "
-            "it first (the classes with good runs: %s)",
-            h->path, c.host_kind, c.topology, c.backends, have && have[0] ? have : "none");
+        if (rc != SQLITE_DONE) {
+            free(run_id);
+            return db_err(h, rc, "looking for the last good run");
+        }
+        /* REPORT may be recorded already: then it can be the class's only good
+         * run, which the gate passes over (it is not its own baseline) */
+        long long self = 0;
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(h->db,
+                               "SELECT id FROM runs WHERE host_kind = ?1 AND topology = ?2 AND "
+                               "backends = ?3 AND n_fail = 0 AND n_error = 0 AND n_pass > 0 AND "
+                               "run_id = ?4",
+                               -1, &q, NULL) == SQLITE_OK) {
+            BIND_TEXT(q, 1, c.host_kind);
+            BIND_TEXT(q, 2, c.topology);
+            BIND_TEXT(q, 3, c.backends);
+            BIND_TEXT(q, 4, run_id);
+            if (sqlite3_step(q) == SQLITE_ROW) self = sqlite3_column_int64(q, 0);
+        }
+        sqlite3_finalize(q);
+        free(run_id);
+        /* the other classes: this one has none but REPORT */
+        char *have = NULL;
+        char *sql = xprintf("SELECT DISTINCT host_kind || ' | ' || topology || ' | ' || backends "
+                            "FROM runs WHERE n_fail = 0 AND n_error = 0 AND n_pass > 0 AND "
+                            "host_kind || ' | ' || topology || ' | ' || backends <> ?1");
+        char *mine = xprintf("%s | %s | %s", c.host_kind, c.topology, c.backends);
+        if (sql && mine) have = names_of(h, sql, mine);
+        free(sql);
+        free(mine);
+        gt_status s;
+        if (self)
+            s = GT_ERR(GT_ERR_INVALID,
+                       "the only good run of this report's class (host kind '%s', topology "
+                       "'%s', backends '%s') in history database '%s' is the report itself "
+                       "(recorded as run %lld, the same run.id), and a run is not its own "
+                       "baseline: record another good run of this class first (the other "
+                       "classes with good runs: %s)",
+                       c.host_kind, c.topology, c.backends, h->path, self,
+                       have && have[0] ? have : "none");
+        else
+            s = GT_ERR(GT_ERR_INVALID,
+                       "history database '%s' has no good run (every result passed or "
+                       "skipped) of this report's class: host kind '%s', topology '%s', "
+                       "backends '%s'; record a good run of it first (the other classes with "
+                       "good runs: %s)",
+                       h->path, c.host_kind, c.topology, c.backends,
+                       have && have[0] ? have : "none");
         free(have);
         return s;
     }
+    free(run_id);
     *base_id = sqlite3_column_int64(st, 0);
     char *dir = NULL;
     int n = 0;

@@ -110,6 +110,8 @@ typedef struct gt_history_series {
     char *suite, *case_name, *topology, *backend;
     char *params; /* the identity params (compact JSON), "{}" when none */
     char *metric, *unit;
+    char *host_kind; /* the runs' machine class (gt_history_class's host kind: CPU model
+                        and count, GPUs, threads per rank): a series never mixes two */
     int higher_better;
     gt_history_point *pts; /* oldest first */
     size_t n;
@@ -119,7 +121,9 @@ typedef struct gt_history_series {
 
 /* The series of metric `metric` of the results of case `case_name` (its
  * name, or SUITE/CASE) in the runs the filter takes, one series per result
- * identity (topology, backend, params), each with its change points.
+ * identity (topology, backend, params) and machine class (the runs' host
+ * kind: runs with 1 and 2 threads per rank make two series, the older class
+ * first), each with its change points.
  * case_name NULL: every case, metric NULL: every metric (the HTML view).
  * opt: compare's options for the change points (NULL: its defaults).
  * GT_ERR_INVALID when nothing matches: the message names the cases or the
@@ -139,6 +143,10 @@ void gt_history_series_free(gt_history_series *s, size_t n);
 gt_status gt_history_change_points(const gt_history_point *pts, size_t n, int higher_better,
                                    const char *unit, const gt_compare_options *opt,
                                    gt_history_change **cps, size_t *ncp);
+
+/* 1 when series i of ser[0..n) has a twin in another machine class (same
+ * case, metric and identity): its class is then shown beside its name. */
+int gt_history_series_class_shown(const gt_history_series *ser, size_t n, size_t i);
 
 /* Prints each series (a line per run: id, time, level, spread, samples) with
  * its change points marked and their changed fingerprint fields. */

@@ -24,6 +24,7 @@ typedef struct order {
     int gated;       /* compare would gate this metric (not derived, not "gate": false,
                         not a time below the timing floor in every run) */
     const char *why; /* why not: "derived from M", a kind, "below the timing floor" */
+    int class_shown; /* a twin series of another machine class exists: name the class */
     char buf[96];
 } order;
 
@@ -142,6 +143,7 @@ static json_t *series_json(const order *o, json_t *runs) {
                           x->higher_better ? "higher" : "lower", "gated", o->gated);
     if (!j) return NULL;
     if (o->why) json_object_set_new(j, "why", json_string(o->why));
+    if (o->class_shown) json_object_set_new(j, "class", json_string(x->host_kind));
     json_t *pts = json_array(), *cps = json_array();
     for (size_t i = 0; i < x->n; i++) {
         const gt_history_point *p = &x->pts[i];
@@ -171,7 +173,9 @@ gt_status gt_html_history_json(const gt_html_history *h, char **out) {
     if (s == GT_OK && (!root || !arr || !runs || !ord)) s = GT_ERR(GT_ERR_OOM, "no memory");
     size_t total = 0, gated = 0;
     for (size_t i = 0; s == GT_OK && i < n; i++)
-        if (ser[i].n >= 2) ord[total++] = (order){.s = &ser[i], .idx = i};
+        if (ser[i].n >= 2)
+            ord[total++] = (order){.s = &ser[i], .idx = i,
+                                   .class_shown = gt_history_series_class_shown(ser, n, i)};
     if (s == GT_OK) {
         gate_all(db, ord, total);
         qsort(ord, total, sizeof *ord, cmp_order);
@@ -293,14 +297,16 @@ const char gt_html_history_js[] =
     "  var grid = el('div', {cls: 'charts'});\n"
     "  data.series.forEach(function (s) {\n"
     "    var cap = [el('b', {text: s.suite + '/' + s.case}), ' ' + s.metric + ' (' + (s.unit || 'no unit') + ', ' + s.better + ' is better), ' +\n"
-    "      s.topology + ' rank(s), ' + s.backend + (s.params !== '{}' ? ', ' + s.params : '') + ': ' + s.points.length + ' runs, ' +\n"
+    "      s.topology + ' rank(s), ' + s.backend + (s.params !== '{}' ? ', ' + s.params : '') +\n"
+    "      (s['class'] ? ', machine class ' + s['class'] + ' (its runs only: a series never mixes machine classes)' : '') + ': ' + s.points.length + ' runs, ' +\n"
     "      s.changes.length + ' change point' + (s.changes.length === 1 ? '' : 's'),\n"
     "      s.gated ? null : el('span', {cls: 'skip', text: '; not gated: ' + s.why})];\n"
     "    var list = s.changes.map(function (c) {\n"
     "      return el('li', {text: 'run ' + c.run + ': ' + c.verdict + ', ' + fmt(c.before) + ' \\u2192 ' + fmt(c.after) + ' ' + s.unit +\n"
     "        ' (' + relText(c) + ', p ' + fmt(c.p) + '); changed: ' + changedText(c)});\n"
     "    });\n"
-    "    grid.appendChild(el('figure', {'data-history-series': s.suite + '/' + s.case + ':' + s.metric, 'data-gated': s.gated ? '1' : '0'}, [\n"
+    "    grid.appendChild(el('figure', {'data-history-series': s.suite + '/' + s.case + ':' + s.metric, 'data-gated': s.gated ? '1' : '0',\n"
+    "                                   'data-history-class': s['class'] || null}, [\n"
     "      el('figcaption', {}, cap), plot(s), list.length ? el('ul', {cls: 'note'}, list) : null]));\n"
     "  });\n"
     "  if (!shown) body.push(el('p', {cls: 'note', text: 'No metric has two runs in the history yet.'}));\n"

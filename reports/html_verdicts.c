@@ -95,6 +95,11 @@ static void put_metric(void *ctx, const gt_compare_metric_view *m) {
     json_object_set_new(child(child((json_t *)ctx, "metrics"), idx), m->metric, o);
 }
 
+static void put_machine_field(void *ctx, const char *key, const char *base, const char *new_) {
+    json_array_append_new((json_t *)ctx,
+                          json_pack("{s:s, s:s, s:s}", "key", key, "base", base, "new", new_));
+}
+
 static void compare_pair(json_t *pair, const char *base_path, const char *new_path) {
     gt_compare_options o = gt_compare_defaults();
     gt_compare *c = NULL;
@@ -104,6 +109,14 @@ static void compare_pair(json_t *pair, const char *base_path, const char *new_pa
     }
     json_object_set_new(pair, "metrics", json_object());
     gt_compare_each_metric(c, put_metric, pair);
+    /* different machine classes: compare says NOT COMPARABLE and names the
+     * fields; the page says the same above everything else */
+    if (gt_compare_not_comparable(c)) {
+        json_object_set_new(pair, "not_comparable", json_true());
+        json_t *fields = json_array();
+        gt_compare_each_machine_diff(c, put_machine_field, fields);
+        json_object_set_new(pair, "machine", fields);
+    }
     gt_compare_free(c);
 }
 

@@ -14,7 +14,10 @@ extern const char *const gt_html_verdict_metrics[];
 /* The JSON the change cells are coloured from:
  * {"pairs": [{"base": B, "new": J, "error": TEXT, "metrics": {"IDX": {"NAME":
  * {"v", "rel", "gated", "why", "via", "family", "fv", "noisy"}}}, "parts":
- * {"IDX": {"PART": {"v", "rel", "gated", "why"}}}}, ...]}. B and J index
+ * {"IDX": {"PART": {"v", "rel", "gated", "why"}}}, "not_comparable": true,
+ * "machine": [{"key", "base", "new"}]}, ...]}; not_comparable and machine
+ * only where BASE and NEW ran on different machine classes (compare's NOT
+ * COMPARABLE; machine: the class fields that differ). B and J index
  * the reports (paths[0..n)); IDX is the result's place in report J's
  * results[]. A pair is made for each later report against the first report
  * of a section (the first with kernels results, the first with training

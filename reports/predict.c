@@ -869,8 +869,8 @@ static gt_status run_check(gt_prediction *p, const cpoint *cp, size_t ncp) {
 
 static int find_case(gt_report_doc *const *docs, size_t n, const char *want, gt_report_doc **dd,
                      const gt_report_result **rr) {
-    /* the wanted case; else gpt2-small; else the first usable result */
-    const char *tries[2] = {want, want ? NULL : "gpt2-small"};
+    /* the wanted case; else gpt2-3m; else the first usable result */
+    const char *tries[2] = {want, want ? NULL : "gpt2-3m"};
     for (int t = 0; t < 2; t++) {
         if (!tries[t]) continue;
         for (size_t i = 0; i < n; i++)
@@ -945,7 +945,7 @@ static gt_status read_case(gt_prediction *p, gt_report_doc *const *docs, size_t 
         return GT_ERR(GT_ERR_INVALID,
                       "the reports hold no passed train or scaling result with "
                       "ms_per_step (the compute time to scale): run `gauntlet run "
-                      "scaling/gpt2-small scaling/gpt2-small/weak --topologies 1,2 --report "
+                      "scaling/gpt2-3m scaling/gpt2-3m/weak --topologies 1,2 --report "
                       "scaling.json` (or `gauntlet train --report`) and pass it with --from");
     }
     const gt_report_result *c = *cr;
@@ -996,7 +996,7 @@ static gt_status set_model(gt_prediction *p, const gt_report_result *cr,
 }
 
 /* Strong scaling keeps the case's global batch, weak the per-rank batch of
- * its weak twin ("gpt2-small/weak"), else of its smallest topology. */
+ * its weak twin ("gpt2-3m/weak"), else of its smallest topology. */
 static void set_batches(gt_prediction *p, const gt_predict_options *opt) {
     const tpoint *first = NULL, *weak = NULL;
     char twin[112];

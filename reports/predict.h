@@ -44,7 +44,7 @@ enum { GT_PREDICT_MAX_RANKS = 64 };
 typedef struct gt_predict_options {
     int ranks[GT_PREDICT_MAX_RANKS]; /* the rank counts to predict */
     int n_ranks;
-    const char *case_name;    /* the train / scaling case; NULL: gpt2-small, else the first */
+    const char *case_name;    /* the train / scaling case; NULL: gpt2-3m, else the first */
     double global_batch;      /* strong scaling's global batch; 0: the case's */
     double batch_per_rank;    /* weak scaling's batch per rank; 0: the case's */
     int ranks_per_node;       /* 0: from the reports */

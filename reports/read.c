@@ -149,6 +149,39 @@ static void free_result(gt_report_result *r) {
     free((void *)r->checks);
 }
 
+const gt_report_rename gt_report_renames[] = {
+    {"gpt2-small", "gpt2-3m"},
+    {NULL, NULL},
+};
+
+/* The new name of s when it is an old name or begins with one and '/'
+ * (buf holds it), else NULL. */
+static const char *renamed(const char *s, char *buf, size_t n) {
+    for (const gt_report_rename *r = gt_report_renames; s && r->old_name; r++) {
+        size_t k = strlen(r->old_name);
+        if (strncmp(s, r->old_name, k) == 0 && (s[k] == '\0' || s[k] == '/')) {
+            snprintf(buf, n, "%s%s", r->new_name, s + k);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+/* An old report's results under their new names, as a new one has them. */
+static void rename_results(json_t *results) {
+    size_t i;
+    json_t *r;
+    char buf[512];
+    json_array_foreach(results, i, r) {
+        const char *c = json_string_value(json_object_get(r, "case"));
+        if (renamed(c, buf, sizeof buf)) json_object_set_new(r, "case", json_string(buf));
+        json_t *params = json_object_get(r, "params");
+        const char *m = json_string_value(json_object_get(params, "model"));
+        if (m && renamed(m, buf, sizeof buf) && !strchr(m, '/'))
+            json_object_set_new(params, "model", json_string(buf));
+    }
+}
+
 static int read_result(size_t i, json_t *r, gt_report_result *out, problem *p) {
     if (!json_is_object(r)) return fail(p, "results[%zu] is not an object", i);
     static const char *const need[] = {"suite", "case", "topology", "backend", "status"};
@@ -310,6 +343,7 @@ gt_status gt_report_read_text(const char *name, const char *role, const char *te
     }
     d->root = root;
     d->schema_version = (int)v;
+    rename_results(results);
     problem p = {{0}};
     int bad = check_top(root, &p);
     for (size_t i = 0; i < n && !bad; i++) {

@@ -90,7 +90,19 @@ typedef struct gt_report_result {
 
 typedef struct gt_report_doc gt_report_doc;
 
-/* Reads and checks the report at path. role names the file in messages
+/* Result names renamed since reports were first written: a case named
+ * old_name, or old_name/..., and params.model old_name read as new_name
+ * (the model preset "gpt2-small" is "gpt2-3m" since: models/model.h,
+ * gt_model_preset_renamed), so that an old report's results pair with a new
+ * one's in compare, the history and the HTML page (docs/models.md,
+ * "Renamed"). NULL-terminated. */
+typedef struct gt_report_rename {
+    const char *old_name, *new_name;
+} gt_report_rename;
+extern const gt_report_rename gt_report_renames[];
+
+/* Reads and checks the report at path (results under an old name read
+ * under the new one: gt_report_renames). role names the file in messages
  * ("BASE": "the BASE report 'p' ..."; NULL: "report 'p' ..."). On success
  * *out is a new handle (gt_report_doc_free). Errors (*out NULL; the last
  * error names the file, the place in it, the problem and what to do):

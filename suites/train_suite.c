@@ -824,12 +824,12 @@ const gt_suite gt_suite_train = {
 static gt_status scaling_case(const gt_suite_ctx *ctx, int weak) {
     int R = gt_comm_size(ctx->comm);
     gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 8 : 30);
-    snprintf(c.model_name, sizeof c.model_name, "gpt2-small");
+    snprintf(c.model_name, sizeof c.model_name, "gpt2-3m");
     c.batch = weak ? 8 * R : 16;
     c.seq_len = 64;
     gt_train_stats st;
     gt_status s;
-    gt_result *res = train_case(ctx, "scaling", weak ? "gpt2-small/weak" : "gpt2-small", &c,
+    gt_result *res = train_case(ctx, "scaling", weak ? "gpt2-3m/weak" : "gpt2-3m", &c,
                                 &st, &s);
     if (res && s == GT_OK) {
         double *ref_ms = weak ? &g_ref.weak_ms : &g_ref.scaling_ms;
@@ -912,8 +912,8 @@ static gt_status preset_scaling_case(const gt_suite_ctx *ctx, const char *model,
 }
 
 static gt_status scaling_run(const gt_suite_ctx *ctx) {
-    if (wanted(ctx, "gpt2-small")) GT_TRY(scaling_case(ctx, 0));
-    if (wanted(ctx, "gpt2-small/weak")) GT_TRY(scaling_case(ctx, 1));
+    if (wanted(ctx, "gpt2-3m")) GT_TRY(scaling_case(ctx, 0));
+    if (wanted(ctx, "gpt2-3m/weak")) GT_TRY(scaling_case(ctx, 1));
     static const gt_dtype dts[] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
     for (int k = 0; k < 3; k++) {
         GT_TRY(preset_scaling_case(ctx, "mlp-small", dts[k], 64, 4096, 0));
@@ -928,9 +928,9 @@ static gt_status scaling_run(const gt_suite_ctx *ctx) {
 static void scaling_list(FILE *f) {
     fprintf(f, "  %-28s tokens/s, exposed communication, strong scaling efficiency vs the "
                "first topology (global batch 16)\n",
-            "gpt2-small");
+            "gpt2-3m");
     fprintf(f, "  %-28s the same with 8 sequences per rank: weak scaling efficiency\n",
-            "gpt2-small/weak");
+            "gpt2-3m/weak");
     fprintf(f, "  %-28s samples/s, MFU, strong scaling efficiency (global batch 64; 4096 on "
                "cuda)\n",
             "mlp-small");
@@ -953,12 +953,12 @@ static int scaling_count(const gt_suite_ctx *ctx, int ranks) {
     return ctx->case_filter ? 1 : 10;
 }
 
-/* wanted()'s exact names: the gpt2-small pair and each preset in each dtype. */
+/* wanted()'s exact names: the gpt2-3m pair and each preset in each dtype. */
 static void scaling_names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const char *name),
                           void *arg) {
     (void)ctx;
-    fn(arg, "gpt2-small");
-    fn(arg, "gpt2-small/weak");
+    fn(arg, "gpt2-3m");
+    fn(arg, "gpt2-3m/weak");
     static const char *const presets[] = {"mlp-small", "resnet-small", "gpt2-124m"};
     static const char *const dts[] = {"bf16", "fp16"};
     char n[64];
@@ -973,7 +973,7 @@ static void scaling_names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const c
 
 const gt_suite gt_suite_scaling = {
     .name = "scaling",
-    .description = "gpt2-small, mlp-small and resnet-small training on each topology: "
+    .description = "gpt2-3m, mlp-small and resnet-small training on each topology: "
                    "throughput and scaling efficiency",
     .list = scaling_list,
     .min_ranks = 1,

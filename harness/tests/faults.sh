@@ -225,7 +225,7 @@ input_cases() {
 }
 
 # ---- a rank killed in the middle of training ----------------------------------------
-# kill_case NAME RECOVERY [TRAIN_ARGS...]: starts 2 ranks of gpt2-small,
+# kill_case NAME RECOVERY [TRAIN_ARGS...]: starts 2 ranks of gpt2-3m,
 # SIGKILLs world rank 1 after step 3 and times how long the job takes to end
 # after that.
 deadline=3
@@ -241,7 +241,7 @@ kill_case() {
         [ "$recovery" = 1 ] && export OMPI_MCA_orte_enable_recovery=1
         exec timeout 180 "$mpiexec" --oversubscribe --allow-run-as-root -np 2 \
             bash -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >>"$GT_FAULTS_RCS"' rank \
-            "$g" train --model gpt2-small --steps 200 --print-every 1 --peak-gflops 100 \
+            "$g" train --model gpt2-3m --steps 200 --print-every 1 --peak-gflops 100 \
             --comm-timeout $deadline --report "$rep" "$@"
     ) >"$out" 2>&1 &
     local job=$!

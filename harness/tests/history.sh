@@ -80,6 +80,36 @@ expect 2 "case 'drift' has no metric 'gflops'.*its metrics: time_us" "$g" histor
 expect 2 "no case 'drfit'.*its cases: drift, flat" "$g" history "$db" --case drfit --metric time_us
 expect 2 "has no metric 'time_us'" "$g" history "$db" --case drift --metric time_us --backend cuda
 
+# ---- runs of 1 and 2 threads per rank (env.threads, part of the machine
+# class) interleaved: before, one series (927, 850, 488, 496, 941 ... us) with
+# 0 change points and nothing to explain the jumps; now a series per class,
+# each flat, the class named, and a change within a class still found
+tdb=$tmp/threads.db
+thr=(1 1 2 2 1 1 2 2 1 2 1 2)
+lv=(927 930 488 496 941 930 490 495 935 489 1300 492)
+for i in $(seq 1 12); do
+    t=${thr[$((i - 1))]}
+    MK_ENV="\"threads\": {\"per_rank\": $t, \"obtained\": $t}" \
+        mk "$tmp/t$i.json" "run-$((100 + i))" "$(printf "2026-11-%02dT01:00:00Z" "$i")" 550.54 pass "${lv[$((i - 1))]}"
+    "$g" history add "$tdb" "$tmp/t$i.json" >/dev/null || fail "add t$i"
+done
+out=$("$g" history "$tdb" --case drift --metric time_us)
+n1=$(grep -c "^kernels/drift on 1 rank(s), backend cpu, machine class 'Test CPU 9000, 8 logical CPUs; no GPU; 1 thread(s) per rank': time_us .*, 6 runs, 1 change point$" <<<"$out")
+n2=$(grep -c "^kernels/drift on 1 rank(s), backend cpu, machine class 'Test CPU 9000, 8 logical CPUs; no GPU; 2 thread(s) per rank': time_us .*, 6 runs, 0 change points$" <<<"$out")
+[ "$n1" -eq 1 ] && [ "$n2" -eq 1 ] && ok "1 and 2 threads per rank: a series per class, named" ||
+    { fail "1 and 2 threads per rank: not a series per class"; echo "$out"; }
+grep -q "one series per machine class: CPU and its count, GPUs, threads per rank" <<<"$out" &&
+    ok "the split is explained" || fail "the split is not explained"
+grep -q "change point at run 11 .*: slower, 93[0-9.]* -> 1300 us" <<<"$out" &&
+    ok "the 1-thread runs' own regression at run 11 found" || { fail "run 11's change point"; echo "$out"; }
+# a series of one class only names no class
+"$g" history "$db" --case drift --metric time_us | grep -q "machine class" &&
+    fail "a series of one class names its class" || ok "one class: no class named"
+# the page: each class's plot says its class
+"$g" report --history "$tdb" --history-case drift --html "$tmp/threads.html" >/dev/null || fail "threads page"
+[ "$(grep -o '"class":"Test CPU 9000, 8 logical CPUs; no GPU; [12] thread(s) per rank"' "$tmp/threads.html" | sort -u | wc -l)" -eq 2 ] &&
+    ok "the page: a plot per class, its class named" || fail "the page's series do not name their classes"
+
 # ---- the gate against the last good run of the class
 mk "$tmp/bad13.json" run-13 2026-10-13T01:00:00Z 555.42 fail 300
 "$g" history add "$db" "$tmp/bad13.json" >/dev/null || fail "add a failed run"
@@ -94,6 +124,19 @@ grep -q "<failure" "$tmp/j.xml" 2>/dev/null && ok "--gate --junit wrote the fail
 expect 2 "no good run .*of this report's class: host kind 'Other CPU, 8 logical CPUs; no GPU; " \
     "$g" history "$db" --gate "$tmp/other.json"
 expect 2 "cannot read the NEW report" "$g" history "$db" --gate "$tmp/missing.json"
+# REPORT recorded already and the only good run of its class: said so (before:
+# "no good run of this report's class", then that same class among "the
+# classes with good runs")
+mk "$tmp/lone.json" run-17 2026-10-17T01:00:00Z 555.42 pass 130 "Lone CPU"
+"$g" history add "$db" "$tmp/lone.json" >/dev/null || fail "add a run of a class of its own"
+expect 2 "the only good run of this report's class \(host kind 'Lone CPU, .* is the report itself \(recorded as run 14, the same run.id\)" \
+    "$g" history "$db" --gate "$tmp/lone.json"
+out=$("$g" history "$db" --gate "$tmp/lone.json" 2>&1)
+grep -q "has no good run" <<<"$out" && fail "the lone run's gate still says the class has no good run"
+grep -q "other classes with good runs: Test CPU 9000" <<<"$out" && ! grep -q "good runs: [^)]*Lone CPU" <<<"$out" &&
+    ok "the other classes are listed, not the lone run's own" || { fail "the classes listed"; echo "$out"; }
+expect 2 "has no good run .*of this report's class: host kind 'Other CPU.*other classes with good runs: .*Lone CPU" \
+    "$g" history "$db" --gate "$tmp/other.json"
 
 # ---- databases that must be refused and left as they were
 sum() { md5sum "$1" | cut -d' ' -f1; }

@@ -134,8 +134,8 @@ trep() { # FILE RUN
  "env": {"host": "node-t"},
  "results": [$(tres convnet-tiny/a convnet-tiny 1 0.5 9 images_per_s 950),
              $(tres convnet-tiny/b convnet-tiny 1 0.505 10 images_per_s 930),
-             $(tres gpt2-small gpt2-small 1 3.2 12 tokens_per_s 7897),
-             $(tres gpt2-small gpt2-small 2 3.2 12 tokens_per_s 7726)],
+             $(tres gpt2-3m gpt2-3m 1 3.2 12 tokens_per_s 7897),
+             $(tres gpt2-3m gpt2-3m 2 3.2 12 tokens_per_s 7726)],
  "summary": {"total": 4, "pass": 4, "fail": 0, "skip": 0, "error": 0, "ok": true}}
 EOF
 }
@@ -201,6 +201,17 @@ else
 fi
 expect 0 "verdicts.html" "$g" report "$tmp/va.json" "$tmp/vb.json" --html "$tmp/verdicts.html"
 expect 0 "train2.html" "$g" report "$tmp/ta.json" "$tmp/tb.json" --html "$tmp/train2.html"
+# the same pair as from another machine class (another CPU model and count):
+# compare refuses to judge the speed (NOT COMPARABLE, exit 5) and names the
+# fields; the page must say so too, not only grey its change cells
+sed 's/"cpu": {"model": "Test CPU", "logical": 2}/"cpu": {"model": "Other CPU", "logical": 224}/' \
+    "$tmp/vb.json" >"$tmp/vo.json"
+expect 5 "NOT COMPARABLE" "$g" compare "$tmp/va.json" "$tmp/vo.json"
+expect 0 "notcomp.html" "$g" report "$tmp/va.json" "$tmp/vo.json" --html "$tmp/notcomp.html"
+grep -q '"not_comparable":true,"machine":\[{"key":"env.cpu.model","base":"Test CPU","new":"Other CPU"},{"key":"env.cpu.logical","base":"2","new":"224"}\]' "$tmp/notcomp.html" &&
+    ok "another machine class: the page carries compare's NOT COMPARABLE and its fields" ||
+    fail "another machine class: no not_comparable with the differing fields in the page"
+grep -q '"not_comparable"' "$tmp/verdicts.html" && fail "one machine class marked not comparable"
 
 # the file itself: every report embedded, the injected "</script>" neutralised,
 # nothing fetched from elsewhere
@@ -226,6 +237,7 @@ browse "$tmp/one.html" --dump-dom --window-size=1280,2000 >"$tmp/one-dom.html"
 browse "$tmp/kernels.html" --dump-dom --window-size=1280,2000 >"$tmp/kernels-dom.html"
 browse "$tmp/verdicts.html" --dump-dom --window-size=1280,2000 >"$tmp/verdicts-dom.html"
 browse "$tmp/train2.html" --dump-dom --window-size=1280,2000 >"$tmp/train2-dom.html"
+browse "$tmp/notcomp.html" --dump-dom --window-size=1280,2000 >"$tmp/notcomp-dom.html"
 browse "$out" --screenshot="$tmp/shot.png" --window-size=1280,2000 >/dev/null
 # the collectives and training sections, and the two-report kernels table, to look at
 browse "$out" --screenshot="$tmp/shot-long.png" --window-size=1280,6000 >/dev/null
@@ -235,7 +247,7 @@ if [ ! -s "$tmp/dom.html" ]; then
 fi
 
 count() { grep -o -- "$1" "$2" | wc -l; }
-for dom in "$tmp/dom.html" "$tmp/one-dom.html" "$tmp/kernels-dom.html" "$tmp/verdicts-dom.html" "$tmp/train2-dom.html"; do
+for dom in "$tmp/dom.html" "$tmp/one-dom.html" "$tmp/kernels-dom.html" "$tmp/verdicts-dom.html" "$tmp/train2-dom.html" "$tmp/notcomp-dom.html"; do
     grep -q 'data-rendered="1"' "$dom" && grep -q 'data-render-errors="0"' "$dom" &&
         ! grep -q 'id="render-errors"' "$dom" && ok "$(basename "$dom"): renderer ran, no errors" ||
         { fail "$(basename "$dom"): the renderer threw or did not finish";
@@ -344,6 +356,28 @@ for want in "matmul_bwd|not gated|below the timing floor" "matmul_fwd|ambiguous|
         ok "$op: '$verdict' as gauntlet compare says ($got)"
     fi
 done
+
+# a pair of machine classes: the NOT COMPARABLE banner first, naming the fields
+# as compare does; none where the class is the same
+dom=$tmp/notcomp-dom.html
+python3 - "$dom" <<'PY' && ok "NOT COMPARABLE banner above the runs, naming env.cpu.model and env.cpu.logical" || fail "no NOT COMPARABLE banner naming the fields"
+import re, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+m = re.search(r'<section id="not-comparable">(.*?)</section>', html, re.S)
+if not m:
+    sys.exit("no section not-comparable")
+b = m.group(1)
+ok = ('data-not-comparable="R1&gt;R2"' in b and 'data-fields="env.cpu.model env.cpu.logical"' in b
+      and "NOT COMPARABLE: R1 and R2 ran on different machine classes" in b
+      and "<code>env.cpu.model</code>: R1 Test CPU, R2 Other CPU" in b
+      and "<code>env.cpu.logical</code>: R1 2, R2 224" in b
+      and html.index('id="not-comparable"') < html.index('id="runs"'))
+sys.exit(0 if ok else "banner: " + b[:600])
+PY
+[ "$(cell "$dom" gelu_fwd)" = "num delta v-none|not gated" ] && ok "its change cells: not gated" ||
+    fail "gelu_fwd's change cell between machine classes: '$(cell "$dom" gelu_fwd)'"
+grep -q 'id="not-comparable"' "$tmp/verdicts-dom.html" && fail "a NOT COMPARABLE banner for one machine class" ||
+    ok "one machine class: no NOT COMPARABLE banner"
 
 # two identical training runs: the convnet chart's two close Bayes-optimal lines
 # get one label that covers no curve, the hidden curves are named as identical,

@@ -26,9 +26,9 @@ export OMP_WAIT_POLICY=passive
 . "$(dirname "$0")/lib.sh"
 EXPECT_TIMEOUT=120
 
-# 300 steps of gpt2-small: 20-150 ms a step here, so a kill after the steps
+# 300 steps of gpt2-3m: 20-150 ms a step here, so a kill after the steps
 # below always lands mid-way
-long="--model gpt2-small --steps 300 --peak-gflops 100 --print-every 1"
+long="--model gpt2-3m --steps 300 --peak-gflops 100 --print-every 1"
 # the rewrite the kills below wait for: every 4 steps
 every="--report-every-steps 4"
 

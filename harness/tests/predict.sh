@@ -8,10 +8,10 @@
 # with the cores the assumptions say, measured steps beside the predicted
 # ones, and --check with collectives on 2 ranks only predicting the 2-rank
 # step and saying it is not leave-one-out. Then, with `measure`, the
-# check against this machine: collectives and the gpt2-small scaling cases
+# check against this machine: collectives and the gpt2-3m scaling cases
 # measured on 1, 2 and 4 ranks (--quick), each multi-rank topology predicted
 # from a fit that leaves it out, the error held within a stated bound:
-#   - 2 ranks (one per core): 40%. The model puts the 2-rank step of gpt2-small
+#   - 2 ranks (one per core): 40%. The model puts the 2-rank step of gpt2-3m
 #     within a few percent when the two cores are free (docs/predict.md has the
 #     table); the bound leaves room for the load of other processes on a shared
 #     2-core machine, which moves a topology's time between runs by more than
@@ -40,7 +40,7 @@ trap 'rm -rf "$tmp"' EXIT
 # ---- hand-made reports: a scaling case on 1 and 2 ranks, allreduce on 2
 train() { # CASE RANKS BATCH MS EXPOSED
     printf '{"suite": "scaling", "case": "%s", "topology": "%s", "backend": "cpu", "status": "pass",
-      "params": {"model": "gpt2-small", "precision": "fp32", "batch": %s, "seq": 64, "ranks": %s,
+      "params": {"model": "gpt2-3m", "precision": "fp32", "batch": %s, "seq": 64, "ranks": %s,
                  "threads": 1, "num_params": 3290624, "zero": 0, "deterministic": 0},
       "checks": [], "metrics": {"tokens_per_s": {"value": 1000, "better": "higher"},
         "ms_per_step": {"value": %s, "better": "lower", "samples": [%s, %s, %s]},
@@ -61,11 +61,11 @@ report() { # FILE RESULTS...
     printf '{"schema_version": 1, "run": {"id": "x"}, "env": {"cpu": {"logical": 2}},
              "results": [%s]}\n' "$*" >"$f"
 }
-report "$tmp/full.json" "$(train gpt2-small 1 16 220 0)" "$(train gpt2-small 2 16 118 2.4)" \
-    "$(train gpt2-small/weak 1 8 112 0)" "$(coll 2)" "$(coll 4)"
-report "$tmp/nocoll.json" "$(train gpt2-small 1 16 220 0)" "$(train gpt2-small 2 16 118 2.4)"
+report "$tmp/full.json" "$(train gpt2-3m 1 16 220 0)" "$(train gpt2-3m 2 16 118 2.4)" \
+    "$(train gpt2-3m/weak 1 8 112 0)" "$(coll 2)" "$(coll 4)"
+report "$tmp/nocoll.json" "$(train gpt2-3m 1 16 220 0)" "$(train gpt2-3m 2 16 118 2.4)"
 report "$tmp/collonly.json" "$(coll 2)"
-report "$tmp/two.json" "$(train gpt2-small 2 16 118 2.4)" "$(coll 2)" "$(coll 4)"
+report "$tmp/two.json" "$(train gpt2-3m 2 16 118 2.4)" "$(coll 2)" "$(coll 4)"
 
 expect 0 "predicted|ranks" -- "$g" predict --help
 expect 2 "no report given" -- "$g" predict
@@ -82,7 +82,7 @@ expect 2 "unknown option '--rank'.*did you mean --ranks" -- "$g" predict --from 
 # what is missing, and which suite to run
 expect 2 "no passed train or scaling result.*gauntlet run scaling" -- "$g" predict --from "$tmp/collonly.json"
 expect 2 "no collectives result.*allreduce.*gauntlet run collectives" -- "$g" predict --from "$tmp/nocoll.json"
-expect 2 "--case takes one of: 'gpt2-small', 'gpt2-small/weak'" -- "$g" predict --from "$tmp/full.json" --case gpt3
+expect 2 "--case takes one of: 'gpt2-3m', 'gpt2-3m/weak'" -- "$g" predict --from "$tmp/full.json" --case gpt3
 expect 2 "--alpha-us and --beta-gbps go together" -- "$g" predict --from "$tmp/nocoll.json" --alpha-us 3
 expect 2 "--inter-alpha-us goes with --inter-beta-gbps" -- "$g" predict --from "$tmp/full.json" --inter-alpha-us 3
 expect 2 "add --check" -- "$g" predict --from "$tmp/full.json" --max-error 10
@@ -93,7 +93,7 @@ expect 1 "no measured multi-rank topology could be checked" -- \
     "$g" predict --from "$tmp/two.json" --check --max-error 50
 # 1 and 2 ranks measured, collectives on 2 ranks only: the 2-rank step from the
 # 1-rank compute and the 2-rank collectives, said not to be leave-one-out
-expect 0 "gpt2-small +2 +c:1 l:2 .*not leave-one-out" -- \
+expect 0 "gpt2-3m +2 +c:1 l:2 .*not leave-one-out" -- \
     "$g" predict --from "$tmp/nocoll.json" "$tmp/collonly.json" --check --max-error 50
 expect 0 "This is not a leave-one-out check" -- \
     "$g" predict --from "$tmp/nocoll.json" "$tmp/collonly.json" --check
@@ -107,7 +107,7 @@ grep -q "predicted ranks get 1 core(s) each" <<<"$out" &&
     fail "the 1-rank row or the measured figures: $out"
 grep -q "predicted against measured" <<<"$out" && ok "predicted against measured listed" ||
     fail "no predicted-against-measured rows: $out"
-expect 0 "gpt2-small +2 +c:1 l:4 +1[0-9.]+ \\[.*-3.6%" -- "$g" predict --from "$tmp/full.json" --check --max-error 50
+expect 0 "gpt2-3m +2 +c:1 l:4 +1[0-9.]+ \\[.*-3.6%" -- "$g" predict --from "$tmp/full.json" --check --max-error 50
 expect 0 "weak step ms" -- "$g" predict --from="$tmp/full.json" --ranks=8
 # the reports split over two files read together
 expect 0 "weak step ms" -- "$g" predict --from "$tmp/nocoll.json" "$tmp/collonly.json" --ranks 2,8
@@ -202,7 +202,7 @@ if [ "$busy" -ge 50 ] && [ -z "${GT_PREDICT_JUDGE_BUSY:-}" ]; then
 fi
 measured() { # REPORT
     "$g" run collectives/allreduce collectives/allgather collectives/reduce_scatter \
-        scaling/gpt2-small scaling/gpt2-small/weak --quick --topologies 1,2,4 \
+        scaling/gpt2-3m scaling/gpt2-3m/weak --quick --topologies 1,2,4 \
         --dtypes fp32 --ops sum --quiet --report "$1" >"$tmp/run.log" 2>&1
 }
 checked=0
@@ -221,8 +221,8 @@ for attempt in 1 2; do
     echo "attempt $attempt: a prediction outside its bound (exit $rc); load: $(cat /proc/loadavg)"
 done
 if [ $checked -eq 1 ]; then
-    n2=$(grep -cE '^  gpt2-small +2 ' "$tmp/check.txt")
-    n4=$(grep -cE '^  gpt2-small +4 .*oversubscribed' "$tmp/check.txt")
+    n2=$(grep -cE '^  gpt2-3m +2 ' "$tmp/check.txt")
+    n4=$(grep -cE '^  gpt2-3m +4 .*oversubscribed' "$tmp/check.txt")
     [ "$n2" -eq 1 ] && [ "$n4" -eq 1 ] && ok "2 and 4 ranks predicted within their bounds" ||
         fail "the check lacks a 2- or 4-rank row"
     # 2 ranks: compute from 1 (4 is oversubscribed), links from 4; 4 ranks: from 1,2 and 2

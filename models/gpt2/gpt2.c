@@ -9,6 +9,7 @@
 
 #include "engine/ops.h"
 #include "engine/rng.h"
+#include "models/model.h"
 
 enum {
     P_WTE, P_WPE, P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,
@@ -82,16 +83,17 @@ gt_status gt_gpt2_preset(const char *name, gt_gpt2_config *out) {
         gt_gpt2_config c;
     } presets[] = {
         {"gpt2-tiny", {64, 256, 256, 2, 2, 64}},
-        {"gpt2-small", {256, 256, 256, 4, 4, 256}},
+        {"gpt2-3m", {256, 256, 256, 4, 4, 256}},
         {"gpt2-124m", {1024, 50257, 50304, 12, 12, 768}},
     };
+    if (gt_model_preset_renamed(name)) name = gt_model_preset_renamed(name);
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
         if (strcmp(name, presets[i].name) == 0) {
             *out = presets[i].c;
             return GT_OK;
         }
     }
-    return GT_ERR(GT_ERR_INVALID, "unknown model '%s': the presets are gpt2-tiny, gpt2-small, "
+    return GT_ERR(GT_ERR_INVALID, "unknown model '%s': the presets are gpt2-tiny, gpt2-3m, "
                                   "gpt2-124m",
                   name);
 }

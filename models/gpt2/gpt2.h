@@ -61,9 +61,11 @@ typedef struct gt_gpt2_config {
     int channels;          /* C */
 } gt_gpt2_config;
 
-/* "gpt2-tiny" (L2 H2 C64 T64 V256), "gpt2-small" (L4 H4 C256 T256 V256),
- * "gpt2-124m" (L12 H12 C768 T1024 V50257 Vp50304). GT_ERR_INVALID names the
- * presets when `name` is unknown. */
+/* "gpt2-tiny" (L2 H2 C64 T64 V256, 0.1M parameters), "gpt2-3m" (L4 H4 C256
+ * T256 V256, 3.3M; "gpt2-small" before, an old name it still answers to:
+ * models/model.h gt_model_preset_renamed), "gpt2-124m" (L12 H12 C768 T1024
+ * V50257 Vp50304, GPT-2 small). GT_ERR_INVALID names the presets when `name`
+ * is unknown. */
 gt_status gt_gpt2_preset(const char *name, gt_gpt2_config *out);
 /* Checks every field and their relations; the message names the field. */
 gt_status gt_gpt2_config_check(const gt_gpt2_config *c);

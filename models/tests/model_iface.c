@@ -341,6 +341,19 @@ int main(void) {
                                                        "convnet") == 0,
           "family of resnet-small");
     CHECK(gt_model_family_of("nope") == NULL, "family of an unknown name");
+    /* a renamed preset: the old name builds it under the new one */
+    CHECK(gt_model_preset_renamed("gpt2-small") &&
+              strcmp(gt_model_preset_renamed("gpt2-small"), "gpt2-3m") == 0 &&
+              gt_model_preset_renamed("gpt2-3m") == NULL,
+          "gpt2-small renamed gpt2-3m");
+    CHECK(!strstr(gt_model_preset_names(), "gpt2-small"), "the old name listed as a preset");
+    CHECK_OK(gt_model_new(be, "gpt2-small", 1, 8, &m));
+    CHECK(strcmp(gt_model_get_info(m)->name, "gpt2-3m") == 0 &&
+              gt_model_num_params(m) > 3000000 && gt_model_num_params(m) < 3600000,
+          "gpt2-small built as %s with %zu parameters", gt_model_get_info(m)->name,
+          gt_model_num_params(m));
+    gt_model_free(m);
+    m = NULL;
     /* options by name: applied in order, validated by the family */
     gt_model_arch ar;
     CHECK_OK(gt_model_arch_of("gpt2-tiny", "layers=3,vocab=300", &ar));
