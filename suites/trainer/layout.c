@@ -35,7 +35,8 @@ static gt_status zero1_updated(gt_trainer *t) {
 }
 
 static const gt_train_layout layouts[] = {
-    {.name = "replicated", .zero = 0, .place = place_by_shard, .params_updated = replicated_updated},
+    {.name = "replicated", .zero = 0, .place = place_by_shard,
+     .params_updated = replicated_updated},
     {.name = "zero1", .zero = 1, .place = place_by_shard, .params_updated = zero1_updated},
 };
 
