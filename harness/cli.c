@@ -110,6 +110,18 @@ const char *gt_nearest_option(const char *arg, const char *help, char *buf, size
     return buf;
 }
 
+/* near: the option meant, or NULL. */
+static int say_unknown(const char *cmd, const char *arg, const char *near) {
+    if (near)
+        fprintf(stderr, "gauntlet %s: unknown option '%s': did you mean %s? (gauntlet %s --help "
+                        "lists them)\n",
+                cmd, arg, near, cmd);
+    else
+        fprintf(stderr, "gauntlet %s: unknown option '%s' (gauntlet %s --help lists them)\n", cmd,
+                arg, cmd);
+    return GT_EXIT_USAGE;
+}
+
 int gt_unknown_option(const char *cmd, const char *arg, void (*usage)(FILE *)) {
     char near[64], *help = NULL;
     size_t hn = 0;
@@ -120,14 +132,137 @@ int gt_unknown_option(const char *cmd, const char *arg, void (*usage)(FILE *)) {
     }
     const char *found = help ? gt_nearest_option(arg, help, near, sizeof near) : NULL;
     free(help);
-    if (found)
-        fprintf(stderr, "gauntlet %s: unknown option '%s': did you mean %s? (gauntlet %s --help "
-                        "lists them)\n",
-                cmd, arg, near, cmd);
-    else
-        fprintf(stderr, "gauntlet %s: unknown option '%s' (gauntlet %s --help lists them)\n", cmd,
-                arg, cmd);
-    return GT_EXIT_USAGE;
+    return say_unknown(cmd, arg, found);
+}
+
+/* ---- options from one table ------------------------------------------------------ */
+
+int gt_cli_store(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    char *at = (char *)opts + o->off;
+    switch (o->kind) {
+    case GT_CLI_FLAG:
+        *(int *)at = 1;
+        return 1;
+    case GT_CLI_INT:
+        return gt_parse_int(a, o->name, v, (long)o->lo, (long)o->hi, (int *)at);
+    case GT_CLI_I64:
+        return gt_parse_i64(a, o->name, v, (int64_t)o->lo, (int64_t)o->hi, (int64_t *)at);
+    case GT_CLI_U64:
+        return gt_parse_u64(a, o->name, v, (uint64_t *)at);
+    case GT_CLI_FLOAT:
+        return gt_parse_float(a, o->name, v, o->lo, o->hi, (float *)at);
+    case GT_CLI_DOUBLE:
+        return gt_parse_double(a, o->name, v, o->lo, o->hi, (double *)at);
+    case GT_CLI_STRING:
+        *(const char **)at = v;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The entry argv's `arg` names: exactly, or "NAME=VALUE" for one that takes
+ * an argument; *used: the name as given (messages repeat it). */
+static const gt_cli_opt *cli_find(const gt_cli *c, const char *arg, const char **used) {
+    for (const gt_cli_opt *o = c->opts; o->name; o++) {
+        if (o->kind == GT_CLI_SECTION) continue;
+        const char *names[2] = {o->name, o->alias};
+        for (int k = 0; k < 2 && names[k]; k++) {
+            size_t n = strlen(names[k]);
+            if (strncmp(arg, names[k], n) == 0 && (arg[n] == '\0' || (o->arg && arg[n] == '='))) {
+                *used = names[k];
+                return o;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* An unknown option, with the table's "--name" nearest to its part before '='. */
+static int cli_unknown(const gt_cli *c, const char *arg) {
+    enum { MAXOPT = 256 };
+    const char *names[MAXOPT];
+    int k = 0;
+    for (const gt_cli_opt *o = c->opts; o->name && k < MAXOPT - 1; o++) {
+        if (o->kind == GT_CLI_SECTION) continue;
+        if (strncmp(o->name, "--", 2) == 0) names[k++] = o->name;
+        if (o->alias && strncmp(o->alias, "--", 2) == 0) names[k++] = o->alias;
+    }
+    char word[64];
+    size_t lw = strcspn(arg, "=");
+    if (lw >= sizeof word) lw = sizeof word - 1;
+    memcpy(word, arg, lw);
+    word[lw] = 0;
+    return say_unknown(c->cmd, arg, gt_nearest(word, names, k));
+}
+
+int gt_cli_parse(const gt_cli *c, int argc, char **argv, void *opts, int *rc) {
+    gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = c->cmd};
+    *rc = GT_EXIT_USAGE;
+    while (a.i < argc) {
+        const char *arg = argv[a.i], *used = NULL, *v = NULL;
+        if (gt_flag(&a, "--help") || gt_flag(&a, "-h")) {
+            gt_cli_usage(c, stdout);
+            *rc = GT_EXIT_OK;
+            return 0;
+        }
+        if (arg[0] != '-' && c->word) {
+            a.i++;
+            if (!c->word(opts, &a, arg)) return 0;
+            continue;
+        }
+        const gt_cli_opt *o = cli_find(c, arg, &used);
+        if (!o) {
+            *rc = cli_unknown(c, arg);
+            return 0;
+        }
+        int err = 0;
+        if (o->arg) gt_opt(&a, used, &v, &err);
+        else a.i++;
+        int ok = o->set ? o->set(opts, &a, o, v) : gt_cli_store(opts, &a, o, v);
+        if (err || !ok) return 0;
+    }
+    *rc = GT_EXIT_OK;
+    return 1;
+}
+
+int gt_cli_set_topologies(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    gt_cli_topologies *t = (gt_cli_topologies *)((char *)opts + o->off);
+    int ok = 1;
+    t->n = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v ? v : "");
+    char *save = NULL;
+    for (char *tk = strtok_r(buf, ",", &save); tk && ok; tk = strtok_r(NULL, ",", &save)) {
+        if (t->n == 16) return !gt_usage_error(a->cmd, "%s: at most 16", o->name);
+        ok = gt_parse_int(a, o->name, tk, 1, 1 << 20, &t->v[t->n++]);
+    }
+    if (ok && v && t->n == 0) return !gt_usage_error(a->cmd, "%s is empty", o->name);
+    return ok;
+}
+
+void gt_cli_usage(const gt_cli *c, FILE *f) {
+    enum { COL = 24 }; /* where the help starts */
+    fputs(c->usage, f);
+    for (const gt_cli_opt *o = c->opts; o->name; o++) {
+        if (o->kind == GT_CLI_SECTION) {
+            fprintf(f, "%s\n", o->name);
+            continue;
+        }
+        char left[96];
+        snprintf(left, sizeof left, "  %s%s%s%s%s", o->name, o->alias ? ", " : "",
+                 o->alias ? o->alias : "", o->arg ? " " : "", o->arg ? o->arg : "");
+        int pad = (int)strlen(left) + 2 <= COL ? COL - (int)strlen(left) : 2;
+        const char *h = o->help ? o->help : "";
+        size_t n = strcspn(h, "\n");
+        fprintf(f, "%s%*s%.*s\n", left, pad, "", (int)n, h);
+        for (h += n; *h == '\n'; h += n) {
+            h++;
+            n = strcspn(h, "\n");
+            fprintf(f, "%*s%.*s\n", COL, "", (int)n, h);
+        }
+    }
+    if (c->epilogue) fputs(c->epilogue, f);
 }
 
 int gt_flag(gt_args *a, const char *name) {

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdio.h>
+
 #include "engine/status.h"
 
 struct gt_compare;
@@ -58,8 +60,75 @@ const char *gt_nearest_option(const char *arg, const char *help, char *buf, size
 /* Prints "gauntlet CMD: unknown option 'ARG'" with the nearest option of
  * the command's usage text (what `usage` prints) when one is close ("did you
  * mean --steps?") and where the list is; returns GT_EXIT_USAGE. */
-#include <stdio.h>
 int gt_unknown_option(const char *cmd, const char *arg, void (*usage)(FILE *));
+
+/* ---- a command's options from one table ---------------------------------------
+ * Each option is one gt_cli_opt: its names, its argument, its help text and
+ * what it sets. The table parses the command line, prints --help, and gives
+ * the nearest-name suggestion for an unknown option, so the three never
+ * disagree. */
+typedef enum gt_cli_kind {
+    GT_CLI_SET,     /* set() parses the argument (or takes none, `arg` NULL) */
+    GT_CLI_FLAG,    /* no argument: the int at `off` becomes 1 */
+    GT_CLI_INT,     /* an int in [lo, hi] at `off` */
+    GT_CLI_I64,     /* an int64_t in [lo, hi] */
+    GT_CLI_U64,     /* a uint64_t (gt_parse_u64) */
+    GT_CLI_FLOAT,   /* a float in [lo, hi] */
+    GT_CLI_DOUBLE,  /* a double in [lo, hi] */
+    GT_CLI_STRING,  /* the argument itself: a const char * borrowed from argv */
+    GT_CLI_SECTION, /* not an option: a heading of --help (in `name`) */
+} gt_cli_kind;
+
+typedef struct gt_cli_opt gt_cli_opt;
+
+/* Sets what option o says from its argument v into opts (the command's
+ * options struct). v is NULL for a flag, and when the argument was missing
+ * (the error is printed already; the setter adds nothing then). Prints what
+ * was wrong ("gauntlet CMD: ...") and returns 0 on error. */
+typedef int (*gt_cli_setter)(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v);
+
+struct gt_cli_opt {
+    const char *name;  /* "--steps" (messages name it); SECTION: the heading */
+    const char *alias; /* a second name ("--minbytes" of "-b"), or NULL */
+    const char *arg;   /* the argument as --help shows it ("N"); NULL: a flag */
+    gt_cli_kind kind;
+    size_t off;        /* where kind stores the value: offsetof(options struct, field) */
+    double lo, hi;     /* INT, I64, FLOAT, DOUBLE: the accepted range */
+    gt_cli_setter set; /* NULL: kind stores the value; else set() does the whole job
+                        * (it may call gt_cli_store first) */
+    const void *data;  /* for set(): a key, a list of choices */
+    const char *help;  /* lines separated by '\n' */
+};
+
+typedef struct gt_cli {
+    const char *cmd;        /* "train": messages say "gauntlet train: ..." */
+    const char *usage;      /* --help: the text before the options */
+    const char *epilogue;   /* and after them (NULL: none) */
+    const gt_cli_opt *opts; /* ends with an entry whose name is NULL */
+    /* An argument that does not start with '-' (run's SUITE/CASE); NULL:
+     * such an argument is an unknown option. Returns 0 after printing an
+     * error. */
+    int (*word)(void *opts, const gt_args *a, const char *w);
+} gt_cli;
+
+/* --topologies LIST of run and train: rank counts (1 .. 2^20), at most 16. */
+typedef struct gt_cli_topologies {
+    int v[16];
+    int n;
+} gt_cli_topologies;
+/* The setter of --topologies: a gt_cli_topologies at o->off. */
+int gt_cli_set_topologies(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v);
+
+/* Parses argv[1 ..) into opts, in order, stopping at the first error.
+ * Returns 1 to go on, or 0 with *rc the exit code to return: GT_EXIT_OK
+ * after --help (-h) printed the usage to stdout, GT_EXIT_USAGE after an
+ * error was printed (an unknown option with the nearest name of the
+ * table: "did you mean --steps?"). */
+int gt_cli_parse(const gt_cli *c, int argc, char **argv, void *opts, int *rc);
+/* What option o's kind does with v (the setter of an entry with set NULL). */
+int gt_cli_store(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v);
+/* The usage, every option with its help under its heading, the epilogue. */
+void gt_cli_usage(const gt_cli *c, FILE *f);
 
 /* Prints "gauntlet CMD: <last error>" and returns the exit code for status s. */
 int gt_fail(const char *cmd, gt_status s);

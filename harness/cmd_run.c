@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,51 +24,6 @@
 #include "suites/suite.h"
 
 void gt_suite_collectives_configure(const gt_coll_config *cfg);
-
-static void run_usage(FILE *f) {
-    fprintf(f,
-        "usage: gauntlet run [SUITE[/CASE] ...] [options]   (gauntlet list: suites and cases)\n"
-        "       mpirun -np N gauntlet run ...               (topologies up to N ranks)\n"
-        "\n"
-        "Runs each selected suite (default: all) on each topology and backend, rewrites\n"
-        "the report after every case, prints progress and a summary.\n"
-        "\n"
-        "  --backend NAME        cpu (default), ref, cuda, or all (every backend available)\n"
-        "  --topologies LIST     rank counts, e.g. 1,2,4 (default: 1, 2, 4 ... up to the\n"
-        "                        job's ranks). Without MPI and asking for more than 1, gauntlet\n"
-        "                        relaunches itself under mpirun when it is on PATH\n"
-        "  --quick | --full      effort: quick (CI, make run), default, full\n"
-        "  --threads N           cpu threads per rank (default: cores / largest topology)\n"
-        "  --report FILE         the JSON report (rank 0), rewritten atomically per case\n"
-        "  --baseline FILE       compare with this report at the end (gauntlet compare);\n"
-        "                        exit 3 on a regression\n"
-        "  --threshold X%%       compare's minimum effect size (default 5%%)\n"
-        "  --history DB          record the report in this run history (SQLite, created when\n"
-        "                        absent; gauntlet history DB lists it; needs --report)\n"
-        "  --mllog FILE          MLPerf-style log lines (:::MLLOG {...}) of the run there\n"
-        "  --comm NAME           communicator: auto (mpi when launched by mpirun/srun, else\n"
-        "                        self), self, mpi, or nccl (one GPU per rank; collectives on\n"
-        "                        device buffers against raw NCCL)\n"
-        "  --comm-timeout S      watchdog per collective in seconds (default 300)\n"
-        "  --inject-delay OP:US  slow kernel OP by US microseconds per call (tests the gate)\n"
-        "  --inject-slowdown NAME:F[,NAME:F...]  each NAME takes its F times as long\n"
-        "                        wherever it is timed (the gate's detection experiment):\n"
-        "                        a kernel op, a case prefix of one (op/dtype/shape), a\n"
-        "                        collective, or a class: gemm, memory, collective\n"
-        "                        (docs/suites.md); in training the first whole op only\n"
-        "                        (docs/profile.md)\n"
-        "  --quiet               no per-case lines, only the summary\n"
-        "  --verbose             also the raw collectives tables (every size of every\n"
-        "                        combination, nccl-tests' layout)\n"
-        "collectives options (nccl-tests'; sizes take K, M, G suffixes):\n"
-        "  -b, --minbytes SIZE   first size (default 8 B)\n"
-        "  -e, --maxbytes SIZE   last size (default 64 MiB; --quick stops at 1 MiB)\n"
-        "  -f, --stepfactor N    multiply the size by N each step (default 2)\n"
-        "  --colls LIST --dtypes LIST --ops LIST --iters N --warmup N --reps N --root R\n"
-        "\n"
-        "exit codes: 0 all checks passed, 1 a check failed, 2 usage or environment error,\n"
-        "            3 --baseline found a regression\n");
-}
 
 /* "8", "64K", "1M", "2G" (powers of 1024, as nccl-tests), optional "B"/"iB". */
 static int parse_size(const gt_args *a, const char *name, const char *v, uint64_t *out) {
@@ -420,146 +376,248 @@ static int check_case(const gt_suite *su, const char *want, const char *const *b
     return ok ? GT_EXIT_OK : GT_EXIT_USAGE;
 }
 
-int gt_cmd_run(int argc, char **argv) {
-    gt_coll_config cfg = gt_coll_defaults();
-    gt_comm_config ccfg = gt_comm_defaults();
-    gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "run"};
-    const char *report_path = NULL, *baseline = NULL, *backend_opt = "cpu", *v = NULL;
-    const char *inject = NULL, *slowdown = NULL, *history_db = NULL, *mllog_path = NULL;
-    int err = 0, quiet = 0, verbose = 0, max_given = 0, coll_given = 0, threads = 0;
-    gt_effort effort = GT_EFFORT_DEFAULT;
-    double threshold = 5.0;
-    int topos[16], ntopos = 0;
-    const char *sel[32];
-    int nsel = 0;
-    static const char dtypes[] = "fp32,fp64,bf16,fp16,int32,int64";
-    static const char ops[] = "sum,avg,max,min";
-    static const char colls[] =
-        "allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall,sendrecv";
-    while (a.i < argc && !err) {
-        if (gt_flag(&a, "--help") || gt_flag(&a, "-h")) {
-            run_usage(stdout);
-            return GT_EXIT_OK;
-        } else if (argv[a.i][0] != '-') {
-            if (nsel == 32) return gt_usage_error("run", "at most 32 suites or cases");
-            sel[nsel++] = gt_cli_case_name("run", argv[a.i++]);
-        } else if (gt_opt(&a, "--backend", &v, &err)) {
-            backend_opt = v;
-        } else if (gt_opt(&a, "--topologies", &v, &err)) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", v ? v : "");
-            char *save = NULL;
-            ntopos = 0;
-            for (char *t = strtok_r(buf, ",", &save); t && !err; t = strtok_r(NULL, ",", &save)) {
-                if (ntopos == 16) return gt_usage_error("run", "--topologies: at most 16");
-                err |= !gt_parse_int(&a, "--topologies", t, 1, 1 << 20, &topos[ntopos++]);
-            }
-            if (!err && !ntopos) return gt_usage_error("run", "--topologies is empty");
-        } else if (gt_flag(&a, "--quick")) {
-            effort = GT_EFFORT_QUICK;
-        } else if (gt_flag(&a, "--full")) {
-            effort = GT_EFFORT_FULL;
-        } else if (gt_opt(&a, "--threads", &v, &err)) {
-            err |= !gt_parse_int(&a, "--threads", v, 1, 4096, &threads);
-        } else if (gt_opt(&a, "--baseline", &v, &err)) {
-            baseline = v;
-        } else if (gt_opt(&a, "--threshold", &v, &err)) {
-            char buf[64];
-            snprintf(buf, sizeof buf, "%s", v ? v : "");
-            size_t l = strlen(buf);
-            if (l && buf[l - 1] == '%') buf[l - 1] = '\0';
-            err |= !gt_parse_double(&a, "--threshold", buf, 0.0, 1000.0, &threshold);
-        } else if (gt_opt(&a, "--inject-delay", &v, &err)) {
-            inject = v;
-            if (v && !strchr(v, ':'))
-                return gt_usage_error("run", "--inject-delay '%s': expected OP:MICROSECONDS, "
-                                             "e.g. layernorm_fwd:2000",
-                                      v);
-        } else if (gt_opt(&a, "--inject-slowdown", &v, &err)) {
-            char name[64];
-            double f;
-            slowdown = v;
-            /* the parser's message names the bad item and lists the forms */
-            if (v && gt_parse_slowdown(v, name, sizeof name, &f) != GT_OK)
-                return gt_usage_error("run", "--inject-slowdown '%s': expected "
-                                             "NAME:FACTOR[,NAME:FACTOR...]: %s",
-                                      v, gt_last_error());
-        } else if (gt_opt(&a, "-b", &v, &err) || gt_opt(&a, "--minbytes", &v, &err)) {
-            err |= !parse_size(&a, "-b", v, &cfg.min_bytes);
-            coll_given = 1;
-        } else if (gt_opt(&a, "-e", &v, &err) || gt_opt(&a, "--maxbytes", &v, &err)) {
-            err |= !parse_size(&a, "-e", v, &cfg.max_bytes);
-            max_given = coll_given = 1;
-        } else if (gt_opt(&a, "-f", &v, &err) || gt_opt(&a, "--stepfactor", &v, &err)) {
-            err |= !gt_parse_int(&a, "-f", v, 2, 1 << 20, &cfg.step_factor);
-            coll_given = 1;
-        } else if (gt_opt(&a, "--colls", &v, &err)) {
-            err |= !parse_list("--colls", v, parse_coll_item, colls, &cfg.colls);
-        } else if (gt_opt(&a, "--dtypes", &v, &err)) {
-            err |= !parse_list("--dtypes", v, parse_dtype_item, dtypes, &cfg.dtypes);
-            cfg.full_matrix = 1;
-        } else if (gt_opt(&a, "--ops", &v, &err)) {
-            err |= !parse_list("--ops", v, parse_op_item, ops, &cfg.ops);
-            cfg.full_matrix = 1;
-        } else if (gt_opt(&a, "--iters", &v, &err)) {
-            err |= !gt_parse_int(&a, "--iters", v, 1, 1000000, &cfg.iters);
-        } else if (gt_opt(&a, "--warmup", &v, &err)) {
-            err |= !gt_parse_int(&a, "--warmup", v, 0, 1000000, &cfg.warmup);
-        } else if (gt_opt(&a, "--reps", &v, &err)) {
-            err |= !gt_parse_int(&a, "--reps", v, 1, 32, &cfg.reps);
-        } else if (gt_opt(&a, "--root", &v, &err)) {
-            err |= !gt_parse_int(&a, "--root", v, 0, 1 << 30, &cfg.root);
-        } else if (gt_opt(&a, "--comm", &v, &err)) {
-            if (v && strcmp(v, "auto") && strcmp(v, "self") && strcmp(v, "mpi") &&
-                strcmp(v, "nccl"))
-                return gt_usage_error("run", "--comm '%s': use auto, self, mpi or nccl", v);
-            ccfg.backend = v;
-        } else if (gt_opt(&a, "--comm-timeout", &v, &err)) {
-            err |= !gt_parse_double(&a, "--comm-timeout", v, 0.0, 1e7, &ccfg.timeout_s);
-        } else if (gt_opt(&a, "--report", &v, &err)) {
-            report_path = v;
-        } else if (gt_opt(&a, "--history", &v, &err)) {
-            history_db = v;
-        } else if (gt_opt(&a, "--mllog", &v, &err)) {
-            mllog_path = v;
-        } else if (gt_flag(&a, "--quiet")) {
-            quiet = 1;
-        } else if (gt_flag(&a, "--verbose")) {
-            verbose = 1;
-        } else {
-            return gt_unknown_option("run", argv[a.i], run_usage);
-        }
-    }
-    if (err) return GT_EXIT_USAGE;
-    (void)coll_given;
-    if (baseline && !report_path)
+/* ---- the options ---------------------------------------------------------------- */
+
+typedef struct run_opts {
+    gt_coll_config coll;
+    gt_comm_config comm;
+    const char *report_path, *baseline, *backend, *inject, *slowdown, *history_db, *mllog_path;
+    int quiet, verbose, max_given, threads;
+    gt_effort effort;
+    double threshold; /* percent */
+    gt_cli_topologies topos;
+    const char *sel[32]; /* SUITE or SUITE/CASE, in order */
+    int nsel;
+} run_opts;
+
+static int run_word(void *opts, const gt_args *a, const char *w) {
+    (void)a;
+    run_opts *o = opts;
+    if (o->nsel == 32) return !gt_usage_error("run", "at most 32 suites or cases");
+    o->sel[o->nsel++] = gt_cli_case_name("run", w);
+    return 1;
+}
+
+static int set_effort(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)v;
+    ((run_opts *)opts)->effort = strcmp(o->name, "--quick") == 0 ? GT_EFFORT_QUICK : GT_EFFORT_FULL;
+    return 1;
+}
+
+static int set_threshold(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", v ? v : "");
+    size_t l = strlen(buf);
+    if (l && buf[l - 1] == '%') buf[l - 1] = '\0';
+    return gt_parse_double(a, o->name, buf, 0.0, 1000.0, &((run_opts *)opts)->threshold);
+}
+
+static int set_inject_delay(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    ((run_opts *)opts)->inject = v;
+    if (v && !strchr(v, ':'))
+        return !gt_usage_error("run", "--inject-delay '%s': expected OP:MICROSECONDS, "
+                                      "e.g. layernorm_fwd:2000",
+                               v);
+    return 1;
+}
+
+static int set_slowdown(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    char name[64];
+    double f;
+    ((run_opts *)opts)->slowdown = v;
+    /* the parser's message names the bad item and lists the forms */
+    if (v && gt_parse_slowdown(v, name, sizeof name, &f) != GT_OK)
+        return !gt_usage_error("run", "--inject-slowdown '%s': expected "
+                                      "NAME:FACTOR[,NAME:FACTOR...]: %s",
+                               v, gt_last_error());
+    return 1;
+}
+
+static int set_minbytes(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    return parse_size(a, o->name, v, &((run_opts *)opts)->coll.min_bytes);
+}
+
+static int set_maxbytes(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    ((run_opts *)opts)->max_given = 1;
+    return parse_size(a, o->name, v, &((run_opts *)opts)->coll.max_bytes);
+}
+
+/* --colls, --dtypes, --ops: a list of names into a bit mask (data: list_spec). */
+typedef struct list_spec {
+    item_parser parse;
+    const char *choices;
+    size_t mask; /* offsetof(run_opts, the mask) */
+    int full_matrix; /* naming dtypes or ops asks for every combination */
+} list_spec;
+
+static int set_list(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a;
+    const list_spec *l = o->data;
+    run_opts *r = opts;
+    int ok = parse_list(o->name, v, l->parse, l->choices, (unsigned *)((char *)opts + l->mask));
+    if (l->full_matrix) r->coll.full_matrix = 1;
+    return ok;
+}
+
+static int set_comm(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    if (v && strcmp(v, "auto") && strcmp(v, "self") && strcmp(v, "mpi") && strcmp(v, "nccl"))
+        return !gt_usage_error("run", "--comm '%s': use auto, self, mpi or nccl", v);
+    ((run_opts *)opts)->comm.backend = v;
+    return 1;
+}
+
+#define OFF(field) offsetof(run_opts, field)
+static const list_spec colls_list = {parse_coll_item,
+                                     "allreduce,reduce,broadcast,allgather,reduce_scatter,"
+                                     "alltoall,sendrecv",
+                                     OFF(coll.colls), 0};
+static const list_spec dtypes_list = {parse_dtype_item, "fp32,fp64,bf16,fp16,int32,int64",
+                                      OFF(coll.dtypes), 1};
+static const list_spec ops_list = {parse_op_item, "sum,avg,max,min", OFF(coll.ops), 1};
+
+static const gt_cli_opt run_table[] = {
+    {"--backend", NULL, "NAME", GT_CLI_STRING, OFF(backend), .help =
+        "cpu (default), ref, cuda, or all (every backend available)"},
+    {"--topologies", NULL, "LIST", .off = OFF(topos), .set = gt_cli_set_topologies, .help =
+        "rank counts, e.g. 1,2,4 (default: 1, 2, 4 ... up to the\n"
+        "job's ranks). Without MPI and asking for more than 1, gauntlet\n"
+        "relaunches itself under mpirun when it is on PATH"},
+    {"--quick", NULL, NULL, .set = set_effort, .help = "effort: quick (CI, make run)"},
+    {"--full", NULL, NULL, .set = set_effort, .help =
+        "effort: full (the default effort is between the two)"},
+    {"--threads", NULL, "N", GT_CLI_INT, OFF(threads), 1, 4096, .help =
+        "cpu threads per rank (default: cores / largest topology)"},
+    {"--report", NULL, "FILE", GT_CLI_STRING, OFF(report_path), .help =
+        "the JSON report (rank 0), rewritten atomically per case"},
+    {"--baseline", NULL, "FILE", GT_CLI_STRING, OFF(baseline), .help =
+        "compare with this report at the end (gauntlet compare);\n"
+        "exit 3 on a regression"},
+    {"--threshold", NULL, "X%", .set = set_threshold, .help =
+        "compare's minimum effect size (default 5%)"},
+    {"--history", NULL, "DB", GT_CLI_STRING, OFF(history_db), .help =
+        "record the report in this run history (SQLite, created when\n"
+        "absent; gauntlet history DB lists it; needs --report)"},
+    {"--mllog", NULL, "FILE", GT_CLI_STRING, OFF(mllog_path), .help =
+        "MLPerf-style log lines (:::MLLOG {...}) of the run there"},
+    {"--comm", NULL, "NAME", .set = set_comm, .help =
+        "communicator: auto (mpi when launched by mpirun/srun, else\n"
+        "self), self, mpi, or nccl (one GPU per rank; collectives on\n"
+        "device buffers against raw NCCL)"},
+    {"--comm-timeout", NULL, "S", GT_CLI_DOUBLE, OFF(comm.timeout_s), 0.0, 1e7, .help =
+        "watchdog per collective in seconds (default 300)"},
+    {"--inject-delay", NULL, "OP:US", .set = set_inject_delay, .help =
+        "slow kernel OP by US microseconds per call (tests the gate)"},
+    {"--inject-slowdown", NULL, "NAME:F[,NAME:F...]", .set = set_slowdown, .help =
+        "each NAME takes its F times as long\n"
+        "wherever it is timed (the gate's detection experiment):\n"
+        "a kernel op, a case prefix of one (op/dtype/shape), a\n"
+        "collective, or a class: gemm, memory, collective\n"
+        "(docs/suites.md); in training the first whole op only\n"
+        "(docs/profile.md)"},
+    {"--quiet", NULL, NULL, GT_CLI_FLAG, OFF(quiet), .help =
+        "no per-case lines, only the summary"},
+    {"--verbose", NULL, NULL, GT_CLI_FLAG, OFF(verbose), .help =
+        "also the raw collectives tables (every size of every\n"
+        "combination, nccl-tests' layout)"},
+    {.name = "collectives options (nccl-tests'; sizes take K, M, G suffixes):",
+     .kind = GT_CLI_SECTION},
+    {"-b", "--minbytes", "SIZE", .set = set_minbytes, .help = "first size (default 8 B)"},
+    {"-e", "--maxbytes", "SIZE", .set = set_maxbytes, .help =
+        "last size (default 64 MiB; --quick stops at 1 MiB)"},
+    {"-f", "--stepfactor", "N", GT_CLI_INT, OFF(coll.step_factor), 2, 1 << 20, .help =
+        "multiply the size by N each step (default 2)"},
+    {"--colls", NULL, "LIST", .set = set_list, .data = &colls_list, .help =
+        "collectives to run (default all: allreduce, reduce,\n"
+        "broadcast, allgather, reduce_scatter, alltoall, sendrecv)"},
+    {"--dtypes", NULL, "LIST", .set = set_list, .data = &dtypes_list, .help =
+        "data types (fp32, fp64, bf16, fp16, int32, int64); naming\n"
+        "them or --ops runs every dtype x op at every size"},
+    {"--ops", NULL, "LIST", .set = set_list, .data = &ops_list, .help =
+        "reduction ops (sum, avg, max, min); see --dtypes"},
+    {"--iters", NULL, "N", GT_CLI_INT, OFF(coll.iters), 1, 1000000, .help =
+        "timed iterations per block (default: adaptive)"},
+    {"--warmup", NULL, "N", GT_CLI_INT, OFF(coll.warmup), 0, 1000000, .help =
+        "warm-up iterations (default: adaptive)"},
+    {"--reps", NULL, "N", GT_CLI_INT, OFF(coll.reps), 1, 32, .help =
+        "timed blocks of the primary combination (default 5)"},
+    {"--root", NULL, "R", GT_CLI_INT, OFF(coll.root), 0, 1 << 30, .help =
+        "root of reduce and broadcast (default 0)"},
+    {NULL},
+};
+
+static const gt_cli run_cli = {
+    .cmd = "run",
+    .usage =
+        "usage: gauntlet run [SUITE[/CASE] ...] [options]   (gauntlet list: suites and cases)\n"
+        "       mpirun -np N gauntlet run ...               (topologies up to N ranks)\n"
+        "\n"
+        "Runs each selected suite (default: all) on each topology and backend, rewrites\n"
+        "the report after every case, prints progress and a summary.\n"
+        "\n",
+    .epilogue =
+        "\n"
+        "exit codes: 0 all checks passed, 1 a check failed, 2 usage or environment error,\n"
+        "            3 --baseline found a regression\n",
+    .opts = run_table,
+    .word = run_word,
+};
+
+/* ---- the command ---------------------------------------------------------------- */
+
+/* One run of the command: its options, its plan, its job and report. */
+typedef struct run_job {
+    run_opts o;
+    const gt_suite *suites[32];
+    const char *cases[32]; /* per suite: the CASE asked for, NULL: all */
+    int nsuites;
+    const char *backends[4];
+    int nbackends;
+    gt_comm *comm;
+    int rank, n;
+    const char *path; /* the report's, rank 0; NULL elsewhere */
+    gt_report *rep;
+    gt_env env;
+    int have_env;
+    struct gt_history *hist;
+    gt_mllog *ml;
+    progress pr;
+    int rc;
+} run_job;
+
+/* What needs the options together. GT_EXIT_OK to go on. */
+static int run_check(run_opts *o) {
+    if (o->baseline && !o->report_path)
         return gt_usage_error("run",
                               "--baseline %s needs --report FILE: the new report is "
                               "compared with it",
-                              baseline);
-    if (history_db && !report_path)
+                              o->baseline);
+    if (o->history_db && !o->report_path)
         return gt_usage_error("run", "--history %s needs --report FILE: the report is what is "
                                      "recorded",
-                              history_db);
-    if (effort == GT_EFFORT_QUICK && !max_given) cfg.max_bytes = GT_COLL_MATRIX_MAX_BYTES;
-    if (cfg.max_bytes < cfg.min_bytes)
+                              o->history_db);
+    if (o->effort == GT_EFFORT_QUICK && !o->max_given) o->coll.max_bytes = GT_COLL_MATRIX_MAX_BYTES;
+    if (o->coll.max_bytes < o->coll.min_bytes)
         return gt_usage_error("run", "-e %llu is below -b %llu",
-                              (unsigned long long)cfg.max_bytes,
-                              (unsigned long long)cfg.min_bytes);
+                              (unsigned long long)o->coll.max_bytes,
+                              (unsigned long long)o->coll.min_bytes);
+    return GT_EXIT_OK;
+}
 
-    /* what to run: SUITE or SUITE/CASE, every suite when none is named */
-    const gt_suite *suites[32];
-    const char *cases[32];
-    int nsuites = 0;
-    if (nsel == 0) {
+/* What to run: SUITE or SUITE/CASE, every suite when none is named; on
+ * which backends; every CASE checked before anything runs. */
+static int run_select(run_job *j) {
+    const run_opts *o = &j->o;
+    if (o->nsel == 0)
         for (const gt_suite *const *s = gt_suites(); *s; s++) {
-            suites[nsuites] = *s;
-            cases[nsuites++] = NULL;
+            j->suites[j->nsuites] = *s;
+            j->cases[j->nsuites++] = NULL;
         }
-    }
-    for (int i = 0; i < nsel; i++) {
+    for (int i = 0; i < o->nsel; i++) {
         char name[64];
-        snprintf(name, sizeof name, "%s", sel[i]);
+        snprintf(name, sizeof name, "%s", o->sel[i]);
         char *slash = strchr(name, '/');
         if (slash) *slash = '\0';
         const gt_suite *s = gt_suite_find(name);
@@ -577,42 +635,48 @@ int gt_cmd_run(int argc, char **argv) {
                         name);
             return GT_EXIT_USAGE;
         }
-        suites[nsuites] = s;
-        cases[nsuites++] = slash ? sel[i] + (slash - name) + 1 : NULL;
+        j->suites[j->nsuites] = s;
+        j->cases[j->nsuites++] = slash ? o->sel[i] + (slash - name) + 1 : NULL;
     }
-    const char *backends[4];
-    int nbackends = 0;
-    if (strcmp(backend_opt, "all") == 0) {
+    if (strcmp(o->backend, "all") == 0) {
         static const char *const all[] = {"cpu", "cuda"};
         for (int i = 0; i < 2; i++) {
             gt_backend *be = NULL;
             gt_backend_config bc = {.threads = 1, .device = -1};
-            if (gt_backend_new(all[i], &bc, &be) == GT_OK) backends[nbackends++] = all[i];
+            if (gt_backend_new(all[i], &bc, &be) == GT_OK) j->backends[j->nbackends++] = all[i];
             gt_backend_free(be);
         }
-    } else if (!strcmp(backend_opt, "cpu") || !strcmp(backend_opt, "ref") ||
-               !strcmp(backend_opt, "cuda")) {
-        backends[nbackends++] = backend_opt;
+    } else if (!strcmp(o->backend, "cpu") || !strcmp(o->backend, "ref") ||
+               !strcmp(o->backend, "cuda")) {
+        j->backends[j->nbackends++] = o->backend;
     } else {
-        return gt_usage_error("run", "--backend '%s': use cpu, ref, cuda or all", backend_opt);
+        return gt_usage_error("run", "--backend '%s': use cpu, ref, cuda or all", o->backend);
     }
-    for (int i = 0; i < nsuites; i++)
-        if (check_case(suites[i], cases[i], backends, nbackends, effort) != GT_EXIT_OK)
+    for (int i = 0; i < j->nsuites; i++)
+        if (check_case(j->suites[i], j->cases[i], j->backends, j->nbackends, o->effort) !=
+            GT_EXIT_OK)
             return GT_EXIT_USAGE;
+    return GT_EXIT_OK;
+}
 
-    gt_comm *comm = NULL;
-    gt_status s = gt_comm_world(&ccfg, &comm);
+/* The world communicator and the topologies (relaunching under mpirun when
+ * one process asked for more ranks); threads per rank. GT_EXIT_OK to go
+ * on; otherwise the communicator is freed. */
+static int run_world(run_job *j, char **argv) {
+    run_opts *o = &j->o;
+    gt_status s = gt_comm_world(&o->comm, &j->comm);
     if (s != GT_OK) return gt_fail("run", s);
-    int rank = gt_comm_rank(comm), n = gt_comm_size(comm);
-    if (ntopos == 0) {
-        for (int t = 1; t < n; t *= 2) topos[ntopos++] = t;
-        topos[ntopos++] = n;
+    int rank = j->rank = gt_comm_rank(j->comm), n = j->n = gt_comm_size(j->comm);
+    gt_cli_topologies *tp = &o->topos;
+    if (tp->n == 0) {
+        for (int t = 1; t < n; t *= 2) tp->v[tp->n++] = t;
+        tp->v[tp->n++] = n;
     }
     int biggest = 1;
-    for (int i = 0; i < ntopos; i++) biggest = topos[i] > biggest ? topos[i] : biggest;
+    for (int i = 0; i < tp->n; i++) biggest = tp->v[i] > biggest ? tp->v[i] : biggest;
     if (biggest > n) {
         if (n == 1 && GT_HAVE_MPI && gt_have_mpirun() && !getenv("GT_NO_RELAUNCH")) {
-            gt_comm_free(comm);
+            gt_comm_free(j->comm);
             /* the full argv: gt_cmd_run got argv + 1 */
             setenv("GT_NO_RELAUNCH", "1", 1);
             gt_relaunch_mpirun(biggest, argv - 1);
@@ -624,267 +688,314 @@ int gt_cmd_run(int argc, char **argv) {
                     "gauntlet run: --topologies asks for %d ranks but the job has %d%s: launch "
                     "with mpirun -np %d\n",
                     biggest, n, GT_HAVE_MPI ? "" : " (this build has no MPI)", biggest);
-        gt_comm_free(comm);
+        gt_comm_free(j->comm);
         return GT_EXIT_USAGE;
     }
-    if (cfg.root >= n) {
-        gt_comm_free(comm);
-        return gt_usage_error("run", "--root %d: there are only %d ranks", cfg.root, n);
+    if (o->coll.root >= n) {
+        gt_comm_free(j->comm);
+        return gt_usage_error("run", "--root %d: there are only %d ranks", o->coll.root, n);
     }
     /* the same cores per rank on every topology: efficiencies compare like with like */
-    if (threads == 0) threads = gt_default_threads(biggest);
-    gt_suite_collectives_configure(&cfg);
+    if (o->threads == 0) o->threads = gt_default_threads(biggest);
+    gt_suite_collectives_configure(&o->coll);
+    return GT_EXIT_OK;
+}
 
-    const char *path = rank == 0 ? report_path : NULL;
-    gt_report *rep = NULL;
-    s = gt_report_new(path, argc + 1, argv - 1, &rep);
+/* The report, the environment, and before any work an unusable baseline,
+ * history database, mllog file or destination, agreed by every rank.
+ * GT_EXIT_OK to go on; otherwise all of it and the communicator are freed. */
+static int run_report_open(run_job *j, int argc, char **argv) {
+    const run_opts *o = &j->o;
+    int rank = j->rank;
+    j->path = rank == 0 ? o->report_path : NULL;
+    gt_status s = gt_report_new(j->path, argc + 1, argv - 1, &j->rep);
     if (s != GT_OK) {
-        gt_comm_free(comm);
+        gt_comm_free(j->comm);
         return gt_fail("run", s);
     }
     /* SIGTERM / SIGINT: the report marked incomplete with the signal (signals.h) */
-    gt_signals_report(rep);
-    gt_env env;
-    int have_env = 0;
+    gt_signals_report(j->rep);
     if (rank == 0) {
-        gt_env_collect(&env);
-        gt_report_set_env(rep, &env, NULL);
-        have_env = 1;
+        gt_env_collect(&j->env);
+        gt_report_set_env(j->rep, &j->env, NULL);
+        j->have_env = 1;
     }
-    gt_report_threads(rank == 0 ? rep : NULL, threads);
-    gt_report_binding(rank == 0 ? rep : NULL, comm);
-    gt_report_job(rank == 0 ? rep : NULL, comm);
-    /* fail early on an unusable baseline or destination, and tell every rank */
+    gt_report_threads(rank == 0 ? j->rep : NULL, o->threads);
+    gt_report_binding(rank == 0 ? j->rep : NULL, j->comm);
+    gt_report_job(rank == 0 ? j->rep : NULL, j->comm);
     int32_t bad = 0;
-    if (path && baseline) {
+    if (j->path && o->baseline) {
         /* an unreadable baseline must not cost a whole run before it is
          * noticed: read it now (compared with itself: same parser, same checks) */
         gt_compare *probe = NULL;
         gt_compare_options co = gt_compare_defaults();
-        if (gt_compare_files(baseline, baseline, &co, &probe) != GT_OK) {
+        if (gt_compare_files(o->baseline, o->baseline, &co, &probe) != GT_OK) {
             fprintf(stderr, "gauntlet run: --baseline: %s\n", gt_last_error());
             bad = 1;
         }
         gt_compare_free(probe);
     }
     /* the history database and the mllog file, before any work */
-    struct gt_history *hist = NULL;
-    gt_mllog *ml = NULL;
-    if (path && !bad && !gt_history_begin("run", history_db, path, &hist)) bad = 1;
-    if (rank == 0 && mllog_path && !bad && gt_mllog_open(mllog_path, &ml) != GT_OK) {
+    if (j->path && !bad && !gt_history_begin("run", o->history_db, j->path, &j->hist)) bad = 1;
+    if (rank == 0 && o->mllog_path && !bad && gt_mllog_open(o->mllog_path, &j->ml) != GT_OK) {
         fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
         bad = 1;
     }
     /* then the destination (which replaces a previous report: only once the
      * baseline is known to be usable) */
-    if (path && !bad && gt_report_write(rep) != GT_OK) {
+    if (j->path && !bad && gt_report_write(j->rep) != GT_OK) {
         fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
         bad = 1;
     }
-    s = gt_comm_allreduce(comm, &bad, &bad, 1, GT_DTYPE_INT32, GT_REDOP_MAX, NULL);
-    if (s != GT_OK || bad) {
-        int rc = s != GT_OK ? gt_fail("run", s) : GT_EXIT_USAGE;
-        gt_history_close(hist);
-        gt_mllog_close(ml);
-        if (have_env) gt_env_release(&env);
-        gt_signals_report(NULL);
-        gt_report_free(rep);
-        gt_comm_free(comm);
-        return rc;
-    }
+    s = gt_comm_allreduce(j->comm, &bad, &bad, 1, GT_DTYPE_INT32, GT_REDOP_MAX, NULL);
+    if (s == GT_OK && !bad) return GT_EXIT_OK;
+    int rc = s != GT_OK ? gt_fail("run", s) : GT_EXIT_USAGE;
+    gt_history_close(j->hist);
+    gt_mllog_close(j->ml);
+    if (j->have_env) gt_env_release(&j->env);
+    gt_signals_report(NULL);
+    gt_report_free(j->rep);
+    gt_comm_free(j->comm);
+    return rc;
+}
 
-    progress pr = {.rep = rep, .path = path, .out = rank == 0 && !quiet ? stdout : NULL,
-                   .t0 = gt_now_ns() * 1e-9};
-    /* the plan, in the order the loop below runs it */
-    pr.units = 0;
-    pr.suites = suites;
-    for (int i = 0; i < nsuites; i++)
-        for (int b = 0; b < nbackends; b++)
-            for (int t = 0; t < ntopos && pr.units < MAX_UNITS; t++) {
-                const gt_suite *su = suites[i];
-                if (topos[t] < su->min_ranks || (su->max_ranks && topos[t] > su->max_ranks))
-                    continue;
-                gt_suite_ctx c = {.backend = backends[b], .threads = threads, .effort = effort,
-                                  .case_filter = cases[i]};
-                unit_plan *u = &pr.plan[pr.units++];
+/* The plan, in the order run_unit runs it (the progress estimate), the
+ * line that says it, and the mllog run's start. */
+static void run_plan(run_job *j) {
+    const run_opts *o = &j->o;
+    progress *pr = &j->pr;
+    pr->rep = j->rep;
+    pr->path = j->path;
+    pr->out = j->rank == 0 && !o->quiet ? stdout : NULL;
+    pr->t0 = gt_now_ns() * 1e-9;
+    pr->suites = j->suites;
+    for (int i = 0; i < j->nsuites; i++)
+        for (int b = 0; b < j->nbackends; b++)
+            for (int t = 0; t < o->topos.n && pr->units < MAX_UNITS; t++) {
+                const gt_suite *su = j->suites[i];
+                int N = o->topos.v[t];
+                if (N < su->min_ranks || (su->max_ranks && N > su->max_ranks)) continue;
+                gt_suite_ctx c = {.backend = j->backends[b], .threads = o->threads,
+                                  .effort = o->effort, .case_filter = j->cases[i]};
+                unit_plan *u = &pr->plan[pr->units++];
                 u->suite = i;
                 u->topo = t;
-                u->expect = su->count ? su->count(&c, topos[t]) : 1;
-                pr.expect_total += u->expect;
+                u->expect = su->count ? su->count(&c, N) : 1;
+                pr->expect_total += u->expect;
             }
-    if (rank == 0)
+    if (j->rank == 0)
         printf("gauntlet run: %d suite(s) x %d topolog%s x %d backend(s) on %d rank(s) over %s, "
                "%s effort, %d thread(s) per rank\n",
-               nsuites, ntopos, ntopos == 1 ? "y" : "ies", nbackends, n,
-               gt_comm_backend_name(comm),
-               effort == GT_EFFORT_QUICK ? "quick" : effort == GT_EFFORT_FULL ? "full" : "default",
-               threads);
-    if (ml) {
+               j->nsuites, o->topos.n, o->topos.n == 1 ? "y" : "ies", j->nbackends, j->n,
+               gt_comm_backend_name(j->comm),
+               o->effort == GT_EFFORT_QUICK  ? "quick"
+               : o->effort == GT_EFFORT_FULL ? "full"
+                                             : "default",
+               o->threads);
+    if (j->ml) {
         char platform[600];
-        snprintf(platform, sizeof platform, "%s, %s", env.host, env.cpu_model);
-        gt_mllog_event_at(ml, __FILE__, __LINE__, GT_MLLOG_START, "init_start", NULL, NULL,
+        snprintf(platform, sizeof platform, "%s, %s", j->env.host, j->env.cpu_model);
+        gt_mllog_event_at(j->ml, __FILE__, __LINE__, GT_MLLOG_START, "init_start", NULL, NULL,
                           gt_mllog_process_start_ms());
-        gt_mllog_submission(ml, "gauntlet-run", platform);
-        gt_mllog_event(ml, GT_MLLOG_POINT, "cache_clear", "false", NULL);
-        gt_mllog_event(ml, GT_MLLOG_END, "init_stop", NULL, NULL);
-        gt_mllog_event(ml, GT_MLLOG_START, "run_start", NULL, NULL);
+        gt_mllog_submission(j->ml, "gauntlet-run", platform);
+        gt_mllog_event(j->ml, GT_MLLOG_POINT, "cache_clear", "false", NULL);
+        gt_mllog_event(j->ml, GT_MLLOG_END, "init_stop", NULL, NULL);
+        gt_mllog_event(j->ml, GT_MLLOG_START, "run_start", NULL, NULL);
     }
-    int rc = GT_EXIT_OK;
-    for (int i = 0; i < nsuites && s == GT_OK; i++) {
-        int before[GT_RESULT_STATUS_COUNT], ran = 0;
-        gt_report_counts(rep, before);
-        for (int b = 0; b < nbackends && s == GT_OK; b++) {
-            for (int t = 0; t < ntopos && s == GT_OK; t++) {
-                int N = topos[t];
-                const gt_suite *su = suites[i];
-                if (N < su->min_ranks || (su->max_ranks && N > su->max_ranks)) continue;
-                gt_comm *sub = NULL;
-                s = gt_comm_split(comm, rank < N ? 0 : -1, rank, &sub);
-                if (s != GT_OK) break;
-                char topo[16];
-                snprintf(topo, sizeof topo, "%d", N);
-                if (pr.out)
-                    fprintf(pr.out, "== %s%s%s on %s rank(s), backend %s\n", su->name,
-                            cases[i] ? "/" : "", cases[i] ? cases[i] : "", topo, backends[b]);
-                gt_watchdog_report(path ? rep : NULL, su->name, cases[i] ? cases[i] : "running",
-                                   topo, backends[b]);
-                pr.unit_cases = 0;
-                pr.last_case = gt_now_ns() * 1e-9;
-                char md[256], sb[64], bb[32];
-                snprintf(md, sizeof md,
-                         "\"samples_count\": %zu, \"suite\": %s, \"topology\": %d, "
-                         "\"backend\": %s",
-                         gt_report_result_count(rep), gt_mllog_str(sb, sizeof sb, su->name), N,
-                         gt_mllog_str(bb, sizeof bb, backends[b]));
-                gt_mllog_event(ml, GT_MLLOG_START, "block_start", NULL, md);
-                /* on a GPU: the cuda backend, or any suite on an nccl communicator */
-                gt_report_topology_layout(rank == 0 ? rep : NULL, N);
-                telemetry_begin(&pr, rank == 0 && (!strcmp(backends[b], "cuda") ||
-                                                   !strcmp(gt_comm_backend_name(comm), "nccl")));
-                if (sub) {
-                    gt_suite_ctx ctx = {.comm = sub,
-                                        .backend = backends[b],
-                                        .threads = threads,
-                                        .effort = effort,
-                                        .case_filter = cases[i],
-                                        .rep = rank == 0 ? rep : NULL,
-                                        .topology = topo,
-                                        /* the suites' own lines repeat case_done's;
-                                         * the collectives tables are --verbose */
-                                        .out = pr.out && verbose && su == &gt_suite_collectives
-                                                   ? pr.out
-                                                   : NULL,
-                                        .inject_delay = inject,
-                                        .inject_slowdown = slowdown,
-                                        .case_done = case_done,
-                                        .case_done_ctx = &pr};
-                    s = su->run(&ctx);
-                    ran = 1;
-                    if (s != GT_OK) {
-                        fprintf(stderr, "gauntlet run: %s: %s [%s]\n", su->name, gt_last_error(),
-                                gt_status_name(s));
-                        if (rank == 0) {
-                            gt_result *res = gt_report_add_result(
-                                rep, su->name, cases[i] ? cases[i] : "suite", topo, backends[b]);
-                            if (res) gt_result_set_status(res, GT_RESULT_ERROR, gt_last_error());
-                        }
-                        rc = GT_EXIT_USAGE;
-                        /* a bad case name is the same everywhere: go on; a
-                         * communicator failure is not */
-                        if (s == GT_ERR_INVALID || s == GT_ERR_UNSUPPORTED) s = GT_OK;
-                    }
-                    gt_comm_free(sub);
-                }
-                /* results a suite added without case_done, and the error result above */
-                telemetry_mark(&pr);
-                snprintf(md, sizeof md,
-                         "\"samples_count\": %zu, \"suite\": %s, \"topology\": %d, "
-                         "\"backend\": %s",
-                         gt_report_result_count(rep), sb, N, bb);
-                gt_mllog_event(ml, GT_MLLOG_END, "block_stop", NULL, md);
-                pr.telemetry = 0;
-                pr.unit++;
-                if (s == GT_OK) s = gt_comm_barrier_idle(comm);
+}
+
+/* Suite i on backend b, topology t (N ranks): ranks [0, N) run it on their
+ * sub-communicator, the others wait at the barrier. A suite's own error is
+ * recorded; a communicator failure is returned. *ran: the suite ran here. */
+static gt_status run_unit(run_job *j, int i, int b, int t, int *ran) {
+    const run_opts *o = &j->o;
+    progress *pr = &j->pr;
+    int N = o->topos.v[t], rank = j->rank;
+    const gt_suite *su = j->suites[i];
+    const char *backend = j->backends[b], *want = j->cases[i];
+    if (N < su->min_ranks || (su->max_ranks && N > su->max_ranks)) return GT_OK;
+    gt_comm *sub = NULL;
+    GT_TRY(gt_comm_split(j->comm, rank < N ? 0 : -1, rank, &sub));
+    char topo[16];
+    snprintf(topo, sizeof topo, "%d", N);
+    if (pr->out)
+        fprintf(pr->out, "== %s%s%s on %s rank(s), backend %s\n", su->name, want ? "/" : "",
+                want ? want : "", topo, backend);
+    gt_watchdog_report(j->path ? j->rep : NULL, su->name, want ? want : "running", topo, backend);
+    pr->unit_cases = 0;
+    pr->last_case = gt_now_ns() * 1e-9;
+    char md[256], sb[64], bb[32];
+    snprintf(md, sizeof md,
+             "\"samples_count\": %zu, \"suite\": %s, \"topology\": %d, \"backend\": %s",
+             gt_report_result_count(j->rep), gt_mllog_str(sb, sizeof sb, su->name), N,
+             gt_mllog_str(bb, sizeof bb, backend));
+    gt_mllog_event(j->ml, GT_MLLOG_START, "block_start", NULL, md);
+    /* on a GPU: the cuda backend, or any suite on an nccl communicator */
+    gt_report_topology_layout(rank == 0 ? j->rep : NULL, N);
+    telemetry_begin(pr, rank == 0 && (!strcmp(backend, "cuda") ||
+                                      !strcmp(gt_comm_backend_name(j->comm), "nccl")));
+    gt_status s = GT_OK;
+    if (sub) {
+        gt_suite_ctx ctx = {.comm = sub,
+                            .backend = backend,
+                            .threads = o->threads,
+                            .effort = o->effort,
+                            .case_filter = want,
+                            .rep = rank == 0 ? j->rep : NULL,
+                            .topology = topo,
+                            /* the suites' own lines repeat case_done's; the
+                             * collectives tables are --verbose */
+                            .out = pr->out && o->verbose && su == &gt_suite_collectives ? pr->out
+                                                                                         : NULL,
+                            .inject_delay = o->inject,
+                            .inject_slowdown = o->slowdown,
+                            .case_done = case_done,
+                            .case_done_ctx = pr};
+        s = su->run(&ctx);
+        *ran = 1;
+        if (s != GT_OK) {
+            fprintf(stderr, "gauntlet run: %s: %s [%s]\n", su->name, gt_last_error(),
+                    gt_status_name(s));
+            if (rank == 0) {
+                gt_result *res =
+                    gt_report_add_result(j->rep, su->name, want ? want : "suite", topo, backend);
+                if (res) gt_result_set_status(res, GT_RESULT_ERROR, gt_last_error());
             }
+            j->rc = GT_EXIT_USAGE;
+            /* a bad case name is the same everywhere: go on; a communicator
+             * failure is not */
+            if (s == GT_ERR_INVALID || s == GT_ERR_UNSUPPORTED) s = GT_OK;
         }
-        /* a suite skips the cases it does not know: a misspelt case would
-         * otherwise pass with nothing run (rank 0 holds the results) */
-        int after[GT_RESULT_STATUS_COUNT], added = 0;
-        gt_report_counts(rep, after);
-        for (int k = 0; k < GT_RESULT_STATUS_COUNT; k++)
-            added += after[k] - before[k];
-        if (rank == 0 && cases[i] && ran && added == 0) {
-            fprintf(stderr, "gauntlet run: suite %s has no case '%s' (gauntlet list names them)\n",
-                    suites[i]->name, cases[i]);
-            rc = GT_EXIT_USAGE;
-        }
+        gt_comm_free(sub);
     }
-    /* the plan ran to its end, or a communicator failure stopped it */
+    /* results a suite added without case_done, and the error result above */
+    telemetry_mark(pr);
+    snprintf(md, sizeof md,
+             "\"samples_count\": %zu, \"suite\": %s, \"topology\": %d, \"backend\": %s",
+             gt_report_result_count(j->rep), sb, N, bb);
+    gt_mllog_event(j->ml, GT_MLLOG_END, "block_stop", NULL, md);
+    pr->telemetry = 0;
+    pr->unit++;
+    if (s == GT_OK) s = gt_comm_barrier_idle(j->comm);
+    return s;
+}
+
+/* Suite i on every backend and topology. A suite skips the cases it does
+ * not know: a misspelt case would otherwise pass with nothing run (rank 0
+ * holds the results). */
+static gt_status run_suite(run_job *j, int i) {
+    int before[GT_RESULT_STATUS_COUNT], after[GT_RESULT_STATUS_COUNT], ran = 0, added = 0;
+    gt_status s = GT_OK;
+    gt_report_counts(j->rep, before);
+    for (int b = 0; b < j->nbackends && s == GT_OK; b++)
+        for (int t = 0; t < j->o.topos.n && s == GT_OK; t++) s = run_unit(j, i, b, t, &ran);
+    gt_report_counts(j->rep, after);
+    for (int k = 0; k < GT_RESULT_STATUS_COUNT; k++) added += after[k] - before[k];
+    if (j->rank == 0 && j->cases[i] && ran && added == 0) {
+        fprintf(stderr, "gauntlet run: suite %s has no case '%s' (gauntlet list names them)\n",
+                j->suites[i]->name, j->cases[i]);
+        j->rc = GT_EXIT_USAGE;
+    }
+    return s;
+}
+
+/* The report's end (complete, or stopped by a communicator failure), the
+ * exit code from the results, the summary, the mllog run's end. */
+static void run_finish(run_job *j, gt_status s) {
     if (s == GT_OK) {
-        gt_report_finish(rep);
+        gt_report_finish(j->rep);
     } else {
         char why[1200];
         snprintf(why, sizeof why, "stopped early: %s", gt_last_error());
-        gt_report_set_incomplete(rep, why);
+        gt_report_set_incomplete(j->rep, why);
     }
-    if (path && gt_report_write(rep) != GT_OK) {
+    if (j->path && gt_report_write(j->rep) != GT_OK) {
         fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
-        rc = GT_EXIT_USAGE;
+        j->rc = GT_EXIT_USAGE;
     }
-    if (s != GT_OK && n > 1) {
+    if (s != GT_OK && j->n > 1) {
         /* peers may be blocked in an operation this rank left: only an abort
          * ends them; the report already holds what finished */
         fflush(NULL);
-        gt_comm_abort(comm, GT_EXIT_USAGE);
+        gt_comm_abort(j->comm, GT_EXIT_USAGE);
     }
     int counts[GT_RESULT_STATUS_COUNT];
-    gt_report_counts(rep, counts);
-    if (rc == GT_EXIT_OK) {
-        if (counts[GT_RESULT_ERROR]) rc = GT_EXIT_USAGE;
-        else if (counts[GT_RESULT_FAIL]) rc = GT_EXIT_CHECK;
+    gt_report_counts(j->rep, counts);
+    if (j->rc == GT_EXIT_OK) {
+        if (counts[GT_RESULT_ERROR]) j->rc = GT_EXIT_USAGE;
+        else if (counts[GT_RESULT_FAIL]) j->rc = GT_EXIT_CHECK;
     }
-    if (rank == 0) {
-        printf("\nsummary (%.0f s):\n", gt_now_ns() * 1e-9 - pr.t0);
-        gt_report_print_highlights(rep, stdout);
-        gt_report_print_summary(rep, stdout);
+    if (j->rank == 0) {
+        printf("\nsummary (%.0f s):\n", gt_now_ns() * 1e-9 - j->pr.t0);
+        gt_report_print_highlights(j->rep, stdout);
+        gt_report_print_summary(j->rep, stdout);
         printf("total: %d results: %d pass, %d fail, %d skip, %d error\n",
                counts[GT_RESULT_PASS] + counts[GT_RESULT_FAIL] + counts[GT_RESULT_SKIP] +
                    counts[GT_RESULT_ERROR],
                counts[GT_RESULT_PASS], counts[GT_RESULT_FAIL], counts[GT_RESULT_SKIP],
                counts[GT_RESULT_ERROR]);
-        if (path) printf("report: %s\n", path);
-        printf("checks: %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
+        if (j->path) printf("report: %s\n", j->path);
+        printf("checks: %s\n", j->rc == GT_EXIT_OK ? "all passed" : "FAILED");
     }
-    if (ml) {
+    if (j->ml) {
         char md[160];
         snprintf(md, sizeof md, "\"status\": \"%s\", \"pass\": %d, \"fail\": %d, \"error\": %d",
-                 rc == GT_EXIT_OK ? "success" : "aborted", counts[GT_RESULT_PASS],
+                 j->rc == GT_EXIT_OK ? "success" : "aborted", counts[GT_RESULT_PASS],
                  counts[GT_RESULT_FAIL], counts[GT_RESULT_ERROR]);
-        gt_mllog_event(ml, GT_MLLOG_END, "run_stop", NULL, md);
-        gt_mllog_close(ml);
+        gt_mllog_event(j->ml, GT_MLLOG_END, "run_stop", NULL, md);
+        gt_mllog_close(j->ml);
     }
-    if (baseline && rank == 0 && path && rc != GT_EXIT_USAGE) {
-        gt_compare_options co = gt_compare_defaults();
-        co.threshold = threshold / 100.0;
-        gt_compare *cmp = NULL;
-        gt_status cs = gt_compare_files(baseline, path, &co, &cmp);
-        if (cs != GT_OK) {
-            fprintf(stderr, "gauntlet run: --baseline: %s\n", gt_last_error());
-            rc = GT_EXIT_USAGE;
-        } else {
-            printf("\ncompare with the baseline %s:\n", baseline);
-            gt_compare_print(cmp, stdout, quiet ? GT_DETAIL_SUMMARY : GT_DETAIL_CHANGED);
-            if (gt_compare_decide(cmp) != GT_DECISION_SHIP) rc = gt_compare_exit_code(cmp);
+}
+
+/* --baseline: the new report compared with it (rank 0); its verdict is the
+ * exit code when NEW may not ship. */
+static void run_compare(run_job *j) {
+    const run_opts *o = &j->o;
+    if (!o->baseline || j->rank != 0 || !j->path || j->rc == GT_EXIT_USAGE) return;
+    gt_compare_options co = gt_compare_defaults();
+    co.threshold = o->threshold / 100.0;
+    gt_compare *cmp = NULL;
+    gt_status cs = gt_compare_files(o->baseline, j->path, &co, &cmp);
+    if (cs != GT_OK) {
+        fprintf(stderr, "gauntlet run: --baseline: %s\n", gt_last_error());
+        j->rc = GT_EXIT_USAGE;
+    } else {
+        printf("\ncompare with the baseline %s:\n", o->baseline);
+        gt_compare_print(cmp, stdout, o->quiet ? GT_DETAIL_SUMMARY : GT_DETAIL_CHANGED);
+        if (gt_compare_decide(cmp) != GT_DECISION_SHIP) j->rc = gt_compare_exit_code(cmp);
+    }
+    gt_compare_free(cmp);
+}
+
+int gt_cmd_run(int argc, char **argv) {
+    /* large (the progress plan): not on the stack */
+    run_job *j = calloc(1, sizeof *j);
+    if (!j) return gt_usage_error("run", "out of memory");
+    run_opts *o = &j->o;
+    o->coll = gt_coll_defaults();
+    o->comm = gt_comm_defaults();
+    o->backend = "cpu";
+    o->effort = GT_EFFORT_DEFAULT;
+    o->threshold = 5.0;
+    int rc = GT_EXIT_OK;
+    if (gt_cli_parse(&run_cli, argc, argv, o, &rc) && (rc = run_check(o)) == GT_EXIT_OK &&
+        (rc = run_select(j)) == GT_EXIT_OK && (rc = run_world(j, argv)) == GT_EXIT_OK &&
+        (rc = run_report_open(j, argc, argv)) == GT_EXIT_OK) {
+        run_plan(j);
+        gt_status s = GT_OK;
+        for (int i = 0; i < j->nsuites && s == GT_OK; i++) s = run_suite(j, i);
+        run_finish(j, s);
+        run_compare(j);
+        if (j->hist) {
+            j->rc = gt_history_finish("run", j->hist, o->history_db, j->path, j->rc);
+            gt_history_close(j->hist);
         }
-        gt_compare_free(cmp);
+        if (j->have_env) gt_env_release(&j->env);
+        gt_signals_report(NULL);
+        gt_report_free(j->rep);
+        gt_comm_free(j->comm);
+        rc = j->rc;
     }
-    if (hist) {
-        rc = gt_history_finish("run", hist, history_db, path, rc);
-        gt_history_close(hist);
-    }
-    if (have_env) gt_env_release(&env);
-    gt_signals_report(NULL);
-    gt_report_free(rep);
-    gt_comm_free(comm);
+    free(j);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* gauntlet train: the main job. */
 #define _GNU_SOURCE /* setenv */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,101 +22,6 @@
 #include "suites/train_record.h"
 #include "suites/trainer/train.h"
 
-static void train_usage(FILE *f) {
-    fprintf(
-        f, "usage: gauntlet train [options]\n"
-           "\n"
-           "model:\n"
-           "  --model NAME          gpt2-tiny (default), gpt2-3m, gpt2-124m; mlp-tiny,\n"
-           "                        mlp-tiny-relu, mlp-small, convnet-tiny, resnet-small\n"
-           "                        train on their synthetic task (docs/models.md)\n"
-           "  --layers N --heads N --channels N --vocab N --padded-vocab N --max-seq N\n"
-           "                        override fields of the preset\n"
-           "  --init-from llmc:FILE start from an llm.c model file (fp32, version 3); without\n"
-           "                        --model the file's config is used\n"
-           "training:\n"
-           "  --batch B             global batch, sequences per step (default 8)\n"
-           "  --seq T               sequence length (default: 64, or the model's max_seq_len\n"
-           "                        when that is shorter)\n"
-           "  --steps N             optimizer steps (default 200)\n"
-           "  --lr X --warmup N --lr-min-frac X --weight-decay X --grad-clip X\n"
-           "  --beta1 X --beta2 X --eps X\n"
-           "                        AdamW (defaults lr 1e-3, warmup 10, min frac 0.1, wd 0,\n"
-           "                        clip 1.0, betas 0.9 0.95, eps 1e-8)\n"
-           "  --seed N              initialisation and data order (default 1337)\n"
-           "  --eval-samples N      mlp / convnet: after training, the loss on N unseen\n"
-           "                        samples in evaluation mode (BatchNorm's running\n"
-           "                        statistics) against the Bayes predictor's (default 0)\n"
-           "  --eval-every K        also after every K steps: the held-out loss curve\n"
-           "  --target-gap X        with --eval-every: steps and training time until the\n"
-           "                        held-out loss is within X of the Bayes predictor's\n"
-           "                        (time to target, as MLPerf times to a quality target)\n"
-           "  --precision P         fp32 (default), bf16 or fp16: storage of activations,\n"
-           "                        weights (a compute copy) and gradients; master weights\n"
-           "                        and AdamW state stay fp32. fp16 adds dynamic loss\n"
-           "                        scaling (overflowing steps are skipped and counted).\n"
-           "                        bf16/fp16 need a backend that stores them (ref, cuda)\n"
-           "data:\n"
-           "  --data FILE           token file (gauntlet or llm.c format); default: synthetic\n"
-           "  --data-order ORDER    sequential (default) or shuffled\n"
-           "  --synth-tokens N      synthetic source length (default: enough for every step)\n"
-           "  --synth-branch N      successors per state of the synthetic chain (default 4)\n"
-           "data parallel (launch with mpirun -np N or srun; --batch stays the global batch):\n"
-           "  --micro-batch M       sequences per forward/backward on a rank (default: all of\n"
-           "                        the rank's share, batch / ranks)\n"
-           "  --deterministic       bitwise the same weights on 1, 2, 4 ... ranks: micro-batch\n"
-           "                        gradients summed by one fixed binary tree (power-of-two\n"
-           "                        ranks and micro-batches per rank)\n"
-           "  --zero 0|1            1: ZeRO-1, AdamW state sharded across ranks\n"
-           "  --bucket-mb X         gradient all-reduce bucket size (default 25)\n"
-           "  --check-consistency N compare a hash of the parameters across ranks every N steps\n"
-           "                        (always once after initialisation)\n"
-           "  --topologies LIST     train on sub-communicators of these sizes in turn (e.g.\n"
-        "                        1,2,4; each <= the job's ranks) and report scaling\n"
-        "                        efficiency against the first: strong (same global batch)\n"
-        "  --weak                weak scaling instead: --batch is per rank\n"
-        "  --comm NAME           auto (default: mpi when launched by mpirun/srun), self, mpi,\n"
-        "                        nccl (cuda backend, one GPU per rank; MPI bootstraps it)\n"
-           "  --comm-timeout S      watchdog deadline of every blocking collective (default 300)\n"
-           "execution:\n"
-           "  --backend NAME        cpu (default), ref, cuda\n"
-           "  --threads N           cpu threads (default: the cores / ranks on this node)\n"
-           "  --no-prefetch         load batches on the training thread\n"
-           "  --peak-gflops X       MFU reference instead of measuring SGEMM\n"
-           "checkpoints (docs/formats.md, \"Checkpoints\"):\n"
-           "  --checkpoint-dir DIR  where checkpoints go (created; checked writable first)\n"
-           "  --checkpoint-every K  a checkpoint after every K steps: DIR/ckpt_<step>.gtck, or\n"
-           "                        with --zero 1 a folder DIR/ckpt_<step>/ (one file per rank)\n"
-           "  --resume PATH         continue from a checkpoint file, a sharded folder, or DIR\n"
-           "                        (its latest complete checkpoint): bitwise the run that was\n"
-           "                        not interrupted; same settings, same --steps\n"
-           "  --resume-allow LIST   fields that may differ from the checkpoint's run (e.g.\n"
-           "                        data,steps; the refusal names the field): the changes\n"
-           "                        are printed and recorded in the report\n"
-           "  --stop-after N        end after step N as an interruption would (the schedule\n"
-           "                        still spans --steps)\n"
-           "output:\n"
-           "  --report FILE         write the JSON report there; until the run ends it says it\n"
-           "                        is incomplete (summary.complete false)\n"
-           "  --report-every S      rewrite the report every S seconds of training with the\n"
-           "                        series so far (default 10; 0: only at the end), between\n"
-           "                        steps, outside their timing\n"
-           "  --report-every-steps N  also after every N steps (default 0: off)\n"
-           "  --history DB          record the report in this run history (SQLite, created when\n"
-           "                        absent; gauntlet history DB lists it; needs --report)\n"
-           "  --mllog FILE          MLPerf-style log lines (:::MLLOG {...}): init, run, blocks,\n"
-           "                        evaluations (eval_accuracy: the held-out loss), submission\n"
-           "  --profile on|off      the per-op profile in the report (docs/profile.md); by\n"
-           "                        default it stops itself when its overhead estimate\n"
-           "                        exceeds 2%% of the step, on keeps it, off leaves it out\n"
-           "  --trace FILE          the steps as Chrome trace event JSON (chrome://tracing,\n"
-           "                        Perfetto); on several ranks one file per rank, FILE.rankN.json\n"
-           "  --inject-slowdown OP:F  op OP takes F times as long in every step (gate tests)\n"
-           "  --print-every N       print every Nth step (default 1; 0: none)\n"
-           "  --expect-loss-margin X  check: mean loss of the last 10 steps <= source entropy + X\n"
-           "                        (synthetic data only)\n"
-           "  --quiet               only the summary\n");
-}
 
 /* --resume-allow: every item a field a checkpoint records (suites/trainer/train.h). */
 static int resume_allow_ok(const char *list) {
@@ -264,50 +170,270 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
     printf("  checks           %s\n", rc == GT_EXIT_OK ? "all passed" : "FAILED");
 }
 
-/* An architecture override: `FLAG N` becomes the model option key=N
+/* ---- the options ---------------------------------------------------------------- */
+
+/* What the command line sets: the training config and what is the
+ * command's own (report, output, topologies). */
+typedef struct train_opts {
+    gt_train_config cfg;
+    gt_comm_config comm;
+    const char *model; /* --model (read before the table: train_preset) */
+    const char *report_path, *history_db, *mllog_path;
+    int quiet, seq_given, warmup_given, weak;
+    double margin; /* --expect-loss-margin; < 0: none */
+    int print_every;
+    double report_every_s;
+    int report_every_steps;
+    gt_cli_topologies topos;
+} train_opts;
+
+/* An architecture override: `--layers N` becomes the model option layers=N
  * (options by name, models/model.h; the model checks the whole). */
-static int model_option(gt_args *a, const char *flag, const char *key, int lo, int hi,
-                        char *options, int *err) {
-    const char *v = NULL;
-    if (!gt_opt(a, flag, &v, err)) return 0;
+static int set_arch(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    train_opts *t = opts;
     int n = 0;
-    if (*err || !gt_parse_int(a, flag, v, lo, hi, &n)) {
-        *err = 1;
-        return 1;
-    }
-    gt_status s = gt_model_option_add(options, key, n);
+    if (!gt_parse_int(a, o->name, v, (long)o->lo, (long)o->hi, &n)) return 0;
+    gt_status s = gt_model_option_add(t->cfg.model_options, (const char *)o->data, n);
     if (s != GT_OK) {
         fprintf(stderr, "gauntlet train: %s\n", gt_last_error());
-        *err = 1;
+        return 0;
     }
     return 1;
 }
 
-int gt_cmd_train(int argc, char **argv) {
-    gt_train_config cfg = gt_train_defaults();
-    gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "train"};
-    const char *report_path = NULL, *v = NULL, *history_db = NULL, *mllog_path = NULL;
-    int err = 0, quiet = 0, seq_given = 0, warmup_given = 0;
-    double margin = -1;
-    printer pr = {.every = 1, .every_s = 10};
-    gt_comm_config comm_cfg = gt_comm_defaults();
-    int topos[16], ntopos = 0, weak = 0;
-    /* the preset first, so overrides apply to it whatever the order */
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "--model") == 0) {
-            snprintf(cfg.model_name, sizeof cfg.model_name, "%s",
+static int set_seq(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    ((train_opts *)opts)->seq_given = 1;
+    return gt_cli_store(opts, a, o, v);
+}
+
+static int set_warmup(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    ((train_opts *)opts)->warmup_given = 1;
+    return gt_cli_store(opts, a, o, v);
+}
+
+static int set_precision(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    gt_dtype dt = GT_DTYPE_FP32;
+    if (v && (gt_dtype_parse(v, &dt) != GT_OK ||
+              (dt != GT_DTYPE_FP32 && dt != GT_DTYPE_BF16 && dt != GT_DTYPE_FP16)))
+        return !gt_usage_error("train", "--precision '%s': use fp32, bf16 or fp16", v);
+    ((train_opts *)opts)->cfg.precision = dt;
+    return 1;
+}
+
+static int set_data_order(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    if (v && gt_data_order_parse(v, &((train_opts *)opts)->cfg.data_order) != GT_OK)
+        return !gt_usage_error("train", "--data-order '%s': use sequential or shuffled", v);
+    return 1;
+}
+
+static int set_resume_allow(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    if (v && !resume_allow_ok(v)) return 0;
+    ((train_opts *)opts)->cfg.resume_allow = v;
+    return 1;
+}
+
+static int set_no_prefetch(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o, (void)v;
+    ((train_opts *)opts)->cfg.prefetch = 0;
+    return 1;
+}
+
+static int set_profile(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    train_opts *t = opts;
+    t->cfg.no_profile = v && strcmp(v, "off") == 0;
+    t->cfg.profile_on = v && strcmp(v, "on") == 0;
+    if (v && !t->cfg.no_profile && !t->cfg.profile_on)
+        return !gt_usage_error("train", "--profile '%s': use on or off", v);
+    return 1;
+}
+
+#define OFF(field) offsetof(train_opts, field)
+#define SECTION(text) {.name = text, .kind = GT_CLI_SECTION}
+#define ARCH(flag, key, lo, hi, text)                                                       \
+    {flag, NULL, "N", GT_CLI_INT, 0, lo, hi, set_arch, key, text}
+static const gt_cli_opt train_table[] = {
+    SECTION("model:"),
+    {"--model", NULL, "NAME", GT_CLI_STRING, OFF(model), .help =
+        "gpt2-tiny (default), gpt2-3m, gpt2-124m; mlp-tiny,\n"
+        "mlp-tiny-relu, mlp-small, convnet-tiny, resnet-small\n"
+        "train on their synthetic task (docs/models.md)"},
+    ARCH("--layers", "layers", 1, 1024, "gpt2: transformer blocks instead of the preset's"),
+    ARCH("--heads", "heads", 1, 1024, "gpt2: attention heads instead of the preset's"),
+    ARCH("--channels", "channels", 1, 65536, "gpt2: channels instead of the preset's"),
+    ARCH("--vocab", "vocab", 2, 1 << 24, "gpt2: vocabulary instead of the preset's"),
+    ARCH("--padded-vocab", "padded_vocab", 2, 1 << 24,
+         "gpt2: padded vocabulary instead of the preset's"),
+    ARCH("--max-seq", "max_seq", 1, 1 << 20, "gpt2: max_seq_len instead of the preset's"),
+    {"--init-from", NULL, "llmc:FILE", GT_CLI_STRING, OFF(cfg.init_from), .help =
+        "start from an llm.c model file (fp32, version 3); without\n"
+        "--model the file's config is used"},
+    SECTION("training:"),
+    {"--batch", NULL, "B", GT_CLI_INT, OFF(cfg.batch), 1, 1 << 20, .help =
+        "global batch, sequences per step (default 8)"},
+    {"--seq", NULL, "T", GT_CLI_INT, OFF(cfg.seq_len), 1, 1 << 20, set_seq, .help =
+        "sequence length (default: 64, or the model's max_seq_len\n"
+        "when that is shorter)"},
+    {"--steps", NULL, "N", GT_CLI_INT, OFF(cfg.steps), 1, 100000000, .help =
+        "optimizer steps (default 200)"},
+    {"--lr", NULL, "X", GT_CLI_FLOAT, OFF(cfg.opt.lr), 0.0, 10.0, .help =
+        "AdamW peak learning rate (default 1e-3)"},
+    {"--warmup", NULL, "N", GT_CLI_INT, OFF(cfg.opt.warmup_steps), 0, 100000000, set_warmup,
+        .help = "linear warm-up steps (default 10)"},
+    {"--lr-min-frac", NULL, "X", GT_CLI_FLOAT, OFF(cfg.opt.lr_min_frac), 0.0, 1.0, .help =
+        "the cosine decay's end, a fraction of --lr (default 0.1)"},
+    {"--weight-decay", NULL, "X", GT_CLI_FLOAT, OFF(cfg.opt.weight_decay), 0.0, 10.0, .help =
+        "AdamW weight decay (default 0)"},
+    {"--grad-clip", NULL, "X", GT_CLI_FLOAT, OFF(cfg.opt.grad_clip), 0.0, 1e9, .help =
+        "clip the global gradient norm to X (default 1.0)"},
+    {"--beta1", NULL, "X", GT_CLI_FLOAT, OFF(cfg.opt.beta1), 0.0, 0.999999, .help =
+        "AdamW beta1 (default 0.9)"},
+    {"--beta2", NULL, "X", GT_CLI_FLOAT, OFF(cfg.opt.beta2), 0.0, 0.999999, .help =
+        "AdamW beta2 (default 0.95)"},
+    {"--eps", NULL, "X", GT_CLI_FLOAT, OFF(cfg.opt.eps), 1e-30, 1.0, .help =
+        "AdamW epsilon (default 1e-8)"},
+    {"--seed", NULL, "N", GT_CLI_U64, OFF(cfg.seed), .help =
+        "initialisation and data order (default 1337)"},
+    {"--eval-samples", NULL, "N", GT_CLI_INT, OFF(cfg.eval_samples), 0, 1 << 24, .help =
+        "mlp / convnet: after training, the loss on N unseen\n"
+        "samples in evaluation mode (BatchNorm's running\n"
+        "statistics) against the Bayes predictor's (default 0)"},
+    {"--eval-every", NULL, "K", GT_CLI_INT, OFF(cfg.eval_every), 1, 1 << 30, .help =
+        "also after every K steps: the held-out loss curve"},
+    {"--target-gap", NULL, "X", GT_CLI_DOUBLE, OFF(cfg.target_gap), 1e-9, 100.0, .help =
+        "with --eval-every: steps and training time until the\n"
+        "held-out loss is within X of the Bayes predictor's\n"
+        "(time to target, as MLPerf times to a quality target)"},
+    {"--precision", NULL, "P", .set = set_precision, .help =
+        "fp32 (default), bf16 or fp16: storage of activations,\n"
+        "weights (a compute copy) and gradients; master weights\n"
+        "and AdamW state stay fp32. fp16 adds dynamic loss\n"
+        "scaling (overflowing steps are skipped and counted).\n"
+        "bf16/fp16 need a backend that stores them (ref, cuda)"},
+    SECTION("data:"),
+    {"--data", NULL, "FILE", GT_CLI_STRING, OFF(cfg.data_path), .help =
+        "token file (gauntlet or llm.c format); default: synthetic"},
+    {"--data-order", NULL, "ORDER", .set = set_data_order, .help =
+        "sequential (default) or shuffled"},
+    {"--synth-tokens", NULL, "N", GT_CLI_I64, OFF(cfg.synth_tokens), 2, (double)((int64_t)1 << 34),
+        .help = "synthetic source length (default: enough for every step)"},
+    {"--synth-branch", NULL, "N", GT_CLI_INT, OFF(cfg.synth_branch), 1, 1 << 24, .help =
+        "successors per state of the synthetic chain (default 4)"},
+    SECTION("data parallel (launch with mpirun -np N or srun; --batch stays the global batch):"),
+    {"--micro-batch", NULL, "M", GT_CLI_INT, OFF(cfg.micro_batch), 1, 1 << 20, .help =
+        "sequences per forward/backward on a rank (default: all of\n"
+        "the rank's share, batch / ranks)"},
+    {"--deterministic", NULL, NULL, GT_CLI_FLAG, OFF(cfg.deterministic), .help =
+        "bitwise the same weights on 1, 2, 4 ... ranks: micro-batch\n"
+        "gradients summed by one fixed binary tree (power-of-two\n"
+        "ranks and micro-batches per rank)"},
+    {"--zero", NULL, "0|1", GT_CLI_INT, OFF(cfg.zero), 0, 1, .help =
+        "1: ZeRO-1, AdamW state sharded across ranks"},
+    {"--bucket-mb", NULL, "X", GT_CLI_DOUBLE, OFF(cfg.bucket_mb), 0.001, 65536.0, .help =
+        "gradient all-reduce bucket size (default 25)"},
+    {"--check-consistency", NULL, "N", GT_CLI_INT, OFF(cfg.check_every), 0, 1 << 30, .help =
+        "compare a hash of the parameters across ranks every N\n"
+        "steps (always once after initialisation)"},
+    {"--topologies", NULL, "LIST", .off = OFF(topos), .set = gt_cli_set_topologies, .help =
+        "train on sub-communicators of these sizes in turn (e.g.\n"
+        "1,2,4; each <= the job's ranks) and report scaling\n"
+        "efficiency against the first: strong (same global batch)"},
+    {"--weak", NULL, NULL, GT_CLI_FLAG, OFF(weak), .help =
+        "weak scaling instead: --batch is per rank"},
+    {"--comm", NULL, "NAME", GT_CLI_STRING, OFF(comm.backend), .help =
+        "auto (default: mpi when launched by mpirun/srun), self, mpi,\n"
+        "nccl (cuda backend, one GPU per rank; MPI bootstraps it)"},
+    {"--comm-timeout", NULL, "S", GT_CLI_DOUBLE, OFF(comm.timeout_s), 0.0, 1e7, .help =
+        "watchdog deadline of every blocking collective (default 300)"},
+    SECTION("execution:"),
+    {"--backend", NULL, "NAME", GT_CLI_STRING, OFF(cfg.backend), .help =
+        "cpu (default), ref, cuda"},
+    {"--threads", NULL, "N", GT_CLI_INT, OFF(cfg.threads), 1, 4096, .help =
+        "cpu threads (default: the cores / ranks on this node)"},
+    {"--no-prefetch", NULL, NULL, .set = set_no_prefetch, .help =
+        "load batches on the training thread"},
+    {"--peak-gflops", NULL, "X", GT_CLI_DOUBLE, OFF(cfg.peak_gflops), 1e-3, 1e9, .help =
+        "MFU reference instead of measuring SGEMM"},
+    SECTION("checkpoints (docs/formats.md, \"Checkpoints\"):"),
+    {"--checkpoint-dir", NULL, "DIR", GT_CLI_STRING, OFF(cfg.checkpoint_dir), .help =
+        "where checkpoints go (created; checked writable first)"},
+    {"--checkpoint-every", NULL, "K", GT_CLI_INT, OFF(cfg.checkpoint_every), 1, 1 << 30, .help =
+        "a checkpoint after every K steps: DIR/ckpt_<step>.gtck, or\n"
+        "with --zero 1 a folder DIR/ckpt_<step>/ (one file per rank)"},
+    {"--resume", NULL, "PATH", GT_CLI_STRING, OFF(cfg.resume), .help =
+        "continue from a checkpoint file, a sharded folder, or DIR\n"
+        "(its latest complete checkpoint): bitwise the run that was\n"
+        "not interrupted; same settings, same --steps"},
+    {"--resume-allow", NULL, "LIST", .set = set_resume_allow, .help =
+        "fields that may differ from the checkpoint's run (e.g.\n"
+        "data,steps; the refusal names the field): the changes\n"
+        "are printed and recorded in the report"},
+    {"--stop-after", NULL, "N", GT_CLI_INT, OFF(cfg.stop_after), 1, 100000000, .help =
+        "end after step N as an interruption would (the schedule\n"
+        "still spans --steps)"},
+    SECTION("output:"),
+    {"--report", NULL, "FILE", GT_CLI_STRING, OFF(report_path), .help =
+        "write the JSON report there; until the run ends it says it\n"
+        "is incomplete (summary.complete false)"},
+    {"--report-every", NULL, "S", GT_CLI_DOUBLE, OFF(report_every_s), 0.0, 1e7, .help =
+        "rewrite the report every S seconds of training with the\n"
+        "series so far (default 10; 0: only at the end), between\n"
+        "steps, outside their timing"},
+    {"--report-every-steps", NULL, "N", GT_CLI_INT, OFF(report_every_steps), 0, 1 << 30, .help =
+        "also after every N steps (default 0: off)"},
+    {"--history", NULL, "DB", GT_CLI_STRING, OFF(history_db), .help =
+        "record the report in this run history (SQLite, created when\n"
+        "absent; gauntlet history DB lists it; needs --report)"},
+    {"--mllog", NULL, "FILE", GT_CLI_STRING, OFF(mllog_path), .help =
+        "MLPerf-style log lines (:::MLLOG {...}): init, run, blocks,\n"
+        "evaluations (eval_accuracy: the held-out loss), submission"},
+    {"--profile", NULL, "on|off", .set = set_profile, .help =
+        "the per-op profile in the report (docs/profile.md); by\n"
+        "default it stops itself when its overhead estimate\n"
+        "exceeds 2% of the step, on keeps it, off leaves it out"},
+    {"--trace", NULL, "FILE", GT_CLI_STRING, OFF(cfg.trace_path), .help =
+        "the steps as Chrome trace event JSON (chrome://tracing,\n"
+        "Perfetto); on several ranks one file per rank, FILE.rankN.json"},
+    {"--inject-slowdown", NULL, "OP:F", GT_CLI_STRING, OFF(cfg.inject_slowdown), .help =
+        "op OP takes F times as long in every step (gate tests)"},
+    {"--print-every", NULL, "N", GT_CLI_INT, OFF(print_every), 0, 1 << 30, .help =
+        "print every Nth step (default 1; 0: none)"},
+    {"--expect-loss-margin", NULL, "X", GT_CLI_DOUBLE, OFF(margin), 0.0, 100.0, .help =
+        "check: mean loss of the last 10 steps <= source entropy + X\n"
+        "(synthetic data only)"},
+    {"--quiet", NULL, NULL, GT_CLI_FLAG, OFF(quiet), .help = "only the summary"},
+    {NULL},
+};
+
+static const gt_cli train_cli = {
+    .cmd = "train",
+    .usage = "usage: gauntlet train [options]\n\n",
+    .opts = train_table,
+};
+
+/* ---- the command ---------------------------------------------------------------- */
+
+/* The preset first, so that overrides apply to it whatever their order;
+ * --init-from without --model: the file's config is the base. GT_EXIT_OK
+ * to go on. */
+static int train_preset(int argc, char **argv, gt_train_config *cfg) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
+            snprintf(cfg->model_name, sizeof cfg->model_name, "%s",
                      gt_cli_model_name("train", argv[i + 1]));
             gt_model_arch arch;
             gt_status s = gt_model_arch_of(argv[i + 1], NULL, &arch);
             if (s != GT_OK) return gt_fail("train", s);
         } else if (strncmp(argv[i], "--model=", 8) == 0) {
-            snprintf(cfg.model_name, sizeof cfg.model_name, "%s",
+            snprintf(cfg->model_name, sizeof cfg->model_name, "%s",
                      gt_cli_model_name("train", argv[i] + 8));
             gt_model_arch arch;
             gt_status s = gt_model_arch_of(argv[i] + 8, NULL, &arch);
             if (s != GT_OK) return gt_fail("train", s);
         }
-    /* --init-from without --model: the file's config is the base */
     int model_given = 0;
     for (int i = 1; i < argc; i++)
         model_given |= strcmp(argv[i], "--model") == 0 || strncmp(argv[i], "--model=", 8) == 0;
@@ -318,211 +444,97 @@ int gt_cmd_train(int argc, char **argv) {
         else if (strncmp(argv[i], "--init-from=", 12) == 0)
             init = argv[i] + 12;
         if (init && strncmp(init, "llmc:", 5) == 0) {
-            gt_status s = gt_model_describe_file(init, cfg.model_name, cfg.model_options);
+            gt_status s = gt_model_describe_file(init, cfg->model_name, cfg->model_options);
             if (s != GT_OK) return gt_fail("train", s);
         }
     }
-    while (a.i < argc && !err) {
-        if (gt_flag(&a, "--help") || gt_flag(&a, "-h")) {
-            train_usage(stdout);
-            return GT_EXIT_OK;
-        } else if (gt_opt(&a, "--model", &v, &err)) {
-        } else if (model_option(&a, "--layers", "layers", 1, 1024, cfg.model_options, &err) ||
-                   model_option(&a, "--heads", "heads", 1, 1024, cfg.model_options, &err) ||
-                   model_option(&a, "--channels", "channels", 1, 65536, cfg.model_options, &err) ||
-                   model_option(&a, "--vocab", "vocab", 2, 1 << 24, cfg.model_options, &err) ||
-                   model_option(&a, "--padded-vocab", "padded_vocab", 2, 1 << 24,
-                                cfg.model_options, &err) ||
-                   model_option(&a, "--max-seq", "max_seq", 1, 1 << 20, cfg.model_options,
-                                &err)) {
-        } else if (gt_opt(&a, "--init-from", &v, &err)) {
-            cfg.init_from = v;
-        } else if (gt_opt(&a, "--batch", &v, &err)) {
-            err |= !gt_parse_int(&a, "--batch", v, 1, 1 << 20, &cfg.batch);
-        } else if (gt_opt(&a, "--seq", &v, &err)) {
-            err |= !gt_parse_int(&a, "--seq", v, 1, 1 << 20, &cfg.seq_len);
-            seq_given = 1;
-        } else if (gt_opt(&a, "--steps", &v, &err)) {
-            err |= !gt_parse_int(&a, "--steps", v, 1, 100000000, &cfg.steps);
-        } else if (gt_opt(&a, "--lr", &v, &err)) {
-            err |= !gt_parse_float(&a, "--lr", v, 0.0, 10.0, &cfg.opt.lr);
-        } else if (gt_opt(&a, "--warmup", &v, &err)) {
-            err |= !gt_parse_int(&a, "--warmup", v, 0, 100000000, &cfg.opt.warmup_steps);
-            warmup_given = 1;
-        } else if (gt_opt(&a, "--lr-min-frac", &v, &err)) {
-            err |= !gt_parse_float(&a, "--lr-min-frac", v, 0.0, 1.0, &cfg.opt.lr_min_frac);
-        } else if (gt_opt(&a, "--weight-decay", &v, &err)) {
-            err |= !gt_parse_float(&a, "--weight-decay", v, 0.0, 10.0, &cfg.opt.weight_decay);
-        } else if (gt_opt(&a, "--grad-clip", &v, &err)) {
-            err |= !gt_parse_float(&a, "--grad-clip", v, 0.0, 1e9, &cfg.opt.grad_clip);
-        } else if (gt_opt(&a, "--beta1", &v, &err)) {
-            err |= !gt_parse_float(&a, "--beta1", v, 0.0, 0.999999, &cfg.opt.beta1);
-        } else if (gt_opt(&a, "--beta2", &v, &err)) {
-            err |= !gt_parse_float(&a, "--beta2", v, 0.0, 0.999999, &cfg.opt.beta2);
-        } else if (gt_opt(&a, "--eps", &v, &err)) {
-            err |= !gt_parse_float(&a, "--eps", v, 1e-30, 1.0, &cfg.opt.eps);
-        } else if (gt_opt(&a, "--seed", &v, &err)) {
-            err |= !gt_parse_u64(&a, "--seed", v, &cfg.seed);
-        } else if (gt_opt(&a, "--precision", &v, &err)) {
-            gt_dtype dt = GT_DTYPE_FP32;
-            if (v && (gt_dtype_parse(v, &dt) != GT_OK ||
-                      (dt != GT_DTYPE_FP32 && dt != GT_DTYPE_BF16 && dt != GT_DTYPE_FP16)))
-                return gt_usage_error("train", "--precision '%s': use fp32, bf16 or fp16", v);
-            cfg.precision = dt;
-        } else if (gt_opt(&a, "--data", &v, &err)) {
-            cfg.data_path = v;
-        } else if (gt_opt(&a, "--data-order", &v, &err)) {
-            if (v && gt_data_order_parse(v, &cfg.data_order) != GT_OK)
-                return gt_usage_error("train", "--data-order '%s': use sequential or shuffled", v);
-        } else if (gt_opt(&a, "--synth-tokens", &v, &err)) {
-            err |= !gt_parse_i64(&a, "--synth-tokens", v, 2, (int64_t)1 << 34, &cfg.synth_tokens);
-        } else if (gt_opt(&a, "--synth-branch", &v, &err)) {
-            err |= !gt_parse_int(&a, "--synth-branch", v, 1, 1 << 24, &cfg.synth_branch);
-        } else if (gt_opt(&a, "--backend", &v, &err)) {
-            cfg.backend = v;
-        } else if (gt_opt(&a, "--threads", &v, &err)) {
-            err |= !gt_parse_int(&a, "--threads", v, 1, 4096, &cfg.threads);
-        } else if (gt_opt(&a, "--micro-batch", &v, &err)) {
-            err |= !gt_parse_int(&a, "--micro-batch", v, 1, 1 << 20, &cfg.micro_batch);
-        } else if (gt_opt(&a, "--topologies", &v, &err)) {
-            ntopos = 0;
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", v ? v : "");
-            for (char *tk = strtok(buf, ","); tk && !err; tk = strtok(NULL, ",")) {
-                if (ntopos == 16) {
-                    err = 1;
-                    fprintf(stderr, "gauntlet train: --topologies: at most 16\n");
-                } else {
-                    err |= !gt_parse_int(&a, "--topologies", tk, 1, 1 << 20, &topos[ntopos++]);
-                }
-            }
-            if (!err && ntopos == 0) err = !!gt_usage_error("train", "--topologies is empty");
-        } else if (gt_flag(&a, "--weak")) {
-            weak = 1;
-        } else if (gt_flag(&a, "--deterministic")) {
-            cfg.deterministic = 1;
-        } else if (gt_opt(&a, "--zero", &v, &err)) {
-            err |= !gt_parse_int(&a, "--zero", v, 0, 1, &cfg.zero);
-        } else if (gt_opt(&a, "--bucket-mb", &v, &err)) {
-            err |= !gt_parse_double(&a, "--bucket-mb", v, 0.001, 65536.0, &cfg.bucket_mb);
-        } else if (gt_opt(&a, "--check-consistency", &v, &err)) {
-            err |= !gt_parse_int(&a, "--check-consistency", v, 0, 1 << 30, &cfg.check_every);
-        } else if (gt_opt(&a, "--checkpoint-dir", &v, &err)) {
-            cfg.checkpoint_dir = v;
-        } else if (gt_opt(&a, "--checkpoint-every", &v, &err)) {
-            err |= !gt_parse_int(&a, "--checkpoint-every", v, 1, 1 << 30, &cfg.checkpoint_every);
-        } else if (gt_opt(&a, "--resume", &v, &err)) {
-            cfg.resume = v;
-        } else if (gt_opt(&a, "--resume-allow", &v, &err)) {
-            if (v && !resume_allow_ok(v)) return GT_EXIT_USAGE;
-            cfg.resume_allow = v;
-        } else if (gt_opt(&a, "--eval-samples", &v, &err)) {
-            err |= !gt_parse_int(&a, "--eval-samples", v, 0, 1 << 24, &cfg.eval_samples);
-        } else if (gt_opt(&a, "--eval-every", &v, &err)) {
-            err |= !gt_parse_int(&a, "--eval-every", v, 1, 1 << 30, &cfg.eval_every);
-        } else if (gt_opt(&a, "--target-gap", &v, &err)) {
-            err |= !gt_parse_double(&a, "--target-gap", v, 1e-9, 100.0, &cfg.target_gap);
-        } else if (gt_opt(&a, "--stop-after", &v, &err)) {
-            err |= !gt_parse_int(&a, "--stop-after", v, 1, 100000000, &cfg.stop_after);
-        } else if (gt_opt(&a, "--comm", &v, &err)) {
-            comm_cfg.backend = v;
-        } else if (gt_opt(&a, "--comm-timeout", &v, &err)) {
-            err |= !gt_parse_double(&a, "--comm-timeout", v, 0.0, 1e7, &comm_cfg.timeout_s);
-        } else if (gt_flag(&a, "--no-prefetch")) {
-            cfg.prefetch = 0;
-        } else if (gt_opt(&a, "--peak-gflops", &v, &err)) {
-            err |= !gt_parse_double(&a, "--peak-gflops", v, 1e-3, 1e9, &cfg.peak_gflops);
-        } else if (gt_opt(&a, "--profile", &v, &err)) {
-            if (v && strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
-                err |= !!gt_usage_error("train", "--profile '%s': use on or off", v);
-            cfg.no_profile = v && strcmp(v, "off") == 0;
-            cfg.profile_on = v && strcmp(v, "on") == 0;
-        } else if (gt_opt(&a, "--trace", &v, &err)) {
-            cfg.trace_path = v;
-        } else if (gt_opt(&a, "--inject-slowdown", &v, &err)) {
-            cfg.inject_slowdown = v;
-        } else if (gt_opt(&a, "--report", &v, &err)) {
-            report_path = v;
-        } else if (gt_opt(&a, "--report-every", &v, &err)) {
-            err |= !gt_parse_double(&a, "--report-every", v, 0.0, 1e7, &pr.every_s);
-        } else if (gt_opt(&a, "--report-every-steps", &v, &err)) {
-            err |= !gt_parse_int(&a, "--report-every-steps", v, 0, 1 << 30, &pr.every_steps);
-        } else if (gt_opt(&a, "--history", &v, &err)) {
-            history_db = v;
-        } else if (gt_opt(&a, "--mllog", &v, &err)) {
-            mllog_path = v;
-        } else if (gt_opt(&a, "--print-every", &v, &err)) {
-            err |= !gt_parse_int(&a, "--print-every", v, 0, 1 << 30, &pr.every);
-        } else if (gt_opt(&a, "--expect-loss-margin", &v, &err)) {
-            err |= !gt_parse_double(&a, "--expect-loss-margin", v, 0.0, 100.0, &margin);
-        } else if (gt_flag(&a, "--quiet")) {
-            quiet = 1;
-        } else {
-            return gt_unknown_option("train", argv[a.i], train_usage);
-        }
-    }
-    if (err) return GT_EXIT_USAGE;
-    /* the architecture; a bad one is refused by gt_train_run, naming the field */
-    gt_model_arch arch;
-    (void)gt_model_arch_of(cfg.model_name, cfg.model_options, &arch);
-    int gpt2 = arch.family && strcmp(arch.family, "gpt2") == 0;
-    if (!seq_given && gpt2) cfg.seq_len = arch.max_T < 64 ? arch.max_T : 64;
-    if (cfg.checkpoint_every > 0 && !cfg.checkpoint_dir)
+    return GT_EXIT_OK;
+}
+
+/* What needs the options together; the architecture for the banner (a bad
+ * one is refused by gt_train_run, naming the field). GT_EXIT_OK to go on. */
+static int train_check(train_opts *o, gt_model_arch *arch) {
+    gt_train_config *cfg = &o->cfg;
+    (void)gt_model_arch_of(cfg->model_name, cfg->model_options, arch);
+    int gpt2 = arch->family && strcmp(arch->family, "gpt2") == 0;
+    if (!o->seq_given && gpt2) cfg->seq_len = arch->max_T < 64 ? arch->max_T : 64;
+    if (cfg->checkpoint_every > 0 && !cfg->checkpoint_dir)
         return gt_usage_error("train", "--checkpoint-every needs --checkpoint-dir DIR");
-    if (cfg.trace_path && cfg.no_profile)
+    if (cfg->trace_path && cfg->no_profile)
         return gt_usage_error("train", "--trace draws the profile's timings: drop --profile off");
-    if (cfg.trace_path && ntopos > 1)
+    if (cfg->trace_path && o->topos.n > 1)
         return gt_usage_error("train", "--trace with several --topologies: each would replace "
                                        "the last; trace one topology at a time");
-    if (cfg.inject_slowdown) {
+    if (cfg->inject_slowdown) {
         char op[64];
         double f = 0;
         int known = 0;
-        if (gt_parse_slowdown(cfg.inject_slowdown, op, sizeof op, &f) == GT_OK)
-            for (int o = 0; o < GT_OP_COUNT; o++) known |= strcmp(gt_op_name((gt_op)o), op) == 0;
+        if (gt_parse_slowdown(cfg->inject_slowdown, op, sizeof op, &f) == GT_OK)
+            for (int k = 0; k < GT_OP_COUNT; k++) known |= strcmp(gt_op_name((gt_op)k), op) == 0;
         if (!known)
             return gt_usage_error("train", "--inject-slowdown '%s': expected OP:FACTOR, OP an "
                                            "op of the op table (gauntlet list) and 1 < FACTOR "
                                            "<= 100, e.g. matmul_bwd:3",
-                                  cfg.inject_slowdown);
+                                  cfg->inject_slowdown);
     }
-    if (cfg.checkpoint_dir && cfg.checkpoint_every == 0)
+    if (cfg->checkpoint_dir && cfg->checkpoint_every == 0)
         return gt_usage_error("train", "--checkpoint-dir without --checkpoint-every K writes "
                                        "nothing: add --checkpoint-every");
-    if ((cfg.checkpoint_dir || cfg.resume) && ntopos > 0)
+    if ((cfg->checkpoint_dir || cfg->resume) && o->topos.n > 0)
         return gt_usage_error("train", "checkpoints and --resume are for one training run: "
                                        "drop --topologies");
-    if (history_db && !report_path)
+    if (o->history_db && !o->report_path)
         return gt_usage_error("train", "--history %s needs --report FILE: the report is what is "
                                        "recorded",
-                              history_db);
-    if (margin >= 0 && cfg.data_path)
+                              o->history_db);
+    if (o->margin >= 0 && cfg->data_path)
         return gt_usage_error("train", "--expect-loss-margin needs the synthetic source (its "
                                        "entropy is known); drop --data or the margin");
-    cfg.on_step = print_step;
-    cfg.on_step_ctx = &pr;
     /* the cosine decay spans the run; the default warm-up shrinks to fit a
      * short run, an explicit one must fit */
-    cfg.opt.total_steps = cfg.steps;
-    if (cfg.opt.warmup_steps >= cfg.steps) {
-        if (warmup_given)
+    cfg->opt.total_steps = cfg->steps;
+    if (cfg->opt.warmup_steps >= cfg->steps) {
+        if (o->warmup_given)
             return gt_usage_error("train", "--warmup %d must be shorter than --steps %d",
-                                  cfg.opt.warmup_steps, cfg.steps);
-        cfg.opt.warmup_steps = cfg.steps - 1;
+                                  cfg->opt.warmup_steps, cfg->steps);
+        cfg->opt.warmup_steps = cfg->steps - 1;
     }
+    return GT_EXIT_OK;
+}
 
-    gt_comm *comm = NULL;
-    gt_status s = gt_comm_world(&comm_cfg, &comm);
+/* One run of the command: its options, its job, its report. */
+typedef struct train_job {
+    train_opts o;
+    gt_model_arch arch;
+    gt_comm *comm;
+    int rank, nranks;
+    gt_report *rep;
+    gt_env env;
+    struct gt_history *hist;
+    gt_mllog *ml;
+    gt_mllog_train mlt;
+    printer pr;
+    int rc, collective;
+    double t_first; /* step time of the first topology (1 rank for efficiencies) */
+    int b_first, n_first;
+} train_job;
+
+/* The world communicator and the ranks the topologies need (relaunching
+ * under mpirun when one process asked for more); threads per rank.
+ * GT_EXIT_OK to go on; otherwise the communicator is freed. */
+static int train_world(train_job *j, char **argv) {
+    train_opts *o = &j->o;
+    gt_status s = gt_comm_world(&o->comm, &j->comm);
     if (s != GT_OK) return gt_fail("train", s);
-    int rank = gt_comm_rank(comm), nranks = gt_comm_size(comm);
-    cfg.comm = comm;
-    if (ntopos == 0) topos[ntopos++] = nranks;
+    int rank = j->rank = gt_comm_rank(j->comm), nranks = j->nranks = gt_comm_size(j->comm);
+    o->cfg.comm = j->comm;
+    if (o->topos.n == 0) o->topos.v[o->topos.n++] = nranks;
     int most = 1;
-    for (int i = 0; i < ntopos; i++) most = topos[i] > most ? topos[i] : most;
+    for (int i = 0; i < o->topos.n; i++) most = o->topos.v[i] > most ? o->topos.v[i] : most;
     if (most > nranks && nranks == 1 && GT_HAVE_MPI && gt_have_mpirun() &&
         !getenv("GT_NO_RELAUNCH")) {
         /* as gauntlet run does: one process asked for more ranks */
-        gt_comm_free(comm);
+        gt_comm_free(j->comm);
         setenv("GT_NO_RELAUNCH", "1", 1);
         printf("gauntlet train: --topologies needs %d ranks: relaunching under mpirun -np %d\n",
                most, most);
@@ -538,222 +550,251 @@ int gt_cmd_train(int argc, char **argv) {
                     "gauntlet train: --topologies asks for %d ranks but the job has %d%s: "
                     "launch with mpirun -np %d (as root add --allow-run-as-root) or srun -n %d\n",
                     most, nranks, GT_HAVE_MPI ? "" : " (this build has no MPI)", most, most);
-        gt_comm_free(comm);
+        gt_comm_free(j->comm);
         return GT_EXIT_USAGE;
     }
     if (rank != 0) {
-        quiet = 1;
-        report_path = NULL; /* rank 0 writes the report */
-        history_db = mllog_path = NULL;
+        o->quiet = 1;
+        o->report_path = NULL; /* rank 0 writes the report */
+        o->history_db = o->mllog_path = NULL;
     }
     /* ranks on one node share its cores; oversubscribed OpenMP and OpenBLAS
      * threads cost far more than they give. With several topologies every
      * one gets the cores per rank of the largest: scaling efficiency then
      * compares N ranks with N times one rank. */
-    if (cfg.threads == 0 && ntopos > 1) {
-        int biggest = 1;
-        for (int i = 0; i < ntopos; i++) biggest = topos[i] > biggest ? topos[i] : biggest;
-        cfg.threads = gt_default_threads(biggest);
-    } else if (cfg.threads == 0 && nranks > 1) {
-        cfg.threads = gt_default_threads(nranks);
-    }
-    if (quiet) pr.every = 0;
+    if (o->cfg.threads == 0 && o->topos.n > 1)
+        o->cfg.threads = gt_default_threads(most);
+    else if (o->cfg.threads == 0 && nranks > 1)
+        o->cfg.threads = gt_default_threads(nranks);
+    if (o->quiet) j->pr.every = 0;
+    return GT_EXIT_OK;
+}
 
-    gt_report *rep = NULL;
-    s = gt_report_new(report_path, argc + 1, argv - 1, &rep);
+/* The report (written once now: an unwritable destination fails before any
+ * training), the environment, the history database and the mllog file.
+ * GT_EXIT_OK to go on; otherwise all of it and the communicator are freed. */
+static int train_report_open(train_job *j, int argc, char **argv) {
+    train_opts *o = &j->o;
+    int rank = j->rank;
+    gt_status s = gt_report_new(o->report_path, argc + 1, argv - 1, &j->rep);
     if (s != GT_OK) {
-        gt_comm_free(comm);
+        gt_comm_free(j->comm);
         return gt_fail("train", s);
     }
     /* SIGTERM / SIGINT: the report marked incomplete with the signal (signals.h) */
-    gt_signals_report(rep);
-    gt_env env;
-    memset(&env, 0, sizeof env);
+    gt_signals_report(j->rep);
     if (rank == 0) {
-        gt_env_collect(&env);
-        gt_report_set_env(rep, &env, NULL);
+        gt_env_collect(&j->env);
+        gt_report_set_env(j->rep, &j->env, NULL);
     }
-    gt_report_threads(rank == 0 ? rep : NULL, cfg.threads);
-    gt_report_binding(rank == 0 ? rep : NULL, comm);
-    gt_report_job(rank == 0 ? rep : NULL, comm);
-    /* fail early on an unwritable destination, a bad history database or
-     * mllog file, before any training */
-    struct gt_history *hist = NULL;
-    gt_mllog *ml = NULL;
+    gt_report_threads(rank == 0 ? j->rep : NULL, o->cfg.threads);
+    gt_report_binding(rank == 0 ? j->rep : NULL, j->comm);
+    gt_report_job(rank == 0 ? j->rep : NULL, j->comm);
     int early = GT_EXIT_OK;
-    if (!gt_history_begin("train", history_db, report_path, &hist)) early = GT_EXIT_USAGE;
-    else if (mllog_path && gt_mllog_open(mllog_path, &ml) != GT_OK)
+    if (!gt_history_begin("train", o->history_db, o->report_path, &j->hist))
+        early = GT_EXIT_USAGE;
+    else if (o->mllog_path && gt_mllog_open(o->mllog_path, &j->ml) != GT_OK)
         early = gt_fail("train", GT_ERR_IO);
-    else if (report_path && (s = gt_report_write(rep)) != GT_OK)
+    else if (o->report_path && (s = gt_report_write(j->rep)) != GT_OK)
         early = gt_fail("train", s);
     if (early != GT_EXIT_OK) {
-        gt_history_close(hist);
-        gt_mllog_close(ml);
-        gt_env_release(&env);
+        gt_history_close(j->hist);
+        gt_mllog_close(j->ml);
+        gt_env_release(&j->env);
         gt_signals_report(NULL);
-        gt_report_free(rep);
-        gt_comm_free(comm);
-        return early;
+        gt_report_free(j->rep);
+        gt_comm_free(j->comm);
     }
-    gt_mllog_train mlt;
-    {
-        char platform[600];
-        snprintf(platform, sizeof platform, "%s, %s", env.host, env.cpu_model);
-        gt_mllog_train_begin(&mlt, ml, &cfg, nranks, platform);
+    return early;
+}
+
+/* The mllog run and the line that says what trains where. */
+static void train_banner(train_job *j) {
+    gt_train_config *cfg = &j->o.cfg;
+    const gt_model_arch *arch = &j->arch;
+    char platform[600];
+    snprintf(platform, sizeof platform, "%s, %s", j->env.host, j->env.cpu_model);
+    gt_mllog_train_begin(&j->mlt, j->ml, cfg, j->nranks, platform);
+    if (j->ml) {
+        cfg->on_eval = gt_mllog_train_eval;
+        cfg->on_eval_ctx = &j->mlt;
     }
-    if (ml) {
-        cfg.on_eval = gt_mllog_train_eval;
-        cfg.on_eval_ctx = &mlt;
-    }
-    const char *fam = gt_model_family_of(cfg.model_name);
-    if (fam && strcmp(fam, "mlp") == 0) pr.unit = "samples";
-    if (fam && strcmp(fam, "convnet") == 0) pr.unit = "images";
-    if (!quiet && fam && strcmp(fam, "gpt2") != 0)
+    const char *fam = gt_model_family_of(cfg->model_name);
+    if (fam && strcmp(fam, "mlp") == 0) j->pr.unit = "samples";
+    if (fam && strcmp(fam, "convnet") == 0) j->pr.unit = "images";
+    if (j->o.quiet) return;
+    if (fam && strcmp(fam, "gpt2") != 0)
         printf("gauntlet train: %s on its synthetic task, batch %d, %d steps, backend %s, %d "
                "rank(s) over %s%s%s\n",
-               cfg.model_name, cfg.batch, cfg.steps, cfg.backend, nranks,
-               gt_comm_backend_name(comm), cfg.deterministic ? ", deterministic" : "",
-               cfg.zero ? ", ZeRO-1" : "");
-    else if (!quiet)
+               cfg->model_name, cfg->batch, cfg->steps, cfg->backend, j->nranks,
+               gt_comm_backend_name(j->comm), cfg->deterministic ? ", deterministic" : "",
+               cfg->zero ? ", ZeRO-1" : "");
+    else
         printf("gauntlet train: %s (L%d H%d C%d V%d Vp%d maxT%d), batch %d x seq %d, %d steps, "
                "backend %s, %d rank(s) over %s%s%s\n",
-               cfg.model_name, arch.fields[3], arch.fields[4], arch.fields[5], arch.fields[1],
-               arch.fields[2], arch.fields[0], cfg.batch, cfg.seq_len, cfg.steps, cfg.backend,
-               nranks, gt_comm_backend_name(comm), cfg.deterministic ? ", deterministic" : "",
-               cfg.zero ? ", ZeRO-1" : "");
+               cfg->model_name, arch->fields[3], arch->fields[4], arch->fields[5],
+               arch->fields[1], arch->fields[2], arch->fields[0], cfg->batch, cfg->seq_len,
+               cfg->steps, cfg->backend, j->nranks, gt_comm_backend_name(j->comm),
+               cfg->deterministic ? ", deterministic" : "", cfg->zero ? ", ZeRO-1" : "");
+}
 
-    int rc = GT_EXIT_OK, collective = 0;
-    double t_first = 0; /* step time of the first topology (1 rank for efficiencies) */
-    int b_first = cfg.batch, n_first = topos[0];
-    for (int ti = 0; ti < ntopos && s == GT_OK; ti++) {
-        int N = topos[ti];
-        gt_comm *sub = NULL;
-        if (ntopos > 1 || N != nranks) {
-            /* ranks [0, N) train this topology; the others wait at the barrier */
-            s = gt_comm_split(comm, rank < N ? 0 : -1, rank, &sub);
-            if (s != GT_OK) break;
+/* Rank 0 after topology ti (N ranks) trained: its result (the one rewritten
+ * during the run becomes the final one), the convergence check, scaling
+ * efficiency against the first topology, the summary, the report. */
+static void train_record(train_job *j, int ti, int N, const gt_train_config *tc,
+                         gt_train_stats *st, gt_status s) {
+    const train_opts *o = &j->o;
+    char topo[16];
+    snprintf(topo, sizeof topo, "%d", N);
+    gt_result *res = j->pr.res;
+    if (res) gt_result_reset(res);
+    else res = gt_report_add_result(j->rep, "train", o->cfg.model_name, topo, o->cfg.backend);
+    j->pr.res = NULL;
+    gt_train_record(tc, st, res);
+    if (s != GT_OK) {
+        /* GT_ERR_INVALID is the same on every rank: rank 0 says it */
+        gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR,
+                             gt_last_error());
+    } else {
+        double tail = gt_train_tail_loss(st, 10);
+        if (o->margin >= 0) {
+            char detail[160];
+            snprintf(detail, sizeof detail,
+                     "mean loss of the last 10 steps <= source entropy %.6f + margin %.4f",
+                     st->entropy, o->margin);
+            gt_result_check(res, "converged", tail <= st->entropy + o->margin, tail,
+                            st->entropy + o->margin, detail);
+        }
+        if (ti == 0) {
+            j->t_first = st->ms_per_step;
+            j->b_first = tc->batch;
+        } else if (j->t_first > 0) {
+            /* strong: same global batch, T(1) / (N T(N)); weak: same batch per
+             * rank, T(1) / T(N); relative to the first topology */
+            double eff = o->weak ? j->t_first / st->ms_per_step
+                                 : j->t_first * j->n_first / ((double)N * st->ms_per_step) *
+                                       ((double)tc->batch / j->b_first);
+            gt_result_metric(res, o->weak ? "weak_scaling_efficiency"
+                                          : "strong_scaling_efficiency",
+                             "fraction", 1, eff, NULL, 0);
+            printf("  %s scaling efficiency vs %d rank(s): %.1f%%\n", o->weak ? "weak" : "strong",
+                   j->n_first, 100.0 * eff);
+        }
+        if (gt_result_get_status(res) != GT_RESULT_PASS) j->rc = GT_EXIT_CHECK;
+        print_summary(tc, st, N, j->rc, tail); /* rank 0, also with --quiet */
+    }
+    if (s == GT_ERR_COMM || s == GT_ERR_TIMEOUT) {
+        /* the job broke (a peer, the network): what was planned did not run */
+        char why[1200];
+        snprintf(why, sizeof why, "the job broke on %d rank(s): %s", N, gt_last_error());
+        gt_report_set_incomplete(j->rep, why);
+    } else if (ti == o->topos.n - 1 || s != GT_OK) {
+        /* every topology ran, or an error that ends the run as planned
+         * (recorded as the case's error): the run is over */
+        gt_report_finish(j->rep);
+    }
+    if (o->report_path) {
+        gt_status ws = gt_report_write(j->rep);
+        if (ws != GT_OK) {
+            fprintf(stderr, "gauntlet train: %s\n", gt_last_error());
+            j->rc = GT_EXIT_USAGE;
         } else {
-            sub = comm;
+            printf("  report           %s\n", o->report_path);
         }
-        gt_train_config tc = cfg;
-        tc.comm = sub;
-        /* the first topology's start-up counts from the process start
-         * (libraries, arguments, environment); a later one from its own */
-        tc.origin_ns = ti == 0 ? gt_process_start_ns() : 0;
-        if (weak) tc.batch = cfg.batch * N;
-        gt_train_stats st;
-        memset(&st, 0, sizeof st);
-        {
-            char topo[16];
-            snprintf(topo, sizeof topo, "%d", N);
-            gt_watchdog_report(rank == 0 ? rep : NULL, "train", cfg.model_name, topo,
-                               cfg.backend);
-            gt_report_topology_layout(rank == 0 ? rep : NULL, N);
-        }
-        pr.cfg = &tc;
-        pr.st = &st;
-        pr.said_resume = quiet; /* --quiet: the summary says it */
-        pr.rep = report_path && rank == 0 ? rep : NULL;
-        pr.res = NULL;
-        snprintf(pr.topo, sizeof pr.topo, "%d", N);
-        pr.last_write = gt_now_ns() * 1e-9;
-        if (sub) {
-            if (!quiet && ntopos > 1)
-                printf("\n== topology %d rank(s), global batch %d, %d thread(s) per rank ==\n",
-                       N, tc.batch, tc.threads);
-            gt_mllog_train_block(&mlt, tc.batch, 0, tc.steps);
-            s = gt_train_run(&tc, &st);
-            gt_mllog_train_block_end(&mlt, st.first_step + st.steps_done);
-        }
-        if (rank == 0) {
-            char topo[16];
-            snprintf(topo, sizeof topo, "%d", N);
-            /* the result so far (rewritten during the run) becomes the final one */
-            gt_result *res = pr.res;
-            if (res) gt_result_reset(res);
-            else res = gt_report_add_result(rep, "train", cfg.model_name, topo, cfg.backend);
-            pr.res = NULL;
-            gt_train_record(&tc, &st, res);
-            if (s != GT_OK) {
-                /* GT_ERR_INVALID is the same on every rank: rank 0 says it */
-                gt_result_set_status(res,
-                                     s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR,
-                                     gt_last_error());
-            } else {
-                double tail = gt_train_tail_loss(&st, 10);
-                if (margin >= 0) {
-                    char detail[160];
-                    snprintf(detail, sizeof detail,
-                             "mean loss of the last 10 steps <= source entropy %.6f + margin "
-                             "%.4f",
-                             st.entropy, margin);
-                    gt_result_check(res, "converged", tail <= st.entropy + margin, tail,
-                                    st.entropy + margin, detail);
-                }
-                if (ti == 0) {
-                    t_first = st.ms_per_step;
-                    b_first = tc.batch;
-                } else if (t_first > 0) {
-                    /* strong: same global batch, T(1) / (N T(N)); weak: same
-                     * batch per rank, T(1) / T(N); relative to the first topology */
-                    double eff = weak ? t_first / st.ms_per_step
-                                      : t_first * n_first / ((double)N * st.ms_per_step) *
-                                            ((double)tc.batch / b_first);
-                    gt_result_metric(res, weak ? "weak_scaling_efficiency"
-                                               : "strong_scaling_efficiency",
-                                     "fraction", 1, eff, NULL, 0);
-                    printf("  %s scaling efficiency vs %d rank(s): %.1f%%\n",
-                               weak ? "weak" : "strong", n_first, 100.0 * eff);
-                }
-                if (gt_result_get_status(res) != GT_RESULT_PASS) rc = GT_EXIT_CHECK;
-                print_summary(&tc, &st, N, rc, tail); /* rank 0, also with --quiet */
-            }
-            if (s == GT_ERR_COMM || s == GT_ERR_TIMEOUT) {
-                /* the job broke (a peer, the network): what was planned did not run */
-                char why[1200];
-                snprintf(why, sizeof why, "the job broke on %d rank(s): %s", N, gt_last_error());
-                gt_report_set_incomplete(rep, why);
-            } else if (ti == ntopos - 1 || s != GT_OK) {
-                /* every topology ran, or an error that ends the run as planned
-                 * (recorded as the case's error): the run is over */
-                gt_report_finish(rep);
-            }
-            if (report_path) {
-                gt_status ws = gt_report_write(rep);
-                if (ws != GT_OK) {
-                    fprintf(stderr, "gauntlet train: %s\n", gt_last_error());
-                    rc = GT_EXIT_USAGE;
-                } else {
-                    printf("  report           %s\n", report_path);
-                }
-            }
-        }
-        /* an error every rank agreed on (or GT_ERR_INVALID, raised by every
-         * rank alike) is said once, by rank 0, and needs no abort */
-        if (s != GT_OK && st.collective_error) collective = 1;
-        if (s != GT_OK && (rank == 0 || (s != GT_ERR_INVALID && !collective)))
-            fprintf(stderr, "gauntlet train: %s [%s]\n", gt_last_error(), gt_status_name(s));
-        if (s != GT_OK) rc = GT_EXIT_USAGE;
-        gt_train_stats_release(&st);
-        if (sub != comm) gt_comm_free(sub);
-        if (s == GT_OK && ntopos > 1) s = gt_comm_barrier_idle(comm);
     }
-    gt_mllog_train_end(&mlt, rc == GT_EXIT_OK && s == GT_OK);
-    gt_mllog_close(ml);
-    if (hist) {
-        rc = gt_history_finish("train", hist, history_db, report_path, rc);
-        gt_history_close(hist);
+}
+
+/* Topology ti: ranks [0, N) train on their sub-communicator (the others
+ * wait at the barrier), rank 0 records it. */
+static gt_status train_topology(train_job *j, int ti) {
+    const train_opts *o = &j->o;
+    int N = o->topos.v[ti], rank = j->rank;
+    gt_comm *sub = j->comm;
+    if (o->topos.n > 1 || N != j->nranks)
+        GT_TRY(gt_comm_split(j->comm, rank < N ? 0 : -1, rank, &sub));
+    gt_train_config tc = o->cfg;
+    tc.comm = sub;
+    /* the first topology's start-up counts from the process start
+     * (libraries, arguments, environment); a later one from its own */
+    tc.origin_ns = ti == 0 ? gt_process_start_ns() : 0;
+    if (o->weak) tc.batch = o->cfg.batch * N;
+    gt_train_stats st;
+    memset(&st, 0, sizeof st);
+    printer *pr = &j->pr;
+    snprintf(pr->topo, sizeof pr->topo, "%d", N);
+    gt_watchdog_report(rank == 0 ? j->rep : NULL, "train", o->cfg.model_name, pr->topo,
+                       o->cfg.backend);
+    gt_report_topology_layout(rank == 0 ? j->rep : NULL, N);
+    pr->cfg = &tc;
+    pr->st = &st;
+    pr->said_resume = o->quiet; /* --quiet: the summary says it */
+    pr->rep = o->report_path && rank == 0 ? j->rep : NULL;
+    pr->res = NULL;
+    pr->last_write = gt_now_ns() * 1e-9;
+    gt_status s = GT_OK;
+    if (sub) {
+        if (!o->quiet && o->topos.n > 1)
+            printf("\n== topology %d rank(s), global batch %d, %d thread(s) per rank ==\n", N,
+                   tc.batch, tc.threads);
+        gt_mllog_train_block(&j->mlt, tc.batch, 0, tc.steps);
+        s = gt_train_run(&tc, &st);
+        gt_mllog_train_block_end(&j->mlt, st.first_step + st.steps_done);
     }
-    gt_env_release(&env);
+    if (rank == 0) train_record(j, ti, N, &tc, &st, s);
+    /* an error every rank agreed on (or GT_ERR_INVALID, raised by every
+     * rank alike) is said once, by rank 0, and needs no abort */
+    if (s != GT_OK && st.collective_error) j->collective = 1;
+    if (s != GT_OK && (rank == 0 || (s != GT_ERR_INVALID && !j->collective)))
+        fprintf(stderr, "gauntlet train: %s [%s]\n", gt_last_error(), gt_status_name(s));
+    if (s != GT_OK) j->rc = GT_EXIT_USAGE;
+    gt_train_stats_release(&st);
+    if (sub != j->comm) gt_comm_free(sub);
+    if (s == GT_OK && o->topos.n > 1) s = gt_comm_barrier_idle(j->comm);
+    return s;
+}
+
+int gt_cmd_train(int argc, char **argv) {
+    train_job j;
+    memset(&j, 0, sizeof j);
+    train_opts *o = &j.o;
+    o->cfg = gt_train_defaults();
+    o->comm = gt_comm_defaults();
+    o->margin = -1;
+    o->print_every = 1;
+    o->report_every_s = 10;
+    int rc = train_preset(argc, argv, &o->cfg);
+    if (rc != GT_EXIT_OK) return rc;
+    if (!gt_cli_parse(&train_cli, argc, argv, o, &rc)) return rc;
+    if ((rc = train_check(o, &j.arch)) != GT_EXIT_OK) return rc;
+    j.pr = (printer){.every = o->print_every, .every_s = o->report_every_s,
+                     .every_steps = o->report_every_steps};
+    o->cfg.on_step = print_step;
+    o->cfg.on_step_ctx = &j.pr;
+    if ((rc = train_world(&j, argv)) != GT_EXIT_OK) return rc;
+    if ((rc = train_report_open(&j, argc, argv)) != GT_EXIT_OK) return rc;
+    train_banner(&j);
+    j.rc = GT_EXIT_OK;
+    j.b_first = o->cfg.batch;
+    j.n_first = o->topos.v[0];
+    gt_status s = GT_OK;
+    for (int ti = 0; ti < o->topos.n && s == GT_OK; ti++) s = train_topology(&j, ti);
+    rc = j.rc;
+    gt_mllog_train_end(&j.mlt, rc == GT_EXIT_OK && s == GT_OK);
+    gt_mllog_close(j.ml);
+    if (j.hist) {
+        rc = gt_history_finish("train", j.hist, o->history_db, o->report_path, rc);
+        gt_history_close(j.hist);
+    }
+    gt_env_release(&j.env);
     gt_signals_report(NULL);
-    gt_report_free(rep);
-    if (s != GT_OK && s != GT_ERR_INVALID && !collective && nranks > 1) {
+    gt_report_free(j.rep);
+    if (s != GT_OK && s != GT_ERR_INVALID && !j.collective && j.nranks > 1) {
         /* a stuck or failed peer (GT_ERR_INVALID is raised by every rank
          * alike, before any work): end the whole job now instead of hanging
          * in the next collective; the report of what finished is written */
         fflush(NULL);
-        gt_comm_abort(comm, rc);
+        gt_comm_abort(j.comm, rc);
     }
-    gt_comm_free(comm);
+    gt_comm_free(j.comm);
     return rc;
 }

@@ -2,11 +2,15 @@
 #ifndef GT_SUITE_TRAIN_IMPL_H
 #define GT_SUITE_TRAIN_IMPL_H
 
+#include "engine/backend.h"
 #include "engine/checkpoint.h"
 #include "engine/comm.h"
 #include "engine/data.h"
+#include "engine/dp.h"
 #include "engine/lossscale.h"
+#include "engine/profile.h"
 #include "models/model.h"
+#include "models/tasks.h"
 #include "suites/trainer/train.h"
 
 #ifdef __cplusplus
@@ -57,6 +61,184 @@ gt_status gt_train_save_checkpoint(const gt_train_config *cfg, gt_model *model, 
 gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, gt_comm *comm,
                                    const gt_train_run_id *id, gt_train_stats *st, size_t lo,
                                    size_t hi, gt_lossscale *ls, int64_t *start);
+
+/* ---- one run, as parts ------------------------------------------------------------
+ * gt_train_run (loop.c) is a composition of parts, each with one job and its
+ * own file:
+ *   setup.c      options checked, ranks, backend, model, data, starting parameters
+ *   layout.c     where parameters, gradients and optimizer state live across ranks
+ *   gradsync.c   the gradient reduction (bucketed, overlapped with the backward)
+ *   schedule.c   the micro-batches of a step (gradient accumulation)
+ *   health.c     the step's global loss, non-finite values, fp16 overflow; errors
+ *                and parameter hashes every rank agrees on
+ *   optimizer.c  the AdamW step on this rank's range
+ *   eval.c       the held-out evaluation (mlp, convnet)
+ *   record.c     the statistics a run returns
+ *   faults.c     fault injection for the tests (GT_FAULT_*)
+ *   checkpoint.c checkpoints written and resumed
+ * A new parallelism mode is a new layout or a new schedule, chosen once in
+ * the set-up; the step (loop.c, train_step) does not change. */
+
+typedef struct gt_trainer gt_trainer;
+
+/* Where parameters, gradients and optimizer state live across the ranks of
+ * the data-parallel group. Chosen once (gt_train_layout_for); the gradient
+ * sync is configured from it, the optimizer updates the range it gives.
+ * Today: "replicated" (every rank holds everything) and "zero1" (AdamW's m
+ * and v sharded). A sharded-gradient or sharded-parameter layout (ZeRO-2/3)
+ * is a new entry with its own ops, not a branch in the step. */
+typedef struct gt_train_layout {
+    const char *name;
+    int zero; /* the ZeRO stage: what the gradient sync leaves on each rank
+               * (gt_dp_config.zero) and what a checkpoint records */
+    /* After the model and the gradient sync exist: pads the model's one
+     * buffer to the sync's shards and sets t->lo, t->hi, this rank's
+     * optimizer range (the model keeps m and v for it only). */
+    gt_status (*place)(gt_trainer *t);
+    /* After the optimizer updated [t->lo, t->hi): every rank's parameters
+     * (fp32 masters and the compute copy) are current again. */
+    gt_status (*params_updated)(gt_trainer *t);
+} gt_train_layout;
+
+/* The layout of --zero Z, NULL when there is none. */
+const gt_train_layout *gt_train_layout_for(int zero);
+
+/* Balanced binary tree over this rank's micro-batch gradients (deterministic
+ * mode), kept as a stack of partial sums (a binary counter): slot l holds the
+ * sum of 2^l consecutive micro-batches. With a power-of-two count it is the
+ * same tree as any other split of the same leaves over ranks. */
+typedef struct gt_train_tree {
+    void *slot[32];
+    int used[32];
+    int nslots;
+    size_t n;
+    gt_dtype dt; /* the gradients' */
+} gt_train_tree;
+
+/* Fault injection for the tests (docs/reliability.md), read once. -1: off. */
+typedef struct gt_train_faults {
+    int stall_rank, stall_step;       /* GT_FAULT_STALL=RANK:STEP */
+    int nan_rank, nan_step, nan_loss; /* GT_FAULT_NAN=RANK:STEP[:loss] */
+    int overflow_step;                /* GT_FAULT_OVERFLOW=STEP */
+} gt_train_faults;
+
+/* What one step carries from part to part. */
+typedef struct gt_train_step {
+    int step;        /* global, 0-based */
+    int i;           /* this run's index (statistics) */
+    uint64_t t0;     /* start, gt_now_ns() */
+    uint64_t wait;   /* ns waiting for data */
+    const int32_t *inputs, *targets; /* gpt2: this rank's (B, T) tokens */
+    float scale;     /* fp16: the loss scale of this backward, else 1 */
+    float dloss;     /* the backward's starting gradient (scaled) */
+    void *gshard;    /* summed gradients of this rank's shard (grad dtype) */
+    double exposed;  /* s of the reduction the backward did not hide */
+    double norm;     /* global gradient norm (scaled until the optimizer step) */
+    double loss;     /* global mean loss */
+    int skip;        /* fp16 overflow: no optimizer update */
+    float lr;
+} gt_train_step;
+
+/* The micro-batch schedule of a step: forward and backward of the rank's
+ * micro-batches, leaving the rank's summed gradients in the model's
+ * buffer and the micro-batch losses in t->mb_loss. Chosen once. */
+typedef gt_status (*gt_train_schedule)(gt_trainer *t, gt_train_step *s);
+
+/* One run's state, shared by the parts. */
+struct gt_trainer {
+    const gt_train_config *cfg;
+    gt_train_stats *st;
+    uint64_t run_start;
+    /* ranks */
+    gt_comm *comm;     /* cfg->comm, or own_comm */
+    gt_comm *own_comm; /* one process without a communicator */
+    int R, rank;
+    /* shapes */
+    int dense;   /* mlp, convnet: dense samples from the task; gpt2: tokens */
+    int B;       /* sequences (samples) per rank per step */
+    int M;       /* per micro-batch */
+    int T;       /* predictions per sample */
+    int k_local; /* micro-batches per rank */
+    int fp16;
+    gt_lossscale ls;
+    /* backend, model, data */
+    gt_backend *be;
+    gt_profile *prof; /* st->profile, NULL when off */
+    gt_model *model;
+    gt_tokens tok;
+    gt_loader *loader;
+    gt_task *task;
+    float *dense_x;   /* (B, numel) this rank's samples of a step */
+    int32_t *dense_y; /* (B) their labels */
+    size_t numel;
+    gt_train_run_id rid;
+    /* layout, gradient sync, schedule */
+    const gt_train_layout *layout;
+    size_t lo, hi; /* this rank's optimizer range of the padded buffer */
+    size_t uhi;    /* hi clipped to the real parameters */
+    gt_dp *dp;
+    gt_train_schedule schedule;
+    gt_train_tree tree;
+    /* steps */
+    int64_t start; /* steps done before (resumed) */
+    int end;       /* the step after which this run stops */
+    float dloss;   /* 1 / global predictions */
+    float *mb_loss;  /* (k_local + 1) this rank's micro-batch losses, then its norm flag */
+    float *all_loss; /* (R, k_local + 1) every rank's */
+    gt_train_faults faults;
+};
+
+/* setup.c: everything before the first step; on error what was made is left
+ * for gt_train_close. gt_train_close frees it all (t zeroed: nothing). */
+gt_status gt_train_open(gt_trainer *t, const gt_train_config *cfg, gt_train_stats *st);
+void gt_train_close(gt_trainer *t);
+
+/* gradsync.c: the gt_dp of the run, configured by the layout. begin: a step
+ * starts on the model's gradient buffer; overlap: the backward's hook
+ * starts buckets as their gradients become final (on) or not (off);
+ * finish: s->gshard and s->exposed; norm: s->norm. */
+gt_status gt_train_sync_open(gt_trainer *t);
+gt_status gt_train_sync_begin(gt_trainer *t);
+void gt_train_sync_overlap(gt_trainer *t, int on);
+gt_status gt_train_sync_finish(gt_trainer *t, gt_train_step *s);
+gt_status gt_train_sync_norm(gt_trainer *t, gt_train_step *s);
+
+/* schedule.c: the schedule of cfg (plain gradient accumulation) and its
+ * buffers (the deterministic tree); freed by gt_train_schedule_close. */
+gt_status gt_train_schedule_open(gt_trainer *t);
+void gt_train_schedule_close(gt_trainer *t);
+
+/* health.c: every rank's micro-batch losses and norm flags gathered:
+ * s->loss, and with fp16 the loss scaler's verdict (s->skip); a non-finite
+ * loss or gradient is the same error on every rank. */
+gt_status gt_train_step_health(gt_trainer *t, gt_train_step *s);
+/* FNV-1a of every parameter tensor compared across ranks (step 0: after
+ * initialisation). */
+gt_status gt_train_check_consistency(gt_model *model, gt_comm *comm, int step);
+
+/* optimizer.c: the lr of the step, the unscaled norm, and unless skipped the
+ * AdamW update of this rank's range and the layout's parameter update. */
+gt_status gt_train_optimizer_step(gt_trainer *t, gt_train_step *s);
+
+/* eval.c: after a step when --eval-every says so (the curve, the target),
+ * and after training. */
+gt_status gt_train_eval_periodic(gt_trainer *t, const gt_train_step *s);
+gt_status gt_train_eval_final(gt_trainer *t);
+
+/* record.c: room for the statistics of cfg->steps steps; one step's
+ * figures (and the on_step callback); the medians and MFU at the end; the
+ * final parameter digests. */
+gt_status gt_train_stats_open(gt_trainer *t);
+void gt_train_record_step(gt_trainer *t, const gt_train_step *s, uint64_t t1);
+void gt_train_summarize(gt_trainer *t);
+gt_status gt_train_digests(gt_trainer *t);
+
+/* faults.c */
+void gt_train_faults_read(gt_train_faults *f);
+void gt_train_fault_stall(const gt_trainer *t, int step);
+float gt_train_fault_overflow(const gt_trainer *t, int step, float dloss);
+gt_status gt_train_fault_nan(gt_trainer *t, gt_train_step *s);
+gt_status gt_train_fault_perturb(gt_trainer *t);
 
 #ifdef __cplusplus
 }

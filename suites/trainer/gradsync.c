@@ -1,0 +1,53 @@
+/* Gradient synchronisation (train_impl.h): the sum over ranks of every
+ * rank's gradients, in buckets that start their all-reduce while the
+ * backward is still running (engine/dp.h), reduced to what the layout keeps
+ * on each rank; the global gradient norm. */
+#include "suites/trainer/train_impl.h"
+
+/* The backward's hook: buckets of final gradients start their all-reduce
+ * (the profile's allreduce_issued). */
+static gt_status on_grads_ready(void *ctx, size_t frontier) {
+    gt_trainer *t = ctx;
+    size_t b0 = gt_dp_bytes(t->dp);
+    gt_profile_region_begin(t->prof, GT_PROF_ALLREDUCE_ISSUED);
+    gt_status s = gt_dp_grads_ready(t->dp, frontier);
+    gt_profile_region_end(t->prof, GT_PROF_ALLREDUCE_ISSUED, (double)(gt_dp_bytes(t->dp) - b0));
+    return s;
+}
+
+gt_status gt_train_sync_open(gt_trainer *t) {
+    const gt_train_config *cfg = t->cfg;
+    t->layout = gt_train_layout_for(cfg->zero);
+    if (!t->layout)
+        return GT_ERR(GT_ERR_INVALID, "--zero %d: the layouts are 0 (replicated) and 1 (ZeRO-1)",
+                      cfg->zero);
+    gt_dp_config dc = gt_dp_defaults();
+    dc.zero = t->layout->zero;
+    dc.deterministic = cfg->deterministic;
+    dc.chunk = gt_model_norm_chunk(t->model);
+    dc.grad_dtype = cfg->precision;
+    if (cfg->bucket_mb > 0) dc.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
+    return gt_dp_new(t->comm, t->be, &dc, gt_model_num_params(t->model), &t->dp);
+}
+
+gt_status gt_train_sync_begin(gt_trainer *t) {
+    return gt_dp_begin(t->dp, gt_model_grads_buffer(t->model));
+}
+
+void gt_train_sync_overlap(gt_trainer *t, int on) {
+    gt_model_set_grad_hook(t->model, on ? on_grads_ready : NULL, on ? t : NULL);
+}
+
+/* What the backward did not hide is the profile's allreduce_exposed. */
+gt_status gt_train_sync_finish(gt_trainer *t, gt_train_step *s) {
+    size_t bytes0 = gt_dp_bytes(t->dp);
+    gt_profile_region_begin(t->prof, GT_PROF_ALLREDUCE_EXPOSED);
+    gt_status st = gt_dp_finish(t->dp, &s->gshard, &s->exposed);
+    gt_profile_region_end(t->prof, GT_PROF_ALLREDUCE_EXPOSED,
+                          (double)(gt_dp_bytes(t->dp) - bytes0));
+    return st;
+}
+
+gt_status gt_train_sync_norm(gt_trainer *t, gt_train_step *s) {
+    return gt_dp_grad_norm(t->dp, &s->norm);
+}

@@ -1,0 +1,47 @@
+/* Where parameters, gradients and optimizer state live across the ranks of
+ * the data-parallel group (train_impl.h, gt_train_layout): one entry per
+ * layout, chosen once by gt_train_layout_for.
+ *
+ *   replicated  every rank holds the parameters, the summed gradients and
+ *               the whole AdamW state, and updates everything itself
+ *   zero1       ZeRO-1: the summed gradients and AdamW's m and v of a
+ *               shard per rank; each rank updates its shard and the fp32
+ *               masters are all-gathered after the step
+ */
+#include "suites/trainer/train_impl.h"
+
+/* The model's buffer padded to the gradient sync's shards, and the
+ * optimizer range the sync gives this rank (the whole buffer unless the
+ * sync shards it). */
+static gt_status place_by_shard(gt_trainer *t) {
+    gt_dp_shard(t->dp, &t->lo, &t->hi);
+    GT_TRY(gt_model_pad(t->model, gt_dp_padded(t->dp)));
+    return gt_model_set_opt_range(t->model, t->lo, t->hi);
+}
+
+/* Every rank made the same update of everything: nothing to exchange. */
+static gt_status replicated_updated(gt_trainer *t) {
+    (void)t;
+    return GT_OK;
+}
+
+/* The other ranks' shards arrive as fp32 masters; the compute copy (bf16,
+ * fp16) of what this rank did not update follows them. */
+static gt_status zero1_updated(gt_trainer *t) {
+    GT_TRY(gt_dp_gather_params(t->dp, gt_model_params_buffer(t->model)));
+    if (t->R == 1) return GT_OK;
+    GT_TRY(gt_model_sync_weights(t->model, 0, t->lo));
+    return gt_model_sync_weights(t->model, t->hi, gt_dp_padded(t->dp));
+}
+
+static const gt_train_layout layouts[] = {
+    {.name = "replicated", .zero = 0, .place = place_by_shard,
+     .params_updated = replicated_updated},
+    {.name = "zero1", .zero = 1, .place = place_by_shard, .params_updated = zero1_updated},
+};
+
+const gt_train_layout *gt_train_layout_for(int zero) {
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+        if (layouts[i].zero == zero) return &layouts[i];
+    return NULL;
+}

@@ -1,0 +1,125 @@
+/* What a run returns (train.h, gt_train_stats; train_impl.h): room for the
+ * per-step series, one step's figures as it ends, the medians and MFU at the
+ * end, the final parameter digests. What a report records of them is
+ * suites/train_record.c's. */
+#include "suites/trainer/train.h"
+#include "suites/trainer/train_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/stats.h"
+
+gt_status gt_train_stats_open(gt_trainer *t) {
+    gt_train_stats *st = t->st;
+    size_t n = (size_t)t->cfg->steps;
+    st->loss = calloc(n, sizeof(double));
+    st->lr = calloc(n, sizeof(double));
+    st->grad_norm = calloc(n, sizeof(double));
+    st->ms = calloc(n, sizeof(double));
+    st->wait_ms = calloc(n, sizeof(double));
+    st->comm_ms = calloc(n, sizeof(double));
+    st->loss_scale = calloc(n, sizeof(double));
+    st->skipped = calloc(n, 1);
+    st->final_loss_scale = 1.0;
+    if (t->cfg->eval_every > 0) {
+        size_t ne = n / (size_t)t->cfg->eval_every + 1;
+        st->eval_curve = calloc(ne, sizeof(double));
+        st->eval_at = calloc(ne, sizeof(int));
+        if (!st->eval_curve || !st->eval_at)
+            return GT_ERR(GT_ERR_OOM, "no host memory for %zu evaluations", ne);
+    }
+    /* per rank: its micro-batch losses, then 1 when its gradient norm is not finite */
+    t->mb_loss = calloc((size_t)t->k_local + 1, sizeof(float));
+    t->all_loss = calloc(((size_t)t->k_local + 1) * t->R, sizeof(float));
+    if (!st->loss || !st->lr || !st->grad_norm || !st->ms || !st->wait_ms || !st->comm_ms ||
+        !st->loss_scale || !st->skipped || !t->mb_loss || !t->all_loss)
+        return GT_ERR(GT_ERR_OOM, "no host memory for %d steps of statistics", t->cfg->steps);
+    return GT_OK;
+}
+
+void gt_train_record_step(gt_trainer *t, const gt_train_step *s, uint64_t t1) {
+    const gt_train_config *cfg = t->cfg;
+    gt_train_stats *st = t->st;
+    int i = s->i;
+    double ms = (double)(t1 - s->t0) * 1e-6;
+    st->loss[i] = s->loss;
+    st->lr[i] = s->lr;
+    st->grad_norm[i] = s->norm;
+    st->ms[i] = ms;
+    st->wait_ms[i] = (double)s->wait * 1e-6;
+    st->comm_ms[i] = s->exposed * 1e3;
+    st->loss_scale[i] = s->scale;
+    st->skipped[i] = (unsigned char)s->skip;
+    st->steps_done = i + 1;
+    if (t->fp16) {
+        st->skipped_steps = t->ls.skipped;
+        st->final_loss_scale = t->ls.scale;
+    }
+    double tps = (double)cfg->batch * t->T / (ms * 1e-3);
+    double mfu = st->peak_gflops > 0
+                     ? tps * st->flops_per_token / (st->peak_gflops * 1e9 * t->R)
+                     : 0.0;
+    if (cfg->on_step && t->rank == 0)
+        cfg->on_step(cfg->on_step_ctx, s->step + 1, cfg->steps, (float)s->loss, s->lr, s->norm,
+                     ms, tps, mfu);
+}
+
+void gt_train_summarize(gt_trainer *t) {
+    gt_train_stats *st = t->st;
+    int R = t->R;
+    /* the first step pays for first-touch page faults and cache warm-up */
+    int skip = st->steps_done > 1 ? 1 : 0;
+    st->ms_per_step = gt_median(st->ms + skip, (size_t)(st->steps_done - skip));
+    st->tokens_per_s = (double)t->cfg->batch * t->T / (st->ms_per_step * 1e-3);
+    st->exposed_comm_ms = gt_median(st->comm_ms + skip, (size_t)(st->steps_done - skip));
+    if (st->peak_gflops > 0)
+        st->mfu = st->tokens_per_s * st->flops_per_token / (st->peak_gflops * 1e9 * R);
+    if (st->datasheet_gflops > 0)
+        st->mfu_datasheet =
+            st->tokens_per_s * st->flops_per_token / (st->datasheet_gflops * 1e9 * R);
+}
+
+/* The parameters, then the state tensors (BatchNorm running statistics). */
+gt_status gt_train_digests(gt_trainer *t) {
+    gt_train_stats *st = t->st;
+    size_t nst = gt_model_state_numel(t->model);
+    size_t bytes = st->num_params * sizeof(float);
+    float *host = malloc(bytes + nst * sizeof(float));
+    if (!host) return GT_ERR(GT_ERR_OOM, "no host memory for the final parameters");
+    gt_status s = gt_model_get_params(t->model, host);
+    if (s == GT_OK) st->weights_digest = gt_fnv1a64(GT_FNV1A64_INIT, host, bytes);
+    if (s == GT_OK && (s = gt_model_get_state(t->model, host + st->num_params)) == GT_OK)
+        /* FNV-1a runs byte by byte: the parameters' hash goes on over the
+         * state instead of hashing the parameters again */
+        st->params_digest =
+            gt_fnv1a64(st->weights_digest, host + st->num_params, nst * sizeof(float));
+    free(host);
+    return s;
+}
+
+void gt_train_stats_release(gt_train_stats *s) {
+    if (!s) return;
+    free(s->loss);
+    free(s->lr);
+    free(s->grad_norm);
+    free(s->ms);
+    free(s->wait_ms);
+    free(s->comm_ms);
+    free(s->loss_scale);
+    free(s->skipped);
+    free(s->eval_curve);
+    free(s->eval_at);
+    gt_profile_free(s->profile);
+    memset(s, 0, sizeof *s);
+}
+
+double gt_train_tail_loss(const gt_train_stats *st, int k) {
+    int n = st->steps_done;
+    if (k > n) k = n;
+    if (k <= 0) return NAN;
+    double s = 0;
+    for (int i = n - k; i < n; i++) s += st->loss[i];
+    return s / k;
+}
