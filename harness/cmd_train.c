@@ -145,8 +145,10 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
                cfg->target_gap);
     printf("  step time        %.2f ms (median)\n", st->ms_per_step);
     if (st->ms_per_step > 0)
-        printf("  start-up         %.0f ms to the first step (%.2f median steps)\n",
-               st->startup_ms, st->startup_ms / st->ms_per_step);
+        printf("  start-up         %.0f ms to the first step (%.2f median steps); the first "
+               "step %.0f ms: %.2f median steps in all\n",
+               st->startup_ms, st->startup_ms / st->ms_per_step, st->first_step_ms,
+               (st->startup_ms + st->first_step_ms) / st->ms_per_step);
     printf("  throughput       %.0f %s/s over %d rank(s)\n", st->tokens_per_s,
            tokens ? "tokens" : st->unit, nranks);
     if (st->peak_gflops > 0)

@@ -98,6 +98,9 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
                      (size_t)(n - skip));
     /* one value per run: judged against the run-to-run spread, not samples */
     gt_result_metric(res, "startup_ms", "ms", 0, st->startup_ms, NULL, 0);
+    /* the step that pays for first touches: what a user waits for beyond
+     * startup_ms before the run is at speed */
+    if (st->steps_done > 0) gt_result_metric(res, "first_step_ms", "ms", 0, st->first_step_ms, NULL, 0);
     if (st->peak_gflops > 0) { /* not for correctness runs (GT_TRAIN_NO_MFU) */
         gt_result_metric(res, "mfu", "fraction", 1, st->mfu, NULL, 0);
         gt_result_metric_derived(res, "mfu", "ms_per_step"); /* and peak_sgemm, gated itself */

@@ -71,6 +71,7 @@ void gt_train_summarize(gt_trainer *t) {
     int R = t->R;
     /* the first step pays for first-touch page faults and cache warm-up */
     int skip = st->steps_done > 1 ? 1 : 0;
+    st->first_step_ms = st->steps_done > 0 ? st->ms[0] : 0;
     st->ms_per_step = gt_median(st->ms + skip, (size_t)(st->steps_done - skip));
     st->tokens_per_s = (double)t->cfg->batch * t->T / (st->ms_per_step * 1e-3);
     st->exposed_comm_ms = gt_median(st->comm_ms + skip, (size_t)(st->steps_done - skip));

@@ -128,6 +128,8 @@ typedef struct gt_train_stats {
     double ms_per_step;       /* median */
     double startup_ms;        /* from cfg->origin_ns (or the run's start) to the first step's start:
                                * model, initialisation or checkpoint, data, the MFU probe */
+    double first_step_ms;     /* the first step of this process: first touches of the
+                               * activations and gradients, cold caches and code */
     double exposed_comm_ms;   /* median of comm_ms */
     double mfu;               /* model FLOP/s over peak_gflops */
     double peak_gflops;       /* the reference used */
