@@ -322,11 +322,28 @@ static gt_block *block_merge(gt_allocator *a, gt_block *p, gt_block *b) {
  * many tensors each) from aligned_alloc. */
 #define HOST_MMAP_MIN ((size_t)1 << 20)
 
+/* GT_HUGEPAGES=1: the mmap segments of 2 MiB and more are advised to the
+ * kernel as transparent huge pages (MADV_HUGEPAGE), 512 times fewer faults
+ * where the kernel's THP mode is madvise or always (docs/performance.md,
+ * "Start-up"). Read once. */
+static int host_hugepages(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("GT_HUGEPAGES");
+        v = e && strcmp(e, "1") == 0;
+    }
+    return v;
+}
+
 static void *host_raw_alloc(void *ctx, size_t bytes) {
     (void)ctx;
     if (bytes >= HOST_MMAP_MIN) {
         void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
+        if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+        if (bytes >= ((size_t)2 << 20) && host_hugepages()) (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+        return p;
     }
     /* C11 requires the size to be a multiple of the alignment; aligned_alloc
      * does not zero, calloc cannot align: zeroed here (small segments). */

@@ -545,7 +545,7 @@ static const gt_cli_opt run_table[] = {
         "timed blocks of the primary combination (default 5)"},
     {"--root", NULL, "R", GT_CLI_INT, OFF(coll.root), 0, 1 << 30, .help =
         "root of reduce and broadcast (default 0)"},
-    {NULL},
+    {.name = NULL},
 };
 
 static const gt_cli run_cli = {

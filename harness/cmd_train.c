@@ -407,7 +407,7 @@ static const gt_cli_opt train_table[] = {
         "check: mean loss of the last 10 steps <= source entropy + X\n"
         "(synthetic data only)"},
     {"--quiet", NULL, NULL, GT_CLI_FLAG, OFF(quiet), .help = "only the summary"},
-    {NULL},
+    {.name = NULL},
 };
 
 static const gt_cli train_cli = {
