@@ -4,8 +4,8 @@
 # As root it runs apt-get; otherwise it prints the exact command and stops.
 #
 # Required: cmake, a C compiler, pkg-config, jansson.
-# Optional, auto-detected by CMake: OpenMPI, hwloc, OpenBLAS, SQLite, the CUDA toolkit
-# (never installed here: it comes from NVIDIA, see README.md).
+# Optional, auto-detected by CMake: OpenMPI (MPICH with -DGT_MPI=mpich), hwloc, OpenBLAS,
+# SQLite, the CUDA toolkit (never installed here: it comes from NVIDIA, see README.md).
 # CI's hardening steps (docs/reliability.md): clang with libFuzzer and the
 # sanitizer runtimes (libclang-rt-dev), valgrind; slurm-wlm and munge for the
 # slurm-labelled tests' two-node cluster (ci/slurm/cluster.sh).
@@ -22,6 +22,10 @@ packages+=(slurm-wlm munge)
 # (GT_WITH_SQLITE), installed here so that `make run` records into reports/history.db
 # and python3 (standard library only) reads the history page's screenshot in its test
 packages+=(libsqlite3-dev python3)
+# MPICH beside Open MPI for the MPICH build (-DGT_MPI=mpich, build-mpich in CI;
+# docs/clusters.md): Debian keeps the mpi/mpirun alternatives on Open MPI, MPICH
+# answers to mpicc.mpich and mpiexec.mpich.
+packages+=(mpich libmpich-dev)
 
 missing=()
 for p in "${packages[@]}"; do

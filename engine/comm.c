@@ -88,6 +88,18 @@ static int launched_by_launcher(void) {
     return 0;
 }
 
+/* The tasks of the srun step this process is one of, when no MPI launcher of
+ * its own said how many ranks it started (mpirun's OMPI_COMM_WORLD_SIZE,
+ * Hydra's PMI_SIZE: they may run in a step of proxies, one per node); 0 when
+ * not in an srun step. A world of 1 in a step of N > 1 tasks means the MPI
+ * library did not speak the PMI that srun offered: MPICH under srun's
+ * default --mpi=pmix here makes N singletons, each running the whole job. */
+static long srun_tasks_unseen(void) {
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE")) return 0;
+    const char *v = getenv("SLURM_STEP_NUM_TASKS");
+    return v && *v ? strtol(v, NULL, 10) : 0;
+}
+
 static gt_status comm_wrap(const gt_comm_backend *be, void *impl, int rank, int size,
                            double timeout_s, gt_comm **out) {
     gt_comm *c = calloc(1, sizeof *c);
@@ -142,6 +154,21 @@ gt_status gt_comm_world(const gt_comm_config *cfg, gt_comm **out) {
         s = be->world(&impl, &rank, &size);
     }
     if (s != GT_OK) return s;
+    if (be == &gt_comm_mpi_backend && size == 1) {
+        long tasks = srun_tasks_unseen();
+        if (tasks > 1) {
+            char lib[160];
+            snprintf(lib, sizeof lib, "%s", be->version(impl));
+            for (char *t = lib; *t; t++)
+                if (*t == '\t') *t = ' ';
+            be->destroy(impl);
+            return GT_ERR(GT_ERR_COMM,
+                          "srun started %ld tasks but MPI_Init made a world of 1 rank in each "
+                          "(%s): the library did not understand srun's PMI plugin; MPICH "
+                          "needs srun --mpi=pmi2, Open MPI --mpi=pmix (docs/clusters.md)",
+                          tasks, lib);
+        }
+    }
     GT_TRY(comm_wrap(be, impl, rank, size, cfg->timeout_s, out));
     gt_error_set_context(rank, -1);
     return GT_OK;

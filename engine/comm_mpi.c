@@ -24,9 +24,18 @@
 
 #include <limits.h>
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#if defined(MPICH_NUMVERSION) && defined(__GNUC__) && !defined(__clang__)
+/* MPICH's mpi.h gives MPI_Waitall and MPI_Testall GCC access attributes on
+ * their statuses; MPI_STATUSES_IGNORE ((MPI_Status *)1) then reads to GCC 12
+ * as 20 bytes written into a region of size 0. */
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
 
 typedef struct mpi_comm {
     MPI_Comm comm;
@@ -34,6 +43,7 @@ typedef struct mpi_comm {
     int size;
     int owns_init; /* this world called MPI_Init_thread: it finalizes */
     size_t chunk;  /* most elements per MPI call (INT_MAX; lowered by tests) */
+    int yield;     /* blocking calls poll and yield the core (oversubscribed_yield) */
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
 } mpi_comm;
 
@@ -44,6 +54,7 @@ typedef struct mpi_handle {
     size_t count;
     gt_dtype dt;
     int n;      /* requests */
+    void *tmp;  /* owned: a reduce root's own input (reduce_in_place_broken) */
     MPI_Request reqs[];
 } mpi_handle;
 
@@ -151,6 +162,39 @@ static gt_status comm_setup(mpi_comm *m, MPI_Comm comm, size_t chunk) {
     return GT_OK;
 }
 
+/* Whether blocking collectives should poll a non-blocking call and yield the
+ * core between polls instead of waiting in the library: with MPICH (4.0's
+ * ch4 spins in its progress loop and has no setting that yields) when some
+ * node runs more ranks than it has cores. 4 ranks on 2 cores, one computing
+ * between small all-reduces, 2000 rounds: 48 s spinning in MPI_Allreduce,
+ * 5.9 s polling MPI_Iallreduce with sched_yield (Open MPI with
+ * mpi_yield_when_idle, which its launcher gets: 0.9 s). GT_MPI_YIELD=1 / 0
+ * forces it. The same answer on every rank (an all-reduce): a blocking
+ * collective never matches a non-blocking one. */
+static int oversubscribed_yield(MPI_Comm world) {
+    const char *force = getenv("GT_MPI_YIELD");
+    int mine = 0;
+    if (force && *force) {
+        mine = atoi(force) != 0;
+    } else {
+#if defined(MPICH_NUMVERSION)
+        MPI_Comm node = MPI_COMM_NULL;
+        int local = 1;
+        if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+            MPI_SUCCESS) {
+            MPI_Comm_size(node, &local);
+            MPI_Comm_free(&node);
+        }
+        /* the node's cores, not this rank's affinity: a rank bound to a core sees one */
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        mine = ncpu > 0 && local > ncpu;
+#endif
+    }
+    int any = mine;
+    MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, world);
+    return any;
+}
+
 static gt_status mpi_world(void **impl, int *rank, int *size) {
     int inited = 0, finalized = 0;
     MPI_Initialized(&inited);
@@ -183,6 +227,7 @@ static gt_status mpi_world(void **impl, int *rank, int *size) {
     if (env && atol(env) > 0 && (unsigned long)atol(env) < (unsigned long)INT_MAX)
         chunk = (size_t)atol(env);
     if (s == GT_OK) s = comm_setup(m, dup, chunk);
+    if (s == GT_OK) m->yield = oversubscribed_yield(dup);
     if (s != GT_OK) {
         if (dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
         if (m->owns_init) {
@@ -217,6 +262,7 @@ static gt_status mpi_split(void *impl, int color, int key, void **new_impl, int 
         free(n);
         return s;
     }
+    n->yield = m->yield; /* the parent's ranks agreed on it */
     *new_impl = n;
     *new_rank = n->rank;
     *new_size = n->size;
@@ -249,6 +295,37 @@ static mpi_handle *handle_new(const gt_comm_op_desc *d, int n) {
     return h;
 }
 
+static void handle_free(mpi_handle *h) {
+    if (!h) return;
+    free(h->tmp);
+    free(h);
+}
+
+/* MPICH 4.0 and 4.1 (ch4) crash in MPI_Reduce when a root other than rank 0
+ * passes MPI_IN_PLACE with 4 KiB or more (pmodels/mpich#6540, fixed by
+ * #6543 in 4.2): there the root's input goes as a copy. Any MPICH-derived
+ * library before 4.2 (Intel MPI, Cray MPICH define MPICH_NUMVERSION too) takes
+ * the copy; Open MPI never does. */
+static int reduce_in_place_broken(const mpi_comm *m, const gt_comm_op_desc *d) {
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION < 40200000
+    return d->coll == GT_COLL_REDUCE && d->root != 0 && m->rank == d->root && d->send &&
+           d->send == d->recv;
+#else
+    (void)m;
+    (void)d;
+    return 0;
+#endif
+}
+
+/* The root's input of a reduce_in_place_broken call: a copy of its buffer,
+ * owned by the caller; NULL when out of memory. */
+static void *reduce_input_copy(const gt_comm_op_desc *d) {
+    size_t bytes = d->count * gt_dtype_size(d->dt);
+    void *t = malloc(bytes ? bytes : 1);
+    if (t) memcpy(t, d->recv, bytes);
+    return t;
+}
+
 /* One MPI call for the element range [off, off + n) of d (for the
  * collectives that are not element-wise, the whole of d: off 0, n = count):
  * non-blocking into *req, or blocking when req is NULL. */
@@ -258,6 +335,10 @@ static int mpi_call(mpi_comm *m, const gt_comm_op_desc *d, size_t off, int n, MP
     const char *s = d->send ? (const char *)d->send + off * es : NULL;
     char *r = d->recv ? (char *)d->recv + off * es : NULL;
     int in_place = d->send == d->recv && d->send != NULL;
+    /* MPI_IN_PLACE is only legal on a reduce's root: elsewhere the caller's
+     * one buffer is the send buffer (Open MPI let it pass; MPICH 4.0
+     * crashed in MPI_Reduce) */
+    if (d->coll == GT_COLL_REDUCE && m->rank != d->root) in_place = 0;
     const void *sb = in_place ? MPI_IN_PLACE : s;
     MPI_Op op = mpi_op(d->op, d->dt);
     switch (d->coll) {
@@ -265,7 +346,7 @@ static int mpi_call(mpi_comm *m, const gt_comm_op_desc *d, size_t off, int n, MP
         return req ? MPI_Iallreduce(sb, r, n, t, op, m->comm, req)
                    : MPI_Allreduce(sb, r, n, t, op, m->comm);
     case GT_COLL_REDUCE:
-        /* MPI_IN_PLACE is only legal on the root (recv is NULL elsewhere). */
+        /* recv may be NULL off the root, where MPI ignores it */
         return req ? MPI_Ireduce(sb, r, n, t, op, d->root, m->comm, req)
                    : MPI_Reduce(sb, r, n, t, op, d->root, m->comm);
     case GT_COLL_BROADCAST:
@@ -331,6 +412,17 @@ static gt_status mpi_start(void *impl, const gt_comm_op_desc *d, void **handle) 
     GT_TRY(plan_calls(m, d, &nchunks));
     mpi_handle *h = handle_new(d, (int)nchunks);
     if (!h) return GT_ERR(GT_ERR_OOM, "%s: out of memory for the request", name);
+    gt_comm_op_desc copy;
+    if (reduce_in_place_broken(m, d)) {
+        h->tmp = reduce_input_copy(d);
+        if (!h->tmp) {
+            handle_free(h);
+            return GT_ERR(GT_ERR_OOM, "%s: out of memory for the root's input", name);
+        }
+        copy = *d;
+        copy.send = h->tmp;
+        d = &copy;
+    }
 
     int rc = MPI_SUCCESS;
     for (size_t i = 0; i < nchunks && rc == MPI_SUCCESS; i++)
@@ -339,7 +431,7 @@ static gt_status mpi_start(void *impl, const gt_comm_op_desc *d, void **handle) 
         /* Chunks already started cannot be taken back: completing them keeps
          * the ranks' call order intact for a caller that goes on. */
         MPI_Waitall(h->n, h->reqs, MPI_STATUSES_IGNORE);
-        free(h);
+        handle_free(h);
         char what[64];
         snprintf(what, sizeof what, "MPI %s", name);
         return mpi_error(rc, what);
@@ -392,14 +484,39 @@ static gt_status mpi_blocking(void *impl, const gt_comm_op_desc *d) {
     mpi_comm *m = impl;
     size_t nchunks = 1;
     GT_TRY(plan_calls(m, d, &nchunks));
+    gt_comm_op_desc copy;
+    void *tmp = NULL;
+    if (reduce_in_place_broken(m, d)) {
+        tmp = reduce_input_copy(d);
+        if (!tmp)
+            return GT_ERR(GT_ERR_OOM, "%s: out of memory for the root's input",
+                          gt_coll_name(d->coll));
+        copy = *d;
+        copy.send = tmp;
+        d = &copy;
+    }
     for (size_t i = 0; i < nchunks; i++) {
-        int rc = mpi_call(m, d, i * m->chunk, chunk_len(m, d, i, nchunks), NULL);
+        int rc;
+        if (m->yield) {
+            /* oversubscribed_yield: the core goes to a rank with work */
+            MPI_Request q = MPI_REQUEST_NULL;
+            rc = mpi_call(m, d, i * m->chunk, chunk_len(m, d, i, nchunks), &q);
+            for (int done = 0; rc == MPI_SUCCESS;) {
+                rc = MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+                if (done) break;
+                sched_yield();
+            }
+        } else {
+            rc = mpi_call(m, d, i * m->chunk, chunk_len(m, d, i, nchunks), NULL);
+        }
         if (rc != MPI_SUCCESS) {
+            free(tmp);
             char what[64];
             snprintf(what, sizeof what, "MPI %s", gt_coll_name(d->coll));
             return mpi_error(rc, what);
         }
     }
+    free(tmp);
     if (needs_avg(m, d)) divide_by(d->recv, d->count, d->dt, m->size);
     return GT_OK;
 }
@@ -412,14 +529,14 @@ static gt_status mpi_test(void *impl, void *handle, int *done) {
     if (rc != MPI_SUCCESS) {
         char what[64];
         snprintf(what, sizeof what, "MPI %s (test)", gt_coll_name(h->coll));
-        free(h);
+        handle_free(h);
         *done = 1;
         return mpi_error(rc, what);
     }
     *done = flag;
     if (!flag) return GT_OK;
     if (h->avg) divide_by(h->buf, h->count, h->dt, m->size);
-    free(h);
+    handle_free(h);
     return GT_OK;
 }
 
@@ -429,7 +546,8 @@ static int mpi_cancel(void *impl, void *handle) {
     if (h->coll != GT_COLL_RECV) {
         /* Nonblocking collectives cannot be cancelled or freed (MPI-3
          * 5.12), and Open MPI does not cancel sends: the requests stay
-         * behind, the communicator is marked broken by the caller. */
+         * behind, the communicator is marked broken by the caller; h->tmp
+         * stays with them (a request may still read it). */
         free(h);
         return 0;
     }
@@ -437,7 +555,7 @@ static int mpi_cancel(void *impl, void *handle) {
         if (h->reqs[i] != MPI_REQUEST_NULL) MPI_Cancel(&h->reqs[i]);
     /* A cancelled receive completes locally, so this wait cannot hang. */
     MPI_Waitall(h->n, h->reqs, MPI_STATUSES_IGNORE);
-    free(h);
+    handle_free(h);
     return 1;
 }
 

@@ -484,6 +484,14 @@ gt_status gt_env_collect(gt_env *e) {
         trim(v);
         char *nl = strchr(v, '\n');
         if (nl) *nl = '\0';
+        /* MPICH's line is "MPICH Version:<TAB>4.0.2": one space per gap */
+        char *w = v;
+        for (char *r = v; *r; r++) {
+            char ch = *r == '\t' ? ' ' : *r;
+            if (ch == ' ' && w > v && w[-1] == ' ') continue;
+            *w++ = ch;
+        }
+        *w = '\0';
         snprintf(e->mpi, sizeof e->mpi, "%s", v);
     }
 #else

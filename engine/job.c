@@ -18,16 +18,20 @@ void gt_job_detect(gt_job *job) {
      * OMPI_MCA_orte_* (4.x) or PRTE_* (5.x) behind, also inside a Slurm
      * allocation (where the daemons' own srun step sets SLURM_PROCID too);
      * srun starting the ranks itself sets SLURM_PROCID without them;
-     * Open MPI sets OMPI_COMM_WORLD_* under both; MPICH's Hydra sets
-     * PMI_RANK */
+     * Open MPI sets OMPI_COMM_WORLD_* under both. MPICH's Hydra
+     * (mpiexec.mpich) sets PMI_RANK and its own MPI_LOCALNRANKS, which
+     * srun's PMI-2 (srun --mpi=pmi2, PMI_RANK too) does not; inside an
+     * allocation Hydra starts its proxies with srun, one per node, so a rank
+     * sees the proxy's SLURM_PROCID (the node's index, not its rank) */
     const char *launcher =
         getenv("OMPI_MCA_orte_hnp_uri") || getenv("OMPI_MCA_orte_launch") ||
                 getenv("PRTE_LAUNCHED")
             ? "mpirun-openmpi"
-        : slurm_job && getenv("SLURM_PROCID") ? "srun"
-        : getenv("OMPI_COMM_WORLD_SIZE")      ? "mpirun-openmpi"
-        : getenv("PMI_RANK")                  ? "mpirun-mpich"
-                                              : "none";
+        : getenv("PMI_RANK") && getenv("MPI_LOCALNRANKS") ? "mpirun-mpich"
+        : slurm_job && getenv("SLURM_PROCID")             ? "srun"
+        : getenv("OMPI_COMM_WORLD_SIZE")                  ? "mpirun-openmpi"
+        : getenv("PMI_RANK")                              ? "mpirun-mpich"
+                                                          : "none";
     snprintf(job->launcher, sizeof job->launcher, "%s", launcher);
     snprintf(job->scheduler, sizeof job->scheduler, "%s",
              slurm_job ? "slurm" : strcmp(launcher, "srun") == 0 ? "none" : launcher);
@@ -44,8 +48,9 @@ void gt_job_detect(gt_job *job) {
     } else {
         snprintf(job->job_id, sizeof job->job_id, "%s", env_or("PMIX_NAMESPACE", ""));
     }
-    /* mpirun's count of this node's ranks wins over the allocation's */
+    /* mpirun's (Hydra's) count of this node's ranks wins over the allocation's */
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!local || !*local) local = getenv("MPI_LOCALNRANKS");
     if (local && *local) snprintf(job->tasks_per_node, sizeof job->tasks_per_node, "%s", local);
 }
 

@@ -422,6 +422,7 @@ int gt_default_threads(int ranks) {
     const char *omp = getenv("OMP_NUM_THREADS");
     if (omp && atoi(omp) > 0) return atoi(omp);
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!local) local = getenv("MPI_LOCALNRANKS"); /* MPICH's Hydra */
     if (!local) local = getenv("SLURM_NTASKS_PER_NODE");
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int per_node = local && atoi(local) > 0 && atoi(local) < ranks ? atoi(local) : ranks;

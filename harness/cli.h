@@ -151,12 +151,7 @@ int gt_cmd_run(int argc, char **argv);
 const char *gt_cli_model_name(const char *cmd, const char *name);
 const char *gt_cli_case_name(const char *cmd, const char *sel);
 
-/* 1 when an executable mpirun is on PATH. */
-int gt_have_mpirun(void);
-/* Runs this gauntlet again under `mpirun -np n` with the same arguments
- * (argv_full: the process's argv), adding --oversubscribe past the cores and
- * --allow-run-as-root as root. Returns only when mpirun could not start. */
-void gt_relaunch_mpirun(int n, char **argv_full);
+/* Relaunching on more ranks: harness/launcher.h. */
 /* The watchdog (engine/comm.h) ends the job when a blocking collective
  * passes its deadline; before that it calls this handler, which records the
  * stuck case as an error result in `rep` (when not NULL: rank 0) and writes

@@ -14,6 +14,7 @@
 #include "engine/timer.h"
 #include "gt_config.h"
 #include "harness/cli.h"
+#include "harness/launcher.h"
 #include "harness/signals.h"
 #include "harness/mllog.h"
 #include "kernels/registry.h"
@@ -234,50 +235,6 @@ static void case_done(void *ctx, gt_result *res) {
     }
 }
 
-void gt_relaunch_mpirun(int n, char **argv_full) {
-    char np[16];
-    snprintf(np, sizeof np, "%d", n);
-    char *args[256];
-    int k = 0;
-    args[k++] = "mpirun";
-    args[k++] = "-np";
-    args[k++] = np;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n > ncpu) {
-        args[k++] = "--oversubscribe";
-        /* ranks that wait in MPI yield their core instead of spinning on it:
-         * spinning waiters starve the rank that has work (4 ranks on 2 cores
-         * beside a busy core: 185 s instead of 31 s for the collectives
-         * suite). The user's own setting wins. */
-        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-    }
-    if (geteuid() == 0) args[k++] = "--allow-run-as-root";
-    /* our own path: "/proc/self/exe" would name mpirun once it runs */
-    static char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return;
-    self[len] = '\0';
-    args[k++] = self;
-    for (int i = 1; argv_full[i] && k < 254; i++) args[k++] = argv_full[i];
-    args[k] = NULL;
-    fflush(NULL);
-    execvp("mpirun", args);
-}
-
-int gt_have_mpirun(void) {
-    const char *path = getenv("PATH");
-    if (!path) return 0;
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    char *save = NULL;
-    for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        char f[4200];
-        snprintf(f, sizeof f, "%s/mpirun", d);
-        if (access(f, X_OK) == 0) return 1;
-    }
-    return 0;
-}
-
 int gt_cmd_list(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -484,7 +441,7 @@ static const gt_cli_opt run_table[] = {
     {"--topologies", NULL, "LIST", .off = OFF(topos), .set = gt_cli_set_topologies, .help =
         "rank counts, e.g. 1,2,4 (default: 1, 2, 4 ... up to the\n"
         "job's ranks). Without MPI and asking for more than 1, gauntlet\n"
-        "relaunches itself under mpirun when it is on PATH"},
+        "relaunches itself under the build's MPI launcher"},
     {"--quick", NULL, NULL, .set = set_effort, .help = "effort: quick (CI, make run)"},
     {"--full", NULL, NULL, .set = set_effort, .help =
         "effort: full (the default effort is between the two)"},
@@ -675,19 +632,21 @@ static int run_world(run_job *j, char **argv) {
     int biggest = 1;
     for (int i = 0; i < tp->n; i++) biggest = tp->v[i] > biggest ? tp->v[i] : biggest;
     if (biggest > n) {
-        if (n == 1 && GT_HAVE_MPI && gt_have_mpirun() && !getenv("GT_NO_RELAUNCH")) {
+        if (n == 1 && gt_launcher_available() && !getenv("GT_NO_RELAUNCH")) {
             gt_comm_free(j->comm);
             /* the full argv: gt_cmd_run got argv + 1 */
             setenv("GT_NO_RELAUNCH", "1", 1);
-            gt_relaunch_mpirun(biggest, argv - 1);
-            fprintf(stderr, "gauntlet run: could not start mpirun for %d ranks\n", biggest);
+            gt_launcher_relaunch(biggest, argv - 1);
+            fprintf(stderr, "gauntlet run: could not start %s for %d ranks\n", gt_launcher_name(),
+                    biggest);
             return GT_EXIT_USAGE;
         }
         if (rank == 0)
             fprintf(stderr,
                     "gauntlet run: --topologies asks for %d ranks but the job has %d%s: launch "
-                    "with mpirun -np %d\n",
-                    biggest, n, GT_HAVE_MPI ? "" : " (this build has no MPI)", biggest);
+                    "with %s -n %d\n",
+                    biggest, n, GT_HAVE_MPI ? "" : " (this build has no MPI)", gt_launcher_name(),
+                    biggest);
         gt_comm_free(j->comm);
         return GT_EXIT_USAGE;
     }

@@ -12,6 +12,7 @@
 #include "engine/ops.h"
 #include "gt_config.h"
 #include "harness/cli.h"
+#include "harness/launcher.h"
 #include "harness/signals.h"
 #include "harness/mllog.h"
 #include "reports/history.h"
@@ -533,25 +534,25 @@ static int train_world(train_job *j, char **argv) {
     if (o->topos.n == 0) o->topos.v[o->topos.n++] = nranks;
     int most = 1;
     for (int i = 0; i < o->topos.n; i++) most = o->topos.v[i] > most ? o->topos.v[i] : most;
-    if (most > nranks && nranks == 1 && GT_HAVE_MPI && gt_have_mpirun() &&
-        !getenv("GT_NO_RELAUNCH")) {
+    if (most > nranks && nranks == 1 && gt_launcher_available() && !getenv("GT_NO_RELAUNCH")) {
         /* as gauntlet run does: one process asked for more ranks */
         gt_comm_free(j->comm);
         setenv("GT_NO_RELAUNCH", "1", 1);
-        printf("gauntlet train: --topologies needs %d ranks: relaunching under mpirun -np %d\n",
-               most, most);
-        gt_relaunch_mpirun(most, argv - 1);
-        fprintf(stderr, "gauntlet train: could not start mpirun for %d ranks: launch with "
-                        "mpirun -np %d (as root add --allow-run-as-root) or srun -n %d\n",
-                most, most, most);
+        printf("gauntlet train: --topologies needs %d ranks: relaunching under %s -n %d\n", most,
+               gt_launcher_name(), most);
+        gt_launcher_relaunch(most, argv - 1);
+        fprintf(stderr, "gauntlet train: could not start %s for %d ranks: launch with "
+                        "%s -n %d%s or srun -n %d\n",
+                gt_launcher_name(), most, gt_launcher_name(), most, gt_launcher_root_hint(), most);
         return GT_EXIT_USAGE;
     }
     if (most > nranks) {
         if (rank == 0)
             fprintf(stderr,
                     "gauntlet train: --topologies asks for %d ranks but the job has %d%s: "
-                    "launch with mpirun -np %d (as root add --allow-run-as-root) or srun -n %d\n",
-                    most, nranks, GT_HAVE_MPI ? "" : " (this build has no MPI)", most, most);
+                    "launch with %s -n %d%s or srun -n %d\n",
+                    most, nranks, GT_HAVE_MPI ? "" : " (this build has no MPI)",
+                    gt_launcher_name(), most, gt_launcher_root_hint(), most);
         gt_comm_free(j->comm);
         return GT_EXIT_USAGE;
     }

@@ -5,7 +5,9 @@
 # (they are --verbose); an estimate of the time left that counts the cases
 # planned and ends at ~0 s; 1-rank busbw as n/a and absent from the report.
 # Also: the nearest name for a mistyped suite or option, error lines after
-# the job header when piped, and train --topologies relaunching under mpirun.
+# the job header when piped, and run and train --topologies relaunching under
+# the build's launcher (Open MPI's mpirun or MPICH's mpiexec.mpich: the report's
+# env.job.launcher says which started the ranks).
 # usage: console.sh GAUNTLET [MPIEXEC]   (without MPIEXEC: one rank only)
 set -u
 g=$1
@@ -70,6 +72,12 @@ if [ -n "$mpi" ]; then
         ok "summary: mlp-small's strong scaling efficiency on 2 ranks" || fail "no scaling efficiency"
     grep -qE '^  MPI latency +[0-9.]+ us' "$tmp/out" && ok "summary: MPI latency" ||
         fail "summary lacks the MPI latency"
+    # one process relaunched itself under the build's launcher, which started the ranks
+    mpi_launcher "$mpi"
+    want=$([ "$mpi_family" = hydra ] && echo mpirun-mpich || echo mpirun-openmpi)
+    grep -qE "\"launcher\": \"$want\"" "$tmp/r.json" &&
+        ok "run --topologies 1,2 relaunched itself under $(basename "$mpi") ($want)" ||
+        fail "run --topologies 1,2: env.job.launcher is not $want: $(grep -o '"launcher": "[^"]*"' "$tmp/r.json")"
     [ "$na" -gt 0 ] && [ "$with" -eq "$na" ] &&
         ok "1 rank: $na results with busbw n/a and no busbw metric; 2 ranks: $with with one" ||
         fail "busbw n/a on $na results, busbw_65536 on $with"
@@ -107,14 +115,14 @@ else
     fail "piped output order:"; cat "$tmp/p.out"
 fi
 
-# train --topologies 1,2 started as one process relaunches under mpirun
+# train --topologies 1,2 started as one process relaunches under the build's launcher
 if [ -n "$mpi" ]; then
     out=$("$g" train --topologies 1,2 --steps 3 --batch 2 --seq 8 --print-every 0 \
         --peak-gflops 10 2>&1)
     rc=$?
-    [ $rc -eq 0 ] && grep -q "relaunching under mpirun -np 2" <<<"$out" &&
+    [ $rc -eq 0 ] && grep -qE "relaunching under [^ ]+ -n 2" <<<"$out" &&
         grep -q "strong scaling efficiency vs 1 rank(s)" <<<"$out" &&
-        ok "train --topologies 1,2 relaunched itself under mpirun" ||
+        ok "train --topologies 1,2 relaunched itself: $(grep -o 'relaunching under [^ ]*' <<<"$out")" ||
         { fail "train --topologies 1,2: rc $rc"; tail -3 <<<"$out"; }
 fi
 

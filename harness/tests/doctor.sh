@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # usage: doctor.sh NP GAUNTLET REPORT_CHECK [MPIEXEC [FAKE_GPU_DIR]]
 # gauntlet doctor on NP ranks of one machine, each rank on its own faked host
-# (GT_TEST_HOSTNAME through mpirun's MPMD form), on a machine that may be busy
-# with other tests:
+# (GT_TEST_HOSTNAME through the launcher's MPMD form, Open MPI's or Hydra's:
+# lib.sh's mpi_env), on a machine that may be busy with other tests:
 #   - no slowdown, three times: exit 0, verdict ok, nothing named;
 #   - GT_FAULT_SLOW_HOST=<one host>:8: exit 1, that host (and its rank) named
 #     for the GEMM, and nothing else named (its memory bandwidth is named too
@@ -32,6 +32,7 @@ trap 'rm -rf "$tmp"' EXIT
 command -v python3 >/dev/null || { echo "skip: no python3 (ci/deps.sh installs it)"; exit 77; }
 export OMPI_MCA_mpi_yield_when_idle=1
 unset GT_FAULT_SLOW_HOST GT_FAULT_SLOW_RANK
+[ -n "$mpi" ] && mpi_launcher "$mpi"
 
 if [ "$np" = 2 ]; then
     expect 2 "GT_FAULT_SLOW_HOST 'nodeb:1': expected HOST:FACTOR with a factor above 1" \
@@ -57,14 +58,16 @@ fi
 run() {
     local name=$1
     shift
-    local cmd=("$mpi" --oversubscribe --allow-run-as-root) first=1 h n
+    local cmd=("$mpi" "${mpi_flags[@]}") first=1 h n
     for spec in "$@"; do
         h=${spec%%:*}
         n=1
         [ "$h" != "$spec" ] && n=${spec#*:}
         [ $first -eq 0 ] && cmd+=(:)
         first=0
-        cmd+=(-np "$n" -x "GT_TEST_HOSTNAME=$h" "$g" doctor --quick --report "$tmp/$name.json")
+        cmd+=(-np "$n")
+        mpi_env cmd "GT_TEST_HOSTNAME=$h"
+        cmd+=("$g" doctor --quick --report "$tmp/$name.json")
     done
     timeout 240 "${cmd[@]}" >"$tmp/$name.out" 2>&1
     echo $?
@@ -146,7 +149,16 @@ case $mode in
 neighbour)
     cpus=$(taskset -pc $$ | sed 's/.*: //')
     for i in 1 2; do
-        taskset -c "$cpus" sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &
+        # without the rank's other descriptors: Hydra hands each rank its PMI
+        # connection as an inherited descriptor (PMI_FD) and ends the job only
+        # when every holder has closed it
+        (
+            for f in /proc/$BASHPID/fd/*; do
+                n=${f##*/}
+                [ "$n" -gt 2 ] && eval "exec $n>&-"
+            done
+            exec taskset -c "$cpus" sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1
+        ) &
         echo $! >>"$pidfile"
     done ;;
 quota) echo $$ >"$(cat "$pidfile")" ;;
@@ -172,10 +184,16 @@ quota_cgroup() {
 }
 starve() {
     local mode=$1 arg=$2
-    timeout 240 "$mpi" --allow-run-as-root --bind-to core \
-        -np 1 -x GT_TEST_HOSTNAME=node1 "$g" doctor --quick --report "$tmp/$mode.json" : \
-        -np 1 -x GT_TEST_HOSTNAME=node2 bash "$tmp/starve.sh" "$mode" "$arg" \
-        "$g" doctor --quick --report "$tmp/$mode.json" >"$tmp/$mode.out" 2>&1
+    # not oversubscribed: one rank per core
+    local cmd=("$mpi")
+    [ "$mpi_family" = openmpi ] && cmd+=(--allow-run-as-root)
+    mpi_bind_core cmd
+    cmd+=(-np 1)
+    mpi_env cmd GT_TEST_HOSTNAME=node1
+    cmd+=("$g" doctor --quick --report "$tmp/$mode.json" : -np 1)
+    mpi_env cmd GT_TEST_HOSTNAME=node2
+    cmd+=(bash "$tmp/starve.sh" "$mode" "$arg" "$g" doctor --quick --report "$tmp/$mode.json")
+    timeout 240 "${cmd[@]}" >"$tmp/$mode.out" 2>&1
     echo $?
 }
 if [ "$np" = 2 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
@@ -200,10 +218,14 @@ if [ "$np" = 2 ] && [ -n "$fake" ] && [ -e "$fake/libcuda.so.1" ]; then
     # one GPU per rank (the fake has one device; each rank reads it), the
     # second throttled for heat: named by host, rank and GPU, the first not
     export LD_LIBRARY_PATH="$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    timeout 240 "$mpi" --oversubscribe --allow-run-as-root \
-        -np 1 -x GT_TEST_HOSTNAME=gpu1 -x FAKE_GPU_THROTTLE=0x4 "$g" doctor --quick --report "$tmp/gpu.json" : \
-        -np 1 -x GT_TEST_HOSTNAME=gpu2 -x FAKE_GPU_THROTTLE=0x44 "$g" doctor --quick --report "$tmp/gpu.json" \
-        >"$tmp/gpu.out" 2>&1
+    cmd=("$mpi" "${mpi_flags[@]}" -np 1)
+    mpi_env cmd GT_TEST_HOSTNAME=gpu1
+    mpi_env cmd FAKE_GPU_THROTTLE=0x4
+    cmd+=("$g" doctor --quick --report "$tmp/gpu.json" : -np 1)
+    mpi_env cmd GT_TEST_HOSTNAME=gpu2
+    mpi_env cmd FAKE_GPU_THROTTLE=0x44
+    cmd+=("$g" doctor --quick --report "$tmp/gpu.json")
+    timeout 240 "${cmd[@]}" >"$tmp/gpu.out" 2>&1
     rc=$?
     verdict gpu 1 "$rc" '[(p["host"], p["gpu"]["uuid"], p["gpu"]["name"], p["gpu"]["pci_bus_id"]) for p in d["env"]["job"]["per_rank"]] == [(h, "GPU-01234567-89ab-cdef-0123-456789abcdef", "Fake GPU", "0000:1B:00.0") for h in ("gpu1", "gpu2")] and [(o["host"], o["rank"], o["gpu"], o["probe"]) for o in out] == [("gpu2", 1, "GPU-01234567-89ab-cdef-0123-456789abcdef", "gpu_sm_clock")] and "hw_thermal" in out[0]["detail"]' \
         "fake GPUs: each rank's GPU in env.job; the one throttled for heat (gpu2, rank 1) named, sw_power_cap alone not"

@@ -8,8 +8,10 @@
 #   every command exits 2 with a message naming the problem, never a crash.
 # kill: a rank SIGKILLed in the middle of training ends the job within the
 #   watchdog deadline and leaves a report that is valid JSON; with Open MPI's
-#   recovery mode (the survivor is not killed by mpirun) rank 0's watchdog
-#   names the collective and records it as an error result. 77 without MPIEXEC.
+#   recovery mode or Hydra's -disable-auto-cleanup (the survivor is not killed
+#   by the launcher) rank 0's watchdog names the collective and records it as
+#   an error result. Open MPI or MPICH's Hydra (lib.sh's mpi_launcher). 77
+#   without MPIEXEC.
 # Cases already covered elsewhere are listed in docs/reliability.md, not repeated.
 set -u
 mode=$1
@@ -235,12 +237,18 @@ kill_case() {
     local out=$tmp/$name.out rep=$tmp/$name.json rcs=$tmp/$name.rcs
     local tag="gauntlet-faults-$$-$name"
     : >"$rcs"
-    # each rank's own exit code: in recovery mode mpiexec's is not the ranks'
+    # each rank's own exit code: in recovery mode mpiexec's is not the ranks';
+    # under Hydra the wrapper passes the rank's code on: Hydra judges the job by
+    # it (a wrapper's 0 after its rank's SIGKILL ended the job with 0, silently),
+    # where mpirun sees the rank's own end
+    local cmd=("$mpiexec" "${mpi_flags[@]}") rankvar
+    rankvar=$(mpi_rank_var)
+    [ "$recovery" = 1 ] && mpi_keep_going cmd
     (
-        export GT_FAULTS_TAG=$tag GT_FAULTS_RCS=$rcs
-        [ "$recovery" = 1 ] && export OMPI_MCA_orte_enable_recovery=1
-        exec timeout 180 "$mpiexec" --oversubscribe --allow-run-as-root -np 2 \
-            bash -c '"$@"; echo "$OMPI_COMM_WORLD_RANK $?" >>"$GT_FAULTS_RCS"' rank \
+        export GT_FAULTS_TAG=$tag GT_FAULTS_RCS=$rcs GT_FAULTS_RANKVAR=$rankvar
+        export GT_FAULTS_PASS=$([ "$mpi_family" = hydra ] && echo 1)
+        exec timeout 180 "${cmd[@]}" -np 2 \
+            bash -c '"$@"; rc=$?; echo "${!GT_FAULTS_RANKVAR} $rc" >>"$GT_FAULTS_RCS"; [ -z "$GT_FAULTS_PASS" ] || exit $rc' rank \
             "$g" train --model gpt2-3m --steps 200 --print-every 1 --peak-gflops 100 \
             --comm-timeout $deadline --report "$rep" "$@"
     ) >"$out" 2>&1 &
@@ -258,7 +266,7 @@ kill_case() {
         [ "$(readlink -f /proc/$pid/exe 2>/dev/null)" = "$exe" ] || continue
         local env
         env=$(tr '\0' '\n' 2>/dev/null <"$e") || continue
-        grep -qx "GT_FAULTS_TAG=$tag" <<<"$env" && grep -qx "OMPI_COMM_WORLD_RANK=1" <<<"$env" &&
+        grep -qx "GT_FAULTS_TAG=$tag" <<<"$env" && grep -qx "$rankvar=1" <<<"$env" &&
             victim=$pid
     done
     if [ -z "$victim" ]; then
@@ -284,6 +292,9 @@ kill_case() {
         # the collective named, and recorded it
         local r0
         r0=$(awk '$1 == 0 {print $2}' "$rcs")
+        # Hydra: rank 0's watchdog calls MPI_Abort, and Hydra kills every process it
+        # started, the wrapper shell too, before it writes: the job's code is rank 0's
+        [ -z "$r0" ] && [ "$mpi_family" = hydra ] && [ $rc -ne 124 ] && r0=$rc
         [ -n "$r0" ] && [ "$r0" -ne 0 ] && ok "$name: rank 0 exited $r0" ||
             fail "$name: rank 0 exit code '${r0}' (expected non-zero)"
         grep -qE "(allreduce|reduce_scatter|allgather|broadcast|barrier|reduce) #[0-9]+ .*did not complete within $deadline s" "$out" &&
@@ -295,10 +306,13 @@ kill_case() {
             { fail "$name: report"; cat "$tmp/$name.check"; }
     else
         # mpiexec ends the job when a rank dies, before any deadline: a
-        # non-zero exit, the dead rank named, and the report on disk (written
-        # when training started) still valid JSON
+        # non-zero exit, the dead rank named (Open MPI: "process rank 1 with
+        # PID"; Hydra names no rank, only the process: "BAD TERMINATION OF
+        # ONE OF YOUR APPLICATION PROCESSES / PID n RUNNING AT host / EXIT
+        # CODE: c"), and the report on disk (written when training started)
+        # still valid JSON
         [ $rc -ne 0 ] && ok "$name: exit $rc" || fail "$name: the job exited 0"
-        grep -qE "process rank 1 with PID|did not complete within $deadline s" "$out" &&
+        grep -qE "process rank 1 with PID|did not complete within $deadline s|BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES" "$out" &&
             ok "$name: the dead rank or the stuck collective is named" ||
             { fail "$name: nothing names the failure"; tail -5 "$out"; }
         "$check" "$rep" >"$tmp/$name.check" 2>&1
@@ -327,13 +341,15 @@ kill)
         exit 77
     fi
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    mpi_launcher "$mpiexec"
     kill_case default 0
-    if "$mpiexec" --version 2>&1 | grep -qiE 'open ?mpi|openrte'; then
+    if [ "$mpi_family" != other ]; then
+        # Open MPI's recovery mode, Hydra's -disable-auto-cleanup
         kill_case recovery 1
         # ZeRO-1: other collectives (reduce-scatter, all-gather) are the ones left waiting
         kill_case recovery_zero1 1 --zero 1
     else
-        echo "note: not Open MPI: the recovery-mode case (rank 0's watchdog) is not run"
+        echo "note: neither Open MPI nor Hydra: the keep-going case (rank 0's watchdog) is not run"
     fi
     ;;
 *)

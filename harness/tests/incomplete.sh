@@ -63,7 +63,7 @@ pid_of() {
         local env
         env=$(tr '\0' '\n' 2>/dev/null <"$e") || continue
         grep -qx "GT_INC_TAG=$tag" <<<"$env" || continue
-        [ -z "$rank" ] || grep -qx "OMPI_COMM_WORLD_RANK=$rank" <<<"$env" || continue
+        [ -z "$rank" ] || grep -qx "$(mpi_rank_var)=$rank" <<<"$env" || continue
         echo "$pid"
         return 0
     done
@@ -193,7 +193,7 @@ mpi_case() {
     local tag=inc-$$-$name rep=$tmp/$name.json out=$tmp/$name.out
     (
         export GT_INC_TAG=$tag
-        exec timeout 180 "$mpiexec" --oversubscribe --allow-run-as-root -np 2 \
+        exec timeout 180 "$mpiexec" "${mpi_flags[@]}" -np 2 \
             "$g" train $long $every --report "$rep" "$@"
     ) >"$out" 2>&1 &
     local job=$!
@@ -224,13 +224,14 @@ mpi_case() {
 
 mpi_cases() {
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    mpi_launcher "$mpiexec"
     # a finished run on 2 ranks: complete
-    expect 0 "final loss" "$mpiexec" --oversubscribe --allow-run-as-root -np 2 \
+    expect 0 "final loss" "$mpiexec" "${mpi_flags[@]}" -np 2 \
         "$g" train --steps 3 --peak-gflops 100 --quiet --report "$tmp/np2.json"
     valid "$tmp/np2.json" "a finished 2-rank train" --complete --steps 3 --status pass
     # rank 1 killed: mpirun sends rank 0 SIGTERM, then SIGKILL at once (Open
-    # MPI 4.1); the signal's write races the SIGKILL, so the reason is the
-    # signal's or that of the last rewrite: either way the steps stay
+    # MPI 4.1; Hydra kills it too); the signal's write races the SIGKILL, so the
+    # reason is the signal's or that of the last rewrite: either way the steps stay
     local either="terminated by signal 15 \(SIGTERM\)|^not finished"
     mpi_case kill9_rank1 1 KILL "$either" 8
     # rank 0 killed: nothing more is written; the file is the last rewrite

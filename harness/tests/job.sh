@@ -2,8 +2,9 @@
 # usage: job.sh GAUNTLET REPORT_CHECK [MPIEXEC]
 # The job in the report (env.job, each result's layout) and the collectives
 # suite's intra-/inter-node communicators, on one machine: the ranks fake
-# their hosts with GT_TEST_HOSTNAME, set per rank through mpirun's MPMD form
-# (mpirun -np 1 -x GT_TEST_HOSTNAME=a prog : -np 1 -x GT_TEST_HOSTNAME=b prog).
+# their hosts with GT_TEST_HOSTNAME, set per rank through the launcher's MPMD form
+# (mpirun -np 1 -x GT_TEST_HOSTNAME=a prog : -np 1 -x GT_TEST_HOSTNAME=b prog;
+# Hydra's -env GT_TEST_HOSTNAME a: lib.sh's mpi_env).
 #   - one process: scheduler none, layout 1x1;
 #   - 2 ranks on hosts a, b: 2 nodes x 1, hosts gathered per rank, topology 1
 #     is 1x1 and 2 is 2x1, no intra/inter cases (one rank per node);
@@ -25,7 +26,24 @@ command -v python3 >/dev/null || { echo "skip: no python3 (ci/deps.sh installs i
 export OMPI_MCA_mpi_yield_when_idle=1
 # a test run inside a Slurm job or an mpirun must not see its launcher
 for v in $(compgen -e | grep -E '^(SLURM_|PMIX_|PMI_|OMPI_COMM_WORLD|OMPI_MCA_orte|PRTE_)'); do unset "$v"; done
-flags=(--oversubscribe --allow-run-as-root)
+flags=()
+launcher=none
+if [ -n "$mpi" ]; then
+    mpi_launcher "$mpi"
+    flags=("${mpi_flags[@]}")
+    launcher=$([ "$mpi_family" = hydra ] && echo mpirun-mpich || echo mpirun-openmpi)
+fi
+# two MPMD segments of N1 and N2 ranks on hosts job-a and job-b: mpmd N1 N2 ARGS...
+mpmd() {
+    local n1=$1 n2=$2
+    shift 2
+    local cmd=("$mpi" "${flags[@]}" -np "$n1")
+    mpi_env cmd GT_TEST_HOSTNAME=job-a
+    cmd+=("$g" "$@" : -np "$n2")
+    mpi_env cmd GT_TEST_HOSTNAME=job-b
+    cmd+=("$g" "$@")
+    EXPECT_TIMEOUT=240 expect 0 "" "${cmd[@]}"
+}
 args=(run collectives/allreduce --quick --quiet -e 4K --dtypes fp32 --ops sum)
 
 # py FILE 'python expression over d (the report) that must be true' MESSAGE
@@ -68,26 +86,20 @@ if [ -z "$mpi" ]; then
 fi
 
 # 2 ranks, hosts a and b
-EXPECT_TIMEOUT=240 expect 0 "" "$mpi" "${flags[@]}" \
-    -np 1 -x GT_TEST_HOSTNAME=job-a "$g" "${args[@]}" --topologies 1,2 --report "$tmp/2x1.json" : \
-    -np 1 -x GT_TEST_HOSTNAME=job-b "$g" "${args[@]}" --topologies 1,2 --report "$tmp/2x1.json"
+mpmd 1 1 "${args[@]}" --topologies 1,2 --report "$tmp/2x1.json"
 "$check" "$tmp/2x1.json" >/dev/null || fail "2x1.json does not validate"
-py "$tmp/2x1.json" 'job["scheduler"] == "mpirun-openmpi" and job["launcher"] == "mpirun-openmpi" and job["ranks"] == 2 and job["n_nodes"] == 2 and job["ranks_per_node"] == 1 and job["layout"] == "2x1" and job["nodes"] == ["job-a", "job-b"] and [p["host"] for p in job["per_rank"]] == ["job-a", "job-b"] and [p["node"] for p in job["per_rank"]] == [0, 1] and all(p["gpu"] is None or p["gpu"]["uuid"] for p in job["per_rank"]) and d["env"]["host"] == "job-a" and [b["host"] for b in d["env"]["binding"]] == ["job-a", "job-b"]' \
+py "$tmp/2x1.json" 'job["scheduler"] == "'$launcher'" and job["launcher"] == "'$launcher'" and job["ranks"] == 2 and job["n_nodes"] == 2 and job["ranks_per_node"] == 1 and job["layout"] == "2x1" and job["nodes"] == ["job-a", "job-b"] and [p["host"] for p in job["per_rank"]] == ["job-a", "job-b"] and [p["node"] for p in job["per_rank"]] == [0, 1] and all(p["gpu"] is None or p["gpu"]["uuid"] for p in job["per_rank"]) and d["env"]["host"] == "job-a" and [b["host"] for b in d["env"]["binding"]] == ["job-a", "job-b"]' \
     "2 ranks on job-a, job-b: env.job says 2 nodes x 1, hosts gathered per rank"
 py "$tmp/2x1.json" 'set((r["topology"], r["layout"]) for r in res) == {("1", "1x1"), ("2", "2x1")} and not any("_node/" in r["case"] for r in res) and all(r["status"] == "pass" for r in res)' \
     "2x1: results carry layout 1x1 (topology 1) and 2x1 (topology 2); one rank per node: no intra/inter cases"
 
 # gauntlet train --topologies: each topology's result carries its layout
-EXPECT_TIMEOUT=240 expect 0 "" "$mpi" "${flags[@]}" \
-    -np 1 -x GT_TEST_HOSTNAME=job-a "$g" train --model gpt2-tiny --steps 2 --topologies 1,2 --quiet --report "$tmp/train.json" : \
-    -np 1 -x GT_TEST_HOSTNAME=job-b "$g" train --model gpt2-tiny --steps 2 --topologies 1,2 --quiet --report "$tmp/train.json"
+mpmd 1 1 train --model gpt2-tiny --steps 2 --topologies 1,2 --quiet --report "$tmp/train.json"
 py "$tmp/train.json" 'job["layout"] == "2x1" and [(r["topology"], r["layout"]) for r in res] == [("1", "1x1"), ("2", "2x1")]' \
     "train --topologies 1,2 on job-a, job-b: results 1x1 and 2x1"
 
 # 4 ranks, 2 per host
-EXPECT_TIMEOUT=240 expect 0 "" "$mpi" "${flags[@]}" \
-    -np 2 -x GT_TEST_HOSTNAME=job-a "$g" "${args[@]}" --topologies 4 --report "$tmp/2x2.json" : \
-    -np 2 -x GT_TEST_HOSTNAME=job-b "$g" "${args[@]}" --topologies 4 --report "$tmp/2x2.json"
+mpmd 2 2 "${args[@]}" --topologies 4 --report "$tmp/2x2.json"
 "$check" "$tmp/2x2.json" >/dev/null || fail "2x2.json does not validate"
 py "$tmp/2x2.json" 'job["layout"] == "2x2" and job["ranks_per_node"] == 2 and [p["host"] for p in job["per_rank"]] == ["job-a", "job-a", "job-b", "job-b"] and [p["local_index"] for p in job["per_rank"]] == [0, 1, 0, 1]' \
     "2x2: env.job says 2 nodes x 2 ranks, local indices 0 1 0 1"

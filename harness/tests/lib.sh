@@ -12,6 +12,64 @@
 # browse PAGE ARGS...: headless /usr/bin/chromium on file://PAGE with ARGS
 # (--screenshot=..., --dump-dom ...), an isolated profile under $tmp (set by
 # the caller), no network; its stderr appended to $tmp/chromium.log.
+#
+# The MPI launcher, so that one script runs under Open MPI's mpirun and under
+# MPICH's Hydra (mpiexec.mpich; Intel MPI's and MVAPICH's mpiexec.hydra are Hydra
+# too). They reject each other's flags (docs/clusters.md, "MPICH"):
+#
+# mpi_launcher MPIEXEC: sets mpi_family (openmpi, hydra or other, from
+#   `MPIEXEC --version`) and the array mpi_flags, what every launch on a small
+#   machine as root needs: Open MPI's --oversubscribe --allow-run-as-root;
+#   nothing for Hydra, which oversubscribes and runs as root unasked.
+# mpi_env ARRAY NAME=VALUE: appends to the array named ARRAY the option that gives
+#   the ranks of the current MPMD segment NAME=VALUE: Open MPI's -x NAME=VALUE,
+#   Hydra's -env NAME VALUE. (Both launchers pass their own environment on to
+#   ranks on this machine; -x / -env are for a value per segment or per node.)
+# mpi_bind_core ARRAY: appends the option that binds each rank to a core (Open
+#   MPI's --bind-to core, Hydra's -bind-to core; global for Hydra: before the
+#   first segment).
+# mpi_keep_going ARRAY: appends what leaves the other ranks running when one
+#   dies, to be ended by their own watchdog: Open MPI's recovery mode (--mca
+#   orte_enable_recovery 1, as OMPI_MCA_orte_enable_recovery=1 in mpirun's own
+#   environment), Hydra's -disable-auto-cleanup.
+# mpi_rank_var: prints the variable that holds a rank's world rank in its
+#   environment (OMPI_COMM_WORLD_RANK, PMI_RANK).
+mpi_launcher() {
+    mpi_family=other
+    mpi_flags=()
+    local v
+    v=$("$1" --version 2>&1)
+    if grep -qiE 'open ?mpi|openrte' <<<"$v"; then
+        mpi_family=openmpi
+        mpi_flags=(--oversubscribe --allow-run-as-root)
+    elif grep -qiE 'hydra' <<<"$v"; then
+        mpi_family=hydra
+    fi
+}
+mpi_env() {
+    local -n _mpi_arr=$1
+    if [ "$mpi_family" = hydra ]; then
+        _mpi_arr+=(-env "${2%%=*}" "${2#*=}")
+    else
+        _mpi_arr+=(-x "$2")
+    fi
+}
+mpi_bind_core() {
+    local -n _mpi_arr=$1
+    if [ "$mpi_family" = hydra ]; then _mpi_arr+=(-bind-to core); else _mpi_arr+=(--bind-to core); fi
+}
+mpi_keep_going() {
+    local -n _mpi_arr=$1
+    if [ "$mpi_family" = hydra ]; then
+        _mpi_arr+=(-disable-auto-cleanup)
+    else
+        _mpi_arr+=(--mca orte_enable_recovery 1)
+    fi
+}
+mpi_rank_var() {
+    if [ "$mpi_family" = hydra ]; then echo PMI_RANK; else echo OMPI_COMM_WORLD_RANK; fi
+}
+
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }

@@ -131,7 +131,8 @@ fi
 
 # 2 ranks: one trace file per rank, each its own pid, the all-reduce's bytes
 if [ -n "$mpiexec" ]; then
-    $mpiexec -np 2 --oversubscribe --allow-run-as-root "$g" train --quiet --print-every 0 \
+    mpi_launcher "$mpiexec"
+    "$mpiexec" "${mpi_flags[@]}" -np 2 "$g" train --quiet --print-every 0 \
         --peak-gflops 100 --model gpt2-tiny --batch 8 --steps 8 --trace "$tmp/r.json" \
         --report "$tmp/np2.json" >"$tmp/last.log" 2>&1 || { fail "2-rank train"; tail -5 "$tmp/last.log"; }
     [ -s "$tmp/r.rank0.json" ] && [ -s "$tmp/r.rank1.json" ] && [ ! -e "$tmp/r.json" ] &&

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: slurm.sh MODE GAUNTLET REPORT_CHECK
+# usage: slurm.sh MODE GAUNTLET REPORT_CHECK [MPIEXEC]
 # The slurm-labelled tests on the two-node cluster of ci/slurm/cluster.sh (instance
 # GT_SLURM_INSTANCE, which CMake names after the build directory); docs/clusters.md.
 #   setup     the fixture's start (leftovers of this instance stopped first)
@@ -22,6 +22,11 @@
 #   incomplete  a long train job ended by scancel, by its node's slurmd killed (NODE_FAIL),
 #             and by a rank stopped (SIGSTOP: the watchdog names the collective): each
 #             leaves a valid, incomplete report with at least the steps written before
+#   mpich     (an MPICH build; MPIEXEC, its mpiexec.mpich, as a 4th argument) training
+#             --deterministic under `srun --mpi=pmi2 -N2 -n2` and `salloc -N2 -n2
+#             mpiexec.mpich` bitwise equal to one rank, the job and launcher named, the
+#             collectives exact across the nodes, and `srun --mpi=pmix` (this cluster's
+#             default, which MPICH 4.0.2 does not speak) refused with exit 2
 # Exit 77 (skipped) with the reason when the cluster cannot run here (not root, no
 # namespaces, no Slurm, no python3, no MPI in this build); MODE nompi says the build has no MPI.
 set -u
@@ -339,6 +344,50 @@ incomplete)
         report_left stopped "$n" "did not complete within 3 s"
         [ -n "$stopped" ] && kill -CONT "$stopped" 2>/dev/null
     fi
+    ;;
+mpich)
+    # an MPICH build (GT_MPI=mpich): Debian's MPICH 4.0.2 speaks PMI-1/2, not PMIx
+    mpiexec=${4:-mpiexec.mpich}
+    grep -q MPICH <<<"$("$g" env --no-probes 2>&1 | grep -m1 '^mpi ')" ||
+        { echo "skipped: $g is not built against MPICH (configure -DGT_MPI=mpich)"; exit 77; }
+    common=(train --model gpt2-tiny --steps 6 --batch 8 --deterministic --print-every 0 --check-consistency 2)
+    EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" srun --mpi=pmi2 -N1 -n1 -t 3 \
+        "$g" "${common[@]}" --report "$tmp/1.json"
+    # srun starting the ranks itself, through its PMI-2 plugin
+    EXPECT_TIMEOUT=120 expect 0 "2 rank\(s\)" "${on[@]}" srun --mpi=pmi2 -N2 -n2 -t 3 \
+        sh -c "$idwrap" "$tmp/2" "$g" "${common[@]}" --report "$tmp/2.json"
+    id=$(cat "$tmp/2.id" 2>/dev/null)
+    # Hydra inside an allocation: it starts one proxy per node with srun, the proxies the ranks
+    EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" salloc -N2 -n2 -t 3 \
+        "$mpiexec" -n 2 "$g" "${common[@]}" --zero 1 --report "$tmp/h.json"
+    d1=$(digest "$tmp/1.json"); d2=$(digest "$tmp/2.json"); dh=$(digest "$tmp/h.json")
+    if [ -n "$d1" ] && [ "$d1" = "$d2" ] && [ "$d1" = "$dh" ]; then
+        ok "MPICH on two nodes (srun --mpi=pmi2; salloc + $(basename "$mpiexec") with --zero 1) = 1 rank (final params $d1)"
+    else
+        fail "final params: 1 rank '$d1', srun --mpi=pmi2 '$d2', salloc + mpiexec '$dh'"
+    fi
+    for f in 1 2 h; do
+        "$check" "$tmp/$f.json" --steps 6 --no-errors --no-failed-checks >/dev/null || fail "$f.json is not a valid report of 6 steps"
+    done
+    c="(lambda j, m: 'MPICH' in m and j['scheduler'] == 'slurm' and j['launcher'] == 'srun' and j['job_id'] == '$id'"
+    c="$c and j['n_nodes'] == 2 and j['layout'] == '2x1' and [x['host'] for x in j['per_rank']] == ['node1', 'node2'])"
+    [ "$(json "$tmp/2.json" "$c(r['env']['job'], r['env']['software']['mpi'])")" = True ] &&
+        ok "srun --mpi=pmi2: MPICH, job $id, launcher srun, 2x1 on node1, node2" ||
+        fail "srun --mpi=pmi2: env.job is $(json "$tmp/2.json" "r['env']['job']" | head -c 600)"
+    c="(lambda j: j['scheduler'] == 'slurm' and j['launcher'] == 'mpirun-mpich' and j['job_id'] not in (None, '')"
+    c="$c and j['n_nodes'] == 2 and j['ranks_per_node'] == 1 and j['layout'] == '2x1')"
+    [ "$(json "$tmp/h.json" "$c(r['env']['job'])")" = True ] &&
+        ok "salloc + mpiexec.mpich: Slurm's job, Hydra's ranks (launcher mpirun-mpich), 2x1" ||
+        fail "salloc + mpiexec: env.job is $(json "$tmp/h.json" "r['env']['job']" | head -c 600)"
+    # the collectives across the nodes, exact
+    EXPECT_TIMEOUT=200 expect 0 "checks: all passed" "${on[@]}" srun --mpi=pmi2 -N2 -n2 -t 4 \
+        "$g" run collectives/allreduce collectives/allgather --quick --topologies 2 --report "$tmp/c.json"
+    "$check" "$tmp/c.json" --no-errors --no-failed-checks >/dev/null ||
+        fail "collectives under srun --mpi=pmi2: the report is not valid with every check passed"
+    # srun's default plugin here (MpiDefault=pmix) is not one this MPICH speaks: each task
+    # would be a world of its own and run the whole job alone; gauntlet refuses
+    EXPECT_TIMEOUT=120 expect 2 "MPICH needs srun --mpi=pmi2" "${on[@]}" srun --mpi=pmix -N2 -n2 -t 3 \
+        "$g" "${common[@]}"
     ;;
 *)
     echo "slurm.sh: unknown mode '$mode'" >&2

@@ -51,8 +51,9 @@ rc=$(doctor4 healthy)
     ok "4 nodes, no fault: nothing named" ||
     { fail "4 nodes, no fault: exit $rc, named $(outliers "$tmp/healthy.json" 2>/dev/null)"; grep -E "OUTLIER|rror" "$tmp/healthy.out" | head -5; }
 
-coll() { # coll NAME: the all-reduce on 4 nodes x 2 ranks
-    on timeout 280 srun -N4 -n8 -t 4 "$g" run collectives/allreduce --quick \
+coll() { # coll NAME: the fp32 sum all-reduce, 64 KiB to 4 MiB, on 4 nodes x 2 ranks
+    on timeout 280 srun -N4 -n8 -t 4 "$g" run collectives --colls allreduce --dtypes fp32 \
+        --ops sum -b 64K -e 4M -f 4 --quick \
         --report "$tmp/$1.json" >"$tmp/$1.out" 2>&1
     echo $?
 }
@@ -89,7 +90,8 @@ rc=$?
     [ "$(json "$tmp/d8.json" "(len(r['env']['job']['per_rank']), r['env']['job']['n_nodes'], r['doctor']['link_rounds'], r['doctor']['pairs_of'])")" = "(16, 8, 7, 'nodes')" ] &&
     ok "doctor on 8 nodes x 2 ranks: a valid report of 16 ranks on 8 nodes, 7 link rounds of node pairs (exit $rc)" ||
     { fail "doctor on 8 nodes x 2 ranks: exit $rc"; tail -5 "$tmp/d8.out"; }
-on timeout 280 srun -N8 -n16 -t 4 "$g" run collectives/allreduce --quick \
+on timeout 280 srun -N8 -n16 -t 4 "$g" run collectives --colls allreduce --dtypes fp32 \
+    --ops sum -e 64K --quick \
     --report "$tmp/c8.json" >"$tmp/c8.out" 2>&1
 rc=$?
 [ "$rc" = 0 ] && "$check" "$tmp/c8.json" --no-errors --no-failed-checks >/dev/null &&

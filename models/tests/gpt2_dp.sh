@@ -9,13 +9,14 @@ check=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-. "$(dirname "$0")/../../harness/tests/lib.sh" # fails, fail, ok, expect
+. "$(dirname "$0")/../../harness/tests/lib.sh" # fails, fail, ok, expect, mpi_launcher
+mpi_launcher "$mpiexec"
 common="--steps 6 --batch 8 --peak-gflops 100 --print-every 0 --threads 1 --weight-decay 0.1"
 
 run() { # NAME NP ARGS...: trains, keeps the report and the final-weights digest
     local name=$1 np=$2
     shift 2
-    "$mpiexec" --oversubscribe --allow-run-as-root -np "$np" "$g" train $common "$@" \
+    "$mpiexec" "${mpi_flags[@]}" -np "$np" "$g" train $common "$@" \
         --report "$tmp/$name.json" > "$tmp/$name.out" 2>&1
     local rc=$?
     if [ $rc -ne 0 ]; then
@@ -53,11 +54,11 @@ run fastzero2 2 --zero 1
     fail "ZeRO-1 without --deterministic strays"
 
 # errors before any work: a batch the ranks do not split, a parameter mismatch
-out=$("$mpiexec" --oversubscribe --allow-run-as-root -np 4 "$g" train $common --batch 6 2>&1)
+out=$("$mpiexec" "${mpi_flags[@]}" -np 4 "$g" train $common --batch 6 2>&1)
 rc=$?
 if [ $rc -eq 2 ] && grep -q "does not split across 4 ranks" <<<"$out"; then ok "batch 6 on 4 ranks refused"
 else fail "batch 6 on 4 ranks: rc $rc"; echo "$out" | tail -3; fi
-out=$(GT_FAULT_PERTURB_RANK=1 "$mpiexec" --oversubscribe --allow-run-as-root -np 2 "$g" train $common 2>&1)
+out=$(GT_FAULT_PERTURB_RANK=1 "$mpiexec" "${mpi_flags[@]}" -np 2 "$g" train $common 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && grep -q "parameters differ across ranks at initialisation: tensor 'lnfb' on rank 1" <<<"$out"; then
     ok "a perturbed rank is named"
@@ -66,7 +67,7 @@ else fail "perturbed parameters not reported (rc $rc)"; echo "$out" | tail -3; f
 # the watchdog: rank 1 stops at step 3; rank 0 names the collective, writes the
 # report of what finished and ends the job within the deadline instead of hanging
 start=$(date +%s)
-out=$(GT_FAULT_STALL=1:3 timeout 120 "$mpiexec" --oversubscribe --allow-run-as-root -np 2 "$g" train \
+out=$(GT_FAULT_STALL=1:3 timeout 120 "$mpiexec" "${mpi_flags[@]}" -np 2 "$g" train \
       $common --comm-timeout 2 --report "$tmp/wd.json" 2>&1)
 rc=$?
 elapsed=$(( $(date +%s) - start ))

@@ -19,10 +19,11 @@ g=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-. "$(dirname "$0")/../../harness/tests/lib.sh" # fails, fail, ok, expect
+. "$(dirname "$0")/../../harness/tests/lib.sh" # fails, fail, ok, expect, mpi_launcher
+mpi_launcher "$mpiexec"
 digest() { grep -o 'fnv1a64 [0-9a-f]*' "$1" | head -1 | cut -d' ' -f2; }
 one() { "$g" train $common "$@"; }
-two() { "$mpiexec" --oversubscribe --allow-run-as-root -np 2 "$g" train $common "$@"; }
+two() { "$mpiexec" "${mpi_flags[@]}" -np 2 "$g" train $common "$@"; }
 same() { # WHAT REF_OUT OUT...: every OUT has REF_OUT's digest
     local what=$1 ref
     ref=$(digest "$2")

@@ -139,7 +139,8 @@ out=$("$g" train --resume "$tmp/v1" $base --data "$tmp/a.tok" --lr 2e-3 2>&1)
     fail "version 1 checkpoint with another lr was not refused"
 
 if [ -n "$mpiexec" ]; then
-    two() { "$mpiexec" --oversubscribe --allow-run-as-root -np 2 "$g" train "$@"; }
+    mpi_launcher "$mpiexec"
+    two() { "$mpiexec" "${mpi_flags[@]}" -np 2 "$g" train "$@"; }
     refused_mpi() { # FIELD PATTERN ARGS... (2 ranks)
         local field=$1 pat=$2
         shift 2

@@ -4,13 +4,16 @@
 # exit status, after about the 1 s deadline (well before rank 1's 60 s
 # sleep), with the watchdog's message naming the operation and its sequence
 # number, and the timeout handler called.
-# Usage: watchdog.sh MPIEXEC PROGRAM
+# Usage: watchdog.sh MPIEXEC PROGRAM [MPIEXEC_FLAGS...]
+#   MPIEXEC_FLAGS: the launcher family's (CMake's GT_MPIEXEC_FLAGS: Open MPI's
+#   --oversubscribe --allow-run-as-root, none for MPICH's Hydra)
 mpiexec=$1
 prog=$2
+shift 2
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 t0=$(date +%s.%N)
-"$mpiexec" --oversubscribe --allow-run-as-root -np 2 "$prog" >"$out" 2>&1
+"$mpiexec" "$@" -np 2 "$prog" >"$out" 2>&1
 rc=$?
 t1=$(date +%s.%N)
 elapsed=$(echo "$t0 $t1" | awk '{printf "%.1f", $2 - $1}')

@@ -27,8 +27,11 @@ run() { # case name, delay in us
     echo "=== $1: GT_EMU_NCCL_HANG=1 GT_EMU_NCCL_ASYNC_DELAY_US=$2"
     t0=$(date +%s.%N)
     if [ -n "$mpiexec" ]; then
+        # Open MPI's flag for root; MPICH's Hydra takes none and rejects it
+        flags=
+        "$mpiexec" --version 2>&1 | grep -qiE 'open ?mpi|openrte' && flags=--allow-run-as-root
         GT_EMU_NCCL_HANG=1 GT_EMU_NCCL_ASYNC_DELAY_US=$2 \
-            "$mpiexec" --oversubscribe --allow-run-as-root -np 1 "$prog" >"$out" 2>&1
+            "$mpiexec" $flags -np 1 "$prog" >"$out" 2>&1
     else
         GT_EMU_NCCL_HANG=1 GT_EMU_NCCL_ASYNC_DELAY_US=$2 "$prog" >"$out" 2>&1
     fi
