@@ -1521,7 +1521,7 @@ static json_t *jcheck(const crow *r) {
 static json_t *prediction_json(const gt_prediction *p) {
     const model *M = &p->m;
     json_t *o = json_object();
-    json_object_set_new(o, "predict_version", json_integer(1));
+    json_object_set_new(o, "predict_version", json_integer(2));
     json_object_set_new(o, "case", json_string(p->case_name));
     json_object_set_new(o, "model", json_string(p->model_name));
     json_object_set_new(o, "precision", json_string(p->precision));
