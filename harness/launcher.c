@@ -62,7 +62,8 @@ const char *gt_launcher_name(void) {
     char path[4096];
     if (!gt_launcher_path(path, sizeof path)) return "mpirun";
     const char *slash = strrchr(path, '/');
-    snprintf(name, sizeof name, "%s", slash ? slash + 1 : path);
+    /* a base name longer than 255 bytes is cut (no launcher is named so) */
+    snprintf(name, sizeof name, "%.255s", slash ? slash + 1 : path);
     return name;
 }
 
