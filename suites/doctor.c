@@ -195,6 +195,11 @@ static void cpu_add(cpu_totals *t, const gt_cpu_sample *a, const gt_cpu_sample *
     t->quota = b->quota_cores;
 }
 
+/* The node's steal over the totals: 0..1 */
+static double cpu_steal(const cpu_totals *t) {
+    return t->node_ticks > 0 ? t->steal_ticks / t->node_ticks : 0;
+}
+
 /* One round: GEMMs until min_s has passed (at least two; GFLOP/s of them
  * all), then triad passes until min_s has passed (GB/s: a STREAM triad on
  * the host, counted as 3 x the array bytes; a gt_probe_copy on a device),
@@ -524,7 +529,7 @@ static gt_result *judge_ranks(doctor_state *st, int p, const double *v, int n, i
 typedef struct rank_row {
     double v[P_COUNT];
     /* what the compute rounds received from the CPUs (cpu_totals) */
-    double cpu_run_s, cpu_wait_s, cpu_wall_s, steal, quota_cores, throttled_n, throttled_s;
+    cpu_totals cpu;      /* what the compute rounds received from the CPUs */
     uint64_t throttle;   /* NVML reasons after the GEMM */
     int32_t has_throttle, pad;
     char throttle_names[96];
@@ -615,16 +620,10 @@ static gt_status look_compute(gt_comm *comm, compute_probe *cp, gt_status ps,
     if (s == GT_OK && anyf) return GT_ERR(GT_ERR_INVALID, "doctor: another rank could not run the probes");
     /* stolen time is neither run nor wait to the guest's scheduler: the
      * share is what the threads got of the time the node's CPUs were its own */
-    double steal = acc.node_ticks > 0 ? acc.steal_ticks / acc.node_ticks : 0;
+    double steal = cpu_steal(&acc);
     for (int k = 0; k < pl->rounds_c; k++)
         if (mine[P_CPU][k] > 0) mine[P_CPU][k] *= 1 - steal;
-    row->cpu_run_s = acc.run_s;
-    row->cpu_wait_s = acc.wait_s;
-    row->cpu_wall_s = acc.wall_s;
-    row->steal = steal;
-    row->quota_cores = acc.quota;
-    row->throttled_n = acc.throttled_n;
-    row->throttled_s = acc.throttled_s;
+    row->cpu = acc;
     return s;
 }
 
@@ -749,16 +748,7 @@ static void merge_looks(const doctor_plan *pl, doctor_view *va, doctor_look *a,
             if (!(rb > 0) || (ra > 0 && ra <= rb)) continue;
             va->ratio[p][r] = rb;
             va->value[p][r] = vb->value[p][r];
-            if (p != P_CPU) continue;
-            rank_row *x = &a->rows[r];
-            const rank_row *y = &b->rows[r];
-            x->cpu_run_s = y->cpu_run_s;
-            x->cpu_wait_s = y->cpu_wait_s;
-            x->cpu_wall_s = y->cpu_wall_s;
-            x->steal = y->steal;
-            x->quota_cores = y->quota_cores;
-            x->throttled_n = y->throttled_n;
-            x->throttled_s = y->throttled_s;
+            if (p == P_CPU) a->rows[r].cpu = b->rows[r].cpu;
         }
     for (size_t i = 0; i < pl->lw * (size_t)pl->n; i += 3) {
         a->links[i + 1] = better(a->links[i + 1], b->links[i + 1], 1);
@@ -774,22 +764,24 @@ static void merge_looks(const doctor_plan *pl, doctor_view *va, doctor_look *a,
 /* Why a rank had less CPU than it asked for, from its row: the cgroup's
  * quota, the hypervisor, or other processes on its cores. */
 static void cpu_cause(const rank_row *row, char *out, size_t n) {
+    const cpu_totals *c = &row->cpu;
+    double steal = cpu_steal(c);
     size_t used = 0;
     out[0] = '\0';
-    if (row->throttled_n > 0)
+    if (c->throttled_n > 0)
         used += (size_t)snprintf(out + used, n - used,
                                  "throttled by its cgroup's CPU quota (%.2g core(s)): %.0f "
                                  "period(s), %.2f s held back",
-                                 row->quota_cores, row->throttled_n, row->throttled_s);
-    if (row->steal >= 0.05 && used < n)
+                                 c->quota, c->throttled_n, c->throttled_s);
+    if (steal >= 0.05 && used < n)
         used += (size_t)snprintf(out + used, n - used,
                                  "%sthe hypervisor took %.0f%% of its node's CPU time (steal)",
-                                 used ? "; " : "", row->steal * 100);
-    if (row->throttled_n <= 0 && row->cpu_wait_s > 0 && used < n)
+                                 used ? "; " : "", steal * 100);
+    if (c->throttled_n <= 0 && c->wait_s > 0 && used < n)
         snprintf(out + used, n - used,
                  "%sother work shares its cores: its threads waited %.2f s for a CPU and ran "
                  "%.2f s over %.2f s of probes",
-                 used ? "; " : "", row->cpu_wait_s, row->cpu_run_s, row->cpu_wall_s);
+                 used ? "; " : "", c->wait_s, c->run_s, c->wall_s);
 }
 
 /* GEMM, memory and CPU share: each rank against the others in the same
