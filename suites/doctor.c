@@ -270,14 +270,12 @@ static gt_status sync2(gt_comm *pair) {
  * GB/s: busbw, which is algbw on two ranks). The slowed side sleeps
  * (factor - 1) x its block's time before the closing sync, so both sides
  * time the block factor times as long. */
-static gt_status probe_link(gt_comm *pair, size_t bytes, int reps, int lat_iters, int bw_iters,
-                            double factor, double *lat_us, double *gbps) {
+static gt_status probe_link(gt_comm *pair, const float *a, float *b, size_t count, int reps,
+                            int lat_iters, int bw_iters, double factor, double *lat_us,
+                            double *gbps) {
     int me = gt_comm_rank(pair);
     double ping[2] = {0, 0};
-    size_t count = bytes / sizeof(float);
-    float *a = malloc(count * sizeof *a), *b = malloc(count * sizeof *b);
-    gt_status s = a && b ? GT_OK : GT_ERR(GT_ERR_OOM, "doctor: link buffers");
-    for (size_t i = 0; s == GT_OK && i < count; i++) a[i] = (float)(i % 7);
+    gt_status s = GT_OK;
     *lat_us = INFINITY;
     *gbps = 0;
     for (int r = 0; s == GT_OK && r < reps; r++) {
@@ -307,8 +305,6 @@ static gt_status probe_link(gt_comm *pair, size_t bytes, int reps, int lat_iters
         double t = now_s() - t0;
         if (s == GT_OK && t > 0) *gbps = fmax(*gbps, (double)count * sizeof(float) * bw_iters / t * 1e-9);
     }
-    free(a);
-    free(b);
     return s;
 }
 
@@ -632,8 +628,18 @@ static gt_status look_compute(gt_comm *comm, compute_probe *cp, gt_status ps,
  * bandwidth, latency per round (-1: none). */
 static gt_status look_links(gt_comm *comm, const doctor_plan *pl, const gt_job *job,
                             double *mylinks) {
-    gt_status s = GT_OK;
     int me = pl->me;
+    size_t count = pl->link_bytes / sizeof(float);
+    /* one pair of buffers, written before the first round, for every round:
+     * a buffer allocated per round came from the heap in one round and from
+     * fresh pages in another, and the shared-memory transport's single copy
+     * ran 3x slower on the latter (every pair of rounds 1.. against round 0) */
+    float *a = malloc(count * sizeof *a), *b = malloc(count * sizeof *b);
+    gt_status s = a && b ? GT_OK : GT_ERR(GT_ERR_OOM, "doctor: link buffers");
+    for (size_t i = 0; s == GT_OK && i < count; i++) {
+        a[i] = (float)(i % 7);
+        b[i] = 0;
+    }
     for (int k = 0; s == GT_OK && k < pl->rounds; k++) {
         int mine = job->n_nodes > 1 ? job->rank[me].node : me;
         int opp = tournament_opponent(pl->units, k, mine), peer = -1;
@@ -649,8 +655,8 @@ static gt_status look_links(gt_comm *comm, const doctor_plan *pl, const gt_job *
         gt_comm *pair = NULL;
         s = gt_comm_split(comm, peer >= 0 ? (me < peer ? me : peer) : -1, me, &pair);
         if (s == GT_OK && pair)
-            s = probe_link(pair, pl->link_bytes, pl->reps, pl->lat_iters, pl->bw_iters,
-                           pl->factor, &lat, &bw);
+            s = probe_link(pair, a, b, count, pl->reps, pl->lat_iters, pl->bw_iters, pl->factor,
+                           &lat, &bw);
         gt_comm_free(pair);
         mylinks[3 * k] = peer;
         mylinks[3 * k + 1] = bw;
@@ -661,6 +667,8 @@ static gt_status look_links(gt_comm *comm, const doctor_plan *pl, const gt_job *
          * timed 2-10x slow when its round's other pair had finished) */
         if (s == GT_OK) s = gt_comm_barrier_idle(comm);
     }
+    free(a);
+    free(b);
     return s;
 }
 
