@@ -500,6 +500,9 @@ static const gt_cli_opt run_table[] = {
         "warm-up iterations (default: adaptive)"},
     {"--reps", NULL, "N", GT_CLI_INT, OFF(coll.reps), 1, 32, .help =
         "timed blocks of the primary combination (default 5)"},
+    {"--rounds", NULL, "N", GT_CLI_INT, OFF(coll.rounds), 1, 32, .help =
+        "passes over the sweep, each timing every row's share of\n"
+        "its blocks (default 5; 1: each row timed in one go)"},
     {"--root", NULL, "R", GT_CLI_INT, OFF(coll.root), 0, 1 << 30, .help =
         "root of reduce and broadcast (default 0)"},
     {.name = NULL},

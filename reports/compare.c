@@ -87,7 +87,8 @@ static int is_excluded(const char *key) {
 /* Replicates of a side, the units whose spread is the noise a level is
  * judged against: by_runs (either side has several runs) the median of each
  * run; else GT_COMPARE_BLOCKS blocks of the one run's consecutive samples
- * (at least 3 each), their medians. level: the mean of the run medians, or
+ * (at least 3 each, or 1 where the samples are in as many rounds), their
+ * medians. level: the mean of the run medians, or
  * the one run's median. Returns the number of replicates (0 or 1: no
  * spread to be had). */
 static int replicates(const side *sd, int by_runs, double *reps, double *level) {
@@ -106,7 +107,8 @@ static int replicates(const side *sd, int by_runs, double *reps, double *level) 
         return k;
     }
     *level = gt_median(sd->v, sd->n);
-    size_t b = sd->n / 3 < GT_COMPARE_BLOCKS ? sd->n / 3 : GT_COMPARE_BLOCKS;
+    size_t least = sd->rounds == GT_COMPARE_BLOCKS && sd->n % GT_COMPARE_BLOCKS == 0 ? 1 : 3;
+    size_t b = sd->n / least < GT_COMPARE_BLOCKS ? sd->n / least : GT_COMPARE_BLOCKS;
     if (b < 2) return 0;
     for (size_t j = 0; j < b; j++) {
         size_t lo = j * sd->n / b, hi = (j + 1) * sd->n / b;
@@ -141,11 +143,13 @@ static double robust_ss(const double *x, int k) {
 
 
 
-/* Whether run i of a side holds GT_COMPARE_BLOCKS equal blocks of at least
- * 3 samples (the kernels suite's rounds: docs/suites.md). */
+/* Whether run i of a side holds GT_COMPARE_BLOCKS equal blocks: of at least
+ * 3 samples (the kernels suite's rounds: docs/suites.md), or of any number
+ * when the metric says it was timed in that many rounds (the collectives
+ * suite's, where a sample is itself a timed block of calls). */
 static int run_in_blocks(const side *s, int i) {
-    size_t n = s->cut[i + 1] - s->cut[i];
-    return n >= 3 * GT_COMPARE_BLOCKS && n % GT_COMPARE_BLOCKS == 0;
+    size_t n = s->cut[i + 1] - s->cut[i], least = s->rounds == GT_COMPARE_BLOCKS ? 1 : 3;
+    return n >= least * GT_COMPARE_BLOCKS && n % GT_COMPARE_BLOCKS == 0;
 }
 
 /* The log ratio of each block of pair i's runs into d[0 .. GT_COMPARE_BLOCKS)
@@ -355,7 +359,7 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
                               double *rel, double *p) {
     gt_compare_options o = opt ? *opt : gt_compare_defaults();
     size_t cb[2] = {0, nb}, cn[2] = {0, nn};
-    side sb = {base, nb, cb, 1}, sn = {new_, nn, cn, 1};
+    side sb = {base, nb, cb, 1, 0}, sn = {new_, nn, cn, 1, 0};
     assessment a = assess(&sb, &sn, higher_better, 0, &o);
     if (method) *method = a.method;
     if (base_median) *base_median = a.base_med;
@@ -372,8 +376,8 @@ gt_verdict gt_compare_runs(const double *base, const size_t *base_cut, int base_
                            double *rel, double *p) {
     gt_compare_options o = opt ? *opt : gt_compare_defaults();
     o.paired = 0;
-    side sb = {base, base_runs > 0 ? base_cut[base_runs] : 0, base_cut, base_runs};
-    side sn = {new_, new_runs > 0 ? new_cut[new_runs] : 0, new_cut, new_runs};
+    side sb = {base, base_runs > 0 ? base_cut[base_runs] : 0, base_cut, base_runs, 0};
+    side sn = {new_, new_runs > 0 ? new_cut[new_runs] : 0, new_cut, new_runs, 0};
     assessment a = assess(&sb, &sn, higher_better, gt_cmp_us_per_unit(unit), &o);
     if (method) *method = a.method;
     if (base_level) *base_level = a.base_med;
@@ -752,7 +756,7 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
     *cuts = malloc((nx + 2) * sizeof **cuts);
     if (!*cuts) return -1;
     size_t total = 0;
-    int runs = 0;
+    int runs = 0, rounds = -1;
     (*cuts)[0] = 0;
     for (size_t i = 0; i <= nx; i++) {
         json_t *mi = m;
@@ -761,6 +765,9 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
             mi = r ? json_object_get(json_object_get(r, "metrics"), name) : NULL;
         }
         if (!mi) continue;
+        json_t *rj = json_object_get(mi, "rounds");
+        int ri = json_is_integer(rj) ? (int)json_integer_value(rj) : 0;
+        rounds = rounds < 0 || rounds == ri ? ri : 0;
         double *v = NULL;
         size_t k = metric_values(mi, &v);
         double *grown = realloc(*vals, (total + k + 1) * sizeof *grown);
@@ -775,7 +782,7 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
         run_of[runs] = (int)i;
         (*cuts)[++runs] = total;
     }
-    *out = (side){*vals, total, *cuts, runs};
+    *out = (side){*vals, total, *cuts, runs, rounds > 0 ? rounds : 0};
     return 0;
 }
 

@@ -24,6 +24,7 @@ typedef struct side {
     size_t n;
     const size_t *cut;
     int runs;
+    int rounds; /* every run's metric says "rounds": this many (else 0) */
 } side;
 
 /* What a verdict is decided from; kept per metric so that the family-wise

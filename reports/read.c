@@ -74,6 +74,9 @@ static int read_metric(const char *at, const char *name, json_t *m, gt_report_me
             return fail(p, "%s.metrics.%s.%s is not a number or null", at, name, nums[k]);
     if (!OPTIONAL(m, "n", json_is_integer))
         return fail(p, "%s.metrics.%s.n is not an integer", at, name);
+    json_t *rounds = json_object_get(m, "rounds");
+    if (rounds && (!json_is_integer(rounds) || json_integer_value(rounds) < 1))
+        return fail(p, "%s.metrics.%s.rounds is not a positive integer", at, name);
     static const char *const strs[] = {"derived_from", "part_of", "kind"};
     for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
         if (!OPTIONAL(m, strs[k], json_is_string))

@@ -412,6 +412,11 @@ void gt_result_metric_part_of(gt_result *res, const char *name, const char *whol
     if (m) json_object_set_new(m, "part_of", json_string(whole));
 }
 
+void gt_result_metric_rounds(gt_result *res, const char *name, int rounds) {
+    json_t *m = json_object_get(json_object_get(res->obj, "metrics"), name);
+    if (m && rounds > 0) json_object_set_new(m, "rounds", json_integer(rounds));
+}
+
 void gt_result_series(gt_result *res, const char *name, const double *values, size_t n) {
     json_t *series = json_object_get(res->obj, "series");
     if (!series) {

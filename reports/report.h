@@ -154,6 +154,13 @@ void gt_result_metric_ungated(gt_result *res, const char *name, const char *kind
  * regression ("part_of" in the report). A name not added is ignored. */
 void gt_result_metric_part_of(gt_result *res, const char *name, const char *whole);
 
+/* Marks metric `name` (added before) as timed in `rounds` rounds spread over
+ * the run, its samples in round order and as many in each round ("rounds":
+ * rounds in the report): compare may take each round's block of samples as
+ * a replicate even when a round holds a single sample (one timed block of
+ * calls, the collectives suite's). A name not added is ignored. */
+void gt_result_metric_rounds(gt_result *res, const char *name, int rounds);
+
 /* Sets member `key` of the result to `value`, taking ownership (replaces an
  * earlier one; NULL value: nothing). For the other reports/ modules that
  * build a section with jansson (the per-op profile, reports/profile.h). */

@@ -364,6 +364,7 @@ gt_coll_config gt_coll_defaults(void) {
         .iters = 0,
         .warmup = -1,
         .reps = 5,
+        .rounds = GT_COLL_ROUNDS,
         .root = 0,
         .seed = 0x67617567ull,
     };
@@ -376,9 +377,10 @@ gt_coll_config gt_coll_defaults(void) {
  * runs about `target_s` worth of operations, judged from the warm-up. */
 
 typedef struct row_policy {
-    int reps;
+    int reps;       /* blocks this round */
     int warmup;     /* gt_comm and raw each */
-    int iters;      /* 0: from target_s */
+    int iters;      /* 0: from target_s (or from an earlier round: prior_iters) */
+    int prior_iters;/* > 0: the row's first round chose this; every round keeps it */
     double target_s;
     int max_iters;
 } row_policy;
@@ -390,6 +392,7 @@ typedef struct row_result {
     double bytes;       /* nccl-tests' bytes for algbw */
     long long wrong;    /* summed over ranks */
     int reps, iters;
+    int rounds;         /* rounds the blocks came from, each as many (record_row) */
     double t_gt[MAX_REPS], t_raw[MAX_REPS]; /* s per op, slowest rank */
 } row_result;
 
@@ -503,13 +506,14 @@ static gt_status run_row(coll_ctx *x, const coll_def *d, uint64_t nominal, int i
     GT_TRY(gt_comm_allreduce(x->comm, agree, agree, 2, GT_DTYPE_FP64, GT_REDOP_SUM, NULL));
     rr->wrong = (long long)agree[0];
     double t_op = agree[1] / x->n;
-    int iters = p->iters;
+    int iters = p->iters > 0 ? p->iters : p->prior_iters;
     if (iters <= 0) {
         double want = t_op > 0 ? p->target_s / t_op : p->max_iters;
         iters = want >= p->max_iters ? p->max_iters : want < 1 ? 1 : (int)ceil(want);
     }
     rr->iters = iters;
     rr->reps = p->reps;
+    rr->rounds = 1;
 
     /* gauntlet and raw blocks alternate, so a slow spell of the machine
      * hits both alike and the paired ratios stay meaningful */
@@ -540,6 +544,23 @@ typedef struct placement {
     int bw_n;
 } placement;
 
+/* ---- rounds -------------------------------------------------------------------
+ * The sweep runs cfg->rounds times. Every pass times each row's share of its
+ * blocks, so a row's blocks sample moments spread over the whole run instead
+ * of one stretch of some 25 ms: a slow spell of the machine moves one round of
+ * every row, not every block of a few rows, and compare --paired can take
+ * each round as a replicate (docs/ci-gating.md, "Rounds"). The early passes
+ * run and check each row and keep its blocks here, by row, with the iteration
+ * count its first round chose; the last pass times its share, records the
+ * row with all its blocks in round order, prints and judges it. */
+typedef struct row_store {
+    uint64_t key;     /* the row: collective, dtype, op, placement, size */
+    int iters;        /* chosen by the row's first round, kept by the others */
+    int n, rounds;    /* blocks so far, from this many rounds */
+    long long wrong;  /* wrong elements of the early rounds' checked runs */
+    double t_gt[MAX_REPS], t_raw[MAX_REPS];
+} row_store;
+
 typedef struct suite_state {
     const gt_coll_config *cfg;
     gt_comm *comm;
@@ -552,7 +573,97 @@ typedef struct suite_state {
     const gt_coll_raw *raw; /* the raw library's baseline; NULL: none */
     int have_mpi;
     int have_nccl; /* nccl communicator: device buffers, raw NCCL */
+    int round, rounds; /* this pass, of rounds */
+    row_store *store;  /* the rows' blocks of the early passes, in visiting order */
+    size_t n_store, cap_store, next;
 } suite_state;
+
+static uint64_t row_key(const coll_def *d, gt_dtype dt, gt_redop op, int in_place, uint64_t b) {
+    return ((uint64_t)(d - g_colls) << 59) ^ ((uint64_t)dt << 55) ^ ((uint64_t)op << 52) ^
+           ((uint64_t)in_place << 51) ^ b;
+}
+
+/* The row's store: in the first pass a new one, later the one kept for the
+ * row (found from where the last one was: every pass visits the rows in the
+ * same order). NULL: one round, no memory, or a row the first pass did not
+ * reach (it is then timed in the last round alone). */
+static row_store *store_of(suite_state *st, uint64_t key) {
+    if (st->rounds <= 1) return NULL;
+    if (st->round == 0) {
+        if (st->n_store == st->cap_store) {
+            size_t cap = st->cap_store ? 2 * st->cap_store : 256;
+            row_store *grown = realloc(st->store, cap * sizeof *grown);
+            if (!grown) return NULL;
+            st->store = grown;
+            st->cap_store = cap;
+        }
+        row_store *rs = &st->store[st->n_store++];
+        memset(rs, 0, sizeof *rs);
+        rs->key = key;
+        return rs;
+    }
+    for (size_t i = st->next; i < st->n_store; i++)
+        if (st->store[i].key == key) {
+            st->next = i + 1;
+            return &st->store[i];
+        }
+    return NULL;
+}
+
+/* An early round's blocks into the row's store. */
+static void keep_blocks(row_store *rs, const row_result *rr) {
+    if (!rs || rs->n + rr->reps > MAX_REPS) return;
+    if (rs->rounds == 0) rs->iters = rr->iters;
+    memcpy(rs->t_gt + rs->n, rr->t_gt, (size_t)rr->reps * sizeof *rr->t_gt);
+    memcpy(rs->t_raw + rs->n, rr->t_raw, (size_t)rr->reps * sizeof *rr->t_raw);
+    rs->n += rr->reps;
+    rs->rounds++;
+    rs->wrong += rr->wrong;
+}
+
+/* The last round: the earlier rounds' blocks before its own, in round order. */
+static void with_earlier(const row_store *rs, row_result *rr) {
+    if (!rs || rs->n == 0 || rs->n + rr->reps > MAX_REPS) return;
+    double gt[MAX_REPS], raw[MAX_REPS];
+    memcpy(gt, rs->t_gt, (size_t)rs->n * sizeof *gt);
+    memcpy(raw, rs->t_raw, (size_t)rs->n * sizeof *raw);
+    memcpy(gt + rs->n, rr->t_gt, (size_t)rr->reps * sizeof *gt);
+    memcpy(raw + rs->n, rr->t_raw, (size_t)rr->reps * sizeof *raw);
+    /* equal shares from every round, or the blocks are not rounds to compare */
+    rr->rounds = rs->n == rs->rounds * rr->reps ? rs->rounds + 1 : 1;
+    rr->reps += rs->n;
+    memcpy(rr->t_gt, gt, (size_t)rr->reps * sizeof *gt);
+    memcpy(rr->t_raw, raw, (size_t)rr->reps * sizeof *raw);
+    rr->wrong += rs->wrong;
+}
+
+/* A row's policy in this round: its share of the blocks, warm-up, block length. */
+static row_policy policy_of(const suite_state *st, int primary, uint64_t b,
+                            const row_store *rs) {
+    const gt_coll_config *c = st->cfg;
+    row_policy p;
+    memset(&p, 0, sizeof p);
+    if (st->rounds > 1) {
+        p.reps = primary && c->reps > st->rounds ? c->reps / st->rounds : 1;
+        if (p.reps * st->rounds > MAX_REPS) p.reps = MAX_REPS / st->rounds;
+    } else {
+        p.reps = primary ? c->reps : (c->reps < 3 ? c->reps : 3);
+        if (p.reps > MAX_REPS) p.reps = MAX_REPS;
+    }
+    int later = rs && rs->rounds > 0;
+    p.prior_iters = later ? rs->iters : 0;
+    /* a row warmed and calibrated in its first round needs one call to settle */
+    p.warmup = c->warmup >= 0 ? c->warmup
+               : later        ? 1
+               : primary      ? (b <= ((uint64_t)1 << 20) ? 5 : 2)
+                              : 1;
+    p.iters = c->iters;
+    /* primary rows: ~5 ms blocks, the figures people quote; the rest of
+     * the matrix is there to be checked, ~1 ms blocks are enough */
+    p.target_s = primary ? 5e-3 : 1e-3;
+    p.max_iters = primary ? 100 : 20;
+    return p;
+}
 
 static double busbw_of(const coll_def *d, const row_result *rr, double t, int n) {
     return t > 0 ? rr->bytes / t * 1e-9 * d->factor(n) : 0;
@@ -592,11 +703,15 @@ static void record_row(const suite_state *st, const coll_def *d, placement *pl,
     char from[64];
     snprintf(from, sizeof from, "time_%llu", sz);
     snprintf(name, sizeof name, "busbw_%llu", sz);
+    /* blocks in rounds (row_store): each metric says so, for compare */
+    int rounds = rr->rounds > 1 ? rr->rounds : 0;
     if (bus) {
         gt_result_metric(pl->res, name, "GB/s", 1, gt_median(bw, (size_t)(R)), bw, (size_t)R);
         gt_result_metric_derived(pl->res, name, from); /* the time's other face: one verdict */
+        gt_result_metric_rounds(pl->res, name, rounds);
     }
     gt_result_metric(pl->res, from, "us", 0, gt_median(us, (size_t)(R)), us, (size_t)R);
+    gt_result_metric_rounds(pl->res, from, rounds);
     if (rr->have_raw) {
         snprintf(name, sizeof name, "raw_busbw_%llu", sz);
         /* the raw library's figures are the reference gauntlet's own time is
@@ -606,10 +721,12 @@ static void record_row(const suite_state *st, const coll_def *d, placement *pl,
             gt_result_metric(pl->res, name, "GB/s", 1, gt_median(rbw, (size_t)(R)), rbw,
                              (size_t)R);
             gt_result_metric_ungated(pl->res, name, "reference");
+            gt_result_metric_rounds(pl->res, name, rounds);
         }
         snprintf(name, sizeof name, "overhead_ratio_%llu", sz);
         gt_result_metric(pl->res, name, "ratio", 1, gt_median(ratio, (size_t)(R)), ratio, (size_t)R);
         gt_result_metric_ungated(pl->res, name, "reference");
+        gt_result_metric_rounds(pl->res, name, rounds);
     }
     if (rr->wrong && !pl->wrong) pl->first_wrong_size = nominal;
     pl->wrong += rr->wrong;
@@ -769,9 +886,10 @@ static gt_status run_combo(suite_state *st, coll_ctx *x, const coll_def *d, gt_d
     else
         snprintf(case_name, sizeof case_name, "%s%s%s/%s", scope, sep, d->name, gt_dtype_name(dt));
     int ips[2], np = placements_of(d, ips);
+    int last = st->round == st->rounds - 1; /* early rounds only time and keep */
     placement pls[2];
     memset(pls, 0, sizeof pls);
-    for (int k = 0; k < np; k++) {
+    for (int k = 0; k < np && last; k++) {
         pls[k].in_place = ips[k];
         pls[k].res = gt_report_add_result(st->rep, "collectives", case_name, st->topology,
                                           st->backend);
@@ -789,24 +907,21 @@ static gt_status run_combo(suite_state *st, coll_ctx *x, const coll_def *d, gt_d
                                                           : c->matrix_max_bytes;
     gt_status s = GT_OK;
     for (uint64_t b = c->min_bytes; b <= limit && s == GT_OK;) {
-        row_policy p;
-        p.reps = primary ? c->reps : (c->reps < 3 ? c->reps : 3);
-        if (p.reps > MAX_REPS) p.reps = MAX_REPS;
-        p.warmup = c->warmup >= 0 ? c->warmup : primary ? (b <= ((uint64_t)1 << 20) ? 5 : 2) : 1;
-        p.iters = c->iters;
-        /* primary rows: ~5 ms blocks, the figures people quote; the rest of
-         * the matrix is there to be checked, ~1 ms blocks are enough */
-        p.target_s = primary ? 5e-3 : 1e-3;
-        p.max_iters = primary ? 100 : 20;
         row_result rr[2];
         memset(rr, 0, sizeof rr);
         int ran = 0;
         for (int k = 0; k < np && s == GT_OK; k++) {
+            row_store *rs = store_of(st, row_key(d, dt, op, ips[k], b));
+            row_policy p = policy_of(st, primary, b, rs);
             s = run_row(x, d, b, ips[k], have_raw, &p, &rr[k]);
-            if (s == GT_OK && rr[k].ran) {
-                record_row(st, d, &pls[k], &rr[k], b);
-                ran = 1;
+            if (s != GT_OK || !rr[k].ran) continue;
+            if (!last) {
+                keep_blocks(rs, &rr[k]);
+                continue;
             }
+            with_earlier(rs, &rr[k]);
+            record_row(st, d, &pls[k], &rr[k], b);
+            ran = 1;
         }
         if (s != GT_OK) break;
         if (c->out && ran) {
@@ -824,6 +939,7 @@ static gt_status run_combo(suite_state *st, coll_ctx *x, const coll_def *d, gt_d
         if (b > UINT64_MAX / (uint64_t)c->step_factor) break;
         b *= (uint64_t)c->step_factor;
     }
+    if (!last) return s == GT_ERR_UNSUPPORTED || s == GT_ERR_INVALID ? GT_OK : s;
     if (s == GT_ERR_UNSUPPORTED || s == GT_ERR_INVALID) {
         /* Argument checks and missing features answer the same on every
          * rank, so the sweep can go on with the next combination. */
@@ -874,6 +990,37 @@ static void buffers_free(coll_ctx *x) {
     x->raw = NULL;
 }
 
+/* One pass over every combination (see "rounds" above): the last one
+ * prints, records and judges. */
+static gt_status sweep(suite_state *st, coll_ctx *x) {
+    const gt_coll_config *cfg = st->cfg;
+    int last = st->round == st->rounds - 1;
+    gt_status s = GT_OK;
+    for (int t = 0; t < GT_COLL_TEST_COUNT && s == GT_OK; t++) {
+        if (!(cfg->colls & (1u << t))) continue;
+        const coll_def *d = &g_colls[t];
+        int header = 0;
+        /* gt_coll_count_results walks this same loop: keep the two alike */
+        for (int dt = 0; dt < GT_DTYPE_COUNT && s == GT_OK; dt++) {
+            if (!(cfg->dtypes & (1u << dt))) continue;
+            for (int op = 0; op < GT_REDOP_COUNT && s == GT_OK; op++) {
+                if (d->reduces && !(cfg->ops & (1u << op))) continue;
+                if (!d->reduces && op > 0) break; /* one pass, the op is unused */
+                int primary = dt == GT_DTYPE_FP32 && (!d->reduces || op == GT_REDOP_SUM);
+                if (!primary && !cfg->full_matrix && cfg->min_bytes > cfg->matrix_max_bytes)
+                    continue;
+                if (last && !header) {
+                    print_header(st, d);
+                    header = 1;
+                }
+                s = run_combo(st, x, d, (gt_dtype)dt, (gt_redop)op, primary);
+                if (last && cfg->on_result) cfg->on_result(cfg->on_result_ctx);
+            }
+        }
+    }
+    return s;
+}
+
 gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
                       gt_coll_summary *summary) {
     if (!comm || !cfg || !rep || !summary)
@@ -888,6 +1035,8 @@ gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
         return GT_ERR(GT_ERR_INVALID, "collectives: step factor %d: need >= 2",
                       cfg->step_factor);
     if (cfg->reps < 1) return GT_ERR(GT_ERR_INVALID, "collectives: reps %d: need >= 1", cfg->reps);
+    if (cfg->rounds < 1 || cfg->rounds > MAX_REPS)
+        return GT_ERR(GT_ERR_INVALID, "collectives: rounds %d: need 1..%d", cfg->rounds, MAX_REPS);
     if (cfg->root < 0 || cfg->root >= n)
         return GT_ERR(GT_ERR_INVALID, "collectives: root %d out of range for %d ranks",
                       cfg->root, n);
@@ -931,28 +1080,12 @@ gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
         return s;
     }
 
-    for (int t = 0; t < GT_COLL_TEST_COUNT && s == GT_OK; t++) {
-        if (!(cfg->colls & (1u << t))) continue;
-        const coll_def *d = &g_colls[t];
-        int header = 0;
-        /* gt_coll_count_results walks this same loop: keep the two alike */
-        for (int dt = 0; dt < GT_DTYPE_COUNT && s == GT_OK; dt++) {
-            if (!(cfg->dtypes & (1u << dt))) continue;
-            for (int op = 0; op < GT_REDOP_COUNT && s == GT_OK; op++) {
-                if (d->reduces && !(cfg->ops & (1u << op))) continue;
-                if (!d->reduces && op > 0) break; /* one pass, the op is unused */
-                int primary = dt == GT_DTYPE_FP32 && (!d->reduces || op == GT_REDOP_SUM);
-                if (!primary && !cfg->full_matrix && cfg->min_bytes > cfg->matrix_max_bytes)
-                    continue;
-                if (!header) {
-                    print_header(&st, d);
-                    header = 1;
-                }
-                s = run_combo(&st, &x, d, (gt_dtype)dt, (gt_redop)op, primary);
-                if (cfg->on_result) cfg->on_result(cfg->on_result_ctx);
-            }
-        }
+    st.rounds = cfg->rounds;
+    for (st.round = 0; st.round < st.rounds && s == GT_OK; st.round++) {
+        st.next = 0;
+        s = sweep(&st, &x);
     }
+    free(st.store);
     if (s == GT_OK && cfg->out) {
         fprintf(cfg->out, "\n# wrong elements: %lld (%s)\n", summary->wrong,
                 summary->wrong ? "FAILED" : "OK");

@@ -68,6 +68,11 @@ gt_status gt_coll_test_parse(const char *name, gt_coll_test *out);
  * size (full_matrix). */
 #define GT_COLL_MATRIX_MAX_BYTES ((uint64_t)1 << 20)
 
+/* The sweep's default passes (gt_coll_config.rounds): a row's blocks are
+ * spread over the run, one share per pass, so that compare --paired can take
+ * each round as a replicate (docs/suites.md, docs/ci-gating.md "Rounds"). */
+#define GT_COLL_ROUNDS 5
+
 /* Sizes at or above this are where busbw_vs_raw is checked. */
 #define GT_COLL_OVERHEAD_MIN_BYTES ((uint64_t)1 << 20)
 /* busbw_vs_raw is judged only with at least this many such sizes timed
@@ -87,8 +92,11 @@ typedef struct gt_coll_config {
     uint64_t matrix_max_bytes;/* default GT_COLL_MATRIX_MAX_BYTES */
     int iters;                /* timed iterations per block; 0: adaptive */
     int warmup;               /* warm-up iterations; < 0: adaptive */
-    int reps;                 /* timed blocks of the primary combination (default 5);
-                                 the others use min(reps, 3) */
+    int reps;                 /* timed blocks of the primary combination (default 5),
+                                 split over the rounds (at least one a round); the
+                                 others: one a round, or min(reps, 3) with one round */
+    int rounds;               /* passes over the whole sweep, each timing every row's
+                                 share of its blocks (default GT_COLL_ROUNDS; 1..32) */
     int root;                 /* reduce / broadcast root (default 0) */
     uint64_t seed;            /* input values */
     /* fault injection: collective t's gauntlet blocks take slow_factor[t]

@@ -918,6 +918,63 @@ static gt_compare *paired(const char *dir, const gt_compare_options *base_opt) {
     return c;
 }
 
+/* A collectives-like metric: 5 samples a run, one timed block per round.
+ * rounds (0: no "rounds" key) marks them as rounds. NEW is 12% slower with
+ * a pair noise of about 4% and a round noise of about 3%. */
+static void write_round_pairs(const char *dir, int rounds, int pairs) {
+    static const double pair_noise[4] = {0.04, -0.03, 0.0, -0.02};
+    static const double round_noise[5] = {0.03, -0.02, 0.01, -0.03, 0.02};
+    char d[64], name[80], res[1024];
+    snprintf(d, sizeof d, "%s", dir);
+    mkdir(path_of(d), 0700);
+    for (int side = 0; side < 2; side++) {
+        snprintf(d, sizeof d, "%s/%s", dir, side ? "new" : "base");
+        mkdir(path_of(d), 0700);
+        for (int i = 0; i < pairs; i++) {
+            int n = snprintf(res, sizeof res,
+                             "{\"suite\": \"collectives\", \"case\": \"allreduce/fp32/sum\", "
+                             "\"topology\": \"2\", \"backend\": \"mpi\", \"status\": \"pass\", "
+                             "\"params\": {}, \"checks\": [], \"metrics\": {\"time_1024\": "
+                             "{\"unit\": \"us\", \"better\": \"lower\",");
+            if (rounds) n += snprintf(res + n, sizeof res - n, " \"rounds\": %d,", rounds);
+            n += snprintf(res + n, sizeof res - n, " \"samples\": [");
+            for (int j = 0; j < 5; j++) {
+                double f = side ? 1.12 * exp(pair_noise[i % 4] + round_noise[(i + j) % 5]) : 1;
+                n += snprintf(res + n, sizeof res - n, "%s%.6g", j ? ", " : "", 40 * f);
+            }
+            snprintf(res + n, sizeof res - n, "]}}}");
+            snprintf(name, sizeof name, "%s/run%d.json", d, i);
+            write_results(name, 1, res);
+        }
+    }
+}
+
+/* Metrics that say "rounds": 5 are in blocks of one sample each (the
+ * collectives suite's rounds): pairs x rounds are the replicates. Without
+ * the key, 5 samples are no blocks and the pairs alone decide. */
+static void test_rounds_of_one(void) {
+    write_round_pairs("rnd_yes", 5, 4);
+    write_round_pairs("rnd_no", 0, 4);
+    gt_compare *with = paired("rnd_yes", NULL), *without = paired("rnd_no", NULL);
+    if (with && without) {
+        char *a = printed(with), *b = printed(without);
+        EXPECT(a && strstr(a, "1 metrics timed in 5 rounds a run"));
+        EXPECT(b && !strstr(b, "timed in 5 rounds"));
+        EXPECT(gt_compare_decide(with) == GT_DECISION_MUST_NOT);
+        free(a);
+        free(b);
+    }
+    gt_compare_free(with);
+    gt_compare_free(without);
+    /* rounds that do not match the blocks compare takes are not used */
+    write_round_pairs("rnd_three", 3, 4);
+    gt_compare *three = paired("rnd_three", NULL);
+    char *t = three ? printed(three) : NULL;
+    EXPECT(t && !strstr(t, "timed in 5 rounds"));
+    free(t);
+    gt_compare_free(three);
+}
+
 static void test_families(void) {
     /* three shapes of mm each 20% slower in NEW, each with a pair-to-pair
      * noise of about 13% (log ratios): alone no shape is shown slower at
@@ -1125,6 +1182,7 @@ int main(void) {
     test_gate();
     test_gate_rules();
     test_families();
+    test_rounds_of_one();
     test_machine_class();
     if (g_fails == 0) {
         /* everything the tests wrote, whatever its name */
