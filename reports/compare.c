@@ -1934,6 +1934,30 @@ static void print_note_counts(const gt_compare *c, FILE *f) {
     if (any || curves) fprintf(f, "\n");
 }
 
+/* One run a side: the members that moved while none of their families did
+ * (gt_cmp_families' gatekeeper), the largest named. */
+static void print_alone(const gt_compare *c, FILE *f) {
+    int n = 0;
+    const cmp_metric *top = NULL;
+    const char *label = NULL;
+    for (size_t i = 0; i < c->nres; i++)
+        for (size_t j = 0; j < c->res[i].nm; j++) {
+            const cmp_metric *m = &c->res[i].m[j];
+            if (!m->alone) continue;
+            n++;
+            if (!top || fabs(m->rel) > fabs(top->rel)) {
+                top = m;
+                label = c->res[i].label;
+            }
+        }
+    if (n)
+        fprintf(f,
+                "               %d metric(s) moved alone, none of their families with them (the "
+                "largest: %s %s %+.1f%%): not gated below %.3gx, since one case can sit in a "
+                "slower state for a whole run; interleaved pairs decide a single case\n",
+                n, label, top->name, 100 * top->rel, GT_COMPARE_ALONE_FACTOR);
+}
+
 void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
     const char *sb =
         str_or(json_object_get(json_object_get(c->base_doc, "run"), "git_revision"), "?");
@@ -1951,10 +1975,12 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
     fprintf(f, "; runs are the replicates%s; times under %.3g us not gated\n",
             c->nxb || c->nxn ? "" : " (one run a side: its samples in blocks)",
             c->opt.timing_floor_us);
-    if (!c->nxb && !c->nxn)
+    if (!c->nxb && !c->nxn) {
         fprintf(f, "one run a side: checks and large changes only (it assumes how runs differ, "
                    "so nothing is undecided; several runs or interleaved pairs decide smaller "
                    "changes)\n");
+        print_alone(c, f);
+    }
     if (c->opt.paired && c->nxb && c->nxb == c->nxn) {
         fprintf(f,
                 "noise: paired runs (run i of BASE beside run i of NEW): the spread of their "

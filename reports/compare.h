@@ -78,7 +78,9 @@
  *     last look of a sequential design; beyond reach it is ambiguous and
  *     counted as beyond_reach;
  *   - otherwise ambiguous. One run a side never makes undecided: it decides
- *     only large changes (its output says so).
+ *     only large changes (its output says so), and a member of a family
+ *     moves only with one of its families (the family its gatekeeper) or
+ *     beyond GT_COMPARE_ALONE_FACTOR; else it is ambiguous, counted "alone".
  *   - no replicates on either side (too few samples): same when |rel| < t,
  *     else ambiguous; such a metric never makes a regression.
  *   - a time (unit ns, us, ms, s) whose level is below timing_floor_us on
@@ -127,6 +129,10 @@ extern "C" {
  * single runs (docs/ci-gating.md: the A/A experiment sets it). */
 #define GT_COMPARE_RUN_NOISE 0.02
 #define GT_COMPARE_SINGLE_RUN_NOISE 0.15
+/* One run a side: a member that moved while none of its families did is
+ * gated only beyond this factor (either way): A/A pairs on a 2-core VM
+ * showed single cases 1.8-2.5x slower for a whole run (docs/ci-gating.md). */
+#define GT_COMPARE_ALONE_FACTOR 3.0
 /* Default timing floor in microseconds: host kernel calls cost 0.3-3 us
  * before any work (the kernels suite's n=1 cases), CUDA events resolve
  * about 0.5 us. */

@@ -80,6 +80,8 @@ typedef struct cmp_metric {
     double *blk;
     int nblk;
     int in_family; /* a member of a family of two or more */
+    int family_moved; /* one of its families was shown to move (rejected, beyond the threshold) */
+    int alone;     /* one run a side: shown to move while none of its families did: not gated */
     int rejected;  /* the correction rejected "no change" (two-sided) */
     double level;  /* the (two-sided) level the correction tested it at */
     double lo, hi; /* rel's interval at that level (NAN: none) */

@@ -219,7 +219,7 @@ static void write_report(const char *path, spec s) {
 static char g_dir[256];
 
 static char *path_of(const char *name) {
-    static char buf[8][360];
+    static char buf[8][512];
     static int k = 0;
     k = (k + 1) % 8;
     snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
@@ -975,6 +975,59 @@ static void test_rounds_of_one(void) {
     gt_compare_free(three);
 }
 
+/* One run a side: op "ew" of two shapes and "mm" of two; NEW's levels x f[]. */
+static gt_compare *one_run_a_side(const char *name, const double f[4]) {
+    static const char *const op[4] = {"ew", "ew", "mm", "mm"}, *const shape[4] = {"a", "b", "a", "b"};
+    static const double lvl[4] = {40, 80, 300, 600};
+    static char res[1 << 14];
+    char file[2][64];
+    for (int side = 0; side < 2; side++) {
+        int n = 0;
+        for (int k = 0; k < 4; k++) {
+            if (k) n += snprintf(res + n, sizeof res - n, ", ");
+            n += kernel_result(res + n, sizeof res - n, op[k], shape[k],
+                               lvl[k] * (side ? f[k] : 1), NULL);
+        }
+        snprintf(file[side], sizeof file[side], "%s_%s.json", name, side ? "new" : "base");
+        write_results(file[side], 1, res);
+    }
+    gt_compare *c = NULL;
+    if (gt_compare_files(path_of(file[0]), path_of(file[1]), NULL, &c) != GT_OK) {
+        fprintf(stderr, "FAIL one run a side %s: %s\n", name, gt_last_error());
+        g_fails++;
+    }
+    return c;
+}
+
+/* One run a side (assumed noise): a case that moved while its op did not is
+ * not gated below GT_COMPARE_ALONE_FACTOR (an A/A run can hold one case in a
+ * 2x state), and is said so; its op moving, or a move beyond the factor,
+ * gates. */
+static void test_one_run_alone(void) {
+    const double one[4] = {2.0, 1, 1, 1}, both[4] = {2.0, 2.0, 1, 1}, huge[4] = {4.0, 1, 1, 1};
+    gt_compare *c = one_run_a_side("alone", one);
+    if (c) {
+        char *t = printed(c);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP);
+        EXPECT(t && strstr(t, "1 metric(s) moved alone") && strstr(t, "kernels/ew/fp32/a"));
+        free(t);
+        gt_compare_free(c);
+    }
+    c = one_run_a_side("together", both);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        char *t = printed(c);
+        EXPECT(t && !strstr(t, "moved alone"));
+        free(t);
+        gt_compare_free(c);
+    }
+    c = one_run_a_side("huge", huge);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+}
+
 static void test_families(void) {
     /* three shapes of mm each 20% slower in NEW, each with a pair-to-pair
      * noise of about 13% (log ratios): alone no shape is shown slower at
@@ -1183,6 +1236,7 @@ int main(void) {
     test_gate_rules();
     test_families();
     test_rounds_of_one();
+    test_one_run_alone();
     test_machine_class();
     if (g_fails == 0) {
         /* everything the tests wrote, whatever its name */
