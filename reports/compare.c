@@ -84,6 +84,14 @@ static int is_excluded(const char *key) {
 /* The values of one metric on one side: n values, in the order measured,
  * cut into `runs` runs (run i holds v[cut[i] .. cut[i + 1])). */
 
+/* The fewest samples a block of n samples of this side may hold: 3 (a block's
+ * median means something), or 1 where the metric says its n samples were
+ * timed in GT_COMPARE_BLOCKS rounds (the collectives suite's, whose every
+ * sample is itself a timed block of calls). */
+static size_t block_least(const side *s, size_t n) {
+    return s->rounds == GT_COMPARE_BLOCKS && n % GT_COMPARE_BLOCKS == 0 ? 1 : 3;
+}
+
 /* Replicates of a side, the units whose spread is the noise a level is
  * judged against: by_runs (either side has several runs) the median of each
  * run; else GT_COMPARE_BLOCKS blocks of the one run's consecutive samples
@@ -107,7 +115,7 @@ static int replicates(const side *sd, int by_runs, double *reps, double *level) 
         return k;
     }
     *level = gt_median(sd->v, sd->n);
-    size_t least = sd->rounds == GT_COMPARE_BLOCKS && sd->n % GT_COMPARE_BLOCKS == 0 ? 1 : 3;
+    size_t least = block_least(sd, sd->n);
     size_t b = sd->n / least < GT_COMPARE_BLOCKS ? sd->n / least : GT_COMPARE_BLOCKS;
     if (b < 2) return 0;
     for (size_t j = 0; j < b; j++) {
@@ -143,13 +151,12 @@ static double robust_ss(const double *x, int k) {
 
 
 
-/* Whether run i of a side holds GT_COMPARE_BLOCKS equal blocks: of at least
- * 3 samples (the kernels suite's rounds: docs/suites.md), or of any number
- * when the metric says it was timed in that many rounds (the collectives
- * suite's, where a sample is itself a timed block of calls). */
+/* Whether run i of a side holds GT_COMPARE_BLOCKS equal blocks of at least
+ * block_least samples (the kernels suite's rounds: docs/suites.md; the
+ * collectives suite's). */
 static int run_in_blocks(const side *s, int i) {
-    size_t n = s->cut[i + 1] - s->cut[i], least = s->rounds == GT_COMPARE_BLOCKS ? 1 : 3;
-    return n >= least * GT_COMPARE_BLOCKS && n % GT_COMPARE_BLOCKS == 0;
+    size_t n = s->cut[i + 1] - s->cut[i];
+    return n >= block_least(s, n) * GT_COMPARE_BLOCKS && n % GT_COMPARE_BLOCKS == 0;
 }
 
 /* The log ratio of each block of pair i's runs into d[0 .. GT_COMPARE_BLOCKS)

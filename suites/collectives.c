@@ -379,8 +379,7 @@ gt_coll_config gt_coll_defaults(void) {
 typedef struct row_policy {
     int reps;       /* blocks this round */
     int warmup;     /* gt_comm and raw each */
-    int iters;      /* 0: from target_s (or from an earlier round: prior_iters) */
-    int prior_iters;/* > 0: the row's first round chose this; every round keeps it */
+    int iters;      /* 0: from target_s (later rounds: what the row's first chose) */
     double target_s;
     int max_iters;
 } row_policy;
@@ -506,7 +505,7 @@ static gt_status run_row(coll_ctx *x, const coll_def *d, uint64_t nominal, int i
     GT_TRY(gt_comm_allreduce(x->comm, agree, agree, 2, GT_DTYPE_FP64, GT_REDOP_SUM, NULL));
     rr->wrong = (long long)agree[0];
     double t_op = agree[1] / x->n;
-    int iters = p->iters > 0 ? p->iters : p->prior_iters;
+    int iters = p->iters;
     if (iters <= 0) {
         double want = t_op > 0 ? p->target_s / t_op : p->max_iters;
         iters = want >= p->max_iters ? p->max_iters : want < 1 ? 1 : (int)ceil(want);
@@ -624,18 +623,19 @@ static void keep_blocks(row_store *rs, const row_result *rr) {
 /* The last round: the earlier rounds' blocks before its own, in round order. */
 static void with_earlier(const row_store *rs, row_result *rr) {
     if (!rs || rs->n == 0 || rs->n + rr->reps > MAX_REPS) return;
-    double gt[MAX_REPS], raw[MAX_REPS];
-    memcpy(gt, rs->t_gt, (size_t)rs->n * sizeof *gt);
-    memcpy(raw, rs->t_raw, (size_t)rs->n * sizeof *raw);
-    memcpy(gt + rs->n, rr->t_gt, (size_t)rr->reps * sizeof *gt);
-    memcpy(raw + rs->n, rr->t_raw, (size_t)rr->reps * sizeof *raw);
+    size_t own = (size_t)rr->reps * sizeof *rr->t_gt, kept = (size_t)rs->n * sizeof *rs->t_gt;
+    memmove(rr->t_gt + rs->n, rr->t_gt, own);
+    memmove(rr->t_raw + rs->n, rr->t_raw, own);
+    memcpy(rr->t_gt, rs->t_gt, kept);
+    memcpy(rr->t_raw, rs->t_raw, kept);
     /* equal shares from every round, or the blocks are not rounds to compare */
     rr->rounds = rs->n == rs->rounds * rr->reps ? rs->rounds + 1 : 1;
     rr->reps += rs->n;
-    memcpy(rr->t_gt, gt, (size_t)rr->reps * sizeof *gt);
-    memcpy(rr->t_raw, raw, (size_t)rr->reps * sizeof *raw);
     rr->wrong += rs->wrong;
 }
+
+/* The pass that records, prints and judges (see "rounds" above). */
+static int last_pass(const suite_state *st) { return st->round == st->rounds - 1; }
 
 /* A row's policy in this round: its share of the blocks, warm-up, block length. */
 static row_policy policy_of(const suite_state *st, int primary, uint64_t b,
@@ -651,13 +651,12 @@ static row_policy policy_of(const suite_state *st, int primary, uint64_t b,
         if (p.reps > MAX_REPS) p.reps = MAX_REPS;
     }
     int later = rs && rs->rounds > 0;
-    p.prior_iters = later ? rs->iters : 0;
     /* a row warmed and calibrated in its first round needs one call to settle */
     p.warmup = c->warmup >= 0 ? c->warmup
                : later        ? 1
                : primary      ? (b <= ((uint64_t)1 << 20) ? 5 : 2)
                               : 1;
-    p.iters = c->iters;
+    p.iters = c->iters > 0 ? c->iters : later ? rs->iters : 0;
     /* primary rows: ~5 ms blocks, the figures people quote; the rest of
      * the matrix is there to be checked, ~1 ms blocks are enough */
     p.target_s = primary ? 5e-3 : 1e-3;
@@ -886,7 +885,7 @@ static gt_status run_combo(suite_state *st, coll_ctx *x, const coll_def *d, gt_d
     else
         snprintf(case_name, sizeof case_name, "%s%s%s/%s", scope, sep, d->name, gt_dtype_name(dt));
     int ips[2], np = placements_of(d, ips);
-    int last = st->round == st->rounds - 1; /* early rounds only time and keep */
+    int last = last_pass(st); /* early rounds only time and keep */
     placement pls[2];
     memset(pls, 0, sizeof pls);
     for (int k = 0; k < np && last; k++) {
@@ -994,7 +993,7 @@ static void buffers_free(coll_ctx *x) {
  * prints, records and judges. */
 static gt_status sweep(suite_state *st, coll_ctx *x) {
     const gt_coll_config *cfg = st->cfg;
-    int last = st->round == st->rounds - 1;
+    int last = last_pass(st);
     gt_status s = GT_OK;
     for (int t = 0; t < GT_COLL_TEST_COUNT && s == GT_OK; t++) {
         if (!(cfg->colls & (1u << t))) continue;

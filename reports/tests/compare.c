@@ -879,16 +879,21 @@ typedef struct kmember {
     double noise[5]; /* NEW's log-ratio noise in pair i */
 } kmember;
 
+/* Makes DIR and DIR/base or DIR/new (side 0, 1) under the test's folder;
+ * the latter's name (for path_of) into d. */
+static void side_dir(const char *dir, int side, char *d, size_t len) {
+    mkdir(path_of(dir), 0700);
+    snprintf(d, len, "%s/%s", dir, side ? "new" : "base");
+    mkdir(path_of(d), 0700);
+}
+
 /* DIR/base/runI.json and DIR/new/runI.json, pairs of them: BASE at each
  * member's level, NEW at level x factor[member] x exp(noise[i]). */
 static void write_pairs(const char *dir, const kmember *m, int nm, const double *factor,
                         int pairs) {
     char d[64], name[80];
-    snprintf(d, sizeof d, "%s", dir);
-    mkdir(path_of(d), 0700);
     for (int side = 0; side < 2; side++) {
-        snprintf(d, sizeof d, "%s/%s", dir, side ? "new" : "base");
-        mkdir(path_of(d), 0700);
+        side_dir(dir, side, d, sizeof d);
         for (int i = 0; i < pairs; i++) {
             static char res[1 << 16];
             int n = 0;
@@ -925,11 +930,8 @@ static void write_round_pairs(const char *dir, int rounds, int pairs) {
     static const double pair_noise[4] = {0.04, -0.03, 0.0, -0.02};
     static const double round_noise[5] = {0.03, -0.02, 0.01, -0.03, 0.02};
     char d[64], name[80], res[1024];
-    snprintf(d, sizeof d, "%s", dir);
-    mkdir(path_of(d), 0700);
     for (int side = 0; side < 2; side++) {
-        snprintf(d, sizeof d, "%s/%s", dir, side ? "new" : "base");
-        mkdir(path_of(d), 0700);
+        side_dir(dir, side, d, sizeof d);
         for (int i = 0; i < pairs; i++) {
             int n = snprintf(res, sizeof res,
                              "{\"suite\": \"collectives\", \"case\": \"allreduce/fp32/sum\", "
