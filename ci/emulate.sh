@@ -30,18 +30,8 @@ fi
 mkdir -p "$BUILD"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGT_CUDA_EMULATOR=ON \
       -DCMAKE_C_FLAGS=-Werror >"$BUILD/configure.log" || { cat "$BUILD/configure.log"; exit 1; }
-# the executables of the selected tests, from their add_test lines (an
-# executable is the target of its name, wherever it stands on the line: a
-# launcher (mpiexec) or a script may run it; the _lt_fallback tests run the
-# conformance ones); the script tests run the harness, built anyway
-mapfile -t names < <(cd "$BUILD" && ctest -N -L gpu "${SELECT[@]}" | sed -n 's/^ *Test *#[0-9]*: //p')
-mapfile -t targets < <(comm -12 \
-    <(for n in "${names[@]}"; do
-          grep -rhF --include=CTestTestfile.cmake "add_test([=[$n]=] " "$BUILD" |
-              sed 's/^add_test([^"]*//' | grep -o '"[^"]*"' | tr -d '"' | sed 's|.*/||'
-      done | sort -u) \
-    <(cmake --build "$BUILD" --target help | sed -n 's/^[.][.][.] //p' | sort -u))
-[ ${#targets[@]} -gt 0 ] || { echo "emulate: no gpu-labelled test matches ${1:-}" >&2; exit 1; }
-cmake --build "$BUILD" -j "$JOBS" --target gauntlet report_check profile_check "${targets[@]}"
+# what the selected tests run, not the other test programs (ci/build_for_tests.sh)
+JOBS=$JOBS ci/build_for_tests.sh "$BUILD" -L gpu "${SELECT[@]}" ||
+    { echo "emulate: no gpu-labelled test matches ${1:-}" >&2; exit 1; }
 cd "$BUILD"
 ctest --output-on-failure -j "$JOBS" -L gpu "${SELECT[@]}"

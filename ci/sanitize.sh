@@ -39,9 +39,11 @@ cd "$BUILD"
 # ranks (engine.comm.mpi_np{1,2,4} already run the MPI communicator) and the
 # 16-bit training runs of models.gpt2_precision.{ref,cuda} (make test runs the
 # ref one, ci/emulate.sh the cuda one; the ops they call are in the
-# conformance tests here).
+# conformance tests here), and harness.html.cpu, most of its minute headless Chromium
+# drawing pages (the HTML writer runs sanitized in harness.history_html.cpu
+# and the reports tests).
 ctest --output-on-failure -j "$JOBS" -L "unit|conformance" -LE slow \
-      -E "^suites[.]collectives[.]mpi|^models[.]gpt2_precision[.](ref|cuda)$|^kernels[.]conformance(_fp16)?_lt_fallback[.]cuda$"
+      -E "^suites[.]collectives[.]mpi|^models[.]gpt2_precision[.](ref|cuda)$|^kernels[.]conformance(_fp16)?_lt_fallback[.]cuda$|^harness[.]html[.]cpu$"
 # The nccl communicator's own test (labels gpu;mpi, so not above): on the
 # emulator's NCCL stand-in, one rank, under a second (docs/cuda-emulator.md).
 ctest --output-on-failure -R "^engine[.]comm[.]nccl_np1$"

@@ -19,7 +19,7 @@ EXPECT_GREP_FLAGS=-i
     fail "train t1"
 "$g" train --steps 15 --seed 7 --peak-gflops 100 --quiet --report "$tmp/t2.json" >/dev/null ||
     fail "train t2"
-"$g" run collectives --quick --report "$tmp/c.json" >"$tmp/c.log" 2>&1
+"$g" run collectives --quick --rounds 1 --report "$tmp/c.json" >"$tmp/c.log" 2>&1
 [ -s "$tmp/c.json" ] || { fail "collectives report"; tail -5 "$tmp/c.log"; }
 # an mlp training (its own loss chart and target), a skipped train case, and the
 # kernels suite's conv2d_fwd twice (real shape names; the two-report table width)

@@ -51,7 +51,7 @@ sys.exit(1 if bad else 0)
 EOF
 
 EXPECT_TIMEOUT=60 expect 0 "" "$g" run collectives/allreduce collectives/broadcast --quick --quiet \
-    --topologies 1 --inject-slowdown collective:1.2,allreduce:1.5 --report "$tmp/c.json"
+    --topologies 1 --rounds 1 --inject-slowdown collective:1.2,allreduce:1.5 --report "$tmp/c.json"
 python3 - "$tmp/c.json" <<'EOF' && ok "collectives: each by its item, grouped" || fail "collectives"
 import json, sys
 rep = json.load(open(sys.argv[1]))

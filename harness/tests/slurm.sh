@@ -109,7 +109,7 @@ nightly)
     night() { # night N: submits, waits, checks the job's end; sets jid
         local st
         jid=$("${on[@]}" env GAUNTLET="$g" HISTORY="$hist" SUITES="collectives/allreduce scaling/mlp-small" \
-            RUN_ARGS="--quick" COMPARE_ARGS="--threshold 1000%" sbatch --parsable --nodes=2 --ntasks-per-node=1 --cpus-per-task=$cpt \
+            RUN_ARGS="--quick --rounds 1" COMPARE_ARGS="--threshold 1000%" sbatch --parsable --nodes=2 --ntasks-per-node=1 --cpus-per-task=$cpt \
             --gpus-per-node=0 --time=5 --output="$tmp/night$1-%j.out" "$nightly") ||
             { fail "sbatch of night $1 exited $?"; return 1; }
         jid=${jid%%;*}
@@ -151,7 +151,7 @@ srun)
     hosts=$("${on[@]}" srun -N2 -n2 -t 2 hostname | sort | tr '\n' ' ')
     [ "$hosts" = "node1 node2 " ] || fail "srun -N2 -n2 hostname gave '$hosts', not node1 node2"
     EXPECT_TIMEOUT=280 expect 0 "checks: all passed" "${on[@]}" srun -N2 -n2 -t 5 sh -c "$idwrap" "$tmp/r" \
-        "$g" run collectives scaling --quick --report "$tmp/r.json"
+        "$g" run collectives scaling --quick --rounds 1 --report "$tmp/r.json"
     jid=$(cat "$tmp/r.id" 2>/dev/null)
     "$check" "$tmp/r.json" --no-errors --no-failed-checks >/dev/null ||
         fail "the report is not valid with every check passed"
@@ -381,7 +381,7 @@ mpich)
         fail "salloc + mpiexec: env.job is $(json "$tmp/h.json" "r['env']['job']" | head -c 600)"
     # the collectives across the nodes, exact
     EXPECT_TIMEOUT=200 expect 0 "checks: all passed" "${on[@]}" srun --mpi=pmi2 -N2 -n2 -t 4 \
-        "$g" run collectives/allreduce collectives/allgather --quick --topologies 2 --report "$tmp/c.json"
+        "$g" run collectives/allreduce collectives/allgather --quick --rounds 1 --topologies 2 --report "$tmp/c.json"
     "$check" "$tmp/c.json" --no-errors --no-failed-checks >/dev/null ||
         fail "collectives under srun --mpi=pmi2: the report is not valid with every check passed"
     # srun's default plugin here (MpiDefault=pmix) is not one this MPICH speaks: each task
