@@ -89,6 +89,11 @@ if [ "$rounds" -gt 1 ]; then
 else
     grep -q '"rounds"' "$tmp/c.json" && fail "--rounds 1, yet a metric says it was timed in rounds"
 fi
+# more ranks than cores: no raw baseline timed, and the result says why
+if [ "$np" -gt "$(nproc)" ]; then
+    grep -q '"raw": "none: oversubscribed' "$tmp/c.json" ||
+        fail "$np ranks on $(nproc) cores: the results do not say the raw baseline was left out"
+fi
 # a row of the primary combination reached 1 MiB with 0 wrong
 grep -qE '^ +1048576 +[0-9]+ +fp32 +sum .* 0 ' <<<"$out" || fail "no fp32 sum row at 1 MiB"
 
