@@ -322,7 +322,7 @@ static gt_status hs_run(const gt_suite_ctx *ctx) {
         } else {
             gt_probe_peaks pk;
             memset(&pk, 0, sizeof pk);
-            gt_status ps = gt_probe_peaks_get(be, &pk);
+            gt_status ps = gt_probe_peaks_fresh(be, &pk);
             if (want_fma) {
                 /* the FMA loop exists for host backends only */
                 if (be->device != GT_DEVICE_HOST) {

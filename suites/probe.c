@@ -296,17 +296,52 @@ static struct {
     int threads;
     gt_probe_peaks p;
     double gemm[GT_DTYPE_COUNT]; /* gt_probe_gemm_peak, device backends; 0: not yet */
+    int measured;                /* 0: read from GT_PROBE_CACHE's file */
 } probe_cache[PROBE_CACHE];
 static int probe_cached;
 
+/* Into this process's cache (a measured set replaces one read from the file). */
+static gt_status remember_peaks(const gt_backend *be, const gt_probe_peaks *p, int measured,
+                                gt_probe_peaks *out) {
+    int i = 0;
+    while (i < probe_cached &&
+           (strcmp(probe_cache[i].name, be->name) || probe_cache[i].threads != be->threads))
+        i++;
+    if (i < PROBE_CACHE) {
+        snprintf(probe_cache[i].name, sizeof probe_cache[0].name, "%s", be->name);
+        probe_cache[i].threads = be->threads;
+        probe_cache[i].p = *p;
+        probe_cache[i].measured = measured;
+        memset(probe_cache[i].gemm, 0, sizeof probe_cache[0].gemm);
+        if (i == probe_cached) probe_cached++;
+    }
+    *out = *p;
+    return GT_OK;
+}
+
+static gt_status peaks_of(gt_backend *be, int fresh, gt_probe_peaks *out);
+
 gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out) {
+    return peaks_of(be, 0, out);
+}
+
+gt_status gt_probe_peaks_fresh(gt_backend *be, gt_probe_peaks *out) {
+    return peaks_of(be, 1, out);
+}
+
+/* Remembered in this process (and in GT_PROBE_CACHE's file) by backend
+ * name and threads; `fresh`: measured unless this process measured them. */
+static gt_status peaks_of(gt_backend *be, int fresh, gt_probe_peaks *out) {
     for (int i = 0; i < probe_cached; i++)
-        if (!strcmp(probe_cache[i].name, be->name) && probe_cache[i].threads == be->threads) {
+        if (!strcmp(probe_cache[i].name, be->name) && probe_cache[i].threads == be->threads &&
+            (!fresh || probe_cache[i].measured)) {
             *out = probe_cache[i].p;
             return GT_OK;
         }
     gt_probe_peaks p;
     memset(&p, 0, sizeof p);
+    int measured = fresh || !gt_probe_cache_load_peaks(be, &p);
+    if (!measured) return remember_peaks(be, &p, 0, out);
     gt_status s = gt_probe_measure_peaks(be, &p.peaks);
     if (s != GT_OK) return s;
     double samples[5];
@@ -323,15 +358,8 @@ gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out) {
     if (s != GT_OK) return s;
     for (int i = 0; i < 5; i++)
         if (samples[i] > p.mem_best_gbps) p.mem_best_gbps = samples[i];
-    if (probe_cached < PROBE_CACHE) {
-        snprintf(probe_cache[probe_cached].name, sizeof probe_cache[0].name, "%s", be->name);
-        probe_cache[probe_cached].threads = be->threads;
-        probe_cache[probe_cached].p = p;
-        memset(probe_cache[probe_cached].gemm, 0, sizeof probe_cache[0].gemm);
-        probe_cached++;
-    }
-    *out = p;
-    return GT_OK;
+    gt_probe_cache_store_peaks(be, &p);
+    return remember_peaks(be, &p, 1, out);
 }
 
 gt_status gt_probe_gemm_peak(gt_backend *be, gt_dtype dt, double *gflops, const char **how) {
@@ -803,18 +831,10 @@ static gt_status device_levels(gt_backend *be, gt_probe_level *lv, int *n) {
     return GT_OK;
 }
 
-gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n) {
-    *n = 0;
-    for (int i = 0; i < level_cached; i++)
-        if (!strcmp(level_cache[i].name, be->name) && level_cache[i].threads == be->threads) {
-            memcpy(lv, level_cache[i].lv, sizeof level_cache[i].lv);
-            *n = level_cache[i].n;
-            return GT_OK;
-        }
+/* The levels of gt_probe_levels_get, measured: l[GT_PROBE_MAX_LEVELS] zeroed. */
+static gt_status measure_levels(gt_backend *be, gt_probe_level *l, int *nk) {
     gt_probe_peaks pk;
     GT_TRY(gt_probe_peaks_get(be, &pk));
-    gt_probe_level l[GT_PROBE_MAX_LEVELS];
-    memset(l, 0, sizeof l);
     int k = 0;
     int threads = be->threads > 0 ? be->threads : 1;
     double mem_gbps = 0.0; /* host: the other patterns on the memory triad's sizes */
@@ -852,6 +872,25 @@ gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n) {
                  mem_which);
     }
     k++;
+    *nk = k;
+    return GT_OK;
+}
+
+gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n) {
+    *n = 0;
+    for (int i = 0; i < level_cached; i++)
+        if (!strcmp(level_cache[i].name, be->name) && level_cache[i].threads == be->threads) {
+            memcpy(lv, level_cache[i].lv, sizeof level_cache[i].lv);
+            *n = level_cache[i].n;
+            return GT_OK;
+        }
+    gt_probe_level l[GT_PROBE_MAX_LEVELS];
+    memset(l, 0, sizeof l);
+    int k = 0;
+    if (!gt_probe_cache_load_levels(be, l, &k)) {
+        GT_TRY(measure_levels(be, l, &k));
+        gt_probe_cache_store_levels(be, l, k);
+    }
     if (level_cached < PROBE_CACHE) {
         snprintf(level_cache[level_cached].name, sizeof level_cache[0].name, "%s", be->name);
         level_cache[level_cached].threads = be->threads;

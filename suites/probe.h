@@ -70,6 +70,21 @@ typedef struct gt_probe_peaks {
     const char *mem_how; /* "host triad, 3 x 64 MiB" / "device copy, 512 MiB, ..." (static) */
 } gt_probe_peaks;
 gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out);
+/* The same, measured in this process whatever GT_PROBE_CACHE holds (the
+ * health suite, whose results are these measurements); remembered as
+ * gt_probe_peaks_get's are, and written to the cache. */
+gt_status gt_probe_peaks_fresh(gt_backend *be, gt_probe_peaks *out);
+
+/* ---- Probe cache ------------------------------------------------------------
+ * GT_PROBE_CACHE=FILE keeps a host backend's peaks (gt_probe_peaks_get) and
+ * memory levels (gt_probe_levels_get) in FILE, keyed by the backend, its
+ * threads, the online CPUs and the CPU model: the first process measures and
+ * writes them, later ones read them instead of spending a second or two on
+ * the probes (the tests set it: CMakeLists.txt, GT_TEST_ENV). What the
+ * cache gave says so ("from GT_PROBE_CACHE" in the figures' how). Device
+ * backends never use it. A load returns 1 when a complete set was read. */
+int gt_probe_cache_load_peaks(const gt_backend *be, gt_probe_peaks *out);
+void gt_probe_cache_store_peaks(const gt_backend *be, const gt_probe_peaks *p);
 
 /* ---- the memory hierarchy ------------------------------------------------------
  * A kernel whose operands stay in a cache between calls moves its bytes at
@@ -134,6 +149,9 @@ int gt_probe_host_plan(const gt_probe_cache *c, int nc, int threads, int ncpu, g
  *     unknown) whose buffers stay in L2 (best of 5), then main memory: the
  *     best sample of gt_probe_peaks_get's copy. */
 gt_status gt_probe_levels_get(gt_backend *be, gt_probe_level *lv, int *n);
+/* The probe cache's levels (see "Probe cache" above). */
+int gt_probe_cache_load_levels(const gt_backend *be, gt_probe_level *lv, int *n);
+void gt_probe_cache_store_levels(const gt_backend *be, const gt_probe_level *lv, int n);
 
 /* The compute peak that an op of storage dtype `dt` is judged against, in
  * GFLOP/s, measured once per process per backend (name, threads) and dtype:

@@ -2,7 +2,10 @@
  * against (suites/probe.h), with no measurement: gt_probe_level_pick on
  * host-like and cuda-like level tables, the host cache discovery on a
  * made-up sysfs tree, the plan of the host probes (capacities per thread
- * count, probe sizes) and the GPU L2 sizes of the datasheet table. */
+ * count, probe sizes), the GPU L2 sizes of the datasheet table, and the
+ * probe cache (GT_PROBE_CACHE): what is stored reads back bit for bit under
+ * its key only, a damaged or partial file reads as nothing, device backends
+ * never use it. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -157,10 +160,86 @@ static void test_datasheet(void) {
     EXPECT(gt_probe_datasheet_l2_bytes(NULL) == 0, "NULL: 0");
 }
 
+static void test_cache(void) {
+    char dir[] = "/tmp/gt_probe_cacheXXXXXX", file[256], tmp[300];
+    EXPECT(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(file, sizeof file, "%s/cache.txt", dir);
+    gt_backend cpu2 = {.name = "cpu", .threads = 2, .device = GT_DEVICE_HOST};
+    gt_backend cpu1 = cpu2, cuda = cpu2;
+    cpu1.threads = 1;
+    cuda.name = "cuda";
+    cuda.device = GT_DEVICE_CUDA;
+    gt_probe_peaks p = {.peaks = {.fma_gflops = 80.4377, .sgemm_gflops = 158.88,
+                                  .sgemm_best_gflops = 160.365, .sgemm_n = 2048},
+                        .mem_gbps = 24.42616, .mem_best_gbps = 25.787, .mem_how = "x"};
+    gt_probe_level lv[3] = {{.level = 1, .bytes = 65536, .gbps = 311.5, .how = "L1: probe"},
+                            {.level = 3, .bytes = 33554432, .gbps = 124.04, .how = "L3: probe"},
+                            {.level = 0, .bytes = 0, .gbps = 37.3687, .how = "memory: probe"}};
+    gt_probe_peaks q;
+    gt_probe_level r[GT_PROBE_MAX_LEVELS];
+    int n = 0;
+
+    unsetenv("GT_PROBE_CACHE");
+    gt_probe_cache_store_peaks(&cpu2, &p);
+    EXPECT(!gt_probe_cache_load_peaks(&cpu2, &q), "no GT_PROBE_CACHE: nothing read");
+    setenv("GT_PROBE_CACHE", file, 1);
+    EXPECT(!gt_probe_cache_load_peaks(&cpu2, &q), "no file yet: nothing read");
+    gt_probe_cache_store_peaks(&cpu2, &p);
+    gt_probe_cache_store_levels(&cpu2, lv, 3);
+    gt_probe_cache_store_peaks(&cuda, &p);
+    EXPECT(gt_probe_cache_load_peaks(&cpu2, &q) && q.peaks.fma_gflops == p.peaks.fma_gflops &&
+               q.peaks.sgemm_gflops == p.peaks.sgemm_gflops &&
+               q.peaks.sgemm_best_gflops == p.peaks.sgemm_best_gflops && q.peaks.sgemm_n == 2048 &&
+               q.mem_gbps == p.mem_gbps && q.mem_best_gbps == p.mem_best_gbps &&
+               strstr(q.mem_how, "GT_PROBE_CACHE"),
+           "peaks read back bit for bit, saying where they came from");
+    EXPECT(gt_probe_cache_load_levels(&cpu2, r, &n) && n == 3 && r[1].level == 3 &&
+               r[1].bytes == lv[1].bytes && r[1].gbps == lv[1].gbps && r[2].level == 0 &&
+               strncmp(r[0].how, "L1: probe", 9) == 0 && strstr(r[0].how, "GT_PROBE_CACHE"),
+           "levels read back (%d)", n);
+    EXPECT(!gt_probe_cache_load_peaks(&cpu1, &q) && !gt_probe_cache_load_levels(&cpu1, r, &n),
+           "another thread count: nothing read");
+    EXPECT(!gt_probe_cache_load_peaks(&cuda, &q), "a device backend: never cached");
+    /* a second store replaces the key's lines instead of adding to them */
+    p.peaks.fma_gflops = 99.5;
+    gt_probe_cache_store_peaks(&cpu2, &p);
+    gt_probe_cache_store_levels(&cpu2, lv, 2); /* no main-memory level: incomplete */
+    EXPECT(gt_probe_cache_load_peaks(&cpu2, &q) && q.peaks.fma_gflops == 99.5, "stored again");
+    EXPECT(!gt_probe_cache_load_levels(&cpu2, r, &n), "levels without main memory: nothing read");
+    FILE *f = fopen(file, "r");
+    int lines = 0, c;
+    while (f && (c = fgetc(f)) != EOF) lines += c == '\n';
+    if (f) fclose(f);
+    EXPECT(lines == 1 + 1 + 2, "a header, one peaks line, two level lines: %d lines", lines);
+    /* damaged: the file cut inside its peaks line */
+    char buf[4096];
+    size_t got = 0;
+    f = fopen(file, "r");
+    if (f) {
+        got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+    }
+    buf[got] = '\0';
+    char *cut = strstr(buf, "\tpeaks\t");
+    EXPECT(cut != NULL, "the peaks line is there");
+    f = fopen(file, "w");
+    if (f && cut) {
+        fwrite(buf, 1, (size_t)(cut - buf) + 12, f); /* the key, "peaks", a few digits */
+        fclose(f);
+    }
+    EXPECT(!gt_probe_cache_load_peaks(&cpu2, &q), "a cut file: nothing read");
+    gt_probe_cache_store_peaks(&cpu2, &p);
+    EXPECT(gt_probe_cache_load_peaks(&cpu2, &q), "a damaged file is written over by a store");
+    unsetenv("GT_PROBE_CACHE");
+    snprintf(tmp, sizeof tmp, "rm -rf %s", dir);
+    EXPECT(system(tmp) == 0, "clean up");
+}
+
 int main(void) {
     test_pick();
     test_caches_and_plan();
     test_datasheet();
+    test_cache();
     /* this machine: whatever it has, the discovery does not fail or overflow */
     gt_probe_cache c[4];
     int n = gt_probe_host_caches(NULL, c, 4);
