@@ -697,6 +697,60 @@ static double metric_of(json_t *res, const char *name, int *have) {
     return *have ? json_number_value(v) : 0;
 }
 
+/* The out-of-place result of collectives case `name` on o's topology and
+ * backend, or NULL. */
+static json_t *coll_peer(gt_report *r, json_t *o, const char *name) {
+    for (size_t j = 0; j < r->n_res; j++) {
+        json_t *q = r->res[j]->obj;
+        if (strcmp(str_of(q, "suite"), "collectives") == 0 && strcmp(str_of(q, "case"), name) == 0 &&
+            strcmp(str_of(q, "topology"), str_of(o, "topology")) == 0 &&
+            strcmp(str_of(q, "backend"), str_of(o, "backend")) == 0 &&
+            json_integer_value(json_object_get(json_object_get(q, "params"), "in_place")) == 0)
+            return q;
+    }
+    return NULL;
+}
+
+/* A library tuning problem: an all-reduce is a reduce-scatter and an
+ * all-gather, so neither half should move data more slowly than the same
+ * library's all-reduce at the same size (busbw counts each collective's own
+ * traffic). Named where the raw library call of a half is over
+ * GT_TUNING_FACTOR times slower than raw allreduce, at 64 KiB and above
+ * (docs/distributed.md, "Reduce-scatter"): a note, not a failed check. */
+#define GT_TUNING_FACTOR 4.0
+static void print_library_tuning(gt_report *r, FILE *f) {
+    static const char *halves[] = {"reduce_scatter/fp32/sum", "allgather/fp32"};
+    for (size_t i = 0; i < r->n_res; i++) {
+        json_t *o = r->res[i]->obj;
+        const char *c = str_of(o, "case");
+        size_t cl = strlen(c), h = 0;
+        while (h < 2 && (cl < strlen(halves[h]) || strcmp(c + cl - strlen(halves[h]), halves[h])))
+            h++;
+        if (h == 2 || strcmp(str_of(o, "suite"), "collectives") != 0 ||
+            json_integer_value(json_object_get(json_object_get(o, "params"), "in_place")) != 0)
+            continue;
+        char ar_name[160]; /* the all-reduce of the same scope (intra_node/ ...) */
+        snprintf(ar_name, sizeof ar_name, "%.*sallreduce/fp32/sum", (int)(cl - strlen(halves[h])), c);
+        json_t *ar = coll_peer(r, o, ar_name);
+        double worst = 0, hb = 0, ab = 0;
+        unsigned long long at = 0;
+        const char *k;
+        json_t *m;
+        json_object_foreach(json_object_get(o, "metrics"), k, m) {
+            unsigned long long sz;
+            int have_h = 0, have_a = 0;
+            if (!ar || sscanf(k, "raw_busbw_%llu", &sz) != 1 || sz < (64ull << 10)) continue;
+            double x = metric_of(o, k, &have_h), y = metric_of(ar, k, &have_a);
+            if (have_h && have_a && x > 0 && y / x > worst) worst = y / x, hb = x, ab = y, at = sz;
+        }
+        if (worst <= GT_TUNING_FACTOR) continue;
+        fprintf(f, "  note: the library's %s on %s rank(s) at %llu KiB: %.2f GB/s busbw, %.0fx below "
+                   "its own allreduce (%.2f GB/s), which does a reduce-scatter and an all-gather: "
+                   "a tuning problem of the library (docs/distributed.md, \"Reduce-scatter\")\n",
+                c, str_of(o, "topology"), at >> 10, hb, worst, ab);
+    }
+}
+
 void gt_report_print_highlights(gt_report *r, FILE *f) {
     /* the machine: health's peaks on each topology it ran on */
     int said = 0;
@@ -788,4 +842,5 @@ void gt_report_print_highlights(gt_report *r, FILE *f) {
             fprintf(f, "  %-24s %3s rank(s) %8s  busbw %8.2f GB/s  raw n/a\n", str_of(o, "case"),
                     str_of(o, "topology"), sz, bw);
     }
+    if (said) print_library_tuning(r, f);
 }

@@ -340,8 +340,9 @@ static gt_status peaks_of(gt_backend *be, int fresh, gt_probe_peaks *out) {
         }
     gt_probe_peaks p;
     memset(&p, 0, sizeof p);
-    int measured = fresh || !gt_probe_cache_load_peaks(be, &p);
-    if (!measured) return remember_peaks(be, &p, 0, out);
+    int cached = gt_probe_cache_load_peaks(be, &p);
+    if (cached && !fresh) return remember_peaks(be, &p, 0, out);
+    memset(&p, 0, sizeof p);
     gt_status s = gt_probe_measure_peaks(be, &p.peaks);
     if (s != GT_OK) return s;
     double samples[5];
@@ -358,7 +359,9 @@ static gt_status peaks_of(gt_backend *be, int fresh, gt_probe_peaks *out) {
     if (s != GT_OK) return s;
     for (int i = 0; i < 5; i++)
         if (samples[i] > p.mem_best_gbps) p.mem_best_gbps = samples[i];
-    gt_probe_cache_store_peaks(be, &p);
+    /* the cache is filled, never replaced: a fresh measurement (health's) may
+     * be taken beside other work, the cache's first one on purpose alone */
+    if (!cached) gt_probe_cache_store_peaks(be, &p);
     return remember_peaks(be, &p, 1, out);
 }
 

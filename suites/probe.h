@@ -72,7 +72,7 @@ typedef struct gt_probe_peaks {
 gt_status gt_probe_peaks_get(gt_backend *be, gt_probe_peaks *out);
 /* The same, measured in this process whatever GT_PROBE_CACHE holds (the
  * health suite, whose results are these measurements); remembered as
- * gt_probe_peaks_get's are, and written to the cache. */
+ * gt_probe_peaks_get's are, and written to the cache only when it had none. */
 gt_status gt_probe_peaks_fresh(gt_backend *be, gt_probe_peaks *out);
 
 /* ---- Probe cache ------------------------------------------------------------
@@ -80,7 +80,8 @@ gt_status gt_probe_peaks_fresh(gt_backend *be, gt_probe_peaks *out);
  * memory levels (gt_probe_levels_get) in FILE, keyed by the backend, its
  * threads, the online CPUs and the CPU model: the first process measures and
  * writes them, later ones read them instead of spending a second or two on
- * the probes (the tests set it: CMakeLists.txt, GT_TEST_ENV). What the
+ * the probes (the tests set it: CMakeLists.txt, GT_TEST_ENV); a set once
+ * written is never replaced (delete the file to measure again). What the
  * cache gave says so ("from GT_PROBE_CACHE" in the figures' how). Device
  * backends never use it. A load returns 1 when a complete set was read. */
 int gt_probe_cache_load_peaks(const gt_backend *be, gt_probe_peaks *out);
