@@ -150,6 +150,19 @@ static void blocks(uint64_t seed, uint64_t stream, uint64_t b0, uint32_t w[4][PA
  * batch of pairs, and any value that a difference of 2^-36 could round to
  * another float is recomputed with glibc. */
 
+/* x < 2^53 (up to 2^53 itself) as a double, exactly, with only the
+ * operations AVX2 has in vector lanes (a 64-bit integer to double needs
+ * AVX-512: without it GCC left the whole Box-Muller loop scalar): two
+ * halves of at most 27 bits through the 2^52 exponent trick, each exact,
+ * their sum exact. */
+static inline double u53_to_double(uint64_t x) {
+    uint64_t hb = 0x4330000000000000ULL | (x >> 26), lb = 0x4330000000000000ULL | (x & 0x3ffffffULL);
+    double h, l;
+    memcpy(&h, &hb, sizeof h);
+    memcpy(&l, &lb, sizeof l);
+    return (h - 0x1p52) * 0x1p26 + (l - 0x1p52);
+}
+
 /* ln(x) for x in (0, 1], normal: x = m 2^k with m in [sqrt(1/2), sqrt(2)),
  * ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.1716, by its series to
  * s^17 (the first term left out is below 1e-15 of the result). */
@@ -172,7 +185,7 @@ static inline double fast_log(double x) {
     p = p * z + 1.0 / 5;
     p = p * z + 1.0 / 3;
     double lnm = 2.0 * s + 2.0 * s * z * p;
-    return (double)k * 0.693147180559945309417232121458 + lnm;
+    return (double)(int32_t)k * 0.693147180559945309417232121458 + lnm; /* |k| < 1100 */
 }
 
 /* sin and cos of theta in [0, 2 pi): theta = q pi/2 + r with |r| <= pi/4
@@ -237,11 +250,18 @@ static inline int same_float_within(double x, double d) {
  * glibc's for certain. */
 static void fast_pairs(const uint32_t w[4][PAIRS], double *restrict xc, double *restrict xs,
                        int *restrict exact) {
+    /* omp simd: vectorised whatever the target's cost model says (GCC 12 with
+     * -march=native left this loop scalar on an AMD EPYC, family 25: 4-5x
+     * slower, docs/performance.md); the floats do not depend on it (see
+     * same_float_within) */
+#ifdef _OPENMP
+#pragma omp simd
+#endif
     for (int j = 0; j < PAIRS; j++) {
         uint64_t a = (uint64_t)w[0][j] | (uint64_t)w[1][j] << 32;
         uint64_t b = (uint64_t)w[2][j] | (uint64_t)w[3][j] << 32;
-        double u1 = (double)((a >> 11) + 1) * 0x1p-53;
-        double u2 = (double)(b >> 11) * 0x1p-53;
+        double u1 = u53_to_double((a >> 11) + 1) * 0x1p-53; /* glibc_pair's u1 and u2 */
+        double u2 = u53_to_double(b >> 11) * 0x1p-53;
         double r = sqrt(-2.0 * fast_log(u1)), sn, cs;
         fast_sincos(6.283185307179586476925286766559 * u2, &sn, &cs);
         xc[j] = r * cs;
