@@ -250,13 +250,6 @@ static inline int same_float_within(double x, double d) {
  * glibc's for certain. */
 static void fast_pairs(const uint32_t w[4][PAIRS], double *restrict xc, double *restrict xs,
                        int *restrict exact) {
-    /* omp simd: vectorised whatever the target's cost model says (GCC 12 with
-     * -march=native left this loop scalar on an AMD EPYC, family 25: 4-5x
-     * slower, docs/performance.md); the floats do not depend on it (see
-     * same_float_within) */
-#ifdef _OPENMP
-#pragma omp simd
-#endif
     for (int j = 0; j < PAIRS; j++) {
         uint64_t a = (uint64_t)w[0][j] | (uint64_t)w[1][j] << 32;
         uint64_t b = (uint64_t)w[2][j] | (uint64_t)w[3][j] << 32;
