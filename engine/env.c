@@ -35,9 +35,26 @@ static void trim(char *s) {
     while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
 }
 
-static void read_cpu(gt_env *e) {
+void gt_env_cpu_model(char *out, size_t len) {
     FILE *f = fopen("/proc/cpuinfo", "r");
-    snprintf(e->cpu_model, sizeof e->cpu_model, "unknown");
+    if (len) snprintf(out, len, "unknown");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon || strncmp(line, "model name", 10) != 0) continue;
+        char *val = colon + 1;
+        while (*val == ' ') val++;
+        trim(val);
+        snprintf(out, len, "%s", val);
+        break;
+    }
+    fclose(f);
+}
+
+static void read_cpu(gt_env *e) {
+    gt_env_cpu_model(e->cpu_model, sizeof e->cpu_model);
+    FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
     char line[512];
     int phys_ids[256], n_phys = 0, cores_per = 0;
@@ -47,9 +64,7 @@ static void read_cpu(gt_env *e) {
         char *val = colon + 1;
         while (*val == ' ') val++;
         trim(val);
-        if (strncmp(line, "model name", 10) == 0 && strcmp(e->cpu_model, "unknown") == 0)
-            snprintf(e->cpu_model, sizeof e->cpu_model, "%s", val);
-        else if (strncmp(line, "physical id", 11) == 0) {
+        if (strncmp(line, "physical id", 11) == 0) {
             int id = atoi(val), seen = 0;
             for (int i = 0; i < n_phys; i++) seen |= phys_ids[i] == id;
             if (!seen && n_phys < 256) phys_ids[n_phys++] = id;

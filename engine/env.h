@@ -109,6 +109,10 @@ long gt_env_launch_size(void);
  * for the per-rank binding table (no GPU libraries loaded). */
 void gt_env_host_affinity(char *host, size_t host_len, char *cpus, size_t cpus_len);
 
+/* Just the CPU's model name from /proc/cpuinfo ("unknown" where it says
+ * none): cheap, for keys that must change with the CPU (suites/probe_cache.c). */
+void gt_env_cpu_model(char *out, size_t len);
+
 /* Collects everything above (fast: no benchmarks). */
 gt_status gt_env_collect(gt_env *out);
 /* The threads an OpenMP parallel region gets once `asked` (> 0) are

@@ -718,19 +718,30 @@ static json_t *coll_peer(gt_report *r, json_t *o, const char *name) {
  * GT_TUNING_FACTOR times slower than raw allreduce, at 64 KiB and above
  * (docs/distributed.md, "Reduce-scatter"): a note, not a failed check. */
 #define GT_TUNING_FACTOR 4.0
-static void print_library_tuning(gt_report *r, FILE *f) {
+
+/* The length of case c's scope prefix ("", "intra_node/") when c is one of
+ * an all-reduce's halves in fp32 (reduce_scatter/fp32/sum, allgather/fp32);
+ * -1 otherwise. */
+static int half_scope(const char *c) {
     static const char *halves[] = {"reduce_scatter/fp32/sum", "allgather/fp32"};
+    size_t cl = strlen(c);
+    for (size_t h = 0; h < sizeof halves / sizeof halves[0]; h++) {
+        size_t hl = strlen(halves[h]);
+        if (cl >= hl && strcmp(c + cl - hl, halves[h]) == 0) return (int)(cl - hl);
+    }
+    return -1;
+}
+
+static void print_library_tuning(gt_report *r, FILE *f) {
     for (size_t i = 0; i < r->n_res; i++) {
         json_t *o = r->res[i]->obj;
         const char *c = str_of(o, "case");
-        size_t cl = strlen(c), h = 0;
-        while (h < 2 && (cl < strlen(halves[h]) || strcmp(c + cl - strlen(halves[h]), halves[h])))
-            h++;
-        if (h == 2 || strcmp(str_of(o, "suite"), "collectives") != 0 ||
+        int scope = half_scope(c);
+        if (scope < 0 || strcmp(str_of(o, "suite"), "collectives") != 0 ||
             json_integer_value(json_object_get(json_object_get(o, "params"), "in_place")) != 0)
             continue;
         char ar_name[160]; /* the all-reduce of the same scope (intra_node/ ...) */
-        snprintf(ar_name, sizeof ar_name, "%.*sallreduce/fp32/sum", (int)(cl - strlen(halves[h])), c);
+        snprintf(ar_name, sizeof ar_name, "%.*sallreduce/fp32/sum", scope, c);
         json_t *ar = coll_peer(r, o, ar_name);
         double worst = 0, hb = 0, ab = 0;
         unsigned long long at = 0;

@@ -26,24 +26,9 @@ static const char *cache_file(const gt_backend *be) {
     return f && *f && be->device == GT_DEVICE_HOST ? f : NULL;
 }
 
-static void cpu_model(char *out, size_t cap) {
-    snprintf(out, cap, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[LINE_MAX_LEN];
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) != 0 || !colon) continue;
-        snprintf(out, cap, "%s", colon + 2);
-        out[strcspn(out, "\t\n")] = '\0';
-        break;
-    }
-    fclose(f);
-}
-
 static void cache_key(const gt_backend *be, char *key, size_t cap) {
     char model[128];
-    cpu_model(model, sizeof model);
+    gt_env_cpu_model(model, sizeof model);
     snprintf(key, cap, "%s threads=%d ncpu=%ld %s", be->name, be->threads,
              sysconf(_SC_NPROCESSORS_ONLN), model);
 }
@@ -84,6 +69,7 @@ int gt_probe_cache_load_levels(const gt_backend *be, gt_probe_level *lv, int *n)
     if (!f) return 0;
     char key[256], line[LINE_MAX_LEN];
     cache_key(be, key, sizeof key);
+    gt_probe_level got[GT_PROBE_MAX_LEVELS];
     int k = 0, ok = 1;
     while (ok && fgets(line, sizeof line, f)) {
         char *rest = own_line(line, key);
@@ -97,11 +83,12 @@ int gt_probe_cache_load_levels(const gt_backend *be, gt_probe_level *lv, int *n)
         char *how = rest + 6 + used;
         how[strcspn(how, "\n")] = '\0';
         snprintf(l.how, sizeof l.how, "%s (from GT_PROBE_CACHE)", how);
-        lv[k++] = l;
+        got[k++] = l;
     }
     fclose(f);
     /* complete: the last level is main memory */
-    if (!ok || k == 0 || lv[k - 1].level != 0) return 0;
+    if (!ok || k == 0 || got[k - 1].level != 0) return 0;
+    memcpy(lv, got, (size_t)k * sizeof *got);
     *n = k;
     return 1;
 }
