@@ -8,6 +8,7 @@
 
 #include "engine/comm.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/timer.h"
 
@@ -121,6 +123,12 @@ static gt_status comm_wrap(const gt_comm_backend *be, void *impl, int rank, int 
     return GT_OK;
 }
 
+/* The launcher's notice that a process of the job failed (see "the
+ * launcher's notice" below): set by its signal handler. */
+static volatile sig_atomic_t g_peer_failed;
+static void notice_init(void);
+static gt_status peer_failed_error(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq);
+
 gt_status gt_comm_world(const gt_comm_config *cfg, gt_comm **out) {
     if (!out) return GT_ERR(GT_ERR_INVALID, "gt_comm_world: out is NULL");
     *out = NULL;
@@ -171,6 +179,10 @@ gt_status gt_comm_world(const gt_comm_config *cfg, gt_comm **out) {
     }
     GT_TRY(comm_wrap(be, impl, rank, size, cfg->timeout_s, out));
     gt_error_set_context(rank, -1);
+    if (be == &gt_comm_mpi_backend && size > 1) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, notice_init);
+    }
     return GT_OK;
 }
 
@@ -231,9 +243,11 @@ static void format_world_ranks(const gt_comm *c, char *buf, size_t n) {
 }
 
 /* The hang report: operation, sequence number, size, ranks and who it waits
- * for, then `outcome`. Shared by the polling wait and the watchdog thread. */
-static void format_timeout(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq,
-                           double waited, const char *outcome, char *out, size_t n) {
+ * for, then `outcome`. Shared by the polling wait and the watchdog thread.
+ * notice: the launcher said a process of the job failed while it waited
+ * (gt_comm's failure notice), rather than the deadline passing. */
+static void format_hang(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq, double waited,
+                        int notice, const char *outcome, char *out, size_t n) {
     char size[32], peers[160], ranks[128], extra[64] = "";
     size_t bytes = d->count * gt_dtype_size(d->dt);
     if (d->coll == GT_COLL_REDUCE_SCATTER || d->coll == GT_COLL_ALLTOALL)
@@ -257,10 +271,21 @@ static void format_timeout(const gt_comm *c, const gt_comm_op_desc *d, uint64_t 
     else
         snprintf(opdesc, sizeof opdesc, "%s #%llu (%s %s%s)", gt_coll_name(d->coll),
                  (unsigned long long)seq, size, gt_dtype_name(d->dt), extra);
-    snprintf(out, n,
-             "%s on a communicator of %d ranks (%s) did not complete within %g s "
-             "(waited %.1f s); waiting for: %s; %s",
-             opdesc, c->size, ranks, c->timeout_s, waited, peers, outcome);
+    if (notice)
+        snprintf(out, n,
+                 "%s on a communicator of %d ranks (%s) was waiting (%.1f s) when the launcher "
+                 "said that another process of the job had failed; waiting for: %s; %s",
+                 opdesc, c->size, ranks, waited, peers, outcome);
+    else
+        snprintf(out, n,
+                 "%s on a communicator of %d ranks (%s) did not complete within %g s "
+                 "(waited %.1f s); waiting for: %s; %s",
+                 opdesc, c->size, ranks, c->timeout_s, waited, peers, outcome);
+}
+
+static void format_timeout(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq,
+                           double waited, const char *outcome, char *out, size_t n) {
+    format_hang(c, d, seq, waited, 0, outcome, out, n);
 }
 
 static gt_status timeout_error(gt_comm *c, const gt_comm_request *r, double waited,
@@ -290,6 +315,11 @@ static gt_status comm_wait(gt_comm *c, gt_comm_request *r, int idle) {
         int done = 0;
         s = c->be->test(c->impl, r->handle, &done);
         if (s != GT_OK || done) break;
+        if (g_peer_failed) {
+            if (!c->be->cancel(c->impl, r->handle)) c->broken = 1;
+            s = peer_failed_error(c, &r->d, r->seq);
+            break;
+        }
         if (idle || (polls & 63u) == 63u || polls > 256) {
             double t = now_s();
             if (deadline > 0 && t >= deadline) {
@@ -384,14 +414,14 @@ void gt_comm_set_timeout_handler(gt_comm_timeout_handler fn, void *ctx) {
     pthread_mutex_unlock(&g_wd.mu);
 }
 
-/* Reports the expired call and ends the job. Entered with the mutex held
- * and firing set; never returns. */
-static void wd_fire(void) {
+/* Reports the expired call (notice: the call the launcher's failure notice
+ * found waiting) and ends the job. Entered with the mutex held and firing
+ * set; never returns. */
+static void wd_fire(int notice) {
     const gt_comm *c = g_wd.c;
     char msg[640], line[700];
-    format_timeout(c, g_wd.d, g_wd.seq, (double)(gt_now_ns() - g_wd.start_ns) * 1e-9,
-                   "a blocking collective cannot be cancelled: aborting the job", msg,
-                   sizeof msg);
+    format_hang(c, g_wd.d, g_wd.seq, (double)(gt_now_ns() - g_wd.start_ns) * 1e-9, notice,
+                "a blocking collective cannot be cancelled: aborting the job", msg, sizeof msg);
     snprintf(line, sizeof line, "rank %d: %s", c->world_ranks[c->rank], msg);
     gt_comm_timeout_handler fn = g_wd.handler;
     void *ctx = g_wd.handler_ctx;
@@ -433,7 +463,7 @@ static void *wd_main(void *arg) {
         g_wd.sleeping = WD_AWAKE;
     }
     g_wd.firing = 1;
-    wd_fire();
+    wd_fire(0);
     return NULL;
 }
 
@@ -486,11 +516,85 @@ static void wd_disarm(void) {
     pthread_mutex_unlock(&g_wd.mu);
 }
 
+/* ---- the launcher's notice that a process failed ------------------------------
+ * Hydra (MPICH's launcher; Intel MPI's is one too) run with
+ * -disable-auto-cleanup leaves the survivors of a dead process running and
+ * tells each with SIGUSR1, whose default action ends the process on the
+ * spot: no report, nothing said about what it waited for. Under Hydra
+ * (HYDI_CONTROL_FD in the environment) the signal is taken instead: the
+ * handler notes it and wakes a thread that ends a blocking collective in
+ * flight as the watchdog would (named, reported, the job aborted), and any
+ * later wait of this process fails at once (comm_wait, comm_blocking). */
+static int g_notice_fd[2] = {-1, -1};
+
+static void notice_handler(int sig) {
+    (void)sig;
+    g_peer_failed = 1;
+    int saved = errno;
+    /* the launcher may be gone next: a write to its pipes then fails
+     * instead of ending the process before the report is written */
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, NULL);
+    char b = 1;
+    if (write(g_notice_fd[1], &b, 1) < 0) { /* full or closed: the flag still holds */
+    }
+    errno = saved;
+}
+
+static void *notice_main(void *arg) {
+    (void)arg;
+    char b;
+    while (read(g_notice_fd[0], &b, 1) < 0 && errno == EINTR) {
+    }
+    pthread_mutex_lock(&g_wd.mu);
+    if (g_wd.armed && !g_wd.firing) {
+        g_wd.firing = 1;
+        wd_fire(1);
+    }
+    pthread_mutex_unlock(&g_wd.mu);
+    return NULL;
+}
+
+static void notice_init(void) {
+    if (!getenv("HYDI_CONTROL_FD") || pipe(g_notice_fd) != 0) return;
+    pthread_once(&g_wd_once, wd_init); /* the thread that ends a blocking call */
+    pthread_attr_t ta;
+    if (pthread_attr_init(&ta) != 0) return;
+    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    int started = pthread_create(&t, &ta, notice_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&ta);
+    if (!started) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = notice_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* The error of an operation started or waited for after the notice. */
+static gt_status peer_failed_error(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq) {
+    char msg[640];
+    format_hang(c, d, seq, 0.0, 1, "the operation was abandoned: abort the job", msg, sizeof msg);
+    return GT_ERR(GT_ERR_COMM, "%s", msg);
+}
+
 /* A blocking collective through the backend's blocking call, under the
  * watchdog. 1 when it ran (*s its status), 0 when the watchdog is
  * unavailable and the caller must poll. */
 static int comm_blocking(gt_comm *c, const gt_comm_op_desc *d, uint64_t seq, gt_status *s) {
     uint64_t t0 = gt_now_ns();
+    if (g_peer_failed) {
+        *s = peer_failed_error(c, d, seq);
+        return 1;
+    }
     int timed = c->timeout_s > 0;
     if (timed && !wd_arm(c, d, seq, t0)) return 0;
     *s = c->be->blocking(c->impl, d);
