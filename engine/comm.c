@@ -467,25 +467,30 @@ static void *wd_main(void *arg) {
     return NULL;
 }
 
+/* Starts fn on a detached thread of its own; 1 when it runs. Signals
+ * (SIGINT, SIGTERM, ...) stay with the application's threads: the new
+ * thread inherits a mask that blocks them all. */
+static int start_detached(void *(*fn)(void *)) {
+    pthread_attr_t ta;
+    if (pthread_attr_init(&ta) != 0) return 0;
+    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    int started = pthread_create(&t, &ta, fn, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&ta);
+    return started;
+}
+
 static void wd_init(void) {
     pthread_condattr_t ca;
     if (pthread_condattr_init(&ca) != 0) return;
     int ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
              pthread_cond_init(&g_wd.cv, &ca) == 0;
     pthread_condattr_destroy(&ca);
-    if (!ok) return;
-    pthread_attr_t ta;
-    if (pthread_attr_init(&ta) != 0) return;
-    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
-    /* Signals (SIGINT, SIGTERM, ...) stay with the application's threads:
-     * the new thread inherits a mask that blocks them all. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t t;
-    g_wd.started = pthread_create(&t, &ta, wd_main, NULL) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&ta);
+    if (ok) g_wd.started = start_detached(wd_main);
 }
 
 /* Arms the watchdog for d (blocking, started at t0); 0 when no thread could
@@ -560,17 +565,7 @@ static void *notice_main(void *arg) {
 static void notice_init(void) {
     if (!getenv("HYDI_CONTROL_FD") || pipe(g_notice_fd) != 0) return;
     pthread_once(&g_wd_once, wd_init); /* the thread that ends a blocking call */
-    pthread_attr_t ta;
-    if (pthread_attr_init(&ta) != 0) return;
-    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t t;
-    int started = pthread_create(&t, &ta, notice_main, NULL) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&ta);
-    if (!started) return;
+    if (!start_detached(notice_main)) return;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = notice_handler;
