@@ -283,18 +283,14 @@ static void format_hang(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq
                  opdesc, c->size, ranks, c->timeout_s, waited, peers, outcome);
 }
 
-static void format_timeout(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq,
-                           double waited, const char *outcome, char *out, size_t n) {
-    format_hang(c, d, seq, waited, 0, outcome, out, n);
-}
 
 static gt_status timeout_error(gt_comm *c, const gt_comm_request *r, double waited,
                                int cancelled) {
     char msg[640];
-    format_timeout(c, &r->d, r->seq, waited,
-                   cancelled ? "the operation was cancelled"
-                             : "the operation was abandoned: abort the job",
-                   msg, sizeof msg);
+    format_hang(c, &r->d, r->seq, waited, 0,
+                cancelled ? "the operation was cancelled"
+                          : "the operation was abandoned: abort the job",
+                msg, sizeof msg);
     return GT_ERR(GT_ERR_TIMEOUT, "%s", msg);
 }
 

@@ -35,35 +35,44 @@ static void trim(char *s) {
     while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
 }
 
-void gt_env_cpu_model(char *out, size_t len) {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (len) snprintf(out, len, "unknown");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (!colon || strncmp(line, "model name", 10) != 0) continue;
-        char *val = colon + 1;
-        while (*val == ' ') val++;
-        trim(val);
+/* A /proc/cpuinfo line's value (after "key: "), trimmed in place; NULL for
+ * a line without one. */
+static char *cpuinfo_value(char *line) {
+    char *colon = strchr(line, ':');
+    if (!colon) return NULL;
+    char *val = colon + 1;
+    while (*val == ' ') val++;
+    trim(val);
+    return val;
+}
+
+/* The first "model name" line's value into out, if line is one and out
+ * still says "unknown". */
+static void take_model(const char *line, const char *val, char *out, size_t len) {
+    if (strncmp(line, "model name", 10) == 0 && strcmp(out, "unknown") == 0)
         snprintf(out, len, "%s", val);
-        break;
-    }
+}
+
+void gt_env_cpu_model(char *out, size_t len) {
+    if (len) snprintf(out, len, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512], *val;
+    while (fgets(line, sizeof line, f) && strcmp(out, "unknown") == 0)
+        if ((val = cpuinfo_value(line))) take_model(line, val, out, len);
     fclose(f);
 }
 
 static void read_cpu(gt_env *e) {
-    gt_env_cpu_model(e->cpu_model, sizeof e->cpu_model);
+    snprintf(e->cpu_model, sizeof e->cpu_model, "unknown");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
     char line[512];
     int phys_ids[256], n_phys = 0, cores_per = 0;
     while (fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (!colon) continue;
-        char *val = colon + 1;
-        while (*val == ' ') val++;
-        trim(val);
+        char *val = cpuinfo_value(line);
+        if (!val) continue;
+        take_model(line, val, e->cpu_model, sizeof e->cpu_model);
         if (strncmp(line, "physical id", 11) == 0) {
             int id = atoi(val), seen = 0;
             for (int i = 0; i < n_phys; i++) seen |= phys_ids[i] == id;

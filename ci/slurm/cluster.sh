@@ -270,7 +270,7 @@ do_stop() {
         ip netns del "$ns" 2>/dev/null || echo "cluster.sh: could not delete namespace $ns" >&2
     done
     # only what start put there, then the directory when that leaves it empty
-    rm -rf "$dir"/{slurm.conf,hosts,munge,run,log,spool,tmp,state} 2>/dev/null
+    rm -rf "$dir"/{slurm.conf,hosts,nodes,munge,run,log,spool,tmp,state} 2>/dev/null
     rmdir "$dir" 2>/dev/null
     local left
     left=$(running_pieces)
