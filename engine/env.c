@@ -426,12 +426,20 @@ static void read_mpi_t(gt_env *e) {
 }
 #endif
 
-/* After read of e->mpi: the library line, the variables, what MPI_T says. */
-static void read_transport(gt_env *e) {
+/* After read of e->mpi: the library line, the variables, what MPI_T says
+ * (unless the job uses no MPI: MPI_T's start loads every Open MPI component,
+ * a quarter of a second before a one-process train's first step, to
+ * describe a transport nothing uses). */
+static void read_transport(gt_env *e, unsigned flags) {
     transport_add(e, "mpi_library", GT_HAVE_MPI ? e->mpi : "none");
     read_transport_vars(e);
 #if GT_HAVE_MPI
-    read_mpi_t(e);
+    if (flags & GT_ENV_NO_MPI)
+        transport_add(e, "mpi_t", "not read: this job uses no MPI");
+    else
+        read_mpi_t(e);
+#else
+    (void)flags;
 #endif
 }
 
@@ -477,7 +485,9 @@ static void read_hwloc(gt_env *e) {
 }
 #endif
 
-gt_status gt_env_collect(gt_env *e) {
+gt_status gt_env_collect(gt_env *e) { return gt_env_collect_job(e, 0); }
+
+gt_status gt_env_collect_job(gt_env *e, unsigned flags) {
     memset(e, 0, sizeof *e);
     gt_env_hostname(e->host, sizeof e->host);
     struct utsname u;
@@ -521,7 +531,7 @@ gt_status gt_env_collect(gt_env *e) {
 #else
     snprintf(e->mpi, sizeof e->mpi, "absent");
 #endif
-    read_transport(e);
+    read_transport(e, flags);
 #if GT_HAVE_HWLOC
     read_hwloc(e);
 #else

@@ -115,6 +115,11 @@ void gt_env_cpu_model(char *out, size_t len);
 
 /* Collects everything above (fast: no benchmarks). */
 gt_status gt_env_collect(gt_env *out);
+/* The same for a job that says what it uses: GT_ENV_NO_MPI (one process that
+ * starts no MPI and launches none) leaves MPI_T unread and records
+ * transport.mpi_t = "not read: this job uses no MPI" in its place. */
+#define GT_ENV_NO_MPI 1u
+gt_status gt_env_collect_job(gt_env *out, unsigned flags);
 /* The threads an OpenMP parallel region gets once `asked` (> 0) are
  * requested, as the cpu backend requests them (omp_set_num_threads, which
  * this also does; asked <= 0: OpenMP's default); 1 without OpenMP. What a run reports as the threads it

@@ -587,7 +587,9 @@ static int train_report_open(train_job *j, int argc, char **argv) {
     /* SIGTERM / SIGINT: the report marked incomplete with the signal (signals.h) */
     gt_signals_report(j->rep);
     if (rank == 0) {
-        gt_env_collect(&j->env);
+        /* a self communicator here means one process that launches nobody */
+        int no_mpi = strcmp(gt_comm_backend_name(j->comm), "self") == 0;
+        gt_env_collect_job(&j->env, no_mpi ? GT_ENV_NO_MPI : 0);
         gt_report_set_env(j->rep, &j->env, NULL);
     }
     gt_report_threads(rank == 0 ? j->rep : NULL, o->cfg.threads);

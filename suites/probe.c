@@ -201,21 +201,33 @@ static double fma_kernel(long iters, float seed) {
     return s;
 }
 
+/* The SGEMM probe's n: about a GFLOP per thread (2 n^3 >= 2^30 x threads,
+ * in steps of 256, 1024 to 4096), so the figure is the rate the threads
+ * reach at full occupancy and the probe takes tens of milliseconds per
+ * GEMM, not hundreds (n = 2048 on 2 threads cost 0.5 s of every train's
+ * start-up for the same rate within 5%, docs/performance.md). Half that in a
+ * sanitized build (every access checked; its figure is the sanitizers'
+ * either way) and 256 on the CPU emulator's device, whose GEMM is a loop on
+ * one core and whose figure means nothing (docs/cuda-emulator.md). */
+static int probe_sgemm_n(const gt_backend *be) {
+    if (GT_CUDA_EMULATOR && be->device != GT_DEVICE_HOST) return 256;
+    int threads = 1;
+#if GT_HAVE_OPENMP
+    threads = omp_get_max_threads();
+#endif
+    int n = 1024;
+    while (n < 4096 && 2.0 * n * n * (double)n < 1073741824.0 * threads) n += 256;
+    return GT_SANITIZED ? n / 2 : n;
+}
+
 gt_status gt_probe_measure_sgemm(gt_backend *be, int reps, gt_peaks *out) {
     memset(out, 0, sizeof *out);
     uint64_t t_start = gt_now_ns();
     gt_status s = GT_OK;
     if (reps < 1 || reps > 5)
         return GT_ERR(GT_ERR_INVALID, "SGEMM probe: %d repetitions (1 to 5)", reps);
-    /* SGEMM through the path training uses (on the CPU emulator's device a
-     * smaller one: its GEMM is a loop on one core, and its figure means
-     * nothing, docs/cuda-emulator.md) */
-    /* In a sanitized build (every access checked) 1024, an eighth of the
-     * work: its figure is the sanitizers' either way, and every `gauntlet
-     * run` of the ASan tests probes once; sgemm_n in the report says which. */
-    const int n = GT_CUDA_EMULATOR && be->device != GT_DEVICE_HOST ? 256
-                  : GT_SANITIZED                                  ? 1024
-                                                                  : 2048;
+    /* SGEMM through the path training uses, n from the threads (probe_sgemm_n) */
+    const int n = probe_sgemm_n(be);
     out->sgemm_n = n;
     if (!be->ops->matmul_fwd) return GT_ERR(GT_ERR_UNSUPPORTED, "backend '%s' has no matmul",
                                             be->name);

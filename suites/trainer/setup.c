@@ -278,7 +278,7 @@ static gt_status measure_peak(gt_trainer *t) {
         if (cached)
             pk = pc.peaks;
         else
-            GT_TRY(gt_probe_measure_sgemm(t->be, 3, &pk));
+            GT_TRY(gt_probe_measure_sgemm(t->be, 5, &pk));
         st->peak_gflops = pk.sgemm_gflops;
         snprintf(st->peak_how, sizeof st->peak_how, "%s SGEMM n=%d",
                  cached ? "GT_PROBE_CACHE's" : "measured", pk.sgemm_n);
