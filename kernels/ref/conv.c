@@ -35,6 +35,15 @@ gt_status gt_ref_conv2d_fwd(const gt_kctx *k, void *out, const void *inp, const 
     gt_dtype dt = k->dt; // out (N, OC, OH, OW), inp (N, C, H, W), w (OC, C, KH, KW)
                          // bias (OC) or NULL
     int C = s->C, H = s->H, W = s->W, KH = s->KH, KW = s->KW, st = s->stride, pad = s->pad;
+    /* the operands in fp64, each element converted once (gt_ref_staged):
+     * the same sums in the same order */
+    double *in = gt_ref_staged(inp, dt, (size_t)s->N * C * H * W, 1, 0);
+    double *wt = gt_ref_staged(w, dt, (size_t)s->OC * C * KH * KW, 1, 0);
+    if (!in || !wt) {
+        free(in);
+        free(wt);
+        return GT_ERR(GT_ERR_OOM, "ref conv2d_fwd: no host memory for its fp64 operands");
+    }
     for (int n = 0; n < s->N; n++)
         for (int o = 0; o < s->OC; o++)
             for (int y = 0; y < OH; y++)
@@ -47,12 +56,14 @@ gt_status gt_ref_conv2d_fwd(const gt_kctx *k, void *out, const void *inp, const 
                             for (int j = 0; j < KW; j++) {
                                 int v = x * st - pad + j;
                                 if (v < 0 || v >= W) continue;
-                                acc += gt_ref_ld(inp, dt, (((size_t)n * C + c) * H + h) * W + v) *
-                                       gt_ref_ld(w, dt, (((size_t)o * C + c) * KH + i) * KW + j);
+                                acc += in[(((size_t)n * C + c) * H + h) * W + v] *
+                                       wt[(((size_t)o * C + c) * KH + i) * KW + j];
                             }
                         }
                     gt_ref_st(out, dt, (((size_t)n * s->OC + o) * OH + y) * OW + x, acc);
                 }
+    free(in);
+    free(wt);
     return GT_OK;
 }
 
@@ -64,7 +75,18 @@ gt_status gt_ref_conv2d_bwd(const gt_kctx *k, void *dinp, void *dw, void *db, co
     gt_dtype dt = k->dt; // dinp, dw, db as inp, w, (OC); dinp, db may be NULL
     int N = s->N, C = s->C, H = s->H, W = s->W, OC = s->OC, KH = s->KH, KW = s->KW;
     int st = s->stride, pad = s->pad;
-#define DOUT(n, o, y, x) gt_ref_ld(dout, dt, (((size_t)(n) * OC + (o)) * OH + (y)) * OW + (x))
+    /* the operands in fp64, each element converted once (gt_ref_staged):
+     * the same sums in the same order */
+    double *go = gt_ref_staged(dout, dt, (size_t)N * OC * OH * OW, 1, 0);
+    double *in = gt_ref_staged(inp, dt, (size_t)N * C * H * W, 1, 0);
+    double *wt = gt_ref_staged(w, dt, (size_t)OC * C * KH * KW, 1, 0);
+    if (!go || !in || !wt) {
+        free(go);
+        free(in);
+        free(wt);
+        return GT_ERR(GT_ERR_OOM, "ref conv2d_bwd: no host memory for its fp64 operands");
+    }
+#define DOUT(n, o, y, x) go[(((size_t)(n) * OC + (o)) * OH + (y)) * OW + (x)]
     if (db)
         for (int o = 0; o < OC; o++) {
             double acc = gt_ref_ld(db, dt, o);
@@ -86,8 +108,7 @@ gt_status gt_ref_conv2d_bwd(const gt_kctx *k, void *dinp, void *dw, void *db, co
                             for (int x = 0; x < OW; x++) {
                                 int v = x * st - pad + j;
                                 if (v < 0 || v >= W) continue;
-                                acc += DOUT(n, o, y, x) *
-                                       gt_ref_ld(inp, dt, (((size_t)n * C + c) * H + h) * W + v);
+                                acc += DOUT(n, o, y, x) * in[(((size_t)n * C + c) * H + h) * W + v];
                             }
                         }
                     gt_ref_st(dw, dt, d, acc);
@@ -107,11 +128,14 @@ gt_status gt_ref_conv2d_bwd(const gt_kctx *k, void *dinp, void *dw, void *db, co
                                     int xs = v + pad - j;
                                     if (xs < 0 || xs % st || xs / st >= OW) continue;
                                     size_t e = (((size_t)o * C + c) * KH + i) * KW + j;
-                                    acc += DOUT(n, o, ys / st, xs / st) * gt_ref_ld(w, dt, e);
+                                    acc += DOUT(n, o, ys / st, xs / st) * wt[e];
                                 }
                             }
                         gt_ref_st(dinp, dt, d, acc);
                     }
 #undef DOUT
+    free(go);
+    free(in);
+    free(wt);
     return GT_OK;
 }

@@ -7,22 +7,11 @@
 
 #include <stdlib.h>
 
-/* The rows x cols matrix p (storage dt) in fp64, transposed when asked:
- * each element converted once (exactly) instead of once per use, and laid
- * out so that every sum below reads both operands contiguously. The sums
+/* The operands in fp64 (gt_ref_staged: each element converted once, laid
+ * out so that every sum below reads both operands contiguously). The sums
  * keep their order (bias first, then the index ascending), and a product of
  * two values stored in 24 bits or fewer is exact in fp64 (fused or not), so
- * every bit is what the element-by-element loops gave. NULL when out of
- * memory. */
-static double *staged(const void *p, gt_dtype dt, size_t rows, size_t cols, int transpose) {
-    size_t n = rows * cols;
-    double *d = malloc((n ? n : 1) * sizeof *d);
-    if (!d) return NULL;
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < cols; c++)
-            d[transpose ? c * rows + r : r * cols + c] = gt_ref_ld(p, dt, r * cols + c);
-    return d;
-}
+ * every bit is what the element-by-element loops gave. */
 
 /* acc + sum_j a[j] b[j], j ascending. */
 static double dot(const double *a, const double *b, size_t n, double acc) {
@@ -70,10 +59,10 @@ static void weight_grads(void *dw, void *db, const double *doutT, const double *
  * transposed (C,OC), inp transposed (C,N). */
 static gt_status stage_bwd(stage_set *s, const char *op, const void *dout, const void *inp,
                            const void *w, gt_dtype dt, int N, int C, int OC) {
-    s->m[0] = staged(dout, dt, (size_t)N, (size_t)OC, 0);
-    s->m[1] = staged(dout, dt, (size_t)N, (size_t)OC, 1);
-    s->m[2] = staged(w, dt, (size_t)OC, (size_t)C, 1);
-    s->m[3] = staged(inp, dt, (size_t)N, (size_t)C, 1);
+    s->m[0] = gt_ref_staged(dout, dt, (size_t)N, (size_t)OC, 0);
+    s->m[1] = gt_ref_staged(dout, dt, (size_t)N, (size_t)OC, 1);
+    s->m[2] = gt_ref_staged(w, dt, (size_t)OC, (size_t)C, 1);
+    s->m[3] = gt_ref_staged(inp, dt, (size_t)N, (size_t)C, 1);
     return stage_oom(s, op, 4);
 }
 
@@ -83,7 +72,7 @@ gt_status gt_ref_matmul_fwd(const gt_kctx *k, void *out, const void *inp, const 
     if (N < 0 || C < 0 || OC < 0)
         return GT_ERR(GT_ERR_INVALID, "matmul_fwd: N=%d C=%d OC=%d", N, C, OC);
     gt_dtype dt = k->dt;
-    stage_set s = {{staged(inp, dt, (size_t)N, (size_t)C, 0), staged(w, dt, (size_t)OC, (size_t)C, 0)}};
+    stage_set s = {{gt_ref_staged(inp, dt, (size_t)N, (size_t)C, 0), gt_ref_staged(w, dt, (size_t)OC, (size_t)C, 0)}};
     GT_TRY(stage_oom(&s, "matmul_fwd", 2));
     for (int i = 0; i < N; i++)
         for (int o = 0; o < OC; o++)
@@ -118,7 +107,7 @@ gt_status gt_ref_matmul_gelu_fwd(const gt_kctx *k, void *out, void *pre, const v
     if (N < 0 || C < 0 || OC < 0)
         return GT_ERR(GT_ERR_INVALID, "matmul_gelu_fwd: N=%d C=%d OC=%d", N, C, OC);
     gt_dtype dt = k->dt;
-    stage_set s = {{staged(inp, dt, (size_t)N, (size_t)C, 0), staged(w, dt, (size_t)OC, (size_t)C, 0)}};
+    stage_set s = {{gt_ref_staged(inp, dt, (size_t)N, (size_t)C, 0), gt_ref_staged(w, dt, (size_t)OC, (size_t)C, 0)}};
     GT_TRY(stage_oom(&s, "matmul_gelu_fwd", 2));
     for (int i = 0; i < N; i++)
         for (int o = 0; o < OC; o++) {

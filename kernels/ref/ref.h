@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/ops.h"
@@ -58,6 +59,20 @@ static inline double gt_ref_ld(const void *p, gt_dtype dt, size_t i) {
     if (dt == GT_DTYPE_BF16) return gt_bf16_to_fp32(((const uint16_t *)p)[i]);
     if (dt == GT_DTYPE_FP16) return gt_fp16_to_fp32(((const uint16_t *)p)[i]);
     return ((const float *)p)[i];
+}
+
+/* The rows x cols matrix p (stored in dt) in fp64, owned by the caller,
+ * transposed when asked: each element converted once (exactly) instead of
+ * once per use. NULL when out of memory. */
+static inline double *gt_ref_staged(const void *p, gt_dtype dt, size_t rows, size_t cols,
+                                    int transpose) {
+    size_t n = rows * cols;
+    double *d = (double *)malloc((n ? n : 1) * sizeof *d);
+    if (!d) return NULL;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            d[transpose ? c * rows + r : r * cols + c] = gt_ref_ld(p, dt, r * cols + c);
+    return d;
 }
 
 /* Stores v into element i of p in dt, rounded once to nearest even. */
