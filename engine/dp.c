@@ -9,7 +9,9 @@
 #include "engine/timer.h"
 
 typedef struct bucket {
-    size_t lo, hi;          /* element range of the gradient buffer */
+    size_t lo, hi;          /* element range of the gradient buffer (ZeRO-2: inside
+                               one rank's shard, owner) */
+    int owner;              /* ZeRO-2: the rank whose shard holds [lo, hi) */
     gt_comm_request *req;   /* in flight, or NULL */
     int started, done;      /* done: summed, and back in grads when staged */
 } bucket;
@@ -24,9 +26,9 @@ struct gt_dp {
     int staged;         /* device memory, host communicator: through host mirrors */
     int dev_comm;       /* the communicator takes device memory (nccl) */
     void *grads;        /* current step's buffer (borrowed, backend memory) */
-    void *gshard;       /* ZeRO-1 non-deterministic: reduce-scatter output (backend) */
+    void *gshard;       /* ZeRO-1/2 non-deterministic: the summed shard (backend) */
     void *hgrads;       /* staged: host mirror of grads (padded elements) */
-    void *hshard;       /* staged ZeRO-1 non-deterministic: host reduce-scatter output */
+    void *hshard;       /* staged ZeRO-1/2 non-deterministic: host copy of the summed shard */
     float *hparams;     /* staged ZeRO-1: host mirror of the fp32 params (padded) */
     double *dpart;      /* nccl ZeRO-1: device buffer of the norm partials */
     bucket *buckets;
@@ -66,8 +68,12 @@ static gt_status choose_placement(gt_dp *dp) {
 /* Host (staged) and device (nccl) scratch buffers this configuration needs. */
 static gt_status alloc_buffers(gt_dp *dp) {
     const gt_dp_config *cfg = &dp->cfg;
-    if (cfg->zero && !cfg->deterministic)
+    if (cfg->zero && !cfg->deterministic) {
         GT_TRY(gt_backend_alloc(dp->be, dp->shard * dp->es, &dp->gshard));
+        /* ZeRO-2's buckets cover the real parameters only: the padding of
+         * the last shard stays zero, as the reduce-scatter's sum of it is */
+        if (cfg->zero == 2) GT_TRY(dp->be->memset_zero(dp->be, dp->gshard, dp->shard * dp->es));
+    }
     if (dp->staged) {
         if (!(dp->hgrads = malloc(dp->padded * dp->es)))
             return GT_ERR(GT_ERR_OOM, "data parallel: no host memory for the staging copy of "
@@ -85,6 +91,31 @@ static gt_status alloc_buffers(gt_dp *dp) {
     return GT_OK;
 }
 
+/* Buckets from the end of the buffer, where the backward finishes first;
+ * the same bytes per bucket whatever the dtype. ZeRO-2 also cuts them at the
+ * shards' edges, so that each bucket's sum goes to one rank. */
+static gt_status make_buckets(gt_dp *dp) {
+    size_t per = dp->cfg.bucket_bytes / dp->es, n = dp->n;
+    if (per == 0) per = 1;
+    int cut = dp->cfg.zero == 2;
+    int nb = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        nb = 0;
+        for (size_t hi = n; hi > 0; nb++) {
+            size_t lo = hi > per ? hi - per : 0;
+            size_t edge = (hi - 1) / dp->shard * dp->shard; /* the shard holding hi - 1 */
+            if (cut && lo < edge) lo = edge;
+            if (pass == 1) dp->buckets[nb] = (bucket){.lo = lo, .hi = hi,
+                                                      .owner = (int)(edge / dp->shard)};
+            hi = lo;
+        }
+        if (pass == 0 && !(dp->buckets = calloc((size_t)(nb ? nb : 1), sizeof(bucket))))
+            return GT_ERR(GT_ERR_OOM, "out of host memory");
+    }
+    dp->nbuckets = nb;
+    return GT_OK;
+}
+
 gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size_t n_params,
                     gt_dp **out) {
     *out = NULL;
@@ -94,8 +125,8 @@ gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size
                       "--deterministic needs a power-of-two number of ranks (the sum is one "
                       "fixed binary tree); got %d",
                       size);
-    if (cfg->chunk == 0 || cfg->zero < 0 || cfg->zero > 1)
-        return GT_ERR(GT_ERR_INVALID, "data parallel: chunk must be > 0 and zero 0 or 1");
+    if (cfg->chunk == 0 || cfg->zero < 0 || cfg->zero > 2)
+        return GT_ERR(GT_ERR_INVALID, "data parallel: chunk must be > 0 and zero 0, 1 or 2");
     if (cfg->grad_dtype != GT_DTYPE_FP32 && cfg->grad_dtype != GT_DTYPE_BF16 &&
         cfg->grad_dtype != GT_DTYPE_FP16)
         return GT_ERR(GT_ERR_INVALID,
@@ -116,24 +147,10 @@ gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size
     dp->shard = dp->padded / (size_t)size;
     gt_status s = choose_placement(dp);
     if (s == GT_OK) s = alloc_buffers(dp);
+    if (s == GT_OK) s = make_buckets(dp);
     if (s != GT_OK) {
         gt_dp_free(dp);
         return s;
-    }
-    /* buckets from the end of the buffer, where the backward finishes first;
-     * the same bytes per bucket whatever the dtype */
-    size_t per = cfg->bucket_bytes / dp->es;
-    if (per == 0) per = 1;
-    dp->nbuckets = (int)((n_params + per - 1) / per);
-    dp->buckets = calloc((size_t)(dp->nbuckets ? dp->nbuckets : 1), sizeof(bucket));
-    if (!dp->buckets) {
-        gt_dp_free(dp);
-        return GT_ERR(GT_ERR_OOM, "out of host memory");
-    }
-    for (int b = 0; b < dp->nbuckets; b++) {
-        size_t hi = n_params - (size_t)b * per;
-        dp->buckets[b].hi = hi;
-        dp->buckets[b].lo = hi > per ? hi - per : 0;
     }
     *out = dp;
     return GT_OK;
@@ -164,8 +181,10 @@ void gt_dp_shard(const gt_dp *dp, size_t *lo, size_t *hi) {
 
 size_t gt_dp_bytes(const gt_dp *dp) { return dp->bytes; }
 
+/* Buckets start during the backward: all-reduced (replicated) or reduced
+ * to their shard's rank (ZeRO-2). */
 static int overlapped(const gt_dp *dp) {
-    return !dp->cfg.deterministic && !dp->cfg.zero && dp->size > 1;
+    return !dp->cfg.deterministic && dp->cfg.zero != 1 && dp->size > 1;
 }
 
 /* Element i of a buffer of the gradient dtype. */
@@ -196,20 +215,36 @@ gt_status gt_dp_begin(gt_dp *dp, void *grads) {
     return GT_OK;
 }
 
+/* ZeRO-2: where the owner keeps bucket bk's sums: its place in the shard
+ * (the host copy when staged); NULL on the other ranks. */
+static void *shard_slot(gt_dp *dp, const bucket *bk, int staged) {
+    if (bk->owner != dp->rank) return NULL;
+    return at(dp, staged ? dp->hshard : dp->gshard, bk->lo - (size_t)dp->rank * dp->shard);
+}
+
 static gt_status start_bucket(gt_dp *dp, bucket *bk) {
     size_t count = bk->hi - bk->lo;
     bk->started = 1;
     dp->bytes += count * dp->es;
     if (dp->staged) GT_TRY(stage_out(dp, bk->lo, count));
     void *p = at(dp, comm_grads(dp), bk->lo);
+    if (dp->cfg.zero == 2)
+        return gt_comm_reduce(dp->comm, p, shard_slot(dp, bk, dp->staged), count,
+                              dp->cfg.grad_dtype, GT_REDOP_SUM, bk->owner, &bk->req);
     return gt_comm_allreduce(dp->comm, p, p, count, dp->cfg.grad_dtype, GT_REDOP_SUM, &bk->req);
 }
 
-/* A bucket's all-reduce completed: its sums go back to the device when staged. */
+/* A bucket's reduction completed: its sums go back to the device when
+ * staged (ZeRO-2: the owner's, into its shard). */
 static gt_status bucket_done(gt_dp *dp, bucket *bk) {
     bk->req = NULL;
     bk->done = 1;
-    return dp->staged ? stage_in(dp, bk->lo, bk->hi - bk->lo) : GT_OK;
+    size_t count = bk->hi - bk->lo;
+    if (!dp->staged) return GT_OK;
+    if (dp->cfg.zero != 2) return stage_in(dp, bk->lo, count);
+    if (bk->owner != dp->rank) return GT_OK;
+    return dp->be->copy_to_device(dp->be, shard_slot(dp, bk, 0), shard_slot(dp, bk, 1),
+                                  count * dp->es);
 }
 
 gt_status gt_dp_grads_ready(gt_dp *dp, size_t frontier) {
@@ -228,6 +263,23 @@ gt_status gt_dp_grads_ready(gt_dp *dp, size_t frontier) {
     return GT_OK;
 }
 
+/* Whatever the hook did not start (no hook, or the last buckets), then every
+ * bucket waited for. */
+static gt_status finish_buckets(gt_dp *dp) {
+    for (int b = 0; b < dp->nbuckets; b++)
+        if (!dp->buckets[b].started) GT_TRY(start_bucket(dp, &dp->buckets[b]));
+    for (int b = 0; b < dp->nbuckets; b++) {
+        bucket *bk = &dp->buckets[b];
+        if (bk->req) {
+            gt_status s = gt_comm_wait(dp->comm, bk->req);
+            bk->req = NULL;
+            if (s != GT_OK) return s;
+        }
+        if (!bk->done) GT_TRY(bucket_done(dp, bk));
+    }
+    return GT_OK;
+}
+
 gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s) {
     uint64_t t0 = gt_now_ns();
     size_t lo, hi;
@@ -241,6 +293,9 @@ gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s) {
         GT_TRY(gt_comm_allreduce_tree(dp->comm, comm_grads(dp), dp->n, dt));
         if (dp->staged) GT_TRY(stage_in(dp, 0, dp->n));
         *shard_grads = at(dp, dp->grads, lo);
+    } else if (dp->cfg.zero == 2) {
+        GT_TRY(finish_buckets(dp));
+        *shard_grads = dp->gshard;
     } else if (dp->cfg.zero) {
         dp->bytes += dp->padded * dp->es;
         if (dp->staged) {
@@ -254,18 +309,7 @@ gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s) {
         }
         *shard_grads = dp->gshard;
     } else {
-        /* whatever the hook did not start (no hook, or the last buckets) */
-        for (int b = 0; b < dp->nbuckets; b++)
-            if (!dp->buckets[b].started) GT_TRY(start_bucket(dp, &dp->buckets[b]));
-        for (int b = 0; b < dp->nbuckets; b++) {
-            bucket *bk = &dp->buckets[b];
-            if (bk->req) {
-                gt_status s = gt_comm_wait(dp->comm, bk->req);
-                bk->req = NULL;
-                if (s != GT_OK) return s;
-            }
-            if (!bk->done) GT_TRY(bucket_done(dp, bk));
-        }
+        GT_TRY(finish_buckets(dp));
         *shard_grads = dp->grads;
     }
     dp->finished = 1;

@@ -1,7 +1,16 @@
 /* Data parallelism over a communicator: gradient all-reduce in buckets that
  * start while the backward is still running, ZeRO-1 sharding of the
- * optimizer state, the deterministic (tree) mode, and a gradient norm whose
- * bits do not depend on the rank count.
+ * optimizer state, ZeRO-2 sharding of the summed gradients too (each bucket
+ * reduced to the rank whose shard holds it, started during the backward as
+ * the all-reduce is), the deterministic (tree) mode, and a gradient norm
+ * whose bits do not depend on the rank count.
+ *
+ * ZeRO-2 here shards what the reduction leaves: a rank receives only its
+ * shard's sums and the traffic is a reduce per bucket instead of an
+ * all-reduce. The model's backward still writes every gradient into its one
+ * flat buffer, so the gradient memory a framework frees bucket by bucket is
+ * not freed here (docs/distributed.md). With --deterministic, ZeRO-1 and
+ * ZeRO-2 sum through the same fixed tree as plain data parallelism.
  *
  * Works on one flat gradient buffer of backend memory, stored in
  * cfg.grad_dtype (fp32, or bf16 / fp16 for mixed precision): the model
@@ -55,7 +64,8 @@ extern "C" {
 
 typedef struct gt_dp_config {
     size_t bucket_bytes; /* all-reduce bucket size (default 25 MiB) */
-    int zero;            /* 0: every rank keeps the whole optimizer state; 1: ZeRO-1 */
+    int zero;            /* 0: every rank keeps the whole optimizer state; 1: ZeRO-1;
+                            2: ZeRO-2 (the summed gradients sharded too) */
     int deterministic;   /* 1: the cross-rank sum is gt_comm_allreduce_tree */
     size_t chunk;        /* gradient-norm chunk (elements); shards are whole chunks */
     gt_dtype grad_dtype; /* storage of the gradient buffer: GT_DTYPE_FP32 (default,
@@ -71,7 +81,7 @@ typedef struct gt_dp gt_dp;
  * length gt_dp_padded is a multiple of chunk * size, split into equal
  * shards. comm and be are borrowed and must outlive the gt_dp.
  * GT_ERR_INVALID: deterministic with a size that is not a power of two,
- * chunk 0, zero not 0 or 1, grad_dtype not fp32/bf16/fp16, or a
+ * chunk 0, zero not 0, 1 or 2, grad_dtype not fp32/bf16/fp16, or a
  * communicator that cannot take this backend's memory (see the top);
  * GT_ERR_OOM. */
 gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size_t n_params,
@@ -80,19 +90,20 @@ void gt_dp_free(gt_dp *dp);
 
 size_t gt_dp_padded(const gt_dp *dp);
 /* This rank's shard [lo, hi) of the padded buffer: the whole buffer unless
- * ZeRO-1. */
+ * ZeRO-1 or ZeRO-2. */
 void gt_dp_shard(const gt_dp *dp, size_t *lo, size_t *hi);
 
 /* Starts a step on the gradient buffer grads: gt_dp_padded elements of
  * grad_dtype in backend memory (borrowed until gt_dp_finish returns). */
 gt_status gt_dp_begin(gt_dp *dp, void *grads);
 /* Gradients in [frontier, n_params) are final: buckets entirely inside
- * start now (non-deterministic mode without ZeRO; otherwise nothing
- * happens until gt_dp_finish). Also lets outstanding requests progress. */
+ * start now (non-deterministic mode without ZeRO or with ZeRO-2; otherwise
+ * nothing happens until gt_dp_finish). Also lets outstanding requests
+ * progress. */
 gt_status gt_dp_grads_ready(gt_dp *dp, size_t frontier);
 /* Completes the reduction. *shard_grads receives the summed gradients of
  * this rank's shard, in grad_dtype, backend memory (pointer to gt_dp_shard's
- * length: into grads, or a buffer of the gt_dp with ZeRO-1). Pass the
+ * length: into grads, or a buffer of the gt_dp with ZeRO-1/2). Pass the
  * address of the caller's pointer, e.g. (void **)&gshard for a float *.
  * *exposed_s, when not NULL, receives the time spent here, i.e.
  * communication the backward did not hide. */
@@ -104,7 +115,7 @@ gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s);
  * when the backend's sumsq does not handle grad_dtype. */
 gt_status gt_dp_grad_norm(gt_dp *dp, double *norm);
 
-/* ZeRO-1: every rank's updated shard of params (fp32, backend memory,
+/* ZeRO-1/2: every rank's updated shard of params (fp32, backend memory,
  * gt_dp_padded elements) goes to every rank (in-place all-gather). No-op
  * otherwise. */
 gt_status gt_dp_gather_params(gt_dp *dp, float *params);

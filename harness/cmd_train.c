@@ -333,8 +333,10 @@ static const gt_cli_opt train_table[] = {
         "bitwise the same weights on 1, 2, 4 ... ranks: micro-batch\n"
         "gradients summed by one fixed binary tree (power-of-two\n"
         "ranks and micro-batches per rank)"},
-    {"--zero", NULL, "0|1", GT_CLI_INT, OFF(cfg.zero), 0, 1, .help =
-        "1: ZeRO-1, AdamW state sharded across ranks"},
+    {"--zero", NULL, "0|1|2", GT_CLI_INT, OFF(cfg.zero), 0, 2, .help =
+        "1: ZeRO-1, AdamW state sharded across ranks; 2: ZeRO-2,\n"
+        "the summed gradients too (a reduce per bucket to its shard's\n"
+        "rank, overlapped with the backward)"},
     {"--bucket-mb", NULL, "X", GT_CLI_DOUBLE, OFF(cfg.bucket_mb), 0.001, 65536.0, .help =
         "gradient all-reduce bucket size (default 25)"},
     {"--check-consistency", NULL, "N", GT_CLI_INT, OFF(cfg.check_every), 0, 1 << 30, .help =
@@ -365,7 +367,7 @@ static const gt_cli_opt train_table[] = {
         "where checkpoints go (created; checked writable first)"},
     {"--checkpoint-every", NULL, "K", GT_CLI_INT, OFF(cfg.checkpoint_every), 1, 1 << 30, .help =
         "a checkpoint after every K steps: DIR/ckpt_<step>.gtck, or\n"
-        "with --zero 1 a folder DIR/ckpt_<step>/ (one file per rank)"},
+        "with --zero 1 or 2 a folder DIR/ckpt_<step>/ (one file per rank)"},
     {"--resume", NULL, "PATH", GT_CLI_STRING, OFF(cfg.resume), .help =
         "continue from a checkpoint file, a sharded folder, or DIR\n"
         "(its latest complete checkpoint): bitwise the run that was\n"
@@ -628,19 +630,19 @@ static void train_banner(train_job *j) {
     if (fam && strcmp(fam, "mlp") == 0) j->pr.unit = "samples";
     if (fam && strcmp(fam, "convnet") == 0) j->pr.unit = "images";
     if (j->o.quiet) return;
+    const char *zero = cfg->zero == 2 ? ", ZeRO-2" : cfg->zero ? ", ZeRO-1" : "";
     if (fam && strcmp(fam, "gpt2") != 0)
         printf("gauntlet train: %s on its synthetic task, batch %d, %d steps, backend %s, %d "
                "rank(s) over %s%s%s\n",
                cfg->model_name, cfg->batch, cfg->steps, cfg->backend, j->nranks,
-               gt_comm_backend_name(j->comm), cfg->deterministic ? ", deterministic" : "",
-               cfg->zero ? ", ZeRO-1" : "");
+               gt_comm_backend_name(j->comm), cfg->deterministic ? ", deterministic" : "", zero);
     else
         printf("gauntlet train: %s (L%d H%d C%d V%d Vp%d maxT%d), batch %d x seq %d, %d steps, "
                "backend %s, %d rank(s) over %s%s%s\n",
                cfg->model_name, arch->fields[3], arch->fields[4], arch->fields[5],
                arch->fields[1], arch->fields[2], arch->fields[0], cfg->batch, cfg->seq_len,
                cfg->steps, cfg->backend, j->nranks, gt_comm_backend_name(j->comm),
-               cfg->deterministic ? ", deterministic" : "", cfg->zero ? ", ZeRO-1" : "");
+               cfg->deterministic ? ", deterministic" : "", zero);
 }
 
 /* Rank 0 after topology ti (N ranks) trained: its result (the one rewritten

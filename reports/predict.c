@@ -989,6 +989,12 @@ static gt_status set_model(gt_prediction *p, const gt_report_result *cr,
     M->bucket_bytes = (opt->bucket_mb > 0 ? opt->bucket_mb : pnum(cr, "bucket_mb", 25)) * 1048576.0;
     M->backward_fraction = opt->backward_fraction > 0 ? opt->backward_fraction : 2.0 / 3.0;
     M->zero = opt->zero >= 0 ? opt->zero : (int)pnum(cr, "zero", 0);
+    if (M->zero > 1)
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "result '%s' trained with ZeRO-%d, which predict does not model yet "
+                      "(its reduce per bucket overlaps the backward; ZeRO-1's schedule would "
+                      "be wrong): predict from a --zero 0 or --zero 1 result",
+                      p->case_name, M->zero);
     M->deterministic = (int)pnum(cr, "deterministic", 0);
     M->device = p->device;
     M->chunk = 65536;

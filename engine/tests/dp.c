@@ -62,6 +62,12 @@ static gt_status fake_to_host(gt_backend *be, void *dst, const void *src, size_t
     xor_copy(dst, src, bytes);
     return GT_OK;
 }
+/* zeroes as the fake device stores them (scrambled, not counted as staging) */
+static gt_status fake_memset_zero(gt_backend *be, void *dst, size_t bytes) {
+    (void)be;
+    memset(dst, 0x5a, bytes);
+    return GT_OK;
+}
 /* sumsq reads the device through a host copy (not counted as staging) */
 static gt_status fake_sumsq(const gt_kctx *k, const void *x, size_t n, double *out) {
     size_t bytes = n * gt_dtype_size(k->dt);
@@ -84,6 +90,7 @@ static gt_backend *new_backend(int fake_device) {
         be->device = GT_DEVICE_CUDA;
         be->copy_to_device = fake_to_dev;
         be->copy_to_host = fake_to_host;
+        be->memset_zero = fake_memset_zero;
     }
     return be;
 }
@@ -131,7 +138,8 @@ static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, 
     const size_t n = 5003, chunk = 64; /* 5003: the last bucket is partial (250 and 500 elements a bucket) */
     char what[96];
     snprintf(what, sizeof what, "%s %s%s%s%s", gt_dtype_name(dt), fake ? "device" : "host",
-             zero ? " zero" : "", det ? " det" : "", hook_stop ? " no hook" : "");
+             zero == 2 ? " zero2" : zero ? " zero1" : "", det ? " det" : "",
+             hook_stop ? " no hook" : "");
     gt_backend *be = new_backend(fake);
     if (!be) return;
     gt_dp_config cfg = gt_dp_defaults();
@@ -166,8 +174,10 @@ static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, 
     size_t staged = g_to_host + g_to_dev;
     if (!fake || g_size == 1)
         RCHECK(staged == 0, "%s: %zu bytes staged", what, staged);
-    else
-        RCHECK(g_to_host >= n * es && g_to_dev >= (hi - lo < n ? hi - lo : n) * es,
+    else /* back in: the shard's sums (ZeRO-2: its real elements, [lo, hi) within n) */
+        RCHECK(g_to_host >= n * es &&
+                   g_to_dev >= (zero == 2 ? (hi < n ? hi : n) - (lo < n ? lo : n)
+                                          : (hi - lo < n ? hi - lo : n)) * es,
                "%s: staged %zu bytes out, %zu in", what, g_to_host, g_to_dev);
     RCHECK(g_size == 1 || gt_dp_bytes(dp) >= n * es,
            "%s: %zu bytes communicated", what, gt_dp_bytes(dp));
@@ -294,7 +304,7 @@ static void errors(gt_comm *comm) {
     cfg.chunk = 0;
     CHECK_STATUS(gt_dp_new(comm, be, &cfg, 100, &dp), GT_ERR_INVALID);
     cfg = gt_dp_defaults();
-    cfg.zero = 2; /* ZeRO stages 0 and 1 only */
+    cfg.zero = 3; /* ZeRO stages 0, 1 and 2 only */
     CHECK_STATUS(gt_dp_new(comm, be, &cfg, 100, &dp), GT_ERR_INVALID);
     cfg.zero = -1;
     CHECK_STATUS(gt_dp_new(comm, be, &cfg, 100, &dp), GT_ERR_INVALID);
@@ -361,9 +371,10 @@ int main(void) {
     errors(comm);
     for (size_t d = 0; d < sizeof k_gdt / sizeof k_gdt[0]; d++) {
         for (int fake = 0; fake < 2; fake++) {
-            for (int mode = 0; mode < 4; mode++)
-                exact_case(comm, fake, k_gdt[d], mode & 1, mode >> 1, 0);
+            for (int zero = 0; zero <= 2; zero++)
+                for (int det = 0; det < 2; det++) exact_case(comm, fake, k_gdt[d], zero, det, 0);
             exact_case(comm, fake, k_gdt[d], 0, 0, 5);
+            exact_case(comm, fake, k_gdt[d], 2, 0, 5);
             tree_case(comm, fake, k_gdt[d], 0);
             tree_case(comm, fake, k_gdt[d], 1);
         }

@@ -4,7 +4,7 @@
 #   none: one process (no MPI); otherwise NP ranks under MPIEXEC.
 # Resume: 12 steps unbroken vs 6 steps + checkpoint + resume to 12 must give
 # the same final-weights digest and the same losses (bits) for steps 7..12,
-# with and without --zero 1. Then every refusal: a corrupted byte, a
+# with and without --zero 1 (and --zero 2 on several ranks). Then every refusal: a corrupted byte, a
 # truncated file, a config mismatch, a missing shard, an unwritable
 # directory, a failed write that leaves the previous checkpoint intact, and
 # an injected NaN named by step, rank and tensor.
@@ -41,7 +41,10 @@ expect_refusal() { # WHAT PATTERN ARGS...: exit 2 with PATTERN in the message
     else fail "$what: rc $rc, expected 2 and '$pat'"; echo "$out" | grep -i gauntlet | tail -3; fi
 }
 
-for zero in 0 1; do
+# ZeRO-2 keeps ZeRO-1's sharded state: its resume on more than one rank
+zeros="0 1"
+[ "$np" -gt 1 ] && zeros="0 1 2"
+for zero in $zeros; do
     tag=z$zero
     launch --zero $zero --report "$tmp/$tag.full.json" > "$tmp/$tag.full.out" 2>&1 ||
         fail "$tag: unbroken run (rc $?)"

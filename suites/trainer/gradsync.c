@@ -19,7 +19,7 @@ gt_status gt_train_sync_open(gt_trainer *t) {
     const gt_train_config *cfg = t->cfg;
     t->layout = gt_train_layout_for(cfg->zero);
     if (!t->layout)
-        return GT_ERR(GT_ERR_INVALID, "--zero %d: the layouts are 0 (replicated) and 1 (ZeRO-1)",
+        return GT_ERR(GT_ERR_INVALID, "--zero %d: the layouts are 0 (replicated), 1 (ZeRO-1) and 2 (ZeRO-2)",
                       cfg->zero);
     gt_dp_config dc = gt_dp_defaults();
     dc.zero = t->layout->zero;

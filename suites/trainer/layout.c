@@ -7,6 +7,9 @@
  *   zero1       ZeRO-1: the summed gradients and AdamW's m and v of a
  *               shard per rank; each rank updates its shard and the fp32
  *               masters are all-gathered after the step
+ *   zero2       ZeRO-2: as zero1, and the gradients reach each rank as its
+ *               shard's sums only (a reduce per bucket, started during the
+ *               backward, instead of an all-reduce)
  */
 #include "suites/trainer/train_impl.h"
 
@@ -38,6 +41,7 @@ static const gt_train_layout layouts[] = {
     {.name = "replicated", .zero = 0, .place = place_by_shard,
      .params_updated = replicated_updated},
     {.name = "zero1", .zero = 1, .place = place_by_shard, .params_updated = zero1_updated},
+    {.name = "zero2", .zero = 2, .place = place_by_shard, .params_updated = zero1_updated},
 };
 
 const gt_train_layout *gt_train_layout_for(int zero) {
