@@ -123,17 +123,17 @@ gt_status gt_params_alloc(gt_params *p, gt_backend *be, gt_dtype dt) {
     p->norm_chunk = (size_t)1 << 16;
     while (p->norm_chunk * 256 < p->num_params) p->norm_chunk *= 2;
     p->num_alloc = (p->num_params + p->norm_chunk - 1) / p->norm_chunk * p->norm_chunk;
+    /* m and v wait for the optimizer range (gt_params_set_opt_range, or
+     * the whole model at the first need): a ZeRO rank never holds all of it */
     p->opt_lo = 0;
     p->opt_hi = p->num_params;
-    p->opt_alloc = p->num_alloc;
+    p->opt_alloc = 0;
     size_t pbytes = p->num_alloc * sizeof(float), gbytes = p->num_alloc * p->es;
     /* zeroed without touching them where the memory comes fresh from the
      * system (host backends): 2 GB for gpt2-124m, first written by the
      * initialisation and the first step's threads */
     GT_TRY(gt_backend_alloc_zeroed(be, pbytes, (void **)&p->params));
     GT_TRY(gt_backend_alloc_zeroed(be, gbytes, &p->grads));
-    GT_TRY(gt_backend_alloc_zeroed(be, pbytes, (void **)&p->m));
-    GT_TRY(gt_backend_alloc_zeroed(be, pbytes, (void **)&p->v));
     if (dt != GT_DTYPE_FP32) GT_TRY(gt_backend_alloc_zeroed(be, gbytes, &p->wc));
     if (p->state_numel)
         GT_TRY(gt_backend_alloc_zeroed(be, p->state_numel * sizeof(float), (void **)&p->state));
@@ -299,9 +299,34 @@ gt_status gt_params_sync_weights(gt_params *p, size_t lo, size_t hi) {
                             GT_DTYPE_FP32, hi - lo);
 }
 
+/* m and v of [opt_lo, opt_hi) allocated and written with zeros, once:
+ * written even where the memory is known to be zero, because AdamW reads
+ * them before writing them, and a page first read maps the shared zero
+ * page, so its write faults again and copies, with a TLB shootdown to every
+ * core of the process (docs/performance.md). Nothing is kept: a new range
+ * starts a new state. */
+static gt_status opt_alloc(gt_params *p) {
+    size_t n = p->opt_hi - p->opt_lo ? p->opt_hi - p->opt_lo : 1;
+    if (n != p->opt_alloc) {
+        /* the old state first: never both at once */
+        gt_backend_dealloc(p->be, p->m);
+        gt_backend_dealloc(p->be, p->v);
+        p->m = p->v = NULL;
+        p->opt_alloc = 0;
+        GT_TRY(gt_backend_alloc(p->be, n * sizeof(float), (void **)&p->m));
+        GT_TRY(gt_backend_alloc(p->be, n * sizeof(float), (void **)&p->v));
+        p->opt_alloc = n;
+    }
+    GT_TRY(p->be->memset_zero(p->be, p->m, n * sizeof(float)));
+    return p->be->memset_zero(p->be, p->v, n * sizeof(float));
+}
+
+static gt_status opt_ready(gt_params *p) { return p->m ? GT_OK : opt_alloc(p); }
+
 gt_status gt_params_update_range(gt_params *p, const gt_adamw_config *cfg, int t, float lr,
                                  float grad_scale, const void *grads, size_t lo, size_t hi) {
     if (t < 1) return GT_ERR(GT_ERR_INVALID, "optimizer step must be >= 1, got %d", t);
+    GT_TRY(opt_ready(p));
     if (lo < p->opt_lo || hi > p->opt_hi)
         return GT_ERR(GT_ERR_INVALID, "update of [%zu, %zu) outside the optimizer state's "
                                       "range [%zu, %zu)",
@@ -369,21 +394,9 @@ gt_status gt_params_set_opt_range(gt_params *p, size_t lo, size_t hi) {
     if (lo > hi || hi > p->num_alloc)
         return GT_ERR(GT_ERR_INVALID, "optimizer range [%zu, %zu) is outside [0, %zu)", lo, hi,
                       p->num_alloc);
-    size_t n = hi - lo ? hi - lo : 1;
-    if (n != p->opt_alloc) {
-        GT_TRY(regrow(p, &p->m, sizeof(float), n, 0));
-        GT_TRY(regrow(p, &p->v, sizeof(float), n, 0));
-        p->opt_alloc = n;
-    }
-    /* Written here, in parallel, even where the memory is known to be zero:
-     * AdamW reads m and v before writing them, and a page first read maps
-     * the shared zero page, so its write faults again and copies, with a TLB
-     * shootdown to every core of the process (docs/performance.md). */
-    GT_TRY(p->be->memset_zero(p->be, p->m, n * sizeof(float)));
-    GT_TRY(p->be->memset_zero(p->be, p->v, n * sizeof(float)));
     p->opt_lo = lo;
     p->opt_hi = hi;
-    return GT_OK;
+    return opt_alloc(p);
 }
 
 static gt_status opt_state_check(const gt_params *p, size_t lo, size_t hi) {
@@ -401,6 +414,7 @@ gt_status gt_params_get_opt_state(gt_params *p, size_t lo, size_t hi, float *m_d
                                   float *v_dst) {
     GT_TRY(opt_state_check(p, lo, hi));
     if (hi == lo) return GT_OK;
+    GT_TRY(opt_ready(p));
     size_t bytes = (hi - lo) * sizeof(float);
     GT_TRY(p->be->copy_to_host(p->be, m_dst, p->m + (lo - p->opt_lo), bytes));
     return p->be->copy_to_host(p->be, v_dst, p->v + (lo - p->opt_lo), bytes);
@@ -410,6 +424,7 @@ gt_status gt_params_set_opt_state(gt_params *p, size_t lo, size_t hi, const floa
                                   const float *v_src) {
     GT_TRY(opt_state_check(p, lo, hi));
     if (hi == lo) return GT_OK;
+    GT_TRY(opt_ready(p));
     size_t bytes = (hi - lo) * sizeof(float);
     GT_TRY(p->be->copy_to_device(p->be, p->m + (lo - p->opt_lo), m_src, bytes));
     return p->be->copy_to_device(p->be, p->v + (lo - p->opt_lo), v_src, bytes);

@@ -14,7 +14,9 @@
  *           the masters change); NULL in fp32, where the masters are read;
  *   grads   gradients in k.dt (they accumulate in k.dt across micro-batches);
  *   m, v    AdamW state, fp32, for the optimizer range [opt_lo, opt_hi)
- *           only (ZeRO-1 keeps a shard);
+ *           only (ZeRO-1/2 keep a shard), allocated when the range is set
+ *           (or, never set, at the first update or state access: the whole
+ *           model), so a sharded rank never holds the whole state;
  *   state   fp32 state tensors (BatchNorm running statistics): not trained,
  *           not in the gradient, but saved by checkpoints.
  *
@@ -193,7 +195,8 @@ gt_status gt_params_sync_weights(gt_params *p, size_t lo, size_t hi);
 /* Grows params, compute copy and grads to n_alloc elements (a multiple of
  * the norm chunk, >= num_params), keeping their contents. */
 gt_status gt_params_pad(gt_params *p, size_t n_alloc);
-/* m and v are kept for [lo, hi) only, zeroed (ZeRO-1 shards). */
+/* m and v are kept for [lo, hi) only, zeroed (ZeRO-1/2 shards): the old
+ * state freed before the new one is allocated. */
 gt_status gt_params_set_opt_range(gt_params *p, size_t lo, size_t hi);
 /* Host copies of m and v for [lo, hi) (inside the optimizer range and
  * [0, num_params)). */
