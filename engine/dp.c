@@ -181,6 +181,11 @@ void gt_dp_shard(const gt_dp *dp, size_t *lo, size_t *hi) {
 
 size_t gt_dp_bytes(const gt_dp *dp) { return dp->bytes; }
 
+size_t gt_dp_memory_bytes(const gt_dp *dp) {
+    return (dp->gshard ? dp->shard * dp->es : 0) +
+           (dp->dpart ? dp->padded / dp->cfg.chunk * sizeof(double) : 0);
+}
+
 /* Buckets start during the backward: all-reduced (replicated) or reduced
  * to their shard's rank (ZeRO-2). */
 static int overlapped(const gt_dp *dp) {

@@ -122,6 +122,9 @@ gt_status gt_dp_gather_params(gt_dp *dp, float *params);
 
 /* Statistics: bytes all-reduced / reduce-scattered / gathered by this rank. */
 size_t gt_dp_bytes(const gt_dp *dp);
+/* Backend memory the gt_dp holds: the summed shard (ZeRO-1/2 without
+ * --deterministic) and the norm partials' device buffer (nccl). */
+size_t gt_dp_memory_bytes(const gt_dp *dp);
 
 #ifdef __cplusplus
 }

@@ -501,6 +501,12 @@ gt_status gt_params_find_nonfinite(gt_params *p, const void *buf, gt_dtype dt, s
     return s;
 }
 
+void gt_params_memory(const gt_params *p, size_t *params, size_t *grads, size_t *optim) {
+    *params = p->num_alloc * (sizeof(float) + (p->wc ? p->es : 0)) + p->state_numel * sizeof(float);
+    *grads = p->num_alloc * p->es;
+    *optim = 2 * p->opt_alloc * sizeof(float);
+}
+
 size_t gt_params_bytes(const gt_params *p) {
     return p->num_alloc * (sizeof(float) + p->es * (p->wc ? 2 : 1)) +
            2 * p->opt_alloc * sizeof(float) + p->state_numel * sizeof(float);

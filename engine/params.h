@@ -217,6 +217,10 @@ gt_status gt_params_find_nonfinite(gt_params *p, const void *buf, gt_dtype dt, s
                                    size_t hi, int *found, gt_params_loc *loc, float *value);
 /* Bytes of backend memory the store holds. */
 size_t gt_params_bytes(const gt_params *p);
+/* The same by kind, as allocated (padding included): the fp32 masters, the
+ * compute copy and the state tensors (*params), the gradients (*grads), AdamW's
+ * m and v where they exist (*optim). */
+void gt_params_memory(const gt_params *p, size_t *params, size_t *grads, size_t *optim);
 
 #ifdef __cplusplus
 }

@@ -83,6 +83,17 @@ static void rewrite_report(printer *p, int step) {
     p->last_write = gt_now_ns() * 1e-9;
 }
 
+/* What the peak is made of (rank 0's): the buffers by kind and the mode's formula. */
+static void print_memory_parts(const gt_train_memory *mp, size_t peak) {
+    if (!mp->expected || !peak) return;
+    size_t held = mp->params + mp->grads + mp->optim + mp->acts + mp->comm;
+    printf("  memory by kind   parameters %.1f, gradients %.1f, optimizer %.1f, activations "
+           "%.1f, communication %.1f MiB: %.1f%% of the peak; the mode's formula %.1f MiB\n",
+           mp->params / 1048576.0, mp->grads / 1048576.0, mp->optim / 1048576.0,
+           mp->acts / 1048576.0, mp->comm / 1048576.0, 100.0 * (double)held / (double)peak,
+           mp->expected / 1048576.0);
+}
+
 /* What a resumed run continues from, before its first step: file, step, data
  * position, the changes --resume-allow let through, what was not checked. */
 static void print_resume(FILE *f, const gt_train_config *cfg, const gt_train_stats *st) {
@@ -164,6 +175,7 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
                st->exposed_comm_ms, st->comm_bytes / 1048576.0 / (st->steps_done ? st->steps_done : 1));
     printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
            st->mem.peak_in_use / 1048576.0, st->mem.peak_reserved / 1048576.0);
+    print_memory_parts(&st->mem_parts, st->mem.peak_in_use);
     printf("  final params     fnv1a64 %016llx\n", (unsigned long long)st->params_digest);
     if (st->resumed_from[0])
         printf("  resumed from     %s, step %d, data position %lld\n", st->resumed_from,

@@ -428,6 +428,23 @@ void gt_result_series(gt_result *res, const char *name, const double *values, si
     json_object_set_new(series, name, arr);
 }
 
+/* result.memory, made on first use. */
+static json_t *result_memory(gt_result *res) {
+    json_t *mem = json_object_get(res->obj, "memory");
+    if (!mem) {
+        mem = json_object();
+        json_object_set_new(res->obj, "memory", mem);
+    }
+    return mem;
+}
+
+void gt_result_memory_table(gt_result *res, const char *name, int n, const char *const *keys,
+                            const size_t *bytes) {
+    json_t *t = json_object();
+    for (int i = 0; i < n; i++) json_object_set_new(t, keys[i], json_integer((json_int_t)bytes[i]));
+    json_object_set_new(result_memory(res), name, t);
+}
+
 void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stats *st) {
     json_t *a = json_object();
     json_object_set_new(a, "in_use_bytes", json_integer((json_int_t)st->in_use));
@@ -440,12 +457,7 @@ void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stat
     json_object_set_new(a, "cache_hits", json_integer((json_int_t)st->n_cache_hits));
     json_object_set_new(a, "raw_allocs", json_integer((json_int_t)st->n_raw_allocs));
     json_object_set_new(a, "raw_frees", json_integer((json_int_t)st->n_raw_frees));
-    json_t *mem = json_object_get(res->obj, "memory");
-    if (!mem) {
-        mem = json_object();
-        json_object_set_new(res->obj, "memory", mem);
-    }
-    json_object_set_new(mem, name, a);
+    json_object_set_new(result_memory(res), name, a);
 }
 
 /* One reading: unknown numbers (negative) and an unknown throttle state are null. */

@@ -172,6 +172,9 @@ void gt_result_series(gt_result *res, const char *name, const double *values, si
 
 /* Allocator statistics of the case. */
 void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stats *st);
+/* result.memory.NAME = {keys[i]: bytes[i]} (e.g. a rank's memory by kind). */
+void gt_result_memory_table(gt_result *res, const char *name, int n, const char *const *keys,
+                            const size_t *bytes);
 
 /* GPU telemetry of the case (docs/report-schema.md, "telemetry"): the
  * readings at its start and at its end, either may be NULL (not recorded).

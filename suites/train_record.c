@@ -175,6 +175,14 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
         if (st->loss_scale) gt_result_series(res, "loss_scale", st->loss_scale, (size_t)n);
     }
     gt_result_alloc_stats(res, "backend", &st->mem);
+    if (st->mem_parts.expected) {
+        const gt_train_memory *mp = &st->mem_parts;
+        static const char *const keys[] = {"parameters_bytes",    "gradients_bytes",
+                                           "optimizer_bytes",     "activations_bytes",
+                                           "communication_bytes", "formula_bytes"};
+        const size_t v[] = {mp->params, mp->grads, mp->optim, mp->acts, mp->comm, mp->expected};
+        gt_result_memory_table(res, "by_kind", 6, keys, v);
+    }
     /* the per-op profile (docs/profile.md); a slowed op is a fault, said as such */
     gt_result_profile(res, st->profile);
     if (st->profile) {

@@ -55,6 +55,20 @@ done
 run fastzero2 2 --zero 1
 "$diff" "$tmp/fast2.json" "$tmp/fastzero2.json" --rtol 1e-4 > /dev/null ||
     fail "ZeRO-1 without --deterministic strays"
+# memory by kind: ZeRO-1 holds half of AdamW's state on 2 ranks, and the summed
+# shard (half the gradients) as communication; parameters and gradients whole
+if python3 - "$tmp/fast2.json" "$tmp/fastzero2.json" <<'PYEOF'
+import json, sys
+k = [json.load(open(f))["results"][0]["memory"]["by_kind"] for f in sys.argv[1:]]
+rep, z1 = k
+ok = (z1["optimizer_bytes"] * 2 == rep["optimizer_bytes"] and
+      z1["parameters_bytes"] == rep["parameters_bytes"] and
+      z1["gradients_bytes"] == rep["gradients_bytes"] and
+      z1["communication_bytes"] * 2 == rep["gradients_bytes"] and rep["communication_bytes"] == 0)
+sys.exit(0 if ok else 1)
+PYEOF
+then ok "memory by kind: ZeRO-1 on 2 ranks holds half the optimizer state and a gradient shard"
+else fail "memory by kind of ZeRO-1 vs replicated"; fi
 # ZeRO-2 without --deterministic: the reduce to each shard's rank overlapped with the
 # backward (small buckets: several per shard, cut at the shards' edges)
 run fastzerotwo4 4 --zero 2 --bucket-mb 0.1

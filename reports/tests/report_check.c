@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 static int problems;
@@ -72,6 +73,33 @@ static void check_telemetry(json_t *t, size_t i) {
              "result %zu: telemetry.%s.throttle_reason_names is not a string", i, ends[k]);
     }
     NEED(readings > 0, "result %zu: telemetry has neither a start nor an end reading", i);
+}
+
+/* memory.by_kind (train results): non-negative integers; the buffers held
+ * are within the allocator's peak, and the mode's formula within 10% of
+ * them (docs/distributed.md, "Memory per rank"). */
+static void check_memory_kinds(json_t *r, size_t i) {
+    json_t *k = get(r, "memory.by_kind");
+    if (!k) return;
+    static const char *const held[] = {"parameters_bytes", "gradients_bytes", "optimizer_bytes",
+                                       "activations_bytes", "communication_bytes"};
+    double sum = 0;
+    for (size_t j = 0; j < sizeof held / sizeof held[0]; j++) {
+        json_t *v = get(k, held[j]);
+        NEED(json_is_integer(v) && json_integer_value(v) >= 0,
+             "result %zu: memory.by_kind.%s is not a non-negative integer", i, held[j]);
+        sum += json_is_integer(v) ? (double)json_integer_value(v) : 0;
+    }
+    json_t *f = get(k, "formula_bytes"), *peak = get(r, "memory.backend.peak_in_use_bytes");
+    NEED(json_is_integer(f), "result %zu: memory.by_kind.formula_bytes missing", i);
+    if (json_is_integer(peak))
+        NEED(sum <= (double)json_integer_value(peak),
+             "result %zu: memory by kind %.0f bytes, above the peak in use %lld", i, sum,
+             (long long)json_integer_value(peak));
+    if (json_is_integer(f) && sum > 0)
+        NEED(fabs((double)json_integer_value(f) - sum) <= 0.1 * sum,
+             "result %zu: the memory formula says %lld bytes, the buffers held %.0f (off by "
+             "more than 10%%)", i, (long long)json_integer_value(f), sum);
 }
 
 int main(int argc, char **argv) {
@@ -188,6 +216,7 @@ int main(int argc, char **argv) {
                  "metric %s: better must be higher|lower", key);
             NEED(json_is_integer(get(m, "n")), "metric %s has no n", key);
         }
+        check_memory_kinds(r, i);
         json_t *tel = get(r, "telemetry");
         if (tel) check_telemetry(tel, i);
         const char *be = json_string_value(get(r, "backend"));

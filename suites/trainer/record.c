@@ -82,6 +82,32 @@ void gt_train_summarize(gt_trainer *t) {
             st->tokens_per_s * st->flops_per_token / (st->datasheet_gflops * 1e9 * R);
 }
 
+/* The formula of docs/distributed.md, "Memory per rank", for P parameters
+ * (padded: whole norm chunks, and with ZeRO whole shards) stored in es bytes
+ * (the gradients and the compute copy; fp32 masters and AdamW state), R
+ * ranks and the mode: what a rank must hold. */
+static size_t memory_formula(const gt_trainer *t, size_t acts, int tree_slots) {
+    double P = (double)gt_model_num_params_padded(t->model);
+    double es = (double)gt_dtype_size(t->cfg->precision), R = t->R;
+    int zero = t->layout ? t->layout->zero : 0, det = t->cfg->deterministic;
+    double params = 4.0 * P + (es < 4 ? es * P : 0) + 4.0 * (double)gt_model_state_numel(t->model);
+    double grads = es * P * (1 + tree_slots);
+    double optim = 8.0 * P / (zero ? R : 1);
+    double comm = zero && !det && R > 1 ? es * P / R : 0;
+    return (size_t)(params + grads + optim + comm) + acts;
+}
+
+void gt_train_account_memory(gt_trainer *t) {
+    gt_train_memory *mp = &t->st->mem_parts;
+    memset(mp, 0, sizeof *mp);
+    if (!t->model) return;
+    gt_params_memory(t->model->params, &mp->params, &mp->grads, &mp->optim);
+    mp->acts = gt_model_memory_bytes(t->model) - gt_params_bytes(t->model->params);
+    mp->grads += (size_t)t->tree.nslots * t->tree.n * gt_dtype_size(t->tree.dt);
+    mp->comm = t->dp ? gt_dp_memory_bytes(t->dp) : 0;
+    mp->expected = memory_formula(t, mp->acts, t->tree.nslots);
+}
+
 /* The parameters, then the state tensors (BatchNorm running statistics). */
 gt_status gt_train_digests(gt_trainer *t) {
     gt_train_stats *st = t->st;

@@ -339,6 +339,7 @@ gt_status gt_train_open(gt_trainer *t, const gt_train_config *cfg, gt_train_stat
 void gt_train_close(gt_trainer *t) {
     gt_train_stats *st = t->st;
     if (t->be) gt_allocator_stats(t->be->alloc, &st->mem);
+    if (st) gt_train_account_memory(t);
     if (t->dp) st->comm_bytes = gt_dp_bytes(t->dp);
     gt_train_schedule_close(t);
     if (st) gt_profile_detach(st->profile); /* the backend's own table back; the figures stay */

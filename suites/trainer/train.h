@@ -107,6 +107,18 @@ typedef struct gt_train_config {
  * warm-up 10, cpu backend, fp32, sequential order, seed 1337. */
 gt_train_config gt_train_defaults(void);
 
+/* Backend memory of a rank by kind, as held at the end of the run (padding
+ * included), and the total the mode's formula gives (docs/distributed.md,
+ * "Memory per rank"): what the allocator's peak is made of. */
+typedef struct gt_train_memory {
+    size_t params;  /* fp32 masters, the 16-bit compute copy, state tensors */
+    size_t grads;   /* the gradient buffer, and the deterministic mode's tree slots */
+    size_t optim;   /* AdamW's m and v: the whole model, or a ZeRO shard */
+    size_t acts;    /* the model's activations and scratch */
+    size_t comm;    /* the gradient sync's own buffers (ZeRO's summed shard) */
+    size_t expected; /* the formula's total for this model, precision, ranks and mode */
+} gt_train_memory;
+
 typedef struct gt_train_stats {
     int first_step;     /* steps done before this run (resumed from a checkpoint), else 0 */
     int steps_done;     /* steps this run did: global steps first_step+1 .. first_step+steps_done */
@@ -155,6 +167,7 @@ typedef struct gt_train_stats {
     uint64_t weights_digest;  /* the same of the parameters alone (the topology check: rank
                                * 0's running statistics depend on the rank count) */
     gt_alloc_stats mem;       /* backend allocator at the end */
+    gt_train_memory mem_parts; /* what it holds, by kind */
     char backend_desc[256];
     int vocab;                /* model V, or the classes of mlp / convnet */
     int nranks;

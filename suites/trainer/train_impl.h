@@ -231,6 +231,8 @@ gt_status gt_train_eval_final(gt_trainer *t);
 gt_status gt_train_stats_open(gt_trainer *t);
 void gt_train_record_step(gt_trainer *t, const gt_train_step *s, uint64_t t1);
 void gt_train_summarize(gt_trainer *t);
+/* st->mem_parts: the buffers held now, by kind, and the mode's formula. */
+void gt_train_account_memory(gt_trainer *t);
 gt_status gt_train_digests(gt_trainer *t);
 
 /* faults.c */
