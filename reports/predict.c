@@ -558,6 +558,33 @@ typedef struct step_parts {
     double compute, exposed, other, step; /* ms */
 } step_parts;
 
+/* engine/dp.c's buckets: from the end of the G-byte gradient buffer, every
+ * bucket_bytes and (shard > 0: ZeRO-2) at every multiple of shard bytes,
+ * each started as the backward passes it (the gradients taken to appear
+ * evenly over the backward) and run one after another as collective coll
+ * of its bytes (ZeRO-2's reduce to the shard's rank taken as a
+ * reduce-scatter of the same bytes: over the buffer the two move the same).
+ * The ms the last one ends after the backward. */
+static double overlapped_buckets(const model *M, int s, double compute, double G, double shard,
+                                 int coll, int nodes, int rpn) {
+    double es = M->grad_bytes_per, tb = M->backward_fraction * compute;
+    double per = floor(M->bucket_bytes / es) * es;
+    if (per <= 0) per = es;
+    double hi = G, end = 0;
+    while (hi > 0) {
+        double lo = hi > per ? hi - per : 0;
+        if (shard > 0) {
+            double edge = floor((hi - es) / shard) * shard;
+            if (lo < edge) lo = edge;
+        }
+        double ready = tb * ((G - lo) / G);
+        double start = ready > end ? ready : end;
+        end = start + coll_time(M, s, coll, hi - lo, nodes, rpn) * 1e3;
+        hi = lo;
+    }
+    return end > tb ? end - tb : 0;
+}
+
 static step_parts predict_step(const model *M, int s, int ranks, int nodes, int rpn, double b,
                                double share) {
     step_parts r;
@@ -574,6 +601,16 @@ static step_parts predict_step(const model *M, int s, int ranks, int nodes, int 
             const link_fit *f = &M->link[nodes > 1 ? L_INTER : L_INTRA][C_AR];
             double m = P * es, beta = beta_at(f, s, m);
             r.exposed = 2.0 * lv * (f->alpha[s] + (isfinite(beta) ? m / beta : 0)) * 1e3;
+        } else if (M->zero == 2) {
+            /* engine/dp.c: buckets cut at the shards' edges too, each reduced
+             * to its shard's rank as the backward passes it; then the fp32
+             * parameters all-gathered, not overlapped */
+            double unit = (double)M->chunk * ranks;
+            double padded = ceil(P / unit) * unit;
+            r.exposed = overlapped_buckets(M, s, r.compute, P * es, padded * es / ranks, C_RS,
+                                           nodes, rpn) +
+                        coll_time(M, s, C_AG, padded * 4.0, nodes, rpn) * 1e3;
+            r.other += coll_time(M, s, C_AG, padded / (double)M->chunk * 8.0, nodes, rpn) * 1e3;
         } else if (M->zero) {
             double unit = (double)M->chunk * ranks;
             double padded = ceil(P / unit) * unit;
@@ -583,21 +620,7 @@ static step_parts predict_step(const model *M, int s, int ranks, int nodes, int 
             /* the gradient norm's partial sums */
             r.other += coll_time(M, s, C_AG, padded / (double)M->chunk * 8.0, nodes, rpn) * 1e3;
         } else {
-            /* engine/dp.c: buckets from the end of the buffer, started as
-             * the backward passes them (gradients assumed to appear evenly
-             * over the backward), all-reduced one after another */
-            double tb = M->backward_fraction * r.compute;
-            double G = P * es, per = floor(M->bucket_bytes / es) * es;
-            if (per <= 0) per = es;
-            double done_bytes = 0, end = 0;
-            while (done_bytes < G) {
-                double sz = G - done_bytes < per ? G - done_bytes : per;
-                done_bytes += sz;
-                double ready = tb * (done_bytes / G);
-                double start = ready > end ? ready : end;
-                end = start + coll_time(M, s, C_AR, sz, nodes, rpn) * 1e3;
-            }
-            r.exposed = end > tb ? end - tb : 0;
+            r.exposed = overlapped_buckets(M, s, r.compute, P * es, 0, C_AR, nodes, rpn);
         }
         /* every step: the losses and non-finite flags of every rank (all-gather) */
         r.other += coll_time(M, s, C_AG, 8.0 * ranks, nodes, rpn) * 1e3;
@@ -989,12 +1012,6 @@ static gt_status set_model(gt_prediction *p, const gt_report_result *cr,
     M->bucket_bytes = (opt->bucket_mb > 0 ? opt->bucket_mb : pnum(cr, "bucket_mb", 25)) * 1048576.0;
     M->backward_fraction = opt->backward_fraction > 0 ? opt->backward_fraction : 2.0 / 3.0;
     M->zero = opt->zero >= 0 ? opt->zero : (int)pnum(cr, "zero", 0);
-    if (M->zero > 1)
-        return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "result '%s' trained with ZeRO-%d, which predict does not model yet "
-                      "(its reduce per bucket overlaps the backward; ZeRO-1's schedule would "
-                      "be wrong): predict from a --zero 0 or --zero 1 result",
-                      p->case_name, M->zero);
     M->deterministic = (int)pnum(cr, "deterministic", 0);
     M->device = p->device;
     M->chunk = 65536;
@@ -1104,7 +1121,14 @@ static void note_assumptions(gt_prediction *p, int max_nodes) {
                  "measured: a network that was not measured",
                  g_level_names[l], l ? opt->inter_alpha_us : opt->intra_alpha_us,
                  l ? opt->inter_beta_gbps : opt->intra_beta_gbps);
-    if (M->zero)
+    if (M->zero == 2)
+        note(p,
+             "ZeRO-2: %.0f MiB buckets, also cut at the shards' edges, each reduced to its "
+             "shard's rank as the backward (%.0f%% of the compute) passes it, a bucket's "
+             "reduce taken to cost a reduce-scatter of its bytes; then the fp32 parameters "
+             "all-gathered, not overlapped",
+             M->bucket_bytes / 1048576.0, M->backward_fraction * 100);
+    else if (M->zero)
         note(p, "ZeRO-1: reduce-scatter of the gradients and all-gather of the fp32 "
                 "parameters after the backward, not overlapped; the optimizer's share of the "
                 "compute is not divided among the ranks");
@@ -1121,7 +1145,7 @@ static void note_assumptions(gt_prediction *p, int max_nodes) {
 /* The largest message the model sends in one collective, bytes. */
 static double largest_message(const model *M) {
     double G = (double)M->n_params * M->grad_bytes_per;
-    return M->zero || M->deterministic || M->bucket_bytes > G ? G : M->bucket_bytes;
+    return M->zero == 1 || M->deterministic || M->bucket_bytes > G ? G : M->bucket_bytes;
 }
 
 /* Why the measured exposed communication can exceed the model's, for the
@@ -1270,7 +1294,8 @@ static void print_inputs(const gt_prediction *p, FILE *f) {
     const model *M = &p->m;
     fprintf(f, "prediction for %s (%s, %s, %s, %lld parameters; %s)\n", p->case_name, p->model_name,
             p->precision, p->backend, M->n_params,
-            M->zero            ? "ZeRO-1"
+            M->zero == 2       ? "ZeRO-2"
+            : M->zero          ? "ZeRO-1"
             : M->deterministic ? "deterministic"
                                : "bucketed all-reduce");
     fprintf(f, "inputs (median [low, high] of the measured samples):\n");
@@ -1536,7 +1561,8 @@ static json_t *prediction_json(const gt_prediction *p) {
     json_object_set_new(o, "units_per_sample", json_real(p->units_per_sample));
     json_object_set_new(o, "num_params", json_integer(M->n_params));
     json_object_set_new(o, "mode",
-                        json_string(M->zero            ? "zero1"
+                        json_string(M->zero == 2       ? "zero2"
+                                    : M->zero          ? "zero1"
                                     : M->deterministic ? "deterministic"
                                                        : "bucketed"));
     json_object_set_new(o, "global_batch", json_real(p->global_batch));

@@ -86,10 +86,10 @@ expect 2 "--case takes one of: 'gpt2-3m', 'gpt2-3m/weak'" -- "$g" predict --from
 expect 2 "--alpha-us and --beta-gbps go together" -- "$g" predict --from "$tmp/nocoll.json" --alpha-us 3
 expect 2 "--inter-alpha-us goes with --inter-beta-gbps" -- "$g" predict --from "$tmp/full.json" --inter-alpha-us 3
 expect 2 "add --check" -- "$g" predict --from "$tmp/full.json" --max-error 10
-expect 2 "--zero" -- "$g" predict --from "$tmp/full.json" --zero 2
-# a ZeRO-2 result: not modelled yet, and said so (not ZeRO-1's schedule in silence)
+expect 2 "--zero" -- "$g" predict --from "$tmp/full.json" --zero 3
+# a ZeRO-2 result: its own schedule, said so
 sed 's/"zero": 0/"zero": 2/g' "$tmp/full.json" >"$tmp/zero2.json"
-expect 2 "trained with ZeRO-2, which predict does not model yet" -- "$g" predict --from "$tmp/zero2.json"
+expect 0 "ZeRO-2: 25 MiB buckets, also cut at the shards' edges" -- "$g" predict --from "$tmp/zero2.json"
 # a bound with nothing to hold it to fails (2 ranks measured alone: no other
 # rank count to fit the compute from)
 expect 1 "no measured multi-rank topology could be checked" -- \
