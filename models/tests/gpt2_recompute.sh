@@ -6,7 +6,8 @@
 # With --deterministic, --recompute block trains bitwise the weights (final
 # parameter digest) and the losses of --recompute none, on one rank and, under
 # MPI, on 2 and 4 ranks against one rank without recomputation (same global
-# batch). The report records the mode and fewer activation bytes. Refusals:
+# batch). A checkpoint of a block run resumes without recomputation to the
+# same weights. The report records the mode and fewer activation bytes. Refusals:
 # an unknown mode names the valid ones; mlp says it has no block mode yet.
 set -u
 mpiexec=$1
@@ -69,6 +70,14 @@ else fail "activation_bytes: '$a_none' without recomputation, '$a_block' with"; 
 if grep -q "activations .* MiB per rank (recompute block)" "$tmp/block1.out"; then
     ok "the summary says the mode"
 else fail "summary: no activations line"; grep activations "$tmp/block1.out"; fi
+
+# the mode is not part of a checkpoint: block's checkpoint at step 2, resumed
+# without recomputation, ends on none's weights
+run ckpt 1 --recompute block --checkpoint-dir "$tmp/ck" --checkpoint-every 2 --stop-after 2
+run resumed 1 --resume "$tmp/ck"
+if [ -s "$tmp/resumed.digest" ] && cmp -s "$tmp/none1.digest" "$tmp/resumed.digest"; then
+    ok "a block run's checkpoint resumed with none: the same weights"
+else fail "resume across modes: $(cat "$tmp/resumed.digest" 2>/dev/null) vs $(cat "$tmp/none1.digest")"; fi
 
 if [ "$mpiexec" != none ]; then
     for np in 2 4; do
