@@ -208,15 +208,15 @@ gt_status gt_model_new_opts(gt_backend *be, const char *name, const char *option
                       (int)recompute);
     if (strcmp(arch.family, "gpt2") == 0)
         return gt_gpt2_model_new(be, name, options, dt, recompute, max_batch, T, out);
+    if (strcmp(arch.family, "mlp") == 0) {
+        gt_mlp_config c;
+        GT_TRY(gt_mlp_preset(name, &c));
+        return gt_mlp_new(be, &c, dt, recompute, name, max_batch, out);
+    }
     if (recompute != GT_MODEL_RECOMPUTE_NONE)
         return GT_ERR(GT_ERR_UNSUPPORTED,
                       "--recompute %s: not implemented for %s yet; use --recompute none",
                       gt_model_recompute_name(recompute), arch.family);
-    if (strcmp(arch.family, "mlp") == 0) {
-        gt_mlp_config c;
-        GT_TRY(gt_mlp_preset(name, &c));
-        return gt_mlp_new(be, &c, dt, name, max_batch, out);
-    }
     gt_convnet_config c;
     GT_TRY(gt_convnet_preset(name, &c));
     return gt_convnet_new(be, &c, dt, name, max_batch, out);

@@ -1,5 +1,6 @@
 /* Activation recomputation (models/model.h, gt_model_recompute) at the
- * model level, on the backend named by argv[1]:
+ * model level, on the backend named by argv[1] (the name is gpt2's, which
+ * came first; mlp is checked here too):
  *   - gpt2 with GT_MODEL_RECOMPUTE_BLOCK gives bitwise the losses and the
  *     accumulated gradients of GT_MODEL_RECOMPUTE_NONE (three layers, so
  *     that blocks below the top one are recomputed; two forward_backwards
@@ -8,9 +9,10 @@
  *   - its activation bytes fall by (L-1) layers' worth of the block's inner
  *     activations: a layer's bytes measured as (L layers) - (L-1 layers)
  *     without recomputation, less the block output res3 that stays;
- *   - mlp and convnet refuse BLOCK (GT_ERR_UNSUPPORTED, naming the family
- *     and the way out), and an unknown mode's name is refused naming the
- *     valid ones.
+ *   - mlp the same (mlp-tiny with GELU, mlp-tiny-relu, mlp-small: four
+ *     layers), its activation bytes (depth-1) x B x width values fewer;
+ *   - convnet refuses BLOCK (GT_ERR_UNSUPPORTED, naming the family and the
+ *     way out), and an unknown mode's name is refused naming the valid ones.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,22 +115,81 @@ static void act_bytes(gt_backend *be) {
     gt_model_free(block);
 }
 
-static void refusals(gt_backend *be) {
-    const char *dense[] = {"mlp-tiny", "convnet-tiny"};
-    for (int i = 0; i < 2; i++) {
-        gt_model *m = NULL;
-        CHECK_STATUS(gt_model_new_opts(be, dense[i], NULL, GT_DTYPE_FP32,
-                                       GT_MODEL_RECOMPUTE_BLOCK, 2, 1, &m),
-                     GT_ERR_UNSUPPORTED);
-        const char *fam = i ? "convnet" : "mlp";
-        char want[96];
-        snprintf(want, sizeof want, "not implemented for %s yet; use --recompute none", fam);
-        CHECK(strstr(gt_last_error(), want), "%s: message '%s'", dense[i], gt_last_error());
-        CHECK(m == NULL, "no model on a refusal");
-        CHECK_OK(gt_model_new_opts(be, dense[i], NULL, GT_DTYPE_FP32, GT_MODEL_RECOMPUTE_NONE, 2,
-                                   1, &m));
-        gt_model_free(m);
+/* mlp preset `name` with recompute none and block: losses of two
+ * forward_backwards (8 samples, then 5) and an evaluation forward, and the
+ * accumulated gradients, bitwise equal; activation bytes (L-1) x 8 x width
+ * values fewer. */
+static void mlp_same(gt_backend *be, const char *name, gt_dtype dt) {
+    enum { NB = 8 };
+    gt_model *none = NULL, *block = NULL;
+    gt_status s = gt_model_new_opts(be, name, NULL, dt, GT_MODEL_RECOMPUTE_NONE, NB, 1, &none);
+    if (s == GT_ERR_UNSUPPORTED && dt != GT_DTYPE_FP32) {
+        printf("skip %s %s: %s\n", name, gt_dtype_name(dt), gt_last_error());
+        return;
     }
+    CHECK_OK(s);
+    CHECK_OK(gt_model_new_opts(be, name, NULL, dt, GT_MODEL_RECOMPUTE_BLOCK, NB, 1, &block));
+    if (!none || !block) {
+        gt_model_free(none);
+        gt_model_free(block);
+        return;
+    }
+    const gt_model_info *in = gt_model_get_info(none);
+    int D = in->sample_numel, K = in->classes;
+    float *x = malloc((size_t)NB * D * sizeof *x);
+    int32_t y[NB];
+    uint32_t r = 777;
+    for (int i = 0; i < NB * D; i++) {
+        r = r * 1664525u + 1013904223u;
+        x[i] = (float)(r >> 8) / 16777216.0f - 0.5f;
+    }
+    for (int i = 0; i < NB; i++) y[i] = (i * 5 + 3) % K;
+    gt_batch full = {.n = NB, .T = 1, .inputs = x, .targets = y};
+    gt_batch part = {.n = 5, .T = 1, .inputs = x + D, .targets = y + 1};
+    size_t n = gt_model_num_params(none);
+    float *g[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    float loss[2][3];
+    gt_model *ms[2] = {none, block};
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(gt_model_init_random(ms[k], 5));
+        CHECK_OK(gt_model_zero_grad(ms[k]));
+        CHECK_OK(gt_model_forward_backward(ms[k], &full, 1.0f / NB, &loss[k][0]));
+        CHECK_OK(gt_model_forward_backward(ms[k], &part, 1.0f / 5, &loss[k][1]));
+        CHECK_OK(gt_model_forward(ms[k], &part, &loss[k][2]));
+        CHECK_OK(gt_model_get_grads(ms[k], g[k]));
+    }
+    int same = memcmp(loss[0], loss[1], sizeof loss[0]) == 0 &&
+               memcmp(g[0], g[1], n * sizeof(float)) == 0;
+    CHECK(same, "%s %s: losses %.9g %.9g vs %.9g %.9g, or gradients differ", name,
+          gt_dtype_name(dt), loss[0][0], loss[0][1], loss[1][0], loss[1][1]);
+    int32_t f[GT_MODEL_CONFIG_FIELDS];
+    gt_model_config_fields(none, f); /* in_dim, classes, depth, width, activation */
+    size_t want = (size_t)(f[2] - 1) * NB * (size_t)f[3] * gt_dtype_size(dt);
+    size_t got = gt_model_act_bytes(none) - gt_model_act_bytes(block);
+    CHECK(got == want, "%s: recompute block saves %zu activation bytes, expected (L-1) x B x W "
+                       "= %zu",
+          name, got, want);
+    if (same && got == want)
+        printf("ok  %s %s: bitwise equal with recompute block, %zu activation bytes fewer\n",
+               name, gt_dtype_name(dt), got);
+    free(x);
+    free(g[0]);
+    free(g[1]);
+    gt_model_free(none);
+    gt_model_free(block);
+}
+
+static void refusals(gt_backend *be) {
+    gt_model *m = NULL;
+    CHECK_STATUS(gt_model_new_opts(be, "convnet-tiny", NULL, GT_DTYPE_FP32,
+                                   GT_MODEL_RECOMPUTE_BLOCK, 2, 1, &m),
+                 GT_ERR_UNSUPPORTED);
+    CHECK(strstr(gt_last_error(), "not implemented for convnet yet; use --recompute none"),
+          "convnet: message '%s'", gt_last_error());
+    CHECK(m == NULL, "no model on a refusal");
+    CHECK_OK(gt_model_new_opts(be, "convnet-tiny", NULL, GT_DTYPE_FP32, GT_MODEL_RECOMPUTE_NONE,
+                               2, 1, &m));
+    gt_model_free(m);
     gt_model_recompute rc = GT_MODEL_RECOMPUTE_NONE;
     CHECK_STATUS(gt_model_recompute_parse("blocks", &rc), GT_ERR_INVALID);
     CHECK(strstr(gt_last_error(), "'blocks'") && strstr(gt_last_error(), "none") &&
@@ -145,6 +206,11 @@ int main(int argc, char **argv) {
     same_bits(be, GT_DTYPE_FP32);
     same_bits(be, GT_DTYPE_BF16);
     act_bytes(be);
+    const char *mlps[] = {"mlp-tiny", "mlp-tiny-relu", "mlp-small"};
+    for (int i = 0; i < 3; i++) {
+        mlp_same(be, mlps[i], GT_DTYPE_FP32);
+        mlp_same(be, mlps[i], GT_DTYPE_BF16);
+    }
     refusals(be);
     gt_backend_free(be);
     return check_done("models.gpt2_recompute");
