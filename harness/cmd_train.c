@@ -326,7 +326,7 @@ static const gt_cli_opt train_table[] = {
         "scaling (overflowing steps are skipped and counted).\n"
         "bf16/fp16 need a backend that stores them (ref, cuda)"},
     {"--recompute", NULL, "none|block", .set = set_recompute, .help =
-        "gpt2, mlp: what the forward keeps for the backward: none\n"
+        "what the forward keeps for the backward: none\n"
         "(default) every activation; block each block's input\n"
         "only, the block run again in the backward: the same\n"
         "weights bitwise, activations of one block instead of L,\n"

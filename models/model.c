@@ -213,13 +213,9 @@ gt_status gt_model_new_opts(gt_backend *be, const char *name, const char *option
         GT_TRY(gt_mlp_preset(name, &c));
         return gt_mlp_new(be, &c, dt, recompute, name, max_batch, out);
     }
-    if (recompute != GT_MODEL_RECOMPUTE_NONE)
-        return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "--recompute %s: not implemented for %s yet; use --recompute none",
-                      gt_model_recompute_name(recompute), arch.family);
     gt_convnet_config c;
     GT_TRY(gt_convnet_preset(name, &c));
-    return gt_convnet_new(be, &c, dt, name, max_batch, out);
+    return gt_convnet_new(be, &c, dt, recompute, name, max_batch, out);
 }
 
 gt_status gt_model_init_from(gt_model *m, const char *source) {

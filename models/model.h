@@ -120,8 +120,8 @@ void gt_model_free(gt_model *m);
  * recomputation"). BLOCK keeps each block's input and runs the block's
  * forward again in the backward: less activation memory, the same gradient
  * bits (the same kernels on the same inputs), one more forward of the
- * blocks. gpt2 (a transformer block) and mlp (a hidden layer) have it;
- * convnet refuses BLOCK (GT_ERR_UNSUPPORTED). */
+ * blocks. gpt2 (a transformer block), mlp (a hidden layer) and convnet (a
+ * residual block) have it. */
 typedef enum gt_model_recompute {
     GT_MODEL_RECOMPUTE_NONE = 0, /* keep every activation the backward reads */
     GT_MODEL_RECOMPUTE_BLOCK,    /* keep each block's input, recompute the block */
@@ -143,8 +143,7 @@ gt_status gt_model_recompute_parse(const char *s, gt_model_recompute *out);
  * (the config of an llm.c model file, gt_model_describe_file). */
 enum { GT_MODEL_OPTIONS_LEN = 256 };
 /* gt_model_new_dt with options (NULL or "" for none) and a recomputation
- * mode; GT_ERR_UNSUPPORTED, naming the family, for GT_MODEL_RECOMPUTE_BLOCK
- * on a family without it (convnet). */
+ * mode (GT_ERR_INVALID outside the enum). */
 gt_status gt_model_new_opts(gt_backend *be, const char *name, const char *options, gt_dtype dt,
                             gt_model_recompute recompute, int max_batch, int T,
                             gt_model **out);

@@ -54,7 +54,7 @@ typedef struct gt_train_config {
     gt_model_recompute recompute; /* what the forward keeps for the backward: NONE (default)
                               * or BLOCK, each block's input only, the block recomputed
                               * in the backward: the same bits, less activation memory
-                              * (models/model.h; gpt2 and mlp) */
+                              * (models/model.h) */
     int threads;             /* cpu threads, 0: default */
     const char *init_from;   /* "llmc:FILE" or NULL */
     double peak_gflops;      /* MFU reference in GFLOP/s; 0: measure it;
