@@ -83,15 +83,18 @@ static void rewrite_report(printer *p, int step) {
     p->last_write = gt_now_ns() * 1e-9;
 }
 
-/* What the peak is made of (rank 0's): the buffers by kind and the mode's formula. */
-static void print_memory_parts(const gt_train_memory *mp, size_t peak) {
+/* What the peak is made of (rank 0's): the buffers by kind (the activations
+ * with the recompute mode that sized them) and the mode's formula. */
+static void print_memory_parts(const gt_train_memory *mp, size_t peak,
+                               gt_model_recompute recompute) {
     if (!mp->expected || !peak) return;
     size_t held = mp->params + mp->grads + mp->optim + mp->acts + mp->comm;
     printf("  memory by kind   parameters %.1f, gradients %.1f, optimizer %.1f, activations "
-           "%.1f, communication %.1f MiB: %.1f%% of the peak; the mode's formula %.1f MiB\n",
+           "%.1f (recompute %s), communication %.1f MiB: %.1f%% of the peak; the mode's "
+           "formula %.1f MiB\n",
            mp->params / 1048576.0, mp->grads / 1048576.0, mp->optim / 1048576.0,
-           mp->acts / 1048576.0, mp->comm / 1048576.0, 100.0 * (double)held / (double)peak,
-           mp->expected / 1048576.0);
+           mp->acts / 1048576.0, gt_model_recompute_name(recompute), mp->comm / 1048576.0,
+           100.0 * (double)held / (double)peak, mp->expected / 1048576.0);
 }
 
 /* What a resumed run continues from, before its first step: file, step, data
@@ -175,7 +178,7 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
                st->exposed_comm_ms, st->comm_bytes / 1048576.0 / (st->steps_done ? st->steps_done : 1));
     printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
            st->mem.peak_in_use / 1048576.0, st->mem.peak_reserved / 1048576.0);
-    print_memory_parts(&st->mem_parts, st->mem.peak_in_use);
+    print_memory_parts(&st->mem_parts, st->mem.peak_in_use, cfg->recompute);
     printf("  final params     fnv1a64 %016llx\n", (unsigned long long)st->params_digest);
     if (st->resumed_from[0])
         printf("  resumed from     %s, step %d, data position %lld\n", st->resumed_from,
@@ -233,6 +236,13 @@ static int set_precision(void *opts, const gt_args *a, const gt_cli_opt *o, cons
               (dt != GT_DTYPE_FP32 && dt != GT_DTYPE_BF16 && dt != GT_DTYPE_FP16)))
         return !gt_usage_error("train", "--precision '%s': use fp32, bf16 or fp16", v);
     ((train_opts *)opts)->cfg.precision = dt;
+    return 1;
+}
+
+static int set_recompute(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    if (v && gt_model_recompute_parse(v, &((train_opts *)opts)->cfg.recompute) != GT_OK)
+        return !gt_usage_error("train", "--recompute '%s': use none or block", v);
     return 1;
 }
 
@@ -328,6 +338,12 @@ static const gt_cli_opt train_table[] = {
         "and AdamW state stay fp32. fp16 adds dynamic loss\n"
         "scaling (overflowing steps are skipped and counted).\n"
         "bf16/fp16 need a backend that stores them (ref, cuda)"},
+    {"--recompute", NULL, "none|block", .set = set_recompute, .help =
+        "what the forward keeps for the backward: none\n"
+        "(default) every activation; block each block's input\n"
+        "only, the block run again in the backward: the same\n"
+        "weights bitwise, activations of one block instead of L,\n"
+        "one more forward of the blocks (docs/distributed.md)"},
     SECTION("data:"),
     {"--data", NULL, "FILE", GT_CLI_STRING, OFF(cfg.data_path), .help =
         "token file (gauntlet or llm.c format); default: synthetic"},
@@ -650,11 +666,12 @@ static void train_banner(train_job *j) {
                gt_comm_backend_name(j->comm), cfg->deterministic ? ", deterministic" : "", zero);
     else
         printf("gauntlet train: %s (L%d H%d C%d V%d Vp%d maxT%d), batch %d x seq %d, %d steps, "
-               "backend %s, %d rank(s) over %s%s%s\n",
+               "backend %s, %d rank(s) over %s%s%s%s\n",
                cfg->model_name, arch->fields[3], arch->fields[4], arch->fields[5],
                arch->fields[1], arch->fields[2], arch->fields[0], cfg->batch, cfg->seq_len,
                cfg->steps, cfg->backend, j->nranks, gt_comm_backend_name(j->comm),
-               cfg->deterministic ? ", deterministic" : "", zero);
+               cfg->deterministic ? ", deterministic" : "", zero,
+               cfg->recompute == GT_MODEL_RECOMPUTE_BLOCK ? ", recompute block" : "");
 }
 
 /* Rank 0 after topology ti (N ranks) trained: its result (the one rewritten

@@ -62,7 +62,27 @@ gt_status gt_model_new(gt_backend *be, const char *name, int max_batch, int T,
 
 gt_status gt_model_new_dt(gt_backend *be, const char *name, gt_dtype dt, int max_batch, int T,
                           gt_model **out) {
-    return gt_model_new_opts(be, name, NULL, dt, max_batch, T, out);
+    return gt_model_new_opts(be, name, NULL, dt, GT_MODEL_RECOMPUTE_NONE, max_batch, T, out);
+}
+
+/* ---- activation recomputation ----------------------------------------------------- */
+
+static const char *const g_recompute_names[GT_MODEL_RECOMPUTE_COUNT] = {"none", "block"};
+
+const char *gt_model_recompute_name(gt_model_recompute r) {
+    return (int)r >= 0 && r < GT_MODEL_RECOMPUTE_COUNT ? g_recompute_names[r] : "?";
+}
+
+gt_status gt_model_recompute_parse(const char *s, gt_model_recompute *out) {
+    for (int i = 0; s && i < GT_MODEL_RECOMPUTE_COUNT; i++)
+        if (strcmp(s, g_recompute_names[i]) == 0) {
+            *out = (gt_model_recompute)i;
+            return GT_OK;
+        }
+    return GT_ERR(GT_ERR_INVALID, "recompute mode '%s': use none (keep every activation) or "
+                                  "block (keep each block's input, recompute the block in the "
+                                  "backward)",
+                  s ? s : "(null)");
 }
 
 /* ---- options by name ------------------------------------------------------------ */
@@ -176,22 +196,26 @@ gt_status gt_model_describe_file(const char *source, char *name, char *options) 
 }
 
 gt_status gt_model_new_opts(gt_backend *be, const char *name, const char *options, gt_dtype dt,
-                            int max_batch, int T, gt_model **out) {
+                            gt_model_recompute recompute, int max_batch, int T,
+                            gt_model **out) {
     *out = NULL;
     /* an old name builds the renamed preset and carries its new name */
     if (gt_model_preset_renamed(name)) name = gt_model_preset_renamed(name);
     gt_model_arch arch;
     GT_TRY(gt_model_arch_of(name, options, &arch));
+    if ((int)recompute < 0 || recompute >= GT_MODEL_RECOMPUTE_COUNT)
+        return GT_ERR(GT_ERR_INVALID, "recompute mode %d: expected none or block",
+                      (int)recompute);
     if (strcmp(arch.family, "gpt2") == 0)
-        return gt_gpt2_model_new(be, name, options, dt, max_batch, T, out);
+        return gt_gpt2_model_new(be, name, options, dt, recompute, max_batch, T, out);
     if (strcmp(arch.family, "mlp") == 0) {
         gt_mlp_config c;
         GT_TRY(gt_mlp_preset(name, &c));
-        return gt_mlp_new(be, &c, dt, name, max_batch, out);
+        return gt_mlp_new(be, &c, dt, recompute, name, max_batch, out);
     }
     gt_convnet_config c;
     GT_TRY(gt_convnet_preset(name, &c));
-    return gt_convnet_new(be, &c, dt, name, max_batch, out);
+    return gt_convnet_new(be, &c, dt, recompute, name, max_batch, out);
 }
 
 gt_status gt_model_init_from(gt_model *m, const char *source) {
@@ -371,6 +395,8 @@ double gt_model_flops_per_unit(const gt_model *m) { return m->vt->flops_per_unit
 size_t gt_model_memory_bytes(const gt_model *m) {
     return gt_params_bytes(P(m)) + m->vt->act_bytes(m);
 }
+size_t gt_model_act_bytes(const gt_model *m) { return m->vt->act_bytes(m); }
+gt_model_recompute gt_model_get_recompute(const gt_model *m) { return m->recompute; }
 
 /* ---- dense models' helpers ---------------------------------------------------------- */
 

@@ -115,6 +115,23 @@ gt_status gt_model_new_dt(gt_backend *be, const char *name, gt_dtype dt, int max
                           gt_model **out);
 /* Accepts NULL. */
 void gt_model_free(gt_model *m);
+/* ---- activation recomputation ----------------------------------------------------
+ * What the forward keeps for the backward (docs/distributed.md, "Activation
+ * recomputation"). BLOCK keeps each block's input and runs the block's
+ * forward again in the backward: less activation memory, the same gradient
+ * bits (the same kernels on the same inputs), one more forward of the
+ * blocks. gpt2 (a transformer block), mlp (a hidden layer) and convnet (a
+ * residual block) have it. */
+typedef enum gt_model_recompute {
+    GT_MODEL_RECOMPUTE_NONE = 0, /* keep every activation the backward reads */
+    GT_MODEL_RECOMPUTE_BLOCK,    /* keep each block's input, recompute the block */
+    GT_MODEL_RECOMPUTE_COUNT
+} gt_model_recompute;
+/* "none", "block"; "?" outside the enum. */
+const char *gt_model_recompute_name(gt_model_recompute r);
+/* The mode named s; GT_ERR_INVALID names the valid values. */
+gt_status gt_model_recompute_parse(const char *s, gt_model_recompute *out);
+
 /* ---- options by name ---------------------------------------------------------
  * A model is a preset and options: "key=value" integers separated by commas
  * ("layers=4,heads=4"), applied in order over the preset's architecture.
@@ -125,9 +142,11 @@ void gt_model_free(gt_model *m);
  * convnet take none. The name "llmc" is gpt2 with all six given as options
  * (the config of an llm.c model file, gt_model_describe_file). */
 enum { GT_MODEL_OPTIONS_LEN = 256 };
-/* gt_model_new_dt with options (NULL or "" for none). */
+/* gt_model_new_dt with options (NULL or "" for none) and a recomputation
+ * mode (GT_ERR_INVALID outside the enum). */
 gt_status gt_model_new_opts(gt_backend *be, const char *name, const char *options, gt_dtype dt,
-                            int max_batch, int T, gt_model **out);
+                            gt_model_recompute recompute, int max_batch, int T,
+                            gt_model **out);
 /* Appends "key=value" to options (GT_MODEL_OPTIONS_LEN bytes, a C string);
  * GT_ERR_INVALID when it does not fit. */
 gt_status gt_model_option_add(char *options, const char *key, long long value);
@@ -286,6 +305,11 @@ double gt_model_flops_per_unit(const gt_model *m);
 
 /* Bytes of backend memory the model holds (params, grads, state, activations). */
 size_t gt_model_memory_bytes(const gt_model *m);
+/* Of those, the activations and the forward/backward scratch (what
+ * recomputation shrinks). */
+size_t gt_model_act_bytes(const gt_model *m);
+/* The recomputation mode the model was created with. */
+gt_model_recompute gt_model_get_recompute(const gt_model *m);
 
 /* ---- the synthetic task of a dense model ----------------------------------------
  * The task the train suite feeds a dense model (docs/models.md): mlp:
@@ -330,6 +354,7 @@ struct gt_model {
     gt_params *params; /* the model's store, inside impl */
     gt_model_info info;
     int training;      /* gt_model_set_training */
+    gt_model_recompute recompute; /* set by the family that implements it */
 };
 
 #ifdef __cplusplus

@@ -63,7 +63,8 @@ gt_status gt_gpt2_model_config(const char *name, const char *options,
                                struct gt_gpt2_config *out);
 /* ... and its gt_gpt2 for max_batch sequences of T tokens, wrapped. */
 gt_status gt_gpt2_model_new(gt_backend *be, const char *name, const char *options, gt_dtype dt,
-                            int max_batch, int T, gt_model **out);
+                            gt_model_recompute recompute, int max_batch, int T,
+                            gt_model **out);
 
 #ifdef __cplusplus
 }

@@ -221,6 +221,9 @@ static int same_family(const gt_report_result *a, const gt_report_result *b) {
     const char *nk[] = {"seq", "zero", "deterministic", "channels", "layers", "width", "depth"};
     for (int i = 0; i < 7; i++)
         if (pnum(a, nk[i], -1) != pnum(b, nk[i], -1)) return 0;
+    /* recomputation adds compute to every step; reports before it had none */
+    const char *ra = pstr(a, "recompute"), *rb = pstr(b, "recompute");
+    if (strcmp(ra ? ra : "none", rb ? rb : "none") != 0) return 0;
     return strcmp(a->backend, b->backend) == 0;
 }
 

@@ -125,6 +125,7 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
     gt_result_param_int(res, "micro_batch", cfg->micro_batch);
     gt_result_param_int(res, "deterministic", cfg->deterministic);
     gt_result_param_int(res, "zero", cfg->zero);
+    gt_result_param_str(res, "recompute", gt_model_recompute_name(cfg->recompute));
     if (cfg->resume) {
         gt_result_param_str(res, "resume", cfg->resume);
         if (st->resumed_from[0]) gt_result_param_str(res, "resumed_from", st->resumed_from);
@@ -143,6 +144,9 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
                      n ? st->loss[n - 1] : NAN, NULL, 0);
     gt_result_metric_ungated(res, "final_loss", "numerics");
     gt_result_metric(res, "peak_memory", "bytes", 0, (double)st->mem.peak_in_use, NULL, 0);
+    /* a size, not a measurement: no noise to judge, one value per run */
+    if (st->act_bytes > 0)
+        gt_result_metric(res, "activation_bytes", "bytes", 0, (double)st->act_bytes, NULL, 0);
     if (st->eval_samples > 0) {
         gt_result_metric(res, "eval_loss", "nats/sample", 0, st->eval_loss, NULL, 0);
         gt_result_metric_ungated(res, "eval_loss", "numerics");

@@ -321,6 +321,49 @@ static gt_status precision_case(const gt_suite_ctx *ctx, const char *model,
     return fatal(s) ? s : GT_OK;
 }
 
+/* gpt2 with --recompute block against none on this topology (docs/distributed.md,
+ * "Activation recomputation"): bitwise-equal losses and final weights; the
+ * result is the block run's, with what recomputation saved in activation
+ * bytes and what it cost in step time. Returns non-OK only for a fatal error. */
+static gt_status recompute_case(const gt_suite_ctx *ctx) {
+    gt_train_config c = base_config(ctx, 10);
+    c.peak_gflops = GT_TRAIN_NO_MFU;
+    /* four blocks: three of them recomputed (the top one's activations are kept) */
+    snprintf(c.model_options, sizeof c.model_options, "layers=4");
+    gt_train_config none = c;
+    c.recompute = GT_MODEL_RECOMPUTE_BLOCK;
+    gt_train_stats a, b;
+    memset(&b, 0, sizeof b);
+    gt_status s = gt_train_run(&none, &a);
+    if (s == GT_OK) s = gt_train_run(&c, &b);
+    if (ctx->rep) {
+        gt_result *res = gt_report_add_result(ctx->rep, "train", "gpt2-tiny/recompute",
+                                              ctx->topology, ctx->backend);
+        gt_train_record(&c, &b, res);
+        if (s != GT_OK) {
+            gt_result_set_status(res, s == GT_ERR_UNSUPPORTED ? GT_RESULT_SKIP : GT_RESULT_ERROR,
+                                 gt_last_error());
+        } else {
+            int same = a.params_digest == b.params_digest && a.steps_done == b.steps_done &&
+                       memcmp(a.loss, b.loss, sizeof(double) * (size_t)a.steps_done) == 0;
+            gt_result_check(res, "recompute_bitwise", same, same, 1,
+                            "--recompute block against none: bitwise-equal losses and weights");
+            gt_result_param_int(res, "activation_bytes_none", (long long)a.act_bytes);
+            gt_result_param_num(res, "ms_per_step_none", a.ms_per_step);
+            if (a.ms_per_step > 0) {
+                /* the step time block / none - 1: one pair of runs, as noisy as they are */
+                gt_result_metric(res, "recompute_overhead", "fraction", 0,
+                                 b.ms_per_step / a.ms_per_step - 1.0, NULL, 0);
+                gt_result_metric_derived(res, "recompute_overhead", "ms_per_step");
+            }
+        }
+        done(ctx, res);
+    }
+    gt_train_stats_release(&a);
+    gt_train_stats_release(&b);
+    return fatal(s) ? s : GT_OK;
+}
+
 static gt_status dense_cases(const gt_suite_ctx *ctx, const char *model, int steps,
                              double upper, double lower);
 static gt_status small_convergence(const gt_suite_ctx *ctx, const char *model, int steps,
@@ -443,6 +486,7 @@ static gt_status train_run(const gt_suite_ctx *ctx) {
         c.batch = 4;
         GT_TRY(resume_case(ctx, &c, 4));
     }
+    if (wanted_case(ctx, "gpt2-tiny", "recompute", NULL)) GT_TRY(recompute_case(ctx));
     /* margins: docs/testing.md, "mlp and convnet through the train suite" */
     GT_TRY(dense_cases(ctx, "mlp-tiny", 3000, 0.12, 0.08));
     GT_TRY(dense_cases(ctx, "convnet-tiny", 600, 0.10, 0.10));
@@ -737,6 +781,9 @@ static void train_list(FILE *f) {
     fprintf(f, "  %-28s 8 steps against 4 + checkpoint + resume: bitwise-equal losses and "
                "weights\n",
             "gpt2-tiny/resume");
+    fprintf(f, "  %-28s 4 layers, --recompute block against none: bitwise-equal losses and "
+               "weights; activation bytes saved, step time cost\n",
+            "gpt2-tiny/recompute");
     for (int k = 0; k < 2; k++) {
         const char *m = k ? "convnet-tiny" : "mlp-tiny";
         char n[64];
@@ -766,12 +813,13 @@ static void train_list(FILE *f) {
 
 /* train_run's cases: for gpt2-tiny, mlp-tiny and convnet-tiny convergence,
  * run_to_run, topology (power-of-two ranks), cross_backend (1 rank), two
- * precisions and resume; the small presets' 4 cases with --full off ref */
+ * precisions and resume; gpt2-tiny's recompute; the small presets' 4 cases
+ * with --full off ref */
 static int train_count(const gt_suite_ctx *ctx, int ranks) {
     if (ctx->case_filter) return 1;
     int per = 5 + ((ranks & (ranks - 1)) == 0) + (ranks == 1);
     int full = ctx->effort == GT_EFFORT_FULL && strcmp(ctx->backend, "ref") != 0;
-    return 3 * per + (full ? 4 : 0);
+    return 3 * per + 1 /* gpt2-tiny/recompute */ + (full ? 4 : 0);
 }
 
 /* wanted_case's names: each model, model/ and model/case, the short case
@@ -794,6 +842,8 @@ static void train_names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const cha
         }
     }
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) fn(arg, cases[c]);
+    fn(arg, "gpt2-tiny/recompute"); /* gpt2's alone */
+    fn(arg, "recompute");
     /* named at a lower effort, they are skipped with the reason (small_case_runs) */
     (void)ctx;
     static const char *const small[] = {"mlp-small", "resnet-small"};

@@ -55,6 +55,13 @@ typedef struct convnet {
     size_t act_off, act_total;
     float *host_losses;
     double macs;
+    /* block recomputation: every block's conv and BN outputs share one
+     * block's worth (nmax values each), and the recompute's BatchNorm updates
+     * throwaway running statistics (run_scratch, 2 x the widest block) */
+    int recompute;
+    void *shared[6];      /* c1.conv c1.bn c2.conv c2.bn pr.conv pr.bn */
+    float *run_scratch;
+    size_t run_floats;
 } convnet;
 
 #define NET(m) ((convnet *)(m)->impl)
@@ -172,10 +179,12 @@ static void *carve_es(convnet *p, size_t n, size_t es) {
 static void *carve(convnet *p, size_t n) { return carve_es(p, n, p->f.es); }
 static float *carve_f32(convnet *p, size_t n) { return carve_es(p, n, sizeof(float)); }
 
-static void cbn_carve(convnet *p, cbn *u, int with_dbn) {
+/* A conv+BN unit's buffers; shared (block recomputation): its conv and BN
+ * outputs are those two shared buffers instead of its own. */
+static void cbn_carve(convnet *p, cbn *u, int with_dbn, void *const *shared) {
     size_t n = (size_t)p->B * u->OC * u->OH * u->OW;
-    u->conv = carve(p, n);
-    u->bn = carve(p, n);
+    u->conv = shared ? shared[0] : carve(p, n);
+    u->bn = shared ? shared[1] : carve(p, n);
     u->mean = carve_f32(p, (size_t)u->OC);
     u->rstd = carve_f32(p, (size_t)u->OC);
     u->dconv = carve(p, n);
@@ -186,14 +195,28 @@ static void carve_all(convnet *p) {
     const gt_convnet_config *c = &p->cfg;
     p->act_off = 0;
     p->in = carve(p, (size_t)p->B * c->channels * c->height * c->width);
-    cbn_carve(p, &p->stem, 1);
+    cbn_carve(p, &p->stem, 1, NULL);
     p->stem_dout = carve(p, (size_t)p->B * p->stem.OC * p->stem.OH * p->stem.OW);
+    if (p->recompute) {
+        /* every output of a block's units has the block's output shape */
+        size_t nmax = 0, cmax = 0;
+        for (int b = 0; b < c->nblocks; b++) {
+            const cbn *u = &p->blk[b].c2;
+            size_t n = (size_t)p->B * u->OC * u->OH * u->OW;
+            nmax = n > nmax ? n : nmax;
+            cmax = (size_t)u->OC > cmax ? (size_t)u->OC : cmax;
+        }
+        for (int i = 0; i < 6; i++) p->shared[i] = carve(p, nmax);
+        p->run_floats = 2 * cmax;
+        p->run_scratch = carve_f32(p, p->run_floats);
+    }
+    void *const *sh = p->recompute ? p->shared : NULL;
     for (int b = 0; b < c->nblocks; b++) {
         block *k = &p->blk[b];
         size_t n = (size_t)p->B * k->c2.OC * k->c2.OH * k->c2.OW;
-        cbn_carve(p, &k->c1, 1);
-        cbn_carve(p, &k->c2, 0);
-        if (k->proj) cbn_carve(p, &k->pr, 0);
+        cbn_carve(p, &k->c1, 1, sh);
+        cbn_carve(p, &k->c2, 0, sh ? sh + 2 : NULL);
+        if (k->proj) cbn_carve(p, &k->pr, 0, sh ? sh + 4 : NULL);
         k->out = carve(p, n);
         k->dout = carve(p, n);
         k->dsum = carve(p, n);
@@ -251,17 +274,35 @@ static const gt_op g_ops[] = {GT_OP_CONV2D_FWD,     GT_OP_CONV2D_BWD,    GT_OP_B
                               GT_OP_MATMUL_BWD,     GT_OP_RESIDUAL_FWD,  GT_OP_CLASSIFIER_FWD,
                               GT_OP_CLASSIFIER_BWD};
 
-/* bn(conv(x)) over N images, training or evaluation statistics */
-static gt_status cbn_fwd(convnet *p, cbn *u, const void *x, int N, int training) {
+/* bn(conv(x)) over N images, training or evaluation statistics; `again`
+ * (the recompute in the backward): the running statistics it updates are
+ * throwaway ones, so the real ones move once per forward, as without it. */
+static gt_status cbn_fwd(convnet *p, cbn *u, const void *x, int N, int training, int again) {
     gt_params *f = &p->f;
     const gt_ops *o = f->be->ops;
     gt_conv2d_shape s = u->s;
     s.N = N;
     GT_TRY(o->conv2d_fwd(&f->k, u->conv, x, gt_params_weight(f, u->w, 0), NULL, &s)); // (N,OC,OH,OW)
-    return o->batchnorm_fwd(&f->k, u->bn, u->mean, u->rstd, gt_params_state(f, u->rm),
-                            gt_params_state(f, u->rv), u->conv, gt_params_weight(f, u->bw, 0),
-                            gt_params_weight(f, u->bb, 0), N, u->OC, u->OH * u->OW, BN_EPS,
-                            BN_MOMENTUM, training);
+    float *rm = again ? p->run_scratch : gt_params_state(f, u->rm);
+    float *rv = again ? p->run_scratch + u->OC : gt_params_state(f, u->rv);
+    return o->batchnorm_fwd(&f->k, u->bn, u->mean, u->rstd, rm, rv, u->conv,
+                            gt_params_weight(f, u->bw, 0), gt_params_weight(f, u->bb, 0), N,
+                            u->OC, u->OH * u->OW, BN_EPS, BN_MOMENTUM, training);
+}
+
+/* Residual block b from its input x up to bn2 and the shortcut's BN: what
+ * its backward reads besides its output. Shared by the forward and, with
+ * `again`, the recompute before the block's backward (the same ops on the
+ * same input: the same bits). */
+static gt_status block_forward(convnet *p, int b, const void *x, int N, int training,
+                               int again) {
+    block *bl = &p->blk[b];
+    size_t n1 = (size_t)N * bl->c1.OC * bl->c1.OH * bl->c1.OW;
+    GT_TRY(cbn_fwd(p, &bl->c1, x, N, training, again));                    // (N,OC,OH,OW)
+    GT_TRY(p->f.be->ops->relu_fwd(&p->f.k, bl->c1.bn, bl->c1.bn, n1));     // r1, in place
+    GT_TRY(cbn_fwd(p, &bl->c2, bl->c1.bn, N, training, again));            // (N,OC,OH,OW)
+    if (bl->proj) GT_TRY(cbn_fwd(p, &bl->pr, x, N, training, again));
+    return GT_OK;
 }
 
 /* From dbn (gradient of the BN output): parameter gradients, and dx +=
@@ -295,21 +336,14 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets,
     /* stem: relu(bn(conv(x))), the ReLU in place */
     cbn *st = &p->stem;
     size_t ns = (size_t)N * st->OC * st->OH * st->OW;
-    GT_TRY(cbn_fwd(p, st, p->in, N, training));                // (N,S,H,W)
+    GT_TRY(cbn_fwd(p, st, p->in, N, training, 0));             // (N,S,H,W)
     GT_TRY(o->relu_fwd(k, st->bn, st->bn, ns));
     const void *x = st->bn;
     for (int b = 0; b < c->nblocks; b++) {
         block *bl = &p->blk[b];
-        size_t n1 = (size_t)N * bl->c1.OC * bl->c1.OH * bl->c1.OW;
         size_t n2 = (size_t)N * bl->c2.OC * bl->c2.OH * bl->c2.OW;
-        GT_TRY(cbn_fwd(p, &bl->c1, x, N, training));            // (N,OC,OH,OW)
-        GT_TRY(o->relu_fwd(k, bl->c1.bn, bl->c1.bn, n1));      // r1, in place
-        GT_TRY(cbn_fwd(p, &bl->c2, bl->c1.bn, N, training));    // (N,OC,OH,OW)
-        const void *sc = x;                                     // identity shortcut
-        if (bl->proj) {
-            GT_TRY(cbn_fwd(p, &bl->pr, x, N, training));
-            sc = bl->pr.bn;
-        }
+        GT_TRY(block_forward(p, b, x, N, training, 0));
+        const void *sc = bl->proj ? bl->pr.bn : x; // projection or identity shortcut
         GT_TRY(o->residual_fwd(k, bl->out, bl->c2.bn, sc, n2));
         GT_TRY(o->relu_fwd(k, bl->out, bl->out, n2));
         x = bl->out;
@@ -361,6 +395,9 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
         size_t nin = (size_t)N * bl->c1.s.C * bl->c1.s.H * bl->c1.s.W;
         size_t n1 = (size_t)N * bl->c1.OC * bl->c1.OH * bl->c1.OW;
         size_t n2 = (size_t)N * bl->c2.OC * bl->c2.OH * bl->c2.OW;
+        /* block recomputation: the conv and BN outputs again (the top block's
+         * are still there from the forward) */
+        if (p->recompute && b < c->nblocks - 1) GT_TRY(block_forward(p, b, x, N, 1, 1));
         /* out = relu(bn2 + shortcut): dsum goes to both branches */
         GT_TRY(be->memset_zero(be, bl->dsum, n2 * es));
         GT_TRY(o->relu_bwd(k, bl->dsum, bl->out, bl->dout, n2));
@@ -399,9 +436,13 @@ static const gt_model_vt g_vt = {
 };
 
 gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, gt_dtype dt,
-                         const char *name, int max_batch, gt_model **out) {
+                         gt_model_recompute recompute, const char *name, int max_batch,
+                         gt_model **out) {
     *out = NULL;
     GT_TRY(gt_convnet_config_check(cfg));
+    if ((int)recompute < 0 || recompute >= GT_MODEL_RECOMPUTE_COUNT)
+        return GT_ERR(GT_ERR_INVALID, "recompute mode %d: expected none or block",
+                      (int)recompute);
     if (max_batch < 1)
         return GT_ERR(GT_ERR_INVALID, "convnet: the batch (%d) must be >= 1", max_batch);
     gt_model *m = calloc(1, sizeof *m);
@@ -415,6 +456,8 @@ gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, gt_dtype 
     m->impl = p;
     m->params = &p->f;
     m->training = 1;
+    m->recompute = recompute;
+    p->recompute = recompute == GT_MODEL_RECOMPUTE_BLOCK;
     p->cfg = *cfg;
     p->B = max_batch;
     gt_model_info *in = &m->info;
@@ -470,6 +513,8 @@ gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, gt_dtype 
     if (s == GT_OK) {
         carve_all(p);
         p->act_bytes = p->act_total;
+        if (p->run_scratch) /* finite throwaway statistics from the start */
+            s = be->memset_zero(be, p->run_scratch, p->run_floats * sizeof(float));
         p->host_losses = malloc((size_t)max_batch * sizeof(float));
         if (!p->host_losses) s = GT_ERR(GT_ERR_OOM, "out of host memory for the loss buffer");
     }

@@ -63,9 +63,17 @@ gt_status gt_convnet_config_check(const gt_convnet_config *c);
  * activations, compute weights and gradients stored in dt (fp32, bf16,
  * fp16; fp32 master weights, AdamW state, BatchNorm statistics and
  * running statistics whatever dt is). `name` (may be NULL: "convnet") is
- * what reports call it. */
+ * what reports call it.
+ * recompute (models/model.h): with GT_MODEL_RECOMPUTE_BLOCK a block is a
+ * residual block; its output is kept (the next block's input, and what the
+ * final ReLU's backward reads) and its conv and BN outputs share one
+ * block's worth of memory with every other block: the backward runs the
+ * block's convolutions and BatchNorms again from its input first (batch
+ * statistics, the same bits; the running statistics are not updated a
+ * second time). The stem is not recomputed. */
 gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, gt_dtype dt,
-                         const char *name, int max_batch, gt_model **out);
+                         gt_model_recompute recompute, const char *name, int max_batch,
+                         gt_model **out);
 
 #ifdef __cplusplus
 }

@@ -21,21 +21,25 @@ static const char *const g_tensor_names[GT_GPT2_NUM_TENSORS] = {
     "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb",
 };
 
-/* Activations kept from the forward for the backward. */
+/* Activations kept from the forward for the backward. Those marked (Lk,...)
+ * hold Lk = L layers, or one with block recomputation (gpt2.h): the forward
+ * of each block writes them there, and the backward re-runs the block's
+ * forward from its input (A_ENCODED or A_RES3 of the layer below, kept for
+ * every layer) to have them again. */
 enum {
     A_ENCODED,  /* (B,T,C) */
-    A_LN1,      /* (L,B,T,C) */
-    A_LN1_MEAN, /* (L,B,T) fp32 */
-    A_LN1_RSTD, /* (L,B,T) fp32 */
-    A_QKV,      /* (L,B,T,3C) */
-    A_ATTY,     /* (L,B,T,C) */
-    A_ATT,      /* (L, att_layer_floats) fp32, backend-owned attention state */
-    A_RES2,     /* (L,B,T,C) residual after attention */
-    A_LN2,      /* (L,B,T,C) */
-    A_LN2_MEAN, /* (L,B,T) */
-    A_LN2_RSTD, /* (L,B,T) */
-    A_FCH,      /* (L,B,T,4C) */
-    A_FCH_GELU, /* (L,B,T,4C) */
+    A_LN1,      /* (Lk,B,T,C) */
+    A_LN1_MEAN, /* (Lk,B,T) fp32 */
+    A_LN1_RSTD, /* (Lk,B,T) fp32 */
+    A_QKV,      /* (Lk,B,T,3C) */
+    A_ATTY,     /* (Lk,B,T,C) */
+    A_ATT,      /* (Lk, att_layer_floats) fp32, backend-owned attention state */
+    A_RES2,     /* (Lk,B,T,C) residual after attention */
+    A_LN2,      /* (Lk,B,T,C) */
+    A_LN2_MEAN, /* (Lk,B,T) */
+    A_LN2_RSTD, /* (Lk,B,T) */
+    A_FCH,      /* (Lk,B,T,4C) */
+    A_FCH_GELU, /* (Lk,B,T,4C) */
     A_RES3,     /* (L,B,T,C) residual after the MLP: the block output */
     A_LNF,      /* (B,T,C) */
     A_LNF_MEAN, /* (B,T) */
@@ -61,6 +65,8 @@ struct gt_gpt2 {
     gt_dtype dt;  /* storage of activations, the compute copy and gradients (ps.k.dt) */
     size_t es;    /* its bytes per element */
     int B, T;     /* capacity */
+    gt_model_recompute recompute;
+    int Lk;       /* layers of the recomputed activations: L, or 1 with block recomputation */
     size_t act_sizes[A_COUNT];     /* bytes */
     int fused_mlp;                 /* the backend has matmul_gelu_fwd and matmul_dgelu_bwd */
     char *act_mem;
@@ -125,9 +131,12 @@ size_t gt_gpt2_tensor_size(const gt_gpt2 *m, int i) {
 gt_params *gt_gpt2_params(gt_gpt2 *m) { return &m->ps; }
 
 /* Bytes of each activation: `e` bytes per element of the storage dtype,
- * fp32 for the LayerNorm statistics, the attention state and the losses. */
-static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, size_t s[A_COUNT]) {
-    size_t C = (size_t)c->channels, L = (size_t)c->num_layers;
+ * fp32 for the LayerNorm statistics, the attention state and the losses;
+ * the per-layer ones for Lk layers (L, or 1 with block recomputation),
+ * A_RES3 (every block's output, the next one's input) for all L. */
+static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, int Lk,
+                      size_t s[A_COUNT]) {
+    size_t C = (size_t)c->channels, L = (size_t)Lk;
     size_t BT = (size_t)B * (size_t)T, f = e, f32 = sizeof(float);
     s[A_ENCODED] = BT * C * f;
     s[A_LN1] = L * BT * C * f;
@@ -142,7 +151,7 @@ static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, size_t s[
     s[A_LN2_RSTD] = L * BT * f32;
     s[A_FCH] = L * BT * 4 * C * f;
     s[A_FCH_GELU] = L * BT * 4 * C * f;
-    s[A_RES3] = L * BT * C * f;
+    s[A_RES3] = (size_t)c->num_layers * BT * C * f;
     s[A_LNF] = BT * C * f;
     s[A_LNF_MEAN] = BT * f32;
     s[A_LNF_RSTD] = BT * f32;
@@ -222,6 +231,11 @@ gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, g
 
 gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt, int B, int T,
                          gt_gpt2 **out) {
+    return gt_gpt2_new_recompute(be, cfg, dt, GT_MODEL_RECOMPUTE_NONE, B, T, out);
+}
+
+gt_status gt_gpt2_new_recompute(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
+                                gt_model_recompute recompute, int B, int T, gt_gpt2 **out) {
     *out = NULL;
     GT_TRY(gt_gpt2_config_check(cfg));
     if (dt != GT_DTYPE_FP32 && dt != GT_DTYPE_BF16 && dt != GT_DTYPE_FP16)
@@ -229,6 +243,8 @@ gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
                       gt_dtype_name(dt));
     if (B < 1 || T < 1)
         return GT_ERR(GT_ERR_INVALID, "batch (%d) and sequence length (%d) must be >= 1", B, T);
+    if ((int)recompute < 0 || recompute >= GT_MODEL_RECOMPUTE_COUNT)
+        return GT_ERR(GT_ERR_INVALID, "recompute mode %d: expected none or block", (int)recompute);
     if (T > cfg->max_seq_len)
         return GT_ERR(GT_ERR_INVALID,
                       "sequence length %d is longer than the model's max_seq_len %d: "
@@ -242,16 +258,18 @@ gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
     m->es = gt_dtype_size(dt);
     m->B = B;
     m->T = T;
+    m->recompute = recompute;
+    m->Lk = recompute == GT_MODEL_RECOMPUTE_BLOCK ? 1 : cfg->num_layers;
     gt_status s = GT_OK;
     declare(m);
     if ((s = gt_params_alloc(&m->ps, be, dt)) != GT_OK) goto fail;
-    act_sizes(cfg, B, T, m->es, m->act_sizes);
+    act_sizes(cfg, B, T, m->es, m->Lk, m->act_sizes);
     /* the MLP through the fused ops when the backend has both (the GPU's
      * GEMM epilogues): dfch is then written by matmul_dgelu_bwd directly,
      * and the unfused sequence's dfch_gelu scratch is not needed */
     m->fused_mlp = be->ops->matmul_gelu_fwd && be->ops->matmul_dgelu_bwd;
     if (m->fused_mlp) m->act_sizes[A_DFCH_GELU] = 0;
-    m->act_sizes[A_ATT] = (size_t)cfg->num_layers * att_layer_floats(m, B, T) * sizeof(float);
+    m->act_sizes[A_ATT] = (size_t)m->Lk * att_layer_floats(m, B, T) * sizeof(float);
     size_t total = 0;
     for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
     if ((s = gt_backend_alloc(be, total, (void **)&m->act_mem)) != GT_OK) goto fail;
@@ -283,6 +301,7 @@ void gt_gpt2_free(gt_gpt2 *m) {
 }
 
 gt_dtype gt_gpt2_dtype(const gt_gpt2 *m) { return m->dt; }
+gt_model_recompute gt_gpt2_recompute(const gt_gpt2 *m) { return m->recompute; }
 
 size_t gt_gpt2_act_bytes(const gt_gpt2 *m) {
     size_t total = 0;
@@ -455,6 +474,92 @@ static gt_status require_ops(const gt_gpt2 *m) {
     return GT_OK;
 }
 
+/* One block's activations for a (B,T) forward: layer l's slices, or with
+ * block recomputation the one-layer scratch that every block's forward and
+ * recompute share (slot 0); the block's input and output are always layer
+ * l's own. */
+typedef struct block_acts {
+    void *residual;           // (B,T,C) the block's input: encoded, or res3 of layer l-1
+    void *ln1;                // (B,T,C)
+    float *ln1_mean;          // (B,T)
+    float *ln1_rstd;          // (B,T)
+    void *qkv;                // (B,T,3C)
+    void *atty;               // (B,T,C)
+    float *att;               // backend's attention state
+    void *res2;               // (B,T,C) residual after attention
+    void *ln2;                // (B,T,C)
+    float *ln2_mean;          // (B,T)
+    float *ln2_rstd;          // (B,T)
+    void *fch;                // (B,T,4C)
+    void *fch_gelu;           // (B,T,4C)
+    void *res3;               // (B,T,C) the block's output
+} block_acts;
+
+static block_acts block_acts_of(gt_gpt2 *m, int l) {
+    size_t N = (size_t)m->last_B * (size_t)m->last_T, NC = N * (size_t)m->cfg.channels;
+    size_t s = m->Lk == 1 ? 0 : (size_t)l; /* the slot of the recomputed activations */
+    block_acts a = {
+        .residual = l == 0 ? ACT(A_ENCODED, 0) : ACT(A_RES3, (size_t)(l - 1) * NC),
+        .ln1 = ACT(A_LN1, s * NC),
+        .ln1_mean = F32(A_LN1_MEAN) + s * N,
+        .ln1_rstd = F32(A_LN1_RSTD) + s * N,
+        .qkv = ACT(A_QKV, s * 3 * NC),
+        .atty = ACT(A_ATTY, s * NC),
+        .att = m->att + s * m->att_stride,
+        .res2 = ACT(A_RES2, s * NC),
+        .ln2 = ACT(A_LN2, s * NC),
+        .ln2_mean = F32(A_LN2_MEAN) + s * N,
+        .ln2_rstd = F32(A_LN2_RSTD) + s * N,
+        .fch = ACT(A_FCH, s * 4 * NC),
+        .fch_gelu = ACT(A_FCH_GELU, s * 4 * NC),
+        .res3 = ACT(A_RES3, (size_t)l * NC),
+    };
+    return a;
+}
+
+/* Block l's forward from a->residual up to gelu(fch); with `output`, on to
+ * the block's output res3 = res2 + fcproj. The recompute in the backward
+ * stops before that: res3 is the next block's input, already used, and the
+ * same kernels on the same inputs give the same bits as the forward did. */
+static gt_status block_forward(gt_gpt2 *m, int l, const block_acts *a, int output) {
+    const gt_ops *o = m->be->ops;
+    const gt_kctx *k = &m->ps.k;
+    int B = m->last_B, T = m->last_T, C = m->cfg.channels, NH = m->cfg.num_heads;
+    int N = B * T;
+    size_t NC = (size_t)N * C;
+    void *ln1w = PW(m, P_LN1W, l);         // (C)
+    void *ln1b = PW(m, P_LN1B, l);         // (C)
+    void *qkvw = PW(m, P_QKVW, l);         // (3C,C)
+    void *qkvb = PW(m, P_QKVB, l);         // (3C)
+    void *attprojw = PW(m, P_ATTPROJW, l); // (C,C)
+    void *attprojb = PW(m, P_ATTPROJB, l); // (C)
+    void *ln2w = PW(m, P_LN2W, l);         // (C)
+    void *ln2b = PW(m, P_LN2B, l);         // (C)
+    void *fcw = PW(m, P_FCW, l);           // (4C,C)
+    void *fcb = PW(m, P_FCB, l);           // (4C)
+    /* the attention output projection and the MLP output reuse the
+     * residual buffers as scratch: res2 = residual + attproj */
+    GT_TRY(o->layernorm_fwd(k, a->ln1, a->ln1_mean, a->ln1_rstd, a->residual, ln1w, ln1b, N, C,
+                            1e-5f));
+    GT_TRY(o->matmul_fwd(k, a->qkv, a->ln1, qkvw, qkvb, N, C, 3 * C));
+    GT_TRY(o->attention_fwd(k, a->atty, a->att, a->qkv, B, T, C, NH));
+    GT_TRY(o->matmul_fwd(k, a->res2, a->atty, attprojw, attprojb, N, C, C)); // attproj
+    GT_TRY(o->residual_fwd(k, a->res2, a->residual, a->res2, NC));
+    GT_TRY(o->layernorm_fwd(k, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, ln2w, ln2b, N, C,
+                            1e-5f));
+    if (m->fused_mlp) { /* fch and gelu(fch) from one GEMM */
+        GT_TRY(o->matmul_gelu_fwd(k, a->fch_gelu, a->fch, a->ln2, fcw, fcb, N, C, 4 * C));
+    } else {
+        GT_TRY(o->matmul_fwd(k, a->fch, a->ln2, fcw, fcb, N, C, 4 * C));
+        GT_TRY(o->gelu_fwd(k, a->fch_gelu, a->fch, (size_t)N * 4 * C));
+    }
+    if (!output) return GT_OK;
+    void *fcprojw = PW(m, P_FCPROJW, l); // (C,4C)
+    void *fcprojb = PW(m, P_FCPROJB, l); // (C)
+    GT_TRY(o->matmul_fwd(k, a->res3, a->fch_gelu, fcprojw, fcprojb, N, 4 * C, C)); // fcproj
+    return o->residual_fwd(k, a->res3, a->res2, a->res3, NC);
+}
+
 static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *targets, int B,
                               int T) {
     const gt_gpt2_config *c = &m->cfg;
@@ -475,7 +580,7 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
      * (cuda: cuDNN for one T, the own kernels for another) that needs more:
      * then a separate buffer, kept for later forwards. */
     m->att_stride = att_layer_floats(m, B, T);
-    size_t att_bytes = (size_t)c->num_layers * m->att_stride * sizeof(float);
+    size_t att_bytes = (size_t)m->Lk * m->att_stride * sizeof(float);
     m->att = F32(A_ATT);
     if (att_bytes > m->act_sizes[A_ATT]) {
         if (att_bytes > m->att_spill_bytes) {
@@ -487,7 +592,7 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
         }
         m->att = m->att_spill;
     }
-    int C = c->channels, NH = c->num_heads, L = c->num_layers, Vp = c->padded_vocab_size;
+    int C = c->channels, L = c->num_layers, Vp = c->padded_vocab_size;
     int N = B * T;
     size_t NC = (size_t)N * C;
     GT_TRY(be->copy_to_device(be, m->act[A_TOKENS], inputs, (size_t)N * sizeof(int32_t)));
@@ -498,49 +603,8 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
     GT_TRY(o->encoder_fwd(k, ACT(A_ENCODED, 0), m->act[A_TOKENS], PW(m, P_WTE, 0),
                           PW(m, P_WPE, 0), B, T, C)); // (B,T,C)
     for (int l = 0; l < L; l++) {
-        void *residual = l == 0 ? ACT(A_ENCODED, 0) : ACT(A_RES3, (size_t)(l - 1) * NC);
-        void *ln1w = PW(m, P_LN1W, l);         // (C)
-        void *ln1b = PW(m, P_LN1B, l);         // (C)
-        void *qkvw = PW(m, P_QKVW, l);         // (3C,C)
-        void *qkvb = PW(m, P_QKVB, l);         // (3C)
-        void *attprojw = PW(m, P_ATTPROJW, l); // (C,C)
-        void *attprojb = PW(m, P_ATTPROJB, l); // (C)
-        void *ln2w = PW(m, P_LN2W, l);         // (C)
-        void *ln2b = PW(m, P_LN2B, l);         // (C)
-        void *fcw = PW(m, P_FCW, l);           // (4C,C)
-        void *fcb = PW(m, P_FCB, l);           // (4C)
-        void *fcprojw = PW(m, P_FCPROJW, l);   // (C,4C)
-        void *fcprojb = PW(m, P_FCPROJB, l);   // (C)
-
-        void *ln1 = ACT(A_LN1, (size_t)l * NC);                       // (B,T,C)
-        float *ln1_mean = F32(A_LN1_MEAN) + (size_t)l * N;            // (B,T)
-        float *ln1_rstd = F32(A_LN1_RSTD) + (size_t)l * N;            // (B,T)
-        void *qkv = ACT(A_QKV, (size_t)l * 3 * NC);                   // (B,T,3C)
-        void *atty = ACT(A_ATTY, (size_t)l * NC);                     // (B,T,C)
-        float *att = m->att + (size_t)l * m->att_stride;              // backend's state
-        void *res2 = ACT(A_RES2, (size_t)l * NC);                     // (B,T,C)
-        void *ln2 = ACT(A_LN2, (size_t)l * NC);                       // (B,T,C)
-        float *ln2_mean = F32(A_LN2_MEAN) + (size_t)l * N;            // (B,T)
-        float *ln2_rstd = F32(A_LN2_RSTD) + (size_t)l * N;            // (B,T)
-        void *fch = ACT(A_FCH, (size_t)l * 4 * NC);                   // (B,T,4C)
-        void *fch_gelu = ACT(A_FCH_GELU, (size_t)l * 4 * NC);         // (B,T,4C)
-        void *res3 = ACT(A_RES3, (size_t)l * NC);                     // (B,T,C)
-        /* the attention output projection and the MLP output reuse the
-         * residual buffers as scratch: res2 = residual + attproj */
-        GT_TRY(o->layernorm_fwd(k, ln1, ln1_mean, ln1_rstd, residual, ln1w, ln1b, N, C, 1e-5f));
-        GT_TRY(o->matmul_fwd(k, qkv, ln1, qkvw, qkvb, N, C, 3 * C));
-        GT_TRY(o->attention_fwd(k, atty, att, qkv, B, T, C, NH));
-        GT_TRY(o->matmul_fwd(k, res2, atty, attprojw, attprojb, N, C, C)); // attproj
-        GT_TRY(o->residual_fwd(k, res2, residual, res2, NC));
-        GT_TRY(o->layernorm_fwd(k, ln2, ln2_mean, ln2_rstd, res2, ln2w, ln2b, N, C, 1e-5f));
-        if (m->fused_mlp) { /* fch and gelu(fch) from one GEMM */
-            GT_TRY(o->matmul_gelu_fwd(k, fch_gelu, fch, ln2, fcw, fcb, N, C, 4 * C));
-        } else {
-            GT_TRY(o->matmul_fwd(k, fch, ln2, fcw, fcb, N, C, 4 * C));
-            GT_TRY(o->gelu_fwd(k, fch_gelu, fch, (size_t)N * 4 * C));
-        }
-        GT_TRY(o->matmul_fwd(k, res3, fch_gelu, fcprojw, fcprojb, N, 4 * C, C)); // fcproj
-        GT_TRY(o->residual_fwd(k, res3, res2, res3, NC));
+        block_acts a = block_acts_of(m, l);
+        GT_TRY(block_forward(m, l, &a, 1));
     }
     void *last = ACT(A_RES3, (size_t)(L - 1) * NC); // (B,T,C)
     GT_TRY(o->layernorm_fwd(k, ACT(A_LNF, 0), F32(A_LNF_MEAN), F32(A_LNF_RSTD), last,
@@ -571,6 +635,60 @@ gt_status gt_gpt2_forward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targ
 
 /* ---- backward -------------------------------------------------------------------- */
 
+/* Block l's backward: A_DRES holds d(res3) on entry and d(residual), the
+ * gradient of the block's input, on return; the layer's parameter
+ * gradients accumulate. */
+static gt_status block_backward(gt_gpt2 *m, int l, const block_acts *a) {
+    const gt_ops *o = m->be->ops;
+    const gt_kctx *k = &m->ps.k;
+    gt_backend *be = m->be;
+    int B = m->last_B, T = m->last_T, C = m->cfg.channels, NH = m->cfg.num_heads;
+    int N = B * T;
+    size_t NC = (size_t)N * C, es = m->es;
+    void *dres = ACT(A_DRES, 0), *dln = ACT(A_DLN, 0);            // (B,T,C)
+    void *datty = ACT(A_DATTY, 0), *dqkv = ACT(A_DQKV, 0);        // (B,T,C), (B,T,3C)
+    void *dfch = ACT(A_DFCH, 0), *dfch_gelu = ACT(A_DFCH_GELU, 0); // (B,T,4C)
+    void *ln1w = PW(m, P_LN1W, l), *dln1w = PG(m, P_LN1W, l);
+    void *dln1b = PG(m, P_LN1B, l);
+    void *qkvw = PW(m, P_QKVW, l), *dqkvw = PG(m, P_QKVW, l);
+    void *dqkvb = PG(m, P_QKVB, l);
+    void *attprojw = PW(m, P_ATTPROJW, l);
+    void *dattprojw = PG(m, P_ATTPROJW, l);
+    void *dattprojb = PG(m, P_ATTPROJB, l);
+    void *ln2w = PW(m, P_LN2W, l), *dln2w = PG(m, P_LN2W, l);
+    void *dln2b = PG(m, P_LN2B, l);
+    void *fcw = PW(m, P_FCW, l), *dfcw = PG(m, P_FCW, l);
+    void *dfcb = PG(m, P_FCB, l);
+    void *fcprojw = PW(m, P_FCPROJW, l);
+    void *dfcprojw = PG(m, P_FCPROJW, l);
+    void *dfcprojb = PG(m, P_FCPROJB, l);
+
+    /* dres holds d(res3). res3 = res2 + fcproj: both get dres, so dres
+     * is used directly as d(fcproj) and keeps accumulating as d(res2). */
+    /* dfch = (dres @ fcprojw) * gelu'(fch), overwritten (matmul_bwd and
+     * matmul_dgelu_bwd overwrite their input gradient: no memsets) */
+    if (m->fused_mlp) {
+        GT_TRY(o->matmul_dgelu_bwd(k, dfch, dfcprojw, dfcprojb, dres, a->fch_gelu, fcprojw,
+                                   a->fch, N, 4 * C, C));
+    } else {
+        GT_TRY(o->matmul_bwd(k, dfch_gelu, dfcprojw, dfcprojb, dres, a->fch_gelu, fcprojw, N,
+                             4 * C, C));
+        GT_TRY(be->memset_zero(be, dfch, 4 * NC * es));
+        GT_TRY(o->gelu_bwd(k, dfch, a->fch, dfch_gelu, 4 * NC));
+    }
+    GT_TRY(o->matmul_bwd(k, dln, dfcw, dfcb, dfch, a->ln2, fcw, N, C, 4 * C));
+    GT_TRY(o->layernorm_bwd(k, dres, dln2w, dln2b, dln, a->res2, ln2w, a->ln2_mean, a->ln2_rstd,
+                            N, C));
+    /* dres now holds d(res2); res2 = residual + attproj, same trick */
+    GT_TRY(o->matmul_bwd(k, datty, dattprojw, dattprojb, dres, a->atty, attprojw, N, C, C));
+    GT_TRY(be->memset_zero(be, dqkv, 3 * NC * es));
+    GT_TRY(o->attention_bwd(k, dqkv, datty, a->qkv, a->atty, a->att, B, T, C, NH));
+    GT_TRY(o->matmul_bwd(k, dln, dqkvw, dqkvb, dqkv, a->ln1, qkvw, N, C, 3 * C));
+    /* dres now holds d(residual), the gradient of this block's input */
+    return o->layernorm_bwd(k, dres, dln1w, dln1b, dln, a->residual, ln1w, a->ln1_mean,
+                            a->ln1_rstd, N, C);
+}
+
 gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targets,
                                    int B, int T, float dloss, float *mean_loss) {
     if (!targets) return GT_ERR(GT_ERR_INVALID, "forward_backward needs targets");
@@ -579,8 +697,7 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
     const gt_ops *o = m->be->ops;
     const gt_kctx *k = &m->ps.k;
     gt_backend *be = m->be;
-    int C = c->channels, NH = c->num_heads, L = c->num_layers, V = c->vocab_size,
-        Vp = c->padded_vocab_size;
+    int C = c->channels, L = c->num_layers, V = c->vocab_size, Vp = c->padded_vocab_size;
     int N = B * T;
     size_t NC = (size_t)N * C, es = m->es;
 
@@ -599,62 +716,13 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
                             PW(m, P_LNFW, 0), F32(A_LNF_MEAN), F32(A_LNF_RSTD), N, C));
     GT_TRY(gt_params_ready(&m->ps, P_LNFW, 0));
 
-    void *datty = ACT(A_DATTY, 0), *dqkv = ACT(A_DQKV, 0), *dfch = ACT(A_DFCH, 0),
-         *dfch_gelu = ACT(A_DFCH_GELU, 0);
     for (int l = L - 1; l >= 0; l--) {
-        void *residual = l == 0 ? ACT(A_ENCODED, 0) : ACT(A_RES3, (size_t)(l - 1) * NC);
-        void *ln1w = PW(m, P_LN1W, l), *dln1w = PG(m, P_LN1W, l);
-        void *dln1b = PG(m, P_LN1B, l);
-        void *qkvw = PW(m, P_QKVW, l), *dqkvw = PG(m, P_QKVW, l);
-        void *dqkvb = PG(m, P_QKVB, l);
-        void *attprojw = PW(m, P_ATTPROJW, l);
-        void *dattprojw = PG(m, P_ATTPROJW, l);
-        void *dattprojb = PG(m, P_ATTPROJB, l);
-        void *ln2w = PW(m, P_LN2W, l), *dln2w = PG(m, P_LN2W, l);
-        void *dln2b = PG(m, P_LN2B, l);
-        void *fcw = PW(m, P_FCW, l), *dfcw = PG(m, P_FCW, l);
-        void *dfcb = PG(m, P_FCB, l);
-        void *fcprojw = PW(m, P_FCPROJW, l);
-        void *dfcprojw = PG(m, P_FCPROJW, l);
-        void *dfcprojb = PG(m, P_FCPROJB, l);
-
-        void *ln1 = ACT(A_LN1, (size_t)l * NC);
-        float *ln1_mean = F32(A_LN1_MEAN) + (size_t)l * N;
-        float *ln1_rstd = F32(A_LN1_RSTD) + (size_t)l * N;
-        void *qkv = ACT(A_QKV, (size_t)l * 3 * NC);
-        void *atty = ACT(A_ATTY, (size_t)l * NC);
-        float *att = m->att + (size_t)l * m->att_stride;
-        void *res2 = ACT(A_RES2, (size_t)l * NC);
-        void *ln2 = ACT(A_LN2, (size_t)l * NC);
-        float *ln2_mean = F32(A_LN2_MEAN) + (size_t)l * N;
-        float *ln2_rstd = F32(A_LN2_RSTD) + (size_t)l * N;
-        void *fch = ACT(A_FCH, (size_t)l * 4 * NC);
-        void *fch_gelu = ACT(A_FCH_GELU, (size_t)l * 4 * NC);
-
-        /* dres holds d(res3). res3 = res2 + fcproj: both get dres, so dres
-         * is used directly as d(fcproj) and keeps accumulating as d(res2). */
-        /* dfch = (dres @ fcprojw) * gelu'(fch), overwritten (matmul_bwd and
-         * matmul_dgelu_bwd overwrite their input gradient: no memsets) */
-        if (m->fused_mlp) {
-            GT_TRY(o->matmul_dgelu_bwd(k, dfch, dfcprojw, dfcprojb, dres, fch_gelu, fcprojw, fch,
-                                       N, 4 * C, C));
-        } else {
-            GT_TRY(o->matmul_bwd(k, dfch_gelu, dfcprojw, dfcprojb, dres, fch_gelu, fcprojw, N,
-                                 4 * C, C));
-            GT_TRY(be->memset_zero(be, dfch, 4 * NC * es));
-            GT_TRY(o->gelu_bwd(k, dfch, fch, dfch_gelu, 4 * NC));
-        }
-        GT_TRY(o->matmul_bwd(k, dln, dfcw, dfcb, dfch, ln2, fcw, N, C, 4 * C));
-        GT_TRY(o->layernorm_bwd(k, dres, dln2w, dln2b, dln, res2, ln2w, ln2_mean, ln2_rstd, N,
-                                C));
-        /* dres now holds d(res2); res2 = residual + attproj, same trick */
-        GT_TRY(o->matmul_bwd(k, datty, dattprojw, dattprojb, dres, atty, attprojw, N, C, C));
-        GT_TRY(be->memset_zero(be, dqkv, 3 * NC * es));
-        GT_TRY(o->attention_bwd(k, dqkv, datty, qkv, atty, att, B, T, C, NH));
-        GT_TRY(o->matmul_bwd(k, dln, dqkvw, dqkvb, dqkv, ln1, qkvw, N, C, 3 * C));
-        GT_TRY(o->layernorm_bwd(k, dres, dln1w, dln1b, dln, residual, ln1w, ln1_mean, ln1_rstd,
-                                N, C));
-        /* dres now holds d(residual), the gradient of this block's input */
+        block_acts a = block_acts_of(m, l);
+        /* block recomputation: the scratch holds the top block's activations
+         * from the forward (nothing since wrote them); every other block is
+         * run again from its input, up to gelu(fch) */
+        if (m->Lk == 1 && l < L - 1) GT_TRY(block_forward(m, l, &a, 0));
+        GT_TRY(block_backward(m, l, &a));
         GT_TRY(gt_params_ready(&m->ps, P_LN1W, l));
     }
     GT_TRY(o->encoder_bwd(k, PG(m, P_WTE, 0), PG(m, P_WPE, 0), dres, m->act[A_TOKENS], B, T, C));

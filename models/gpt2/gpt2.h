@@ -34,6 +34,20 @@
  * GEMM epilogue: engine/ops.h, docs/cuda.md), through matmul + gelu ops and
  * a (B,T,4C) scratch otherwise; the two agree within rounding (bitwise on
  * cpu, which composes the same kernels).
+ *
+ * Activation recomputation (gt_gpt2_new_recompute; docs/distributed.md,
+ * "Activation recomputation"): with GT_MODEL_RECOMPUTE_BLOCK the forward
+ * keeps, per layer, only each block's input (the embedding output and every
+ * block's output res3) and holds the block's inner activations (LayerNorm
+ * outputs and statistics, qkv, the attention output and state, res2, fch,
+ * gelu(fch)) for one layer at a time; the backward runs each block's forward
+ * again from its input, up to gelu(fch), just before that block's backward
+ * (the top block's are still there from the forward). The same kernels on
+ * the same inputs give the same bits: gradients, and so trained weights,
+ * are bitwise those of GT_MODEL_RECOMPUTE_NONE. The cost: (L-1) blocks'
+ * forward without fcproj, 2 x 8C^2 FLOPs per token and block plus the
+ * attention (gpt2-124m: 14% over the step's 6 x num_params per token);
+ * gt_gpt2_flops_per_token, the MFU convention, does not count them.
  */
 #ifndef GT_GPT2_H
 #define GT_GPT2_H
@@ -47,6 +61,7 @@
 #include "engine/optim.h"
 #include "engine/params.h"
 #include "engine/status.h"
+#include "models/model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -85,9 +100,15 @@ gt_status gt_gpt2_new(gt_backend *be, const gt_gpt2_config *cfg, int B, int T, g
  * cannot store dt (it is asked once here, on a 1x1 matmul) or has no cast op. */
 gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt, int B, int T,
                          gt_gpt2 **out);
+/* The same with activation recomputation (see above; gt_gpt2_new_dt is
+ * GT_MODEL_RECOMPUTE_NONE). GT_ERR_INVALID for a mode outside the enum. */
+gt_status gt_gpt2_new_recompute(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
+                                gt_model_recompute recompute, int B, int T, gt_gpt2 **out);
 void gt_gpt2_free(gt_gpt2 *m);
 /* The storage dtype of activations, compute weights and gradients. */
 gt_dtype gt_gpt2_dtype(const gt_gpt2 *m);
+/* The recomputation mode it was created with. */
+gt_model_recompute gt_gpt2_recompute(const gt_gpt2 *m);
 
 const gt_gpt2_config *gt_gpt2_get_config(const gt_gpt2 *m);
 size_t gt_gpt2_num_params(const gt_gpt2 *m);
@@ -149,7 +170,9 @@ void gt_gpt2_locate(const gt_gpt2 *m, size_t internal, gt_gpt2_loc *out);
  * mask). The convention llm.c and nanoGPT's MFU use. */
 double gt_gpt2_flops_per_token(const gt_gpt2 *m, int T);
 
-/* Bytes of backend memory the activations hold (the store: gt_params_bytes). */
+/* Bytes of backend memory the activations hold (the store: gt_params_bytes):
+ * with block recomputation (L-1) layers' worth of the block's inner
+ * activations fewer (each buffer rounded up to 256 bytes). */
 size_t gt_gpt2_act_bytes(const gt_gpt2 *m);
 
 #ifdef __cplusplus

@@ -81,6 +81,7 @@ gt_status gt_gpt2_model_wrap(gt_gpt2 *g, int B, int T, const char *name, gt_mode
     m->impl = a;
     m->params = gt_gpt2_params(g);
     m->training = 1;
+    m->recompute = gt_gpt2_recompute(g);
     const gt_gpt2_config *cfg = gt_gpt2_get_config(g);
     gt_model_info *in = &m->info;
     snprintf(in->name, sizeof in->name, "%s", name ? name : "gpt2");
@@ -129,11 +130,12 @@ gt_status gt_gpt2_model_config(const char *name, const char *options, gt_gpt2_co
 }
 
 gt_status gt_gpt2_model_new(gt_backend *be, const char *name, const char *options, gt_dtype dt,
-                            int max_batch, int T, gt_model **out) {
+                            gt_model_recompute recompute, int max_batch, int T,
+                            gt_model **out) {
     *out = NULL;
     gt_gpt2_config cfg;
     GT_TRY(gt_gpt2_model_config(name, options, &cfg));
     gt_gpt2 *g = NULL;
-    GT_TRY(gt_gpt2_new_dt(be, &cfg, dt, max_batch, T, &g));
+    GT_TRY(gt_gpt2_new_recompute(be, &cfg, dt, recompute, max_batch, T, &g));
     return gt_gpt2_model_wrap(g, max_batch, T, name, out);
 }

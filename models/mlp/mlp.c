@@ -20,7 +20,10 @@ typedef struct mlp {
     int w[65], b[65];  /* tensor indices; [depth] is the head */
     char *act_mem;     /* activations in the storage dtype f.k.dt, except: */
     void *in;          /* (B, in_dim) */
-    void *z, *a;       /* (depth, B, width) pre- and post-activation */
+    void *z;           /* (zl, B, width) pre-activation: zl = depth, or 1 with block
+                        * recomputation (layer l's z computed again from a of l-1) */
+    void *a;           /* (depth, B, width) post-activation: every block's output */
+    int recompute;     /* GT_MODEL_RECOMPUTE_BLOCK */
     void *logits;      /* (B, K); dlogits in place during backward */
     float *losses;     /* (B) fp32 */
     int32_t *targets;  /* (B) */
@@ -127,6 +130,35 @@ static int fused_gelu(const mlp *p) {
 
 /* ---- forward ------------------------------------------------------------------------ */
 
+/* Layer l's pre-activation z (N, W): its slot, or with block recomputation
+ * the one-layer scratch; its input (N, D or W): the batch or a of layer l-1. */
+static void *z_of(mlp *p, int l) {
+    return AT(p->z, (size_t)(p->recompute ? 0 : l) * (size_t)p->B * (size_t)p->cfg.width);
+}
+static const void *x_of(mlp *p, int l) {
+    return l > 0 ? AT(p->a, (size_t)(l - 1) * (size_t)p->B * (size_t)p->cfg.width) : p->in;
+}
+
+/* Hidden layer l: z = x W^T + b, a = act(z), for N samples. `z_only` (the
+ * recompute in the backward): z alone, by the op the forward used, so with
+ * the same bits; the fused op writes a too, the bits it already holds. */
+static gt_status layer_forward(mlp *p, int l, int N, int z_only) {
+    gt_params *f = &p->f;
+    const gt_ops *o = f->be->ops;
+    const gt_kctx *k = &f->k;
+    int W = p->cfg.width, xin = l > 0 ? W : p->cfg.in_dim;
+    size_t NW = (size_t)N * W;
+    void *z = z_of(p, l);                                            // (N, W)
+    void *a = AT(p->a, (size_t)l * (size_t)p->B * (size_t)W);         // (N, W)
+    const void *w = gt_params_weight(f, p->w[l], 0), *b = gt_params_weight(f, p->b[l], 0);
+    if (fused_gelu(p)) /* z and a = gelu(z) from one call */
+        return o->matmul_gelu_fwd(k, a, z, x_of(p, l), w, b, N, xin, W);
+    GT_TRY(o->matmul_fwd(k, z, x_of(p, l), w, b, N, xin, W));
+    if (z_only) return GT_OK;
+    if (p->cfg.act == GT_MLP_GELU) return o->gelu_fwd(k, a, z, NW);
+    return o->relu_fwd(k, a, z, NW);
+}
+
 static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets) {
     mlp *p = MLP(m);
     gt_params *f = &p->f;
@@ -138,27 +170,10 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets)
     GT_TRY(gt_dense_require(f, "mlp", need, 6));
     GT_TRY(gt_dense_check_batch(m, bt, need_targets));
     int N = bt->n, D = c->in_dim, W = c->width, K = c->classes, L = c->depth;
-    size_t NW = (size_t)N * W, BW = (size_t)p->B * W;
     GT_TRY(gt_dense_upload_batch(f, &p->stage, bt, (size_t)D, p->in, p->targets));
-    const void *x = p->in; // (N, D)
-    int xin = D;
-    for (int l = 0; l < L; l++) {
-        void *z = AT(p->z, (size_t)l * BW); // (N, W)
-        void *a = AT(p->a, (size_t)l * BW); // (N, W)
-        if (fused) { /* z and a = gelu(z) from one call */
-            GT_TRY(o->matmul_gelu_fwd(k, a, z, x, gt_params_weight(f, p->w[l], 0),
-                                      gt_params_weight(f, p->b[l], 0), N, xin, W));
-        } else {
-            GT_TRY(o->matmul_fwd(k, z, x, gt_params_weight(f, p->w[l], 0), gt_params_weight(f, p->b[l], 0),
-                                 N, xin, W));
-            if (c->act == GT_MLP_GELU) GT_TRY(o->gelu_fwd(k, a, z, NW));
-            else GT_TRY(o->relu_fwd(k, a, z, NW));
-        }
-        x = a;
-        xin = W;
-    }
-    GT_TRY(o->matmul_fwd(k, p->logits, x, gt_params_weight(f, p->w[L], 0), gt_params_weight(f, p->b[L], 0),
-                         N, xin, K)); // (N, K)
+    for (int l = 0; l < L; l++) GT_TRY(layer_forward(p, l, N, 0));
+    GT_TRY(o->matmul_fwd(k, p->logits, x_of(p, L), gt_params_weight(f, p->w[L], 0),
+                         gt_params_weight(f, p->b[L], 0), N, L > 0 ? W : D, K)); // (N, K)
     return GT_OK;
 }
 
@@ -187,7 +202,11 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     GT_TRY(o->classifier_bwd(k, p->logits, p->losses, p->logits, p->targets, dloss, N, K, K));
     if (mean_loss) GT_TRY(gt_dense_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
 
-    const void *top = L > 0 ? AT(p->a, (size_t)(L - 1) * BW) : p->in;
+    const void *top = x_of(p, L);
+    /* block recomputation: the z a GELU backward reads is computed again from
+     * the layer's input just before; the top layer's is still there from
+     * the forward (ReLU's backward reads a, never z) */
+    int again = p->recompute && c->act == GT_MLP_GELU;
     if (fused_gelu(p)) {
         /* each call gives the next layer down its dz directly:
          * dz_{l-1} (N, W) = (dz_l @ w_l) * gelu'(z_{l-1}), overwritten */
@@ -195,18 +214,19 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
         if (L > 0)
             GT_TRY(o->matmul_dgelu_bwd(k, dz, gt_params_grad(f, p->w[L], 0), gt_params_grad(f, p->b[L], 0),
                                        p->logits, top, gt_params_weight(f, p->w[L], 0),
-                                       AT(p->z, (size_t)(L - 1) * BW), N, W, K));
+                                       z_of(p, L - 1), N, W, K));
         else
             GT_TRY(o->matmul_bwd(k, NULL, gt_params_grad(f, p->w[L], 0), gt_params_grad(f, p->b[L], 0),
                                  p->logits, top, gt_params_weight(f, p->w[L], 0), N, D, K));
         GT_TRY(gt_params_ready(f, p->w[L], 0));
         for (int l = L - 1; l >= 0; l--) {
-            const void *x = l > 0 ? AT(p->a, (size_t)(l - 1) * BW) : p->in; // (N, W or D)
+            const void *x = x_of(p, l); // (N, W or D)
+            if (l > 0 && again) GT_TRY(layer_forward(p, l - 1, N, 1));
             if (l > 0)
                 GT_TRY(o->matmul_dgelu_bwd(k, dnext, gt_params_grad(f, p->w[l], 0),
                                            gt_params_grad(f, p->b[l], 0), dz, x,
-                                           gt_params_weight(f, p->w[l], 0),
-                                           AT(p->z, (size_t)(l - 1) * BW), N, W, W));
+                                           gt_params_weight(f, p->w[l], 0), z_of(p, l - 1), N,
+                                           W, W));
             else /* the input needs no gradient */
                 GT_TRY(o->matmul_bwd(k, NULL, gt_params_grad(f, p->w[l], 0), gt_params_grad(f, p->b[l], 0),
                                      dz, x, gt_params_weight(f, p->w[l], 0), N, D, W));
@@ -226,8 +246,9 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
                          L > 0 ? W : D, K));
     GT_TRY(gt_params_ready(f, p->w[L], 0));
     for (int l = L - 1; l >= 0; l--) {
-        void *z = AT(p->z, (size_t)l * BW), *a = AT(p->a, (size_t)l * BW); // (N, W)
-        const void *x = l > 0 ? AT(p->a, (size_t)(l - 1) * BW) : p->in;     // (N, W or D)
+        void *z = z_of(p, l), *a = AT(p->a, (size_t)l * BW); // (N, W)
+        const void *x = x_of(p, l);                          // (N, W or D)
+        if (again && l < L - 1) GT_TRY(layer_forward(p, l, N, 1));
         GT_TRY(be->memset_zero(be, dz, NW * f->es));
         if (c->act == GT_MLP_GELU) GT_TRY(o->gelu_bwd(k, dz, z, da, NW));
         else GT_TRY(o->relu_bwd(k, dz, a, da, NW));
@@ -257,10 +278,14 @@ static const gt_model_vt g_vt = {
 
 static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
 
-gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt, const char *name,
-                     int max_batch, gt_model **out) {
+gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt,
+                     gt_model_recompute recompute, const char *name, int max_batch,
+                     gt_model **out) {
     *out = NULL;
     GT_TRY(gt_mlp_config_check(cfg));
+    if ((int)recompute < 0 || recompute >= GT_MODEL_RECOMPUTE_COUNT)
+        return GT_ERR(GT_ERR_INVALID, "recompute mode %d: expected none or block",
+                      (int)recompute);
     if (max_batch < 1)
         return GT_ERR(GT_ERR_INVALID, "mlp: the batch (%d) must be >= 1", max_batch);
     gt_model *m = calloc(1, sizeof *m);
@@ -274,6 +299,8 @@ gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt, cons
     m->impl = p;
     m->params = &p->f;
     m->training = 1;
+    m->recompute = recompute;
+    p->recompute = recompute == GT_MODEL_RECOMPUTE_BLOCK;
     p->cfg = *cfg;
     p->B = max_batch;
     int D = cfg->in_dim, W = cfg->width, K = cfg->classes, L = cfg->depth;
@@ -303,7 +330,8 @@ gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt, cons
     gt_status s = gt_params_alloc(&p->f, be, dt);
     if (s == GT_OK) s = gt_ops_probe_dtype(be, dt);
     size_t B = (size_t)max_batch, f4 = sizeof(float), e = gt_dtype_size(dt);
-    size_t sizes[8] = {B * D * e, (size_t)L * B * W * e, (size_t)L * B * W * e,
+    size_t zl = p->recompute && L > 0 ? 1 : (size_t)L; /* layers of z held */
+    size_t sizes[8] = {B * D * e, zl * B * W * e, (size_t)L * B * W * e,
                        B * K * e, B * f4, B * sizeof(int32_t), B * W * e, B * W * e};
     size_t total = 0;
     for (int i = 0; i < 8; i++) total += align_up(sizes[i] ? sizes[i] : 1);

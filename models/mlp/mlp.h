@@ -44,9 +44,16 @@ gt_status gt_mlp_config_check(const gt_mlp_config *c);
 /* The model for at most max_batch samples per forward on `be` (borrowed),
  * activations, compute weights and gradients stored in dt (fp32, bf16,
  * fp16; fp32 master weights and AdamW state whatever dt is). `name` (may
- * be NULL: "mlp") is what reports call it. */
-gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt, const char *name,
-                     int max_batch, gt_model **out);
+ * be NULL: "mlp") is what reports call it.
+ * recompute (models/model.h): with GT_MODEL_RECOMPUTE_BLOCK a block is a
+ * hidden layer; every layer's output a is kept (the next layer's input,
+ * and what ReLU's backward reads), its pre-activation z for one layer only:
+ * a GELU backward computes z again from the layer's input, by the op the
+ * forward used (the same bits), just before it reads it. (depth-1) x B x
+ * width values fewer; (depth-1) matmuls more with GELU, nothing with ReLU. */
+gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt,
+                     gt_model_recompute recompute, const char *name, int max_batch,
+                     gt_model **out);
 
 #ifdef __cplusplus
 }

@@ -194,7 +194,7 @@ int main(int argc, char **argv) {
                              .nblocks = 2, .block_channels = {3, 4}, .block_stride = {1, 2}};
     int N = 4;
     gt_model *m = NULL;
-    if (gt_convnet_new(be, &cfg, GT_DTYPE_FP32, "oracle", N, &m) != GT_OK ||
+    if (gt_convnet_new(be, &cfg, GT_DTYPE_FP32, GT_MODEL_RECOMPUTE_NONE, "oracle", N, &m) != GT_OK ||
         gt_model_init_random(m, 7) != GT_OK) {
         fprintf(stderr, "model: %s\n", gt_last_error());
         return 1;

@@ -62,7 +62,7 @@ static double oracle_loss(const gt_mlp_config *c, const double *p, const float *
 static void run(gt_backend *be, const gt_mlp_config *cfg, const char *what) {
     int B = 6;
     gt_model *m = NULL;
-    gt_status s = gt_mlp_new(be, cfg, GT_DTYPE_FP32, what, B, &m);
+    gt_status s = gt_mlp_new(be, cfg, GT_DTYPE_FP32, GT_MODEL_RECOMPUTE_NONE, what, B, &m);
     CHECK_OK(s);
     if (s != GT_OK) return;
     CHECK_OK(gt_model_init_random(m, 3));

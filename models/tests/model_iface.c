@@ -372,7 +372,8 @@ int main(void) {
     CHECK_OK(gt_model_option_add(opts, "layers", 1));
     CHECK_OK(gt_model_option_add(opts, "heads", 4));
     CHECK(strcmp(opts, "layers=1,heads=4") == 0, "options '%s'", opts);
-    CHECK_OK(gt_model_new_opts(be, "gpt2-tiny", opts, GT_DTYPE_FP32, 2, 8, &m));
+    CHECK_OK(gt_model_new_opts(be, "gpt2-tiny", opts, GT_DTYPE_FP32, GT_MODEL_RECOMPUTE_NONE, 2,
+                               8, &m));
     CHECK(m && gt_model_num_params(m) < 100000, "gpt2-tiny with one layer");
     gt_model_free(m);
     m = NULL;

@@ -349,6 +349,20 @@ static void test_train(gt_comm *comm) {
     json_decref(train_filter(comm, "precision_bf16", all_bf16));
     static const char *const conv_fp16[] = {"convnet-tiny/precision_fp16", NULL};
     json_decref(train_filter(comm, "convnet-tiny/precision_fp16", conv_fp16));
+    /* gpt2's alone: the short name runs it once; mlp has no such case */
+    static const char *const rc[] = {"gpt2-tiny/recompute", NULL};
+    root = train_filter(comm, "recompute", rc);
+    all_checks_pass(root, "train");
+    r = json_array_get(results(root), 0);
+    EXPECT(r && check_named(r, "recompute_bitwise") &&
+               json_object_get(json_object_get(r, "metrics"), "recompute_overhead") &&
+               json_number_value(json_object_get(json_object_get(r, "params"),
+                                                 "activation_bytes_none")) >
+                   json_number_value(json_object_get(
+                       json_object_get(json_object_get(r, "metrics"), "activation_bytes"),
+                       "value")),
+           "train/gpt2-tiny/recompute: check, overhead or activation bytes missing");
+    json_decref(root);
     /* --full cases named at a lower effort: a skip result that says why */
     static const char *const ttt[] = {"mlp-small/time_to_target", NULL};
     root = train_filter(comm, "mlp-small/time_to_target", ttt);
@@ -360,6 +374,7 @@ static void test_train(gt_comm *comm) {
     static const char *const none[] = {NULL};
     json_decref(train_filter(comm, "convnet-tiny/precision_bf8", none));
     json_decref(train_filter(comm, "mlp-tiny/run_to_run/", none));
+    json_decref(train_filter(comm, "mlp-tiny/recompute", none));
     json_decref(train_filter(comm, "tiny/resume", none));
 
     DIR *d = opendir(tmp);

@@ -102,7 +102,7 @@ void gt_train_account_memory(gt_trainer *t) {
     memset(mp, 0, sizeof *mp);
     if (!t->model) return;
     gt_params_memory(t->model->params, &mp->params, &mp->grads, &mp->optim);
-    mp->acts = gt_model_memory_bytes(t->model) - gt_params_bytes(t->model->params);
+    mp->acts = gt_model_act_bytes(t->model);
     mp->grads += (size_t)t->tree.nslots * t->tree.n * gt_dtype_size(t->tree.dt);
     mp->comm = t->dp ? gt_dp_memory_bytes(t->dp) : 0;
     mp->expected = memory_formula(t, mp->acts, t->tree.nslots);

@@ -203,7 +203,7 @@ static gt_status open_model(gt_trainer *t) {
     if (t->dense) {
         /* a backend that cannot store the precision refuses here, naming both */
         GT_TRY(gt_model_new_opts(t->be, cfg->model_name, cfg->model_options, cfg->precision,
-                                 t->M, 1, &t->model));
+                                 cfg->recompute, t->M, 1, &t->model));
         gt_task_config tc;
         GT_TRY(gt_model_task(t->model, cfg->seed, &tc));
         GT_TRY(gt_task_new(&tc, &t->task));
@@ -220,11 +220,12 @@ static gt_status open_model(gt_trainer *t) {
         st->entropy = t->tok.entropy;
         /* a backend that cannot store the precision refuses here, naming both */
         GT_TRY(gt_model_new_opts(t->be, cfg->model_name, cfg->model_options, cfg->precision,
-                                 t->M, t->T, &t->model));
+                                 cfg->recompute, t->M, t->T, &t->model));
         st->vocab = gt_model_get_info(t->model)->classes;
         if (cfg->init_from && !cfg->resume) GT_TRY(gt_model_init_from(t->model, cfg->init_from));
     }
     snprintf(st->unit, sizeof st->unit, "%s", gt_model_get_info(t->model)->unit);
+    st->act_bytes = gt_model_act_bytes(t->model);
     return gt_train_identify_data(cfg, &t->tok, t->M, &t->rid);
 }
 

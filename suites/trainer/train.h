@@ -51,6 +51,10 @@ typedef struct gt_train_config {
      * AdamW state whatever it is. fp16 adds dynamic loss scaling */
     gt_dtype precision;      /* GT_DTYPE_FP32 (default), _BF16 or _FP16 */
     gt_lossscale_config loss_scale; /* fp16 only: gt_lossscale_defaults() */
+    gt_model_recompute recompute; /* what the forward keeps for the backward: NONE (default)
+                              * or BLOCK, each block's input only, the block recomputed
+                              * in the backward: the same bits, less activation memory
+                              * (models/model.h) */
     int threads;             /* cpu threads, 0: default */
     const char *init_from;   /* "llmc:FILE" or NULL */
     double peak_gflops;      /* MFU reference in GFLOP/s; 0: measure it;
@@ -168,6 +172,8 @@ typedef struct gt_train_stats {
                                * 0's running statistics depend on the rank count) */
     gt_alloc_stats mem;       /* backend allocator at the end */
     gt_train_memory mem_parts; /* what it holds, by kind */
+    size_t act_bytes;         /* the model's activations and scratch on this rank
+                               * (gt_model_act_bytes): what cfg->recompute shrinks */
     char backend_desc[256];
     int vocab;                /* model V, or the classes of mlp / convnet */
     int nranks;
