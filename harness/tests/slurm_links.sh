@@ -104,8 +104,8 @@ rc=$(doctor4 cleared)
 # a side needs the 5 rounds to judge: compare takes each round's block as a replicate, and
 # with --rounds 1 its 5 blocks are too few and every metric is "ambiguous").
 # Measured on the loaded 2-core machine under CTest's environment (mpi_yield_when_idle):
-# healthy 2-5 s a run, an inter_node/ all-reduce 1.6-11 ms; node3 at 10 Mbit/s 35 s, about
-# 320 ms (24-225x). Without yield_when_idle (the script by hand) healthy takes 15-17 s at
+# healthy 2-5 s a run, an inter_node/ all-reduce 1.1-11 ms; node3 at 10 Mbit/s 35 s, about
+# 320 ms (24-300x). Without yield_when_idle (the script by hand) healthy takes 15-17 s at
 # 24-64 ms and the limit still makes it 5-13x. 10 Mbit/s so that it shows either way.
 coll4() { # coll4 NAME: exit code of the suite on 4 nodes x 2 ranks
     launch "$1" -N4 -n8 -t 3 "$g" run collectives --topologies 8 --colls allreduce --dtypes fp32 \
