@@ -901,6 +901,42 @@ static gt_status scaling_case(const gt_suite_ctx *ctx, int weak) {
     return fatal(s) ? s : GT_OK;
 }
 
+/* gpt2-3m's strong scaling in a training mode ("zero1", "zero2",
+ * "recompute"): the same job as the gpt2-3m case, efficiency against the
+ * first topology of the same mode; memory per rank and exposed
+ * communication per mode are in every result (memory.by_kind,
+ * exposed_comm_ms). */
+static gt_status mode_scaling_case(const gt_suite_ctx *ctx, const char *mode) {
+    char name[64];
+    snprintf(name, sizeof name, "gpt2-3m/%s", mode);
+    if (!wanted(ctx, name)) return GT_OK;
+    int R = gt_comm_size(ctx->comm);
+    gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 8 : 30);
+    snprintf(c.model_name, sizeof c.model_name, "gpt2-3m");
+    c.batch = 16;
+    c.seq_len = 64;
+    if (strcmp(mode, "zero1") == 0) c.zero = 1;
+    if (strcmp(mode, "zero2") == 0) c.zero = 2;
+    if (strcmp(mode, "recompute") == 0) c.recompute = GT_MODEL_RECOMPUTE_BLOCK;
+    gt_train_stats st;
+    gt_status s;
+    gt_result *res = train_case(ctx, "scaling", name, &c, &st, &s);
+    int k = ref_slot(name);
+    if (res && s == GT_OK && k >= 0 && !g_refs[k].ranks) {
+        g_refs[k].ms = st.ms_per_step;
+        g_refs[k].ranks = R;
+    } else if (res && s == GT_OK && k >= 0) {
+        double eff = g_refs[k].ms * g_refs[k].ranks / ((double)R * st.ms_per_step);
+        gt_result_metric(res, "strong_scaling_efficiency", "fraction", 1, eff, NULL, 0);
+        gt_result_param_int(res, "reference_ranks", g_refs[k].ranks);
+    }
+    done(ctx, res);
+    gt_train_stats_release(&st);
+    return fatal(s) ? s : GT_OK;
+}
+
+static const char *const g_scaling_modes[] = {"zero1", "zero2", "recompute"};
+
 /* Strong scaling of a preset in storage dtype dt: samples (images,
  * tokens) per second, MFU against dt's peak, efficiency against the first
  * topology run. The global batch is `batch` on host backends and
@@ -964,6 +1000,8 @@ static gt_status preset_scaling_case(const gt_suite_ctx *ctx, const char *model,
 static gt_status scaling_run(const gt_suite_ctx *ctx) {
     if (wanted(ctx, "gpt2-3m")) GT_TRY(scaling_case(ctx, 0));
     if (wanted(ctx, "gpt2-3m/weak")) GT_TRY(scaling_case(ctx, 1));
+    for (size_t m = 0; m < sizeof g_scaling_modes / sizeof g_scaling_modes[0]; m++)
+        GT_TRY(mode_scaling_case(ctx, g_scaling_modes[m]));
     static const gt_dtype dts[] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
     for (int k = 0; k < 3; k++) {
         GT_TRY(preset_scaling_case(ctx, "mlp-small", dts[k], 64, 4096, 0));
@@ -981,6 +1019,9 @@ static void scaling_list(FILE *f) {
             "gpt2-3m");
     fprintf(f, "  %-28s the same with 8 sequences per rank: weak scaling efficiency\n",
             "gpt2-3m/weak");
+    fprintf(f, "  %-28s gpt2-3m with ZeRO-1, ZeRO-2, block recomputation: step time, exposed "
+               "communication, memory per rank, strong scaling efficiency per mode\n",
+            "gpt2-3m/{zero1,zero2,recompute}");
     fprintf(f, "  %-28s samples/s, MFU, strong scaling efficiency (global batch 64; 4096 on "
                "cuda)\n",
             "mlp-small");
@@ -996,11 +1037,11 @@ static void scaling_list(FILE *f) {
             "gpt2-124m/{bf16,fp16}");
 }
 
-/* scaling_run adds a result for each of its 10 cases, a skip where the
+/* scaling_run adds a result for each of its 13 cases, a skip where the
  * backend does not run it */
 static int scaling_count(const gt_suite_ctx *ctx, int ranks) {
     (void)ranks;
-    return ctx->case_filter ? 1 : 10;
+    return ctx->case_filter ? 1 : 13;
 }
 
 /* wanted()'s exact names: the gpt2-3m pair and each preset in each dtype. */
@@ -1009,6 +1050,11 @@ static void scaling_names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const c
     (void)ctx;
     fn(arg, "gpt2-3m");
     fn(arg, "gpt2-3m/weak");
+    char mode[64];
+    for (size_t m = 0; m < sizeof g_scaling_modes / sizeof g_scaling_modes[0]; m++) {
+        snprintf(mode, sizeof mode, "gpt2-3m/%s", g_scaling_modes[m]);
+        fn(arg, mode);
+    }
     static const char *const presets[] = {"mlp-small", "resnet-small", "gpt2-124m"};
     static const char *const dts[] = {"bf16", "fp16"};
     char n[64];
