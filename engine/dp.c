@@ -68,7 +68,7 @@ static gt_status choose_placement(gt_dp *dp) {
 /* Host (staged) and device (nccl) scratch buffers this configuration needs. */
 static gt_status alloc_buffers(gt_dp *dp) {
     const gt_dp_config *cfg = &dp->cfg;
-    if (cfg->zero && !cfg->deterministic) {
+    if (cfg->zero && !cfg->deterministic && dp->size > 1) { /* one rank: its grads are the sums */
         GT_TRY(gt_backend_alloc(dp->be, dp->shard * dp->es, &dp->gshard));
         /* ZeRO-2's buckets cover the real parameters only: the padding of
          * the last shard stays zero, as the reduce-scatter's sum of it is */
