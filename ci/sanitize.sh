@@ -43,12 +43,12 @@ cd "$BUILD"
 # drawing pages (the HTML writer runs sanitized in harness.history_html.cpu
 # and the reports tests).
 ctest --output-on-failure -j "$JOBS" -L "unit|conformance" -LE slow \
-      -E "^suites[.]collectives[.]mpi|^models[.]gpt2_precision[.](ref|cuda)$|^kernels[.]conformance(_fp16)?_lt_fallback[.]cuda$|^harness[.]html[.]cpu$"
+      -E "^suites[.]collectives[.]mpi|^models[.]gpt2_precision[.](ref|cuda)$|^models[.]gpt2_recompute[.]cuda$|^kernels[.]conformance(_fp16)?_lt_fallback[.]cuda$|^harness[.]html[.]cpu$"
 # The nccl communicator's own test (labels gpu;mpi, so not above): on the
 # emulator's NCCL stand-in, one rank, under a second (docs/cuda-emulator.md).
 ctest --output-on-failure -R "^engine[.]comm[.]nccl_np1$"
-# kernels.determinism.cuda, kernels.conv_determinism.cuda and
-# models.dense_precision.cuda (minutes under ASan) run without it in
+# kernels.determinism.cuda, kernels.conv_determinism.cuda,
+# models.dense_precision.cuda and models.gpt2_recompute.cuda (minutes under ASan) run without it in
 # ci/emulate.sh, as do the fp32 and fp16 kernels.conformance*_lt_fallback.cuda
 # runs (20 s each under ASan; the bf16 one here sanitizes the fallbacks' fp32
 # scratch, which fp16 shares and fp32 does not use).
