@@ -901,6 +901,21 @@ static gt_status scaling_case(const gt_suite_ctx *ctx, int weak) {
     return fatal(s) ? s : GT_OK;
 }
 
+/* Case `name`'s first topology becomes its reference; a later one gets
+ * strong_scaling_efficiency = T(first) x ranks(first) / (R x ms). */
+static void strong_efficiency(gt_result *res, const char *name, int R, double ms) {
+    int k = ref_slot(name);
+    if (k < 0) return;
+    if (!g_refs[k].ranks) {
+        g_refs[k].ms = ms;
+        g_refs[k].ranks = R;
+        return;
+    }
+    double eff = g_refs[k].ms * g_refs[k].ranks / ((double)R * ms);
+    gt_result_metric(res, "strong_scaling_efficiency", "fraction", 1, eff, NULL, 0);
+    gt_result_param_int(res, "reference_ranks", g_refs[k].ranks);
+}
+
 /* gpt2-3m's strong scaling in a training mode ("zero1", "zero2",
  * "recompute"): the same job as the gpt2-3m case, efficiency against the
  * first topology of the same mode; memory per rank and exposed
@@ -921,15 +936,7 @@ static gt_status mode_scaling_case(const gt_suite_ctx *ctx, const char *mode) {
     gt_train_stats st;
     gt_status s;
     gt_result *res = train_case(ctx, "scaling", name, &c, &st, &s);
-    int k = ref_slot(name);
-    if (res && s == GT_OK && k >= 0 && !g_refs[k].ranks) {
-        g_refs[k].ms = st.ms_per_step;
-        g_refs[k].ranks = R;
-    } else if (res && s == GT_OK && k >= 0) {
-        double eff = g_refs[k].ms * g_refs[k].ranks / ((double)R * st.ms_per_step);
-        gt_result_metric(res, "strong_scaling_efficiency", "fraction", 1, eff, NULL, 0);
-        gt_result_param_int(res, "reference_ranks", g_refs[k].ranks);
-    }
+    if (res && s == GT_OK) strong_efficiency(res, name, R, st.ms_per_step);
     done(ctx, res);
     gt_train_stats_release(&st);
     return fatal(s) ? s : GT_OK;
@@ -981,17 +988,7 @@ static gt_status preset_scaling_case(const gt_suite_ctx *ctx, const char *model,
     gt_train_stats st;
     gt_status s;
     gt_result *res = train_case(ctx, "scaling", name, &c, &st, &s);
-    if (res && s == GT_OK) {
-        int k = ref_slot(name);
-        if (k >= 0 && !g_refs[k].ranks) {
-            g_refs[k].ms = st.ms_per_step;
-            g_refs[k].ranks = R;
-        } else if (k >= 0) {
-            double eff = g_refs[k].ms * g_refs[k].ranks / ((double)R * st.ms_per_step);
-            gt_result_metric(res, "strong_scaling_efficiency", "fraction", 1, eff, NULL, 0);
-            gt_result_param_int(res, "reference_ranks", g_refs[k].ranks);
-        }
-    }
+    if (res && s == GT_OK) strong_efficiency(res, name, R, st.ms_per_step);
     done(ctx, res);
     gt_train_stats_release(&st);
     return fatal(s) ? s : GT_OK;
