@@ -48,20 +48,31 @@ rc=$?
 
 # one case made 20x as slow (--inject-slowdown): that case and no other is slower
 # (--threshold 100%: one run a side on a loaded CI machine, the other cases must not
-# be called slower for noise; 20x, not 5x: with the full tier's Slurm tests beside it
-# this case's rounds spread so that one run a side could not decide +400% once in CI,
-# 2026-11-29, where it detects 100-225% on a quiet machine)
-"$g" run kernels/matmul_fwd --quick --quiet --inject-slowdown matmul_fwd/fp32/N64_C768_OC768:20 \
-    --report "$tmp/slow3.json" > /dev/null 2>&1
-"$g" run kernels/matmul_fwd --quick --quiet --report "$tmp/base3.json" > /dev/null 2>&1
-"$g" compare "$tmp/base3.json" "$tmp/slow3.json" --threshold 100% > "$tmp/slow3.out" 2>&1
-rc=$?
+# be called slower for noise). One run a side cannot see how runs differ, so under
+# heavy load (CI's full tier puts 8 Slurm ranks beside it; OpenBLAS's spinning threads
+# then time some rounds at the scheduler's 12-ms slices) the case is honestly
+# ambiguous now and then: a fresh pair is tried then, at most 3 pairs. Any other
+# outcome fails at once: another case slower, the case "same", a wrong exit code.
+one_case_pair() {
+    "$g" run kernels/matmul_fwd --quick --quiet \
+        --inject-slowdown matmul_fwd/fp32/N64_C768_OC768:20 --report "$tmp/slow3.json" > /dev/null 2>&1
+    "$g" run kernels/matmul_fwd --quick --quiet --report "$tmp/base3.json" > /dev/null 2>&1
+    "$g" compare "$tmp/base3.json" "$tmp/slow3.json" --threshold 100% --changed > "$tmp/slow3.out" 2>&1
+}
+for try in 1 2 3; do
+    one_case_pair
+    rc=$?
+    grep -qE "^ +time_us .* ambiguous$" "$tmp/slow3.out" && [ $rc -eq 0 ] &&
+        [ "$(grep -c '^  SLOWER' "$tmp/slow3.out")" -eq 0 ] || break
+    echo "note: pair $try: the slowed case ambiguous under load (one run a side), another pair"
+done
 if [ $rc -eq 3 ] && grep -q "SLOWER *kernels/matmul_fwd/fp32/N64_C768_OC768 " "$tmp/slow3.out" &&
    [ "$(grep -c '^  SLOWER' "$tmp/slow3.out")" -eq 1 ] &&
    grep -q '"injected_slowdown": 20' "$tmp/slow3.json"; then
-    ok "slowdown of one case: exit 3, only that case named"
+    ok "slowdown of one case: exit 3, only that case named (pair $try)"
 else
-    fail "slowdown of one case: compare exited $rc"; grep -E "SLOWER|SHIP" "$tmp/slow3.out" | head -5
+    fail "slowdown of one case: compare exited $rc (pair $try)"
+    grep -E "SLOWER|ambiguous|ship|SHIP" "$tmp/slow3.out" | head -8
 fi
 
 # selection errors
