@@ -41,14 +41,20 @@ cd "$BUILD"
 # ref one, ci/emulate.sh the cuda one; the ops they call are in the
 # conformance tests here), and harness.html.cpu, most of its minute headless Chromium
 # drawing pages (the HTML writer runs sanitized in harness.history_html.cpu
-# and the reports tests).
+# and the reports tests); suites.interface.cpu (90 s here: the whole kernels
+# suite's timed rounds; every suite's driver runs sanitized in the harness
+# tests' `gauntlet run` cases: console, incomplete, faults, profile); the fp16
+# grid of the cuda conformance (a minute here: the kernels are templates over
+# the storage type, and the bf16 grid sanitizes the same 2-byte indexing; the
+# fp16 grid runs unsanitized in ci/emulate.sh).
 ctest --output-on-failure -j "$JOBS" -L "unit|conformance" -LE slow \
-      -E "^suites[.]collectives[.]mpi|^models[.]gpt2_precision[.](ref|cuda)$|^models[.]gpt2_recompute[.]cuda$|^kernels[.]conformance(_fp16)?_lt_fallback[.]cuda$|^harness[.]html[.]cpu$"
+      -E "^suites[.]collectives[.]mpi|^models[.]gpt2_precision[.](ref|cuda)$|^models[.]gpt2_recompute[.]cuda$|^kernels[.]conformance(_fp16)?_lt_fallback[.]cuda$|^harness[.]html[.]cpu$|^suites[.]interface[.]cpu$|^kernels[.]conformance_fp16[.]cuda$"
 # The nccl communicator's own test (labels gpu;mpi, so not above): on the
 # emulator's NCCL stand-in, one rank, under a second (docs/cuda-emulator.md).
 ctest --output-on-failure -R "^engine[.]comm[.]nccl_np1$"
 # kernels.determinism.cuda, kernels.conv_determinism.cuda,
 # models.dense_precision.cuda and models.gpt2_recompute.cuda (minutes under ASan) run without it in
-# ci/emulate.sh, as do the fp32 and fp16 kernels.conformance*_lt_fallback.cuda
+# ci/emulate.sh, as do kernels.conformance_fp16.cuda and the fp32 and fp16
+# kernels.conformance*_lt_fallback.cuda
 # runs (20 s each under ASan; the bf16 one here sanitizes the fallbacks' fp32
 # scratch, which fp16 shares and fp32 does not use).
