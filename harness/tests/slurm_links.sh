@@ -62,12 +62,19 @@ launch() { # launch NAME SRUN_ARGS...: exit code of `srun SRUN_ARGS`, its output
     # ENOENT). Nothing of gauntlet's has run yet. Seen in 5 of about 80 launches of the
     # collectives on 4 nodes x 2 ranks, 3 of 12 on 8 nodes x 2 ranks (twice in a row once),
     # and once in the 8-node doctor's
+    # --wait=20: without it the other ranks of a step whose rank crashed wait in MPI_Init
+    # until the step's time limit (4 minutes, then exit 143; seen on the 4-node doctor); with
+    # it they are ended 20 s after the first rank ended (the ranks of a healthy step end
+    # within a second of each other). Not --kill-on-bad-exit: the doctor's exit 1 for an
+    # outlier would end the other ranks too. The crash is recognised by srun's own line as
+    # well as by 139.
     local name=$1 rc try
     shift
     for try in 1 2 3; do
-        on timeout 280 srun "$@" >"$tmp/$name.out" 2>&1
+        on timeout 280 srun --wait=20 "$@" >"$tmp/$name.out" 2>&1
         rc=$?
-        [ "$rc" = 139 ] || break
+        [ "$rc" = 139 ] || grep -qE "^srun: error: [^ ]+: tasks? [0-9,-]+: Segmentation fault" \
+            "$tmp/$name.out" || break
         { echo "note: $name exited $rc (try $try of 3); its output began:"; grep -v '^ *$' "$tmp/$name.out" | head -12; } >&2
     done
     echo "$rc"
