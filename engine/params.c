@@ -64,6 +64,21 @@ void gt_params_place(gt_params *p, int i, int layer) {
     p->order[p->nplaced++] = p->t[i].first + layer;
 }
 
+void gt_params_unit_begin(gt_params *p) {
+    if (!p->unit_first) {
+        p->unit_first = malloc((size_t)(p->nslices ? p->nslices : 1) * sizeof *p->unit_first);
+        if (!p->unit_first) { /* gt_params_alloc reports it */
+            p->nunits = -1;
+            return;
+        }
+    }
+    if (p->nunits < 0) return;
+    /* a second mark before any slice was placed starts no empty unit */
+    if (p->nunits > 0 && p->unit_first[p->nunits - 1] == p->nplaced) return;
+    GT_ASSERT(p->nunits < p->nslices);
+    p->unit_first[p->nunits++] = p->nplaced;
+}
+
 /* ---- layout and buffers ----------------------------------------------------------- */
 
 /* The tensor slice s belongs to. */
@@ -71,6 +86,24 @@ static int tensor_of_slice(const gt_params *p, int s) {
     for (int i = 0; i < p->nt; i++)
         if (s >= p->t[i].first && s < p->t[i].first + slices_of(&p->t[i])) return i;
     return -1;
+}
+
+/* The units' ranges from the marks of gt_params_unit_begin (slice indices
+ * in the internal order); the first unit always starts at 0. */
+static gt_status units(gt_params *p) {
+    if (p->nunits < 0) return GT_ERR(GT_ERR_OOM, "out of host memory for the parameter units");
+    int n = p->nunits > 0 ? p->nunits : 1;
+    p->unit_lo = malloc((size_t)(n + 1) * sizeof *p->unit_lo);
+    if (!p->unit_lo) return GT_ERR(GT_ERR_OOM, "out of host memory for the parameter units");
+    p->unit_lo[0] = 0;
+    for (int u = 1; u < n; u++) {
+        int first = p->unit_first[u];
+        GT_ASSERT(first < p->nslices); /* a unit marked after the last slice */
+        p->unit_lo[u] = p->slice_off[p->order[first]];
+    }
+    p->unit_lo[n] = p->num_params;
+    p->nunits = n;
+    return GT_OK;
 }
 
 static gt_status layout(gt_params *p) {
@@ -106,7 +139,7 @@ static gt_status layout(gt_params *p) {
         off += len;
     }
     for (int i = 0; i < p->nt; i++) p->t[i].off = p->slice_off[p->t[i].first];
-    return GT_OK;
+    return units(p);
 }
 
 gt_status gt_params_alloc(gt_params *p, gt_backend *be, gt_dtype dt) {
@@ -153,6 +186,10 @@ void gt_params_release(gt_params *p) {
     free(p->slice_off);
     free(p->order);
     free(p->runs);
+    free(p->unit_first);
+    free(p->unit_lo);
+    p->unit_first = NULL;
+    p->unit_lo = NULL;
     p->params = p->m = p->v = p->state = NULL;
     p->grads = p->wc = NULL;
     p->slice_off = NULL;
@@ -168,6 +205,29 @@ void gt_params_set_hook(gt_params *p, gt_params_hook hook, void *ctx) {
 gt_status gt_params_ready(gt_params *p, int i, int layer) {
     if (!p->hook) return GT_OK;
     return p->hook(p->hook_ctx, i < p->nt ? gt_params_offset(p, i, layer) : p->num_params);
+}
+
+int gt_params_num_units(const gt_params *p) { return p->nunits; }
+
+void gt_params_unit_range(const gt_params *p, int u, size_t *lo, size_t *hi) {
+    GT_ASSERT(u >= 0 && u < p->nunits);
+    *lo = p->unit_lo[u];
+    *hi = p->unit_lo[u + 1];
+}
+
+void gt_params_set_unit_hook(gt_params *p, gt_params_unit_hook hook, void *ctx) {
+    p->unit_hook = hook;
+    p->unit_ctx = ctx;
+}
+
+gt_status gt_params_need(gt_params *p, int u, int next) {
+    if (!p->unit_hook) return GT_OK;
+    return p->unit_hook(p->unit_ctx, GT_PARAMS_UNIT_NEED, u, next);
+}
+
+gt_status gt_params_done(gt_params *p, int u) {
+    if (!p->unit_hook) return GT_OK;
+    return p->unit_hook(p->unit_ctx, GT_PARAMS_UNIT_DONE, u, -1);
 }
 
 /* ---- host copies -------------------------------------------------------------------- */

@@ -84,6 +84,20 @@ typedef struct gt_params_loc {
  * layout became final, ending with 0. An error stops the backward. */
 typedef gt_status (*gt_params_hook)(void *ctx, size_t frontier);
 
+/* Sharding units (ZeRO-3): a model declares its parameters in units (a
+ * transformer block, the embeddings) and tells, around the compute of
+ * each, that it needs the unit's weights (NEED; `next` is the unit it
+ * will need after this one, -1 when it does not know or there is none:
+ * the hook may start fetching it) and that it is done with them (DONE).
+ * Without a hook both are no-ops: every weight is always resident. */
+typedef enum gt_params_unit_event {
+    GT_PARAMS_UNIT_NEED = 0,
+    GT_PARAMS_UNIT_DONE,
+    GT_PARAMS_UNIT_EVENT_COUNT
+} gt_params_unit_event;
+typedef gt_status (*gt_params_unit_hook)(void *ctx, gt_params_unit_event ev, int unit,
+                                         int next);
+
 typedef struct gt_params {
     gt_backend *be;
     gt_kctx k; /* k.dt: storage dtype of the compute copy and the gradients */
@@ -107,6 +121,13 @@ typedef struct gt_params {
     void *wc;                         /* k.dt compute copy; NULL in fp32 */
     gt_params_hook hook;
     void *hook_ctx;
+    /* sharding units (gt_params_unit_begin): unit u is the internal range
+     * [unit_lo[u], unit_lo[u + 1]) (unit_lo[nunits] = num_params) */
+    int nunits;
+    int *unit_first;  /* [nslices] while declaring: the placed slice that starts unit u */
+    size_t *unit_lo;  /* [nunits + 1] after gt_params_alloc */
+    gt_params_unit_hook unit_hook;
+    void *unit_ctx;
 } gt_params;
 
 /* ---- declaring (before gt_params_alloc; programmer errors assert) ------------ */
@@ -122,6 +143,11 @@ int gt_params_add_state(gt_params *p, const char *name, int64_t n);
  * the internal layout. Either every slice is placed, or none (the internal
  * layout is then the canonical order). */
 void gt_params_place(gt_params *p, int i, int layer);
+/* The next slice placed starts a new sharding unit (call it before the
+ * first gt_params_place of each unit; the first unit starts at the first
+ * slice whether or not it is called). Without any call the model is one
+ * unit. */
+void gt_params_unit_begin(gt_params *p);
 
 /* Lays out the table and allocates every buffer, zeroed, on `be`
  * (borrowed) for storage dtype dt: GT_ERR_INVALID unless fp32, bf16 or
@@ -158,6 +184,16 @@ static inline float *gt_params_state(const gt_params *p, int i) { return p->stat
  * yet (frontier num_params). */
 void gt_params_set_hook(gt_params *p, gt_params_hook hook, void *ctx);
 gt_status gt_params_ready(gt_params *p, int i, int layer);
+
+/* Sharding units: how many (>= 1 after gt_params_alloc), and the internal
+ * range [*lo, *hi) of unit u. */
+int gt_params_num_units(const gt_params *p);
+void gt_params_unit_range(const gt_params *p, int u, size_t *lo, size_t *hi);
+/* The forward / backward brackets the compute of unit u with these (see
+ * gt_params_unit_hook); no-ops without a hook. */
+void gt_params_set_unit_hook(gt_params *p, gt_params_unit_hook hook, void *ctx);
+gt_status gt_params_need(gt_params *p, int u, int next);
+gt_status gt_params_done(gt_params *p, int u);
 
 /* ---- host copies (canonical order, fp32) --------------------------------------- */
 
