@@ -2,7 +2,7 @@
  * canonical order: a per-layer tensor whose two slices are placed apart, as
  * gpt2 places its layers. Offsets, the canonical <-> internal copies,
  * locate / loc_format, find_nonfinite's canonical order, the runs of equal
- * weight decay, padding and the optimizer range. */
+ * weight decay, padding and the optimizer range; sharding units (ZeRO-3). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +127,52 @@ static void compute_copy(gt_backend *be) {
     gt_params_release(&p);
 }
 
+/* Sharding units: a (and b layer 0) one unit, c and b layer 1 another,
+ * a repeated mark starting no empty unit; the hook sees every NEED and
+ * DONE, and an error of the hook reaches the caller. No marks: one unit. */
+static int g_events[8], g_nev;
+static gt_status unit_hook(void *ctx, gt_params_unit_event ev, int unit, int next) {
+    (void)ctx;
+    if (g_nev < 8) g_events[g_nev++] = (int)ev * 100 + unit * 10 + (next + 1);
+    return unit == 1 && ev == GT_PARAMS_UNIT_DONE ? GT_ERR(GT_ERR_COMM, "hook") : GT_OK;
+}
+
+static void units(gt_backend *be) {
+    gt_params p;
+    memset(&p, 0, sizeof p);
+    gt_params_add(&p, "a", 1, 0, 2, 2, 3, 0, 0);
+    gt_params_add(&p, "b", 0, 2, 2, 2, 4, 0, 0);
+    gt_params_add(&p, "c", 1, 0, 1, 5, 0, 0, 0);
+    gt_params_unit_begin(&p);
+    gt_params_place(&p, 0, 0);
+    gt_params_place(&p, 1, 0);
+    gt_params_unit_begin(&p);
+    gt_params_unit_begin(&p);
+    gt_params_place(&p, 2, 0);
+    gt_params_place(&p, 1, 1);
+    CHECK_OK(gt_params_alloc(&p, be, GT_DTYPE_FP32));
+    size_t lo, hi;
+    CHECK(gt_params_num_units(&p) == 2, "units: %d, want 2", gt_params_num_units(&p));
+    gt_params_unit_range(&p, 0, &lo, &hi);
+    CHECK(lo == 0 && hi == 10, "unit 0 [%zu, %zu), want [0, 10)", lo, hi);
+    gt_params_unit_range(&p, 1, &lo, &hi);
+    CHECK(lo == 10 && hi == 19, "unit 1 [%zu, %zu), want [10, 19)", lo, hi);
+    CHECK_OK(gt_params_need(&p, 0, 1)); /* no hook: nothing */
+    gt_params_set_unit_hook(&p, unit_hook, NULL);
+    CHECK_OK(gt_params_need(&p, 1, -1));
+    CHECK_OK(gt_params_done(&p, 0));
+    CHECK_STATUS(gt_params_done(&p, 1), GT_ERR_COMM);
+    CHECK(g_nev == 3 && g_events[0] == 10 && g_events[1] == 100 && g_events[2] == 110,
+          "hook events %d: %d %d %d", g_nev, g_events[0], g_events[1], g_events[2]);
+    gt_params_release(&p);
+    declare(&p);
+    CHECK_OK(gt_params_alloc(&p, be, GT_DTYPE_FP32));
+    gt_params_unit_range(&p, 0, &lo, &hi);
+    CHECK(gt_params_num_units(&p) == 1 && lo == 0 && hi == 19, "unmarked: %d unit(s), [%zu, %zu)",
+          gt_params_num_units(&p), lo, hi);
+    gt_params_release(&p);
+}
+
 int main(void) {
     gt_backend *be = NULL;
     gt_backend_config bc = {.threads = 1, .device = -1};
@@ -136,6 +182,7 @@ int main(void) {
     }
     layout(be);
     compute_copy(be);
+    units(be);
     gt_params s;
     memset(&s, 0, sizeof s);
     gt_params_add(&s, "x", 0, 0, 1, 4, 0, 0, 0);
