@@ -408,7 +408,8 @@ typedef struct gather_piece {
 } gather_piece;
 
 struct gt_dp_gather {
-    void *buf;     /* backend memory: the weights, internal layout */
+    void *buf;     /* backend memory: elements [lo, hi) of the weights */
+    size_t lo;
     gt_dtype dt;
     size_t es;
     int npieces;
@@ -416,12 +417,6 @@ struct gt_dp_gather {
 };
 
 static void *at_es(void *base, size_t i, size_t es) { return (char *)base + i * es; }
-
-/* The buffer the communicator broadcasts from / into: the host mirror
- * (hparams, padded fp32 elements: room for any dtype) when staged. */
-static void *gather_comm_buf(gt_dp *dp, gt_dp_gather *g) {
-    return dp->staged ? (void *)dp->hparams : g->buf;
-}
 
 gt_status gt_dp_gather_start(gt_dp *dp, void *buf, gt_dtype dt, size_t lo, size_t hi,
                              gt_dp_gather **out) {
@@ -435,24 +430,24 @@ gt_status gt_dp_gather_start(gt_dp *dp, void *buf, gt_dtype dt, size_t lo, size_
     gt_dp_gather *g = calloc(1, sizeof *g + (size_t)dp->size * sizeof(gather_piece));
     if (!g) return GT_ERR(GT_ERR_OOM, "out of host memory");
     g->buf = buf;
+    g->lo = lo;
     g->dt = dt;
     g->es = gt_dtype_size(dt);
     *out = g;
     if (dp->size == 1) return GT_OK; /* everything is this rank's */
-    void *cb = gather_comm_buf(dp, g);
     /* one broadcast per shard the range overlaps, from its owner, in the
-     * same order on every rank */
+     * same order on every rank: staged, at the piece's place in the host
+     * mirror; else at its place in buf */
     for (size_t a = lo; a < hi;) {
         int owner = (int)(a / dp->shard);
         size_t b = (size_t)(owner + 1) * dp->shard;
         if (b > hi) b = hi;
         gather_piece *pc = &g->piece[g->npieces++];
         *pc = (gather_piece){.lo = a, .hi = b, .owner = owner};
-        size_t bytes = (b - a) * g->es;
+        void *cp = dp->staged ? at_es(dp->hparams, a, g->es) : at_es(buf, a - lo, g->es);
         if (dp->staged && owner == dp->rank)
-            GT_TRY(dp->be->copy_to_host(dp->be, at_es(cb, a, g->es), at_es(buf, a, g->es),
-                                        bytes));
-        GT_TRY(gt_comm_broadcast(dp->comm, at_es(cb, a, g->es), b - a, dt, owner, &pc->req));
+            GT_TRY(dp->be->copy_to_host(dp->be, cp, at_es(buf, a - lo, g->es), (b - a) * g->es));
+        GT_TRY(gt_comm_broadcast(dp->comm, cp, b - a, dt, owner, &pc->req));
         a = b;
     }
     dp->bytes += (hi - lo) * g->es;
@@ -479,7 +474,7 @@ gt_status gt_dp_gather_wait(gt_dp *dp, gt_dp_gather *g) {
             if (s == GT_OK) s = w;
         }
         if (s == GT_OK && dp->staged && pc->owner != dp->rank)
-            s = dp->be->copy_to_device(dp->be, at_es(g->buf, pc->lo, g->es),
+            s = dp->be->copy_to_device(dp->be, at_es(g->buf, pc->lo - g->lo, g->es),
                                        at_es(dp->hparams, pc->lo, g->es),
                                        (pc->hi - pc->lo) * g->es);
     }

@@ -126,9 +126,10 @@ gt_status gt_dp_grad_norm(gt_dp *dp, double *norm);
  * otherwise. */
 gt_status gt_dp_gather_params(gt_dp *dp, float *params);
 
-/* ZeRO-3: elements [lo, hi) of buf (backend memory, dtype dt, laid out
- * like the padded buffer: the weights the forward reads) are made current
- * on every rank from the ranks whose shards hold them: one non-blocking
+/* ZeRO-3: buf (backend memory, dtype dt) holds elements [lo, hi) of the
+ * padded layout (a unit's weights, buf[0] being element lo), this rank's
+ * part of them already in place; the other ranks' parts arrive from the
+ * ranks whose shards hold them: one non-blocking
  * broadcast from each shard's owner that the range overlaps (the shards
  * are contiguous, so a unit is split unevenly between the ranks it
  * spans: an all-gather with one contribution per owner, which MPI's

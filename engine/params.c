@@ -103,6 +103,13 @@ static gt_status units(gt_params *p) {
     }
     p->unit_lo[n] = p->num_params;
     p->nunits = n;
+    p->slice_unit = malloc((size_t)(p->nslices ? p->nslices : 1) * sizeof *p->slice_unit);
+    if (!p->slice_unit) return GT_ERR(GT_ERR_OOM, "out of host memory for the parameter units");
+    for (int s = 0; s < p->nslices; s++) {
+        int u = 0;
+        while (u + 1 < n && p->unit_lo[u + 1] <= p->slice_off[s]) u++;
+        p->slice_unit[s] = u;
+    }
     return GT_OK;
 }
 
@@ -186,10 +193,16 @@ void gt_params_release(gt_params *p) {
     free(p->slice_off);
     free(p->order);
     free(p->runs);
+    if (p->be) gt_backend_dealloc(p->be, p->whole);
     free(p->unit_first);
     free(p->unit_lo);
+    free(p->slice_unit);
+    free(p->unit_buf);
     p->unit_first = NULL;
     p->unit_lo = NULL;
+    p->slice_unit = NULL;
+    p->unit_buf = NULL;
+    p->whole = NULL;
     p->params = p->m = p->v = p->state = NULL;
     p->grads = p->wc = NULL;
     p->slice_off = NULL;
@@ -279,17 +292,30 @@ static gt_status copy_out(gt_params *p, const void *dev, gt_dtype dt, float *dst
     return s;
 }
 
+/* The padded masters whole: the buffer itself, or with sharded masters the
+ * whole copy while there is one; NULL (and an error set) otherwise. */
+static float *whole_masters(gt_params *p, const char *what) {
+    if (!p->unit_buf) return p->params;
+    if (!p->whole)
+        GT_ERR(GT_ERR_INVALID, "%s: the masters are sharded (ZeRO-3); this rank holds [%zu, "
+                               "%zu) of them: make them whole first (gt_params_masters_whole)",
+               what, p->params_lo, p->params_lo + p->params_n);
+    return p->whole;
+}
+
 gt_status gt_params_set(gt_params *p, const float *src) {
     gt_status s;
+    float *dst = whole_masters(p, "setting the parameters");
+    if (!dst) return GT_ERR_INVALID;
     if (identity(p)) {
-        s = p->be->copy_to_device(p->be, p->params, src, p->num_params * sizeof(float));
+        s = p->be->copy_to_device(p->be, dst, src, p->num_params * sizeof(float));
     } else {
         float *tmp = malloc(p->num_params * sizeof(float));
         if (!tmp)
             return GT_ERR(GT_ERR_OOM, "out of host memory copying %zu parameters",
                           p->num_params);
         permute(p, tmp, src, 1);
-        s = p->be->copy_to_device(p->be, p->params, tmp, p->num_params * sizeof(float));
+        s = p->be->copy_to_device(p->be, dst, tmp, p->num_params * sizeof(float));
         free(tmp);
     }
     if (s == GT_OK) s = gt_params_sync_weights(p, 0, p->num_params);
@@ -297,7 +323,9 @@ gt_status gt_params_set(gt_params *p, const float *src) {
 }
 
 gt_status gt_params_get(gt_params *p, float *dst) {
-    return copy_out(p, p->params, GT_DTYPE_FP32, dst);
+    const float *src = whole_masters(p, "reading the parameters");
+    if (!src) return GT_ERR_INVALID;
+    return copy_out(p, src, GT_DTYPE_FP32, dst);
 }
 gt_status gt_params_get_grads(gt_params *p, float *dst) {
     return copy_out(p, p->grads, p->k.dt, dst);
@@ -398,7 +426,8 @@ gt_status gt_params_update_range(gt_params *p, const gt_adamw_config *cfg, int t
         if (b > hi) b = hi;
         if (a >= b) continue;
         float wd = p->runs[r].decay ? cfg->weight_decay : 0.0f;
-        GT_TRY(p->be->ops->adamw(&p->k, p->params + a, gt_params_at(p, grads, a - lo),
+        GT_TRY(p->be->ops->adamw(&p->k, p->params + (a - p->params_lo),
+                                 gt_params_at(p, grads, a - lo),
                                  p->m + (a - p->opt_lo), p->v + (a - p->opt_lo), b - a, lr,
                                  cfg->beta1, cfg->beta2, cfg->eps, wd, grad_scale, t));
     }
@@ -439,6 +468,8 @@ gt_status gt_params_pad(gt_params *p, size_t n_alloc) {
         return GT_ERR(GT_ERR_INVALID, "padding %zu is below the %zu parameters", n_alloc,
                       p->num_params);
     if (n_alloc == p->num_alloc) return GT_OK;
+    if (p->unit_buf)
+        return GT_ERR(GT_ERR_INVALID, "padding sharded masters (ZeRO-3): pad before sharding");
     if (n_alloc % p->norm_chunk != 0)
         return GT_ERR(GT_ERR_INVALID, "padding %zu is not a multiple of the norm chunk %zu",
                       n_alloc, p->norm_chunk);
@@ -561,13 +592,104 @@ gt_status gt_params_find_nonfinite(gt_params *p, const void *buf, gt_dtype dt, s
     return s;
 }
 
+/* Elements of fp32 masters held: the padded layout, or a shard (and while
+ * made whole, the whole as well). */
+static size_t masters_held(const gt_params *p) {
+    if (!p->unit_buf) return p->num_alloc;
+    return p->params_n + (p->whole ? p->num_alloc : 0);
+}
+
 void gt_params_memory(const gt_params *p, size_t *params, size_t *grads, size_t *optim) {
-    *params = p->num_alloc * (sizeof(float) + (p->wc ? p->es : 0)) + p->state_numel * sizeof(float);
+    *params = masters_held(p) * sizeof(float) + (p->wc ? p->num_alloc * p->es : 0) +
+              p->state_numel * sizeof(float);
     *grads = p->num_alloc * p->es;
     *optim = 2 * p->opt_alloc * sizeof(float);
 }
 
 size_t gt_params_bytes(const gt_params *p) {
-    return p->num_alloc * (sizeof(float) + p->es * (p->wc ? 2 : 1)) +
+    return masters_held(p) * sizeof(float) + p->num_alloc * p->es * (p->wc ? 2 : 1) +
            2 * p->opt_alloc * sizeof(float) + p->state_numel * sizeof(float);
+}
+
+/* ---- sharded masters (ZeRO-3) ------------------------------------------------------- */
+
+gt_status gt_params_shard_masters(gt_params *p, size_t lo, size_t hi) {
+    if (p->unit_buf) return GT_ERR(GT_ERR_INVALID, "the masters are sharded already");
+    if (lo > hi || hi > p->num_alloc)
+        return GT_ERR(GT_ERR_INVALID, "master shard [%zu, %zu) is outside [0, %zu)", lo, hi,
+                      p->num_alloc);
+    void **bufs = calloc((size_t)p->nunits, sizeof *bufs);
+    if (!bufs) return GT_ERR(GT_ERR_OOM, "out of host memory for the units' buffers");
+    float *sh = NULL;
+    gt_status s = gt_backend_alloc(p->be, (hi > lo ? hi - lo : 1) * sizeof(float), (void **)&sh);
+    if (s == GT_OK && hi > lo)
+        s = p->be->copy_device(p->be, sh, p->params + lo, (hi - lo) * sizeof(float));
+    if (s != GT_OK) {
+        gt_backend_dealloc(p->be, sh);
+        free(bufs);
+        return s;
+    }
+    /* the whole masters and the compute copy go: every unit's weights are
+     * gathered into a buffer of its own (gt_params_unit_bind) */
+    gt_backend_dealloc(p->be, p->params);
+    gt_backend_dealloc(p->be, p->wc);
+    p->params = sh;
+    p->wc = NULL;
+    p->params_lo = lo;
+    p->params_n = hi - lo;
+    p->unit_buf = bufs;
+    return GT_OK;
+}
+
+void gt_params_masters_range(const gt_params *p, size_t *lo, size_t *hi) {
+    *lo = p->unit_buf ? p->params_lo : 0;
+    *hi = p->unit_buf ? p->params_lo + p->params_n : p->num_alloc;
+}
+
+void gt_params_unit_bind(gt_params *p, int u, void *buf) {
+    GT_ASSERT(p->unit_buf && u >= 0 && u < p->nunits);
+    p->unit_buf[u] = buf;
+}
+
+gt_status gt_params_unit_fill_own(gt_params *p, int u, void *buf, size_t *lo, size_t *hi) {
+    GT_ASSERT(p->unit_buf && u >= 0 && u < p->nunits && buf);
+    size_t ulo = p->unit_lo[u], uhi = p->unit_lo[u + 1];
+    size_t a = ulo > p->params_lo ? ulo : p->params_lo;
+    size_t b = uhi < p->params_lo + p->params_n ? uhi : p->params_lo + p->params_n;
+    *lo = *hi = a;
+    if (a >= b) return GT_OK;
+    *hi = b;
+    void *dst = gt_params_at(p, buf, a - ulo);
+    const float *src = p->params + (a - p->params_lo);
+    if (p->k.dt == GT_DTYPE_FP32)
+        return p->be->copy_device(p->be, dst, src, (b - a) * sizeof(float));
+    GT_TRY(need_op(p, p->be->ops->cast, "cast"));
+    return p->be->ops->cast(&p->k, dst, p->k.dt, src, GT_DTYPE_FP32, b - a);
+}
+
+gt_status gt_params_masters_whole(gt_params *p, gt_params_fill_fn fill, void *ctx) {
+    if (!p->unit_buf || p->whole) return GT_OK;
+    float *w = NULL;
+    GT_TRY(gt_backend_alloc_zeroed(p->be, p->num_alloc * sizeof(float), (void **)&w));
+    gt_status s = GT_OK;
+    if (p->params_n)
+        s = p->be->copy_device(p->be, w + p->params_lo, p->params, p->params_n * sizeof(float));
+    if (s == GT_OK) s = fill(ctx, w);
+    if (s != GT_OK) {
+        gt_backend_dealloc(p->be, w);
+        return s;
+    }
+    p->whole = w;
+    return GT_OK;
+}
+
+gt_status gt_params_masters_reshard(gt_params *p) {
+    if (!p->whole) return GT_OK;
+    gt_status s = GT_OK;
+    if (p->params_n)
+        s = p->be->copy_device(p->be, p->params, p->whole + p->params_lo,
+                               p->params_n * sizeof(float));
+    gt_backend_dealloc(p->be, p->whole);
+    p->whole = NULL;
+    return s;
 }

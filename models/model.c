@@ -345,9 +345,6 @@ int gt_model_num_units(const gt_model *m) { return gt_params_num_units(P(m)); }
 void gt_model_unit_range(const gt_model *m, int u, size_t *lo, size_t *hi) {
     gt_params_unit_range(P(m), u, lo, hi);
 }
-void *gt_model_weights_buffer(gt_model *m) {
-    return P(m)->wc ? P(m)->wc : (void *)P(m)->params;
-}
 float *gt_model_params_buffer(gt_model *m) { return P(m)->params; }
 void *gt_model_grads_buffer(gt_model *m) { return P(m)->grads; }
 gt_status gt_model_sync_weights(gt_model *m, size_t lo, size_t hi) {

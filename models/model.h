@@ -259,12 +259,9 @@ void gt_model_set_grad_hook(gt_model *m, gt_model_grad_hook hook, void *ctx);
 void gt_model_set_unit_hook(gt_model *m, gt_params_unit_hook hook, void *ctx);
 int gt_model_num_units(const gt_model *m);
 void gt_model_unit_range(const gt_model *m, int u, size_t *lo, size_t *hi);
-/* The weights the forward reads (internal layout, num_params_padded
- * elements of gt_model_dtype): the compute copy in bf16 / fp16, the fp32
- * masters themselves in fp32. ZeRO-3 gathers units into it. */
-void *gt_model_weights_buffer(gt_model *m);
 /* Flat buffers (backend memory, internal layout, num_params_padded
- * elements): fp32 master parameters; gradients in the model's dtype.
+ * elements): fp32 master parameters (with ZeRO-3's sharded masters only
+ * the range gt_params_masters_range gives); gradients in the model's dtype.
  * Whoever writes the masters directly (the ZeRO-1 all-gather) calls
  * gt_model_sync_weights on what it wrote (nothing to do in fp32). */
 float *gt_model_params_buffer(gt_model *m);

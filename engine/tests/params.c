@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/backend.h"
+#include "engine/dtype.h"
 #include "engine/params.h"
 #include "engine/tests/check.h"
 #include "kernels/registry.h"
@@ -173,6 +174,66 @@ static void units(gt_backend *be) {
     gt_params_release(&p);
 }
 
+/* Sharded masters: the store keeps [6, 16) of the masters; reading them
+ * whole is refused until they are made whole (the rest filled by the
+ * callback, as the all-gather would); a unit's own part is written to its
+ * buffer in the storage dtype; a weight is read from the unit's buffer. */
+static gt_status fill_rest(void *ctx, float *whole) {
+    const float *canon_internal = ctx; /* internal order, 19 values */
+    for (size_t x = 0; x < 19; x++)
+        if (x < 6 || x >= 16) whole[x] = canon_internal[x];
+    return GT_OK;
+}
+
+static void sharded(gt_backend *be, gt_dtype dt) {
+    gt_params p;
+    memset(&p, 0, sizeof p);
+    gt_params_add(&p, "a", 1, 0, 2, 2, 3, 0, 0);
+    gt_params_add(&p, "b", 0, 2, 2, 2, 4, 0, 0);
+    gt_params_add(&p, "c", 1, 0, 1, 5, 0, 0, 0);
+    gt_params_unit_begin(&p);
+    gt_params_place(&p, 0, 0);
+    gt_params_place(&p, 1, 0);
+    gt_params_unit_begin(&p);
+    gt_params_place(&p, 2, 0);
+    gt_params_place(&p, 1, 1);
+    CHECK_OK(gt_params_alloc(&p, be, dt));
+    float canon[19], internal[19], back[19];
+    for (int i = 0; i < 19; i++) canon[i] = 0.5f * (float)i;
+    CHECK_OK(gt_params_set(&p, canon));
+    gt_params_to_internal(&p, internal, canon);
+    CHECK_OK(gt_params_shard_masters(&p, 6, 16));
+    size_t lo, hi;
+    gt_params_masters_range(&p, &lo, &hi);
+    CHECK(lo == 6 && hi == 16 && p.wc == NULL, "sharded range [%zu, %zu)", lo, hi);
+    CHECK_STATUS(gt_params_get(&p, back), GT_ERR_INVALID);
+    CHECK_STATUS(gt_params_shard_masters(&p, 0, 19), GT_ERR_INVALID);
+    /* unit 1 is [10, 19): this rank's part [10, 16) */
+    uint16_t u16[9];
+    float u32[9];
+    void *buf = dt == GT_DTYPE_FP32 ? (void *)u32 : (void *)u16;
+    memset(u32, 0, sizeof u32);
+    memset(u16, 0, sizeof u16);
+    CHECK_OK(gt_params_unit_fill_own(&p, 1, buf, &lo, &hi));
+    CHECK(lo == 10 && hi == 16, "own part of unit 1 [%zu, %zu)", lo, hi);
+    float w5 = dt == GT_DTYPE_FP32 ? u32[5] : gt_bf16_to_fp32(u16[5]);
+    CHECK(w5 == internal[15] && (dt == GT_DTYPE_FP32 ? u32[6] : u16[6]) == 0,
+          "%s unit buffer [5] = %g, want %g", gt_dtype_name(dt), (double)w5,
+          (double)internal[15]);
+    gt_params_unit_bind(&p, 1, buf);
+    CHECK(gt_params_weight(&p, 1, 1) == gt_params_at(&p, buf, 5), "b layer 1 read from the unit");
+    gt_params_unit_bind(&p, 1, NULL);
+    CHECK_OK(gt_params_masters_whole(&p, fill_rest, internal));
+    CHECK_OK(gt_params_get(&p, back));
+    CHECK(memcmp(back, canon, sizeof canon) == 0, "the whole masters are not the parameters");
+    CHECK_OK(gt_params_masters_reshard(&p));
+    CHECK_STATUS(gt_params_get(&p, back), GT_ERR_INVALID);
+    size_t pb, gb, ob;
+    gt_params_memory(&p, &pb, &gb, &ob);
+    CHECK(pb == 10 * sizeof(float), "sharded masters hold %zu bytes, want 40", pb);
+    gt_params_release(&p);
+}
+
 int main(void) {
     gt_backend *be = NULL;
     gt_backend_config bc = {.threads = 1, .device = -1};
@@ -183,6 +244,8 @@ int main(void) {
     layout(be);
     compute_copy(be);
     units(be);
+    sharded(be, GT_DTYPE_FP32);
+    sharded(be, GT_DTYPE_BF16);
     gt_params s;
     memset(&s, 0, sizeof s);
     gt_params_add(&s, "x", 0, 0, 1, 4, 0, 0, 0);

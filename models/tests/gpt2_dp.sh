@@ -46,10 +46,10 @@ same det2 zero2 "ZeRO-1 vs none, 2 ranks"
 # ZeRO-2 (each bucket reduced to its shard's rank) equals them too, bitwise
 run zerotwo2 2 --deterministic --micro-batch 2 --zero 2
 same det1 zerotwo2 "ZeRO-2 vs none, 2 ranks vs 1"
-# ZeRO-3 (each unit's weights gathered before its forward and its backward): the
-# same bits on 1, 2 and 4 ranks, with what a release leaves stale made NaN
-# (GT_ZERO3_POISON), so that a weight read without its gather fails the run
-for np in 1 2 4; do GT_ZERO3_POISON=1 run zthree$np $np --deterministic --micro-batch 2 --zero 3; done
+# ZeRO-3 (each unit's weights gathered into a buffer of its own before its forward
+# and its backward, freed after; a weight read outside them ends the run): the
+# same bits on 1, 2 and 4 ranks
+for np in 1 2 4; do run zthree$np $np --deterministic --micro-batch 2 --zero 3; done
 same det1 zthree1 "ZeRO-3 vs none, 1 rank"
 same det1 zthree2 "ZeRO-3 vs none, 2 ranks vs 1"
 same det1 zthree4 "ZeRO-3 vs none, 4 ranks vs 1"
@@ -57,7 +57,7 @@ same zerotwo2 zthree2 "ZeRO-3 vs ZeRO-2, 2 ranks"
 # bf16 (ref: the cpu backend stores fp32 only): the compute copy gathered in 16
 # bits, the fp32 master shard local
 run bfzero2 2 --deterministic --micro-batch 2 --zero 2 --precision bf16 --backend ref
-GT_ZERO3_POISON=1 run bfzthree2 2 --deterministic --micro-batch 2 --zero 3 --precision bf16 --backend ref
+run bfzthree2 2 --deterministic --micro-batch 2 --zero 3 --precision bf16 --backend ref
 same bfzero2 bfzthree2 "ZeRO-3 vs ZeRO-2 in bf16, 2 ranks"
 # mlp and convnet have no sharding units yet: refused, naming what to use
 out=$("$mpiexec" "${mpi_flags[@]}" -np 2 "$g" train $common --model mlp-tiny --zero 3 2>&1)
@@ -96,20 +96,35 @@ if "$diff" "$tmp/fast4.json" "$tmp/fastzerotwo4.json" --rtol 1e-4 > /dev/null; t
     ok "ZeRO-2 without --deterministic, 4 ranks, within 1e-4 of plain data parallelism"
 else fail "ZeRO-2 without --deterministic strays"; fi
 # ZeRO-3 without --deterministic: prefetched gathers, small buckets cut at the
-# units' and shards' starts; memory by kind as ZeRO-2's (the weights buffer is
-# full-size, filled unit by unit: docs/distributed.md), more bytes moved
-GT_ZERO3_POISON=1 run fastzthree4 4 --zero 3 --bucket-mb 0.1
+# units' and shards' starts
+run fastzthree4 4 --zero 3 --bucket-mb 0.1
 if "$diff" "$tmp/fast4.json" "$tmp/fastzthree4.json" --rtol 1e-4 > /dev/null; then
     ok "ZeRO-3 without --deterministic, 4 ranks, within 1e-4 of plain data parallelism"
 else fail "ZeRO-3 without --deterministic strays"; fi
-if python3 - "$tmp/fastzerotwo4.json" "$tmp/fastzthree4.json" <<'PYEOF'
+# memory by kind (8 layers, so that the units are small against the model): a
+# ZeRO-3 rank holds its shard of the fp32 masters and at most two gathered units
+# (a block and the next one's prefetch: 49984 parameters each at C=64) where
+# ZeRO-2 holds the whole masters; the gradients and optimizer state as ZeRO-2's
+run memz2 2 --zero 2 --layers 8 --steps 2
+run memz3_2 2 --zero 3 --layers 8 --steps 2
+run memz3_4 4 --zero 3 --layers 8 --steps 2
+if python3 - "$tmp/memz2.json" "$tmp/memz3_2.json" "$tmp/memz3_4.json" <<'PYEOF'
 import json, sys
-r = [json.load(open(f))["results"][0] for f in sys.argv[1:]]
-k = [x["memory"]["by_kind"] for x in r]
-sys.exit(0 if k[0] == k[1] else 1)
+k = [json.load(open(f))["results"][0]["memory"]["by_kind"] for f in sys.argv[1:]]
+z2, z3, z34 = k
+units = 2 * 4 * 49984
+ok = (z3["parameters_bytes"] == z2["parameters_bytes"] // 2 + units and
+      z34["parameters_bytes"] < z3["parameters_bytes"] < z2["parameters_bytes"] and
+      z3["gradients_bytes"] == z2["gradients_bytes"] and
+      z3["optimizer_bytes"] == z2["optimizer_bytes"])
+print([x["parameters_bytes"] for x in k])
+sys.exit(0 if ok else 1)
 PYEOF
-then ok "memory by kind: ZeRO-3 holds what ZeRO-2 holds"
+then ok "memory by kind: ZeRO-3 holds the masters' shard and two units, less on 4 ranks than on 2"
 else fail "memory by kind of ZeRO-3 vs ZeRO-2"; fi
+for r in memz2 memz3_2 memz3_4; do
+    "$check" "$tmp/$r.json" > /dev/null || { fail "$r: report_check (memory formula)"; "$check" "$tmp/$r.json" | tail -3; }
+done
 
 # errors before any work: a batch the ranks do not split, a parameter mismatch
 out=$("$mpiexec" "${mpi_flags[@]}" -np 4 "$g" train $common --batch 6 2>&1)

@@ -67,6 +67,7 @@ static gt_status step_end(gt_trainer *t, gt_train_step *s) {
     if (t->R > 1 && every > 0 && (s->step + 1) % every == 0) {
         GT_TRY(gt_train_params_whole(t));
         GT_TRY(gt_train_check_consistency(t->model, t->comm, s->step + 1));
+        GT_TRY(gt_train_params_sharded(t));
     }
     uint64_t t1 = gt_now_ns();
     /* after the step's synchronisation: the device marks have passed */
@@ -97,9 +98,10 @@ static gt_status train_step(gt_trainer *t, int step) {
     int every = t->cfg->checkpoint_every;
     if (every <= 0 || (step + 1) % every != 0) return GT_OK;
     GT_TRY(gt_train_params_whole(t)); /* ZeRO-3: the masters whole for the file */
-    return gt_train_save_checkpoint(t->cfg, t->model, t->comm, t->lo, t->hi, step + 1,
+    GT_TRY(gt_train_save_checkpoint(t->cfg, t->model, t->comm, t->lo, t->hi, step + 1,
                                     t->st->backend_desc, &t->rid, t->fp16 ? &t->ls : NULL,
-                                    &t->st->collective_error);
+                                    &t->st->collective_error));
+    return gt_train_params_sharded(t);
 }
 
 gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
@@ -112,6 +114,7 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     }
     if (s == GT_OK) s = gt_train_params_whole(&t);
     if (s == GT_OK) s = gt_train_digests(&t);
+    if (s == GT_OK) s = gt_train_params_sharded(&t); /* what a rank holds, for the record */
     gt_train_close(&t);
     return s;
 }

@@ -102,13 +102,15 @@ typedef struct gt_train_layout {
      * (fp32 masters and the compute copy) are current again. */
     gt_status (*params_updated)(gt_trainer *t);
     /* Before something reads every parameter (a checkpoint, the cross-rank
-     * hash, the final digests): the fp32 masters whole on every rank.
-     * NULL: they always are. */
+     * hash, the final digests): the fp32 masters whole on every rank, until
+     * params_sharded. NULL: they always are. */
     gt_status (*params_whole)(gt_trainer *t);
+    gt_status (*params_sharded)(gt_trainer *t);
 } gt_train_layout;
 
-/* The layout's params_whole, when it has one. */
+/* The layout's params_whole / params_sharded, when it has them. */
 gt_status gt_train_params_whole(gt_trainer *t);
+gt_status gt_train_params_sharded(gt_trainer *t);
 
 /* The layout of --zero Z, NULL when there is none. */
 const gt_train_layout *gt_train_layout_for(int zero);
@@ -248,12 +250,18 @@ gt_status gt_train_digests(gt_trainer *t);
 
 /* zero3.c: ZeRO-3's units. cuts: with --zero 3 (refused for a model
  * without units) the units' starts, for the gradient buckets (owned by
- * t->units), else none; open: the model's unit hook installed (after the
- * starting parameters are in place); updated: after the optimizer step
- * (every unit released, none in flight); close frees them. */
+ * t->units), else none; open: the masters cut to this rank's shard and the
+ * model's unit hook installed (after the starting parameters are in
+ * place); updated: after the optimizer step (every unit released, none in
+ * flight); whole / reshard: the masters whole for a while (an all-gather),
+ * then the shard again; peak: the most bytes of unit buffers held at once
+ * so far; close frees them. */
 gt_status gt_train_units_cuts(gt_trainer *t, const size_t **cuts, int *n);
 gt_status gt_train_units_open(gt_trainer *t);
 gt_status gt_train_units_updated(gt_trainer *t);
+gt_status gt_train_units_whole(gt_trainer *t);
+gt_status gt_train_units_reshard(gt_trainer *t);
+size_t gt_train_units_peak_bytes(const gt_trainer *t);
 void gt_train_units_close(gt_trainer *t);
 
 /* faults.c */

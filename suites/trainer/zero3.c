@@ -1,16 +1,13 @@
-/* ZeRO-3's parameter units (train_impl.h, gt_train_units): the model's
- * unit hook (engine/params.h) gathers a unit's weights from their owners
- * before its compute (gt_dp_gather_start), starts the gather of the unit
- * the model says comes next while this one computes (prefetch), and
- * releases the unit after.
- *
- * What "released" means here: the weights buffer is the model's own
- * full-size one (the fp32 masters in fp32, the compute copy in bf16 /
- * fp16), filled unit by unit, so a release frees nothing; the parts of
- * the unit this rank does not own are only known to be stale from then
- * on (docs/distributed.md, "ZeRO-3"). GT_ZERO3_POISON=1 (the tests) makes
- * that visible: a release overwrites them with NaN, so a weight read
- * without its unit's gather makes the loss NaN and the run fail. */
+/* ZeRO-3's parameter units (train_impl.h, gt_train_units): the fp32
+ * masters are cut to this rank's shard and the compute copy freed
+ * (gt_params_shard_masters); the model's unit hook (engine/params.h) gives
+ * each unit a buffer of its own before its compute, with this rank's part
+ * written from the masters and the rest gathered from the other ranks
+ * (gt_dp_gather_start), starts the gather of the unit the model says comes
+ * next while this one computes (prefetch), and frees the buffer after. A
+ * weight read outside its unit's NEED and DONE has no buffer: GT_ASSERT in
+ * gt_params_weight ends the run there. The buffers come from the backend's
+ * caching allocator, so a step's allocations reuse the same blocks. */
 #include "suites/trainer/train_impl.h"
 
 #include <stdlib.h>
@@ -20,33 +17,23 @@ struct gt_train_units {
     int n;
     gt_dp_gather **inflight; /* [n] a started gather, or NULL */
     unsigned char *ready;    /* [n] gathered, not released */
+    void **buf;              /* [n] the unit's weights (backend memory, model dtype), or NULL */
     size_t *cuts;            /* [n] the units' starts: the gradient buckets' cuts */
-    int poison;
-    void *nan;               /* host bytes of 0xff (NaN in fp32, bf16 and fp16): poison */
-    size_t nan_bytes;
+    size_t held, peak;       /* bytes of unit buffers held now, and at most */
 };
 
 static gt_status units_alloc(gt_train_units *u, gt_model *m) {
     u->n = gt_model_num_units(m);
     u->inflight = calloc((size_t)u->n, sizeof *u->inflight);
     u->ready = calloc((size_t)u->n, 1);
+    u->buf = calloc((size_t)u->n, sizeof *u->buf);
     u->cuts = calloc((size_t)u->n, sizeof *u->cuts);
-    if (!u->inflight || !u->ready || !u->cuts)
+    if (!u->inflight || !u->ready || !u->buf || !u->cuts)
         return GT_ERR(GT_ERR_OOM, "out of host memory for %d ZeRO-3 units", u->n);
-    size_t most = 0;
     for (int i = 0; i < u->n; i++) {
-        size_t lo, hi;
-        gt_model_unit_range(m, i, &lo, &hi);
-        u->cuts[i] = lo;
-        if (hi - lo > most) most = hi - lo;
+        size_t hi;
+        gt_model_unit_range(m, i, &u->cuts[i], &hi);
     }
-    const char *p = getenv("GT_ZERO3_POISON");
-    u->poison = p && atoi(p) == 1;
-    if (!u->poison) return GT_OK;
-    u->nan_bytes = most * gt_dtype_size(gt_model_dtype(m));
-    if (!(u->nan = malloc(u->nan_bytes ? u->nan_bytes : 1)))
-        return GT_ERR(GT_ERR_OOM, "out of host memory for the ZeRO-3 poison");
-    memset(u->nan, 0xff, u->nan_bytes);
     return GT_OK;
 }
 
@@ -67,24 +54,34 @@ gt_status gt_train_units_cuts(gt_trainer *t, const size_t **cuts, int *n) {
     return GT_OK;
 }
 
-/* The parts of unit i this rank does not own made NaN (GT_ZERO3_POISON). */
-static gt_status poison(gt_trainer *t, int i) {
-    size_t lo, hi, es = gt_dtype_size(gt_model_dtype(t->model));
-    gt_model_unit_range(t->model, i, &lo, &hi);
-    char *w = gt_model_weights_buffer(t->model);
-    size_t part[2][2] = {{lo, hi < t->lo ? hi : t->lo}, {lo > t->hi ? lo : t->hi, hi}};
-    for (int k = 0; k < 2; k++)
-        if (part[k][0] < part[k][1])
-            GT_TRY(t->be->copy_to_device(t->be, w + part[k][0] * es, t->units->nan,
-                                         (part[k][1] - part[k][0]) * es));
-    return GT_OK;
+static size_t unit_bytes(const gt_trainer *t, int i, size_t *lo, size_t *hi) {
+    gt_model_unit_range(t->model, i, lo, hi);
+    return (*hi - *lo) * gt_dtype_size(gt_model_dtype(t->model));
 }
 
+/* Unit i's buffer, this rank's part of it written, the rest's gather
+ * started (the model reads it once need() has waited and bound it). */
 static gt_status gather_start(gt_trainer *t, int i) {
-    size_t lo, hi;
-    gt_model_unit_range(t->model, i, &lo, &hi);
-    return gt_dp_gather_start(t->dp, gt_model_weights_buffer(t->model),
-                              gt_model_dtype(t->model), lo, hi, &t->units->inflight[i]);
+    gt_train_units *u = t->units;
+    size_t lo, hi, olo, ohi, bytes = unit_bytes(t, i, &lo, &hi);
+    GT_TRY(gt_backend_alloc(t->be, bytes ? bytes : 1, &u->buf[i]));
+    u->held += bytes;
+    if (u->held > u->peak) u->peak = u->held;
+    GT_TRY(gt_params_unit_fill_own(t->model->params, i, u->buf[i], &olo, &ohi));
+    return gt_dp_gather_start(t->dp, u->buf[i], gt_model_dtype(t->model), lo, hi,
+                              &u->inflight[i]);
+}
+
+/* Unit i's buffer freed (the gather done or abandoned). */
+static void release(gt_trainer *t, int i) {
+    gt_train_units *u = t->units;
+    size_t lo, hi, bytes = unit_bytes(t, i, &lo, &hi);
+    if (!u->buf[i]) return;
+    gt_params_unit_bind(t->model->params, i, NULL);
+    gt_backend_dealloc(t->be, u->buf[i]);
+    u->buf[i] = NULL;
+    u->held -= bytes;
+    u->ready[i] = 0;
 }
 
 /* Unit i gathered (waited for when prefetched), the next one's gather
@@ -93,14 +90,14 @@ static gt_status gather_start(gt_trainer *t, int i) {
 static gt_status need(gt_trainer *t, int i, int next) {
     gt_train_units *u = t->units;
     if (!u->ready[i]) {
-        if (!u->inflight[i]) GT_TRY(gather_start(t, i));
+        if (!u->inflight[i] && !u->buf[i]) GT_TRY(gather_start(t, i));
         gt_dp_gather *g = u->inflight[i];
         u->inflight[i] = NULL;
         GT_TRY(gt_dp_gather_wait(t->dp, g));
+        gt_params_unit_bind(t->model->params, i, u->buf[i]);
         u->ready[i] = 1;
     }
-    if (next >= 0 && next < u->n && !u->ready[next] && !u->inflight[next])
-        GT_TRY(gather_start(t, next));
+    if (next >= 0 && next < u->n && !u->buf[next]) GT_TRY(gather_start(t, next));
     for (int j = 0; j < u->n; j++)
         if (u->inflight[j]) GT_TRY(gt_dp_gather_test(t->dp, u->inflight[j]));
     return GT_OK;
@@ -113,8 +110,17 @@ static gt_status on_unit(void *ctx, gt_params_unit_event ev, int i, int next) {
     if (i < 0 || i >= u->n)
         return GT_ERR(GT_ERR_INVALID, "ZeRO-3: unit %d of a model of %d units", i, u->n);
     if (ev == GT_PARAMS_UNIT_DONE) {
-        u->ready[i] = 0;
-        return u->poison ? poison(t, i) : GT_OK;
+        if (!u->inflight[i]) {
+            release(t, i);
+            return GT_OK;
+        }
+        /* a prefetched unit released unused: its gather completes first (the
+         * other ranks take part in it), then the error */
+        gt_status s = gt_dp_gather_wait(t->dp, u->inflight[i]);
+        u->inflight[i] = NULL;
+        release(t, i);
+        if (s != GT_OK) return s;
+        return GT_ERR(GT_ERR_INVALID, "ZeRO-3: unit %d released before it was needed", i);
     }
     size_t b0 = gt_dp_bytes(t->dp);
     gt_profile_region_begin(t->prof, GT_PROF_PARAM_GATHER);
@@ -125,24 +131,36 @@ static gt_status on_unit(void *ctx, gt_params_unit_event ev, int i, int next) {
 
 gt_status gt_train_units_open(gt_trainer *t) {
     if (!t->units) return GT_OK;
+    GT_TRY(gt_params_shard_masters(t->model->params, t->lo, t->hi));
     gt_model_set_unit_hook(t->model, on_unit, t);
-    if (!t->units->poison) return GT_OK;
-    for (int i = 0; i < t->units->n; i++) GT_TRY(poison(t, i));
     return GT_OK;
 }
 
 gt_status gt_train_units_updated(gt_trainer *t) {
     gt_train_units *u = t->units;
-    for (int i = 0; u && i < u->n; i++) {
-        if (u->inflight[i] || u->ready[i])
+    for (int i = 0; u && i < u->n; i++)
+        if (u->inflight[i] || u->buf[i])
             return GT_ERR(GT_ERR_INVALID, "ZeRO-3: unit %d was still %s at the optimizer step "
                                           "(the model did not release it)",
                           i, u->inflight[i] ? "being gathered" : "held");
-        /* what the masters' all-gather (gt_train_params_whole) made current
-         * is stale again for what this rank does not own */
-        if (u->poison) GT_TRY(poison(t, i));
-    }
     return GT_OK;
+}
+
+size_t gt_train_units_peak_bytes(const gt_trainer *t) { return t->units ? t->units->peak : 0; }
+
+/* The padded masters from every rank's shard (the all-gather ZeRO-1 makes
+ * after its update). */
+static gt_status fill_whole(void *ctx, float *whole) {
+    gt_trainer *t = ctx;
+    return gt_dp_gather_params(t->dp, whole);
+}
+
+gt_status gt_train_units_whole(gt_trainer *t) {
+    return gt_params_masters_whole(t->model->params, fill_whole, t);
+}
+
+gt_status gt_train_units_reshard(gt_trainer *t) {
+    return gt_params_masters_reshard(t->model->params);
 }
 
 void gt_train_units_close(gt_trainer *t) {
@@ -150,13 +168,15 @@ void gt_train_units_close(gt_trainer *t) {
     if (!u) return;
     if (t->model) gt_model_set_unit_hook(t->model, NULL, NULL);
     for (int i = 0; i < u->n; i++) {
-        if (!u->inflight[i]) continue;
-        (void)gt_dp_gather_wait(t->dp, u->inflight[i]); /* an error path: what it says is lost */
+        if (u->inflight[i])
+            (void)gt_dp_gather_wait(t->dp, u->inflight[i]); /* an error path: its word is lost */
+        u->inflight[i] = NULL;
+        if (t->model) release(t, i);
     }
     free(u->inflight);
     free(u->ready);
+    free(u->buf);
     free(u->cuts);
-    free(u->nan);
     free(u);
     t->units = NULL;
 }
