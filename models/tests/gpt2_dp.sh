@@ -54,6 +54,9 @@ same det1 zthree1 "ZeRO-3 vs none, 1 rank"
 same det1 zthree2 "ZeRO-3 vs none, 2 ranks vs 1"
 same det1 zthree4 "ZeRO-3 vs none, 4 ranks vs 1"
 same zerotwo2 zthree2 "ZeRO-3 vs ZeRO-2, 2 ranks"
+# with block recomputation each block is gathered for the recomputed forward too
+run zthreerc2 2 --deterministic --micro-batch 2 --zero 3 --recompute block
+same det1 zthreerc2 "ZeRO-3 with --recompute block, 2 ranks vs 1"
 # bf16 (ref: the cpu backend stores fp32 only): the compute copy gathered in 16
 # bits, the fp32 master shard local
 run bfzero2 2 --deterministic --micro-batch 2 --zero 2 --precision bf16 --backend ref
@@ -96,8 +99,9 @@ if "$diff" "$tmp/fast4.json" "$tmp/fastzerotwo4.json" --rtol 1e-4 > /dev/null; t
     ok "ZeRO-2 without --deterministic, 4 ranks, within 1e-4 of plain data parallelism"
 else fail "ZeRO-2 without --deterministic strays"; fi
 # ZeRO-3 without --deterministic: prefetched gathers, small buckets cut at the
-# units' and shards' starts
-run fastzthree4 4 --zero 3 --bucket-mb 0.1
+# units' and shards' starts; the cross-rank hash every 2 steps makes the masters
+# whole and shards them again
+run fastzthree4 4 --zero 3 --bucket-mb 0.1 --check-consistency 2
 if "$diff" "$tmp/fast4.json" "$tmp/fastzthree4.json" --rtol 1e-4 > /dev/null; then
     ok "ZeRO-3 without --deterministic, 4 ranks, within 1e-4 of plain data parallelism"
 else fail "ZeRO-3 without --deterministic strays"; fi
