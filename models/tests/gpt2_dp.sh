@@ -62,12 +62,21 @@ same det1 zthreerc2 "ZeRO-3 with --recompute block, 2 ranks vs 1"
 run bfzero2 2 --deterministic --micro-batch 2 --zero 2 --precision bf16 --backend ref
 run bfzthree2 2 --deterministic --micro-batch 2 --zero 3 --precision bf16 --backend ref
 same bfzero2 bfzthree2 "ZeRO-3 vs ZeRO-2 in bf16, 2 ranks"
-# mlp and convnet have no sharding units yet: refused, naming what to use
-out=$("$mpiexec" "${mpi_flags[@]}" -np 2 "$g" train $common --model mlp-tiny --zero 3 2>&1)
+# mlp: a layer per unit; every rank evaluates (each forward gathers from all),
+# with block recomputation each layer is gathered for its recomputed forward too
+dense="--model mlp-tiny --batch 16 --eval-every 3 --eval-samples 64 --deterministic --micro-batch 2"
+run mlp1 1 $dense
+for np in 2 4; do run mlpz3_$np $np $dense --zero 3; done
+run mlpz3rc 2 $dense --zero 3 --recompute block
+same mlp1 mlpz3_2 "mlp-tiny: ZeRO-3 vs none, 2 ranks vs 1"
+same mlp1 mlpz3_4 "mlp-tiny: ZeRO-3 vs none, 4 ranks vs 1"
+same mlp1 mlpz3rc "mlp-tiny: ZeRO-3 with --recompute block, 2 ranks vs 1"
+# convnet has no sharding units yet: refused, naming what to use
+out=$("$mpiexec" "${mpi_flags[@]}" -np 2 "$g" train $common --model convnet-tiny --zero 3 2>&1)
 rc=$?
 if [ $rc -eq 2 ] && grep -q "not declared in sharding units.*use --zero 2" <<<"$out"; then
-    ok "ZeRO-3 of mlp-tiny refused"
-else fail "ZeRO-3 of mlp-tiny: rc $rc"; echo "$out" | tail -3; fi
+    ok "ZeRO-3 of convnet-tiny refused"
+else fail "ZeRO-3 of convnet-tiny: rc $rc"; echo "$out" | tail -3; fi
 
 # without --deterministic: within tolerance of the deterministic run
 for np in 1 2 4; do run fast$np $np; done
