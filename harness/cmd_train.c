@@ -364,7 +364,7 @@ static const gt_cli_opt train_table[] = {
     {"--zero", NULL, "0|1|2|3", GT_CLI_INT, OFF(cfg.zero), 0, 3, .help =
         "1: ZeRO-1, AdamW state sharded across ranks; 2: ZeRO-2,\n"
         "the summed gradients too (a reduce per bucket to its shard's\n"
-        "rank, overlapped with the backward); 3: ZeRO-3 (FSDP; gpt2, mlp),\n"
+        "rank, overlapped with the backward); 3: ZeRO-3 (FSDP),\n"
         "the weights gathered unit by unit before each block's forward\n"
         "and backward, the next unit's gather prefetched"},
     {"--bucket-mb", NULL, "X", GT_CLI_DOUBLE, OFF(cfg.bucket_mb), 0.001, 65536.0, .help =

@@ -255,8 +255,8 @@ void gt_model_set_grad_hook(gt_model *m, gt_model_grad_hook hook, void *ctx);
  * brackets each unit's compute with the unit hook's NEED and DONE, in the
  * forward and again in the backward. gpt2: unit 0 the embeddings (wte,
  * wpe), units 1..L the blocks, unit L+1 the final LayerNorm; mlp: unit l
- * layer l, the head last; convnet is one unit and calls no hook (its
- * ZeRO-3 is refused). */
+ * layer l, the head last; convnet: the stem, each residual block, the
+ * head. */
 void gt_model_set_unit_hook(gt_model *m, gt_params_unit_hook hook, void *ctx);
 int gt_model_num_units(const gt_model *m);
 void gt_model_unit_range(const gt_model *m, int u, size_t *lo, size_t *hi);

@@ -43,8 +43,8 @@ gt_status gt_train_units_cuts(gt_trainer *t, const size_t **cuts, int *n) {
     if (t->cfg->zero != 3) return GT_OK;
     if (gt_model_num_units(t->model) < 2)
         return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "--zero 3: model '%s' is not declared in sharding units (gpt2 and mlp "
-                      "are: their blocks and layers; convnet is not yet): use --zero 2 for it",
+                      "--zero 3: model '%s' is not declared in sharding units (gpt2, mlp and "
+                      "convnet are: their blocks and layers): use --zero 2 for it",
                       t->cfg->model_name);
     if (!(t->units = calloc(1, sizeof *t->units)))
         return GT_ERR(GT_ERR_OOM, "out of host memory");
