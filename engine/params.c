@@ -693,3 +693,16 @@ gt_status gt_params_masters_reshard(gt_params *p) {
     p->whole = NULL;
     return s;
 }
+
+gt_status gt_params_get_masters(gt_params *p, size_t lo, size_t hi, float *dst) {
+    size_t a, b;
+    gt_params_masters_range(p, &a, &b);
+    /* an empty range is nothing to copy wherever it lies (a shard of padding
+     * only asks for [num_params, num_params)) */
+    if (lo == hi) return GT_OK;
+    if (lo > hi || lo < a || hi > b)
+        return GT_ERR(GT_ERR_INVALID, "masters [%zu, %zu) outside the [%zu, %zu) this rank holds",
+                      lo, hi, a, b);
+    return p->be->copy_to_host(p->be, dst, p->params + (lo - p->params_lo),
+                               (hi - lo) * sizeof(float));
+}

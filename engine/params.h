@@ -220,6 +220,9 @@ gt_status gt_params_done(gt_params *p, int u);
 gt_status gt_params_shard_masters(gt_params *p, size_t lo, size_t hi);
 /* The range [*lo, *hi) of the padded layout the masters buffer holds. */
 void gt_params_masters_range(const gt_params *p, size_t *lo, size_t *hi);
+/* Host copy of the fp32 masters [lo, hi) of the internal layout (inside
+ * the range the masters buffer holds): the checkpoint of a shard. */
+gt_status gt_params_get_masters(gt_params *p, size_t lo, size_t hi, float *dst);
 /* Unit u's weights: buf (backend memory, k.dt, the unit's elements; NULL:
  * none) bound for the forward and backward to read (only with sharded
  * masters; bind it once it is complete). fill_own writes this rank's part

@@ -223,6 +223,11 @@ static void sharded(gt_backend *be, gt_dtype dt) {
     gt_params_unit_bind(&p, 1, buf);
     CHECK(gt_params_weight(&p, 1, 1) == gt_params_at(&p, buf, 5), "b layer 1 read from the unit");
     gt_params_unit_bind(&p, 1, NULL);
+    float got[10];
+    CHECK_OK(gt_params_get_masters(&p, 6, 16, got));
+    CHECK(memcmp(got, internal + 6, sizeof got) == 0, "the shard's masters are not [6, 16)");
+    CHECK_STATUS(gt_params_get_masters(&p, 5, 7, got), GT_ERR_INVALID);
+    CHECK_OK(gt_params_get_masters(&p, 19, 19, got)); /* empty: anywhere */
     CHECK_OK(gt_params_masters_whole(&p, fill_rest, internal));
     CHECK_OK(gt_params_get(&p, back));
     CHECK(memcmp(back, canon, sizeof canon) == 0, "the whole masters are not the parameters");

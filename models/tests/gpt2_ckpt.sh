@@ -72,6 +72,11 @@ if [ "$np" -gt 1 ]; then
     one="--steps 12 --batch 4 --peak-gflops 100 --print-every 0 --threads 1 --weight-decay 0.1"
     "$g" train $common --zero 3 --resume "$tmp/z3.ck" > "$tmp/z3.one.out" 2>&1 ||
         fail "ZeRO-3 checkpoint of $np ranks resumed on one: rc $?"
+    # sharded: every rank's file holds its range of the masters, none the whole
+    ck=$(ls -d "$tmp/z3.ck"/ckpt_* | head -1)
+    if grep -q "params.shard" "$ck/rank_00001.gtck" && ! grep -q "qkvw" "$ck/rank_00000.gtck"; then
+        ok "--zero 3: each rank's file holds its shard of the masters, rank 0's not the whole"
+    else fail "--zero 3: the checkpoint's parameters are not sharded ($ck)"; fi
     a=$(digest "$tmp/z3.full.out") b=$(digest "$tmp/z3.one.out")
     if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "--zero 3 --deterministic: $np ranks' checkpoint resumed on 1 rank = unbroken ($b)"
     else fail "ZeRO-3 resumed on 1 rank: $b vs $a"; fi

@@ -97,11 +97,10 @@ static gt_status train_step(gt_trainer *t, int step) {
     GT_TRY(gt_train_eval_periodic(t, &s));
     int every = t->cfg->checkpoint_every;
     if (every <= 0 || (step + 1) % every != 0) return GT_OK;
-    GT_TRY(gt_train_params_whole(t)); /* ZeRO-3: the masters whole for the file */
-    GT_TRY(gt_train_save_checkpoint(t->cfg, t->model, t->comm, t->lo, t->hi, step + 1,
+    /* ZeRO-3: every rank writes its shard of the masters */
+    return gt_train_save_checkpoint(t->cfg, t->model, t->comm, t->lo, t->hi, step + 1,
                                     t->st->backend_desc, &t->rid, t->fp16 ? &t->ls : NULL,
-                                    &t->st->collective_error));
-    return gt_train_params_sharded(t);
+                                    &t->st->collective_error);
 }
 
 gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
