@@ -138,6 +138,21 @@ sys.exit(0 if ok else 1)
 PYEOF
 then ok "memory by kind: ZeRO-3 holds the masters' shard and two units, less on 4 ranks than on 2"
 else fail "memory by kind of ZeRO-3 vs ZeRO-2"; fi
+# the profile: ZeRO-3's units needed as param_gather, 7 per step (one micro-batch of
+# gpt2-tiny: the forward's embeddings, 2 blocks, final LayerNorm, embeddings again;
+# the backward's 2 blocks), with their bytes; no such part in another mode
+if python3 - "$tmp/fastzerotwo4.json" "$tmp/fastzthree4.json" <<'PYEOF'
+import json, sys
+parts = [{p["name"]: p for p in json.load(open(f))["results"][0]["profile"]["parts"]}
+         for f in sys.argv[1:]]
+z2, z3 = parts
+g = z3.get("param_gather", {})
+print("param_gather:", g.get("calls_per_step"), g.get("bytes_per_step"))
+sys.exit(0 if "param_gather" not in z2 and g.get("calls_per_step") == 7 and
+         g.get("bytes_per_step", 0) > 0 else 1)
+PYEOF
+then ok "profile: ZeRO-3's gathers as param_gather, with their bytes"
+else fail "profile of ZeRO-3's gathers"; fi
 for r in memz2 memz3_2 memz3_4; do
     "$check" "$tmp/$r.json" > /dev/null || { fail "$r: report_check (memory formula)"; "$check" "$tmp/$r.json" | tail -3; }
 done
