@@ -553,16 +553,15 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
     gt_ckpt_tensor *want = malloc((size_t)max_ckpt_tensors(model) * sizeof *want);
     float *mh = malloc((need ? need : 1) * sizeof(float));
     float *vh = malloc((need ? need : 1) * sizeof(float));
-    float *pin = malloc(np * sizeof(float)); /* ZeRO-3's shards of the masters */
     float *tmp = NULL;
-    int pshard = 0;
+    int pshard = 0; /* ZeRO-3's checkpoint: the masters from every shard, into rp.dst */
     range_dst rm = {"adamw.m", mh, nlo, nhi, 0}, rv = {"adamw.v", vh, nlo, nhi, 0};
-    range_dst rp = {PARAMS_SHARD, pin, 0, np, 0};
+    range_dst rp = {PARAMS_SHARD, NULL, 0, np, 0};
     gt_ckpt_file *f = NULL;
     gt_ckpt_meta first;
     memset(&first, 0, sizeof first);
     gt_status s = GT_OK;
-    if (!host || !sth || !want || !mh || !vh || !pin)
+    if (!host || !sth || !want || !mh || !vh)
         s = GT_ERR(GT_ERR_OOM, "out of host memory loading a checkpoint");
     for (int r = 0; r < nfiles && s == GT_OK; r++) {
         if (sharded) gt_ckpt_shard_name(path, sizeof path, where, r);
@@ -589,6 +588,8 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
             /* the parameters (ZeRO-3: from every shard, below), then the state
              * tensors (running statistics) */
             pshard = gt_ckpt_find(f, PARAMS_SHARD) >= 0;
+            if (pshard && !(rp.dst = malloc(np * sizeof(float))))
+                s = GT_ERR(GT_ERR_OOM, "out of host memory loading a checkpoint");
             int nwant = param_tensors(model, host, sth, want, !pshard);
             for (int i = 0; i < nwant && s == GT_OK; i++) {
                 int k = gt_ckpt_find(f, want[i].name);
@@ -651,7 +652,7 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
     free(host);
     free(mh);
     free(vh);
-    free(pin);
+    free(rp.dst);
     free(crcs);
     return s;
 }
