@@ -33,6 +33,7 @@ gt_status gt_train_sync_open(gt_trainer *t) {
 }
 
 gt_status gt_train_sync_begin(gt_trainer *t) {
+    (void)gt_train_units_take_exposed(t); /* an evaluation's gathers are no step's */
     return gt_dp_begin(t->dp, gt_model_grads_buffer(t->model));
 }
 
@@ -47,6 +48,7 @@ gt_status gt_train_sync_finish(gt_trainer *t, gt_train_step *s) {
     gt_status st = gt_dp_finish(t->dp, &s->gshard, &s->exposed);
     gt_profile_region_end(t->prof, GT_PROF_ALLREDUCE_EXPOSED,
                           (double)(gt_dp_bytes(t->dp) - bytes0));
+    s->exposed += gt_train_units_take_exposed(t); /* ZeRO-3: the gathers not hidden */
     return st;
 }
 

@@ -144,7 +144,8 @@ typedef struct gt_train_step {
     float scale;     /* fp16: the loss scale of this backward, else 1 */
     float dloss;     /* the backward's starting gradient (scaled) */
     void *gshard;    /* summed gradients of this rank's shard (grad dtype) */
-    double exposed;  /* s of the reduction the backward did not hide */
+    double exposed;  /* s of the reduction the backward did not hide (ZeRO-3: and of
+                        the weights' gathers the compute did not hide) */
     double norm;     /* global gradient norm (scaled until the optimizer step) */
     double loss;     /* global mean loss */
     int skip;        /* fp16 overflow: no optimizer update */
@@ -209,7 +210,8 @@ void gt_train_close(gt_trainer *t);
 /* gradsync.c: the gt_dp of the run, configured by the layout. begin: a step
  * starts on the model's gradient buffer; overlap: the backward's hook
  * starts buckets as their gradients become final (on) or not (off);
- * finish: s->gshard and s->exposed; norm: s->norm. */
+ * finish: s->gshard and s->exposed (with ZeRO-3 the step's weight gathers'
+ * waits too); norm: s->norm. */
 gt_status gt_train_sync_open(gt_trainer *t);
 gt_status gt_train_sync_begin(gt_trainer *t);
 void gt_train_sync_overlap(gt_trainer *t, int on);
@@ -262,6 +264,9 @@ gt_status gt_train_units_updated(gt_trainer *t);
 gt_status gt_train_units_whole(gt_trainer *t);
 gt_status gt_train_units_reshard(gt_trainer *t);
 size_t gt_train_units_peak_bytes(const gt_trainer *t);
+/* Seconds spent in the units' need (the gathers the compute did not hide:
+ * the profile's param_gather) since the last call; 0 without ZeRO-3. */
+double gt_train_units_take_exposed(gt_trainer *t);
 void gt_train_units_close(gt_trainer *t);
 
 /* faults.c */

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/timer.h"
+
 struct gt_train_units {
     int n;
     gt_dp_gather **inflight; /* [n] a started gather, or NULL */
@@ -20,6 +22,7 @@ struct gt_train_units {
     void **buf;              /* [n] the unit's weights (backend memory, model dtype), or NULL */
     size_t *cuts;            /* [n] the units' starts: the gradient buckets' cuts */
     size_t held, peak;       /* bytes of unit buffers held now, and at most */
+    uint64_t need_ns;        /* time in need() since the last gt_train_units_take_exposed */
 };
 
 static gt_status units_alloc(gt_train_units *u, gt_model *m) {
@@ -123,9 +126,11 @@ static gt_status on_unit(void *ctx, gt_params_unit_event ev, int i, int next) {
         return GT_ERR(GT_ERR_INVALID, "ZeRO-3: unit %d released before it was needed", i);
     }
     size_t b0 = gt_dp_bytes(t->dp);
+    uint64_t t0 = gt_now_ns();
     gt_profile_region_begin(t->prof, GT_PROF_PARAM_GATHER);
     gt_status s = need(t, i, next);
     gt_profile_region_end(t->prof, GT_PROF_PARAM_GATHER, (double)(gt_dp_bytes(t->dp) - b0));
+    u->need_ns += gt_now_ns() - t0;
     return s;
 }
 
@@ -147,6 +152,13 @@ gt_status gt_train_units_updated(gt_trainer *t) {
 }
 
 size_t gt_train_units_peak_bytes(const gt_trainer *t) { return t->units ? t->units->peak : 0; }
+
+double gt_train_units_take_exposed(gt_trainer *t) {
+    if (!t->units) return 0;
+    double s = (double)t->units->need_ns * 1e-9;
+    t->units->need_ns = 0;
+    return s;
+}
 
 /* The padded masters from every rank's shard (the all-gather ZeRO-1 makes
  * after its update). */
