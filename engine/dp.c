@@ -72,7 +72,7 @@ static gt_status alloc_buffers(gt_dp *dp) {
         GT_TRY(gt_backend_alloc(dp->be, dp->shard * dp->es, &dp->gshard));
         /* ZeRO-2's buckets cover the real parameters only: the padding of
          * the last shard stays zero, as the reduce-scatter's sum of it is */
-        if (cfg->zero == 2) GT_TRY(dp->be->memset_zero(dp->be, dp->gshard, dp->shard * dp->es));
+        if (cfg->zero >= 2) GT_TRY(dp->be->memset_zero(dp->be, dp->gshard, dp->shard * dp->es));
     }
     if (dp->staged) {
         if (!(dp->hgrads = malloc(dp->padded * dp->es)))
@@ -91,13 +91,22 @@ static gt_status alloc_buffers(gt_dp *dp) {
     return GT_OK;
 }
 
+/* The largest of cfg->cuts below hi, 0 when none. */
+static size_t cut_below(const gt_dp_config *cfg, size_t hi) {
+    size_t best = 0;
+    for (int i = 0; i < cfg->ncuts; i++)
+        if (cfg->cuts[i] < hi && cfg->cuts[i] > best) best = cfg->cuts[i];
+    return best;
+}
+
 /* Buckets from the end of the buffer, where the backward finishes first;
- * the same bytes per bucket whatever the dtype. ZeRO-2 also cuts them at the
- * shards' edges, so that each bucket's sum goes to one rank. */
-static gt_status make_buckets(gt_dp *dp) {
+ * the same bytes per bucket whatever the dtype, never across one of
+ * cfg->cuts. ZeRO-2/3 also cut them at the shards' edges, so that each
+ * bucket's sum goes to one rank. */
+static gt_status make_buckets(gt_dp *dp, const gt_dp_config *cfg) {
     size_t per = dp->cfg.bucket_bytes / dp->es, n = dp->n;
     if (per == 0) per = 1;
-    int cut = dp->cfg.zero == 2;
+    int cut = dp->cfg.zero >= 2;
     int nb = 0;
     for (int pass = 0; pass < 2; pass++) {
         nb = 0;
@@ -105,6 +114,8 @@ static gt_status make_buckets(gt_dp *dp) {
             size_t lo = hi > per ? hi - per : 0;
             size_t edge = (hi - 1) / dp->shard * dp->shard; /* the shard holding hi - 1 */
             if (cut && lo < edge) lo = edge;
+            size_t c = cut_below(cfg, hi);
+            if (lo < c) lo = c;
             if (pass == 1) dp->buckets[nb] = (bucket){.lo = lo, .hi = hi,
                                                       .owner = (int)(edge / dp->shard)};
             hi = lo;
@@ -125,8 +136,11 @@ gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size
                       "--deterministic needs a power-of-two number of ranks (the sum is one "
                       "fixed binary tree); got %d",
                       size);
-    if (cfg->chunk == 0 || cfg->zero < 0 || cfg->zero > 2)
-        return GT_ERR(GT_ERR_INVALID, "data parallel: chunk must be > 0 and zero 0, 1 or 2");
+    if (cfg->chunk == 0 || cfg->zero < 0 || cfg->zero > 3)
+        return GT_ERR(GT_ERR_INVALID, "data parallel: chunk must be > 0 and zero 0, 1, 2 or 3");
+    if (cfg->ncuts < 0 || (cfg->ncuts > 0 && !cfg->cuts))
+        return GT_ERR(GT_ERR_INVALID, "data parallel: %d bucket cuts without their offsets",
+                      cfg->ncuts);
     if (cfg->grad_dtype != GT_DTYPE_FP32 && cfg->grad_dtype != GT_DTYPE_BF16 &&
         cfg->grad_dtype != GT_DTYPE_FP16)
         return GT_ERR(GT_ERR_INVALID,
@@ -137,6 +151,8 @@ gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size
     dp->comm = comm;
     dp->be = be;
     dp->cfg = *cfg;
+    dp->cfg.cuts = NULL; /* used by make_buckets only, while cfg is still the caller's */
+    dp->cfg.ncuts = 0;
     dp->rank = gt_comm_rank(comm);
     dp->size = size;
     dp->n = n_params;
@@ -147,7 +163,7 @@ gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size
     dp->shard = dp->padded / (size_t)size;
     gt_status s = choose_placement(dp);
     if (s == GT_OK) s = alloc_buffers(dp);
-    if (s == GT_OK) s = make_buckets(dp);
+    if (s == GT_OK) s = make_buckets(dp, cfg);
     if (s != GT_OK) {
         gt_dp_free(dp);
         return s;
@@ -233,7 +249,7 @@ static gt_status start_bucket(gt_dp *dp, bucket *bk) {
     dp->bytes += count * dp->es;
     if (dp->staged) GT_TRY(stage_out(dp, bk->lo, count));
     void *p = at(dp, comm_grads(dp), bk->lo);
-    if (dp->cfg.zero == 2)
+    if (dp->cfg.zero >= 2)
         return gt_comm_reduce(dp->comm, p, shard_slot(dp, bk, dp->staged), count,
                               dp->cfg.grad_dtype, GT_REDOP_SUM, bk->owner, &bk->req);
     return gt_comm_allreduce(dp->comm, p, p, count, dp->cfg.grad_dtype, GT_REDOP_SUM, &bk->req);
@@ -246,7 +262,7 @@ static gt_status bucket_done(gt_dp *dp, bucket *bk) {
     bk->done = 1;
     size_t count = bk->hi - bk->lo;
     if (!dp->staged) return GT_OK;
-    if (dp->cfg.zero != 2) return stage_in(dp, bk->lo, count);
+    if (dp->cfg.zero < 2) return stage_in(dp, bk->lo, count);
     if (bk->owner != dp->rank) return GT_OK;
     return dp->be->copy_to_device(dp->be, shard_slot(dp, bk, 0), shard_slot(dp, bk, 1),
                                   count * dp->es);
@@ -298,7 +314,7 @@ gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s) {
         GT_TRY(gt_comm_allreduce_tree(dp->comm, comm_grads(dp), dp->n, dt));
         if (dp->staged) GT_TRY(stage_in(dp, 0, dp->n));
         *shard_grads = at(dp, dp->grads, lo);
-    } else if (dp->cfg.zero == 2) {
+    } else if (dp->cfg.zero >= 2) {
         GT_TRY(finish_buckets(dp));
         *shard_grads = dp->gshard;
     } else if (dp->cfg.zero) {
@@ -381,4 +397,87 @@ gt_status gt_dp_gather_params(gt_dp *dp, float *params) {
     GT_TRY(gt_comm_allgather(dp->comm, dp->hparams + off, dp->hparams, dp->shard,
                              GT_DTYPE_FP32, NULL));
     return dp->be->copy_to_device(dp->be, params, dp->hparams, dp->padded * sizeof(float));
+}
+
+/* ---- ZeRO-3: a unit's weights gathered from their owners ------------------------- */
+
+typedef struct gather_piece {
+    size_t lo, hi; /* inside one rank's shard */
+    int owner;
+    gt_comm_request *req;
+} gather_piece;
+
+struct gt_dp_gather {
+    void *buf;     /* backend memory: elements [lo, hi) of the weights */
+    size_t lo;
+    gt_dtype dt;
+    size_t es;
+    int npieces;
+    gather_piece piece[]; /* at most one per rank */
+};
+
+static void *at_es(void *base, size_t i, size_t es) { return (char *)base + i * es; }
+
+gt_status gt_dp_gather_start(gt_dp *dp, void *buf, gt_dtype dt, size_t lo, size_t hi,
+                             gt_dp_gather **out) {
+    *out = NULL;
+    if (dp->cfg.zero != 3)
+        return GT_ERR(GT_ERR_INVALID, "data parallel: a unit's gather is ZeRO-3's (zero is %d)",
+                      dp->cfg.zero);
+    if (lo > hi || hi > dp->padded)
+        return GT_ERR(GT_ERR_INVALID, "data parallel: gather of [%zu, %zu) outside the %zu "
+                                      "padded parameters", lo, hi, dp->padded);
+    gt_dp_gather *g = calloc(1, sizeof *g + (size_t)dp->size * sizeof(gather_piece));
+    if (!g) return GT_ERR(GT_ERR_OOM, "out of host memory");
+    g->buf = buf;
+    g->lo = lo;
+    g->dt = dt;
+    g->es = gt_dtype_size(dt);
+    *out = g;
+    if (dp->size == 1) return GT_OK; /* everything is this rank's */
+    /* one broadcast per shard the range overlaps, from its owner, in the
+     * same order on every rank: staged, at the piece's place in the host
+     * mirror; else at its place in buf */
+    for (size_t a = lo; a < hi;) {
+        int owner = (int)(a / dp->shard);
+        size_t b = (size_t)(owner + 1) * dp->shard;
+        if (b > hi) b = hi;
+        gather_piece *pc = &g->piece[g->npieces++];
+        *pc = (gather_piece){.lo = a, .hi = b, .owner = owner};
+        void *cp = dp->staged ? at_es(dp->hparams, a, g->es) : at_es(buf, a - lo, g->es);
+        if (dp->staged && owner == dp->rank)
+            GT_TRY(dp->be->copy_to_host(dp->be, cp, at_es(buf, a - lo, g->es), (b - a) * g->es));
+        GT_TRY(gt_comm_broadcast(dp->comm, cp, b - a, dt, owner, &pc->req));
+        a = b;
+    }
+    dp->bytes += (hi - lo) * g->es;
+    return GT_OK;
+}
+
+gt_status gt_dp_gather_test(gt_dp *dp, gt_dp_gather *g) {
+    for (int i = 0; i < g->npieces; i++) {
+        int done = 0;
+        if (g->piece[i].req) GT_TRY(gt_comm_test(dp->comm, g->piece[i].req, &done));
+        if (done) g->piece[i].req = NULL;
+    }
+    return GT_OK;
+}
+
+gt_status gt_dp_gather_wait(gt_dp *dp, gt_dp_gather *g) {
+    if (!g) return GT_OK;
+    gt_status s = GT_OK;
+    for (int i = 0; i < g->npieces; i++) {
+        gather_piece *pc = &g->piece[i];
+        if (pc->req) {
+            gt_status w = gt_comm_wait(dp->comm, pc->req);
+            pc->req = NULL;
+            if (s == GT_OK) s = w;
+        }
+        if (s == GT_OK && dp->staged && pc->owner != dp->rank)
+            s = dp->be->copy_to_device(dp->be, at_es(g->buf, pc->lo - g->lo, g->es),
+                                       at_es(dp->hparams, pc->lo, g->es),
+                                       (pc->hi - pc->lo) * g->es);
+    }
+    free(g);
+    return s;
 }

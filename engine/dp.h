@@ -65,11 +65,17 @@ extern "C" {
 typedef struct gt_dp_config {
     size_t bucket_bytes; /* all-reduce bucket size (default 25 MiB) */
     int zero;            /* 0: every rank keeps the whole optimizer state; 1: ZeRO-1;
-                            2: ZeRO-2 (the summed gradients sharded too) */
+                            2: ZeRO-2 (the summed gradients sharded too); 3: ZeRO-3 (as 2
+                            for the gradients; the weights gathered unit by unit with
+                            gt_dp_gather_start, no gather after the update) */
     int deterministic;   /* 1: the cross-rank sum is gt_comm_allreduce_tree */
     size_t chunk;        /* gradient-norm chunk (elements); shards are whole chunks */
     gt_dtype grad_dtype; /* storage of the gradient buffer: GT_DTYPE_FP32 (default,
                             and what a zeroed config means), GT_DTYPE_BF16, GT_DTYPE_FP16 */
+    const size_t *cuts;  /* ncuts offsets no bucket spans (ZeRO-3: the units' starts, so
+                            that a unit's buckets start when its backward ends); borrowed,
+                            read by gt_dp_new only. NULL / 0: none */
+    int ncuts;
 } gt_dp_config;
 
 /* bucket_bytes 25 MiB, zero 0, deterministic 0, chunk 65536, grad_dtype fp32. */
@@ -81,7 +87,7 @@ typedef struct gt_dp gt_dp;
  * length gt_dp_padded is a multiple of chunk * size, split into equal
  * shards. comm and be are borrowed and must outlive the gt_dp.
  * GT_ERR_INVALID: deterministic with a size that is not a power of two,
- * chunk 0, zero not 0, 1 or 2, grad_dtype not fp32/bf16/fp16, or a
+ * chunk 0, zero not 0..3, ncuts < 0 or cuts NULL with ncuts > 0, grad_dtype not fp32/bf16/fp16, or a
  * communicator that cannot take this backend's memory (see the top);
  * GT_ERR_OOM. */
 gt_status gt_dp_new(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size_t n_params,
@@ -90,7 +96,7 @@ void gt_dp_free(gt_dp *dp);
 
 size_t gt_dp_padded(const gt_dp *dp);
 /* This rank's shard [lo, hi) of the padded buffer: the whole buffer unless
- * ZeRO-1 or ZeRO-2. */
+ * ZeRO-1, 2 or 3. */
 void gt_dp_shard(const gt_dp *dp, size_t *lo, size_t *hi);
 
 /* Starts a step on the gradient buffer grads: gt_dp_padded elements of
@@ -115,10 +121,31 @@ gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s);
  * when the backend's sumsq does not handle grad_dtype. */
 gt_status gt_dp_grad_norm(gt_dp *dp, double *norm);
 
-/* ZeRO-1/2: every rank's updated shard of params (fp32, backend memory,
+/* ZeRO-1/2/3: every rank's updated shard of params (fp32, backend memory,
  * gt_dp_padded elements) goes to every rank (in-place all-gather). No-op
  * otherwise. */
 gt_status gt_dp_gather_params(gt_dp *dp, float *params);
+
+/* ZeRO-3: buf (backend memory, dtype dt) holds elements [lo, hi) of the
+ * padded layout (a unit's weights, buf[0] being element lo), this rank's
+ * part of them already in place; the other ranks' parts arrive from the
+ * ranks whose shards hold them: one non-blocking
+ * broadcast from each shard's owner that the range overlaps (the shards
+ * are contiguous, so a unit is split unevenly between the ranks it
+ * spans: an all-gather with one contribution per owner, which MPI's
+ * fixed-count all-gather cannot express), issued in the same order on
+ * every rank; staged through the host mirror on a device backend over
+ * mpi. Every rank calls it for the same ranges in the same order. buf is
+ * borrowed until gt_dp_gather_wait, which completes and frees *out;
+ * gt_dp_gather_test lets MPI progress it between kernels. One rank:
+ * nothing moves. GT_ERR_INVALID unless zero is 3 or when [lo, hi) is not
+ * inside the padded buffer. */
+typedef struct gt_dp_gather gt_dp_gather;
+gt_status gt_dp_gather_start(gt_dp *dp, void *buf, gt_dtype dt, size_t lo, size_t hi,
+                             gt_dp_gather **out);
+gt_status gt_dp_gather_test(gt_dp *dp, gt_dp_gather *g);
+/* Accepts NULL. */
+gt_status gt_dp_gather_wait(gt_dp *dp, gt_dp_gather *g);
 
 /* Statistics: bytes all-reduced / reduce-scattered / gathered by this rank. */
 size_t gt_dp_bytes(const gt_dp *dp);

@@ -64,6 +64,21 @@ void gt_params_place(gt_params *p, int i, int layer) {
     p->order[p->nplaced++] = p->t[i].first + layer;
 }
 
+void gt_params_unit_begin(gt_params *p) {
+    if (!p->unit_first) {
+        p->unit_first = malloc((size_t)(p->nslices ? p->nslices : 1) * sizeof *p->unit_first);
+        if (!p->unit_first) { /* gt_params_alloc reports it */
+            p->nunits = -1;
+            return;
+        }
+    }
+    if (p->nunits < 0) return;
+    /* a second mark before any slice was placed starts no empty unit */
+    if (p->nunits > 0 && p->unit_first[p->nunits - 1] == p->nplaced) return;
+    GT_ASSERT(p->nunits < p->nslices);
+    p->unit_first[p->nunits++] = p->nplaced;
+}
+
 /* ---- layout and buffers ----------------------------------------------------------- */
 
 /* The tensor slice s belongs to. */
@@ -71,6 +86,31 @@ static int tensor_of_slice(const gt_params *p, int s) {
     for (int i = 0; i < p->nt; i++)
         if (s >= p->t[i].first && s < p->t[i].first + slices_of(&p->t[i])) return i;
     return -1;
+}
+
+/* The units' ranges from the marks of gt_params_unit_begin (slice indices
+ * in the internal order); the first unit always starts at 0. */
+static gt_status units(gt_params *p) {
+    if (p->nunits < 0) return GT_ERR(GT_ERR_OOM, "out of host memory for the parameter units");
+    int n = p->nunits > 0 ? p->nunits : 1;
+    p->unit_lo = malloc((size_t)(n + 1) * sizeof *p->unit_lo);
+    if (!p->unit_lo) return GT_ERR(GT_ERR_OOM, "out of host memory for the parameter units");
+    p->unit_lo[0] = 0;
+    for (int u = 1; u < n; u++) {
+        int first = p->unit_first[u];
+        GT_ASSERT(first < p->nslices); /* a unit marked after the last slice */
+        p->unit_lo[u] = p->slice_off[p->order[first]];
+    }
+    p->unit_lo[n] = p->num_params;
+    p->nunits = n;
+    p->slice_unit = malloc((size_t)(p->nslices ? p->nslices : 1) * sizeof *p->slice_unit);
+    if (!p->slice_unit) return GT_ERR(GT_ERR_OOM, "out of host memory for the parameter units");
+    for (int s = 0; s < p->nslices; s++) {
+        int u = 0;
+        while (u + 1 < n && p->unit_lo[u + 1] <= p->slice_off[s]) u++;
+        p->slice_unit[s] = u;
+    }
+    return GT_OK;
 }
 
 static gt_status layout(gt_params *p) {
@@ -106,7 +146,7 @@ static gt_status layout(gt_params *p) {
         off += len;
     }
     for (int i = 0; i < p->nt; i++) p->t[i].off = p->slice_off[p->t[i].first];
-    return GT_OK;
+    return units(p);
 }
 
 gt_status gt_params_alloc(gt_params *p, gt_backend *be, gt_dtype dt) {
@@ -153,6 +193,16 @@ void gt_params_release(gt_params *p) {
     free(p->slice_off);
     free(p->order);
     free(p->runs);
+    if (p->be) gt_backend_dealloc(p->be, p->whole);
+    free(p->unit_first);
+    free(p->unit_lo);
+    free(p->slice_unit);
+    free(p->unit_buf);
+    p->unit_first = NULL;
+    p->unit_lo = NULL;
+    p->slice_unit = NULL;
+    p->unit_buf = NULL;
+    p->whole = NULL;
     p->params = p->m = p->v = p->state = NULL;
     p->grads = p->wc = NULL;
     p->slice_off = NULL;
@@ -168,6 +218,29 @@ void gt_params_set_hook(gt_params *p, gt_params_hook hook, void *ctx) {
 gt_status gt_params_ready(gt_params *p, int i, int layer) {
     if (!p->hook) return GT_OK;
     return p->hook(p->hook_ctx, i < p->nt ? gt_params_offset(p, i, layer) : p->num_params);
+}
+
+int gt_params_num_units(const gt_params *p) { return p->nunits; }
+
+void gt_params_unit_range(const gt_params *p, int u, size_t *lo, size_t *hi) {
+    GT_ASSERT(u >= 0 && u < p->nunits);
+    *lo = p->unit_lo[u];
+    *hi = p->unit_lo[u + 1];
+}
+
+void gt_params_set_unit_hook(gt_params *p, gt_params_unit_hook hook, void *ctx) {
+    p->unit_hook = hook;
+    p->unit_ctx = ctx;
+}
+
+gt_status gt_params_need(gt_params *p, int u, int next) {
+    if (!p->unit_hook) return GT_OK;
+    return p->unit_hook(p->unit_ctx, GT_PARAMS_UNIT_NEED, u, next);
+}
+
+gt_status gt_params_done(gt_params *p, int u) {
+    if (!p->unit_hook) return GT_OK;
+    return p->unit_hook(p->unit_ctx, GT_PARAMS_UNIT_DONE, u, -1);
 }
 
 /* ---- host copies -------------------------------------------------------------------- */
@@ -219,17 +292,30 @@ static gt_status copy_out(gt_params *p, const void *dev, gt_dtype dt, float *dst
     return s;
 }
 
+/* The padded masters whole: the buffer itself, or with sharded masters the
+ * whole copy while there is one; NULL (and an error set) otherwise. */
+static float *whole_masters(gt_params *p, const char *what) {
+    if (!p->unit_buf) return p->params;
+    if (!p->whole)
+        GT_ERR(GT_ERR_INVALID, "%s: the masters are sharded (ZeRO-3); this rank holds [%zu, "
+                               "%zu) of them: make them whole first (gt_params_masters_whole)",
+               what, p->params_lo, p->params_lo + p->params_n);
+    return p->whole;
+}
+
 gt_status gt_params_set(gt_params *p, const float *src) {
     gt_status s;
+    float *dst = whole_masters(p, "setting the parameters");
+    if (!dst) return GT_ERR_INVALID;
     if (identity(p)) {
-        s = p->be->copy_to_device(p->be, p->params, src, p->num_params * sizeof(float));
+        s = p->be->copy_to_device(p->be, dst, src, p->num_params * sizeof(float));
     } else {
         float *tmp = malloc(p->num_params * sizeof(float));
         if (!tmp)
             return GT_ERR(GT_ERR_OOM, "out of host memory copying %zu parameters",
                           p->num_params);
         permute(p, tmp, src, 1);
-        s = p->be->copy_to_device(p->be, p->params, tmp, p->num_params * sizeof(float));
+        s = p->be->copy_to_device(p->be, dst, tmp, p->num_params * sizeof(float));
         free(tmp);
     }
     if (s == GT_OK) s = gt_params_sync_weights(p, 0, p->num_params);
@@ -237,7 +323,9 @@ gt_status gt_params_set(gt_params *p, const float *src) {
 }
 
 gt_status gt_params_get(gt_params *p, float *dst) {
-    return copy_out(p, p->params, GT_DTYPE_FP32, dst);
+    const float *src = whole_masters(p, "reading the parameters");
+    if (!src) return GT_ERR_INVALID;
+    return copy_out(p, src, GT_DTYPE_FP32, dst);
 }
 gt_status gt_params_get_grads(gt_params *p, float *dst) {
     return copy_out(p, p->grads, p->k.dt, dst);
@@ -338,7 +426,8 @@ gt_status gt_params_update_range(gt_params *p, const gt_adamw_config *cfg, int t
         if (b > hi) b = hi;
         if (a >= b) continue;
         float wd = p->runs[r].decay ? cfg->weight_decay : 0.0f;
-        GT_TRY(p->be->ops->adamw(&p->k, p->params + a, gt_params_at(p, grads, a - lo),
+        GT_TRY(p->be->ops->adamw(&p->k, p->params + (a - p->params_lo),
+                                 gt_params_at(p, grads, a - lo),
                                  p->m + (a - p->opt_lo), p->v + (a - p->opt_lo), b - a, lr,
                                  cfg->beta1, cfg->beta2, cfg->eps, wd, grad_scale, t));
     }
@@ -379,6 +468,8 @@ gt_status gt_params_pad(gt_params *p, size_t n_alloc) {
         return GT_ERR(GT_ERR_INVALID, "padding %zu is below the %zu parameters", n_alloc,
                       p->num_params);
     if (n_alloc == p->num_alloc) return GT_OK;
+    if (p->unit_buf)
+        return GT_ERR(GT_ERR_INVALID, "padding sharded masters (ZeRO-3): pad before sharding");
     if (n_alloc % p->norm_chunk != 0)
         return GT_ERR(GT_ERR_INVALID, "padding %zu is not a multiple of the norm chunk %zu",
                       n_alloc, p->norm_chunk);
@@ -501,13 +592,117 @@ gt_status gt_params_find_nonfinite(gt_params *p, const void *buf, gt_dtype dt, s
     return s;
 }
 
+/* Elements of fp32 masters held: the padded layout, or a shard (and while
+ * made whole, the whole as well). */
+static size_t masters_held(const gt_params *p) {
+    if (!p->unit_buf) return p->num_alloc;
+    return p->params_n + (p->whole ? p->num_alloc : 0);
+}
+
 void gt_params_memory(const gt_params *p, size_t *params, size_t *grads, size_t *optim) {
-    *params = p->num_alloc * (sizeof(float) + (p->wc ? p->es : 0)) + p->state_numel * sizeof(float);
+    *params = masters_held(p) * sizeof(float) + (p->wc ? p->num_alloc * p->es : 0) +
+              p->state_numel * sizeof(float);
     *grads = p->num_alloc * p->es;
     *optim = 2 * p->opt_alloc * sizeof(float);
 }
 
 size_t gt_params_bytes(const gt_params *p) {
-    return p->num_alloc * (sizeof(float) + p->es * (p->wc ? 2 : 1)) +
+    return masters_held(p) * sizeof(float) + p->num_alloc * p->es * (p->wc ? 2 : 1) +
            2 * p->opt_alloc * sizeof(float) + p->state_numel * sizeof(float);
+}
+
+/* ---- sharded masters (ZeRO-3) ------------------------------------------------------- */
+
+gt_status gt_params_shard_masters(gt_params *p, size_t lo, size_t hi) {
+    if (p->unit_buf) return GT_ERR(GT_ERR_INVALID, "the masters are sharded already");
+    if (lo > hi || hi > p->num_alloc)
+        return GT_ERR(GT_ERR_INVALID, "master shard [%zu, %zu) is outside [0, %zu)", lo, hi,
+                      p->num_alloc);
+    void **bufs = calloc((size_t)p->nunits, sizeof *bufs);
+    if (!bufs) return GT_ERR(GT_ERR_OOM, "out of host memory for the units' buffers");
+    float *sh = NULL;
+    gt_status s = gt_backend_alloc(p->be, (hi > lo ? hi - lo : 1) * sizeof(float), (void **)&sh);
+    if (s == GT_OK && hi > lo)
+        s = p->be->copy_device(p->be, sh, p->params + lo, (hi - lo) * sizeof(float));
+    if (s != GT_OK) {
+        gt_backend_dealloc(p->be, sh);
+        free(bufs);
+        return s;
+    }
+    /* the whole masters and the compute copy go: every unit's weights are
+     * gathered into a buffer of its own (gt_params_unit_bind) */
+    gt_backend_dealloc(p->be, p->params);
+    gt_backend_dealloc(p->be, p->wc);
+    p->params = sh;
+    p->wc = NULL;
+    p->params_lo = lo;
+    p->params_n = hi - lo;
+    p->unit_buf = bufs;
+    return GT_OK;
+}
+
+void gt_params_masters_range(const gt_params *p, size_t *lo, size_t *hi) {
+    *lo = p->unit_buf ? p->params_lo : 0;
+    *hi = p->unit_buf ? p->params_lo + p->params_n : p->num_alloc;
+}
+
+void gt_params_unit_bind(gt_params *p, int u, void *buf) {
+    GT_ASSERT(p->unit_buf && u >= 0 && u < p->nunits);
+    p->unit_buf[u] = buf;
+}
+
+gt_status gt_params_unit_fill_own(gt_params *p, int u, void *buf, size_t *lo, size_t *hi) {
+    GT_ASSERT(p->unit_buf && u >= 0 && u < p->nunits && buf);
+    size_t ulo = p->unit_lo[u], uhi = p->unit_lo[u + 1];
+    size_t a = ulo > p->params_lo ? ulo : p->params_lo;
+    size_t b = uhi < p->params_lo + p->params_n ? uhi : p->params_lo + p->params_n;
+    *lo = *hi = a;
+    if (a >= b) return GT_OK;
+    *hi = b;
+    void *dst = gt_params_at(p, buf, a - ulo);
+    const float *src = p->params + (a - p->params_lo);
+    if (p->k.dt == GT_DTYPE_FP32)
+        return p->be->copy_device(p->be, dst, src, (b - a) * sizeof(float));
+    GT_TRY(need_op(p, p->be->ops->cast, "cast"));
+    return p->be->ops->cast(&p->k, dst, p->k.dt, src, GT_DTYPE_FP32, b - a);
+}
+
+gt_status gt_params_masters_whole(gt_params *p, gt_params_fill_fn fill, void *ctx) {
+    if (!p->unit_buf || p->whole) return GT_OK;
+    float *w = NULL;
+    GT_TRY(gt_backend_alloc_zeroed(p->be, p->num_alloc * sizeof(float), (void **)&w));
+    gt_status s = GT_OK;
+    if (p->params_n)
+        s = p->be->copy_device(p->be, w + p->params_lo, p->params, p->params_n * sizeof(float));
+    if (s == GT_OK) s = fill(ctx, w);
+    if (s != GT_OK) {
+        gt_backend_dealloc(p->be, w);
+        return s;
+    }
+    p->whole = w;
+    return GT_OK;
+}
+
+gt_status gt_params_masters_reshard(gt_params *p) {
+    if (!p->whole) return GT_OK;
+    gt_status s = GT_OK;
+    if (p->params_n)
+        s = p->be->copy_device(p->be, p->params, p->whole + p->params_lo,
+                               p->params_n * sizeof(float));
+    gt_backend_dealloc(p->be, p->whole);
+    p->whole = NULL;
+    return s;
+}
+
+gt_status gt_params_get_masters(gt_params *p, size_t lo, size_t hi, float *dst) {
+    size_t a, b;
+    gt_params_masters_range(p, &a, &b);
+    /* an empty range is nothing to copy wherever it lies (a shard of padding
+     * only asks for [num_params, num_params)) */
+    if (lo == hi) return GT_OK;
+    if (lo > hi || lo < a || hi > b)
+        return GT_ERR(GT_ERR_INVALID, "masters [%zu, %zu) outside the [%zu, %zu) this rank holds",
+                      lo, hi, a, b);
+    return p->be->copy_to_host(p->be, dst, p->params + (lo - p->params_lo),
+                               (hi - lo) * sizeof(float));
 }

@@ -84,6 +84,20 @@ typedef struct gt_params_loc {
  * layout became final, ending with 0. An error stops the backward. */
 typedef gt_status (*gt_params_hook)(void *ctx, size_t frontier);
 
+/* Sharding units (ZeRO-3): a model declares its parameters in units (a
+ * transformer block, the embeddings) and tells, around the compute of
+ * each, that it needs the unit's weights (NEED; `next` is the unit it
+ * will need after this one, -1 when it does not know or there is none:
+ * the hook may start fetching it) and that it is done with them (DONE).
+ * Without a hook both are no-ops: every weight is always resident. */
+typedef enum gt_params_unit_event {
+    GT_PARAMS_UNIT_NEED = 0,
+    GT_PARAMS_UNIT_DONE,
+    GT_PARAMS_UNIT_EVENT_COUNT
+} gt_params_unit_event;
+typedef gt_status (*gt_params_unit_hook)(void *ctx, gt_params_unit_event ev, int unit,
+                                         int next);
+
 typedef struct gt_params {
     gt_backend *be;
     gt_kctx k; /* k.dt: storage dtype of the compute copy and the gradients */
@@ -107,6 +121,21 @@ typedef struct gt_params {
     void *wc;                         /* k.dt compute copy; NULL in fp32 */
     gt_params_hook hook;
     void *hook_ctx;
+    /* sharding units (gt_params_unit_begin): unit u is the internal range
+     * [unit_lo[u], unit_lo[u + 1]) (unit_lo[nunits] = num_params) */
+    int nunits;
+    int *unit_first;  /* [nslices] while declaring: the placed slice that starts unit u */
+    size_t *unit_lo;  /* [nunits + 1] after gt_params_alloc */
+    int *slice_unit;  /* [nslices] the unit of each slice */
+    gt_params_unit_hook unit_hook;
+    void *unit_ctx;
+    /* sharded masters (gt_params_shard_masters): params holds [params_lo,
+     * params_lo + params_n) only, there is no wc, and unit u's weights are
+     * read from unit_buf[u] (bound by whoever gathers them) */
+    size_t params_lo, params_n;
+    void **unit_buf;  /* [nunits] NULL: not resident; NULL array: not sharded */
+    float *whole;     /* sharded, made whole for a while (gt_params_masters_whole): the
+                         padded masters; NULL otherwise */
 } gt_params;
 
 /* ---- declaring (before gt_params_alloc; programmer errors assert) ------------ */
@@ -122,6 +151,11 @@ int gt_params_add_state(gt_params *p, const char *name, int64_t n);
  * the internal layout. Either every slice is placed, or none (the internal
  * layout is then the canonical order). */
 void gt_params_place(gt_params *p, int i, int layer);
+/* The next slice placed starts a new sharding unit (call it before the
+ * first gt_params_place of each unit; the first unit starts at the first
+ * slice whether or not it is called). Without any call the model is one
+ * unit. */
+void gt_params_unit_begin(gt_params *p);
 
 /* Lays out the table and allocates every buffer, zeroed, on `be`
  * (borrowed) for storage dtype dt: GT_ERR_INVALID unless fp32, bf16 or
@@ -141,15 +175,23 @@ static inline size_t gt_params_offset(const gt_params *p, int i, int layer) {
 static inline void *gt_params_at(const gt_params *p, const void *base, size_t n) {
     return (char *)base + n * p->es;
 }
-/* Compute weights (k.dt), gradient (k.dt) and fp32 masters of a slice. */
+/* Compute weights (k.dt), gradient (k.dt) and fp32 masters of a slice.
+ * Sharded masters: the weights of a unit that is not resident (no buffer
+ * bound) are a programmer error (the model did not gt_params_need it). */
 static inline void *gt_params_weight(const gt_params *p, int i, int layer) {
-    return gt_params_at(p, p->wc ? p->wc : (void *)p->params, gt_params_offset(p, i, layer));
+    size_t off = gt_params_offset(p, i, layer);
+    if (p->unit_buf) {
+        int u = p->slice_unit[p->t[i].first + layer];
+        GT_ASSERT(p->unit_buf[u] != NULL);
+        return gt_params_at(p, p->unit_buf[u], off - p->unit_lo[u]);
+    }
+    return gt_params_at(p, p->wc ? p->wc : (void *)p->params, off);
 }
 static inline void *gt_params_grad(const gt_params *p, int i, int layer) {
     return gt_params_at(p, p->grads, gt_params_offset(p, i, layer));
 }
 static inline float *gt_params_master(const gt_params *p, int i, int layer) {
-    return p->params + gt_params_offset(p, i, layer);
+    return p->params + (gt_params_offset(p, i, layer) - p->params_lo);
 }
 static inline float *gt_params_state(const gt_params *p, int i) { return p->state + p->s[i].off; }
 
@@ -158,6 +200,44 @@ static inline float *gt_params_state(const gt_params *p, int i) { return p->stat
  * yet (frontier num_params). */
 void gt_params_set_hook(gt_params *p, gt_params_hook hook, void *ctx);
 gt_status gt_params_ready(gt_params *p, int i, int layer);
+
+/* Sharding units: how many (>= 1 after gt_params_alloc), and the internal
+ * range [*lo, *hi) of unit u. */
+int gt_params_num_units(const gt_params *p);
+void gt_params_unit_range(const gt_params *p, int u, size_t *lo, size_t *hi);
+/* The forward / backward brackets the compute of unit u with these (see
+ * gt_params_unit_hook); no-ops without a hook. */
+void gt_params_set_unit_hook(gt_params *p, gt_params_unit_hook hook, void *ctx);
+gt_status gt_params_need(gt_params *p, int u, int next);
+gt_status gt_params_done(gt_params *p, int u);
+
+/* ---- sharded masters (ZeRO-3) ----------------------------------------------------
+ * After the starting parameters are in place: the fp32 masters are cut to
+ * [lo, hi) of the padded layout (the rest freed), and so is the compute
+ * copy (freed: the forward reads each unit from the buffer bound to it).
+ * From then on gt_params_set / get / pad / sync_weights over the whole model
+ * are GT_ERR_INVALID until the masters are made whole again. */
+gt_status gt_params_shard_masters(gt_params *p, size_t lo, size_t hi);
+/* The range [*lo, *hi) of the padded layout the masters buffer holds. */
+void gt_params_masters_range(const gt_params *p, size_t *lo, size_t *hi);
+/* Host copy of the fp32 masters [lo, hi) of the internal layout (inside
+ * the range the masters buffer holds): the checkpoint of a shard. */
+gt_status gt_params_get_masters(gt_params *p, size_t lo, size_t hi, float *dst);
+/* Unit u's weights: buf (backend memory, k.dt, the unit's elements; NULL:
+ * none) bound for the forward and backward to read (only with sharded
+ * masters; bind it once it is complete). fill_own writes this rank's part
+ * of unit u into buf from the masters (cast to k.dt), and returns that part
+ * [*lo, *hi) (empty: lo == hi). */
+void gt_params_unit_bind(gt_params *p, int u, void *buf);
+gt_status gt_params_unit_fill_own(gt_params *p, int u, void *buf, size_t *lo, size_t *hi);
+/* Sharded masters made whole for a while (checkpoints, the cross-rank
+ * hash): a padded fp32 buffer is allocated with this rank's shard in
+ * place, fill(ctx, buf) fills the rest (an all-gather), and the store
+ * reads it as its masters until gt_params_masters_reshard, which keeps the
+ * shard again (copied back from it) and frees it. */
+typedef gt_status (*gt_params_fill_fn)(void *ctx, float *whole);
+gt_status gt_params_masters_whole(gt_params *p, gt_params_fill_fn fill, void *ctx);
+gt_status gt_params_masters_reshard(gt_params *p);
 
 /* ---- host copies (canonical order, fp32) --------------------------------------- */
 

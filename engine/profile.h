@@ -54,7 +54,8 @@ extern "C" {
     X(DATA_WAIT, data_wait)                                                                        \
     X(ALLREDUCE_ISSUED, allreduce_issued)                                                          \
     X(ALLREDUCE_EXPOSED, allreduce_exposed)                                                        \
-    X(OPTIMIZER, optimizer)
+    X(OPTIMIZER, optimizer)                                                                        \
+    X(PARAM_GATHER, param_gather)
 
 typedef enum gt_prof_region {
 #define GT_PROF_REGION_ENUM_(ENUM, name) GT_PROF_##ENUM,

@@ -38,8 +38,8 @@ static void predict_usage(FILE *f) {
             "                          row (default: the node's cores / ranks per node)\n"
             "  --bucket-mb X           all-reduce bucket size (default: the report's, else 25)\n"
             "  --backward-fraction F   the backward's share of the compute (default 0.667)\n"
-            "  --zero 0|1|2            predict without ZeRO, with ZeRO-1 or ZeRO-2 (default: the\n"
-            "                          case's)\n"
+            "  --zero 0|1|2|3          predict without ZeRO, with ZeRO-1, ZeRO-2 or ZeRO-3\n"
+            "                          (default: the case's)\n"
             "  --intra-alpha-us A --intra-beta-gbps B\n"
             "                          a network that was not measured, inside a node:\n"
             "                          latency per step (us) and bus bandwidth (GB/s)\n"
@@ -133,7 +133,7 @@ int gt_cmd_predict(int argc, char **argv) {
         } else if (gt_opt(&a, "--backward-fraction", &v, &err)) {
             err |= !gt_parse_double(&a, "--backward-fraction", v, 0.01, 1, &o.backward_fraction);
         } else if (gt_opt(&a, "--zero", &v, &err)) {
-            err |= !gt_parse_int(&a, "--zero", v, 0, 2, &o.zero);
+            err |= !gt_parse_int(&a, "--zero", v, 0, 3, &o.zero);
         } else if (gt_opt(&a, "--intra-alpha-us", &v, &err)) {
             err |= !gt_parse_double(&a, "--intra-alpha-us", v, 0, 1e9, &o.intra_alpha_us);
         } else if (gt_opt(&a, "--intra-beta-gbps", &v, &err)) {

@@ -361,10 +361,12 @@ static const gt_cli_opt train_table[] = {
         "bitwise the same weights on 1, 2, 4 ... ranks: micro-batch\n"
         "gradients summed by one fixed binary tree (power-of-two\n"
         "ranks and micro-batches per rank)"},
-    {"--zero", NULL, "0|1|2", GT_CLI_INT, OFF(cfg.zero), 0, 2, .help =
+    {"--zero", NULL, "0|1|2|3", GT_CLI_INT, OFF(cfg.zero), 0, 3, .help =
         "1: ZeRO-1, AdamW state sharded across ranks; 2: ZeRO-2,\n"
         "the summed gradients too (a reduce per bucket to its shard's\n"
-        "rank, overlapped with the backward)"},
+        "rank, overlapped with the backward); 3: ZeRO-3 (FSDP),\n"
+        "the weights gathered unit by unit before each block's forward\n"
+        "and backward, the next unit's gather prefetched"},
     {"--bucket-mb", NULL, "X", GT_CLI_DOUBLE, OFF(cfg.bucket_mb), 0.001, 65536.0, .help =
         "gradient all-reduce bucket size (default 25)"},
     {"--check-consistency", NULL, "N", GT_CLI_INT, OFF(cfg.check_every), 0, 1 << 30, .help =
@@ -395,7 +397,7 @@ static const gt_cli_opt train_table[] = {
         "where checkpoints go (created; checked writable first)"},
     {"--checkpoint-every", NULL, "K", GT_CLI_INT, OFF(cfg.checkpoint_every), 1, 1 << 30, .help =
         "a checkpoint after every K steps: DIR/ckpt_<step>.gtck, or\n"
-        "with --zero 1 or 2 a folder DIR/ckpt_<step>/ (one file per rank)"},
+        "with --zero 1, 2 or 3 a folder DIR/ckpt_<step>/ (one file per rank)"},
     {"--resume", NULL, "PATH", GT_CLI_STRING, OFF(cfg.resume), .help =
         "continue from a checkpoint file, a sharded folder, or DIR\n"
         "(its latest complete checkpoint): bitwise the run that was\n"
@@ -658,7 +660,8 @@ static void train_banner(train_job *j) {
     if (fam && strcmp(fam, "mlp") == 0) j->pr.unit = "samples";
     if (fam && strcmp(fam, "convnet") == 0) j->pr.unit = "images";
     if (j->o.quiet) return;
-    const char *zero = cfg->zero == 2 ? ", ZeRO-2" : cfg->zero ? ", ZeRO-1" : "";
+    static const char *const zeros[] = {"", ", ZeRO-1", ", ZeRO-2", ", ZeRO-3"};
+    const char *zero = cfg->zero >= 0 && cfg->zero <= 3 ? zeros[cfg->zero] : "";
     if (fam && strcmp(fam, "gpt2") != 0)
         printf("gauntlet train: %s on its synthetic task, batch %d, %d steps, backend %s, %d "
                "rank(s) over %s%s%s\n",

@@ -338,6 +338,13 @@ gt_status gt_model_update(gt_model *m, const gt_adamw_config *cfg, int t, double
 void gt_model_set_grad_hook(gt_model *m, gt_model_grad_hook hook, void *ctx) {
     gt_params_set_hook(P(m), hook, ctx);
 }
+void gt_model_set_unit_hook(gt_model *m, gt_params_unit_hook hook, void *ctx) {
+    gt_params_set_unit_hook(P(m), hook, ctx);
+}
+int gt_model_num_units(const gt_model *m) { return gt_params_num_units(P(m)); }
+void gt_model_unit_range(const gt_model *m, int u, size_t *lo, size_t *hi) {
+    gt_params_unit_range(P(m), u, lo, hi);
+}
 float *gt_model_params_buffer(gt_model *m) { return P(m)->params; }
 void *gt_model_grads_buffer(gt_model *m) { return P(m)->grads; }
 gt_status gt_model_sync_weights(gt_model *m, size_t lo, size_t hi) {

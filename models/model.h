@@ -251,8 +251,18 @@ gt_status gt_model_update(gt_model *m, const gt_adamw_config *cfg, int t, double
 /* ---- data parallelism -------------------------------------------------------- */
 
 void gt_model_set_grad_hook(gt_model *m, gt_model_grad_hook hook, void *ctx);
+/* ZeRO-3's sharding units (engine/params.h): a model that declares them
+ * brackets each unit's compute with the unit hook's NEED and DONE, in the
+ * forward and again in the backward. gpt2: unit 0 the embeddings (wte,
+ * wpe), units 1..L the blocks, unit L+1 the final LayerNorm; mlp: unit l
+ * layer l, the head last; convnet: the stem, each residual block, the
+ * head. */
+void gt_model_set_unit_hook(gt_model *m, gt_params_unit_hook hook, void *ctx);
+int gt_model_num_units(const gt_model *m);
+void gt_model_unit_range(const gt_model *m, int u, size_t *lo, size_t *hi);
 /* Flat buffers (backend memory, internal layout, num_params_padded
- * elements): fp32 master parameters; gradients in the model's dtype.
+ * elements): fp32 master parameters (with ZeRO-3's sharded masters only
+ * the range gt_params_masters_range gives); gradients in the model's dtype.
  * Whoever writes the masters directly (the ZeRO-1 all-gather) calls
  * gt_model_sync_weights on what it wrote (nothing to do in fp32). */
 float *gt_model_params_buffer(gt_model *m);

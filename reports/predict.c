@@ -105,6 +105,7 @@ typedef struct model {
     double bucket_bytes;
     double backward_fraction;
     int zero, deterministic, device;
+    int units; /* ZeRO-3: sharding units (gpt2: layers + 2), taken as equal */
     long long chunk;
 } model;
 
@@ -588,6 +589,24 @@ static double overlapped_buckets(const model *M, int s, double compute, double G
     return end > tb ? end - tb : 0;
 }
 
+/* ZeRO-3's weight gathers (suites/trainer/zero3.c): every unit gathered
+ * before its forward and again before its backward, the next one's
+ * prefetched while the current one computes. Units taken as equal (P / U
+ * parameters of es bytes), each gather costed as an all-gather of the
+ * unit's bytes; per pass the first gather is exposed whole and each later
+ * one by what exceeds its predecessor's compute. The ms not hidden. */
+static double zero3_gathers(const model *M, int s, double compute, int nodes, int rpn) {
+    double U = M->units > 0 ? M->units : 1, es = M->grad_bytes_per;
+    double g = coll_time(M, s, C_AG, (double)M->n_params * es / U, nodes, rpn) * 1e3;
+    double pass[2] = {(1 - M->backward_fraction) * compute, M->backward_fraction * compute};
+    double exposed = 0;
+    for (int k = 0; k < 2; k++) {
+        double hidden = pass[k] / U;
+        exposed += g + (U - 1) * (g > hidden ? g - hidden : 0);
+    }
+    return exposed;
+}
+
 static step_parts predict_step(const model *M, int s, int ranks, int nodes, int rpn, double b,
                                double share) {
     step_parts r;
@@ -604,6 +623,16 @@ static step_parts predict_step(const model *M, int s, int ranks, int nodes, int 
             const link_fit *f = &M->link[nodes > 1 ? L_INTER : L_INTRA][C_AR];
             double m = P * es, beta = beta_at(f, s, m);
             r.exposed = 2.0 * lv * (f->alpha[s] + (isfinite(beta) ? m / beta : 0)) * 1e3;
+            if (M->zero == 3) r.exposed += zero3_gathers(M, s, r.compute, nodes, rpn);
+        } else if (M->zero == 3) {
+            /* ZeRO-2's buckets, no all-gather after the update, the weights
+             * gathered unit by unit in the forward and the backward */
+            double unit = (double)M->chunk * ranks;
+            double padded = ceil(P / unit) * unit;
+            r.exposed = overlapped_buckets(M, s, r.compute, P * es, padded * es / ranks, C_RS,
+                                           nodes, rpn) +
+                        zero3_gathers(M, s, r.compute, nodes, rpn);
+            r.other += coll_time(M, s, C_AG, padded / (double)M->chunk * 8.0, nodes, rpn) * 1e3;
         } else if (M->zero == 2) {
             /* engine/dp.c: buckets cut at the shards' edges too, each reduced
              * to its shard's rank as the backward passes it; then the fp32
@@ -1015,6 +1044,12 @@ static gt_status set_model(gt_prediction *p, const gt_report_result *cr,
     M->bucket_bytes = (opt->bucket_mb > 0 ? opt->bucket_mb : pnum(cr, "bucket_mb", 25)) * 1048576.0;
     M->backward_fraction = opt->backward_fraction > 0 ? opt->backward_fraction : 2.0 / 3.0;
     M->zero = opt->zero >= 0 ? opt->zero : (int)pnum(cr, "zero", 0);
+    if (M->zero < 0 || M->zero > 3)
+        return GT_ERR(GT_ERR_INVALID,
+                      "result '%s' trained with zero %d: predict models ZeRO 0 to 3 only",
+                      p->case_name, M->zero);
+    /* gpt2's units: the embeddings, each block, the final LayerNorm */
+    M->units = pnum(cr, "layers", 0) > 0 ? (int)pnum(cr, "layers", 0) + 2 : 1;
     M->deterministic = (int)pnum(cr, "deterministic", 0);
     M->device = p->device;
     M->chunk = 65536;
@@ -1124,7 +1159,15 @@ static void note_assumptions(gt_prediction *p, int max_nodes) {
                  "measured: a network that was not measured",
                  g_level_names[l], l ? opt->inter_alpha_us : opt->intra_alpha_us,
                  l ? opt->inter_beta_gbps : opt->intra_beta_gbps);
-    if (M->zero == 2)
+    if (M->zero == 3)
+        note(p,
+             "ZeRO-3: ZeRO-2's %.0f MiB buckets (also cut at the shards' edges, each reduced "
+             "to its shard's rank as the backward passes it), no all-gather after the update; "
+             "the weights gathered in %d equal units before each unit's forward and again "
+             "before its backward, each gather an all-gather of the unit's bytes prefetched "
+             "during the previous unit's compute (one micro-batch per rank)",
+             M->bucket_bytes / 1048576.0, M->units);
+    else if (M->zero == 2)
         note(p,
              "ZeRO-2: %.0f MiB buckets, also cut at the shards' edges, each reduced to its "
              "shard's rank as the backward (%.0f%% of the compute) passes it, a bucket's "
@@ -1297,7 +1340,8 @@ static void print_inputs(const gt_prediction *p, FILE *f) {
     const model *M = &p->m;
     fprintf(f, "prediction for %s (%s, %s, %s, %lld parameters; %s)\n", p->case_name, p->model_name,
             p->precision, p->backend, M->n_params,
-            M->zero == 2       ? "ZeRO-2"
+            M->zero == 3       ? "ZeRO-3"
+            : M->zero == 2     ? "ZeRO-2"
             : M->zero          ? "ZeRO-1"
             : M->deterministic ? "deterministic"
                                : "bucketed all-reduce");
@@ -1564,7 +1608,8 @@ static json_t *prediction_json(const gt_prediction *p) {
     json_object_set_new(o, "units_per_sample", json_real(p->units_per_sample));
     json_object_set_new(o, "num_params", json_integer(M->n_params));
     json_object_set_new(o, "mode",
-                        json_string(M->zero == 2       ? "zero2"
+                        json_string(M->zero == 3       ? "zero3"
+                                    : M->zero == 2     ? "zero2"
                                     : M->zero          ? "zero1"
                                     : M->deterministic ? "deterministic"
                                                        : "bucketed"));

@@ -916,7 +916,7 @@ static void strong_efficiency(gt_result *res, const char *name, int R, double ms
     gt_result_param_int(res, "reference_ranks", g_refs[k].ranks);
 }
 
-/* gpt2-3m's strong scaling in a training mode ("zero1", "zero2",
+/* gpt2-3m's strong scaling in a training mode ("zero1", "zero2", "zero3",
  * "recompute"): the same job as the gpt2-3m case, efficiency against the
  * first topology of the same mode; memory per rank and exposed
  * communication per mode are in every result (memory.by_kind,
@@ -932,6 +932,7 @@ static gt_status mode_scaling_case(const gt_suite_ctx *ctx, const char *mode) {
     c.seq_len = 64;
     if (strcmp(mode, "zero1") == 0) c.zero = 1;
     if (strcmp(mode, "zero2") == 0) c.zero = 2;
+    if (strcmp(mode, "zero3") == 0) c.zero = 3;
     if (strcmp(mode, "recompute") == 0) c.recompute = GT_MODEL_RECOMPUTE_BLOCK;
     gt_train_stats st;
     gt_status s;
@@ -942,7 +943,7 @@ static gt_status mode_scaling_case(const gt_suite_ctx *ctx, const char *mode) {
     return fatal(s) ? s : GT_OK;
 }
 
-static const char *const g_scaling_modes[] = {"zero1", "zero2", "recompute"};
+static const char *const g_scaling_modes[] = {"zero1", "zero2", "zero3", "recompute"};
 
 /* Strong scaling of a preset in storage dtype dt: samples (images,
  * tokens) per second, MFU against dt's peak, efficiency against the first
@@ -1016,9 +1017,9 @@ static void scaling_list(FILE *f) {
             "gpt2-3m");
     fprintf(f, "  %-28s the same with 8 sequences per rank: weak scaling efficiency\n",
             "gpt2-3m/weak");
-    fprintf(f, "  %-28s gpt2-3m with ZeRO-1, ZeRO-2, block recomputation: step time, exposed "
-               "communication, memory per rank, strong scaling efficiency per mode\n",
-            "gpt2-3m/{zero1,zero2,recompute}");
+    fprintf(f, "  %-28s gpt2-3m with ZeRO-1, ZeRO-2, ZeRO-3, block recomputation: step time, "
+               "exposed communication, memory per rank, strong scaling efficiency per mode\n",
+            "gpt2-3m/{zero1,zero2,zero3,recompute}");
     fprintf(f, "  %-28s samples/s, MFU, strong scaling efficiency (global batch 64; 4096 on "
                "cuda)\n",
             "mlp-small");

@@ -12,6 +12,10 @@
  *   - the gradient norm equals the chunked fp64 sum of squares of the exact
  *     sums, bitwise;
  *   - ZeRO-1's parameter all-gather fills every rank's shard;
+ *   - ZeRO-3's gradient buckets (cut at given units' starts too) give the
+ *     same exact sums, and its unit gathers (two in flight at once) fill
+ *     exactly the gathered units with their owners' weights, in every
+ *     storage dtype, staged through host memory on the fake device;
  *   - the deterministic tree over 8 random leaves spread over the ranks
  *     (each rank reduces its own leaves first with residual_fwd in the
  *     gradient dtype) gives the bits of one tree over all 8 leaves, whatever
@@ -138,7 +142,7 @@ static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, 
     const size_t n = 5003, chunk = 64; /* 5003: the last bucket is partial (250 and 500 elements a bucket) */
     char what[96];
     snprintf(what, sizeof what, "%s %s%s%s%s", gt_dtype_name(dt), fake ? "device" : "host",
-             zero == 2 ? " zero2" : zero ? " zero1" : "", det ? " det" : "",
+             zero == 3 ? " zero3" : zero == 2 ? " zero2" : zero ? " zero1" : "", det ? " det" : "",
              hook_stop ? " no hook" : "");
     gt_backend *be = new_backend(fake);
     if (!be) return;
@@ -148,6 +152,11 @@ static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, 
     cfg.deterministic = det;
     cfg.chunk = chunk;
     cfg.bucket_bytes = 1000; /* many buckets: 250 fp32 or 500 bf16/fp16 elements each */
+    static const size_t cuts[] = {1234, 77, 4100}; /* ZeRO-3's units' starts (any order) */
+    if (zero == 3) {
+        cfg.cuts = cuts;
+        cfg.ncuts = 3;
+    }
     gt_dp *dp = NULL;
     CHECK_OK(gt_dp_new(comm, be, &cfg, n, &dp));
     if (!dp) {
@@ -176,7 +185,7 @@ static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, 
         RCHECK(staged == 0, "%s: %zu bytes staged", what, staged);
     else /* back in: the shard's sums (ZeRO-2: its real elements, [lo, hi) within n) */
         RCHECK(g_to_host >= n * es &&
-                   g_to_dev >= (zero == 2 ? (hi < n ? hi : n) - (lo < n ? lo : n)
+                   g_to_dev >= (zero >= 2 ? (hi < n ? hi : n) - (lo < n ? lo : n)
                                           : (hi - lo < n ? hi - lo : n)) * es,
                "%s: staged %zu bytes out, %zu in", what, g_to_host, g_to_dev);
     RCHECK(g_size == 1 || gt_dp_bytes(dp) >= n * es,
@@ -199,7 +208,7 @@ static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, 
         ss += part;
     }
     RCHECK(norm == sqrt(ss), "%s: norm %.17g, want %.17g", what, norm, sqrt(ss));
-    /* ZeRO-1: everyone's shard of the fp32 params reaches everyone */
+    /* ZeRO-1/2/3: everyone's shard of the fp32 params reaches everyone */
     float *p = malloc(padded * sizeof(float));
     for (size_t g = 0; g < padded; g++)
         p[g] = g >= lo && g < hi ? (float)(g % 1000) + 0.25f * (float)g_rank : -1.0f;
@@ -215,6 +224,71 @@ static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, 
     gt_backend_dealloc(be, dparams);
     gt_backend_dealloc(be, grads);
     free(p);
+    free(h);
+    gt_dp_free(dp);
+    gt_backend_free(be);
+}
+
+/* ---- ZeRO-3: units of weights gathered from their owners --------------------------- */
+
+/* The weight at g as its owner holds it: exact in every dtype. */
+static double wval(size_t g) { return (double)((int)(g % 97) - 48) * 0.5; }
+
+/* Units [0, 777), [777, 2000), [2000, 2001) of the padded layout, each in
+ * a buffer of its own in dt holding this rank's part (-100 elsewhere, a
+ * value wval never takes): gathered with two in flight at once (the
+ * prefetch), tested in between, waited out of order; every element must
+ * then be its owner's on every rank. */
+static void gather_case(gt_comm *comm, int fake, gt_dtype dt) {
+    const size_t n = 5003;
+    char what[64];
+    snprintf(what, sizeof what, "zero3 gather %s %s", gt_dtype_name(dt), fake ? "device" : "host");
+    gt_backend *be = new_backend(fake);
+    if (!be) return;
+    gt_dp_config cfg = gt_dp_defaults();
+    cfg.zero = 3;
+    cfg.chunk = 64;
+    cfg.grad_dtype = dt;
+    gt_dp *dp = NULL;
+    CHECK_OK(gt_dp_new(comm, be, &cfg, n, &dp));
+    if (!dp) {
+        gt_backend_free(be);
+        return;
+    }
+    size_t padded = gt_dp_padded(dp), es = gt_dtype_size(dt), lo, hi;
+    gt_dp_shard(dp, &lo, &hi);
+    void *h = malloc(padded * es);
+    for (size_t g = 0; g < padded; g++) set_el(h, dt, g, g >= lo && g < hi ? wval(g) : -100.0);
+    size_t units[4] = {0, 777, 2000, 2001}, b0 = gt_dp_bytes(dp);
+    void *w[3];
+    for (int u = 0; u < 3; u++)
+        w[u] = upload(be, (char *)h + units[u] * es, (units[u + 1] - units[u]) * es);
+    gt_dp_gather *g[3] = {NULL, NULL, NULL};
+    g_to_host = g_to_dev = 0;
+    CHECK_OK(gt_dp_gather_start(dp, w[0], dt, units[0], units[1], &g[0]));
+    CHECK_OK(gt_dp_gather_start(dp, w[1], dt, units[1], units[2], &g[1]));
+    if (g[0]) CHECK_OK(gt_dp_gather_test(dp, g[0]));
+    CHECK_OK(gt_dp_gather_wait(dp, g[1]));
+    CHECK_OK(gt_dp_gather_start(dp, w[2], dt, units[2], units[3], &g[2]));
+    CHECK_OK(gt_dp_gather_wait(dp, g[0]));
+    CHECK_OK(gt_dp_gather_wait(dp, g[2]));
+    size_t moved = gt_dp_bytes(dp) - b0;
+    RCHECK(moved == (g_size > 1 ? units[3] * es : 0), "%s: %zu bytes counted", what, moved);
+    /* staged: this rank's part of the gathered units out, the rest in */
+    size_t own = (hi < units[3] ? hi : units[3]) - (lo < units[3] ? lo : units[3]);
+    int staged = fake && g_size > 1;
+    RCHECK(g_to_host == (staged ? own * es : 0) &&
+               g_to_dev == (staged ? (units[3] - own) * es : 0),
+           "%s: staged %zu out, %zu in", what, g_to_host, g_to_dev);
+    for (int u = 0; u < 3; u++)
+        CHECK_OK(be->copy_to_host(be, (char *)h + units[u] * es, w[u],
+                                  (units[u + 1] - units[u]) * es));
+    size_t bad = 0, first = 0;
+    for (size_t x = 0; x < units[3]; x++)
+        if (get_el(h, dt, x) != wval(x) && !bad++) first = x;
+    RCHECK(bad == 0, "%s: %zu wrong weights, first [%zu] = %g", what, bad, first,
+           get_el(h, dt, first));
+    for (int u = 0; u < 3; u++) gt_backend_dealloc(be, w[u]);
     free(h);
     gt_dp_free(dp);
     gt_backend_free(be);
@@ -304,8 +378,27 @@ static void errors(gt_comm *comm) {
     cfg.chunk = 0;
     CHECK_STATUS(gt_dp_new(comm, be, &cfg, 100, &dp), GT_ERR_INVALID);
     cfg = gt_dp_defaults();
-    cfg.zero = 3; /* ZeRO stages 0, 1 and 2 only */
+    cfg.zero = 4; /* ZeRO stages 0 to 3 only */
     CHECK_STATUS(gt_dp_new(comm, be, &cfg, 100, &dp), GT_ERR_INVALID);
+    cfg = gt_dp_defaults();
+    cfg.ncuts = 2; /* cuts without their offsets */
+    CHECK_STATUS(gt_dp_new(comm, be, &cfg, 100, &dp), GT_ERR_INVALID);
+    /* a unit's gather is ZeRO-3's, and inside the padded buffer */
+    for (int zero = 2; zero <= 3; zero++) {
+        cfg = gt_dp_defaults();
+        cfg.zero = zero;
+        CHECK_OK(gt_dp_new(comm, be, &cfg, 100, &dp));
+        if (!dp) continue;
+        gt_dp_gather *g = NULL;
+        float w[1];
+        if (zero == 2) CHECK_STATUS(gt_dp_gather_start(dp, w, GT_DTYPE_FP32, 0, 1, &g), GT_ERR_INVALID);
+        else CHECK_STATUS(gt_dp_gather_start(dp, w, GT_DTYPE_FP32, 0, gt_dp_padded(dp) + 1, &g),
+                          GT_ERR_INVALID);
+        CHECK(g == NULL, "no gather on error");
+        CHECK_OK(gt_dp_gather_wait(dp, NULL));
+        gt_dp_free(dp);
+        dp = NULL;
+    }
     cfg.zero = -1;
     CHECK_STATUS(gt_dp_new(comm, be, &cfg, 100, &dp), GT_ERR_INVALID);
     /* the fixed tree needs a power-of-two rank count: 3 of 4 ranks are refused */
@@ -371,10 +464,12 @@ int main(void) {
     errors(comm);
     for (size_t d = 0; d < sizeof k_gdt / sizeof k_gdt[0]; d++) {
         for (int fake = 0; fake < 2; fake++) {
-            for (int zero = 0; zero <= 2; zero++)
+            for (int zero = 0; zero <= 3; zero++)
                 for (int det = 0; det < 2; det++) exact_case(comm, fake, k_gdt[d], zero, det, 0);
             exact_case(comm, fake, k_gdt[d], 0, 0, 5);
             exact_case(comm, fake, k_gdt[d], 2, 0, 5);
+            exact_case(comm, fake, k_gdt[d], 3, 0, 5);
+            gather_case(comm, fake, k_gdt[d]);
             tree_case(comm, fake, k_gdt[d], 0);
             tree_case(comm, fake, k_gdt[d], 1);
         }

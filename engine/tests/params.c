@@ -2,12 +2,13 @@
  * canonical order: a per-layer tensor whose two slices are placed apart, as
  * gpt2 places its layers. Offsets, the canonical <-> internal copies,
  * locate / loc_format, find_nonfinite's canonical order, the runs of equal
- * weight decay, padding and the optimizer range. */
+ * weight decay, padding and the optimizer range; sharding units (ZeRO-3). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/backend.h"
+#include "engine/dtype.h"
 #include "engine/params.h"
 #include "engine/tests/check.h"
 #include "kernels/registry.h"
@@ -127,6 +128,117 @@ static void compute_copy(gt_backend *be) {
     gt_params_release(&p);
 }
 
+/* Sharding units: a (and b layer 0) one unit, c and b layer 1 another,
+ * a repeated mark starting no empty unit; the hook sees every NEED and
+ * DONE, and an error of the hook reaches the caller. No marks: one unit. */
+static int g_events[8], g_nev;
+static gt_status unit_hook(void *ctx, gt_params_unit_event ev, int unit, int next) {
+    (void)ctx;
+    if (g_nev < 8) g_events[g_nev++] = (int)ev * 100 + unit * 10 + (next + 1);
+    return unit == 1 && ev == GT_PARAMS_UNIT_DONE ? GT_ERR(GT_ERR_COMM, "hook") : GT_OK;
+}
+
+static void units(gt_backend *be) {
+    gt_params p;
+    memset(&p, 0, sizeof p);
+    gt_params_add(&p, "a", 1, 0, 2, 2, 3, 0, 0);
+    gt_params_add(&p, "b", 0, 2, 2, 2, 4, 0, 0);
+    gt_params_add(&p, "c", 1, 0, 1, 5, 0, 0, 0);
+    gt_params_unit_begin(&p);
+    gt_params_place(&p, 0, 0);
+    gt_params_place(&p, 1, 0);
+    gt_params_unit_begin(&p);
+    gt_params_unit_begin(&p);
+    gt_params_place(&p, 2, 0);
+    gt_params_place(&p, 1, 1);
+    CHECK_OK(gt_params_alloc(&p, be, GT_DTYPE_FP32));
+    size_t lo, hi;
+    CHECK(gt_params_num_units(&p) == 2, "units: %d, want 2", gt_params_num_units(&p));
+    gt_params_unit_range(&p, 0, &lo, &hi);
+    CHECK(lo == 0 && hi == 10, "unit 0 [%zu, %zu), want [0, 10)", lo, hi);
+    gt_params_unit_range(&p, 1, &lo, &hi);
+    CHECK(lo == 10 && hi == 19, "unit 1 [%zu, %zu), want [10, 19)", lo, hi);
+    CHECK_OK(gt_params_need(&p, 0, 1)); /* no hook: nothing */
+    gt_params_set_unit_hook(&p, unit_hook, NULL);
+    CHECK_OK(gt_params_need(&p, 1, -1));
+    CHECK_OK(gt_params_done(&p, 0));
+    CHECK_STATUS(gt_params_done(&p, 1), GT_ERR_COMM);
+    CHECK(g_nev == 3 && g_events[0] == 10 && g_events[1] == 100 && g_events[2] == 110,
+          "hook events %d: %d %d %d", g_nev, g_events[0], g_events[1], g_events[2]);
+    gt_params_release(&p);
+    declare(&p);
+    CHECK_OK(gt_params_alloc(&p, be, GT_DTYPE_FP32));
+    gt_params_unit_range(&p, 0, &lo, &hi);
+    CHECK(gt_params_num_units(&p) == 1 && lo == 0 && hi == 19, "unmarked: %d unit(s), [%zu, %zu)",
+          gt_params_num_units(&p), lo, hi);
+    gt_params_release(&p);
+}
+
+/* Sharded masters: the store keeps [6, 16) of the masters; reading them
+ * whole is refused until they are made whole (the rest filled by the
+ * callback, as the all-gather would); a unit's own part is written to its
+ * buffer in the storage dtype; a weight is read from the unit's buffer. */
+static gt_status fill_rest(void *ctx, float *whole) {
+    const float *canon_internal = ctx; /* internal order, 19 values */
+    for (size_t x = 0; x < 19; x++)
+        if (x < 6 || x >= 16) whole[x] = canon_internal[x];
+    return GT_OK;
+}
+
+static void sharded(gt_backend *be, gt_dtype dt) {
+    gt_params p;
+    memset(&p, 0, sizeof p);
+    gt_params_add(&p, "a", 1, 0, 2, 2, 3, 0, 0);
+    gt_params_add(&p, "b", 0, 2, 2, 2, 4, 0, 0);
+    gt_params_add(&p, "c", 1, 0, 1, 5, 0, 0, 0);
+    gt_params_unit_begin(&p);
+    gt_params_place(&p, 0, 0);
+    gt_params_place(&p, 1, 0);
+    gt_params_unit_begin(&p);
+    gt_params_place(&p, 2, 0);
+    gt_params_place(&p, 1, 1);
+    CHECK_OK(gt_params_alloc(&p, be, dt));
+    float canon[19], internal[19], back[19];
+    for (int i = 0; i < 19; i++) canon[i] = 0.5f * (float)i;
+    CHECK_OK(gt_params_set(&p, canon));
+    gt_params_to_internal(&p, internal, canon);
+    CHECK_OK(gt_params_shard_masters(&p, 6, 16));
+    size_t lo, hi;
+    gt_params_masters_range(&p, &lo, &hi);
+    CHECK(lo == 6 && hi == 16 && p.wc == NULL, "sharded range [%zu, %zu)", lo, hi);
+    CHECK_STATUS(gt_params_get(&p, back), GT_ERR_INVALID);
+    CHECK_STATUS(gt_params_shard_masters(&p, 0, 19), GT_ERR_INVALID);
+    /* unit 1 is [10, 19): this rank's part [10, 16) */
+    uint16_t u16[9];
+    float u32[9];
+    void *buf = dt == GT_DTYPE_FP32 ? (void *)u32 : (void *)u16;
+    memset(u32, 0, sizeof u32);
+    memset(u16, 0, sizeof u16);
+    CHECK_OK(gt_params_unit_fill_own(&p, 1, buf, &lo, &hi));
+    CHECK(lo == 10 && hi == 16, "own part of unit 1 [%zu, %zu)", lo, hi);
+    float w5 = dt == GT_DTYPE_FP32 ? u32[5] : gt_bf16_to_fp32(u16[5]);
+    CHECK(w5 == internal[15] && (dt == GT_DTYPE_FP32 ? u32[6] : u16[6]) == 0,
+          "%s unit buffer [5] = %g, want %g", gt_dtype_name(dt), (double)w5,
+          (double)internal[15]);
+    gt_params_unit_bind(&p, 1, buf);
+    CHECK(gt_params_weight(&p, 1, 1) == gt_params_at(&p, buf, 5), "b layer 1 read from the unit");
+    gt_params_unit_bind(&p, 1, NULL);
+    float got[10];
+    CHECK_OK(gt_params_get_masters(&p, 6, 16, got));
+    CHECK(memcmp(got, internal + 6, sizeof got) == 0, "the shard's masters are not [6, 16)");
+    CHECK_STATUS(gt_params_get_masters(&p, 5, 7, got), GT_ERR_INVALID);
+    CHECK_OK(gt_params_get_masters(&p, 19, 19, got)); /* empty: anywhere */
+    CHECK_OK(gt_params_masters_whole(&p, fill_rest, internal));
+    CHECK_OK(gt_params_get(&p, back));
+    CHECK(memcmp(back, canon, sizeof canon) == 0, "the whole masters are not the parameters");
+    CHECK_OK(gt_params_masters_reshard(&p));
+    CHECK_STATUS(gt_params_get(&p, back), GT_ERR_INVALID);
+    size_t pb, gb, ob;
+    gt_params_memory(&p, &pb, &gb, &ob);
+    CHECK(pb == 10 * sizeof(float), "sharded masters hold %zu bytes, want 40", pb);
+    gt_params_release(&p);
+}
+
 int main(void) {
     gt_backend *be = NULL;
     gt_backend_config bc = {.threads = 1, .device = -1};
@@ -136,6 +248,9 @@ int main(void) {
     }
     layout(be);
     compute_copy(be);
+    units(be);
+    sharded(be, GT_DTYPE_FP32);
+    sharded(be, GT_DTYPE_BF16);
     gt_params s;
     memset(&s, 0, sizeof s);
     gt_params_add(&s, "x", 0, 0, 1, 4, 0, 0, 0);

@@ -117,7 +117,7 @@ input_cases() {
     ls "$tmp"/adir.tmp.* >/dev/null 2>&1 && fail "temporary report left beside the directory"
 
     # ---- bad input: options, per command ---------------------------------------
-    expect 2 "--zero 3 is out of range \[0, 2\]" "$g" train --zero 3
+    expect 2 "--zero 4 is out of range \[0, 3\]" "$g" train --zero 4
     expect 2 "--batch 0 is out of range" "$g" train --batch 0
     expect 2 "--data-order needs a value" "$g" train --data-order
     expect 2 "--comm-timeout -1 is out of range" "$g" train --comm-timeout -1

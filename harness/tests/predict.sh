@@ -86,10 +86,16 @@ expect 2 "--case takes one of: 'gpt2-3m', 'gpt2-3m/weak'" -- "$g" predict --from
 expect 2 "--alpha-us and --beta-gbps go together" -- "$g" predict --from "$tmp/nocoll.json" --alpha-us 3
 expect 2 "--inter-alpha-us goes with --inter-beta-gbps" -- "$g" predict --from "$tmp/full.json" --inter-alpha-us 3
 expect 2 "add --check" -- "$g" predict --from "$tmp/full.json" --max-error 10
-expect 2 "--zero" -- "$g" predict --from "$tmp/full.json" --zero 3
+expect 2 "--zero" -- "$g" predict --from "$tmp/full.json" --zero 4
 # a ZeRO-2 result: its own schedule, said so
 sed 's/"zero": 0/"zero": 2/g' "$tmp/full.json" >"$tmp/zero2.json"
 expect 0 "ZeRO-2: 25 MiB buckets, also cut at the shards' edges" -- "$g" predict --from "$tmp/zero2.json"
+# a ZeRO-3 result of 4 layers: 6 units gathered per pass, said so; a stage it does not know refused
+sed 's/"zero": 0/"zero": 3, "layers": 4/g' "$tmp/full.json" >"$tmp/zero3.json"
+expect 0 "ZeRO-3: ZeRO-2's 25 MiB buckets.*in 6 equal units" -- "$g" predict --from "$tmp/zero3.json"
+expect 0 "prediction for gpt2-3m (.*ZeRO-3)" -- "$g" predict --from "$tmp/full.json" --zero 3
+sed 's/"zero": 0/"zero": 5/g' "$tmp/full.json" >"$tmp/zero5.json"
+expect 2 "trained with zero 5: predict models ZeRO 0 to 3 only" -- "$g" predict --from "$tmp/zero5.json"
 # a bound with nothing to hold it to fails (2 ranks measured alone: no other
 # rank count to fit the compute from)
 expect 1 "no measured multi-rank topology could be checked" -- \

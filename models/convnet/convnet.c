@@ -165,6 +165,20 @@ static void cbn_declare(convnet *p, cbn *u, const char *conv_name, const char *b
     p->macs += (double)OC * u->OH * u->OW * IC * K * K;
 }
 
+/* The sharding units (ZeRO-3), in the canonical order: the stem (unit 0),
+ * each residual block (1 + b), the classifier head (unit_head). */
+static int unit_head(const convnet *p) { return 1 + p->cfg.nblocks; }
+
+static void place_units(convnet *p) {
+    int nb = p->cfg.nblocks;
+    for (int u = 0; u <= nb + 1; u++) {
+        int a = u == 0 ? 0 : u <= nb ? p->blk[u - 1].first : p->fcw;
+        int b = u < nb ? p->blk[u].first : u == nb ? p->fcw : p->f.nt;
+        gt_params_unit_begin(&p->f);
+        for (int i = a; i < b; i++) gt_params_place(&p->f, i, 0);
+    }
+}
+
 static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
 
 /* Carves n elements of es bytes from the activation arena (first pass:
@@ -322,7 +336,11 @@ static gt_status cbn_bwd(convnet *p, cbn *u, void *dx, const void *dbn, const vo
                          gt_params_weight(f, u->w, 0), &s);
 }
 
-static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets, int training) {
+/* The forward up to the logits; the head's unit is left needed for the
+ * caller to release (the backward starts with it); `next`: the unit the
+ * caller needs after the head (-1: none). */
+static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets, int training,
+                              int next) {
     convnet *p = NET(m);
     gt_params *f = &p->f;
     const gt_convnet_config *c = &p->cfg;
@@ -336,19 +354,24 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets,
     /* stem: relu(bn(conv(x))), the ReLU in place */
     cbn *st = &p->stem;
     size_t ns = (size_t)N * st->OC * st->OH * st->OW;
+    GT_TRY(gt_params_need(f, 0, 1));
     GT_TRY(cbn_fwd(p, st, p->in, N, training, 0));             // (N,S,H,W)
+    GT_TRY(gt_params_done(f, 0));
     GT_TRY(o->relu_fwd(k, st->bn, st->bn, ns));
     const void *x = st->bn;
     for (int b = 0; b < c->nblocks; b++) {
         block *bl = &p->blk[b];
         size_t n2 = (size_t)N * bl->c2.OC * bl->c2.OH * bl->c2.OW;
+        GT_TRY(gt_params_need(f, 1 + b, 2 + b));
         GT_TRY(block_forward(p, b, x, N, training, 0));
+        GT_TRY(gt_params_done(f, 1 + b));
         const void *sc = bl->proj ? bl->pr.bn : x; // projection or identity shortcut
         GT_TRY(o->residual_fwd(k, bl->out, bl->c2.bn, sc, n2));
         GT_TRY(o->relu_fwd(k, bl->out, bl->out, n2));
         x = bl->out;
     }
     GT_TRY(o->avgpool_fwd(k, p->pooled, x, N, p->Cl, p->HWl));           // (N,Cl)
+    GT_TRY(gt_params_need(f, unit_head(p), next));
     GT_TRY(o->matmul_fwd(k, p->logits, p->pooled, gt_params_weight(f, p->fcw, 0),
                          gt_params_weight(f, p->fcb, 0), N, p->Cl, K));       // (N,K)
     return GT_OK;
@@ -356,7 +379,8 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets,
 
 static gt_status forward(gt_model *m, const gt_batch *bt, float *mean_loss) {
     convnet *p = NET(m);
-    GT_TRY(forward_body(m, bt, 0, m->training));
+    GT_TRY(forward_body(m, bt, 0, m->training, -1));
+    GT_TRY(gt_params_done(&p->f, unit_head(p)));
     if (!bt->targets) return GT_OK;
     return gt_dense_class_loss(&p->f, p->losses, p->host_losses, p->logits, p->targets, bt->n,
                               p->cfg.classes, mean_loss);
@@ -372,7 +396,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     const gt_ops *o = f->be->ops;
     const gt_kctx *k = &f->k;
     gt_backend *be = f->be;
-    GT_TRY(forward_body(m, bt, 1, 1));
+    GT_TRY(forward_body(m, bt, 1, 1, c->nblocks)); /* then the last block's unit */
     int N = bt->n, K = c->classes;
     GT_TRY(o->classifier_bwd(k, p->logits, p->losses, p->logits, p->targets, dloss, N, K, K));
     if (mean_loss) GT_TRY(gt_dense_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
@@ -384,6 +408,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     GT_TRY(o->matmul_bwd(k, p->dpooled /* overwritten */, gt_params_grad(f, p->fcw, 0),
                          gt_params_grad(f, p->fcb, 0), p->logits, p->pooled, gt_params_weight(f, p->fcw, 0),
                          N, p->Cl, K));
+    GT_TRY(gt_params_done(f, unit_head(p)));
     GT_TRY(gt_params_ready(f, p->fcw, 0));
     GT_TRY(be->memset_zero(be, dlast, nl * es));
     GT_TRY(o->avgpool_bwd(k, dlast, p->dpooled, N, p->Cl, p->HWl));
@@ -397,6 +422,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
         size_t n2 = (size_t)N * bl->c2.OC * bl->c2.OH * bl->c2.OW;
         /* block recomputation: the conv and BN outputs again (the top block's
          * are still there from the forward) */
+        GT_TRY(gt_params_need(f, 1 + b, b)); /* then the block below's, or the stem's */
         if (p->recompute && b < c->nblocks - 1) GT_TRY(block_forward(p, b, x, N, 1, 1));
         /* out = relu(bn2 + shortcut): dsum goes to both branches */
         GT_TRY(be->memset_zero(be, bl->dsum, n2 * es));
@@ -409,6 +435,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
         GT_TRY(cbn_bwd(p, &bl->c1, dx, bl->c1.dbn, x, N));
         if (bl->proj) GT_TRY(cbn_bwd(p, &bl->pr, dx, bl->dsum, x, N));
         else GT_TRY(o->residual_fwd(k, dx, dx, bl->dsum, nin)); /* dx += dsum */
+        GT_TRY(gt_params_done(f, 1 + b));
         GT_TRY(gt_params_ready(f, bl->first, 0));
     }
     /* stem: relu in place over its BN output; the input needs no gradient */
@@ -416,7 +443,9 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     size_t ns = (size_t)N * st->OC * st->OH * st->OW;
     GT_TRY(be->memset_zero(be, st->dbn, ns * es));
     GT_TRY(o->relu_bwd(k, st->dbn, st->bn, p->stem_dout, ns));
+    GT_TRY(gt_params_need(f, 0, -1));
     GT_TRY(cbn_bwd(p, st, NULL, st->dbn, p->in, N));
+    GT_TRY(gt_params_done(f, 0));
     GT_TRY(gt_params_ready(f, 0, 0));
     return GT_OK;
 }
@@ -503,6 +532,7 @@ gt_status gt_convnet_new(gt_backend *be, const gt_convnet_config *cfg, gt_dtype 
     p->fcb = gt_params_add(&p->f, "fc.b", 0, 0, 1, cfg->classes, 1, 1, 1);
     p->macs += (double)cfg->classes * C;
     p->flops = 6.0 * p->macs;
+    place_units(p);
 
     gt_status s = gt_params_alloc(&p->f, be, dt);
     if (s == GT_OK) s = gt_ops_probe_dtype(be, dt);

@@ -196,13 +196,25 @@ static void declare(gt_gpt2 *m) {
     gt_params_add(p, "fcprojb", 0, l, 2, L, C, 0, 0);                // (L, C)
     gt_params_add(p, "lnfw", 0, 0, 1, C, 0, 0, 0);                   // (C)
     gt_params_add(p, "lnfb", 0, 0, 1, C, 0, 0, 0);                   // (C)
+    /* the sharding units (ZeRO-3): the embeddings, each block, the final
+     * LayerNorm (unit_of) */
+    gt_params_unit_begin(p);
     gt_params_place(p, P_WTE, 0);
     gt_params_place(p, P_WPE, 0);
-    for (int j = 0; j < l; j++)
+    for (int j = 0; j < l; j++) {
+        gt_params_unit_begin(p);
         for (int i = P_LN1W; i <= P_FCPROJB; i++) gt_params_place(p, i, j);
+    }
+    gt_params_unit_begin(p);
     gt_params_place(p, P_LNFW, 0);
     gt_params_place(p, P_LNFB, 0);
 }
+
+/* The sharding units of declare(): the embeddings (wte, wpe; wte is also
+ * the output head), block l, the final LayerNorm. */
+enum { U_EMB = 0 };
+static int unit_block(int l) { return 1 + l; }
+static int unit_lnf(const gt_gpt2 *m) { return 1 + m->cfg.num_layers; }
 
 /* Elements of one layer's slice of tensor i (of the tensor when not per layer). */
 static size_t per_layer(const gt_gpt2 *m, int i) {
@@ -560,8 +572,12 @@ static gt_status block_forward(gt_gpt2 *m, int l, const block_acts *a, int outpu
     return o->residual_fwd(k, a->res3, a->res2, a->res3, NC);
 }
 
+/* The forward up to the logits. The head's units (the final LayerNorm and
+ * the tied embedding) are left needed (gt_params_need) for the caller to
+ * release: the backward starts with them; `next` is the unit the caller
+ * needs after the head (-1: none). */
 static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *targets, int B,
-                              int T) {
+                              int T, int next) {
     const gt_gpt2_config *c = &m->cfg;
     const gt_ops *o = m->be->ops;
     const gt_kctx *k = &m->ps.k;
@@ -599,13 +615,21 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
     if (targets)
         GT_TRY(be->copy_to_device(be, m->act[A_TARGETS], targets, (size_t)N * sizeof(int32_t)));
 
-    /* weights: the compute copy (the fp32 masters themselves in fp32) */
+    /* weights: the compute copy (the fp32 masters themselves in fp32),
+     * each unit's needed around its compute (ZeRO-3 gathers it) */
+    gt_params *ps = &m->ps;
+    GT_TRY(gt_params_need(ps, U_EMB, unit_block(0)));
     GT_TRY(o->encoder_fwd(k, ACT(A_ENCODED, 0), m->act[A_TOKENS], PW(m, P_WTE, 0),
                           PW(m, P_WPE, 0), B, T, C)); // (B,T,C)
+    GT_TRY(gt_params_done(ps, U_EMB));
     for (int l = 0; l < L; l++) {
         block_acts a = block_acts_of(m, l);
+        GT_TRY(gt_params_need(ps, unit_block(l), l + 1 < L ? unit_block(l + 1) : unit_lnf(m)));
         GT_TRY(block_forward(m, l, &a, 1));
+        GT_TRY(gt_params_done(ps, unit_block(l)));
     }
+    GT_TRY(gt_params_need(ps, unit_lnf(m), U_EMB));
+    GT_TRY(gt_params_need(ps, U_EMB, next));
     void *last = ACT(A_RES3, (size_t)(L - 1) * NC); // (B,T,C)
     GT_TRY(o->layernorm_fwd(k, ACT(A_LNF, 0), F32(A_LNF_MEAN), F32(A_LNF_RSTD), last,
                             PW(m, P_LNFW, 0), PW(m, P_LNFB, 0), N, C, 1e-5f));
@@ -624,7 +648,9 @@ static gt_status mean_loss_of(gt_gpt2 *m, int N, float *mean_loss) {
 
 gt_status gt_gpt2_forward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targets, int B,
                           int T, float *mean_loss) {
-    GT_TRY(forward_body(m, inputs, targets, B, T));
+    GT_TRY(forward_body(m, inputs, targets, B, T, -1));
+    GT_TRY(gt_params_done(&m->ps, unit_lnf(m)));
+    GT_TRY(gt_params_done(&m->ps, U_EMB));
     if (!targets) return GT_OK;
     const gt_gpt2_config *c = &m->cfg;
     GT_TRY(m->be->ops->classifier_fwd(&m->ps.k, F32(A_LOSSES), ACT(A_LOGITS, 0), m->act[A_TARGETS],
@@ -692,7 +718,7 @@ static gt_status block_backward(gt_gpt2 *m, int l, const block_acts *a) {
 gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targets,
                                    int B, int T, float dloss, float *mean_loss) {
     if (!targets) return GT_ERR(GT_ERR_INVALID, "forward_backward needs targets");
-    GT_TRY(forward_body(m, inputs, targets, B, T));
+    GT_TRY(forward_body(m, inputs, targets, B, T, unit_block(m->cfg.num_layers - 1)));
     const gt_gpt2_config *c = &m->cfg;
     const gt_ops *o = m->be->ops;
     const gt_kctx *k = &m->ps.k;
@@ -714,17 +740,22 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
     GT_TRY(be->memset_zero(be, dres, NC * es));
     GT_TRY(o->layernorm_bwd(k, dres, PG(m, P_LNFW, 0), PG(m, P_LNFB, 0), dln, last,
                             PW(m, P_LNFW, 0), F32(A_LNF_MEAN), F32(A_LNF_RSTD), N, C));
+    GT_TRY(gt_params_done(&m->ps, unit_lnf(m)));
+    GT_TRY(gt_params_done(&m->ps, U_EMB));
     GT_TRY(gt_params_ready(&m->ps, P_LNFW, 0));
 
     for (int l = L - 1; l >= 0; l--) {
         block_acts a = block_acts_of(m, l);
+        GT_TRY(gt_params_need(&m->ps, unit_block(l), l > 0 ? unit_block(l - 1) : -1));
         /* block recomputation: the scratch holds the top block's activations
          * from the forward (nothing since wrote them); every other block is
          * run again from its input, up to gelu(fch) */
         if (m->Lk == 1 && l < L - 1) GT_TRY(block_forward(m, l, &a, 0));
         GT_TRY(block_backward(m, l, &a));
+        GT_TRY(gt_params_done(&m->ps, unit_block(l)));
         GT_TRY(gt_params_ready(&m->ps, P_LN1W, l));
     }
+    /* the encoder's backward reads no weights: the embeddings are not needed again */
     GT_TRY(o->encoder_bwd(k, PG(m, P_WTE, 0), PG(m, P_WPE, 0), dres, m->act[A_TOKENS], B, T, C));
     GT_TRY(gt_params_ready(&m->ps, P_WTE, 0));
     return GT_OK;

@@ -159,7 +159,10 @@ static gt_status layer_forward(mlp *p, int l, int N, int z_only) {
     return o->relu_fwd(k, a, z, NW);
 }
 
-static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets) {
+/* The forward up to the logits; the head's unit (L) is left needed for the
+ * caller to release (the backward starts with it); `next`: the unit the
+ * caller needs after the head (-1: none). */
+static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets, int next) {
     mlp *p = MLP(m);
     gt_params *f = &p->f;
     const gt_mlp_config *c = &p->cfg;
@@ -171,7 +174,12 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets)
     GT_TRY(gt_dense_check_batch(m, bt, need_targets));
     int N = bt->n, D = c->in_dim, W = c->width, K = c->classes, L = c->depth;
     GT_TRY(gt_dense_upload_batch(f, &p->stage, bt, (size_t)D, p->in, p->targets));
-    for (int l = 0; l < L; l++) GT_TRY(layer_forward(p, l, N, 0));
+    for (int l = 0; l < L; l++) { /* unit l: layer l */
+        GT_TRY(gt_params_need(f, l, l + 1));
+        GT_TRY(layer_forward(p, l, N, 0));
+        GT_TRY(gt_params_done(f, l));
+    }
+    GT_TRY(gt_params_need(f, L, next));
     GT_TRY(o->matmul_fwd(k, p->logits, x_of(p, L), gt_params_weight(f, p->w[L], 0),
                          gt_params_weight(f, p->b[L], 0), N, L > 0 ? W : D, K)); // (N, K)
     return GT_OK;
@@ -179,7 +187,8 @@ static gt_status forward_body(gt_model *m, const gt_batch *bt, int need_targets)
 
 static gt_status forward(gt_model *m, const gt_batch *bt, float *mean_loss) {
     mlp *p = MLP(m);
-    GT_TRY(forward_body(m, bt, 0));
+    GT_TRY(forward_body(m, bt, 0, -1));
+    GT_TRY(gt_params_done(&p->f, p->cfg.depth));
     if (!bt->targets) return GT_OK;
     return gt_dense_class_loss(&p->f, p->losses, p->host_losses, p->logits, p->targets, bt->n,
                               p->cfg.classes, mean_loss);
@@ -195,7 +204,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     const gt_ops *o = f->be->ops;
     const gt_kctx *k = &f->k;
     gt_backend *be = f->be;
-    GT_TRY(forward_body(m, bt, 1));
+    GT_TRY(forward_body(m, bt, 1, c->depth - 1));
     int N = bt->n, D = c->in_dim, W = c->width, K = c->classes, L = c->depth;
     size_t NW = (size_t)N * W, BW = (size_t)p->B * W;
     /* losses and dlogits in one pass; dlogits overwrite the logits */
@@ -218,9 +227,14 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
         else
             GT_TRY(o->matmul_bwd(k, NULL, gt_params_grad(f, p->w[L], 0), gt_params_grad(f, p->b[L], 0),
                                  p->logits, top, gt_params_weight(f, p->w[L], 0), N, D, K));
+        GT_TRY(gt_params_done(f, L));
         GT_TRY(gt_params_ready(f, p->w[L], 0));
         for (int l = L - 1; l >= 0; l--) {
             const void *x = x_of(p, l); // (N, W or D)
+            GT_TRY(gt_params_need(f, l, l - 1));
+            /* the recompute reads layer l-1's weights: its unit is needed
+             * here already, and released after its own backward */
+            if (l > 0 && again) GT_TRY(gt_params_need(f, l - 1, -1));
             if (l > 0 && again) GT_TRY(layer_forward(p, l - 1, N, 1));
             if (l > 0)
                 GT_TRY(o->matmul_dgelu_bwd(k, dnext, gt_params_grad(f, p->w[l], 0),
@@ -230,6 +244,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
             else /* the input needs no gradient */
                 GT_TRY(o->matmul_bwd(k, NULL, gt_params_grad(f, p->w[l], 0), gt_params_grad(f, p->b[l], 0),
                                      dz, x, gt_params_weight(f, p->w[l], 0), N, D, W));
+            GT_TRY(gt_params_done(f, l));
             GT_TRY(gt_params_ready(f, p->w[l], 0));
             void *t = dz;
             dz = dnext;
@@ -244,10 +259,12 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     GT_TRY(o->matmul_bwd(k, L > 0 ? da : NULL, gt_params_grad(f, p->w[L], 0),
                          gt_params_grad(f, p->b[L], 0), p->logits, top, gt_params_weight(f, p->w[L], 0), N,
                          L > 0 ? W : D, K));
+    GT_TRY(gt_params_done(f, L));
     GT_TRY(gt_params_ready(f, p->w[L], 0));
     for (int l = L - 1; l >= 0; l--) {
         void *z = z_of(p, l), *a = AT(p->a, (size_t)l * BW); // (N, W)
         const void *x = x_of(p, l);                          // (N, W or D)
+        GT_TRY(gt_params_need(f, l, l - 1));
         if (again && l < L - 1) GT_TRY(layer_forward(p, l, N, 1));
         GT_TRY(be->memset_zero(be, dz, NW * f->es));
         if (c->act == GT_MLP_GELU) GT_TRY(o->gelu_bwd(k, dz, z, da, NW));
@@ -256,6 +273,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
         GT_TRY(o->matmul_bwd(k, l > 0 ? da : NULL, gt_params_grad(f, p->w[l], 0),
                              gt_params_grad(f, p->b[l], 0), dz, x, gt_params_weight(f, p->w[l], 0), N,
                              l > 0 ? W : D, W));
+        GT_TRY(gt_params_done(f, l));
         GT_TRY(gt_params_ready(f, p->w[l], 0));
     }
     if (L == 0) GT_TRY(gt_params_ready(f, 0, 0));
@@ -327,6 +345,13 @@ gt_status gt_mlp_new(gt_backend *be, const gt_mlp_config *cfg, gt_dtype dt,
         macs += (double)fin * fout;
     }
     p->flops = 6.0 * macs;
+    /* the sharding units (ZeRO-3): each layer, the head the last; placed in
+     * the canonical order */
+    for (int l = 0; l <= L; l++) {
+        gt_params_unit_begin(&p->f);
+        gt_params_place(&p->f, p->w[l], 0);
+        gt_params_place(&p->f, p->b[l], 0);
+    }
     gt_status s = gt_params_alloc(&p->f, be, dt);
     if (s == GT_OK) s = gt_ops_probe_dtype(be, dt);
     size_t B = (size_t)max_batch, f4 = sizeof(float), e = gt_dtype_size(dt);

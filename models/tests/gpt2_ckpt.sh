@@ -4,7 +4,9 @@
 #   none: one process (no MPI); otherwise NP ranks under MPIEXEC.
 # Resume: 12 steps unbroken vs 6 steps + checkpoint + resume to 12 must give
 # the same final-weights digest and the same losses (bits) for steps 7..12,
-# with and without --zero 1 (and --zero 2 on several ranks). Then every refusal: a corrupted byte, a
+# with and without --zero 1 and --zero 3 (and --zero 2 on several ranks; a ZeRO-3
+# checkpoint of several ranks on one, and its refusal there without
+# --deterministic). Then every refusal: a corrupted byte, a
 # truncated file, a config mismatch, a missing shard, an unwritable
 # directory, a failed write that leaves the previous checkpoint intact, and
 # an injected NaN named by step, rank and tensor.
@@ -41,9 +43,10 @@ expect_refusal() { # WHAT PATTERN ARGS...: exit 2 with PATTERN in the message
     else fail "$what: rc $rc, expected 2 and '$pat'"; echo "$out" | grep -i gauntlet | tail -3; fi
 }
 
-# ZeRO-2 keeps ZeRO-1's sharded state: its resume on more than one rank
-zeros="0 1"
-[ "$np" -gt 1 ] && zeros="0 1 2"
+# ZeRO-2 keeps ZeRO-1's sharded state: its resume on more than one rank; ZeRO-3
+# (weights gathered unit by unit) writes the same folder after gathering the masters
+zeros="0 1 3"
+[ "$np" -gt 1 ] && zeros="0 1 2 3"
 for zero in $zeros; do
     tag=z$zero
     launch --zero $zero --report "$tmp/$tag.full.json" > "$tmp/$tag.full.out" 2>&1 ||
@@ -61,6 +64,31 @@ for zero in $zeros; do
     fi
     "$check" "$tmp/$tag.res.json" > /dev/null || fail "$tag: resumed report invalid"
 done
+
+if [ "$np" -gt 1 ]; then
+    # a ZeRO-3 checkpoint of NP ranks on one: with --deterministic the ranks'
+    # ranges are read from whichever shards hold them and the bits are the same;
+    # without it the world size decides the sums' order: refused, both sizes named
+    one="--steps 12 --batch 4 --peak-gflops 100 --print-every 0 --threads 1 --weight-decay 0.1"
+    "$g" train $common --zero 3 --resume "$tmp/z3.ck" > "$tmp/z3.one.out" 2>&1 ||
+        fail "ZeRO-3 checkpoint of $np ranks resumed on one: rc $?"
+    # sharded: every rank's file holds its range of the masters, none the whole
+    ck=$(ls -d "$tmp/z3.ck"/ckpt_* | head -1)
+    if grep -q "params.shard" "$ck/rank_00001.gtck" && ! grep -q "qkvw" "$ck/rank_00000.gtck"; then
+        ok "--zero 3: each rank's file holds its shard of the masters, rank 0's not the whole"
+    else fail "--zero 3: the checkpoint's parameters are not sharded ($ck)"; fi
+    a=$(digest "$tmp/z3.full.out") b=$(digest "$tmp/z3.one.out")
+    if [ -n "$a" ] && [ "$a" = "$b" ]; then ok "--zero 3 --deterministic: $np ranks' checkpoint resumed on 1 rank = unbroken ($b)"
+    else fail "ZeRO-3 resumed on 1 rank: $b vs $a"; fi
+    "$mpiexec" "${mpi_flags[@]}" -np "$np" "$g" train $one --zero 3 --stop-after 3 \
+        --checkpoint-every 3 --checkpoint-dir "$tmp/z3nd.ck" > "$tmp/z3nd.out" 2>&1 ||
+        fail "ZeRO-3 without --deterministic: checkpoint (rc $?)"
+    out=$("$g" train $one --zero 3 --resume "$tmp/z3nd.ck" 2>&1)
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "world_size is $np in the checkpoint, 1 here" <<<"$out"; then
+        ok "a ZeRO-3 checkpoint of $np ranks is refused on 1 without --deterministic"
+    else fail "ZeRO-3 on another world size: rc $rc"; echo "$out" | grep -i gauntlet | tail -3; fi
+fi
 
 # refusals, on the single-file (zero 0) and sharded (zero 1) checkpoints of step 6
 f="$tmp/z0.ck/ckpt_00000006.gtck"

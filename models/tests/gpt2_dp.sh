@@ -46,6 +46,41 @@ same det2 zero2 "ZeRO-1 vs none, 2 ranks"
 # ZeRO-2 (each bucket reduced to its shard's rank) equals them too, bitwise
 run zerotwo2 2 --deterministic --micro-batch 2 --zero 2
 same det1 zerotwo2 "ZeRO-2 vs none, 2 ranks vs 1"
+# ZeRO-3 (each unit's weights gathered into a buffer of its own before its forward
+# and its backward, freed after; a weight read outside them ends the run): the
+# same bits on 1, 2 and 4 ranks
+for np in 1 2 4; do run zthree$np $np --deterministic --micro-batch 2 --zero 3; done
+same det1 zthree1 "ZeRO-3 vs none, 1 rank"
+same det1 zthree2 "ZeRO-3 vs none, 2 ranks vs 1"
+same det1 zthree4 "ZeRO-3 vs none, 4 ranks vs 1"
+same zerotwo2 zthree2 "ZeRO-3 vs ZeRO-2, 2 ranks"
+# with block recomputation each block is gathered for the recomputed forward too
+run zthreerc2 2 --deterministic --micro-batch 2 --zero 3 --recompute block
+same det1 zthreerc2 "ZeRO-3 with --recompute block, 2 ranks vs 1"
+# bf16 (ref: the cpu backend stores fp32 only): the compute copy gathered in 16
+# bits, the fp32 master shard local
+run bfzero2 2 --deterministic --micro-batch 2 --zero 2 --precision bf16 --backend ref
+run bfzthree2 2 --deterministic --micro-batch 2 --zero 3 --precision bf16 --backend ref
+same bfzero2 bfzthree2 "ZeRO-3 vs ZeRO-2 in bf16, 2 ranks"
+# mlp: a layer per unit; every rank evaluates (each forward gathers from all),
+# with block recomputation each layer is gathered for its recomputed forward too
+dense="--model mlp-tiny --batch 16 --eval-every 3 --eval-samples 64 --deterministic --micro-batch 2"
+run mlp1 1 $dense
+for np in 2 4; do run mlpz3_$np $np $dense --zero 3; done
+run mlpz3rc 2 $dense --zero 3 --recompute block
+same mlp1 mlpz3_2 "mlp-tiny: ZeRO-3 vs none, 2 ranks vs 1"
+same mlp1 mlpz3_4 "mlp-tiny: ZeRO-3 vs none, 4 ranks vs 1"
+same mlp1 mlpz3rc "mlp-tiny: ZeRO-3 with --recompute block, 2 ranks vs 1"
+# convnet: the stem, each residual block and the head are units. Its BatchNorm
+# running statistics follow each rank's own micro-batches (docs/models.md), so
+# the digest (weights and statistics) is compared at the same rank count
+conv="--model convnet-tiny --batch 8 --steps 4 --eval-every 2 --eval-samples 16 --deterministic --micro-batch 2"
+for np in 2 4; do run conv$np $np $conv; run convz3_$np $np $conv --zero 3; done
+run convz3rc 2 $conv --zero 3 --recompute block
+same conv2 convz3_2 "convnet-tiny: ZeRO-3 vs none, 2 ranks"
+same conv4 convz3_4 "convnet-tiny: ZeRO-3 vs none, 4 ranks"
+same conv2 convz3rc "convnet-tiny: ZeRO-3 with --recompute block vs none, 2 ranks"
+
 # without --deterministic: within tolerance of the deterministic run
 for np in 1 2 4; do run fast$np $np; done
 for np in 1 2 4; do
@@ -75,6 +110,52 @@ run fastzerotwo4 4 --zero 2 --bucket-mb 0.1
 if "$diff" "$tmp/fast4.json" "$tmp/fastzerotwo4.json" --rtol 1e-4 > /dev/null; then
     ok "ZeRO-2 without --deterministic, 4 ranks, within 1e-4 of plain data parallelism"
 else fail "ZeRO-2 without --deterministic strays"; fi
+# ZeRO-3 without --deterministic: prefetched gathers, small buckets cut at the
+# units' and shards' starts; the cross-rank hash every 2 steps makes the masters
+# whole and shards them again
+run fastzthree4 4 --zero 3 --bucket-mb 0.1 --check-consistency 2
+if "$diff" "$tmp/fast4.json" "$tmp/fastzthree4.json" --rtol 1e-4 > /dev/null; then
+    ok "ZeRO-3 without --deterministic, 4 ranks, within 1e-4 of plain data parallelism"
+else fail "ZeRO-3 without --deterministic strays"; fi
+# memory by kind (8 layers, so that the units are small against the model): a
+# ZeRO-3 rank holds its shard of the fp32 masters and at most two gathered units
+# (a block and the next one's prefetch: 49984 parameters each at C=64) where
+# ZeRO-2 holds the whole masters; the gradients and optimizer state as ZeRO-2's
+run memz2 2 --zero 2 --layers 8 --steps 2
+run memz3_2 2 --zero 3 --layers 8 --steps 2
+run memz3_4 4 --zero 3 --layers 8 --steps 2
+if python3 - "$tmp/memz2.json" "$tmp/memz3_2.json" "$tmp/memz3_4.json" <<'PYEOF'
+import json, sys
+k = [json.load(open(f))["results"][0]["memory"]["by_kind"] for f in sys.argv[1:]]
+z2, z3, z34 = k
+units = 2 * 4 * 49984
+ok = (z3["parameters_bytes"] == z2["parameters_bytes"] // 2 + units and
+      z34["parameters_bytes"] < z3["parameters_bytes"] < z2["parameters_bytes"] and
+      z3["gradients_bytes"] == z2["gradients_bytes"] and
+      z3["optimizer_bytes"] == z2["optimizer_bytes"])
+print([x["parameters_bytes"] for x in k])
+sys.exit(0 if ok else 1)
+PYEOF
+then ok "memory by kind: ZeRO-3 holds the masters' shard and two units, less on 4 ranks than on 2"
+else fail "memory by kind of ZeRO-3 vs ZeRO-2"; fi
+# the profile: ZeRO-3's units needed as param_gather, 7 per step (one micro-batch of
+# gpt2-tiny: the forward's embeddings, 2 blocks, final LayerNorm, embeddings again;
+# the backward's 2 blocks), with their bytes; no such part in another mode
+if python3 - "$tmp/fastzerotwo4.json" "$tmp/fastzthree4.json" <<'PYEOF'
+import json, sys
+parts = [{p["name"]: p for p in json.load(open(f))["results"][0]["profile"]["parts"]}
+         for f in sys.argv[1:]]
+z2, z3 = parts
+g = z3.get("param_gather", {})
+print("param_gather:", g.get("calls_per_step"), g.get("bytes_per_step"))
+sys.exit(0 if "param_gather" not in z2 and g.get("calls_per_step") == 7 and
+         g.get("bytes_per_step", 0) > 0 else 1)
+PYEOF
+then ok "profile: ZeRO-3's gathers as param_gather, with their bytes"
+else fail "profile of ZeRO-3's gathers"; fi
+for r in memz2 memz3_2 memz3_4; do
+    "$check" "$tmp/$r.json" > /dev/null || { fail "$r: report_check (memory formula)"; "$check" "$tmp/$r.json" | tail -3; }
+done
 
 # errors before any work: a batch the ranks do not split, a parameter mismatch
 out=$("$mpiexec" "${mpi_flags[@]}" -np 4 "$g" train $common --batch 6 2>&1)

@@ -45,8 +45,9 @@ for p in bf16 fp16; do
     one > "$tmp/$p.1.out" 2>&1 || fail "$p: 1 rank (rc $?)"
     two --zero 0 > "$tmp/$p.2.out" 2>&1 || fail "$p: 2 ranks (rc $?)"
     two --zero 1 > "$tmp/$p.2z.out" 2>&1 || fail "$p: 2 ranks --zero 1 (rc $?)"
-    same "$p: 2 ranks, with and without --zero 1, = 1 rank" "$tmp/$p.1.out" "$tmp/$p.2.out" \
-        "$tmp/$p.2z.out"
+    two --zero 3 > "$tmp/$p.2z3.out" 2>&1 || fail "$p: 2 ranks --zero 3 (rc $?)"
+    same "$p: 2 ranks, without ZeRO, with --zero 1 and --zero 3, = 1 rank" "$tmp/$p.1.out" \
+        "$tmp/$p.2.out" "$tmp/$p.2z.out" "$tmp/$p.2z3.out"
 done
 
 common="$base --precision fp16"
@@ -57,13 +58,20 @@ two --zero 1 --stop-after 2 --checkpoint-every 2 --checkpoint-dir "$tmp/ck" > "$
     2>&1 || fail "overflow: first half on 2 ranks (rc $?)"
 two --zero 1 --resume "$tmp/ck" > "$tmp/o.res2.out" 2>&1 || fail "overflow: resume on 2 (rc $?)"
 one --resume "$tmp/ck" > "$tmp/o.res1.out" 2>&1 || fail "overflow: resume on 1 (rc $?)"
+# ZeRO-3: the skipped step updates no shard; its checkpoint (the masters sharded)
+# keeps the loss scaler in rank 0's file
+two --zero 3 > "$tmp/o.2z3.out" 2>&1 || fail "overflow: 2 ranks --zero 3 (rc $?)"
+two --zero 3 --stop-after 2 --checkpoint-every 2 --checkpoint-dir "$tmp/ck3" > "$tmp/o.half3.out" \
+    2>&1 || fail "overflow: first half on 2 ranks --zero 3 (rc $?)"
+two --zero 3 --resume "$tmp/ck3" > "$tmp/o.res3.out" 2>&1 || fail "overflow: --zero 3 resume (rc $?)"
 unset GT_FAULT_OVERFLOW
-for f in o.1 o.2z o.res2 o.res1; do
+for f in o.1 o.2z o.res2 o.res1 o.2z3 o.res3; do
     grep -q "loss scale 32768 at the end, 1 step(s) skipped" "$tmp/$f.out" ||
         fail "$f: the summary does not show 1 skipped step and scale 32768"
 done
-same "fp16 overflow at step 2: 2 ranks --zero 1, and its sharded checkpoint resumed on 2 and 1" \
-    "$tmp/o.1.out" "$tmp/o.2z.out" "$tmp/o.res2.out" "$tmp/o.res1.out"
+same "fp16 overflow at step 2: 2 ranks --zero 1 and --zero 3, their sharded checkpoints resumed" \
+    "$tmp/o.1.out" "$tmp/o.2z.out" "$tmp/o.res2.out" "$tmp/o.res1.out" "$tmp/o.2z3.out" \
+    "$tmp/o.res3.out"
 
 # mlp and convnet: the weights' digest from the report (the printed digest of
 # a convnet includes rank 0's running statistics)
@@ -81,12 +89,14 @@ for m in convnet-tiny mlp-tiny; do
         two --report "$tmp/$m.$p.2.json" > "$tmp/$m.$p.2.out" 2>&1 || fail "$m $p: 2 ranks"
         two --zero 1 --report "$tmp/$m.$p.2z.json" > "$tmp/$m.$p.2z.out" 2>&1 ||
             fail "$m $p: 2 ranks --zero 1"
+        two --zero 3 --report "$tmp/$m.$p.2z3.json" > "$tmp/$m.$p.2z3.out" 2>&1 ||
+            fail "$m $p: 2 ranks --zero 3"
         a=$(wdigest "$tmp/$m.$p.1.json"); b=$(wdigest "$tmp/$m.$p.2.json")
-        c=$(wdigest "$tmp/$m.$p.2z.json")
-        if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ]; then
-            ok "$m $p: 2 ranks, with and without --zero 1, = 1 rank (weights $a)"
+        c=$(wdigest "$tmp/$m.$p.2z.json"); d=$(wdigest "$tmp/$m.$p.2z3.json")
+        if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] && [ "$a" = "$d" ]; then
+            ok "$m $p: 2 ranks, without ZeRO, with --zero 1 and --zero 3, = 1 rank (weights $a)"
         else
-            fail "$m $p: weights 1 rank '$a', 2 ranks '$b', 2 ranks --zero 1 '$c'"
+            fail "$m $p: weights 1 rank '$a', 2 ranks '$b', --zero 1 '$c', --zero 3 '$d'"
         fi
     done
 done

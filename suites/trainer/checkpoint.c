@@ -20,12 +20,13 @@
 
 /* ---- checkpoints ------------------------------------------------------------------ */
 
-/* The parameter tensors, canonical order (llm.c's for gpt2), pointing into
- * `host` (that layout), then the state tensors (BatchNorm running
- * statistics) pointing into `state`. Returns the count. */
-static int param_tensors(gt_model *model, float *host, float *state, gt_ckpt_tensor *t) {
+/* The parameter tensors (when `params`), canonical order (llm.c's for
+ * gpt2), pointing into `host` (that layout), then the state tensors
+ * (BatchNorm running statistics) pointing into `state`. Returns the count. */
+static int param_tensors(gt_model *model, float *host, float *state, gt_ckpt_tensor *t,
+                         int params) {
     size_t off = 0;
-    int NT = gt_model_num_tensors(model), n = 0;
+    int NT = params ? gt_model_num_tensors(model) : 0, n = 0;
     for (int i = 0; i < NT; i++, n++) {
         memset(&t[n], 0, sizeof t[n]);
         snprintf(t[n].name, sizeof t[n].name, "%s", gt_model_tensor_name(model, i));
@@ -46,10 +47,15 @@ static int param_tensors(gt_model *model, float *host, float *state, gt_ckpt_ten
     return n;
 }
 
-/* Room for param_tensors' list plus the loss scaler and AdamW m, v. */
+/* Room for param_tensors' list plus the loss scaler, ZeRO-3's masters and
+ * AdamW m, v. */
 static int max_ckpt_tensors(const gt_model *model) {
-    return gt_model_num_tensors(model) + gt_model_num_state_tensors(model) + 3;
+    return gt_model_num_tensors(model) + gt_model_num_state_tensors(model) + 4;
 }
+
+/* ZeRO-3: a rank's range of the fp32 masters, internal layout, in its file
+ * (rank 0's file has no whole parameters then). */
+static const char *const PARAMS_SHARD = "params.shard";
 
 
 gt_status gt_train_identify_data(const gt_train_config *cfg, const gt_tokens *tok, int M,
@@ -119,6 +125,79 @@ static void fill_meta(const gt_train_config *cfg, gt_model *model, gt_comm *comm
  * [scale, consecutive good steps, skipped steps], all exact in fp64. */
 static const char *const LOSS_SCALER = "loss_scaler";
 
+/* The host copies one rank's checkpoint file is written from. */
+typedef struct ckpt_bufs {
+    float *host, *sth; /* rank 0: the parameters (canonical; not with ZeRO-3), the state */
+    float *mh, *vh;    /* this rank's range of AdamW's m and v */
+    float *ph;         /* ZeRO-3: this rank's range of the masters (internal layout) */
+    gt_ckpt_tensor *t;
+} ckpt_bufs;
+
+static void ckpt_bufs_free(ckpt_bufs *b) {
+    free(b->host);
+    free(b->sth);
+    free(b->mh);
+    free(b->vh);
+    free(b->ph);
+    free(b->t);
+}
+
+/* Allocates and fills b for [slo, shi): rank 0 the state tensors and,
+ * unless the masters are sharded (pshard), the whole parameters. */
+static gt_status stage_rank_file(gt_model *model, int rank, int pshard, size_t slo, size_t shi,
+                                 ckpt_bufs *b) {
+    memset(b, 0, sizeof *b);
+    size_t np = gt_model_num_params(model), n = shi - slo;
+    int whole = rank == 0 && !pshard;
+    if (whole) b->host = malloc(np * sizeof(float));
+    if (rank == 0) b->sth = malloc((gt_model_state_numel(model) + 1) * sizeof(float));
+    if (pshard) b->ph = malloc((n ? n : 1) * sizeof(float));
+    b->mh = malloc((n ? n : 1) * sizeof(float));
+    b->vh = malloc((n ? n : 1) * sizeof(float));
+    b->t = malloc((size_t)max_ckpt_tensors(model) * sizeof *b->t);
+    if ((whole && !b->host) || (rank == 0 && !b->sth) || (pshard && !b->ph) || !b->mh ||
+        !b->vh || !b->t)
+        return GT_ERR(GT_ERR_OOM, "out of host memory staging a checkpoint of %zu parameters",
+                      np);
+    if (whole) GT_TRY(gt_model_get_params(model, b->host));
+    if (rank == 0) GT_TRY(gt_model_get_state(model, b->sth));
+    if (pshard) GT_TRY(gt_params_get_masters(model->params, slo, shi, b->ph));
+    return gt_model_get_opt_state(model, slo, shi, b->mh, b->vh);
+}
+
+/* A 1-D fp32 tensor holding elements [lo, lo + n) of the internal layout. */
+static void range_tensor(gt_ckpt_tensor *e, const char *name, float *data, size_t lo, size_t n) {
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->dtype = GT_DTYPE_FP32;
+    e->ndim = 1;
+    e->shape[0] = (int64_t)n;
+    e->range_lo = lo;
+    e->data = data;
+}
+
+/* b->t: rank 0's parameters (whole) or state, its loss scaler (scaler:
+ * fp16 runs), every rank's ranges (the masters' with pshard, m, v).
+ * Returns the count. */
+static int list_rank_file(gt_model *model, int rank, int pshard, size_t slo, size_t shi,
+                          double *scaler, ckpt_bufs *b) {
+    gt_ckpt_tensor *t = b->t;
+    int nt = rank == 0 ? param_tensors(model, b->host, b->sth, t, !pshard) : 0;
+    if (rank == 0 && scaler) {
+        gt_ckpt_tensor *e = &t[nt++];
+        memset(e, 0, sizeof *e);
+        snprintf(e->name, sizeof e->name, "%s", LOSS_SCALER);
+        e->dtype = GT_DTYPE_FP64;
+        e->ndim = 1;
+        e->shape[0] = 3;
+        e->data = scaler;
+    }
+    if (pshard) range_tensor(&t[nt++], PARAMS_SHARD, b->ph, slo, shi - slo);
+    range_tensor(&t[nt++], "adamw.m", b->mh, slo, shi - slo);
+    range_tensor(&t[nt++], "adamw.v", b->vh, slo, shi - slo);
+    return nt;
+}
+
 /* After `done` steps: one file (rank 0 writes it; every rank holds the same
  * state), or with ZeRO-1 a folder with every rank's shard of m and v (rank 0's
  * also holds the parameters) and a MANIFEST that rank 0 writes once all
@@ -150,45 +229,13 @@ gt_status gt_train_save_checkpoint(const gt_train_config *cfg, gt_model *model, 
     uint64_t bytes = 0;
     uint32_t crc = 0;
     if (sharded || rank == 0) {
-        int with_params = rank == 0;
-        size_t n = shi - slo;
-        float *host = with_params ? malloc(np * sizeof(float)) : NULL;
-        /* the state tensors (rank 0's running statistics) go with the parameters */
-        float *sth = with_params ? malloc((gt_model_state_numel(model) + 1) * sizeof(float))
-                                 : NULL;
-        float *mh = malloc((n ? n : 1) * sizeof(float)), *vh = malloc((n ? n : 1) * sizeof(float));
-        gt_ckpt_tensor *t = malloc((size_t)max_ckpt_tensors(model) * sizeof *t);
-        if ((with_params && (!host || !sth)) || !mh || !vh || !t) {
-            s = GT_ERR(GT_ERR_OOM, "out of host memory staging a checkpoint of %zu parameters",
-                       np);
-        } else {
-            if (with_params) s = gt_model_get_params(model, host);
-            if (with_params && s == GT_OK) s = gt_model_get_state(model, sth);
-            if (s == GT_OK) s = gt_model_get_opt_state(model, slo, shi, mh, vh);
-        }
+        ckpt_bufs b;
+        int pshard = cfg->zero == 3; /* ZeRO-3: every rank holds its masters only */
+        double scaler[3] = {ls ? ls->scale : 1.0, ls ? (double)ls->good_steps : 0.0,
+                            ls ? (double)ls->skipped : 0.0};
+        s = stage_rank_file(model, rank, pshard, slo, shi, &b);
         if (s == GT_OK) {
-            int nt = with_params ? param_tensors(model, host, sth, t) : 0;
-            double scaler[3] = {ls ? ls->scale : 1.0, ls ? (double)ls->good_steps : 0.0,
-                                ls ? (double)ls->skipped : 0.0};
-            if (with_params && ls) {
-                gt_ckpt_tensor *e = &t[nt++];
-                memset(e, 0, sizeof *e);
-                snprintf(e->name, sizeof e->name, "%s", LOSS_SCALER);
-                e->dtype = GT_DTYPE_FP64;
-                e->ndim = 1;
-                e->shape[0] = 3;
-                e->data = scaler;
-            }
-            for (int k = 0; k < 2; k++) {
-                gt_ckpt_tensor *e = &t[nt++];
-                memset(e, 0, sizeof *e);
-                snprintf(e->name, sizeof e->name, "%s", k ? "adamw.v" : "adamw.m");
-                e->dtype = GT_DTYPE_FP32;
-                e->ndim = 1;
-                e->shape[0] = (int64_t)n;
-                e->range_lo = slo;
-                e->data = k ? vh : mh;
-            }
+            int nt = list_rank_file(model, rank, pshard, slo, shi, ls ? scaler : NULL, &b);
             gt_ckpt_meta meta;
             fill_meta(cfg, model, comm, backend_desc, id, done, sharded ? rank : 0,
                       sharded ? R : 1, &meta);
@@ -198,13 +245,9 @@ gt_status gt_train_save_checkpoint(const gt_train_config *cfg, gt_model *model, 
             if (old && atoi(old) == 1) meta.format_version = 1;
             if (sharded) gt_ckpt_shard_name(path, sizeof path, where, rank);
             else snprintf(path, sizeof path, "%s", where);
-            s = gt_ckpt_write(path, &meta, t, nt, &crc, &bytes);
+            s = gt_ckpt_write(path, &meta, b.t, nt, &crc, &bytes);
         }
-        free(t);
-        free(sth);
-        free(host);
-        free(mh);
-        free(vh);
+        ckpt_bufs_free(&b);
     }
     GT_TRY(gt_train_agree(comm, s, collective));
     if (!sharded) return GT_OK;
@@ -437,6 +480,52 @@ static gt_status check_meta(const char *file, const gt_ckpt_meta *m, const gt_ck
 
 enum { MAX_SHARDS = 1 << 16 };
 
+/* Where a file's range tensor lands: dst holds [lo, hi) of the internal
+ * layout; *covered counts the elements written. */
+typedef struct range_dst {
+    const char *name;
+    float *dst;
+    size_t lo, hi, covered;
+} range_dst;
+
+/* Reads the part of range tensor d->name of file f (path) that falls in
+ * [d->lo, d->hi) (nothing read when none does); tmp: a host buffer grown
+ * as needed. */
+static gt_status read_range(gt_ckpt_file *f, const char *path, size_t np, range_dst *d,
+                            float **tmp) {
+    int idx = gt_ckpt_find(f, d->name);
+    const gt_ckpt_tensor *t = idx >= 0 ? gt_ckpt_tensor_at(f, idx) : NULL;
+    if (!t || t->dtype != GT_DTYPE_FP32 || t->ndim != 1 ||
+        t->range_lo + (uint64_t)t->shape[0] > np)
+        return GT_ERR(GT_ERR_MISMATCH,
+                      "checkpoint '%s': tensor '%s' is missing or not a 1-D fp32 range "
+                      "inside the %zu parameters",
+                      path, d->name, np);
+    size_t a = (size_t)t->range_lo, b = a + (size_t)t->shape[0];
+    size_t ia = a > d->lo ? a : d->lo, ib = b < d->hi ? b : d->hi;
+    if (ia >= ib) return GT_OK; /* not this rank's part: not even read */
+    float *nt = realloc(*tmp, (size_t)t->nbytes);
+    if (!nt) return GT_ERR(GT_ERR_OOM, "out of host memory reading '%s'", path);
+    *tmp = nt;
+    GT_TRY(gt_ckpt_read(f, idx, *tmp));
+    memcpy(d->dst + (ia - d->lo), *tmp + (ia - a), (ib - ia) * sizeof(float));
+    d->covered += ib - ia;
+    return GT_OK;
+}
+
+/* ZeRO-3's checkpoint: the masters from every shard's "params.shard"
+ * (internal layout, pin) to the canonical order (host). */
+static gt_status params_from_shards(gt_model *model, const char *where, const range_dst *p,
+                                    float *host) {
+    if (p->covered != p->hi)
+        return GT_ERR(GT_ERR_MISMATCH,
+                      "checkpoint '%s' holds %zu of the %zu parameters in its shards "
+                      "(overlapping or missing shards)",
+                      where, p->covered, p->hi);
+    gt_params_to_canonical(model->params, host, p->dst);
+    return GT_OK;
+}
+
 /* Loads parameters, this rank's range [lo, hi) of m and v (from whichever
  * files hold it: a sharded checkpoint resumes on any rank count, with or
  * without ZeRO) and the step. */
@@ -458,13 +547,16 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
         }
     }
     size_t np = gt_model_num_params(model), nst = gt_model_state_numel(model);
-    size_t nlo = lo < np ? lo : np, nhi = hi < np ? hi : np, need = nhi - nlo, covered = 0;
+    size_t nlo = lo < np ? lo : np, nhi = hi < np ? hi : np, need = nhi - nlo;
     float *host = malloc(np * sizeof(float));
     float *sth = malloc((nst + 1) * sizeof(float));
     gt_ckpt_tensor *want = malloc((size_t)max_ckpt_tensors(model) * sizeof *want);
     float *mh = malloc((need ? need : 1) * sizeof(float));
     float *vh = malloc((need ? need : 1) * sizeof(float));
     float *tmp = NULL;
+    int pshard = 0; /* ZeRO-3's checkpoint: the masters from every shard, into rp.dst */
+    range_dst rm = {"adamw.m", mh, nlo, nhi, 0}, rv = {"adamw.v", vh, nlo, nhi, 0};
+    range_dst rp = {PARAMS_SHARD, NULL, 0, np, 0};
     gt_ckpt_file *f = NULL;
     gt_ckpt_meta first;
     memset(&first, 0, sizeof first);
@@ -493,8 +585,12 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
             break;
         }
         if (r == 0) {
-            /* the parameters, then the state tensors (running statistics) */
-            int nwant = param_tensors(model, host, sth, want);
+            /* the parameters (ZeRO-3: from every shard, below), then the state
+             * tensors (running statistics) */
+            pshard = gt_ckpt_find(f, PARAMS_SHARD) >= 0;
+            if (pshard && !(rp.dst = malloc(np * sizeof(float))))
+                s = GT_ERR(GT_ERR_OOM, "out of host memory loading a checkpoint");
+            int nwant = param_tensors(model, host, sth, want, !pshard);
             for (int i = 0; i < nwant && s == GT_OK; i++) {
                 int k = gt_ckpt_find(f, want[i].name);
                 const gt_ckpt_tensor *t = k >= 0 ? gt_ckpt_tensor_at(f, k) : NULL;
@@ -528,40 +624,19 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
                     s = gt_error_wrap(s, "checkpoint '%s'", path);
             }
         }
-        for (int k = 0; k < 2 && s == GT_OK; k++) {
-            const char *name = k ? "adamw.v" : "adamw.m";
-            int idx = gt_ckpt_find(f, name);
-            const gt_ckpt_tensor *t = idx >= 0 ? gt_ckpt_tensor_at(f, idx) : NULL;
-            if (!t || t->dtype != GT_DTYPE_FP32 || t->ndim != 1 ||
-                t->range_lo + (uint64_t)t->shape[0] > np) {
-                s = GT_ERR(GT_ERR_MISMATCH,
-                           "checkpoint '%s': tensor '%s' is missing or not a 1-D fp32 range "
-                           "inside the %zu parameters",
-                           path, name, np);
-                break;
-            }
-            size_t a = (size_t)t->range_lo, b = a + (size_t)t->shape[0];
-            size_t ia = a > nlo ? a : nlo, ib = b < nhi ? b : nhi;
-            if (ia >= ib) continue; /* not this rank's part: not even read */
-            float *nt = realloc(tmp, (size_t)t->nbytes);
-            if (!nt) {
-                s = GT_ERR(GT_ERR_OOM, "out of host memory reading '%s'", path);
-                break;
-            }
-            tmp = nt;
-            if ((s = gt_ckpt_read(f, idx, tmp)) != GT_OK) break;
-            memcpy((k ? vh : mh) + (ia - nlo), tmp + (ia - a), (ib - ia) * sizeof(float));
-            if (k) covered += ib - ia;
-        }
+        if (s == GT_OK && pshard) s = read_range(f, path, np, &rp, &tmp);
+        if (s == GT_OK) s = read_range(f, path, np, &rm, &tmp);
+        if (s == GT_OK) s = read_range(f, path, np, &rv, &tmp);
         gt_ckpt_close(f);
         f = NULL;
     }
     gt_ckpt_close(f);
-    if (s == GT_OK && covered != need)
+    if (s == GT_OK && rv.covered != need)
         s = GT_ERR(GT_ERR_MISMATCH,
                    "checkpoint '%s' holds %zu of the %zu optimizer-state elements this rank "
                    "needs (overlapping or missing shards)",
-                   where, covered, need);
+                   where, rv.covered, need);
+    if (s == GT_OK && pshard) s = params_from_shards(model, where, &rp, host);
     if (s == GT_OK) s = gt_model_set_params(model, host);
     if (s == GT_OK) s = gt_model_set_state(model, sth);
     /* a ZeRO shard of padding only (a small model on several ranks) holds no
@@ -577,6 +652,7 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
     free(host);
     free(mh);
     free(vh);
+    free(rp.dst);
     free(crcs);
     return s;
 }

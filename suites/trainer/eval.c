@@ -31,13 +31,18 @@ static gt_status held_out_eval(gt_model *model, const gt_task *task, int n, int 
     return GT_OK;
 }
 
-/* One evaluation after `done` steps, between the on_eval calls. */
+/* Who evaluates: rank 0; with ZeRO-3 every rank, as each forward gathers
+ * the weights from all of them (rank 0's figures are the ones recorded). */
+static int evaluates(const gt_trainer *t) { return t->rank == 0 || t->units; }
+
+/* One evaluation after `done` steps, between the on_eval calls (rank 0's). */
 static gt_status evaluate(gt_trainer *t, int done) {
     const gt_train_config *cfg = t->cfg;
-    if (cfg->on_eval) cfg->on_eval(cfg->on_eval_ctx, done, 0, NAN);
+    int cb = cfg->on_eval && t->rank == 0;
+    if (cb) cfg->on_eval(cfg->on_eval_ctx, done, 0, NAN);
     GT_TRY(held_out_eval(t->model, t->task, cfg->eval_samples, t->M, t->dense_x, t->dense_y,
                          t->st));
-    if (cfg->on_eval) cfg->on_eval(cfg->on_eval_ctx, done, 1, t->st->eval_loss);
+    if (cb) cfg->on_eval(cfg->on_eval_ctx, done, 1, t->st->eval_loss);
     return GT_OK;
 }
 
@@ -45,7 +50,7 @@ gt_status gt_train_eval_periodic(gt_trainer *t, const gt_train_step *s) {
     const gt_train_config *cfg = t->cfg;
     gt_train_stats *st = t->st;
     int done = s->step + 1;
-    if (!t->dense || cfg->eval_every <= 0 || done % cfg->eval_every != 0 || t->rank != 0)
+    if (!t->dense || cfg->eval_every <= 0 || done % cfg->eval_every != 0 || !evaluates(t))
         return GT_OK;
     GT_TRY(evaluate(t, done));
     st->eval_curve[st->n_evals] = st->eval_loss;
@@ -61,6 +66,6 @@ gt_status gt_train_eval_periodic(gt_trainer *t, const gt_train_step *s) {
 }
 
 gt_status gt_train_eval_final(gt_trainer *t) {
-    if (!t->dense || t->cfg->eval_samples <= 0 || t->rank != 0) return GT_OK;
+    if (!t->dense || t->cfg->eval_samples <= 0 || !evaluates(t)) return GT_OK;
     return evaluate(t, t->st->first_step + t->st->steps_done);
 }

@@ -19,7 +19,8 @@ gt_status gt_train_sync_open(gt_trainer *t) {
     const gt_train_config *cfg = t->cfg;
     t->layout = gt_train_layout_for(cfg->zero);
     if (!t->layout)
-        return GT_ERR(GT_ERR_INVALID, "--zero %d: the layouts are 0 (replicated), 1 (ZeRO-1) and 2 (ZeRO-2)",
+        return GT_ERR(GT_ERR_INVALID, "--zero %d: the layouts are 0 (replicated), 1 (ZeRO-1), "
+                                      "2 (ZeRO-2) and 3 (ZeRO-3)",
                       cfg->zero);
     gt_dp_config dc = gt_dp_defaults();
     dc.zero = t->layout->zero;
@@ -27,10 +28,12 @@ gt_status gt_train_sync_open(gt_trainer *t) {
     dc.chunk = gt_model_norm_chunk(t->model);
     dc.grad_dtype = cfg->precision;
     if (cfg->bucket_mb > 0) dc.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
+    GT_TRY(gt_train_units_cuts(t, &dc.cuts, &dc.ncuts)); /* ZeRO-3: buckets end at units */
     return gt_dp_new(t->comm, t->be, &dc, gt_model_num_params(t->model), &t->dp);
 }
 
 gt_status gt_train_sync_begin(gt_trainer *t) {
+    (void)gt_train_units_take_exposed(t); /* an evaluation's gathers are no step's */
     return gt_dp_begin(t->dp, gt_model_grads_buffer(t->model));
 }
 
@@ -45,6 +48,7 @@ gt_status gt_train_sync_finish(gt_trainer *t, gt_train_step *s) {
     gt_status st = gt_dp_finish(t->dp, &s->gshard, &s->exposed);
     gt_profile_region_end(t->prof, GT_PROF_ALLREDUCE_EXPOSED,
                           (double)(gt_dp_bytes(t->dp) - bytes0));
+    s->exposed += gt_train_units_take_exposed(t); /* ZeRO-3: the gathers not hidden */
     return st;
 }
 

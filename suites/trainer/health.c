@@ -120,8 +120,11 @@ static gt_status nonfinite_error(gt_model *model, gt_comm *comm, const void *gsh
                                           &loc, &v);
     if (s == GT_OK && found) kind = 0;
     if (s == GT_OK && !found) {
-        s = gt_model_find_nonfinite(model, gt_model_params_buffer(model), GT_DTYPE_FP32, 0,
-                                    gt_model_num_params(model), &found, &loc, &v);
+        /* ZeRO-3: each rank searches the masters of its shard */
+        size_t plo, phi;
+        gt_params_masters_range(model->params, &plo, &phi);
+        s = gt_model_find_nonfinite(model, gt_model_params_buffer(model), GT_DTYPE_FP32, plo,
+                                    phi, &found, &loc, &v);
         if (s == GT_OK && found) kind = 1;
     }
     if (s != GT_OK) return s;

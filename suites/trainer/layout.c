@@ -10,6 +10,13 @@
  *   zero2       ZeRO-2: as zero1, and the gradients reach each rank as its
  *               shard's sums only (a reduce per bucket, started during the
  *               backward, instead of an all-reduce)
+ *   zero3       ZeRO-3 (FSDP): as zero2, and the weights too: a rank keeps
+ *               the fp32 masters of its shard only, each unit (gpt2: a
+ *               block, the embeddings, the final LayerNorm) is gathered
+ *               into a buffer of its own before its forward and again
+ *               before its backward, and freed after (zero3.c); nothing
+ *               is gathered after the update, the masters are made whole
+ *               only while every parameter is read
  */
 #include "suites/trainer/train_impl.h"
 
@@ -37,11 +44,27 @@ static gt_status zero1_updated(gt_trainer *t) {
     return gt_model_sync_weights(t->model, t->hi, gt_dp_padded(t->dp));
 }
 
+/* ZeRO-3: nothing is gathered after the update (each unit is, before its
+ * next use); the units must all be released. */
+static gt_status zero3_updated(gt_trainer *t) { return gt_train_units_updated(t); }
+
+gt_status gt_train_params_whole(gt_trainer *t) {
+    if (!t->layout || !t->layout->params_whole) return GT_OK;
+    return t->layout->params_whole(t);
+}
+
+gt_status gt_train_params_sharded(gt_trainer *t) {
+    if (!t->layout || !t->layout->params_sharded) return GT_OK;
+    return t->layout->params_sharded(t);
+}
+
 static const gt_train_layout layouts[] = {
     {.name = "replicated", .zero = 0, .place = place_by_shard,
      .params_updated = replicated_updated},
     {.name = "zero1", .zero = 1, .place = place_by_shard, .params_updated = zero1_updated},
     {.name = "zero2", .zero = 2, .place = place_by_shard, .params_updated = zero1_updated},
+    {.name = "zero3", .zero = 3, .place = place_by_shard, .params_updated = zero3_updated,
+     .params_whole = gt_train_units_whole, .params_sharded = gt_train_units_reshard},
 };
 
 const gt_train_layout *gt_train_layout_for(int zero) {

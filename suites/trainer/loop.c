@@ -64,8 +64,11 @@ static gt_status step_begin(gt_trainer *t, gt_train_step *s) {
 static gt_status step_end(gt_trainer *t, gt_train_step *s) {
     int every = t->cfg->check_every;
     GT_TRY(t->be->synchronize(t->be));
-    if (t->R > 1 && every > 0 && (s->step + 1) % every == 0)
+    if (t->R > 1 && every > 0 && (s->step + 1) % every == 0) {
+        GT_TRY(gt_train_params_whole(t));
         GT_TRY(gt_train_check_consistency(t->model, t->comm, s->step + 1));
+        GT_TRY(gt_train_params_sharded(t));
+    }
     uint64_t t1 = gt_now_ns();
     /* after the step's synchronisation: the device marks have passed */
     if (t->prof) GT_TRY(gt_profile_step_end(t->prof, t1));
@@ -93,11 +96,11 @@ static gt_status train_step(gt_trainer *t, int step) {
      * training time */
     GT_TRY(gt_train_eval_periodic(t, &s));
     int every = t->cfg->checkpoint_every;
-    if (every > 0 && (step + 1) % every == 0)
-        GT_TRY(gt_train_save_checkpoint(t->cfg, t->model, t->comm, t->lo, t->hi, step + 1,
-                                        t->st->backend_desc, &t->rid, t->fp16 ? &t->ls : NULL,
-                                        &t->st->collective_error));
-    return GT_OK;
+    if (every <= 0 || (step + 1) % every != 0) return GT_OK;
+    /* ZeRO-3: every rank writes its shard of the masters */
+    return gt_train_save_checkpoint(t->cfg, t->model, t->comm, t->lo, t->hi, step + 1,
+                                    t->st->backend_desc, &t->rid, t->fp16 ? &t->ls : NULL,
+                                    &t->st->collective_error);
 }
 
 gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
@@ -108,7 +111,9 @@ gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
         gt_train_summarize(&t);
         s = gt_train_eval_final(&t);
     }
+    if (s == GT_OK) s = gt_train_params_whole(&t);
     if (s == GT_OK) s = gt_train_digests(&t);
+    if (s == GT_OK) s = gt_train_params_sharded(&t); /* what a rank holds, for the record */
     gt_train_close(&t);
     return s;
 }

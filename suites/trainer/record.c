@@ -86,11 +86,33 @@ void gt_train_summarize(gt_trainer *t) {
  * (padded: whole norm chunks, and with ZeRO whole shards) stored in es bytes
  * (the gradients and the compute copy; fp32 masters and AdamW state), R
  * ranks and the mode: what a rank must hold. */
+/* ZeRO-3's gathered units at their most: a unit and the next one's
+ * prefetch, i.e. the two largest units (elements). */
+static double two_largest_units(const gt_model *m) {
+    double a = 0, b = 0;
+    for (int u = 0; u < gt_model_num_units(m); u++) {
+        size_t lo, hi;
+        gt_model_unit_range(m, u, &lo, &hi);
+        double n = (double)(hi - lo);
+        if (n > a) {
+            b = a;
+            a = n;
+        } else if (n > b) {
+            b = n;
+        }
+    }
+    return a + b;
+}
+
 static size_t memory_formula(const gt_trainer *t, size_t acts, int tree_slots) {
     double P = (double)gt_model_num_params_padded(t->model);
     double es = (double)gt_dtype_size(t->cfg->precision), R = t->R;
     int zero = t->layout ? t->layout->zero : 0, det = t->cfg->deterministic;
-    double params = 4.0 * P + (es < 4 ? es * P : 0) + 4.0 * (double)gt_model_state_numel(t->model);
+    /* the fp32 masters and the compute copy; ZeRO-3: the masters' shard and
+     * the gathered units instead */
+    double params = zero == 3 ? 4.0 * P / R + es * two_largest_units(t->model)
+                              : 4.0 * P + (es < 4 ? es * P : 0);
+    params += 4.0 * (double)gt_model_state_numel(t->model);
     double grads = es * P * (1 + tree_slots);
     double optim = 8.0 * P / (zero ? R : 1);
     double comm = zero && !det && R > 1 ? es * P / R : 0;
@@ -102,6 +124,7 @@ void gt_train_account_memory(gt_trainer *t) {
     memset(mp, 0, sizeof *mp);
     if (!t->model) return;
     gt_params_memory(t->model->params, &mp->params, &mp->grads, &mp->optim);
+    mp->params += gt_train_units_peak_bytes(t); /* ZeRO-3's gathered units, at their most */
     mp->acts = gt_model_act_bytes(t->model);
     mp->grads += (size_t)t->tree.nslots * t->tree.n * gt_dtype_size(t->tree.dt);
     mp->comm = t->dp ? gt_dp_memory_bytes(t->dp) : 0;

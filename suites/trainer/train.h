@@ -68,7 +68,8 @@ typedef struct gt_train_config {
     int micro_batch;         /* sequences per forward/backward on a rank; 0: all of them */
     int deterministic;       /* bitwise the same on 1, 2, 4 ... ranks (tree reduction) */
     int zero;                /* 1: ZeRO-1 (optimizer state sharded); 2: ZeRO-2 (and the
-                                summed gradients) */
+                                summed gradients); 3: ZeRO-3 (and the weights, gathered
+                                unit by unit; gpt2 only) */
     double bucket_mb;        /* all-reduce bucket size in MiB (default 25) */
     int check_every;         /* cross-rank parameter hash every N steps (0: after init only) */
     /* checkpoints (docs/formats.md, "Checkpoints") */

@@ -67,6 +67,7 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
  * own file:
  *   setup.c      options checked, ranks, backend, model, data, starting parameters
  *   layout.c     where parameters, gradients and optimizer state live across ranks
+ *   zero3.c      ZeRO-3's units: each gathered around its compute, prefetched
  *   gradsync.c   the gradient reduction (bucketed, overlapped with the backward)
  *   schedule.c   the micro-batches of a step (gradient accumulation)
  *   health.c     the step's global loss, non-finite values, fp16 overflow; errors
@@ -80,13 +81,15 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
  * the set-up; the step (loop.c, train_step) does not change. */
 
 typedef struct gt_trainer gt_trainer;
+typedef struct gt_train_units gt_train_units; /* zero3.c */
 
 /* Where parameters, gradients and optimizer state live across the ranks of
  * the data-parallel group. Chosen once (gt_train_layout_for); the gradient
  * sync is configured from it, the optimizer updates the range it gives.
- * Today: "replicated" (every rank holds everything) and "zero1" (AdamW's m
- * and v sharded). A sharded-gradient or sharded-parameter layout (ZeRO-2/3)
- * is a new entry with its own ops, not a branch in the step. */
+ * "replicated" (every rank holds everything), "zero1" (AdamW's m and v
+ * sharded), "zero2" (the summed gradients too) and "zero3" (the weights
+ * too: gathered unit by unit around their compute, zero3.c); each is an
+ * entry with its own ops, not a branch in the step. */
 typedef struct gt_train_layout {
     const char *name;
     int zero; /* the ZeRO stage: what the gradient sync leaves on each rank
@@ -98,7 +101,16 @@ typedef struct gt_train_layout {
     /* After the optimizer updated [t->lo, t->hi): every rank's parameters
      * (fp32 masters and the compute copy) are current again. */
     gt_status (*params_updated)(gt_trainer *t);
+    /* Before something reads every parameter (a checkpoint, the cross-rank
+     * hash, the final digests): the fp32 masters whole on every rank, until
+     * params_sharded. NULL: they always are. */
+    gt_status (*params_whole)(gt_trainer *t);
+    gt_status (*params_sharded)(gt_trainer *t);
 } gt_train_layout;
+
+/* The layout's params_whole / params_sharded, when it has them. */
+gt_status gt_train_params_whole(gt_trainer *t);
+gt_status gt_train_params_sharded(gt_trainer *t);
 
 /* The layout of --zero Z, NULL when there is none. */
 const gt_train_layout *gt_train_layout_for(int zero);
@@ -132,7 +144,8 @@ typedef struct gt_train_step {
     float scale;     /* fp16: the loss scale of this backward, else 1 */
     float dloss;     /* the backward's starting gradient (scaled) */
     void *gshard;    /* summed gradients of this rank's shard (grad dtype) */
-    double exposed;  /* s of the reduction the backward did not hide */
+    double exposed;  /* s of the reduction the backward did not hide (ZeRO-3: and of
+                        the weights' gathers the compute did not hide) */
     double norm;     /* global gradient norm (scaled until the optimizer step) */
     double loss;     /* global mean loss */
     int skip;        /* fp16 overflow: no optimizer update */
@@ -177,6 +190,7 @@ struct gt_trainer {
     size_t lo, hi; /* this rank's optimizer range of the padded buffer */
     size_t uhi;    /* hi clipped to the real parameters */
     gt_dp *dp;
+    gt_train_units *units; /* ZeRO-3's units and their gathers (zero3.c), else NULL */
     gt_train_schedule schedule;
     gt_train_tree tree;
     /* steps */
@@ -196,7 +210,8 @@ void gt_train_close(gt_trainer *t);
 /* gradsync.c: the gt_dp of the run, configured by the layout. begin: a step
  * starts on the model's gradient buffer; overlap: the backward's hook
  * starts buckets as their gradients become final (on) or not (off);
- * finish: s->gshard and s->exposed; norm: s->norm. */
+ * finish: s->gshard and s->exposed (with ZeRO-3 the step's weight gathers'
+ * waits too); norm: s->norm. */
 gt_status gt_train_sync_open(gt_trainer *t);
 gt_status gt_train_sync_begin(gt_trainer *t);
 void gt_train_sync_overlap(gt_trainer *t, int on);
@@ -234,6 +249,25 @@ void gt_train_summarize(gt_trainer *t);
 /* st->mem_parts: the buffers held now, by kind, and the mode's formula. */
 void gt_train_account_memory(gt_trainer *t);
 gt_status gt_train_digests(gt_trainer *t);
+
+/* zero3.c: ZeRO-3's units. cuts: with --zero 3 (refused for a model
+ * without units) the units' starts, for the gradient buckets (owned by
+ * t->units), else none; open: the masters cut to this rank's shard and the
+ * model's unit hook installed (after the starting parameters are in
+ * place); updated: after the optimizer step (every unit released, none in
+ * flight); whole / reshard: the masters whole for a while (an all-gather),
+ * then the shard again; peak: the most bytes of unit buffers held at once
+ * so far; close frees them. */
+gt_status gt_train_units_cuts(gt_trainer *t, const size_t **cuts, int *n);
+gt_status gt_train_units_open(gt_trainer *t);
+gt_status gt_train_units_updated(gt_trainer *t);
+gt_status gt_train_units_whole(gt_trainer *t);
+gt_status gt_train_units_reshard(gt_trainer *t);
+size_t gt_train_units_peak_bytes(const gt_trainer *t);
+/* Seconds spent in the units' need (the gathers the compute did not hide:
+ * the profile's param_gather) since the last call; 0 without ZeRO-3. */
+double gt_train_units_take_exposed(gt_trainer *t);
+void gt_train_units_close(gt_trainer *t);
 
 /* faults.c */
 void gt_train_faults_read(gt_train_faults *f);
