@@ -276,6 +276,21 @@ static int set_profile(void *opts, const gt_args *a, const gt_cli_opt *o, const 
     return 1;
 }
 
+static int set_layout(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    train_opts *t = opts;
+    gt_status s = gt_train_grid_parse(v, &t->cfg.grid);
+    if (s != GT_OK) return !gt_usage_error("train", "%s", gt_last_error());
+    return 1;
+}
+
+static int set_schedule(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    if (gt_train_pp_schedule_parse(v, &((train_opts *)opts)->cfg.schedule) != GT_OK)
+        return !gt_usage_error("train", "--schedule '%s': use gpipe or 1f1b", v ? v : "");
+    return 1;
+}
+
 #define OFF(field) offsetof(train_opts, field)
 #define SECTION(text) {.name = text, .kind = GT_CLI_SECTION}
 #define ARCH(flag, key, lo, hi, text)                                                       \
@@ -357,6 +372,10 @@ static const gt_cli_opt train_table[] = {
     {"--micro-batch", NULL, "M", GT_CLI_INT, OFF(cfg.micro_batch), 1, 1 << 20, .help =
         "sequences per forward/backward on a rank (default: all of\n"
         "the rank's share, batch / ranks)"},
+    {"--micro-batches", NULL, "N", GT_CLI_INT, OFF(cfg.micro_batches), 1, 1 << 20, .help =
+        "micro-batches per step on a replica: gradient accumulation,\n"
+        "or the pipeline's M (the share split evenly; default: one\n"
+        "sequence each with pp or --deterministic)"},
     {"--deterministic", NULL, NULL, GT_CLI_FLAG, OFF(cfg.deterministic), .help =
         "bitwise the same weights on 1, 2, 4 ... ranks: micro-batch\n"
         "gradients summed by one fixed binary tree (power-of-two\n"
@@ -365,6 +384,13 @@ static const gt_cli_opt train_table[] = {
         "1: ZeRO-1, AdamW state sharded across ranks; 2: ZeRO-2,\n"
         "the summed gradients too (a reduce per bucket to its shard's\n"
         "rank, overlapped with the backward)"},
+    {"--layout", NULL, "dp=D,pp=P", .set = set_layout, .help =
+        "the rank grid: D data-parallel replicas of a pipeline of P\n"
+        "stages (D x P = the ranks; gpt2, cpu/ref over mpi; stages\n"
+        "are neighbouring ranks). tp=T is parsed, not done yet\n"
+        "(docs/distributed.md, \"Pipeline parallel\")"},
+    {"--schedule", NULL, "1f1b|gpipe", .set = set_schedule, .help =
+        "the pipeline's schedule (default 1f1b)"},
     {"--bucket-mb", NULL, "X", GT_CLI_DOUBLE, OFF(cfg.bucket_mb), 0.001, 65536.0, .help =
         "gradient all-reduce bucket size (default 25)"},
     {"--check-consistency", NULL, "N", GT_CLI_INT, OFF(cfg.check_every), 0, 1 << 30, .help =
@@ -516,6 +542,9 @@ static int train_check(train_opts *o, gt_model_arch *arch) {
     if ((cfg->checkpoint_dir || cfg->resume) && o->topos.n > 0)
         return gt_usage_error("train", "checkpoints and --resume are for one training run: "
                                        "drop --topologies");
+    if (cfg->grid.pp > 1 && o->topos.n > 0)
+        return gt_usage_error("train", "--layout with --topologies: a layout is for the job's "
+                                       "ranks; train one layout at a time");
     if (o->history_db && !o->report_path)
         return gt_usage_error("train", "--history %s needs --report FILE: the report is what is "
                                        "recorded",

@@ -77,6 +77,10 @@ struct gt_gpt2 {
     float *att_spill;   /* backend memory, when a forward's shape needs more state than */
     size_t att_spill_bytes; /* A_ATT (sized for the capacity shape) holds */
     float *host_losses; /* (B,T) host copy */
+    /* pipeline stages: activation arenas of the micro-batches in flight
+     * (slot 0 is act_mem; gt_gpt2_set_slots) */
+    char *slot_mem[GT_GPT2_MAX_SLOTS];
+    int nslots, cur_slot;
 };
 
 const char *gt_gpt2_tensor_name(int i) {
@@ -297,6 +301,7 @@ void gt_gpt2_free(gt_gpt2 *m) {
     gt_backend_dealloc(m->be, m->act_mem);
     gt_backend_dealloc(m->be, m->att_spill);
     free(m->host_losses);
+    for (int i = 1; i < m->nslots; i++) gt_backend_dealloc(m->be, m->slot_mem[i]);
     free(m);
 }
 
@@ -306,7 +311,8 @@ gt_model_recompute gt_gpt2_recompute(const gt_gpt2 *m) { return m->recompute; }
 size_t gt_gpt2_act_bytes(const gt_gpt2 *m) {
     size_t total = 0;
     for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
-    return total + m->att_spill_bytes;
+    int slots = m->nslots > 1 ? m->nslots : 1;
+    return total * (size_t)slots + m->att_spill_bytes;
 }
 
 
@@ -728,6 +734,177 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
     GT_TRY(o->encoder_bwd(k, PG(m, P_WTE, 0), PG(m, P_WPE, 0), dres, m->act[A_TOKENS], B, T, C));
     GT_TRY(gt_params_ready(&m->ps, P_WTE, 0));
     return GT_OK;
+}
+
+/* ---- pipeline stages (gpt2.h, "Pipeline stages") ------------------------------------ */
+
+/* Points the activations at slot i's arena (slot 0: the model's own). */
+static void point_slot(gt_gpt2 *m, int i) {
+    char *base = i == 0 ? m->act_mem : m->slot_mem[i];
+    size_t off = 0;
+    for (int a = 0; a < A_COUNT; a++) {
+        m->act[a] = base + off;
+        off += align_up(m->act_sizes[a]);
+    }
+    m->cur_slot = i;
+}
+
+gt_status gt_gpt2_set_slots(gt_gpt2 *m, int n) {
+    if (n < 1 || n > GT_GPT2_MAX_SLOTS)
+        return GT_ERR(GT_ERR_INVALID, "activation slots %d: expected 1 .. %d", n,
+                      GT_GPT2_MAX_SLOTS);
+    size_t total = 0;
+    for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
+    for (int i = n; i < m->nslots; i++) {
+        gt_backend_dealloc(m->be, m->slot_mem[i]);
+        m->slot_mem[i] = NULL;
+    }
+    for (int i = m->nslots > 1 ? m->nslots : 1; i < n; i++)
+        GT_TRY(gt_backend_alloc(m->be, total, (void **)&m->slot_mem[i]));
+    m->nslots = n;
+    point_slot(m, 0);
+    return GT_OK;
+}
+
+/* A stage's call on slot `slot` for a (B,T) micro-batch: the slot's
+ * activations, the shape, the attention state inside the slot. */
+static gt_status stage_begin(gt_gpt2 *m, int slot, int l0, int l1, int B, int T) {
+    int L = m->cfg.num_layers, n = m->nslots > 1 ? m->nslots : 1;
+    if (slot < 0 || slot >= n || l0 < 0 || l1 > L || l0 >= l1)
+        return GT_ERR(GT_ERR_INVALID, "stage of blocks [%d, %d) on slot %d: expected blocks "
+                                      "within [0, %d) and a slot below %d",
+                      l0, l1, slot, L, n);
+    if (m->recompute != GT_MODEL_RECOMPUTE_NONE)
+        return GT_ERR(GT_ERR_UNSUPPORTED, "pipeline stages with --recompute block are not done "
+                                          "yet: use --recompute none");
+    if (B != m->B || T != m->T)
+        return GT_ERR(GT_ERR_INVALID, "a stage runs micro-batches of the model's capacity "
+                                      "B=%d T=%d, got B=%d T=%d",
+                      m->B, m->T, B, T);
+    GT_TRY(require_ops(m));
+    point_slot(m, slot);
+    m->last_B = B;
+    m->last_T = T;
+    m->att_stride = att_layer_floats(m, B, T);
+    m->att = F32(A_ATT);
+    return GT_OK;
+}
+
+/* The last stage's head: final LayerNorm, logits, the losses and dlogits
+ * (in place of the logits), as gt_gpt2_forward_backward does. */
+static gt_status stage_head_forward(gt_gpt2 *m, const int32_t *targets, float dloss,
+                                    float *mean_loss) {
+    const gt_gpt2_config *c = &m->cfg;
+    const gt_ops *o = m->be->ops;
+    const gt_kctx *k = &m->ps.k;
+    int B = m->last_B, T = m->last_T, C = c->channels, L = c->num_layers;
+    int V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
+    size_t NC = (size_t)N * C;
+    if (!targets) return GT_ERR(GT_ERR_INVALID, "the last stage needs the targets");
+    GT_TRY(check_tokens(m, targets, N, "target"));
+    GT_TRY(m->be->copy_to_device(m->be, m->act[A_TARGETS], targets, (size_t)N * sizeof(int32_t)));
+    void *last = ACT(A_RES3, (size_t)(L - 1) * NC); // (B,T,C)
+    GT_TRY(o->layernorm_fwd(k, ACT(A_LNF, 0), F32(A_LNF_MEAN), F32(A_LNF_RSTD), last,
+                            PW(m, P_LNFW, 0), PW(m, P_LNFB, 0), N, C, 1e-5f));
+    GT_TRY(o->matmul_fwd(k, ACT(A_LOGITS, 0), ACT(A_LNF, 0), PW(m, P_WTE, 0), NULL, N, C, Vp));
+    GT_TRY(o->classifier_bwd(k, ACT(A_LOGITS, 0), F32(A_LOSSES), ACT(A_LOGITS, 0),
+                             m->act[A_TARGETS], dloss, N, V, Vp));
+    return mean_loss ? mean_loss_of(m, N, mean_loss) : GT_OK;
+}
+
+gt_status gt_gpt2_stage_forward(gt_gpt2 *m, int slot, int l0, int l1, const int32_t *inputs,
+                                const int32_t *targets, int B, int T, float dloss,
+                                float *mean_loss) {
+    GT_TRY(stage_begin(m, slot, l0, l1, B, T));
+    if (l0 == 0) {
+        int N = B * T;
+        if (!inputs) return GT_ERR(GT_ERR_INVALID, "the first stage needs the input tokens");
+        GT_TRY(check_tokens(m, inputs, N, "input"));
+        GT_TRY(m->be->copy_to_device(m->be, m->act[A_TOKENS], inputs, (size_t)N * sizeof(int32_t)));
+        GT_TRY(m->be->ops->encoder_fwd(&m->ps.k, ACT(A_ENCODED, 0), m->act[A_TOKENS],
+                                       PW(m, P_WTE, 0), PW(m, P_WPE, 0), B, T,
+                                       m->cfg.channels)); // (B,T,C)
+    }
+    for (int l = l0; l < l1; l++) {
+        block_acts a = block_acts_of(m, l);
+        GT_TRY(block_forward(m, l, &a, 1));
+    }
+    if (l1 < m->cfg.num_layers) return GT_OK;
+    return stage_head_forward(m, targets, dloss, mean_loss);
+}
+
+/* The last stage's head backward: d(lnf) from dlogits (the tied head's
+ * weight gradient lands in this stage's copy of dwte, which it does not
+ * own: the first stage computes its own from the same dlogits), then
+ * d(last block's output) into A_DRES. */
+static gt_status stage_head_backward(gt_gpt2 *m) {
+    const gt_ops *o = m->be->ops;
+    const gt_kctx *k = &m->ps.k;
+    int C = m->cfg.channels, L = m->cfg.num_layers, Vp = m->cfg.padded_vocab_size;
+    int N = m->last_B * m->last_T;
+    size_t NC = (size_t)N * C;
+    void *dres = ACT(A_DRES, 0), *dln = ACT(A_DLN, 0); // (B,T,C)
+    GT_TRY(o->matmul_bwd(k, dln, PG(m, P_WTE, 0), NULL, ACT(A_LOGITS, 0), ACT(A_LNF, 0),
+                         PW(m, P_WTE, 0), N, C, Vp));
+    GT_TRY(m->be->memset_zero(m->be, dres, NC * m->es));
+    return o->layernorm_bwd(k, dres, PG(m, P_LNFW, 0), PG(m, P_LNFB, 0), dln,
+                            ACT(A_RES3, (size_t)(L - 1) * NC), PW(m, P_LNFW, 0),
+                            F32(A_LNF_MEAN), F32(A_LNF_RSTD), N, C);
+}
+
+gt_status gt_gpt2_stage_backward(gt_gpt2 *m, int slot, int l0, int l1) {
+    GT_TRY(stage_begin(m, slot, l0, l1, m->B, m->T));
+    if (l1 == m->cfg.num_layers) GT_TRY(stage_head_backward(m));
+    for (int l = l1 - 1; l >= l0; l--) {
+        block_acts a = block_acts_of(m, l);
+        GT_TRY(block_backward(m, l, &a));
+    }
+    if (l0 > 0) return GT_OK;
+    return m->be->ops->encoder_bwd(&m->ps.k, PG(m, P_WTE, 0), PG(m, P_WPE, 0), ACT(A_DRES, 0),
+                                   m->act[A_TOKENS], m->B, m->T, m->cfg.channels);
+}
+
+gt_status gt_gpt2_stage_head_grad(gt_gpt2 *m, int slot) {
+    GT_TRY(stage_begin(m, slot, 0, 1, m->B, m->T));
+    int C = m->cfg.channels, Vp = m->cfg.padded_vocab_size, N = m->B * m->T;
+    /* dwte(Vp,C) += dlogits^T @ lnf: the same call on the same operands as
+     * one rank's head backward, so the same bits */
+    return m->be->ops->matmul_bwd(&m->ps.k, NULL, PG(m, P_WTE, 0), NULL, ACT(A_LOGITS, 0),
+                                  ACT(A_LNF, 0), PW(m, P_WTE, 0), N, C, Vp);
+}
+
+void *gt_gpt2_stage_buffer(gt_gpt2 *m, int slot, int l0, int l1, gt_gpt2_stage_buf which,
+                           size_t *count) {
+    size_t N = (size_t)m->B * m->T, C = (size_t)m->cfg.channels, NC = N * C;
+    if (slot < 0 || slot >= (m->nslots > 1 ? m->nslots : 1)) return NULL;
+    int keep = m->cur_slot;
+    point_slot(m, slot);
+    void *p = NULL;
+    *count = NC;
+    switch (which) {
+    case GT_GPT2_STAGE_IN: p = l0 > 0 ? ACT(A_RES3, (size_t)(l0 - 1) * NC) : NULL; break;
+    case GT_GPT2_STAGE_OUT: p = ACT(A_RES3, (size_t)(l1 - 1) * NC); break;
+    case GT_GPT2_STAGE_DOUT: /* fallthrough: the residual gradient, in and out */
+    case GT_GPT2_STAGE_DIN: p = ACT(A_DRES, 0); break;
+    case GT_GPT2_STAGE_DLOGITS:
+        p = ACT(A_LOGITS, 0);
+        *count = N * (size_t)m->cfg.padded_vocab_size;
+        break;
+    case GT_GPT2_STAGE_LNF: p = ACT(A_LNF, 0); break;
+    default: *count = 0; break;
+    }
+    point_slot(m, keep);
+    return p;
+}
+
+void gt_gpt2_stage_range(const gt_gpt2 *m, int l0, int l1, size_t *lo, size_t *hi) {
+    *lo = l0 == 0 ? 0 : gt_params_offset(&m->ps, P_LN1W, l0);
+    *hi = l1 == m->cfg.num_layers ? m->ps.num_params : gt_params_offset(&m->ps, P_LN1W, l1);
+}
+
+void gt_gpt2_tied_range(const gt_gpt2 *m, size_t *lo, size_t *hi) {
+    *lo = gt_params_offset(&m->ps, P_WTE, 0);
+    *hi = *lo + m->ps.t[P_WTE].n;
 }
 
 gt_status gt_gpt2_zero_grad(gt_gpt2 *m) { return gt_params_zero_grad(&m->ps); }
