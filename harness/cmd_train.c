@@ -654,6 +654,15 @@ static int train_report_open(train_job *j, int argc, char **argv) {
     gt_report_threads(rank == 0 ? j->rep : NULL, o->cfg.threads);
     gt_report_binding(rank == 0 ? j->rep : NULL, j->comm);
     gt_report_job(rank == 0 ? j->rep : NULL, j->comm);
+    const gt_train_grid *g = &o->cfg.grid;
+    int pp = g->pp ? g->pp : 1;
+    if (rank == 0 && (g->dp || g->pp) && j->nranks % pp == 0) {
+        /* the grid the trainer will check (and refuse when dp does not fit) */
+        gt_train_grid rg = {.dp = j->nranks / pp, .tp = 1, .pp = pp};
+        char grid[64];
+        gt_train_grid_format(&rg, grid, sizeof grid);
+        gt_report_set_job_grid(j->rep, grid, pp);
+    }
     int early = GT_EXIT_OK;
     if (!gt_history_begin("train", o->history_db, o->report_path, &j->hist))
         early = GT_EXIT_USAGE;
@@ -688,6 +697,10 @@ static void train_banner(train_job *j) {
     if (fam && strcmp(fam, "convnet") == 0) j->pr.unit = "images";
     if (j->o.quiet) return;
     const char *zero = cfg->zero == 2 ? ", ZeRO-2" : cfg->zero ? ", ZeRO-1" : "";
+    if (cfg->grid.pp > 1)
+        printf("gauntlet train: layout dp=%d x pp=%d (pipeline stages on neighbouring ranks), "
+               "schedule %s\n",
+               j->nranks / cfg->grid.pp, cfg->grid.pp, gt_train_pp_schedule_name(cfg->schedule));
     if (fam && strcmp(fam, "gpt2") != 0)
         printf("gauntlet train: %s on its synthetic task, batch %d, %d steps, backend %s, %d "
                "rank(s) over %s%s%s\n",

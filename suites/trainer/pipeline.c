@@ -74,7 +74,11 @@ static void pipe_ranges(gt_trainer *t, gt_train_pipe *p) {
 }
 
 gt_status gt_train_pipe_open(gt_trainer *t, size_t *n) {
-    GT_TRY(pipe_check(t));
+    gt_status s = pipe_check(t);
+    if (s != GT_OK) {
+        t->st->collective_error = 1; /* every rank refuses alike: rank 0 says it */
+        return s;
+    }
     gt_train_pipe *p = calloc(1, sizeof *p);
     if (!p) return GT_ERR(GT_ERR_OOM, "out of host memory for the pipeline");
     t->pipe = p;
