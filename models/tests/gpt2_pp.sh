@@ -3,7 +3,8 @@
 # whatever cores there are: with --deterministic every layout of 2 and 4
 # ranks with pipeline stages, both schedules, gives one rank's final weights
 # and losses bitwise (the same micro-batches accumulated in the same
-# order); run to run bitwise; the report's grid and bubble; the refusals.
+# order), in fp32 and in bf16 / fp16 on ref; run to run bitwise; the
+# report's grid and bubble; the refusals.
 # usage: gpt2_pp.sh MPIEXEC GAUNTLET REPORT_DIFF
 set -u
 mpiexec=$1
@@ -60,6 +61,14 @@ same pp21f1b pp2again "pp=2 run to run"
 run fast1 1 --micro-batches 4
 run fastpp2 2 --micro-batches 4 --layout pp=2
 same fast1 fastpp2 "pp=2 vs one rank, plain accumulation"
+
+# 16-bit storage on ref (the tied weights' compute copy follows them to the
+# last stage; fp16's loss scaling sees the global norm)
+for prec in bf16 fp16; do
+    run ref$prec 1 --deterministic --micro-batches 4 --backend ref --precision $prec
+    run refpp2$prec 2 --deterministic --micro-batches 4 --backend ref --precision $prec --layout pp=2
+    same ref$prec refpp2$prec "pp=2 vs one rank, $prec on ref, --deterministic"
+done
 
 # the report: the grid in env.job and the result, the split, the bubble
 if python3 - "$tmp/pp4gpipe.json" "$tmp/dp2pp2.json" <<'PYEOF'
