@@ -656,7 +656,7 @@ static int train_report_open(train_job *j, int argc, char **argv) {
     gt_report_job(rank == 0 ? j->rep : NULL, j->comm);
     const gt_train_grid *g = &o->cfg.grid;
     int pp = g->pp ? g->pp : 1;
-    if (rank == 0 && (g->dp || g->pp) && j->nranks % pp == 0) {
+    if (rank == 0 && pp > 1 && j->nranks % pp == 0) {
         /* the grid the trainer will check (and refuse when dp does not fit) */
         gt_train_grid rg = {.dp = j->nranks / pp, .tp = 1, .pp = pp};
         char grid[64];

@@ -33,16 +33,17 @@ static void dense_params(const char *name, gt_result *res) {
     }
 }
 
-/* The rank grid (dp x tp x pp) and, with pipeline stages, the split of
- * the blocks, the micro-batches, the schedule, where each rank sits
- * (rank = replica * pp + stage) and the bubble beside its formula. */
+/* With pipeline stages: the rank grid (dp x tp x pp), the split of the
+ * blocks, the micro-batches, the schedule, where each rank sits (rank =
+ * replica * pp + stage) and the bubble beside its formula. Plain data
+ * parallelism records none of it: its results keep the identity params
+ * (compare's matching) they always had. */
 static void grid_record(const gt_train_stats *st, gt_result *res) {
     const gt_train_grid *g = &st->grid;
-    if (g->dp < 1) return; /* refused before the grid was known */
+    if (g->dp < 1 || g->pp < 2) return; /* refused before the grid was known, or no stages */
     char grid[64];
     gt_train_grid_format(g, grid, sizeof grid);
     gt_result_param_str(res, "grid", grid);
-    if (g->pp < 2) return;
     gt_result_param_str(res, "pp_split", st->pp_split);
     gt_result_param_int(res, "micro_batches", st->pp_micro_batches);
     gt_result_param_str(res, "schedule", st->pp_schedule);

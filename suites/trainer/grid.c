@@ -39,15 +39,16 @@ static gt_status grid_item(const char *item, gt_train_grid *g) {
         char *end = NULL;
         long v = strtol(eq + 1, &end, 10);
         if (end == eq + 1 || *end || v < 1 || v > 65536)
-            return GT_ERR(GT_ERR_INVALID, "--layout: '%s': %s must be a whole number >= 1",
-                          item, keys[i]);
-        if (*fields[i])
-            return GT_ERR(GT_ERR_INVALID, "--layout: %s is given twice", keys[i]);
+            return GT_ERR(GT_ERR_INVALID, "--layout: '%s': %s must be a whole number >= 1", item,
+                          keys[i]);
+        if (*fields[i]) return GT_ERR(GT_ERR_INVALID, "--layout: %s is given twice", keys[i]);
         *fields[i] = (int)v;
         return GT_OK;
     }
-    return GT_ERR(GT_ERR_INVALID, "--layout: '%s' is not dp=N, tp=N or pp=N (e.g. "
-                                  "--layout dp=2,pp=2)", item);
+    return GT_ERR(GT_ERR_INVALID,
+                  "--layout: '%s' is not dp=N, tp=N or pp=N (e.g. "
+                  "--layout dp=2,pp=2)",
+                  item);
 }
 
 gt_status gt_train_grid_parse(const char *s, gt_train_grid *out) {
@@ -61,8 +62,9 @@ gt_status gt_train_grid_parse(const char *s, gt_train_grid *out) {
     for (char *tk = strtok_r(buf, ",", &save); tk; tk = strtok_r(NULL, ",", &save))
         GT_TRY(grid_item(tk, out));
     if (out->tp > 1)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "--layout tp=%d: tensor parallelism is not done yet: "
-                                          "use tp=1 (dp and pp work)",
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "--layout tp=%d: tensor parallelism is not done yet: "
+                      "use tp=1 (dp and pp work)",
                       out->tp);
     return GT_OK;
 }
@@ -78,13 +80,15 @@ static gt_status grid_sizes(const gt_train_grid *g, int N, gt_train_grid *out) {
         return GT_ERR(GT_ERR_UNSUPPORTED, "tp=%d: tensor parallelism is not done yet: use tp=1",
                       tp);
     if (N % (tp * pp) != 0)
-        return GT_ERR(GT_ERR_INVALID, "--layout pp=%d does not divide the job's %d ranks: "
-                                      "launch a multiple of %d ranks",
+        return GT_ERR(GT_ERR_INVALID,
+                      "--layout pp=%d does not divide the job's %d ranks: "
+                      "launch a multiple of %d ranks",
                       pp, N, tp * pp);
     int dp = N / (tp * pp);
     if (g->dp && g->dp != dp)
-        return GT_ERR(GT_ERR_INVALID, "--layout dp=%d x tp=%d x pp=%d is %d ranks, but the job "
-                                      "has %d: launch %d ranks or change dp",
+        return GT_ERR(GT_ERR_INVALID,
+                      "--layout dp=%d x tp=%d x pp=%d is %d ranks, but the job "
+                      "has %d: launch %d ranks or change dp",
                       g->dp, tp, pp, g->dp * tp * pp, N, g->dp * tp * pp);
     *out = (gt_train_grid){.dp = dp, .tp = tp, .pp = pp};
     return GT_OK;

@@ -21,7 +21,9 @@
 
 #include "engine/timer.h"
 
-static int tag(int j, int kind) { return 4 * j + kind; }
+static int tag(int j, int kind) {
+    return 4 * j + kind;
+}
 
 static void *buffer(gt_trainer *t, int slot, gt_model_stage_buf which, size_t *n) {
     return gt_model_stage_buffer(t->model, &t->pipe->st, slot, which, n);
@@ -41,20 +43,21 @@ static gt_status slot_wait(gt_trainer *t, int slot) {
     return GT_OK;
 }
 
-static gt_status send(gt_trainer *t, int slot, gt_model_stage_buf which, int peer, int tg) {
+static gt_status pipe_send(gt_trainer *t, int slot, gt_model_stage_buf which, int peer, int tg) {
     gt_train_pipe *p = t->pipe;
     size_t n = 0;
     void *buf = buffer(t, slot, which, &n);
     gt_comm_request **q = p->pending + (size_t)slot * GT_PIPE_SENDS;
     int i = 0;
-    while (i < GT_PIPE_SENDS && q[i]) i++;
+    while (i < GT_PIPE_SENDS && q[i])
+        i++;
     if (!buf || i == GT_PIPE_SENDS)
         return GT_ERR(GT_ERR_INVALID, "pipeline: stage %d has no buffer %d to send on slot %d",
                       p->stage, (int)which, slot);
     return gt_comm_send(p->comm, buf, n, gt_model_dtype(t->model), peer, tg, &q[i]);
 }
 
-static gt_status recv(gt_trainer *t, int slot, gt_model_stage_buf which, int peer, int tg) {
+static gt_status pipe_recv(gt_trainer *t, int slot, gt_model_stage_buf which, int peer, int tg) {
     gt_train_pipe *p = t->pipe;
     size_t n = 0;
     void *buf = buffer(t, slot, which, &n);
@@ -72,13 +75,14 @@ static gt_status fwd(gt_trainer *t, gt_train_step *s, int j) {
     gt_train_pipe *p = t->pipe;
     int slot = j % p->nslots, me = p->stage;
     GT_TRY(slot_wait(t, slot));
-    if (!p->st.first) GT_TRY(recv(t, slot, GT_MODEL_STAGE_IN, me - 1, tag(j, GT_PIPE_TAG_ACT)));
+    if (!p->st.first)
+        GT_TRY(pipe_recv(t, slot, GT_MODEL_STAGE_IN, me - 1, tag(j, GT_PIPE_TAG_ACT)));
     gt_batch mb = gt_train_micro_batch(t, s, j);
     GT_TRY(gt_model_stage_forward(t->model, &p->st, slot, &mb, s->dloss,
                                   p->st.last ? &t->mb_loss[j] : NULL));
-    if (!p->st.last) return send(t, slot, GT_MODEL_STAGE_OUT, me + 1, tag(j, GT_PIPE_TAG_ACT));
-    GT_TRY(send(t, slot, GT_MODEL_STAGE_DLOGITS, 0, tag(j, GT_PIPE_TAG_DLOGITS)));
-    return send(t, slot, GT_MODEL_STAGE_HEAD_IN, 0, tag(j, GT_PIPE_TAG_HEAD));
+    if (!p->st.last) return pipe_send(t, slot, GT_MODEL_STAGE_OUT, me + 1, tag(j, GT_PIPE_TAG_ACT));
+    GT_TRY(pipe_send(t, slot, GT_MODEL_STAGE_DLOGITS, 0, tag(j, GT_PIPE_TAG_DLOGITS)));
+    return pipe_send(t, slot, GT_MODEL_STAGE_HEAD_IN, 0, tag(j, GT_PIPE_TAG_HEAD));
 }
 
 /* Backward of micro-batch j on this stage. */
@@ -88,13 +92,15 @@ static gt_status bwd(gt_trainer *t, int j) {
     int det = t->cfg->deterministic, tree = det && t->k_local > 1;
     if (det && j > 0) GT_TRY(gt_model_zero_grad(t->model));
     if (p->st.first) { /* the tied head's part of dwte first, as one rank adds it */
-        GT_TRY(recv(t, slot, GT_MODEL_STAGE_DLOGITS, p->P - 1, tag(j, GT_PIPE_TAG_DLOGITS)));
-        GT_TRY(recv(t, slot, GT_MODEL_STAGE_HEAD_IN, p->P - 1, tag(j, GT_PIPE_TAG_HEAD)));
+        GT_TRY(pipe_recv(t, slot, GT_MODEL_STAGE_DLOGITS, p->P - 1, tag(j, GT_PIPE_TAG_DLOGITS)));
+        GT_TRY(pipe_recv(t, slot, GT_MODEL_STAGE_HEAD_IN, p->P - 1, tag(j, GT_PIPE_TAG_HEAD)));
         GT_TRY(gt_model_stage_head_grad(t->model, slot));
     }
-    if (!p->st.last) GT_TRY(recv(t, slot, GT_MODEL_STAGE_DOUT, me + 1, tag(j, GT_PIPE_TAG_GRAD)));
+    if (!p->st.last)
+        GT_TRY(pipe_recv(t, slot, GT_MODEL_STAGE_DOUT, me + 1, tag(j, GT_PIPE_TAG_GRAD)));
     GT_TRY(gt_model_stage_backward(t->model, &p->st, slot));
-    if (!p->st.first) GT_TRY(send(t, slot, GT_MODEL_STAGE_DIN, me - 1, tag(j, GT_PIPE_TAG_GRAD)));
+    if (!p->st.first)
+        GT_TRY(pipe_send(t, slot, GT_MODEL_STAGE_DIN, me - 1, tag(j, GT_PIPE_TAG_GRAD)));
     if (tree) GT_TRY(gt_train_tree_push(t->be, &t->tree, gt_model_grads_buffer(t->model)));
     return GT_OK;
 }
@@ -104,12 +110,13 @@ static gt_status bwd(gt_trainer *t, int j) {
  * bubble: idle time over the schedule's. */
 static gt_status pipe_end(gt_trainer *t) {
     gt_train_pipe *p = t->pipe;
-    for (int slot = 0; slot < p->nslots; slot++) GT_TRY(slot_wait(t, slot));
+    for (int slot = 0; slot < p->nslots; slot++)
+        GT_TRY(slot_wait(t, slot));
     if (t->cfg->deterministic && t->k_local > 1)
         GT_TRY(gt_train_tree_pop(t->be, &t->tree, gt_model_grads_buffer(t->model)));
     uint64_t w0 = gt_now_ns();
-    GT_TRY(gt_comm_broadcast(p->comm, t->mb_loss, (size_t)t->k_local, GT_DTYPE_FP32, p->P - 1,
-                             NULL));
+    GT_TRY(
+        gt_comm_broadcast(p->comm, t->mb_loss, (size_t)t->k_local, GT_DTYPE_FP32, p->P - 1, NULL));
     p->idle_ns += gt_now_ns() - w0;
     return GT_OK;
 }
@@ -125,8 +132,10 @@ static gt_status gpipe(gt_trainer *t, gt_train_step *s) {
     uint64_t t0 = gt_now_ns();
     t->pipe->idle_ns = 0;
     GT_TRY(gt_model_zero_grad(t->model));
-    for (int j = 0; j < t->k_local; j++) GT_TRY(fwd(t, s, j));
-    for (int j = 0; j < t->k_local; j++) GT_TRY(bwd(t, j));
+    for (int j = 0; j < t->k_local; j++)
+        GT_TRY(fwd(t, s, j));
+    for (int j = 0; j < t->k_local; j++)
+        GT_TRY(bwd(t, j));
     GT_TRY(pipe_end(t));
     record_bubble(t, s, t0);
     return GT_OK;
@@ -142,12 +151,14 @@ static gt_status one_f_one_b(gt_trainer *t, gt_train_step *s) {
     uint64_t t0 = gt_now_ns();
     p->idle_ns = 0;
     GT_TRY(gt_model_zero_grad(t->model));
-    for (int j = 0; j < warm; j++) GT_TRY(fwd(t, s, j)); /* warm-up */
-    for (int j = 0; j < M - warm; j++) {                 /* steady */
+    for (int j = 0; j < warm; j++)
+        GT_TRY(fwd(t, s, j));            /* warm-up */
+    for (int j = 0; j < M - warm; j++) { /* steady */
         GT_TRY(fwd(t, s, warm + j));
         GT_TRY(bwd(t, j));
     }
-    for (int j = M - warm; j < M; j++) GT_TRY(bwd(t, j)); /* cool-down */
+    for (int j = M - warm; j < M; j++)
+        GT_TRY(bwd(t, j)); /* cool-down */
     GT_TRY(pipe_end(t));
     record_bubble(t, s, t0);
     return GT_OK;

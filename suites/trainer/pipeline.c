@@ -25,29 +25,37 @@ static gt_status pipe_check(const gt_trainer *t) {
     const gt_train_config *cfg = t->cfg;
     int L = gt_model_num_blocks(t->model);
     if (L == 0)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "--layout pp=%d: %s has no pipeline stages (only "
-                                          "gpt2 does): use pp=1",
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "--layout pp=%d: %s has no pipeline stages (only "
+                      "gpt2 does): use pp=1",
                       t->P, cfg->model_name);
     if (L < t->P)
-        return GT_ERR(GT_ERR_INVALID, "--layout pp=%d needs at least %d blocks, the model has "
-                                      "%d: use fewer stages or --layers %d",
+        return GT_ERR(GT_ERR_INVALID,
+                      "--layout pp=%d needs at least %d blocks, the model has "
+                      "%d: use fewer stages or --layers %d",
                       t->P, t->P, L, t->P);
     if (cfg->zero)
         return GT_ERR(GT_ERR_UNSUPPORTED, "--zero %d with pp=%d is not done yet: use --zero 0",
                       cfg->zero, t->P);
     if (cfg->recompute != GT_MODEL_RECOMPUTE_NONE)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "--recompute with pp=%d is not done yet: use "
-                                          "--recompute none", t->P);
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "--recompute with pp=%d is not done yet: use "
+                      "--recompute none",
+                      t->P);
     if (cfg->checkpoint_every > 0 || cfg->resume)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "checkpoints with pp=%d are not done yet: drop "
-                                          "--checkpoint-every and --resume", t->P);
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "checkpoints with pp=%d are not done yet: drop "
+                      "--checkpoint-every and --resume",
+                      t->P);
     if (t->be->device != GT_DEVICE_HOST || strcmp(gt_comm_backend_name(t->comm), "nccl") == 0)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "pp=%d runs on host backends (cpu, ref) over mpi for "
-                                          "now; the %s backend over %s is not done yet",
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "pp=%d runs on host backends (cpu, ref) over mpi for "
+                      "now; the %s backend over %s is not done yet",
                       t->P, t->be->name, gt_comm_backend_name(t->comm));
     if ((int64_t)t->k_local * 4 >= GT_PIPE_TAG_TIED)
-        return GT_ERR(GT_ERR_INVALID, "%d micro-batches per step are more than the pipeline's "
-                                      "message tags allow (%d): use fewer",
+        return GT_ERR(GT_ERR_INVALID,
+                      "%d micro-batches per step are more than the pipeline's "
+                      "message tags allow (%d): use fewer",
                       t->k_local, GT_PIPE_TAG_TIED / 4 - 1);
     return GT_OK;
 }
@@ -163,7 +171,9 @@ static gt_status pipe_updated(gt_trainer *t) {
 static const gt_train_layout g_pipe_layout = {
     .name = "pipeline", .zero = 0, .place = pipe_place, .params_updated = pipe_updated};
 
-const gt_train_layout *gt_train_pipe_layout(void) { return &g_pipe_layout; }
+const gt_train_layout *gt_train_pipe_layout(void) {
+    return &g_pipe_layout;
+}
 
 /* ---- the global gradient norm ------------------------------------------------------- */
 
@@ -222,7 +232,8 @@ gt_status gt_train_pipe_norm(gt_trainer *t, gt_train_step *s) {
     if (st == GT_OK)
         st = gt_comm_allreduce(p->comm, part, part, nchunks, GT_DTYPE_FP64, GT_REDOP_SUM, NULL);
     double ss = 0.0;
-    for (size_t c = 0; c < nchunks; c++) ss += part[c];
+    for (size_t c = 0; c < nchunks; c++)
+        ss += part[c];
     free(part);
     s->norm = sqrt(ss);
     return st;
@@ -246,7 +257,8 @@ gt_status gt_train_pipe_whole(gt_trainer *t) {
     double mine = n > 0 ? gt_median(p->bubble + first, (size_t)(n - first)) : 0.0;
     GT_TRY(gt_comm_allgather(p->comm, &mine, t->st->bubble_stage, 1, GT_DTYPE_FP64, NULL));
     double sum = 0;
-    for (int s = 0; s < p->P; s++) sum += t->st->bubble_stage[s];
+    for (int s = 0; s < p->P; s++)
+        sum += t->st->bubble_stage[s];
     t->st->bubble_measured = sum / p->P;
     return GT_OK;
 }

@@ -16,17 +16,17 @@ enum { GT_PIPE_TAG_ACT = 0, GT_PIPE_TAG_GRAD, GT_PIPE_TAG_DLOGITS, GT_PIPE_TAG_H
 #define GT_PIPE_TAG_TIED GT_COMM_TAG_MAX
 
 struct gt_train_pipe {
-    gt_comm *comm;      /* t->pp_comm (borrowed): rank s is stage s */
-    gt_model_stage st;  /* this rank's blocks */
+    gt_comm *comm;     /* t->pp_comm (borrowed): rank s is stage s */
+    gt_model_stage st; /* this rank's blocks */
     int P, stage, M;
-    size_t *lo, *hi;    /* (P) every stage's parameter range, internal layout; the
-                         * last stage's norm range runs on to the padding's end */
-    size_t tied_lo, tied_hi; /* the tied head weights (wte), the first stage's */
-    int nslots;         /* micro-batches in flight on this stage */
+    size_t *lo, *hi;           /* (P) every stage's parameter range, internal layout; the
+                                * last stage's norm range runs on to the padding's end */
+    size_t tied_lo, tied_hi;   /* the tied head weights (wte), the first stage's */
+    int nslots;                /* micro-batches in flight on this stage */
     gt_comm_request **pending; /* (nslots, GT_PIPE_SENDS) sends in flight */
-    uint64_t idle_ns;   /* this step: waiting on a neighbour (receives, sends) */
-    double *bubble;     /* (steps) this rank's idle fraction of each step's schedule */
-    void *chunk_buf;    /* one norm chunk in the gradient dtype (backend memory) */
+    uint64_t idle_ns;          /* this step: waiting on a neighbour (receives, sends) */
+    double *bubble;            /* (steps) this rank's idle fraction of each step's schedule */
+    void *chunk_buf;           /* one norm chunk in the gradient dtype (backend memory) */
 };
 
 /* Stage s's blocks of L over P stages: L / P each, the first L % P stages

@@ -66,9 +66,12 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
  * gt_train_run (loop.c) is a composition of parts, each with one job and its
  * own file:
  *   setup.c      options checked, ranks, backend, model, data, starting parameters
+ *   grid.c       the rank grid (--layout): the data-parallel and pipeline groups
  *   layout.c     where parameters, gradients and optimizer state live across ranks
  *   gradsync.c   the gradient reduction (bucketed, overlapped with the backward)
  *   schedule.c   the micro-batches of a step (gradient accumulation)
+ *   pipeline.c   pipeline stages: their ranges, layout, the norm over stages
+ *   pipe_schedule.c  the pipeline's schedules (GPipe, 1F1B) and its messages
  *   health.c     the step's global loss, non-finite values, fp16 overflow; errors
  *                and parameter hashes every rank agrees on
  *   optimizer.c  the AdamW step on this rank's range
