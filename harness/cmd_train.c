@@ -130,6 +130,19 @@ static void print_step(void *ctx, int step, int steps, float loss, float lr, dou
     fflush(stdout);
 }
 
+/* The pipeline's line: the grid, the stages' blocks, the schedule, the
+ * bubble measured per stage beside its formula. */
+static void print_pipeline(const gt_train_stats *st) {
+    const gt_train_grid *g = &st->grid;
+    if (g->pp < 2 || !st->bubble_stage) return;
+    printf("  pipeline         dp=%d x pp=%d, blocks %s, %d micro-batches, %s; bubble %.3f "
+           "(stages",
+           g->dp, g->pp, st->pp_split, st->pp_micro_batches, st->pp_schedule,
+           st->bubble_measured);
+    for (int s = 0; s < g->pp; s++) printf(" %.3f", st->bubble_stage[s]);
+    printf("), (P-1)/(M+P-1) = %.3f\n", st->bubble_theory);
+}
+
 static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, int nranks,
                           int rc, double tail) {
     printf("\nsummary: %s on %s\n", cfg->model_name, st->backend_desc);
@@ -176,6 +189,7 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
         printf("  communication    %.2f ms/step not hidden by the backward (median), %.1f "
                "MiB/step reduced and gathered by rank 0\n",
                st->exposed_comm_ms, st->comm_bytes / 1048576.0 / (st->steps_done ? st->steps_done : 1));
+    print_pipeline(st);
     printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
            st->mem.peak_in_use / 1048576.0, st->mem.peak_reserved / 1048576.0);
     print_memory_parts(&st->mem_parts, st->mem.peak_in_use, cfg->recompute);
