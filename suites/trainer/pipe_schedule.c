@@ -5,10 +5,13 @@
  *
  * What goes where, per micro-batch j (tags 4j + kind, pipeline.h):
  *   forward:  stage s -> s+1  the output activation (B,T,C)
- *             last -> first   dlogits (B,T,Vp) and the head input (B,T,C):
- *                             the first stage adds the tied head's part of
- *                             dwte itself, with one rank's call and order
+ *             last -> first   --deterministic: dlogits (B,T,Vp) and the head
+ *                             input (B,T,C): the first stage adds the tied
+ *                             head's part of dwte itself, with one rank's
+ *                             call and order
  *   backward: stage s -> s-1  the gradient of its input (B,T,C)
+ * and once a step in the default mode the last stage's summed gradient of
+ * the tied wte to the first (head_sum).
  * Sends are non-blocking (a send waits for nothing, so two neighbours
  * never wait on each other's send), completed before their slot is used
  * again and at the end of the step; receives block. The time a stage waits
@@ -81,6 +84,7 @@ static gt_status fwd(gt_trainer *t, gt_train_step *s, int j) {
     GT_TRY(gt_model_stage_forward(t->model, &p->st, slot, &mb, s->dloss,
                                   p->st.last ? &t->mb_loss[j] : NULL));
     if (!p->st.last) return pipe_send(t, slot, GT_MODEL_STAGE_OUT, me + 1, tag(j, GT_PIPE_TAG_ACT));
+    if (!p->exact_head) return GT_OK;
     GT_TRY(pipe_send(t, slot, GT_MODEL_STAGE_DLOGITS, 0, tag(j, GT_PIPE_TAG_DLOGITS)));
     return pipe_send(t, slot, GT_MODEL_STAGE_HEAD_IN, 0, tag(j, GT_PIPE_TAG_HEAD));
 }
@@ -91,7 +95,7 @@ static gt_status bwd(gt_trainer *t, int j) {
     int slot = j % p->nslots, me = p->stage;
     int det = t->cfg->deterministic, tree = det && t->k_local > 1;
     if (det && j > 0) GT_TRY(gt_model_zero_grad(t->model));
-    if (p->st.first) { /* the tied head's part of dwte first, as one rank adds it */
+    if (p->st.first && p->exact_head) { /* the tied head's part of dwte first, as one rank */
         GT_TRY(pipe_recv(t, slot, GT_MODEL_STAGE_DLOGITS, p->P - 1, tag(j, GT_PIPE_TAG_DLOGITS)));
         GT_TRY(pipe_recv(t, slot, GT_MODEL_STAGE_HEAD_IN, p->P - 1, tag(j, GT_PIPE_TAG_HEAD)));
         GT_TRY(gt_model_stage_head_grad(t->model, slot));
@@ -105,6 +109,28 @@ static gt_status bwd(gt_trainer *t, int j) {
     return GT_OK;
 }
 
+/* Default mode (Megatron-LM's embedding group): the last stage's gradient
+ * of the tied wte, summed over the step's micro-batches by its head's
+ * backward, added to the first stage's once a step: one message of Vp x C
+ * instead of dlogits per micro-batch, at the price of another order of
+ * additions than one rank's (within rounding of it). */
+static gt_status head_sum(gt_trainer *t) {
+    gt_train_pipe *p = t->pipe;
+    gt_dtype dt = t->cfg->precision;
+    size_t n = p->tied_hi - p->tied_lo;
+    char *g = (char *)gt_model_grads_buffer(t->model) + p->tied_lo * gt_dtype_size(dt);
+    uint64_t w0 = gt_now_ns();
+    gt_status s = GT_OK;
+    if (p->st.last)
+        s = gt_comm_send(p->comm, g, n, dt, 0, GT_PIPE_TAG_HEADSUM, NULL);
+    else if (p->st.first)
+        s = gt_comm_recv(p->comm, p->head_grad, n, dt, p->P - 1, GT_PIPE_TAG_HEADSUM, NULL);
+    p->idle_ns += gt_now_ns() - w0;
+    if (s != GT_OK || !p->st.first) return s;
+    gt_kctx k = {.be = t->be, .dt = dt};
+    return t->be->ops->residual_fwd(&k, g, g, p->head_grad, n);
+}
+
 /* Every send done; the tree's sum in the gradients; the last stage's
  * micro-batch losses to every stage (health.c reads them); the step's
  * bubble: idle time over the schedule's. */
@@ -114,6 +140,7 @@ static gt_status pipe_end(gt_trainer *t) {
         GT_TRY(slot_wait(t, slot));
     if (t->cfg->deterministic && t->k_local > 1)
         GT_TRY(gt_train_tree_pop(t->be, &t->tree, gt_model_grads_buffer(t->model)));
+    if (!p->exact_head) GT_TRY(head_sum(t));
     uint64_t w0 = gt_now_ns();
     GT_TRY(
         gt_comm_broadcast(p->comm, t->mb_loss, (size_t)t->k_local, GT_DTYPE_FP32, p->P - 1, NULL));

@@ -52,11 +52,11 @@ static gt_status pipe_check(const gt_trainer *t) {
                       "pp=%d runs on host backends (cpu, ref) over mpi for "
                       "now; the %s backend over %s is not done yet",
                       t->P, t->be->name, gt_comm_backend_name(t->comm));
-    if ((int64_t)t->k_local * 4 >= GT_PIPE_TAG_TIED)
+    if ((int64_t)t->k_local * 4 >= GT_PIPE_TAG_HEADSUM)
         return GT_ERR(GT_ERR_INVALID,
                       "%d micro-batches per step are more than the pipeline's "
                       "message tags allow (%d): use fewer",
-                      t->k_local, GT_PIPE_TAG_TIED / 4 - 1);
+                      t->k_local, GT_PIPE_TAG_HEADSUM / 4 - 1);
     return GT_OK;
 }
 
@@ -108,8 +108,11 @@ gt_status gt_train_pipe_open(gt_trainer *t, size_t *n) {
     p->pending = calloc((size_t)p->nslots * GT_PIPE_SENDS, sizeof *p->pending);
     if (!p->pending) return GT_ERR(GT_ERR_OOM, "out of host memory for the pipeline");
     GT_TRY(gt_model_set_slots(t->model, p->nslots));
-    size_t chunk = gt_model_norm_chunk(t->model);
-    GT_TRY(gt_backend_alloc(t->be, chunk * gt_dtype_size(t->cfg->precision), &p->chunk_buf));
+    size_t chunk = gt_model_norm_chunk(t->model), es = gt_dtype_size(t->cfg->precision);
+    GT_TRY(gt_backend_alloc(t->be, chunk * es, &p->chunk_buf));
+    p->exact_head = t->cfg->deterministic;
+    if (!p->exact_head && p->st.first)
+        GT_TRY(gt_backend_alloc(t->be, (p->tied_hi - p->tied_lo) * es, &p->head_grad));
     t->sync_off = p->lo[p->stage];
     *n = p->hi[p->stage] - p->lo[p->stage];
     t->st->pp_micro_batches = p->M;
@@ -126,6 +129,7 @@ void gt_train_pipe_close(gt_trainer *t) {
     for (int i = 0; p->pending && i < p->nslots * GT_PIPE_SENDS; i++)
         if (p->pending[i]) (void)gt_comm_wait(p->comm, p->pending[i]);
     gt_backend_dealloc(t->be, p->chunk_buf);
+    gt_backend_dealloc(t->be, p->head_grad);
     free(p->pending);
     free(p->bubble);
     free(p->lo);
