@@ -834,8 +834,8 @@ gt_status gt_gpt2_stage_forward(gt_gpt2 *m, int slot, int l0, int l1, const int3
 }
 
 /* The last stage's head backward: d(lnf) from dlogits (the tied head's
- * weight gradient lands in this stage's copy of dwte, which it does not
- * own: the first stage computes its own from the same dlogits), then
+ * weight gradient accumulates in this stage's copy of dwte, which the
+ * first stage owns: gpt2.h says what the trainer does with it), then
  * d(last block's output) into A_DRES. */
 static gt_status stage_head_backward(gt_gpt2 *m) {
     const gt_ops *o = m->be->ops;

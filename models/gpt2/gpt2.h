@@ -171,10 +171,12 @@ void gt_gpt2_locate(const gt_gpt2 *m, size_t internal, gt_gpt2_loc *out);
  * Every stage holds the whole store; the trainer updates only the stage's
  * range (gt_gpt2_stage_range) and keeps the rest as it is. The head is
  * tied to wte, which the first stage owns: the last stage's head reads its
- * copy of wte (the trainer sends it after each update) and its dwte is
- * left unused; the first stage adds the head's part of dwte itself from the
- * last stage's dlogits and final LayerNorm output (gt_gpt2_stage_head_grad),
- * with the same call as one rank, so every gradient has one rank's bits.
+ * copy of wte (the trainer sends it after each update) and accumulates the
+ * head's part of dwte in its own copy of dwte, which the trainer may add
+ * to the first stage's; or the first stage computes that part itself from
+ * the last stage's dlogits and final LayerNorm output
+ * (gt_gpt2_stage_head_grad), with the same call as one rank, which keeps
+ * every gradient one rank's bits.
  * Micro-batches in flight each have a slot: an activation arena of their
  * own (gt_gpt2_set_slots). The same kernels in the same order per
  * micro-batch as gt_gpt2_forward_backward, without the grad hook.
