@@ -5,11 +5,12 @@
 # and losses bitwise (the same micro-batches accumulated in the same
 # order), in fp32 and in bf16 / fp16 on ref; run to run bitwise; the
 # report's grid and bubble; the refusals.
-# usage: gpt2_pp.sh MPIEXEC GAUNTLET REPORT_DIFF
+# usage: gpt2_pp.sh MPIEXEC GAUNTLET REPORT_DIFF REPORT_CHECK
 set -u
 mpiexec=$1
 g=$2
 diff=$3
+check=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -100,6 +101,10 @@ check(sys.argv[2], "dp=2,tp=1,pp=2", "0-1,2-3", 2, 2, "1f1b")
 PYEOF
 then ok "the report's grid, stage split, micro-batches, schedule and bubble"
 else fail "the report's pipeline fields"; fi
+for r in pp4gpipe dp2pp2; do
+    "$check" "$tmp/$r.json" > /dev/null && ok "$r's report is valid" ||
+        fail "$r's report: $("$check" "$tmp/$r.json" 2>&1 | tail -1)"
+done
 
 # refusals, said once, before any work (gpt2-tiny's 2 blocks unless told)
 refused() { # WHAT NP PATTERN ARGS...
