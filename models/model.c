@@ -408,8 +408,8 @@ static gt_status no_stages(const gt_model *m) {
 int gt_model_num_blocks(const gt_model *m) {
     return m->vt->stages ? m->vt->stages->num_blocks(m) : 0;
 }
-gt_status gt_model_set_slots(gt_model *m, int n) {
-    return m->vt->stages ? m->vt->stages->set_slots(m, n) : no_stages(m);
+gt_status gt_model_stage_prepare(gt_model *m, const gt_model_stage *st, int n) {
+    return m->vt->stages ? m->vt->stages->prepare(m, st, n) : no_stages(m);
 }
 gt_status gt_model_stage_forward(gt_model *m, const gt_model_stage *st, int slot,
                                  const gt_batch *b, float dloss, float *mean_loss) {

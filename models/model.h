@@ -334,8 +334,10 @@ typedef enum gt_model_stage_buf {
 } gt_model_stage_buf;
 /* Blocks a stage can hold; 0: no pipeline stages. */
 int gt_model_num_blocks(const gt_model *m);
-/* n activation slots (micro-batches in flight). */
-gt_status gt_model_set_slots(gt_model *m, int n);
+/* The model cut to stage st: the activations of its blocks only, in n
+ * slots (micro-batches in flight). Once, before the stage's first forward;
+ * the model then runs only as that stage. */
+gt_status gt_model_stage_prepare(gt_model *m, const gt_model_stage *st, int n);
 /* The stage's forward on slot `slot` (the first stage reads b->tokens, the
  * last b->targets and returns its *mean_loss and the loss gradient, scaled
  * by dloss); its backward; the first stage's share of the tied head's
@@ -356,7 +358,7 @@ void gt_model_tied_range(const gt_model *m, size_t *lo, size_t *hi);
 
 typedef struct gt_model_stage_vt {
     int (*num_blocks)(const gt_model *m);
-    gt_status (*set_slots)(gt_model *m, int n);
+    gt_status (*prepare)(gt_model *m, const gt_model_stage *st, int n);
     gt_status (*forward)(gt_model *m, const gt_model_stage *st, int slot, const gt_batch *b,
                          float dloss, float *mean_loss);
     gt_status (*backward)(gt_model *m, const gt_model_stage *st, int slot);

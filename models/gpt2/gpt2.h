@@ -177,15 +177,22 @@ void gt_gpt2_locate(const gt_gpt2 *m, size_t internal, gt_gpt2_loc *out);
  * the last stage's dlogits and final LayerNorm output
  * (gt_gpt2_stage_head_grad), with the same call as one rank, which keeps
  * every gradient one rank's bits.
- * Micro-batches in flight each have a slot: an activation arena of their
- * own (gt_gpt2_set_slots). The same kernels in the same order per
- * micro-batch as gt_gpt2_forward_backward, without the grad hook.
- * Block recomputation is GT_ERR_UNSUPPORTED here (not done yet). */
+ * A model cut to a stage (gt_gpt2_set_stage) holds the per-layer
+ * activations of its own blocks only, and one arena of them per
+ * micro-batch in flight (a slot); it then runs only as that stage
+ * (gt_gpt2_forward and _forward_backward refuse). The same kernels in the
+ * same order per micro-batch as gt_gpt2_forward_backward, without the grad
+ * hook. Block recomputation is GT_ERR_UNSUPPORTED here (not done yet). */
 enum { GT_GPT2_MAX_SLOTS = 64 };
-/* n activation arenas (slot 0 the model's own; n-1 more of gt_gpt2_act_bytes
- * each). GT_ERR_INVALID outside 1..GT_GPT2_MAX_SLOTS; GT_ERR_OOM. */
-gt_status gt_gpt2_set_slots(gt_gpt2 *m, int n);
-/* Forward of blocks [l0, l1) on slot `slot`: l0 == 0 from `inputs` (B,T)
+/* Cuts the activations to blocks [l0, l1) (the stage's input and output
+ * residual stream included) in n arenas (slots 0 .. n-1; gt_gpt2_act_bytes
+ * counts them all); the embedding's and the head's buffers stay.
+ * GT_ERR_INVALID for blocks outside [0, L) or n outside
+ * 1..GT_GPT2_MAX_SLOTS; GT_ERR_UNSUPPORTED with block recomputation;
+ * GT_ERR_OOM. Call once, before the stage's first forward. */
+gt_status gt_gpt2_set_stage(gt_gpt2 *m, int l0, int l1, int n);
+/* Forward of blocks [l0, l1) (the stage's: GT_ERR_INVALID otherwise) on
+ * slot `slot`: l0 == 0 from `inputs` (B,T)
  * (host), otherwise from the slot's GT_GPT2_STAGE_IN buffer; l1 == L on to
  * the losses against `targets` (host) and dlogits (scaled by dloss, as
  * gt_gpt2_forward_backward), *mean_loss as there. */

@@ -55,7 +55,9 @@ static size_t act_bytes(const gt_model *m) { return gt_gpt2_act_bytes(G(m)); }
 
 /* Pipeline stages (model.h): gt_gpt2's, blocks being layers. */
 static int st_blocks(const gt_model *m) { return gt_gpt2_get_config(G(m))->num_layers; }
-static gt_status st_slots(gt_model *m, int n) { return gt_gpt2_set_slots(G(m), n); }
+static gt_status st_prepare(gt_model *m, const gt_model_stage *st, int n) {
+    return gt_gpt2_set_stage(G(m), st->b0, st->b1, n);
+}
 static gt_status st_forward(gt_model *m, const gt_model_stage *st, int slot, const gt_batch *b,
                             float dloss, float *mean_loss) {
     return gt_gpt2_stage_forward(G(m), slot, st->b0, st->b1, b->tokens, b->targets, b->n, b->T,
@@ -83,7 +85,7 @@ static void st_tied(const gt_model *m, size_t *lo, size_t *hi) {
     gt_gpt2_tied_range(G(m), lo, hi);
 }
 static const gt_model_stage_vt g_stages = {
-    .num_blocks = st_blocks, .set_slots = st_slots, .forward = st_forward,
+    .num_blocks = st_blocks, .prepare = st_prepare, .forward = st_forward,
     .backward = st_backward, .head_grad = st_head_grad, .buffer = st_buffer,
     .range = st_range,       .tied = st_tied,
 };

@@ -107,7 +107,8 @@ gt_status gt_train_pipe_open(gt_trainer *t, size_t *n) {
     p->nslots = t->cfg->schedule == GT_TRAIN_PP_GPIPE || inflight > p->M ? p->M : inflight;
     p->pending = calloc((size_t)p->nslots * GT_PIPE_SENDS, sizeof *p->pending);
     if (!p->pending) return GT_ERR(GT_ERR_OOM, "out of host memory for the pipeline");
-    GT_TRY(gt_model_set_slots(t->model, p->nslots));
+    GT_TRY(gt_model_stage_prepare(t->model, &p->st, p->nslots));
+    t->st->act_bytes = gt_model_act_bytes(t->model); /* the stage's blocks, every slot */
     size_t chunk = gt_model_norm_chunk(t->model), es = gt_dtype_size(t->cfg->precision);
     GT_TRY(gt_backend_alloc(t->be, chunk * es, &p->chunk_buf));
     p->exact_head = t->cfg->deterministic;
