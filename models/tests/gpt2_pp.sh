@@ -68,6 +68,11 @@ for sch in 1f1b gpipe; do
         ok "pp=2 $sch without --deterministic within 1e-4 of one rank"
     else fail "pp=2 $sch without --deterministic strays from one rank"; fi
 done
+# two replicas: each stage's slice reduced in buckets over its replicas
+run fastdp2pp2 4 --micro-batches 2 --layout dp=2,pp=2 --bucket-mb 0.05
+if "$diff" "$tmp/fast1.json" "$tmp/fastdp2pp2.json" --rtol 1e-4 > /dev/null; then
+    ok "dp=2,pp=2 without --deterministic within 1e-4 of one rank"
+else fail "dp=2,pp=2 without --deterministic strays from one rank"; fi
 run fastpp2again 2 --micro-batches 4 --layout pp=2
 same fastpp21f1b fastpp2again "pp=2 without --deterministic run to run"
 
