@@ -126,9 +126,14 @@ gt_status gt_train_pipe_open(gt_trainer *t, size_t *n) {
 void gt_train_pipe_close(gt_trainer *t) {
     gt_train_pipe *p = t->pipe;
     if (!p) return;
-    /* sends still in flight after an error: their peers are gone or failing */
-    for (int i = 0; p->pending && i < p->nslots * GT_PIPE_SENDS; i++)
-        if (p->pending[i]) (void)gt_comm_wait(p->comm, p->pending[i]);
+    /* sends still in flight after an error mid-step: their peers are gone or
+     * failing and may never receive them, so they are not waited for (the
+     * watchdog's deadline would hold the error back); one that has completed
+     * is freed, the others are left to the job's end (the harness aborts it) */
+    for (int i = 0; p->pending && i < p->nslots * GT_PIPE_SENDS; i++) {
+        int done = 0;
+        if (p->pending[i]) (void)gt_comm_test(p->comm, p->pending[i], &done);
+    }
     gt_backend_dealloc(t->be, p->chunk_buf);
     gt_backend_dealloc(t->be, p->head_grad);
     free(p->pending);
