@@ -130,6 +130,19 @@ static void print_step(void *ctx, int step, int steps, float loss, float lr, dou
     fflush(stdout);
 }
 
+/* The pipeline's line: the grid, the stages' blocks, the schedule, the
+ * bubble measured per stage beside its formula. */
+static void print_pipeline(const gt_train_stats *st) {
+    const gt_train_grid *g = &st->grid;
+    if (g->pp < 2 || !st->bubble_stage) return;
+    printf("  pipeline         dp=%d x pp=%d, blocks %s, %d micro-batches, %s; bubble %.3f "
+           "(stages",
+           g->dp, g->pp, st->pp_split, st->pp_micro_batches, st->pp_schedule,
+           st->bubble_measured);
+    for (int s = 0; s < g->pp; s++) printf(" %.3f", st->bubble_stage[s]);
+    printf("), (P-1)/(M+P-1) = %.3f\n", st->bubble_theory);
+}
+
 static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, int nranks,
                           int rc, double tail) {
     printf("\nsummary: %s on %s\n", cfg->model_name, st->backend_desc);
@@ -176,6 +189,7 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
         printf("  communication    %.2f ms/step not hidden by the backward (median), %.1f "
                "MiB/step reduced and gathered by rank 0\n",
                st->exposed_comm_ms, st->comm_bytes / 1048576.0 / (st->steps_done ? st->steps_done : 1));
+    print_pipeline(st);
     printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
            st->mem.peak_in_use / 1048576.0, st->mem.peak_reserved / 1048576.0);
     print_memory_parts(&st->mem_parts, st->mem.peak_in_use, cfg->recompute);
@@ -276,6 +290,21 @@ static int set_profile(void *opts, const gt_args *a, const gt_cli_opt *o, const 
     return 1;
 }
 
+static int set_layout(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    train_opts *t = opts;
+    gt_status s = gt_train_grid_parse(v, &t->cfg.grid);
+    if (s != GT_OK) return !gt_usage_error("train", "%s", gt_last_error());
+    return 1;
+}
+
+static int set_schedule(void *opts, const gt_args *a, const gt_cli_opt *o, const char *v) {
+    (void)a, (void)o;
+    if (gt_train_pp_schedule_parse(v, &((train_opts *)opts)->cfg.schedule) != GT_OK)
+        return !gt_usage_error("train", "--schedule '%s': use gpipe or 1f1b", v ? v : "");
+    return 1;
+}
+
 #define OFF(field) offsetof(train_opts, field)
 #define SECTION(text) {.name = text, .kind = GT_CLI_SECTION}
 #define ARCH(flag, key, lo, hi, text)                                                       \
@@ -357,6 +386,10 @@ static const gt_cli_opt train_table[] = {
     {"--micro-batch", NULL, "M", GT_CLI_INT, OFF(cfg.micro_batch), 1, 1 << 20, .help =
         "sequences per forward/backward on a rank (default: all of\n"
         "the rank's share, batch / ranks)"},
+    {"--micro-batches", NULL, "N", GT_CLI_INT, OFF(cfg.micro_batches), 1, 1 << 20, .help =
+        "micro-batches per step on a replica: gradient accumulation,\n"
+        "or the pipeline's M (the share split evenly; default: one\n"
+        "sequence each with pp or --deterministic)"},
     {"--deterministic", NULL, NULL, GT_CLI_FLAG, OFF(cfg.deterministic), .help =
         "bitwise the same weights on 1, 2, 4 ... ranks: micro-batch\n"
         "gradients summed by one fixed binary tree (power-of-two\n"
@@ -367,6 +400,13 @@ static const gt_cli_opt train_table[] = {
         "rank, overlapped with the backward); 3: ZeRO-3 (FSDP),\n"
         "the weights gathered unit by unit before each block's forward\n"
         "and backward, the next unit's gather prefetched"},
+    {"--layout", NULL, "dp=D,pp=P", .set = set_layout, .help =
+        "the rank grid: D data-parallel replicas of a pipeline of P\n"
+        "stages (D x P = the ranks; gpt2, cpu/ref over mpi; stages\n"
+        "are neighbouring ranks). tp=T is parsed, not done yet\n"
+        "(docs/distributed.md, \"Pipeline parallel\")"},
+    {"--schedule", NULL, "1f1b|gpipe", .set = set_schedule, .help =
+        "the pipeline's schedule (default 1f1b)"},
     {"--bucket-mb", NULL, "X", GT_CLI_DOUBLE, OFF(cfg.bucket_mb), 0.001, 65536.0, .help =
         "gradient all-reduce bucket size (default 25)"},
     {"--check-consistency", NULL, "N", GT_CLI_INT, OFF(cfg.check_every), 0, 1 << 30, .help =
@@ -518,6 +558,9 @@ static int train_check(train_opts *o, gt_model_arch *arch) {
     if ((cfg->checkpoint_dir || cfg->resume) && o->topos.n > 0)
         return gt_usage_error("train", "checkpoints and --resume are for one training run: "
                                        "drop --topologies");
+    if (cfg->grid.pp > 1 && o->topos.n > 0)
+        return gt_usage_error("train", "--layout with --topologies: a layout is for the job's "
+                                       "ranks; train one layout at a time");
     if (o->history_db && !o->report_path)
         return gt_usage_error("train", "--history %s needs --report FILE: the report is what is "
                                        "recorded",
@@ -627,6 +670,15 @@ static int train_report_open(train_job *j, int argc, char **argv) {
     gt_report_threads(rank == 0 ? j->rep : NULL, o->cfg.threads);
     gt_report_binding(rank == 0 ? j->rep : NULL, j->comm);
     gt_report_job(rank == 0 ? j->rep : NULL, j->comm);
+    const gt_train_grid *g = &o->cfg.grid;
+    int pp = g->pp ? g->pp : 1;
+    if (rank == 0 && pp > 1 && j->nranks % pp == 0) {
+        /* the grid the trainer will check (and refuse when dp does not fit) */
+        gt_train_grid rg = {.dp = j->nranks / pp, .tp = 1, .pp = pp};
+        char grid[64];
+        gt_train_grid_format(&rg, grid, sizeof grid);
+        gt_report_set_job_grid(j->rep, grid, pp);
+    }
     int early = GT_EXIT_OK;
     if (!gt_history_begin("train", o->history_db, o->report_path, &j->hist))
         early = GT_EXIT_USAGE;
@@ -662,6 +714,10 @@ static void train_banner(train_job *j) {
     if (j->o.quiet) return;
     static const char *const zeros[] = {"", ", ZeRO-1", ", ZeRO-2", ", ZeRO-3"};
     const char *zero = cfg->zero >= 0 && cfg->zero <= 3 ? zeros[cfg->zero] : "";
+    if (cfg->grid.pp > 1)
+        printf("gauntlet train: layout dp=%d x pp=%d (pipeline stages on neighbouring ranks), "
+               "schedule %s\n",
+               j->nranks / cfg->grid.pp, cfg->grid.pp, gt_train_pp_schedule_name(cfg->schedule));
     if (fam && strcmp(fam, "gpt2") != 0)
         printf("gauntlet train: %s on its synthetic task, batch %d, %d steps, backend %s, %d "
                "rank(s) over %s%s%s\n",

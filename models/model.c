@@ -405,6 +405,45 @@ size_t gt_model_memory_bytes(const gt_model *m) {
 size_t gt_model_act_bytes(const gt_model *m) { return m->vt->act_bytes(m); }
 gt_model_recompute gt_model_get_recompute(const gt_model *m) { return m->recompute; }
 
+/* ---- pipeline stages ---------------------------------------------------------------- */
+
+static gt_status no_stages(const gt_model *m) {
+    return GT_ERR(GT_ERR_UNSUPPORTED, "%s has no pipeline stages (only gpt2 does): use pp=1",
+                  m->info.family);
+}
+
+int gt_model_num_blocks(const gt_model *m) {
+    return m->vt->stages ? m->vt->stages->num_blocks(m) : 0;
+}
+gt_status gt_model_stage_prepare(gt_model *m, const gt_model_stage *st, int n) {
+    return m->vt->stages ? m->vt->stages->prepare(m, st, n) : no_stages(m);
+}
+gt_status gt_model_stage_forward(gt_model *m, const gt_model_stage *st, int slot,
+                                 const gt_batch *b, float dloss, float *mean_loss) {
+    if (!m->vt->stages) return no_stages(m);
+    GT_TRY(check_batch_kind(m, b));
+    return m->vt->stages->forward(m, st, slot, b, dloss, mean_loss);
+}
+gt_status gt_model_stage_backward(gt_model *m, const gt_model_stage *st, int slot) {
+    return m->vt->stages ? m->vt->stages->backward(m, st, slot) : no_stages(m);
+}
+gt_status gt_model_stage_head_grad(gt_model *m, int slot) {
+    return m->vt->stages ? m->vt->stages->head_grad(m, slot) : no_stages(m);
+}
+void *gt_model_stage_buffer(gt_model *m, const gt_model_stage *st, int slot,
+                            gt_model_stage_buf which, size_t *count) {
+    *count = 0;
+    return m->vt->stages ? m->vt->stages->buffer(m, st, slot, which, count) : NULL;
+}
+void gt_model_stage_range(const gt_model *m, const gt_model_stage *st, size_t *lo, size_t *hi) {
+    *lo = *hi = 0;
+    if (m->vt->stages) m->vt->stages->range(m, st, lo, hi);
+}
+void gt_model_tied_range(const gt_model *m, size_t *lo, size_t *hi) {
+    *lo = *hi = 0;
+    if (m->vt->stages) m->vt->stages->tied(m, lo, hi);
+}
+
 /* ---- dense models' helpers ---------------------------------------------------------- */
 
 gt_status gt_dense_require(const gt_params *p, const char *family, const gt_op *ops, int n) {

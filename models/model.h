@@ -321,6 +321,64 @@ size_t gt_model_act_bytes(const gt_model *m);
 /* The recomputation mode the model was created with. */
 gt_model_recompute gt_model_get_recompute(const gt_model *m);
 
+/* ---- pipeline stages ---------------------------------------------------------------
+ * A model with blocks can run a contiguous part of them as one pipeline
+ * stage (gpt2: models/gpt2/gpt2.h, "Pipeline stages", says what the first
+ * and last stages add and how the tied head's gradient keeps one rank's
+ * bits). mlp and convnet have none: gt_model_num_blocks is 0 and the rest
+ * GT_ERR_UNSUPPORTED. Micro-batches have the model's capacity (max_batch
+ * samples of max_T tokens); each one in flight has an activation slot. */
+typedef struct gt_model_stage {
+    int b0, b1; /* blocks [b0, b1) */
+    int first;  /* b0 == 0: the input embedding too */
+    int last;   /* b1 == blocks: the head and the loss too */
+} gt_model_stage;
+typedef enum gt_model_stage_buf {
+    GT_MODEL_STAGE_IN = 0, /* the stage's input activation (not the first stage) */
+    GT_MODEL_STAGE_OUT,    /* its output activation (not the last) */
+    GT_MODEL_STAGE_DOUT,   /* the output's gradient, written before the backward */
+    GT_MODEL_STAGE_DIN,    /* the input's gradient after the backward */
+    GT_MODEL_STAGE_DLOGITS, /* the last stage's loss gradient at the tied head */
+    GT_MODEL_STAGE_HEAD_IN, /* the last stage's head input (final LayerNorm output) */
+    GT_MODEL_STAGE_BUF_COUNT
+} gt_model_stage_buf;
+/* Blocks a stage can hold; 0: no pipeline stages. */
+int gt_model_num_blocks(const gt_model *m);
+/* The model cut to stage st: the activations of its blocks only, in n
+ * slots (micro-batches in flight). Once, before the stage's first forward;
+ * the model then runs only as that stage. */
+gt_status gt_model_stage_prepare(gt_model *m, const gt_model_stage *st, int n);
+/* The stage's forward on slot `slot` (the first stage reads b->tokens, the
+ * last b->targets and returns its *mean_loss and the loss gradient, scaled
+ * by dloss); its backward; the first stage's share of the tied head's
+ * gradient from GT_MODEL_STAGE_DLOGITS and _HEAD_IN of the slot. */
+gt_status gt_model_stage_forward(gt_model *m, const gt_model_stage *st, int slot,
+                                 const gt_batch *b, float dloss, float *mean_loss);
+gt_status gt_model_stage_backward(gt_model *m, const gt_model_stage *st, int slot);
+gt_status gt_model_stage_head_grad(gt_model *m, int slot);
+/* The slot's buffer (backend memory, gt_model_dtype) and its elements; NULL
+ * where the stage has none. */
+void *gt_model_stage_buffer(gt_model *m, const gt_model_stage *st, int slot,
+                            gt_model_stage_buf which, size_t *count);
+/* The stage's parameters, [lo, hi) of the internal layout, and the tied
+ * weights the first stage owns and the last stage reads ([0, 0) when
+ * none). */
+void gt_model_stage_range(const gt_model *m, const gt_model_stage *st, size_t *lo, size_t *hi);
+void gt_model_tied_range(const gt_model *m, size_t *lo, size_t *hi);
+
+typedef struct gt_model_stage_vt {
+    int (*num_blocks)(const gt_model *m);
+    gt_status (*prepare)(gt_model *m, const gt_model_stage *st, int n);
+    gt_status (*forward)(gt_model *m, const gt_model_stage *st, int slot, const gt_batch *b,
+                         float dloss, float *mean_loss);
+    gt_status (*backward)(gt_model *m, const gt_model_stage *st, int slot);
+    gt_status (*head_grad)(gt_model *m, int slot);
+    void *(*buffer)(gt_model *m, const gt_model_stage *st, int slot, gt_model_stage_buf which,
+                    size_t *count);
+    void (*range)(const gt_model *m, const gt_model_stage *st, size_t *lo, size_t *hi);
+    void (*tied)(const gt_model *m, size_t *lo, size_t *hi);
+} gt_model_stage_vt;
+
 /* ---- the synthetic task of a dense model ----------------------------------------
  * The task the train suite feeds a dense model (docs/models.md): mlp:
  * GT_TASK_TEACHER with dim = in_dim, a teacher of GT_MODEL_TEACHER_HIDDEN
@@ -356,6 +414,8 @@ typedef struct gt_model_vt {
     double (*flops_per_unit)(const gt_model *m);
     /* bytes of backend memory besides the store (activations, scratch) */
     size_t (*act_bytes)(const gt_model *m);
+    /* pipeline stages (gt_model_stage_vt above); NULL: none */
+    const struct gt_model_stage_vt *stages;
 } gt_model_vt;
 
 struct gt_model {

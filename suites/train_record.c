@@ -33,6 +33,40 @@ static void dense_params(const char *name, gt_result *res) {
     }
 }
 
+/* With pipeline stages: the rank grid (dp x tp x pp), the split of the
+ * blocks, the micro-batches, the schedule, where each rank sits (rank =
+ * replica * pp + stage) and the bubble beside its formula. Plain data
+ * parallelism records none of it: its results keep the identity params
+ * (compare's matching) they always had. */
+static void grid_record(const gt_train_stats *st, gt_result *res) {
+    const gt_train_grid *g = &st->grid;
+    if (g->dp < 1 || g->pp < 2) return; /* refused before the grid was known, or no stages */
+    char grid[64];
+    gt_train_grid_format(g, grid, sizeof grid);
+    gt_result_param_str(res, "grid", grid);
+    gt_result_param_str(res, "pp_split", st->pp_split);
+    gt_result_param_int(res, "micro_batches", st->pp_micro_batches);
+    gt_result_param_str(res, "schedule", st->pp_schedule);
+    for (int r = 0; r < g->dp * g->pp; r++) {
+        gt_record *rec = gt_result_record(res, "rank_grid");
+        if (!rec) break;
+        gt_record_int(rec, "rank", r);
+        gt_record_int(rec, "dp", r / g->pp);
+        gt_record_int(rec, "pp", r % g->pp);
+    }
+    gt_result_metric(res, "pipeline_bubble_theory", "fraction", 0, st->bubble_theory, NULL, 0);
+    gt_result_metric_ungated(res, "pipeline_bubble_theory", "reference");
+    if (!st->bubble_stage || !(st->bubble_measured > 0)) return; /* the run did not finish */
+    gt_result_metric(res, "pipeline_bubble", "fraction", 0, st->bubble_measured,
+                     st->bubble_stage, (size_t)g->pp);
+    for (int s = 0; s < g->pp; s++) {
+        gt_record *rec = gt_result_record(res, "pipeline_stages");
+        if (!rec) break;
+        gt_record_int(rec, "stage", s);
+        gt_record_num(rec, "bubble", st->bubble_stage[s]);
+    }
+}
+
 void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res) {
     int dense = gt_train_dense(cfg);
     gt_result_param_str(res, "model", cfg->model_name);
@@ -77,6 +111,7 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
         snprintf(digest, sizeof digest, "%016llx", (unsigned long long)st->weights_digest);
         gt_result_param_str(res, "final_weights_fnv1a64", digest);
     }
+    grid_record(st, res);
 
     int n = st->steps_done;
     int skip = n > 1 ? 1 : 0;

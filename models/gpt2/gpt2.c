@@ -77,6 +77,14 @@ struct gt_gpt2 {
     float *att_spill;   /* backend memory, when a forward's shape needs more state than */
     size_t att_spill_bytes; /* A_ATT (sized for the capacity shape) holds */
     float *host_losses; /* (B,T) host copy */
+    /* pipeline stages: activation arenas of the micro-batches in flight
+     * (slot 0 is act_mem; gt_gpt2_set_stage) */
+    char *slot_mem[GT_GPT2_MAX_SLOTS];
+    int nslots, cur_slot;
+    /* a pipeline stage's blocks [stage_lo, stage_hi) (0, 0: every block):
+     * the per-layer activations of those only, A_RES3 from block res_base's
+     * output on (the stage's input first when stage_lo > 0) */
+    int stage_lo, stage_hi, res_base;
 };
 
 const char *gt_gpt2_tensor_name(int i) {
@@ -134,7 +142,7 @@ gt_params *gt_gpt2_params(gt_gpt2 *m) { return &m->ps; }
  * fp32 for the LayerNorm statistics, the attention state and the losses;
  * the per-layer ones for Lk layers (L, or 1 with block recomputation),
  * A_RES3 (every block's output, the next one's input) for all L. */
-static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, int Lk,
+static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, int Lk, int Lres,
                       size_t s[A_COUNT]) {
     size_t C = (size_t)c->channels, L = (size_t)Lk;
     size_t BT = (size_t)B * (size_t)T, f = e, f32 = sizeof(float);
@@ -151,7 +159,7 @@ static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, int Lk,
     s[A_LN2_RSTD] = L * BT * f32;
     s[A_FCH] = L * BT * 4 * C * f;
     s[A_FCH_GELU] = L * BT * 4 * C * f;
-    s[A_RES3] = (size_t)c->num_layers * BT * C * f;
+    s[A_RES3] = (size_t)Lres * BT * C * f; /* L, or a pipeline stage's (gt_gpt2_set_stage) */
     s[A_LNF] = BT * C * f;
     s[A_LNF_MEAN] = BT * f32;
     s[A_LNF_RSTD] = BT * f32;
@@ -275,7 +283,7 @@ gt_status gt_gpt2_new_recompute(gt_backend *be, const gt_gpt2_config *cfg, gt_dt
     gt_status s = GT_OK;
     declare(m);
     if ((s = gt_params_alloc(&m->ps, be, dt)) != GT_OK) goto fail;
-    act_sizes(cfg, B, T, m->es, m->Lk, m->act_sizes);
+    act_sizes(cfg, B, T, m->es, m->Lk, cfg->num_layers, m->act_sizes);
     /* the MLP through the fused ops when the backend has both (the GPU's
      * GEMM epilogues): dfch is then written by matmul_dgelu_bwd directly,
      * and the unfused sequence's dfch_gelu scratch is not needed */
@@ -309,6 +317,7 @@ void gt_gpt2_free(gt_gpt2 *m) {
     gt_backend_dealloc(m->be, m->act_mem);
     gt_backend_dealloc(m->be, m->att_spill);
     free(m->host_losses);
+    for (int i = 1; i < m->nslots; i++) gt_backend_dealloc(m->be, m->slot_mem[i]);
     free(m);
 }
 
@@ -318,7 +327,8 @@ gt_model_recompute gt_gpt2_recompute(const gt_gpt2 *m) { return m->recompute; }
 size_t gt_gpt2_act_bytes(const gt_gpt2 *m) {
     size_t total = 0;
     for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
-    return total + m->att_spill_bytes;
+    int slots = m->nslots > 1 ? m->nslots : 1;
+    return total * (size_t)slots + m->att_spill_bytes;
 }
 
 
@@ -465,7 +475,7 @@ static gt_status require(const void *slot, const gt_backend *be, const char *op)
 }
 
 /* The ops gpt2 calls (cast only to keep a compute copy in bf16 / fp16). */
-static gt_status require_ops(const gt_gpt2 *m) {
+static gt_status require_kernels(const gt_gpt2 *m) {
     static const gt_op used[] = {
         GT_OP_ENCODER_FWD,   GT_OP_ENCODER_BWD,    GT_OP_LAYERNORM_FWD, GT_OP_LAYERNORM_BWD,
         GT_OP_MATMUL_FWD,    GT_OP_MATMUL_BWD,     GT_OP_ATTENTION_FWD, GT_OP_ATTENTION_BWD,
@@ -484,6 +494,16 @@ static gt_status require_ops(const gt_gpt2 *m) {
     }
     if (m->dt != GT_DTYPE_FP32) GT_TRY(require(o->cast, m->be, "cast"));
     return GT_OK;
+}
+
+/* The kernels, and a model that holds every block's activations: one cut
+ * to a pipeline stage's runs only as that stage (gt_gpt2_stage_forward). */
+static gt_status require_ops(const gt_gpt2 *m) {
+    if (m->stage_hi)
+        return GT_ERR(GT_ERR_INVALID, "this gpt2 holds the activations of blocks [%d, %d) only "
+                                      "(a pipeline stage): run it with gt_gpt2_stage_forward",
+                      m->stage_lo, m->stage_hi);
+    return require_kernels(m);
 }
 
 /* One block's activations for a (B,T) forward: layer l's slices, or with
@@ -509,9 +529,11 @@ typedef struct block_acts {
 
 static block_acts block_acts_of(gt_gpt2 *m, int l) {
     size_t N = (size_t)m->last_B * (size_t)m->last_T, NC = N * (size_t)m->cfg.channels;
-    size_t s = m->Lk == 1 ? 0 : (size_t)l; /* the slot of the recomputed activations */
+    /* the slot of the recomputed activations; a pipeline stage's from its first block */
+    size_t s = m->Lk == 1 ? 0 : (size_t)(l - m->stage_lo);
+    size_t r = (size_t)(l - m->res_base); /* block l's output in A_RES3 */
     block_acts a = {
-        .residual = l == 0 ? ACT(A_ENCODED, 0) : ACT(A_RES3, (size_t)(l - 1) * NC),
+        .residual = l == 0 ? ACT(A_ENCODED, 0) : ACT(A_RES3, (r - 1) * NC),
         .ln1 = ACT(A_LN1, s * NC),
         .ln1_mean = F32(A_LN1_MEAN) + s * N,
         .ln1_rstd = F32(A_LN1_RSTD) + s * N,
@@ -524,7 +546,7 @@ static block_acts block_acts_of(gt_gpt2 *m, int l) {
         .ln2_rstd = F32(A_LN2_RSTD) + s * N,
         .fch = ACT(A_FCH, s * 4 * NC),
         .fch_gelu = ACT(A_FCH_GELU, s * 4 * NC),
-        .res3 = ACT(A_RES3, (size_t)l * NC),
+        .res3 = ACT(A_RES3, r * NC),
     };
     return a;
 }
@@ -759,6 +781,207 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
     GT_TRY(o->encoder_bwd(k, PG(m, P_WTE, 0), PG(m, P_WPE, 0), dres, m->act[A_TOKENS], B, T, C));
     GT_TRY(gt_params_ready(&m->ps, P_WTE, 0));
     return GT_OK;
+}
+
+/* ---- pipeline stages (gpt2.h, "Pipeline stages") ------------------------------------ */
+
+/* Points the activations at slot i's arena (slot 0: the model's own). */
+static void point_slot(gt_gpt2 *m, int i) {
+    char *base = i == 0 ? m->act_mem : m->slot_mem[i];
+    size_t off = 0;
+    for (int a = 0; a < A_COUNT; a++) {
+        m->act[a] = base + off;
+        off += align_up(m->act_sizes[a]);
+    }
+    m->cur_slot = i;
+}
+
+/* Block l's output in the current slot (A_RES3, from res_base on). */
+static void *res3_of(gt_gpt2 *m, int l) {
+    size_t NC = (size_t)m->B * m->T * (size_t)m->cfg.channels;
+    return ACT(A_RES3, (size_t)(l - m->res_base) * NC);
+}
+
+/* The arenas gone: the model's own (slot 0) and the slots'. */
+static void free_arenas(gt_gpt2 *m) {
+    gt_backend_dealloc(m->be, m->act_mem);
+    m->act_mem = NULL;
+    for (int i = 1; i < m->nslots; i++) {
+        gt_backend_dealloc(m->be, m->slot_mem[i]);
+        m->slot_mem[i] = NULL;
+    }
+    m->nslots = 0;
+}
+
+gt_status gt_gpt2_set_stage(gt_gpt2 *m, int l0, int l1, int n) {
+    int L = m->cfg.num_layers;
+    if (l0 < 0 || l1 > L || l0 >= l1 || n < 1 || n > GT_GPT2_MAX_SLOTS)
+        return GT_ERR(GT_ERR_INVALID, "stage of blocks [%d, %d) with %d slots: expected blocks "
+                                      "within [0, %d) and 1 .. %d slots",
+                      l0, l1, n, L, GT_GPT2_MAX_SLOTS);
+    if (m->recompute != GT_MODEL_RECOMPUTE_NONE)
+        return GT_ERR(GT_ERR_UNSUPPORTED, "pipeline stages with --recompute block are not done "
+                                          "yet: use --recompute none");
+    /* the per-layer activations of the stage's blocks, its input's and
+     * outputs' residual stream; the rest as before */
+    int nl = l1 - l0;
+    act_sizes(&m->cfg, m->B, m->T, m->es, nl, nl + (l0 > 0), m->act_sizes);
+    if (m->fused_mlp) m->act_sizes[A_DFCH_GELU] = 0;
+    m->act_sizes[A_ATT] = (size_t)nl * att_layer_floats(m, m->B, m->T) * sizeof(float);
+    m->Lk = nl;
+    m->stage_lo = l0;
+    m->stage_hi = l1;
+    m->res_base = l0 > 0 ? l0 - 1 : 0;
+    free_arenas(m);
+    size_t total = 0;
+    for (int i = 0; i < A_COUNT; i++) total += align_up(m->act_sizes[i]);
+    GT_TRY(gt_backend_alloc(m->be, total, (void **)&m->act_mem));
+    m->nslots = 1;
+    for (int i = 1; i < n; i++, m->nslots++)
+        GT_TRY(gt_backend_alloc(m->be, total, (void **)&m->slot_mem[i]));
+    point_slot(m, 0);
+    return GT_OK;
+}
+
+/* A stage's call on slot `slot` for a (B,T) micro-batch: the slot's
+ * activations, the shape, the attention state inside the slot. */
+static gt_status stage_begin(gt_gpt2 *m, int slot, int l0, int l1, int B, int T) {
+    int n = m->nslots > 1 ? m->nslots : 1;
+    if (!m->stage_hi || l0 != m->stage_lo || l1 != m->stage_hi || slot < 0 || slot >= n)
+        return GT_ERR(GT_ERR_INVALID, "stage of blocks [%d, %d) on slot %d: the model holds "
+                                      "blocks [%d, %d) with %d slots (gt_gpt2_set_stage)",
+                      l0, l1, slot, m->stage_lo, m->stage_hi, n);
+    if (B != m->B || T != m->T)
+        return GT_ERR(GT_ERR_INVALID, "a stage runs micro-batches of the model's capacity "
+                                      "B=%d T=%d, got B=%d T=%d",
+                      m->B, m->T, B, T);
+    GT_TRY(require_kernels(m));
+    point_slot(m, slot);
+    m->last_B = B;
+    m->last_T = T;
+    m->att_stride = att_layer_floats(m, B, T);
+    m->att = F32(A_ATT);
+    return GT_OK;
+}
+
+/* The last stage's head: final LayerNorm, logits, the losses and dlogits
+ * (in place of the logits), as gt_gpt2_forward_backward does. */
+static gt_status stage_head_forward(gt_gpt2 *m, const int32_t *targets, float dloss,
+                                    float *mean_loss) {
+    const gt_gpt2_config *c = &m->cfg;
+    const gt_ops *o = m->be->ops;
+    const gt_kctx *k = &m->ps.k;
+    int B = m->last_B, T = m->last_T, C = c->channels, L = c->num_layers;
+    int V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
+    if (!targets) return GT_ERR(GT_ERR_INVALID, "the last stage needs the targets");
+    GT_TRY(check_tokens(m, targets, N, "target"));
+    GT_TRY(m->be->copy_to_device(m->be, m->act[A_TARGETS], targets, (size_t)N * sizeof(int32_t)));
+    void *last = res3_of(m, L - 1); // (B,T,C)
+    GT_TRY(o->layernorm_fwd(k, ACT(A_LNF, 0), F32(A_LNF_MEAN), F32(A_LNF_RSTD), last,
+                            PW(m, P_LNFW, 0), PW(m, P_LNFB, 0), N, C, 1e-5f));
+    GT_TRY(o->matmul_fwd(k, ACT(A_LOGITS, 0), ACT(A_LNF, 0), PW(m, P_WTE, 0), NULL, N, C, Vp));
+    GT_TRY(o->classifier_bwd(k, ACT(A_LOGITS, 0), F32(A_LOSSES), ACT(A_LOGITS, 0),
+                             m->act[A_TARGETS], dloss, N, V, Vp));
+    return mean_loss ? mean_loss_of(m, N, mean_loss) : GT_OK;
+}
+
+gt_status gt_gpt2_stage_forward(gt_gpt2 *m, int slot, int l0, int l1, const int32_t *inputs,
+                                const int32_t *targets, int B, int T, float dloss,
+                                float *mean_loss) {
+    GT_TRY(stage_begin(m, slot, l0, l1, B, T));
+    if (l0 == 0) {
+        int N = B * T;
+        if (!inputs) return GT_ERR(GT_ERR_INVALID, "the first stage needs the input tokens");
+        GT_TRY(check_tokens(m, inputs, N, "input"));
+        GT_TRY(m->be->copy_to_device(m->be, m->act[A_TOKENS], inputs, (size_t)N * sizeof(int32_t)));
+        GT_TRY(m->be->ops->encoder_fwd(&m->ps.k, ACT(A_ENCODED, 0), m->act[A_TOKENS],
+                                       PW(m, P_WTE, 0), PW(m, P_WPE, 0), B, T,
+                                       m->cfg.channels)); // (B,T,C)
+    }
+    for (int l = l0; l < l1; l++) {
+        block_acts a = block_acts_of(m, l);
+        GT_TRY(block_forward(m, l, &a, 1));
+    }
+    if (l1 < m->cfg.num_layers) return GT_OK;
+    return stage_head_forward(m, targets, dloss, mean_loss);
+}
+
+/* The last stage's head backward: d(lnf) from dlogits (the tied head's
+ * weight gradient accumulates in this stage's copy of dwte, which the
+ * first stage owns: gpt2.h says what the trainer does with it), then
+ * d(last block's output) into A_DRES. */
+static gt_status stage_head_backward(gt_gpt2 *m) {
+    const gt_ops *o = m->be->ops;
+    const gt_kctx *k = &m->ps.k;
+    int C = m->cfg.channels, L = m->cfg.num_layers, Vp = m->cfg.padded_vocab_size;
+    int N = m->last_B * m->last_T;
+    size_t NC = (size_t)N * C;
+    void *dres = ACT(A_DRES, 0), *dln = ACT(A_DLN, 0); // (B,T,C)
+    GT_TRY(o->matmul_bwd(k, dln, PG(m, P_WTE, 0), NULL, ACT(A_LOGITS, 0), ACT(A_LNF, 0),
+                         PW(m, P_WTE, 0), N, C, Vp));
+    GT_TRY(m->be->memset_zero(m->be, dres, NC * m->es));
+    return o->layernorm_bwd(k, dres, PG(m, P_LNFW, 0), PG(m, P_LNFB, 0), dln,
+                            res3_of(m, L - 1), PW(m, P_LNFW, 0),
+                            F32(A_LNF_MEAN), F32(A_LNF_RSTD), N, C);
+}
+
+gt_status gt_gpt2_stage_backward(gt_gpt2 *m, int slot, int l0, int l1) {
+    GT_TRY(stage_begin(m, slot, l0, l1, m->B, m->T));
+    if (l1 == m->cfg.num_layers) GT_TRY(stage_head_backward(m));
+    for (int l = l1 - 1; l >= l0; l--) {
+        block_acts a = block_acts_of(m, l);
+        GT_TRY(block_backward(m, l, &a));
+    }
+    if (l0 > 0) return GT_OK;
+    return m->be->ops->encoder_bwd(&m->ps.k, PG(m, P_WTE, 0), PG(m, P_WPE, 0), ACT(A_DRES, 0),
+                                   m->act[A_TOKENS], m->B, m->T, m->cfg.channels);
+}
+
+gt_status gt_gpt2_stage_head_grad(gt_gpt2 *m, int slot) {
+    if (m->stage_lo != 0)
+        return GT_ERR(GT_ERR_INVALID, "the tied head's gradient is the first stage's; this "
+                                      "model holds blocks [%d, %d)",
+                      m->stage_lo, m->stage_hi);
+    GT_TRY(stage_begin(m, slot, m->stage_lo, m->stage_hi, m->B, m->T));
+    int C = m->cfg.channels, Vp = m->cfg.padded_vocab_size, N = m->B * m->T;
+    /* dwte(Vp,C) += dlogits^T @ lnf: the same call on the same operands as
+     * one rank's head backward, so the same bits */
+    return m->be->ops->matmul_bwd(&m->ps.k, NULL, PG(m, P_WTE, 0), NULL, ACT(A_LOGITS, 0),
+                                  ACT(A_LNF, 0), PW(m, P_WTE, 0), N, C, Vp);
+}
+
+void *gt_gpt2_stage_buffer(gt_gpt2 *m, int slot, int l0, int l1, gt_gpt2_stage_buf which,
+                           size_t *count) {
+    size_t N = (size_t)m->B * m->T, C = (size_t)m->cfg.channels, NC = N * C;
+    if (slot < 0 || slot >= (m->nslots > 1 ? m->nslots : 1)) return NULL;
+    int keep = m->cur_slot;
+    point_slot(m, slot);
+    void *p = NULL;
+    *count = NC;
+    switch (which) {
+    case GT_GPT2_STAGE_IN: p = l0 > 0 ? res3_of(m, l0 - 1) : NULL; break;
+    case GT_GPT2_STAGE_OUT: p = res3_of(m, l1 - 1); break;
+    case GT_GPT2_STAGE_DOUT: /* fallthrough: the residual gradient, in and out */
+    case GT_GPT2_STAGE_DIN: p = ACT(A_DRES, 0); break;
+    case GT_GPT2_STAGE_DLOGITS:
+        p = ACT(A_LOGITS, 0);
+        *count = N * (size_t)m->cfg.padded_vocab_size;
+        break;
+    case GT_GPT2_STAGE_LNF: p = ACT(A_LNF, 0); break;
+    default: *count = 0; break;
+    }
+    point_slot(m, keep);
+    return p;
+}
+
+void gt_gpt2_stage_range(const gt_gpt2 *m, int l0, int l1, size_t *lo, size_t *hi) {
+    *lo = l0 == 0 ? 0 : gt_params_offset(&m->ps, P_LN1W, l0);
+    *hi = l1 == m->cfg.num_layers ? m->ps.num_params : gt_params_offset(&m->ps, P_LN1W, l1);
+}
+
+void gt_gpt2_tied_range(const gt_gpt2 *m, size_t *lo, size_t *hi) {
+    *lo = gt_params_offset(&m->ps, P_WTE, 0);
+    *hi = *lo + m->ps.t[P_WTE].n;
 }
 
 gt_status gt_gpt2_zero_grad(gt_gpt2 *m) { return gt_params_zero_grad(&m->ps); }

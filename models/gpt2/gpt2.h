@@ -164,6 +164,69 @@ gt_status gt_gpt2_get_grads(gt_gpt2 *m, float *dst);
  * slice, and its flat index in llm.c's order. */
 void gt_gpt2_locate(const gt_gpt2 *m, size_t internal, gt_gpt2_loc *out);
 
+/* ---- Pipeline stages -----------------------------------------------------------
+ * A stage runs blocks [l0, l1) of the model on micro-batches of the
+ * model's capacity (B, T): the first stage (l0 == 0) also the embedding,
+ * the last (l1 == L) also the final LayerNorm, the tied head and the loss.
+ * Every stage holds the whole store; the trainer updates only the stage's
+ * range (gt_gpt2_stage_range) and keeps the rest as it is. The head is
+ * tied to wte, which the first stage owns: the last stage's head reads its
+ * copy of wte (the trainer sends it after each update) and accumulates the
+ * head's part of dwte in its own copy of dwte, which the trainer may add
+ * to the first stage's; or the first stage computes that part itself from
+ * the last stage's dlogits and final LayerNorm output
+ * (gt_gpt2_stage_head_grad), with the same call as one rank, which keeps
+ * every gradient one rank's bits.
+ * A model cut to a stage (gt_gpt2_set_stage) holds the per-layer
+ * activations of its own blocks only, and one arena of them per
+ * micro-batch in flight (a slot); it then runs only as that stage
+ * (gt_gpt2_forward and _forward_backward refuse). The same kernels in the
+ * same order per micro-batch as gt_gpt2_forward_backward, without the grad
+ * hook. Block recomputation is GT_ERR_UNSUPPORTED here (not done yet). */
+enum { GT_GPT2_MAX_SLOTS = 64 };
+/* Cuts the activations to blocks [l0, l1) (the stage's input and output
+ * residual stream included) in n arenas (slots 0 .. n-1; gt_gpt2_act_bytes
+ * counts them all); the embedding's and the head's buffers stay.
+ * GT_ERR_INVALID for blocks outside [0, L) or n outside
+ * 1..GT_GPT2_MAX_SLOTS; GT_ERR_UNSUPPORTED with block recomputation;
+ * GT_ERR_OOM. Call once, before the stage's first forward. */
+gt_status gt_gpt2_set_stage(gt_gpt2 *m, int l0, int l1, int n);
+/* Forward of blocks [l0, l1) (the stage's: GT_ERR_INVALID otherwise) on
+ * slot `slot`: l0 == 0 from `inputs` (B,T)
+ * (host), otherwise from the slot's GT_GPT2_STAGE_IN buffer; l1 == L on to
+ * the losses against `targets` (host) and dlogits (scaled by dloss, as
+ * gt_gpt2_forward_backward), *mean_loss as there. */
+gt_status gt_gpt2_stage_forward(gt_gpt2 *m, int slot, int l0, int l1, const int32_t *inputs,
+                                const int32_t *targets, int B, int T, float dloss,
+                                float *mean_loss);
+/* Backward of blocks [l1-1 .. l0] on the slot's activations: l1 == L from
+ * its dlogits, otherwise from GT_GPT2_STAGE_DOUT; leaves d(input) in
+ * GT_GPT2_STAGE_DIN (l0 > 0) or ends with the encoder's backward (l0 == 0).
+ * Parameter gradients accumulate. */
+gt_status gt_gpt2_stage_backward(gt_gpt2 *m, int slot, int l0, int l1);
+/* First stage: dwte += the head's part, from the slot's GT_GPT2_STAGE_DLOGITS
+ * and GT_GPT2_STAGE_LNF (received from the last stage). Call before the
+ * slot's gt_gpt2_stage_backward: one rank adds the head's part first. */
+gt_status gt_gpt2_stage_head_grad(gt_gpt2 *m, int slot);
+typedef enum gt_gpt2_stage_buf {
+    GT_GPT2_STAGE_IN = 0,  /* (B,T,C) the stage's input (l0 > 0): block l0-1's output */
+    GT_GPT2_STAGE_OUT,     /* (B,T,C) the stage's output: block l1-1's */
+    GT_GPT2_STAGE_DOUT,    /* (B,T,C) d(output), written before the backward (l1 < L) */
+    GT_GPT2_STAGE_DIN,     /* (B,T,C) d(input) after the backward (the same buffer) */
+    GT_GPT2_STAGE_DLOGITS, /* (B,T,Vp) dlogits after the last stage's forward */
+    GT_GPT2_STAGE_LNF,     /* (B,T,C) the final LayerNorm's output */
+    GT_GPT2_STAGE_BUF_COUNT
+} gt_gpt2_stage_buf;
+/* Backend memory of the slot's buffer, in the model's dtype; *count its
+ * elements at capacity. NULL for an invalid slot or IN of the first stage. */
+void *gt_gpt2_stage_buffer(gt_gpt2 *m, int slot, int l0, int l1, gt_gpt2_stage_buf which,
+                           size_t *count);
+/* The internal range [lo, hi) of the parameters of blocks [l0, l1), with
+ * wte and wpe when l0 == 0 and lnfw, lnfb when l1 == L. */
+void gt_gpt2_stage_range(const gt_gpt2 *m, int l0, int l1, size_t *lo, size_t *hi);
+/* The internal range of wte: the first stage's, read by the last stage's head. */
+void gt_gpt2_tied_range(const gt_gpt2 *m, size_t *lo, size_t *hi);
+
 /* Model FLOPs per token for one training step (forward + backward):
  * 6 * num_params + 6 * L * C * T (causal attention scores and values:
  * 2 matmuls of T*C per token and layer, x3 for backward, halved by the

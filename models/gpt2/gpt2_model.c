@@ -53,6 +53,43 @@ static double flops_per_unit(const gt_model *m) {
 }
 static size_t act_bytes(const gt_model *m) { return gt_gpt2_act_bytes(G(m)); }
 
+/* Pipeline stages (model.h): gt_gpt2's, blocks being layers. */
+static int st_blocks(const gt_model *m) { return gt_gpt2_get_config(G(m))->num_layers; }
+static gt_status st_prepare(gt_model *m, const gt_model_stage *st, int n) {
+    return gt_gpt2_set_stage(G(m), st->b0, st->b1, n);
+}
+static gt_status st_forward(gt_model *m, const gt_model_stage *st, int slot, const gt_batch *b,
+                            float dloss, float *mean_loss) {
+    return gt_gpt2_stage_forward(G(m), slot, st->b0, st->b1, b->tokens, b->targets, b->n, b->T,
+                                 dloss, mean_loss);
+}
+static gt_status st_backward(gt_model *m, const gt_model_stage *st, int slot) {
+    return gt_gpt2_stage_backward(G(m), slot, st->b0, st->b1);
+}
+static gt_status st_head_grad(gt_model *m, int slot) {
+    return gt_gpt2_stage_head_grad(G(m), slot);
+}
+static void *st_buffer(gt_model *m, const gt_model_stage *st, int slot, gt_model_stage_buf which,
+                       size_t *count) {
+    static const gt_gpt2_stage_buf map[GT_MODEL_STAGE_BUF_COUNT] = {
+        GT_GPT2_STAGE_IN,  GT_GPT2_STAGE_OUT,     GT_GPT2_STAGE_DOUT,
+        GT_GPT2_STAGE_DIN, GT_GPT2_STAGE_DLOGITS, GT_GPT2_STAGE_LNF,
+    };
+    if ((int)which < 0 || which >= GT_MODEL_STAGE_BUF_COUNT) return NULL;
+    return gt_gpt2_stage_buffer(G(m), slot, st->b0, st->b1, map[which], count);
+}
+static void st_range(const gt_model *m, const gt_model_stage *st, size_t *lo, size_t *hi) {
+    gt_gpt2_stage_range(G(m), st->b0, st->b1, lo, hi);
+}
+static void st_tied(const gt_model *m, size_t *lo, size_t *hi) {
+    gt_gpt2_tied_range(G(m), lo, hi);
+}
+static const gt_model_stage_vt g_stages = {
+    .num_blocks = st_blocks, .prepare = st_prepare, .forward = st_forward,
+    .backward = st_backward, .head_grad = st_head_grad, .buffer = st_buffer,
+    .range = st_range,       .tied = st_tied,
+};
+
 static const gt_model_vt g_vt = {
     .destroy = destroy,
     .config_fields = config_fields,
@@ -63,6 +100,7 @@ static const gt_model_vt g_vt = {
     .init_from = init_from,
     .flops_per_unit = flops_per_unit,
     .act_bytes = act_bytes,
+    .stages = &g_stages,
 };
 
 gt_status gt_gpt2_model_wrap(gt_gpt2 *g, int B, int T, const char *name, gt_model **out) {

@@ -17,7 +17,11 @@ static gt_status on_grads_ready(void *ctx, size_t frontier) {
 
 gt_status gt_train_sync_open(gt_trainer *t) {
     const gt_train_config *cfg = t->cfg;
-    t->layout = gt_train_layout_for(cfg->zero);
+    /* pipeline stages: the stage's slice of the gradients, over its
+     * data-parallel group */
+    size_t n = gt_model_num_params(t->model);
+    if (t->P > 1) GT_TRY(gt_train_pipe_open(t, &n));
+    t->layout = t->pipe ? gt_train_pipe_layout() : gt_train_layout_for(cfg->zero);
     if (!t->layout)
         return GT_ERR(GT_ERR_INVALID, "--zero %d: the layouts are 0 (replicated), 1 (ZeRO-1), "
                                       "2 (ZeRO-2) and 3 (ZeRO-3)",
@@ -29,12 +33,13 @@ gt_status gt_train_sync_open(gt_trainer *t) {
     dc.grad_dtype = cfg->precision;
     if (cfg->bucket_mb > 0) dc.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
     GT_TRY(gt_train_units_cuts(t, &dc.cuts, &dc.ncuts)); /* ZeRO-3: buckets end at units */
-    return gt_dp_new(t->comm, t->be, &dc, gt_model_num_params(t->model), &t->dp);
+    return gt_dp_new(t->comm, t->be, &dc, n, &t->dp);
 }
 
 gt_status gt_train_sync_begin(gt_trainer *t) {
     (void)gt_train_units_take_exposed(t); /* an evaluation's gathers are no step's */
-    return gt_dp_begin(t->dp, gt_model_grads_buffer(t->model));
+    char *g = gt_model_grads_buffer(t->model);
+    return gt_dp_begin(t->dp, g + t->sync_off * gt_dtype_size(t->cfg->precision));
 }
 
 void gt_train_sync_overlap(gt_trainer *t, int on) {
@@ -53,5 +58,6 @@ gt_status gt_train_sync_finish(gt_trainer *t, gt_train_step *s) {
 }
 
 gt_status gt_train_sync_norm(gt_trainer *t, gt_train_step *s) {
+    if (t->pipe) return gt_train_pipe_norm(t, s); /* over the stages */
     return gt_dp_grad_norm(t->dp, &s->norm);
 }

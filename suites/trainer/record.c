@@ -59,7 +59,7 @@ void gt_train_record_step(gt_trainer *t, const gt_train_step *s, uint64_t t1) {
     }
     double tps = (double)cfg->batch * t->T / (ms * 1e-3);
     double mfu = st->peak_gflops > 0
-                     ? tps * st->flops_per_token / (st->peak_gflops * 1e9 * t->R)
+                     ? tps * st->flops_per_token / (st->peak_gflops * 1e9 * t->nworld)
                      : 0.0;
     if (cfg->on_step && t->rank == 0)
         cfg->on_step(cfg->on_step_ctx, s->step + 1, cfg->steps, (float)s->loss, s->lr, s->norm,
@@ -68,7 +68,7 @@ void gt_train_record_step(gt_trainer *t, const gt_train_step *s, uint64_t t1) {
 
 void gt_train_summarize(gt_trainer *t) {
     gt_train_stats *st = t->st;
-    int R = t->R;
+    int R = t->nworld; /* every rank of the grid computes */
     /* the first step pays for first-touch page faults and cache warm-up */
     int skip = st->steps_done > 1 ? 1 : 0;
     st->first_step_ms = st->steps_done > 0 ? st->ms[0] : 0;
@@ -114,7 +114,8 @@ static size_t memory_formula(const gt_trainer *t, size_t acts, int tree_slots) {
                               : 4.0 * P + (es < 4 ? es * P : 0);
     params += 4.0 * (double)gt_model_state_numel(t->model);
     double grads = es * P * (1 + tree_slots);
-    double optim = 8.0 * P / (zero ? R : 1);
+    /* a pipeline stage keeps AdamW's state of its own range */
+    double optim = t->pipe ? 8.0 * (double)(t->hi - t->lo) : 8.0 * P / (zero ? R : 1);
     double comm = zero && !det && R > 1 ? es * P / R : 0;
     return (size_t)(params + grads + optim + comm) + acts;
 }
@@ -134,6 +135,7 @@ void gt_train_account_memory(gt_trainer *t) {
 /* The parameters, then the state tensors (BatchNorm running statistics). */
 gt_status gt_train_digests(gt_trainer *t) {
     gt_train_stats *st = t->st;
+    if (t->pipe) GT_TRY(gt_train_pipe_whole(t)); /* every stage's range, and the bubble */
     size_t nst = gt_model_state_numel(t->model);
     size_t bytes = st->num_params * sizeof(float);
     float *host = malloc(bytes + nst * sizeof(float));
@@ -161,6 +163,7 @@ void gt_train_stats_release(gt_train_stats *s) {
     free(s->skipped);
     free(s->eval_curve);
     free(s->eval_at);
+    free(s->bubble_stage);
     gt_profile_free(s->profile);
     memset(s, 0, sizeof *s);
 }

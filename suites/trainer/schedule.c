@@ -1,12 +1,12 @@
 /* The micro-batch schedule of a step (train_impl.h, gt_train_schedule):
  * plain gradient accumulation, the rank's micro-batches one after the
- * other. A pipeline schedule (GPipe, 1F1B) would be another function here,
- * chosen in gt_train_schedule_open. */
+ * other; with pipeline stages the pipeline's schedule (GPipe, 1F1B:
+ * pipe_schedule.c), chosen in gt_train_schedule_open. */
 #include "suites/trainer/train_impl.h"
 
 #include <string.h>
 
-static gt_status tree_push(gt_backend *be, gt_train_tree *t, const void *g) {
+gt_status gt_train_tree_push(gt_backend *be, gt_train_tree *t, const void *g) {
     gt_kctx k = {.be = be, .dt = t->dt};
     size_t bytes = t->n * gt_dtype_size(t->dt);
     int l = 0;
@@ -25,7 +25,7 @@ static gt_status tree_push(gt_backend *be, gt_train_tree *t, const void *g) {
 }
 
 /* The tree's root into the model's gradient buffer. */
-static gt_status tree_pop(gt_backend *be, gt_train_tree *t, void *grads) {
+gt_status gt_train_tree_pop(gt_backend *be, gt_train_tree *t, void *grads) {
     int top = t->nslots - 1;
     gt_status s = be->copy_device(be, grads, t->slot[top], t->n * gt_dtype_size(t->dt));
     t->used[top] = 0;
@@ -33,7 +33,7 @@ static gt_status tree_pop(gt_backend *be, gt_train_tree *t, void *grads) {
 }
 
 /* Micro-batch j of this rank's samples (dense) or sequences (tokens). */
-static gt_batch micro_batch(const gt_trainer *t, const gt_train_step *s, int j) {
+gt_batch gt_train_micro_batch(const gt_trainer *t, const gt_train_step *s, int j) {
     gt_batch mb = {.n = t->M, .T = t->T};
     if (t->dense) {
         mb.inputs = t->dense_x + (size_t)j * t->M * t->numel;
@@ -53,20 +53,20 @@ static gt_status accumulate(gt_trainer *t, gt_train_step *s) {
     int det = t->cfg->deterministic, tree = det && t->k_local > 1;
     GT_TRY(gt_model_zero_grad(t->model));
     for (int j = 0; j < t->k_local; j++) {
-        gt_batch mb = micro_batch(t, s, j);
+        gt_batch mb = gt_train_micro_batch(t, s, j);
         int last = j == t->k_local - 1;
         if (det && j > 0) GT_TRY(gt_model_zero_grad(t->model));
         gt_train_sync_overlap(t, last && !det);
         GT_TRY(gt_model_forward_backward(t->model, &mb, s->dloss, &t->mb_loss[j]));
-        if (tree) GT_TRY(tree_push(t->be, &t->tree, gt_model_grads_buffer(t->model)));
+        if (tree) GT_TRY(gt_train_tree_push(t->be, &t->tree, gt_model_grads_buffer(t->model)));
     }
     gt_train_sync_overlap(t, 0);
-    if (tree) GT_TRY(tree_pop(t->be, &t->tree, gt_model_grads_buffer(t->model)));
+    if (tree) GT_TRY(gt_train_tree_pop(t->be, &t->tree, gt_model_grads_buffer(t->model)));
     return GT_OK;
 }
 
 gt_status gt_train_schedule_open(gt_trainer *t) {
-    t->schedule = accumulate;
+    t->schedule = t->pipe ? gt_train_pipe_schedule(t) : accumulate;
     if (!t->cfg->deterministic || t->k_local <= 1) return GT_OK;
     gt_train_tree *tr = &t->tree;
     tr->n = gt_model_num_params_padded(t->model);

@@ -70,6 +70,30 @@ static gt_status check_options(const gt_train_config *cfg) {
     return gt_adamw_config_check(&cfg->opt);
 }
 
+/* Sequences per micro-batch: --micro-batches N splits the rank's share in
+ * N; else --micro-batch; else, in deterministic mode (the micro-batch is
+ * the leaf of the reduction tree, so it must not change with the rank
+ * count) and in a pipeline (more micro-batches, a smaller bubble), one
+ * sequence; else the whole share. */
+static gt_status micro_size(const gt_trainer *t, int *M) {
+    const gt_train_config *cfg = t->cfg;
+    int B = t->B, n = cfg->micro_batches;
+    if (n > 0 && B % n != 0)
+        return GT_ERR(GT_ERR_INVALID,
+                      "--micro-batches %d does not divide the %d sequences of each replica "
+                      "(global batch %d over %d data-parallel ranks): use a divisor of %d",
+                      n, B, cfg->batch, t->R, B);
+    if (n > 0 && cfg->micro_batch > 0 && cfg->micro_batch * n != B)
+        return GT_ERR(GT_ERR_INVALID,
+                      "--micro-batches %d of --micro-batch %d sequences is not the %d "
+                      "sequences of each replica: give one of the two",
+                      n, cfg->micro_batch, B);
+    if (n > 0) *M = B / n;
+    else if (cfg->micro_batch > 0) *M = cfg->micro_batch;
+    else *M = cfg->deterministic || t->P > 1 ? 1 : B;
+    return GT_OK;
+}
+
 /* The communicator (one of its own without one) and the shapes of a step
  * on it: every shape error before any work, identically on every rank. */
 static gt_status open_ranks(gt_trainer *t) {
@@ -81,20 +105,25 @@ static gt_status open_ranks(gt_trainer *t) {
         GT_TRY(gt_comm_world(&cc, &t->own_comm));
         t->comm = t->own_comm;
     }
+    /* pipeline stages: from here on t->comm is this stage's data-parallel group */
+    GT_TRY(gt_train_grid_open(t));
     int R = t->R = gt_comm_size(t->comm);
     t->rank = gt_comm_rank(t->comm);
-    t->st->nranks = R;
-    /* deterministic: the micro-batch is the leaf of the reduction tree, so it
-     * must not change with the rank count; 1 sequence unless told */
+    t->st->nranks = t->nworld;
     int B = t->B = cfg->batch / R;
-    int M = t->M = cfg->micro_batch > 0 ? cfg->micro_batch : cfg->deterministic ? 1 : B;
     t->T = t->dense ? 1 : cfg->seq_len; /* predictions per sample */
     gt_status s = GT_OK;
-    if (cfg->batch % R != 0) {
+    int M = 1;
+    if (cfg->batch % R != 0)
         s = GT_ERR(GT_ERR_INVALID,
-                   "the global batch of %d sequences does not split across %d ranks: use a "
+                   "the global batch of %d sequences does not split across %d %sranks: use a "
                    "--batch that is a multiple of %d",
-                   cfg->batch, R, R);
+                   cfg->batch, R, t->P > 1 ? "data-parallel " : "", R);
+    else
+        s = micro_size(t, &M);
+    t->M = M;
+    if (s != GT_OK) {
+        /* said */
     } else if (B % M != 0) {
         s = GT_ERR(GT_ERR_INVALID,
                    "--micro-batch %d does not divide the %d sequences of each rank (global "
@@ -162,7 +191,8 @@ static gt_status open_backend(gt_trainer *t) {
     gt_backend_config bc = {.threads = t->cfg->threads, .device = -1};
     GT_TRY(gt_backend_new(t->cfg->backend, &bc, &t->be));
     snprintf(t->st->backend_desc, sizeof t->st->backend_desc, "%s", t->be->describe(t->be));
-    GT_TRY(profile_start(t->cfg, t->be, t->rank, t->R, &t->st->profile));
+    int wrank = t->cfg->comm ? gt_comm_rank(t->cfg->comm) : 0; /* the job's rank */
+    GT_TRY(profile_start(t->cfg, t->be, wrank, t->nworld, &t->st->profile));
     t->prof = t->st->profile;
     return GT_OK;
 }
@@ -345,6 +375,7 @@ void gt_train_close(gt_trainer *t) {
     if (t->dp) st->comm_bytes = gt_dp_bytes(t->dp);
     gt_train_schedule_close(t);
     gt_train_units_close(t);
+    gt_train_pipe_close(t);
     if (st) gt_profile_detach(st->profile); /* the backend's own table back; the figures stay */
     gt_dp_free(t->dp);
     gt_loader_free(t->loader);
@@ -354,6 +385,7 @@ void gt_train_close(gt_trainer *t) {
     free(t->dense_y);
     gt_tokens_release(&t->tok);
     gt_backend_free(t->be);
+    gt_train_grid_close(t);
     gt_comm_free(t->own_comm);
     free(t->mb_loss);
     free(t->all_loss);

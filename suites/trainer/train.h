@@ -28,6 +28,27 @@
 extern "C" {
 #endif
 
+/* The layout of the job's ranks: dp x tp x pp. */
+typedef struct gt_train_grid {
+    int dp, tp, pp; /* 0: not given (dp: the ranks over tp * pp; tp, pp: 1) */
+} gt_train_grid;
+
+/* Parses "dp=D,tp=T,pp=P" (any order, each at most once, each >= 1; a
+ * missing one is 0: not given). GT_ERR_INVALID names what was wrong; tp > 1
+ * is GT_ERR_UNSUPPORTED (tensor parallelism is not done yet). */
+gt_status gt_train_grid_parse(const char *s, gt_train_grid *out);
+/* "dp=2,tp=1,pp=2" (len >= 48) */
+void gt_train_grid_format(const gt_train_grid *g, char *buf, size_t len);
+
+/* The pipeline schedules (docs/distributed.md, "Pipeline parallel"). */
+typedef enum gt_train_pp_schedule {
+    GT_TRAIN_PP_1F1B = 0, /* one forward, one backward in the steady phase */
+    GT_TRAIN_PP_GPIPE,    /* every forward, then every backward */
+    GT_TRAIN_PP_COUNT
+} gt_train_pp_schedule;
+const char *gt_train_pp_schedule_name(gt_train_pp_schedule s); /* "1f1b", "gpipe" */
+gt_status gt_train_pp_schedule_parse(const char *s, gt_train_pp_schedule *out);
+
 typedef struct gt_train_config {
     char model_name[64];     /* preset it started from, for reports; an mlp or convnet
                               * preset (models/model.h) selects that model and its
@@ -71,6 +92,13 @@ typedef struct gt_train_config {
                                 summed gradients); 3: ZeRO-3 (and the weights, gathered
                                 unit by unit; gpt2 only) */
     double bucket_mb;        /* all-reduce bucket size in MiB (default 25) */
+    /* the rank grid (--layout dp=D,tp=T,pp=P; docs/distributed.md, "Pipeline parallel"):
+     * 0 for a field means what the ranks leave (dp) or 1 (tp, pp). Pipeline stages are
+     * neighbours in the job's rank order, data parallel replicas outermost */
+    gt_train_grid grid;
+    int micro_batches;       /* micro-batches per replica per step (gradient accumulation,
+                              * or the pipeline's M); 0: from micro_batch */
+    gt_train_pp_schedule schedule; /* pp > 1: GPipe or 1F1B (the default) */
     int check_every;         /* cross-rank parameter hash every N steps (0: after init only) */
     /* checkpoints (docs/formats.md, "Checkpoints") */
     const char *checkpoint_dir; /* where checkpoints go; checked writable before training */
@@ -179,6 +207,18 @@ typedef struct gt_train_stats {
     int vocab;                /* model V, or the classes of mlp / convnet */
     int nranks;
     size_t comm_bytes;        /* bytes this rank reduced / gathered */
+    /* the rank grid this run used (dp x tp x pp = nranks) and the pipeline's figures:
+     * the blocks of each stage ("0-1,2-3"), micro-batches, the schedule, the bubble
+     * (the fraction of a step's schedule a stage spent waiting on its neighbours: the
+     * median over steps after the first, per stage, and their mean) beside the
+     * equal-stages formula (P-1)/(M+P-1) */
+    gt_train_grid grid;
+    char pp_split[256];
+    int pp_micro_batches;
+    char pp_schedule[8];
+    double bubble_theory;
+    double bubble_measured;
+    double *bubble_stage;     /* (pp) owned, NULL without a pipeline */
     /* resumed runs: the checkpoint (file or sharded folder) resumed from, the
      * fields that differed and were allowed ("lr: 0.001 -> 0.002; ..."), and what
      * an old-format checkpoint could not check (empty when all was) */

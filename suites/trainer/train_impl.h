@@ -66,10 +66,13 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
  * gt_train_run (loop.c) is a composition of parts, each with one job and its
  * own file:
  *   setup.c      options checked, ranks, backend, model, data, starting parameters
+ *   grid.c       the rank grid (--layout): the data-parallel and pipeline groups
  *   layout.c     where parameters, gradients and optimizer state live across ranks
  *   zero3.c      ZeRO-3's units: each gathered around its compute, prefetched
  *   gradsync.c   the gradient reduction (bucketed, overlapped with the backward)
  *   schedule.c   the micro-batches of a step (gradient accumulation)
+ *   pipeline.c   pipeline stages: their ranges, layout, the norm over stages
+ *   pipe_schedule.c  the pipeline's schedules (GPipe, 1F1B) and its messages
  *   health.c     the step's global loss, non-finite values, fp16 overflow; errors
  *                and parameter hashes every rank agrees on
  *   optimizer.c  the AdamW step on this rank's range
@@ -82,6 +85,7 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
 
 typedef struct gt_trainer gt_trainer;
 typedef struct gt_train_units gt_train_units; /* zero3.c */
+typedef struct gt_train_pipe gt_train_pipe; /* pipeline.c */
 
 /* Where parameters, gradients and optimizer state live across the ranks of
  * the data-parallel group. Chosen once (gt_train_layout_for); the gradient
@@ -200,6 +204,14 @@ struct gt_trainer {
     float *mb_loss;  /* (k_local + 1) this rank's micro-batch losses, then its norm flag */
     float *all_loss; /* (R, k_local + 1) every rank's */
     gt_train_faults faults;
+    /* the rank grid (grid.c): with pp > 1 `comm` is this rank's data-parallel
+     * group (the ranks of its stage) and R, rank are in it */
+    gt_comm *dp_comm;  /* owned: the data-parallel group split from cfg->comm */
+    gt_comm *pp_comm;  /* owned: this replica's pipeline group, NULL without pp */
+    int P, stage;      /* pipeline stages and this rank's (1, 0 without) */
+    int nworld;        /* ranks of the job: R * P */
+    size_t sync_off;   /* the gradient sync's slice starts here (the stage's range) */
+    gt_train_pipe *pipe; /* pipeline.c, NULL without pp */
 };
 
 /* setup.c: everything before the first step; on error what was made is left
@@ -268,6 +280,31 @@ size_t gt_train_units_peak_bytes(const gt_trainer *t);
  * the profile's param_gather) since the last call; 0 without ZeRO-3. */
 double gt_train_units_take_exposed(gt_trainer *t);
 void gt_train_units_close(gt_trainer *t);
+/* schedule.c: the deterministic tree of micro-batch gradients; micro-batch j
+ * of this rank's share of the step. */
+gt_status gt_train_tree_push(gt_backend *be, gt_train_tree *t, const void *g);
+gt_status gt_train_tree_pop(gt_backend *be, gt_train_tree *t, void *grads);
+gt_batch gt_train_micro_batch(const gt_trainer *t, const gt_train_step *s, int j);
+
+/* grid.c: the rank grid of cfg->grid over cfg->comm, before the shapes of a
+ * step: checks it against the ranks, splits the data-parallel and pipeline
+ * groups (t->comm becomes the data-parallel one), sets P, stage, nworld. */
+gt_status gt_train_grid_open(gt_trainer *t);
+void gt_train_grid_close(gt_trainer *t);
+
+/* pipeline.c: the pipeline part (pp > 1), after the model exists: the
+ * stage's blocks and range, the activation slots, the slice the gradient
+ * sync reduces (t->sync_off and *n). The layout of a pipeline stage (its
+ * range updated, the tied weights sent to the last stage); the schedule
+ * (GPipe or 1F1B, pipe_schedule.c); the global gradient norm over the
+ * stages; the final parameters made whole on every stage (for the
+ * digests); the bubble into the statistics. */
+gt_status gt_train_pipe_open(gt_trainer *t, size_t *n);
+void gt_train_pipe_close(gt_trainer *t);
+const gt_train_layout *gt_train_pipe_layout(void);
+gt_train_schedule gt_train_pipe_schedule(const gt_trainer *t);
+gt_status gt_train_pipe_norm(gt_trainer *t, gt_train_step *s);
+gt_status gt_train_pipe_whole(gt_trainer *t);
 
 /* faults.c */
 void gt_train_faults_read(gt_train_faults *f);

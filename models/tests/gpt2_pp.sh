@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Pipeline-parallel gpt2 over MPI (--layout dp=D,pp=P), oversubscribed on
+# whatever cores there are: with --deterministic every layout of 2 and 4
+# ranks with pipeline stages, both schedules, gives one rank's final weights
+# and losses bitwise (the same micro-batches accumulated in the same
+# order), in fp32 and in bf16 / fp16 on ref; run to run bitwise; the
+# report's grid and bubble; the refusals.
+# usage: gpt2_pp.sh MPIEXEC GAUNTLET REPORT_DIFF REPORT_CHECK
+set -u
+mpiexec=$1
+g=$2
+diff=$3
+check=$4
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+. "$(dirname "$0")/../../harness/tests/lib.sh" # fails, fail, ok, mpi_launcher
+mpi_launcher "$mpiexec"
+# 4 blocks (pp=4 needs one per stage); global batch 8 in 4 micro-batches of
+# 2 sequences; the norm clipped (it starts above 1), weight decay on
+common="--layers 4 --steps 6 --batch 8 --peak-gflops 100 --print-every 0 --threads 1
+        --weight-decay 0.1 --grad-clip 1.0"
+
+run() { # NAME NP ARGS...: trains, keeps the report and the final-weights digest
+    local name=$1 np=$2
+    shift 2
+    "$mpiexec" "${mpi_flags[@]}" -np "$np" "$g" train $common "$@" \
+        --report "$tmp/$name.json" > "$tmp/$name.out" 2>&1
+    local rc=$?
+    if [ $rc -ne 0 ]; then
+        fail "$name: exit code $rc"; grep -i "gauntlet" "$tmp/$name.out" | tail -3
+        return
+    fi
+    grep -o 'fnv1a64 [0-9a-f]*' "$tmp/$name.out" | head -1 | cut -d' ' -f2 > "$tmp/$name.digest"
+}
+same() { # A B WHAT: bitwise-equal weights and losses
+    if [ -s "$tmp/$1.digest" ] && cmp -s "$tmp/$1.digest" "$tmp/$2.digest" &&
+       "$diff" "$tmp/$1.json" "$tmp/$2.json" --rtol 0 > /dev/null; then
+        ok "$3 ($(cat "$tmp/$1.digest"))"
+    else
+        fail "$3: weights $(cat "$tmp/$1.digest" 2>/dev/null) vs $(cat "$tmp/$2.digest" 2>/dev/null)"
+        "$diff" "$tmp/$1.json" "$tmp/$2.json"
+    fi
+}
+
+# one rank: gradient accumulation over the same 4 micro-batches
+run one 1 --deterministic --micro-batches 4
+for sch in 1f1b gpipe; do
+    run pp2$sch 2 --deterministic --micro-batches 4 --layout pp=2 --schedule $sch
+    same one pp2$sch "pp=2 $sch vs one rank, --deterministic"
+    run pp4$sch 4 --deterministic --micro-batches 4 --layout pp=4 --schedule $sch
+    same one pp4$sch "pp=4 $sch vs one rank, --deterministic"
+done
+# two replicas of 2 micro-batches each: the same 4 leaves in the same tree
+run dp2pp2 4 --deterministic --micro-batches 2 --layout dp=2,pp=2
+same one dp2pp2 "dp=2,pp=2 vs one rank, --deterministic"
+run dp2pp2b 4 --deterministic --micro-batches 2 --layout dp=2,pp=2
+same dp2pp2 dp2pp2b "dp=2,pp=2 run to run"
+run pp2again 2 --deterministic --micro-batches 4 --layout pp=2
+same pp21f1b pp2again "pp=2 run to run"
+# without --deterministic the tied head's gradient comes to the first stage
+# summed once a step (another order of additions): within 1e-4 of one rank,
+# bitwise run to run
+run fast1 1 --micro-batches 4
+for sch in 1f1b gpipe; do
+    run fastpp2$sch 2 --micro-batches 4 --layout pp=2 --schedule $sch
+    if "$diff" "$tmp/fast1.json" "$tmp/fastpp2$sch.json" --rtol 1e-4 > /dev/null; then
+        ok "pp=2 $sch without --deterministic within 1e-4 of one rank"
+    else fail "pp=2 $sch without --deterministic strays from one rank"; fi
+done
+# two replicas: each stage's slice reduced in buckets over its replicas
+run fastdp2pp2 4 --micro-batches 2 --layout dp=2,pp=2 --bucket-mb 0.05
+if "$diff" "$tmp/fast1.json" "$tmp/fastdp2pp2.json" --rtol 1e-4 > /dev/null; then
+    ok "dp=2,pp=2 without --deterministic within 1e-4 of one rank"
+else fail "dp=2,pp=2 without --deterministic strays from one rank"; fi
+run fastpp2again 2 --micro-batches 4 --layout pp=2
+same fastpp21f1b fastpp2again "pp=2 without --deterministic run to run"
+
+# 16-bit storage on ref (the tied weights' compute copy follows them to the
+# last stage; fp16's loss scaling sees the global norm)
+for prec in bf16 fp16; do
+    run ref$prec 1 --deterministic --micro-batches 4 --backend ref --precision $prec
+    run refpp2$prec 2 --deterministic --micro-batches 4 --backend ref --precision $prec --layout pp=2
+    same ref$prec refpp2$prec "pp=2 vs one rank, $prec on ref, --deterministic"
+done
+
+# the report: the grid in env.job and the result, the split, the bubble
+if python3 - "$tmp/pp4gpipe.json" "$tmp/dp2pp2.json" <<'PYEOF'
+import json, sys
+def check(path, grid, split, P, M, sched):
+    r = json.load(open(path))
+    job, res = r["env"]["job"], r["results"][0]
+    p, m = res["params"], res["metrics"]
+    assert job["grid"] == grid, job.get("grid")
+    assert [(e["dp"], e["pp"]) for e in job["per_rank"]] == [(i // P, i % P) for i in range(len(job["per_rank"]))]
+    assert p["grid"] == grid and p["pp_split"] == split, (p["grid"], p["pp_split"])
+    assert p["micro_batches"] == M and p["schedule"] == sched
+    assert [(e["dp"], e["pp"]) for e in res["rank_grid"]] == [(i // P, i % P) for i in range(len(res["rank_grid"]))]
+    assert abs(m["pipeline_bubble_theory"]["value"] - (P - 1) / (M + P - 1)) < 1e-12
+    b = m["pipeline_bubble"]["value"]
+    stages = [e["bubble"] for e in res["pipeline_stages"]]
+    assert len(stages) == P and all(0 < x < 1 for x in stages), stages
+    assert abs(b - sum(stages) / P) < 1e-12, (b, stages)
+check(sys.argv[1], "dp=1,tp=1,pp=4", "0-0,1-1,2-2,3-3", 4, 4, "gpipe")
+check(sys.argv[2], "dp=2,tp=1,pp=2", "0-1,2-3", 2, 2, "1f1b")
+PYEOF
+then ok "the report's grid, stage split, micro-batches, schedule and bubble"
+else fail "the report's pipeline fields"; fi
+for r in pp4gpipe dp2pp2; do
+    "$check" "$tmp/$r.json" > /dev/null && ok "$r's report is valid" ||
+        fail "$r's report: $("$check" "$tmp/$r.json" 2>&1 | tail -1)"
+done
+
+# refusals, said once, before any work (gpt2-tiny's 2 blocks unless told)
+refused() { # WHAT NP PATTERN ARGS...
+    local what=$1 np=$2 pattern=$3
+    shift 3
+    local out rc
+    out=$("$mpiexec" "${mpi_flags[@]}" -np "$np" "$g" train --steps 2 --batch 8 --threads 1 \
+          --print-every 0 --peak-gflops 100 "$@" 2>&1)
+    rc=$?
+    if [ $rc -ne 0 ] && grep -q -- "$pattern" <<<"$out"; then ok "$what refused"
+    else fail "$what: rc $rc"; echo "$out" | grep -i gauntlet | tail -3; fi
+}
+refused "tp=2" 2 "tensor parallelism is not done yet" --layout tp=2
+refused "pp=3 on 2 ranks" 2 "does not divide the job's 2 ranks" --layout pp=3
+refused "dp=2,pp=2 on 2 ranks" 2 "is 4 ranks, but the job has 2" --layout dp=2,pp=2
+refused "3 micro-batches of 8" 2 "does not divide the 8 sequences" --layout pp=2 --micro-batches 3
+refused "mlp in stages" 2 "has no pipeline stages" --layout pp=2 --model mlp-tiny
+refused "pp=4 of 2 blocks" 4 "needs at least 4 blocks, the model has 2" --layout pp=4
+refused "pp=2 with ZeRO" 2 "not done yet" --layout pp=2 --zero 1
+refused "a bad schedule" 1 "use gpipe or 1f1b" --layout pp=2 --schedule interleaved
+
+[ $fails -eq 0 ] && echo "all cases passed" || { echo "$fails case(s) failed"; exit 1; }

@@ -1,0 +1,71 @@
+/* The rank grid's parsing (--layout) and the division of blocks into
+ * pipeline stages: nothing run, quick. */
+#include <string.h>
+
+#include "suites/tests/expect.h"
+#include "suites/trainer/pipeline.h"
+#include "suites/trainer/train.h"
+
+static void parses(const char *s, int dp, int tp, int pp) {
+    gt_train_grid g;
+    gt_status st = gt_train_grid_parse(s, &g);
+    EXPECT(st == GT_OK && g.dp == dp && g.tp == tp && g.pp == pp,
+           "'%s': status %d, dp %d tp %d pp %d", s, (int)st, g.dp, g.tp, g.pp);
+}
+
+static void refuses(const char *s, gt_status want, const char *words) {
+    gt_train_grid g;
+    gt_status st = gt_train_grid_parse(s, &g);
+    EXPECT(st == want && strstr(gt_last_error(), words), "'%s': status %d, message '%s'", s,
+           (int)st, gt_last_error());
+    gt_error_clear();
+}
+
+/* Every block in exactly one stage, in order, sizes differing by at most
+ * one, the larger ones first. */
+static void splits(int L, int P) {
+    int next = 0, prev = L + 1;
+    for (int s = 0; s < P; s++) {
+        int b0, b1;
+        gt_pipe_blocks(L, P, s, &b0, &b1);
+        EXPECT(b0 == next && b1 > b0 && b1 - b0 <= prev && b1 - b0 >= L / P,
+               "L %d P %d stage %d: [%d, %d)", L, P, s, b0, b1);
+        next = b1;
+        prev = b1 - b0;
+    }
+    EXPECT(next == L, "L %d P %d: the stages end at block %d", L, P, next);
+}
+
+int main(void) {
+    parses("pp=2", 0, 0, 2);
+    parses("dp=2,pp=2", 2, 0, 2);
+    parses("pp=4,dp=1", 1, 0, 4);
+    parses("dp=2,tp=1,pp=2", 2, 1, 2);
+    refuses("tp=2", GT_ERR_UNSUPPORTED, "tensor parallelism is not done yet");
+    refuses("dp=2,tp=4", GT_ERR_UNSUPPORTED, "not done yet");
+    refuses("xx=2", GT_ERR_INVALID, "'xx=2' is not dp=N, tp=N or pp=N");
+    refuses("pp=0", GT_ERR_INVALID, "pp must be a whole number >= 1");
+    refuses("pp=2x", GT_ERR_INVALID, "whole number");
+    refuses("pp=", GT_ERR_INVALID, "whole number");
+    refuses("pp=2,pp=3", GT_ERR_INVALID, "pp is given twice");
+    refuses("", GT_ERR_INVALID, "expected dp=D,tp=T,pp=P");
+    gt_train_grid g = {.dp = 2, .pp = 2};
+    char buf[64];
+    gt_train_grid_format(&g, buf, sizeof buf);
+    EXPECT(strcmp(buf, "dp=2,tp=1,pp=2") == 0, "format: %s", buf);
+    gt_train_pp_schedule sch;
+    EXPECT(gt_train_pp_schedule_parse("gpipe", &sch) == GT_OK && sch == GT_TRAIN_PP_GPIPE,
+           "gpipe");
+    EXPECT(gt_train_pp_schedule_parse("1f1b", &sch) == GT_OK && sch == GT_TRAIN_PP_1F1B, "1f1b");
+    EXPECT(gt_train_pp_schedule_parse("interleaved", &sch) == GT_ERR_INVALID, "interleaved");
+    gt_error_clear();
+    for (int L = 1; L <= 13; L++)
+        for (int P = 1; P <= L; P++) splits(L, P);
+    int b0, b1;
+    gt_pipe_blocks(12, 4, 3, &b0, &b1);
+    EXPECT(b0 == 9 && b1 == 12, "12 blocks in 4: the last stage [%d, %d)", b0, b1);
+    gt_pipe_blocks(5, 2, 0, &b0, &b1);
+    EXPECT(b0 == 0 && b1 == 3, "5 blocks in 2: the first stage [%d, %d)", b0, b1);
+    if (g_fails) fprintf(stderr, "%d failure(s)\n", g_fails);
+    return g_fails ? 1 : 0;
+}

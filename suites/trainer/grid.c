@@ -1,0 +1,116 @@
+/* The rank grid (train_impl.h): --layout dp=D,tp=T,pp=P parsed and checked
+ * against the job's ranks, and the process groups split from its
+ * communicator. Placement: pipeline stages next to each other in the
+ * job's rank order (rank = replica * P + stage: a launcher that fills a
+ * node before the next keeps a pipeline's neighbours on one node as far
+ * as it can), data-parallel replicas outermost. Tensor parallelism would
+ * go innermost, inside the stage; it is parsed and refused until it is
+ * done. */
+#include "suites/trainer/train.h"
+#include "suites/trainer/train_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const g_schedules[GT_TRAIN_PP_COUNT] = {"1f1b", "gpipe"};
+
+const char *gt_train_pp_schedule_name(gt_train_pp_schedule s) {
+    return (int)s >= 0 && s < GT_TRAIN_PP_COUNT ? g_schedules[s] : "?";
+}
+
+gt_status gt_train_pp_schedule_parse(const char *s, gt_train_pp_schedule *out) {
+    for (int i = 0; i < GT_TRAIN_PP_COUNT; i++)
+        if (s && strcmp(s, g_schedules[i]) == 0) {
+            *out = (gt_train_pp_schedule)i;
+            return GT_OK;
+        }
+    return GT_ERR(GT_ERR_INVALID, "--schedule '%s': use gpipe or 1f1b", s ? s : "(null)");
+}
+
+/* One "key=N" item into its field of g. */
+static gt_status grid_item(const char *item, gt_train_grid *g) {
+    static const char *const keys[] = {"dp", "tp", "pp"};
+    int *fields[] = {&g->dp, &g->tp, &g->pp};
+    const char *eq = strchr(item, '=');
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(keys[i]);
+        if (!eq || (size_t)(eq - item) != n || strncmp(item, keys[i], n) != 0) continue;
+        char *end = NULL;
+        long v = strtol(eq + 1, &end, 10);
+        if (end == eq + 1 || *end || v < 1 || v > 65536)
+            return GT_ERR(GT_ERR_INVALID, "--layout: '%s': %s must be a whole number >= 1", item,
+                          keys[i]);
+        if (*fields[i]) return GT_ERR(GT_ERR_INVALID, "--layout: %s is given twice", keys[i]);
+        *fields[i] = (int)v;
+        return GT_OK;
+    }
+    return GT_ERR(GT_ERR_INVALID,
+                  "--layout: '%s' is not dp=N, tp=N or pp=N (e.g. "
+                  "--layout dp=2,pp=2)",
+                  item);
+}
+
+gt_status gt_train_grid_parse(const char *s, gt_train_grid *out) {
+    memset(out, 0, sizeof *out);
+    char buf[128];
+    if (!s || !*s || strlen(s) >= sizeof buf)
+        return GT_ERR(GT_ERR_INVALID, "--layout '%s': expected dp=D,tp=T,pp=P (each optional)",
+                      s ? s : "");
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save = NULL;
+    for (char *tk = strtok_r(buf, ",", &save); tk; tk = strtok_r(NULL, ",", &save))
+        GT_TRY(grid_item(tk, out));
+    if (out->tp > 1)
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "--layout tp=%d: tensor parallelism is not done yet: "
+                      "use tp=1 (dp and pp work)",
+                      out->tp);
+    return GT_OK;
+}
+
+void gt_train_grid_format(const gt_train_grid *g, char *buf, size_t len) {
+    snprintf(buf, len, "dp=%d,tp=%d,pp=%d", g->dp, g->tp ? g->tp : 1, g->pp ? g->pp : 1);
+}
+
+/* The grid's sizes on N ranks; the error names what does not fit. */
+static gt_status grid_sizes(const gt_train_grid *g, int N, gt_train_grid *out) {
+    int tp = g->tp ? g->tp : 1, pp = g->pp ? g->pp : 1;
+    if (tp != 1)
+        return GT_ERR(GT_ERR_UNSUPPORTED, "tp=%d: tensor parallelism is not done yet: use tp=1",
+                      tp);
+    if (N % (tp * pp) != 0)
+        return GT_ERR(GT_ERR_INVALID,
+                      "--layout pp=%d does not divide the job's %d ranks: "
+                      "launch a multiple of %d ranks",
+                      pp, N, tp * pp);
+    int dp = N / (tp * pp);
+    if (g->dp && g->dp != dp)
+        return GT_ERR(GT_ERR_INVALID,
+                      "--layout dp=%d x tp=%d x pp=%d is %d ranks, but the job "
+                      "has %d: launch %d ranks or change dp",
+                      g->dp, tp, pp, g->dp * tp * pp, N, g->dp * tp * pp);
+    *out = (gt_train_grid){.dp = dp, .tp = tp, .pp = pp};
+    return GT_OK;
+}
+
+gt_status gt_train_grid_open(gt_trainer *t) {
+    int N = gt_comm_size(t->comm), me = gt_comm_rank(t->comm);
+    GT_TRY(grid_sizes(&t->cfg->grid, N, &t->st->grid));
+    int pp = t->st->grid.pp;
+    t->P = pp;
+    t->stage = me % pp;
+    t->nworld = N;
+    if (pp == 1) return GT_OK;
+    int replica = me / pp;
+    GT_TRY(gt_comm_split(t->comm, t->stage, replica, &t->dp_comm));
+    GT_TRY(gt_comm_split(t->comm, replica, t->stage, &t->pp_comm));
+    t->comm = t->dp_comm;
+    return GT_OK;
+}
+
+void gt_train_grid_close(gt_trainer *t) {
+    gt_comm_free(t->pp_comm);
+    gt_comm_free(t->dp_comm);
+    t->pp_comm = t->dp_comm = NULL;
+}
