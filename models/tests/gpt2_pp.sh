@@ -111,6 +111,22 @@ for r in pp4gpipe dp2pp2; do
         fail "$r's report: $("$check" "$tmp/$r.json" 2>&1 | tail -1)"
 done
 
+# a stage that stops (GT_FAULT_STALL names a job rank: stage 1): stage 0's
+# receive from it times out naming the peer and the tag, the job ends within
+# the deadline with a report of what finished
+start=$(date +%s)
+out=$(GT_FAULT_STALL=1:3 timeout 120 "$mpiexec" "${mpi_flags[@]}" -np 2 "$g" train $common \
+      --micro-batches 4 --layout pp=2 --comm-timeout 2 --report "$tmp/stall.json" 2>&1)
+rc=$?
+elapsed=$(( $(date +%s) - start ))
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $elapsed -lt 60 ] &&
+   grep -q "from rank 1) .*did not complete within 2 s" <<<"$out" &&
+   "$check" "$tmp/stall.json" --status error > /dev/null; then
+    ok "a stalled stage ends the job in ${elapsed} s, its neighbour's receive named"
+else
+    fail "stalled stage: rc $rc after ${elapsed} s"; echo "$out" | grep -i gauntlet | tail -3
+fi
+
 # refusals, said once, before any work (gpt2-tiny's 2 blocks unless told)
 refused() { # WHAT NP PATTERN ARGS...
     local what=$1 np=$2 pattern=$3

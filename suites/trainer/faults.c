@@ -35,7 +35,7 @@ void gt_train_faults_read(gt_train_faults *f) {
 }
 
 void gt_train_fault_stall(const gt_trainer *t, int step) {
-    if (t->rank == t->faults.stall_rank && step + 1 == t->faults.stall_step)
+    if (t->wrank == t->faults.stall_rank && step + 1 == t->faults.stall_step)
         for (;;) sleep(1000);
 }
 
@@ -49,10 +49,10 @@ float gt_train_fault_overflow(const gt_trainer *t, int step, float dloss) {
 /* After the reduction, before the norm. */
 gt_status gt_train_fault_nan(gt_trainer *t, gt_train_step *s) {
     const gt_train_faults *f = &t->faults;
-    if (t->rank != f->nan_rank || s->step + 1 != f->nan_step) return GT_OK;
+    if (t->wrank != f->nan_rank || s->step + 1 != f->nan_step) return GT_OK;
     if (f->nan_loss) {
         fprintf(stderr, "gauntlet: GT_FAULT_NAN: rank %d makes its loss NaN at step %d\n",
-                t->rank, s->step + 1);
+                t->wrank, s->step + 1);
         t->mb_loss[0] = NAN;
         return GT_OK;
     }
@@ -66,7 +66,7 @@ gt_status gt_train_fault_nan(gt_trainer *t, gt_train_step *s) {
     gt_model_locate(t->model, x, &loc);
     gt_model_loc_format(t->model, &loc, name, sizeof name);
     fprintf(stderr, "gauntlet: GT_FAULT_NAN: rank %d writes NaN into the gradient of %s "
-                    "at step %d\n", t->rank, name, s->step + 1);
+                    "at step %d\n", t->wrank, name, s->step + 1);
     size_t es = gt_dtype_size(dt);
     return t->be->copy_to_device(t->be, (char *)s->gshard + (x - t->lo) * es,
                                  es == sizeof bad ? (const void *)&bad : &bad16, es);

@@ -101,6 +101,7 @@ gt_status gt_train_grid_open(gt_trainer *t) {
     t->P = pp;
     t->stage = me % pp;
     t->nworld = N;
+    t->wrank = me;
     if (pp == 1) return GT_OK;
     int replica = me / pp;
     GT_TRY(gt_comm_split(t->comm, t->stage, replica, &t->dp_comm));

@@ -210,6 +210,7 @@ struct gt_trainer {
     gt_comm *pp_comm;  /* owned: this replica's pipeline group, NULL without pp */
     int P, stage;      /* pipeline stages and this rank's (1, 0 without) */
     int nworld;        /* ranks of the job: R * P */
+    int wrank;         /* this rank in the job (fault injection names it) */
     size_t sync_off;   /* the gradient sync's slice starts here (the stage's range) */
     gt_train_pipe *pipe; /* pipeline.c, NULL without pp */
 };
