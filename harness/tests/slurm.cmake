@@ -30,9 +30,9 @@ if(GT_HAVE_MPI)
                          RESOURCE_LOCK gt_slurm_cluster ENVIRONMENT "${GT_SLURM_ENV}")
     # nightly: two sbatch nights, the second gated against the first; srun: the
     # collectives and scaling suites across the two nodes; train: --deterministic on
-    # two nodes bitwise equal to one rank; jobinfo: the job in the report; doctor: the
-    # slowed node named; incomplete: scancel, a dead slurmd and a stopped rank leave
-    # valid, incomplete reports; mpich: MPICH's two launches under Slurm. PROCESSORS 2:
+    # two nodes bitwise equal to one rank (plain, ZeRO-1 under mpirun, ZeRO-3); jobinfo:
+    # the job in the report; doctor: the slowed node named; incomplete: scancel, a dead
+    # slurmd and a stopped rank leave valid, incomplete reports; mpich: MPICH's two launches under Slurm. PROCESSORS 2:
     # each job takes both cores, and the nightly gate's and the doctor's timings must
     # not share them with another test.
     foreach(mode ${gt_slurm_modes})
