@@ -6,6 +6,8 @@
  * as it can), data-parallel replicas outermost. Tensor parallelism would
  * go innermost, inside the stage; it is parsed and refused until it is
  * done. */
+#define _POSIX_C_SOURCE 200809L /* strtok_r */
+
 #include "suites/trainer/train.h"
 #include "suites/trainer/train_impl.h"
 
