@@ -916,34 +916,49 @@ static void strong_efficiency(gt_result *res, const char *name, int R, double ms
     gt_result_param_int(res, "reference_ranks", g_refs[k].ranks);
 }
 
-/* gpt2-3m's strong scaling in a training mode ("zero1", "zero2", "zero3",
- * "recompute"): the same job as the gpt2-3m case, efficiency against the
- * first topology of the same mode; memory per rank and exposed
- * communication per mode are in every result (memory.by_kind,
- * exposed_comm_ms). */
-static gt_status mode_scaling_case(const gt_suite_ctx *ctx, const char *mode) {
-    char name[64];
-    snprintf(name, sizeof name, "gpt2-3m/%s", mode);
-    if (!wanted(ctx, name)) return GT_OK;
-    int R = gt_comm_size(ctx->comm);
-    gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 8 : 30);
-    snprintf(c.model_name, sizeof c.model_name, "gpt2-3m");
-    c.batch = 16;
-    c.seq_len = 64;
-    if (strcmp(mode, "zero1") == 0) c.zero = 1;
-    if (strcmp(mode, "zero2") == 0) c.zero = 2;
-    if (strcmp(mode, "zero3") == 0) c.zero = 3;
-    if (strcmp(mode, "recompute") == 0) c.recompute = GT_MODEL_RECOMPUTE_BLOCK;
+/* Trains case `name` with c on R ranks, records it and its strong-scaling
+ * efficiency against the case's first topology. */
+static gt_status strong_case(const gt_suite_ctx *ctx, const char *name, gt_train_config *c,
+                             int R) {
     gt_train_stats st;
     gt_status s;
-    gt_result *res = train_case(ctx, "scaling", name, &c, &st, &s);
+    gt_result *res = train_case(ctx, "scaling", name, c, &st, &s);
     if (res && s == GT_OK) strong_efficiency(res, name, R, st.ms_per_step);
     done(ctx, res);
     gt_train_stats_release(&st);
     return fatal(s) ? s : GT_OK;
 }
 
-static const char *const g_scaling_modes[] = {"zero1", "zero2", "zero3", "recompute"};
+/* The training modes the scaling suite runs gpt2-3m in, each its own case
+ * "gpt2-3m/<name>". */
+typedef struct scaling_mode {
+    const char *name;
+    int zero;
+    gt_model_recompute recompute;
+} scaling_mode;
+static const scaling_mode g_scaling_modes[] = {
+    {"zero1", 1, GT_MODEL_RECOMPUTE_NONE},
+    {"zero2", 2, GT_MODEL_RECOMPUTE_NONE},
+    {"zero3", 3, GT_MODEL_RECOMPUTE_NONE},
+    {"recompute", 0, GT_MODEL_RECOMPUTE_BLOCK},
+};
+
+/* gpt2-3m's strong scaling in a training mode: the same job as the gpt2-3m
+ * case, efficiency against the first topology of the same mode; memory per
+ * rank and exposed communication per mode are in every result
+ * (memory.by_kind, exposed_comm_ms). */
+static gt_status mode_scaling_case(const gt_suite_ctx *ctx, const scaling_mode *mode) {
+    char name[64];
+    snprintf(name, sizeof name, "gpt2-3m/%s", mode->name);
+    if (!wanted(ctx, name)) return GT_OK;
+    gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 8 : 30);
+    snprintf(c.model_name, sizeof c.model_name, "gpt2-3m");
+    c.batch = 16;
+    c.seq_len = 64;
+    c.zero = mode->zero;
+    c.recompute = mode->recompute;
+    return strong_case(ctx, name, &c, gt_comm_size(ctx->comm));
+}
 
 /* Strong scaling of a preset in storage dtype dt: samples (images,
  * tokens) per second, MFU against dt's peak, efficiency against the first
@@ -986,20 +1001,14 @@ static gt_status preset_scaling_case(const gt_suite_ctx *ctx, const char *model,
     }
     c.batch = device ? device_batch : batch;
     c.precision = dt;
-    gt_train_stats st;
-    gt_status s;
-    gt_result *res = train_case(ctx, "scaling", name, &c, &st, &s);
-    if (res && s == GT_OK) strong_efficiency(res, name, R, st.ms_per_step);
-    done(ctx, res);
-    gt_train_stats_release(&st);
-    return fatal(s) ? s : GT_OK;
+    return strong_case(ctx, name, &c, R);
 }
 
 static gt_status scaling_run(const gt_suite_ctx *ctx) {
     if (wanted(ctx, "gpt2-3m")) GT_TRY(scaling_case(ctx, 0));
     if (wanted(ctx, "gpt2-3m/weak")) GT_TRY(scaling_case(ctx, 1));
     for (size_t m = 0; m < sizeof g_scaling_modes / sizeof g_scaling_modes[0]; m++)
-        GT_TRY(mode_scaling_case(ctx, g_scaling_modes[m]));
+        GT_TRY(mode_scaling_case(ctx, &g_scaling_modes[m]));
     static const gt_dtype dts[] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
     for (int k = 0; k < 3; k++) {
         GT_TRY(preset_scaling_case(ctx, "mlp-small", dts[k], 64, 4096, 0));
@@ -1050,7 +1059,7 @@ static void scaling_names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const c
     fn(arg, "gpt2-3m/weak");
     char mode[64];
     for (size_t m = 0; m < sizeof g_scaling_modes / sizeof g_scaling_modes[0]; m++) {
-        snprintf(mode, sizeof mode, "gpt2-3m/%s", g_scaling_modes[m]);
+        snprintf(mode, sizeof mode, "gpt2-3m/%s", g_scaling_modes[m].name);
         fn(arg, mode);
     }
     static const char *const presets[] = {"mlp-small", "resnet-small", "gpt2-124m"};
