@@ -13,27 +13,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 mpi_launcher "$mpiexec"
 common="--steps 6 --batch 8 --peak-gflops 100 --print-every 0 --threads 1 --weight-decay 0.1"
 
-run() { # NAME NP ARGS...: trains, keeps the report and the final-weights digest
-    local name=$1 np=$2
-    shift 2
-    "$mpiexec" "${mpi_flags[@]}" -np "$np" "$g" train $common "$@" \
-        --report "$tmp/$name.json" > "$tmp/$name.out" 2>&1
-    local rc=$?
-    if [ $rc -ne 0 ]; then
-        fail "$name: exit code $rc"; grep -i "gauntlet" "$tmp/$name.out" | tail -3
-        return
-    fi
-    grep -o 'fnv1a64 [0-9a-f]*' "$tmp/$name.out" | head -1 | cut -d' ' -f2 > "$tmp/$name.digest"
-}
-same() { # A B WHAT: bitwise-equal weights and losses
-    if [ -s "$tmp/$1.digest" ] && cmp -s "$tmp/$1.digest" "$tmp/$2.digest" &&
-       "$diff" "$tmp/$1.json" "$tmp/$2.json" --rtol 0 > /dev/null; then
-        ok "$3 ($(cat "$tmp/$1.digest"))"
-    else
-        fail "$3: weights $(cat "$tmp/$1.digest" 2>/dev/null) vs $(cat "$tmp/$2.digest" 2>/dev/null)"
-        "$diff" "$tmp/$1.json" "$tmp/$2.json"
-    fi
-}
+. "$(dirname "$0")/train_lib.sh" # train_mpi, train_kept, same
+run() { train_mpi "$@"; }
 
 # --deterministic: the same bits on 1, 2 and 4 ranks (micro-batch 2: 4 leaves)
 for np in 1 2 4; do run det$np $np --deterministic --micro-batch 2; done

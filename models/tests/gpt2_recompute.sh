@@ -24,29 +24,15 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 common="--model gpt2-tiny --layers 3 --steps 5 --batch 8 --micro-batch 2 --deterministic
         --peak-gflops 100 --print-every 0 --threads 1 --weight-decay 0.1"
 
-run() { # NAME NP ARGS...: trains, keeps the report and the final-weights digest
-    local name=$1 np=$2
-    shift 2
-    if [ "$np" -eq 1 ]; then
+. "$(dirname "$0")/train_lib.sh" # train_mpi, train_kept, same
+run() { # NAME NP ARGS...: one rank without a launcher (this test also runs without MPI)
+    if [ "$2" -eq 1 ]; then
+        local name=$1
+        shift 2
         "$g" train $common "$@" --report "$tmp/$name.json" > "$tmp/$name.out" 2>&1
+        train_kept "$name" $?
     else
-        "$mpiexec" "${mpi_flags[@]}" -np "$np" "$g" train $common "$@" \
-            --report "$tmp/$name.json" > "$tmp/$name.out" 2>&1
-    fi
-    local rc=$?
-    if [ $rc -ne 0 ]; then
-        fail "$name: exit code $rc"; tail -3 "$tmp/$name.out"
-        return
-    fi
-    grep -o 'fnv1a64 [0-9a-f]*' "$tmp/$name.out" | head -1 | cut -d' ' -f2 > "$tmp/$name.digest"
-}
-same() { # A B WHAT: bitwise-equal weights and losses
-    if [ -s "$tmp/$1.digest" ] && cmp -s "$tmp/$1.digest" "$tmp/$2.digest" &&
-       "$diff" "$tmp/$1.json" "$tmp/$2.json" --rtol 0 > /dev/null; then
-        ok "$3 ($(cat "$tmp/$1.digest"))"
-    else
-        fail "$3: weights $(cat "$tmp/$1.digest" 2>/dev/null) vs $(cat "$tmp/$2.digest" 2>/dev/null)"
-        "$diff" "$tmp/$1.json" "$tmp/$2.json"
+        train_mpi "$@"
     fi
 }
 field() { # FILE NAME: the value of "NAME" in the report (the first one)
