@@ -15,16 +15,22 @@
 
 /* a (2,3) decay; b (2,4) per layer, 2 slices, no decay; c (5) decay.
  * Internal: a, b layer 0, c, b layer 1. */
-static void declare(gt_params *p) {
+/* The three tensors a, b, c placed a, b's first slice, c, b's second;
+ * `marks` unit starts before a and again before c (0: no units). */
+static void declare_marked(gt_params *p, int marks) {
     memset(p, 0, sizeof *p);
     CHECK(gt_params_add(p, "a", 1, 0, 2, 2, 3, 0, 0) == 0, "index of a");
     CHECK(gt_params_add(p, "b", 0, 2, 2, 2, 4, 0, 0) == 1, "index of b");
     CHECK(gt_params_add(p, "c", 1, 0, 1, 5, 0, 0, 0) == 2, "index of c");
+    if (marks) gt_params_unit_begin(p);
     gt_params_place(p, 0, 0);
     gt_params_place(p, 1, 0);
+    for (int i = 0; i < marks; i++) gt_params_unit_begin(p);
     gt_params_place(p, 2, 0);
     gt_params_place(p, 1, 1);
 }
+
+static void declare(gt_params *p) { declare_marked(p, 0); }
 
 static void layout(gt_backend *be) {
     gt_params p;
@@ -140,17 +146,7 @@ static gt_status unit_hook(void *ctx, gt_params_unit_event ev, int unit, int nex
 
 static void units(gt_backend *be) {
     gt_params p;
-    memset(&p, 0, sizeof p);
-    gt_params_add(&p, "a", 1, 0, 2, 2, 3, 0, 0);
-    gt_params_add(&p, "b", 0, 2, 2, 2, 4, 0, 0);
-    gt_params_add(&p, "c", 1, 0, 1, 5, 0, 0, 0);
-    gt_params_unit_begin(&p);
-    gt_params_place(&p, 0, 0);
-    gt_params_place(&p, 1, 0);
-    gt_params_unit_begin(&p);
-    gt_params_unit_begin(&p);
-    gt_params_place(&p, 2, 0);
-    gt_params_place(&p, 1, 1);
+    declare_marked(&p, 2); /* the second unit's start marked twice: one unit */
     CHECK_OK(gt_params_alloc(&p, be, GT_DTYPE_FP32));
     size_t lo, hi;
     CHECK(gt_params_num_units(&p) == 2, "units: %d, want 2", gt_params_num_units(&p));
@@ -187,16 +183,7 @@ static gt_status fill_rest(void *ctx, float *whole) {
 
 static void sharded(gt_backend *be, gt_dtype dt) {
     gt_params p;
-    memset(&p, 0, sizeof p);
-    gt_params_add(&p, "a", 1, 0, 2, 2, 3, 0, 0);
-    gt_params_add(&p, "b", 0, 2, 2, 2, 4, 0, 0);
-    gt_params_add(&p, "c", 1, 0, 1, 5, 0, 0, 0);
-    gt_params_unit_begin(&p);
-    gt_params_place(&p, 0, 0);
-    gt_params_place(&p, 1, 0);
-    gt_params_unit_begin(&p);
-    gt_params_place(&p, 2, 0);
-    gt_params_place(&p, 1, 1);
+    declare_marked(&p, 1);
     CHECK_OK(gt_params_alloc(&p, be, dt));
     float canon[19], internal[19], back[19];
     for (int i = 0; i < 19; i++) canon[i] = 0.5f * (float)i;
