@@ -134,6 +134,14 @@ static void *upload(gt_backend *be, const void *h, size_t bytes) {
     return d;
 }
 
+/* gt_dp_new, checked; on failure the backend is freed and NULL returned. */
+static gt_dp *open_dp(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, size_t n) {
+    gt_dp *dp = NULL;
+    CHECK_OK(gt_dp_new(comm, be, cfg, n, &dp));
+    if (!dp) gt_backend_free(be);
+    return dp;
+}
+
 /* ---- exact sums, norm, gather ------------------------------------------------- */
 
 /* hook_stop: the lowest frontier the backward's hook reports (0: all the way
@@ -157,12 +165,8 @@ static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, 
         cfg.cuts = cuts;
         cfg.ncuts = 3;
     }
-    gt_dp *dp = NULL;
-    CHECK_OK(gt_dp_new(comm, be, &cfg, n, &dp));
-    if (!dp) {
-        gt_backend_free(be);
-        return;
-    }
+    gt_dp *dp = open_dp(comm, be, &cfg, n);
+    if (!dp) return;
     size_t padded = gt_dp_padded(dp), es = gt_dtype_size(dt), lo, hi;
     gt_dp_shard(dp, &lo, &hi);
     RCHECK(padded >= n && padded % (chunk * (size_t)g_size) == 0, "%s: padded %zu", what, padded);
@@ -249,12 +253,8 @@ static void gather_case(gt_comm *comm, int fake, gt_dtype dt) {
     cfg.zero = 3;
     cfg.chunk = 64;
     cfg.grad_dtype = dt;
-    gt_dp *dp = NULL;
-    CHECK_OK(gt_dp_new(comm, be, &cfg, n, &dp));
-    if (!dp) {
-        gt_backend_free(be);
-        return;
-    }
+    gt_dp *dp = open_dp(comm, be, &cfg, n);
+    if (!dp) return;
     size_t padded = gt_dp_padded(dp), es = gt_dtype_size(dt), lo, hi;
     gt_dp_shard(dp, &lo, &hi);
     void *h = malloc(padded * es);
