@@ -85,6 +85,10 @@ const char *gt_profile_part_name(int part) {
     return "rest";
 }
 
+int gt_profile_part_optional(int part) {
+    return part < GT_OP_COUNT || part == GT_PROF_PART_REGION(GT_PROF_PARAM_GATHER);
+}
+
 const char *gt_profile_part_kind(int part) {
     if (part < GT_OP_COUNT) return "op";
     return part < GT_PROF_PART_REST ? "region" : "rest";

@@ -122,6 +122,10 @@ gt_status gt_profile_step_end(gt_profile *p, uint64_t t1_ns);
 const char *gt_profile_part_name(int part);
 /* "op", "region", "rest". */
 const char *gt_profile_part_kind(int part);
+/* 1 for a part a profile leaves out when nothing entered it: an op (a model
+ * calls only some) or a region only some training modes enter (ZeRO-3's
+ * param_gather); the other regions and the rest are always listed. */
+int gt_profile_part_optional(int part);
 
 typedef struct gt_profile_part {
     const char *name, *kind;

@@ -42,10 +42,7 @@ void gt_result_profile(gt_result *res, const gt_profile *p) {
     for (int k = 0; k < GT_PROF_PARTS; k++) {
         gt_profile_part pt;
         if (gt_profile_part_get(p, k, &pt) != GT_OK) continue;
-        /* ops the model never called are left out, and so is ZeRO-3's param_gather
-         * in other modes; the other regions and the rest always in */
-        int mode_region = k == GT_PROF_PART_REGION(GT_PROF_PARAM_GATHER);
-        if ((k < GT_OP_COUNT || mode_region) && pt.calls_per_step <= 0) continue;
+        if (gt_profile_part_optional(k) && pt.calls_per_step <= 0) continue;
         double med = gt_median(pt.samples_ms, pt.n_samples), lo, hi, mean;
         minmax(pt.samples_ms, pt.n_samples, &lo, &hi, &mean);
         sum += med;
