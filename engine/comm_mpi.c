@@ -16,6 +16,8 @@
  * Only this file and engine/env.c include mpi.h. Built without MPI it keeps a
  * stub backend whose world() answers GT_ERR_UNSUPPORTED, so callers need no
  * #if. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, S_ISSOCK */
+
 #include "gt_config.h"
 
 #include "engine/comm.h"
@@ -28,6 +30,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(MPICH_NUMVERSION) && defined(__GNUC__) && !defined(__clang__)
@@ -589,9 +595,34 @@ static const char *mpi_version(void *impl) { return ((mpi_comm *)impl)->version;
 /* MPI_COMM_WORLD, not the communicator's own: "every process of the job"
  * even for a split, and no handle that the owning thread might be freeing
  * when the watchdog thread calls this. */
+/* Bytes written to fd that its reader has not taken yet: a pipe's content
+ * (FIONREAD answers for either end) or a socket's unsent queue (TIOCOUTQ);
+ * 0 for anything else (a terminal, a file: nothing waits there). */
+static int stdio_pending(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return 0;
+    int n = 0;
+    if (S_ISFIFO(st.st_mode) && ioctl(fd, FIONREAD, &n) == 0) return n;
+    if (S_ISSOCK(st.st_mode) && ioctl(fd, TIOCOUTQ, &n) == 0) return n;
+    return 0;
+}
+
+/* Waits (at most max_ms) until the launcher has read what this process wrote
+ * to stdout and stderr. MPICH's Hydra handles MPI_Abort by killing the job
+ * and may do so before its proxy has read the pipes: the watchdog's message,
+ * written just before, was lost that way (seen in CI). */
+static void wait_stdio_read(int max_ms) {
+    struct timespec tick = {0, 5 * 1000 * 1000};
+    for (int waited = 0; waited < max_ms; waited += 5) {
+        if (stdio_pending(STDOUT_FILENO) == 0 && stdio_pending(STDERR_FILENO) == 0) return;
+        nanosleep(&tick, NULL);
+    }
+}
+
 static void mpi_abort(void *impl, int code) {
     (void)impl;
     fflush(NULL);
+    wait_stdio_read(2000);
     MPI_Abort(MPI_COMM_WORLD, code);
 }
 
