@@ -7,9 +7,11 @@
 #   nightly   `sbatch ci/jobs/nightly-scaling.sbatch` twice: two nights, the second gated
 #             against the first with gauntlet compare (its default rules): both exit 0,
 #             the second names the first and becomes the reference
-#   srun      `srun -N2 -n2 gauntlet run collectives scaling --quick`: exit 0, a valid
-#             report with no failed check, both suites' results on the job's 2 ranks, and
-#             the job named (id, node list, ranks per node, each rank's host)
+#   srun      `srun -N2 -n2 gauntlet run collectives scaling/... --quick` (three scaling
+#             cases: plain, ZeRO-3 and the mlp; the whole scaling set took three times as
+#             long and its other modes are the model tests'): exit 0, a valid report with no
+#             failed check, both suites' results on the job's 2 ranks, and the job named (id,
+#             node list, ranks per node, each rank's host)
 #   train     `gauntlet train --deterministic` on 1 rank and across the two nodes (srun -N2
 #             -n2; `salloc -N2 -n2 mpirun` with --zero 1; srun -N2 -n2 with --zero 3):
 #             bitwise the same final parameters (final_params_fnv1a64)
@@ -151,7 +153,8 @@ srun)
     hosts=$("${on[@]}" srun -N2 -n2 -t 2 hostname | sort | tr '\n' ' ')
     [ "$hosts" = "node1 node2 " ] || fail "srun -N2 -n2 hostname gave '$hosts', not node1 node2"
     EXPECT_TIMEOUT=280 expect 0 "checks: all passed" "${on[@]}" srun -N2 -n2 -t 5 sh -c "$idwrap" "$tmp/r" \
-        "$g" run collectives scaling --quick --rounds 1 --report "$tmp/r.json"
+        "$g" run collectives scaling/gpt2-3m scaling/gpt2-3m/zero3 scaling/mlp-small --quick --rounds 1 \
+        --report "$tmp/r.json"
     jid=$(cat "$tmp/r.id" 2>/dev/null)
     "$check" "$tmp/r.json" --no-errors --no-failed-checks >/dev/null ||
         fail "the report is not valid with every check passed"
