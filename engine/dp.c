@@ -31,6 +31,8 @@ struct gt_dp {
     void *hshard;       /* staged ZeRO-1/2 non-deterministic: host copy of the summed shard */
     float *hparams;     /* staged ZeRO-1: host mirror of the fp32 params (padded) */
     double *dpart;      /* nccl ZeRO-1: device buffer of the norm partials */
+    gt_dp_grad_src src; /* gradients in pieces (gt_dp_set_grad_source), or NULL */
+    void *src_ctx;
     bucket *buckets;
     int nbuckets;
     int finished;
@@ -211,10 +213,36 @@ static int overlapped(const gt_dp *dp) {
 /* Element i of a buffer of the gradient dtype. */
 static void *at(const gt_dp *dp, void *base, size_t i) { return (char *)base + i * dp->es; }
 
+/* Element lo of the gradients, valid for [lo, lo + count): in the one
+ * buffer, or in the piece the source gives. */
+static void *grad_at(gt_dp *dp, size_t lo, size_t count) {
+    return dp->src ? dp->src(dp->src_ctx, lo, lo + count) : at(dp, dp->grads, lo);
+}
+
+gt_status gt_dp_set_grad_source(gt_dp *dp, gt_dp_grad_src src, void *ctx) {
+    if (src && (dp->cfg.zero < 2 || dp->cfg.deterministic || dp->size == 1))
+        return GT_ERR(GT_ERR_INVALID, "data parallel: gradients in pieces need ZeRO-2/3 "
+                                      "without --deterministic on several ranks (zero %d, "
+                                      "deterministic %d, %d rank(s))",
+                      dp->cfg.zero, dp->cfg.deterministic, dp->size);
+    dp->src = src;
+    dp->src_ctx = ctx;
+    return GT_OK;
+}
+
+int gt_dp_range_reduced(const gt_dp *dp, size_t lo, size_t hi) {
+    for (int b = 0; b < dp->nbuckets; b++) {
+        const bucket *bk = &dp->buckets[b];
+        if (bk->lo >= lo && bk->hi <= hi && !bk->done) return 0;
+    }
+    return 1;
+}
+
 /* Staging: elements [lo, lo + count) of grads to / from the host mirror. */
 static gt_status stage_out(gt_dp *dp, size_t lo, size_t count) {
-    return dp->be->copy_to_host(dp->be, at(dp, dp->hgrads, lo), at(dp, dp->grads, lo),
-                                count * dp->es);
+    void *g = grad_at(dp, lo, count);
+    if (!g) return GT_ERR_OOM;
+    return dp->be->copy_to_host(dp->be, at(dp, dp->hgrads, lo), g, count * dp->es);
 }
 static gt_status stage_in(gt_dp *dp, size_t lo, size_t count) {
     return dp->be->copy_to_device(dp->be, at(dp, dp->grads, lo), at(dp, dp->hgrads, lo),
@@ -225,6 +253,8 @@ static gt_status stage_in(gt_dp *dp, size_t lo, size_t count) {
 static void *comm_grads(gt_dp *dp) { return dp->staged ? dp->hgrads : dp->grads; }
 
 gt_status gt_dp_begin(gt_dp *dp, void *grads) {
+    if (!grads && !dp->src)
+        return GT_ERR(GT_ERR_INVALID, "data parallel: no gradient buffer and no source");
     dp->grads = grads;
     dp->finished = 0;
     for (int b = 0; b < dp->nbuckets; b++) {
@@ -248,7 +278,8 @@ static gt_status start_bucket(gt_dp *dp, bucket *bk) {
     bk->started = 1;
     dp->bytes += count * dp->es;
     if (dp->staged) GT_TRY(stage_out(dp, bk->lo, count));
-    void *p = at(dp, comm_grads(dp), bk->lo);
+    void *p = dp->staged ? at(dp, dp->hgrads, bk->lo) : grad_at(dp, bk->lo, count);
+    if (!p) return GT_ERR_OOM; /* the source's error is set */
     if (dp->cfg.zero >= 2)
         return gt_comm_reduce(dp->comm, p, shard_slot(dp, bk, dp->staged), count,
                               dp->cfg.grad_dtype, GT_REDOP_SUM, bk->owner, &bk->req);
@@ -266,6 +297,18 @@ static gt_status bucket_done(gt_dp *dp, bucket *bk) {
     if (bk->owner != dp->rank) return GT_OK;
     return dp->be->copy_to_device(dp->be, shard_slot(dp, bk, 0), shard_slot(dp, bk, 1),
                                   count * dp->es);
+}
+
+gt_status gt_dp_range_wait(gt_dp *dp, size_t lo, size_t hi) {
+    for (int b = 0; b < dp->nbuckets; b++) {
+        bucket *bk = &dp->buckets[b];
+        if (bk->lo < lo || bk->hi > hi || !bk->req) continue;
+        gt_status s = gt_comm_wait(dp->comm, bk->req);
+        bk->req = NULL;
+        GT_TRY(s);
+        GT_TRY(bucket_done(dp, bk));
+    }
+    return GT_OK;
 }
 
 gt_status gt_dp_grads_ready(gt_dp *dp, size_t frontier) {
