@@ -445,6 +445,20 @@ void gt_result_memory_table(gt_result *res, const char *name, int n, const char 
     json_object_set_new(result_memory(res), name, t);
 }
 
+void gt_result_traffic(gt_result *res, const char *definition, int step, int n,
+                       const char *const *keys, const double *bytes, const double *formula) {
+    json_t *t = json_object(), *b = json_object(), *f = formula ? json_object() : NULL;
+    for (int i = 0; i < n; i++) {
+        json_object_set_new(b, keys[i], json_integer((json_int_t)bytes[i]));
+        if (f) json_object_set_new(f, keys[i], json_integer((json_int_t)formula[i]));
+    }
+    json_object_set_new(t, "definition", json_string(definition));
+    json_object_set_new(t, "step", json_integer(step));
+    json_object_set_new(t, "bytes_per_step", b);
+    if (f) json_object_set_new(t, "formula_bytes_per_step", f);
+    json_object_set_new(res->obj, "traffic", t);
+}
+
 void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stats *st) {
     json_t *a = json_object();
     json_object_set_new(a, "in_use_bytes", json_integer((json_int_t)st->in_use));

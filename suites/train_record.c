@@ -67,6 +67,25 @@ static void grid_record(const gt_train_stats *st, gt_result *res) {
     }
 }
 
+/* result.traffic: the kinds the step used or its formula names. */
+static void record_traffic(const gt_train_stats *st, gt_result *res) {
+    const gt_train_traffic *tr = &st->traffic;
+    if (!tr->step) return;
+    const char *keys[GT_COLL_COUNT];
+    double b[GT_COLL_COUNT], f[GT_COLL_COUNT];
+    int n = 0;
+    for (int k = 0; k < GT_COLL_COUNT; k++) {
+        if (!tr->bytes[k] && !tr->formula[k]) continue;
+        keys[n] = gt_coll_name((gt_coll)k);
+        b[n] = tr->bytes[k];
+        f[n++] = tr->formula[k];
+    }
+    gt_result_traffic(res,
+                      "payload bytes of this rank's send buffers per step (engine/comm.h's "
+                      "count) in the gradient sync and the optimizer step",
+                      tr->step, n, keys, b, tr->has_formula ? f : NULL);
+}
+
 void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res) {
     int dense = gt_train_dense(cfg);
     gt_result_param_str(res, "model", cfg->model_name);
@@ -222,6 +241,7 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
         const size_t v[] = {mp->params, mp->grads, mp->optim, mp->acts, mp->comm, mp->expected};
         gt_result_memory_table(res, "by_kind", 6, keys, v);
     }
+    record_traffic(st, res);
     /* the per-op profile (docs/profile.md); a slowed op is a fault, said as such */
     gt_result_profile(res, st->profile);
     if (st->profile) {

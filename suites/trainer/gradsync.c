@@ -47,6 +47,7 @@ gt_status gt_train_sync_open(gt_trainer *t) {
 
 gt_status gt_train_sync_begin(gt_trainer *t) {
     (void)gt_train_units_take_exposed(t); /* an evaluation's gathers are no step's */
+    gt_train_traffic_mark(t, 1);
     char *g = gt_model_grads_buffer(t->model);
     if (t->gunits) return gt_dp_begin(t->dp, NULL); /* each unit's buffer (gradunits.c) */
     return gt_dp_begin(t->dp, g + t->sync_off * gt_dtype_size(t->cfg->precision));
@@ -65,6 +66,7 @@ gt_status gt_train_sync_finish(gt_trainer *t, gt_train_step *s) {
     gt_profile_region_end(t->prof, GT_PROF_ALLREDUCE_EXPOSED,
                           (double)(gt_dp_bytes(t->dp) - bytes0));
     s->exposed += gt_train_units_take_exposed(t); /* ZeRO-3: the gathers not hidden */
+    gt_train_traffic_take(t); /* the schedule's reduces and gathers */
     return st;
 }
 

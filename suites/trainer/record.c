@@ -53,6 +53,7 @@ void gt_train_record_step(gt_trainer *t, const gt_train_step *s, uint64_t t1) {
     st->loss_scale[i] = s->scale;
     st->skipped[i] = (unsigned char)s->skip;
     st->steps_done = i + 1;
+    gt_train_traffic_record(t, s);
     if (t->fp16) {
         st->skipped_steps = t->ls.skipped;
         st->final_loss_scale = t->ls.scale;

@@ -78,6 +78,7 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
  *   health.c     the step's global loss, non-finite values, fp16 overflow; errors
  *                and parameter hashes every rank agrees on
  *   optimizer.c  the AdamW step on this rank's range
+ *   traffic.c    bytes per step per collective kind, and the mode's formula
  *   eval.c       the held-out evaluation (mlp, convnet)
  *   record.c     the statistics a run returns
  *   faults.c     fault injection for the tests (GT_FAULT_*)
@@ -199,6 +200,8 @@ struct gt_trainer {
     gt_dp *dp;
     gt_train_units *units; /* ZeRO-3's units and their gathers (zero3.c), else NULL */
     gt_train_grad_units *gunits; /* gradients sharded by unit (gradunits.c), else NULL */
+    gt_comm_stats traffic_mark;             /* traffic.c: the communicator's count at the mark */
+    uint64_t traffic_step[GT_COLL_COUNT];   /* this step's bytes per kind so far */
     gt_train_schedule schedule;
     gt_train_tree tree;
     /* steps */
@@ -285,6 +288,15 @@ size_t gt_train_units_peak_bytes(const gt_trainer *t);
  * the profile's param_gather) since the last call; 0 without ZeRO-3. */
 double gt_train_units_take_exposed(gt_trainer *t);
 void gt_train_units_close(gt_trainer *t);
+/* traffic.c: mark (step_start: the step's count zeroed) and take (the bytes
+ * per kind since the mark added to the step's) bracket the parts whose
+ * traffic a step counts; record: the step's into st->traffic with the
+ * formula; formula: the mode's bytes per kind (0: none for this layout). */
+void gt_train_traffic_mark(gt_trainer *t, int step_start);
+void gt_train_traffic_take(gt_trainer *t);
+int gt_train_traffic_formula(const gt_trainer *t, double f[GT_COLL_COUNT]);
+void gt_train_traffic_record(gt_trainer *t, const gt_train_step *s);
+
 /* gradunits.c: the gradients sharded in memory by unit. by_unit: whether this
  * run does it (ZeRO-2/3, several ranks, not --deterministic, no pipeline,
  * a model in units; after t->layout is set); cuts: then the units' starts
