@@ -207,7 +207,8 @@ size_t gt_dp_memory_bytes(const gt_dp *dp) {
 /* Buckets start during the backward: all-reduced (replicated) or reduced
  * to their shard's rank (ZeRO-2). */
 static int overlapped(const gt_dp *dp) {
-    return !dp->cfg.deterministic && dp->cfg.zero != 1 && dp->size > 1;
+    if (dp->cfg.deterministic) return dp->src != NULL; /* the tree, bucket by bucket */
+    return dp->cfg.zero != 1 && dp->size > 1;
 }
 
 /* Element i of a buffer of the gradient dtype. */
@@ -220,11 +221,15 @@ static void *grad_at(gt_dp *dp, size_t lo, size_t count) {
 }
 
 gt_status gt_dp_set_grad_source(gt_dp *dp, gt_dp_grad_src src, void *ctx) {
-    if (src && (dp->cfg.zero < 2 || dp->cfg.deterministic || dp->size == 1))
-        return GT_ERR(GT_ERR_INVALID, "data parallel: gradients in pieces need ZeRO-2/3 "
-                                      "without --deterministic on several ranks (zero %d, "
-                                      "deterministic %d, %d rank(s))",
-                      dp->cfg.zero, dp->cfg.deterministic, dp->size);
+    if (src && (dp->cfg.zero < 2 || dp->size == 1))
+        return GT_ERR(GT_ERR_INVALID, "data parallel: gradients in pieces need ZeRO-2/3 on "
+                                      "several ranks (zero %d, %d rank(s))",
+                      dp->cfg.zero, dp->size);
+    if (src && dp->cfg.deterministic && !dp->gshard) {
+        /* the tree sums each bucket in its piece; the owner keeps its part */
+        GT_TRY(gt_backend_alloc(dp->be, dp->shard * dp->es, &dp->gshard));
+        GT_TRY(dp->be->memset_zero(dp->be, dp->gshard, dp->shard * dp->es));
+    }
     dp->src = src;
     dp->src_ctx = ctx;
     return GT_OK;
@@ -273,9 +278,31 @@ static void *shard_slot(gt_dp *dp, const bucket *bk, int staged) {
     return at(dp, staged ? dp->hshard : dp->gshard, bk->lo - (size_t)dp->rank * dp->shard);
 }
 
+/* --deterministic with the gradients in pieces: the fixed tree over the
+ * bucket, in its piece (staged: in the host mirror), blocking; the owner
+ * keeps its sums in the shard. The tree adds element by element, so a
+ * bucket's sums have the bits of the whole buffer's. */
+static gt_status tree_bucket(gt_dp *dp, bucket *bk) {
+    size_t count = bk->hi - bk->lo;
+    void *p = grad_at(dp, bk->lo, count);
+    if (!p) return GT_ERR_OOM; /* the source's error is set */
+    void *h = dp->staged ? at(dp, dp->hgrads, bk->lo) : p;
+    if (dp->staged) GT_TRY(dp->be->copy_to_host(dp->be, h, p, count * dp->es));
+    GT_TRY(gt_comm_allreduce_tree(dp->comm, h, count, dp->cfg.grad_dtype));
+    bk->done = 1;
+    if (bk->owner != dp->rank) return GT_OK;
+    void *dst = shard_slot(dp, bk, 0);
+    if (dp->staged) return dp->be->copy_to_device(dp->be, dst, h, count * dp->es);
+    return dp->be->copy_device(dp->be, dst, h, count * dp->es);
+}
+
 static gt_status start_bucket(gt_dp *dp, bucket *bk) {
     size_t count = bk->hi - bk->lo;
     bk->started = 1;
+    if (dp->cfg.deterministic) {
+        dp->bytes += count * dp->es;
+        return tree_bucket(dp, bk);
+    }
     dp->bytes += count * dp->es;
     if (dp->staged) GT_TRY(stage_out(dp, bk->lo, count));
     void *p = dp->staged ? at(dp, dp->hgrads, bk->lo) : grad_at(dp, bk->lo, count);
@@ -351,6 +378,9 @@ gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s) {
     gt_dp_shard(dp, &lo, &hi);
     if (dp->size == 1) {
         *shard_grads = at(dp, dp->grads, lo);
+    } else if (dp->cfg.deterministic && dp->src) {
+        GT_TRY(finish_buckets(dp));
+        *shard_grads = dp->gshard;
     } else if (dp->cfg.deterministic) {
         dp->bytes += dp->n * dp->es;
         if (dp->staged) GT_TRY(stage_out(dp, 0, dp->n));
@@ -408,8 +438,9 @@ gt_status gt_dp_grad_norm(gt_dp *dp, double *norm) {
     gt_status s = GT_OK;
     if (dp->cfg.zero && dp->size > 1) {
         /* this rank's chunks from its shard, everyone's through allgather */
-        void *g = dp->cfg.deterministic ? at(dp, dp->grads, (size_t)dp->rank * dp->shard)
-                                        : dp->gshard;
+        void *g = dp->cfg.deterministic && !dp->src
+                      ? at(dp, dp->grads, (size_t)dp->rank * dp->shard)
+                      : dp->gshard;
         double *mine = part + (size_t)dp->rank * per_rank;
         for (size_t c = 0; c < per_rank && s == GT_OK; c++)
             s = dp->be->ops->sumsq(&k, at(dp, g, c * chunk), chunk, &mine[c]);

@@ -102,13 +102,16 @@ void gt_dp_shard(const gt_dp *dp, size_t *lo, size_t *hi);
 /* Starts a step on the gradient buffer grads: gt_dp_padded elements of
  * grad_dtype in backend memory (borrowed until gt_dp_finish returns). */
 gt_status gt_dp_begin(gt_dp *dp, void *grads);
-/* ZeRO-2/3 without --deterministic, several ranks: the gradients are not one
- * buffer but pieces (a unit's each, engine/params.h "sharded gradients"):
- * src(ctx, lo, hi) gives the address of element lo, valid for [lo, hi)
- * (a bucket never spans one of cfg.cuts: cut the buckets at the pieces'
- * starts), or NULL on failure (its error set). gt_dp_begin then takes
- * grads NULL. GT_ERR_INVALID in a mode that reads the whole buffer (one
- * rank, --deterministic, no ZeRO or ZeRO-1). */
+/* ZeRO-2/3 on several ranks: the gradients are not one buffer but pieces
+ * (a unit's each, engine/params.h "sharded gradients"): src(ctx, lo, hi)
+ * gives the address of element lo, valid for [lo, hi) (a bucket never
+ * spans one of cfg.cuts: cut the buckets at the pieces' starts), or NULL
+ * on failure (its error set). gt_dp_begin then takes grads NULL. With
+ * --deterministic each bucket is summed in its piece by the fixed tree
+ * (blocking, when gt_dp_grads_ready or gt_dp_finish starts it) and the
+ * owner keeps its part in a shard of the gt_dp's: the same bits as the
+ * whole buffer's tree. GT_ERR_INVALID in a mode that reads the whole
+ * buffer (one rank, no ZeRO or ZeRO-1). */
 typedef void *(*gt_dp_grad_src)(void *ctx, size_t lo, size_t hi);
 gt_status gt_dp_set_grad_source(gt_dp *dp, gt_dp_grad_src src, void *ctx);
 /* 1 when every bucket inside [lo, hi) has been reduced (its source may be

@@ -35,6 +35,18 @@ same det1 zthree1 "ZeRO-3 vs none, 1 rank"
 same det1 zthree2 "ZeRO-3 vs none, 2 ranks vs 1"
 same det1 zthree4 "ZeRO-3 vs none, 4 ranks vs 1"
 same zerotwo2 zthree2 "ZeRO-3 vs ZeRO-2, 2 ranks"
+# on 4 ranks one micro-batch each: no micro-batch tree, so the gradients are
+# sharded by unit there too (each bucket summed by the rank tree as its unit's
+# backward ends): a quarter of the gradient buffer and the units in flight
+if python3 - "$tmp/det4.json" "$tmp/zthree4.json" <<'PYEOF2'
+import json, sys
+d, z = [json.load(open(f))["results"][0]["memory"]["by_kind"] for f in sys.argv[1:]]
+print(d["gradients_bytes"], z["gradients_bytes"], z["formula_bytes"])
+sys.exit(0 if z["gradients_bytes"] < d["gradients_bytes"] and z["communication_bytes"] == 0 else 1)
+PYEOF2
+then ok "ZeRO-3 --deterministic on 4 ranks: the gradients sharded in memory"
+else fail "ZeRO-3 --deterministic on 4 ranks holds the whole gradient buffer"; fi
+"$check" "$tmp/zthree4.json" > /dev/null || fail "zthree4: report_check (memory formula)"
 # with block recomputation each block is gathered for the recomputed forward too
 run zthreerc2 2 --deterministic --micro-batch 2 --zero 3 --recompute block
 same det1 zthreerc2 "ZeRO-3 with --recompute block, 2 ranks vs 1"

@@ -7,9 +7,11 @@
  * buckets are cut at the units' starts), and once every bucket of a unit
  * has been reduced to its owner the buffer is freed. What a rank holds is
  * then its summed shard and the units between their backward and the end
- * of their reduce. With --deterministic (the fixed tree sums the whole
- * buffer after the micro-batch tree) and on one rank the buffer stays
- * whole. */
+ * of their reduce. With --deterministic and one micro-batch a rank, each
+ * bucket is summed by the fixed tree (blocking) as its unit's backward
+ * ends: the tree adds element by element, so the bits are the whole
+ * buffer's. With several micro-batches a rank (the micro-batch tree keeps
+ * whole partial sums) and on one rank the buffer stays whole. */
 #include "suites/trainer/train_impl.h"
 
 #include <stdlib.h>
@@ -20,8 +22,11 @@ struct gt_train_grad_units {
 };
 
 int gt_train_grads_by_unit(const gt_trainer *t) {
-    return t->layout && t->layout->zero >= 2 && !t->cfg->deterministic && t->R > 1 &&
-           !t->pipe && gt_model_num_units(t->model) >= 2;
+    /* --deterministic: the micro-batch tree needs whole buffers; with one
+     * micro-batch a rank there is none, and the rank tree sums bucket by bucket */
+    int det_ok = !t->cfg->deterministic || t->k_local == 1;
+    return t->layout && t->layout->zero >= 2 && det_ok && t->R > 1 && !t->pipe &&
+           gt_model_num_units(t->model) >= 2;
 }
 
 gt_status gt_train_grad_units_cuts(gt_trainer *t, const size_t **cuts, int *n) {

@@ -108,15 +108,18 @@ static double largest_units(const gt_model *m, int k, int from) {
  * tree's slots), or sharded by unit its summed shard and the units between
  * their backward and the end of their reduce (gradunits.c): the one
  * computing and the one before it still being reduced (the two largest
- * after the first), and the first (gpt2's embeddings: the tied head writes
+ * after the first; with --deterministic one: its tree is blocking), and
+ * the first (gpt2's embeddings: the tied head writes
  * their gradient first, the encoder last); with several micro-batches every
  * unit (they accumulate until the last backward). */
 static double grads_formula(const gt_trainer *t, double P, double es, int tree_slots) {
     if (!t->gunits) return es * P * (1 + tree_slots);
     size_t lo0, hi0;
     gt_model_unit_range(t->model, 0, &lo0, &hi0);
+    /* --deterministic: the tree sums a unit before the next one computes */
+    int computing = t->cfg->deterministic ? 1 : 2;
     double units = t->k_local > 1 ? (double)gt_model_num_params(t->model)
-                                  : (double)(hi0 - lo0) + largest_units(t->model, 2, 1);
+                                  : (double)(hi0 - lo0) + largest_units(t->model, computing, 1);
     return es * P / t->R + es * units;
 }
 

@@ -298,8 +298,8 @@ int gt_train_traffic_formula(const gt_trainer *t, double f[GT_COLL_COUNT]);
 void gt_train_traffic_record(gt_trainer *t, const gt_train_step *s);
 
 /* gradunits.c: the gradients sharded in memory by unit. by_unit: whether this
- * run does it (ZeRO-2/3, several ranks, not --deterministic, no pipeline,
- * a model in units; after t->layout is set); cuts: then the units' starts
+ * run does it (ZeRO-2/3, several ranks, --deterministic only with one
+ * micro-batch a rank, no pipeline, a model in units; after t->layout is set); cuts: then the units' starts
  * for the gradient buckets (owned by t->gunits), else none; open: after
  * the layout placed the buffer, the whole gradient buffer freed and the
  * sync reading the units' buffers; reduced: the buffers of the units from
