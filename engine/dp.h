@@ -7,10 +7,11 @@
  *
  * ZeRO-2 here shards what the reduction leaves: a rank receives only its
  * shard's sums and the traffic is a reduce per bucket instead of an
- * all-reduce. The model's backward still writes every gradient into its one
- * flat buffer, so the gradient memory a framework frees bucket by bucket is
- * not freed here (docs/distributed.md). With --deterministic, ZeRO-1 and
- * ZeRO-2 sum through the same fixed tree as plain data parallelism.
+ * all-reduce. The gradients are one flat buffer, or pieces the caller
+ * frees once reduced (gt_dp_set_grad_source: a unit's buffer each, so that
+ * a rank never holds the whole gradient buffer; docs/distributed.md). With
+ * --deterministic, ZeRO-1 and ZeRO-2 sum through the same fixed tree as
+ * plain data parallelism.
  *
  * Works on one flat gradient buffer of backend memory, stored in
  * cfg.grad_dtype (fp32, or bf16 / fp16 for mixed precision): the model
