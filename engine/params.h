@@ -201,7 +201,7 @@ static inline void *gt_params_grad(const gt_params *p, int i, int layer) {
     size_t off = gt_params_offset(p, i, layer);
     if (p->unit_grad) {
         int u = p->slice_unit[p->t[i].first + layer];
-        char *g = gt_params_unit_grad((gt_params *)p, u);
+        char *g = (char *)gt_params_unit_grad((gt_params *)p, u);
         return g ? gt_params_at(p, g, off - p->unit_lo[u]) : NULL;
     }
     return gt_params_at(p, p->grads, off);
