@@ -131,7 +131,8 @@ gt_status gt_dp_grads_ready(gt_dp *dp, size_t frontier);
  * this rank's shard, in grad_dtype, backend memory (pointer to gt_dp_shard's
  * length: into grads, or a buffer of the gt_dp with ZeRO-1/2). Pass the
  * address of the caller's pointer, e.g. (void **)&gshard for a float *.
- * *exposed_s, when not NULL, receives the time spent here, i.e.
+ * *exposed_s, when not NULL, receives the time spent here, and in the
+ * backward's waits (a --deterministic tree bucket, gt_dp_range_wait), i.e.
  * communication the backward did not hide. */
 gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s);
 
