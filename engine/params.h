@@ -13,6 +13,8 @@
  *           that is bf16 or fp16 (made with the backend's cast op whenever
  *           the masters change); NULL in fp32, where the masters are read;
  *   grads   gradients in k.dt (they accumulate in k.dt across micro-batches);
+ *           NULL once sharded by unit (gt_params_shard_grads: each unit's
+ *           in a buffer of its own while the backward and the reduce need it);
  *   m, v    AdamW state, fp32, for the optimizer range [opt_lo, opt_hi)
  *           only (ZeRO-1/2 keep a shard), allocated when the range is set
  *           (or, never set, at the first update or state access: the whole
