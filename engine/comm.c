@@ -619,8 +619,11 @@ static gt_status comm_run(gt_comm *c, const gt_comm_op_desc *d, gt_comm_request 
                       "abandoned: the ranks no longer agree on the order of operations",
                       gt_coll_name(d->coll));
     uint64_t seq = ++c->seq[d->coll];
+    size_t sent = send_bytes(c, d);
     c->stats.ops++;
-    c->stats.bytes += send_bytes(c, d);
+    c->stats.bytes += sent;
+    c->stats.coll_ops[d->coll]++;
+    c->stats.coll_bytes[d->coll] += sent;
     /* Blocking collectives take the library's blocking call where the
      * backend has one (Open MPI's non-blocking collectives are up to 2x
      * slower). Send/recv keep polling: a receive that times out is

@@ -208,11 +208,18 @@ typedef void (*gt_comm_timeout_handler)(const char *message, void *ctx);
  * communicator's blocking calls. */
 void gt_comm_set_timeout_handler(gt_comm_timeout_handler fn, void *ctx);
 
-/* Statistics since creation. */
+/* Statistics since creation. A send buffer's payload bytes are counted as
+ * the call hands it to the library: count x dtype size for allreduce,
+ * reduce (every rank, root included), allgather (this rank's block),
+ * alltoall and reduce_scatter (every block: size x count), send; broadcast
+ * on the root only; receive and barrier 0. gt_comm_allreduce_tree counts
+ * as the sends and the broadcast it is made of. */
 typedef struct gt_comm_stats {
     uint64_t ops;          /* operations started */
     uint64_t bytes;        /* payload bytes of this rank's send buffers */
     double wait_s;         /* time spent inside gt_comm_wait and blocking calls */
+    uint64_t coll_ops[GT_COLL_COUNT];   /* the same two by operation kind */
+    uint64_t coll_bytes[GT_COLL_COUNT];
 } gt_comm_stats;
 void gt_comm_get_stats(const gt_comm *c, gt_comm_stats *out);
 

@@ -31,6 +31,10 @@ struct gt_dp {
     void *hshard;       /* staged ZeRO-1/2 non-deterministic: host copy of the summed shard */
     float *hparams;     /* staged ZeRO-1: host mirror of the fp32 params (padded) */
     double *dpart;      /* nccl ZeRO-1: device buffer of the norm partials */
+    gt_dp_grad_src src; /* gradients in pieces (gt_dp_set_grad_source), or NULL */
+    void *src_ctx;
+    uint64_t blocked_ns; /* waits in the backward (a tree bucket, gt_dp_range_wait): exposed */
+    int in_finish;
     bucket *buckets;
     int nbuckets;
     int finished;
@@ -203,18 +207,50 @@ size_t gt_dp_memory_bytes(const gt_dp *dp) {
 }
 
 /* Buckets start during the backward: all-reduced (replicated) or reduced
- * to their shard's rank (ZeRO-2). */
+ * to their shard's rank (ZeRO-2/3); with --deterministic and the gradients
+ * in pieces, summed by the tree. */
 static int overlapped(const gt_dp *dp) {
-    return !dp->cfg.deterministic && dp->cfg.zero != 1 && dp->size > 1;
+    if (dp->cfg.deterministic) return dp->src != NULL; /* the tree, bucket by bucket */
+    return dp->cfg.zero != 1 && dp->size > 1;
 }
 
 /* Element i of a buffer of the gradient dtype. */
 static void *at(const gt_dp *dp, void *base, size_t i) { return (char *)base + i * dp->es; }
 
+/* Element lo of the gradients, valid for [lo, lo + count): in the one
+ * buffer, or in the piece the source gives. */
+static void *grad_at(gt_dp *dp, size_t lo, size_t count) {
+    return dp->src ? dp->src(dp->src_ctx, lo, lo + count) : at(dp, dp->grads, lo);
+}
+
+gt_status gt_dp_set_grad_source(gt_dp *dp, gt_dp_grad_src src, void *ctx) {
+    if (src && (dp->cfg.zero < 2 || dp->size == 1))
+        return GT_ERR(GT_ERR_INVALID, "data parallel: gradients in pieces need ZeRO-2/3 on "
+                                      "several ranks (zero %d, %d rank(s))",
+                      dp->cfg.zero, dp->size);
+    if (src && dp->cfg.deterministic && !dp->gshard) {
+        /* the tree sums each bucket in its piece; the owner keeps its part */
+        GT_TRY(gt_backend_alloc(dp->be, dp->shard * dp->es, &dp->gshard));
+        GT_TRY(dp->be->memset_zero(dp->be, dp->gshard, dp->shard * dp->es));
+    }
+    dp->src = src;
+    dp->src_ctx = ctx;
+    return GT_OK;
+}
+
+int gt_dp_range_reduced(const gt_dp *dp, size_t lo, size_t hi) {
+    for (int b = 0; b < dp->nbuckets; b++) {
+        const bucket *bk = &dp->buckets[b];
+        if (bk->lo >= lo && bk->hi <= hi && !bk->done) return 0;
+    }
+    return 1;
+}
+
 /* Staging: elements [lo, lo + count) of grads to / from the host mirror. */
 static gt_status stage_out(gt_dp *dp, size_t lo, size_t count) {
-    return dp->be->copy_to_host(dp->be, at(dp, dp->hgrads, lo), at(dp, dp->grads, lo),
-                                count * dp->es);
+    void *g = grad_at(dp, lo, count);
+    if (!g) return GT_ERR_OOM;
+    return dp->be->copy_to_host(dp->be, at(dp, dp->hgrads, lo), g, count * dp->es);
 }
 static gt_status stage_in(gt_dp *dp, size_t lo, size_t count) {
     return dp->be->copy_to_device(dp->be, at(dp, dp->grads, lo), at(dp, dp->hgrads, lo),
@@ -225,6 +261,8 @@ static gt_status stage_in(gt_dp *dp, size_t lo, size_t count) {
 static void *comm_grads(gt_dp *dp) { return dp->staged ? dp->hgrads : dp->grads; }
 
 gt_status gt_dp_begin(gt_dp *dp, void *grads) {
+    if (!grads && !dp->src)
+        return GT_ERR(GT_ERR_INVALID, "data parallel: no gradient buffer and no source");
     dp->grads = grads;
     dp->finished = 0;
     for (int b = 0; b < dp->nbuckets; b++) {
@@ -243,12 +281,42 @@ static void *shard_slot(gt_dp *dp, const bucket *bk, int staged) {
     return at(dp, staged ? dp->hshard : dp->gshard, bk->lo - (size_t)dp->rank * dp->shard);
 }
 
+/* --deterministic with the gradients in pieces: the fixed tree over the
+ * bucket, in its piece (staged: in the host mirror), blocking; the owner
+ * keeps its sums in the shard. The tree adds element by element, so a
+ * bucket's sums have the bits of the whole buffer's. */
+static gt_status tree_bucket(gt_dp *dp, bucket *bk) {
+    size_t count = bk->hi - bk->lo;
+    void *p = grad_at(dp, bk->lo, count);
+    if (!p) return GT_ERR_OOM; /* the source's error is set */
+    void *h = dp->staged ? at(dp, dp->hgrads, bk->lo) : p;
+    if (dp->staged) GT_TRY(dp->be->copy_to_host(dp->be, h, p, count * dp->es));
+    GT_TRY(gt_comm_allreduce_tree(dp->comm, h, count, dp->cfg.grad_dtype));
+    bk->done = 1;
+    if (bk->owner != dp->rank) return GT_OK;
+    void *dst = shard_slot(dp, bk, 0);
+    if (dp->staged) return dp->be->copy_to_device(dp->be, dst, h, count * dp->es);
+    return dp->be->copy_device(dp->be, dst, h, count * dp->es);
+}
+
+/* Time the backward waited outside gt_dp_finish (which times itself). */
+static void blocked_since(gt_dp *dp, uint64_t t0) {
+    if (!dp->in_finish) dp->blocked_ns += gt_now_ns() - t0;
+}
+
 static gt_status start_bucket(gt_dp *dp, bucket *bk) {
     size_t count = bk->hi - bk->lo;
     bk->started = 1;
     dp->bytes += count * dp->es;
+    if (dp->cfg.deterministic) {
+        uint64_t t0 = gt_now_ns();
+        gt_status s = tree_bucket(dp, bk);
+        blocked_since(dp, t0);
+        return s;
+    }
     if (dp->staged) GT_TRY(stage_out(dp, bk->lo, count));
-    void *p = at(dp, comm_grads(dp), bk->lo);
+    void *p = dp->staged ? at(dp, dp->hgrads, bk->lo) : grad_at(dp, bk->lo, count);
+    if (!p) return GT_ERR_OOM; /* the source's error is set */
     if (dp->cfg.zero >= 2)
         return gt_comm_reduce(dp->comm, p, shard_slot(dp, bk, dp->staged), count,
                               dp->cfg.grad_dtype, GT_REDOP_SUM, bk->owner, &bk->req);
@@ -266,6 +334,20 @@ static gt_status bucket_done(gt_dp *dp, bucket *bk) {
     if (bk->owner != dp->rank) return GT_OK;
     return dp->be->copy_to_device(dp->be, shard_slot(dp, bk, 0), shard_slot(dp, bk, 1),
                                   count * dp->es);
+}
+
+gt_status gt_dp_range_wait(gt_dp *dp, size_t lo, size_t hi) {
+    for (int b = 0; b < dp->nbuckets; b++) {
+        bucket *bk = &dp->buckets[b];
+        if (bk->lo < lo || bk->hi > hi || !bk->req) continue;
+        uint64_t t0 = gt_now_ns();
+        gt_status s = gt_comm_wait(dp->comm, bk->req);
+        blocked_since(dp, t0);
+        bk->req = NULL;
+        GT_TRY(s);
+        GT_TRY(bucket_done(dp, bk));
+    }
+    return GT_OK;
 }
 
 gt_status gt_dp_grads_ready(gt_dp *dp, size_t frontier) {
@@ -301,13 +383,16 @@ static gt_status finish_buckets(gt_dp *dp) {
     return GT_OK;
 }
 
-gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s) {
-    uint64_t t0 = gt_now_ns();
+/* gt_dp_finish's reduction, by mode. */
+static gt_status finish_reduce(gt_dp *dp, void **shard_grads) {
     size_t lo, hi;
     gt_dtype dt = dp->cfg.grad_dtype;
     gt_dp_shard(dp, &lo, &hi);
     if (dp->size == 1) {
         *shard_grads = at(dp, dp->grads, lo);
+    } else if (dp->cfg.deterministic && dp->src) {
+        GT_TRY(finish_buckets(dp));
+        *shard_grads = dp->gshard;
     } else if (dp->cfg.deterministic) {
         dp->bytes += dp->n * dp->es;
         if (dp->staged) GT_TRY(stage_out(dp, 0, dp->n));
@@ -333,8 +418,20 @@ gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s) {
         GT_TRY(finish_buckets(dp));
         *shard_grads = dp->grads;
     }
+    return GT_OK;
+}
+
+gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s) {
+    uint64_t t0 = gt_now_ns();
+    dp->in_finish = 1;
+    gt_status s = finish_reduce(dp, shard_grads);
+    dp->in_finish = 0;
+    GT_TRY(s);
     dp->finished = 1;
-    if (exposed_s) *exposed_s = (double)(gt_now_ns() - t0) * 1e-9;
+    /* and what the backward waited for (a tree bucket, the pieces' rate limit) */
+    uint64_t ns = gt_now_ns() - t0 + dp->blocked_ns;
+    dp->blocked_ns = 0;
+    if (exposed_s) *exposed_s = (double)ns * 1e-9;
     return GT_OK;
 }
 
@@ -365,8 +462,9 @@ gt_status gt_dp_grad_norm(gt_dp *dp, double *norm) {
     gt_status s = GT_OK;
     if (dp->cfg.zero && dp->size > 1) {
         /* this rank's chunks from its shard, everyone's through allgather */
-        void *g = dp->cfg.deterministic ? at(dp, dp->grads, (size_t)dp->rank * dp->shard)
-                                        : dp->gshard;
+        void *g = dp->cfg.deterministic && !dp->src
+                      ? at(dp, dp->grads, (size_t)dp->rank * dp->shard)
+                      : dp->gshard;
         double *mine = part + (size_t)dp->rank * per_rank;
         for (size_t c = 0; c < per_rank && s == GT_OK; c++)
             s = dp->be->ops->sumsq(&k, at(dp, g, c * chunk), chunk, &mine[c]);

@@ -7,10 +7,11 @@
  *
  * ZeRO-2 here shards what the reduction leaves: a rank receives only its
  * shard's sums and the traffic is a reduce per bucket instead of an
- * all-reduce. The model's backward still writes every gradient into its one
- * flat buffer, so the gradient memory a framework frees bucket by bucket is
- * not freed here (docs/distributed.md). With --deterministic, ZeRO-1 and
- * ZeRO-2 sum through the same fixed tree as plain data parallelism.
+ * all-reduce. The gradients are one flat buffer, or pieces the caller
+ * frees once reduced (gt_dp_set_grad_source: a unit's buffer each, so that
+ * a rank never holds the whole gradient buffer; docs/distributed.md). With
+ * --deterministic, ZeRO-1 and ZeRO-2 sum through the same fixed tree as
+ * plain data parallelism.
  *
  * Works on one flat gradient buffer of backend memory, stored in
  * cfg.grad_dtype (fp32, or bf16 / fp16 for mixed precision): the model
@@ -102,6 +103,25 @@ void gt_dp_shard(const gt_dp *dp, size_t *lo, size_t *hi);
 /* Starts a step on the gradient buffer grads: gt_dp_padded elements of
  * grad_dtype in backend memory (borrowed until gt_dp_finish returns). */
 gt_status gt_dp_begin(gt_dp *dp, void *grads);
+/* ZeRO-2/3 on several ranks: the gradients are not one buffer but pieces
+ * (a unit's each, engine/params.h "sharded gradients"): src(ctx, lo, hi)
+ * gives the address of element lo, valid for [lo, hi) (a bucket never
+ * spans one of cfg.cuts: cut the buckets at the pieces' starts), or NULL
+ * on failure (its error set). gt_dp_begin then takes grads NULL. With
+ * --deterministic each bucket is summed in its piece by the fixed tree
+ * (blocking, when gt_dp_grads_ready or gt_dp_finish starts it) and the
+ * owner keeps its part in a shard of the gt_dp's: the same bits as the
+ * whole buffer's tree. GT_ERR_INVALID in a mode that reads the whole
+ * buffer (one rank, no ZeRO or ZeRO-1). */
+typedef void *(*gt_dp_grad_src)(void *ctx, size_t lo, size_t hi);
+gt_status gt_dp_set_grad_source(gt_dp *dp, gt_dp_grad_src src, void *ctx);
+/* 1 when every bucket inside [lo, hi) has been reduced (its source may be
+ * freed), 0 otherwise. */
+int gt_dp_range_reduced(const gt_dp *dp, size_t lo, size_t hi);
+/* Waits for the buckets inside [lo, hi) already started (to bound the
+ * memory of the pieces in flight). */
+gt_status gt_dp_range_wait(gt_dp *dp, size_t lo, size_t hi);
+
 /* Gradients in [frontier, n_params) are final: buckets entirely inside
  * start now (non-deterministic mode without ZeRO or with ZeRO-2; otherwise
  * nothing happens until gt_dp_finish). Also lets outstanding requests
@@ -111,7 +131,8 @@ gt_status gt_dp_grads_ready(gt_dp *dp, size_t frontier);
  * this rank's shard, in grad_dtype, backend memory (pointer to gt_dp_shard's
  * length: into grads, or a buffer of the gt_dp with ZeRO-1/2). Pass the
  * address of the caller's pointer, e.g. (void **)&gshard for a float *.
- * *exposed_s, when not NULL, receives the time spent here, i.e.
+ * *exposed_s, when not NULL, receives the time spent here, and in the
+ * backward's waits (a --deterministic tree bucket, gt_dp_range_wait), i.e.
  * communication the backward did not hide. */
 gt_status gt_dp_finish(gt_dp *dp, void **shard_grads, double *exposed_s);
 

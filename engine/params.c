@@ -189,6 +189,7 @@ void gt_params_release(gt_params *p) {
         gt_backend_dealloc(p->be, p->m);
         gt_backend_dealloc(p->be, p->v);
         gt_backend_dealloc(p->be, p->state);
+        for (int u = 0; p->unit_grad && u < p->nunits; u++) gt_params_unit_grad_release(p, u);
     }
     free(p->slice_off);
     free(p->order);
@@ -198,6 +199,8 @@ void gt_params_release(gt_params *p) {
     free(p->unit_lo);
     free(p->slice_unit);
     free(p->unit_buf);
+    free(p->unit_grad);
+    p->unit_grad = NULL;
     p->unit_first = NULL;
     p->unit_lo = NULL;
     p->slice_unit = NULL;
@@ -216,6 +219,7 @@ void gt_params_set_hook(gt_params *p, gt_params_hook hook, void *ctx) {
 }
 
 gt_status gt_params_ready(gt_params *p, int i, int layer) {
+    if (p->grad_err != GT_OK) return p->grad_err;
     if (!p->hook) return GT_OK;
     return p->hook(p->hook_ctx, i < p->nt ? gt_params_offset(p, i, layer) : p->num_params);
 }
@@ -239,6 +243,7 @@ gt_status gt_params_need(gt_params *p, int u, int next) {
 }
 
 gt_status gt_params_done(gt_params *p, int u) {
+    if (p->grad_err != GT_OK) return p->grad_err;
     if (!p->unit_hook) return GT_OK;
     return p->unit_hook(p->unit_ctx, GT_PARAMS_UNIT_DONE, u, -1);
 }
@@ -328,10 +333,59 @@ gt_status gt_params_get(gt_params *p, float *dst) {
     return copy_out(p, src, GT_DTYPE_FP32, dst);
 }
 gt_status gt_params_get_grads(gt_params *p, float *dst) {
+    if (!p->grads)
+        return GT_ERR(GT_ERR_INVALID, "the gradients are sharded by unit (ZeRO-2/3): there is "
+                                      "no whole gradient buffer to read");
     return copy_out(p, p->grads, p->k.dt, dst);
 }
 gt_status gt_params_zero_grad(gt_params *p) {
-    return p->be->memset_zero(p->be, p->grads, p->num_alloc * p->es);
+    if (!p->unit_grad) return p->be->memset_zero(p->be, p->grads, p->num_alloc * p->es);
+    for (int u = 0; u < p->nunits; u++)
+        if (p->unit_grad[u])
+            GT_TRY(p->be->memset_zero(p->be, p->unit_grad[u],
+                                      (p->unit_lo[u + 1] - p->unit_lo[u]) * p->es));
+    return GT_OK;
+}
+
+/* ---- sharded gradients -------------------------------------------------------------- */
+
+gt_status gt_params_shard_grads(gt_params *p) {
+    if (p->unit_grad) return GT_OK;
+    if (p->nunits < 2)
+        return GT_ERR(GT_ERR_INVALID, "gradients sharded by unit: the model declares %d unit(s)",
+                      p->nunits);
+    if (!(p->unit_grad = calloc((size_t)p->nunits, sizeof *p->unit_grad)))
+        return GT_ERR(GT_ERR_OOM, "out of host memory for the units' gradient buffers");
+    gt_backend_dealloc(p->be, p->grads);
+    p->grads = NULL;
+    return GT_OK;
+}
+
+void *gt_params_unit_grad(gt_params *p, int u) {
+    GT_ASSERT(p->unit_grad && u >= 0 && u < p->nunits);
+    if (p->unit_grad[u]) return p->unit_grad[u];
+    size_t bytes = (p->unit_lo[u + 1] - p->unit_lo[u]) * p->es;
+    gt_status s = gt_backend_alloc_zeroed(p->be, bytes ? bytes : 1, &p->unit_grad[u]);
+    if (s != GT_OK) {
+        if (p->grad_err == GT_OK)
+            p->grad_err = gt_error_wrap(s, "the gradients of unit %d (%zu bytes)", u, bytes);
+        p->unit_grad[u] = NULL;
+        return NULL;
+    }
+    p->grad_held += bytes;
+    if (p->grad_held > p->grad_peak) p->grad_peak = p->grad_held;
+    return p->unit_grad[u];
+}
+
+void gt_params_unit_grad_release(gt_params *p, int u) {
+    if (!p->unit_grad || !p->unit_grad[u]) return;
+    gt_backend_dealloc(p->be, p->unit_grad[u]);
+    p->unit_grad[u] = NULL;
+    p->grad_held -= (p->unit_lo[u + 1] - p->unit_lo[u]) * p->es;
+}
+
+int gt_params_unit_grad_held(const gt_params *p, int u) {
+    return p->unit_grad && p->unit_grad[u] != NULL;
 }
 
 gt_status gt_params_get_state(gt_params *p, float *dst) {
@@ -366,6 +420,9 @@ gt_status gt_params_grad_sumsq_chunks(gt_params *p, const void *grads, size_t lo
 }
 
 gt_status gt_params_grad_norm(gt_params *p, double *out) {
+    if (!p->grads)
+        return GT_ERR(GT_ERR_INVALID, "gradient norm of a model whose gradients are sharded by "
+                                      "unit (ZeRO-2/3): the data-parallel sync computes it");
     size_t nchunks = p->num_alloc / p->norm_chunk;
     double *part = malloc(nchunks * sizeof(double));
     if (!part) return GT_ERR(GT_ERR_OOM, "out of host memory");
@@ -476,7 +533,7 @@ gt_status gt_params_pad(gt_params *p, size_t n_alloc) {
     size_t keep = p->num_alloc < n_alloc ? p->num_alloc : n_alloc;
     GT_TRY(regrow(p, &p->params, sizeof(float), n_alloc, keep));
     if (p->wc) GT_TRY(regrow(p, &p->wc, p->es, n_alloc, keep));
-    GT_TRY(regrow(p, &p->grads, p->es, n_alloc, keep));
+    if (p->grads) GT_TRY(regrow(p, &p->grads, p->es, n_alloc, keep)); /* NULL: by unit */
     p->num_alloc = n_alloc;
     return GT_OK;
 }
@@ -602,12 +659,13 @@ static size_t masters_held(const gt_params *p) {
 void gt_params_memory(const gt_params *p, size_t *params, size_t *grads, size_t *optim) {
     *params = masters_held(p) * sizeof(float) + (p->wc ? p->num_alloc * p->es : 0) +
               p->state_numel * sizeof(float);
-    *grads = p->num_alloc * p->es;
+    *grads = p->grads ? p->num_alloc * p->es : p->grad_peak; /* by unit: at their most */
     *optim = 2 * p->opt_alloc * sizeof(float);
 }
 
 size_t gt_params_bytes(const gt_params *p) {
-    return masters_held(p) * sizeof(float) + p->num_alloc * p->es * (p->wc ? 2 : 1) +
+    return masters_held(p) * sizeof(float) + (p->grads ? p->num_alloc * p->es : p->grad_held) +
+           (p->wc ? p->num_alloc * p->es : 0) +
            2 * p->opt_alloc * sizeof(float) + p->state_numel * sizeof(float);
 }
 

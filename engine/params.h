@@ -13,6 +13,8 @@
  *           that is bf16 or fp16 (made with the backend's cast op whenever
  *           the masters change); NULL in fp32, where the masters are read;
  *   grads   gradients in k.dt (they accumulate in k.dt across micro-batches);
+ *           NULL once sharded by unit (gt_params_shard_grads: each unit's
+ *           in a buffer of its own while the backward and the reduce need it);
  *   m, v    AdamW state, fp32, for the optimizer range [opt_lo, opt_hi)
  *           only (ZeRO-1/2 keep a shard), allocated when the range is set
  *           (or, never set, at the first update or state access: the whole
@@ -136,6 +138,15 @@ typedef struct gt_params {
     void **unit_buf;  /* [nunits] NULL: not resident; NULL array: not sharded */
     float *whole;     /* sharded, made whole for a while (gt_params_masters_whole): the
                          padded masters; NULL otherwise */
+    /* sharded gradients (gt_params_shard_grads): grads is NULL and unit u's
+     * gradients live in unit_grad[u] (k.dt, the unit's elements), allocated
+     * zeroed at the first gt_params_grad of the unit and freed by
+     * gt_params_unit_grad_release; grad_held / grad_peak: their bytes now
+     * and at most; grad_err: an allocation that failed, returned by the
+     * next gt_params_ready / gt_params_done */
+    void **unit_grad;
+    size_t grad_held, grad_peak;
+    gt_status grad_err;
 } gt_params;
 
 /* ---- declaring (before gt_params_alloc; programmer errors assert) ------------ */
@@ -187,8 +198,15 @@ static inline void *gt_params_weight(const gt_params *p, int i, int layer) {
     }
     return gt_params_at(p, p->wc ? p->wc : (void *)p->params, off);
 }
+void *gt_params_unit_grad(gt_params *p, int u);
 static inline void *gt_params_grad(const gt_params *p, int i, int layer) {
-    return gt_params_at(p, p->grads, gt_params_offset(p, i, layer));
+    size_t off = gt_params_offset(p, i, layer);
+    if (p->unit_grad) {
+        int u = p->slice_unit[p->t[i].first + layer];
+        char *g = (char *)gt_params_unit_grad((gt_params *)p, u);
+        return g ? gt_params_at(p, g, off - p->unit_lo[u]) : NULL;
+    }
+    return gt_params_at(p, p->grads, off);
 }
 static inline float *gt_params_master(const gt_params *p, int i, int layer) {
     return p->params + (gt_params_offset(p, i, layer) - p->params_lo);
@@ -238,6 +256,23 @@ gt_status gt_params_unit_fill_own(gt_params *p, int u, void *buf, size_t *lo, si
 typedef gt_status (*gt_params_fill_fn)(void *ctx, float *whole);
 gt_status gt_params_masters_whole(gt_params *p, gt_params_fill_fn fill, void *ctx);
 gt_status gt_params_masters_reshard(gt_params *p);
+
+/* ---- sharded gradients (ZeRO-2/3 with units) ------------------------------------
+ * The whole gradient buffer is freed; each unit's gradients get a buffer of
+ * their own when the backward first asks for one (gt_params_grad, zeroed:
+ * they accumulate there across micro-batches), and whoever reduced them
+ * frees it (gt_params_unit_grad_release), so a rank holds the gradients of
+ * the units between their backward and the end of their reduction only.
+ * From then on gt_params_get_grads, gt_params_grad_norm, gt_params_update and
+ * the whole buffer (gt_model_grads_buffer: NULL) are not available; zero_grad
+ * zeroes the buffers held. GT_ERR_INVALID without units (fewer than 2). */
+gt_status gt_params_shard_grads(gt_params *p);
+/* Unit u's gradient buffer (allocated zeroed when there is none; NULL when
+ * that failed: the error comes back from the next gt_params_ready or
+ * gt_params_done), and its release (no-op when there is none). */
+void gt_params_unit_grad_release(gt_params *p, int u);
+/* 1 when unit u's gradient buffer is held. */
+int gt_params_unit_grad_held(const gt_params *p, int u);
 
 /* ---- host copies (canonical order, fp32) --------------------------------------- */
 

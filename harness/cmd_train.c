@@ -97,6 +97,19 @@ static void print_memory_parts(const gt_train_memory *mp, size_t peak,
            100.0 * (double)held / (double)peak, mp->expected / 1048576.0);
 }
 
+/* Rank 0's bytes per step per collective kind beside its mode's formula. */
+static void print_traffic(const gt_train_traffic *tr) {
+    int said = 0;
+    for (int k = 0; k < GT_COLL_COUNT; k++) {
+        if (!tr->step || (!tr->bytes[k] && !tr->formula[k])) continue;
+        if (!said++) printf("  traffic/step    ");
+        else printf(",");
+        printf(" %s %.3f MiB", gt_coll_name((gt_coll)k), tr->bytes[k] / 1048576.0);
+        if (tr->has_formula) printf(" (formula %.3f)", tr->formula[k] / 1048576.0);
+    }
+    if (said) printf(" sent by rank 0 (step %d)\n", tr->step);
+}
+
 /* What a resumed run continues from, before its first step: file, step, data
  * position, the changes --resume-allow let through, what was not checked. */
 static void print_resume(FILE *f, const gt_train_config *cfg, const gt_train_stats *st) {
@@ -189,6 +202,7 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
         printf("  communication    %.2f ms/step not hidden by the backward (median), %.1f "
                "MiB/step reduced and gathered by rank 0\n",
                st->exposed_comm_ms, st->comm_bytes / 1048576.0 / (st->steps_done ? st->steps_done : 1));
+    print_traffic(&st->traffic);
     print_pipeline(st);
     printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
            st->mem.peak_in_use / 1048576.0, st->mem.peak_reserved / 1048576.0);

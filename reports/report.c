@@ -445,6 +445,20 @@ void gt_result_memory_table(gt_result *res, const char *name, int n, const char 
     json_object_set_new(result_memory(res), name, t);
 }
 
+void gt_result_traffic(gt_result *res, const char *definition, int step, int n,
+                       const char *const *keys, const double *bytes, const double *formula) {
+    json_t *t = json_object(), *b = json_object(), *f = formula ? json_object() : NULL;
+    for (int i = 0; i < n; i++) {
+        json_object_set_new(b, keys[i], json_integer((json_int_t)bytes[i]));
+        if (f) json_object_set_new(f, keys[i], json_integer((json_int_t)formula[i]));
+    }
+    json_object_set_new(t, "definition", json_string(definition));
+    json_object_set_new(t, "step", json_integer(step));
+    json_object_set_new(t, "bytes_per_step", b);
+    if (f) json_object_set_new(t, "formula_bytes_per_step", f);
+    json_object_set_new(res->obj, "traffic", t);
+}
+
 void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stats *st) {
     json_t *a = json_object();
     json_object_set_new(a, "in_use_bytes", json_integer((json_int_t)st->in_use));
@@ -774,6 +788,24 @@ static void print_library_tuning(gt_report *r, FILE *f) {
     }
 }
 
+/* The rest of a scaling line: memory per rank (the buffers by kind) beside
+ * its mode's formula, and the communication the step did not hide. */
+static void print_rank_costs(FILE *f, json_t *o) {
+    json_t *k = json_object_get(json_object_get(o, "memory"), "by_kind");
+    static const char *const held[] = {"parameters_bytes", "gradients_bytes", "optimizer_bytes",
+                                       "activations_bytes", "communication_bytes"};
+    double sum = 0;
+    for (size_t j = 0; k && j < sizeof held / sizeof *held; j++)
+        sum += (double)json_integer_value(json_object_get(k, held[j]));
+    double formula = (double)json_integer_value(json_object_get(k, "formula_bytes"));
+    if (sum > 0) fprintf(f, "  memory/rank %.1f MiB (formula %.1f)", sum / 1048576.0,
+                         formula / 1048576.0);
+    int have = 0;
+    double ex = metric_of(o, "exposed_comm_ms", &have);
+    if (have) fprintf(f, "  exposed comm %.1f ms", ex);
+    fputc('\n', f);
+}
+
 void gt_report_print_highlights(gt_report *r, FILE *f) {
     /* the machine: health's peaks on each topology it ran on */
     int said = 0;
@@ -810,8 +842,9 @@ void gt_report_print_highlights(gt_report *r, FILE *f) {
                                  &have);
             if (!have) continue;
             if (!said++) fprintf(f, "scaling efficiency (against the first topology):\n");
-            fprintf(f, "  %-30s %3s rank(s)  %s %5.1f%%  (%s)\n", str_of(o, "case"),
+            fprintf(f, "  %-30s %3s rank(s)  %s %5.1f%%  (%s)", str_of(o, "case"),
                     str_of(o, "topology"), w ? "weak  " : "strong", 100.0 * v, str_of(o, "suite"));
+            print_rank_costs(f, o);
         }
     }
     /* collectives: busbw at the largest size against the raw library's */

@@ -181,6 +181,13 @@ void gt_result_alloc_stats(gt_result *res, const char *name, const gt_alloc_stat
 void gt_result_memory_table(gt_result *res, const char *name, int n, const char *const *keys,
                             const size_t *bytes);
 
+/* result.traffic = {"definition": definition, "step": step,
+ * "bytes_per_step": {keys[i]: bytes[i]}, "formula_bytes_per_step":
+ * {keys[i]: formula[i]} (formula NULL: no such object)}: a training case's
+ * bytes per step per collective kind beside its mode's formula. */
+void gt_result_traffic(gt_result *res, const char *definition, int step, int n,
+                       const char *const *keys, const double *bytes, const double *formula);
+
 /* GPU telemetry of the case (docs/report-schema.md, "telemetry"): the
  * readings at its start and at its end, either may be NULL (not recorded).
  * Replaces an earlier call's. Both NULL: nothing is written. */

@@ -67,6 +67,58 @@ static void grid_record(const gt_train_stats *st, gt_result *res) {
     }
 }
 
+/* result.traffic: the kinds the step used or its formula names. */
+static void record_traffic(const gt_train_stats *st, gt_result *res) {
+    const gt_train_traffic *tr = &st->traffic;
+    if (!tr->step) return;
+    const char *keys[GT_COLL_COUNT];
+    double b[GT_COLL_COUNT], f[GT_COLL_COUNT];
+    int n = 0;
+    for (int k = 0; k < GT_COLL_COUNT; k++) {
+        if (!tr->bytes[k] && !tr->formula[k]) continue;
+        keys[n] = gt_coll_name((gt_coll)k);
+        b[n] = tr->bytes[k];
+        f[n++] = tr->formula[k];
+    }
+    gt_result_traffic(res,
+                      "payload bytes of this rank's send buffers per step (engine/comm.h's "
+                      "count) in the gradient sync and the optimizer step",
+                      tr->step, n, keys, b, tr->has_formula ? f : NULL);
+}
+
+/* The held-out curve and the target's steps and time, when asked for. */
+static void record_eval(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res) {
+    if (st->n_evals > 0) {
+        double *at = malloc((size_t)st->n_evals * sizeof *at);
+        for (int j = 0; at && j < st->n_evals; j++) at[j] = st->eval_at[j];
+        gt_result_series(res, "eval_loss", st->eval_curve, (size_t)st->n_evals);
+        if (at) gt_result_series(res, "eval_step", at, (size_t)st->n_evals);
+        free(at);
+        gt_result_param_int(res, "eval_every", cfg->eval_every);
+    }
+    if (cfg->target_gap > 0) {
+        gt_result_param_num(res, "target_gap", cfg->target_gap);
+        if (st->steps_to_target > 0) {
+            gt_result_metric(res, "steps_to_target", "steps", 0, st->steps_to_target, NULL, 0);
+            gt_result_metric(res, "time_to_target", "s", 0, st->time_to_target_s, NULL, 0);
+        }
+    }
+}
+
+/* What a rank holds by kind beside its formula (memory.by_kind), and its
+ * traffic per step beside its formula. */
+static void record_rank_costs(const gt_train_stats *st, gt_result *res) {
+    if (st->mem_parts.expected) {
+        const gt_train_memory *mp = &st->mem_parts;
+        static const char *const keys[] = {"parameters_bytes",    "gradients_bytes",
+                                           "optimizer_bytes",     "activations_bytes",
+                                           "communication_bytes", "formula_bytes"};
+        const size_t v[] = {mp->params, mp->grads, mp->optim, mp->acts, mp->comm, mp->expected};
+        gt_result_memory_table(res, "by_kind", 6, keys, v);
+    }
+    record_traffic(st, res);
+}
+
 void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res) {
     int dense = gt_train_dense(cfg);
     gt_result_param_str(res, "model", cfg->model_name);
@@ -188,21 +240,7 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
         gt_result_param_num(res, "eval_bayes_loss", st->eval_bayes);
         gt_result_param_int(res, "eval_samples", st->eval_samples);
     }
-    if (st->n_evals > 0) {
-        double *at = malloc((size_t)st->n_evals * sizeof *at);
-        for (int j = 0; at && j < st->n_evals; j++) at[j] = st->eval_at[j];
-        gt_result_series(res, "eval_loss", st->eval_curve, (size_t)st->n_evals);
-        if (at) gt_result_series(res, "eval_step", at, (size_t)st->n_evals);
-        free(at);
-        gt_result_param_int(res, "eval_every", cfg->eval_every);
-    }
-    if (cfg->target_gap > 0) {
-        gt_result_param_num(res, "target_gap", cfg->target_gap);
-        if (st->steps_to_target > 0) {
-            gt_result_metric(res, "steps_to_target", "steps", 0, st->steps_to_target, NULL, 0);
-            gt_result_metric(res, "time_to_target", "s", 0, st->time_to_target_s, NULL, 0);
-        }
-    }
+    record_eval(cfg, st, res);
     gt_result_series(res, "loss", st->loss, (size_t)n);
     gt_result_series(res, "lr", st->lr, (size_t)n);
     gt_result_series(res, "grad_norm", st->grad_norm, (size_t)n);
@@ -214,14 +252,7 @@ void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_re
         if (st->loss_scale) gt_result_series(res, "loss_scale", st->loss_scale, (size_t)n);
     }
     gt_result_alloc_stats(res, "backend", &st->mem);
-    if (st->mem_parts.expected) {
-        const gt_train_memory *mp = &st->mem_parts;
-        static const char *const keys[] = {"parameters_bytes",    "gradients_bytes",
-                                           "optimizer_bytes",     "activations_bytes",
-                                           "communication_bytes", "formula_bytes"};
-        const size_t v[] = {mp->params, mp->grads, mp->optim, mp->acts, mp->comm, mp->expected};
-        gt_result_memory_table(res, "by_kind", 6, keys, v);
-    }
+    record_rank_costs(st, res);
     /* the per-op profile (docs/profile.md); a slowed op is a fault, said as such */
     gt_result_profile(res, st->profile);
     if (st->profile) {

@@ -144,14 +144,33 @@ static gt_dp *open_dp(gt_comm *comm, gt_backend *be, const gt_dp_config *cfg, si
 
 /* ---- exact sums, norm, gather ------------------------------------------------- */
 
+/* The gradients in pieces (gt_dp_set_grad_source): each asked range must lie
+ * inside one of the pieces cut at 0, 77, 1234 and 4100; the pieces are views
+ * of one buffer here, so the sums are checked as for the one buffer. */
+typedef struct pieces {
+    char *base;
+    size_t es, calls, outside;
+} pieces;
+static void *piece_src(void *ctx, size_t lo, size_t hi) {
+    pieces *p = ctx;
+    static const size_t starts[] = {0, 77, 1234, 4100, (size_t)-1};
+    int i = 0;
+    while (starts[i + 1] <= lo) i++;
+    p->calls++;
+    p->outside += hi > starts[i + 1];
+    return p->base + lo * p->es;
+}
+
 /* hook_stop: the lowest frontier the backward's hook reports (0: all the way
- * down; 5: no hook call at all, gt_dp_finish starts every bucket) */
-static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, int hook_stop) {
+ * down; 5: no hook call at all, gt_dp_finish starts every bucket); in_pieces:
+ * ZeRO-2/3 read through a gradient source, gt_dp_begin given no buffer */
+static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, int hook_stop,
+                       int in_pieces) {
     const size_t n = 5003, chunk = 64; /* 5003: the last bucket is partial (250 and 500 elements a bucket) */
     char what[96];
-    snprintf(what, sizeof what, "%s %s%s%s%s", gt_dtype_name(dt), fake ? "device" : "host",
+    snprintf(what, sizeof what, "%s %s%s%s%s%s", gt_dtype_name(dt), fake ? "device" : "host",
              zero == 3 ? " zero3" : zero == 2 ? " zero2" : zero ? " zero1" : "", det ? " det" : "",
-             hook_stop ? " no hook" : "");
+             hook_stop ? " no hook" : "", in_pieces ? " in pieces" : "");
     gt_backend *be = new_backend(fake);
     if (!be) return;
     gt_dp_config cfg = gt_dp_defaults();
@@ -161,7 +180,7 @@ static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, 
     cfg.chunk = chunk;
     cfg.bucket_bytes = 1000; /* many buckets: 250 fp32 or 500 bf16/fp16 elements each */
     static const size_t cuts[] = {1234, 77, 4100}; /* ZeRO-3's units' starts (any order) */
-    if (zero == 3) {
+    if (zero == 3 || in_pieces) {
         cfg.cuts = cuts;
         cfg.ncuts = 3;
     }
@@ -177,13 +196,21 @@ static void exact_case(gt_comm *comm, int fake, gt_dtype dt, int zero, int det, 
     for (size_t g = 0; g < padded; g++) set_el(h, dt, g, val(g_rank, g, n));
     void *grads = upload(be, h, padded * es);
     g_to_host = g_to_dev = 0;
-    CHECK_OK(gt_dp_begin(dp, grads));
+    pieces pc = {.base = grads, .es = es};
+    if (in_pieces) {
+        CHECK_OK(gt_dp_set_grad_source(dp, piece_src, &pc));
+        CHECK_OK(gt_dp_begin(dp, NULL));
+    } else {
+        CHECK_OK(gt_dp_begin(dp, grads));
+    }
     /* the backward's hook: the frontier moves from the end to the start */
     for (int f = 4; f >= hook_stop; f--) CHECK_OK(gt_dp_grads_ready(dp, n * (size_t)f / 4));
     void *shard = NULL;
     double exposed = -1;
     CHECK_OK(gt_dp_finish(dp, &shard, &exposed));
     RCHECK(exposed >= 0, "%s: exposed time %g", what, exposed);
+    RCHECK(!in_pieces || (pc.calls > 0 && pc.outside == 0 && gt_dp_range_reduced(dp, 0, n)),
+           "%s: %zu reads of the pieces, %zu across a piece's end", what, pc.calls, pc.outside);
     size_t staged = g_to_host + g_to_dev;
     if (!fake || g_size == 1)
         RCHECK(staged == 0, "%s: %zu bytes staged", what, staged);
@@ -438,6 +465,21 @@ static void errors(gt_comm *comm) {
         gt_dp_free(dp);
         dp = NULL;
     }
+    /* gradients in pieces: only where the sync reduces bucket by bucket to
+     * owners (ZeRO-2/3, several ranks); no buffer and no source is refused */
+    for (int zero = 1; zero <= 2; zero++)
+        for (int det = 0; det < 2; det++) {
+            cfg = gt_dp_defaults();
+            cfg.zero = zero;
+            cfg.deterministic = det;
+            CHECK_OK(gt_dp_new(comm, be, &cfg, 100, &dp));
+            if (!dp) continue;
+            int ok = zero == 2 && g_size > 1;
+            CHECK_STATUS(gt_dp_set_grad_source(dp, piece_src, NULL), ok ? GT_OK : GT_ERR_INVALID);
+            if (!ok) CHECK_STATUS(gt_dp_begin(dp, NULL), GT_ERR_INVALID);
+            gt_dp_free(dp);
+            dp = NULL;
+        }
     /* the norm before the reduction finished */
     cfg = gt_dp_defaults();
     cfg.grad_dtype = GT_DTYPE_BF16;
@@ -465,10 +507,14 @@ int main(void) {
     for (size_t d = 0; d < sizeof k_gdt / sizeof k_gdt[0]; d++) {
         for (int fake = 0; fake < 2; fake++) {
             for (int zero = 0; zero <= 3; zero++)
-                for (int det = 0; det < 2; det++) exact_case(comm, fake, k_gdt[d], zero, det, 0);
-            exact_case(comm, fake, k_gdt[d], 0, 0, 5);
-            exact_case(comm, fake, k_gdt[d], 2, 0, 5);
-            exact_case(comm, fake, k_gdt[d], 3, 0, 5);
+                for (int det = 0; det < 2; det++) exact_case(comm, fake, k_gdt[d], zero, det, 0, 0);
+            exact_case(comm, fake, k_gdt[d], 0, 0, 5, 0);
+            exact_case(comm, fake, k_gdt[d], 2, 0, 5, 0);
+            exact_case(comm, fake, k_gdt[d], 3, 0, 5, 0);
+            for (int zero = 2; zero <= 3 && g_size > 1; zero++) /* the gradients in pieces */
+                for (int det = 0; det < 2; det++)
+                    for (int stop = 0; stop <= 5; stop += 5)
+                        exact_case(comm, fake, k_gdt[d], zero, det, stop, 1);
             gather_case(comm, fake, k_gdt[d]);
             tree_case(comm, fake, k_gdt[d], 0);
             tree_case(comm, fake, k_gdt[d], 1);

@@ -2,7 +2,8 @@
  * canonical order: a per-layer tensor whose two slices are placed apart, as
  * gpt2 places its layers. Offsets, the canonical <-> internal copies,
  * locate / loc_format, find_nonfinite's canonical order, the runs of equal
- * weight decay, padding and the optimizer range; sharding units (ZeRO-3). */
+ * weight decay, padding and the optimizer range; sharding units (ZeRO-3),
+ * the masters and the gradients sharded. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,52 @@ static void units(gt_backend *be) {
     gt_params_release(&p);
 }
 
+/* Gradients sharded by unit: no whole buffer; a unit's buffer appears,
+ * zeroed, at the first gt_params_grad of one of its tensors (unit 1: c and
+ * b's second slice, 9 elements), zero_grad zeroes the buffers held, the
+ * release frees it (the peak stays); what reads the whole buffer is
+ * refused, and so is a model of one unit. */
+static void sharded_grads(gt_backend *be, gt_dtype dt) {
+    gt_params p;
+    declare_marked(&p, 1);
+    CHECK_OK(gt_params_alloc(&p, be, dt));
+    size_t es = gt_dtype_size(dt);
+    CHECK_OK(gt_params_shard_grads(&p));
+    CHECK(p.grads == NULL && p.grad_held == 0, "%s: a whole buffer after sharding the gradients",
+          gt_dtype_name(dt));
+    char *gc = gt_params_grad(&p, 2, 0), *gb1 = gt_params_grad(&p, 1, 1);
+    CHECK(gc && gb1 && gt_params_unit_grad_held(&p, 1) && !gt_params_unit_grad_held(&p, 0) &&
+              p.grad_held == 9 * es && gb1 == gc + 5 * es,
+          "%s: unit 1's buffer: held %zu bytes", gt_dtype_name(dt), p.grad_held);
+    unsigned char h[9 * 4], zero[9 * 4] = {0};
+    CHECK_OK(be->copy_to_host(be, h, gc, 9 * es));
+    CHECK(memcmp(h, zero, 9 * es) == 0, "%s: a new unit buffer is not zero", gt_dtype_name(dt));
+    memset(h, 0x3c, sizeof h);
+    CHECK_OK(be->copy_to_device(be, gc, h, 9 * es));
+    CHECK(gt_params_grad(&p, 1, 1) == gb1, "the same buffer on the next ask");
+    CHECK_OK(gt_params_zero_grad(&p));
+    CHECK_OK(be->copy_to_host(be, h, gc, 9 * es));
+    CHECK(memcmp(h, zero, 9 * es) == 0, "%s: zero_grad left a unit buffer", gt_dtype_name(dt));
+    float host[19];
+    double norm;
+    CHECK_STATUS(gt_params_get_grads(&p, host), GT_ERR_INVALID);
+    CHECK_STATUS(gt_params_grad_norm(&p, &norm), GT_ERR_INVALID);
+    gt_params_unit_grad_release(&p, 1);
+    gt_params_unit_grad_release(&p, 0); /* none held: nothing */
+    CHECK(p.grad_held == 0 && p.grad_peak == 9 * es && !gt_params_unit_grad_held(&p, 1),
+          "%s: after the release held %zu, peak %zu", gt_dtype_name(dt), p.grad_held,
+          p.grad_peak);
+    size_t pb, gb, ob;
+    gt_params_memory(&p, &pb, &gb, &ob);
+    CHECK(gb == 9 * es, "%s: gradients by kind %zu, want the peak", gt_dtype_name(dt), gb);
+    (void)gt_params_grad(&p, 0, 0); /* held at the release: freed with the store */
+    gt_params_release(&p);
+    declare(&p);
+    CHECK_OK(gt_params_alloc(&p, be, dt));
+    CHECK_STATUS(gt_params_shard_grads(&p), GT_ERR_INVALID);
+    gt_params_release(&p);
+}
+
 /* Sharded masters: the store keeps [6, 16) of the masters; reading them
  * whole is refused until they are made whole (the rest filled by the
  * callback, as the all-gather would); a unit's own part is written to its
@@ -238,6 +285,8 @@ int main(void) {
     units(be);
     sharded(be, GT_DTYPE_FP32);
     sharded(be, GT_DTYPE_BF16);
+    sharded_grads(be, GT_DTYPE_FP32);
+    sharded_grads(be, GT_DTYPE_BF16);
     gt_params s;
     memset(&s, 0, sizeof s);
     gt_params_add(&s, "x", 0, 0, 1, 4, 0, 0, 0);

@@ -70,6 +70,9 @@ if [ -n "$mpi" ]; then
     grep -qE '^scaling efficiency' "$tmp/out" &&
         grep -qE '^  mlp-small +2 rank\(s\) +strong +[0-9.]+%' "$tmp/out" &&
         ok "summary: mlp-small's strong scaling efficiency on 2 ranks" || fail "no scaling efficiency"
+    grep -qE '^  mlp-small +2 rank\(s\) +strong .* memory/rank [0-9.]+ MiB \(formula [0-9.]+\)  exposed comm [0-9.]+ ms$' "$tmp/out" &&
+        ok "summary: memory per rank beside its formula, and the exposed communication" ||
+        fail "the scaling line lacks memory per rank or exposed communication"
     grep -qE '^  MPI latency +[0-9.]+ us' "$tmp/out" && ok "summary: MPI latency" ||
         fail "summary lacks the MPI latency"
     # one process relaunched itself under the build's launcher, which started the ranks

@@ -35,6 +35,18 @@ same det1 zthree1 "ZeRO-3 vs none, 1 rank"
 same det1 zthree2 "ZeRO-3 vs none, 2 ranks vs 1"
 same det1 zthree4 "ZeRO-3 vs none, 4 ranks vs 1"
 same zerotwo2 zthree2 "ZeRO-3 vs ZeRO-2, 2 ranks"
+# on 4 ranks one micro-batch each: no micro-batch tree, so the gradients are
+# sharded by unit there too (each bucket summed by the rank tree as its unit's
+# backward ends): a quarter of the gradient buffer and the units in flight
+if python3 - "$tmp/det4.json" "$tmp/zthree4.json" <<'PYEOF2'
+import json, sys
+d, z = [json.load(open(f))["results"][0]["memory"]["by_kind"] for f in sys.argv[1:]]
+print(d["gradients_bytes"], z["gradients_bytes"], z["formula_bytes"])
+sys.exit(0 if z["gradients_bytes"] < d["gradients_bytes"] and z["communication_bytes"] == 0 else 1)
+PYEOF2
+then ok "ZeRO-3 --deterministic on 4 ranks: the gradients sharded in memory"
+else fail "ZeRO-3 --deterministic on 4 ranks holds the whole gradient buffer"; fi
+"$check" "$tmp/zthree4.json" > /dev/null || fail "zthree4: report_check (memory formula)"
 # with block recomputation each block is gathered for the recomputed forward too
 run zthreerc2 2 --deterministic --micro-batch 2 --zero 3 --recompute block
 same det1 zthreerc2 "ZeRO-3 with --recompute block, 2 ranks vs 1"
@@ -101,24 +113,47 @@ else fail "ZeRO-3 without --deterministic strays"; fi
 # memory by kind (8 layers, so that the units are small against the model): a
 # ZeRO-3 rank holds its shard of the fp32 masters and at most two gathered units
 # (a block and the next one's prefetch: 49984 parameters each at C=64) where
-# ZeRO-2 holds the whole masters; the gradients and optimizer state as ZeRO-2's
+# ZeRO-2 holds the whole masters; the gradients sharded in memory by unit for
+# both (the summed shard, the embeddings' 20480 and two blocks in flight: the
+# whole buffer on one rank); the optimizer state as ZeRO-2's; every kind, and
+# the total, falls with the ranks
 run memz2 2 --zero 2 --layers 8 --steps 2
-run memz3_2 2 --zero 3 --layers 8 --steps 2
-run memz3_4 4 --zero 3 --layers 8 --steps 2
-if python3 - "$tmp/memz2.json" "$tmp/memz3_2.json" "$tmp/memz3_4.json" <<'PYEOF'
+for np in 1 2 4; do run memz3_$np $np --zero 3 --layers 8 --steps 2; done
+if python3 - "$tmp/memz2.json" "$tmp/memz3_1.json" "$tmp/memz3_2.json" "$tmp/memz3_4.json" <<'PYEOF'
 import json, sys
 k = [json.load(open(f))["results"][0]["memory"]["by_kind"] for f in sys.argv[1:]]
-z2, z3, z34 = k
-units = 2 * 4 * 49984
+z2, z31, z3, z34 = k
+units, inflight = 2 * 4 * 49984, 4 * (20480 + 2 * 49984)
+total = lambda x: sum(x[n] for n in ("parameters_bytes", "gradients_bytes", "optimizer_bytes",
+                                     "activations_bytes", "communication_bytes"))
 ok = (z3["parameters_bytes"] == z2["parameters_bytes"] // 2 + units and
       z34["parameters_bytes"] < z3["parameters_bytes"] < z2["parameters_bytes"] and
       z3["gradients_bytes"] == z2["gradients_bytes"] and
-      z3["optimizer_bytes"] == z2["optimizer_bytes"])
-print([x["parameters_bytes"] for x in k])
+      z3["gradients_bytes"] == z2["optimizer_bytes"] // 2 + inflight and
+      z34["gradients_bytes"] < z3["gradients_bytes"] < z31["gradients_bytes"] and
+      z34["optimizer_bytes"] < z3["optimizer_bytes"] == z2["optimizer_bytes"] and
+      z3["communication_bytes"] == 0 and
+      total(z34) < total(z3) < total(z31))
+print([(x["parameters_bytes"], x["gradients_bytes"], total(x), x["formula_bytes"]) for x in k])
 sys.exit(0 if ok else 1)
 PYEOF
-then ok "memory by kind: ZeRO-3 holds the masters' shard and two units, less on 4 ranks than on 2"
-else fail "memory by kind of ZeRO-3 vs ZeRO-2"; fi
+then ok "memory by kind: ZeRO-3 holds the masters' shard, two units, the gradient shard and the units in flight; less on 4 ranks than on 2 than on 1"
+else fail "memory by kind of ZeRO-3 vs ZeRO-2 and the ranks"; fi
+# traffic per step per collective kind (this rank's send buffers, engine/comm.h's
+# count) equal to the mode's formula, exactly: zero 0/1/2/3 on 2 ranks, with and
+# without --deterministic (docs/distributed.md, "Traffic per step")
+if python3 - "$tmp"/{fast2,fastzero2,memz2,memz3_2,det2,zero2,zerotwo2,zthree2}.json <<'PYEOF'
+import json, sys
+bad = []
+for f in sys.argv[1:]:
+    t = json.load(open(f))["results"][0].get("traffic", {})
+    b, fm = t.get("bytes_per_step"), t.get("formula_bytes_per_step")
+    if not b or b != fm: bad.append((f.split("/")[-1], b, fm))
+print(bad or "all equal")
+sys.exit(1 if bad else 0)
+PYEOF
+then ok "traffic per step per collective equal to the formula, zero 0-3, 2 ranks"
+else fail "traffic per step vs the formula"; fi
 # the profile: ZeRO-3's units needed as param_gather, 7 per step (one micro-batch of
 # gpt2-tiny: the forward's embeddings, 2 blocks, final LayerNorm, embeddings again;
 # the backward's 2 blocks), with their bytes; no such part in another mode
@@ -134,7 +169,7 @@ sys.exit(0 if "param_gather" not in z2 and g.get("calls_per_step") == 7 and
 PYEOF
 then ok "profile: ZeRO-3's gathers as param_gather, with their bytes"
 else fail "profile of ZeRO-3's gathers"; fi
-for r in memz2 memz3_2 memz3_4; do
+for r in memz2 memz3_1 memz3_2 memz3_4; do
     "$check" "$tmp/$r.json" > /dev/null || { fail "$r: report_check (memory formula)"; "$check" "$tmp/$r.json" | tail -3; }
 done
 

@@ -11,6 +11,7 @@ static gt_status on_grads_ready(void *ctx, size_t frontier) {
     size_t b0 = gt_dp_bytes(t->dp);
     gt_profile_region_begin(t->prof, GT_PROF_ALLREDUCE_ISSUED);
     gt_status s = gt_dp_grads_ready(t->dp, frontier);
+    if (s == GT_OK) s = gt_train_grad_units_reduced(t, frontier); /* reduced units freed */
     gt_profile_region_end(t->prof, GT_PROF_ALLREDUCE_ISSUED, (double)(gt_dp_bytes(t->dp) - b0));
     return s;
 }
@@ -32,13 +33,23 @@ gt_status gt_train_sync_open(gt_trainer *t) {
     dc.chunk = gt_model_norm_chunk(t->model);
     dc.grad_dtype = cfg->precision;
     if (cfg->bucket_mb > 0) dc.bucket_bytes = (size_t)(cfg->bucket_mb * 1048576.0);
-    GT_TRY(gt_train_units_cuts(t, &dc.cuts, &dc.ncuts)); /* ZeRO-3: buckets end at units */
+    /* ZeRO-3, and the gradients sharded by unit: buckets end at units */
+    const size_t *gcuts;
+    int ngcuts;
+    GT_TRY(gt_train_units_cuts(t, &dc.cuts, &dc.ncuts));
+    GT_TRY(gt_train_grad_units_cuts(t, &gcuts, &ngcuts));
+    if (!dc.ncuts) {
+        dc.cuts = gcuts;
+        dc.ncuts = ngcuts;
+    }
     return gt_dp_new(t->comm, t->be, &dc, n, &t->dp);
 }
 
 gt_status gt_train_sync_begin(gt_trainer *t) {
     (void)gt_train_units_take_exposed(t); /* an evaluation's gathers are no step's */
+    gt_train_traffic_mark(t, 1);
     char *g = gt_model_grads_buffer(t->model);
+    if (t->gunits) return gt_dp_begin(t->dp, NULL); /* each unit's buffer (gradunits.c) */
     return gt_dp_begin(t->dp, g + t->sync_off * gt_dtype_size(t->cfg->precision));
 }
 
@@ -51,9 +62,11 @@ gt_status gt_train_sync_finish(gt_trainer *t, gt_train_step *s) {
     size_t bytes0 = gt_dp_bytes(t->dp);
     gt_profile_region_begin(t->prof, GT_PROF_ALLREDUCE_EXPOSED);
     gt_status st = gt_dp_finish(t->dp, &s->gshard, &s->exposed);
+    if (st == GT_OK) st = gt_train_grad_units_reduced(t, 0); /* all reduced: all freed */
     gt_profile_region_end(t->prof, GT_PROF_ALLREDUCE_EXPOSED,
                           (double)(gt_dp_bytes(t->dp) - bytes0));
     s->exposed += gt_train_units_take_exposed(t); /* ZeRO-3: the gathers not hidden */
+    gt_train_traffic_take(t); /* the schedule's reduces and gathers */
     return st;
 }
 

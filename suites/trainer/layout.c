@@ -9,7 +9,9 @@
  *               masters are all-gathered after the step
  *   zero2       ZeRO-2: as zero1, and the gradients reach each rank as its
  *               shard's sums only (a reduce per bucket, started during the
- *               backward, instead of an all-reduce)
+ *               backward, instead of an all-reduce); in memory a unit's
+ *               gradients live from its backward to its reduce only
+ *               (gradunits.c)
  *   zero3       ZeRO-3 (FSDP): as zero2, and the weights too: a rank keeps
  *               the fp32 masters of its shard only, each unit (gpt2: a
  *               block, the embeddings, the final LayerNorm) is gathered

@@ -53,6 +53,7 @@ void gt_train_record_step(gt_trainer *t, const gt_train_step *s, uint64_t t1) {
     st->loss_scale[i] = s->scale;
     st->skipped[i] = (unsigned char)s->skip;
     st->steps_done = i + 1;
+    gt_train_traffic_record(t, s);
     if (t->fp16) {
         st->skipped_steps = t->ls.skipped;
         st->final_loss_scale = t->ls.scale;
@@ -82,41 +83,64 @@ void gt_train_summarize(gt_trainer *t) {
             st->tokens_per_s * st->flops_per_token / (st->datasheet_gflops * 1e9 * R);
 }
 
+/* The sum of the k largest units from unit `from` on (elements): ZeRO-3's
+ * gathered units at their most are two (a unit and the next one's
+ * prefetch). */
+static double largest_units(const gt_model *m, int k, int from) {
+    double top[3] = {0, 0, 0};
+    for (int u = from; u < gt_model_num_units(m); u++) {
+        size_t lo, hi;
+        gt_model_unit_range(m, u, &lo, &hi);
+        double n = (double)(hi - lo);
+        for (int j = 0; j < 3; j++)
+            if (n > top[j]) {
+                double x = top[j];
+                top[j] = n;
+                n = x;
+            }
+    }
+    double sum = 0;
+    for (int j = 0; j < k && j < 3; j++) sum += top[j];
+    return sum;
+}
+
+/* The gradients a rank holds: the whole buffer (and the deterministic
+ * tree's slots), or sharded by unit its summed shard and the units between
+ * their backward and the end of their reduce (gradunits.c): the one
+ * computing and the one before it still being reduced (the two largest
+ * after the first; with --deterministic one: its tree is blocking), and
+ * the first (gpt2's embeddings: the tied head writes
+ * their gradient first, the encoder last); with several micro-batches every
+ * unit (they accumulate until the last backward). */
+static double grads_formula(const gt_trainer *t, double P, double es, int tree_slots) {
+    if (!t->gunits) return es * P * (1 + tree_slots);
+    size_t lo0, hi0;
+    gt_model_unit_range(t->model, 0, &lo0, &hi0);
+    /* --deterministic: the tree sums a unit before the next one computes */
+    int computing = t->cfg->deterministic ? 1 : 2;
+    double units = t->k_local > 1 ? (double)gt_model_num_params(t->model)
+                                  : (double)(hi0 - lo0) + largest_units(t->model, computing, 1);
+    return es * P / t->R + es * units;
+}
+
 /* The formula of docs/distributed.md, "Memory per rank", for P parameters
  * (padded: whole norm chunks, and with ZeRO whole shards) stored in es bytes
  * (the gradients and the compute copy; fp32 masters and AdamW state), R
  * ranks and the mode: what a rank must hold. */
-/* ZeRO-3's gathered units at their most: a unit and the next one's
- * prefetch, i.e. the two largest units (elements). */
-static double two_largest_units(const gt_model *m) {
-    double a = 0, b = 0;
-    for (int u = 0; u < gt_model_num_units(m); u++) {
-        size_t lo, hi;
-        gt_model_unit_range(m, u, &lo, &hi);
-        double n = (double)(hi - lo);
-        if (n > a) {
-            b = a;
-            a = n;
-        } else if (n > b) {
-            b = n;
-        }
-    }
-    return a + b;
-}
-
 static size_t memory_formula(const gt_trainer *t, size_t acts, int tree_slots) {
     double P = (double)gt_model_num_params_padded(t->model);
     double es = (double)gt_dtype_size(t->cfg->precision), R = t->R;
     int zero = t->layout ? t->layout->zero : 0, det = t->cfg->deterministic;
     /* the fp32 masters and the compute copy; ZeRO-3: the masters' shard and
      * the gathered units instead */
-    double params = zero == 3 ? 4.0 * P / R + es * two_largest_units(t->model)
+    double params = zero == 3 ? 4.0 * P / R + es * largest_units(t->model, 2, 0)
                               : 4.0 * P + (es < 4 ? es * P : 0);
     params += 4.0 * (double)gt_model_state_numel(t->model);
-    double grads = es * P * (1 + tree_slots);
+    double grads = grads_formula(t, P, es, tree_slots);
     /* a pipeline stage keeps AdamW's state of its own range */
     double optim = t->pipe ? 8.0 * (double)(t->hi - t->lo) : 8.0 * P / (zero ? R : 1);
-    double comm = zero && !det && R > 1 ? es * P / R : 0;
+    /* the summed shard: a gradient shard when the gradients are sharded by unit */
+    double comm = zero && !det && R > 1 && !t->gunits ? es * P / R : 0;
     return (size_t)(params + grads + optim + comm) + acts;
 }
 
@@ -129,6 +153,10 @@ void gt_train_account_memory(gt_trainer *t) {
     mp->acts = gt_model_act_bytes(t->model);
     mp->grads += (size_t)t->tree.nslots * t->tree.n * gt_dtype_size(t->tree.dt);
     mp->comm = t->dp ? gt_dp_memory_bytes(t->dp) : 0;
+    if (t->gunits) { /* the summed shard is this rank's gradient shard */
+        mp->grads += mp->comm;
+        mp->comm = 0;
+    }
     mp->expected = memory_formula(t, mp->acts, t->tree.nslots);
 }
 

@@ -56,7 +56,7 @@ static gt_status accumulate(gt_trainer *t, gt_train_step *s) {
         gt_batch mb = gt_train_micro_batch(t, s, j);
         int last = j == t->k_local - 1;
         if (det && j > 0) GT_TRY(gt_model_zero_grad(t->model));
-        gt_train_sync_overlap(t, last && !det);
+        gt_train_sync_overlap(t, last && (!det || t->gunits)); /* gunits: no tree */
         GT_TRY(gt_model_forward_backward(t->model, &mb, s->dloss, &t->mb_loss[j]));
         if (tree) GT_TRY(gt_train_tree_push(t->be, &t->tree, gt_model_grads_buffer(t->model)));
     }

@@ -355,6 +355,7 @@ gt_status gt_train_open(gt_trainer *t, const gt_train_config *cfg, gt_train_stat
     GT_TRY(t->layout->place(t));
     GT_TRY(init_params(t));
     GT_TRY(gt_train_units_open(t));
+    GT_TRY(gt_train_grad_units_open(t));
     GT_TRY(gt_train_schedule_open(t));
     GT_TRY(measure_peak(t));
     GT_TRY(open_loader(t));
@@ -375,6 +376,7 @@ void gt_train_close(gt_trainer *t) {
     if (t->dp) st->comm_bytes = gt_dp_bytes(t->dp);
     gt_train_schedule_close(t);
     gt_train_units_close(t);
+    gt_train_grad_units_close(t);
     gt_train_pipe_close(t);
     if (st) gt_profile_detach(st->profile); /* the backend's own table back; the figures stay */
     gt_dp_free(t->dp);

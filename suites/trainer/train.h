@@ -152,6 +152,17 @@ typedef struct gt_train_memory {
     size_t expected; /* the formula's total for this model, precision, ranks and mode */
 } gt_train_memory;
 
+/* Bytes this rank handed its data-parallel communicator per operation kind
+ * (GT_COLL_*, engine/comm.h's count) in one step's gradient sync and
+ * optimizer step (the last step this run updated), and the mode's formula
+ * (docs/distributed.md, "Traffic per step"). */
+typedef struct gt_train_traffic {
+    int step;        /* the global step (1-based) measured; 0: none */
+    int has_formula; /* 0: the mode has none (pipeline stages) */
+    double bytes[GT_COLL_COUNT];
+    double formula[GT_COLL_COUNT];
+} gt_train_traffic;
+
 typedef struct gt_train_stats {
     int first_step;     /* steps done before this run (resumed from a checkpoint), else 0 */
     int steps_done;     /* steps this run did: global steps first_step+1 .. first_step+steps_done */
@@ -207,6 +218,7 @@ typedef struct gt_train_stats {
     int vocab;                /* model V, or the classes of mlp / convnet */
     int nranks;
     size_t comm_bytes;        /* bytes this rank reduced / gathered */
+    gt_train_traffic traffic; /* per step per collective kind, beside the formula */
     /* the rank grid this run used (dp x tp x pp = nranks) and the pipeline's figures:
      * the blocks of each stage ("0-1,2-3"), micro-batches, the schedule, the bubble
      * (the fraction of a step's schedule a stage spent waiting on its neighbours: the

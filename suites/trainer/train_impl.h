@@ -69,6 +69,8 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
  *   grid.c       the rank grid (--layout): the data-parallel and pipeline groups
  *   layout.c     where parameters, gradients and optimizer state live across ranks
  *   zero3.c      ZeRO-3's units: each gathered around its compute, prefetched
+ *   gradunits.c  ZeRO-2/3's gradients in memory: a unit's buffer from its
+ *                backward to the end of its reduce, never the whole buffer
  *   gradsync.c   the gradient reduction (bucketed, overlapped with the backward)
  *   schedule.c   the micro-batches of a step (gradient accumulation)
  *   pipeline.c   pipeline stages: their ranges, layout, the norm over stages
@@ -76,6 +78,7 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
  *   health.c     the step's global loss, non-finite values, fp16 overflow; errors
  *                and parameter hashes every rank agrees on
  *   optimizer.c  the AdamW step on this rank's range
+ *   traffic.c    bytes per step per collective kind, and the mode's formula
  *   eval.c       the held-out evaluation (mlp, convnet)
  *   record.c     the statistics a run returns
  *   faults.c     fault injection for the tests (GT_FAULT_*)
@@ -86,6 +89,7 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
 typedef struct gt_trainer gt_trainer;
 typedef struct gt_train_units gt_train_units; /* zero3.c */
 typedef struct gt_train_pipe gt_train_pipe; /* pipeline.c */
+typedef struct gt_train_grad_units gt_train_grad_units; /* gradunits.c */
 
 /* Where parameters, gradients and optimizer state live across the ranks of
  * the data-parallel group. Chosen once (gt_train_layout_for); the gradient
@@ -195,6 +199,9 @@ struct gt_trainer {
     size_t uhi;    /* hi clipped to the real parameters */
     gt_dp *dp;
     gt_train_units *units; /* ZeRO-3's units and their gathers (zero3.c), else NULL */
+    gt_train_grad_units *gunits; /* gradients sharded by unit (gradunits.c), else NULL */
+    gt_comm_stats traffic_mark;             /* traffic.c: the communicator's count at the mark */
+    uint64_t traffic_step[GT_COLL_COUNT];   /* this step's bytes per kind so far */
     gt_train_schedule schedule;
     gt_train_tree tree;
     /* steps */
@@ -281,6 +288,29 @@ size_t gt_train_units_peak_bytes(const gt_trainer *t);
  * the profile's param_gather) since the last call; 0 without ZeRO-3. */
 double gt_train_units_take_exposed(gt_trainer *t);
 void gt_train_units_close(gt_trainer *t);
+/* traffic.c: mark (step_start: the step's count zeroed) and take (the bytes
+ * per kind since the mark added to the step's) bracket the parts whose
+ * traffic a step counts; record: the step's into st->traffic with the
+ * formula; formula: the mode's bytes per kind (0: none for this layout). */
+void gt_train_traffic_mark(gt_trainer *t, int step_start);
+void gt_train_traffic_take(gt_trainer *t);
+int gt_train_traffic_formula(const gt_trainer *t, double f[GT_COLL_COUNT]);
+void gt_train_traffic_record(gt_trainer *t, const gt_train_step *s);
+
+/* gradunits.c: the gradients sharded in memory by unit. by_unit: whether this
+ * run does it (ZeRO-2/3, several ranks, --deterministic only with one
+ * micro-batch a rank, no pipeline, a model in units; after t->layout is set); cuts: then the units' starts
+ * for the gradient buckets (owned by t->gunits), else none; open: after
+ * the layout placed the buffer, the whole gradient buffer freed and the
+ * sync reading the units' buffers; reduced: the buffers of the units from
+ * `frontier` on whose buckets are all reduced are freed (0 after the sync:
+ * all), and beyond one unit in flight the oldest waited for; peak: their bytes at most; close frees the part. */
+int gt_train_grads_by_unit(const gt_trainer *t);
+gt_status gt_train_grad_units_cuts(gt_trainer *t, const size_t **cuts, int *n);
+gt_status gt_train_grad_units_open(gt_trainer *t);
+gt_status gt_train_grad_units_reduced(gt_trainer *t, size_t frontier);
+size_t gt_train_grad_units_peak_bytes(const gt_trainer *t);
+void gt_train_grad_units_close(gt_trainer *t);
 /* schedule.c: the deterministic tree of micro-batch gradients; micro-batch j
  * of this rank's share of the step. */
 gt_status gt_train_tree_push(gt_backend *be, gt_train_tree *t, const void *g);
