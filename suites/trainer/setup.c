@@ -232,8 +232,7 @@ static gt_status open_model(gt_trainer *t) {
     gt_train_stats *st = t->st;
     if (t->dense) {
         /* a backend that cannot store the precision refuses here, naming both */
-        GT_TRY(gt_model_new_opts(t->be, cfg->model_name, cfg->model_options, cfg->precision,
-                                 cfg->recompute, t->M, 1, &t->model));
+        GT_TRY(gt_train_tp_new_model(t)); /* refuses tp > 1 */
         gt_task_config tc;
         GT_TRY(gt_model_task(t->model, cfg->seed, &tc));
         GT_TRY(gt_task_new(&tc, &t->task));
@@ -249,8 +248,7 @@ static gt_status open_model(gt_trainer *t) {
         GT_TRY(load_tokens(cfg, &t->tok));
         st->entropy = t->tok.entropy;
         /* a backend that cannot store the precision refuses here, naming both */
-        GT_TRY(gt_model_new_opts(t->be, cfg->model_name, cfg->model_options, cfg->precision,
-                                 cfg->recompute, t->M, t->T, &t->model));
+        GT_TRY(gt_train_tp_new_model(t)); /* tensor parallel: this rank's slices */
         st->vocab = gt_model_get_info(t->model)->classes;
         if (cfg->init_from && !cfg->resume) GT_TRY(gt_model_init_from(t->model, cfg->init_from));
     }
@@ -287,7 +285,8 @@ static gt_status init_params(gt_trainer *t) {
 static gt_status measure_peak(gt_trainer *t) {
     const gt_train_config *cfg = t->cfg;
     gt_train_stats *st = t->st;
-    st->num_params = gt_model_num_params(t->model);
+    st->num_params = gt_model_tp_full_params(t->model); /* the whole model's */
+    st->params_per_rank = gt_model_num_params(t->model); /* tensor parallel: the slices */
     st->flops_per_token = gt_model_flops_per_unit(t->model); /* per token / sample / image */
     st->peak_gflops = cfg->peak_gflops;
     snprintf(st->peak_how, sizeof st->peak_how, "--peak-gflops");
@@ -372,6 +371,7 @@ void gt_train_close(gt_trainer *t) {
     gt_train_stats *st = t->st;
     if (t->be) gt_allocator_stats(t->be->alloc, &st->mem);
     if (st) gt_train_account_memory(t);
+    if (st) gt_train_tp_record(t);
     if (t->dp) st->comm_bytes = gt_dp_bytes(t->dp);
     gt_train_schedule_close(t);
     gt_train_units_close(t);
