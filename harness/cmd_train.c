@@ -337,6 +337,9 @@ static const gt_cli_opt train_table[] = {
     {"--init-from", NULL, "llmc:FILE", GT_CLI_STRING, OFF(cfg.init_from), .help =
         "start from an llm.c model file (fp32, version 3); without\n"
         "--model the file's config is used"},
+    {"--save-final", NULL, "llmc:FILE", GT_CLI_STRING, OFF(cfg.save_final), .help =
+        "gpt2: the final parameters as an llm.c model file (the\n"
+        "one-rank layout whatever --layout; --init-from reads it)"},
     SECTION("training:"),
     {"--batch", NULL, "B", GT_CLI_INT, OFF(cfg.batch), 1, 1 << 20, .help =
         "global batch, sequences per step (default 8)"},

@@ -218,6 +218,17 @@ gt_status gt_model_new_opts(gt_backend *be, const char *name, const char *option
     return gt_convnet_new(be, &c, dt, recompute, name, max_batch, out);
 }
 
+gt_status gt_model_save_to(const gt_model *m, const float *full, const char *dest) {
+    if (!dest || strncmp(dest, "llmc:", 5) != 0)
+        return GT_ERR(GT_ERR_INVALID, "--save-final '%s': expected llmc:FILE (an llm.c model "
+                                      "file)",
+                      dest ? dest : "(null)");
+    if (!m->vt->save_to)
+        return GT_ERR(GT_ERR_INVALID, "--save-final %s: llm.c model files hold gpt2, not %s",
+                      dest, m->info.family);
+    return m->vt->save_to(m, full, dest);
+}
+
 gt_status gt_model_init_from(gt_model *m, const char *source) {
     if (!source || strncmp(source, "llmc:", 5) != 0)
         return GT_ERR(GT_ERR_INVALID, "--init-from '%s': expected llmc:FILE (an llm.c model file)",

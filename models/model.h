@@ -170,6 +170,12 @@ gt_status gt_model_describe_file(const char *source, char *name, char *options);
 /* Starts the parameters from a file: "llmc:FILE" for gpt2 (its config must
  * equal the model's); GT_ERR_INVALID for another form or another family. */
 gt_status gt_model_init_from(gt_model *m, const char *source);
+/* Writes the whole model's parameters `full` (canonical order,
+ * gt_model_tp_full_params fp32: a tensor-parallel rank passes the group's
+ * gathered slices) where dest says: "llmc:FILE" for gpt2, the file
+ * gt_model_init_from reads back. GT_ERR_INVALID for another form or
+ * family. */
+gt_status gt_model_save_to(const gt_model *m, const float *full, const char *dest);
 
 /* "gpt2-tiny, gpt2-3m, ..., resnet-small": for messages and --help. */
 const char *gt_model_preset_names(void);
@@ -452,6 +458,8 @@ typedef struct gt_model_vt {
                                   float *mean_loss);
     /* "llmc:FILE" ...; NULL: the family reads no files */
     gt_status (*init_from)(gt_model *m, const char *source);
+    /* "llmc:FILE" from the whole model's parameters; NULL: none */
+    gt_status (*save_to)(const gt_model *m, const float *full, const char *dest);
     double (*flops_per_unit)(const gt_model *m);
     /* bytes of backend memory besides the store (activations, scratch) */
     size_t (*act_bytes)(const gt_model *m);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/fileio.h"
 #include "engine/ops.h"
 #include "engine/rng.h"
 #include "models/model.h"
@@ -364,6 +365,19 @@ gt_status gt_gpt2_read_llmc_config(const char *path, gt_gpt2_config *out) {
     gt_status s = gt_gpt2_config_check(out);
     if (s != GT_OK) return gt_error_wrap(s, "'%s'", path);
     return GT_OK;
+}
+
+gt_status gt_gpt2_write_llmc(const gt_gpt2_config *c, const float *params, const char *path) {
+    int32_t h[256] = {20240326, 3, c->max_seq_len, c->vocab_size, c->num_layers,
+                      c->num_heads, c->channels, c->padded_vocab_size};
+    size_t np = gt_gpt2_full_params(c);
+    gt_atomic_file af;
+    GT_TRY(gt_atomic_open(path, "llm.c model file", "choose a writable path", &af));
+    if (fwrite(h, sizeof h, 1, af.f) != 1 || fwrite(params, sizeof(float), np, af.f) != np) {
+        gt_atomic_discard(&af);
+        return GT_ERR(GT_ERR_IO, "cannot write llm.c model file '%s' (disk full?)", path);
+    }
+    return gt_atomic_commit(&af);
 }
 
 gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path) {

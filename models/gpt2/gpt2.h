@@ -128,6 +128,10 @@ gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed);
  * header: magic, version, maxT, V, L, NH, C, Vp). The file's config must
  * equal the model's (GT_ERR_MISMATCH names the field). */
 gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path);
+/* Writes `params` (the whole model's, gt_gpt2_full_params fp32 in llm.c's
+ * order) as an llm.c model file (version 3) that gt_gpt2_load_llmc reads
+ * back; atomically (engine/fileio.h). GT_ERR_IO names the path. */
+gt_status gt_gpt2_write_llmc(const gt_gpt2_config *c, const float *params, const char *path);
 /* Reads just the config of an llm.c model file. */
 gt_status gt_gpt2_read_llmc_config(const char *path, gt_gpt2_config *out);
 

@@ -48,6 +48,9 @@ static gt_status forward_backward(gt_model *m, const gt_batch *b, float dloss,
 static gt_status init_from(gt_model *m, const char *source) {
     return gt_gpt2_load_llmc(G(m), source + 5); /* "llmc:" checked by gt_model_init_from */
 }
+static gt_status save_to(const gt_model *m, const float *full, const char *dest) {
+    return gt_gpt2_write_llmc(gt_gpt2_get_config(G(m)), full, dest + 5); /* "llmc:" checked */
+}
 static double flops_per_unit(const gt_model *m) {
     return gt_gpt2_flops_per_token(G(m), ((gpt2_adapter *)m->impl)->T);
 }
@@ -117,6 +120,7 @@ static const gt_model_vt g_vt = {
     .forward = forward,
     .forward_backward = forward_backward,
     .init_from = init_from,
+    .save_to = save_to,
     .flops_per_unit = flops_per_unit,
     .act_bytes = act_bytes,
     .stages = &g_stages,

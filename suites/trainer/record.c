@@ -142,6 +142,11 @@ gt_status gt_train_digests(gt_trainer *t) {
     GT_TRY(gt_train_full_params(t, nst, &host, &np));
     size_t bytes = np * sizeof(float);
     gt_status s = GT_OK;
+    if (t->cfg->save_final) { /* rank 0's file; every rank learns how it went */
+        if (t->wrank == 0) s = gt_model_save_to(t->model, host, t->cfg->save_final);
+        gt_comm *all = t->cfg->comm ? t->cfg->comm : t->comm;
+        s = gt_train_agree(all, s, &st->collective_error);
+    }
     if (s == GT_OK) st->weights_digest = gt_fnv1a64(GT_FNV1A64_INIT, host, bytes);
     if (s == GT_OK && (s = gt_model_get_state(t->model, host + np)) == GT_OK)
         /* FNV-1a runs byte by byte: the parameters' hash goes on over the

@@ -46,12 +46,16 @@ static gt_status check_options(const gt_train_config *cfg) {
                       "--target-gap %g needs --eval-every K: the target is looked for at the "
                       "periodic evaluations",
                       cfg->target_gap);
+    if (cfg->save_final && strncmp(cfg->save_final, "llmc:", 5) != 0)
+        return GT_ERR(GT_ERR_INVALID, "--save-final '%s': expected llmc:FILE (an llm.c model "
+                                      "file)",
+                      cfg->save_final);
     if (dense) {
         /* the synthetic task is the data: nothing else applies */
-        if (cfg->data_path || cfg->init_from)
+        if (cfg->data_path || cfg->init_from || cfg->save_final)
             return GT_ERR(GT_ERR_INVALID,
-                          "%s trains on its synthetic task (docs/models.md): --data and "
-                          "--init-from are for gpt2",
+                          "%s trains on its synthetic task (docs/models.md): --data, "
+                          "--init-from and --save-final are for gpt2",
                           cfg->model_name);
         if (cfg->data_order != GT_DATA_ORDER_SEQUENTIAL)
             return GT_ERR(GT_ERR_INVALID,

@@ -84,6 +84,8 @@ typedef struct gt_train_config {
                               * (models/model.h) */
     int threads;             /* cpu threads, 0: default */
     const char *init_from;   /* "llmc:FILE" or NULL */
+    const char *save_final;  /* "llmc:FILE": the final parameters (the one-rank layout,
+                              * written by the job's rank 0), or NULL */
     double peak_gflops;      /* MFU reference in GFLOP/s; 0: measure it;
                               * GT_TRAIN_NO_MFU: neither measured nor
                               * reported (correctness runs) */
