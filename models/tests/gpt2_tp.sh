@@ -4,7 +4,8 @@
 # against one rank within the tensor-parallel bound (the final weights,
 # llmc_diff.py; the losses within 1e-5), bitwise run to run with
 # --deterministic and bitwise across the layouts of the same tensor split;
-# ref as well as cpu; the report's grid, placement and the group's traffic
+# resumed bitwise from a checkpoint of the layout's parts; started from an
+# llm.c file; ref as well as cpu; the report's grid, placement and the group's traffic
 # beside its formula; the refusals of what is not done.
 # usage: gpt2_tp.sh MPIEXEC GAUNTLET REPORT_DIFF REPORT_CHECK
 set -u
@@ -52,13 +53,25 @@ same tp2 dp2tp2 "dp=2,tp=2 vs tp=2, --deterministic"
 # two stages of a tensor group each: one rank's accumulation order per stage
 run tp2pp2 4 --deterministic --micro-batches 4 --layout tp=2,pp=2
 same tp2 tp2pp2 "tp=2,pp=2 vs tp=2, --deterministic"
+# checkpoints: each tensor rank's part (DIR/tp<r>of<T>), resumed bitwise
+run ck1 4 --deterministic --micro-batches 2 --layout dp=2,tp=2 --checkpoint-dir "$tmp/ck" \
+    --checkpoint-every 3 --stop-after 3
+run ck2 4 --deterministic --micro-batches 2 --layout dp=2,tp=2 --resume "$tmp/ck"
+if [ -s "$tmp/ck2.digest" ] && cmp -s "$tmp/tp2.digest" "$tmp/ck2.digest"; then
+    ok "dp=2,tp=2 stopped at step 3 and resumed: unbroken tp=2's weights ($(cat "$tmp/ck2.digest"))"
+else fail "resumed dp=2,tp=2: $(cat "$tmp/ck2.digest" 2>/dev/null) vs $(cat "$tmp/tp2.digest")"; fi
+# the starting weights from an llm.c file, cut into the slices
+run init1 1 --deterministic --micro-batches 4 --steps 2 --init-from "llmc:$tmp/one.bin"
+run inittp2 2 --deterministic --micro-batches 4 --steps 2 --init-from "llmc:$tmp/one.bin" \
+    --layout tp=2
+near init1 inittp2 "tp=2 from an llm.c file vs one rank"
 # without --deterministic (one micro-batch, the gradients summed in place)
 run fast1 1 --micro-batches 1
 run fasttp2 2 --micro-batches 1 --layout tp=2
 near fast1 fasttp2 "tp=2 vs one rank without --deterministic"
 # ref: the oracle's kernels split the same way
-run ref1 1 --micro-batches 4 --backend ref --steps 3
-run reftp2 2 --micro-batches 4 --backend ref --steps 3 --layout tp=2
+run ref1 1 --micro-batches 4 --backend ref --steps 2
+run reftp2 2 --micro-batches 4 --backend ref --steps 2 --layout tp=2
 near ref1 reftp2 "tp=2 on ref vs one rank"
 
 # the report: the grid and where each rank sits (tensor groups innermost),
@@ -103,11 +116,12 @@ refused() { # WHAT NP PATTERN ARGS...
     else fail "$what: rc $rc"; echo "$out" | grep -i gauntlet | tail -3; fi
 }
 refused "tp=4 of 2 heads" 4 "heads must be a multiple of 4" --layout tp=4
-refused "tp=3 on 2 ranks" 2 "does not divide the job's 2 ranks" --layout tp=3
 refused "mlp split" 2 "has no tensor-parallel layers" --layout tp=2 --model mlp-tiny
 refused "tp=2 with ZeRO" 2 "--zero 1 with tp=2 is not done yet" --layout tp=2 --zero 1
-refused "tp=2 with checkpoints" 2 "checkpoints with tp=2 are not done yet" --layout tp=2 \
-    --checkpoint-dir "$tmp/ck" --checkpoint-every 1
+refused "a tp=2 checkpoint resumed with tp=4" 4 "there is no part .*tp0of4" --layout tp=4 \
+    --heads 4 --resume "$tmp/ck"
+refused "checkpoints with tp=2,pp=2" 4 "checkpoints with pp=2 are not done yet" \
+    --layout tp=2,pp=2 --checkpoint-dir "$tmp/ck2" --checkpoint-every 1
 refused "tp=2 in bf16" 2 "with --precision bf16 is not done yet" --layout tp=2 --precision bf16
 refused "tp=2 with recomputation" 2 "--recompute with tp=2 is not done yet" --layout tp=2 \
     --recompute block

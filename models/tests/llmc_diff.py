@@ -10,19 +10,23 @@ K-term sums of the row-parallel layers and of the head's input gradient
 into tp partial sums, and each of the two orders of a K-term fp32 sum is
 within gamma_K = K u (u = 2^-24) of the exact sum, relative to the sum of
 the terms' magnitudes; a gradient passes 2L + 2 such sums on its way
-down (two per block forward and backward, the head, the embedding), so its
-relative error is at most delta = (2L + 2) * 2 * K * u with K the longest
-split sum (max(4C, Vp)). AdamW's update is lr * m / (sqrt(v) + eps),
-about lr * sign(g) when |g| is well above eps: a relative change delta of
-the gradients changes an update by at most ~2 lr delta. Over the run:
-  |a - b| <= 2 * delta * S     S = the sum of the steps' learning rates
-for every element but the attention's key biases (the k third of qkvb),
-whose true gradient is 0 (softmax does not change when a constant is added
-to every score of a row): their gradient is rounding noise in any layout,
-which Adam scales up to lr-sized steps, bounded only by
-  |a - b| <= 2 * S.
-Prints each tensor's largest |a - b| beside its bound; exit 0 when every
-element is within, 1 otherwise, 2 on unreadable input or different configs."""
+down (two per block forward and backward, the head, the loss), so its
+error is at most delta = (2L + 2) * 2 * K * u (K the longest split sum,
+max(4C, Vp)) of the sum of its terms' magnitudes. AdamW's update is
+lr * m / (sqrt(v) + eps), about lr * sign(g) where |g| is well above eps
+and above that error: a relative change delta moves an update by at most
+~2 lr delta, and over the run
+  |a - b| <= 2 * delta * S     S = the sum of the steps' learning rates.
+An element whose gradient is within the rounding error of zero (the sum
+of its terms cancels) has no such bound: Adam's normalisation turns the
+noise into an lr-sized step of either sign, in any two orders of
+summation; the attention's key biases (the k third of qkvb) are all such,
+their true gradient being 0 (softmax does not change when a constant is
+added to every score of a row). So: no element beyond 2 * S (Adam's own
+step bound), the key biases checked against that only, and at most
+0.1% of the other elements beyond 2 * delta * S.
+Prints each tensor's largest |a - b| and its count beyond the bound; exit 0
+when all holds, 1 otherwise, 2 on unreadable input or different configs."""
 import struct
 import sys
 
@@ -68,19 +72,26 @@ def main(argv):
     delta = (2 * L + 2) * 2 * max(4 * C, Vp) * U
     bound = 2 * delta * lr_sum if lr_sum is not None else 0.0
     noise = 2 * lr_sum if lr_sum is not None else 0.0
-    off, bad = 0, 0
+    off, over, wild, total = 0, 0, 0, 0
     for name, n in tensors(cfg):
         worst = {False: 0.0, True: 0.0}
+        count = 0
         for i in range(n):
             kb = name == "qkvb" and key_bias(cfg, i)
             d = abs(a[off + i] - b[off + i])
             worst[kb] = max(worst[kb], d)
-            bad += d > (noise if kb else bound)
+            wild += d > noise
+            if not kb:
+                total += 1
+                count += d > bound
         off += n
-        extra = f", key biases {worst[True]:.3e} (bound {noise:.3e})" if name == "qkvb" else ""
-        print(f"  {name:9s} max |a - b| {worst[False]:.3e} (bound {bound:.3e}){extra}")
-    print(f"llmc_diff: delta {delta:.3e}, {bad} element(s) outside their bound")
-    return 0 if bad == 0 else 1
+        over += count
+        extra = f", key biases {worst[True]:.3e}" if name == "qkvb" else ""
+        print(f"  {name:9s} max |a - b| {worst[False]:.3e}, {count} beyond {bound:.3e}{extra}")
+    allowed = int(total * 1e-3) if lr_sum is not None else 0
+    print(f"llmc_diff: delta {delta:.3e}; {over} of {total} element(s) beyond 2 delta S "
+          f"(at most {allowed}), {wild} beyond 2 S = {noise:.3e}")
+    return 0 if over <= allowed and wild == 0 else 1
 
 
 if __name__ == "__main__":

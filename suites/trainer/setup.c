@@ -153,9 +153,11 @@ static gt_status open_ranks(gt_trainer *t) {
     t->fp16 = cfg->precision == GT_DTYPE_FP16;
     if (s == GT_OK && t->fp16) s = gt_lossscale_init(&t->ls, &cfg->loss_scale);
     GT_TRY(s);
+    /* tensor parallel: each tensor rank's part of the checkpoints */
+    GT_TRY(gt_train_tp_ckpt_paths(t));
     /* an unwritable destination fails now, not after hours of training */
     if (cfg->checkpoint_dir)
-        GT_TRY(gt_train_agree(t->comm, gt_ckpt_dir_prepare(cfg->checkpoint_dir),
+        GT_TRY(gt_train_agree(t->comm, gt_ckpt_dir_prepare(t->ck->checkpoint_dir),
                               &t->st->collective_error));
     t->k_local = B / M;
     return GT_OK;
@@ -267,8 +269,9 @@ static gt_status init_params(gt_trainer *t) {
     const gt_train_config *cfg = t->cfg;
     gt_train_stats *st = t->st;
     if (cfg->resume) {
-        GT_TRY(gt_train_agree(t->comm,
-                              gt_train_load_checkpoint(cfg, t->model, t->comm, &t->rid, st, t->lo,
+        /* the job's communicator: a tensor group's ranks read different parts */
+        GT_TRY(gt_train_agree(cfg->comm ? cfg->comm : t->comm,
+                              gt_train_load_checkpoint(t->ck, t->model, t->comm, &t->rid, st, t->lo,
                                                        t->hi, t->fp16 ? &t->ls : NULL,
                                                        &t->start),
                               &st->collective_error));

@@ -12,8 +12,10 @@
 #include "suites/trainer/train_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* What tensor parallelism does not do yet, refused alike on every rank. */
 static gt_status tp_check(const gt_trainer *t) {
@@ -30,11 +32,6 @@ static gt_status tp_check(const gt_trainer *t) {
     if (cfg->recompute != GT_MODEL_RECOMPUTE_NONE)
         return GT_ERR(GT_ERR_UNSUPPORTED,
                       "--recompute with tp=%d is not done yet: use --recompute none", tp);
-    if (cfg->checkpoint_every > 0 || cfg->resume)
-        return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "checkpoints with tp=%d are not done yet (a checkpoint of the "
-                      "layout's slices): drop --checkpoint-every and --resume",
-                      tp);
     if (cfg->precision != GT_DTYPE_FP32)
         return GT_ERR(GT_ERR_UNSUPPORTED,
                       "tp=%d with --precision %s is not done yet: use --precision fp32", tp,
@@ -46,6 +43,37 @@ static gt_status tp_check(const gt_trainer *t) {
                       "needs a kernel)",
                       tp, t->be->name, gt_comm_backend_name(t->comm));
     return GT_OK;
+}
+
+/* This tensor rank's part of the checkpoints: DIR/tp<r>of<T>. */
+static gt_status tp_parts(gt_trainer *t) {
+    const gt_train_config *cfg = t->cfg;
+    t->ck_cfg = *cfg;
+    t->ck = &t->ck_cfg;
+    if (cfg->checkpoint_dir) {
+        snprintf(t->ck_dir, sizeof t->ck_dir, "%s/tp%dof%d", cfg->checkpoint_dir, t->tp_rank,
+                 t->TP);
+        t->ck_cfg.checkpoint_dir = t->ck_dir;
+    }
+    if (!cfg->resume) return GT_OK;
+    snprintf(t->ck_resume, sizeof t->ck_resume, "%s/tp%dof%d", cfg->resume, t->tp_rank, t->TP);
+    t->ck_cfg.resume = t->ck_resume;
+    struct stat sb;
+    if (stat(t->ck_resume, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return GT_ERR(GT_ERR_INVALID,
+                      "--resume %s with --layout tp=%d: there is no part %s of tensor rank "
+                      "%d; a tensor-parallel checkpoint is the --checkpoint-dir it was written "
+                      "to, one part per tensor rank: resume from that directory with the "
+                      "layout that wrote it",
+                      cfg->resume, t->TP, t->ck_resume, t->tp_rank);
+    return GT_OK;
+}
+
+gt_status gt_train_tp_ckpt_paths(gt_trainer *t) {
+    t->ck = t->cfg;
+    if (t->TP <= 1) return GT_OK;
+    gt_comm *all = t->cfg->comm ? t->cfg->comm : t->comm;
+    return gt_train_agree(all, tp_parts(t), &t->st->collective_error);
 }
 
 gt_status gt_train_tp_new_model(gt_trainer *t) {

@@ -216,6 +216,11 @@ struct gt_trainer {
     int nworld;        /* ranks of the job: R * P */
     int wrank;         /* this rank in the job (fault injection names it) */
     size_t sync_off;   /* the gradient sync's slice starts here (the stage's range) */
+    /* checkpoints are written and resumed with *ck: cfg, or with tp > 1 a copy whose
+     * checkpoint_dir and resume name this tensor rank's part (tensor.c) */
+    const gt_train_config *ck;
+    gt_train_config ck_cfg;
+    char ck_dir[4096], ck_resume[4096];
     gt_train_pipe *pipe; /* pipeline.c, NULL without pp */
 };
 
@@ -324,6 +329,11 @@ void gt_pipe_stage_blocks(const gt_trainer *t, int *b0, int *b1);
  * caller), *n the parameters; record: the group's traffic per step and
  * its formula into the statistics. */
 gt_status gt_train_tp_new_model(gt_trainer *t);
+/* t->ck: with tp > 1 each tensor rank's checkpoints in a part of their own,
+ * DIR/tp<r>of<T> (the ranks of its data-parallel group write it as without
+ * tensor parallelism); --resume DIR reads the same part, refused naming the
+ * layout when there is none. Every rank returns the same status. */
+gt_status gt_train_tp_ckpt_paths(gt_trainer *t);
 gt_status gt_train_tp_norm(gt_trainer *t, gt_train_step *s);
 gt_status gt_train_full_params(gt_trainer *t, size_t extra, float **out, size_t *n);
 void gt_train_tp_record(gt_trainer *t);
