@@ -3,7 +3,8 @@
 # whatever cores there are: tp=2 on 2 ranks, dp=2,tp=2 and tp=2,pp=2 on 4,
 # against one rank within the tensor-parallel bound (the final weights,
 # llmc_diff.py; the losses within 1e-5), bitwise run to run with
-# --deterministic and bitwise across the layouts of the same tensor split;
+# --deterministic and bitwise across the layouts of the same tensor split
+# (ZeRO-3 and block recomputation too);
 # resumed bitwise from a checkpoint of the layout's parts; started from an
 # llm.c file; ref as well as cpu; the report's grid, placement and the group's traffic
 # beside its formula; the refusals of what is not done.
@@ -53,6 +54,9 @@ same tp2 dp2tp2 "dp=2,tp=2 vs tp=2, --deterministic"
 # two stages of a tensor group each: one rank's accumulation order per stage
 run tp2pp2 4 --deterministic --micro-batches 4 --layout tp=2,pp=2
 same tp2 tp2pp2 "tp=2,pp=2 vs tp=2, --deterministic"
+# ZeRO-3 over the replicas of each tensor rank, blocks recomputed: tp=2's bits
+run z3 4 --deterministic --micro-batches 2 --layout dp=2,tp=2 --zero 3 --recompute block
+same tp2 z3 "dp=2,tp=2 with --zero 3 --recompute block vs tp=2, --deterministic"
 # checkpoints: each tensor rank's part (DIR/tp<r>of<T>), resumed bitwise
 run ck1 4 --deterministic --micro-batches 2 --layout dp=2,tp=2 --checkpoint-dir "$tmp/ck" \
     --checkpoint-every 3 --stop-after 3
@@ -117,13 +121,10 @@ refused() { # WHAT NP PATTERN ARGS...
 }
 refused "tp=4 of 2 heads" 4 "heads must be a multiple of 4" --layout tp=4
 refused "mlp split" 2 "has no tensor-parallel layers" --layout tp=2 --model mlp-tiny
-refused "tp=2 with ZeRO" 2 "--zero 1 with tp=2 is not done yet" --layout tp=2 --zero 1
 refused "a tp=2 checkpoint resumed with tp=4" 4 "there is no part .*tp0of4" --layout tp=4 \
     --heads 4 --resume "$tmp/ck"
 refused "checkpoints with tp=2,pp=2" 4 "checkpoints with pp=2 are not done yet" \
     --layout tp=2,pp=2 --checkpoint-dir "$tmp/ck2" --checkpoint-every 1
 refused "tp=2 in bf16" 2 "with --precision bf16 is not done yet" --layout tp=2 --precision bf16
-refused "tp=2 with recomputation" 2 "--recompute with tp=2 is not done yet" --layout tp=2 \
-    --recompute block
 
 [ $fails -eq 0 ] && echo "all cases passed" || { echo "$fails case(s) failed"; exit 1; }

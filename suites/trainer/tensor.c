@@ -26,12 +26,6 @@ static gt_status tp_check(const gt_trainer *t) {
                       "--layout tp=%d: %s has no tensor-parallel layers (only gpt2 does): "
                       "use tp=1",
                       tp, cfg->model_name);
-    if (cfg->zero)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "--zero %d with tp=%d is not done yet: use --zero 0",
-                      cfg->zero, tp);
-    if (cfg->recompute != GT_MODEL_RECOMPUTE_NONE)
-        return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "--recompute with tp=%d is not done yet: use --recompute none", tp);
     if (cfg->precision != GT_DTYPE_FP32)
         return GT_ERR(GT_ERR_UNSUPPORTED,
                       "tp=%d with --precision %s is not done yet: use --precision fp32", tp,
@@ -99,6 +93,8 @@ gt_status gt_train_tp_norm(gt_trainer *t, gt_train_step *s) {
     const char *base = (const char *)s->gshard - t->lo * es; /* gshard holds [lo, hi) */
     double rep = 0.0;
     GT_TRY(gt_model_tp_replicated_sumsq(t->model, base, t->lo, t->uhi, &rep));
+    if (t->layout->zero && t->R > 1) /* ZeRO: each replica holds its shard's sums */
+        GT_TRY(gt_comm_allreduce(t->comm, &rep, &rep, 1, GT_DTYPE_FP64, GT_REDOP_SUM, NULL));
     if (t->pp_comm)
         GT_TRY(gt_comm_allreduce(t->pp_comm, &rep, &rep, 1, GT_DTYPE_FP64, GT_REDOP_SUM, NULL));
     double ss = s->norm * s->norm - (t->tp_rank == 0 ? 0.0 : rep);
