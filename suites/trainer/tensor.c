@@ -108,32 +108,25 @@ gt_status gt_train_full_params(gt_trainer *t, size_t extra, float **out, size_t 
     int tp = t->TP > 1 ? t->TP : 1;
     *out = NULL;
     *n = full;
-    float *locals = malloc((size_t)tp * np * sizeof(float));
-    float *whole = tp > 1 ? malloc((full + extra) * sizeof(float)) : NULL;
-    if (!locals || (tp > 1 && !whole)) {
-        free(locals);
+    float *whole = malloc((full + extra) * sizeof(float));
+    /* tensor parallel: the group's slices side by side, then the whole */
+    float *locals = tp > 1 ? malloc((size_t)tp * np * sizeof(float)) : whole;
+    if (!whole || !locals) {
         free(whole);
+        if (locals != whole) free(locals);
         return GT_ERR(GT_ERR_OOM, "no host memory for the final parameters");
-    }
-    if (tp == 1) { /* room for the state after the parameters */
-        free(locals);
-        locals = malloc((np + extra) * sizeof(float));
-        if (!locals) return GT_ERR(GT_ERR_OOM, "no host memory for the final parameters");
     }
     float *mine = locals + (size_t)t->tp_rank * np;
     gt_status s = gt_model_get_params(t->model, mine);
     if (s == GT_OK && tp > 1)
         s = gt_comm_allgather(t->tp_comm, mine, locals, np, GT_DTYPE_FP32, NULL);
     if (s == GT_OK && tp > 1) s = gt_model_tp_gather(t->model, locals, whole);
-    if (tp > 1) {
-        free(locals);
-        locals = whole;
-    }
+    if (locals != whole) free(locals);
     if (s != GT_OK) {
-        free(locals);
+        free(whole);
         return s;
     }
-    *out = locals;
+    *out = whole;
     return GT_OK;
 }
 
