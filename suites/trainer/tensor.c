@@ -98,7 +98,9 @@ gt_status gt_train_tp_norm(gt_trainer *t, gt_train_step *s) {
     if (t->pp_comm)
         GT_TRY(gt_comm_allreduce(t->pp_comm, &rep, &rep, 1, GT_DTYPE_FP64, GT_REDOP_SUM, NULL));
     double ss = s->norm * s->norm - (t->tp_rank == 0 ? 0.0 : rep);
-    GT_TRY(gt_comm_allreduce_tree(t->tp_comm, &ss, 1, GT_DTYPE_FP64));
+    /* the same bits on every rank of the group: the fixed tree where it applies */
+    if ((t->TP & (t->TP - 1)) == 0) GT_TRY(gt_comm_allreduce_tree(t->tp_comm, &ss, 1, GT_DTYPE_FP64));
+    else GT_TRY(gt_comm_allreduce(t->tp_comm, &ss, &ss, 1, GT_DTYPE_FP64, GT_REDOP_SUM, NULL));
     s->norm = sqrt(ss > 0 ? ss : 0);
     return GT_OK;
 }
