@@ -108,6 +108,22 @@ for r in dp2tp2 tp2pp2; do
         fail "$r's report: $("$check" "$tmp/$r.json" 2>&1 | tail -1)"
 done
 
+# a tensor rank that stops (GT_FAULT_STALL names a job rank): its partner's
+# all-reduce inside the group times out naming the peer, the job ends within
+# the deadline with a report of what finished
+start=$(date +%s)
+out=$(GT_FAULT_STALL=1:2 timeout 120 "$mpiexec" "${mpi_flags[@]}" -np 2 "$g" train $common \
+      --layout tp=2 --comm-timeout 2 --report "$tmp/stall.json" 2>&1)
+rc=$?
+elapsed=$(( $(date +%s) - start ))
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $elapsed -lt 60 ] &&
+   grep -q "allreduce_tree .*from rank 1) .*did not complete within 2 s" <<<"$out" &&
+   "$check" "$tmp/stall.json" --status error > /dev/null; then
+    ok "a stalled tensor rank ends the job in ${elapsed} s, its partner's all-reduce named"
+else
+    fail "stalled tensor rank: rc $rc after ${elapsed} s"; echo "$out" | grep -i gauntlet | tail -3
+fi
+
 # refusals, said once, before any work
 refused() { # WHAT NP PATTERN ARGS...
     local what=$1 np=$2 pattern=$3
