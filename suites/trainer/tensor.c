@@ -6,9 +6,10 @@
  * norm, whose replicated tensors every rank of a group holds alike and
  * which are counted once; the whole model's parameters gathered from the
  * slices (the digests compare the one-rank layout); the group's traffic
- * beside its formula. Data parallelism over the replicas of a group and
- * pipeline stages of groups run as without it: their groups are split so
- * that a rank talks to the ranks of its own tensor rank. */
+ * beside its formula; each tensor rank's part of the checkpoints. Data
+ * parallelism (ZeRO included) over the replicas of a group and pipeline
+ * stages of groups run as without it: their groups are split so that a
+ * rank talks to the ranks of its own tensor rank only. */
 #include "suites/trainer/train_impl.h"
 
 #include <math.h>
