@@ -117,9 +117,9 @@ out=$(GT_FAULT_STALL=1:2 timeout 120 "$mpiexec" "${mpi_flags[@]}" -np 2 "$g" tra
 rc=$?
 elapsed=$(( $(date +%s) - start ))
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $elapsed -lt 60 ] &&
-   grep -q "allreduce_tree .*from rank 1) .*did not complete within 2 s" <<<"$out" &&
+   grep -q "allreduce_tree .*from rank 1) .*; the tensor-parallel group of replica 0, stage 0) did not complete within 2 s" <<<"$out" &&
    "$check" "$tmp/stall.json" --status error > /dev/null; then
-    ok "a stalled tensor rank ends the job in ${elapsed} s, its partner's all-reduce named"
+    ok "a stalled tensor rank ends the job in ${elapsed} s, its partner's all-reduce and group named"
 else
     fail "stalled tensor rank: rc $rc after ${elapsed} s"; echo "$out" | grep -i gauntlet | tail -3
 fi

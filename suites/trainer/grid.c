@@ -105,6 +105,16 @@ static gt_status grid_split(gt_trainer *t, const gt_train_grid *g, const gt_trai
     if (g->tp > 1)
         GT_TRY(gt_comm_split(t->comm, at->dp * g->pp + at->pp, at->tp, &t->tp_comm));
     if (t->dp_comm) t->comm = t->dp_comm;
+    /* the watchdog names a stalled group by these */
+    char name[96];
+    snprintf(name, sizeof name, "the data-parallel group of stage %d, tensor rank %d", at->pp,
+             at->tp);
+    gt_comm_set_name(t->dp_comm, name);
+    snprintf(name, sizeof name, "the pipeline of replica %d, tensor rank %d", at->dp, at->tp);
+    gt_comm_set_name(t->pp_comm, name);
+    snprintf(name, sizeof name, "the tensor-parallel group of replica %d, stage %d", at->dp,
+             at->pp);
+    gt_comm_set_name(t->tp_comm, name);
     return GT_OK;
 }
 
