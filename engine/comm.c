@@ -34,6 +34,7 @@ struct gt_comm {
     int *world_ranks; /* world rank of each rank of this communicator */
     double timeout_s;
     int broken; /* an operation was abandoned by the watchdog */
+    char name[96]; /* what the group is, for the watchdog's messages ("" : none) */
     uint64_t seq[GT_COLL_COUNT];
     uint64_t tree_seq;
     gt_comm_stats stats;
@@ -201,6 +202,10 @@ int gt_comm_world_rank(const gt_comm *c, int r) {
     return r >= 0 && r < c->size ? c->world_ranks[r] : -1;
 }
 
+void gt_comm_set_name(gt_comm *c, const char *name) {
+    if (c) snprintf(c->name, sizeof c->name, "%s", name ? name : "");
+}
+
 /* ---- the watchdog ----------------------------------------------------------- */
 
 static double now_s(void) { return (double)gt_now_ns() * 1e-9; }
@@ -248,12 +253,16 @@ static void format_world_ranks(const gt_comm *c, char *buf, size_t n) {
  * (gt_comm's failure notice), rather than the deadline passing. */
 static void format_hang(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq, double waited,
                         int notice, const char *outcome, char *out, size_t n) {
-    char size[32], peers[160], ranks[128], extra[64] = "";
+    char size[32], peers[160], ranks[232], extra[64] = "";
     size_t bytes = d->count * gt_dtype_size(d->dt);
     if (d->coll == GT_COLL_REDUCE_SCATTER || d->coll == GT_COLL_ALLTOALL)
         bytes *= (size_t)c->size;
     format_bytes(size, sizeof size, (double)bytes);
     format_world_ranks(c, ranks, sizeof ranks);
+    if (c->name[0]) { /* the group named: "world ranks 0-1; the tensor-parallel group ..." */
+        size_t used = strlen(ranks);
+        snprintf(ranks + used, sizeof ranks - used, "; %s", c->name);
+    }
     if (d->coll == GT_COLL_SEND || d->coll == GT_COLL_RECV) {
         snprintf(extra, sizeof extra, ", tag %d, %s rank %d", d->tag,
                  d->coll == GT_COLL_SEND ? "to" : "from", d->root);
@@ -286,7 +295,7 @@ static void format_hang(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq
 
 static gt_status timeout_error(gt_comm *c, const gt_comm_request *r, double waited,
                                int cancelled) {
-    char msg[640];
+    char msg[768];
     format_hang(c, &r->d, r->seq, waited, 0,
                 cancelled ? "the operation was cancelled"
                           : "the operation was abandoned: abort the job",
@@ -415,7 +424,7 @@ void gt_comm_set_timeout_handler(gt_comm_timeout_handler fn, void *ctx) {
  * set; never returns. */
 static void wd_fire(int notice) {
     const gt_comm *c = g_wd.c;
-    char msg[640], line[700];
+    char msg[768], line[840];
     format_hang(c, g_wd.d, g_wd.seq, (double)(gt_now_ns() - g_wd.start_ns) * 1e-9, notice,
                 "a blocking collective cannot be cancelled: aborting the job", msg, sizeof msg);
     snprintf(line, sizeof line, "rank %d: %s", c->world_ranks[c->rank], msg);
@@ -572,7 +581,7 @@ static void notice_init(void) {
 
 /* The error of an operation started or waited for after the notice. */
 static gt_status peer_failed_error(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq) {
-    char msg[640];
+    char msg[768];
     format_hang(c, d, seq, 0.0, 1, "the operation was abandoned: abort the job", msg, sizeof msg);
     return GT_ERR(GT_ERR_COMM, "%s", msg);
 }

@@ -114,6 +114,11 @@ const char *gt_comm_backend_name(const gt_comm *c); /* "self", "mpi", "nccl" */
 /* Rank in the world communicator of rank r of c (for messages). */
 int gt_comm_world_rank(const gt_comm *c, int r);
 
+/* Names what c is ("the tensor-parallel group of replica 0, stage 1"; NULL
+ * or "": nothing) for the watchdog's messages about its operations, which
+ * add it after the world ranks. At most 95 characters are kept. */
+void gt_comm_set_name(gt_comm *c, const char *name);
+
 /* Ranks with the same color form a new communicator, ordered by key (then by
  * old rank). color < 0: this rank gets *out = NULL. Collective over c. */
 gt_status gt_comm_split(gt_comm *c, int color, int key, gt_comm **out);

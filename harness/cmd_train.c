@@ -156,6 +156,17 @@ static void print_pipeline(const gt_train_stats *st) {
     printf("), (P-1)/(M+P-1) = %.3f\n", st->bubble_theory);
 }
 
+/* Tensor parallelism's line: the grid, the parameters a rank holds, the
+ * group's all-reduces per step beside the formula. */
+static void print_tensor(const gt_train_stats *st) {
+    const gt_train_grid *g = &st->grid;
+    if (g->tp < 2 || !(st->tp_collectives > 0)) return;
+    printf("  tensor parallel  dp=%d x tp=%d x pp=%d, %zu of %zu parameters a rank; %.0f "
+           "all-reduces, %.0f bytes a step in the group (formula %.0f)\n",
+           g->dp, g->tp, g->pp, st->params_per_rank, st->num_params, st->tp_collectives,
+           st->tp_bytes, st->tp_bytes_formula);
+}
+
 static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, int nranks,
                           int rc, double tail) {
     printf("\nsummary: %s on %s\n", cfg->model_name, st->backend_desc);
@@ -204,6 +215,7 @@ static void print_summary(const gt_train_config *cfg, const gt_train_stats *st, 
                st->exposed_comm_ms, st->comm_bytes / 1048576.0 / (st->steps_done ? st->steps_done : 1));
     print_traffic(&st->traffic);
     print_pipeline(st);
+    print_tensor(st);
     printf("  peak memory      %.1f MiB in use, %.1f MiB reserved\n",
            st->mem.peak_in_use / 1048576.0, st->mem.peak_reserved / 1048576.0);
     print_memory_parts(&st->mem_parts, st->mem.peak_in_use, cfg->recompute);
@@ -339,6 +351,9 @@ static const gt_cli_opt train_table[] = {
     {"--init-from", NULL, "llmc:FILE", GT_CLI_STRING, OFF(cfg.init_from), .help =
         "start from an llm.c model file (fp32, version 3); without\n"
         "--model the file's config is used"},
+    {"--save-final", NULL, "llmc:FILE", GT_CLI_STRING, OFF(cfg.save_final), .help =
+        "gpt2: the final parameters as an llm.c model file (the\n"
+        "one-rank layout whatever --layout; --init-from reads it)"},
     SECTION("training:"),
     {"--batch", NULL, "B", GT_CLI_INT, OFF(cfg.batch), 1, 1 << 20, .help =
         "global batch, sequences per step (default 8)"},
@@ -414,11 +429,13 @@ static const gt_cli_opt train_table[] = {
         "rank, overlapped with the backward); 3: ZeRO-3 (FSDP),\n"
         "the weights gathered unit by unit before each block's forward\n"
         "and backward, the next unit's gather prefetched"},
-    {"--layout", NULL, "dp=D,pp=P", .set = set_layout, .help =
+    {"--layout", NULL, "dp=D,tp=T,pp=P", .set = set_layout, .help =
         "the rank grid: D data-parallel replicas of a pipeline of P\n"
-        "stages (D x P = the ranks; gpt2, cpu/ref over mpi; stages\n"
-        "are neighbouring ranks). tp=T is parsed, not done yet\n"
-        "(docs/distributed.md, \"Pipeline parallel\")"},
+        "stages, each stage a tensor-parallel group of T ranks\n"
+        "(D x T x P = the ranks; gpt2, cpu/ref over mpi; tensor\n"
+        "groups innermost, then stages: neighbouring ranks)\n"
+        "(docs/distributed.md, \"Pipeline parallel\", \"Tensor\n"
+        "parallelism\")"},
     {"--schedule", NULL, "1f1b|gpipe", .set = set_schedule, .help =
         "the pipeline's schedule (default 1f1b)"},
     {"--bucket-mb", NULL, "X", GT_CLI_DOUBLE, OFF(cfg.bucket_mb), 0.001, 65536.0, .help =
@@ -685,14 +702,15 @@ static int train_report_open(train_job *j, int argc, char **argv) {
     gt_report_binding(rank == 0 ? j->rep : NULL, j->comm);
     gt_report_job(rank == 0 ? j->rep : NULL, j->comm);
     const gt_train_grid *g = &o->cfg.grid;
-    int pp = g->pp ? g->pp : 1;
-    if (rank == 0 && pp > 1 && j->nranks % pp == 0) {
+    gt_train_grid rg;
+    if (rank == 0 && (g->pp > 1 || g->tp > 1) &&
+        gt_train_grid_sizes(g, j->nranks, &rg) == GT_OK) {
         /* the grid the trainer will check (and refuse when dp does not fit) */
-        gt_train_grid rg = {.dp = j->nranks / pp, .tp = 1, .pp = pp};
         char grid[64];
         gt_train_grid_format(&rg, grid, sizeof grid);
-        gt_report_set_job_grid(j->rep, grid, pp);
+        gt_report_set_job_grid(j->rep, grid, rg.tp, rg.pp);
     }
+    gt_error_clear();
     int early = GT_EXIT_OK;
     if (!gt_history_begin("train", o->history_db, o->report_path, &j->hist))
         early = GT_EXIT_USAGE;

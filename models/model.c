@@ -207,7 +207,7 @@ gt_status gt_model_new_opts(gt_backend *be, const char *name, const char *option
         return GT_ERR(GT_ERR_INVALID, "recompute mode %d: expected none or block",
                       (int)recompute);
     if (strcmp(arch.family, "gpt2") == 0)
-        return gt_gpt2_model_new(be, name, options, dt, recompute, max_batch, T, out);
+        return gt_gpt2_model_new(be, name, options, dt, recompute, max_batch, T, NULL, out);
     if (strcmp(arch.family, "mlp") == 0) {
         gt_mlp_config c;
         GT_TRY(gt_mlp_preset(name, &c));
@@ -216,6 +216,17 @@ gt_status gt_model_new_opts(gt_backend *be, const char *name, const char *option
     gt_convnet_config c;
     GT_TRY(gt_convnet_preset(name, &c));
     return gt_convnet_new(be, &c, dt, recompute, name, max_batch, out);
+}
+
+gt_status gt_model_save_to(const gt_model *m, const float *full, const char *dest) {
+    if (!dest || strncmp(dest, "llmc:", 5) != 0)
+        return GT_ERR(GT_ERR_INVALID, "--save-final '%s': expected llmc:FILE (an llm.c model "
+                                      "file)",
+                      dest ? dest : "(null)");
+    if (!m->vt->save_to)
+        return GT_ERR(GT_ERR_INVALID, "--save-final %s: llm.c model files hold gpt2, not %s",
+                      dest, m->info.family);
+    return m->vt->save_to(m, full, dest);
 }
 
 gt_status gt_model_init_from(gt_model *m, const char *source) {
@@ -410,6 +421,45 @@ gt_model_recompute gt_model_get_recompute(const gt_model *m) { return m->recompu
 static gt_status no_stages(const gt_model *m) {
     return GT_ERR(GT_ERR_UNSUPPORTED, "%s has no pipeline stages (only gpt2 does): use pp=1",
                   m->info.family);
+}
+
+gt_status gt_model_new_tp(gt_backend *be, const char *name, const char *options, gt_dtype dt,
+                          gt_model_recompute recompute, int max_batch, int T,
+                          const gt_model_tp *tp, gt_model **out) {
+    *out = NULL;
+    if (!tp || tp->size <= 1)
+        return gt_model_new_opts(be, name, options, dt, recompute, max_batch, T, out);
+    if (gt_model_preset_renamed(name)) name = gt_model_preset_renamed(name);
+    gt_model_arch arch;
+    GT_TRY(gt_model_arch_of(name, options, &arch));
+    if (strcmp(arch.family, "gpt2") != 0)
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "tensor parallelism (tp=%d) splits gpt2's layers; %s has no "
+                      "tensor-parallel layers: use tp=1",
+                      tp->size, name);
+    return gt_gpt2_model_new(be, name, options, dt, recompute, max_batch, T, tp, out);
+}
+
+int gt_model_tp_size(const gt_model *m) { return m->vt->tp ? m->vt->tp->size(m) : 1; }
+size_t gt_model_tp_full_params(const gt_model *m) {
+    return m->vt->tp ? m->vt->tp->full_params(m) : gt_model_num_params(m);
+}
+gt_status gt_model_tp_gather(const gt_model *m, const float *locals, float *full) {
+    if (!m->vt->tp) {
+        memcpy(full, locals, gt_model_num_params(m) * sizeof(float));
+        return GT_OK;
+    }
+    m->vt->tp->gather(m, locals, full);
+    return GT_OK;
+}
+gt_status gt_model_tp_replicated_sumsq(gt_model *m, const void *grads, size_t lo, size_t hi,
+                                       double *out) {
+    *out = 0.0;
+    return m->vt->tp ? m->vt->tp->replicated_sumsq(m, grads, lo, hi, out) : GT_OK;
+}
+void gt_model_tp_traffic(const gt_model *m, uint64_t *calls, uint64_t *bytes) {
+    *calls = *bytes = 0;
+    if (m->vt->tp) m->vt->tp->traffic(m, calls, bytes);
 }
 
 int gt_model_num_blocks(const gt_model *m) {

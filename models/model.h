@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "engine/backend.h"
+#include "engine/comm.h"
 #include "engine/dtype.h"
 #include "engine/optim.h"
 #include "engine/params.h"
@@ -169,6 +170,12 @@ gt_status gt_model_describe_file(const char *source, char *name, char *options);
 /* Starts the parameters from a file: "llmc:FILE" for gpt2 (its config must
  * equal the model's); GT_ERR_INVALID for another form or another family. */
 gt_status gt_model_init_from(gt_model *m, const char *source);
+/* Writes the whole model's parameters `full` (canonical order,
+ * gt_model_tp_full_params fp32: a tensor-parallel rank passes the group's
+ * gathered slices) where dest says: "llmc:FILE" for gpt2, the file
+ * gt_model_init_from reads back. GT_ERR_INVALID for another form or
+ * family. */
+gt_status gt_model_save_to(const gt_model *m, const float *full, const char *dest);
 
 /* "gpt2-tiny, gpt2-3m, ..., resnet-small": for messages and --help. */
 const char *gt_model_preset_names(void);
@@ -366,6 +373,46 @@ void *gt_model_stage_buffer(gt_model *m, const gt_model_stage *st, int slot,
 void gt_model_stage_range(const gt_model *m, const gt_model_stage *st, size_t *lo, size_t *hi);
 void gt_model_tied_range(const gt_model *m, size_t *lo, size_t *hi);
 
+/* ---- tensor parallelism -----------------------------------------------------------
+ * A model whose layers split over a group of ranks (gpt2: Megatron-LM's
+ * tensor parallelism, models/gpt2/gpt2.h "Tensor parallelism"): each rank
+ * holds slices of the split tensors and the whole of the replicated ones;
+ * its store, get/set_params and num_params are its own slices. Every rank
+ * of the group runs every forward and backward together (collectives
+ * inside). mlp and convnet have none: GT_ERR_UNSUPPORTED. */
+typedef struct gt_model_tp {
+    int size, rank; /* the group's ranks and this one's place */
+    gt_comm *comm;  /* borrowed: the group; must outlive the model */
+} gt_model_tp;
+/* gt_model_new_opts for a rank of a tensor-parallel group (tp NULL or
+ * size 1: gt_model_new_opts). */
+gt_status gt_model_new_tp(gt_backend *be, const char *name, const char *options, gt_dtype dt,
+                          gt_model_recompute recompute, int max_batch, int T,
+                          const gt_model_tp *tp, gt_model **out);
+/* Ranks of its group (1: none). */
+int gt_model_tp_size(const gt_model *m);
+/* Parameters of the whole model (the one-rank layout). */
+size_t gt_model_tp_full_params(const gt_model *m);
+/* The whole model's parameters (canonical order, full_params fp32) from
+ * the group's get_params arrays in rank order. */
+gt_status gt_model_tp_gather(const gt_model *m, const float *locals, float *full);
+/* Sum of squares of the replicated tensors' gradients within [lo, hi) of
+ * grads (internal layout, model dtype): held alike by every rank of the
+ * group, counted once in the global norm. 0 without a group. */
+gt_status gt_model_tp_replicated_sumsq(gt_model *m, const void *grads, size_t lo, size_t hi,
+                                       double *out);
+/* Collectives inside the group so far and their bytes, per rank. */
+void gt_model_tp_traffic(const gt_model *m, uint64_t *calls, uint64_t *bytes);
+
+typedef struct gt_model_tp_vt {
+    int (*size)(const gt_model *m);
+    size_t (*full_params)(const gt_model *m);
+    void (*gather)(const gt_model *m, const float *locals, float *full);
+    gt_status (*replicated_sumsq)(gt_model *m, const void *grads, size_t lo, size_t hi,
+                                  double *out);
+    void (*traffic)(const gt_model *m, uint64_t *calls, uint64_t *bytes);
+} gt_model_tp_vt;
+
 typedef struct gt_model_stage_vt {
     int (*num_blocks)(const gt_model *m);
     gt_status (*prepare)(gt_model *m, const gt_model_stage *st, int n);
@@ -411,11 +458,15 @@ typedef struct gt_model_vt {
                                   float *mean_loss);
     /* "llmc:FILE" ...; NULL: the family reads no files */
     gt_status (*init_from)(gt_model *m, const char *source);
+    /* "llmc:FILE" from the whole model's parameters; NULL: none */
+    gt_status (*save_to)(const gt_model *m, const float *full, const char *dest);
     double (*flops_per_unit)(const gt_model *m);
     /* bytes of backend memory besides the store (activations, scratch) */
     size_t (*act_bytes)(const gt_model *m);
     /* pipeline stages (gt_model_stage_vt above); NULL: none */
     const struct gt_model_stage_vt *stages;
+    /* tensor parallelism (gt_model_tp_vt above); NULL: none */
+    const struct gt_model_tp_vt *tp;
 } gt_model_vt;
 
 struct gt_model {

@@ -64,7 +64,7 @@ gt_status gt_gpt2_model_config(const char *name, const char *options,
 /* ... and its gt_gpt2 for max_batch sequences of T tokens, wrapped. */
 gt_status gt_gpt2_model_new(gt_backend *be, const char *name, const char *options, gt_dtype dt,
                             gt_model_recompute recompute, int max_batch, int T,
-                            gt_model **out);
+                            const gt_model_tp *tp, gt_model **out);
 
 #ifdef __cplusplus
 }

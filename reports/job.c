@@ -61,20 +61,24 @@ void gt_report_set_job(gt_report *r, const gt_job *job) {
     json_object_set_new(env, "job", o);
 }
 
-void gt_report_set_job_grid(gt_report *r, const char *grid, int pp) {
+void gt_report_set_job_grid(gt_report *r, const char *grid, int tp, int pp) {
     json_t *root = gt_report_json(r);
     json_t *env = root ? json_object_get(root, "env") : NULL;
     json_t *job = env ? json_object_get(env, "job") : NULL;
-    if (!job || !grid || pp < 1) return;
+    if (!job || !grid || pp < 1 || tp < 1) return;
     json_object_set_new(job, "grid", json_string(grid));
     json_object_set_new(job, "grid_placement",
-                        json_string("pipeline stages on neighbouring ranks, data-parallel "
-                                    "replicas outermost: rank = replica * pp + stage"));
+                        json_string("tensor-parallel groups on neighbouring ranks (inside a "
+                                    "node first), then pipeline stages, data-parallel "
+                                    "replicas outermost: rank = (replica * pp + stage) * tp "
+                                    "+ tp_rank"));
     json_t *ranks = json_object_get(job, "per_rank");
     size_t i;
     json_t *e;
     json_array_foreach(ranks, i, e) {
-        json_object_set_new(e, "dp", json_integer((json_int_t)i / pp));
-        json_object_set_new(e, "pp", json_integer((json_int_t)i % pp));
+        json_int_t k = (json_int_t)i;
+        json_object_set_new(e, "dp", json_integer(k / (tp * pp)));
+        json_object_set_new(e, "tp", json_integer(k % tp));
+        json_object_set_new(e, "pp", json_integer(k / tp % pp));
     }
 }

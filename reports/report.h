@@ -75,10 +75,10 @@ void gt_report_set_layout(gt_report *r, const char *layout);
 struct gt_job;
 void gt_report_set_job(gt_report *r, const struct gt_job *job);
 /* The rank grid of a training job (after gt_report_set_job): env.job.grid
- * ("dp=2,tp=1,pp=2"), its placement in words, and each per_rank entry's
- * data-parallel replica "dp" and pipeline stage "pp" (rank = dp * pp +
- * stage). */
-void gt_report_set_job_grid(gt_report *r, const char *grid, int pp);
+ * ("dp=2,tp=2,pp=1"), its placement in words, and each per_rank entry's
+ * data-parallel replica "dp", tensor-parallel rank "tp" and pipeline
+ * stage "pp" (rank = (dp * pp + stage) * tp + tp_rank). */
+void gt_report_set_job_grid(gt_report *r, const char *grid, int tp, int pp);
 
 /* Records: an array of objects under a result, or under a top-level
  * section of the report (reports/records.c), for what is per rank or per

@@ -33,27 +33,48 @@ static void dense_params(const char *name, gt_result *res) {
     }
 }
 
-/* With pipeline stages: the rank grid (dp x tp x pp), the split of the
- * blocks, the micro-batches, the schedule, where each rank sits (rank =
- * replica * pp + stage) and the bubble beside its formula. Plain data
- * parallelism records none of it: its results keep the identity params
- * (compare's matching) they always had. */
+/* Tensor parallelism: the parameters a rank holds, and the all-reduces
+ * inside a tensor group per step (count, bytes per rank) beside the
+ * bytes by the formula (docs/distributed.md, "Tensor parallelism"). */
+static void tp_record(const gt_train_stats *st, gt_result *res) {
+    gt_result_param_int(res, "params_per_rank", (long long)st->params_per_rank);
+    if (!(st->tp_collectives > 0)) return; /* the run did not finish a step */
+    gt_result_metric(res, "tp_collectives", "count", 0, st->tp_collectives, NULL, 0);
+    gt_result_metric_ungated(res, "tp_collectives", "reference");
+    gt_result_metric(res, "tp_allreduce_bytes", "bytes", 0, st->tp_bytes, NULL, 0);
+    gt_result_metric_ungated(res, "tp_allreduce_bytes", "reference");
+    gt_result_metric(res, "tp_allreduce_bytes_formula", "bytes", 0, st->tp_bytes_formula,
+                     NULL, 0);
+    gt_result_metric_ungated(res, "tp_allreduce_bytes_formula", "reference");
+}
+
+/* With pipeline stages or tensor groups: the rank grid (dp x tp x pp),
+ * where each rank sits (rank = (replica * pp + stage) * tp + tp_rank);
+ * with stages the split of the blocks, the micro-batches, the schedule
+ * and the bubble beside its formula. Plain data parallelism records none
+ * of it: its results keep the identity params (compare's matching) they
+ * always had. */
 static void grid_record(const gt_train_stats *st, gt_result *res) {
     const gt_train_grid *g = &st->grid;
-    if (g->dp < 1 || g->pp < 2) return; /* refused before the grid was known, or no stages */
+    if (g->dp < 1 || (g->pp < 2 && g->tp < 2)) return; /* refused early, or plain dp */
     char grid[64];
     gt_train_grid_format(g, grid, sizeof grid);
     gt_result_param_str(res, "grid", grid);
+    for (int r = 0; r < g->dp * g->pp * g->tp; r++) {
+        gt_record *rec = gt_result_record(res, "rank_grid");
+        if (!rec) break;
+        gt_train_grid at;
+        gt_train_grid_coords(g, r, &at);
+        gt_record_int(rec, "rank", r);
+        gt_record_int(rec, "dp", at.dp);
+        gt_record_int(rec, "tp", at.tp);
+        gt_record_int(rec, "pp", at.pp);
+    }
+    if (g->tp > 1) tp_record(st, res);
+    if (g->pp < 2) return;
     gt_result_param_str(res, "pp_split", st->pp_split);
     gt_result_param_int(res, "micro_batches", st->pp_micro_batches);
     gt_result_param_str(res, "schedule", st->pp_schedule);
-    for (int r = 0; r < g->dp * g->pp; r++) {
-        gt_record *rec = gt_result_record(res, "rank_grid");
-        if (!rec) break;
-        gt_record_int(rec, "rank", r);
-        gt_record_int(rec, "dp", r / g->pp);
-        gt_record_int(rec, "pp", r % g->pp);
-    }
     gt_result_metric(res, "pipeline_bubble_theory", "fraction", 0, st->bubble_theory, NULL, 0);
     gt_result_metric_ungated(res, "pipeline_bubble_theory", "reference");
     if (!st->bubble_stage || !(st->bubble_measured > 0)) return; /* the run did not finish */

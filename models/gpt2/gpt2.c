@@ -1,90 +1,21 @@
 /* GPT-2 forward and backward on the op table (see gpt2.h for the layout).
  * Each step reads top to bottom, llm.c style, with shapes at every call. */
 #include "models/gpt2/gpt2.h"
+#include "models/gpt2/gpt2_impl.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/fileio.h"
 #include "engine/ops.h"
 #include "engine/rng.h"
 #include "models/model.h"
 
-enum {
-    P_WTE, P_WPE, P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_ATTPROJW, P_ATTPROJB,
-    P_LN2W, P_LN2B, P_FCW, P_FCB, P_FCPROJW, P_FCPROJB, P_LNFW, P_LNFB
-};
-
 static const char *const g_tensor_names[GT_GPT2_NUM_TENSORS] = {
     "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
     "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb",
-};
-
-/* Activations kept from the forward for the backward. Those marked (Lk,...)
- * hold Lk = L layers, or one with block recomputation (gpt2.h): the forward
- * of each block writes them there, and the backward re-runs the block's
- * forward from its input (A_ENCODED or A_RES3 of the layer below, kept for
- * every layer) to have them again. */
-enum {
-    A_ENCODED,  /* (B,T,C) */
-    A_LN1,      /* (Lk,B,T,C) */
-    A_LN1_MEAN, /* (Lk,B,T) fp32 */
-    A_LN1_RSTD, /* (Lk,B,T) fp32 */
-    A_QKV,      /* (Lk,B,T,3C) */
-    A_ATTY,     /* (Lk,B,T,C) */
-    A_ATT,      /* (Lk, att_layer_floats) fp32, backend-owned attention state */
-    A_RES2,     /* (Lk,B,T,C) residual after attention */
-    A_LN2,      /* (Lk,B,T,C) */
-    A_LN2_MEAN, /* (Lk,B,T) */
-    A_LN2_RSTD, /* (Lk,B,T) */
-    A_FCH,      /* (Lk,B,T,4C) */
-    A_FCH_GELU, /* (Lk,B,T,4C) */
-    A_RES3,     /* (L,B,T,C) residual after the MLP: the block output */
-    A_LNF,      /* (B,T,C) */
-    A_LNF_MEAN, /* (B,T) */
-    A_LNF_RSTD, /* (B,T) */
-    A_LOGITS,   /* (B,T,Vp); dlogits in place during backward */
-    A_LOSSES,   /* (B,T) fp32 */
-    A_TOKENS,   /* (B,T) int32 inputs */
-    A_TARGETS,  /* (B,T) int32 targets */
-    /* backward scratch, one layer at a time */
-    A_DRES,     /* (B,T,C) gradient flowing along the residual stream */
-    A_DLN,      /* (B,T,C) */
-    A_DATTY,    /* (B,T,C) */
-    A_DQKV,     /* (B,T,3C) */
-    A_DFCH,     /* (B,T,4C) */
-    A_DFCH_GELU,/* (B,T,4C), only for a backend without the fused GELU matmuls: 0 bytes */
-    A_COUNT
-};
-
-struct gt_gpt2 {
-    gt_gpt2_config cfg;
-    gt_backend *be;
-    gt_params ps; /* the store: llm.c's tensors, each layer's slices kept together */
-    gt_dtype dt;  /* storage of activations, the compute copy and gradients (ps.k.dt) */
-    size_t es;    /* its bytes per element */
-    int B, T;     /* capacity */
-    gt_model_recompute recompute;
-    int Lk;       /* layers of the recomputed activations: L, or 1 with block recomputation */
-    size_t act_sizes[A_COUNT];     /* bytes */
-    int fused_mlp;                 /* the backend has matmul_gelu_fwd and matmul_dgelu_bwd */
-    char *act_mem;
-    void *act[A_COUNT];
-    int last_B, last_T; /* shape of the last forward */
-    float *att;         /* attention state of the last forward: act[A_ATT] or att_spill */
-    size_t att_stride;  /* its floats per layer */
-    float *att_spill;   /* backend memory, when a forward's shape needs more state than */
-    size_t att_spill_bytes; /* A_ATT (sized for the capacity shape) holds */
-    float *host_losses; /* (B,T) host copy */
-    /* pipeline stages: activation arenas of the micro-batches in flight
-     * (slot 0 is act_mem; gt_gpt2_set_stage) */
-    char *slot_mem[GT_GPT2_MAX_SLOTS];
-    int nslots, cur_slot;
-    /* a pipeline stage's blocks [stage_lo, stage_hi) (0, 0: every block):
-     * the per-layer activations of those only, A_RES3 from block res_base's
-     * output on (the stage's input first when stage_lo > 0) */
-    int stage_lo, stage_hi, res_base;
 };
 
 const char *gt_gpt2_tensor_name(int i) {
@@ -142,37 +73,40 @@ gt_params *gt_gpt2_params(gt_gpt2 *m) { return &m->ps; }
  * fp32 for the LayerNorm statistics, the attention state and the losses;
  * the per-layer ones for Lk layers (L, or 1 with block recomputation),
  * A_RES3 (every block's output, the next one's input) for all L. */
-static void act_sizes(const gt_gpt2_config *c, int B, int T, size_t e, int Lk, int Lres,
-                      size_t s[A_COUNT]) {
+static void act_sizes(const gt_gpt2_config *c, const gpt2_dims *d, int B, int T, size_t e,
+                      int Lk, int Lres, int tp, size_t s[A_COUNT]) {
     size_t C = (size_t)c->channels, L = (size_t)Lk;
+    size_t QKV = (size_t)d->qkv, CA = (size_t)d->att, H = (size_t)d->fc;
     size_t BT = (size_t)B * (size_t)T, f = e, f32 = sizeof(float);
     s[A_ENCODED] = BT * C * f;
     s[A_LN1] = L * BT * C * f;
     s[A_LN1_MEAN] = L * BT * f32;
     s[A_LN1_RSTD] = L * BT * f32;
-    s[A_QKV] = L * BT * 3 * C * f;
-    s[A_ATTY] = L * BT * C * f;
+    s[A_QKV] = L * BT * QKV * f;
+    s[A_ATTY] = L * BT * CA * f;
     s[A_ATT] = 0; /* asked of the backend: att_layer_floats, in gt_gpt2_new_dt */
     s[A_RES2] = L * BT * C * f;
     s[A_LN2] = L * BT * C * f;
     s[A_LN2_MEAN] = L * BT * f32;
     s[A_LN2_RSTD] = L * BT * f32;
-    s[A_FCH] = L * BT * 4 * C * f;
-    s[A_FCH_GELU] = L * BT * 4 * C * f;
+    s[A_FCH] = L * BT * H * f;
+    s[A_FCH_GELU] = L * BT * H * f;
     s[A_RES3] = (size_t)Lres * BT * C * f; /* L, or a pipeline stage's (gt_gpt2_set_stage) */
     s[A_LNF] = BT * C * f;
     s[A_LNF_MEAN] = BT * f32;
     s[A_LNF_RSTD] = BT * f32;
-    s[A_LOGITS] = BT * (size_t)c->padded_vocab_size * f;
+    s[A_LOGITS] = BT * (size_t)d->vocab * f;
     s[A_LOSSES] = BT * f32;
     s[A_TOKENS] = BT * sizeof(int32_t);
     s[A_TARGETS] = BT * sizeof(int32_t);
     s[A_DRES] = BT * C * f;
     s[A_DLN] = BT * C * f;
-    s[A_DATTY] = BT * C * f;
-    s[A_DQKV] = BT * 3 * C * f;
-    s[A_DFCH] = BT * 4 * C * f;
-    s[A_DFCH_GELU] = BT * 4 * C * f; /* unfused backward only: gt_gpt2_new_dt zeroes it */
+    s[A_DATTY] = BT * CA * f;
+    s[A_DQKV] = BT * QKV * f;
+    s[A_DFCH] = BT * H * f;
+    s[A_DFCH_GELU] = BT * H * f; /* unfused backward only: gt_gpt2_new_dt zeroes it */
+    s[A_TOKLOC] = tp > 1 ? BT * sizeof(int32_t) : 0;
+    s[A_TPSCR] = tp > 1 ? (size_t)T * C * f : 0;
 }
 
 
@@ -187,20 +121,22 @@ static void declare(gt_gpt2 *m) {
     const gt_gpt2_config *c = &m->cfg;
     gt_params *p = &m->ps;
     int64_t C = c->channels, L = c->num_layers;
+    /* tensor parallel: this rank's slices (gpt2.h), the whole model without */
+    int64_t QKV = m->d.qkv, CA = m->d.att, H = m->d.fc;
     int l = (int)L;
-    gt_params_add(p, "wte", 1, 0, 2, c->padded_vocab_size, C, 0, 0); // (Vp, C)
+    gt_params_add(p, "wte", 1, 0, 2, m->d.vocab, C, 0, 0);            // (Vp/tp, C)
     gt_params_add(p, "wpe", 1, 0, 2, c->max_seq_len, C, 0, 0);       // (maxT, C)
     gt_params_add(p, "ln1w", 0, l, 2, L, C, 0, 0);                   // (L, C)
     gt_params_add(p, "ln1b", 0, l, 2, L, C, 0, 0);                   // (L, C)
-    gt_params_add(p, "qkvw", 1, l, 3, L, 3 * C, C, 0);               // (L, 3C, C)
-    gt_params_add(p, "qkvb", 0, l, 2, L, 3 * C, 0, 0);               // (L, 3C)
-    gt_params_add(p, "attprojw", 1, l, 3, L, C, C, 0);               // (L, C, C)
+    gt_params_add(p, "qkvw", 1, l, 3, L, QKV, C, 0);                 // (L, 3C/tp, C)
+    gt_params_add(p, "qkvb", 0, l, 2, L, QKV, 0, 0);                 // (L, 3C/tp)
+    gt_params_add(p, "attprojw", 1, l, 3, L, C, CA, 0);              // (L, C, C/tp)
     gt_params_add(p, "attprojb", 0, l, 2, L, C, 0, 0);               // (L, C)
     gt_params_add(p, "ln2w", 0, l, 2, L, C, 0, 0);                   // (L, C)
     gt_params_add(p, "ln2b", 0, l, 2, L, C, 0, 0);                   // (L, C)
-    gt_params_add(p, "fcw", 1, l, 3, L, 4 * C, C, 0);                // (L, 4C, C)
-    gt_params_add(p, "fcb", 0, l, 2, L, 4 * C, 0, 0);                // (L, 4C)
-    gt_params_add(p, "fcprojw", 1, l, 3, L, C, 4 * C, 0);            // (L, C, 4C)
+    gt_params_add(p, "fcw", 1, l, 3, L, H, C, 0);                    // (L, 4C/tp, C)
+    gt_params_add(p, "fcb", 0, l, 2, L, H, 0, 0);                    // (L, 4C/tp)
+    gt_params_add(p, "fcprojw", 1, l, 3, L, C, H, 0);                // (L, C, 4C/tp)
     gt_params_add(p, "fcprojb", 0, l, 2, L, C, 0, 0);                // (L, C)
     gt_params_add(p, "lnfw", 0, 0, 1, C, 0, 0, 0);                   // (C)
     gt_params_add(p, "lnfb", 0, 0, 1, C, 0, 0, 0);                   // (C)
@@ -229,9 +165,6 @@ static size_t per_layer(const gt_gpt2 *m, int i) {
     return m->ps.t[i].n / (size_t)(is_layered(i) ? m->cfg.num_layers : 1);
 }
 
-/* Tensor i (layer l) of the compute weights and of the gradients, in dt. */
-static void *PW(gt_gpt2 *m, int i, int l) { return gt_params_weight(&m->ps, i, l); }
-static void *PG(gt_gpt2 *m, int i, int l) { return gt_params_grad(&m->ps, i, l); }
 
 static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
 
@@ -240,8 +173,7 @@ static size_t align_up(size_t n) { return (n + 255) & ~(size_t)255; }
  * B*NH*T of row logsumexp on cuda's cuDNN path), rounded up to 64 floats
  * so that every layer's slice stays 256-byte aligned. */
 static size_t att_layer_floats(const gt_gpt2 *m, int B, int T) {
-    size_t n = gt_attention_state_floats(m->be->ops, &m->ps.k, B, T, m->cfg.channels,
-                                         m->cfg.num_heads);
+    size_t n = gt_attention_state_floats(m->be->ops, &m->ps.k, B, T, m->d.att, m->d.heads);
     return (n + 63) / 64 * 64;
 }
 
@@ -256,8 +188,22 @@ gt_status gt_gpt2_new_dt(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
 
 gt_status gt_gpt2_new_recompute(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
                                 gt_model_recompute recompute, int B, int T, gt_gpt2 **out) {
+    return gt_gpt2_new_tp(be, cfg, dt, recompute, NULL, B, T, out);
+}
+
+gt_status gt_gpt2_new_tp(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
+                         gt_model_recompute recompute, const gt_gpt2_tp *tp, int B, int T,
+                         gt_gpt2 **out) {
     *out = NULL;
     GT_TRY(gt_gpt2_config_check(cfg));
+    int ntp = tp && tp->size > 1 ? tp->size : 1;
+    gpt2_dims d;
+    GT_TRY(gt_gpt2_tp_dims(cfg, ntp, &d));
+    if (ntp > 1 && (!tp->comm || gt_comm_size(tp->comm) != ntp || tp->rank < 0 ||
+                    tp->rank >= ntp || gt_comm_rank(tp->comm) != tp->rank))
+        return GT_ERR(GT_ERR_INVALID, "tensor parallel gpt2 of %d ranks (rank %d): the group's "
+                                      "communicator must hold the %d ranks, this one as rank %d",
+                      ntp, tp->rank, ntp, tp->rank);
     if (dt != GT_DTYPE_FP32 && dt != GT_DTYPE_BF16 && dt != GT_DTYPE_FP16)
         return GT_ERR(GT_ERR_INVALID, "gpt2 storage dtype %s: expected fp32, bf16 or fp16",
                       gt_dtype_name(dt));
@@ -280,10 +226,15 @@ gt_status gt_gpt2_new_recompute(gt_backend *be, const gt_gpt2_config *cfg, gt_dt
     m->T = T;
     m->recompute = recompute;
     m->Lk = recompute == GT_MODEL_RECOMPUTE_BLOCK ? 1 : cfg->num_layers;
+    m->d = d;
+    m->tp = ntp;
+    m->tp_rank = ntp > 1 ? tp->rank : 0;
+    m->tp_comm = ntp > 1 ? tp->comm : NULL;
     gt_status s = GT_OK;
     declare(m);
     if ((s = gt_params_alloc(&m->ps, be, dt)) != GT_OK) goto fail;
-    act_sizes(cfg, B, T, m->es, m->Lk, cfg->num_layers, m->act_sizes);
+    if (ntp > 1 && (s = gt_gpt2_tp_alloc(m, B * T)) != GT_OK) goto fail;
+    act_sizes(cfg, &m->d, B, T, m->es, m->Lk, cfg->num_layers, m->tp, m->act_sizes);
     /* the MLP through the fused ops when the backend has both (the GPU's
      * GEMM epilogues): dfch is then written by matmul_dgelu_bwd directly,
      * and the unfused sequence's dfch_gelu scratch is not needed */
@@ -317,6 +268,9 @@ void gt_gpt2_free(gt_gpt2 *m) {
     gt_backend_dealloc(m->be, m->act_mem);
     gt_backend_dealloc(m->be, m->att_spill);
     free(m->host_losses);
+    free(m->tok_local);
+    free(m->own);
+    free(m->ce);
     for (int i = 1; i < m->nslots; i++) gt_backend_dealloc(m->be, m->slot_mem[i]);
     free(m);
 }
@@ -333,6 +287,7 @@ size_t gt_gpt2_act_bytes(const gt_gpt2 *m) {
 
 
 gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed) {
+    if (m->tp > 1) return gt_gpt2_tp_init_random(m, seed); /* the slices of the same values */
     const gt_gpt2_config *c = &m->cfg;
     int L = c->num_layers;
     /* each (tensor, layer) block drawn straight into its place of the
@@ -412,6 +367,19 @@ gt_status gt_gpt2_read_llmc_config(const char *path, gt_gpt2_config *out) {
     return GT_OK;
 }
 
+gt_status gt_gpt2_write_llmc(const gt_gpt2_config *c, const float *params, const char *path) {
+    int32_t h[256] = {20240326, 3, c->max_seq_len, c->vocab_size, c->num_layers,
+                      c->num_heads, c->channels, c->padded_vocab_size};
+    size_t np = gt_gpt2_full_params(c);
+    gt_atomic_file af;
+    GT_TRY(gt_atomic_open(path, "llm.c model file", "choose a writable path", &af));
+    if (fwrite(h, sizeof h, 1, af.f) != 1 || fwrite(params, sizeof(float), np, af.f) != np) {
+        gt_atomic_discard(&af);
+        return GT_ERR(GT_ERR_IO, "cannot write llm.c model file '%s' (disk full?)", path);
+    }
+    return gt_atomic_commit(&af);
+}
+
 gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path) {
     gt_gpt2_config fc;
     GT_TRY(gt_gpt2_read_llmc_config(path, &fc));
@@ -429,7 +397,7 @@ gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path) {
 #undef SAME
     FILE *f = fopen(path, "rb");
     if (!f) return GT_ERR(GT_ERR_IO, "cannot open llm.c model file '%s'", path);
-    size_t np = m->ps.num_params;
+    size_t np = gt_gpt2_full_params(c); /* the file's: the whole model */
     float *host = malloc(np * sizeof(float));
     if (!host) {
         fclose(f);
@@ -444,17 +412,13 @@ gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path) {
             s = GT_ERR(GT_ERR_IO, "'%s': truncated: %zu of %zu parameters", path, got, np);
     }
     fclose(f);
-    if (s == GT_OK) s = gt_gpt2_set_params(m, host);
+    if (s == GT_OK) s = m->tp > 1 ? gt_gpt2_tp_set_full(m, host) : gt_gpt2_set_params(m, host);
     free(host);
     return s;
 }
 
 /* ---- forward --------------------------------------------------------------------- */
 
-/* Activation i in the storage dtype, `off` elements in; F32(i): the fp32 ones
- * (LayerNorm statistics, attention state, losses). */
-#define ACT(i, off) ((void *)((char *)m->act[(i)] + (size_t)(off) * m->es))
-#define F32(i) ((float *)m->act[(i)])
 
 static gt_status check_tokens(const gt_gpt2 *m, const int32_t *tok, int n, const char *what) {
     for (int i = 0; i < n; i++) {
@@ -537,15 +501,15 @@ static block_acts block_acts_of(gt_gpt2 *m, int l) {
         .ln1 = ACT(A_LN1, s * NC),
         .ln1_mean = F32(A_LN1_MEAN) + s * N,
         .ln1_rstd = F32(A_LN1_RSTD) + s * N,
-        .qkv = ACT(A_QKV, s * 3 * NC),
-        .atty = ACT(A_ATTY, s * NC),
+        .qkv = ACT(A_QKV, s * N * (size_t)m->d.qkv),
+        .atty = ACT(A_ATTY, s * N * (size_t)m->d.att),
         .att = m->att + s * m->att_stride,
         .res2 = ACT(A_RES2, s * NC),
         .ln2 = ACT(A_LN2, s * NC),
         .ln2_mean = F32(A_LN2_MEAN) + s * N,
         .ln2_rstd = F32(A_LN2_RSTD) + s * N,
-        .fch = ACT(A_FCH, s * 4 * NC),
-        .fch_gelu = ACT(A_FCH_GELU, s * 4 * NC),
+        .fch = ACT(A_FCH, s * N * (size_t)m->d.fc),
+        .fch_gelu = ACT(A_FCH_GELU, s * N * (size_t)m->d.fc),
         .res3 = ACT(A_RES3, r * NC),
     };
     return a;
@@ -558,40 +522,81 @@ static block_acts block_acts_of(gt_gpt2 *m, int l) {
 static gt_status block_forward(gt_gpt2 *m, int l, const block_acts *a, int output) {
     const gt_ops *o = m->be->ops;
     const gt_kctx *k = &m->ps.k;
-    int B = m->last_B, T = m->last_T, C = m->cfg.channels, NH = m->cfg.num_heads;
+    int B = m->last_B, T = m->last_T, C = m->cfg.channels;
+    int QKV = m->d.qkv, CA = m->d.att, NH = m->d.heads, H = m->d.fc; /* tp: the slices' */
     int N = B * T;
     size_t NC = (size_t)N * C;
+    /* row-parallel layers (attproj, fcproj): rank 0 of a tensor group adds the bias
+     * to its partial sum, the group's all-reduce the rest */
+    int bias = m->tp_rank == 0;
     void *ln1w = PW(m, P_LN1W, l);         // (C)
     void *ln1b = PW(m, P_LN1B, l);         // (C)
-    void *qkvw = PW(m, P_QKVW, l);         // (3C,C)
-    void *qkvb = PW(m, P_QKVB, l);         // (3C)
-    void *attprojw = PW(m, P_ATTPROJW, l); // (C,C)
-    void *attprojb = PW(m, P_ATTPROJB, l); // (C)
+    void *qkvw = PW(m, P_QKVW, l);         // (3C/tp,C)
+    void *qkvb = PW(m, P_QKVB, l);         // (3C/tp)
+    void *attprojw = PW(m, P_ATTPROJW, l); // (C,C/tp)
+    void *attprojb = bias ? PW(m, P_ATTPROJB, l) : NULL; // (C)
     void *ln2w = PW(m, P_LN2W, l);         // (C)
     void *ln2b = PW(m, P_LN2B, l);         // (C)
-    void *fcw = PW(m, P_FCW, l);           // (4C,C)
-    void *fcb = PW(m, P_FCB, l);           // (4C)
+    void *fcw = PW(m, P_FCW, l);           // (4C/tp,C)
+    void *fcb = PW(m, P_FCB, l);           // (4C/tp)
     /* the attention output projection and the MLP output reuse the
      * residual buffers as scratch: res2 = residual + attproj */
     GT_TRY(o->layernorm_fwd(k, a->ln1, a->ln1_mean, a->ln1_rstd, a->residual, ln1w, ln1b, N, C,
                             1e-5f));
-    GT_TRY(o->matmul_fwd(k, a->qkv, a->ln1, qkvw, qkvb, N, C, 3 * C));
-    GT_TRY(o->attention_fwd(k, a->atty, a->att, a->qkv, B, T, C, NH));
-    GT_TRY(o->matmul_fwd(k, a->res2, a->atty, attprojw, attprojb, N, C, C)); // attproj
+    GT_TRY(o->matmul_fwd(k, a->qkv, a->ln1, qkvw, qkvb, N, C, QKV));    // column-parallel
+    GT_TRY(o->attention_fwd(k, a->atty, a->att, a->qkv, B, T, CA, NH)); // this rank's heads
+    GT_TRY(o->matmul_fwd(k, a->res2, a->atty, attprojw, attprojb, N, CA, C)); // attproj
+    GT_TRY(gt_gpt2_tp_sum(m, a->res2, NC)); /* row-parallel: Megatron's g */
     GT_TRY(o->residual_fwd(k, a->res2, a->residual, a->res2, NC));
     GT_TRY(o->layernorm_fwd(k, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, ln2w, ln2b, N, C,
                             1e-5f));
     if (m->fused_mlp) { /* fch and gelu(fch) from one GEMM */
-        GT_TRY(o->matmul_gelu_fwd(k, a->fch_gelu, a->fch, a->ln2, fcw, fcb, N, C, 4 * C));
+        GT_TRY(o->matmul_gelu_fwd(k, a->fch_gelu, a->fch, a->ln2, fcw, fcb, N, C, H));
     } else {
-        GT_TRY(o->matmul_fwd(k, a->fch, a->ln2, fcw, fcb, N, C, 4 * C));
-        GT_TRY(o->gelu_fwd(k, a->fch_gelu, a->fch, (size_t)N * 4 * C));
+        GT_TRY(o->matmul_fwd(k, a->fch, a->ln2, fcw, fcb, N, C, H));
+        GT_TRY(o->gelu_fwd(k, a->fch_gelu, a->fch, (size_t)N * H));
     }
     if (!output) return GT_OK;
-    void *fcprojw = PW(m, P_FCPROJW, l); // (C,4C)
-    void *fcprojb = PW(m, P_FCPROJB, l); // (C)
-    GT_TRY(o->matmul_fwd(k, a->res3, a->fch_gelu, fcprojw, fcprojb, N, 4 * C, C)); // fcproj
+    void *fcprojw = PW(m, P_FCPROJW, l); // (C,4C/tp)
+    void *fcprojb = bias ? PW(m, P_FCPROJB, l) : NULL; // (C)
+    GT_TRY(o->matmul_fwd(k, a->res3, a->fch_gelu, fcprojw, fcprojb, N, H, C)); // fcproj
+    GT_TRY(gt_gpt2_tp_sum(m, a->res3, NC)); /* row-parallel: Megatron's g */
     return o->residual_fwd(k, a->res3, a->res2, a->res3, NC);
+}
+
+/* The embedding (B,T,C) = wte[tok] + wpe[t] of the tokens in A_TOKENS;
+ * tensor parallel, the vocabulary-parallel lookup (gpt2_tp.c). */
+static gt_status encoder_forward(gt_gpt2 *m, const int32_t *inputs, int B, int T) {
+    if (m->tp > 1) return gt_gpt2_tp_encoder_fwd(m, inputs, B, T);
+    return m->be->ops->encoder_fwd(&m->ps.k, ACT(A_ENCODED, 0), m->act[A_TOKENS],
+                                   PW(m, P_WTE, 0), PW(m, P_WPE, 0), B, T, m->cfg.channels);
+}
+
+/* Its backward from A_DRES: dwte (the slice's rows) and dwpe accumulate. */
+static gt_status encoder_backward(gt_gpt2 *m, int B, int T) {
+    if (m->tp > 1) return gt_gpt2_tp_encoder_bwd(m, B, T);
+    return m->be->ops->encoder_bwd(&m->ps.k, PG(m, P_WTE, 0), PG(m, P_WPE, 0), ACT(A_DRES, 0),
+                                   m->act[A_TOKENS], B, T, m->cfg.channels);
+}
+
+/* Losses (B,T) and dlogits (scaled by dloss) in place of the logits:
+ * tensor parallel, the vocabulary-parallel cross-entropy (gpt2_tp.c). */
+static gt_status loss_backward(gt_gpt2 *m, int N, float dloss) {
+    if (m->tp > 1) return gt_gpt2_tp_classifier(m, N, dloss, 1);
+    return m->be->ops->classifier_bwd(&m->ps.k, ACT(A_LOGITS, 0), F32(A_LOSSES),
+                                      ACT(A_LOGITS, 0), m->act[A_TARGETS], dloss, N,
+                                      m->cfg.vocab_size, m->cfg.padded_vocab_size);
+}
+
+/* The tied head's backward: dwte (the slice's rows) += dlogits^T lnf, and
+ * d(lnf) into A_DLN, summed over a tensor group (each rank's vocabulary
+ * slice gives a part: Megatron's f in the backward). */
+static gt_status head_backward(gt_gpt2 *m, int N) {
+    int C = m->cfg.channels;
+    GT_TRY(m->be->ops->matmul_bwd(&m->ps.k, ACT(A_DLN, 0), PG(m, P_WTE, 0), NULL,
+                                  ACT(A_LOGITS, 0), ACT(A_LNF, 0), PW(m, P_WTE, 0), N, C,
+                                  m->d.vocab));
+    return gt_gpt2_tp_sum(m, ACT(A_DLN, 0), (size_t)N * C);
 }
 
 /* The forward up to the logits. The head's units (the final LayerNorm and
@@ -630,7 +635,7 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
         }
         m->att = m->att_spill;
     }
-    int C = c->channels, L = c->num_layers, Vp = c->padded_vocab_size;
+    int C = c->channels, L = c->num_layers, Vp = m->d.vocab;
     int N = B * T;
     size_t NC = (size_t)N * C;
     GT_TRY(be->copy_to_device(be, m->act[A_TOKENS], inputs, (size_t)N * sizeof(int32_t)));
@@ -641,8 +646,7 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
      * each unit's needed around its compute (ZeRO-3 gathers it) */
     gt_params *ps = &m->ps;
     GT_TRY(gt_params_need(ps, U_EMB, unit_block(0)));
-    GT_TRY(o->encoder_fwd(k, ACT(A_ENCODED, 0), m->act[A_TOKENS], PW(m, P_WTE, 0),
-                          PW(m, P_WPE, 0), B, T, C)); // (B,T,C)
+    GT_TRY(encoder_forward(m, inputs, B, T)); // (B,T,C)
     GT_TRY(gt_params_done(ps, U_EMB));
     for (int l = 0; l < L; l++) {
         block_acts a = block_acts_of(m, l);
@@ -655,7 +659,8 @@ static gt_status forward_body(gt_gpt2 *m, const int32_t *inputs, const int32_t *
     void *last = ACT(A_RES3, (size_t)(L - 1) * NC); // (B,T,C)
     GT_TRY(o->layernorm_fwd(k, ACT(A_LNF, 0), F32(A_LNF_MEAN), F32(A_LNF_RSTD), last,
                             PW(m, P_LNFW, 0), PW(m, P_LNFB, 0), N, C, 1e-5f));
-    /* the output head is the token embedding (tied weights), no bias */
+    /* the output head is the token embedding (tied weights), no bias; tensor
+     * parallel: this rank's vocabulary slice of the logits */
     GT_TRY(o->matmul_fwd(k, ACT(A_LOGITS, 0), ACT(A_LNF, 0), PW(m, P_WTE, 0), NULL, N, C, Vp));
     return GT_OK;
 }
@@ -675,8 +680,11 @@ gt_status gt_gpt2_forward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targ
     GT_TRY(gt_params_done(&m->ps, U_EMB));
     if (!targets) return GT_OK;
     const gt_gpt2_config *c = &m->cfg;
-    GT_TRY(m->be->ops->classifier_fwd(&m->ps.k, F32(A_LOSSES), ACT(A_LOGITS, 0), m->act[A_TARGETS],
-                                      B * T, c->vocab_size, c->padded_vocab_size));
+    if (m->tp > 1) GT_TRY(gt_gpt2_tp_classifier(m, B * T, 0.0f, 0));
+    else
+        GT_TRY(m->be->ops->classifier_fwd(&m->ps.k, F32(A_LOSSES), ACT(A_LOGITS, 0),
+                                          m->act[A_TARGETS], B * T, c->vocab_size,
+                                          c->padded_vocab_size));
     if (mean_loss) GT_TRY(mean_loss_of(m, B * T, mean_loss));
     return GT_OK;
 }
@@ -690,12 +698,13 @@ static gt_status block_backward(gt_gpt2 *m, int l, const block_acts *a) {
     const gt_ops *o = m->be->ops;
     const gt_kctx *k = &m->ps.k;
     gt_backend *be = m->be;
-    int B = m->last_B, T = m->last_T, C = m->cfg.channels, NH = m->cfg.num_heads;
+    int B = m->last_B, T = m->last_T, C = m->cfg.channels;
+    int QKV = m->d.qkv, CA = m->d.att, NH = m->d.heads, H = m->d.fc; /* tp: the slices' */
     int N = B * T;
     size_t NC = (size_t)N * C, es = m->es;
     void *dres = ACT(A_DRES, 0), *dln = ACT(A_DLN, 0);            // (B,T,C)
-    void *datty = ACT(A_DATTY, 0), *dqkv = ACT(A_DQKV, 0);        // (B,T,C), (B,T,3C)
-    void *dfch = ACT(A_DFCH, 0), *dfch_gelu = ACT(A_DFCH_GELU, 0); // (B,T,4C)
+    void *datty = ACT(A_DATTY, 0), *dqkv = ACT(A_DQKV, 0);        // (B,T,C/tp), (B,T,3C/tp)
+    void *dfch = ACT(A_DFCH, 0), *dfch_gelu = ACT(A_DFCH_GELU, 0); // (B,T,4C/tp)
     void *ln1w = PW(m, P_LN1W, l), *dln1w = PG(m, P_LN1W, l);
     void *dln1b = PG(m, P_LN1B, l);
     void *qkvw = PW(m, P_QKVW, l), *dqkvw = PG(m, P_QKVW, l);
@@ -717,21 +726,23 @@ static gt_status block_backward(gt_gpt2 *m, int l, const block_acts *a) {
      * matmul_dgelu_bwd overwrite their input gradient: no memsets) */
     if (m->fused_mlp) {
         GT_TRY(o->matmul_dgelu_bwd(k, dfch, dfcprojw, dfcprojb, dres, a->fch_gelu, fcprojw,
-                                   a->fch, N, 4 * C, C));
+                                   a->fch, N, H, C));
     } else {
         GT_TRY(o->matmul_bwd(k, dfch_gelu, dfcprojw, dfcprojb, dres, a->fch_gelu, fcprojw, N,
-                             4 * C, C));
-        GT_TRY(be->memset_zero(be, dfch, 4 * NC * es));
-        GT_TRY(o->gelu_bwd(k, dfch, a->fch, dfch_gelu, 4 * NC));
+                             H, C));
+        GT_TRY(be->memset_zero(be, dfch, (size_t)N * H * es));
+        GT_TRY(o->gelu_bwd(k, dfch, a->fch, dfch_gelu, (size_t)N * H));
     }
-    GT_TRY(o->matmul_bwd(k, dln, dfcw, dfcb, dfch, a->ln2, fcw, N, C, 4 * C));
+    GT_TRY(o->matmul_bwd(k, dln, dfcw, dfcb, dfch, a->ln2, fcw, N, C, H));
+    GT_TRY(gt_gpt2_tp_sum(m, dln, NC)); /* column-parallel input: Megatron's f backward */
     GT_TRY(o->layernorm_bwd(k, dres, dln2w, dln2b, dln, a->res2, ln2w, a->ln2_mean, a->ln2_rstd,
                             N, C));
     /* dres now holds d(res2); res2 = residual + attproj, same trick */
-    GT_TRY(o->matmul_bwd(k, datty, dattprojw, dattprojb, dres, a->atty, attprojw, N, C, C));
-    GT_TRY(be->memset_zero(be, dqkv, 3 * NC * es));
-    GT_TRY(o->attention_bwd(k, dqkv, datty, a->qkv, a->atty, a->att, B, T, C, NH));
-    GT_TRY(o->matmul_bwd(k, dln, dqkvw, dqkvb, dqkv, a->ln1, qkvw, N, C, 3 * C));
+    GT_TRY(o->matmul_bwd(k, datty, dattprojw, dattprojb, dres, a->atty, attprojw, N, CA, C));
+    GT_TRY(be->memset_zero(be, dqkv, (size_t)N * QKV * es));
+    GT_TRY(o->attention_bwd(k, dqkv, datty, a->qkv, a->atty, a->att, B, T, CA, NH));
+    GT_TRY(o->matmul_bwd(k, dln, dqkvw, dqkvb, dqkv, a->ln1, qkvw, N, C, QKV));
+    GT_TRY(gt_gpt2_tp_sum(m, dln, NC)); /* column-parallel input: Megatron's f backward */
     /* dres now holds d(residual), the gradient of this block's input */
     return o->layernorm_bwd(k, dres, dln1w, dln1b, dln, a->residual, ln1w, a->ln1_mean,
                             a->ln1_rstd, N, C);
@@ -745,19 +756,17 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
     const gt_ops *o = m->be->ops;
     const gt_kctx *k = &m->ps.k;
     gt_backend *be = m->be;
-    int C = c->channels, L = c->num_layers, V = c->vocab_size, Vp = c->padded_vocab_size;
+    int C = c->channels, L = c->num_layers;
     int N = B * T;
     size_t NC = (size_t)N * C, es = m->es;
 
     /* losses and dlogits in one pass; dlogits overwrite the logits */
-    GT_TRY(o->classifier_bwd(k, ACT(A_LOGITS, 0), F32(A_LOSSES), ACT(A_LOGITS, 0),
-                             m->act[A_TARGETS], dloss, N, V, Vp));
+    GT_TRY(loss_backward(m, N, dloss));
     if (mean_loss) GT_TRY(mean_loss_of(m, N, mean_loss));
 
     void *dres = ACT(A_DRES, 0); // (B,T,C)
     void *dln = ACT(A_DLN, 0);   // (B,T,C)
-    GT_TRY(o->matmul_bwd(k, dln, PG(m, P_WTE, 0), NULL, ACT(A_LOGITS, 0), ACT(A_LNF, 0),
-                         PW(m, P_WTE, 0), N, C, Vp));
+    GT_TRY(head_backward(m, N));
     void *last = ACT(A_RES3, (size_t)(L - 1) * NC);
     GT_TRY(be->memset_zero(be, dres, NC * es));
     GT_TRY(o->layernorm_bwd(k, dres, PG(m, P_LNFW, 0), PG(m, P_LNFB, 0), dln, last,
@@ -778,7 +787,7 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
         GT_TRY(gt_params_ready(&m->ps, P_LN1W, l));
     }
     /* the encoder's backward reads no weights: the embeddings are not needed again */
-    GT_TRY(o->encoder_bwd(k, PG(m, P_WTE, 0), PG(m, P_WPE, 0), dres, m->act[A_TOKENS], B, T, C));
+    GT_TRY(encoder_backward(m, B, T));
     GT_TRY(gt_params_ready(&m->ps, P_WTE, 0));
     return GT_OK;
 }
@@ -825,7 +834,7 @@ gt_status gt_gpt2_set_stage(gt_gpt2 *m, int l0, int l1, int n) {
     /* the per-layer activations of the stage's blocks, its input's and
      * outputs' residual stream; the rest as before */
     int nl = l1 - l0;
-    act_sizes(&m->cfg, m->B, m->T, m->es, nl, nl + (l0 > 0), m->act_sizes);
+    act_sizes(&m->cfg, &m->d, m->B, m->T, m->es, nl, nl + (l0 > 0), m->tp, m->act_sizes);
     if (m->fused_mlp) m->act_sizes[A_DFCH_GELU] = 0;
     m->act_sizes[A_ATT] = (size_t)nl * att_layer_floats(m, m->B, m->T) * sizeof(float);
     m->Lk = nl;
@@ -872,7 +881,7 @@ static gt_status stage_head_forward(gt_gpt2 *m, const int32_t *targets, float dl
     const gt_ops *o = m->be->ops;
     const gt_kctx *k = &m->ps.k;
     int B = m->last_B, T = m->last_T, C = c->channels, L = c->num_layers;
-    int V = c->vocab_size, Vp = c->padded_vocab_size, N = B * T;
+    int Vp = m->d.vocab, N = B * T;
     if (!targets) return GT_ERR(GT_ERR_INVALID, "the last stage needs the targets");
     GT_TRY(check_tokens(m, targets, N, "target"));
     GT_TRY(m->be->copy_to_device(m->be, m->act[A_TARGETS], targets, (size_t)N * sizeof(int32_t)));
@@ -880,8 +889,7 @@ static gt_status stage_head_forward(gt_gpt2 *m, const int32_t *targets, float dl
     GT_TRY(o->layernorm_fwd(k, ACT(A_LNF, 0), F32(A_LNF_MEAN), F32(A_LNF_RSTD), last,
                             PW(m, P_LNFW, 0), PW(m, P_LNFB, 0), N, C, 1e-5f));
     GT_TRY(o->matmul_fwd(k, ACT(A_LOGITS, 0), ACT(A_LNF, 0), PW(m, P_WTE, 0), NULL, N, C, Vp));
-    GT_TRY(o->classifier_bwd(k, ACT(A_LOGITS, 0), F32(A_LOSSES), ACT(A_LOGITS, 0),
-                             m->act[A_TARGETS], dloss, N, V, Vp));
+    GT_TRY(loss_backward(m, N, dloss));
     return mean_loss ? mean_loss_of(m, N, mean_loss) : GT_OK;
 }
 
@@ -894,9 +902,7 @@ gt_status gt_gpt2_stage_forward(gt_gpt2 *m, int slot, int l0, int l1, const int3
         if (!inputs) return GT_ERR(GT_ERR_INVALID, "the first stage needs the input tokens");
         GT_TRY(check_tokens(m, inputs, N, "input"));
         GT_TRY(m->be->copy_to_device(m->be, m->act[A_TOKENS], inputs, (size_t)N * sizeof(int32_t)));
-        GT_TRY(m->be->ops->encoder_fwd(&m->ps.k, ACT(A_ENCODED, 0), m->act[A_TOKENS],
-                                       PW(m, P_WTE, 0), PW(m, P_WPE, 0), B, T,
-                                       m->cfg.channels)); // (B,T,C)
+        GT_TRY(encoder_forward(m, inputs, B, T)); // (B,T,C)
     }
     for (int l = l0; l < l1; l++) {
         block_acts a = block_acts_of(m, l);
@@ -913,12 +919,11 @@ gt_status gt_gpt2_stage_forward(gt_gpt2 *m, int slot, int l0, int l1, const int3
 static gt_status stage_head_backward(gt_gpt2 *m) {
     const gt_ops *o = m->be->ops;
     const gt_kctx *k = &m->ps.k;
-    int C = m->cfg.channels, L = m->cfg.num_layers, Vp = m->cfg.padded_vocab_size;
+    int C = m->cfg.channels, L = m->cfg.num_layers;
     int N = m->last_B * m->last_T;
     size_t NC = (size_t)N * C;
     void *dres = ACT(A_DRES, 0), *dln = ACT(A_DLN, 0); // (B,T,C)
-    GT_TRY(o->matmul_bwd(k, dln, PG(m, P_WTE, 0), NULL, ACT(A_LOGITS, 0), ACT(A_LNF, 0),
-                         PW(m, P_WTE, 0), N, C, Vp));
+    GT_TRY(head_backward(m, N));
     GT_TRY(m->be->memset_zero(m->be, dres, NC * m->es));
     return o->layernorm_bwd(k, dres, PG(m, P_LNFW, 0), PG(m, P_LNFB, 0), dln,
                             res3_of(m, L - 1), PW(m, P_LNFW, 0),
@@ -933,8 +938,7 @@ gt_status gt_gpt2_stage_backward(gt_gpt2 *m, int slot, int l0, int l1) {
         GT_TRY(block_backward(m, l, &a));
     }
     if (l0 > 0) return GT_OK;
-    return m->be->ops->encoder_bwd(&m->ps.k, PG(m, P_WTE, 0), PG(m, P_WPE, 0), ACT(A_DRES, 0),
-                                   m->act[A_TOKENS], m->B, m->T, m->cfg.channels);
+    return encoder_backward(m, m->B, m->T);
 }
 
 gt_status gt_gpt2_stage_head_grad(gt_gpt2 *m, int slot) {
@@ -943,7 +947,7 @@ gt_status gt_gpt2_stage_head_grad(gt_gpt2 *m, int slot) {
                                       "model holds blocks [%d, %d)",
                       m->stage_lo, m->stage_hi);
     GT_TRY(stage_begin(m, slot, m->stage_lo, m->stage_hi, m->B, m->T));
-    int C = m->cfg.channels, Vp = m->cfg.padded_vocab_size, N = m->B * m->T;
+    int C = m->cfg.channels, Vp = m->d.vocab, N = m->B * m->T;
     /* dwte(Vp,C) += dlogits^T @ lnf: the same call on the same operands as
      * one rank's head backward, so the same bits */
     return m->be->ops->matmul_bwd(&m->ps.k, NULL, PG(m, P_WTE, 0), NULL, ACT(A_LOGITS, 0),
@@ -965,7 +969,7 @@ void *gt_gpt2_stage_buffer(gt_gpt2 *m, int slot, int l0, int l1, gt_gpt2_stage_b
     case GT_GPT2_STAGE_DIN: p = ACT(A_DRES, 0); break;
     case GT_GPT2_STAGE_DLOGITS:
         p = ACT(A_LOGITS, 0);
-        *count = N * (size_t)m->cfg.padded_vocab_size;
+        *count = N * (size_t)m->d.vocab;
         break;
     case GT_GPT2_STAGE_LNF: p = ACT(A_LNF, 0); break;
     default: *count = 0; break;
@@ -994,5 +998,6 @@ void gt_gpt2_locate(const gt_gpt2 *m, size_t internal, gt_gpt2_loc *out) {
 
 double gt_gpt2_flops_per_token(const gt_gpt2 *m, int T) {
     const gt_gpt2_config *c = &m->cfg;
-    return 6.0 * (double)m->ps.num_params + 6.0 * c->num_layers * (double)c->channels * T;
+    /* the whole model's (tensor parallel: every rank's slices together) */
+    return 6.0 * (double)gt_gpt2_full_params(c) + 6.0 * c->num_layers * (double)c->channels * T;
 }

@@ -57,6 +57,7 @@
 
 #include "engine/alloc.h"
 #include "engine/backend.h"
+#include "engine/comm.h"
 #include "engine/dtype.h"
 #include "engine/optim.h"
 #include "engine/params.h"
@@ -127,6 +128,10 @@ gt_status gt_gpt2_init_random(gt_gpt2 *m, uint64_t seed);
  * header: magic, version, maxT, V, L, NH, C, Vp). The file's config must
  * equal the model's (GT_ERR_MISMATCH names the field). */
 gt_status gt_gpt2_load_llmc(gt_gpt2 *m, const char *path);
+/* Writes `params` (the whole model's, gt_gpt2_full_params fp32 in llm.c's
+ * order) as an llm.c model file (version 3) that gt_gpt2_load_llmc reads
+ * back; atomically (engine/fileio.h). GT_ERR_IO names the path. */
+gt_status gt_gpt2_write_llmc(const gt_gpt2_config *c, const float *params, const char *path);
 /* Reads just the config of an llm.c model file. */
 gt_status gt_gpt2_read_llmc_config(const char *path, gt_gpt2_config *out);
 
@@ -226,6 +231,63 @@ void *gt_gpt2_stage_buffer(gt_gpt2 *m, int slot, int l0, int l1, gt_gpt2_stage_b
 void gt_gpt2_stage_range(const gt_gpt2 *m, int l0, int l1, size_t *lo, size_t *hi);
 /* The internal range of wte: the first stage's, read by the last stage's head. */
 void gt_gpt2_tied_range(const gt_gpt2 *m, size_t *lo, size_t *hi);
+
+/* ---- Tensor parallelism ------------------------------------------------------------
+ * Megatron-LM's layers (docs/distributed.md, "Tensor parallelism"): a
+ * group of tp ranks runs every micro-batch together, each holding a slice
+ * of the split tensors and the whole of the others:
+ *   qkvw, qkvb   column-parallel by heads: rows of q, k and v of heads
+ *                [r*NH/tp, (r+1)*NH/tp) (local (3C/tp, C)); the attention
+ *                runs on the rank's heads only
+ *   attprojw     row-parallel: columns [r*C/tp, ...) (local (C, C/tp));
+ *                the partial outputs all-reduced (Megatron's g), the
+ *                bias added by rank 0 of the group
+ *   fcw, fcb     column-parallel: hidden units [r*4C/tp, ...)
+ *   fcprojw      row-parallel: columns [r*4C/tp, ...), all-reduced (g)
+ *   wte          vocabulary-parallel: rows [r*Vp/tp, ...). The embedding
+ *                gives zero rows for tokens of another rank's slice, then
+ *                an all-reduce (exact: one rank's bits); the tied head
+ *                gives the slice's logits, and the cross-entropy
+ *                all-reduces the rows' max and sum of exponentials (and
+ *                the target's logit), never the whole logits
+ *   the rest     replicated (wpe, LayerNorms, attprojb, fcprojb): the same
+ *                input gradients on every rank give the same gradients
+ * In the backward the input gradient of each column-parallel layer (qkv,
+ * fc, the head) is all-reduced (Megatron's f). The sums go through
+ * gt_comm_allreduce_tree for a power-of-two group (every rank the same
+ * bits). Per micro-batch of N = B*T tokens: 4L + 2 all-reduces of N*C
+ * elements, one of N doubles (max) and one of 2N doubles (sums).
+ * Host backends (cpu, ref) and fp32 only for now (the loss runs on the
+ * host): gt_gpt2_new_tp refuses the rest. Parameters, get/set_params and
+ * the size table are the rank's slices, in llm.c's order. */
+typedef struct gt_gpt2_tp {
+    int size;     /* ranks in the group; <= 1: no tensor parallelism */
+    int rank;     /* this rank's place in it */
+    gt_comm *comm; /* the group (borrowed; must outlive the model) */
+} gt_gpt2_tp;
+/* gt_gpt2_new_recompute for a rank of a tensor-parallel group (tp NULL:
+ * none). GT_ERR_INVALID when the heads or the padded vocabulary do not
+ * split over tp->size (the message says which), or the group does not
+ * match; GT_ERR_UNSUPPORTED off the host backends or outside fp32. */
+gt_status gt_gpt2_new_tp(gt_backend *be, const gt_gpt2_config *cfg, gt_dtype dt,
+                         gt_model_recompute recompute, const gt_gpt2_tp *tp, int B, int T,
+                         gt_gpt2 **out);
+/* Ranks of its tensor group (1: none). */
+int gt_gpt2_tp_size(const gt_gpt2 *m);
+/* Parameters of the whole model (every rank's slices together). */
+size_t gt_gpt2_full_params(const gt_gpt2_config *c);
+/* The rank's slices from the whole model's parameters (llm.c's order). */
+gt_status gt_gpt2_tp_set_full(gt_gpt2 *m, const float *full);
+/* The whole model's parameters (llm.c's order) from every rank's slices:
+ * locals holds the group's get_params arrays in rank order. */
+void gt_gpt2_tp_gather(const gt_gpt2 *m, const float *locals, float *full);
+/* Sum of squares of the replicated tensors' gradients in grads (the
+ * internal layout, model dtype) within [lo, hi): what every rank of the
+ * group holds alike, counted once in a global norm. */
+gt_status gt_gpt2_tp_replicated_sumsq(gt_gpt2 *m, const void *grads, size_t lo, size_t hi,
+                                      double *out);
+/* Collectives inside the group so far and their bytes (per rank). */
+void gt_gpt2_tp_traffic(const gt_gpt2 *m, uint64_t *calls, uint64_t *bytes);
 
 /* Model FLOPs per token for one training step (forward + backward):
  * 6 * num_params + 6 * L * C * T (causal attention scores and values:

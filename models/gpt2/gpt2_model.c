@@ -48,6 +48,9 @@ static gt_status forward_backward(gt_model *m, const gt_batch *b, float dloss,
 static gt_status init_from(gt_model *m, const char *source) {
     return gt_gpt2_load_llmc(G(m), source + 5); /* "llmc:" checked by gt_model_init_from */
 }
+static gt_status save_to(const gt_model *m, const float *full, const char *dest) {
+    return gt_gpt2_write_llmc(gt_gpt2_get_config(G(m)), full, dest + 5); /* "llmc:" checked */
+}
 static double flops_per_unit(const gt_model *m) {
     return gt_gpt2_flops_per_token(G(m), ((gpt2_adapter *)m->impl)->T);
 }
@@ -90,6 +93,25 @@ static const gt_model_stage_vt g_stages = {
     .range = st_range,       .tied = st_tied,
 };
 
+/* Tensor parallelism (model.h): gt_gpt2's. */
+static int tp_size(const gt_model *m) { return gt_gpt2_tp_size(G(m)); }
+static size_t tp_full(const gt_model *m) {
+    return gt_gpt2_full_params(gt_gpt2_get_config(G(m)));
+}
+static void tp_gather(const gt_model *m, const float *locals, float *full) {
+    gt_gpt2_tp_gather(G(m), locals, full);
+}
+static gt_status tp_sumsq(gt_model *m, const void *grads, size_t lo, size_t hi, double *out) {
+    return gt_gpt2_tp_replicated_sumsq(G(m), grads, lo, hi, out);
+}
+static void tp_traffic(const gt_model *m, uint64_t *calls, uint64_t *bytes) {
+    gt_gpt2_tp_traffic(G(m), calls, bytes);
+}
+static const gt_model_tp_vt g_tp = {
+    .size = tp_size, .full_params = tp_full, .gather = tp_gather,
+    .replicated_sumsq = tp_sumsq, .traffic = tp_traffic,
+};
+
 static const gt_model_vt g_vt = {
     .destroy = destroy,
     .config_fields = config_fields,
@@ -98,9 +120,11 @@ static const gt_model_vt g_vt = {
     .forward = forward,
     .forward_backward = forward_backward,
     .init_from = init_from,
+    .save_to = save_to,
     .flops_per_unit = flops_per_unit,
     .act_bytes = act_bytes,
     .stages = &g_stages,
+    .tp = &g_tp,
 };
 
 gt_status gt_gpt2_model_wrap(gt_gpt2 *g, int B, int T, const char *name, gt_model **out) {
@@ -169,11 +193,13 @@ gt_status gt_gpt2_model_config(const char *name, const char *options, gt_gpt2_co
 
 gt_status gt_gpt2_model_new(gt_backend *be, const char *name, const char *options, gt_dtype dt,
                             gt_model_recompute recompute, int max_batch, int T,
-                            gt_model **out) {
+                            const gt_model_tp *tp, gt_model **out) {
     *out = NULL;
     gt_gpt2_config cfg;
     GT_TRY(gt_gpt2_model_config(name, options, &cfg));
     gt_gpt2 *g = NULL;
-    GT_TRY(gt_gpt2_new_recompute(be, &cfg, dt, recompute, max_batch, T, &g));
+    gt_gpt2_tp gtp = {.size = tp ? tp->size : 1, .rank = tp ? tp->rank : 0,
+                      .comm = tp ? tp->comm : NULL};
+    GT_TRY(gt_gpt2_new_tp(be, &cfg, dt, recompute, &gtp, max_batch, T, &g));
     return gt_gpt2_model_wrap(g, max_batch, T, name, out);
 }

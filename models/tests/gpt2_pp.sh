@@ -119,7 +119,6 @@ refused() { # WHAT NP PATTERN ARGS...
     if [ $rc -ne 0 ] && grep -q -- "$pattern" <<<"$out"; then ok "$what refused"
     else fail "$what: rc $rc"; echo "$out" | grep -i gauntlet | tail -3; fi
 }
-refused "tp=2" 2 "tensor parallelism is not done yet" --layout tp=2
 refused "pp=3 on 2 ranks" 2 "does not divide the job's 2 ranks" --layout pp=3
 refused "dp=2,pp=2 on 2 ranks" 2 "is 4 ranks, but the job has 2" --layout dp=2,pp=2
 refused "3 micro-batches of 8" 2 "does not divide the 8 sequences" --layout pp=2 --micro-batches 3

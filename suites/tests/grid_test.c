@@ -1,5 +1,6 @@
-/* The rank grid's parsing (--layout) and the division of blocks into
- * pipeline stages: nothing run, quick. */
+/* The rank grid's parsing (--layout), its sizes on a job's ranks, where a
+ * rank sits on it, and the division of blocks into pipeline stages:
+ * nothing run, quick. */
 #include <string.h>
 
 #include "suites/tests/expect.h"
@@ -19,6 +20,46 @@ static void refuses(const char *s, gt_status want, const char *words) {
     EXPECT(st == want && strstr(gt_last_error(), words), "'%s': status %d, message '%s'", s,
            (int)st, gt_last_error());
     gt_error_clear();
+}
+
+/* The grid of s on N ranks: every size filled in. */
+static void sizes(const char *s, int N, int dp, int tp, int pp) {
+    gt_train_grid g, out = {0};
+    gt_status st = gt_train_grid_parse(s, &g);
+    if (st == GT_OK) st = gt_train_grid_sizes(&g, N, &out);
+    EXPECT(st == GT_OK && out.dp == dp && out.tp == tp && out.pp == pp,
+           "'%s' on %d ranks: status %d, dp %d tp %d pp %d", s, N, (int)st, out.dp, out.tp,
+           out.pp);
+}
+
+static void refuses_on(const char *s, int N, const char *words) {
+    gt_train_grid g, out;
+    gt_status st = gt_train_grid_parse(s, &g);
+    if (st == GT_OK) st = gt_train_grid_sizes(&g, N, &out);
+    EXPECT(st == GT_ERR_INVALID && strstr(gt_last_error(), words),
+           "'%s' on %d ranks: status %d, message '%s'", s, N, (int)st, gt_last_error());
+    gt_error_clear();
+}
+
+/* Tensor groups innermost (neighbouring ranks: one node first), then the
+ * stages, replicas outermost; every (dp, tp, pp) exactly once. */
+static void placed(void) {
+    gt_train_grid g = {.dp = 2, .tp = 2, .pp = 2};
+    int seen[2][2][2] = {{{0}}};
+    for (int r = 0; r < 8; r++) {
+        gt_train_grid at;
+        gt_train_grid_coords(&g, r, &at);
+        EXPECT(at.tp == r % 2 && at.pp == r / 2 % 2 && at.dp == r / 4,
+               "rank %d: dp %d tp %d pp %d", r, at.dp, at.tp, at.pp);
+        if (at.dp >= 0 && at.dp < 2 && at.tp >= 0 && at.tp < 2 && at.pp >= 0 && at.pp < 2)
+            seen[at.dp][at.tp][at.pp]++;
+    }
+    for (int i = 0; i < 8; i++)
+        EXPECT(seen[i / 4][i % 2][i / 2 % 2] == 1, "coordinate %d placed %d times", i,
+               seen[i / 4][i % 2][i / 2 % 2]);
+    gt_train_grid one = {.dp = 4, .tp = 1, .pp = 1}, at;
+    gt_train_grid_coords(&one, 3, &at);
+    EXPECT(at.dp == 3 && at.tp == 0 && at.pp == 0, "plain dp: rank 3 is replica %d", at.dp);
 }
 
 /* Every block in exactly one stage, in order, sizes differing by at most
@@ -41,8 +82,21 @@ int main(void) {
     parses("dp=2,pp=2", 2, 0, 2);
     parses("pp=4,dp=1", 1, 0, 4);
     parses("dp=2,tp=1,pp=2", 2, 1, 2);
-    refuses("tp=2", GT_ERR_UNSUPPORTED, "tensor parallelism is not done yet");
-    refuses("dp=2,tp=4", GT_ERR_UNSUPPORTED, "not done yet");
+    parses("tp=2", 0, 2, 0);
+    parses("dp=2,tp=2", 2, 2, 0);
+    parses("tp=2,pp=2", 0, 2, 2);
+    parses("pp=2,tp=4,dp=1", 1, 4, 2);
+    refuses("tp=0", GT_ERR_INVALID, "tp must be a whole number >= 1");
+    refuses("tp=2,tp=2", GT_ERR_INVALID, "tp is given twice");
+    sizes("tp=2", 2, 1, 2, 1);
+    sizes("tp=2", 4, 2, 2, 1);
+    sizes("tp=2,pp=2", 4, 1, 2, 2);
+    sizes("dp=2,tp=2", 4, 2, 2, 1);
+    sizes("pp=2", 8, 4, 1, 2);
+    refuses_on("tp=3", 4, "tp=3 x pp=1 does not divide the job's 4 ranks");
+    refuses_on("tp=2,pp=2", 2, "does not divide the job's 2 ranks");
+    refuses_on("dp=2,tp=2", 2, "is 4 ranks, but the job has 2");
+    placed();
     refuses("xx=2", GT_ERR_INVALID, "'xx=2' is not dp=N, tp=N or pp=N");
     refuses("pp=0", GT_ERR_INVALID, "pp must be a whole number >= 1");
     refuses("pp=2x", GT_ERR_INVALID, "whole number");

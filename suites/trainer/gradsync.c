@@ -71,6 +71,7 @@ gt_status gt_train_sync_finish(gt_trainer *t, gt_train_step *s) {
 }
 
 gt_status gt_train_sync_norm(gt_trainer *t, gt_train_step *s) {
-    if (t->pipe) return gt_train_pipe_norm(t, s); /* over the stages */
-    return gt_dp_grad_norm(t->dp, &s->norm);
+    if (t->pipe) GT_TRY(gt_train_pipe_norm(t, s)); /* over the stages */
+    else GT_TRY(gt_dp_grad_norm(t->dp, &s->norm));
+    return gt_train_tp_norm(t, s); /* over a tensor group's slices */
 }

@@ -1,11 +1,11 @@
 /* The rank grid (train_impl.h): --layout dp=D,tp=T,pp=P parsed and checked
  * against the job's ranks, and the process groups split from its
- * communicator. Placement: pipeline stages next to each other in the
- * job's rank order (rank = replica * P + stage: a launcher that fills a
- * node before the next keeps a pipeline's neighbours on one node as far
- * as it can), data-parallel replicas outermost. Tensor parallelism would
- * go innermost, inside the stage; it is parsed and refused until it is
- * done. */
+ * communicator (Megatron's parallel_state: who is in my tensor, pipeline
+ * and data-parallel group, in one place). Placement, innermost first:
+ * a tensor-parallel group on neighbouring ranks (it talks in every
+ * layer: a launcher that fills a node before the next keeps it inside a
+ * node), then the pipeline stages, data-parallel replicas outermost:
+ * rank = (replica * P + stage) * T + tp_rank. */
 #define _POSIX_C_SOURCE 200809L /* strtok_r */
 
 #include "suites/trainer/train.h"
@@ -63,11 +63,6 @@ gt_status gt_train_grid_parse(const char *s, gt_train_grid *out) {
     char *save = NULL;
     for (char *tk = strtok_r(buf, ",", &save); tk; tk = strtok_r(NULL, ",", &save))
         GT_TRY(grid_item(tk, out));
-    if (out->tp > 1)
-        return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "--layout tp=%d: tensor parallelism is not done yet: "
-                      "use tp=1 (dp and pp work)",
-                      out->tp);
     return GT_OK;
 }
 
@@ -75,17 +70,13 @@ void gt_train_grid_format(const gt_train_grid *g, char *buf, size_t len) {
     snprintf(buf, len, "dp=%d,tp=%d,pp=%d", g->dp, g->tp ? g->tp : 1, g->pp ? g->pp : 1);
 }
 
-/* The grid's sizes on N ranks; the error names what does not fit. */
-static gt_status grid_sizes(const gt_train_grid *g, int N, gt_train_grid *out) {
+gt_status gt_train_grid_sizes(const gt_train_grid *g, int N, gt_train_grid *out) {
     int tp = g->tp ? g->tp : 1, pp = g->pp ? g->pp : 1;
-    if (tp != 1)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "tp=%d: tensor parallelism is not done yet: use tp=1",
-                      tp);
     if (N % (tp * pp) != 0)
         return GT_ERR(GT_ERR_INVALID,
-                      "--layout pp=%d does not divide the job's %d ranks: "
+                      "--layout tp=%d x pp=%d does not divide the job's %d ranks: "
                       "launch a multiple of %d ranks",
-                      pp, N, tp * pp);
+                      tp, pp, N, tp * pp);
     int dp = N / (tp * pp);
     if (g->dp && g->dp != dp)
         return GT_ERR(GT_ERR_INVALID,
@@ -96,24 +87,55 @@ static gt_status grid_sizes(const gt_train_grid *g, int N, gt_train_grid *out) {
     return GT_OK;
 }
 
-gt_status gt_train_grid_open(gt_trainer *t) {
-    int N = gt_comm_size(t->comm), me = gt_comm_rank(t->comm);
-    GT_TRY(grid_sizes(&t->cfg->grid, N, &t->st->grid));
-    int pp = t->st->grid.pp;
-    t->P = pp;
-    t->stage = me % pp;
-    t->nworld = N;
-    t->wrank = me;
-    if (pp == 1) return GT_OK;
-    int replica = me / pp;
-    GT_TRY(gt_comm_split(t->comm, t->stage, replica, &t->dp_comm));
-    GT_TRY(gt_comm_split(t->comm, replica, t->stage, &t->pp_comm));
-    t->comm = t->dp_comm;
+void gt_train_grid_coords(const gt_train_grid *g, int rank, gt_train_grid *at) {
+    int tp = g->tp ? g->tp : 1, pp = g->pp ? g->pp : 1;
+    at->tp = rank % tp;
+    at->pp = rank / tp % pp;
+    at->dp = rank / (tp * pp);
+}
+
+/* The groups: data-parallel (same stage and tensor rank), pipeline (same
+ * replica and tensor rank), tensor-parallel (same replica and stage), each
+ * ordered by the coordinate that varies in it. Only those of size > 1. */
+static gt_status grid_split(gt_trainer *t, const gt_train_grid *g, const gt_train_grid *at) {
+    if (g->pp > 1 || g->tp > 1)
+        GT_TRY(gt_comm_split(t->comm, at->pp * g->tp + at->tp, at->dp, &t->dp_comm));
+    if (g->pp > 1)
+        GT_TRY(gt_comm_split(t->comm, at->dp * g->tp + at->tp, at->pp, &t->pp_comm));
+    if (g->tp > 1)
+        GT_TRY(gt_comm_split(t->comm, at->dp * g->pp + at->pp, at->tp, &t->tp_comm));
+    if (t->dp_comm) t->comm = t->dp_comm;
+    /* the watchdog names a stalled group by these */
+    char name[96];
+    snprintf(name, sizeof name, "the data-parallel group of stage %d, tensor rank %d", at->pp,
+             at->tp);
+    gt_comm_set_name(t->dp_comm, name);
+    snprintf(name, sizeof name, "the pipeline of replica %d, tensor rank %d", at->dp, at->tp);
+    gt_comm_set_name(t->pp_comm, name);
+    snprintf(name, sizeof name, "the tensor-parallel group of replica %d, stage %d", at->dp,
+             at->pp);
+    gt_comm_set_name(t->tp_comm, name);
     return GT_OK;
 }
 
+gt_status gt_train_grid_open(gt_trainer *t) {
+    int N = gt_comm_size(t->comm), me = gt_comm_rank(t->comm);
+    GT_TRY(gt_train_grid_sizes(&t->cfg->grid, N, &t->st->grid));
+    const gt_train_grid *g = &t->st->grid;
+    gt_train_grid at;
+    gt_train_grid_coords(g, me, &at);
+    t->P = g->pp;
+    t->stage = at.pp;
+    t->TP = g->tp;
+    t->tp_rank = at.tp;
+    t->nworld = N;
+    t->wrank = me;
+    return grid_split(t, g, &at);
+}
+
 void gt_train_grid_close(gt_trainer *t) {
+    gt_comm_free(t->tp_comm);
     gt_comm_free(t->pp_comm);
     gt_comm_free(t->dp_comm);
-    t->pp_comm = t->dp_comm = NULL;
+    t->tp_comm = t->pp_comm = t->dp_comm = NULL;
 }

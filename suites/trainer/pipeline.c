@@ -144,6 +144,11 @@ void gt_train_pipe_close(gt_trainer *t) {
     t->pipe = NULL;
 }
 
+void gt_pipe_stage_blocks(const gt_trainer *t, int *b0, int *b1) {
+    *b0 = t->pipe->st.b0;
+    *b1 = t->pipe->st.b1;
+}
+
 /* ---- the layout of a pipeline stage -------------------------------------------- */
 
 /* The model padded for the gradient sync's slice (the same length on

@@ -164,17 +164,22 @@ void gt_train_account_memory(gt_trainer *t) {
 gt_status gt_train_digests(gt_trainer *t) {
     gt_train_stats *st = t->st;
     if (t->pipe) GT_TRY(gt_train_pipe_whole(t)); /* every stage's range, and the bubble */
-    size_t nst = gt_model_state_numel(t->model);
-    size_t bytes = st->num_params * sizeof(float);
-    float *host = malloc(bytes + nst * sizeof(float));
-    if (!host) return GT_ERR(GT_ERR_OOM, "no host memory for the final parameters");
-    gt_status s = gt_model_get_params(t->model, host);
+    size_t nst = gt_model_state_numel(t->model), np = 0;
+    float *host = NULL;
+    /* tensor parallel: the slices gathered into the one-rank layout */
+    GT_TRY(gt_train_full_params(t, nst, &host, &np));
+    size_t bytes = np * sizeof(float);
+    gt_status s = GT_OK;
+    if (t->cfg->save_final) { /* rank 0's file; every rank learns how it went */
+        if (t->wrank == 0) s = gt_model_save_to(t->model, host, t->cfg->save_final);
+        gt_comm *all = t->cfg->comm ? t->cfg->comm : t->comm;
+        s = gt_train_agree(all, s, &st->collective_error);
+    }
     if (s == GT_OK) st->weights_digest = gt_fnv1a64(GT_FNV1A64_INIT, host, bytes);
-    if (s == GT_OK && (s = gt_model_get_state(t->model, host + st->num_params)) == GT_OK)
+    if (s == GT_OK && (s = gt_model_get_state(t->model, host + np)) == GT_OK)
         /* FNV-1a runs byte by byte: the parameters' hash goes on over the
          * state instead of hashing the parameters again */
-        st->params_digest =
-            gt_fnv1a64(st->weights_digest, host + st->num_params, nst * sizeof(float));
+        st->params_digest = gt_fnv1a64(st->weights_digest, host + np, nst * sizeof(float));
     free(host);
     return s;
 }

@@ -46,12 +46,16 @@ static gt_status check_options(const gt_train_config *cfg) {
                       "--target-gap %g needs --eval-every K: the target is looked for at the "
                       "periodic evaluations",
                       cfg->target_gap);
+    if (cfg->save_final && strncmp(cfg->save_final, "llmc:", 5) != 0)
+        return GT_ERR(GT_ERR_INVALID, "--save-final '%s': expected llmc:FILE (an llm.c model "
+                                      "file)",
+                      cfg->save_final);
     if (dense) {
         /* the synthetic task is the data: nothing else applies */
-        if (cfg->data_path || cfg->init_from)
+        if (cfg->data_path || cfg->init_from || cfg->save_final)
             return GT_ERR(GT_ERR_INVALID,
-                          "%s trains on its synthetic task (docs/models.md): --data and "
-                          "--init-from are for gpt2",
+                          "%s trains on its synthetic task (docs/models.md): --data, "
+                          "--init-from and --save-final are for gpt2",
                           cfg->model_name);
         if (cfg->data_order != GT_DATA_ORDER_SEQUENTIAL)
             return GT_ERR(GT_ERR_INVALID,
@@ -149,9 +153,11 @@ static gt_status open_ranks(gt_trainer *t) {
     t->fp16 = cfg->precision == GT_DTYPE_FP16;
     if (s == GT_OK && t->fp16) s = gt_lossscale_init(&t->ls, &cfg->loss_scale);
     GT_TRY(s);
+    /* tensor parallel: each tensor rank's part of the checkpoints */
+    GT_TRY(gt_train_tp_ckpt_paths(t));
     /* an unwritable destination fails now, not after hours of training */
     if (cfg->checkpoint_dir)
-        GT_TRY(gt_train_agree(t->comm, gt_ckpt_dir_prepare(cfg->checkpoint_dir),
+        GT_TRY(gt_train_agree(t->comm, gt_ckpt_dir_prepare(t->ck->checkpoint_dir),
                               &t->st->collective_error));
     t->k_local = B / M;
     return GT_OK;
@@ -232,8 +238,7 @@ static gt_status open_model(gt_trainer *t) {
     gt_train_stats *st = t->st;
     if (t->dense) {
         /* a backend that cannot store the precision refuses here, naming both */
-        GT_TRY(gt_model_new_opts(t->be, cfg->model_name, cfg->model_options, cfg->precision,
-                                 cfg->recompute, t->M, 1, &t->model));
+        GT_TRY(gt_train_tp_new_model(t)); /* refuses tp > 1 */
         gt_task_config tc;
         GT_TRY(gt_model_task(t->model, cfg->seed, &tc));
         GT_TRY(gt_task_new(&tc, &t->task));
@@ -249,8 +254,7 @@ static gt_status open_model(gt_trainer *t) {
         GT_TRY(load_tokens(cfg, &t->tok));
         st->entropy = t->tok.entropy;
         /* a backend that cannot store the precision refuses here, naming both */
-        GT_TRY(gt_model_new_opts(t->be, cfg->model_name, cfg->model_options, cfg->precision,
-                                 cfg->recompute, t->M, t->T, &t->model));
+        GT_TRY(gt_train_tp_new_model(t)); /* tensor parallel: this rank's slices */
         st->vocab = gt_model_get_info(t->model)->classes;
         if (cfg->init_from && !cfg->resume) GT_TRY(gt_model_init_from(t->model, cfg->init_from));
     }
@@ -265,8 +269,9 @@ static gt_status init_params(gt_trainer *t) {
     const gt_train_config *cfg = t->cfg;
     gt_train_stats *st = t->st;
     if (cfg->resume) {
-        GT_TRY(gt_train_agree(t->comm,
-                              gt_train_load_checkpoint(cfg, t->model, t->comm, &t->rid, st, t->lo,
+        /* the job's communicator: a tensor group's ranks read different parts */
+        GT_TRY(gt_train_agree(cfg->comm ? cfg->comm : t->comm,
+                              gt_train_load_checkpoint(t->ck, t->model, t->comm, &t->rid, st, t->lo,
                                                        t->hi, t->fp16 ? &t->ls : NULL,
                                                        &t->start),
                               &st->collective_error));
@@ -287,7 +292,8 @@ static gt_status init_params(gt_trainer *t) {
 static gt_status measure_peak(gt_trainer *t) {
     const gt_train_config *cfg = t->cfg;
     gt_train_stats *st = t->st;
-    st->num_params = gt_model_num_params(t->model);
+    st->num_params = gt_model_tp_full_params(t->model); /* the whole model's */
+    st->params_per_rank = gt_model_num_params(t->model); /* tensor parallel: the slices */
     st->flops_per_token = gt_model_flops_per_unit(t->model); /* per token / sample / image */
     st->peak_gflops = cfg->peak_gflops;
     snprintf(st->peak_how, sizeof st->peak_how, "--peak-gflops");
@@ -373,6 +379,7 @@ void gt_train_close(gt_trainer *t) {
     gt_train_stats *st = t->st;
     if (t->be) gt_allocator_stats(t->be->alloc, &st->mem);
     if (st) gt_train_account_memory(t);
+    if (st) gt_train_tp_record(t);
     if (t->dp) st->comm_bytes = gt_dp_bytes(t->dp);
     gt_train_schedule_close(t);
     gt_train_units_close(t);

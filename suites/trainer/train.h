@@ -34,9 +34,15 @@ typedef struct gt_train_grid {
 } gt_train_grid;
 
 /* Parses "dp=D,tp=T,pp=P" (any order, each at most once, each >= 1; a
- * missing one is 0: not given). GT_ERR_INVALID names what was wrong; tp > 1
- * is GT_ERR_UNSUPPORTED (tensor parallelism is not done yet). */
+ * missing one is 0: not given). GT_ERR_INVALID names what was wrong. */
 gt_status gt_train_grid_parse(const char *s, gt_train_grid *out);
+/* The grid g (as parsed) on N ranks, every field filled in (dp = N / (tp *
+ * pp) when not given); GT_ERR_INVALID names what does not fit. */
+gt_status gt_train_grid_sizes(const gt_train_grid *g, int N, gt_train_grid *out);
+/* Where job rank `rank` sits on the grid g (sizes filled in): its replica
+ * (at->dp), stage (at->pp) and tensor-parallel rank (at->tp). Tensor
+ * groups innermost: rank = (replica * pp + stage) * tp + tp_rank. */
+void gt_train_grid_coords(const gt_train_grid *g, int rank, gt_train_grid *at);
 /* "dp=2,tp=1,pp=2" (len >= 48) */
 void gt_train_grid_format(const gt_train_grid *g, char *buf, size_t len);
 
@@ -78,6 +84,8 @@ typedef struct gt_train_config {
                               * (models/model.h) */
     int threads;             /* cpu threads, 0: default */
     const char *init_from;   /* "llmc:FILE" or NULL */
+    const char *save_final;  /* "llmc:FILE": the final parameters (the one-rank layout,
+                              * written by the job's rank 0), or NULL */
     double peak_gflops;      /* MFU reference in GFLOP/s; 0: measure it;
                               * GT_TRAIN_NO_MFU: neither measured nor
                               * reported (correctness runs) */
@@ -231,6 +239,13 @@ typedef struct gt_train_stats {
     double bubble_theory;
     double bubble_measured;
     double *bubble_stage;     /* (pp) owned, NULL without a pipeline */
+    /* tensor parallelism: all-reduces inside this rank's tensor group per step, the
+     * bytes it sent into them, and those bytes by the formula (docs/distributed.md,
+     * "Tensor parallelism"); the parameters this rank holds */
+    double tp_collectives;
+    double tp_bytes;
+    double tp_bytes_formula;
+    size_t params_per_rank;
     /* resumed runs: the checkpoint (file or sharded folder) resumed from, the
      * fields that differed and were allowed ("lr: 0.001 -> 0.002; ..."), and what
      * an old-format checkpoint could not check (empty when all was) */

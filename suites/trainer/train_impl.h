@@ -75,6 +75,8 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
  *   schedule.c   the micro-batches of a step (gradient accumulation)
  *   pipeline.c   pipeline stages: their ranges, layout, the norm over stages
  *   pipe_schedule.c  the pipeline's schedules (GPipe, 1F1B) and its messages
+ *   tensor.c     tensor parallelism: the model's slices, the norm over them, the
+ *                whole model gathered for the digests
  *   health.c     the step's global loss, non-finite values, fp16 overflow; errors
  *                and parameter hashes every rank agrees on
  *   optimizer.c  the AdamW step on this rank's range
@@ -215,10 +217,17 @@ struct gt_trainer {
      * group (the ranks of its stage) and R, rank are in it */
     gt_comm *dp_comm;  /* owned: the data-parallel group split from cfg->comm */
     gt_comm *pp_comm;  /* owned: this replica's pipeline group, NULL without pp */
+    gt_comm *tp_comm;  /* owned: this stage's tensor-parallel group, NULL without tp */
     int P, stage;      /* pipeline stages and this rank's (1, 0 without) */
+    int TP, tp_rank;   /* tensor-parallel ranks and this rank's (1, 0 without) */
     int nworld;        /* ranks of the job: R * P */
     int wrank;         /* this rank in the job (fault injection names it) */
     size_t sync_off;   /* the gradient sync's slice starts here (the stage's range) */
+    /* checkpoints are written and resumed with *ck: cfg, or with tp > 1 a copy whose
+     * checkpoint_dir and resume name this tensor rank's part (tensor.c) */
+    const gt_train_config *ck;
+    gt_train_config ck_cfg;
+    char ck_dir[4096], ck_resume[4096];
     gt_train_pipe *pipe; /* pipeline.c, NULL without pp */
 };
 
@@ -336,6 +345,28 @@ const gt_train_layout *gt_train_pipe_layout(void);
 gt_train_schedule gt_train_pipe_schedule(const gt_trainer *t);
 gt_status gt_train_pipe_norm(gt_trainer *t, gt_train_step *s);
 gt_status gt_train_pipe_whole(gt_trainer *t);
+
+/* pipeline.c: this rank's stage's blocks [b0, b1) (pp > 1). */
+void gt_pipe_stage_blocks(const gt_trainer *t, int *b0, int *b1);
+
+/* tensor.c: the tensor-parallel part (tp > 1; docs/distributed.md,
+ * "Tensor parallelism"). new_model: the model of this rank's place in its
+ * tensor group (the whole model without one), after refusing what is not
+ * done yet; norm: the global gradient norm over the group's slices, the
+ * replicated tensors once (after the sync's norm); full_params: the whole
+ * model's parameters in the one-rank layout (the group's slices gathered)
+ * in a host array with `extra` floats of room after them (freed by the
+ * caller), *n the parameters; record: the group's traffic per step and
+ * its formula into the statistics. */
+gt_status gt_train_tp_new_model(gt_trainer *t);
+/* t->ck: with tp > 1 each tensor rank's checkpoints in a part of their own,
+ * DIR/tp<r>of<T> (the ranks of its data-parallel group write it as without
+ * tensor parallelism); --resume DIR reads the same part, refused naming the
+ * layout when there is none. Every rank returns the same status. */
+gt_status gt_train_tp_ckpt_paths(gt_trainer *t);
+gt_status gt_train_tp_norm(gt_trainer *t, gt_train_step *s);
+gt_status gt_train_full_params(gt_trainer *t, size_t extra, float **out, size_t *n);
+void gt_train_tp_record(gt_trainer *t);
 
 /* faults.c */
 void gt_train_faults_read(gt_train_faults *f);
