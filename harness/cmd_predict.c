@@ -8,6 +8,7 @@
 
 #include "harness/cli.h"
 #include "reports/predict.h"
+#include "reports/predict_layout.h"
 #include "reports/read.h"
 
 static void predict_usage(FILE *f) {
@@ -55,6 +56,16 @@ static void predict_usage(FILE *f) {
             "                          cores (default: --max-error)\n"
             "  --json FILE             also write the prediction as JSON (replaced atomically)\n"
             "\n"
+            "Layouts (gpt2 train results with --layout dp=D,tp=T,pp=P; docs/predict.md, \"Layouts\"):\n"
+            "  --layouts               rank every layout dp x tp x pp of each --ranks (default\n"
+            "                          64,512,4096) by predicted step time and propose the\n"
+            "                          fastest that fits; with --check, predict each measured\n"
+            "                          layout from the other layouts' results\n"
+            "  --memory-per-rank SIZE  the memory a rank has (64MiB, 16GiB; implies --layouts)\n"
+            "  --micro-batch B         sequences per micro-batch (default: the measured one)\n"
+            "  --schedule 1f1b|gpipe   the pipeline schedule (default: the measured one)\n"
+            "  --top N                 layouts printed per rank count (default 8)\n"
+            "\n"
             "exit codes: 0 predicted, 1 a --check prediction outside --max-error,\n"
             "            2 usage error or reports without what the model needs (the message\n"
             "            names what is missing and the suite to run)\n");
@@ -92,12 +103,45 @@ static int parse_ranks(const char *v, gt_predict_options *o) {
     return 1;
 }
 
+/* --layouts: the layout model (reports/predict_layout.h) */
+static int predict_layouts(const char **inputs, int n, const gt_predict_options *o,
+                           const gt_layout_options *lo) {
+    int rc = GT_EXIT_OK;
+    gt_report_doc **docs = calloc((size_t)n, sizeof *docs);
+    gt_layout_prediction *p = NULL;
+    gt_status s = docs ? GT_OK : GT_ERR(GT_ERR_OOM, "no memory");
+    for (int i = 0; i < n && s == GT_OK; i++)
+        s = gt_report_read(inputs[i], NULL, &docs[i]);
+    if (s == GT_OK) s = gt_layout_predict(docs, (size_t)n, o, lo, &p);
+    if (s == GT_OK) {
+        gt_layout_prediction_print(p, stdout);
+        int checked;
+        double worst;
+        gt_layout_check_counts(p, &checked, &worst);
+        if (o->max_error > 0 && (checked == 0 || worst > o->max_error)) {
+            fprintf(stderr, "gauntlet predict: --max-error %.1f%%: %s\n", 100 * o->max_error,
+                    checked ? "a measured layout was predicted further off"
+                            : "no measured layout could be checked");
+            rc = GT_EXIT_CHECK;
+        }
+    } else {
+        gt_fail("predict", s);
+        rc = GT_EXIT_USAGE;
+    }
+    gt_layout_prediction_free(p);
+    for (int i = 0; docs && i < n; i++)
+        gt_report_doc_free(docs[i]);
+    free(docs);
+    return rc;
+}
+
 int gt_cmd_predict(int argc, char **argv) {
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "predict"};
     gt_predict_options o = gt_predict_defaults();
     const char *v = NULL, *json = NULL;
     double alpha = NAN, beta = NAN, pct = 0;
-    int err = 0, n = 0, have_ranks = 0;
+    int err = 0, n = 0, have_ranks = 0, layouts = 0;
+    gt_layout_options lo = gt_layout_defaults();
     const char **inputs = calloc((size_t)(argc > 1 ? argc : 1), sizeof *inputs);
     if (!inputs) return gt_usage_error("predict", "no memory");
     while (a.i < argc && !err) {
@@ -146,6 +190,28 @@ int gt_cmd_predict(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--alpha-us", v, 0, 1e9, &alpha);
         } else if (gt_opt(&a, "--beta-gbps", &v, &err)) {
             err |= !gt_parse_double(&a, "--beta-gbps", v, 1e-9, 1e9, &beta);
+        } else if (gt_flag(&a, "--layouts")) {
+            layouts = 1;
+        } else if (gt_opt(&a, "--memory-per-rank", &v, &err)) {
+            lo.memory_per_rank = gt_layout_parse_size(v);
+            layouts = 1;
+            if (!(lo.memory_per_rank > 0)) {
+                fprintf(stderr, "gauntlet predict: --memory-per-rank '%s': expects a size such "
+                                "as 64MiB, 16GiB or a number of bytes\n", v ? v : "");
+                err = 1;
+            }
+        } else if (gt_opt(&a, "--micro-batch", &v, &err)) {
+            err |= !gt_parse_double(&a, "--micro-batch", v, 1, 1e9, &lo.micro_batch);
+        } else if (gt_opt(&a, "--top", &v, &err)) {
+            err |= !gt_parse_int(&a, "--top", v, 1, 100000, &lo.top);
+        } else if (gt_opt(&a, "--schedule", &v, &err)) {
+            if (v && strcmp(v, "gpipe") == 0) lo.gpipe = 1;
+            else if (v && strcmp(v, "1f1b") == 0) lo.gpipe = 0;
+            else {
+                fprintf(stderr, "gauntlet predict: --schedule '%s': expects 1f1b or gpipe\n",
+                        v ? v : "");
+                err = 1;
+            }
         } else if (gt_flag(&a, "--check")) {
             o.check = 1;
         } else if (gt_opt(&a, "--max-error", &v, &err)) {
@@ -203,6 +269,19 @@ int gt_cmd_predict(int argc, char **argv) {
         free(inputs);
         return gt_usage_error("predict", "--max-error bounds the --check predictions: add "
                                          "--check");
+    }
+    if (layouts) {
+        if (have_ranks) {
+            lo.n_ranks = o.n_ranks;
+            memcpy(lo.ranks, o.ranks, sizeof o.ranks);
+        }
+        lo.ranks_per_node = o.ranks_per_node;
+        lo.cores_per_rank = o.cores_per_rank;
+        lo.global_batch = o.global_batch;
+        lo.check = o.check;
+        int rc = predict_layouts(inputs, n, &o, &lo);
+        free(inputs);
+        return rc;
     }
     if (!have_ranks) {
         static const int dflt[] = {8, 64, 512, 4096};

@@ -1698,3 +1698,59 @@ gt_status gt_prediction_write_json(const gt_prediction *p, const char *path) {
     free(t);
     return s;
 }
+
+/* ---- the links alone, for the layout model (predict_layout.c) ---------- */
+
+struct gt_predict_links {
+    gt_prediction p; /* only opt, given and the model's links are used */
+};
+
+gt_status gt_predict_links_new(gt_report_doc *const *docs, size_t n, const gt_predict_options *opt,
+                               gt_predict_links **out) {
+    *out = NULL;
+    gt_predict_links *l = calloc(1, sizeof *l);
+    if (!l) return GT_ERR(GT_ERR_OOM, "no memory");
+    l->p.opt = *opt;
+    l->p.opt.case_name = NULL;
+    l->p.given[L_INTRA] = !isnan(opt->intra_alpha_us);
+    l->p.given[L_INTER] = !isnan(opt->inter_alpha_us);
+    cpoint *cp = NULL;
+    size_t ncp = 0;
+    gt_status s = read_collectives(&l->p, docs, n, &cp, &ncp);
+    if (s == GT_OK) fit_links(&l->p, &l->p.m, cp, ncp, 0);
+    free(cp);
+    if (s == GT_OK && l->p.m.link[L_INTRA][C_AR].src == SRC_NONE)
+        s = GT_ERR(GT_ERR_INVALID,
+                   "the reports hold no multi-rank collectives result to fit the links to: "
+                   "run `mpirun -np 2 gauntlet run collectives/allreduce collectives/allgather "
+                   "collectives/reduce_scatter --quick --report c.json` and add c.json to "
+                   "--from, or give a network that was not measured (--alpha-us A "
+                   "--beta-gbps B)");
+    if (s != GT_OK) {
+        free(l);
+        return s;
+    }
+    *out = l;
+    return GT_OK;
+}
+
+void gt_predict_links_free(gt_predict_links *l) {
+    free(l);
+}
+
+double gt_predict_links_time(const gt_predict_links *l, int inter, gt_predict_coll coll,
+                             double bytes, int n) {
+    int c = coll == GT_PREDICT_ALLREDUCE ? C_AR : coll == GT_PREDICT_REDUCE_SCATTER ? C_RS : C_AG;
+    const link_fit *f = &l->p.m.link[inter ? L_INTER : L_INTRA][c];
+    if (coll == GT_PREDICT_SEND) {
+        /* one message to a neighbour: a two-rank ring's all-gather step */
+        if (bytes <= 0) return 0;
+        double beta = beta_at(f, S_MID, bytes);
+        return f->alpha[S_MID] + (isfinite(beta) ? bytes / beta : 0);
+    }
+    return ring_time(f, S_MID, c, bytes, n);
+}
+
+const char *gt_predict_links_source(const gt_predict_links *l, int inter) {
+    return g_src_names[l->p.m.link[inter ? L_INTER : L_INTRA][C_AR].src];
+}

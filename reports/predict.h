@@ -92,6 +92,30 @@ char *gt_prediction_json_text(const gt_prediction *p);
 /* The check's verdict: rows checked, rows outside their bound. */
 void gt_prediction_check_counts(const gt_prediction *p, int *checked, int *failed);
 
+/* The links alone (the layout model, reports/predict_layout.h): each level's
+ * collectives fitted from the reports' collectives results, or given by the
+ * options' alpha and beta, as gt_predict_build fits them; an inter-node
+ * level neither measured nor given is the intra-node one ("assumed"). */
+typedef struct gt_predict_links gt_predict_links;
+typedef enum gt_predict_coll {
+    GT_PREDICT_ALLREDUCE,
+    GT_PREDICT_REDUCE_SCATTER,
+    GT_PREDICT_ALLGATHER,
+    GT_PREDICT_SEND, /* one point-to-point message */
+} gt_predict_coll;
+/* Errors: GT_ERR_INVALID no multi-rank collectives result and no network
+ * given (the message says what to run); GT_ERR_OOM. */
+gt_status gt_predict_links_new(gt_report_doc *const *docs, size_t n, const gt_predict_options *opt,
+                               gt_predict_links **out);
+void gt_predict_links_free(gt_predict_links *l);
+/* Seconds for one collective of `bytes` (the whole buffer) over a ring of n
+ * ranks on one level (inter: between nodes), at the median of the samples;
+ * a send is one message of `bytes` to a neighbour (n unused). */
+double gt_predict_links_time(const gt_predict_links *l, int inter, gt_predict_coll coll,
+                             double bytes, int n);
+/* "measured", "given", "borrowed", "assumed" or "none": the all-reduce's */
+const char *gt_predict_links_source(const gt_predict_links *l, int inter);
+
 #ifdef __cplusplus
 }
 #endif
