@@ -30,7 +30,8 @@ if(GT_HAVE_MPI)
                          RESOURCE_LOCK gt_slurm_cluster ENVIRONMENT "${GT_SLURM_ENV}")
     # nightly: two sbatch nights, the second gated against the first; srun: the
     # collectives and scaling suites across the two nodes; train: --deterministic on
-    # two nodes bitwise equal to one rank (plain, ZeRO-1 under mpirun, ZeRO-3); jobinfo:
+    # two nodes bitwise equal to one rank (plain, ZeRO-1 under mpirun, ZeRO-3), and tp=2
+    # inside each node with pp=2 or dp=2 across equal to tp=2 on one node; jobinfo:
     # the job in the report; doctor: the slowed node named; incomplete: scancel, a dead
     # slurmd and a stopped rank leave valid, incomplete reports; mpich: MPICH's two launches under Slurm. PROCESSORS 2:
     # each job takes both cores, and the nightly gate's and the doctor's timings must
@@ -44,7 +45,7 @@ if(GT_HAVE_MPI)
                              RESOURCE_LOCK gt_slurm_cluster ENVIRONMENT "${GT_SLURM_ENV}")
     endforeach()
     gt_test_costs(slurm.srun.cpu 70 slurm.incomplete.cpu 55 slurm.nightly.cpu 40
-                  slurm.jobinfo.cpu 25 slurm.doctor.cpu 10 slurm.train.cpu 10 slurm.mpich.cpu 40)
+                  slurm.jobinfo.cpu 25 slurm.doctor.cpu 10 slurm.train.cpu 30 slurm.mpich.cpu 40)
     # a rate-limited link on a 4-node cluster named by the doctor and flagged by compare,
     # and the doctor and the collectives on 8 nodes x 2 ranks (harness/tests/slurm_links.sh):
     # clusters of its own, started and stopped by the test; the lock keeps it apart from

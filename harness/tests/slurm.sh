@@ -14,7 +14,9 @@
 #             node list, ranks per node, each rank's host)
 #   train     `gauntlet train --deterministic` on 1 rank and across the two nodes (srun -N2
 #             -n2; `salloc -N2 -n2 mpirun` with --zero 1; srun -N2 -n2 with --zero 3):
-#             bitwise the same final parameters (final_params_fnv1a64)
+#             bitwise the same final parameters (final_params_fnv1a64); tp=2 inside each
+#             node with pp=2 and with dp=2 across (srun -N2 -n4): each tensor group on one
+#             node, the final parameters bitwise those of tp=2 on one node (srun -N1 -n2)
 #   jobinfo   the job in the report (env.job): job id, node list, nodes, ranks per node, each
 #             rank's host, the results' layout, for train under srun -N2 -n2, srun -N2 -n4
 #             and mpirun inside salloc, and run under srun -N2 -n2; the same final
@@ -195,6 +197,35 @@ train)
     done
     [ "$(json "$tmp/2.json" "[x['topology'] for x in r['results']]")" = "['2']" ] ||
         fail "the -N2 -n2 run's report does not hold one result on 2 ranks"
+    # tensor groups inside each node, pipeline stages or replicas across the two
+    # (srun -N2 -n4: 2 ranks a node), against the tp=2 layout on one node: with
+    # --deterministic the pipeline and the data-parallel tree keep one tensor group's
+    # order (models/tests/gpt2_tp.sh), so all three end with the same bits
+    lay=(train --model gpt2-tiny --steps 3 --batch 8 --deterministic --print-every 0 --threads 1)
+    EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" srun -N1 -n2 -t 3 "$g" "${lay[@]}" \
+        --layout tp=2 --micro-batches 4 --report "$tmp/tp2.json"
+    EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" srun -N2 -n4 -t 3 "$g" "${lay[@]}" \
+        --layout tp=2,pp=2 --micro-batches 4 --report "$tmp/tp2pp2.json"
+    EXPECT_TIMEOUT=120 expect 0 "checks +all passed" "${on[@]}" srun -N2 -n4 -t 3 "$g" "${lay[@]}" \
+        --layout dp=2,tp=2 --micro-batches 2 --report "$tmp/dp2tp2.json"
+    dt=$(digest "$tmp/tp2.json")
+    for f in tp2pp2 dp2tp2; do
+        df=$(digest "$tmp/$f.json")
+        if [ -n "$dt" ] && [ "$dt" = "$df" ]; then
+            ok "$f on two nodes (srun -N2 -n4) = tp=2 on one node (final params $dt)"
+        else
+            fail "final params: tp=2 on one node '$dt', $f on two nodes '$df'"
+        fi
+        # every tensor group (same replica and stage) on one host, the groups on both
+        pr="r['env']['job']['per_rank']"
+        place="sorted({(x['dp'], x['pp']): x['host'] for x in $pr}.items())"
+        if [ "$(json "$tmp/$f.json" "len(set((x['dp'], x['pp'], x['host']) for x in $pr)) == 2 and sorted(set(x['host'] for x in $pr)) == ['node1', 'node2']" 2>&1)" = True ]; then
+            ok "$f: each tensor group inside a node ((dp, pp): host $(json "$tmp/$f.json" "$place"))"
+        else
+            fail "$f: a tensor group across the nodes: $(json "$tmp/$f.json" "$pr" 2>&1 | head -c 600)"
+        fi
+        "$check" "$tmp/$f.json" --steps 3 --no-errors --no-failed-checks >/dev/null || fail "$f.json is not a valid report of 3 steps"
+    done
     ;;
 jobinfo)
     # the job in the report (env.job): srun -N2 -n2, srun -N2 -n4, mpirun inside salloc
