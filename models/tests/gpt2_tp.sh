@@ -7,7 +7,8 @@
 # (ZeRO-3 and block recomputation too);
 # resumed bitwise from a checkpoint of the layout's parts; started from an
 # llm.c file; ref as well as cpu; the report's grid, placement and the group's traffic
-# beside its formula; the refusals of what is not done.
+# beside its formula; predict's layout advice and check from these reports; the
+# refusals of what is not done.
 # usage: gpt2_tp.sh MPIEXEC GAUNTLET REPORT_DIFF REPORT_CHECK
 set -u
 mpiexec=$1
@@ -107,6 +108,28 @@ for r in dp2tp2 tp2pp2; do
     "$check" "$tmp/$r.json" > /dev/null && ok "$r's report is valid" ||
         fail "$r's report: $("$check" "$tmp/$r.json" 2>&1 | tail -1)"
 done
+
+# predict's layouts from these runs (docs/predict.md, "Layouts"): one rank, tp=2,
+# dp=2,tp=2 and tp=2,pp=2 (pp=2 too when gpt2_pp.sh's runs are absent: none here),
+# a network given (no collectives measured here): the ranking and the advice at
+# 64, 512 and 4096 ranks, each measured layout predicted from the others (the
+# error is printed, not bounded: four steps on a shared machine), and a memory
+# per rank no layout fits refused with the smallest need
+out=$("$g" predict --from "$tmp/one.json" "$tmp/tp2.json" "$tmp/dp2tp2.json" "$tmp/tp2pp2.json" \
+      --alpha-us 5 --beta-gbps 2 --memory-per-rank 6MiB --check --top 4 2>&1)
+rc=$?
+rows=$(grep -cE '^  dp=[0-9]+,tp=2,pp=[12] +[0-9]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%' <<<"$out")
+if [ $rc -eq 0 ] && [ "$(grep -c '^  advice: dp=' <<<"$out")" = 3 ] &&
+   grep -q '^4096 ranks' <<<"$out" && [ "$rows" = 3 ]; then
+    ok "predict --layouts: advice at 64, 512, 4096 ranks; 3 layouts checked ($(grep -E '^  dp=.*%' <<<"$out" | awk '{print $1, $5}' | tr '\n' ' '))"
+else
+    fail "predict --layouts: rc $rc, $rows check rows"; echo "$out" | tail -20
+fi
+out=$("$g" predict --from "$tmp/tp2.json" --alpha-us 5 --beta-gbps 2 --memory-per-rank 64KiB 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && grep -q "no layout of 64 ranks fits --memory-per-rank 0.1 MiB: the smallest need is" <<<"$out"; then
+    ok "a memory per rank no layout fits: refused with the smallest need"
+else fail "predict --memory-per-rank 64KiB: rc $rc: $out"; fi
 
 # a tensor rank that stops (GT_FAULT_STALL names a job rank): its partner's
 # all-reduce inside the group times out naming the peer, the job ends within
