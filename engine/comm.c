@@ -247,6 +247,48 @@ static void format_world_ranks(const gt_comm *c, char *buf, size_t n) {
     }
 }
 
+/* The last operation of this process that timed out or was waiting at a
+ * failure notice (gt_comm_last_hang); written by the waiting thread or the
+ * watchdog's, read by the trainer's recording. */
+static pthread_mutex_t g_hang_mu = PTHREAD_MUTEX_INITIALIZER;
+static gt_comm_hang g_hang;
+static int g_have_hang;
+
+static void keep_hang(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq, double waited,
+                      int notice, double bytes, const char *ranks) {
+    gt_comm_hang h;
+    memset(&h, 0, sizeof h);
+    snprintf(h.operation, sizeof h.operation, "%s",
+             d->coll == GT_COLL_BARRIER ? "barrier" : gt_coll_name(d->coll));
+    h.seq = (unsigned long long)seq;
+    h.bytes = bytes;
+    snprintf(h.dtype, sizeof h.dtype, "%s", gt_dtype_name(d->dt));
+    snprintf(h.group, sizeof h.group, "%s", c->name);
+    snprintf(h.world_ranks, sizeof h.world_ranks, "%s", ranks);
+    h.group_size = c->size;
+    h.world_rank = c->world_ranks[c->rank];
+    int p2p = d->coll == GT_COLL_SEND || d->coll == GT_COLL_RECV;
+    int rooted = d->coll == GT_COLL_BROADCAST && c->rank != d->root;
+    h.peer = p2p || rooted ? d->root : -1;
+    h.peer_world_rank = h.peer >= 0 ? c->world_ranks[h.peer] : -1;
+    h.tag = p2p ? d->tag : -1;
+    h.waited_s = waited;
+    h.timeout_s = c->timeout_s;
+    h.notice = notice;
+    pthread_mutex_lock(&g_hang_mu);
+    g_hang = h;
+    g_have_hang = 1;
+    pthread_mutex_unlock(&g_hang_mu);
+}
+
+int gt_comm_last_hang(gt_comm_hang *out) {
+    pthread_mutex_lock(&g_hang_mu);
+    int have = g_have_hang;
+    if (have && out) *out = g_hang;
+    pthread_mutex_unlock(&g_hang_mu);
+    return have;
+}
+
 /* The hang report: operation, sequence number, size, ranks and who it waits
  * for, then `outcome`. Shared by the polling wait and the watchdog thread.
  * notice: the launcher said a process of the job failed while it waited
@@ -259,6 +301,7 @@ static void format_hang(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq
         bytes *= (size_t)c->size;
     format_bytes(size, sizeof size, (double)bytes);
     format_world_ranks(c, ranks, sizeof ranks);
+    keep_hang(c, d, seq, waited, notice, (double)bytes, ranks);
     if (c->name[0]) { /* the group named: "world ranks 0-1; the tensor-parallel group ..." */
         size_t used = strlen(ranks);
         snprintf(ranks + used, sizeof ranks - used, "; %s", c->name);

@@ -228,6 +228,26 @@ typedef struct gt_comm_stats {
 } gt_comm_stats;
 void gt_comm_get_stats(const gt_comm *c, gt_comm_stats *out);
 
+/* The last operation of this process that did not complete within the
+ * communicator's timeout (or was waiting when the launcher said a process
+ * failed): what the watchdog's message says, as fields, for the report's
+ * stall record (docs/reliability.md). */
+typedef struct gt_comm_hang {
+    char operation[24];          /* "allreduce", "recv", "barrier", ... */
+    unsigned long long seq;      /* its number on the communicator */
+    double bytes;                /* its buffer's bytes (reduce-scatter: every block) */
+    char dtype[16];
+    char group[96];              /* the communicator's name (gt_comm_set_name), "" none */
+    char world_ranks[232];       /* "world ranks 0-1" */
+    int group_size, world_rank;  /* the communicator's ranks; this process's world rank */
+    int peer, peer_world_rank;   /* the rank waited for (send, recv, broadcast's root); -1: all */
+    int tag;                     /* send / recv; -1 otherwise */
+    double waited_s, timeout_s;
+    int notice;                  /* 1: the launcher's failure notice, not the deadline */
+} gt_comm_hang;
+/* 1 and *out (when not NULL) filled when an operation has hung; 0 otherwise. */
+int gt_comm_last_hang(gt_comm_hang *out);
+
 /* The library communicator behind c (MPI_Comm* for mpi, ncclComm_t* for
  * nccl, NULL for self), so the collectives suite can time the raw library
  * on the same ranks. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/comm.h"
 #include "engine/stats.h"
 #include "models/convnet/convnet.h"
 #include "models/mlp/mlp.h"
@@ -140,7 +141,45 @@ static void record_rank_costs(const gt_train_stats *st, gt_result *res) {
     record_traffic(st, res);
 }
 
+/* A collective or send of this rank that hung (the watchdog's message as
+ * fields): which group, which operation, which peer it waited for. */
+static void record_stall(const gt_train_stats *st, gt_result *res) {
+    gt_comm_hang h;
+    if (!gt_comm_last_hang(&h)) return;
+    gt_record *r = gt_result_record(res, "stall");
+    if (!r) return;
+    gt_record_str(r, "operation", h.operation);
+    gt_record_int(r, "seq", (long long)h.seq);
+    gt_record_num(r, "bytes", h.bytes);
+    gt_record_str(r, "dtype", h.dtype);
+    gt_record_str(r, "group", h.group[0] ? h.group : "the job's communicator");
+    gt_record_str(r, "group_world_ranks", h.world_ranks);
+    gt_record_int(r, "group_size", h.group_size);
+    gt_record_int(r, "rank", h.world_rank);
+    if (h.peer >= 0) {
+        gt_record_int(r, "waiting_for_rank", h.peer_world_rank);
+        gt_record_int(r, "waiting_for_group_rank", h.peer);
+        const gt_train_grid *g = &st->grid;
+        if (g->dp >= 1 && (g->pp > 1 || g->tp > 1) && h.peer_world_rank < g->dp * g->tp * g->pp) {
+            /* the peer's place in the grid: the stalled stage or tensor rank */
+            gt_train_grid at;
+            gt_train_grid_coords(g, h.peer_world_rank, &at);
+            gt_record *w = gt_record_object(r, "waiting_for");
+            gt_record_int(w, "dp", at.dp);
+            gt_record_int(w, "tp", at.tp);
+            gt_record_int(w, "pp", at.pp);
+        }
+    } else {
+        gt_record_str(r, "waiting_for_rank", NULL);
+    }
+    if (h.tag >= 0) gt_record_int(r, "tag", h.tag);
+    gt_record_num(r, "waited_s", h.waited_s);
+    gt_record_num(r, "timeout_s", h.timeout_s);
+    gt_record_bool(r, "failure_notice", h.notice);
+}
+
 void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res) {
+    record_stall(st, res);
     int dense = gt_train_dense(cfg);
     gt_result_param_str(res, "model", cfg->model_name);
     if (dense) {

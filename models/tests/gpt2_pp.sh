@@ -108,6 +108,14 @@ else
     fail "stalled stage: rc $rc after ${elapsed} s"; echo "$out" | grep -i gauntlet | tail -3
 fi
 
+# the report's stall record: the group, the operation, the rank waited for and
+# its place in the grid (stage 1)
+if [ "$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["results"][0]["stall"][0]; print(s["group"] == sys.argv[2] and s["operation"] == "recv" and s["rank"] == 0 and s["waiting_for_rank"] == 1 and s["waiting_for"] == {"dp": 0, "tp": 0, "pp": 1} and s["timeout_s"] == 2)' "$tmp/stall.json" "the pipeline of replica 0, tensor rank 0" 2>&1)" = True ]; then
+    ok "the report's stall record names the pipeline of replica 0, tensor rank 0, the recv, rank 1 and its place in the grid"
+else
+    fail "the stall record: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0].get("stall"))' "$tmp/stall.json" 2>&1)"
+fi
+
 # refusals, said once, before any work (gpt2-tiny's 2 blocks unless told)
 refused() { # WHAT NP PATTERN ARGS...
     local what=$1 np=$2 pattern=$3

@@ -147,6 +147,14 @@ else
     fail "stalled tensor rank: rc $rc after ${elapsed} s"; echo "$out" | grep -i gauntlet | tail -3
 fi
 
+# the report's stall record: the group, the operation, the rank waited for and
+# its place in the grid (tensor rank 1)
+if [ "$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["results"][0]["stall"][0]; print(s["group"] == sys.argv[2] and s["operation"] == "recv" and s["rank"] == 0 and s["waiting_for_rank"] == 1 and s["waiting_for"] == {"dp": 0, "tp": 1, "pp": 0} and s["timeout_s"] == 2)' "$tmp/stall.json" "the tensor-parallel group of replica 0, stage 0" 2>&1)" = True ]; then
+    ok "the report's stall record names the tensor-parallel group of replica 0, stage 0, the recv, rank 1 and its place in the grid"
+else
+    fail "the stall record: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0].get("stall"))' "$tmp/stall.json" 2>&1)"
+fi
+
 # refusals, said once, before any work
 refused() { # WHAT NP PATTERN ARGS...
     local what=$1 np=$2 pattern=$3
