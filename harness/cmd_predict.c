@@ -270,6 +270,11 @@ int gt_cmd_predict(int argc, char **argv) {
         return gt_usage_error("predict", "--max-error bounds the --check predictions: add "
                                          "--check");
     }
+    if (layouts && json) {
+        free(inputs);
+        return gt_usage_error("predict", "--json is not written for --layouts yet (the "
+                                         "ranking is printed)");
+    }
     if (layouts) {
         if (have_ranks) {
             lo.n_ranks = o.n_ranks;

@@ -566,7 +566,7 @@ void gt_layout_prediction_print(const gt_layout_prediction *p, FILE *f) {
             p->backend);
     fprintf(f, "  compute: %.5g %s per token of one rank's work (median of %d train results)\n",
             p->work, strcmp(p->backend, "cuda") == 0 ? "ms" : "core-ms", p->n_work);
-    fprintf(f, "  links: intra-node %s, inter-node %s; %d ranks a node, %g cores a rank\n",
+    fprintf(f, "  links: intra-node %s, inter-node %s; %d ranks a node, %g core(s) a rank\n",
             gt_predict_links_source(p->links, 0), gt_predict_links_source(p->links, 1), p->rpn,
             p->cores);
     if (p->opt.memory_per_rank > 0)
