@@ -42,11 +42,14 @@ const char *gt_layout_invalid(const gt_layout_shape *s, gt_layout l, char *buf, 
     else if (l.pp > s->layers)
         snprintf(buf, len, "pp=%d: more stages than the model's %d blocks", l.pp, s->layers);
     else if (s->heads % l.tp || s->channels % l.tp || s->vocab % l.tp)
-        snprintf(buf, len, "tp=%d does not divide the heads (%d), channels (%d) and vocabulary (%d)",
-                 l.tp, s->heads, s->channels, s->vocab);
+        snprintf(buf, len,
+                 "tp=%d does not divide the heads (%d), channels (%d) and vocabulary (%d)", l.tp,
+                 s->heads, s->channels, s->vocab);
     else if (!gt_layout_micro_batches(s, l))
-        snprintf(buf, len, "dp=%d: the global batch of %g sequences is not a whole number of "
-                 "micro-batches of %g a replica", l.dp, s->global_batch, s->micro_batch);
+        snprintf(buf, len,
+                 "dp=%d: the global batch of %g sequences is not a whole number of "
+                 "micro-batches of %g a replica",
+                 l.dp, s->global_batch, s->micro_batch);
     else
         return NULL;
     return buf;
@@ -108,10 +111,9 @@ static void comm_of(const gt_layout_shape *s, gt_layout l, int rpn, const gt_lay
         double act = 4.0 * blocks + 1 + (l.pp == 1);
         double one = gt_layout_net_time(net, o->tp_inter, GT_PREDICT_ALLREDUCE,
                                         mb_tokens * s->channels * 4, l.tp);
-        double loss = gt_layout_net_time(net, o->tp_inter, GT_PREDICT_ALLREDUCE, 8 * mb_tokens,
-                                         l.tp) +
-                      gt_layout_net_time(net, o->tp_inter, GT_PREDICT_ALLREDUCE, 16 * mb_tokens,
-                                         l.tp);
+        double loss =
+            gt_layout_net_time(net, o->tp_inter, GT_PREDICT_ALLREDUCE, 8 * mb_tokens, l.tp) +
+            gt_layout_net_time(net, o->tp_inter, GT_PREDICT_ALLREDUCE, 16 * mb_tokens, l.tp);
         o->tp_ms = m * (act * one + loss) * 1e3;
     }
     if (l.pp > 1)
@@ -123,8 +125,8 @@ static void comm_of(const gt_layout_shape *s, gt_layout l, int rpn, const gt_lay
         double g = 4 * s->params / ((double)l.tp * l.pp);
         double rs = gt_layout_net_time(net, o->dp_inter, GT_PREDICT_REDUCE_SCATTER, g, l.dp);
         double ag = gt_layout_net_time(net, o->dp_inter, GT_PREDICT_ALLGATHER, g, l.dp);
-        double t = s->zero == 0   ? gt_layout_net_time(net, o->dp_inter, GT_PREDICT_ALLREDUCE, g,
-                                                       l.dp)
+        double t = s->zero == 0
+                       ? gt_layout_net_time(net, o->dp_inter, GT_PREDICT_ALLREDUCE, g, l.dp)
                    : s->zero < 3 ? rs + ag
                                  : rs + 2 * ag;
         o->dp_ms = t * 1e3;
@@ -145,8 +147,8 @@ void gt_layout_step_of(const gt_layout_shape *s, gt_layout l, int ranks_per_node
     out->step_ms = pipe + out->dp_ms;
 }
 
-double gt_layout_work_of(const gt_layout_shape *s, gt_layout l, int ranks_per_node,
-                         double step_ms, double cores, const gt_layout_net *net) {
+double gt_layout_work_of(const gt_layout_shape *s, gt_layout l, int ranks_per_node, double step_ms,
+                         double cores, const gt_layout_net *net) {
     gt_layout_step o;
     memset(&o, 0, sizeof o);
     comm_of(s, l, ranks_per_node, net, &o);
@@ -171,8 +173,10 @@ double gt_layout_parse_size(const char *v) {
     if (u && *u) {
         mul = pow(1024, (double)(u - units + 1));
         end++;
-        if (*end == 'i' && end[1] == 'B') end += 2;
-        else if (*end == 'B') end++;
+        if (*end == 'i' && end[1] == 'B')
+            end += 2;
+        else if (*end == 'B')
+            end++;
     } else if (*end == 'B') {
         end++;
     }
@@ -322,8 +326,8 @@ static gt_status read_points(gt_layout_prediction *p, gt_report_doc *const *docs
             const gt_report_result *r = gt_report_doc_result(docs[i], j);
             lpoint pt;
             if (!read_point(docs[i], r, &pt)) continue;
-            if (p->n_pts && (!same_model(&pt.s, &p->pts[0].s) ||
-                             strcmp(r->backend, p->backend) != 0)) {
+            if (p->n_pts &&
+                (!same_model(&pt.s, &p->pts[0].s) || strcmp(r->backend, p->backend) != 0)) {
                 skipped++;
                 continue;
             }
@@ -343,8 +347,10 @@ static gt_status read_points(gt_layout_prediction *p, gt_report_doc *const *docs
                       "--micro-batches 4 --report t.json` and add t.json to --from");
     if (skipped) {
         char b[200];
-        snprintf(b, sizeof b, "%zu train result(s) of another model shape or backend than the "
-                 "first (%s on %s) left out", skipped, p->model, p->backend);
+        snprintf(b, sizeof b,
+                 "%zu train result(s) of another model shape or backend than the "
+                 "first (%s on %s) left out",
+                 skipped, p->model, p->backend);
         lnote(p, b);
     }
     return GT_OK;
@@ -406,8 +412,8 @@ static gt_layout_shape shape_at(const gt_layout_prediction *p, int n) {
     gt_layout_shape s = p->base;
     const lpoint *b = &p->pts[0];
     int ranks = b->l.dp * b->l.tp * b->l.pp;
-    s.global_batch = p->opt.global_batch > 0 ? p->opt.global_batch
-                                             : ceil(b->s.global_batch / ranks * n);
+    s.global_batch =
+        p->opt.global_batch > 0 ? p->opt.global_batch : ceil(b->s.global_batch / ranks * n);
     return s;
 }
 
@@ -421,8 +427,10 @@ static gt_status run_layout_check(gt_layout_prediction *p) {
         double w = fit_work(p, t->grid, &used);
         if (!used) {
             char b[300];
-            snprintf(b, sizeof b, "check: %s not predicted: no result of another layout to fit "
-                     "the compute from (measure a second layout)", t->grid);
+            snprintf(b, sizeof b,
+                     "check: %s not predicted: no result of another layout to fit "
+                     "the compute from (measure a second layout)",
+                     t->grid);
             lnote(p, b);
             continue;
         }
@@ -476,7 +484,8 @@ gt_status gt_layout_predict(gt_report_doc *const *docs, size_t n, const gt_predi
     set_base(p);
     p->work = fit_work(p, NULL, &p->n_work);
     if (!p->n_work) {
-        s = GT_ERR(GT_ERR_INVALID, "every train result's step is shorter than the communication "
+        s = GT_ERR(GT_ERR_INVALID,
+                   "every train result's step is shorter than the communication "
                    "the layout model gives it: the links are slower than what the runs saw "
                    "(check --alpha-us / --beta-gbps)");
         goto fail;
@@ -492,17 +501,20 @@ gt_status gt_layout_predict(gt_report_doc *const *docs, size_t n, const gt_predi
         rk->s = shape_at(p, rk->ranks);
         rank_layouts(p, rk);
         if (rk->n_rows == 0) {
-            s = GT_ERR(GT_ERR_INVALID, "no layout of %d ranks can run %s with a global batch of "
-                       "%g sequences (--global-batch sets another)", rk->ranks, p->model,
-                       rk->s.global_batch);
+            s = GT_ERR(GT_ERR_INVALID,
+                       "no layout of %d ranks can run %s with a global batch of "
+                       "%g sequences (--global-batch sets another)",
+                       rk->ranks, p->model, rk->s.global_batch);
             goto fail;
         }
         if (rk->best < 0) {
             const lrow *m = &rk->rows[rk->smallest];
-            s = GT_ERR(GT_ERR_INVALID, "no layout of %d ranks fits --memory-per-rank %.1f MiB: "
+            s = GT_ERR(GT_ERR_INVALID,
+                       "no layout of %d ranks fits --memory-per-rank %.1f MiB: "
                        "the smallest need is %.1f MiB a rank (dp=%d,tp=%d,pp=%d); give at least "
-                       "that, or more ranks", rk->ranks, opt->memory_per_rank / 1048576.0,
-                       m->mem.total / 1048576.0, m->l.dp, m->l.tp, m->l.pp);
+                       "that, or more ranks",
+                       rk->ranks, opt->memory_per_rank / 1048576.0, m->mem.total / 1048576.0,
+                       m->l.dp, m->l.tp, m->l.pp);
             goto fail;
         }
     }
@@ -545,32 +557,36 @@ static void print_rank(const gt_layout_prediction *p, const lrank *rk, FILE *f) 
         char lay[48];
         snprintf(lay, sizeof lay, "dp=%d,tp=%d,pp=%d", r->l.dp, r->l.tp, r->l.pp);
         fprintf(f, "  %-4d %-22s %5d %10.3f %9.3f %9.3f %9.3f %9.3f %7.3f %11.2f  %s%s\n", i + 1,
-                lay, r->st.micro_batches, r->st.step_ms, r->st.compute_ms, r->st.tp_ms,
-                r->st.pp_ms, r->st.dp_ms, r->st.bubble, r->mem.total / 1048576.0,
-                r->fits ? "yes" : "no", i == rk->best ? "  <- fastest that fits" : "");
+                lay, r->st.micro_batches, r->st.step_ms, r->st.compute_ms, r->st.tp_ms, r->st.pp_ms,
+                r->st.dp_ms, r->st.bubble, r->mem.total / 1048576.0, r->fits ? "yes" : "no",
+                i == rk->best ? "  <- fastest that fits" : "");
     }
     const lrow *b = &rk->rows[rk->best];
-    fprintf(f, "  advice: dp=%d,tp=%d,pp=%d, %.3f ms a step (%s-node tp, %s-node pp, %s-node "
+    fprintf(f,
+            "  advice: dp=%d,tp=%d,pp=%d, %.3f ms a step (%s-node tp, %s-node pp, %s-node "
             "dp), %.2f MiB a rank (parameters %.2f, gradients %.2f, optimizer %.2f, activations "
-            "%.2f)\n", b->l.dp, b->l.tp, b->l.pp, b->st.step_ms, lvl(b->st.tp_inter),
-            lvl(b->st.pp_inter), lvl(b->st.dp_inter), b->mem.total / 1048576.0,
-            b->mem.parameters / 1048576.0, b->mem.gradients / 1048576.0,
-            b->mem.optimizer / 1048576.0, b->mem.activations / 1048576.0);
+            "%.2f)\n",
+            b->l.dp, b->l.tp, b->l.pp, b->st.step_ms, lvl(b->st.tp_inter), lvl(b->st.pp_inter),
+            lvl(b->st.dp_inter), b->mem.total / 1048576.0, b->mem.parameters / 1048576.0,
+            b->mem.gradients / 1048576.0, b->mem.optimizer / 1048576.0,
+            b->mem.activations / 1048576.0);
 }
 
 void gt_layout_prediction_print(const gt_layout_prediction *p, FILE *f) {
     const gt_layout_shape *s = &p->base;
-    fprintf(f, "layout prediction: %s (%.0f parameters, %d blocks, C %d, %d heads, vocabulary "
-            "%d), seq %d, ZeRO-%d over dp, %s, on %s\n", p->model, s->params, s->layers,
-            s->channels, s->heads, s->vocab, s->seq, s->zero, s->gpipe ? "GPipe" : "1F1B",
-            p->backend);
+    fprintf(f,
+            "layout prediction: %s (%.0f parameters, %d blocks, C %d, %d heads, vocabulary "
+            "%d), seq %d, ZeRO-%d over dp, %s, on %s\n",
+            p->model, s->params, s->layers, s->channels, s->heads, s->vocab, s->seq, s->zero,
+            s->gpipe ? "GPipe" : "1F1B", p->backend);
     fprintf(f, "  compute: %.5g %s per token of one rank's work (median of %d train results)\n",
             p->work, strcmp(p->backend, "cuda") == 0 ? "ms" : "core-ms", p->n_work);
     fprintf(f, "  links: intra-node %s, inter-node %s; %d ranks a node, %g core(s) a rank\n",
             gt_predict_links_source(p->links, 0), gt_predict_links_source(p->links, 1), p->rpn,
             p->cores);
     if (p->opt.memory_per_rank > 0)
-        fprintf(f, "  memory per rank: %.2f MiB (parameters, gradients and AdamW split by tp "
+        fprintf(f,
+                "  memory per rank: %.2f MiB (parameters, gradients and AdamW split by tp "
                 "and pp, ZeRO over dp; activations by micro-batches in flight and tp)\n",
                 p->opt.memory_per_rank / 1048576.0);
     for (int i = 0; i < p->n_notes; i++)
@@ -579,8 +595,8 @@ void gt_layout_prediction_print(const gt_layout_prediction *p, FILE *f) {
         print_rank(p, &p->ranks[i], f);
     if (!p->opt.check) return;
     fprintf(f, "\ncheck: each measured layout predicted from the other layouts' results\n");
-    fprintf(f, "  %-22s %5s %12s %12s %8s %6s\n", "layout", "ranks", "predicted ms",
-            "measured ms", "error", "fit");
+    fprintf(f, "  %-22s %5s %12s %12s %8s %6s\n", "layout", "ranks", "predicted ms", "measured ms",
+            "error", "fit");
     for (int i = 0; i < p->n_check; i++) {
         const lcheck *c = &p->check[i];
         fprintf(f, "  %-22s %5d %12.3f %12.3f %+7.1f%% %6d\n", c->grid, c->ranks, c->predicted,

@@ -108,8 +108,8 @@ void gt_layout_step_of(const gt_layout_shape *s, gt_layout l, int ranks_per_node
 /* The work per token a measured step implies: the inverse of
  * gt_layout_step_of (the communication it models taken out); NAN when the
  * communication alone exceeds the step. */
-double gt_layout_work_of(const gt_layout_shape *s, gt_layout l, int ranks_per_node,
-                         double step_ms, double cores, const gt_layout_net *net);
+double gt_layout_work_of(const gt_layout_shape *s, gt_layout l, int ranks_per_node, double step_ms,
+                         double cores, const gt_layout_net *net);
 
 /* "64MiB", "16G", "1.5 GiB", "1048576": bytes (K, M, G, T: powers of
  * 1024, with or without "iB" / "B"); -1 when it is not a size */
@@ -127,7 +127,7 @@ typedef struct gt_layout_options {
     double micro_batch;     /* 0: the measured micro-batch */
     int gpipe;              /* -1: the measured schedule (1F1B when none) */
     int check;
-    int top;                /* rows of the ranking printed per rank count (default 8) */
+    int top; /* rows of the ranking printed per rank count (default 8) */
 } gt_layout_options;
 gt_layout_options gt_layout_defaults(void);
 

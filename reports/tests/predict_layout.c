@@ -17,8 +17,14 @@
 #include "reports/read.h"
 
 static gt_layout_shape tiny(void) {
-    gt_layout_shape s = {.params = 120576, .layers = 2, .channels = 64, .heads = 2,
-                         .vocab = 256, .seq = 64, .global_batch = 8, .micro_batch = 2};
+    gt_layout_shape s = {.params = 120576,
+                         .layers = 2,
+                         .channels = 64,
+                         .heads = 2,
+                         .vocab = 256,
+                         .seq = 64,
+                         .global_batch = 8,
+                         .micro_batch = 2};
     return s;
 }
 
@@ -216,8 +222,8 @@ static void from_reports(void) {
         text[len] = '\0';
         CHECK(strstr(text, "64 ranks") && strstr(text, "512 ranks") && strstr(text, "4096 ranks"),
               "the three rank counts: %s", text);
-        CHECK(strstr(text, "<- fastest that fits") && strstr(text, "advice: dp="),
-              "the advice: %s", text);
+        CHECK(strstr(text, "<- fastest that fits") && strstr(text, "advice: dp="), "the advice: %s",
+              text);
         CHECK(strstr(text, "0.05 core-ms per token"), "the fitted work: %s", text);
         gt_layout_prediction_free(p);
     }
