@@ -193,6 +193,7 @@ typedef struct lpoint {
     gt_layout_shape s;
     int rpn, has_grid;
     double cores, step_ms;
+    double mem_measured; /* memory.by_kind's buffers, bytes; NAN when absent */
     char grid[48];
 } lpoint;
 
@@ -214,6 +215,7 @@ typedef struct lcheck {
     char grid[48];
     int ranks, n_fit;
     double predicted, measured, error, work;
+    double mem, mem_measured; /* bytes a rank: the model's, memory.by_kind's */
 } lcheck;
 
 struct gt_layout_prediction {
@@ -306,6 +308,18 @@ static int read_point(gt_report_doc *d, const gt_report_result *r, lpoint *pt) {
     double threads = lnum(r, "threads", 0);
     double per = cores > 0 ? cores / pt->rpn : 1;
     pt->cores = strcmp(r->backend, "cuda") == 0 ? 1 : threads > 0 && threads < per ? threads : per;
+    pt->mem_measured = NAN;
+    json_t *bk = json_object_get(json_object_get(r->json, "memory"), "by_kind");
+    if (json_is_object(bk)) {
+        const char *kinds[] = {"parameters_bytes", "gradients_bytes", "optimizer_bytes",
+                               "activations_bytes", "communication_bytes"};
+        double sum = 0;
+        for (int k = 0; k < 5; k++) {
+            json_t *v = json_object_get(bk, kinds[k]);
+            sum += json_is_number(v) ? json_number_value(v) : 0;
+        }
+        if (sum > 0) pt->mem_measured = sum;
+    }
     pt->step_ms = ms->n_samples ? gt_median(ms->samples, ms->n_samples) : ms->value;
     return isfinite(pt->step_ms) && pt->step_ms > 0;
 }
@@ -444,6 +458,10 @@ static gt_status run_layout_check(gt_layout_prediction *p) {
         c->predicted = st.step_ms;
         c->measured = t->step_ms;
         c->error = (st.step_ms - t->step_ms) / t->step_ms;
+        gt_layout_memory mem;
+        gt_layout_memory_of(&t->s, t->l, &mem);
+        c->mem = mem.total;
+        c->mem_measured = t->mem_measured;
     }
     return GT_OK;
 }
@@ -595,12 +613,15 @@ void gt_layout_prediction_print(const gt_layout_prediction *p, FILE *f) {
         print_rank(p, &p->ranks[i], f);
     if (!p->opt.check) return;
     fprintf(f, "\ncheck: each measured layout predicted from the other layouts' results\n");
-    fprintf(f, "  %-22s %5s %12s %12s %8s %6s\n", "layout", "ranks", "predicted ms", "measured ms",
-            "error", "fit");
+    fprintf(f, "  %-22s %5s %12s %12s %8s %6s %11s %11s\n", "layout", "ranks", "predicted ms",
+            "measured ms", "error", "fit", "memory MiB", "measured");
     for (int i = 0; i < p->n_check; i++) {
         const lcheck *c = &p->check[i];
-        fprintf(f, "  %-22s %5d %12.3f %12.3f %+7.1f%% %6d\n", c->grid, c->ranks, c->predicted,
-                c->measured, 100 * c->error, c->n_fit);
+        char meas[32] = "-";
+        if (isfinite(c->mem_measured))
+            snprintf(meas, sizeof meas, "%.2f", c->mem_measured / 1048576.0);
+        fprintf(f, "  %-22s %5d %12.3f %12.3f %+7.1f%% %6d %11.2f %11s\n", c->grid, c->ranks,
+                c->predicted, c->measured, 100 * c->error, c->n_fit, c->mem / 1048576.0, meas);
     }
     if (!p->n_check) fprintf(f, "  nothing to check: no layout result with another to fit from\n");
 }
