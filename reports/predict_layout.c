@@ -398,9 +398,10 @@ static void rank_layouts(const gt_layout_prediction *p, lrank *rk) {
     int n = rk->ranks;
     char why[200];
     rk->n_rows = 0;
-    for (int t = 1; t <= n; t++) {
+    /* tp divides the heads and pp is at most the blocks: nothing larger runs */
+    for (int t = 1; t <= n && t <= rk->s.heads; t++) {
         if (n % t) continue;
-        for (int pp = 1; pp <= n / t; pp++) {
+        for (int pp = 1; pp <= n / t && pp <= rk->s.layers; pp++) {
             if ((n / t) % pp || rk->n_rows >= MAX_LAYOUT_ROWS) continue;
             gt_layout l = {n / t / pp, t, pp};
             if (gt_layout_invalid(&rk->s, l, why, sizeof why)) continue;
