@@ -253,6 +253,7 @@ static void format_world_ranks(const gt_comm *c, char *buf, size_t n) {
 static pthread_mutex_t g_hang_mu = PTHREAD_MUTEX_INITIALIZER;
 static gt_comm_hang g_hang;
 static int g_have_hang;
+static unsigned long g_hang_count;
 
 static void keep_hang(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq, double waited,
                       int notice, double bytes, const char *ranks) {
@@ -278,7 +279,15 @@ static void keep_hang(const gt_comm *c, const gt_comm_op_desc *d, uint64_t seq, 
     pthread_mutex_lock(&g_hang_mu);
     g_hang = h;
     g_have_hang = 1;
+    g_hang_count++;
     pthread_mutex_unlock(&g_hang_mu);
+}
+
+unsigned long gt_comm_hang_count(void) {
+    pthread_mutex_lock(&g_hang_mu);
+    unsigned long n = g_hang_count;
+    pthread_mutex_unlock(&g_hang_mu);
+    return n;
 }
 
 int gt_comm_last_hang(gt_comm_hang *out) {

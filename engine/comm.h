@@ -247,6 +247,8 @@ typedef struct gt_comm_hang {
 } gt_comm_hang;
 /* 1 and *out (when not NULL) filled when an operation has hung; 0 otherwise. */
 int gt_comm_last_hang(gt_comm_hang *out);
+/* How many hangs this process has recorded (a run compares it before and after). */
+unsigned long gt_comm_hang_count(void);
 
 /* The library communicator behind c (MPI_Comm* for mpi, ncclComm_t* for
  * nccl, NULL for self), so the collectives suite can time the raw library

@@ -145,7 +145,7 @@ static void record_rank_costs(const gt_train_stats *st, gt_result *res) {
  * fields): which group, which operation, which peer it waited for. */
 static void record_stall(const gt_train_stats *st, gt_result *res) {
     gt_comm_hang h;
-    if (!gt_comm_last_hang(&h)) return;
+    if (gt_comm_hang_count() == st->hangs_before || !gt_comm_last_hang(&h)) return;
     gt_record *r = gt_result_record(res, "stall");
     if (!r) return;
     gt_record_str(r, "operation", h.operation);

@@ -108,7 +108,9 @@ static gt_status train_step(gt_trainer *t, int step) {
 
 gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     gt_trainer t;
+    unsigned long hangs = gt_comm_hang_count();
     gt_status s = gt_train_open(&t, cfg, st);
+    st->hangs_before = hangs;
     for (int step = (int)t.start; s == GT_OK && step < t.end; step++) s = train_step(&t, step);
     if (s == GT_OK) {
         gt_train_summarize(&t);

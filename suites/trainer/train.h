@@ -176,6 +176,8 @@ typedef struct gt_train_stats {
     int steps_done;     /* steps this run did: global steps first_step+1 .. first_step+steps_done */
     int collective_error; /* the error was agreed by every rank (same status and message):
                            * rank 0 reports it, no need to abort the job */
+    unsigned long hangs_before; /* gt_comm_hang_count() when the run started: a hang after
+                                 * it is this run's (the result's stall record) */
     double *loss;       /* (steps) mean training loss of each step this run did */
     double *lr;         /* (steps) */
     double *grad_norm;  /* (steps) before clipping */
