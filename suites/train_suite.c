@@ -997,7 +997,7 @@ static void layout_traffic_check(const gt_train_grid *g, const gt_train_stats *s
  * against the case's first topology. *ms: its step time (0: failed). */
 static gt_status layout_one(const gt_suite_ctx *ctx, const gt_train_grid *g, gt_result **out,
                             double *ms) {
-    gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 6 : 20);
+    gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 4 : 20);
     snprintf(c.model_name, sizeof c.model_name, "gpt2-3m");
     c.batch = 16;
     c.seq_len = 64;
