@@ -823,22 +823,29 @@ static int same_grid(json_t *a, json_t *b) {
            strcmp(str_of(a, "backend"), str_of(b, "backend")) == 0;
 }
 
-/* Bytes per step a layout sent (the data-parallel group's kinds and the
- * tensor group's all-reduces) and the same by its formula (< 0: none). */
+/* Bytes per step a layout sent (the data-parallel group's kinds, the
+ * tensor group's all-reduces, the pipeline's sends) and the same by their
+ * formulas (< 0: a part without one, the data-parallel group of a
+ * pipeline). */
 static void layout_traffic(json_t *o, double *sent, double *formula) {
     json_t *tr = json_object_get(o, "traffic");
     json_t *f = json_object_get(tr, "formula_bytes_per_step");
     const char *k;
     json_t *v;
-    *sent = 0;
-    *formula = f ? 0 : -1;
-    json_object_foreach(json_object_get(tr, "bytes_per_step"), k, v) *sent += json_number_value(v);
-    json_object_foreach(f, k, v) *formula += json_number_value(v);
-    int have = 0, have_f = 0;
-    double tb = metric_of(o, "tp_allreduce_bytes", &have);
-    double tf = metric_of(o, "tp_allreduce_bytes_formula", &have_f);
-    if (have) *sent += tb;
-    if (have_f) *formula = (*formula < 0 ? 0 : *formula) + tf;
+    double dp = 0, dpf = 0;
+    json_object_foreach(json_object_get(tr, "bytes_per_step"), k, v) dp += json_number_value(v);
+    json_object_foreach(f, k, v) dpf += json_number_value(v);
+    *sent = dp;
+    *formula = dp > 0 && !f ? -1 : dpf;
+    static const char *const groups[][2] = {{"tp_allreduce_bytes", "tp_allreduce_bytes_formula"},
+                                            {"pp_send_bytes", "pp_send_bytes_formula"}};
+    for (int g = 0; g < 2; g++) {
+        int have = 0, have_f = 0;
+        double b = metric_of(o, groups[g][0], &have), bf = metric_of(o, groups[g][1], &have_f);
+        if (have) *sent += b;
+        if (have && !have_f) *formula = -1;
+        if (have_f && *formula >= 0) *formula += bf;
+    }
 }
 
 /* One line of the layout table; `best`: the fastest of its grid. */

@@ -969,10 +969,10 @@ static gt_status mode_scaling_case(const gt_suite_ctx *ctx, const scaling_mode *
 enum { LAYOUT_MAX = 64, LAYOUT_PP_MICRO = 4 };
 
 /* Check traffic_formula: the bytes a step sent per collective kind (the
- * data-parallel group's, and the tensor group's all-reduces) equal the
- * layout's formula; value: the largest difference in bytes. A layout whose
- * traffic has no formula (pipeline stages' data-parallel group, one rank
- * without tensor groups) checks what it has, or nothing. */
+ * data-parallel group's, the tensor group's all-reduces, the pipeline's
+ * sends) equal the layout's formula; value: the largest difference in
+ * bytes. A pipeline's data-parallel group has no formula ("Traffic per
+ * step"): the check covers the rest. */
 static void layout_traffic_check(const gt_train_grid *g, const gt_train_stats *st,
                                  gt_result *res) {
     double worst = 0;
@@ -987,10 +987,15 @@ static void layout_traffic_check(const gt_train_grid *g, const gt_train_stats *s
         worst = fmax(worst, fabs(st->tp_bytes - st->tp_bytes_formula));
         checked++;
     }
+    if (g->pp > 1 && st->pp_send_formula > 0) {
+        worst = fmax(worst, fabs(st->pp_send_bytes - st->pp_send_formula));
+        checked++;
+    }
     if (!checked) return;
     gt_result_check(res, "traffic_formula", worst == 0, worst, 0,
-                    "bytes per step per collective (traffic; tp_allreduce_bytes) equal to the "
-                    "layout's formula (docs/distributed.md); value: the largest difference");
+                    "bytes per step per collective (traffic; tp_allreduce_bytes; pp_send_bytes) "
+                    "equal to the layout's formula (docs/distributed.md); value: the largest "
+                    "difference");
 }
 
 /* One layout of the grid: its training run, recorded with its efficiency

@@ -5,8 +5,8 @@
 # on 2 ranks. Topology 1: the one layout; topology 2: exactly dp=2, tp=2 and pp=2,
 # each a passing result with the param layout, step time, tokens/s, efficiency
 # against topology 1, memory by kind with its formula, exposed communication; the
-# data-parallel and tensor-parallel traffic equal to their formulas (check
-# traffic_formula), the pipeline's bubble beside its formula; one fastest per
+# data-parallel, tensor-parallel and pipeline traffic equal to their formulas
+# (check traffic_formula), the pipeline's bubble beside its formula; one fastest per
 # topology (fraction_of_fastest 1), the one the console marks with '*'.
 # About 15 s on 2 cores. 77 without MPIEXEC or python3.
 set -u
@@ -52,10 +52,10 @@ for topo, layouts in want.items():
              f"{topo} {lay}: memory by kind {kinds}")
         tp, pp = int(re.search(r"tp=(\d+)", lay).group(1)), int(re.search(r"pp=(\d+)", lay).group(1))
         checks = {c["name"]: c for c in r.get("checks", [])}
+        tc = checks.get("traffic_formula")
+        need(tc is not None and tc["passed"] and tc["value"] == 0,
+             f"{topo} {lay}: traffic_formula {tc}")
         if pp == 1:
-            tc = checks.get("traffic_formula")
-            need(tc is not None and tc["passed"] and tc["value"] == 0,
-                 f"{topo} {lay}: traffic_formula {tc}")
             tr = r.get("traffic", {})
             need(tr.get("bytes_per_step") == tr.get("formula_bytes_per_step"),
                  f"{topo} {lay}: traffic {tr}")
@@ -66,6 +66,9 @@ for topo, layouts in want.items():
         if pp > 1:
             need("pipeline_bubble" in m and "pipeline_bubble_theory" in m,
                  f"{topo} {lay}: no bubble beside its formula")
+            need(m.get("pp_send_bytes", {}).get("value", -1) > 0 and
+                 m["pp_send_bytes"]["value"] == m.get("pp_send_bytes_formula", {}).get("value"),
+                 f"{topo} {lay}: pipeline sends against the formula")
         if m.get("fraction_of_fastest", {}).get("value") == 1:
             fastest.append(lay)
     need(len(fastest) == 1, f"topology {topo}: fastest {fastest}")

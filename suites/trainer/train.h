@@ -253,6 +253,11 @@ typedef struct gt_train_stats {
     double tp_collectives;
     double tp_bytes;
     double tp_bytes_formula;
+    /* pipeline stages: the bytes this rank sent to its pipeline neighbours in the last
+     * step recorded (activations, their gradients, the tied head's weights or gradient)
+     * and the same by the formula (docs/distributed.md, "Pipeline parallel"); 0 without */
+    double pp_send_bytes;
+    double pp_send_formula;
     size_t params_per_rank;
     /* resumed runs: the checkpoint (file or sharded folder) resumed from, the
      * fields that differed and were allowed ("lr: 0.001 -> 0.002; ..."), and what
