@@ -1030,7 +1030,8 @@ static gt_status layout_one(const gt_suite_ctx *ctx, const gt_train_grid *g, gt_
 /* The layout grid of this topology: every layout in turn, then each
  * result's step time against the fastest's (fraction_of_fastest, 1 for the
  * fastest; derived from ms_per_step, so compare judges the step time once).
- * Left out of --quick unless named (about 25 s at topology 2 on 2 cores). */
+ * Left out of --quick unless named (7-15 s at topology 2 on 2 cores, 4
+ * steps a layout). */
 static gt_status layouts_case(const gt_suite_ctx *ctx) {
     if (!wanted(ctx, "gpt2-3m/layouts")) return GT_OK;
     if (ctx->effort == GT_EFFORT_QUICK && !ctx->case_filter) return GT_OK;
