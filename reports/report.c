@@ -670,8 +670,8 @@ const char *gt_result_label(gt_result *res) {
     int ip = json_is_true(json_object_get(json_object_get(res->obj, "params"), "in_place")) ||
              json_integer_value(json_object_get(json_object_get(res->obj, "params"), "in_place"));
     /* the layout grid's results share one too */
-    const char *lay = json_string_value(json_object_get(json_object_get(res->obj, "params"),
-                                                        "layout"));
+    const char *lay =
+        json_string_value(json_object_get(json_object_get(res->obj, "params"), "layout"));
     if (!lay) lay = "";
     snprintf(res->label, sizeof res->label, "%s/%s%s%s%s (topology %s, %s)",
              str_of(res->obj, "suite"), str_of(res->obj, "case"), ip ? " in-place" : "",
@@ -868,9 +868,9 @@ static void print_layout_line(FILE *f, json_t *o, int best) {
     if (h3) snprintf(effs, sizeof effs, "%.1f%%", 100 * eff);
     if (form >= 0) snprintf(forms, sizeof forms, "%.2f", form / 1048576.0);
     if (h5 || h6) snprintf(bubs, sizeof bubs, "%.2f (%.2f)", bub, bth);
-    fprintf(f, "  %c %-15s %9.1f %9.0f %6s %9.1f (%6.1f) %9.2f (%6s) %8.1f  %s\n",
-            best ? '*' : ' ', layout_of(o), h1 ? ms : 0.0, h2 ? tps : 0.0, effs, mem / 1048576.0,
-            mf / 1048576.0, sent / 1048576.0, forms, h4 ? ex : 0.0, bubs);
+    fprintf(f, "  %c %-15s %9.1f %9.0f %6s %9.1f (%6.1f) %9.2f (%6s) %8.1f  %s\n", best ? '*' : ' ',
+            layout_of(o), h1 ? ms : 0.0, h2 ? tps : 0.0, effs, mem / 1048576.0, mf / 1048576.0,
+            sent / 1048576.0, forms, h4 ? ex : 0.0, bubs);
 }
 
 /* The layout grids side by side: one table per case, topology and backend,
@@ -880,7 +880,8 @@ static void print_layouts(gt_report *r, FILE *f) {
         json_t *o = r->res[i]->obj;
         if (!layout_of(o)) continue;
         size_t j = 0;
-        while (j < i && !same_grid(r->res[j]->obj, o)) j++;
+        while (j < i && !same_grid(r->res[j]->obj, o))
+            j++;
         if (j < i) continue; /* printed with its grid's first */
         double best = 0;
         for (j = i; j < r->n_res; j++) {

@@ -99,8 +99,7 @@ static gt_coll_config layout_config(const gt_coll_config *base, int k, char *lay
 
 /* Layout case k on groups of its neighbouring ranks (every group at once;
  * rank 0's report gets its own group's). Collective over comm. */
-static gt_status run_layout_case(gt_comm *comm, const gt_coll_config *base, int k,
-                                 gt_report *rep) {
+static gt_status run_layout_case(gt_comm *comm, const gt_coll_config *base, int k, gt_report *rep) {
     int n = gt_comm_size(comm), me = gt_comm_rank(comm), group = g_layout_cases[k].group;
     char layout[32];
     gt_coll_config c = layout_config(base, k, layout, sizeof layout, n);
@@ -252,7 +251,8 @@ static void list(FILE *f) {
 static void names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const char *name), void *arg) {
     (void)ctx;
     for (int t = 0; t < GT_COLL_TEST_COUNT; t++) fn(arg, gt_coll_test_name((gt_coll_test)t));
-    for (int k = 0; k < N_LAYOUT_CASES; k++) fn(arg, g_layout_cases[k].scope);
+    for (int k = 0; k < N_LAYOUT_CASES; k++)
+        fn(arg, g_layout_cases[k].scope);
 }
 
 const gt_suite gt_suite_collectives = {

@@ -973,8 +973,7 @@ enum { LAYOUT_MAX = 64, LAYOUT_PP_MICRO = 4 };
  * sends) equal the layout's formula; value: the largest difference in
  * bytes. A pipeline's data-parallel group has no formula ("Traffic per
  * step"): the check covers the rest. */
-static void layout_traffic_check(const gt_train_grid *g, const gt_train_stats *st,
-                                 gt_result *res) {
+static void layout_traffic_check(const gt_train_grid *g, const gt_train_stats *st, gt_result *res) {
     double worst = 0;
     int checked = 0;
     const gt_train_traffic *tr = &st->traffic;
@@ -1038,8 +1037,8 @@ static gt_status layouts_case(const gt_suite_ctx *ctx) {
     gt_model_arch a; /* gpt2's fields: max_seq vocab padded_vocab layers heads channels */
     GT_TRY(gt_model_arch_of("gpt2-3m", NULL, &a));
     gt_train_grid grids[LAYOUT_MAX];
-    int n = gt_train_grid_layouts(gt_comm_size(ctx->comm), a.fields[4], a.fields[3],
-                                  a.fields[2], grids, LAYOUT_MAX);
+    int n = gt_train_grid_layouts(gt_comm_size(ctx->comm), a.fields[4], a.fields[3], a.fields[2],
+                                  grids, LAYOUT_MAX);
     if (n > LAYOUT_MAX) n = LAYOUT_MAX;
     gt_result *res[LAYOUT_MAX];
     double ms[LAYOUT_MAX], best = 0;
@@ -1125,9 +1124,10 @@ static void scaling_list(FILE *f) {
     fprintf(f, "  %-28s gpt2-3m with ZeRO-1, ZeRO-2, ZeRO-3, block recomputation: step time, "
                "exposed communication, memory per rank, strong scaling efficiency per mode\n",
             "gpt2-3m/{zero1,zero2,zero3,recompute}");
-    fprintf(f, "  %-28s gpt2-3m on every layout dp x tp x pp of the topology's ranks: step "
-               "time, tokens/s, efficiency, memory per rank, traffic against its formula, "
-               "bubble; the fastest marked (not in --quick unless named)\n",
+    fprintf(f,
+            "  %-28s gpt2-3m on every layout dp x tp x pp of the topology's ranks: step "
+            "time, tokens/s, efficiency, memory per rank, traffic against its formula, "
+            "bubble; the fastest marked (not in --quick unless named)\n",
             "gpt2-3m/layouts");
     fprintf(f, "  %-28s samples/s, MFU, strong scaling efficiency (global batch 64; 4096 on "
                "cuda)\n",
@@ -1150,8 +1150,7 @@ static void scaling_list(FILE *f) {
 static int scaling_count(const gt_suite_ctx *ctx, int ranks) {
     gt_model_arch a;
     int layouts = gt_model_arch_of("gpt2-3m", NULL, &a) == GT_OK
-                      ? gt_train_grid_layouts(ranks, a.fields[4], a.fields[3], a.fields[2],
-                                              NULL, 0)
+                      ? gt_train_grid_layouts(ranks, a.fields[4], a.fields[3], a.fields[2], NULL, 0)
                       : 1;
     if (ctx->case_filter) return strcmp(ctx->case_filter, "gpt2-3m/layouts") == 0 ? layouts : 1;
     return 13 + (ctx->effort == GT_EFFORT_QUICK ? 0 : layouts);
