@@ -669,9 +669,13 @@ const char *gt_result_label(gt_result *res) {
     /* a collective's two placements share a case name */
     int ip = json_is_true(json_object_get(json_object_get(res->obj, "params"), "in_place")) ||
              json_integer_value(json_object_get(json_object_get(res->obj, "params"), "in_place"));
-    snprintf(res->label, sizeof res->label, "%s/%s%s (topology %s, %s)",
+    /* the layout grid's results share one too */
+    const char *lay =
+        json_string_value(json_object_get(json_object_get(res->obj, "params"), "layout"));
+    if (!lay) lay = "";
+    snprintf(res->label, sizeof res->label, "%s/%s%s%s%s (topology %s, %s)",
              str_of(res->obj, "suite"), str_of(res->obj, "case"), ip ? " in-place" : "",
-             str_of(res->obj, "topology"), str_of(res->obj, "backend"));
+             *lay ? " " : "", lay, str_of(res->obj, "topology"), str_of(res->obj, "backend"));
     return res->label;
 }
 
@@ -806,6 +810,100 @@ static void print_rank_costs(FILE *f, json_t *o) {
     fputc('\n', f);
 }
 
+/* A result's layout (the layout grid's param), or NULL. */
+static const char *layout_of(json_t *o) {
+    return json_string_value(json_object_get(json_object_get(o, "params"), "layout"));
+}
+
+/* Whether a and b are layouts of one grid: the same case, topology and backend. */
+static int same_grid(json_t *a, json_t *b) {
+    return layout_of(a) && layout_of(b) && strcmp(str_of(a, "suite"), str_of(b, "suite")) == 0 &&
+           strcmp(str_of(a, "case"), str_of(b, "case")) == 0 &&
+           strcmp(str_of(a, "topology"), str_of(b, "topology")) == 0 &&
+           strcmp(str_of(a, "backend"), str_of(b, "backend")) == 0;
+}
+
+/* Bytes per step a layout sent (the data-parallel group's kinds, the
+ * tensor group's all-reduces, the pipeline's sends) and the same by their
+ * formulas (< 0: a part without one, the data-parallel group of a
+ * pipeline). */
+static void layout_traffic(json_t *o, double *sent, double *formula) {
+    json_t *tr = json_object_get(o, "traffic");
+    json_t *f = json_object_get(tr, "formula_bytes_per_step");
+    const char *k;
+    json_t *v;
+    double dp = 0, dpf = 0;
+    json_object_foreach(json_object_get(tr, "bytes_per_step"), k, v) dp += json_number_value(v);
+    json_object_foreach(f, k, v) dpf += json_number_value(v);
+    *sent = dp;
+    *formula = dp > 0 && !f ? -1 : dpf;
+    static const char *const groups[][2] = {{"tp_allreduce_bytes", "tp_allreduce_bytes_formula"},
+                                            {"pp_send_bytes", "pp_send_bytes_formula"}};
+    for (int g = 0; g < 2; g++) {
+        int have = 0, have_f = 0;
+        double b = metric_of(o, groups[g][0], &have), bf = metric_of(o, groups[g][1], &have_f);
+        if (have) *sent += b;
+        if (have && !have_f) *formula = -1;
+        if (have_f && *formula >= 0) *formula += bf;
+    }
+}
+
+/* One line of the layout table; `best`: the fastest of its grid. */
+static void print_layout_line(FILE *f, json_t *o, int best) {
+    int h1 = 0, h2 = 0, h3 = 0, h4 = 0, h5 = 0, h6 = 0;
+    double ms = metric_of(o, "ms_per_step", &h1), tps = metric_of(o, "tokens_per_s", &h2);
+    double eff = metric_of(o, "strong_scaling_efficiency", &h3);
+    double ex = metric_of(o, "exposed_comm_ms", &h4);
+    double bub = metric_of(o, "pipeline_bubble", &h5);
+    double bth = metric_of(o, "pipeline_bubble_theory", &h6);
+    json_t *k = json_object_get(json_object_get(o, "memory"), "by_kind");
+    static const char *const held[] = {"parameters_bytes", "gradients_bytes", "optimizer_bytes",
+                                       "activations_bytes", "communication_bytes"};
+    double mem = 0, sent, form;
+    for (size_t j = 0; j < sizeof held / sizeof *held; j++)
+        mem += (double)json_integer_value(json_object_get(k, held[j]));
+    double mf = (double)json_integer_value(json_object_get(k, "formula_bytes"));
+    layout_traffic(o, &sent, &form);
+    char effs[16] = "-", forms[24] = "n/a", bubs[24] = "-";
+    if (h3) snprintf(effs, sizeof effs, "%.1f%%", 100 * eff);
+    if (form >= 0) snprintf(forms, sizeof forms, "%.2f", form / 1048576.0);
+    if (h5 || h6) snprintf(bubs, sizeof bubs, "%.2f (%.2f)", bub, bth);
+    fprintf(f, "  %c %-15s %9.1f %9.0f %6s %9.1f (%6.1f) %9.2f (%6s) %8.1f  %s\n", best ? '*' : ' ',
+            layout_of(o), h1 ? ms : 0.0, h2 ? tps : 0.0, effs, mem / 1048576.0, mf / 1048576.0,
+            sent / 1048576.0, forms, h4 ? ex : 0.0, bubs);
+}
+
+/* The layout grids side by side: one table per case, topology and backend,
+ * the fastest marked with '*'. */
+static void print_layouts(gt_report *r, FILE *f) {
+    for (size_t i = 0; i < r->n_res; i++) {
+        json_t *o = r->res[i]->obj;
+        if (!layout_of(o)) continue;
+        size_t j = 0;
+        while (j < i && !same_grid(r->res[j]->obj, o))
+            j++;
+        if (j < i) continue; /* printed with its grid's first */
+        double best = 0;
+        for (j = i; j < r->n_res; j++) {
+            int have = 0;
+            double ms = metric_of(r->res[j]->obj, "ms_per_step", &have);
+            if (same_grid(r->res[j]->obj, o) && have && ms > 0 && (best == 0 || ms < best))
+                best = ms;
+        }
+        fprintf(f, "layouts: %s/%s on %s rank(s), %s (* fastest):\n", str_of(o, "suite"),
+                str_of(o, "case"), str_of(o, "topology"), str_of(o, "backend"));
+        fprintf(f, "    %-15s %9s %9s %6s %18s %18s %8s  %s\n", "layout", "ms/step", "tokens/s",
+                "eff.", "MiB/rank (formula)", "MiB sent (formula)", "exposed", "bubble (formula)");
+        for (j = i; j < r->n_res; j++) {
+            json_t *q = r->res[j]->obj;
+            if (!same_grid(q, o)) continue;
+            int have = 0;
+            double ms = metric_of(q, "ms_per_step", &have);
+            print_layout_line(f, q, have && ms == best);
+        }
+    }
+}
+
 void gt_report_print_highlights(gt_report *r, FILE *f) {
     /* the machine: health's peaks on each topology it ran on */
     int said = 0;
@@ -840,13 +938,14 @@ void gt_report_print_highlights(gt_report *r, FILE *f) {
             int have = 0;
             double v = metric_of(o, w ? "weak_scaling_efficiency" : "strong_scaling_efficiency",
                                  &have);
-            if (!have) continue;
+            if (!have || layout_of(o)) continue; /* the layout tables show those */
             if (!said++) fprintf(f, "scaling efficiency (against the first topology):\n");
             fprintf(f, "  %-30s %3s rank(s)  %s %5.1f%%  (%s)", str_of(o, "case"),
                     str_of(o, "topology"), w ? "weak  " : "strong", 100.0 * v, str_of(o, "suite"));
             print_rank_costs(f, o);
         }
     }
+    print_layouts(r, f);
     /* collectives: busbw at the largest size against the raw library's */
     said = 0;
     for (size_t i = 0; i < r->n_res; i++) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine/job.h"
+#include "models/model.h"
 #include "suites/collectives.h"
 #include "suites/suite.h"
 
@@ -32,11 +33,102 @@ static void on_result(void *p) {
         r->ctx->case_done(r->ctx->case_done_ctx, gt_report_result_at(r->rep, r->seen));
 }
 
+/* ---- what the layouts send (docs/distributed.md, "The layout grid") --------------
+ * One size each, the scaling suite's gpt2-3m/layouts at its global batch
+ * (LAYOUT_B x LAYOUT_T tokens, pipelines in LAYOUT_M micro-batches):
+ *   layout_tp    all-reduce of one micro-batch's activations B T C fp32 in
+ *                the tensor group of `group` neighbouring ranks (tp=2,
+ *                dp=1: the whole batch)
+ *   layout_pp    the exchange between neighbouring stages (a ring of 2):
+ *                one micro-batch's activations (B/M) T C fp32
+ *   layout_zero3 ZeRO-3's gather of one block's parameters (12C^2 + 13C
+ *                fp32) over every rank (dp=N)
+ * Each is the sweep's row of that collective in fp32, its case named
+ * "SCOPE/COLLECTIVE/fp32[/sum]" (param comm_scope), run on the group. */
+enum { LAYOUT_B = 16, LAYOUT_T = 64, LAYOUT_M = 4 };
+typedef struct layout_case {
+    const char *scope;
+    gt_coll_test coll;
+    int group; /* neighbouring ranks per group; 0: the whole communicator */
+} layout_case;
+static const layout_case g_layout_cases[] = {
+    {"layout_tp", GT_COLL_TEST_ALLREDUCE, 2},
+    {"layout_pp", GT_COLL_TEST_SENDRECV, 2},
+    {"layout_zero3", GT_COLL_TEST_ALLGATHER, 0},
+};
+enum { N_LAYOUT_CASES = sizeof g_layout_cases / sizeof g_layout_cases[0] };
+
+/* The message of case k in bytes for gpt2-3m (0: its shape is unknown). */
+static uint64_t layout_bytes(int k) {
+    gt_model_arch a; /* gpt2's fields: max_seq vocab padded_vocab layers heads channels */
+    if (gt_model_arch_of("gpt2-3m", NULL, &a) != GT_OK) return 0;
+    uint64_t C = (uint64_t)a.fields[5], f = 4;
+    if (k == 0) return (uint64_t)LAYOUT_B * LAYOUT_T * C * f;
+    if (k == 1) return (uint64_t)LAYOUT_B / LAYOUT_M * LAYOUT_T * C * f;
+    return (12 * C * C + 13 * C) * f;
+}
+
+/* The index of the layout case called `name` ("layout_tp" or its full
+ * result name), or -1. */
+static int layout_case_of(const char *name) {
+    for (int k = 0; name && k < N_LAYOUT_CASES; k++) {
+        size_t n = strlen(g_layout_cases[k].scope);
+        if (strncmp(name, g_layout_cases[k].scope, n) == 0 && (!name[n] || name[n] == '/'))
+            return k;
+    }
+    return -1;
+}
+
+/* The config of layout case k from the suite's (its rounds, reps, root). */
+static gt_coll_config layout_config(const gt_coll_config *base, int k, char *layout, size_t len,
+                                    int n) {
+    const layout_case *lc = &g_layout_cases[k];
+    gt_coll_config c = *base;
+    c.colls = 1u << lc->coll;
+    c.dtypes = 1u << GT_DTYPE_FP32;
+    c.ops = 1u << GT_REDOP_SUM;
+    c.full_matrix = 0;
+    c.min_bytes = c.max_bytes = layout_bytes(k);
+    c.scope = lc->scope;
+    int g = lc->group && lc->group < n ? lc->group : n;
+    snprintf(layout, len, "%s=%d", lc->group ? (k == 0 ? "tp" : "pp") : "dp", g);
+    c.scope_layout = layout;
+    c.root = 0;
+    return c;
+}
+
+/* Layout case k on groups of its neighbouring ranks (every group at once;
+ * rank 0's report gets its own group's). Collective over comm. */
+static gt_status run_layout_case(gt_comm *comm, const gt_coll_config *base, int k, gt_report *rep) {
+    int n = gt_comm_size(comm), me = gt_comm_rank(comm), group = g_layout_cases[k].group;
+    char layout[32];
+    gt_coll_config c = layout_config(base, k, layout, sizeof layout, n);
+    if (!c.min_bytes) return GT_ERR(GT_ERR_INVALID, "collectives: no gpt2-3m shape");
+    gt_coll_summary sum;
+    if (!group || group >= n) return gt_coll_run(comm, &c, rep, &sum);
+    gt_comm *sub = NULL;
+    GT_TRY(gt_comm_split(comm, me / group, me, &sub));
+    gt_status s = gt_coll_run(sub, &c, rep, &sum);
+    gt_comm_free(sub);
+    return s;
+}
+
+/* Whether the layout cases run with a whole sweep (no case named): when it
+ * covers every collective up to 1 MiB at least (the quick sweep does; one
+ * narrowed with -e, --colls or --dtypes leaves them to be named). */
+static int layout_wanted(const gt_coll_config *cfg) {
+    unsigned all = (1u << GT_COLL_TEST_COUNT) - 1;
+    return (cfg->colls & all) == all && (cfg->dtypes & (1u << GT_DTYPE_FP32)) &&
+           (cfg->ops & (1u << GT_REDOP_SUM)) && cfg->max_bytes >= ((uint64_t)1 << 20);
+}
+
 /* The config run() uses (gt_suite_collectives_configure, the effort, a case). */
 static gt_status config_of(const gt_suite_ctx *ctx, gt_coll_config *cfg) {
     *cfg = g_cfg_set ? g_cfg : gt_coll_defaults();
     if (!g_cfg_set && ctx->effort == GT_EFFORT_QUICK) cfg->max_bytes = (uint64_t)1 << 20;
-    if (ctx->case_filter) {
+    if (ctx->case_filter && layout_case_of(ctx->case_filter) >= 0) {
+        cfg->colls = 0; /* a layout case alone (run) */
+    } else if (ctx->case_filter) {
         gt_coll_test t;
         if (gt_coll_test_parse(ctx->case_filter, &t) != GT_OK)
             return GT_ERR(GT_ERR_INVALID, "collectives has no case '%s' (gauntlet list)",
@@ -57,9 +149,17 @@ static gt_status config_of(const gt_suite_ctx *ctx, gt_coll_config *cfg) {
 }
 
 static int count(const gt_suite_ctx *ctx, int ranks) {
-    (void)ranks;
     gt_coll_config cfg;
-    return config_of(ctx, &cfg) == GT_OK ? gt_coll_count_results(&cfg) : 1;
+    if (config_of(ctx, &cfg) != GT_OK) return 1;
+    int n = gt_coll_count_results(&cfg);
+    for (int k = 0; k < N_LAYOUT_CASES; k++) {
+        if (ctx->case_filter ? layout_case_of(ctx->case_filter) != k : !layout_wanted(&cfg))
+            continue;
+        char layout[32];
+        gt_coll_config c = layout_config(&cfg, k, layout, sizeof layout, ranks);
+        n += gt_coll_count_results(&c);
+    }
+    return n;
 }
 
 /* Where the communicator spans nodes with more than one rank on a node:
@@ -119,8 +219,16 @@ static gt_status run(const gt_suite_ctx *ctx) {
     cfg.on_result = on_result;
     cfg.on_result_ctx = &r;
     gt_coll_summary sum;
-    gt_status s = gt_coll_run(ctx->comm, &cfg, rep, &sum);
-    if (s == GT_OK) s = run_node_scopes(ctx->comm, &cfg, rep);
+    gt_status s = cfg.colls ? gt_coll_run(ctx->comm, &cfg, rep, &sum) : GT_OK;
+    if (s == GT_OK && cfg.colls) s = run_node_scopes(ctx->comm, &cfg, rep);
+    for (int k = 0; k < N_LAYOUT_CASES && s == GT_OK; k++) {
+        if (ctx->case_filter && layout_case_of(ctx->case_filter) != k) continue;
+        /* on nccl only when named: its groups (ncclCommSplit) are not yet tested */
+        if (!ctx->case_filter &&
+            (!layout_wanted(&cfg) || strcmp(gt_comm_backend_name(ctx->comm), "nccl") == 0))
+            break;
+        s = run_layout_case(ctx->comm, &cfg, k, rep);
+    }
     gt_report_free(scratch);
     return s;
 }
@@ -130,12 +238,21 @@ static void list(FILE *f) {
         fprintf(f, "  %-28s busbw/algbw per size x dtype x op, #wrong = 0, overhead vs raw "
                    "MPI/NCCL\n",
                 gt_coll_test_name((gt_coll_test)t));
+    static const char *const what[N_LAYOUT_CASES] = {
+        "gpt2-3m's tensor-group all-reduce: B T C fp32 activations on 2 neighbouring ranks",
+        "gpt2-3m's pipeline exchange: one micro-batch's activations between 2 neighbours",
+        "gpt2-3m's ZeRO-3 gather of one block's parameters over every rank"};
+    for (int k = 0; k < N_LAYOUT_CASES; k++)
+        fprintf(f, "  %-28s %s (%llu bytes)\n", g_layout_cases[k].scope, what[k],
+                (unsigned long long)layout_bytes(k));
 }
 
-/* A case filter names one collective (config_of). */
+/* A case filter names one collective (config_of) or one layout case. */
 static void names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const char *name), void *arg) {
     (void)ctx;
     for (int t = 0; t < GT_COLL_TEST_COUNT; t++) fn(arg, gt_coll_test_name((gt_coll_test)t));
+    for (int k = 0; k < N_LAYOUT_CASES; k++)
+        fn(arg, g_layout_cases[k].scope);
 }
 
 const gt_suite gt_suite_collectives = {

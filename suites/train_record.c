@@ -76,6 +76,13 @@ static void grid_record(const gt_train_stats *st, gt_result *res) {
     gt_result_param_str(res, "pp_split", st->pp_split);
     gt_result_param_int(res, "micro_batches", st->pp_micro_batches);
     gt_result_param_str(res, "schedule", st->pp_schedule);
+    if (st->pp_send_formula > 0) {
+        /* sizes by the layout, not measurements: no noise to judge */
+        gt_result_metric(res, "pp_send_bytes", "bytes", 0, st->pp_send_bytes, NULL, 0);
+        gt_result_metric_ungated(res, "pp_send_bytes", "reference");
+        gt_result_metric(res, "pp_send_bytes_formula", "bytes", 0, st->pp_send_formula, NULL, 0);
+        gt_result_metric_ungated(res, "pp_send_bytes_formula", "reference");
+    }
     gt_result_metric(res, "pipeline_bubble_theory", "fraction", 0, st->bubble_theory, NULL, 0);
     gt_result_metric_ungated(res, "pipeline_bubble_theory", "reference");
     if (!st->bubble_stage || !(st->bubble_measured > 0)) return; /* the run did not finish */

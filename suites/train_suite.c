@@ -960,6 +960,100 @@ static gt_status mode_scaling_case(const gt_suite_ctx *ctx, const scaling_mode *
     return strong_case(ctx, name, &c, gt_comm_size(ctx->comm));
 }
 
+/* ---- the layout grid (docs/distributed.md, "The layout grid") -------------------
+ * gpt2-3m at the strong-scaling cases' global batch (16 x 64 tokens) on every
+ * layout dp x tp x pp of this topology's ranks the model allows
+ * (gt_train_grid_layouts), one result each with the param `layout`; the
+ * fastest gets fraction_of_fastest 1. Pipeline layouts split each replica's
+ * share into LAYOUT_PP_MICRO micro-batches (1F1B). */
+enum { LAYOUT_MAX = 64, LAYOUT_PP_MICRO = 4 };
+
+/* Check traffic_formula: the bytes a step sent per collective kind (the
+ * data-parallel group's, the tensor group's all-reduces, the pipeline's
+ * sends) equal the layout's formula; value: the largest difference in
+ * bytes. A pipeline's data-parallel group has no formula ("Traffic per
+ * step"): the check covers the rest. */
+static void layout_traffic_check(const gt_train_grid *g, const gt_train_stats *st, gt_result *res) {
+    double worst = 0;
+    int checked = 0;
+    const gt_train_traffic *tr = &st->traffic;
+    if (tr->step && tr->has_formula) {
+        for (int k = 0; k < GT_COLL_COUNT; k++)
+            worst = fmax(worst, fabs(tr->bytes[k] - tr->formula[k]));
+        checked++;
+    }
+    if (g->tp > 1) {
+        worst = fmax(worst, fabs(st->tp_bytes - st->tp_bytes_formula));
+        checked++;
+    }
+    if (g->pp > 1 && st->pp_send_formula > 0) {
+        worst = fmax(worst, fabs(st->pp_send_bytes - st->pp_send_formula));
+        checked++;
+    }
+    if (!checked) return;
+    gt_result_check(res, "traffic_formula", worst == 0, worst, 0,
+                    "bytes per step per collective (traffic; tp_allreduce_bytes; pp_send_bytes) "
+                    "equal to the layout's formula (docs/distributed.md); value: the largest "
+                    "difference");
+}
+
+/* One layout of the grid: its training run, recorded with its efficiency
+ * against the case's first topology. *ms: its step time (0: failed). */
+static gt_status layout_one(const gt_suite_ctx *ctx, const gt_train_grid *g, gt_result **out,
+                            double *ms) {
+    gt_train_config c = base_config(ctx, ctx->effort == GT_EFFORT_QUICK ? 4 : 20);
+    snprintf(c.model_name, sizeof c.model_name, "gpt2-3m");
+    c.batch = 16;
+    c.seq_len = 64;
+    c.grid = *g;
+    if (g->pp > 1) c.micro_batches = LAYOUT_PP_MICRO;
+    gt_train_stats st;
+    gt_status s;
+    char lay[64];
+    gt_train_grid_format(g, lay, sizeof lay);
+    *ms = 0;
+    *out = train_case(ctx, "scaling", "gpt2-3m/layouts", &c, &st, &s);
+    if (*out) {
+        gt_result_param_str(*out, "layout", lay);
+        if (s == GT_OK) {
+            *ms = st.ms_per_step;
+            strong_efficiency(*out, "gpt2-3m/layouts", gt_comm_size(ctx->comm), st.ms_per_step);
+            layout_traffic_check(g, &st, *out);
+        }
+    }
+    done(ctx, *out);
+    gt_train_stats_release(&st);
+    return fatal(s) ? s : GT_OK;
+}
+
+/* The layout grid of this topology: every layout in turn, then each
+ * result's step time against the fastest's (fraction_of_fastest, 1 for the
+ * fastest; derived from ms_per_step, so compare judges the step time once).
+ * Left out of --quick unless named (7-15 s at topology 2 on 2 cores, 4
+ * steps a layout). */
+static gt_status layouts_case(const gt_suite_ctx *ctx) {
+    if (!wanted(ctx, "gpt2-3m/layouts")) return GT_OK;
+    if (ctx->effort == GT_EFFORT_QUICK && !ctx->case_filter) return GT_OK;
+    gt_model_arch a; /* gpt2's fields: max_seq vocab padded_vocab layers heads channels */
+    GT_TRY(gt_model_arch_of("gpt2-3m", NULL, &a));
+    gt_train_grid grids[LAYOUT_MAX];
+    int n = gt_train_grid_layouts(gt_comm_size(ctx->comm), a.fields[4], a.fields[3], a.fields[2],
+                                  grids, LAYOUT_MAX);
+    if (n > LAYOUT_MAX) n = LAYOUT_MAX;
+    gt_result *res[LAYOUT_MAX];
+    double ms[LAYOUT_MAX], best = 0;
+    for (int i = 0; i < n; i++) {
+        GT_TRY(layout_one(ctx, &grids[i], &res[i], &ms[i]));
+        if (ms[i] > 0 && (best == 0 || ms[i] < best)) best = ms[i];
+    }
+    for (int i = 0; i < n && best > 0; i++) {
+        if (!res[i] || !(ms[i] > 0)) continue;
+        gt_result_metric(res[i], "fraction_of_fastest", "fraction", 1, best / ms[i], NULL, 0);
+        gt_result_metric_derived(res[i], "fraction_of_fastest", "ms_per_step");
+    }
+    return GT_OK;
+}
+
 /* Strong scaling of a preset in storage dtype dt: samples (images,
  * tokens) per second, MFU against dt's peak, efficiency against the first
  * topology run. The global batch is `batch` on host backends and
@@ -1009,6 +1103,7 @@ static gt_status scaling_run(const gt_suite_ctx *ctx) {
     if (wanted(ctx, "gpt2-3m/weak")) GT_TRY(scaling_case(ctx, 1));
     for (size_t m = 0; m < sizeof g_scaling_modes / sizeof g_scaling_modes[0]; m++)
         GT_TRY(mode_scaling_case(ctx, &g_scaling_modes[m]));
+    GT_TRY(layouts_case(ctx));
     static const gt_dtype dts[] = {GT_DTYPE_FP32, GT_DTYPE_BF16, GT_DTYPE_FP16};
     for (int k = 0; k < 3; k++) {
         GT_TRY(preset_scaling_case(ctx, "mlp-small", dts[k], 64, 4096, 0));
@@ -1029,6 +1124,11 @@ static void scaling_list(FILE *f) {
     fprintf(f, "  %-28s gpt2-3m with ZeRO-1, ZeRO-2, ZeRO-3, block recomputation: step time, "
                "exposed communication, memory per rank, strong scaling efficiency per mode\n",
             "gpt2-3m/{zero1,zero2,zero3,recompute}");
+    fprintf(f,
+            "  %-28s gpt2-3m on every layout dp x tp x pp of the topology's ranks: step "
+            "time, tokens/s, efficiency, memory per rank, traffic against its formula, "
+            "bubble; the fastest marked (not in --quick unless named)\n",
+            "gpt2-3m/layouts");
     fprintf(f, "  %-28s samples/s, MFU, strong scaling efficiency (global batch 64; 4096 on "
                "cuda)\n",
             "mlp-small");
@@ -1045,10 +1145,15 @@ static void scaling_list(FILE *f) {
 }
 
 /* scaling_run adds a result for each of its 13 cases, a skip where the
- * backend does not run it */
+ * backend does not run it, and one per layout of gpt2-3m/layouts (not at
+ * --quick unless named) */
 static int scaling_count(const gt_suite_ctx *ctx, int ranks) {
-    (void)ranks;
-    return ctx->case_filter ? 1 : 13;
+    gt_model_arch a;
+    int layouts = gt_model_arch_of("gpt2-3m", NULL, &a) == GT_OK
+                      ? gt_train_grid_layouts(ranks, a.fields[4], a.fields[3], a.fields[2], NULL, 0)
+                      : 1;
+    if (ctx->case_filter) return strcmp(ctx->case_filter, "gpt2-3m/layouts") == 0 ? layouts : 1;
+    return 13 + (ctx->effort == GT_EFFORT_QUICK ? 0 : layouts);
 }
 
 /* wanted()'s exact names: the gpt2-3m pair and each preset in each dtype. */
@@ -1062,6 +1167,7 @@ static void scaling_names(const gt_suite_ctx *ctx, void (*fn)(void *arg, const c
         snprintf(mode, sizeof mode, "gpt2-3m/%s", g_scaling_modes[m].name);
         fn(arg, mode);
     }
+    fn(arg, "gpt2-3m/layouts");
     static const char *const presets[] = {"mlp-small", "resnet-small", "gpt2-124m"};
     static const char *const dts[] = {"bf16", "fp16"};
     char n[64];

@@ -17,8 +17,10 @@ trap 'rm -rf "$tmp"' EXIT
 
 # the quick default matrix: allreduce, reduce, reduce_scatter x 6 dtypes x 4
 # ops x 2 placements; broadcast, alltoall, sendrecv x 6 dtypes x 1;
-# allgather x 6 x 2
-expected_results=174
+# allgather x 6 x 2; and what the layouts send (docs/distributed.md, "The layout
+# grid"): layout_tp's all-reduce x 2 placements, layout_pp's exchange,
+# layout_zero3's all-gather x 2
+expected_results=179
 
 if [ $# -eq 0 ]; then
     # command line: exit code and the words the user must see
@@ -83,6 +85,13 @@ fi
 grep -q "^# wrong elements: 0 (OK)" <<<"$out" || fail "the table reports wrong elements"
 grep -q "^total: $expected_results results: .* 0 error" <<<"$out" ||
     fail "expected $expected_results results and no error"
+# the layout cases, one size each: gpt2-3m's 16 x 64 x 256 fp32 activations, a
+# micro-batch of 4 of them, one block's 12C^2 + 13C parameters
+for c in layout_tp/allreduce/fp32/sum:1048576 layout_pp/sendrecv/fp32:262144 \
+         layout_zero3/allgather/fp32:3159040; do
+    grep -A12 "\"case\": \"${c%%:*}\"" "$tmp/c.json" | grep -q "\"max_bytes\": ${c##*:}," ||
+        fail "no case ${c%%:*} of ${c##*:} bytes"
+done
 # each metric says whether its blocks were timed in rounds (compare reads it)
 if [ "$rounds" -gt 1 ]; then
     grep -q '"rounds": 5' "$tmp/c.json" || fail "no metric timed in 5 rounds in the report"

@@ -208,6 +208,23 @@ sed 's/"cpu": {"model": "Test CPU", "logical": 2}/"cpu": {"model": "Other CPU", 
     "$tmp/vb.json" >"$tmp/vo.json"
 expect 5 "NOT COMPARABLE" "$g" compare "$tmp/va.json" "$tmp/vo.json"
 expect 0 "notcomp.html" "$g" report "$tmp/va.json" "$tmp/vo.json" --html "$tmp/notcomp.html"
+# the scaling suite's layout grid (two layouts of topology 2): its own section, the
+# faster one marked
+lay() { # LAYOUT MS
+    printf '{"suite": "scaling", "case": "gpt2-3m/layouts", "topology": "2", "backend": "cpu",
+     "status": "pass", "params": {"layout": "%s"}, "checks": [],
+     "memory": {"by_kind": {"parameters_bytes": 1048576, "formula_bytes": 1048576}},
+     "metrics": {"ms_per_step": {"value": %s, "unit": "ms", "better": "lower", "n": 1}}}' "$1" "$2"
+}
+cat >"$tmp/lay.json" <<EOF
+{"schema_version": 1,
+ "run": {"id": "lay", "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:00:01Z",
+         "command_line": ["gauntlet", "run", "scaling"], "git_revision": "0123456789ab"},
+ "env": {"host": "lay"},
+ "results": [$(lay dp=2,tp=1,pp=1 700), $(lay dp=1,tp=2,pp=1 550)],
+ "summary": {"total": 2, "pass": 2, "fail": 0, "skip": 0, "error": 0, "ok": true}}
+EOF
+expect 0 "layouts.html" "$g" report "$tmp/lay.json" --html "$tmp/layouts.html"
 grep -q '"not_comparable":true,"machine":\[{"key":"env.cpu.model","base":"Test CPU","new":"Other CPU"},{"key":"env.cpu.logical","base":"2","new":"224"}\]' "$tmp/notcomp.html" &&
     ok "another machine class: the page carries compare's NOT COMPARABLE and its fields" ||
     fail "another machine class: no not_comparable with the differing fields in the page"
@@ -238,6 +255,7 @@ browse "$tmp/kernels.html" --dump-dom --window-size=1280,2000 >"$tmp/kernels-dom
 browse "$tmp/verdicts.html" --dump-dom --window-size=1280,2000 >"$tmp/verdicts-dom.html"
 browse "$tmp/train2.html" --dump-dom --window-size=1280,2000 >"$tmp/train2-dom.html"
 browse "$tmp/notcomp.html" --dump-dom --window-size=1280,2000 >"$tmp/notcomp-dom.html"
+browse "$tmp/layouts.html" --dump-dom --window-size=1280,2000 >"$tmp/layouts-dom.html"
 browse "$out" --screenshot="$tmp/shot.png" --window-size=1280,2000 >/dev/null
 # the collectives and training sections, and the two-report kernels table, to look at
 browse "$out" --screenshot="$tmp/shot-long.png" --window-size=1280,6000 >/dev/null
@@ -247,12 +265,16 @@ if [ ! -s "$tmp/dom.html" ]; then
 fi
 
 count() { grep -o -- "$1" "$2" | wc -l; }
-for dom in "$tmp/dom.html" "$tmp/one-dom.html" "$tmp/kernels-dom.html" "$tmp/verdicts-dom.html" "$tmp/train2-dom.html" "$tmp/notcomp-dom.html"; do
+for dom in "$tmp/dom.html" "$tmp/one-dom.html" "$tmp/kernels-dom.html" "$tmp/verdicts-dom.html" "$tmp/train2-dom.html" "$tmp/notcomp-dom.html" "$tmp/layouts-dom.html"; do
     grep -q 'data-rendered="1"' "$dom" && grep -q 'data-render-errors="0"' "$dom" &&
         ! grep -q 'id="render-errors"' "$dom" && ok "$(basename "$dom"): renderer ran, no errors" ||
         { fail "$(basename "$dom"): the renderer threw or did not finish";
           grep -o 'id="render-errors"[^<]*' "$dom" | head -5; }
 done
+[ "$(count '<tr class="fastest"' "$tmp/layouts-dom.html")" -eq 1 ] &&
+    grep -q '<tr class="fastest" data-layout="dp=1,tp=2,pp=1"' "$tmp/layouts-dom.html" &&
+    grep -q 'id="layouts"' "$tmp/layouts-dom.html" && ! grep -q 'id="layouts"' "$tmp/dom.html" &&
+    ok "layouts: side by side, the fastest marked" || fail "layouts: no section or not one fastest"
 dom=$tmp/dom.html
 atleast() { # WHAT MIN PATTERN: at least MIN matches in the dumped DOM
     local n

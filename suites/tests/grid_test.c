@@ -77,6 +77,24 @@ static void splits(int L, int P) {
     EXPECT(next == L, "L %d P %d: the stages end at block %d", L, P, next);
 }
 
+/* The scaling suite's layout grid: exactly the layouts dp x tp x pp = N the
+ * model allows, each once, in the documented order. `want` lists them as
+ * "dp=D,tp=T,pp=P" separated by ';'. */
+static void layouts(int N, int heads, int layers, int vocab, const char *want) {
+    gt_train_grid g[32];
+    int n = gt_train_grid_layouts(N, heads, layers, vocab, g, 32);
+    char got[1024] = "", one[64];
+    for (int i = 0; i < n && i < 32; i++) {
+        gt_train_grid_format(&g[i], one, sizeof one);
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? ";" : "", one);
+        EXPECT(g[i].dp * g[i].tp * g[i].pp == N, "N %d: %s is not %d ranks", N, one, N);
+    }
+    EXPECT(strcmp(got, want) == 0, "N %d heads %d layers %d: '%s', want '%s'", N, heads, layers,
+           got, want);
+    EXPECT(gt_train_grid_layouts(N, heads, layers, vocab, NULL, 0) == n,
+           "N %d: the count without a buffer", N);
+}
+
 int main(void) {
     parses("pp=2", 0, 0, 2);
     parses("dp=2,pp=2", 2, 0, 2);
@@ -97,6 +115,17 @@ int main(void) {
     refuses_on("tp=2,pp=2", 2, "does not divide the job's 2 ranks");
     refuses_on("dp=2,tp=2", 2, "is 4 ranks, but the job has 2");
     placed();
+    /* gpt2-3m: 4 heads, 4 blocks, vocabulary 256 */
+    layouts(1, 4, 4, 256, "dp=1,tp=1,pp=1");
+    layouts(2, 4, 4, 256, "dp=2,tp=1,pp=1;dp=1,tp=2,pp=1;dp=1,tp=1,pp=2");
+    layouts(4, 4, 4, 256,
+            "dp=4,tp=1,pp=1;dp=2,tp=2,pp=1;dp=2,tp=1,pp=2;dp=1,tp=4,pp=1;dp=1,tp=2,pp=2;"
+            "dp=1,tp=1,pp=4");
+    /* gpt2-tiny: 2 heads, 2 blocks: no tp=4, no pp=4 */
+    layouts(4, 2, 2, 256, "dp=4,tp=1,pp=1;dp=2,tp=2,pp=1;dp=2,tp=1,pp=2;dp=1,tp=2,pp=2");
+    /* 3 heads, 6 blocks, a vocabulary 3 does not divide: no tp=3 */
+    layouts(3, 3, 6, 256, "dp=3,tp=1,pp=1;dp=1,tp=1,pp=3");
+    layouts(0, 4, 4, 256, "");
     refuses("xx=2", GT_ERR_INVALID, "'xx=2' is not dp=N, tp=N or pp=N");
     refuses("pp=0", GT_ERR_INVALID, "pp must be a whole number >= 1");
     refuses("pp=2x", GT_ERR_INVALID, "whole number");

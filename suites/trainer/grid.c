@@ -139,3 +139,22 @@ void gt_train_grid_close(gt_trainer *t) {
     gt_comm_free(t->dp_comm);
     t->tp_comm = t->pp_comm = t->dp_comm = NULL;
 }
+
+int gt_train_grid_layouts(int N, int heads, int layers, int padded_vocab, gt_train_grid *out,
+                          int max) {
+    int n = 0;
+    if (N < 1) return 0;
+    /* dp descending, then tp descending: plain data parallelism first */
+    for (int dp = N; dp >= 1; dp--) {
+        if (N % dp) continue;
+        int rest = N / dp;
+        for (int tp = rest; tp >= 1; tp--) {
+            if (rest % tp) continue;
+            int pp = rest / tp;
+            if (heads % tp || padded_vocab % tp || layers % pp) continue;
+            if (out && n < max) out[n] = (gt_train_grid){.dp = dp, .tp = tp, .pp = pp};
+            n++;
+        }
+    }
+    return n;
+}

@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include "suites/trainer/pipeline.h"
+
 void gt_train_traffic_mark(gt_trainer *t, int step_start) {
     if (step_start) memset(t->traffic_step, 0, sizeof t->traffic_step);
     gt_comm_get_stats(t->comm, &t->traffic_mark);
@@ -64,8 +66,45 @@ int gt_train_traffic_formula(const gt_trainer *t, double f[GT_COLL_COUNT]) {
     return 1;
 }
 
+/* A pipeline stage's sends a step (the table of docs/distributed.md,
+ * "Pipeline parallel"), for k micro-batches of b sequences of T tokens:
+ * the output activation forward (not the last stage) and the input's
+ * gradient backward (not the first), b T C each in the activation dtype;
+ * with --deterministic the last stage's dlogits and final LayerNorm output
+ * b T (Vp/TP + C) a micro-batch, else its summed gradient of the tied wte
+ * (Vp/TP) C once; the first stage's updated wte (Vp/TP) C fp32 after the
+ * optimizer step. 0 when the model's shape is unknown. */
+static double pp_formula(const gt_trainer *t) {
+    gt_model_arch a; /* gpt2's fields: max_seq vocab padded_vocab layers heads channels */
+    if (gt_model_arch_of(t->cfg->model_name, t->cfg->model_options, &a) != GT_OK) return 0;
+    const gt_train_pipe *p = t->pipe;
+    double C = a.fields[5], V = (double)a.fields[2] / t->TP, k = t->k_local;
+    double bt = (double)t->M * t->T, es = (double)gt_dtype_size(gt_model_dtype(t->model));
+    double gs = (double)gt_dtype_size(t->cfg->precision);
+    double f = k * bt * C * es * ((p->stage < p->P - 1) + (p->stage > 0));
+    if (p->stage == p->P - 1) f += p->exact_head ? k * bt * (V + C) * es : V * C * gs;
+    if (p->stage == 0) f += V * C * 4.0;
+    return f;
+}
+
+/* The pipeline group's sends since the last step recorded (a skipped
+ * fp16 step sends no updated wte: only the mark moves). */
+static void pp_take(gt_trainer *t, int skip) {
+    if (!t->pipe || !t->pp_comm) return;
+    gt_comm_stats now;
+    gt_comm_get_stats(t->pp_comm, &now);
+    if (t->pp_marked && !skip) {
+        t->st->pp_send_bytes =
+            (double)(now.coll_bytes[GT_COLL_SEND] - t->pp_mark.coll_bytes[GT_COLL_SEND]);
+        t->st->pp_send_formula = pp_formula(t);
+    }
+    t->pp_mark = now;
+    t->pp_marked = 1;
+}
+
 void gt_train_traffic_record(gt_trainer *t, const gt_train_step *s) {
     gt_train_traffic *tr = &t->st->traffic;
+    pp_take(t, s->skip);
     if (s->skip) return; /* fp16 overflow: no update, no all-gather */
     for (int k = 0; k < GT_COLL_COUNT; k++) tr->bytes[k] = (double)t->traffic_step[k];
     tr->step = s->step + 1;

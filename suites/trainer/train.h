@@ -43,6 +43,14 @@ gt_status gt_train_grid_sizes(const gt_train_grid *g, int N, gt_train_grid *out)
  * (at->dp), stage (at->pp) and tensor-parallel rank (at->tp). Tensor
  * groups innermost: rank = (replica * pp + stage) * tp + tp_rank. */
 void gt_train_grid_coords(const gt_train_grid *g, int rank, gt_train_grid *at);
+/* Every layout dp x tp x pp = N a gpt2 of `heads` heads, `layers` blocks and a
+ * padded vocabulary of `padded_vocab` allows (tp divides the heads and the
+ * padded vocabulary, pp divides the blocks: equal stages), dp descending,
+ * then tp descending (plain data parallelism first). Writes at most `max`
+ * of them to out (may be NULL) and returns how many there are; 0 for N < 1.
+ * Pure: the scaling suite's layout grid (docs/suites.md, "scaling"). */
+int gt_train_grid_layouts(int N, int heads, int layers, int padded_vocab, gt_train_grid *out,
+                          int max);
 /* "dp=2,tp=1,pp=2" (len >= 48) */
 void gt_train_grid_format(const gt_train_grid *g, char *buf, size_t len);
 
@@ -247,6 +255,11 @@ typedef struct gt_train_stats {
     double tp_collectives;
     double tp_bytes;
     double tp_bytes_formula;
+    /* pipeline stages: the bytes this rank sent to its pipeline neighbours in the last
+     * step recorded (activations, their gradients, the tied head's weights or gradient)
+     * and the same by the formula (docs/distributed.md, "Pipeline parallel"); 0 without */
+    double pp_send_bytes;
+    double pp_send_formula;
     size_t params_per_rank;
     /* resumed runs: the checkpoint (file or sharded folder) resumed from, the
      * fields that differed and were allowed ("lr: 0.001 -> 0.002; ..."), and what

@@ -204,6 +204,9 @@ struct gt_trainer {
     gt_train_grad_units *gunits; /* gradients sharded by unit (gradunits.c), else NULL */
     gt_comm_stats traffic_mark;             /* traffic.c: the communicator's count at the mark */
     uint64_t traffic_step[GT_COLL_COUNT];   /* this step's bytes per kind so far */
+    gt_comm_stats pp_mark;                  /* traffic.c: the pipeline group's count at the
+                                             * end of the last step recorded */
+    int pp_marked;
     gt_train_schedule schedule;
     gt_train_tree tree;
     /* steps */
