@@ -207,9 +207,13 @@ static const char *tput_metric(const gt_report_result *r) {
     return NULL;
 }
 
+/* Data-parallel (and ZeRO) runs only: a result with tensor or pipeline
+ * parallelism (its "grid" param) splits the step's compute in other ways,
+ * which the layout model reads (predict_layout.c); pooled here it would
+ * bend the fit of the data-parallel step. */
 static int usable_train(const gt_report_result *r) {
     return is_train_suite(r->suite) && r->status == GT_RESULT_PASS &&
-           gt_report_result_metric(r, "ms_per_step") && pstr(r, "model");
+           gt_report_result_metric(r, "ms_per_step") && pstr(r, "model") && !pstr(r, "grid");
 }
 
 /* The same model in the same configuration (what the compute fit may pool). */

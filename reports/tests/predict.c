@@ -63,6 +63,21 @@ static void train_result(int first, const char *name, int ranks, int batch, doub
         step, step, exposed_ms, exposed_ms, exposed_ms, exposed_ms);
 }
 
+/* a tensor-parallel run of the same model (its "grid" param), far slower
+ * than the data-parallel fit: the layout model's input, not the fit's */
+static void grid_result(int ranks, int batch) {
+    add(",{\"suite\": \"scaling\", \"case\": \"toy/layouts\", \"topology\": \"%d\","
+        " \"backend\": \"cpu\", \"status\": \"pass\", \"params\": {\"model\": \"toy\","
+        " \"precision\": \"fp32\", \"batch\": %d, \"seq\": 4, \"ranks\": %d, \"threads\": 1,"
+        " \"num_params\": %.0f, \"zero\": 0, \"deterministic\": 0, \"grid\": \"dp=1,tp=%d,pp=1\"},"
+        " \"checks\": [], \"metrics\": {\"ms_per_step\": {\"value\": 1000, \"better\": \"lower\","
+        " \"samples\": [1000, 1000, 1000]}, \"exposed_comm_ms\": {\"value\": 0, \"better\":"
+        " \"lower\", \"samples\": [0, 0, 0]}}}",
+        ranks, batch, ranks, NPARAMS, ranks);
+}
+static int
+    g_with_grid; /* make() adds two grid results (8 samples a rank) to the training results */
+
 /* allreduce on n ranks; scope "" (the world), "intra_node/" or "inter_node/"
  * with the world's layout; alpha (s) and beta (bytes/s) of its links */
 static void coll_scoped(int n, const char *scope, const char *layout, double alpha, double beta) {
@@ -103,6 +118,10 @@ static gt_report_doc *make(int with_train, int with_coll) {
         train_result(1, "toy", 1, 16, 0);
         train_result(0, "toy", 2, 16, ex2);
         train_result(0, "toy/weak", 1, 8, 0);
+        if (g_with_grid) { /* the most results of 8 samples a rank: they would set its median */
+            grid_result(2, 16);
+            grid_result(4, 32);
+        }
         first = 0;
     }
     if (with_coll) {
@@ -164,7 +183,8 @@ static const char *jstr(json_t *j, const char *p) {
     snprintf(buf, sizeof buf, "%s", p);
     json_t *cur = j;
     for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, "."))
-        cur = json_is_array(cur) ? json_array_get(cur, (size_t)atoi(tok)) : json_object_get(cur, tok);
+        cur =
+            json_is_array(cur) ? json_array_get(cur, (size_t)atoi(tok)) : json_object_get(cur, tok);
     return json_is_string(cur) ? json_string_value(cur) : "";
 }
 
@@ -249,10 +269,12 @@ static void issue35(void) {
          "measured exposed beside 2 ranks");
     CHECK(isnan(path(j, "predictions.2.strong.measured.step_ms")), "4 ranks were not measured");
     /* weak: 16 per rank; efficiency from the row's own step and tokens/s */
-    double w1 = path(j, "predictions.0.weak.step_ms.mid"), w2 = path(j, "predictions.1.weak.step_ms.mid");
+    double w1 = path(j, "predictions.0.weak.step_ms.mid"),
+           w2 = path(j, "predictions.1.weak.step_ms.mid");
     near(path(j, "predictions.1.weak.efficiency.mid"), w1 / w2, 1e-5, "weak efficiency = steps");
     near(path(j, "predictions.1.weak.efficiency.mid"),
-         path(j, "predictions.1.weak.throughput.mid") / (2 * path(j, "predictions.0.weak.throughput.mid")),
+         path(j, "predictions.1.weak.throughput.mid") /
+             (2 * path(j, "predictions.0.weak.throughput.mid")),
          1e-5, "weak efficiency = tokens/s");
     /* --check with 1 and 2 ranks measured: the 2-rank step from the 1-rank
      * compute and the 2-rank collectives, said not to be leave-one-out */
@@ -271,8 +293,10 @@ static void issue35(void) {
     CHECK(assumed(j, "slowest rank"), "the gap in exposed communication is not explained");
     json_decref(j);
     char *t = printed(d, &o);
-    CHECK(t && strstr(t, "This is not a leave-one-out check"), "the screen does not say that the "
-          "check is not leave-one-out:\n%s", t ? t : "");
+    CHECK(t && strstr(t, "This is not a leave-one-out check"),
+          "the screen does not say that the "
+          "check is not leave-one-out:\n%s",
+          t ? t : "");
     CHECK(t && strstr(t, "predicted against measured"), "the screen lacks the measured rows");
     CHECK(t && !strstr(t, "nothing to check"), "the screen says nothing to check");
     free(t);
@@ -341,7 +365,25 @@ static void refusals(void) {
     gt_report_doc_free(d);
 }
 
+/* a tensor- or pipeline-parallel result beside the data-parallel ones
+ * leaves the compute fit as it was */
+static void grid_results_left_out(void) {
+    g_with_grid = 1;
+    gt_report_doc *d = make(1, 1);
+    g_with_grid = 0;
+    if (!d) return;
+    gt_predict_options o = opts8();
+    json_t *j = predict(d, &o);
+    near(path(j, "inputs.compute.fixed"), 10, 0.01,
+         "compute with a grid result beside: fixed part");
+    near(path(j, "inputs.compute.per_sample"), 2, 0.01,
+         "compute with a grid result beside: per sample");
+    json_decref(j);
+    gt_report_doc_free(d);
+}
+
 int main(void) {
+    grid_results_left_out();
     gt_report_doc *d = make(1, 1);
     if (!d) return check_done("reports.predict");
     double G = NPARAMS * 4;
