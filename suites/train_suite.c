@@ -971,8 +971,7 @@ enum { LAYOUT_MAX = 64, LAYOUT_PP_MICRO = 4 };
 /* Check traffic_formula: the bytes a step sent per collective kind (the
  * data-parallel group's, the tensor group's all-reduces, the pipeline's
  * sends) equal the layout's formula; value: the largest difference in
- * bytes. A pipeline's data-parallel group has no formula ("Traffic per
- * step"): the check covers the rest. */
+ * bytes (a pipeline stage's data-parallel group: its stage's range). */
 static void layout_traffic_check(const gt_train_grid *g, const gt_train_stats *st, gt_result *res) {
     double worst = 0;
     int checked = 0;

@@ -56,6 +56,20 @@ if "$diff" "$tmp/fast1.json" "$tmp/fastdp2pp2.json" --rtol 1e-4 > /dev/null; the
 else fail "dp=2,pp=2 without --deterministic strays from one rank"; fi
 run fastpp2again 2 --micro-batches 4 --layout pp=2
 same fastpp21f1b fastpp2again "pp=2 without --deterministic run to run"
+# traffic of a stage's data-parallel group (rank 0's: stage 0's range, all-reduced, or
+# sent by the fixed tree with --deterministic) equal to its formula, to the byte
+if python3 - "$tmp"/{dp2pp2,fastdp2pp2}.json <<'PYEOF'
+import json, sys
+bad = []
+for f in sys.argv[1:]:
+    t = json.load(open(f))["results"][0].get("traffic", {})
+    b, fm = t.get("bytes_per_step"), t.get("formula_bytes_per_step")
+    if not b or b != fm: bad.append((f.split("/")[-1], b, fm))
+print(bad or "all equal")
+sys.exit(1 if bad else 0)
+PYEOF
+then ok "dp=2,pp=2: the stage's data-parallel traffic per step equal to its formula"
+else fail "dp=2,pp=2: the stage's data-parallel traffic vs its formula"; fi
 
 # 16-bit storage on ref (the tied weights' compute copy follows them to the
 # last stage; fp16's loss scaling sees the global norm)

@@ -49,13 +49,15 @@ static double zero3_gathers(const gt_trainer *t, double es) {
  *   ZeRO-3         broadcast: the gathers above
  *   --deterministic: the fixed tree instead of the reduction, send n es
  *                  (rank 0: broadcast n es)
- * One rank: nothing. Pipeline stages: not modelled (0: no formula). */
+ * One rank: nothing. A pipeline stage's data-parallel group reduces the
+ * stage's parameter range alone (no ZeRO with stages): n is that range. */
 int gt_train_traffic_formula(const gt_trainer *t, double f[GT_COLL_COUNT]) {
     memset(f, 0, GT_COLL_COUNT * sizeof *f);
-    if (t->pipe || !t->dp || !t->layout) return 0;
+    if (!t->dp || !t->layout) return 0;
     if (t->R == 1) return 1;
     double es = (double)gt_dtype_size(t->cfg->precision);
     double n = (double)gt_model_num_params(t->model), p = (double)gt_dp_padded(t->dp);
+    if (t->pipe) n = (double)(t->pipe->hi[t->pipe->stage] - t->pipe->lo[t->pipe->stage]);
     int zero = t->layout->zero;
     if (t->cfg->deterministic) f[t->rank == 0 ? GT_COLL_BROADCAST : GT_COLL_SEND] = n * es;
     else if (zero == 0) f[GT_COLL_ALLREDUCE] = n * es;
