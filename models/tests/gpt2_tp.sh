@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tensor-parallel gpt2 over MPI (--layout dp=D,tp=T,pp=P), oversubscribed on
-# whatever cores there are: tp=2 on 2 ranks, dp=2,tp=2 and tp=2,pp=2 on 4,
+# whatever cores there are: tp=2 on 2 ranks, dp=2,tp=2, tp=2,pp=2 and tp=4 on 4,
 # against one rank within the tensor-parallel bound (the final weights,
 # llmc_diff.py; the losses within 1e-5), bitwise run to run with
 # --deterministic and bitwise across the layouts of the same tensor split
@@ -78,6 +78,10 @@ near fast1 fasttp2 "tp=2 vs one rank without --deterministic"
 run ref1 1 --micro-batches 4 --backend ref --steps 2
 run reftp2 2 --micro-batches 4 --backend ref --steps 2 --layout tp=2
 near ref1 reftp2 "tp=2 on ref vs one rank"
+# the 4-rank layout of one tensor group: tp=4 needs 4 heads (gpt2-tiny has 2)
+run one4h 1 --deterministic --micro-batches 4 --heads 4 --steps 3
+run tp4 4 --deterministic --micro-batches 4 --heads 4 --steps 3 --layout tp=4
+near one4h tp4 "tp=4 (4 heads) vs one rank, --deterministic"
 
 # the report: the grid and where each rank sits (tensor groups innermost),
 # the slices a rank holds, the group's all-reduces beside their formula
