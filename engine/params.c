@@ -200,7 +200,10 @@ void gt_params_release(gt_params *p) {
     free(p->slice_unit);
     free(p->unit_buf);
     free(p->unit_grad);
+    free(p->unit_needed);
     p->unit_grad = NULL;
+    p->unit_needed = NULL;
+    p->in_backward = 0;
     p->unit_first = NULL;
     p->unit_lo = NULL;
     p->slice_unit = NULL;
@@ -237,12 +240,34 @@ void gt_params_set_unit_hook(gt_params *p, gt_params_unit_hook hook, void *ctx) 
     p->unit_ctx = ctx;
 }
 
+/* unit u's gradient buffer made now (sharded gradients); the failure's error */
+static gt_status open_unit_grad(gt_params *p, int u) {
+    if (gt_params_unit_grad(p, u)) return GT_OK;
+    gt_status s = p->grad_err;
+    return s != GT_OK ? s : GT_ERR(GT_ERR_OOM, "the gradients of unit %d", u);
+}
+
+gt_status gt_params_backward_begin(gt_params *p) {
+    if (!p->unit_grad) return GT_OK;
+    p->in_backward = 1;
+    for (int u = 0; u < p->nunits; u++)
+        if (p->unit_needed[u]) GT_TRY(open_unit_grad(p, u));
+    return GT_OK;
+}
+
+void gt_params_backward_end(gt_params *p) { p->in_backward = 0; }
+
 gt_status gt_params_need(gt_params *p, int u, int next) {
+    if (p->unit_grad) {
+        p->unit_needed[u] = 1;
+        if (p->in_backward) GT_TRY(open_unit_grad(p, u));
+    }
     if (!p->unit_hook) return GT_OK;
     return p->unit_hook(p->unit_ctx, GT_PARAMS_UNIT_NEED, u, next);
 }
 
 gt_status gt_params_done(gt_params *p, int u) {
+    if (p->unit_grad) p->unit_needed[u] = 0;
     if (p->grad_err != GT_OK) return p->grad_err;
     if (!p->unit_hook) return GT_OK;
     return p->unit_hook(p->unit_ctx, GT_PARAMS_UNIT_DONE, u, -1);
@@ -354,8 +379,15 @@ gt_status gt_params_shard_grads(gt_params *p) {
     if (p->nunits < 2)
         return GT_ERR(GT_ERR_INVALID, "gradients sharded by unit: the model declares %d unit(s)",
                       p->nunits);
-    if (!(p->unit_grad = calloc((size_t)p->nunits, sizeof *p->unit_grad)))
+    p->unit_grad = calloc((size_t)p->nunits, sizeof *p->unit_grad);
+    p->unit_needed = calloc((size_t)p->nunits, 1);
+    if (!p->unit_grad || !p->unit_needed) {
+        free(p->unit_grad);
+        free(p->unit_needed);
+        p->unit_grad = NULL;
+        p->unit_needed = NULL;
         return GT_ERR(GT_ERR_OOM, "out of host memory for the units' gradient buffers");
+    }
     gt_backend_dealloc(p->be, p->grads);
     p->grads = NULL;
     return GT_OK;

@@ -147,6 +147,13 @@ typedef struct gt_params {
     void **unit_grad;
     size_t grad_held, grad_peak;
     gt_status grad_err;
+    /* with sharded gradients: the units needed and not yet done (gt_params_need
+     * / _done), and whether a backward runs (gt_params_backward_begin / _end):
+     * a unit's gradient buffer is then made when its backward begins, so that
+     * an allocation that fails is an error before any kernel, never a NULL
+     * gradient handed to one */
+    unsigned char *unit_needed;
+    int in_backward;
 } gt_params;
 
 /* ---- declaring (before gt_params_alloc; programmer errors assert) ------------ */
@@ -199,6 +206,13 @@ static inline void *gt_params_weight(const gt_params *p, int i, int layer) {
     return gt_params_at(p, p->wc ? p->wc : (void *)p->params, off);
 }
 void *gt_params_unit_grad(gt_params *p, int u);
+/* The backward begins: with sharded gradients the buffers of the units
+ * needed and not done (those the forward left for the backward's start)
+ * are made now, and every gt_params_need until gt_params_backward_end makes
+ * its unit's; an allocation that fails is returned (GT_ERR_OOM, naming the
+ * unit). Without sharded gradients both do nothing. */
+gt_status gt_params_backward_begin(gt_params *p);
+void gt_params_backward_end(gt_params *p);
 static inline void *gt_params_grad(const gt_params *p, int i, int layer) {
     size_t off = gt_params_offset(p, i, layer);
     if (p->unit_grad) {
@@ -259,7 +273,8 @@ gt_status gt_params_masters_reshard(gt_params *p);
 
 /* ---- sharded gradients (ZeRO-2/3 with units) ------------------------------------
  * The whole gradient buffer is freed; each unit's gradients get a buffer of
- * their own when the backward first asks for one (gt_params_grad, zeroed:
+ * their own when the unit's backward begins (gt_params_backward_begin,
+ * gt_params_need inside the backward) or at the first gt_params_grad (zeroed:
  * they accumulate there across micro-batches), and whoever reduced them
  * frees it (gt_params_unit_grad_release), so a rank holds the gradients of
  * the units between their backward and the end of their reduction only.

@@ -217,6 +217,35 @@ static void sharded_grads(gt_backend *be, gt_dtype dt) {
     gt_params_release(&p);
 }
 
+/* With sharded gradients a unit's buffer is made when its backward begins:
+ * gt_params_backward_begin makes those of the units needed and not done
+ * (the forward left unit 1 for the backward's start), a gt_params_need
+ * inside the backward makes its unit's, none outside it. */
+static void backward_opens(gt_backend *be) {
+    gt_params p;
+    declare_marked(&p, 1);
+    CHECK_OK(gt_params_alloc(&p, be, GT_DTYPE_FP32));
+    CHECK_OK(gt_params_shard_grads(&p));
+    CHECK_OK(gt_params_need(&p, 0, 1)); /* the forward: unit 0, done, then unit 1 kept */
+    CHECK_OK(gt_params_done(&p, 0));
+    CHECK_OK(gt_params_need(&p, 1, -1));
+    CHECK(!gt_params_unit_grad_held(&p, 0) && !gt_params_unit_grad_held(&p, 1),
+          "a gradient buffer made in the forward");
+    CHECK_OK(gt_params_backward_begin(&p));
+    CHECK(gt_params_unit_grad_held(&p, 1) && !gt_params_unit_grad_held(&p, 0),
+          "the backward's start: unit 1 (needed, not done) %d, unit 0 (done) %d",
+          gt_params_unit_grad_held(&p, 1), gt_params_unit_grad_held(&p, 0));
+    CHECK_OK(gt_params_done(&p, 1));
+    CHECK_OK(gt_params_need(&p, 0, -1));
+    CHECK(gt_params_unit_grad_held(&p, 0), "a need in the backward made no buffer");
+    CHECK_OK(gt_params_done(&p, 0));
+    gt_params_backward_end(&p);
+    gt_params_unit_grad_release(&p, 0);
+    CHECK_OK(gt_params_need(&p, 0, -1));
+    CHECK(!gt_params_unit_grad_held(&p, 0), "a need after the backward made a buffer");
+    gt_params_release(&p);
+}
+
 /* Sharded masters: the store keeps [6, 16) of the masters; reading them
  * whole is refused until they are made whole (the rest filled by the
  * callback, as the all-gather would); a unit's own part is written to its
@@ -287,6 +316,7 @@ int main(void) {
     sharded(be, GT_DTYPE_BF16);
     sharded_grads(be, GT_DTYPE_FP32);
     sharded_grads(be, GT_DTYPE_BF16);
+    backward_opens(be);
     gt_params s;
     memset(&s, 0, sizeof s);
     gt_params_add(&s, "x", 0, 0, 1, 4, 0, 0, 0);

@@ -396,10 +396,12 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     const gt_ops *o = f->be->ops;
     const gt_kctx *k = &f->k;
     gt_backend *be = f->be;
+    gt_params_backward_end(f); /* a backward an error cut short */
     GT_TRY(forward_body(m, bt, 1, 1, c->nblocks)); /* then the last block's unit */
     int N = bt->n, K = c->classes;
     GT_TRY(o->classifier_bwd(k, p->logits, p->losses, p->logits, p->targets, dloss, N, K, K));
     if (mean_loss) GT_TRY(gt_dense_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
+    GT_TRY(gt_params_backward_begin(f)); /* the head's gradient buffer */
 
     /* head: dpooled (N,Cl), then the last feature map's gradient */
     void *dlast = c->nblocks > 0 ? p->blk[c->nblocks - 1].dout : p->stem_dout;
@@ -447,6 +449,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     GT_TRY(cbn_bwd(p, st, NULL, st->dbn, p->in, N));
     GT_TRY(gt_params_done(f, 0));
     GT_TRY(gt_params_ready(f, 0, 0));
+    gt_params_backward_end(f);
     return GT_OK;
 }
 

@@ -751,6 +751,7 @@ static gt_status block_backward(gt_gpt2 *m, int l, const block_acts *a) {
 gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int32_t *targets,
                                    int B, int T, float dloss, float *mean_loss) {
     if (!targets) return GT_ERR(GT_ERR_INVALID, "forward_backward needs targets");
+    gt_params_backward_end(&m->ps); /* a backward an error cut short */
     GT_TRY(forward_body(m, inputs, targets, B, T, unit_block(m->cfg.num_layers - 1)));
     const gt_gpt2_config *c = &m->cfg;
     const gt_ops *o = m->be->ops;
@@ -766,6 +767,7 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
 
     void *dres = ACT(A_DRES, 0); // (B,T,C)
     void *dln = ACT(A_DLN, 0);   // (B,T,C)
+    GT_TRY(gt_params_backward_begin(&m->ps)); /* the head's and lnf's gradient buffers */
     GT_TRY(head_backward(m, N));
     void *last = ACT(A_RES3, (size_t)(L - 1) * NC);
     GT_TRY(be->memset_zero(be, dres, NC * es));
@@ -789,6 +791,7 @@ gt_status gt_gpt2_forward_backward(gt_gpt2 *m, const int32_t *inputs, const int3
     /* the encoder's backward reads no weights: the embeddings are not needed again */
     GT_TRY(encoder_backward(m, B, T));
     GT_TRY(gt_params_ready(&m->ps, P_WTE, 0));
+    gt_params_backward_end(&m->ps);
     return GT_OK;
 }
 

@@ -204,12 +204,14 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
     const gt_ops *o = f->be->ops;
     const gt_kctx *k = &f->k;
     gt_backend *be = f->be;
+    gt_params_backward_end(f); /* a backward an error cut short */
     GT_TRY(forward_body(m, bt, 1, c->depth - 1));
     int N = bt->n, D = c->in_dim, W = c->width, K = c->classes, L = c->depth;
     size_t NW = (size_t)N * W, BW = (size_t)p->B * W;
     /* losses and dlogits in one pass; dlogits overwrite the logits */
     GT_TRY(o->classifier_bwd(k, p->logits, p->losses, p->logits, p->targets, dloss, N, K, K));
     if (mean_loss) GT_TRY(gt_dense_mean_loss(f, p->losses, p->host_losses, N, mean_loss));
+    GT_TRY(gt_params_backward_begin(f)); /* the head's gradient buffer */
 
     const void *top = x_of(p, L);
     /* block recomputation: the z a GELU backward reads is computed again from
@@ -251,6 +253,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
             dnext = t;
         }
         if (L == 0) GT_TRY(gt_params_ready(f, 0, 0));
+        gt_params_backward_end(f);
         return GT_OK;
     }
 
@@ -277,6 +280,7 @@ static gt_status forward_backward(gt_model *m, const gt_batch *bt, float dloss,
         GT_TRY(gt_params_ready(f, p->w[l], 0));
     }
     if (L == 0) GT_TRY(gt_params_ready(f, 0, 0));
+    gt_params_backward_end(f);
     return GT_OK;
 }
 
