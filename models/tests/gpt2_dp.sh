@@ -13,7 +13,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 mpi_launcher "$mpiexec"
 common="--steps 6 --batch 8 --peak-gflops 100 --print-every 0 --threads 1 --weight-decay 0.1"
 
-. "$(dirname "$0")/train_lib.sh" # train_mpi, train_kept, same
+. "$(dirname "$0")/train_lib.sh" # train_mpi, train_kept, same, traffic_equal, refused
 run() { train_mpi "$@"; }
 
 # --deterministic: the same bits on 1, 2 and 4 ranks (micro-batch 2: 4 leaves)
@@ -142,16 +142,7 @@ else fail "memory by kind of ZeRO-3 vs ZeRO-2 and the ranks"; fi
 # traffic per step per collective kind (this rank's send buffers, engine/comm.h's
 # count) equal to the mode's formula, exactly: zero 0/1/2/3 on 2 ranks, with and
 # without --deterministic (docs/distributed.md, "Traffic per step")
-if python3 - "$tmp"/{fast2,fastzero2,memz2,memz3_2,det2,zero2,zerotwo2,zthree2}.json <<'PYEOF'
-import json, sys
-bad = []
-for f in sys.argv[1:]:
-    t = json.load(open(f))["results"][0].get("traffic", {})
-    b, fm = t.get("bytes_per_step"), t.get("formula_bytes_per_step")
-    if not b or b != fm: bad.append((f.split("/")[-1], b, fm))
-print(bad or "all equal")
-sys.exit(1 if bad else 0)
-PYEOF
+if traffic_equal fast2 fastzero2 memz2 memz3_2 det2 zero2 zerotwo2 zthree2
 then ok "traffic per step per collective equal to the formula, zero 0-3, 2 ranks"
 else fail "traffic per step vs the formula"; fi
 # the profile: ZeRO-3's units needed as param_gather, 7 per step (one micro-batch of

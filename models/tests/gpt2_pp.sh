@@ -21,7 +21,7 @@ mpi_launcher "$mpiexec"
 common="--layers 4 --steps 6 --batch 8 --peak-gflops 100 --print-every 0 --threads 1
         --weight-decay 0.1 --grad-clip 1.0"
 
-. "$(dirname "$0")/train_lib.sh" # train_mpi, train_kept, same
+. "$(dirname "$0")/train_lib.sh" # train_mpi, train_kept, same, traffic_equal, refused
 run() { train_mpi "$@"; }
 
 # one rank: gradient accumulation over the same 4 micro-batches
@@ -58,16 +58,7 @@ run fastpp2again 2 --micro-batches 4 --layout pp=2
 same fastpp21f1b fastpp2again "pp=2 without --deterministic run to run"
 # traffic of a stage's data-parallel group (rank 0's: stage 0's range, all-reduced, or
 # sent by the fixed tree with --deterministic) equal to its formula, to the byte
-if python3 - "$tmp"/{dp2pp2,fastdp2pp2}.json <<'PYEOF'
-import json, sys
-bad = []
-for f in sys.argv[1:]:
-    t = json.load(open(f))["results"][0].get("traffic", {})
-    b, fm = t.get("bytes_per_step"), t.get("formula_bytes_per_step")
-    if not b or b != fm: bad.append((f.split("/")[-1], b, fm))
-print(bad or "all equal")
-sys.exit(1 if bad else 0)
-PYEOF
+if traffic_equal dp2pp2 fastdp2pp2
 then ok "dp=2,pp=2: the stage's data-parallel traffic per step equal to its formula"
 else fail "dp=2,pp=2: the stage's data-parallel traffic vs its formula"; fi
 
@@ -131,16 +122,6 @@ else
 fi
 
 # refusals, said once, before any work (gpt2-tiny's 2 blocks unless told)
-refused() { # WHAT NP PATTERN ARGS...
-    local what=$1 np=$2 pattern=$3
-    shift 3
-    local out rc
-    out=$("$mpiexec" "${mpi_flags[@]}" -np "$np" "$g" train --steps 2 --batch 8 --threads 1 \
-          --print-every 0 --peak-gflops 100 "$@" 2>&1)
-    rc=$?
-    if [ $rc -ne 0 ] && grep -q -- "$pattern" <<<"$out"; then ok "$what refused"
-    else fail "$what: rc $rc"; echo "$out" | grep -i gauntlet | tail -3; fi
-}
 refused "pp=3 on 2 ranks" 2 "does not divide the job's 2 ranks" --layout pp=3
 refused "dp=2,pp=2 on 2 ranks" 2 "is 4 ranks, but the job has 2" --layout dp=2,pp=2
 refused "3 micro-batches of 8" 2 "does not divide the 8 sequences" --layout pp=2 --micro-batches 3

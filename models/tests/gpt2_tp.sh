@@ -25,7 +25,7 @@ mpi_launcher "$mpiexec"
 # sequences; the norm clipped, weight decay on
 common="--steps 6 --batch 8 --peak-gflops 100 --print-every 0 --threads 1
         --weight-decay 0.1 --grad-clip 1.0"
-. "$here/train_lib.sh" # train_mpi, train_kept, same
+. "$here/train_lib.sh" # train_mpi, train_kept, same, traffic_equal, refused
 run() { # NAME NP ARGS...: train_mpi keeping the final weights in NAME.bin
     local name=$1
     train_mpi "$@" --save-final "llmc:$tmp/$name.bin"
@@ -160,16 +160,6 @@ else
 fi
 
 # refusals, said once, before any work
-refused() { # WHAT NP PATTERN ARGS...
-    local what=$1 np=$2 pattern=$3
-    shift 3
-    local out rc
-    out=$("$mpiexec" "${mpi_flags[@]}" -np "$np" "$g" train --steps 2 --batch 8 --threads 1 \
-          --print-every 0 --peak-gflops 100 "$@" 2>&1)
-    rc=$?
-    if [ $rc -ne 0 ] && grep -q -- "$pattern" <<<"$out"; then ok "$what refused"
-    else fail "$what: rc $rc"; echo "$out" | grep -i gauntlet | tail -3; fi
-}
 refused "tp=4 of 2 heads" 4 "heads must be a multiple of 4" --layout tp=4
 refused "mlp split" 2 "has no tensor-parallel layers" --layout tp=2 --model mlp-tiny
 refused "a tp=2 checkpoint resumed with tp=4" 4 "there is no part .*tp0of4" --layout tp=4 \
