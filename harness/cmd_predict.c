@@ -103,15 +103,30 @@ static int parse_ranks(const char *v, gt_predict_options *o) {
     return 1;
 }
 
+/* The reports named by inputs, read into *docs (n of them, NULL where one
+ * was not read); free_docs frees what was read. */
+static gt_status read_docs(const char **inputs, int n, gt_report_doc ***docs) {
+    *docs = calloc((size_t)n, sizeof **docs);
+    if (!*docs) return GT_ERR(GT_ERR_OOM, "no memory");
+    gt_status s = GT_OK;
+    for (int i = 0; i < n && s == GT_OK; i++)
+        s = gt_report_read(inputs[i], NULL, &(*docs)[i]);
+    return s;
+}
+
+static void free_docs(gt_report_doc **docs, int n) {
+    for (int i = 0; docs && i < n; i++)
+        gt_report_doc_free(docs[i]);
+    free(docs);
+}
+
 /* --layouts: the layout model (reports/predict_layout.h) */
 static int predict_layouts(const char **inputs, int n, const gt_predict_options *o,
                            const gt_layout_options *lo) {
     int rc = GT_EXIT_OK;
-    gt_report_doc **docs = calloc((size_t)n, sizeof *docs);
+    gt_report_doc **docs = NULL;
     gt_layout_prediction *p = NULL;
-    gt_status s = docs ? GT_OK : GT_ERR(GT_ERR_OOM, "no memory");
-    for (int i = 0; i < n && s == GT_OK; i++)
-        s = gt_report_read(inputs[i], NULL, &docs[i]);
+    gt_status s = read_docs(inputs, n, &docs);
     if (s == GT_OK) s = gt_layout_predict(docs, (size_t)n, o, lo, &p);
     if (s == GT_OK) {
         gt_layout_prediction_print(p, stdout);
@@ -129,9 +144,7 @@ static int predict_layouts(const char **inputs, int n, const gt_predict_options 
         rc = GT_EXIT_USAGE;
     }
     gt_layout_prediction_free(p);
-    for (int i = 0; docs && i < n; i++)
-        gt_report_doc_free(docs[i]);
-    free(docs);
+    free_docs(docs, n);
     return rc;
 }
 
@@ -295,11 +308,9 @@ int gt_cmd_predict(int argc, char **argv) {
     }
 
     int rc = GT_EXIT_OK;
-    gt_report_doc **docs = calloc((size_t)n, sizeof *docs);
+    gt_report_doc **docs = NULL;
     gt_prediction *p = NULL;
-    gt_status s = docs ? GT_OK : GT_ERR(GT_ERR_OOM, "no memory");
-    for (int i = 0; i < n && s == GT_OK; i++)
-        s = gt_report_read(inputs[i], NULL, &docs[i]);
+    gt_status s = read_docs(inputs, n, &docs);
     if (s == GT_OK) s = gt_predict_build(docs, (size_t)n, &o, &p);
     if (s == GT_OK) {
         gt_prediction_print(p, stdout);
@@ -323,9 +334,7 @@ int gt_cmd_predict(int argc, char **argv) {
         }
     }
     gt_prediction_free(p);
-    for (int i = 0; docs && i < n; i++)
-        gt_report_doc_free(docs[i]);
-    free(docs);
+    free_docs(docs, n);
     free(inputs);
     return rc;
 }
