@@ -39,6 +39,10 @@ static void compare_usage(FILE *f) {
             "  --single-run-noise X  one run a side: the run-to-run spread assumed (their\n"
             "                  samples do not show it): 15%% (default)\n"
             "  --timing-floor US  times below US microseconds are shown, not gated (default 5)\n"
+            "  --time-quantile Q  a time's level in a run or round: the Q-quantile of its\n"
+            "                  samples, 0.01 to 0.99 or median (default %.2g: what the\n"
+            "                  code costs when nothing else got in its way; median for the\n"
+            "                  typical call)\n"
             "  --paired        BASE and NEW are directories of as many runs, run i of each\n"
             "                  made side by side (interleaved A/B, ci/jobs/ab.sh): judge the\n"
             "                  ratios of the pairs\n"
@@ -62,7 +66,8 @@ static void compare_usage(FILE *f) {
             "threshold by its estimate but not shown to be: the output says how many more\n"
             "pairs or runs would decide); 5 not comparable (different machine classes and no\n"
             "--across-machines; nothing else failed); 2 usage error or a file that is not a\n"
-            "readable gauntlet report\n");
+            "readable gauntlet report\n",
+            GT_COMPARE_TIME_QUANTILE);
 }
 
 /* "5%" is a percentage, "0.05" a fraction; a bare "5" is refused rather than
@@ -125,6 +130,11 @@ int gt_cmd_compare(int argc, char **argv) {
             err |= !parse_fraction(&a, "--run-noise", v, &opt.run_noise);
         } else if (gt_opt(&a, "--single-run-noise", &v, &err)) {
             err |= !parse_fraction(&a, "--single-run-noise", v, &opt.single_run_noise);
+        } else if (gt_opt(&a, "--time-quantile", &v, &err)) {
+            if (v && strcmp(v, "median") == 0)
+                opt.time_quantile = 0.5;
+            else
+                err |= !gt_parse_double(&a, "--time-quantile", v, 0.01, 0.99, &opt.time_quantile);
         } else if (gt_opt(&a, "--timing-floor", &v, &err)) {
             err |= !gt_parse_double(&a, "--timing-floor", v, 0.0, 1e9, &opt.timing_floor_us);
         } else if (gt_opt(&a, "--loss-rtol", &v, &err)) {

@@ -56,7 +56,8 @@ gt_compare_options gt_compare_defaults(void) {
                                 .loss_rtol = 0.02,
                                 .run_noise = GT_COMPARE_RUN_NOISE,
                                 .single_run_noise = GT_COMPARE_SINGLE_RUN_NOISE,
-                                .timing_floor_us = GT_COMPARE_TIMING_FLOOR_US};
+                                .timing_floor_us = GT_COMPARE_TIMING_FLOOR_US,
+                                .time_quantile = GT_COMPARE_TIME_QUANTILE};
 }
 
 /* 1 when list (comma-separated) is NULL or names `name`. */
@@ -80,6 +81,26 @@ static int is_excluded(const char *key) {
 }
 
 /* ---- statistics ------------------------------------------------------------------ */
+
+/* The level of n of a side's values (a run or a block): their median, or
+ * the side's quantile for a time (side.q). */
+static double loc(const side *sd, const double *v, size_t n) {
+    return sd->q == 0.5 ? gt_median(v, n) : gt_quantile(v, n, sd->q);
+}
+
+/* The quantile a metric's level in a run or block is: opt's for a time
+ * whose every run on both sides holds GT_COMPARE_QUANTILE_SAMPLES samples or
+ * more (a low quantile of a few samples is one of its smallest), else the
+ * median. */
+static double time_q(const char *unit, const gt_compare_options *opt, const side *b,
+                     const side *n) {
+    if (!(gt_cmp_us_per_unit(unit) > 0)) return 0.5;
+    const side *s2[2] = {b, n};
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < s2[j]->runs; i++)
+            if (s2[j]->cut[i + 1] - s2[j]->cut[i] < GT_COMPARE_QUANTILE_SAMPLES) return 0.5;
+    return opt->time_quantile;
+}
 
 /* The values of one metric on one side: n values, in the order measured,
  * cut into `runs` runs (run i holds v[cut[i] .. cut[i + 1])). */
@@ -108,19 +129,19 @@ static int replicates(const side *sd, int by_runs, double *reps, double *level) 
         for (int i = 0; i < sd->runs; i++) {
             size_t lo = sd->cut[i], hi = sd->cut[i + 1];
             if (hi <= lo) continue;
-            reps[k] = gt_median(sd->v + lo, hi - lo);
+            reps[k] = loc(sd, sd->v + lo, hi - lo);
             sum += reps[k++];
         }
         *level = sum / k;
         return k;
     }
-    *level = gt_median(sd->v, sd->n);
+    *level = loc(sd, sd->v, sd->n);
     size_t least = block_least(sd, sd->n);
     size_t b = sd->n / least < GT_COMPARE_BLOCKS ? sd->n / least : GT_COMPARE_BLOCKS;
     if (b < 2) return 0;
     for (size_t j = 0; j < b; j++) {
         size_t lo = j * sd->n / b, hi = (j + 1) * sd->n / b;
-        reps[k++] = gt_median(sd->v + lo, hi - lo);
+        reps[k++] = loc(sd, sd->v + lo, hi - lo);
     }
     return k;
 }
@@ -165,7 +186,7 @@ static void pair_blocks(const side *b, const side *n, int i, double *d) {
     size_t lb = b->cut[i], ln = n->cut[i];
     size_t kb = (b->cut[i + 1] - lb) / GT_COMPARE_BLOCKS, kn = (n->cut[i + 1] - ln) / GT_COMPARE_BLOCKS;
     for (int j = 0; j < GT_COMPARE_BLOCKS; j++) {
-        double mb = gt_median(b->v + lb + j * kb, kb), mn = gt_median(n->v + ln + j * kn, kn);
+        double mb = loc(b, b->v + lb + j * kb, kb), mn = loc(n, n->v + ln + j * kn, kn);
         d[j] = mb > 0 && mn > 0 ? log(mn / mb) : NAN;
     }
 }
@@ -175,7 +196,9 @@ static void pair_blocks(const side *b, const side *n, int i, double *d) {
  * else NULL. */
 static double *block_ratios(const side *b, const side *n) {
     int k = b->runs, r = GT_COMPARE_BLOCKS;
-    if (k < 2 || n->runs != k) return NULL;
+    /* a quantile's level is the run's: a round that another process took
+     * whole would be a replicate of its own (docs/ci-gating.md) */
+    if (k < 2 || n->runs != k || b->q != 0.5) return NULL;
     for (int i = 0; i < k; i++)
         if (!run_in_blocks(b, i) || !run_in_blocks(n, i)) return NULL;
     double *d = malloc((size_t)k * r * sizeof *d);
@@ -213,7 +236,7 @@ static assessment assess_paired(const side *b, const side *n, int higher_better,
     for (int i = 0; i < b->runs; i++) {
         size_t lb = b->cut[i], hb = b->cut[i + 1], ln = n->cut[i], hn = n->cut[i + 1];
         if (hb <= lb || hn <= ln) continue;
-        double mb = gt_median(b->v + lb, hb - lb), mn = gt_median(n->v + ln, hn - ln);
+        double mb = loc(b, b->v + lb, hb - lb), mn = loc(n, n->v + ln, hn - ln);
         sb += mb;
         sn += mn;
         if (!(mb > 0) || !(mn > 0)) {
@@ -280,8 +303,8 @@ static assessment assess(const side *b, const side *n, int higher_better, double
                          const gt_compare_options *o) {
     assessment a = {.method = GT_METHOD_NONE, .rel = NAN, .p = NAN, .se_rel = NAN, .se = NAN};
     if (b->n == 0 || n->n == 0) {
-        a.base_med = b->n ? gt_median(b->v, b->n) : NAN;
-        a.new_med = n->n ? gt_median(n->v, n->n) : NAN;
+        a.base_med = b->n ? loc(b, b->v, b->n) : NAN;
+        a.new_med = n->n ? loc(n, n->v, n->n) : NAN;
         return a;
     }
     size_t cap = (b->n > (size_t)b->runs ? b->n : (size_t)b->runs) +
@@ -366,7 +389,7 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
                               double *rel, double *p) {
     gt_compare_options o = opt ? *opt : gt_compare_defaults();
     size_t cb[2] = {0, nb}, cn[2] = {0, nn};
-    side sb = {base, nb, cb, 1, 0}, sn = {new_, nn, cn, 1, 0};
+    side sb = {base, nb, cb, 1, 0, 0.5}, sn = {new_, nn, cn, 1, 0, 0.5};
     assessment a = assess(&sb, &sn, higher_better, 0, &o);
     if (method) *method = a.method;
     if (base_median) *base_median = a.base_med;
@@ -383,8 +406,9 @@ gt_verdict gt_compare_runs(const double *base, const size_t *base_cut, int base_
                            double *rel, double *p) {
     gt_compare_options o = opt ? *opt : gt_compare_defaults();
     o.paired = 0;
-    side sb = {base, base_runs > 0 ? base_cut[base_runs] : 0, base_cut, base_runs, 0};
-    side sn = {new_, new_runs > 0 ? new_cut[new_runs] : 0, new_cut, new_runs, 0};
+    side sb = {base, base_runs > 0 ? base_cut[base_runs] : 0, base_cut, base_runs, 0, 0.5};
+    side sn = {new_, new_runs > 0 ? new_cut[new_runs] : 0, new_cut, new_runs, 0, 0.5};
+    sb.q = sn.q = time_q(unit, &o, &sb, &sn);
     assessment a = assess(&sb, &sn, higher_better, gt_cmp_us_per_unit(unit), &o);
     if (method) *method = a.method;
     if (base_level) *base_level = a.base_med;
@@ -789,7 +813,7 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
         run_of[runs] = (int)i;
         (*cuts)[++runs] = total;
     }
-    *out = (side){*vals, total, *cuts, runs, rounds > 0 ? rounds : 0};
+    *out = (side){*vals, total, *cuts, runs, rounds > 0 ? rounds : 0, 0.5};
     return 0;
 }
 
@@ -804,7 +828,7 @@ static double *run_logs(const side *sd, const int *run_of, size_t nx, int *n) {
     for (size_t i = 0; i <= nx; i++) out[i] = NAN;
     for (int k = 0; k < sd->runs; k++) {
         size_t lo = sd->cut[k], hi = sd->cut[k + 1];
-        double med = hi > lo ? gt_median(sd->v + lo, hi - lo) : NAN;
+        double med = hi > lo ? loc(sd, sd->v + lo, hi - lo) : NAN;
         out[run_of[k]] = med > 0 ? log(med) : NAN;
     }
     *n = (int)nx + 1;
@@ -885,6 +909,7 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
         (mn && gather(mn, c->xn, c->nxn, r->key, name, &vn, &cn, rn, &sn))) {
         rc = -1;
     } else if (mb && mn) {
+        sb.q = sn.q = time_q(m->unit, opt, &sb, &sn);
         m->a = assess(&sb, &sn, m->higher_better, gt_cmp_us_per_unit(m->unit), opt);
         m->method = m->a.method;
         m->base_med = m->a.base_med;
@@ -899,8 +924,9 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
         m->lo = m->hi = NAN;
         family_logs(c, m, &sb, rb, &sn, rn);
     } else {
-        m->base_med = sb.n ? gt_median(sb.v, sb.n) : NAN;
-        m->new_med = sn.n ? gt_median(sn.v, sn.n) : NAN;
+        sb.q = sn.q = time_q(m->unit, opt, &sb, &sn);
+        m->base_med = sb.n ? loc(&sb, sb.v, sb.n) : NAN;
+        m->new_med = sn.n ? loc(&sn, sn.v, sn.n) : NAN;
         m->nb = sb.n;
         m->nn = sn.n;
     }
@@ -1137,9 +1163,6 @@ static void count_verdicts(gt_compare *c) {
                 break;
             case GT_VERDICT_UNDECIDED:
                 k->undecided++;
-                break;
-            case GT_VERDICT_AMBIGUOUS:
-                k->ambiguous++;
                 k->beyond_reach += x->beyond_reach;
                 break;
             default:
@@ -1676,7 +1699,7 @@ static const char *metric_verdict_text(const cmp_metric *m) {
                  m->part_of);
         return pbuf;
     }
-    if (m->beyond_reach) return "ambiguous (slower by its estimate, too noisy to decide here)";
+    if (m->beyond_reach) return "UNDECIDED (too noisy to decide here)";
     if (m->verdict == GT_VERDICT_UNDECIDED) return "UNDECIDED";
     return m->verdict == GT_VERDICT_SLOWER ? "SLOWER" : gt_verdict_name(m->verdict);
 }
@@ -1785,7 +1808,7 @@ static void print_summary_line(const gt_compare *c, FILE *f) {
     if (k->ungated) fprintf(f, ", %d not gated (numerics, state, reference)", k->ungated);
     if (k->undecided) fprintf(f, ", %d undecided", k->undecided);
     if (k->beyond_reach)
-        fprintf(f, ", %d slower by the estimate but too noisy to decide here (--changed)",
+        fprintf(f, ", %d of the undecided too noisy to decide in twice the pairs here",
                 k->beyond_reach);
     if (k->families)
         fprintf(f, "; families: %d slower, %d undecided, %d faster of %d", k->families_slower,

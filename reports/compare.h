@@ -73,10 +73,10 @@
  *     the noise measured (RUNS or PAIRED; not checks_only): undecided, for
  *     a family and for a metric in no family (a member's doubt is its
  *     family's), with the pairs (runs a side) that would make the interval
- *     exclude no change if the spread held (needed), when that is within
- *     reach: at most as many again as there are, or anything before the
- *     last look of a sequential design; beyond reach it is ambiguous and
- *     counted as beyond_reach;
+ *     exclude no change if the spread held (needed); never "may ship".
+ *     When that is beyond reach (more than as many again as there are, at
+ *     the last look of a sequential design) it is still undecided, counted
+ *     as beyond_reach and said to be too noisy to decide here;
  *   - otherwise ambiguous. One run a side never makes undecided: it decides
  *     only large changes (its output says so), and a member of a family
  *     moves only with one of its families (the family its gatekeeper) or
@@ -137,6 +137,12 @@ extern "C" {
  * before any work (the kernels suite's n=1 cases), CUDA events resolve
  * about 0.5 us. */
 #define GT_COMPARE_TIMING_FLOOR_US 5.0
+/* A time's level in a run (or a block of one run a side): the 0.1-quantile
+ * of its samples, where every run holds GT_COMPARE_QUANTILE_SAMPLES or more;
+ * else, and for every other metric, the median (docs/ci-gating.md, "A time's
+ * level: a low quantile of the run"). */
+#define GT_COMPARE_TIME_QUANTILE 0.1
+#define GT_COMPARE_QUANTILE_SAMPLES 20
 /* The share of alpha's weight that the family tests get in the one
  * correction over families and metrics (the metrics share the rest). A
  * systematic change shows in a family first: most of the weight there. */
@@ -176,6 +182,8 @@ typedef struct gt_compare_options {
     double single_run_noise; /* one run each side: the run-to-run spread assumed beyond
                                 the blocks' (GT_COMPARE_SINGLE_RUN_NOISE) */
     double timing_floor_us; /* times below this are not gated (GT_COMPARE_TIMING_FLOOR_US) */
+    double time_quantile;   /* a time's level in a run or block: this quantile of its samples
+                               (0.5: the median; GT_COMPARE_TIME_QUANTILE) */
     int paired;             /* both sides directories of as many runs: run i of each ran
                                side by side (interleaved A/B); judge their ratios */
     const char *suites;     /* comma-separated suites to compare (NULL: all); the others'
@@ -256,9 +264,8 @@ typedef struct gt_compare_counts {
     int undecided;                       /* metrics in no family that are undecided */
     int families;                        /* families tested (two members or more) */
     int families_slower, families_undecided, families_faster;
-    int beyond_reach;                    /* families and metrics in no family slower than the
-                                            threshold by their estimate, too noisy to decide
-                                            within the design's reach (ambiguous) */
+    int beyond_reach;                    /* of the undecided families and metrics, those too
+                                            noisy to decide within the design's reach */
     int metrics_one_side;                /* metrics in only one report (informational) */
     int derived;                         /* metrics computed from another of their result
                                             ("derived_from"): shown, not counted above */

@@ -446,30 +446,30 @@ static int more_needed(const gt_compare *c, gt_compare_method method, double sd,
     return -1;
 }
 
+/* A sequential design that has looks left. */
+static int before_last_look(const gt_compare *c) {
+    return c->opt.seq_max > 0 && c->pairs < c->opt.seq_max;
+}
+
 /* More pairs (runs a side) within the design's reach: as many again as
  * there are (a CI job that doubles its pairs), and anything before the last
- * look of a sequential design. An estimate beyond the threshold that needs more than
- * that is too noisy to decide, not undecided: without this bound every
- * noisy family of an unchanged stack would be "undecided" by chance (an A/A
- * pair's estimate is above 5% for a family whose spread is 8%, a third of
- * the time), and the gate could never say "may ship". */
+ * look of a sequential design. */
 static int reach(const gt_compare *c, int reps) {
     /* a sequential design before its last look adds pairs while anything is
      * slower by its estimate: the spread of 4 or 5 pairs is too uncertain to
      * give up on a change that its budget might still decide */
-    if (c->opt.seq_max > 0 && c->pairs < c->opt.seq_max) return 1000;
+    if (before_last_look(c)) return 1000;
     return reps;
 }
 
-/* UNDECIDED only when more pairs within reach would decide it; else
- * ambiguous, marked beyond reach. */
-static gt_verdict within_reach(const gt_compare *c, gt_verdict v, int needed, int reps,
-                               int *beyond) {
-    *beyond = 0;
-    if (v != GT_VERDICT_UNDECIDED) return v;
-    if (needed > 0 && needed <= reach(c, reps)) return v;
-    *beyond = 1;
-    return GT_VERDICT_AMBIGUOUS;
+/* An estimate beyond the threshold that the test could not show stays
+ * UNDECIDED, however many pairs would decide it: "may ship" is said only of
+ * what was shown to be no slower than the threshold or was not slower by its
+ * estimate. Marked beyond reach (said as "too noisy to decide here") when more
+ * than the design's reach would be needed, so that the reader knows to look for
+ * a quieter machine rather than a few more pairs. */
+static void mark_reach(const gt_compare *c, gt_verdict v, int needed, int reps, int *beyond) {
+    *beyond = v == GT_VERDICT_UNDECIDED && !(needed > 0 && needed <= reach(c, reps));
 }
 
 static void decide_family(const gt_compare *c, cmp_family *f) {
@@ -486,7 +486,7 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
         int n = f->method == GT_METHOD_PAIRED ? f->reps : f->nb;
         f->needed = more_needed(c, f->method, sd, n, f->nn, f->est, f->level);
         int reps = f->method == GT_METHOD_PAIRED ? f->reps : (f->nb > f->nn ? f->nb : f->nn);
-        f->verdict = within_reach(c, f->verdict, f->needed, reps, &f->beyond_reach);
+        mark_reach(c, f->verdict, f->needed, reps, &f->beyond_reach);
     }
 }
 
@@ -509,8 +509,11 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
         m->hi = a->rel + t * a->se_rel;
     }
     m->detectable = fmax(t * a->se_rel, c->opt.threshold);
-    /* a member's own doubt is carried by its family's test */
-    int undecide = can_undecide(c, a->method) && !m->in_family;
+    /* a member's own doubt is carried by its family's test, except before a
+     * sequential design's last look, where it asks for the next pair: a
+     * change of one member (an op with one gated shape) moves its class too
+     * little for the class to show it */
+    int undecide = can_undecide(c, a->method) && (!m->in_family || before_last_look(c));
     /* One run a side: a member moves only with one of its families (a
      * gatekeeper: the family is tested first). Its noise is assumed, and one
      * case of a run can sit in a state twice as slow for the whole run
@@ -536,7 +539,7 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
         int reps = a->method == GT_METHOD_PAIRED
                        ? m->runs_b
                        : (m->runs_b > m->runs_n ? m->runs_b : m->runs_n);
-        m->verdict = within_reach(c, m->verdict, m->needed, reps, &m->beyond_reach);
+        mark_reach(c, m->verdict, m->needed, reps, &m->beyond_reach);
     }
 }
 
@@ -655,14 +658,14 @@ static void print_family(const gt_compare *c, const cmp_family *x, FILE *f) {
                "%d of %zu moved",
             verdict_word(x->verdict), x->name, x->stem, x->topology, x->backend, x->n,
             members_word(x), reps, 100 * x->rel, 100 * x->lo, 100 * x->hi, x->moved, x->n);
-    if (x->verdict == GT_VERDICT_UNDECIDED)
-        fprintf(f, "; about %d more %s would decide", x->needed, unit_of_reps(c));
-    else if (x->beyond_reach && x->needed > 0)
+    if (x->beyond_reach && x->needed > 0)
         fprintf(f, "; too noisy for %.3g%% here: about %d more %s would decide", 100 * c->opt.threshold,
                 x->needed, unit_of_reps(c));
     else if (x->beyond_reach)
         fprintf(f, "; too noisy for %.3g%% here: over 1000 more %s", 100 * c->opt.threshold,
                 unit_of_reps(c));
+    else if (x->verdict == GT_VERDICT_UNDECIDED)
+        fprintf(f, "; about %d more %s would decide", x->needed, unit_of_reps(c));
     fprintf(f, "\n");
 }
 
@@ -688,7 +691,7 @@ void gt_cmp_print_families(const gt_compare *c, FILE *f, size_t cap) {
         for (size_t i = 0; i < c->nfam; i++) {
             if (c->fam[i].verdict != order[o]) continue;
             /* by default the doubtful ones only where a change may hide */
-            if (cap && order[o] == GT_VERDICT_AMBIGUOUS && !c->fam[i].beyond_reach) continue;
+            if (cap && order[o] == GT_VERDICT_AMBIGUOUS) continue;
             if (cap && shown >= cap) {
                 hidden++;
                 continue;

@@ -25,6 +25,7 @@ typedef struct side {
     const size_t *cut;
     int runs;
     int rounds; /* every run's metric says "rounds": this many (else 0) */
+    double q;   /* the quantile a run's or block's level is (0.5: the median) */
 } side;
 
 /* What a verdict is decided from; kept per metric so that the family-wise
@@ -86,8 +87,8 @@ typedef struct cmp_metric {
     double level;  /* the (two-sided) level the correction tested it at */
     double lo, hi; /* rel's interval at that level (NAN: none) */
     int needed;    /* UNDECIDED: more pairs (runs a side) that would decide; -1: over 1000 */
-    int beyond_reach; /* slower by its estimate, not shown, and more pairs than the design's
-                         reach would be needed: ambiguous, too noisy for the threshold */
+    int beyond_reach; /* UNDECIDED, and more pairs than the design's reach would be
+                         needed: too noisy for the threshold here */
 } cmp_metric;
 
 /* A family: one metric of one op over its shapes (suite/op), or of every
