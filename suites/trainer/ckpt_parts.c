@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -30,24 +31,34 @@ static void part_name(const gt_trainer *t, char *out, size_t n) {
         snprintf(out + used, n - used, "/tp%dof%d", t->tp_rank, t->TP);
 }
 
-/* The parts at the top of a checkpoint directory ("pp0of2 pp1of2"), for the
- * refusals; empty when there are none (or `dir` is a file). */
+static int by_name(const void *a, const void *b) {
+    return strcmp((const char *)a, (const char *)b);
+}
+
+/* The parts at the top of a checkpoint directory in name order ("pp0of2
+ * pp1of2"; the first 64), for the refusals; empty when there are none (or
+ * `dir` is a file). */
 static void parts_in(const char *dir, char *out, size_t n) {
-    size_t used = 0;
+    char names[64][32];
+    int k = 0;
     out[0] = 0;
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
+    while ((e = readdir(d)) != NULL && k < 64) {
         int a, b;
         char tail[2];
-        if (sscanf(e->d_name, "pp%dof%d%1s", &a, &b, tail) != 2 &&
-            sscanf(e->d_name, "tp%dof%d%1s", &a, &b, tail) != 2)
+        if (strlen(e->d_name) >= sizeof names[0] ||
+            (sscanf(e->d_name, "pp%dof%d%1s", &a, &b, tail) != 2 &&
+             sscanf(e->d_name, "tp%dof%d%1s", &a, &b, tail) != 2))
             continue;
-        if (used < n) used += (size_t)snprintf(out + used, n - used, "%s%s", used ? " " : "",
-                                               e->d_name);
+        snprintf(names[k++], sizeof names[0], "%s", e->d_name);
     }
     closedir(d);
+    qsort(names, (size_t)k, sizeof names[0], by_name);
+    size_t used = 0;
+    for (int i = 0; i < k && used < n; i++)
+        used += (size_t)snprintf(out + used, n - used, "%s%s", i ? " " : "", names[i]);
 }
 
 /* --resume names this rank's part of the checkpoint (t->ck_resume), or is
@@ -84,8 +95,7 @@ static gt_status resume_part(gt_trainer *t, const char *part) {
                   "holds %s%s); a checkpoint in parts is resumed from the --checkpoint-dir it "
                   "was written to, with the layout that wrote it (the same pp and tp): resume "
                   "with that layout; nothing was written",
-                  dir, lay, t->ck_resume, whose, *have ? "the parts " : "no parts",
-                  have);
+                  dir, lay, t->ck_resume, whose, *have ? "the parts " : "no parts", have);
 }
 
 gt_status gt_train_ckpt_parts(gt_trainer *t) {
@@ -120,6 +130,6 @@ gt_status gt_train_ckpt_parts_agree(gt_trainer *t) {
                   "are written: move the checkpoints after step %lld out of the parts that "
                   "have them (each part keeps the one of step %lld) and resume again; nothing "
                   "was written",
-                  t->cfg->resume, (long long)lo, (long long)hi, t->ck_resume,
-                  (long long)t->start, (long long)lo, (long long)lo);
+                  t->cfg->resume, (long long)lo, (long long)hi, t->ck_resume, (long long)t->start,
+                  (long long)lo, (long long)lo);
 }
