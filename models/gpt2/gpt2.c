@@ -831,16 +831,14 @@ gt_status gt_gpt2_set_stage(gt_gpt2 *m, int l0, int l1, int n) {
         return GT_ERR(GT_ERR_INVALID, "stage of blocks [%d, %d) with %d slots: expected blocks "
                                       "within [0, %d) and 1 .. %d slots",
                       l0, l1, n, L, GT_GPT2_MAX_SLOTS);
-    if (m->recompute != GT_MODEL_RECOMPUTE_NONE)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "pipeline stages with --recompute block are not done "
-                                          "yet: use --recompute none");
-    /* the per-layer activations of the stage's blocks, its input's and
-     * outputs' residual stream; the rest as before */
-    int nl = l1 - l0;
-    act_sizes(&m->cfg, &m->d, m->B, m->T, m->es, nl, nl + (l0 > 0), m->tp, m->act_sizes);
+    /* the per-layer activations of the stage's blocks (with block
+     * recomputation one block's scratch per slot), its input's and outputs'
+     * residual stream; the rest as before */
+    int nl = l1 - l0, Lk = m->recompute == GT_MODEL_RECOMPUTE_BLOCK ? 1 : nl;
+    act_sizes(&m->cfg, &m->d, m->B, m->T, m->es, Lk, nl + (l0 > 0), m->tp, m->act_sizes);
     if (m->fused_mlp) m->act_sizes[A_DFCH_GELU] = 0;
-    m->act_sizes[A_ATT] = (size_t)nl * att_layer_floats(m, m->B, m->T) * sizeof(float);
-    m->Lk = nl;
+    m->act_sizes[A_ATT] = (size_t)Lk * att_layer_floats(m, m->B, m->T) * sizeof(float);
+    m->Lk = Lk;
     m->stage_lo = l0;
     m->stage_hi = l1;
     m->res_base = l0 > 0 ? l0 - 1 : 0;
@@ -938,6 +936,11 @@ gt_status gt_gpt2_stage_backward(gt_gpt2 *m, int slot, int l0, int l1) {
     if (l1 == m->cfg.num_layers) GT_TRY(stage_head_backward(m));
     for (int l = l1 - 1; l >= l0; l--) {
         block_acts a = block_acts_of(m, l);
+        /* block recomputation, as gt_gpt2_forward_backward: the slot's scratch
+         * holds the stage's top block from its forward (each slot has its own
+         * arena: no other micro-batch wrote it since); the others run again */
+        if (m->recompute == GT_MODEL_RECOMPUTE_BLOCK && l < l1 - 1)
+            GT_TRY(block_forward(m, l, &a, 0));
         GT_TRY(block_backward(m, l, &a));
     }
     if (l0 > 0) return GT_OK;

@@ -187,14 +187,14 @@ void gt_gpt2_locate(const gt_gpt2 *m, size_t internal, gt_gpt2_loc *out);
  * micro-batch in flight (a slot); it then runs only as that stage
  * (gt_gpt2_forward and _forward_backward refuse). The same kernels in the
  * same order per micro-batch as gt_gpt2_forward_backward, without the grad
- * hook. Block recomputation is GT_ERR_UNSUPPORTED here (not done yet). */
+ * hook. With block recomputation a stage keeps one block's activations per
+ * slot and runs its other blocks again in the backward (the same bits). */
 enum { GT_GPT2_MAX_SLOTS = 64 };
 /* Cuts the activations to blocks [l0, l1) (the stage's input and output
  * residual stream included) in n arenas (slots 0 .. n-1; gt_gpt2_act_bytes
  * counts them all); the embedding's and the head's buffers stay.
  * GT_ERR_INVALID for blocks outside [0, L) or n outside
- * 1..GT_GPT2_MAX_SLOTS; GT_ERR_UNSUPPORTED with block recomputation;
- * GT_ERR_OOM. Call once, before the stage's first forward. */
+ * 1..GT_GPT2_MAX_SLOTS; GT_ERR_OOM. Call once, before the stage's first forward. */
 gt_status gt_gpt2_set_stage(gt_gpt2 *m, int l0, int l1, int n);
 /* Forward of blocks [l0, l1) (the stage's: GT_ERR_INVALID otherwise) on
  * slot `slot`: l0 == 0 from `inputs` (B,T)

@@ -3,8 +3,10 @@
 # whatever cores there are: with --deterministic every layout of 2 and 4
 # ranks with pipeline stages, both schedules, gives one rank's final weights
 # and losses bitwise (the same micro-batches accumulated in the same
-# order), in fp32 and in bf16 / fp16 on ref; run to run bitwise; the
-# report's grid and bubble; the refusals.
+# order), in fp32 and in bf16 / fp16 on ref; run to run bitwise; block
+# recomputation bitwise the run without; checkpoints per stage resumed
+# bitwise (pp=2, dp=2,pp=2); the report's grid and bubble; the refusals
+# (a resume with another pp among them).
 # usage: gpt2_pp.sh MPIEXEC GAUNTLET REPORT_DIFF REPORT_CHECK
 set -u
 mpiexec=$1
@@ -39,6 +41,40 @@ run dp2pp2b 4 --deterministic --micro-batches 2 --layout dp=2,pp=2
 same dp2pp2 dp2pp2b "dp=2,pp=2 run to run"
 run pp2again 2 --deterministic --micro-batches 4 --layout pp=2
 same pp21f1b pp2again "pp=2 run to run"
+# block recomputation: each stage runs its own blocks again in the backward
+# (one block's activations per micro-batch in flight), bitwise the run
+# without it, with fewer activation bytes
+for sch in 1f1b gpipe; do
+    run rcpp2$sch 2 --deterministic --micro-batches 4 --layout pp=2 --schedule $sch \
+        --recompute block
+    same pp2$sch rcpp2$sch "pp=2 $sch with --recompute block vs without, --deterministic"
+done
+if python3 - "$tmp/pp21f1b.json" "$tmp/rcpp21f1b.json" <<'PYEOF'
+import json, sys
+a, b = (json.load(open(f))["results"][0]["metrics"]["activation_bytes"]["value"] for f in sys.argv[1:])
+sys.exit(0 if 0 < b < a else 1)
+PYEOF
+then ok "pp=2 with --recompute block holds fewer activation bytes"
+else fail "pp=2 --recompute block's activation bytes are not below those without"; fi
+# checkpoints: each stage's part (DIR/pp<s>of<P>: the stage's parameters as it
+# holds them, m and v of its range), stopped at step 3 and resumed bitwise
+check_resumed() { # UNBROKEN RESUMED WHAT
+    if [ -s "$tmp/$2.digest" ] && cmp -s "$tmp/$1.digest" "$tmp/$2.digest" &&
+       grep -q "resumed from .*pp0of2/ckpt_00000003" "$tmp/$2.out"; then
+        ok "$3 stopped at step 3 and resumed: the unbroken run's weights ($(cat "$tmp/$2.digest"))"
+    else fail "resumed $3: $(cat "$tmp/$2.digest" 2>/dev/null) vs $(cat "$tmp/$1.digest")"; fi
+}
+run ckpp1 2 --deterministic --micro-batches 4 --layout pp=2 --checkpoint-dir "$tmp/ck" \
+    --checkpoint-every 3 --stop-after 3
+run ckpp2 2 --deterministic --micro-batches 4 --layout pp=2 --resume "$tmp/ck"
+check_resumed pp21f1b ckpp2 "pp=2"
+if [ -s "$tmp/ck/pp0of2/ckpt_00000003.gtck" ] && [ -s "$tmp/ck/pp1of2/ckpt_00000003.gtck" ]
+then ok "pp=2's checkpoint: one part per stage"
+else fail "pp=2's checkpoint parts: $(cd "$tmp/ck" 2>/dev/null && find . | tr '\n' ' ')"; fi
+run ckdp1 4 --deterministic --micro-batches 2 --layout dp=2,pp=2 --checkpoint-dir "$tmp/ckdp" \
+    --checkpoint-every 3 --stop-after 3
+run ckdp2 4 --deterministic --micro-batches 2 --layout dp=2,pp=2 --resume "$tmp/ckdp"
+check_resumed dp2pp2 ckdp2 "dp=2,pp=2"
 # without --deterministic the tied head's gradient comes to the first stage
 # summed once a step (another order of additions): within 1e-4 of one rank,
 # bitwise run to run
@@ -128,6 +164,25 @@ refused "3 micro-batches of 8" 2 "does not divide the 8 sequences" --layout pp=2
 refused "mlp in stages" 2 "has no pipeline stages" --layout pp=2 --model mlp-tiny
 refused "pp=4 of 2 blocks" 4 "needs at least 4 blocks, the model has 2" --layout pp=4
 refused "pp=2 with ZeRO" 2 "not done yet" --layout pp=2 --zero 1
+# a checkpoint of 2 stages resumed with another pp: refused naming the part
+# missing and the parts there are, and the checkpoint is left as it was
+ls -lR "$tmp/ck" > "$tmp/ck.before"
+refused "a pp=2 checkpoint resumed with pp=4" 4 "there is no part .*pp0of4 .*pp0of2 pp1of2" \
+    --layers 4 --layout pp=4 --resume "$tmp/ck" --checkpoint-dir "$tmp/ck" --checkpoint-every 1
+refused "a pp=2 checkpoint resumed without stages" 2 "is a checkpoint in parts (pp0of2 pp1of2)" \
+    --layers 4 --resume "$tmp/ck" --checkpoint-dir "$tmp/ck" --checkpoint-every 1
+refused "one stage's part resumed on one rank" 1 "or one pipeline stage's part" \
+    $common --micro-batches 4 --deterministic --resume "$tmp/ck/pp0of2"
+ls -lR "$tmp/ck" > "$tmp/ck.after"
+if cmp -s "$tmp/ck.before" "$tmp/ck.after"; then ok "the refused resumes left the checkpoint as it was"
+else fail "a refused resume changed the checkpoint: $(diff "$tmp/ck.before" "$tmp/ck.after" | head -3)"; fi
+# the parts' latest checkpoints of different steps (a job stopped between
+# them): refused, nothing written
+run ckmix 2 --deterministic --micro-batches 4 --layout pp=2 --checkpoint-dir "$tmp/ckmix" \
+    --checkpoint-every 2 --stop-after 4
+rm -f "$tmp/ckmix/pp1of2/ckpt_00000004.gtck"
+refused "parts of different steps" 2 "latest checkpoints are of different steps (2 to 4" \
+    $common --micro-batches 4 --deterministic --layout pp=2 --resume "$tmp/ckmix"
 refused "a bad schedule" 1 "use gpipe or 1f1b" --layout pp=2 --schedule interleaved
 
 [ $fails -eq 0 ] && echo "all cases passed" || { echo "$fails case(s) failed"; exit 1; }

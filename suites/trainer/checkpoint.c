@@ -199,7 +199,8 @@ static int list_rank_file(gt_model *model, int rank, int pshard, size_t slo, siz
 }
 
 /* After `done` steps: one file (rank 0 writes it; every rank holds the same
- * state), or with ZeRO-1 a folder with every rank's shard of m and v (rank 0's
+ * state; a pipeline stage's part holds m and v of the stage's range [lo, hi)
+ * only), or with ZeRO-1 a folder with every rank's shard of m and v (rank 0's
  * also holds the parameters) and a MANIFEST that rank 0 writes once all
  * shards are safely on disk. */
 gt_status gt_train_save_checkpoint(const gt_train_config *cfg, gt_model *model, gt_comm *comm,
@@ -209,7 +210,9 @@ gt_status gt_train_save_checkpoint(const gt_train_config *cfg, gt_model *model, 
     int R = gt_comm_size(comm), rank = gt_comm_rank(comm);
     int sharded = cfg->zero;
     size_t np = gt_model_num_params(model);
-    size_t slo = sharded ? (lo < np ? lo : np) : 0, shi = sharded ? (hi < np ? hi : np) : np;
+    /* the optimizer range this rank holds: its ZeRO shard, its pipeline stage's
+     * range, or all of it (replicated: lo 0, hi past np) */
+    size_t slo = lo < np ? lo : np, shi = hi < np ? hi : np;
     char where[4096], path[4200];
     gt_ckpt_name(where, sizeof where, cfg->checkpoint_dir, done, sharded);
     gt_status s = GT_OK;
@@ -634,7 +637,9 @@ gt_status gt_train_load_checkpoint(const gt_train_config *cfg, gt_model *model, 
     if (s == GT_OK && rv.covered != need)
         s = GT_ERR(GT_ERR_MISMATCH,
                    "checkpoint '%s' holds %zu of the %zu optimizer-state elements this rank "
-                   "needs (overlapping or missing shards)",
+                   "needs (overlapping or missing shards, or one pipeline stage's part: "
+                   "resume such a checkpoint from its --checkpoint-dir with the layout that "
+                   "wrote it)",
                    where, rv.covered, need);
     if (s == GT_OK && pshard) s = params_from_shards(model, where, &rp, host);
     if (s == GT_OK) s = gt_model_set_params(model, host);

@@ -97,12 +97,13 @@ static gt_status train_step(gt_trainer *t, int step) {
     GT_TRY(gt_train_eval_periodic(t, &s));
     int every = t->cfg->checkpoint_every;
     if (every <= 0 || (step + 1) % every != 0) return GT_OK;
-    /* ZeRO-3: every rank writes its shard of the masters; tensor parallel: every
-     * tensor rank's data-parallel group its part, and the job agrees on how it went */
+    /* ZeRO-3: every rank writes its shard of the masters; pipeline stages, tensor
+     * ranks: every part's data-parallel group its part, and the job agrees on how
+     * it went */
     gt_status sv = gt_train_save_checkpoint(t->ck, t->model, t->comm, t->lo, t->hi, step + 1,
                                             t->st->backend_desc, &t->rid,
                                             t->fp16 ? &t->ls : NULL, &t->st->collective_error);
-    if (t->TP <= 1) return sv;
+    if (t->TP <= 1 && t->P <= 1) return sv;
     return gt_train_agree(t->cfg->comm, sv, &t->st->collective_error);
 }
 

@@ -37,16 +37,6 @@ static gt_status pipe_check(const gt_trainer *t) {
     if (cfg->zero)
         return GT_ERR(GT_ERR_UNSUPPORTED, "--zero %d with pp=%d is not done yet: use --zero 0",
                       cfg->zero, t->P);
-    if (cfg->recompute != GT_MODEL_RECOMPUTE_NONE)
-        return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "--recompute with pp=%d is not done yet: use "
-                      "--recompute none",
-                      t->P);
-    if (cfg->checkpoint_every > 0 || cfg->resume)
-        return GT_ERR(GT_ERR_UNSUPPORTED,
-                      "checkpoints with pp=%d are not done yet: drop "
-                      "--checkpoint-every and --resume",
-                      t->P);
     if (t->be->device != GT_DEVICE_HOST || strcmp(gt_comm_backend_name(t->comm), "nccl") == 0)
         return GT_ERR(GT_ERR_UNSUPPORTED,
                       "pp=%d runs on host backends (cpu, ref) over mpi for "

@@ -153,11 +153,12 @@ static gt_status open_ranks(gt_trainer *t) {
     t->fp16 = cfg->precision == GT_DTYPE_FP16;
     if (s == GT_OK && t->fp16) s = gt_lossscale_init(&t->ls, &cfg->loss_scale);
     GT_TRY(s);
-    /* tensor parallel: each tensor rank's part of the checkpoints */
-    GT_TRY(gt_train_tp_ckpt_paths(t));
+    /* pipeline stages, tensor ranks: each rank's part of the checkpoints */
+    GT_TRY(gt_train_ckpt_parts(t));
     /* an unwritable destination fails now, not after hours of training */
     if (cfg->checkpoint_dir)
-        GT_TRY(gt_train_agree(t->comm, gt_ckpt_dir_prepare(t->ck->checkpoint_dir),
+        GT_TRY(gt_train_agree(cfg->comm ? cfg->comm : t->comm,
+                              gt_ckpt_dir_prepare(t->ck->checkpoint_dir),
                               &t->st->collective_error));
     t->k_local = B / M;
     return GT_OK;
@@ -275,6 +276,7 @@ static gt_status init_params(gt_trainer *t) {
                                                        t->hi, t->fp16 ? &t->ls : NULL,
                                                        &t->start),
                               &st->collective_error));
+        GT_TRY(gt_train_ckpt_parts_agree(t)); /* the parts of one step */
         st->first_step = (int)t->start;
         if (t->fp16) {
             st->skipped_steps = t->ls.skipped;

@@ -6,7 +6,8 @@
  * norm, whose replicated tensors every rank of a group holds alike and
  * which are counted once; the whole model's parameters gathered from the
  * slices (the digests compare the one-rank layout); the group's traffic
- * beside its formula; each tensor rank's part of the checkpoints. Data
+ * beside its formula (each tensor rank's part of the checkpoints is in
+ * ckpt_parts.c). Data
  * parallelism (ZeRO included) over the replicas of a group and pipeline
  * stages of groups run as without it: their groups are split so that a
  * rank talks to the ranks of its own tensor rank only. */
@@ -16,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* What tensor parallelism does not do yet, refused alike on every rank. */
 static gt_status tp_check(const gt_trainer *t) {
@@ -38,37 +38,6 @@ static gt_status tp_check(const gt_trainer *t) {
                       "needs a kernel)",
                       tp, t->be->name, gt_comm_backend_name(t->comm));
     return GT_OK;
-}
-
-/* This tensor rank's part of the checkpoints: DIR/tp<r>of<T>. */
-static gt_status tp_parts(gt_trainer *t) {
-    const gt_train_config *cfg = t->cfg;
-    t->ck_cfg = *cfg;
-    t->ck = &t->ck_cfg;
-    if (cfg->checkpoint_dir) {
-        snprintf(t->ck_dir, sizeof t->ck_dir, "%s/tp%dof%d", cfg->checkpoint_dir, t->tp_rank,
-                 t->TP);
-        t->ck_cfg.checkpoint_dir = t->ck_dir;
-    }
-    if (!cfg->resume) return GT_OK;
-    snprintf(t->ck_resume, sizeof t->ck_resume, "%s/tp%dof%d", cfg->resume, t->tp_rank, t->TP);
-    t->ck_cfg.resume = t->ck_resume;
-    struct stat sb;
-    if (stat(t->ck_resume, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return GT_ERR(GT_ERR_INVALID,
-                      "--resume %s with --layout tp=%d: there is no part %s of tensor rank "
-                      "%d; a tensor-parallel checkpoint is the --checkpoint-dir it was written "
-                      "to, one part per tensor rank: resume from that directory with the "
-                      "layout that wrote it",
-                      cfg->resume, t->TP, t->ck_resume, t->tp_rank);
-    return GT_OK;
-}
-
-gt_status gt_train_tp_ckpt_paths(gt_trainer *t) {
-    t->ck = t->cfg;
-    if (t->TP <= 1) return GT_OK;
-    gt_comm *all = t->cfg->comm ? t->cfg->comm : t->comm;
-    return gt_train_agree(all, tp_parts(t), &t->st->collective_error);
 }
 
 gt_status gt_train_tp_new_model(gt_trainer *t) {

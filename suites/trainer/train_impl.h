@@ -226,8 +226,8 @@ struct gt_trainer {
     int nworld;        /* ranks of the job: R * P */
     int wrank;         /* this rank in the job (fault injection names it) */
     size_t sync_off;   /* the gradient sync's slice starts here (the stage's range) */
-    /* checkpoints are written and resumed with *ck: cfg, or with tp > 1 a copy whose
-     * checkpoint_dir and resume name this tensor rank's part (tensor.c) */
+    /* checkpoints are written and resumed with *ck: cfg, or with pp or tp > 1 a copy
+     * whose checkpoint_dir and resume name this rank's part (ckpt_parts.c) */
     const gt_train_config *ck;
     gt_train_config ck_cfg;
     char ck_dir[4096], ck_resume[4096];
@@ -362,14 +362,20 @@ void gt_pipe_stage_blocks(const gt_trainer *t, int *b0, int *b1);
  * caller), *n the parameters; record: the group's traffic per step and
  * its formula into the statistics. */
 gt_status gt_train_tp_new_model(gt_trainer *t);
-/* t->ck: with tp > 1 each tensor rank's checkpoints in a part of their own,
- * DIR/tp<r>of<T> (the ranks of its data-parallel group write it as without
- * tensor parallelism); --resume DIR reads the same part, refused naming the
- * layout when there is none. Every rank returns the same status. */
-gt_status gt_train_tp_ckpt_paths(gt_trainer *t);
 gt_status gt_train_tp_norm(gt_trainer *t, gt_train_step *s);
 gt_status gt_train_full_params(gt_trainer *t, size_t extra, float **out, size_t *n);
 void gt_train_tp_record(gt_trainer *t);
+
+/* ckpt_parts.c: t->ck, the checkpoints of this rank's part of the model:
+ * cfg, or with pipeline stages or tensor ranks a copy whose checkpoint_dir
+ * and resume name the part, DIR/pp<s>of<P>, DIR/tp<r>of<T> or
+ * DIR/pp<s>of<P>/tp<r>of<T> (the ranks of its data-parallel group write it
+ * as without parts). --resume DIR is refused, naming the parts DIR holds,
+ * when this rank's part is missing or when DIR has parts and this layout
+ * none. parts_agree, after the parts are loaded: they are of one step, or
+ * the refusal. Every rank returns the same status. */
+gt_status gt_train_ckpt_parts(gt_trainer *t);
+gt_status gt_train_ckpt_parts_agree(gt_trainer *t);
 
 /* faults.c */
 void gt_train_faults_read(gt_train_faults *f);
