@@ -142,7 +142,7 @@ extern "C" {
  * else, and for every other metric, the median (docs/ci-gating.md, "A time's
  * level: a low quantile of the run"). */
 #define GT_COMPARE_TIME_QUANTILE 0.1
-#define GT_COMPARE_QUANTILE_SAMPLES 20
+#define GT_COMPARE_QUANTILE_SAMPLES 15
 /* The share of alpha's weight that the family tests get in the one
  * correction over families and metrics (the metrics share the rest). A
  * systematic change shows in a family first: most of the weight there. */
