@@ -11,8 +11,10 @@
  * (gt_comm_set_timeout): a blocking collective that passes the watchdog's
  * deadline ends the job, a waited one returns GT_ERR_TIMEOUT with the
  * watchdog's record (gt_comm_last_hang), so that the doctor lives to name
- * the group. A group's figure is the slowest member's best block; groups
- * are judged against the median group of their kind, as ranks are. */
+ * the group. The blocks run in rounds, a barrier of the whole job before
+ * each; in a round a group's figure is its slowest member's, and groups are
+ * judged round by round against the median group of their kind, as the
+ * doctor's compute probes judge ranks. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep, strtok_r */
 
 #include <errno.h>
@@ -32,7 +34,9 @@
 enum { K_TENSOR = 0, K_DATA, K_SEND, K_RECV, K_COUNT };
 /* a slot's state */
 enum { S_NONE = 0, S_OK, S_TIMEOUT, S_STALLED };
-enum { ROW = K_COUNT * 3 }; /* per slot: figure (s per operation), state, peer world rank */
+/* per slot: state, the peer world rank a timed-out wait was for, then each
+ * round's block time per operation (s; 0: none) */
+enum { MAX_ROUNDS = 25, SLOT = MAX_ROUNDS + 2, ROW = K_COUNT * SLOT };
 
 static const struct {
     const char *name, *what, *op;
@@ -57,36 +61,25 @@ typedef struct lay_plan {
     gt_comm *dp, *pp, *tp;     /* owned: the groups (dp NULL: pure data parallelism) */
     gt_comm *dp_own;           /* owned: the data-parallel group when dp was NULL */
     size_t count;              /* fp32 elements of the representative message */
-    int reps, iters;           /* blocks (the best is the figure) and operations per block */
+    int reps, iters;           /* rounds (a block each) and operations per block */
     double factor;             /* GT_FAULT_SLOW_*: this rank's slowdown */
     int stalled;               /* GT_FAULT_STALL_RANK names this rank */
     float *a, *b;              /* count each */
     double row[ROW];
 } lay_plan;
 
-static void slot_set(lay_plan *p, int k, double fig, int state, int peer) {
-    p->row[k * 3] = fig;
-    p->row[k * 3 + 1] = state;
-    p->row[k * 3 + 2] = peer;
-}
+static double *slot_of(lay_plan *p, int k) { return p->row + k * SLOT; }
 
-/* A timed-out wait: the slot records whom the watchdog says it waited for. */
-static void slot_timeout(lay_plan *p, int k) {
+/* The end of a slot's probes on a failed block: a wait past the deadline
+ * records whom the watchdog says it waited for (gt_comm_last_hang); any
+ * other error is said on stderr and counts the same (its group could not
+ * be measured). */
+static void slot_fail(lay_plan *p, int k, gt_status s) {
+    double *x = slot_of(p, k);
     gt_comm_hang h;
-    int peer = gt_comm_last_hang(&h) ? h.peer_world_rank : -1;
-    slot_set(p, k, 0, S_TIMEOUT, peer);
-}
-
-/* The end of a slot's probe: its best block, or why it has none. An error
- * other than the deadline is said on stderr (the slot then counts as
- * stalled: its group could not be measured). */
-static void slot_end(lay_plan *p, int k, gt_status s, double best) {
-    if (s == GT_ERR_TIMEOUT) {
-        slot_timeout(p, k);
-        return;
-    }
-    if (s != GT_OK) fprintf(stderr, "gauntlet doctor --layout: %s\n", gt_last_error());
-    slot_set(p, k, s == GT_OK ? best : 0, s == GT_OK ? S_OK : S_TIMEOUT, -1);
+    x[0] = S_TIMEOUT;
+    x[1] = s == GT_ERR_TIMEOUT && gt_comm_last_hang(&h) ? h.peer_world_rank : -1;
+    if (s != GT_ERR_TIMEOUT) fprintf(stderr, "gauntlet doctor --layout: %s\n", gt_last_error());
 }
 
 /* Waits for *req when the start s succeeded (the argument is the
@@ -101,25 +94,21 @@ static gt_status barrier_w(gt_comm *c) {
     return wait_op(c, gt_comm_barrier(c, &r), &r);
 }
 
-/* An all-reduce group's blocks: barrier, `iters` all-reduces, the
+/* One block of an all-reduce group: barrier, `iters` all-reduces, the
  * slowdown's sleep before the closing barrier (so that every member times
- * the slow block). The slot: the best block's time per all-reduce. */
-static void probe_allreduce(lay_plan *p, gt_comm *c, int k) {
-    double best = INFINITY;
-    gt_status s = GT_OK;
-    for (int r = 0; s == GT_OK && r < p->reps; r++) {
-        s = barrier_w(c);
-        double t0 = now_s();
-        for (int i = 0; s == GT_OK && i < p->iters; i++) {
-            gt_comm_request *req = NULL;
-            s = wait_op(c, gt_comm_allreduce(c, p->a, p->b, p->count, GT_DTYPE_FP32,
-                                             GT_REDOP_SUM, &req), &req);
-        }
-        sleep_s((p->factor - 1) * (now_s() - t0));
-        if (s == GT_OK) s = barrier_w(c);
-        if (s == GT_OK) best = fmin(best, (now_s() - t0) / p->iters);
+ * the slow block). *t: time per all-reduce. */
+static gt_status block_allreduce(lay_plan *p, gt_comm *c, double *t) {
+    GT_TRY(barrier_w(c));
+    double t0 = now_s();
+    for (int i = 0; i < p->iters; i++) {
+        gt_comm_request *req = NULL;
+        GT_TRY(wait_op(c, gt_comm_allreduce(c, p->a, p->b, p->count, GT_DTYPE_FP32,
+                                            GT_REDOP_SUM, &req), &req));
     }
-    slot_end(p, k, s, best);
+    sleep_s((p->factor - 1) * (now_s() - t0));
+    GT_TRY(barrier_w(c));
+    *t = (now_s() - t0) / p->iters;
+    return GT_OK;
 }
 
 /* Both ends of a boundary: a token each way (send first: 4 bytes go
@@ -131,57 +120,59 @@ static gt_status exchange(gt_comm *c, int peer) {
     return wait_op(c, gt_comm_recv(c, &in, 1, GT_DTYPE_INT32, peer, 1, &r), &r);
 }
 
-/* One end of a pipeline boundary on the pipeline group: this rank sends
- * (k == K_SEND) to or receives from stage `peer`, blocks as above. */
-static void probe_boundary(lay_plan *p, int k, int peer) {
+/* One block of one end of a pipeline boundary on the pipeline group: this
+ * rank sends (k == K_SEND) to or receives from stage `peer`, as above. */
+static gt_status block_boundary(lay_plan *p, int k, int peer, double *t) {
     gt_comm *c = p->pp;
-    double best = INFINITY;
-    gt_status s = GT_OK;
-    for (int r = 0; s == GT_OK && r < p->reps; r++) {
-        s = exchange(c, peer);
-        double t0 = now_s();
-        for (int i = 0; s == GT_OK && i < p->iters; i++) {
-            gt_comm_request *req = NULL;
-            s = k == K_SEND
-                    ? gt_comm_send(c, p->a, p->count, GT_DTYPE_FP32, peer, 2, &req)
-                    : gt_comm_recv(c, p->b, p->count, GT_DTYPE_FP32, peer, 2, &req);
-            s = wait_op(c, s, &req);
-        }
-        sleep_s((p->factor - 1) * (now_s() - t0));
-        if (s == GT_OK) s = exchange(c, peer);
-        if (s == GT_OK) best = fmin(best, (now_s() - t0) / p->iters);
+    GT_TRY(exchange(c, peer));
+    double t0 = now_s();
+    for (int i = 0; i < p->iters; i++) {
+        gt_comm_request *req = NULL;
+        gt_status s = k == K_SEND
+                          ? gt_comm_send(c, p->a, p->count, GT_DTYPE_FP32, peer, 2, &req)
+                          : gt_comm_recv(c, p->b, p->count, GT_DTYPE_FP32, peer, 2, &req);
+        GT_TRY(wait_op(c, s, &req));
     }
-    slot_end(p, k, s, best);
+    sleep_s((p->factor - 1) * (now_s() - t0));
+    GT_TRY(exchange(c, peer));
+    *t = (now_s() - t0) / p->iters;
+    return GT_OK;
 }
 
-/* Every kind in turn, a barrier of the whole job between them (a stalled
- * rank takes part in those, not in its groups' operations). Pipeline
- * boundaries in two phases, from even stages then from odd ones, so that
- * no rank is in two boundaries at once. */
-static gt_status lay_measure(gt_comm *world, lay_plan *p) {
-    gt_comm *dp = p->dp ? p->dp : p->dp_own;
-    if (p->tp) {
-        if (p->stalled) slot_set(p, K_TENSOR, 0, S_STALLED, -1);
-        else probe_allreduce(p, p->tp, K_TENSOR);
-    }
-    GT_TRY(gt_comm_barrier_idle(world));
-    if (dp && p->g.dp > 1) {
-        if (p->stalled) slot_set(p, K_DATA, 0, S_STALLED, -1);
-        else probe_allreduce(p, dp, K_DATA);
-    }
-    GT_TRY(gt_comm_barrier_idle(world));
-    int P = p->g.pp, st = p->at.pp;
-    for (int phase = 0; P > 1 && phase < 2; phase++) {
-        int send = st % 2 == phase && st + 1 < P, recv = (st - 1) % 2 == phase && st > 0;
-        if (p->stalled) {
-            if (send) slot_set(p, K_SEND, 0, S_STALLED, -1);
-            if (recv) slot_set(p, K_RECV, 0, S_STALLED, -1);
-        } else if (send) {
-            probe_boundary(p, K_SEND, st + 1);
-        } else if (recv) {
-            probe_boundary(p, K_RECV, st - 1);
-        }
+/* Slot k's rounds: each starts with a barrier of the whole job, so that
+ * round r of every group runs at the same time and groups are compared
+ * round by round (load that comes and goes moves a few rounds; a slow rank
+ * is slow in all). part: this rank has a group of this kind (c: its
+ * all-reduce group; NULL: the boundary to stage `peer`). A stalled rank
+ * and one whose block failed still take part in the barriers. */
+static gt_status run_rounds(gt_comm *world, lay_plan *p, int k, int part, gt_comm *c, int peer) {
+    double *x = slot_of(p, k);
+    if (part) x[0] = p->stalled ? S_STALLED : S_OK;
+    for (int r = 0; r < p->reps; r++) {
         GT_TRY(gt_comm_barrier_idle(world));
+        if (!part || (int)x[0] != S_OK) continue;
+        double t = 0;
+        gt_status s = c ? block_allreduce(p, c, &t) : block_boundary(p, k, peer, &t);
+        if (s == GT_OK) x[2 + r] = t;
+        else slot_fail(p, k, s);
+    }
+    return GT_OK;
+}
+
+/* Every kind in turn (those the layout has: every rank knows the same).
+ * Pipeline boundaries in two phases, from even stages then from odd ones,
+ * so that no rank is in two boundaries at once. */
+static gt_status lay_measure(gt_comm *world, lay_plan *p) {
+    for (int i = 0; i < ROW; i++) p->row[i] = 0;
+    for (int k = 0; k < K_COUNT; k++) slot_of(p, k)[1] = -1;
+    gt_comm *dp = p->dp ? p->dp : p->dp_own;
+    if (p->g.tp > 1) GT_TRY(run_rounds(world, p, K_TENSOR, 1, p->tp, -1));
+    if (p->g.dp > 1) GT_TRY(run_rounds(world, p, K_DATA, 1, dp, -1));
+    int P = p->g.pp, st = p->at.pp;
+    for (int phase = 0; P > 1 && phase < (P > 2 ? 2 : 1); phase++) {
+        int send = st % 2 == phase && st + 1 < P, recv = st > 0 && (st - 1) % 2 == phase;
+        if (send) GT_TRY(run_rounds(world, p, K_SEND, 1, NULL, st + 1));
+        else GT_TRY(run_rounds(world, p, recv ? K_RECV : K_SEND, recv, NULL, st - 1));
     }
     return GT_OK;
 }
@@ -221,7 +212,7 @@ static gt_status lay_open(gt_comm *comm, const gt_doctor_config *cfg, const gt_j
     /* a tensor group's activation all-reduce, a stage's activations: 1 MiB
      * quick, else 16 MiB (the link probe's sizes) */
     p->count = ((size_t)(cfg->quick ? 1 : 16) << 20) / sizeof(float);
-    p->reps = cfg->quick ? 25 : 15; /* the link probe's blocks: groups share cores */
+    p->reps = cfg->quick ? MAX_ROUNDS : 15; /* the link probe's blocks */
     p->iters = cfg->quick ? 4 : 8;
     p->factor = 1;
     gt_doctor_fault_factor(cfg->slow_hosts, "GT_FAULT_SLOW_HOST", 0, job->rank[me].host, me,
@@ -232,7 +223,6 @@ static gt_status lay_open(gt_comm *comm, const gt_doctor_config *cfg, const gt_j
     p->b = calloc(p->count, sizeof(float));
     if (!p->a || !p->b) return GT_ERR(GT_ERR_OOM, "doctor --layout: out of memory");
     for (size_t i = 0; i < p->count; i++) p->a[i] = (float)(i % 7);
-    for (int k = 0; k < K_COUNT; k++) slot_set(p, k, 0, S_NONE, -1);
     return GT_OK;
 }
 
@@ -244,7 +234,9 @@ typedef struct lay_group {
     int kind, index, n, members[64];
     int coord[3];        /* tensor: replica, stage; data: stage, tensor rank; pipeline:
                             replica, tensor rank, sending stage */
-    double fig;          /* the slowest member's figure (s per operation); 0: none */
+    double f[MAX_ROUNDS];  /* each round: the slowest member's block (s per operation) */
+    int ok;              /* every member measured every round */
+    double fig, ratio;   /* the median over rounds of f and of f / the round's reference */
     int timeout, stalled;
     char waited[128];    /* the ranks waited for, "3" or "2,3" */
 } lay_group;
@@ -266,36 +258,73 @@ static void add_waited(lay_group *gr, int r) {
     snprintf(gr->waited + l, sizeof gr->waited - l, "%s%s", l ? "," : "", num);
 }
 
-/* The group's figure and state from its members' rows (all: n x ROW);
- * slot[i]: the slot member i used. */
-static void group_fill(lay_group *gr, const double *all, const int *slot) {
-    gr->fig = 0;
-    int bad = 0;
+/* The group's rounds and state from its members' rows (all: n x ROW, R
+ * rounds); slot[i]: the slot member i used. */
+static void group_fill(lay_group *gr, const double *all, const int *slot, int R) {
+    gr->ok = 1;
     for (int i = 0; i < gr->n; i++) {
-        const double *x = all + (size_t)gr->members[i] * ROW + slot[i] * 3;
-        int state = (int)x[1];
-        if (state == S_OK && x[0] > gr->fig) gr->fig = x[0];
+        const double *x = all + (size_t)gr->members[i] * ROW + slot[i] * SLOT;
+        int state = (int)x[0];
+        for (int r = 0; state == S_OK && r < R; r++) gr->f[r] = fmax(gr->f[r], x[2 + r]);
         if (state == S_TIMEOUT) {
             gr->timeout = 1;
-            if (x[2] >= 0) add_waited(gr, (int)x[2]);
+            if (x[1] >= 0) add_waited(gr, (int)x[1]);
         }
         if (state == S_STALLED) {
             gr->stalled = 1;
             add_waited(gr, gr->members[i]);
         }
-        bad |= state != S_OK;
+        gr->ok &= state == S_OK;
     }
     /* a collective that timed out on some members: the others are the
      * ones waited for, when the watchdog could not say */
     if (gr->timeout && !gr->waited[0])
         for (int i = 0; i < gr->n; i++)
-            if ((int)all[(size_t)gr->members[i] * ROW + slot[i] * 3 + 1] == S_OK)
+            if ((int)all[(size_t)gr->members[i] * ROW + slot[i] * SLOT] == S_OK)
                 add_waited(gr, gr->members[i]);
-    if (bad) gr->fig = 0;
 }
 
-/* Every group of kind k (0 tensor, 1 data, 2 pipeline boundary), filled. */
-static int groups_of(int k, const gt_train_grid *g, const double *all, lay_group *out) {
+/* Judged round by round, as the doctor's compute probes are: in round r
+ * the reference is the median of the groups' figures (of two the better);
+ * a group's ratio is the median over rounds of its figure / the round's
+ * reference, its figure the median over rounds. Returns the median over
+ * rounds of the reference (-1: fewer than two groups measured). */
+static double groups_judge(lay_group *gr, int n, int R) {
+    double *v = malloc((size_t)(n + 2 * R + 1) * sizeof *v);
+    if (!v) return -1;
+    double *refs = v + n, *x = refs + R;
+    int nref = 0;
+    for (int r = 0; r < R; r++) {
+        int k = 0;
+        for (int g = 0; g < n; g++)
+            if (gr[g].ok && gr[g].f[r] > 0) v[k++] = gr[g].f[r];
+        refs[r] = k >= 3 ? gt_median(v, (size_t)k) : k == 2 ? fmin(v[0], v[1]) : -1;
+        nref += refs[r] > 0;
+    }
+    for (int g = 0; g < n; g++) {
+        gr[g].fig = gr[g].ratio = 0;
+        if (!gr[g].ok) continue;
+        int k = 0;
+        for (int r = 0; r < R; r++)
+            if (gr[g].f[r] > 0) x[k++] = gr[g].f[r];
+        gr[g].fig = k ? gt_median(x, (size_t)k) : 0;
+        k = 0;
+        for (int r = 0; r < R; r++)
+            if (gr[g].f[r] > 0 && refs[r] > 0) x[k++] = gr[g].f[r] / refs[r];
+        gr[g].ratio = k ? gt_median(x, (size_t)k) : 0;
+    }
+    int k = 0;
+    for (int r = 0; r < R; r++)
+        if (refs[r] > 0) x[k++] = refs[r];
+    double ref = k ? gt_median(x, (size_t)k) : -1;
+    free(v);
+    return ref;
+}
+
+/* Every group of kind k (0 tensor, 1 data, 2 pipeline boundary) over R
+ * rounds, filled and judged (*ref: groups_judge's reference). */
+static int groups_of(int k, const gt_train_grid *g, const double *all, int R, lay_group *out,
+                     double *ref) {
     int n = 0, slot[64];
     int A = k == 0 ? g->dp : k == 1 ? g->pp : g->dp;
     int B = k == 0 ? g->pp : k == 1 ? g->tp : g->tp;
@@ -322,9 +351,10 @@ static int groups_of(int k, const gt_train_grid *g, const double *all, lay_group
                     gr->members[1] = rank_at(g, a, c + 1, b), slot[1] = K_RECV;
                     gr->n = 2;
                 }
-                group_fill(gr, all, slot);
+                group_fill(gr, all, slot, R);
                 n++;
             }
+    *ref = groups_judge(out, n, R);
     return n;
 }
 
@@ -362,6 +392,7 @@ typedef struct lay_judge {
     double limit, deadline, bytes;
     int named;
     int *in_named;  /* per world rank: how many named groups hold it */
+    int kinds;      /* kinds with groups of more than one rank */
 } lay_judge;
 
 static void name_group(lay_judge *j, const lay_group *gr, const char *label, double ratio,
@@ -412,7 +443,7 @@ static int judge_group(lay_judge *j, gt_result *res, const lay_group *gr, double
     char label[768], detail[1400], size[32];
     group_label(gr, j->job, label, sizeof label);
     snprintf(size, sizeof size, "%.3g MiB", j->bytes / 1048576.0);
-    double ratio = gr->fig > 0 && ref > 0 ? gr->fig / ref : 0;
+    double ratio = gr->ratio;
     int stalled = gr->timeout || gr->stalled;
     int out = stalled || (judged && ratio > j->limit);
     if (stalled)
@@ -421,8 +452,9 @@ static int judge_group(lay_judge *j, gt_result *res, const lay_group *gr, double
                  g_kind[gr->kind].op, size, j->deadline, gr->waited[0] ? gr->waited : "?");
     else
         snprintf(detail, sizeof detail, "%s: %s of %s %.1fx slower than the %s group (%.3g ms "
-                 "against %.3g ms, limit %.2fx)", label, g_kind[gr->kind].op, size, ratio,
-                 judged >= 3 ? "median" : "better", gr->fig * 1e3, ref * 1e3, j->limit);
+                 "against %.3g ms, medians over rounds; limit %.2fx)", label,
+                 g_kind[gr->kind].op, size, ratio, judged >= 3 ? "median" : "better",
+                 gr->fig * 1e3, ref * 1e3, j->limit);
     if (j->out && !out && ratio > 0)
         fprintf(j->out, "    %-64s %9.3f ms  %.2fx\n", label, gr->fig * 1e3, ratio);
     else if (j->out && !out)
@@ -445,16 +477,14 @@ static int judge_group(lay_judge *j, gt_result *res, const lay_group *gr, double
     return 1;
 }
 
-/* Kind k's groups: the reference (median group; of two the better), a
- * result with a record per group, and every group named. */
-static void judge_kind(lay_judge *j, int k, const lay_group *gr, int n) {
-    double *v = malloc((size_t)(n ? n : 1) * sizeof *v), ref = -1, worst_ratio = 0;
+/* Kind k's groups (judged: groups_judge, ref its reference): a result with
+ * a record per group, and every group named. */
+static void judge_kind(lay_judge *j, int k, const lay_group *gr, int n, double ref) {
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v), worst_ratio = 0;
     int valid = 0, count = 0;
     for (int i = 0; v && i < n; i++)
         if (gr[i].fig > 0) v[valid++] = gr[i].fig;
-    if (valid >= 3) ref = gt_median(v, (size_t)valid);
-    else if (valid == 2) ref = fmin(v[0], v[1]);
-    int judged = valid >= 2 ? valid : 0;
+    int judged = valid >= 2 && ref > 0 ? valid : 0;
     gt_result *res = j->rep ? gt_report_add_result(j->rep, "doctor", g_kind[k].name,
                                                    j->topology, j->cfg->backend)
                             : NULL;
@@ -484,7 +514,7 @@ static void judge_kind(lay_judge *j, int k, const lay_group *gr, int n) {
     char worst[4096] = "";
     for (int i = 0; i < n; i++) {
         count += judge_group(j, res, &gr[i], ref, judged, worst, sizeof worst);
-        if (gr[i].fig > 0 && ref > 0) worst_ratio = fmax(worst_ratio, gr[i].fig / ref);
+        worst_ratio = fmax(worst_ratio, gr[i].ratio);
     }
     if (res && !judged && !count)
         gt_result_check_unevaluated(res, "no_outlier", j->limit,
@@ -515,48 +545,51 @@ static void suspects(lay_judge *j, int n) {
 
 /* One look: every kind measured, every rank's row gathered into all (n x ROW). */
 static gt_status lay_look(gt_comm *comm, lay_plan *p, double *all) {
-    for (int k = 0; k < K_COUNT; k++) slot_set(p, k, 0, S_NONE, -1);
     GT_TRY(lay_measure(comm, p));
     return gt_comm_allgather(comm, p->row, all, ROW, GT_DTYPE_FP64, NULL);
 }
 
 /* Every kind's groups judged (j->out, j->rep: where they are said); the
- * count named. */
-static int lay_judge_all(lay_judge *j, const lay_plan *p, const double *all, lay_group *gr) {
-    j->named = 0;
+ * count named. again: a second look's rows (NULL: none), in which case
+ * each group is judged by the look in which its ratio was smaller (a
+ * burst of other work on a shared machine is seldom in both looks; a slow
+ * rank is). gr, g2: room for n groups each. */
+static int lay_judge_all(lay_judge *j, const lay_plan *p, const double *all,
+                         const double *again, lay_group *gr, lay_group *g2) {
+    j->named = j->kinds = 0;
     for (int k = 0; k < 3; k++) {
-        int ng = groups_of(k, &p->g, all, gr);
-        if (ng) judge_kind(j, k, gr, ng);
+        double ref = -1, ref2 = -1;
+        int ng = groups_of(k, &p->g, all, p->reps, gr, &ref);
+        if (ng && again && groups_of(k, &p->g, again, p->reps, g2, &ref2) == ng) {
+            for (int i = 0; i < ng; i++)
+                if (g2[i].ok && g2[i].ratio > 0 && g2[i].ratio < gr[i].ratio) gr[i] = g2[i];
+            ref = ref2 > 0 && (ref <= 0 || ref2 < ref) ? ref2 : ref;
+        }
+        if (ng) judge_kind(j, k, gr, ng, ref);
+        j->kinds += ng > 0;
     }
+    if (j->out && j->kinds == 0)
+        fprintf(j->out, "  no group of more than one rank in this layout: nothing to probe\n");
     return j->named;
 }
 
-/* The second look, when the first named a slow group and nothing stalled
- * (a stalled group's communicator is spent): per rank and slot the better
- * of the two figures, as the doctor does for ranks (a burst of other work
- * on a shared machine is seldom in both looks; a slow rank is). */
-static gt_status lay_second_look(gt_comm *comm, lay_plan *p, lay_judge *quiet, double *all,
-                                 lay_group *gr, int n, int *looks) {
-    *looks = 1;
+/* The second look (into *again), when the first named a slow group and
+ * nothing stalled (a stalled group's communicator is spent). */
+static gt_status lay_second_look(gt_comm *comm, lay_plan *p, lay_judge *quiet, const double *all,
+                                 lay_group *gr, int n, double **again) {
+    *again = NULL;
     for (int i = 0; i < n * K_COUNT; i++) {
-        int state = (int)all[i * 3 + 1];
+        int state = (int)all[i * SLOT];
         if (state == S_TIMEOUT || state == S_STALLED) return GT_OK;
     }
-    int first = lay_judge_all(quiet, p, all, gr);
+    int first = lay_judge_all(quiet, p, all, NULL, gr, NULL);
     if (first == 0) return GT_OK;
     if (quiet->cfg->out && gt_comm_rank(comm) == 0)
         fprintf(quiet->cfg->out, "layout, first look: %d group(s) named; looking again: each "
-                "figure below is the better of two looks\n", first);
-    double *again = malloc((size_t)n * ROW * sizeof *again);
-    if (!again) return GT_ERR(GT_ERR_OOM, "doctor --layout: out of memory");
-    gt_status s = lay_look(comm, p, again);
-    for (int i = 0; s == GT_OK && i < n * K_COUNT; i++) {
-        double *a = all + i * 3, *b = again + i * 3;
-        if ((int)b[1] == S_OK && ((int)a[1] != S_OK || b[0] < a[0])) memcpy(a, b, 3 * sizeof *a);
-    }
-    free(again);
-    if (s == GT_OK) *looks = 2;
-    return s;
+                "group below is judged by the look in which it did better\n", first);
+    *again = malloc((size_t)n * ROW * sizeof **again);
+    if (!*again) return GT_ERR(GT_ERR_OOM, "doctor --layout: out of memory");
+    return lay_look(comm, p, *again);
 }
 
 gt_status gt_doctor_layout_run(gt_comm *comm, const gt_doctor_config *cfg, const gt_job *job,
@@ -566,7 +599,8 @@ gt_status gt_doctor_layout_run(gt_comm *comm, const gt_doctor_config *cfg, const
     lay_plan p;
     gt_status s = lay_open(comm, cfg, job, &p);
     double *all = s == GT_OK ? malloc((size_t)n * ROW * sizeof *all) : NULL;
-    lay_group *gr = s == GT_OK ? malloc((size_t)n * sizeof *gr) : NULL;
+    lay_group *gr = s == GT_OK ? malloc((size_t)n * 2 * sizeof *gr) : NULL;
+    double *again = NULL;
     if (s == GT_OK && (!all || !gr)) s = GT_ERR(GT_ERR_OOM, "doctor --layout: out of memory");
     if (s == GT_OK) s = lay_look(comm, &p, all);
     lay_judge j = {.cfg = cfg, .job = job, .topology = topology,
@@ -574,18 +608,19 @@ gt_status gt_doctor_layout_run(gt_comm *comm, const gt_doctor_config *cfg, const
                    .deadline = cfg->layout_deadline_s > 0 ? cfg->layout_deadline_s
                                                           : GT_DOCTOR_LAYOUT_DEADLINE,
                    .bytes = (double)p.count * sizeof(float)};
-    if (s == GT_OK && !cfg->one_look) s = lay_second_look(comm, &p, &j, all, gr, n, &looks);
+    if (s == GT_OK && !cfg->one_look) s = lay_second_look(comm, &p, &j, all, gr, n, &again);
+    if (again) looks = 2;
     if (s == GT_OK) {
         char grid[64];
         gt_train_grid_format(&p.g, grid, sizeof grid);
         j.rep = rep;
         j.out = out;
         if (out)
-            fprintf(out, "layout %s: each group's best block, time per operation%s%s\n", grid,
-                    looks == 2 ? ", the better of two looks" : "",
+            fprintf(out, "layout %s: time per operation, each group's median over %d rounds%s%s\n",
+                    grid, p.reps, looks == 2 ? ", the better of two looks" : "",
                     cfg->stall_ranks ? " (GT_FAULT_STALL_RANK injected)" : "");
         j.in_named = calloc((size_t)n, sizeof *j.in_named);
-        *named = lay_judge_all(&j, &p, all, gr);
+        *named = lay_judge_all(&j, &p, all, again, gr, gr + n);
         suspects(&j, n);
         free(j.in_named);
         if (rep) {
@@ -595,6 +630,7 @@ gt_status gt_doctor_layout_run(gt_comm *comm, const gt_doctor_config *cfg, const
             gt_report_section_int(rep, "doctor", "layout_looks", looks);
         }
     }
+    free(again);
     free(gr);
     free(all);
     lay_free(&p);
