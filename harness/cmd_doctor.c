@@ -63,6 +63,14 @@ static void doctor_usage(FILE *f) {
         GT_DOCTOR_GROUP_LIMIT, GT_DOCTOR_LAYOUT_DEADLINE);
 }
 
+/* 1 when --layout (parsed already; NULL: none) fits a job of n ranks;
+ * else 0 and the last error says why. */
+static int layout_fits(const char *layout, int n) {
+    gt_train_grid g, sized;
+    return !layout ||
+           (gt_train_grid_parse(layout, &g) == GT_OK && gt_train_grid_sizes(&g, n, &sized) == GT_OK);
+}
+
 int gt_cmd_doctor(int argc, char **argv) {
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "doctor"};
     gt_doctor_config cfg = {.backend = "cpu"};
@@ -134,14 +142,10 @@ int gt_cmd_doctor(int argc, char **argv) {
     gt_status s = gt_comm_world(&ccfg, &comm);
     if (s != GT_OK) return gt_fail("doctor", s);
     int rank = gt_comm_rank(comm), n = gt_comm_size(comm);
-    if (cfg.layout) { /* a layout that does not fit the job: a usage error on every rank */
-        gt_train_grid g, sized;
-        gt_train_grid_parse(cfg.layout, &g);
-        if (gt_train_grid_sizes(&g, n, &sized) != GT_OK) {
-            int rc = rank == 0 ? gt_usage_error("doctor", "%s", gt_last_error()) : GT_EXIT_USAGE;
-            gt_comm_free(comm);
-            return rc;
-        }
+    if (!layout_fits(cfg.layout, n)) { /* a usage error on every rank, said by rank 0 */
+        int rc = rank == 0 ? gt_usage_error("doctor", "%s", gt_last_error()) : GT_EXIT_USAGE;
+        gt_comm_free(comm);
+        return rc;
     }
     if (cfg.threads == 0 && !strcmp(cfg.backend, "cpu")) cfg.threads = gt_default_threads(n);
     gt_report *rep = NULL;
