@@ -226,12 +226,12 @@ static gt_status lay_open(gt_comm *comm, const gt_doctor_config *cfg, const gt_j
     return GT_OK;
 }
 
-/* ---- judging (rank 0) ---------------------------------------------------------- */
+/* ---- judging (every rank: the same rows; rank 0 says it) ---------------------------------------------------------- */
 
 /* One group of a kind: its members (world ranks; for a boundary the
  * sender then the receiver) and what they measured. */
 typedef struct lay_group {
-    int kind, index, n, members[64];
+    int kind, index, n, *members; /* n world ranks (borrowed: groups_of's buffer) */
     int coord[3];        /* tensor: replica, stage; data: stage, tensor rank; pipeline:
                             replica, tensor rank, sending stage */
     double f[MAX_ROUNDS];  /* each round: the slowest member's block (s per operation) */
@@ -324,8 +324,8 @@ static double groups_judge(lay_group *gr, int n, int R) {
 /* Every group of kind k (0 tensor, 1 data, 2 pipeline boundary) over R
  * rounds, filled and judged (*ref: groups_judge's reference). */
 static int groups_of(int k, const gt_train_grid *g, const double *all, int R, lay_group *out,
-                     double *ref) {
-    int n = 0, slot[64];
+                     int *memb, int *slot, double *ref) {
+    int n = 0;
     int A = k == 0 ? g->dp : k == 1 ? g->pp : g->dp;
     int B = k == 0 ? g->pp : k == 1 ? g->tp : g->tp;
     int C = k == 2 ? g->pp - 1 : 1;
@@ -335,16 +335,17 @@ static int groups_of(int k, const gt_train_grid *g, const double *all, int R, la
             for (int c = 0; c < C; c++) {
                 lay_group *gr = &out[n];
                 memset(gr, 0, sizeof *gr);
+                gr->members = memb; /* each kind's groups hold at most 2 x the ranks */
                 gr->kind = k;
                 gr->index = n;
                 gr->coord[0] = a;
                 gr->coord[1] = b;
                 gr->coord[2] = c;
                 if (k == 0)
-                    for (int t = 0; t < g->tp && t < 64; t++, gr->n++)
+                    for (int t = 0; t < g->tp; t++, gr->n++)
                         gr->members[t] = rank_at(g, a, b, t), slot[t] = K_TENSOR;
                 else if (k == 1)
-                    for (int d = 0; d < g->dp && d < 64; d++, gr->n++)
+                    for (int d = 0; d < g->dp; d++, gr->n++)
                         gr->members[d] = rank_at(g, d, a, b), slot[d] = K_DATA;
                 else {
                     gr->members[0] = rank_at(g, a, c, b), slot[0] = K_SEND;
@@ -352,6 +353,7 @@ static int groups_of(int k, const gt_train_grid *g, const double *all, int R, la
                     gr->n = 2;
                 }
                 group_fill(gr, all, slot, R);
+                memb += gr->n;
                 n++;
             }
     *ref = groups_judge(out, n, R);
@@ -557,10 +559,14 @@ static gt_status lay_look(gt_comm *comm, lay_plan *p, double *all) {
 static int lay_judge_all(lay_judge *j, const lay_plan *p, const double *all,
                          const double *again, lay_group *gr, lay_group *g2) {
     j->named = j->kinds = 0;
+    size_t N = (size_t)p->g.dp * p->g.tp * p->g.pp;
+    int *memb = malloc(N * 6 * sizeof *memb); /* gr's members, g2's, the slots */
+    if (!memb) return 0;
     for (int k = 0; k < 3; k++) {
         double ref = -1, ref2 = -1;
-        int ng = groups_of(k, &p->g, all, p->reps, gr, &ref);
-        if (ng && again && groups_of(k, &p->g, again, p->reps, g2, &ref2) == ng) {
+        int ng = groups_of(k, &p->g, all, p->reps, gr, memb, memb + 4 * N, &ref);
+        if (ng && again &&
+            groups_of(k, &p->g, again, p->reps, g2, memb + 2 * N, memb + 4 * N, &ref2) == ng) {
             for (int i = 0; i < ng; i++)
                 if (g2[i].ok && g2[i].ratio > 0 && g2[i].ratio < gr[i].ratio) gr[i] = g2[i];
             ref = ref2 > 0 && (ref <= 0 || ref2 < ref) ? ref2 : ref;
@@ -570,6 +576,7 @@ static int lay_judge_all(lay_judge *j, const lay_plan *p, const double *all,
     }
     if (j->out && j->kinds == 0)
         fprintf(j->out, "  no group of more than one rank in this layout: nothing to probe\n");
+    free(memb);
     return j->named;
 }
 
