@@ -498,9 +498,10 @@ static void judge_kind(lay_judge *j, int k, const lay_group *gr, int n, double r
         gt_result_param_num(res, "bytes", j->bytes);
         gt_result_param_num(res, "limit", j->limit);
         gt_result_param_num(res, "deadline_s", j->deadline);
-        gt_result_param_str(res, "reference", valid >= 3 ? "median over groups"
-                                              : valid == 2 ? "the better of two groups"
-                                                           : "none: one group");
+        gt_result_param_str(res, "reference",
+                            valid >= 3   ? "median over groups, round by round"
+                            : valid == 2 ? "the better of two groups, round by round"
+                                         : "none: one group measured");
         for (int i = 0; i < valid; i++) v[i] *= 1e3;
         gt_result_metric(res, "time_ms", "ms", 0, valid ? gt_median(v, (size_t)valid) : 0, v,
                          (size_t)valid);
