@@ -206,6 +206,10 @@ void gt_comm_set_name(gt_comm *c, const char *name) {
     if (c) snprintf(c->name, sizeof c->name, "%s", name ? name : "");
 }
 
+void gt_comm_set_timeout(gt_comm *c, double timeout_s) {
+    if (c) c->timeout_s = timeout_s;
+}
+
 /* ---- the watchdog ----------------------------------------------------------- */
 
 static double now_s(void) { return (double)gt_now_ns() * 1e-9; }

@@ -118,6 +118,11 @@ int gt_comm_world_rank(const gt_comm *c, int r);
  * or "": nothing) for the watchdog's messages about its operations, which
  * add it after the world ranks. At most 95 characters are kept. */
 void gt_comm_set_name(gt_comm *c, const char *name);
+/* Sets c's watchdog deadline (seconds, <= 0: none) for the operations started
+ * after it; communicators split from c later inherit it. For a probe that
+ * must learn of a stalled peer sooner than the job's timeout (gauntlet
+ * doctor --layout); the job's own communicator keeps its deadline. */
+void gt_comm_set_timeout(gt_comm *c, double timeout_s);
 
 /* Ranks with the same color form a new communicator, ordered by key (then by
  * old rank). color < 0: this rank gets *out = NULL. Collective over c. */

@@ -10,6 +10,7 @@
 #include "harness/signals.h"
 #include "reports/report.h"
 #include "suites/doctor.h"
+#include "suites/trainer/train.h"
 
 static void doctor_usage(FILE *f) {
     fprintf(f,
@@ -37,17 +38,37 @@ static void doctor_usage(FILE *f) {
         "                        measure again and judge the better of the two looks)\n"
         "  --report FILE         the JSON report (rank 0): results of suite doctor and the\n"
         "                        section \"doctor\" with the verdict and the outliers\n"
+        "  --layout dp=D,tp=T,pp=P  also probe the groups of that training layout (train's\n"
+        "                        syntax and placement): each tensor and data-parallel group's\n"
+        "                        all-reduce, each pipeline boundary's send/recv; a group\n"
+        "                        slower than the median group of its kind, or stalled, is named\n"
+        "  --layout-only         the layout's groups only (no GEMM, memory or link probes)\n"
+        "  --group-limit X       a group is named when X times slower than the median group\n"
+        "                        of its kind (default %.2f)\n"
+        "  --layout-deadline S   each layout probe's operation must complete within S seconds,\n"
+        "                        else its group is named as stalled (default %.0f)\n"
         "  --comm-timeout S      watchdog per collective in seconds (default 300)\n"
         "  --quiet               only the verdict and the outliers\n"
         "\n"
         "fault injection (tests; proving a deployment names a bad node):\n"
         "  GT_FAULT_SLOW_HOST=HOST:FACTOR[,...]  that host's probes and links take FACTOR\n"
         "  GT_FAULT_SLOW_RANK=RANK:FACTOR[,...]  times as long (world rank numbers)\n"
+        "  GT_FAULT_STALL_RANK=RANK[,...]        those ranks take no part in the layout\n"
+        "                                        probes (their groups' peers wait for them)\n"
         "\n"
         "exit codes: 0 no outlier, 1 outliers named (or a failed check), 2 usage or\n"
         "            environment error\n",
         GT_DOCTOR_LIMIT, GT_DOCTOR_LINK_LIMIT, GT_DOCTOR_LATENCY_LIMIT,
-        GT_DOCTOR_SINGLE_LINK_FACTOR, GT_DOCTOR_CLOCK_LIMIT, GT_DOCTOR_CPU_LIMIT);
+        GT_DOCTOR_SINGLE_LINK_FACTOR, GT_DOCTOR_CLOCK_LIMIT, GT_DOCTOR_CPU_LIMIT,
+        GT_DOCTOR_GROUP_LIMIT, GT_DOCTOR_LAYOUT_DEADLINE);
+}
+
+/* 1 when --layout (parsed already; NULL: none) fits a job of n ranks;
+ * else 0 and the last error says why. */
+static int layout_fits(const char *layout, int n) {
+    gt_train_grid g, sized;
+    return !layout ||
+           (gt_train_grid_parse(layout, &g) == GT_OK && gt_train_grid_sizes(&g, n, &sized) == GT_OK);
 }
 
 int gt_cmd_doctor(int argc, char **argv) {
@@ -78,6 +99,18 @@ int gt_cmd_doctor(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--clock-limit", v, 1.01, 1000, &cfg.clock_limit);
         } else if (gt_opt(&a, "--cpu-limit", &v, &err)) {
             err |= !gt_parse_double(&a, "--cpu-limit", v, 1.01, 1000, &cfg.cpu_limit);
+        } else if (gt_opt(&a, "--layout", &v, &err)) {
+            gt_train_grid g;
+            if (v && gt_train_grid_parse(v, &g) != GT_OK)
+                return gt_usage_error("doctor", "%s", gt_last_error());
+            cfg.layout = v;
+        } else if (gt_flag(&a, "--layout-only")) {
+            cfg.layout_only = 1;
+        } else if (gt_opt(&a, "--group-limit", &v, &err)) {
+            err |= !gt_parse_double(&a, "--group-limit", v, 1.01, 1000, &cfg.group_limit);
+        } else if (gt_opt(&a, "--layout-deadline", &v, &err)) {
+            err |= !gt_parse_double(&a, "--layout-deadline", v, 0.01, 1e6,
+                                    &cfg.layout_deadline_s);
         } else if (gt_flag(&a, "--one-look")) {
             cfg.one_look = 1;
         } else if (gt_opt(&a, "--report", &v, &err)) {
@@ -94,16 +127,26 @@ int gt_cmd_doctor(int argc, char **argv) {
         }
     }
     if (err) return GT_EXIT_USAGE;
+    if (cfg.layout_only && !cfg.layout)
+        return gt_usage_error("doctor", "--layout-only needs --layout dp=D,tp=T,pp=P");
     cfg.slow_hosts = getenv("GT_FAULT_SLOW_HOST");
     cfg.slow_ranks = getenv("GT_FAULT_SLOW_RANK");
     /* a malformed fault spec is a usage error, before any rank starts work */
     if (gt_doctor_check_faults(cfg.slow_hosts, cfg.slow_ranks) != GT_OK)
+        return gt_usage_error("doctor", "%s", gt_last_error());
+    cfg.stall_ranks = getenv("GT_FAULT_STALL_RANK");
+    if (gt_doctor_check_stall(cfg.stall_ranks) != GT_OK)
         return gt_usage_error("doctor", "%s", gt_last_error());
 
     gt_comm *comm = NULL;
     gt_status s = gt_comm_world(&ccfg, &comm);
     if (s != GT_OK) return gt_fail("doctor", s);
     int rank = gt_comm_rank(comm), n = gt_comm_size(comm);
+    if (!layout_fits(cfg.layout, n)) { /* a usage error on every rank, said by rank 0 */
+        int rc = rank == 0 ? gt_usage_error("doctor", "%s", gt_last_error()) : GT_EXIT_USAGE;
+        gt_comm_free(comm);
+        return rc;
+    }
     if (cfg.threads == 0 && !strcmp(cfg.backend, "cpu")) cfg.threads = gt_default_threads(n);
     gt_report *rep = NULL;
     s = gt_report_new(rank == 0 ? report_path : NULL, argc + 1, argv - 1, &rep);

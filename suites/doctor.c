@@ -2,6 +2,7 @@
  * outliers named (suites/doctor.h, docs/doctor.md). */
 #define _GNU_SOURCE
 #include "suites/doctor.h"
+#include "suites/doctor_impl.h"
 
 #include <errno.h>
 #include <math.h>
@@ -85,6 +86,27 @@ static gt_status fault_factor(const char *spec, const char *var, int by_rank, co
         } else if (host && strcmp(tok, host) == 0 && f > *factor) {
             *factor = f;
         }
+    }
+    return GT_OK;
+}
+
+gt_status gt_doctor_fault_factor(const char *spec, const char *var, int by_rank,
+                                 const char *host, int rank, double *factor) {
+    return fault_factor(spec, var, by_rank, host, rank, factor);
+}
+
+gt_status gt_doctor_check_stall(const char *spec) {
+    if (!spec || !*spec) return GT_OK;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *e = NULL;
+        long r = strtol(tok, &e, 10);
+        if (e == tok || *e || r < 0 || r > (1L << 24))
+            return GT_ERR(GT_ERR_INVALID,
+                          "GT_FAULT_STALL_RANK: '%s' is not a rank number (0, 1, ...), "
+                          "comma-separated for several", tok);
     }
     return GT_OK;
 }
@@ -1090,6 +1112,9 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
     gt_job job;
     memset(&job, 0, sizeof job);
     GT_TRY(gt_doctor_check_faults(cfg->slow_hosts, cfg->slow_ranks));
+    GT_TRY(gt_doctor_check_stall(cfg->stall_ranks));
+    if (cfg->layout_only && !cfg->layout)
+        return GT_ERR(GT_ERR_INVALID, "doctor: layout_only without a layout");
     GT_TRY(gt_job_gather(comm, &job));
 
     gt_backend *be = NULL;
@@ -1111,26 +1136,38 @@ gt_status gt_doctor_run(gt_comm *comm, const gt_doctor_config *cfg, gt_report *r
     FILE *out = me == 0 ? cfg->out : NULL;
     if (out)
         fprintf(out,
-                "gauntlet doctor: %d rank(s) on %d node(s) (%s), backend %s, %s probes%s\n", n,
-                job.n_nodes, job.layout, cfg->backend, cfg->quick ? "quick" : "full",
-                cfg->slow_hosts || cfg->slow_ranks ? ", FAULT INJECTED" : "");
+                "gauntlet doctor: %d rank(s) on %d node(s) (%s), backend %s, %s probes%s%s%s\n",
+                n, job.n_nodes, job.layout, cfg->backend, cfg->quick ? "quick" : "full",
+                cfg->layout ? ", layout " : "", cfg->layout ? cfg->layout : "",
+                cfg->slow_hosts || cfg->slow_ranks || cfg->stall_ranks ? ", FAULT INJECTED" : "");
     doctor_look look;
     doctor_view view;
     memset(&look, 0, sizeof look);
     memset(&view, 0, sizeof view);
-    int looks = 1;
-    s = doctor_measure(comm, cfg, &job, be, &pl, &look, &view, &looks);
+    int looks = 1, named = 0;
+    char topo[16];
+    snprintf(topo, sizeof topo, "%d", n);
+    doctor_state st = {.cfg = cfg, .job = &job, .rep = rep, .topology = topo,
+                       .backend = cfg->backend, .out = out};
+    if (!cfg->layout_only) {
+        s = doctor_measure(comm, cfg, &job, be, &pl, &look, &view, &looks);
+        if (s == GT_OK) *outliers = judge_all(&st, &pl, &view, &look, looks);
+    } else {
+        pl.rounds = pl.rounds_c = looks = 0;
+    }
     gt_backend_free(be);
+    /* the layout's groups, after the ranks and links (docs/doctor.md, "Layouts") */
+    if (s == GT_OK && cfg->layout) {
+        s = gt_doctor_layout_run(comm, cfg, &job, rep, topo, out, &named);
+        *outliers += named;
+    }
     if (s == GT_OK) {
-        char topo[16];
-        snprintf(topo, sizeof topo, "%d", n);
-        doctor_state st = {.cfg = cfg, .job = &job, .rep = rep, .topology = topo,
-                           .backend = cfg->backend, .out = out};
-        *outliers = judge_all(&st, &pl, &view, &look, looks);
         if (rep) doctor_section(rep, cfg, &job, &pl, looks, *outliers);
         if (out)
             fprintf(out, "verdict: %s\n",
-                    *outliers ? "OUTLIERS named above" : "no outlier: every rank within the limits");
+                    *outliers ? "OUTLIERS named above"
+                              : cfg->layout_only ? "no outlier: every group within the limits"
+                                                 : "no outlier: every rank within the limits");
     }
     view_free(&view);
     look_free(&look);

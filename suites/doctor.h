@@ -38,6 +38,11 @@ extern "C" {
  * were runnable, against the job's reference (a busy neighbour on its core
  * leaves it 1/2, two leave 1/3) */
 #define GT_DOCTOR_CPU_LIMIT 1.5
+/* --layout: a group whose all-reduce (a pipeline boundary whose send/recv)
+ * takes this many times as long as the median group of its kind; and the
+ * deadline of each of the layout probes' operations, in seconds */
+#define GT_DOCTOR_GROUP_LIMIT 3.0
+#define GT_DOCTOR_LAYOUT_DEADLINE 10.0
 
 typedef struct gt_doctor_config {
     const char *backend;     /* "cpu", "ref", "cuda": where the GEMM and memory probes run */
@@ -61,11 +66,25 @@ typedef struct gt_doctor_config {
     const char *slow_hosts;
     const char *slow_ranks;
     FILE *out;               /* rank 0's table and verdict; NULL: quiet */
+    /* --layout "dp=D,tp=T,pp=P" (train's syntax and placement): the groups
+     * training would split are probed too (docs/doctor.md, "Layouts"); NULL:
+     * none. layout_only: those probes only (no GEMM, memory or links) */
+    const char *layout;
+    int layout_only;
+    double group_limit;        /* GT_DOCTOR_GROUP_LIMIT when 0 */
+    double layout_deadline_s;  /* GT_DOCTOR_LAYOUT_DEADLINE when 0 */
+    /* Fault injection: "RANK[,RANK...]" (world ranks) take no part in the
+     * layout probes, as a rank stuck elsewhere would not: the peers of its
+     * groups wait for it until the deadline. The harness passes
+     * GT_FAULT_STALL_RANK. NULL: none. */
+    const char *stall_ranks;
 } gt_doctor_config;
 
 /* Checks the fault-injection specs without running anything:
  * GT_ERR_INVALID saying what was wrong. */
 gt_status gt_doctor_check_faults(const char *slow_hosts, const char *slow_ranks);
+/* The same for a GT_FAULT_STALL_RANK spec ("RANK[,RANK...]"; NULL: none). */
+gt_status gt_doctor_check_stall(const char *stall_ranks);
 
 /* Runs the doctor on comm (collective: every rank calls it with the same
  * config). Rank 0 adds its results (suite "doctor") and the report's

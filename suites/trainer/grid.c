@@ -96,25 +96,26 @@ void gt_train_grid_coords(const gt_train_grid *g, int rank, gt_train_grid *at) {
 
 /* The groups: data-parallel (same stage and tensor rank), pipeline (same
  * replica and tensor rank), tensor-parallel (same replica and stage), each
- * ordered by the coordinate that varies in it. Only those of size > 1. */
-static gt_status grid_split(gt_trainer *t, const gt_train_grid *g, const gt_train_grid *at) {
-    if (g->pp > 1 || g->tp > 1)
-        GT_TRY(gt_comm_split(t->comm, at->pp * g->tp + at->tp, at->dp, &t->dp_comm));
-    if (g->pp > 1)
-        GT_TRY(gt_comm_split(t->comm, at->dp * g->tp + at->tp, at->pp, &t->pp_comm));
-    if (g->tp > 1)
-        GT_TRY(gt_comm_split(t->comm, at->dp * g->pp + at->pp, at->tp, &t->tp_comm));
-    if (t->dp_comm) t->comm = t->dp_comm;
+ * ordered by the coordinate that varies in it. Only those of size > 1
+ * (the data-parallel one only with tp or pp > 1: else it is comm). */
+gt_status gt_train_grid_split(gt_comm *comm, const gt_train_grid *g, gt_comm **dp,
+                              gt_comm **pp, gt_comm **tp) {
+    *dp = *pp = *tp = NULL;
+    gt_train_grid at;
+    gt_train_grid_coords(g, gt_comm_rank(comm), &at);
+    if (g->pp > 1 || g->tp > 1) GT_TRY(gt_comm_split(comm, at.pp * g->tp + at.tp, at.dp, dp));
+    if (g->pp > 1) GT_TRY(gt_comm_split(comm, at.dp * g->tp + at.tp, at.pp, pp));
+    if (g->tp > 1) GT_TRY(gt_comm_split(comm, at.dp * g->pp + at.pp, at.tp, tp));
     /* the watchdog names a stalled group by these */
     char name[96];
-    snprintf(name, sizeof name, "the data-parallel group of stage %d, tensor rank %d", at->pp,
-             at->tp);
-    gt_comm_set_name(t->dp_comm, name);
-    snprintf(name, sizeof name, "the pipeline of replica %d, tensor rank %d", at->dp, at->tp);
-    gt_comm_set_name(t->pp_comm, name);
-    snprintf(name, sizeof name, "the tensor-parallel group of replica %d, stage %d", at->dp,
-             at->pp);
-    gt_comm_set_name(t->tp_comm, name);
+    snprintf(name, sizeof name, "the data-parallel group of stage %d, tensor rank %d", at.pp,
+             at.tp);
+    gt_comm_set_name(*dp, name);
+    snprintf(name, sizeof name, "the pipeline of replica %d, tensor rank %d", at.dp, at.tp);
+    gt_comm_set_name(*pp, name);
+    snprintf(name, sizeof name, "the tensor-parallel group of replica %d, stage %d", at.dp,
+             at.pp);
+    gt_comm_set_name(*tp, name);
     return GT_OK;
 }
 
@@ -130,7 +131,9 @@ gt_status gt_train_grid_open(gt_trainer *t) {
     t->tp_rank = at.tp;
     t->nworld = N;
     t->wrank = me;
-    return grid_split(t, g, &at);
+    GT_TRY(gt_train_grid_split(t->comm, g, &t->dp_comm, &t->pp_comm, &t->tp_comm));
+    if (t->dp_comm) t->comm = t->dp_comm;
+    return GT_OK;
 }
 
 void gt_train_grid_close(gt_trainer *t) {

@@ -43,6 +43,14 @@ gt_status gt_train_grid_sizes(const gt_train_grid *g, int N, gt_train_grid *out)
  * (at->dp), stage (at->pp) and tensor-parallel rank (at->tp). Tensor
  * groups innermost: rank = (replica * pp + stage) * tp + tp_rank. */
 void gt_train_grid_coords(const gt_train_grid *g, int rank, gt_train_grid *at);
+/* The process groups of grid g (sizes filled in) split from comm, whose
+ * rank r sits at gt_train_grid_coords(g, r), each named for the watchdog
+ * ("the tensor-parallel group of replica 0, stage 1"): *dp (same stage and
+ * tensor rank; NULL when tp = pp = 1: comm is the group), *pp (same replica
+ * and tensor rank; NULL without pp), *tp (same replica and stage; NULL
+ * without tp). Collective over comm; the caller frees the three. */
+gt_status gt_train_grid_split(gt_comm *comm, const gt_train_grid *g, gt_comm **dp,
+                              gt_comm **pp, gt_comm **tp);
 /* Every layout dp x tp x pp = N a gpt2 of `heads` heads, `layers` blocks and a
  * padded vocabulary of `padded_vocab` allows (tp divides the heads and the
  * padded vocabulary, pp divides the blocks: equal stages), dp descending,
