@@ -47,7 +47,7 @@ const kc_grid kc_grid_layernorm = {layernorm_rows, KC_N(layernorm_rows)};
 static const gt_kgrid_row matmul_rows[] = {
     MM(TS, 1, 1, 1, 1, 0),       MM(Q, 3, 7, 17, 1, 0),     MM(Q, 17, 64, 65, 0, 0),
     MM(TS, 65, 33, 7, 1, 0),     MM(TS, 7, 300, 129, 1, 0),  MM(Q, 64, 768, 768, 1, 0),
-    MM(TS, 256, 128, 320, 0, 0),
+    MM(Q, 256, 128, 320, 0, 0), /* a second gated shape in a quick run: the op pools as a family */
     /* gpt2-124m at B 4 T 64: attproj, qkv, fc, fcproj */
     MM(D, 256, 768, 768, 1, 0), MM(D, 256, 768, 2304, 1, 0), MM(D, 256, 768, 3072, 1, 0),
     MM(D, 256, 3072, 768, 1, 0),
@@ -76,7 +76,7 @@ static const gt_kgrid_row matmul_gelu_rows[] = {
     MM(TS, 1, 1, 1, 1, 0),         MM(TS, 1, 16, 8, 0, 0),        MM(Q, 3, 7, 17, 1, 0),
     MM(Q, 17, 64, 65, 0, 0),      MM(TS, 65, 40, 24, 1, 0),      MM(TS, 7, 300, 129, 1, 0),
     MM(Q, 64, 256, 1024, 1, 0),   MM(TS, 32, 768, 3072, 1, 0),   MM(TS, 32, 3072, 768, 1, 0),
-    MM(TS, 256, 128, 320, 0, 0),
+    MM(Q, 256, 128, 320, 0, 0), /* a second gated shape in a quick run: the op pools as a family */
     MM(D, 256, 768, 3072, 1, 0), /* fc forward (768 -> 3072 with GELU) */
     MM(D, 256, 3072, 768, 1, 0), /* fcproj's backward through GELU' */
     MM(DT, 64, 16, 64, 1, 0),      MM(DT, 64, 64, 8, 1, 0),       MM(TS, 64, 64, 10, 1, 0),
