@@ -5,8 +5,10 @@
 # and losses bitwise (the same micro-batches accumulated in the same
 # order), in fp32 and in bf16 / fp16 on ref; run to run bitwise; block
 # recomputation bitwise the run without; checkpoints per stage resumed
-# bitwise (pp=2, dp=2,pp=2); the report's grid and bubble; the refusals
-# (a resume with another pp among them).
+# bitwise (pp=2, dp=2,pp=2, dp=2,pp=2 with ZeRO-1); ZeRO-1 over each
+# stage's replicas bitwise --zero 0, its traffic and memory their formulas;
+# the report's grid and bubble; the refusals (a resume with another pp,
+# ZeRO-2/3 with stages among them).
 # usage: gpt2_pp.sh MPIEXEC GAUNTLET REPORT_DIFF REPORT_CHECK
 set -u
 mpiexec=$1
@@ -39,6 +41,11 @@ run dp2pp2 4 --deterministic --micro-batches 2 --layout dp=2,pp=2
 same one dp2pp2 "dp=2,pp=2 vs one rank, --deterministic"
 run dp2pp2b 4 --deterministic --micro-batches 2 --layout dp=2,pp=2
 same dp2pp2 dp2pp2b "dp=2,pp=2 run to run"
+# ZeRO-1 over each stage's data-parallel group: AdamW's state of the stage's
+# range sharded over its 2 replicas, the same bits
+run z1dp2pp2 4 --deterministic --micro-batches 2 --layout dp=2,pp=2 --zero 1
+same one z1dp2pp2 "dp=2,pp=2 --zero 1 vs one rank, --deterministic"
+same dp2pp2 z1dp2pp2 "dp=2,pp=2 --zero 1 vs --zero 0, --deterministic"
 run pp2again 2 --deterministic --micro-batches 4 --layout pp=2
 same pp21f1b pp2again "pp=2 run to run"
 # block recomputation: each stage runs its own blocks again in the backward
@@ -75,6 +82,16 @@ run ckdp1 4 --deterministic --micro-batches 2 --layout dp=2,pp=2 --checkpoint-di
     --checkpoint-every 3 --stop-after 3
 run ckdp2 4 --deterministic --micro-batches 2 --layout dp=2,pp=2 --resume "$tmp/ckdp"
 check_resumed dp2pp2 ckdp2 "dp=2,pp=2"
+# with ZeRO-1 each part is a folder of its replicas' shards of m and v
+run ckz1 4 --deterministic --micro-batches 2 --layout dp=2,pp=2 --zero 1 \
+    --checkpoint-dir "$tmp/ckz1" --checkpoint-every 3 --stop-after 3
+run ckz2 4 --deterministic --micro-batches 2 --layout dp=2,pp=2 --zero 1 --resume "$tmp/ckz1"
+check_resumed dp2pp2 ckz2 "dp=2,pp=2 --zero 1"
+if [ -s "$tmp/ckz1/pp0of2/ckpt_00000003/rank_00001.gtck" ] &&
+   [ -s "$tmp/ckz1/pp1of2/ckpt_00000003/rank_00001.gtck" ] &&
+   [ -s "$tmp/ckz1/pp1of2/ckpt_00000003/MANIFEST" ]
+then ok "dp=2,pp=2 --zero 1's checkpoint: one part per stage, one shard per replica"
+else fail "dp=2,pp=2 --zero 1's checkpoint: $(cd "$tmp/ckz1" 2>/dev/null && find . | tr '\n' ' ')"; fi
 # without --deterministic the tied head's gradient comes to the first stage
 # summed once a step (another order of additions): within 1e-4 of one rank,
 # bitwise run to run
@@ -92,11 +109,32 @@ if "$diff" "$tmp/fast1.json" "$tmp/fastdp2pp2.json" --rtol 1e-4 > /dev/null; the
 else fail "dp=2,pp=2 without --deterministic strays from one rank"; fi
 run fastpp2again 2 --micro-batches 4 --layout pp=2
 same fastpp21f1b fastpp2again "pp=2 without --deterministic run to run"
+run z1fastdp2pp2 4 --micro-batches 2 --layout dp=2,pp=2 --zero 1
+if "$diff" "$tmp/fast1.json" "$tmp/z1fastdp2pp2.json" --rtol 1e-4 > /dev/null; then
+    ok "dp=2,pp=2 --zero 1 without --deterministic within 1e-4 of one rank"
+else fail "dp=2,pp=2 --zero 1 without --deterministic strays from one rank"; fi
 # traffic of a stage's data-parallel group (rank 0's: stage 0's range, all-reduced, or
-# sent by the fixed tree with --deterministic) equal to its formula, to the byte
-if traffic_equal dp2pp2 fastdp2pp2
-then ok "dp=2,pp=2: the stage's data-parallel traffic per step equal to its formula"
-else fail "dp=2,pp=2: the stage's data-parallel traffic vs its formula"; fi
+# sent by the fixed tree with --deterministic; ZeRO-1: reduce-scattered over the range
+# padded to the shards, the fp32 shard all-gathered) equal to its formula, to the byte
+if traffic_equal dp2pp2 fastdp2pp2 z1dp2pp2 z1fastdp2pp2
+then ok "dp=2,pp=2 (--zero 0, 1): the stage's data-parallel traffic per step equal to its formula"
+else fail "dp=2,pp=2 (--zero 0, 1): the stage's data-parallel traffic vs its formula"; fi
+# memory by kind: ZeRO-1 holds about half the stage's AdamW state on 2 replicas (and
+# the summed gradient shard without --deterministic), each rank's buffers its formula
+if python3 - "$tmp/dp2pp2.json" "$tmp/z1dp2pp2.json" "$tmp/fastdp2pp2.json" \
+   "$tmp/z1fastdp2pp2.json" <<'PYEOF'
+import json, sys
+k = [json.load(open(f))["results"][0]["memory"]["by_kind"] for f in sys.argv[1:]]
+for a, z in ((k[0], k[1]), (k[2], k[3])):
+    # rank 0's shard: half the stage's range padded to the shards, the most of any
+    assert a["optimizer_bytes"] / 2 <= z["optimizer_bytes"] < 0.6 * a["optimizer_bytes"], (a, z)
+for x in k:
+    parts = ("parameters", "gradients", "optimizer", "activations", "communication")
+    assert sum(x[p + "_bytes"] for p in parts) == x["formula_bytes"], x
+assert k[3]["communication_bytes"] > 0 and k[1]["communication_bytes"] == 0, k
+PYEOF
+then ok "dp=2,pp=2 --zero 1: about half the stage's optimizer state, the buffers equal their formula"
+else fail "dp=2,pp=2 --zero 1: memory by kind"; fi
 
 # 16-bit storage on ref (the tied weights' compute copy follows them to the
 # last stage; fp16's loss scaling sees the global norm)
@@ -128,7 +166,7 @@ check(sys.argv[2], "dp=2,tp=1,pp=2", "0-1,2-3", 2, 2, "1f1b")
 PYEOF
 then ok "the report's grid, stage split, micro-batches, schedule and bubble"
 else fail "the report's pipeline fields"; fi
-for r in pp4gpipe dp2pp2; do
+for r in pp4gpipe dp2pp2 z1dp2pp2 z1fastdp2pp2; do
     "$check" "$tmp/$r.json" > /dev/null && ok "$r's report is valid" ||
         fail "$r's report: $("$check" "$tmp/$r.json" 2>&1 | tail -1)"
 done
@@ -163,7 +201,8 @@ refused "dp=2,pp=2 on 2 ranks" 2 "is 4 ranks, but the job has 2" --layout dp=2,p
 refused "3 micro-batches of 8" 2 "does not divide the 8 sequences" --layout pp=2 --micro-batches 3
 refused "mlp in stages" 2 "has no pipeline stages" --layout pp=2 --model mlp-tiny
 refused "pp=4 of 2 blocks" 4 "needs at least 4 blocks, the model has 2" --layout pp=4
-refused "pp=2 with ZeRO" 2 "not done yet" --layout pp=2 --zero 1
+refused "pp=2 with ZeRO-2" 2 "zero 2 with pp=2 is not done yet: ZeRO-1 works" --layout pp=2 --zero 2
+refused "pp=2 with ZeRO-3" 2 "zero 3 with pp=2 is not done yet: ZeRO-1 works" --layout pp=2 --zero 3
 # a checkpoint of 2 stages resumed with another pp: refused naming the part
 # missing and the parts there are, and the checkpoint is left as it was
 ls -lR "$tmp/ck" > "$tmp/ck.before"

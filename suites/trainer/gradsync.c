@@ -22,7 +22,7 @@ gt_status gt_train_sync_open(gt_trainer *t) {
      * data-parallel group */
     size_t n = gt_model_num_params(t->model);
     if (t->P > 1) GT_TRY(gt_train_pipe_open(t, &n));
-    t->layout = t->pipe ? gt_train_pipe_layout() : gt_train_layout_for(cfg->zero);
+    t->layout = t->pipe ? gt_train_pipe_layout(cfg->zero) : gt_train_layout_for(cfg->zero);
     if (!t->layout)
         return GT_ERR(GT_ERR_INVALID, "--zero %d: the layouts are 0 (replicated), 1 (ZeRO-1), "
                                       "2 (ZeRO-2) and 3 (ZeRO-3)",

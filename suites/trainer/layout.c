@@ -40,10 +40,12 @@ static gt_status replicated_updated(gt_trainer *t) {
 /* The other ranks' shards arrive as fp32 masters; the compute copy (bf16,
  * fp16) of what this rank did not update follows them. */
 static gt_status zero1_updated(gt_trainer *t) {
-    GT_TRY(gt_dp_gather_params(t->dp, gt_model_params_buffer(t->model)));
+    /* the sync's slice: the whole buffer, or a pipeline stage's (sync_off on) */
+    size_t off = t->sync_off;
+    GT_TRY(gt_dp_gather_params(t->dp, gt_model_params_buffer(t->model) + off));
     if (t->R == 1) return GT_OK;
-    GT_TRY(gt_model_sync_weights(t->model, 0, t->lo));
-    return gt_model_sync_weights(t->model, t->hi, gt_dp_padded(t->dp));
+    GT_TRY(gt_model_sync_weights(t->model, off, t->lo));
+    return gt_model_sync_weights(t->model, t->hi, off + gt_dp_padded(t->dp));
 }
 
 /* ZeRO-3: nothing is gathered after the update (each unit is, before its

@@ -4,7 +4,9 @@
  * data-parallel group of a stage reduces that range's gradients (gt_dp on
  * the slice); the gradient norm is assembled over the stages so that it
  * has one rank's bits; the tied head weights go from the first stage to
- * the last after every update. The schedules are in pipe_schedule.c. */
+ * the last after every update. With --zero 1 the stage's data-parallel
+ * group shards AdamW's state of the stage's range: ZeRO-1's layout
+ * (layout.c) over the stage's slice. The schedules are in pipe_schedule.c. */
 #include "suites/trainer/pipeline.h"
 
 #include <math.h>
@@ -34,8 +36,11 @@ static gt_status pipe_check(const gt_trainer *t) {
                       "--layout pp=%d needs at least %d blocks, the model has "
                       "%d: use fewer stages or --layers %d",
                       t->P, t->P, L, t->P);
-    if (cfg->zero)
-        return GT_ERR(GT_ERR_UNSUPPORTED, "--zero %d with pp=%d is not done yet: use --zero 0",
+    if (cfg->zero >= 2)
+        return GT_ERR(GT_ERR_UNSUPPORTED,
+                      "--zero %d with pp=%d is not done yet: ZeRO-1 works with pipeline "
+                      "stages (each stage's data-parallel group shards AdamW's state of its "
+                      "range): use --zero 1 or 0",
                       cfg->zero, t->P);
     if (t->be->device != GT_DEVICE_HOST || strcmp(gt_comm_backend_name(t->comm), "nccl") == 0)
         return GT_ERR(GT_ERR_UNSUPPORTED,
@@ -152,8 +157,15 @@ static gt_status pipe_place(gt_trainer *t) {
     size_t n = ((size_t)need + chunk - 1) / chunk * chunk;
     if (n < gt_model_num_params_padded(t->model)) n = gt_model_num_params_padded(t->model);
     GT_TRY(gt_model_pad(t->model, n));
-    t->lo = p->lo[p->stage];
-    t->hi = p->hi[p->stage];
+    size_t slo = p->lo[p->stage], shi = p->hi[p->stage];
+    t->lo = slo;
+    t->hi = shi;
+    if (t->layout->zero) { /* ZeRO-1: this rank's shard of the slice, inside the stage's range */
+        size_t a, b;
+        gt_dp_shard(t->dp, &a, &b);
+        t->lo = slo + a < shi ? slo + a : shi;
+        t->hi = slo + b < shi ? slo + b : shi;
+    }
     /* the norm: the last stage's chunks run on over the padding (zeros) */
     p->hi[p->P - 1] = n;
     return gt_model_set_opt_range(t->model, t->lo, t->hi);
@@ -173,11 +185,21 @@ static gt_status pipe_updated(gt_trainer *t) {
     return gt_model_sync_weights(t->model, p->tied_lo, p->tied_hi);
 }
 
-static const gt_train_layout g_pipe_layout = {
-    .name = "pipeline", .zero = 0, .place = pipe_place, .params_updated = pipe_updated};
+/* ZeRO-1: the stage's data-parallel group all-gathers the slice's shards
+ * (ZeRO-1's own step, over t->sync_off), then the tied weights move on. */
+static gt_status pipe_zero1_updated(gt_trainer *t) {
+    GT_TRY(gt_train_layout_for(1)->params_updated(t));
+    return pipe_updated(t);
+}
 
-const gt_train_layout *gt_train_pipe_layout(void) {
-    return &g_pipe_layout;
+static const gt_train_layout g_pipe_layouts[] = {
+    {.name = "pipeline", .zero = 0, .place = pipe_place, .params_updated = pipe_updated},
+    {.name = "pipeline zero1", .zero = 1, .place = pipe_place,
+     .params_updated = pipe_zero1_updated},
+};
+
+const gt_train_layout *gt_train_pipe_layout(int zero) {
+    return zero == 1 ? &g_pipe_layouts[1] : &g_pipe_layouts[0];
 }
 
 /* ---- the global gradient norm ------------------------------------------------------- */
@@ -209,11 +231,28 @@ static gt_status split_chunk(gt_trainer *t, size_t c0, size_t chunk, double *par
     return t->be->ops->sumsq(&k, p->chunk_buf, chunk, part);
 }
 
+/* ZeRO-1 without --deterministic: the summed gradients are in each rank's
+ * shard only (the reduce-scatter's), so the stage's sum of squares is its
+ * data-parallel group's norm of the slice (whose padding past the stage's
+ * range holds gradients this stage never writes: zeros), added over the
+ * stages; not one rank's bits, as the reduction's order is not either. */
+static gt_status sharded_norm(gt_trainer *t, gt_train_step *s) {
+    double n, ss;
+    GT_TRY(gt_dp_grad_norm(t->dp, &n));
+    ss = n * n;
+    GT_TRY(gt_comm_allreduce(t->pipe->comm, &ss, &ss, 1, GT_DTYPE_FP64, GT_REDOP_SUM, NULL));
+    s->norm = sqrt(ss);
+    return GT_OK;
+}
+
 /* As gt_dp_grad_norm on one rank: the sums of squares of fixed chunks,
  * added in chunk order; each chunk's from the stage holding its start
- * (whole or assembled), the others' 0, summed over the stages exactly. */
+ * (whole or assembled), the others' 0, summed over the stages exactly.
+ * The stage's summed gradients are whole in the buffer (the all-reduce,
+ * or --deterministic's tree, also with ZeRO-1) unless sharded_norm. */
 gt_status gt_train_pipe_norm(gt_trainer *t, gt_train_step *s) {
     gt_train_pipe *p = t->pipe;
+    if (t->layout->zero && t->R > 1 && !t->cfg->deterministic) return sharded_norm(t, s);
     if (!t->be->ops->sumsq)
         return GT_ERR(GT_ERR_UNSUPPORTED, "backend '%s' has no sumsq op for the gradient norm",
                       t->be->name);

@@ -137,10 +137,13 @@ static size_t memory_formula(const gt_trainer *t, size_t acts, int tree_slots) {
                               : 4.0 * P + (es < 4 ? es * P : 0);
     params += 4.0 * (double)gt_model_state_numel(t->model);
     double grads = grads_formula(t, P, es, tree_slots);
-    /* a pipeline stage keeps AdamW's state of its own range */
+    /* a pipeline stage keeps AdamW's state of its own range (ZeRO-1: this
+     * rank's shard of it) */
     double optim = t->pipe ? 8.0 * (double)(t->hi - t->lo) : 8.0 * P / (zero ? R : 1);
-    /* the summed shard: a gradient shard when the gradients are sharded by unit */
-    double comm = zero && !det && R > 1 && !t->gunits ? es * P / R : 0;
+    /* the summed shard: a gradient shard when the gradients are sharded by
+     * unit; a pipeline stage's group shards the stage's slice */
+    double slice = t->pipe && t->dp ? (double)gt_dp_padded(t->dp) : P;
+    double comm = zero && !det && R > 1 && !t->gunits ? es * slice / R : 0;
     return (size_t)(params + grads + optim + comm) + acts;
 }
 

@@ -50,7 +50,8 @@ static double zero3_gathers(const gt_trainer *t, double es) {
  *   --deterministic: the fixed tree instead of the reduction, send n es
  *                  (rank 0: broadcast n es)
  * One rank: nothing. A pipeline stage's data-parallel group reduces the
- * stage's parameter range alone (no ZeRO with stages): n is that range. */
+ * stage's parameter range alone: n is that range, p it padded to the
+ * group's shards (ZeRO-1: reduce-scatter and all-gather over the range). */
 int gt_train_traffic_formula(const gt_trainer *t, double f[GT_COLL_COUNT]) {
     memset(f, 0, GT_COLL_COUNT * sizeof *f);
     if (!t->dp || !t->layout) return 0;

@@ -338,13 +338,14 @@ void gt_train_grid_close(gt_trainer *t);
 /* pipeline.c: the pipeline part (pp > 1), after the model exists: the
  * stage's blocks and range, the activation slots, the slice the gradient
  * sync reduces (t->sync_off and *n). The layout of a pipeline stage (its
- * range updated, the tied weights sent to the last stage); the schedule
+ * range updated, the tied weights sent to the last stage; with --zero 1,
+ * this rank's ZeRO-1 shard of the range); the schedule
  * (GPipe or 1F1B, pipe_schedule.c); the global gradient norm over the
  * stages; the final parameters made whole on every stage (for the
  * digests); the bubble into the statistics. */
 gt_status gt_train_pipe_open(gt_trainer *t, size_t *n);
 void gt_train_pipe_close(gt_trainer *t);
-const gt_train_layout *gt_train_pipe_layout(void);
+const gt_train_layout *gt_train_pipe_layout(int zero);
 gt_train_schedule gt_train_pipe_schedule(const gt_trainer *t);
 gt_status gt_train_pipe_norm(gt_trainer *t, gt_train_step *s);
 gt_status gt_train_pipe_whole(gt_trainer *t);
