@@ -74,25 +74,7 @@ run() {
 }
 
 # verdict NAME RC 'python test over d (report) and out (outliers)' MESSAGE
-verdict() {
-    local name=$1 want=$2 rc=$3 test=$4 msg=$5
-    if [ "$rc" -ne "$want" ]; then
-        fail "$msg: exit $rc, expected $want"; grep -E "OUTLIER|verdict|rror" "$tmp/$name.out" | head -8
-        return
-    fi
-    if ! "$check" "$tmp/$name.json" >/dev/null; then fail "$msg: the report does not validate"; return; fi
-    if python3 - "$tmp/$name.json" "$test" <<'PYEOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-out = d["doctor"]["outliers"]
-ok = eval(sys.argv[2])
-if not ok:
-    print("  outliers:", [o["detail"] for o in out])
-    print("  ratios:", [(r["case"], [round(x.get("ratio") or 0, 2) for x in r["ranks"]]) for r in d["results"]])
-sys.exit(0 if ok else 1)
-PYEOF
-    then ok "$msg"; else fail "$msg"; fi
-}
+verdict() { doctor_verdict '("ratios:", [(r["case"], [round(x.get("ratio") or 0, 2) for x in r["ranks"]]) for r in d["results"]])' "$@"; }
 
 hosts=()
 for i in $(seq 1 "$np"); do hosts+=("node$i"); done

@@ -43,26 +43,7 @@ run() {
 }
 
 # verdict NAME WANT RC 'python test over d (report), out (outliers), res (results by case)' MESSAGE
-verdict() {
-    local name=$1 want=$2 rc=$3 test=$4 msg=$5
-    if [ "$rc" -ne "$want" ]; then
-        fail "$msg: exit $rc, expected $want"; grep -E "OUTLIER|verdict|rror|ms" "$tmp/$name.out" | head -12
-        return
-    fi
-    if ! "$check" "$tmp/$name.json" >/dev/null; then fail "$msg: the report does not validate"; return; fi
-    if python3 - "$tmp/$name.json" "$test" <<'PYEOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-out = d["doctor"]["outliers"]
-res = {r["case"]: r for r in d["results"]}
-ok = eval(sys.argv[2])
-if not ok:
-    print("  outliers:", [o["detail"] for o in out])
-    print("  groups:", [(c, [(x["group"], x.get("value"), x.get("ratio")) for x in r["groups"]]) for c, r in res.items()])
-sys.exit(0 if ok else 1)
-PYEOF
-    then ok "$msg"; else fail "$msg"; fi
-}
+verdict() { doctor_verdict '("groups:", [(c, [(x["group"], x.get("value"), x.get("ratio")) for x in r["groups"]]) for c, r in res.items()])' "$@"; }
 
 # the command line
 cmd=("$mpi" "${mpi_flags[@]}" -np 4 "$g" doctor --quick --layout tp=3 --layout-only)

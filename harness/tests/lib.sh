@@ -104,3 +104,28 @@ browse() {
         --hide-scrollbars --user-data-dir="$(mktemp -d -p "$tmp")" --virtual-time-budget=5000 \
         "$@" "file://$page" 2>>"$tmp/chromium.log"
 }
+
+# doctor_verdict DIAG NAME WANT RC TEST MESSAGE: one doctor run of the doctor
+# tests ($tmp/NAME.json and .out, validated by $check): exit WANT, then the
+# python TEST over d (the report), out (its outliers) and res (its results by
+# case); on a failure the outliers and the python expression DIAG are printed.
+doctor_verdict() {
+    local diag=$1 name=$2 want=$3 rc=$4 test=$5 msg=$6
+    if [ "$rc" -ne "$want" ]; then
+        fail "$msg: exit $rc, expected $want"; grep -E "OUTLIER|verdict|rror|ms" "$tmp/$name.out" | head -12
+        return
+    fi
+    if ! "$check" "$tmp/$name.json" >/dev/null; then fail "$msg: the report does not validate"; return; fi
+    if python3 - "$tmp/$name.json" "$test" "$diag" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+out = d["doctor"]["outliers"]
+res = {r["case"]: r for r in d["results"]}
+ok = eval(sys.argv[2])
+if not ok:
+    print("  outliers:", [o["detail"] for o in out])
+    print(" ", eval(sys.argv[3]))
+sys.exit(0 if ok else 1)
+PYEOF
+    then ok "$msg"; else fail "$msg"; fi
+}
