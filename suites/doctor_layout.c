@@ -293,13 +293,11 @@ static double groups_judge(lay_group *gr, int n, int R) {
     double *v = malloc((size_t)(n + 2 * R + 1) * sizeof *v);
     if (!v) return -1;
     double *refs = v + n, *x = refs + R;
-    int nref = 0;
     for (int r = 0; r < R; r++) {
         int k = 0;
         for (int g = 0; g < n; g++)
             if (gr[g].ok && gr[g].f[r] > 0) v[k++] = gr[g].f[r];
         refs[r] = k >= 3 ? gt_median(v, (size_t)k) : k == 2 ? fmin(v[0], v[1]) : -1;
-        nref += refs[r] > 0;
     }
     for (int g = 0; g < n; g++) {
         gr[g].fig = gr[g].ratio = 0;
