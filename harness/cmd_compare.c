@@ -43,6 +43,10 @@ static void compare_usage(FILE *f) {
             "                  samples, 0.01 to 0.99 or median (default %.2g: what the\n"
             "                  code costs when nothing else got in its way; median for the\n"
             "                  typical call)\n"
+            "  --machine-state adjust|off  times that carry the machine's state beside\n"
+            "                  their samples (the collectives' core-to-core round trip)\n"
+            "                  are judged in one state, with each side's response to it\n"
+            "                  measured within its runs (adjust, default), or as measured\n"
             "  --paired        BASE and NEW are directories of as many runs, run i of each\n"
             "                  made side by side (interleaved A/B, ci/jobs/ab.sh): judge the\n"
             "                  ratios of the pairs\n"
@@ -135,6 +139,13 @@ int gt_cmd_compare(int argc, char **argv) {
                 opt.time_quantile = 0.5;
             else
                 err |= !gt_parse_double(&a, "--time-quantile", v, 0.01, 0.99, &opt.time_quantile);
+        } else if (gt_opt(&a, "--machine-state", &v, &err)) {
+            if (v && (strcmp(v, "adjust") == 0 || strcmp(v, "off") == 0)) {
+                opt.machine_state = strcmp(v, "adjust") == 0;
+            } else if (v) {
+                fprintf(stderr, "gauntlet compare: --machine-state %s: use adjust or off\n", v);
+                err = 1;
+            }
         } else if (gt_opt(&a, "--timing-floor", &v, &err)) {
             err |= !gt_parse_double(&a, "--timing-floor", v, 0.0, 1e9, &opt.timing_floor_us);
         } else if (gt_opt(&a, "--loss-rtol", &v, &err)) {

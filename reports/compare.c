@@ -57,7 +57,8 @@ gt_compare_options gt_compare_defaults(void) {
                                 .run_noise = GT_COMPARE_RUN_NOISE,
                                 .single_run_noise = GT_COMPARE_SINGLE_RUN_NOISE,
                                 .timing_floor_us = GT_COMPARE_TIMING_FLOOR_US,
-                                .time_quantile = GT_COMPARE_TIME_QUANTILE};
+                                .time_quantile = GT_COMPARE_TIME_QUANTILE,
+                                .machine_state = 1};
 }
 
 /* 1 when list (comma-separated) is NULL or names `name`. */
@@ -646,22 +647,36 @@ static char **report_keys(json_t *doc, size_t *n_out, int **reps_out) {
     return keys;
 }
 
-static size_t metric_values(json_t *m, double **out) {
-    *out = NULL;
-    json_t *s = json_object_get(m, "samples");
+/* A metric's samples into *out (malloc'ed), and beside each the machine's
+ * state it was taken in into *state (malloc'ed; NAN where none: the
+ * metric's "state_ns", reports/compare_state.h). */
+static size_t metric_values(json_t *m, double **out, double **state) {
+    *out = *state = NULL;
+    json_t *s = json_object_get(m, "samples"), *st = json_object_get(m, "state_ns");
     size_t n = json_array_size(s), k = 0;
-    double *v = malloc((n ? n : 1) * sizeof *v);
-    if (!v) return 0;
+    int states = json_array_size(st) == n;
+    double *v = malloc((n ? n : 1) * sizeof *v), *w = malloc((n ? n : 1) * sizeof *w);
+    if (!v || !w) {
+        free(v);
+        free(w);
+        return 0;
+    }
     for (size_t i = 0; i < n; i++) {
         double x = json_number_value(json_array_get(s, i));
-        if (json_is_number(json_array_get(s, i)) && isfinite(x)) v[k++] = x;
+        if (!json_is_number(json_array_get(s, i)) || !isfinite(x)) continue;
+        json_t *si = states ? json_array_get(st, i) : NULL;
+        w[k] = json_is_number(si) ? json_number_value(si) : NAN;
+        v[k++] = x;
     }
     if (k == 0) {
         json_t *val = json_object_get(m, "value");
-        if (json_is_number(val) && isfinite(json_number_value(val)))
+        if (json_is_number(val) && isfinite(json_number_value(val))) {
+            w[k] = NAN;
             v[k++] = json_number_value(val);
+        }
     }
     *out = v;
+    *state = w;
     return k;
 }
 
@@ -782,8 +797,8 @@ static json_t *extra_result(const extra_run *x, const char *key) {
  * run came from (runs that lack the metric are skipped); -1 when out of
  * memory. */
 static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, const char *name,
-                  double **vals, size_t **cuts, int *run_of, side *out) {
-    *vals = NULL;
+                  double **vals, double **states, size_t **cuts, int *run_of, side *out) {
+    *vals = *states = NULL;
     *cuts = malloc((nx + 2) * sizeof **cuts);
     if (!*cuts) return -1;
     size_t total = 0;
@@ -799,16 +814,21 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
         json_t *rj = json_object_get(mi, "rounds");
         int ri = json_is_integer(rj) ? (int)json_integer_value(rj) : 0;
         rounds = rounds < 0 || rounds == ri ? ri : 0;
-        double *v = NULL;
-        size_t k = metric_values(mi, &v);
+        double *v = NULL, *w = NULL;
+        size_t k = metric_values(mi, &v, &w);
         double *grown = realloc(*vals, (total + k + 1) * sizeof *grown);
-        if (!grown) {
+        if (grown) *vals = grown;
+        double *grown_w = grown ? realloc(*states, (total + k + 1) * sizeof *grown_w) : NULL;
+        if (grown_w) *states = grown_w;
+        if (!grown || !grown_w) {
             free(v);
+            free(w);
             return -1;
         }
-        *vals = grown;
         if (k) memcpy(*vals + total, v, k * sizeof *v);
+        if (k) memcpy(*states + total, w, k * sizeof *w);
         free(v);
+        free(w);
         total += k;
         run_of[runs] = (int)i;
         (*cuts)[++runs] = total;
@@ -900,15 +920,17 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
                       .p = NAN,
                       .p_adj = NAN,
                       .detectable = NAN};
-    double *vb = NULL, *vn = NULL;
+    double *vb = NULL, *vn = NULL, *wb = NULL, *wn = NULL;
     size_t *cb = NULL, *cn = NULL;
     side sb = {0}, sn = {0};
     int rc = 0;
     int *rb = malloc((c->nxb + 1) * sizeof *rb), *rn = malloc((c->nxn + 1) * sizeof *rn);
-    if (!rb || !rn || (mb && gather(mb, c->xb, c->nxb, r->key, name, &vb, &cb, rb, &sb)) ||
-        (mn && gather(mn, c->xn, c->nxn, r->key, name, &vn, &cn, rn, &sn))) {
+    if (!rb || !rn || (mb && gather(mb, c->xb, c->nxb, r->key, name, &vb, &wb, &cb, rb, &sb)) ||
+        (mn && gather(mn, c->xn, c->nxn, r->key, name, &vn, &wn, &cn, rn, &sn))) {
         rc = -1;
     } else if (mb && mn) {
+        if (opt->machine_state && gt_cmp_us_per_unit(m->unit) > 0 && sb.runs && sn.runs)
+            gt_state_adjust(vb, wb, cb, sb.runs, vn, wn, cn, sn.runs, &m->state);
         sb.q = sn.q = time_q(m->unit, opt, &sb, &sn);
         m->a = assess(&sb, &sn, m->higher_better, gt_cmp_us_per_unit(m->unit), opt);
         m->method = m->a.method;
@@ -932,6 +954,8 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
     }
     free(vb);
     free(vn);
+    free(wb);
+    free(wn);
     free(cb);
     free(cn);
     free(rb);
@@ -1130,6 +1154,13 @@ static int compare_result(gt_compare *c, cmp_result *r) {
     return 0;
 }
 
+static void count_state(gt_compare_counts *k, const gt_state_fit *f) {
+    if (f->outcome == GT_STATE_CONFOUNDED) k->state_confounded++;
+    if (f->outcome != GT_STATE_ADJUSTED) return;
+    if (!k->state_adjusted++ || f->ref_ns < k->state_ref_ns) k->state_ref_ns = f->ref_ns;
+    if (f->hi_ns > k->state_hi_ns) k->state_hi_ns = f->hi_ns;
+}
+
 static void count_verdicts(gt_compare *c) {
     gt_compare_counts *k = &c->counts;
     for (size_t i = 0; i < c->nres; i++)
@@ -1151,6 +1182,7 @@ static void count_verdicts(gt_compare *c) {
                 k->ungated++;
                 continue;
             }
+            count_state(k, &x->state);
             switch (x->verdict) {
             case GT_VERDICT_SAME:
                 k->same++;
@@ -1791,6 +1823,23 @@ static void profile_lines(gt_compare *c) {
     }
 }
 
+/* What the machine's state did to the verdict (reports/compare_state.h). */
+static void print_state_line(const gt_compare *c, FILE *f) {
+    const gt_compare_counts *k = &c->counts;
+    if (k->state_adjusted)
+        fprintf(f,
+                "machine state: %d times judged in one state, a core-to-core round trip of "
+                "%.0f ns (their runs saw up to %.0f ns; each side's own response to it, "
+                "measured within its runs: docs/ci-gating.md \"The machine's state\")\n",
+                k->state_adjusted, k->state_ref_ns, k->state_hi_ns);
+    if (k->state_confounded)
+        fprintf(f,
+                "machine state: %d times whose sides ran in different states with no run "
+                "in two: judged as measured (the stack and the state cannot be told apart; "
+                "more pairs, or a machine that holds one state)\n",
+                k->state_confounded);
+}
+
 static void print_summary_line(const gt_compare *c, FILE *f) {
     const gt_compare_counts *k = &c->counts;
     fprintf(f, "compare: %d slower, %d failed check%s, %d same, %d ambiguous, %d faster", k->slower,
@@ -2117,6 +2166,7 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
                 "results stop where it ended (run it to the end)\n",
                 c->new_incomplete);
     fprintf(f, "\n");
+    print_state_line(c, f);
     gt_cmp_print_needed(c, f);
     print_summary_line(c, f);
 }

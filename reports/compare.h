@@ -184,6 +184,8 @@ typedef struct gt_compare_options {
     double timing_floor_us; /* times below this are not gated (GT_COMPARE_TIMING_FLOOR_US) */
     double time_quantile;   /* a time's level in a run or block: this quantile of its samples
                                (0.5: the median; GT_COMPARE_TIME_QUANTILE) */
+    int machine_state;      /* 1: times whose samples carry the machine's state are judged
+                               in one state (reports/compare_state.h); 0: as measured */
     int paired;             /* both sides directories of as many runs: run i of each ran
                                side by side (interleaved A/B); judge their ratios */
     const char *suites;     /* comma-separated suites to compare (NULL: all); the others'
@@ -283,6 +285,10 @@ typedef struct gt_compare_counts {
                                             (summary.complete false): NEW must not ship */
     int fingerprint_diffs;
     int machine_diffs; /* of them, parts of the machine class (gt_compare_decide) */
+    int state_adjusted;   /* gated times judged in one machine state (compare_state.h) */
+    int state_confounded; /* gated times whose sides ran in different states, no run in two */
+    double state_ref_ns, state_hi_ns; /* the adjusted ones' reference state (least) and
+                                         the farthest state seen (0.9-quantile, most) */
 } gt_compare_counts;
 
 void gt_compare_get_counts(const gt_compare *c, gt_compare_counts *out);

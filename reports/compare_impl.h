@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "reports/compare.h"
+#include "reports/compare_state.h"
 #include "reports/read.h"
 
 #include <jansson.h>
@@ -89,6 +90,7 @@ typedef struct cmp_metric {
     int needed;    /* UNDECIDED: more pairs (runs a side) that would decide; -1: over 1000 */
     int beyond_reach; /* UNDECIDED, and more pairs than the design's reach would be
                          needed: too noisy for the threshold here */
+    gt_state_fit state; /* its samples moved to one machine state (compare_state.h) */
 } cmp_metric;
 
 /* A family: one metric of one op over its shapes (suite/op), or of every

@@ -417,6 +417,16 @@ void gt_result_metric_rounds(gt_result *res, const char *name, int rounds) {
     if (m && rounds > 0) json_object_set_new(m, "rounds", json_integer(rounds));
 }
 
+void gt_result_metric_state(gt_result *res, const char *name, const double *ns, size_t n) {
+    json_t *m = json_object_get(json_object_get(res->obj, "metrics"), name);
+    size_t have = 0;
+    for (size_t i = 0; i < n; i++) have += ns[i] > 0;
+    if (!m || !have) return;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(arr, ns[i] > 0 ? num(ns[i]) : json_null());
+    json_object_set_new(m, "state_ns", arr);
+}
+
 void gt_result_series(gt_result *res, const char *name, const double *values, size_t n) {
     json_t *series = json_object_get(res->obj, "series");
     if (!series) {

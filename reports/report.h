@@ -166,6 +166,13 @@ void gt_result_metric_part_of(gt_result *res, const char *name, const char *whol
  * calls, the collectives suite's). A name not added is ignored. */
 void gt_result_metric_rounds(gt_result *res, const char *name, int rounds);
 
+/* The machine's state beside each of metric `name`'s n samples (added
+ * before, n of them), in ns of a core-to-core round trip
+ * (suites/coll_state.h; 0 or below: not measured, null in the report):
+ * "state_ns" in the report, only when some sample has one. compare judges
+ * the stacks in one state (reports/compare.c, state_adjust). */
+void gt_result_metric_state(gt_result *res, const char *name, const double *ns, size_t n);
+
 /* Sets member `key` of the result to `value`, taking ownership (replaces an
  * earlier one; NULL value: nothing). For the other reports/ modules that
  * build a section with jansson (the per-op profile, reports/profile.h). */

@@ -25,6 +25,7 @@
 
 #include "engine/stats.h"
 #include "suites/coll_raw.h"
+#include "suites/coll_state.h"
 #include "suites/suite.h"
 
 #include <math.h>
@@ -92,6 +93,7 @@ typedef struct coll_ctx {
     uint64_t seed;
     int64_t amp_a, amp_s, amp_m;
     gt_coll_raw *raw; /* the raw library's baseline; NULL: none */
+    gt_coll_state *state; /* the node's core-to-core probe; NULL: none (suites/coll_state.h) */
     /* inject_slowdown: collective t's gauntlet blocks take slow_factor[t]
      * times as long (> 1; spun on every rank) */
     double slow_factor[GT_COLL_TEST_COUNT];
@@ -393,6 +395,7 @@ typedef struct row_result {
     int reps, iters;
     int rounds;         /* rounds the blocks came from, each as many (record_row) */
     double t_gt[MAX_REPS], t_raw[MAX_REPS]; /* s per op, slowest rank */
+    double state[MAX_REPS]; /* ns, the probe before each gauntlet block (0: none) */
 } row_result;
 
 static double vmin(const double *v, int n) {
@@ -429,9 +432,13 @@ static gt_status run_raw(coll_ctx *x, const coll_def *d) {
     return x->raw->run(x->raw, &c);
 }
 
-static gt_status time_block(coll_ctx *x, const coll_def *d, int raw, int iters, double *out) {
+/* One timed block; *state: the machine's state just before it (gauntlet
+ * blocks only; NULL for raw ones). */
+static gt_status time_block(coll_ctx *x, const coll_def *d, int raw, int iters, double *out,
+                            double *state) {
     gt_coll_raw_call c = raw_call(x, d);
     GT_TRY(gt_comm_barrier(x->comm, NULL));
+    if (state) *state = gt_coll_state_probe(x->state);
     uint64_t t0 = gt_now_ns();
     for (int it = 0; it < iters; it++) GT_TRY(raw ? x->raw->run(x->raw, &c) : d->run(x));
     double slow = x->slow_factor[d - g_colls];
@@ -516,16 +523,17 @@ static gt_status run_row(coll_ctx *x, const coll_def *d, uint64_t nominal, int i
 
     /* gauntlet and raw blocks alternate, so a slow spell of the machine
      * hits both alike and the paired ratios stay meaningful */
-    double loc[2 * MAX_REPS];
+    double loc[3 * MAX_REPS];
     for (int r = 0; r < p->reps; r++) {
-        GT_TRY(time_block(x, d, 0, iters, &loc[r]));
+        GT_TRY(time_block(x, d, 0, iters, &loc[r], &loc[2 * p->reps + r]));
         loc[p->reps + r] = 0;
-        if (have_raw) GT_TRY(time_block(x, d, 1, iters, &loc[p->reps + r]));
+        if (have_raw) GT_TRY(time_block(x, d, 1, iters, &loc[p->reps + r], NULL));
     }
-    GT_TRY(gt_comm_allreduce(x->comm, loc, loc, (size_t)(2 * p->reps), GT_DTYPE_FP64,
+    GT_TRY(gt_comm_allreduce(x->comm, loc, loc, (size_t)(3 * p->reps), GT_DTYPE_FP64,
                              GT_REDOP_MAX, NULL));
     memcpy(rr->t_gt, loc, (size_t)p->reps * sizeof(double));
     memcpy(rr->t_raw, loc + p->reps, (size_t)p->reps * sizeof(double));
+    memcpy(rr->state, loc + 2 * p->reps, (size_t)p->reps * sizeof(double));
     return GT_OK;
 }
 
@@ -557,7 +565,7 @@ typedef struct row_store {
     int iters;        /* chosen by the row's first round, kept by the others */
     int n, rounds;    /* blocks so far, from this many rounds */
     long long wrong;  /* wrong elements of the early rounds' checked runs */
-    double t_gt[MAX_REPS], t_raw[MAX_REPS];
+    double t_gt[MAX_REPS], t_raw[MAX_REPS], state[MAX_REPS];
 } row_store;
 
 typedef struct suite_state {
@@ -615,6 +623,7 @@ static void keep_blocks(row_store *rs, const row_result *rr) {
     if (rs->rounds == 0) rs->iters = rr->iters;
     memcpy(rs->t_gt + rs->n, rr->t_gt, (size_t)rr->reps * sizeof *rr->t_gt);
     memcpy(rs->t_raw + rs->n, rr->t_raw, (size_t)rr->reps * sizeof *rr->t_raw);
+    memcpy(rs->state + rs->n, rr->state, (size_t)rr->reps * sizeof *rr->state);
     rs->n += rr->reps;
     rs->rounds++;
     rs->wrong += rr->wrong;
@@ -626,8 +635,10 @@ static void with_earlier(const row_store *rs, row_result *rr) {
     size_t own = (size_t)rr->reps * sizeof *rr->t_gt, kept = (size_t)rs->n * sizeof *rs->t_gt;
     memmove(rr->t_gt + rs->n, rr->t_gt, own);
     memmove(rr->t_raw + rs->n, rr->t_raw, own);
+    memmove(rr->state + rs->n, rr->state, own);
     memcpy(rr->t_gt, rs->t_gt, kept);
     memcpy(rr->t_raw, rs->t_raw, kept);
+    memcpy(rr->state, rs->state, kept);
     /* equal shares from every round, or the blocks are not rounds to compare */
     rr->rounds = rs->n == rs->rounds * rr->reps ? rs->rounds + 1 : 1;
     rr->reps += rs->n;
@@ -711,6 +722,7 @@ static void record_row(const suite_state *st, const coll_def *d, placement *pl,
     }
     gt_result_metric(pl->res, from, "us", 0, gt_median(us, (size_t)(R)), us, (size_t)R);
     gt_result_metric_rounds(pl->res, from, rounds);
+    gt_result_metric_state(pl->res, from, rr->state, (size_t)R);
     if (rr->have_raw) {
         snprintf(name, sizeof name, "raw_busbw_%llu", sz);
         /* the raw library's figures are the reference gauntlet's own time is
@@ -986,8 +998,18 @@ static gt_status buffers_new(coll_ctx *x, size_t cap) {
     return GT_OK;
 }
 
-/* The host buffers and the raw baseline with the device ones it owns. */
+/* The machine-state probe (suites/coll_state.h), where no rank time-slices
+ * a core with another: there the pair's waits would be the scheduler's. */
+static gt_status state_probe_new(const suite_state *st, coll_ctx *x) {
+    double over = st->oversubscribed;
+    GT_TRY(gt_comm_allreduce(x->comm, &over, &over, 1, GT_DTYPE_FP64, GT_REDOP_MAX, NULL));
+    return over > 0 ? GT_OK : gt_coll_state_new(x->comm, &x->state);
+}
+
+/* The host buffers, the raw baseline with the device ones it owns, the probe. */
 static void buffers_free(coll_ctx *x) {
+    gt_coll_state_free(x->state);
+    x->state = NULL;
     free(x->hsend);
     free(x->hrecv);
     if (x->raw) x->raw->free(x->raw);
@@ -1025,13 +1047,14 @@ static gt_status sweep(suite_state *st, coll_ctx *x) {
     return s;
 }
 
-gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
-                      gt_coll_summary *summary) {
-    if (!comm || !cfg || !rep || !summary)
-        return GT_ERR(GT_ERR_INVALID, "gt_coll_run: NULL argument");
-    gt_coll_summary tmp = {0, 0, 0, 1.0};
-    *summary = tmp;
-    int n = gt_comm_size(comm);
+struct gt_coll_session {
+    suite_state st;
+    coll_ctx x;
+    gt_coll_summary sum;
+    gt_status failed; /* the first round's error: later rounds do nothing */
+};
+
+static gt_status check_config(const gt_coll_config *cfg, int n) {
     if (cfg->min_bytes == 0 || cfg->max_bytes < cfg->min_bytes)
         return GT_ERR(GT_ERR_INVALID, "collectives: sizes %llu..%llu: need 0 < min <= max",
                       (unsigned long long)cfg->min_bytes, (unsigned long long)cfg->max_bytes);
@@ -1044,69 +1067,127 @@ gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
     if (cfg->root < 0 || cfg->root >= n)
         return GT_ERR(GT_ERR_INVALID, "collectives: root %d out of range for %d ranks",
                       cfg->root, n);
+    return GT_OK;
+}
 
-    suite_state st = {.cfg = cfg, .comm = comm, .rep = rep, .sum = summary};
-    snprintf(st.topology, sizeof st.topology, "%d", n);
-    st.backend = gt_comm_backend_name(comm);
-    coll_ctx x;
-    memset(&x, 0, sizeof x);
-    x.comm = comm;
-    x.rank = gt_comm_rank(comm);
-    x.n = n;
-    x.root = cfg->root;
-    x.seed = cfg->seed;
-    memcpy(x.slow_factor, cfg->slow_factor, sizeof x.slow_factor);
-    /* The raw baseline: NCCL on an nccl communicator (on device buffers),
-     * MPI on an mpi one, none on self. The native handle is an ncclComm_t *
-     * on nccl, an MPI_Comm * on mpi, NULL on self. */
-    int is_nccl = strcmp(st.backend, "nccl") == 0;
-    void *native = gt_comm_native_handle(comm);
+/* The raw baseline: NCCL on an nccl communicator (on device buffers), MPI on
+ * an mpi one, none on self. The native handle is an ncclComm_t * on nccl, an
+ * MPI_Comm * on mpi, NULL on self. */
+static gt_status raw_of(suite_state *st, coll_ctx *x) {
+    int is_nccl = strcmp(st->backend, "nccl") == 0;
+    void *native = gt_comm_native_handle(st->comm);
     if (is_nccl) {
         if (!native)
             return GT_ERR(GT_ERR_UNSUPPORTED,
                           "collectives: an nccl communicator without its handle");
-        GT_TRY(gt_coll_raw_nccl_new(native, &x.raw));
-        x.dev = st.have_nccl = 1;
+        GT_TRY(gt_coll_raw_nccl_new(native, &x->raw));
+        x->dev = st->have_nccl = 1;
     } else if (native) {
-        gt_status rs = gt_coll_raw_mpi_new(native, &x.raw);
+        gt_status rs = gt_coll_raw_mpi_new(native, &x->raw);
         if (rs != GT_OK && rs != GT_ERR_UNSUPPORTED) return rs;
-        st.have_mpi = rs == GT_OK;
+        st->have_mpi = rs == GT_OK;
     }
-    st.raw = x.raw;
-    local_load(&st, &x);
+    st->raw = x->raw;
+    return GT_OK;
+}
 
+static gt_status session_setup(gt_coll_session *ss) {
+    suite_state *st = &ss->st;
+    coll_ctx *x = &ss->x;
+    GT_TRY(raw_of(st, x));
+    local_load(st, x);
+    GT_TRY(state_probe_new(st, x));
     /* One pair of buffers at the largest size serves every row: no
      * collective's buffers exceed its nominal size. */
+    const gt_coll_config *cfg = st->cfg;
     size_t cap = (size_t)cfg->max_bytes < 64 ? 64 : ((size_t)cfg->max_bytes + 63) / 64 * 64;
-    gt_status s = buffers_new(&x, cap);
+    return buffers_new(x, cap);
+}
+
+gt_status gt_coll_open(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
+                       gt_coll_session **out) {
+    if (out) *out = NULL;
+    if (!comm || !cfg || !rep || !out)
+        return GT_ERR(GT_ERR_INVALID, "gt_coll_open: NULL argument");
+    int n = gt_comm_size(comm);
+    GT_TRY(check_config(cfg, n));
+    gt_coll_session *ss = calloc(1, sizeof *ss);
+    if (!ss) return GT_ERR(GT_ERR_OOM, "collectives: a session");
+    ss->sum = (gt_coll_summary){0, 0, 0, 1.0};
+    suite_state *st = &ss->st;
+    *st = (suite_state){.cfg = cfg, .comm = comm, .rep = rep, .sum = &ss->sum};
+    snprintf(st->topology, sizeof st->topology, "%d", n);
+    st->backend = gt_comm_backend_name(comm);
+    st->rounds = cfg->rounds;
+    coll_ctx *x = &ss->x;
+    x->comm = comm;
+    x->rank = gt_comm_rank(comm);
+    x->n = n;
+    x->root = cfg->root;
+    x->seed = cfg->seed;
+    memcpy(x->slow_factor, cfg->slow_factor, sizeof x->slow_factor);
+    gt_status s = session_setup(ss);
     if (s != GT_OK) {
-        buffers_free(&x);
+        buffers_free(x);
+        free(ss);
         return s;
     }
+    *out = ss;
+    return GT_OK;
+}
 
-    st.rounds = cfg->rounds;
-    for (st.round = 0; st.round < st.rounds && s == GT_OK; st.round++) {
-        st.next = 0;
-        s = sweep(&st, &x);
-    }
-    free(st.store);
-    if (s == GT_OK && cfg->out) {
-        fprintf(cfg->out, "\n# wrong elements: %lld (%s)\n", summary->wrong,
-                summary->wrong ? "FAILED" : "OK");
-        if (summary->overhead_checked)
-            fprintf(cfg->out, "# busbw vs raw: smallest %.3f over %d checked results (limit %.2f)\n",
-                    summary->min_overhead_ratio, summary->overhead_checked,
-                    GT_COLL_OVERHEAD_LIMIT);
-        else if (st.have_nccl)
-            fprintf(cfg->out, "# busbw vs raw: not checked (no size >= 1 MiB with steady "
-                              "times of at least 100 us)\n");
-        else if (st.have_mpi)
-            fprintf(cfg->out, "# busbw vs raw: not checked (%d ranks on %d cores here, or no "
-                              "size >= 1 MiB with steady times)\n",
-                    st.local_ranks, st.cpus);
-    }
-    buffers_free(&x);
+static void print_totals(const suite_state *st, const gt_coll_summary *summary) {
+    FILE *out = st->cfg->out;
+    fprintf(out, "\n# wrong elements: %lld (%s)\n", summary->wrong,
+            summary->wrong ? "FAILED" : "OK");
+    if (summary->overhead_checked)
+        fprintf(out, "# busbw vs raw: smallest %.3f over %d checked results (limit %.2f)\n",
+                summary->min_overhead_ratio, summary->overhead_checked, GT_COLL_OVERHEAD_LIMIT);
+    else if (st->have_nccl)
+        fprintf(out, "# busbw vs raw: not checked (no size >= 1 MiB with steady "
+                     "times of at least 100 us)\n");
+    else if (st->have_mpi)
+        fprintf(out, "# busbw vs raw: not checked (%d ranks on %d cores here, or no "
+                     "size >= 1 MiB with steady times)\n",
+                st->local_ranks, st->cpus);
+}
+
+gt_status gt_coll_round(gt_coll_session *ss) {
+    if (!ss) return GT_ERR(GT_ERR_INVALID, "gt_coll_round: no session");
+    if (ss->failed != GT_OK) return ss->failed;
+    if (ss->st.round >= ss->st.rounds) return GT_OK;
+    ss->st.next = 0;
+    ss->failed = sweep(&ss->st, &ss->x);
+    ss->st.round++;
+    if (ss->failed == GT_OK && ss->st.round == ss->st.rounds && ss->st.cfg->out)
+        print_totals(&ss->st, &ss->sum);
+    return ss->failed;
+}
+
+gt_status gt_coll_close(gt_coll_session *ss, gt_coll_summary *summary) {
+    if (!ss) return GT_OK;
+    gt_status s = ss->failed;
+    if (s == GT_OK && ss->st.round < ss->st.rounds)
+        s = GT_ERR(GT_ERR_INVALID, "collectives: closed after %d of %d rounds", ss->st.round,
+                   ss->st.rounds);
+    if (summary) *summary = ss->sum;
+    free(ss->st.store);
+    buffers_free(&ss->x);
+    free(ss);
     return s;
+}
+
+gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
+                      gt_coll_summary *summary) {
+    if (!comm || !cfg || !rep || !summary)
+        return GT_ERR(GT_ERR_INVALID, "gt_coll_run: NULL argument");
+    *summary = (gt_coll_summary){0, 0, 0, 1.0};
+    gt_coll_session *ss = NULL;
+    GT_TRY(gt_coll_open(comm, cfg, rep, &ss));
+    gt_status s = GT_OK;
+    for (int r = 0; r < cfg->rounds && s == GT_OK; r++) s = gt_coll_round(ss);
+    gt_status c = gt_coll_close(ss, summary);
+    return s != GT_OK ? s : c;
 }
 
 int gt_coll_count_results(const gt_coll_config *cfg) {

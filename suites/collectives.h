@@ -138,6 +138,21 @@ typedef struct gt_coll_summary {
 gt_status gt_coll_run(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
                       gt_coll_summary *summary);
 
+/* gt_coll_run in its passes, so that a caller can interleave the rounds of
+ * several sweeps (the layout cases' with the whole sweep's: each row's
+ * blocks then sample moments spread over the run, not one second of it).
+ * open: the config checked, the raw baseline, the state probe and the
+ * buffers set up (collective; cfg and rep must outlive the session). round:
+ * the next of cfg->rounds passes (the last records, prints, judges and
+ * prints the totals); an error ends the session (later rounds return it).
+ * close: gives the summary (may be NULL) and frees (NULL: nothing); returns the session's error, or GT_ERR_INVALID when rounds are
+ * missing. Every rank calls each in the same order. */
+typedef struct gt_coll_session gt_coll_session;
+gt_status gt_coll_open(gt_comm *comm, const gt_coll_config *cfg, gt_report *rep,
+                       gt_coll_session **out);
+gt_status gt_coll_round(gt_coll_session *s);
+gt_status gt_coll_close(gt_coll_session *s, gt_coll_summary *summary);
+
 #ifdef __cplusplus
 }
 #endif

@@ -98,19 +98,30 @@ static gt_coll_config layout_config(const gt_coll_config *base, int k, char *lay
 }
 
 /* Layout case k on groups of its neighbouring ranks (every group at once;
- * rank 0's report gets its own group's). Collective over comm. */
-static gt_status run_layout_case(gt_comm *comm, const gt_coll_config *base, int k, gt_report *rep) {
-    int n = gt_comm_size(comm), me = gt_comm_rank(comm), group = g_layout_cases[k].group;
+ * rank 0's report gets its own group's), open for its rounds. */
+typedef struct layout_run {
+    gt_coll_config cfg;
     char layout[32];
-    gt_coll_config c = layout_config(base, k, layout, sizeof layout, n);
-    if (!c.min_bytes) return GT_ERR(GT_ERR_INVALID, "collectives: no gpt2-3m shape");
-    gt_coll_summary sum;
-    if (!group || group >= n) return gt_coll_run(comm, &c, rep, &sum);
-    gt_comm *sub = NULL;
-    GT_TRY(gt_comm_split(comm, me / group, me, &sub));
-    gt_status s = gt_coll_run(sub, &c, rep, &sum);
-    gt_comm_free(sub);
-    return s;
+    gt_comm *sub; /* the group's communicator; NULL: the whole one */
+    gt_coll_session *s;
+} layout_run;
+
+/* Opens layout case k (collective over comm). */
+static gt_status layout_open(gt_comm *comm, const gt_coll_config *base, int k, gt_report *rep,
+                             layout_run *lr) {
+    int n = gt_comm_size(comm), me = gt_comm_rank(comm), group = g_layout_cases[k].group;
+    lr->cfg = layout_config(base, k, lr->layout, sizeof lr->layout, n);
+    if (!lr->cfg.min_bytes) return GT_ERR(GT_ERR_INVALID, "collectives: no gpt2-3m shape");
+    if (group && group < n) GT_TRY(gt_comm_split(comm, me / group, me, &lr->sub));
+    return gt_coll_open(lr->sub ? lr->sub : comm, &lr->cfg, rep, &lr->s);
+}
+
+static gt_status layout_close(layout_run *lr, gt_status s) {
+    gt_status c = gt_coll_close(lr->s, NULL);
+    lr->s = NULL;
+    gt_comm_free(lr->sub);
+    lr->sub = NULL;
+    return s != GT_OK ? s : c;
 }
 
 /* Whether the layout cases run with a whole sweep (no case named): when it
@@ -203,6 +214,46 @@ static gt_status run_node_scopes(gt_comm *comm, const gt_coll_config *cfg, gt_re
     return s;
 }
 
+/* The layout cases this run times (a named one, or all three with a whole
+ * sweep; on nccl only when named: its groups, ncclCommSplit, are not yet
+ * tested), opened into lr; *n_open how many. */
+static gt_status layouts_open(const gt_suite_ctx *ctx, const gt_coll_config *cfg,
+                              gt_report *rep, layout_run *lr, int *n_open) {
+    *n_open = 0;
+    int nccl = strcmp(gt_comm_backend_name(ctx->comm), "nccl") == 0;
+    for (int k = 0; k < N_LAYOUT_CASES; k++) {
+        if (ctx->case_filter ? layout_case_of(ctx->case_filter) != k
+                             : !layout_wanted(cfg) || nccl)
+            continue;
+        GT_TRY(layout_open(ctx->comm, cfg, k, rep, &lr[(*n_open)++]));
+    }
+    return GT_OK;
+}
+
+/* The whole sweep and the layout cases, round by round: each round of the
+ * sweep, then each layout case's (their blocks spread over the run as the
+ * sweep's are: docs/ci-gating.md "The machine's state"); then the node
+ * scopes. */
+static gt_status run_sessions(const gt_suite_ctx *ctx, const gt_coll_config *cfg,
+                              gt_report *rep) {
+    layout_run lr[N_LAYOUT_CASES];
+    memset(lr, 0, sizeof lr);
+    int nl = 0;
+    gt_coll_session *whole = NULL;
+    gt_status s = cfg->colls ? gt_coll_open(ctx->comm, cfg, rep, &whole) : GT_OK;
+    if (s == GT_OK) s = layouts_open(ctx, cfg, rep, lr, &nl);
+    for (int r = 0; r < cfg->rounds && s == GT_OK; r++) {
+        if (whole) s = gt_coll_round(whole);
+        for (int k = 0; k < nl && s == GT_OK; k++) s = gt_coll_round(lr[k].s);
+    }
+    gt_status c = gt_coll_close(whole, NULL);
+    s = s != GT_OK ? s : c;
+    for (int k = 0; k < N_LAYOUT_CASES; k++)
+        if (lr[k].s || lr[k].sub) s = layout_close(&lr[k], s);
+    if (s == GT_OK && cfg->colls) s = run_node_scopes(ctx->comm, cfg, rep);
+    return s;
+}
+
 static gt_status run(const gt_suite_ctx *ctx) {
     gt_coll_config cfg;
     GT_TRY(config_of(ctx, &cfg));
@@ -218,17 +269,7 @@ static gt_status run(const gt_suite_ctx *ctx) {
     relay r = {.ctx = ctx, .rep = rep, .seen = gt_report_result_count(rep)};
     cfg.on_result = on_result;
     cfg.on_result_ctx = &r;
-    gt_coll_summary sum;
-    gt_status s = cfg.colls ? gt_coll_run(ctx->comm, &cfg, rep, &sum) : GT_OK;
-    if (s == GT_OK && cfg.colls) s = run_node_scopes(ctx->comm, &cfg, rep);
-    for (int k = 0; k < N_LAYOUT_CASES && s == GT_OK; k++) {
-        if (ctx->case_filter && layout_case_of(ctx->case_filter) != k) continue;
-        /* on nccl only when named: its groups (ncclCommSplit) are not yet tested */
-        if (!ctx->case_filter &&
-            (!layout_wanted(&cfg) || strcmp(gt_comm_backend_name(ctx->comm), "nccl") == 0))
-            break;
-        s = run_layout_case(ctx->comm, &cfg, k, rep);
-    }
+    gt_status s = run_sessions(ctx, &cfg, rep);
     gt_report_free(scratch);
     return s;
 }

@@ -1318,6 +1318,72 @@ static void test_time_quantile(void) {
            gt_quantile(v, 5, 0) == 1 && gt_quantile(v, 5, 1) == 5 && isnan(gt_quantile(v, 0, 0.5)));
 }
 
+/* A collectives-like time, 5 pairs of 5 rounds, each sample with the
+ * machine's state beside it (60 or 330 ns, the two states of this project's
+ * VM): the time 4x in the slow one (b = 0.81), NEW `factor` times BASE, and
+ * the pairs' runs in different mixes of the two states. */
+static void write_state_pairs(const char *dir, double factor) {
+    static const char *const mix[2][5] = {{"00110", "11111", "01000", "00000", "10011"},
+                                          {"11111", "11011", "00000", "01111", "10000"}};
+    char d[64], name[80], res[1024];
+    for (int side = 0; side < 2; side++) {
+        side_dir(dir, side, d, sizeof d);
+        for (int i = 0; i < 5; i++) {
+            char v[200], st[200];
+            int nv = 0, ns = 0;
+            for (int j = 0; j < 5; j++) {
+                int slow = mix[side][i][j] == '1';
+                double t = 140 * (side ? factor : 1) * (slow ? 4.0 : 1.0) *
+                           (1 + 0.01 * ((i * 5 + j * 3) % 5 - 2));
+                nv += snprintf(v + nv, sizeof v - nv, "%s%.6g", j ? ", " : "", t);
+                ns += snprintf(st + ns, sizeof st - ns, "%s%d", j ? ", " : "", slow ? 330 : 60);
+            }
+            snprintf(res, sizeof res,
+                     "{\"suite\": \"collectives\", \"case\": \"allreduce/fp32/sum\", "
+                     "\"topology\": \"2\", \"backend\": \"mpi\", \"status\": \"pass\", "
+                     "\"params\": {}, \"checks\": [], \"metrics\": {\"time_1048576\": "
+                     "{\"unit\": \"us\", \"better\": \"lower\", \"rounds\": 5, "
+                     "\"samples\": [%s], \"state_ns\": [%s]}}}",
+                     v, st);
+            snprintf(name, sizeof name, "%s/run%d.json", d, i);
+            write_results(name, 1, res);
+        }
+    }
+}
+
+/* Times judged in one machine state (reports/compare_state.h): the same
+ * stack in different mixes of states ships, where as measured it cannot be
+ * decided; 20% slower in every state does not ship. */
+static void test_machine_state(void) {
+    gt_compare_counts k;
+    write_state_pairs("state_aa", 1.0);
+    gt_compare *c = paired("state_aa", NULL);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP && k.state_adjusted == 1);
+        EXPECT(k.state_ref_ns == 60 && k.state_hi_ns == 330);
+        char *out = printed(c);
+        EXPECT(out && strstr(out, "machine state: 1 times judged in one state"));
+        free(out);
+        gt_compare_free(c);
+    }
+    gt_compare_options off = gt_compare_defaults();
+    off.machine_state = 0;
+    c = paired("state_aa", &off);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        EXPECT(gt_compare_decide(c) != GT_DECISION_SHIP && k.state_adjusted == 0);
+        gt_compare_free(c);
+    }
+    write_state_pairs("state_slower", 1.2);
+    c = paired("state_slower", NULL);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT && k.slower == 1);
+        gt_compare_free(c);
+    }
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/gt_compare_test.XXXXXX");
     if (!mkdtemp(g_dir)) {
@@ -1332,6 +1398,7 @@ int main(void) {
     test_one_run_alone();
     test_machine_class();
     test_time_quantile();
+    test_machine_state();
     if (g_fails == 0) {
         /* everything the tests wrote, whatever its name */
         nftw(g_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);

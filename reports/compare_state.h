@@ -1,0 +1,62 @@
+/* Judging two stacks in one machine state (docs/ci-gating.md, "The
+ * machine's state").
+ *
+ * A time may carry, beside each sample, the state the machine was in when
+ * it was taken (a metric's "state_ns": the collectives suite's core-to-core
+ * round trip of the node's first two ranks, suites/coll_state.h). Where the
+ * state moves during runs, every collective moves with it (4x at 1 MiB on
+ * this project's VM), and runs of the same build then differ by whatever
+ * share of each they spent in which state. The state is measured through no
+ * library, so it says nothing of the stack under test; what a time does
+ * when the state moves is the stack's own, and is measured within a side,
+ * whose every run is the same stack:
+ *
+ *   log t = level of the side + b log(state / ref) + noise
+ *
+ * b, per side, is the least-squares slope of the side's samples (samples of
+ * one run in two states, and runs in different states, alike: a case timed
+ * in a second, the layout cases, spends its run in one state); every
+ * sample is then moved to the reference state ref (the 0.1-quantile of both
+ * sides' states: the closest state the machine offered), t * (ref/state)^b,
+ * and compare judges the moved samples as it would the measured ones. */
+#ifndef GT_REPORTS_COMPARE_STATE_H
+#define GT_REPORTS_COMPARE_STATE_H
+
+#include <stddef.h>
+
+/* States within this factor of each other are one state: nothing moved. */
+#define GT_STATE_SAME 1.5
+/* A side's slope is used when its samples about their mean have a sum of
+ * squared log states of at least this (one sample of 25 in a state 2x
+ * away gives 0.46). */
+#define GT_STATE_LEAST_SXX 0.3
+/* The slope is kept in [0, GT_STATE_MAX_B]: a time does not get faster as
+ * the cores move apart, and no more than in proportion to the round trip's
+ * square. */
+#define GT_STATE_MAX_B 2.0
+
+typedef enum gt_state_outcome {
+    GT_STATE_NONE = 0,     /* a side's samples carry no state (or too few): not adjusted */
+    GT_STATE_ONE,          /* every state within GT_STATE_SAME of the others: not adjusted */
+    GT_STATE_ADJUSTED,     /* moved to ref with each side's slope (or the other's where
+                              every sample of one side was in one state) */
+    GT_STATE_CONFOUNDED,   /* each side held one state all along, a different one: the
+                              stack and the state cannot be told apart; not adjusted */
+} gt_state_outcome;
+
+typedef struct gt_state_fit {
+    gt_state_outcome outcome;
+    double ref_ns, lo_ns, hi_ns; /* the reference state; the states seen (0.1 and 0.9 quantiles) */
+    double b_base, b_new;        /* the slopes applied (NAN: not adjusted) */
+    int b_borrowed;              /* 1: one side had no contrast and took the other's slope */
+} gt_state_fit;
+
+/* One side: n samples v[] (positive; moved in place), their states s[] (ns;
+ * not positive or NAN where none), cut into runs (run i holds
+ * [cut[i], cut[i + 1])). Both sides' samples are moved to one reference, or
+ * neither side's; returns the outcome (also in *fit). */
+gt_state_outcome gt_state_adjust(double *vb, const double *sb, const size_t *cb, int runs_b,
+                                 double *vn, const double *sn, const size_t *cn, int runs_n,
+                                 gt_state_fit *fit);
+
+#endif

@@ -1,0 +1,160 @@
+/* compare_state (reports/compare_state.h): two stacks judged in one machine
+ * state, on samples built from a known law t = L (state / 60 ns)^b. */
+#include "reports/compare_state.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int g_fails = 0;
+
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
+            g_fails++;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+#define RUNS 5
+#define PER 5
+#define N (RUNS * PER)
+
+/* The fast and the slow state of this project's VM (ns a round trip). */
+#define FAST 60.0
+#define SLOW 330.0
+
+typedef struct sidebuf {
+    double v[N], s[N];
+    size_t cut[RUNS + 1];
+} sidebuf;
+
+/* slow[i]: sample i in the slow state; level L, slope b; jitter: a few per
+ * mille that differ by sample (a deterministic pattern). */
+static void build(sidebuf *d, const int *slow, double L, double b, double jitter) {
+    for (int r = 0; r <= RUNS; r++) d->cut[r] = (size_t)(r * PER);
+    for (int i = 0; i < N; i++) {
+        d->s[i] = slow[i] ? SLOW : FAST;
+        d->v[i] = L * pow(d->s[i] / FAST, b) * (1 + jitter * ((i * 7) % 5 - 2));
+    }
+}
+
+/* Mixed states: every run of BASE and two of NEW see both; NEW spends far
+ * more of its time in the slow state than BASE. */
+static const int MIX_B[N] = {0, 0, 1, 1, 0, /**/ 1, 1, 1, 1, 1, /**/ 0, 1, 0, 0, 0,
+                             0, 0, 0, 0, 0, /**/ 1, 0, 0, 1, 1};
+static const int MIX_N[N] = {1, 1, 1, 1, 1, /**/ 1, 1, 0, 1, 1, /**/ 1, 1, 1, 1, 1,
+                             0, 1, 1, 1, 1, /**/ 1, 1, 1, 1, 1};
+
+static double max_rel(const double *v, double want) {
+    double m = 0;
+    for (int i = 0; i < N; i++) m = fmax(m, fabs(v[i] / want - 1));
+    return m;
+}
+
+/* The same stack (L = 100 us, b = 0.85) on both sides: every sample comes
+ * back to 100 us, though NEW ran mostly in the slow state. */
+static void test_same_stack(void) {
+    sidebuf b, n;
+    gt_state_fit f;
+    build(&b, MIX_B, 100, 0.85, 0);
+    build(&n, MIX_N, 100, 0.85, 0);
+    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ADJUSTED);
+    EXPECT(f.ref_ns == FAST && f.hi_ns == SLOW && !f.b_borrowed);
+    EXPECT(fabs(f.b_base - 0.85) < 1e-9 && fabs(f.b_new - 0.85) < 1e-9);
+    EXPECT(max_rel(b.v, 100) < 1e-9 && max_rel(n.v, 100) < 1e-9);
+}
+
+/* NEW 20% slower in every state: the state does not absorb the change. */
+static void test_change_kept(void) {
+    sidebuf b, n;
+    gt_state_fit f;
+    build(&b, MIX_B, 100, 0.85, 0.002);
+    build(&n, MIX_N, 120, 0.85, 0.002);
+    gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
+    EXPECT(f.outcome == GT_STATE_ADJUSTED);
+    EXPECT(max_rel(b.v, 100) < 0.005 && max_rel(n.v, 120) < 0.005);
+}
+
+/* A stack whose time answers less to the state (a transport that does not
+ * share a cache): each side's own slope. */
+static void test_own_slope(void) {
+    sidebuf b, n;
+    gt_state_fit f;
+    build(&b, MIX_B, 100, 0.85, 0);
+    build(&n, MIX_N, 300, 0.1, 0);
+    gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
+    EXPECT(fabs(f.b_base - 0.85) < 1e-9 && fabs(f.b_new - 0.1) < 1e-9);
+    EXPECT(max_rel(n.v, 300) < 1e-9);
+}
+
+/* Runs that each held one state (a case timed in a second): the runs of a
+ * side are contrasts too, and a run-to-run jitter of 2% does not bend the
+ * slope far. A side all in one state takes the other's slope; where each
+ * side held one state all along, a different one, nothing is moved (the
+ * stack and the state are one). */
+static void test_borrowed_and_confounded(void) {
+    static const int by_run[N] = {1, 1, 1, 1, 1, /**/ 1, 1, 1, 1, 1, /**/ 0, 0, 0, 0, 0,
+                                  0, 0, 0, 0, 0, /**/ 0, 0, 0, 0, 0};
+    static const int all_slow[N] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const int all_fast[N] = {0};
+    sidebuf b, n;
+    gt_state_fit f;
+    build(&b, by_run, 100, 0.85, 0);
+    for (int i = 0; i < N; i++) b.v[i] *= 1 + 0.02 * (i / PER % 3 - 1);
+    build(&n, MIX_N, 100, 0.85, 0);
+    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ADJUSTED);
+    EXPECT(!f.b_borrowed && fabs(f.b_base - 0.85) < 0.02 && max_rel(b.v, 100) < 0.04);
+    build(&b, all_fast, 100, 0.85, 0);
+    build(&n, MIX_N, 100, 0.85, 0);
+    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ADJUSTED);
+    EXPECT(f.b_borrowed && fabs(f.b_base - 0.85) < 1e-9 && max_rel(n.v, 100) < 1e-9);
+    build(&b, all_fast, 100, 0.85, 0);
+    build(&n, all_slow, 100, 0.85, 0);
+    double before = n.v[0];
+    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) ==
+           GT_STATE_CONFOUNDED);
+    EXPECT(n.v[0] == before && isnan(f.b_base) && isnan(f.b_new));
+}
+
+/* One state (within GT_STATE_SAME), states missing, a slope the wrong way. */
+static void test_edges(void) {
+    static const int all_fast[N] = {0};
+    sidebuf b, n;
+    gt_state_fit f;
+    build(&b, all_fast, 100, 0.85, 0);
+    build(&n, all_fast, 100, 0.85, 0);
+    for (int i = 0; i < N; i++) n.s[i] = FAST * (1 + 0.3 * (i % 2)); /* 60 and 78 ns */
+    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ONE);
+    build(&b, MIX_B, 100, 0.85, 0);
+    build(&n, MIX_N, 100, 0.85, 0);
+    for (int i = 0; i < N; i += 2) n.s[i] = NAN; /* 13 of 25 without a state */
+    double before = n.v[1];
+    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_NONE);
+    EXPECT(n.v[1] == before);
+    /* a sample without a state takes its run's: here every run's median */
+    build(&n, MIX_N, 100, 0.85, 0);
+    n.s[3] = 0;
+    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ADJUSTED);
+    EXPECT(fabs(n.v[3] - 100) < 1e-9); /* run 0 is mostly slow: so was it */
+    build(&b, MIX_B, 100, -0.5, 0);
+    build(&n, MIX_N, 100, -0.5, 0);
+    gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
+    EXPECT(f.b_base == 0 && f.b_new == 0);
+    EXPECT(gt_state_adjust(NULL, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_NONE);
+}
+
+int main(void) {
+    test_same_stack();
+    test_change_kept();
+    test_own_slope();
+    test_borrowed_and_confounded();
+    test_edges();
+    if (g_fails) {
+        printf("compare_state: %d failures\n", g_fails);
+        return 1;
+    }
+    printf("compare_state: all tests passed\n");
+    return 0;
+}

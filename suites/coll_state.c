@@ -1,0 +1,152 @@
+/* The cache-line ping-pong of suites/coll_state.h. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "suites/coll_state.h"
+
+#include "engine/env.h"
+#include "engine/timer.h"
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define HOST_WORDS 8           /* a host name as int64 words: 64 bytes */
+#define TRIPS 32               /* timed round trips a probe (after one to meet) */
+#define WAIT_NS 20000000ull    /* a side that waits longer gives up the probe */
+
+enum { ROLE_NONE, ROLE_LEADER, ROLE_PARTNER };
+
+struct gt_coll_state {
+    int role;
+    _Atomic uint64_t *flag; /* the shared line: the leader writes odd values, the partner even */
+    uint64_t trip;          /* round trips so far, counted alike by both */
+};
+
+/* This rank's place on its node: 0 first, 1 second, ... (by rank). */
+static gt_status local_index(gt_comm *comm, int *idx, char *host, size_t len) {
+    int n = gt_comm_size(comm), me = gt_comm_rank(comm);
+    int64_t mine[HOST_WORDS];
+    memset(mine, 0, sizeof mine);
+    gt_env_hostname((char *)mine, sizeof mine);
+    snprintf(host, len, "%s", (char *)mine);
+    int64_t *all = calloc((size_t)n * HOST_WORDS, sizeof *all);
+    if (!all) return GT_ERR(GT_ERR_OOM, "collectives: host names of %d ranks", n);
+    gt_status s = gt_comm_allgather(comm, mine, all, HOST_WORDS, GT_DTYPE_INT64, NULL);
+    *idx = 0;
+    for (int r = 0; s == GT_OK && r < me; r++)
+        *idx += memcmp(all + (size_t)r * HOST_WORDS, mine, sizeof mine) == 0;
+    free(all);
+    return s;
+}
+
+/* The leader creates the page, the partner maps it after a barrier. */
+static int share_page(gt_comm *comm, gt_coll_state *st, const char *name) {
+    int ok = 1, fd = -1;
+    if (st->role == ROLE_LEADER) {
+        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        ok = fd >= 0 && ftruncate(fd, 4096) == 0;
+    }
+    if (gt_comm_barrier(comm, NULL) != GT_OK) ok = 0;
+    if (st->role == ROLE_PARTNER) {
+        fd = shm_open(name, O_RDWR, 0600);
+        ok = fd >= 0;
+    }
+    if (ok && fd >= 0) {
+        void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        ok = p != MAP_FAILED;
+        if (ok) st->flag = p;
+    }
+    if (fd >= 0) close(fd);
+    if (gt_comm_barrier(comm, NULL) != GT_OK) ok = 0;
+    if (st->role == ROLE_LEADER) shm_unlink(name);
+    return ok;
+}
+
+gt_status gt_coll_state_new(gt_comm *comm, gt_coll_state **out) {
+    *out = NULL;
+    if (gt_comm_size(comm) < 2) return GT_OK;
+    gt_coll_state *st = calloc(1, sizeof *st);
+    if (!st) return GT_ERR(GT_ERR_OOM, "collectives: the state probe");
+    char host[64];
+    int idx = 0;
+    gt_status s = local_index(comm, &idx, host, sizeof host);
+    /* one name a job (rank 0's pid and clock) and node */
+    int64_t token[2] = {(int64_t)getpid(), (int64_t)gt_now_ns()};
+    if (s == GT_OK) s = gt_comm_broadcast(comm, token, 2, GT_DTYPE_INT64, 0, NULL);
+    if (s != GT_OK) {
+        free(st);
+        return s;
+    }
+    st->role = idx == 0 ? ROLE_LEADER : idx == 1 ? ROLE_PARTNER : ROLE_NONE;
+    char name[160];
+    snprintf(name, sizeof name, "/gauntlet-state-%lld-%lld-%s", (long long)token[0],
+             (long long)token[1], host);
+    for (char *c = name + 1; *c; c++)
+        if (*c == '/') *c = '_';
+    /* a leader without a partner (one rank on its node) shares nothing */
+    double ok = share_page(comm, st, name) ? 1 : 0;
+    if (st->role == ROLE_LEADER && st->flag) atomic_store(st->flag, 0);
+    s = gt_comm_allreduce(comm, &ok, &ok, 1, GT_DTYPE_FP64, GT_REDOP_MIN, NULL);
+    /* does any node hold a pair? */
+    double pairs = st->role == ROLE_PARTNER;
+    if (s == GT_OK) s = gt_comm_allreduce(comm, &pairs, &pairs, 1, GT_DTYPE_FP64, GT_REDOP_SUM, NULL);
+    if (s != GT_OK || ok < 1 || pairs < 1) {
+        gt_coll_state_free(st);
+        return s;
+    }
+    if (st->role == ROLE_LEADER && !st->flag) st->role = ROLE_NONE;
+    *out = st;
+    return GT_OK;
+}
+
+/* Spins until the line holds at least `want`; 0 when WAIT_NS passed. */
+static int await(_Atomic uint64_t *f, uint64_t want, uint64_t deadline, uint64_t *seen) {
+    for (unsigned spin = 1;; spin++) {
+        *seen = atomic_load_explicit(f, memory_order_acquire);
+        if (*seen >= want) return 1;
+        if ((spin & 255) == 0 && gt_now_ns() > deadline) return 0;
+    }
+}
+
+static double lead(gt_coll_state *s, uint64_t j0, uint64_t deadline) {
+    uint64_t seen, t0 = 0;
+    for (uint64_t j = j0; j <= j0 + TRIPS; j++) {
+        if (j == j0 + 1) t0 = gt_now_ns(); /* the first trip waits for the partner */
+        atomic_store_explicit(s->flag, 2 * j + 1, memory_order_release);
+        if (!await(s->flag, 2 * j + 2, deadline, &seen)) return 0;
+    }
+    return (double)(gt_now_ns() - t0) / TRIPS;
+}
+
+static void answer(gt_coll_state *s, uint64_t j0, uint64_t deadline) {
+    uint64_t seen;
+    for (uint64_t j = j0; j <= j0 + TRIPS; j++) {
+        if (!await(s->flag, 2 * j + 1, deadline, &seen)) return;
+        uint64_t want = 2 * j + 1;
+        /* a leader that gave up has moved on: so does the partner */
+        if (seen != want ||
+            !atomic_compare_exchange_strong_explicit(s->flag, &want, 2 * j + 2,
+                                                     memory_order_acq_rel, memory_order_acquire))
+            return;
+    }
+}
+
+double gt_coll_state_probe(gt_coll_state *s) {
+    if (!s || s->role == ROLE_NONE) return 0;
+    uint64_t j0 = s->trip, deadline = gt_now_ns() + WAIT_NS;
+    s->trip += TRIPS + 1;
+    if (s->role == ROLE_LEADER) return lead(s, j0, deadline);
+    answer(s, j0, deadline);
+    return 0;
+}
+
+void gt_coll_state_free(gt_coll_state *s) {
+    if (!s) return;
+    if (s->flag) munmap((void *)s->flag, 4096);
+    free(s);
+}
