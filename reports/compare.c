@@ -198,8 +198,10 @@ static void pair_blocks(const side *b, const side *n, int i, double *d) {
 static double *block_ratios(const side *b, const side *n) {
     int k = b->runs, r = GT_COMPARE_BLOCKS;
     /* a quantile's level is the run's: a round that another process took
-     * whole would be a replicate of its own (docs/ci-gating.md) */
-    if (k < 2 || n->runs != k || b->q != 0.5) return NULL;
+     * whole would be a replicate of its own (docs/ci-gating.md); so are
+     * samples moved to one machine state: a round's error of the move (a
+     * state that changed within its block) is no replicate either */
+    if (k < 2 || n->runs != k || b->q != 0.5 || b->state_moved) return NULL;
     for (int i = 0; i < k; i++)
         if (!run_in_blocks(b, i) || !run_in_blocks(n, i)) return NULL;
     double *d = malloc((size_t)k * r * sizeof *d);
@@ -390,7 +392,7 @@ gt_verdict gt_compare_samples(const double *base, size_t nb, const double *new_,
                               double *rel, double *p) {
     gt_compare_options o = opt ? *opt : gt_compare_defaults();
     size_t cb[2] = {0, nb}, cn[2] = {0, nn};
-    side sb = {base, nb, cb, 1, 0, 0.5}, sn = {new_, nn, cn, 1, 0, 0.5};
+    side sb = {base, nb, cb, 1, 0, 0.5, 0}, sn = {new_, nn, cn, 1, 0, 0.5, 0};
     assessment a = assess(&sb, &sn, higher_better, 0, &o);
     if (method) *method = a.method;
     if (base_median) *base_median = a.base_med;
@@ -407,8 +409,8 @@ gt_verdict gt_compare_runs(const double *base, const size_t *base_cut, int base_
                            double *rel, double *p) {
     gt_compare_options o = opt ? *opt : gt_compare_defaults();
     o.paired = 0;
-    side sb = {base, base_runs > 0 ? base_cut[base_runs] : 0, base_cut, base_runs, 0, 0.5};
-    side sn = {new_, new_runs > 0 ? new_cut[new_runs] : 0, new_cut, new_runs, 0, 0.5};
+    side sb = {base, base_runs > 0 ? base_cut[base_runs] : 0, base_cut, base_runs, 0, 0.5, 0};
+    side sn = {new_, new_runs > 0 ? new_cut[new_runs] : 0, new_cut, new_runs, 0, 0.5, 0};
     sb.q = sn.q = time_q(unit, &o, &sb, &sn);
     assessment a = assess(&sb, &sn, higher_better, gt_cmp_us_per_unit(unit), &o);
     if (method) *method = a.method;
@@ -833,7 +835,7 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
         run_of[runs] = (int)i;
         (*cuts)[++runs] = total;
     }
-    *out = (side){*vals, total, *cuts, runs, rounds > 0 ? rounds : 0, 0.5};
+    *out = (side){*vals, total, *cuts, runs, rounds > 0 ? rounds : 0, 0.5, 0};
     return 0;
 }
 
@@ -930,7 +932,9 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
         rc = -1;
     } else if (mb && mn) {
         if (opt->machine_state && gt_cmp_us_per_unit(m->unit) > 0 && sb.runs && sn.runs)
-            gt_state_adjust(vb, wb, cb, sb.runs, vn, wn, cn, sn.runs, &m->state);
+            sb.state_moved = sn.state_moved =
+                gt_state_adjust(vb, wb, cb, sb.runs, vn, wn, cn, sn.runs, &m->state) ==
+                GT_STATE_ADJUSTED;
         sb.q = sn.q = time_q(m->unit, opt, &sb, &sn);
         m->a = assess(&sb, &sn, m->higher_better, gt_cmp_us_per_unit(m->unit), opt);
         m->method = m->a.method;

@@ -27,6 +27,8 @@ typedef struct side {
     int runs;
     int rounds; /* every run's metric says "rounds": this many (else 0) */
     double q;   /* the quantile a run's or block's level is (0.5: the median) */
+    int state_moved; /* its samples were moved to one machine state (compare_state.h):
+                        judged on the runs, not their rounds */
 } side;
 
 /* What a verdict is decided from; kept per metric so that the family-wise

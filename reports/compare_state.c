@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/stats.h"
 
@@ -12,88 +13,122 @@ typedef struct state_side {
     const size_t *cut;
     int runs;
     size_t n;
+    double *x; /* log(mode / ref) of each sample (see modes) */
 } state_side;
 
-/* The side's positive states into out (out has room for n); returns how many. */
-static size_t states_of(const state_side *d, double *out) {
-    size_t k = 0;
-    for (size_t i = 0; i < d->n; i++)
-        if (d->s[i] > 0 && isfinite(d->s[i])) out[k++] = d->s[i];
-    return k;
+/* The states' modes: both sides' states sorted and split wherever one is
+ * GT_STATE_SAME times the one before; a sample's state is its mode's
+ * median, so that the probe's jitter within a mode (55-75 ns) moves nothing.
+ * A mode of one sample (a probe another process interrupted: 1,279 ns
+ * beside 330) is no mode: its sample counts as without a state. */
+#define MAX_MODES 16
+typedef struct modes {
+    int n;
+    double lo[MAX_MODES], hi[MAX_MODES], med[MAX_MODES];
+} modes;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
-/* log(state / ref) of sample i; a sample without a state takes its run's
- * median state (m, NAN when the run has none: then 0, the reference). */
-static double xlog(const state_side *d, size_t i, double ref, double run_med) {
-    double s = d->s[i] > 0 && isfinite(d->s[i]) ? d->s[i] : run_med;
-    return s > 0 && isfinite(s) ? log(s / ref) : 0;
+static int is_state(double s) { return s > 0 && isfinite(s); }
+
+/* The modes of the k states in v (sorted here); 0 when there are more
+ * than MAX_MODES (a probe too noisy to have states). */
+static int find_modes(double *v, size_t k, modes *m) {
+    qsort(v, k, sizeof *v, cmp_double);
+    m->n = 0;
+    for (size_t i = 0, start = 0; i < k; i++) {
+        if (i + 1 < k && v[i + 1] < v[i] * GT_STATE_SAME) continue;
+        if (i > start) { /* two samples or more */
+            if (m->n == MAX_MODES) return 0;
+            m->lo[m->n] = v[start];
+            m->hi[m->n] = v[i];
+            m->med[m->n++] = gt_median(v + start, i + 1 - start);
+        }
+        start = i + 1;
+    }
+    return 1;
 }
 
-static double run_median_state(const state_side *d, int r, double *tmp) {
-    size_t k = 0;
-    for (size_t i = d->cut[r]; i < d->cut[r + 1]; i++)
-        if (d->s[i] > 0 && isfinite(d->s[i])) tmp[k++] = d->s[i];
-    return k ? gt_median(tmp, k) : NAN;
+/* The median of the mode s is in; NAN where none. */
+static double mode_of(const modes *m, double s) {
+    for (int j = 0; is_state(s) && j < m->n; j++)
+        if (s >= m->lo[j] && s <= m->hi[j]) return m->med[j];
+    return NAN;
+}
+
+/* d->x: each sample's log(mode / ref); a sample without one takes its
+ * run's median mode, and 0 (the reference) where its run has none. */
+static void fill_x(state_side *d, const modes *m, double ref, double *tmp) {
+    for (int r = 0; r < d->runs; r++) {
+        size_t k = 0;
+        for (size_t i = d->cut[r]; i < d->cut[r + 1]; i++) {
+            d->x[i] = mode_of(m, d->s[i]);
+            if (!isnan(d->x[i])) tmp[k++] = d->x[i];
+        }
+        double run = k ? gt_median(tmp, k) : ref;
+        for (size_t i = d->cut[r]; i < d->cut[r + 1]; i++)
+            d->x[i] = log((isnan(d->x[i]) ? run : d->x[i]) / ref);
+    }
 }
 
 /* The side's slope about its mean; *sxx its spread of log states (below
  * GT_STATE_LEAST_SXX: the slope is not to be used). Every run of a side ran
  * the same stack, so runs in different states are contrasts as good as the
  * samples of one run in two. */
-static double slope(const state_side *d, double ref, double *tmp, double *sxx) {
+static double slope(const state_side *d, double *sxx) {
     double sxy = 0, mx = 0, my = 0;
     size_t k = 0;
-    *sxx = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int r = 0; r < d->runs; r++) {
-            double med = run_median_state(d, r, tmp);
-            for (size_t i = d->cut[r]; i < d->cut[r + 1]; i++) {
-                if (!(d->v[i] > 0)) continue;
-                double x = xlog(d, i, ref, med), y = log(d->v[i]);
-                if (pass == 0) {
-                    mx += x;
-                    my += y;
-                    k++;
-                } else {
-                    sxy += (x - mx) * (y - my);
-                    *sxx += (x - mx) * (x - mx);
-                }
-            }
-            if (pass == 0 && r == d->runs - 1 && k) {
-                mx /= (double)k;
-                my /= (double)k;
-            }
+    for (size_t i = 0; i < d->n; i++)
+        if (d->v[i] > 0) {
+            mx += d->x[i];
+            my += log(d->v[i]);
+            k++;
         }
-    if (k < 2) *sxx = 0;
+    *sxx = 0;
+    if (k < 2) return 0;
+    mx /= (double)k;
+    my /= (double)k;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->v[i] > 0) {
+            sxy += (d->x[i] - mx) * (log(d->v[i]) - my);
+            *sxx += (d->x[i] - mx) * (d->x[i] - mx);
+        }
     double b = *sxx > 0 ? sxy / *sxx : 0;
     return b < 0 ? 0 : b > GT_STATE_MAX_B ? GT_STATE_MAX_B : b;
 }
 
-static void move(state_side *d, double ref, double b, double *tmp) {
-    for (int r = 0; r < d->runs; r++) {
-        double med = run_median_state(d, r, tmp);
-        for (size_t i = d->cut[r]; i < d->cut[r + 1]; i++)
-            if (d->v[i] > 0) d->v[i] *= exp(-b * xlog(d, i, ref, med));
-    }
+static void move(state_side *d, double b) {
+    for (size_t i = 0; i < d->n; i++)
+        if (d->v[i] > 0) d->v[i] *= exp(-b * d->x[i]);
 }
 
 static gt_state_outcome fit_sides(state_side *b, state_side *n, double *tmp,
                                   gt_state_fit *fit) {
-    size_t kb = states_of(b, tmp), kn = states_of(n, tmp + kb);
+    size_t kb = 0, kn = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (is_state(b->s[i])) tmp[kb++] = b->s[i];
+    for (size_t i = 0; i < n->n; i++)
+        if (is_state(n->s[i])) tmp[kb + kn++] = n->s[i];
     /* most samples of each side carry a state, or none is judged by it */
     if (2 * kb < b->n || 2 * kn < n->n || kb == 0 || kn == 0) return GT_STATE_NONE;
-    fit->ref_ns = fit->lo_ns = gt_quantile(tmp, kb + kn, 0.1);
-    fit->hi_ns = gt_quantile(tmp, kb + kn, 0.9);
-    if (!(fit->ref_ns > 0) || fit->hi_ns / fit->ref_ns < GT_STATE_SAME) return GT_STATE_ONE;
-    double sxb, sxn;
-    double bb = slope(b, fit->ref_ns, tmp, &sxb), bn = slope(n, fit->ref_ns, tmp, &sxn);
+    modes m;
+    if (!find_modes(tmp, kb + kn, &m) || m.n == 0) return GT_STATE_NONE;
+    fit->ref_ns = fit->lo_ns = m.med[0];
+    fit->hi_ns = m.med[m.n - 1];
+    if (m.n == 1) return GT_STATE_ONE;
+    fill_x(b, &m, fit->ref_ns, tmp);
+    fill_x(n, &m, fit->ref_ns, tmp);
+    double sxb, sxn, bb = slope(b, &sxb), bn = slope(n, &sxn);
     int okb = sxb >= GT_STATE_LEAST_SXX, okn = sxn >= GT_STATE_LEAST_SXX;
     if (!okb && !okn) return GT_STATE_CONFOUNDED;
     fit->b_borrowed = !okb || !okn;
     fit->b_base = okb ? bb : bn;
     fit->b_new = okn ? bn : bb;
-    move(b, fit->ref_ns, fit->b_base, tmp);
-    move(n, fit->ref_ns, fit->b_new, tmp);
+    move(b, fit->b_base);
+    move(n, fit->b_new);
     return GT_STATE_ADJUSTED;
 }
 
@@ -103,11 +138,15 @@ gt_state_outcome gt_state_adjust(double *vb, const double *sb, const size_t *cb,
     gt_state_fit none = {GT_STATE_NONE, NAN, NAN, NAN, NAN, NAN, 0};
     *fit = none;
     if (!vb || !vn || !sb || !sn || !cb || !cn || runs_b < 1 || runs_n < 1) return GT_STATE_NONE;
-    state_side b = {vb, sb, cb, runs_b, cb[runs_b]}, n = {vn, sn, cn, runs_n, cn[runs_n]};
+    state_side b = {vb, sb, cb, runs_b, cb[runs_b], NULL};
+    state_side n = {vn, sn, cn, runs_n, cn[runs_n], NULL};
     double *tmp = malloc((b.n + n.n + 1) * sizeof *tmp);
-    if (!tmp) return GT_STATE_NONE;
-    gt_state_outcome o = fit_sides(&b, &n, tmp, fit);
+    b.x = malloc((b.n + 1) * sizeof *b.x);
+    n.x = malloc((n.n + 1) * sizeof *n.x);
+    gt_state_outcome o = tmp && b.x && n.x ? fit_sides(&b, &n, tmp, fit) : GT_STATE_NONE;
     free(tmp);
+    free(b.x);
+    free(n.x);
     if (o != GT_STATE_ADJUSTED) fit->b_base = fit->b_new = NAN;
     fit->outcome = o;
     return o;

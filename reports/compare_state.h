@@ -13,18 +13,21 @@
  *
  *   log t = level of the side + b log(state / ref) + noise
  *
- * b, per side, is the least-squares slope of the side's samples (samples of
- * one run in two states, and runs in different states, alike: a case timed
- * in a second, the layout cases, spends its run in one state); every
- * sample is then moved to the reference state ref (the 0.1-quantile of both
- * sides' states: the closest state the machine offered), t * (ref/state)^b,
- * and compare judges the moved samples as it would the measured ones. */
+ * The states are first grouped into modes (sorted, split where one is
+ * GT_STATE_SAME times the one before; a sample's state is its mode's
+ * median, so the probe's own jitter within a mode moves nothing, and a mode
+ * of a single sample, an interrupted probe, counts as no state). b, per
+ * side, is the least-squares slope of the side's log times on the log of
+ * their modes (samples of one run in two states and runs in different
+ * states alike); every sample is then moved to the reference state ref (the
+ * lowest mode: the closest the machine's cores came), t * (ref/mode)^b, and
+ * compare judges the moved samples as it would the measured ones. */
 #ifndef GT_REPORTS_COMPARE_STATE_H
 #define GT_REPORTS_COMPARE_STATE_H
 
 #include <stddef.h>
 
-/* States within this factor of each other are one state: nothing moved. */
+/* States within this factor of the next are one mode; one mode: nothing moved. */
 #define GT_STATE_SAME 1.5
 /* A side's slope is used when its samples about their mean have a sum of
  * squared log states of at least this (one sample of 25 in a state 2x
@@ -46,7 +49,7 @@ typedef enum gt_state_outcome {
 
 typedef struct gt_state_fit {
     gt_state_outcome outcome;
-    double ref_ns, lo_ns, hi_ns; /* the reference state; the states seen (0.1 and 0.9 quantiles) */
+    double ref_ns, lo_ns, hi_ns; /* the reference state; the lowest and highest modes */
     double b_base, b_new;        /* the slopes applied (NAN: not adjusted) */
     int b_borrowed;              /* 1: one side had no contrast and took the other's slope */
 } gt_state_fit;

@@ -4,6 +4,7 @@
 #include "suites/coll_state.h"
 
 #include "engine/env.h"
+#include "engine/job.h"
 #include "engine/timer.h"
 
 #include <fcntl.h>
@@ -15,7 +16,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define HOST_WORDS 8           /* a host name as int64 words: 64 bytes */
 #define TRIPS 32               /* timed round trips a probe (after one to meet) */
 #define WAIT_NS 20000000ull    /* a side that waits longer gives up the probe */
 
@@ -27,20 +27,16 @@ struct gt_coll_state {
     uint64_t trip;          /* round trips so far, counted alike by both */
 };
 
-/* This rank's place on its node: 0 first, 1 second, ... (by rank). */
+/* This rank's place on its node (0 first, 1 second, ...) and its host. */
 static gt_status local_index(gt_comm *comm, int *idx, char *host, size_t len) {
-    int n = gt_comm_size(comm), me = gt_comm_rank(comm);
-    int64_t mine[HOST_WORDS];
-    memset(mine, 0, sizeof mine);
-    gt_env_hostname((char *)mine, sizeof mine);
-    snprintf(host, len, "%s", (char *)mine);
-    int64_t *all = calloc((size_t)n * HOST_WORDS, sizeof *all);
-    if (!all) return GT_ERR(GT_ERR_OOM, "collectives: host names of %d ranks", n);
-    gt_status s = gt_comm_allgather(comm, mine, all, HOST_WORDS, GT_DTYPE_INT64, NULL);
-    *idx = 0;
-    for (int r = 0; s == GT_OK && r < me; r++)
-        *idx += memcmp(all + (size_t)r * HOST_WORDS, mine, sizeof mine) == 0;
-    free(all);
+    int n = gt_comm_size(comm), nodes = 0;
+    int *node_of = calloc((size_t)n, sizeof *node_of), *local_of = calloc((size_t)n, sizeof(int));
+    gt_status s = node_of && local_of ? GT_OK : GT_ERR(GT_ERR_OOM, "collectives: node table");
+    if (s == GT_OK) s = gt_comm_nodes(comm, node_of, local_of, &nodes);
+    *idx = s == GT_OK ? local_of[gt_comm_rank(comm)] : 0;
+    gt_env_hostname(host, len);
+    free(node_of);
+    free(local_of);
     return s;
 }
 

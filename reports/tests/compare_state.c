@@ -145,12 +145,32 @@ static void test_edges(void) {
     EXPECT(gt_state_adjust(NULL, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_NONE);
 }
 
+/* The probe's jitter within a mode (52-73 ns) moves no sample, and one
+ * interrupted probe (1,279 ns beside a slow sample) counts as no state: the
+ * slow sample is moved as its run's others are. */
+static void test_modes(void) {
+    sidebuf b, n;
+    gt_state_fit f;
+    build(&b, MIX_B, 100, 0.85, 0);
+    build(&n, MIX_N, 100, 0.85, 0);
+    for (int i = 0; i < N; i++) {
+        double j = 1 + 0.2 * ((i * 3) % 4) / 3; /* 1 .. 1.2: within the mode */
+        b.s[i] *= j;
+        n.s[i] *= j;
+    }
+    n.s[0] = 1279; /* run 0 of NEW: slow all along */
+    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ADJUSTED);
+    EXPECT(f.hi_ns / f.ref_ns > 5 && f.hi_ns < 400);
+    EXPECT(max_rel(b.v, 100) < 1e-9 && max_rel(n.v, 100) < 1e-9);
+}
+
 int main(void) {
     test_same_stack();
     test_change_kept();
     test_own_slope();
     test_borrowed_and_confounded();
     test_edges();
+    test_modes();
     if (g_fails) {
         printf("compare_state: %d failures\n", g_fails);
         return 1;
