@@ -22,10 +22,10 @@ static int joinable(const cmp_metric *m) {
     if (m->method != GT_METHOD_RUNS && m->method != GT_METHOD_PAIRED &&
         m->method != GT_METHOD_BLOCKS)
         return 0;
-    /* a side lifted to the timing floor says "at most the floor": no log ratio */
-    if (m->method != GT_METHOD_PAIRED &&
-        (m->a.base_lvl != m->a.base_med || m->a.new_lvl != m->a.new_med))
-        return 0;
+    /* a side lifted to the timing floor joins with its measured runs, as a
+     * pair's ratio does: the family pools what was measured, and carries
+     * the doubt of a time that straddles the floor (on its own it is
+     * judged from the floor) */
     return m->lb && m->ln && !isnan(m->rel);
 }
 

@@ -74,28 +74,40 @@ static void fill_x(state_side *d, const modes *m, double ref, double *tmp) {
     }
 }
 
-/* The side's slope about its mean; *sxx its spread of log states (below
- * GT_STATE_LEAST_SXX: the slope is not to be used). Every run of a side ran
- * the same stack, so runs in different states are contrasts as good as the
- * samples of one run in two. */
-static double slope(const state_side *d, double *sxx) {
-    double sxy = 0, mx = 0, my = 0;
-    size_t k = 0;
-    for (size_t i = 0; i < d->n; i++)
-        if (d->v[i] > 0) {
-            mx += d->x[i];
-            my += log(d->v[i]);
-            k++;
-        }
+/* The side's slope: a least-squares line through the median log time of
+ * each mode the side's samples are in, weighted by their counts; *sxx the
+ * weighted spread of the modes' log states (below GT_STATE_LEAST_SXX: the
+ * slope is not to be used). Medians, because a block another process took
+ * (3x in the near mode) would otherwise bend the line; a side's runs alike,
+ * since every run of a side ran the same stack. */
+static double slope(const state_side *d, double *tmp, double *sxx) {
+    double xs[MAX_MODES + 1], ys[MAX_MODES + 1], w[MAX_MODES + 1];
+    int nx = 0;
     *sxx = 0;
-    if (k < 2) return 0;
-    mx /= (double)k;
-    my /= (double)k;
-    for (size_t i = 0; i < d->n; i++)
-        if (d->v[i] > 0) {
-            sxy += (d->x[i] - mx) * (log(d->v[i]) - my);
-            *sxx += (d->x[i] - mx) * (d->x[i] - mx);
-        }
+    for (size_t i = 0; i < d->n && nx <= MAX_MODES; i++) {
+        int seen = 0;
+        for (int j = 0; j < nx; j++) seen |= xs[j] == d->x[i];
+        if (seen || !(d->v[i] > 0)) continue;
+        size_t k = 0;
+        for (size_t q = i; q < d->n; q++)
+            if (d->x[q] == d->x[i] && d->v[q] > 0) tmp[k++] = log(d->v[q]);
+        xs[nx] = d->x[i];
+        ys[nx] = gt_median(tmp, k);
+        w[nx++] = (double)k;
+    }
+    double sw = 0, mx = 0, my = 0, sxy = 0;
+    for (int j = 0; j < nx; j++) {
+        sw += w[j];
+        mx += w[j] * xs[j];
+        my += w[j] * ys[j];
+    }
+    if (sw < 2) return 0;
+    mx /= sw;
+    my /= sw;
+    for (int j = 0; j < nx; j++) {
+        sxy += w[j] * (xs[j] - mx) * (ys[j] - my);
+        *sxx += w[j] * (xs[j] - mx) * (xs[j] - mx);
+    }
     double b = *sxx > 0 ? sxy / *sxx : 0;
     return b < 0 ? 0 : b > GT_STATE_MAX_B ? GT_STATE_MAX_B : b;
 }
@@ -121,7 +133,7 @@ static gt_state_outcome fit_sides(state_side *b, state_side *n, double *tmp,
     if (m.n == 1) return GT_STATE_ONE;
     fill_x(b, &m, fit->ref_ns, tmp);
     fill_x(n, &m, fit->ref_ns, tmp);
-    double sxb, sxn, bb = slope(b, &sxb), bn = slope(n, &sxn);
+    double sxb, sxn, bb = slope(b, tmp, &sxb), bn = slope(n, tmp, &sxn);
     int okb = sxb >= GT_STATE_LEAST_SXX, okn = sxn >= GT_STATE_LEAST_SXX;
     if (!okb && !okn) return GT_STATE_CONFOUNDED;
     fit->b_borrowed = !okb || !okn;

@@ -17,9 +17,10 @@
  * GT_STATE_SAME times the one before; a sample's state is its mode's
  * median, so the probe's own jitter within a mode moves nothing, and a mode
  * of a single sample, an interrupted probe, counts as no state). b, per
- * side, is the least-squares slope of the side's log times on the log of
- * their modes (samples of one run in two states and runs in different
- * states alike); every sample is then moved to the reference state ref (the
+ * side, is the slope of a least-squares line through the median log time
+ * of each mode, weighted by its samples (samples of one run in two states
+ * and runs in different states alike; medians, so that a block another
+ * process took does not bend it); every sample is then moved to the reference state ref (the
  * lowest mode: the closest the machine's cores came), t * (ref/mode)^b, and
  * compare judges the moved samples as it would the measured ones. */
 #ifndef GT_REPORTS_COMPARE_STATE_H

@@ -164,6 +164,22 @@ static void test_modes(void) {
     EXPECT(max_rel(b.v, 100) < 1e-9 && max_rel(n.v, 100) < 1e-9);
 }
 
+/* Blocks another process took (3x, in the near mode) do not bend BASE's
+ * slope: its far samples still come back to the level. */
+static void test_outlier(void) {
+    sidebuf b, n;
+    gt_state_fit f;
+    build(&b, MIX_B, 100, 0.85, 0);
+    build(&n, MIX_N, 100, 0.85, 0);
+    b.v[0] *= 3; /* near samples of runs 0 and 3 */
+    b.v[15] *= 3;
+    gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
+    EXPECT(fabs(f.b_base - 0.85) < 1e-9);
+    b.v[0] /= 3;
+    b.v[15] /= 3;
+    EXPECT(max_rel(b.v, 100) < 1e-9);
+}
+
 int main(void) {
     test_same_stack();
     test_change_kept();
@@ -171,6 +187,7 @@ int main(void) {
     test_borrowed_and_confounded();
     test_edges();
     test_modes();
+    test_outlier();
     if (g_fails) {
         printf("compare_state: %d failures\n", g_fails);
         return 1;
