@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "reports/history.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -1471,33 +1472,72 @@ static gt_status gate_write_runs(gt_history *h, sqlite3_stmt *st, char **dir_out
     return GT_OK;
 }
 
+static int json_file(const struct dirent *e) {
+    size_t n = strlen(e->d_name);
+    return n > 5 && e->d_name[0] != '.' && strcmp(e->d_name + n - 5, ".json") == 0;
+}
+
+/* The candidate side of the gate: a report, or a directory of reports
+ * (several runs of the new stack, as compare takes them). *c: the first
+ * report's class; *ids: every report's run.id as a JSON array (malloc'ed),
+ * none of which may be a baseline run. Every file is read by gt_report_read:
+ * one bad one refuses the gate, naming it. */
+static gt_status gate_candidates(const char *path, gt_history_class *c, char **ids) {
+    *ids = NULL;
+    struct stat sb;
+    struct dirent **ents = NULL;
+    int n = 1, dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (dir && (n = scandir(path, &ents, json_file, alphasort)) <= 0) {
+        free(ents);
+        return n < 0 ? GT_ERR(GT_ERR_IO, "cannot list the NEW directory '%s': %s", path,
+                              strerror(errno))
+                     : GT_ERR(GT_ERR_IO, "the NEW directory '%s' holds no .json report; "
+                                         "pass a report, or a directory of runs of one stack",
+                              path);
+    }
+    json_t *arr = json_array();
+    gt_status s = arr ? GT_OK : GT_ERR(GT_ERR_OOM, "no memory for the gate");
+    for (int i = 0; i < n && s == GT_OK; i++) {
+        char *file = dir ? xprintf("%s/%s", path, ents[i]->d_name) : xstrdup(path);
+        gt_report_doc *d = NULL;
+        s = gt_report_read(file, "NEW", &d);
+        if (s == GT_OK && i == 0) gt_history_class_of(d, c);
+        if (s == GT_OK) json_array_append_new(arr, json_string(gt_report_doc_run_id(d)));
+        gt_report_doc_free(d);
+        free(file);
+    }
+    for (int i = 0; dir && i < n; i++) free(ents[i]);
+    free(ents);
+    if (s == GT_OK && !(*ids = json_dumps(arr, JSON_COMPACT)))
+        s = GT_ERR(GT_ERR_OOM, "no memory for the gate");
+    json_decref(arr);
+    return s;
+}
+
 gt_status gt_history_gate(gt_history *h, const char *new_path, const gt_compare_options *opt,
                           gt_compare **out, int64_t *base_id, int *base_runs) {
     *out = NULL;
     *base_id = 0;
     *base_runs = 0;
-    gt_report_doc *d = NULL;
-    GT_TRY(gt_report_read(new_path, "NEW", &d));
     gt_history_class c;
-    gt_history_class_of(d, &c);
+    char *run_id = NULL;
+    GT_TRY(gate_candidates(new_path, &c, &run_id));
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(
         h->db,
         "SELECT id, report, run_id, start FROM runs WHERE host_kind = ?1 AND topology = ?2 AND "
-        "backends = ?3 AND n_fail = 0 AND n_error = 0 AND n_pass > 0 AND run_id <> ?4 "
-        "ORDER BY id DESC LIMIT ?5",
+        "backends = ?3 AND n_fail = 0 AND n_error = 0 AND n_pass > 0 AND run_id NOT IN "
+        "(SELECT value FROM json_each(?4)) ORDER BY id DESC LIMIT ?5",
         -1, &st, NULL);
     if (rc != SQLITE_OK) {
-        gt_report_doc_free(d);
+        free(run_id);
         return db_err(h, rc, "looking for the last good run");
     }
     BIND_TEXT(st, 1, c.host_kind);
     BIND_TEXT(st, 2, c.topology);
     BIND_TEXT(st, 3, c.backends);
-    char *run_id = xstrdup(gt_report_doc_run_id(d));
     BIND_TEXT(st, 4, run_id);
     sqlite3_bind_int(st, 5, GT_HISTORY_GATE_RUNS);
-    gt_report_doc_free(d);
     rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
         sqlite3_finalize(st);
@@ -1512,7 +1552,7 @@ gt_status gt_history_gate(gt_history *h, const char *new_path, const gt_compare_
         if (sqlite3_prepare_v2(h->db,
                                "SELECT id FROM runs WHERE host_kind = ?1 AND topology = ?2 AND "
                                "backends = ?3 AND n_fail = 0 AND n_error = 0 AND n_pass > 0 AND "
-                               "run_id = ?4",
+                               "run_id IN (SELECT value FROM json_each(?4))",
                                -1, &q, NULL) == SQLITE_OK) {
             BIND_TEXT(q, 1, c.host_kind);
             BIND_TEXT(q, 2, c.topology);

@@ -162,9 +162,11 @@ void gt_history_class_of(const gt_report_doc *d, gt_history_class *c);
 /* Good runs the history gate takes as its baseline directory. */
 #define GT_HISTORY_GATE_RUNS 5
 
-/* The gate: compares the report at new_path with the last good runs (every
- * result pass or skip, at least one pass) of its fingerprint class, at most
- * GT_HISTORY_GATE_RUNS of them, excluding a run with its own run.id, by
+/* The gate: compares the report at new_path (or the directory of reports
+ * there: several runs of the new stack, the first one's class) with the last
+ * good runs (every result pass or skip, at least one pass) of its
+ * fingerprint class, at most GT_HISTORY_GATE_RUNS of them, excluding runs
+ * with a candidate's run.id, by
  * gt_compare_files: several runs are a baseline directory (their spread is
  * the measured noise, families and undecided apply), one run is one run a
  * side. *base_id: the newest of them (its environment is the one compared);

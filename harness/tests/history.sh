@@ -137,6 +137,18 @@ grep -q "other classes with good runs: Test CPU 9000" <<<"$out" && ! grep -q "go
     ok "the other classes are listed, not the lone run's own" || { fail "the classes listed"; echo "$out"; }
 expect 2 "has no good run .*of this report's class: host kind 'Other CPU.*other classes with good runs: .*Lone CPU" \
     "$g" history "$db" --gate "$tmp/other.json"
+# several runs of the new stack as a directory: one side, none of them a baseline run
+mkdir -p "$tmp/cands-ok" "$tmp/cands-slow" "$tmp/cands-empty"
+mk "$tmp/cands-ok/a.json" run-20 2026-10-20T01:00:00Z 555.42 pass 131
+mk "$tmp/cands-ok/b.json" run-21 2026-10-20T02:00:00Z 555.42 pass 129
+expect 0 "NEW may ship" "$g" history "$db" --gate "$tmp/cands-ok"
+mk "$tmp/cands-slow/a.json" run-22 2026-10-21T01:00:00Z 555.42 pass 200
+mk "$tmp/cands-slow/b.json" run-23 2026-10-21T02:00:00Z 555.42 pass 198
+expect 3 "NEW MUST NOT SHIP" "$g" history "$db" --gate "$tmp/cands-slow"
+"$g" history add "$db" "$tmp/cands-ok/a.json" >/dev/null || fail "add a candidate run"
+"$g" history "$db" --gate "$tmp/cands-ok" | grep -q "against the last 5 good runs of its class .*(the newest: run 12)" &&
+    ok "a candidate recorded already is no baseline run" || fail "a candidate run became its own baseline"
+expect 2 "the NEW directory .* holds no .json report" "$g" history "$db" --gate "$tmp/cands-empty"
 
 # ---- databases that must be refused and left as they were
 sum() { md5sum "$1" | cut -d' ' -f1; }
