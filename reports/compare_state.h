@@ -16,11 +16,13 @@
  * The states are first grouped into modes (sorted, split where one is
  * GT_STATE_SAME times the one before; a sample's state is its mode's
  * median, so the probe's own jitter within a mode moves nothing, and a mode
- * of a single sample, an interrupted probe, counts as no state). b, per
- * side, is the slope of a least-squares line through the median log time
- * of each mode, weighted by its samples (samples of one run in two states
- * and runs in different states alike; medians, so that a block another
- * process took does not bend it); every sample is then moved to the reference state ref (the
+ * of a single sample, an interrupted probe, counts as no state). b is the
+ * slope of a least-squares line through the median log time of each mode,
+ * weighted by its samples (samples of one run in two states and runs in
+ * different states alike; medians, so that a block another process took
+ * does not bend it), one slope for both sides about each side's own mean,
+ * each side its own only where both are well measured and differ; every
+ * sample is then moved to the reference state ref (the
  * lowest mode: the closest the machine's cores came), t * (ref/mode)^b, and
  * compare judges the moved samples as it would the measured ones. */
 #ifndef GT_REPORTS_COMPARE_STATE_H
@@ -34,6 +36,12 @@
  * squared log states of at least this (one sample of 25 in a state 2x
  * away gives 0.46). */
 #define GT_STATE_LEAST_SXX 0.3
+/* Each side keeps its own slope only where both are this well measured
+ * (their modes' spread) and differ by more than GT_STATE_OWN_DB (a stack that
+ * answers the state differently: a transport that shares no cache); else
+ * one slope serves both, fitted about each side's own mean. */
+#define GT_STATE_OWN_SXX 4.0
+#define GT_STATE_OWN_DB 0.3
 /* The slope is kept in [0, GT_STATE_MAX_B]: a time does not get faster as
  * the cores move apart, and no more than in proportion to the round trip's
  * square. */
@@ -52,7 +60,8 @@ typedef struct gt_state_fit {
     gt_state_outcome outcome;
     double ref_ns, lo_ns, hi_ns; /* the reference state; the lowest and highest modes */
     double b_base, b_new;        /* the slopes applied (NAN: not adjusted) */
-    int b_borrowed;              /* 1: one side had no contrast and took the other's slope */
+    int b_borrowed;              /* 1: one side had no contrast (the slope is the other's) */
+    int b_own;                   /* 1: each side its own slope (GT_STATE_OWN_SXX, _DB) */
 } gt_state_fit;
 
 /* One side: n samples v[] (positive; moved in place), their states s[] (ns;

@@ -26,9 +26,11 @@ typedef struct gt_coll_state gt_coll_state;
  * records no state. Never fails the run for it. */
 gt_status gt_coll_state_new(gt_comm *comm, gt_coll_state **out);
 
-/* One probe, right after a barrier of the same ranks: the mean round trip
- * of a cache line between the pair, in ns (0: this rank is not the node's
- * first, no state, or the partner did not answer within 20 ms). */
+/* One probe, right after a barrier of the same ranks: the round trip of a
+ * cache line between the pair, in ns (0: this rank is not the node's
+ * first, no state, or the partner did not answer within 20 ms); the median
+ * of 8 groups of 4 round trips, so that a trip the scheduler interrupted
+ * does not count. */
 double gt_coll_state_probe(gt_coll_state *s);
 
 void gt_coll_state_free(gt_coll_state *s);

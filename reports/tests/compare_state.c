@@ -84,8 +84,20 @@ static void test_own_slope(void) {
     build(&b, MIX_B, 100, 0.85, 0);
     build(&n, MIX_N, 300, 0.1, 0);
     gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
-    EXPECT(fabs(f.b_base - 0.85) < 1e-9 && fabs(f.b_new - 0.1) < 1e-9);
+    EXPECT(f.b_own && fabs(f.b_base - 0.85) < 1e-9 && fabs(f.b_new - 0.1) < 1e-9);
     EXPECT(max_rel(n.v, 300) < 1e-9);
+}
+
+/* Slopes that differ by less than GT_STATE_OWN_DB (0.80 and 0.95): one
+ * slope for both, between them, so that neither side's error of its own
+ * moves it alone. */
+static void test_common_slope(void) {
+    sidebuf b, n;
+    gt_state_fit f;
+    build(&b, MIX_B, 100, 0.80, 0);
+    build(&n, MIX_N, 100, 0.95, 0);
+    gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
+    EXPECT(!f.b_own && f.b_base == f.b_new && f.b_base > 0.80 && f.b_base < 0.95);
 }
 
 /* Runs that each held one state (a case timed in a second): the runs of a
@@ -140,8 +152,10 @@ static void test_edges(void) {
     EXPECT(fabs(n.v[3] - 100) < 1e-9); /* run 0 is mostly slow: so was it */
     build(&b, MIX_B, 100, -0.5, 0);
     build(&n, MIX_N, 100, -0.5, 0);
+    /* a time that gets faster as the cores move apart: no slope, nothing moved */
+    double was = n.v[0];
     gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
-    EXPECT(f.b_base == 0 && f.b_new == 0);
+    EXPECT(n.v[0] == was && f.b_base == 0 && f.b_new == 0);
     EXPECT(gt_state_adjust(NULL, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_NONE);
 }
 
@@ -184,6 +198,7 @@ int main(void) {
     test_same_stack();
     test_change_kept();
     test_own_slope();
+    test_common_slope();
     test_borrowed_and_confounded();
     test_edges();
     test_modes();
