@@ -1284,10 +1284,7 @@ static void make_labels(gt_compare *c) {
     free(pl);
 }
 
-static int json_name(const struct dirent *e) {
-    size_t n = strlen(e->d_name);
-    return e->d_name[0] != '.' && n > 5 && strcmp(e->d_name + n - 5, ".json") == 0;
-}
+static int json_name(const struct dirent *e) { return gt_report_json_name(e->d_name); }
 
 static void free_extra(extra_run *x) {
     for (size_t i = 0; x->keys && i < x->n; i++) free(x->keys[i]);

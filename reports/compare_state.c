@@ -27,17 +27,12 @@ typedef struct modes {
     double lo[MAX_MODES], hi[MAX_MODES], med[MAX_MODES];
 } modes;
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int is_state(double s) { return s > 0 && isfinite(s); }
 
 /* The modes of the k states in v (sorted here); 0 when there are more
  * than MAX_MODES (a probe too noisy to have states). */
 static int find_modes(double *v, size_t k, modes *m) {
-    qsort(v, k, sizeof *v, cmp_double);
+    qsort(v, k, sizeof *v, gt_cmp_double);
     m->n = 0;
     for (size_t i = 0, start = 0; i < k; i++) {
         if (i + 1 < k && v[i + 1] < v[i] * GT_STATE_SAME) continue;
@@ -131,7 +126,7 @@ static gt_state_outcome fit_sides(state_side *b, state_side *n, double *tmp,
     if (2 * kb < b->n || 2 * kn < n->n || kb == 0 || kn == 0) return GT_STATE_NONE;
     modes m;
     if (!find_modes(tmp, kb + kn, &m) || m.n == 0) return GT_STATE_NONE;
-    fit->ref_ns = fit->lo_ns = m.med[0];
+    fit->ref_ns = m.med[0];
     fit->hi_ns = m.med[m.n - 1];
     if (m.n == 1) return GT_STATE_ONE;
     fill_x(b, &m, fit->ref_ns, tmp);
@@ -157,7 +152,7 @@ static gt_state_outcome fit_sides(state_side *b, state_side *n, double *tmp,
 gt_state_outcome gt_state_adjust(double *vb, const double *sb, const size_t *cb, int runs_b,
                                  double *vn, const double *sn, const size_t *cn, int runs_n,
                                  gt_state_fit *fit) {
-    gt_state_fit none = {GT_STATE_NONE, NAN, NAN, NAN, NAN, NAN, 0, 0};
+    gt_state_fit none = {GT_STATE_NONE, NAN, NAN, NAN, NAN, 0, 0};
     *fit = none;
     if (!vb || !vn || !sb || !sn || !cb || !cn || runs_b < 1 || runs_n < 1) return GT_STATE_NONE;
     state_side b = {vb, sb, cb, runs_b, cb[runs_b], NULL};

@@ -58,7 +58,7 @@ typedef enum gt_state_outcome {
 
 typedef struct gt_state_fit {
     gt_state_outcome outcome;
-    double ref_ns, lo_ns, hi_ns; /* the reference state; the lowest and highest modes */
+    double ref_ns, hi_ns;        /* the reference state (the lowest mode); the highest mode */
     double b_base, b_new;        /* the slopes applied (NAN: not adjusted) */
     int b_borrowed;              /* 1: one side had no contrast (the slope is the other's) */
     int b_own;                   /* 1: each side its own slope (GT_STATE_OWN_SXX, _DB) */

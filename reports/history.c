@@ -1472,10 +1472,7 @@ static gt_status gate_write_runs(gt_history *h, sqlite3_stmt *st, char **dir_out
     return GT_OK;
 }
 
-static int json_file(const struct dirent *e) {
-    size_t n = strlen(e->d_name);
-    return n > 5 && e->d_name[0] != '.' && strcmp(e->d_name + n - 5, ".json") == 0;
-}
+static int json_file(const struct dirent *e) { return gt_report_json_name(e->d_name); }
 
 /* The candidate side of the gate: a report, or a directory of reports
  * (several runs of the new stack, as compare takes them). *c: the first

@@ -459,3 +459,8 @@ const gt_report_metric *gt_report_result_metric(const gt_report_result *r, const
 }
 
 struct json_t *gt_report_doc_json(const gt_report_doc *d) { return d->root; }
+
+int gt_report_json_name(const char *name) {
+    size_t n = name ? strlen(name) : 0;
+    return n > 5 && name[0] != '.' && strcmp(name + n - 5, ".json") == 0;
+}

@@ -87,9 +87,8 @@ gt_status gt_coll_state_new(gt_comm *comm, gt_coll_state **out) {
              (long long)token[1], host);
     for (char *c = name + 1; *c; c++)
         if (*c == '/') *c = '_';
-    /* a leader without a partner (one rank on its node) shares nothing */
+    /* a new shared object is zero-filled: the line starts at 0 */
     double ok = share_page(comm, st, name) ? 1 : 0;
-    if (st->role == ROLE_LEADER && st->flag) atomic_store(st->flag, 0);
     s = gt_comm_allreduce(comm, &ok, &ok, 1, GT_DTYPE_FP64, GT_REDOP_MIN, NULL);
     /* does any node hold a pair? */
     double pairs = st->role == ROLE_PARTNER;
@@ -98,7 +97,6 @@ gt_status gt_coll_state_new(gt_comm *comm, gt_coll_state **out) {
         gt_coll_state_free(st);
         return s;
     }
-    if (st->role == ROLE_LEADER && !st->flag) st->role = ROLE_NONE;
     *out = st;
     return GT_OK;
 }

@@ -46,6 +46,17 @@ static const int MIX_B[N] = {0, 0, 1, 1, 0, /**/ 1, 1, 1, 1, 1, /**/ 0, 1, 0, 0,
 static const int MIX_N[N] = {1, 1, 1, 1, 1, /**/ 1, 1, 0, 1, 1, /**/ 1, 1, 1, 1, 1,
                              0, 1, 1, 1, 1, /**/ 1, 1, 1, 1, 1};
 
+/* BASE in MIX_B's states at level lb and slope bb, NEW in MIX_N's. */
+static void mixed(sidebuf *b, sidebuf *n, double lb, double bb, double ln, double bn,
+                  double jitter) {
+    build(b, MIX_B, lb, bb, jitter);
+    build(n, MIX_N, ln, bn, jitter);
+}
+
+static gt_state_outcome adjust(sidebuf *b, sidebuf *n, gt_state_fit *f) {
+    return gt_state_adjust(b->v, b->s, b->cut, RUNS, n->v, n->s, n->cut, RUNS, f);
+}
+
 static double max_rel(const double *v, double want) {
     double m = 0;
     for (int i = 0; i < N; i++) m = fmax(m, fabs(v[i] / want - 1));
@@ -57,9 +68,8 @@ static double max_rel(const double *v, double want) {
 static void test_same_stack(void) {
     sidebuf b, n;
     gt_state_fit f;
-    build(&b, MIX_B, 100, 0.85, 0);
-    build(&n, MIX_N, 100, 0.85, 0);
-    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ADJUSTED);
+    mixed(&b, &n, 100, 0.85, 100, 0.85, 0);
+    EXPECT(adjust(&b, &n, &f) == GT_STATE_ADJUSTED);
     EXPECT(f.ref_ns == FAST && f.hi_ns == SLOW && !f.b_borrowed);
     EXPECT(fabs(f.b_base - 0.85) < 1e-9 && fabs(f.b_new - 0.85) < 1e-9);
     EXPECT(max_rel(b.v, 100) < 1e-9 && max_rel(n.v, 100) < 1e-9);
@@ -69,9 +79,8 @@ static void test_same_stack(void) {
 static void test_change_kept(void) {
     sidebuf b, n;
     gt_state_fit f;
-    build(&b, MIX_B, 100, 0.85, 0.002);
-    build(&n, MIX_N, 120, 0.85, 0.002);
-    gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
+    mixed(&b, &n, 100, 0.85, 120, 0.85, 0.002);
+    adjust(&b, &n, &f);
     EXPECT(f.outcome == GT_STATE_ADJUSTED);
     EXPECT(max_rel(b.v, 100) < 0.005 && max_rel(n.v, 120) < 0.005);
 }
@@ -81,9 +90,8 @@ static void test_change_kept(void) {
 static void test_own_slope(void) {
     sidebuf b, n;
     gt_state_fit f;
-    build(&b, MIX_B, 100, 0.85, 0);
-    build(&n, MIX_N, 300, 0.1, 0);
-    gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
+    mixed(&b, &n, 100, 0.85, 300, 0.1, 0);
+    adjust(&b, &n, &f);
     EXPECT(f.b_own && fabs(f.b_base - 0.85) < 1e-9 && fabs(f.b_new - 0.1) < 1e-9);
     EXPECT(max_rel(n.v, 300) < 1e-9);
 }
@@ -94,9 +102,8 @@ static void test_own_slope(void) {
 static void test_common_slope(void) {
     sidebuf b, n;
     gt_state_fit f;
-    build(&b, MIX_B, 100, 0.80, 0);
-    build(&n, MIX_N, 100, 0.95, 0);
-    gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
+    mixed(&b, &n, 100, 0.80, 100, 0.95, 0);
+    adjust(&b, &n, &f);
     EXPECT(!f.b_own && f.b_base == f.b_new && f.b_base > 0.80 && f.b_base < 0.95);
 }
 
@@ -116,16 +123,16 @@ static void test_borrowed_and_confounded(void) {
     build(&b, by_run, 100, 0.85, 0);
     for (int i = 0; i < N; i++) b.v[i] *= 1 + 0.02 * (i / PER % 3 - 1);
     build(&n, MIX_N, 100, 0.85, 0);
-    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ADJUSTED);
+    EXPECT(adjust(&b, &n, &f) == GT_STATE_ADJUSTED);
     EXPECT(!f.b_borrowed && fabs(f.b_base - 0.85) < 0.02 && max_rel(b.v, 100) < 0.04);
     build(&b, all_fast, 100, 0.85, 0);
     build(&n, MIX_N, 100, 0.85, 0);
-    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ADJUSTED);
+    EXPECT(adjust(&b, &n, &f) == GT_STATE_ADJUSTED);
     EXPECT(f.b_borrowed && fabs(f.b_base - 0.85) < 1e-9 && max_rel(n.v, 100) < 1e-9);
     build(&b, all_fast, 100, 0.85, 0);
     build(&n, all_slow, 100, 0.85, 0);
     double before = n.v[0];
-    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) ==
+    EXPECT(adjust(&b, &n, &f) ==
            GT_STATE_CONFOUNDED);
     EXPECT(n.v[0] == before && isnan(f.b_base) && isnan(f.b_new));
 }
@@ -138,23 +145,21 @@ static void test_edges(void) {
     build(&b, all_fast, 100, 0.85, 0);
     build(&n, all_fast, 100, 0.85, 0);
     for (int i = 0; i < N; i++) n.s[i] = FAST * (1 + 0.3 * (i % 2)); /* 60 and 78 ns */
-    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ONE);
-    build(&b, MIX_B, 100, 0.85, 0);
-    build(&n, MIX_N, 100, 0.85, 0);
+    EXPECT(adjust(&b, &n, &f) == GT_STATE_ONE);
+    mixed(&b, &n, 100, 0.85, 100, 0.85, 0);
     for (int i = 0; i < N; i += 2) n.s[i] = NAN; /* 13 of 25 without a state */
     double before = n.v[1];
-    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_NONE);
+    EXPECT(adjust(&b, &n, &f) == GT_STATE_NONE);
     EXPECT(n.v[1] == before);
     /* a sample without a state takes its run's: here every run's median */
     build(&n, MIX_N, 100, 0.85, 0);
     n.s[3] = 0;
-    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ADJUSTED);
+    EXPECT(adjust(&b, &n, &f) == GT_STATE_ADJUSTED);
     EXPECT(fabs(n.v[3] - 100) < 1e-9); /* run 0 is mostly slow: so was it */
-    build(&b, MIX_B, 100, -0.5, 0);
-    build(&n, MIX_N, 100, -0.5, 0);
+    mixed(&b, &n, 100, -0.5, 100, -0.5, 0);
     /* a time that gets faster as the cores move apart: no slope, nothing moved */
     double was = n.v[0];
-    gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
+    adjust(&b, &n, &f);
     EXPECT(n.v[0] == was && f.b_base == 0 && f.b_new == 0);
     EXPECT(gt_state_adjust(NULL, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_NONE);
 }
@@ -165,15 +170,14 @@ static void test_edges(void) {
 static void test_modes(void) {
     sidebuf b, n;
     gt_state_fit f;
-    build(&b, MIX_B, 100, 0.85, 0);
-    build(&n, MIX_N, 100, 0.85, 0);
+    mixed(&b, &n, 100, 0.85, 100, 0.85, 0);
     for (int i = 0; i < N; i++) {
         double j = 1 + 0.2 * ((i * 3) % 4) / 3; /* 1 .. 1.2: within the mode */
         b.s[i] *= j;
         n.s[i] *= j;
     }
     n.s[0] = 1279; /* run 0 of NEW: slow all along */
-    EXPECT(gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f) == GT_STATE_ADJUSTED);
+    EXPECT(adjust(&b, &n, &f) == GT_STATE_ADJUSTED);
     EXPECT(f.hi_ns / f.ref_ns > 5 && f.hi_ns < 400);
     EXPECT(max_rel(b.v, 100) < 1e-9 && max_rel(n.v, 100) < 1e-9);
 }
@@ -183,11 +187,10 @@ static void test_modes(void) {
 static void test_outlier(void) {
     sidebuf b, n;
     gt_state_fit f;
-    build(&b, MIX_B, 100, 0.85, 0);
-    build(&n, MIX_N, 100, 0.85, 0);
+    mixed(&b, &n, 100, 0.85, 100, 0.85, 0);
     b.v[0] *= 3; /* near samples of runs 0 and 3 */
     b.v[15] *= 3;
-    gt_state_adjust(b.v, b.s, b.cut, RUNS, n.v, n.s, n.cut, RUNS, &f);
+    adjust(&b, &n, &f);
     EXPECT(fabs(f.b_base - 0.85) < 1e-9);
     b.v[0] /= 3;
     b.v[15] /= 3;
