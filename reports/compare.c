@@ -1830,8 +1830,8 @@ static void print_state_line(const gt_compare *c, FILE *f) {
     if (k->state_adjusted)
         fprintf(f,
                 "machine state: %d times judged in one state, a core-to-core round trip of "
-                "%.0f ns (their runs saw up to %.0f ns; each side's own response to it, "
-                "measured within its runs: docs/ci-gating.md \"The machine's state\")\n",
+                "%.0f ns (their runs saw up to %.0f ns; the times' response to it measured "
+                "on the sides' own samples: docs/ci-gating.md \"The machine's state\")\n",
                 k->state_adjusted, k->state_ref_ns, k->state_hi_ns);
     if (k->state_confounded)
         fprintf(f,

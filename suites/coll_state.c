@@ -30,13 +30,16 @@ struct gt_coll_state {
     uint64_t trip;          /* round trips so far, counted alike by both */
 };
 
-/* This rank's place on its node (0 first, 1 second, ...) and its host. */
-static gt_status local_index(gt_comm *comm, int *idx, char *host, size_t len) {
-    int n = gt_comm_size(comm), nodes = 0;
+/* This rank's place on its node (0 first, 1 second, ...), how many ranks
+ * its node holds, and its host. */
+static gt_status local_index(gt_comm *comm, int *idx, int *on_node, char *host, size_t len) {
+    int n = gt_comm_size(comm), nodes = 0, me = gt_comm_rank(comm);
     int *node_of = calloc((size_t)n, sizeof *node_of), *local_of = calloc((size_t)n, sizeof(int));
     gt_status s = node_of && local_of ? GT_OK : GT_ERR(GT_ERR_OOM, "collectives: node table");
     if (s == GT_OK) s = gt_comm_nodes(comm, node_of, local_of, &nodes);
-    *idx = s == GT_OK ? local_of[gt_comm_rank(comm)] : 0;
+    *idx = s == GT_OK ? local_of[me] : 0;
+    *on_node = 0;
+    for (int r = 0; s == GT_OK && r < n; r++) *on_node += node_of[r] == node_of[me];
     gt_env_hostname(host, len);
     free(node_of);
     free(local_of);
@@ -72,8 +75,8 @@ gt_status gt_coll_state_new(gt_comm *comm, gt_coll_state **out) {
     gt_coll_state *st = calloc(1, sizeof *st);
     if (!st) return GT_ERR(GT_ERR_OOM, "collectives: the state probe");
     char host[64];
-    int idx = 0;
-    gt_status s = local_index(comm, &idx, host, sizeof host);
+    int idx = 0, on_node = 0;
+    gt_status s = local_index(comm, &idx, &on_node, host, sizeof host);
     /* one name a job (rank 0's pid and clock) and node */
     int64_t token[2] = {(int64_t)getpid(), (int64_t)gt_now_ns()};
     if (s == GT_OK) s = gt_comm_broadcast(comm, token, 2, GT_DTYPE_INT64, 0, NULL);
@@ -81,7 +84,8 @@ gt_status gt_coll_state_new(gt_comm *comm, gt_coll_state **out) {
         free(st);
         return s;
     }
-    st->role = idx == 0 ? ROLE_LEADER : idx == 1 ? ROLE_PARTNER : ROLE_NONE;
+    /* a node of one rank has no pair: its rank would wait 20 ms a block */
+    st->role = on_node < 2 ? ROLE_NONE : idx == 0 ? ROLE_LEADER : idx == 1 ? ROLE_PARTNER : ROLE_NONE;
     char name[160];
     snprintf(name, sizeof name, "/gauntlet-state-%lld-%lld-%s", (long long)token[0],
              (long long)token[1], host);
