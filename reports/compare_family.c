@@ -294,22 +294,34 @@ static int test_runs(const gt_compare *c, cmp_family *f, gt_gs_summary *s) {
 }
 
 /* One run a side: the members' level ratios, weighted by their blocks'
- * spread; how runs differ is assumed (single_run_noise) and is shared by
- * every member of a run, so pooling does not shrink it. */
+ * spread (in logs, so that a member that moved is not weighed down by its
+ * larger times); how runs differ is assumed (single_run_noise) and is
+ * shared by every member of a run, so pooling does not shrink it. Where
+ * the members disagree beyond their blocks' noise (one shape 27x slower,
+ * its sibling unchanged), the pooled ratio is a mean over members that
+ * differ, and its interval carries that spread (a method-of-moments
+ * between-member variance): without it such a family was "slower" in one
+ * draw and "same" in the next, by which member weighed more. */
 static void test_blocks(const gt_compare *c, cmp_family *f, gt_gs_summary *s) {
-    double sw = 0, sx = 0, sv = 0;
+    double sw = 0, sx = 0, sv = 0, sw2 = 0, sy = 0, syy = 0, snoise = 0;
     double srn = c->opt.single_run_noise;
     for (size_t m = 0; m < f->n; m++) {
         const cmp_metric *x = f->mem[m];
-        double lvl = fabs(x->a.base_lvl);
-        double v = lvl > 0 ? x->a.spread / (lvl * lvl) : 0;
-        double w = weight(v, srn);
+        double vb = var_finite(x->lb, x->nlb, NULL), vn = var_finite(x->ln, x->nln, NULL);
+        double v = (isfinite(vb) ? vb : 0) + (isfinite(vn) ? vn : 0); /* both sides' blocks */
+        double w = weight(0.5 * v, srn), y = log(x->a.new_lvl / x->a.base_lvl);
         sw += w;
-        sx += w * log(x->a.new_lvl / x->a.base_lvl);
+        sx += w * y;
         sv += w * w * v;
+        sw2 += w * w;
+        sy += y;
+        syy += y * y;
+        snoise += v;
     }
+    double k = (double)f->n, tau2 = 0;
+    if (f->n >= 2) tau2 = fmax(0, (syy - sy * sy / k) / (k - 1) - snoise / k);
     *s = (gt_gs_summary){.n = 2, .df = 0, .mean = sx / sw, .sd = NAN};
-    s->se = sqrt(2 * (srn * srn + sv / (sw * sw)));
+    s->se = sqrt(2 * srn * srn + (sv + tau2 * sw2) / (sw * sw));
     f->reps = 2;
 }
 

@@ -1030,6 +1030,21 @@ static void test_one_run_alone(void) {
         EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
         gt_compare_free(c);
     }
+    /* one shape 27x as slow, its sibling unchanged: the shape is slower; its
+     * op's pooled ratio is a mean over members that disagree, so the family
+     * is neither slower nor the same (a fixed-effect mean called it +420%
+     * slower, or "same" when the moved shape's blocks weighed it down) */
+    const double wild[4] = {27.0, 1, 1, 1};
+    c = one_run_a_side("wild", wild);
+    if (c) {
+        char *t = printed(c);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        EXPECT(t && strstr(t, "SLOWER   kernels/ew/fp32/a "));
+        EXPECT(t && !strstr(t, "SLOWER    kernels/ew time_us"));
+        EXPECT(t && strstr(t, "2 families: 0 slower, 0 undecided, 0 faster, 2 ambiguous, 0 same"));
+        free(t);
+        gt_compare_free(c);
+    }
 }
 
 static void test_families(void) {
