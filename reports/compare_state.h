@@ -20,11 +20,12 @@
  * slope of a least-squares line through the median log time of each mode,
  * weighted by its samples (samples of one run in two states and runs in
  * different states alike; medians, so that a block another process took
- * does not bend it), one slope for both sides about each side's own mean,
- * each side its own only where both are well measured and differ; every
- * sample is then moved to the reference state ref (the
- * lowest mode: the closest the machine's cores came), t * (ref/mode)^b, and
- * compare judges the moved samples as it would the measured ones. */
+ * does not bend it), one slope for both sides about each side's own mean
+ * (under load two sides' slopes differ by their errors, and each side moved
+ * by its own made A/A single sizes 3x "slower"); every sample is then
+ * moved to the reference state ref (the lowest mode: the closest the
+ * machine's cores came), t * (ref/mode)^b, and compare judges the moved
+ * samples as it would the measured ones. */
 #ifndef GT_REPORTS_COMPARE_STATE_H
 #define GT_REPORTS_COMPARE_STATE_H
 
@@ -36,12 +37,6 @@
  * squared log states of at least this (one sample of 25 in a state 2x
  * away gives 0.46). */
 #define GT_STATE_LEAST_SXX 0.3
-/* Each side keeps its own slope only where both are this well measured
- * (their modes' spread) and differ by more than GT_STATE_OWN_DB (a stack that
- * answers the state differently: a transport that shares no cache); else
- * one slope serves both, fitted about each side's own mean. */
-#define GT_STATE_OWN_SXX 4.0
-#define GT_STATE_OWN_DB 0.3
 /* The slope is kept in [0, GT_STATE_MAX_B]: a time does not get faster as
  * the cores move apart, and no more than in proportion to the round trip's
  * square. */
@@ -50,7 +45,7 @@
 typedef enum gt_state_outcome {
     GT_STATE_NONE = 0,     /* a side's samples carry no state (or too few): not adjusted */
     GT_STATE_ONE,          /* every state within GT_STATE_SAME of the others: not adjusted */
-    GT_STATE_ADJUSTED,     /* moved to ref with each side's slope (or the other's where
+    GT_STATE_ADJUSTED,     /* moved to ref with the sides' one slope (the other's where
                               every sample of one side was in one state) */
     GT_STATE_CONFOUNDED,   /* each side held one state all along, a different one: the
                               stack and the state cannot be told apart; not adjusted */
@@ -61,7 +56,6 @@ typedef struct gt_state_fit {
     double ref_ns, hi_ns;        /* the reference state (the lowest mode); the highest mode */
     double b_base, b_new;        /* the slopes applied (NAN: not adjusted) */
     int b_borrowed;              /* 1: one side had no contrast (the slope is the other's) */
-    int b_own;                   /* 1: each side its own slope (GT_STATE_OWN_SXX, _DB) */
 } gt_state_fit;
 
 /* One side: n samples v[] (positive; moved in place), their states s[] (ns;

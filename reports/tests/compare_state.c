@@ -1,6 +1,7 @@
 /* compare_state (reports/compare_state.h): two stacks judged in one machine
  * state, on samples built from a known law t = L (state / 60 ns)^b. */
 #include "reports/compare_state.h"
+#include "engine/stats.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -86,25 +87,28 @@ static void test_change_kept(void) {
 }
 
 /* A stack whose time answers less to the state (a transport that does not
- * share a cache): each side's own slope. */
-static void test_own_slope(void) {
+ * share a cache: 300 us at slope 0.1 against 100 us at 0.85): one slope for
+ * both (0.68, BASE has the more contrast) shrinks the change, 3x in the
+ * fast state judged +12% (docs/ci-gating.md says so); it stays slower, and
+ * neither side is moved by a slope of its own. */
+static void test_different_slopes(void) {
     sidebuf b, n;
     gt_state_fit f;
     mixed(&b, &n, 100, 0.85, 300, 0.1, 0);
     adjust(&b, &n, &f);
-    EXPECT(f.b_own && fabs(f.b_base - 0.85) < 1e-9 && fabs(f.b_new - 0.1) < 1e-9);
-    EXPECT(max_rel(n.v, 300) < 1e-9);
+    EXPECT(f.outcome == GT_STATE_ADJUSTED && f.b_base == f.b_new);
+    EXPECT(f.b_base > 0.6 && f.b_base < 0.75);
+    EXPECT(gt_median(n.v, N) > 1.1 * gt_median(b.v, N));
 }
 
-/* Slopes that differ by less than GT_STATE_OWN_DB (0.80 and 0.95): one
- * slope for both, between them, so that neither side's error of its own
- * moves it alone. */
+/* Slopes that differ by their errors (0.80 and 0.95): one slope for both,
+ * between them, so that neither side's error of its own moves it alone. */
 static void test_common_slope(void) {
     sidebuf b, n;
     gt_state_fit f;
     mixed(&b, &n, 100, 0.80, 100, 0.95, 0);
     adjust(&b, &n, &f);
-    EXPECT(!f.b_own && f.b_base == f.b_new && f.b_base > 0.80 && f.b_base < 0.95);
+    EXPECT(f.b_base == f.b_new && f.b_base > 0.80 && f.b_base < 0.95);
 }
 
 /* Runs that each held one state (a case timed in a second): the runs of a
@@ -200,7 +204,7 @@ static void test_outlier(void) {
 int main(void) {
     test_same_stack();
     test_change_kept();
-    test_own_slope();
+    test_different_slopes();
     test_common_slope();
     test_borrowed_and_confounded();
     test_edges();
