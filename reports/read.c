@@ -92,13 +92,18 @@ static int read_metric(const char *at, const char *name, json_t *m, gt_report_me
             return fail(p, "%s.metrics.%s.samples[%zu] is not a number or null", at, name, i);
         if (json_is_number(v) && isfinite(json_number_value(v))) finite++;
     }
-    json_t *st = json_object_get(m, "state_ns");
-    if (st && (!json_is_array(st) || json_array_size(st) != json_array_size(s)))
-        return fail(p, "%s.metrics.%s.state_ns holds %zu entries for %zu samples (one state a "
-                    "sample, null where none)", at, name, json_array_size(st), json_array_size(s));
-    json_array_foreach(st, i, v) {
-        if (!is_num_or_null(v))
-            return fail(p, "%s.metrics.%s.state_ns[%zu] is not a number or null", at, name, i);
+    static const char *const beside[2] = {"state_ns", "cpu_wait"}; /* one a sample */
+    for (int b = 0; b < 2; b++) {
+        json_t *st = json_object_get(m, beside[b]);
+        if (st && (!json_is_array(st) || json_array_size(st) != json_array_size(s)))
+            return fail(p, "%s.metrics.%s.%s holds %zu entries for %zu samples (one a sample, "
+                        "null where none)", at, name, beside[b], json_array_size(st),
+                        json_array_size(s));
+        json_array_foreach(st, i, v) {
+            if (!is_num_or_null(v))
+                return fail(p, "%s.metrics.%s.%s[%zu] is not a number or null", at, name,
+                            beside[b], i);
+        }
     }
     double *samples = NULL;
     if (finite > 0) {

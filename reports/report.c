@@ -427,6 +427,16 @@ void gt_result_metric_state(gt_result *res, const char *name, const double *ns, 
     json_object_set_new(m, "state_ns", arr);
 }
 
+void gt_result_metric_cpu_wait(gt_result *res, const char *name, const double *w, size_t n) {
+    json_t *m = json_object_get(json_object_get(res->obj, "metrics"), name);
+    size_t have = 0;
+    for (size_t i = 0; i < n; i++) have += w[i] >= 0;
+    if (!m || !have) return;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(arr, w[i] >= 0 ? num(w[i]) : json_null());
+    json_object_set_new(m, "cpu_wait", arr);
+}
+
 void gt_result_series(gt_result *res, const char *name, const double *values, size_t n) {
     json_t *series = json_object_get(res->obj, "series");
     if (!series) {

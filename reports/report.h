@@ -173,6 +173,15 @@ void gt_result_metric_rounds(gt_result *res, const char *name, int rounds);
  * the stacks in one state (reports/compare.c, state_adjust). */
 void gt_result_metric_state(gt_result *res, const char *name, const double *ns, size_t n);
 
+/* Beside each of metric `name`'s n samples (added before, n of them), the
+ * share of its timed block that the job's most delayed rank spent runnable
+ * but waiting for a CPU (the scheduler's run-queue delay over the block's
+ * wall time: another process on its core; negative: not measured, null in
+ * the report): "cpu_wait" in the report, only when some sample has one.
+ * compare judges a time that waited as measured, not moved to one machine
+ * state (reports/compare_state.h). */
+void gt_result_metric_cpu_wait(gt_result *res, const char *name, const double *w, size_t n);
+
 /* Sets member `key` of the result to `value`, taking ownership (replaces an
  * earlier one; NULL value: nothing). For the other reports/ modules that
  * build a section with jansson (the per-op profile, reports/profile.h). */

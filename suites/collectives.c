@@ -26,6 +26,7 @@
 #include "engine/stats.h"
 #include "suites/coll_raw.h"
 #include "suites/coll_state.h"
+#include "suites/cpu_share.h"
 #include "suites/suite.h"
 
 #include <math.h>
@@ -396,6 +397,8 @@ typedef struct row_result {
     int rounds;         /* rounds the blocks came from, each as many (record_row) */
     double t_gt[MAX_REPS], t_raw[MAX_REPS]; /* s per op, slowest rank */
     double state[MAX_REPS]; /* ns, the probe before each gauntlet block (0: none) */
+    double wait[MAX_REPS];  /* the share of each gauntlet block a rank's threads waited
+                               for a CPU, the most of any rank (-1: unknown) */
 } row_result;
 
 static double vmin(const double *v, int n) {
@@ -432,15 +435,22 @@ static gt_status run_raw(coll_ctx *x, const coll_def *d) {
     return x->raw->run(x->raw, &c);
 }
 
-/* One timed block; *state: the machine's state just before it (gauntlet
- * blocks only; NULL for raw ones). */
+/* One timed block; *state: the machine's state just before it, *wait: the
+ * share of the block this rank's threads waited for a CPU (-1: unknown)
+ * (gauntlet blocks only; NULL for raw ones). */
 static gt_status time_block(coll_ctx *x, const coll_def *d, int raw, int iters, double *out,
-                            double *state) {
+                            double *state, double *wait) {
     gt_coll_raw_call c = raw_call(x, d);
     GT_TRY(gt_comm_barrier(x->comm, NULL));
     if (state) *state = gt_coll_state_probe(x->state);
+    double run0 = 0, wait0 = 0, run1 = 0, wait1 = 0;
+    int sched = wait && gt_cpu_sched_now(&run0, &wait0);
     uint64_t t0 = gt_now_ns();
     for (int it = 0; it < iters; it++) GT_TRY(raw ? x->raw->run(x->raw, &c) : d->run(x));
+    double spent = elapsed_s(t0);
+    if (wait) *wait = sched && gt_cpu_sched_now(&run1, &wait1) && spent > 0
+                          ? fmax(0, wait1 - wait0) / spent
+                          : -1;
     double slow = x->slow_factor[d - g_colls];
     if (!raw && slow > 1) {
         /* the injected fault: the block made slow times as long */
@@ -523,17 +533,19 @@ static gt_status run_row(coll_ctx *x, const coll_def *d, uint64_t nominal, int i
 
     /* gauntlet and raw blocks alternate, so a slow spell of the machine
      * hits both alike and the paired ratios stay meaningful */
-    double loc[3 * MAX_REPS];
+    double loc[4 * MAX_REPS];
     for (int r = 0; r < p->reps; r++) {
-        GT_TRY(time_block(x, d, 0, iters, &loc[r], &loc[2 * p->reps + r]));
+        GT_TRY(time_block(x, d, 0, iters, &loc[r], &loc[2 * p->reps + r],
+                          &loc[3 * p->reps + r]));
         loc[p->reps + r] = 0;
-        if (have_raw) GT_TRY(time_block(x, d, 1, iters, &loc[p->reps + r], NULL));
+        if (have_raw) GT_TRY(time_block(x, d, 1, iters, &loc[p->reps + r], NULL, NULL));
     }
-    GT_TRY(gt_comm_allreduce(x->comm, loc, loc, (size_t)(3 * p->reps), GT_DTYPE_FP64,
+    GT_TRY(gt_comm_allreduce(x->comm, loc, loc, (size_t)(4 * p->reps), GT_DTYPE_FP64,
                              GT_REDOP_MAX, NULL));
     memcpy(rr->t_gt, loc, (size_t)p->reps * sizeof(double));
     memcpy(rr->t_raw, loc + p->reps, (size_t)p->reps * sizeof(double));
     memcpy(rr->state, loc + 2 * p->reps, (size_t)p->reps * sizeof(double));
+    memcpy(rr->wait, loc + 3 * p->reps, (size_t)p->reps * sizeof(double));
     return GT_OK;
 }
 
@@ -565,7 +577,7 @@ typedef struct row_store {
     int iters;        /* chosen by the row's first round, kept by the others */
     int n, rounds;    /* blocks so far, from this many rounds */
     long long wrong;  /* wrong elements of the early rounds' checked runs */
-    double t_gt[MAX_REPS], t_raw[MAX_REPS], state[MAX_REPS];
+    double t_gt[MAX_REPS], t_raw[MAX_REPS], state[MAX_REPS], wait[MAX_REPS];
 } row_store;
 
 typedef struct suite_state {
@@ -624,6 +636,7 @@ static void keep_blocks(row_store *rs, const row_result *rr) {
     memcpy(rs->t_gt + rs->n, rr->t_gt, (size_t)rr->reps * sizeof *rr->t_gt);
     memcpy(rs->t_raw + rs->n, rr->t_raw, (size_t)rr->reps * sizeof *rr->t_raw);
     memcpy(rs->state + rs->n, rr->state, (size_t)rr->reps * sizeof *rr->state);
+    memcpy(rs->wait + rs->n, rr->wait, (size_t)rr->reps * sizeof *rr->wait);
     rs->n += rr->reps;
     rs->rounds++;
     rs->wrong += rr->wrong;
@@ -636,9 +649,11 @@ static void with_earlier(const row_store *rs, row_result *rr) {
     memmove(rr->t_gt + rs->n, rr->t_gt, own);
     memmove(rr->t_raw + rs->n, rr->t_raw, own);
     memmove(rr->state + rs->n, rr->state, own);
+    memmove(rr->wait + rs->n, rr->wait, own);
     memcpy(rr->t_gt, rs->t_gt, kept);
     memcpy(rr->t_raw, rs->t_raw, kept);
     memcpy(rr->state, rs->state, kept);
+    memcpy(rr->wait, rs->wait, kept);
     /* equal shares from every round, or the blocks are not rounds to compare */
     rr->rounds = rs->n == rs->rounds * rr->reps ? rs->rounds + 1 : 1;
     rr->reps += rs->n;
@@ -723,6 +738,7 @@ static void record_row(const suite_state *st, const coll_def *d, placement *pl,
     gt_result_metric(pl->res, from, "us", 0, gt_median(us, (size_t)(R)), us, (size_t)R);
     gt_result_metric_rounds(pl->res, from, rounds);
     gt_result_metric_state(pl->res, from, rr->state, (size_t)R);
+    gt_result_metric_cpu_wait(pl->res, from, rr->wait, (size_t)R);
     if (rr->have_raw) {
         snprintf(name, sizeof name, "raw_busbw_%llu", sz);
         /* the raw library's figures are the reference gauntlet's own time is

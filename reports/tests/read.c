@@ -310,8 +310,12 @@ static const bad_file g_files[] = {
     {"state_short.json",
      DOC(RES("\"status\": \"pass\", \"checks\": [], \"metrics\": {\"t\": {\"better\": "
              "\"lower\", \"samples\": [1, 2], \"state_ns\": [60]}}")),
-     "metrics.t.state_ns holds 1 entries for 2 samples (one state a sample, null where none)",
+     "metrics.t.state_ns holds 1 entries for 2 samples (one a sample, null where none)",
      GT_ERR_INVALID},
+    {"cpu_wait_text.json",
+     DOC(RES("\"status\": \"pass\", \"checks\": [], \"metrics\": {\"t\": {\"better\": "
+             "\"lower\", \"samples\": [1, 2], \"cpu_wait\": [0.1, \"x\"]}}")),
+     "metrics.t.cpu_wait[1] is not a number or null", GT_ERR_INVALID},
     {"series_string.json",
      DOC(RES(OK_FIELDS ", \"series\": {\"loss\": [4.0, \"x\"]}")),
      "results[0] (s/a).series.loss[1] is not a number or null", GT_ERR_INVALID},
