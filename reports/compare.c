@@ -650,35 +650,42 @@ static char **report_keys(json_t *doc, size_t *n_out, int **reps_out) {
 }
 
 /* A metric's samples into *out (malloc'ed), and beside each the machine's
- * state it was taken in into *state (malloc'ed; NAN where none: the
- * metric's "state_ns", reports/compare_state.h). */
-static size_t metric_values(json_t *m, double **out, double **state) {
-    *out = *state = NULL;
-    json_t *s = json_object_get(m, "samples"), *st = json_object_get(m, "state_ns");
+ * state it was taken in into *state (NAN where none: the metric's
+ * "state_ns") and the share of its block its slowest rank waited for a CPU
+ * into *wait (NAN where none: "cpu_wait"), both malloc'ed
+ * (reports/compare_state.h). */
+static size_t metric_values(json_t *m, double **out, double **state, double **wait) {
+    *out = *state = *wait = NULL;
+    json_t *s = json_object_get(m, "samples"), *beside[2] = {json_object_get(m, "state_ns"),
+                                                               json_object_get(m, "cpu_wait")};
     size_t n = json_array_size(s), k = 0;
-    int states = json_array_size(st) == n;
-    double *v = malloc((n ? n : 1) * sizeof *v), *w = malloc((n ? n : 1) * sizeof *w);
-    if (!v || !w) {
+    double *v = malloc((n ? n : 1) * sizeof *v), *w[2] = {malloc((n ? n : 1) * sizeof *v),
+                                                          malloc((n ? n : 1) * sizeof *v)};
+    if (!v || !w[0] || !w[1]) {
         free(v);
-        free(w);
+        free(w[0]);
+        free(w[1]);
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
         double x = json_number_value(json_array_get(s, i));
         if (!json_is_number(json_array_get(s, i)) || !isfinite(x)) continue;
-        json_t *si = states ? json_array_get(st, i) : NULL;
-        w[k] = json_is_number(si) ? json_number_value(si) : NAN;
+        for (int b = 0; b < 2; b++) {
+            json_t *bi = json_array_size(beside[b]) == n ? json_array_get(beside[b], i) : NULL;
+            w[b][k] = json_is_number(bi) ? json_number_value(bi) : NAN;
+        }
         v[k++] = x;
     }
     if (k == 0) {
         json_t *val = json_object_get(m, "value");
         if (json_is_number(val) && isfinite(json_number_value(val))) {
-            w[k] = NAN;
+            w[0][k] = w[1][k] = NAN;
             v[k++] = json_number_value(val);
         }
     }
     *out = v;
-    *state = w;
+    *state = w[0];
+    *wait = w[1];
     return k;
 }
 
@@ -799,8 +806,9 @@ static json_t *extra_result(const extra_run *x, const char *key) {
  * run came from (runs that lack the metric are skipped); -1 when out of
  * memory. */
 static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, const char *name,
-                  double **vals, double **states, size_t **cuts, int *run_of, side *out) {
-    *vals = *states = NULL;
+                  double **vals, double **states, double **waits, size_t **cuts, int *run_of,
+                  side *out) {
+    *vals = *states = *waits = NULL;
     *cuts = malloc((nx + 2) * sizeof **cuts);
     if (!*cuts) return -1;
     size_t total = 0;
@@ -816,21 +824,17 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
         json_t *rj = json_object_get(mi, "rounds");
         int ri = json_is_integer(rj) ? (int)json_integer_value(rj) : 0;
         rounds = rounds < 0 || rounds == ri ? ri : 0;
-        double *v = NULL, *w = NULL;
-        size_t k = metric_values(mi, &v, &w);
-        double *grown = realloc(*vals, (total + k + 1) * sizeof *grown);
-        if (grown) *vals = grown;
-        double *grown_w = grown ? realloc(*states, (total + k + 1) * sizeof *grown_w) : NULL;
-        if (grown_w) *states = grown_w;
-        if (!grown || !grown_w) {
-            free(v);
-            free(w);
-            return -1;
+        double *got[3] = {NULL, NULL, NULL}, **to[3] = {vals, states, waits};
+        size_t k = metric_values(mi, &got[0], &got[1], &got[2]);
+        int ok = got[0] != NULL;
+        for (int a = 0; a < 3 && ok; a++) {
+            double *grown = realloc(*to[a], (total + k + 1) * sizeof *grown);
+            if (grown) *to[a] = grown;
+            ok = grown != NULL;
+            if (ok && k) memcpy(*to[a] + total, got[a], k * sizeof *got[a]);
         }
-        if (k) memcpy(*vals + total, v, k * sizeof *v);
-        if (k) memcpy(*states + total, w, k * sizeof *w);
-        free(v);
-        free(w);
+        for (int a = 0; a < 3; a++) free(got[a]);
+        if (!ok) return -1;
         total += k;
         run_of[runs] = (int)i;
         (*cuts)[++runs] = total;
@@ -922,19 +926,27 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
                       .p = NAN,
                       .p_adj = NAN,
                       .detectable = NAN};
-    double *vb = NULL, *vn = NULL, *wb = NULL, *wn = NULL;
+    double *vb = NULL, *vn = NULL, *wb = NULL, *wn = NULL, *qb = NULL, *qn = NULL;
     size_t *cb = NULL, *cn = NULL;
     side sb = {0}, sn = {0};
     int rc = 0;
     int *rb = malloc((c->nxb + 1) * sizeof *rb), *rn = malloc((c->nxn + 1) * sizeof *rn);
-    if (!rb || !rn || (mb && gather(mb, c->xb, c->nxb, r->key, name, &vb, &wb, &cb, rb, &sb)) ||
-        (mn && gather(mn, c->xn, c->nxn, r->key, name, &vn, &wn, &cn, rn, &sn))) {
+    if (!rb || !rn ||
+        (mb && gather(mb, c->xb, c->nxb, r->key, name, &vb, &wb, &qb, &cb, rb, &sb)) ||
+        (mn && gather(mn, c->xn, c->nxn, r->key, name, &vn, &wn, &qn, &cn, rn, &sn))) {
         rc = -1;
     } else if (mb && mn) {
-        if (opt->machine_state && gt_cmp_us_per_unit(m->unit) > 0 && sb.runs && sn.runs)
+        if (opt->machine_state && gt_cmp_us_per_unit(m->unit) > 0 && sb.runs && sn.runs) {
+            if (!c->busy_own) {
+                m->busy_out[0] = gt_state_unload(vb, wb, qb, cb, sb.runs, &m->unloaded[0]);
+                m->busy_out[1] = gt_state_unload(vn, wn, qn, cn, sn.runs, &m->unloaded[1]);
+            }
+            sb.n = cb[sb.runs];
+            sn.n = cn[sn.runs];
             sb.state_moved = sn.state_moved =
                 gt_state_adjust(vb, wb, cb, sb.runs, vn, wn, cn, sn.runs, &m->state) ==
                 GT_STATE_ADJUSTED;
+        }
         sb.q = sn.q = time_q(m->unit, opt, &sb, &sn);
         m->a = assess(&sb, &sn, m->higher_better, gt_cmp_us_per_unit(m->unit), opt);
         m->method = m->a.method;
@@ -960,6 +972,8 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
     free(vn);
     free(wb);
     free(wn);
+    free(qb);
+    free(qn);
     free(cb);
     free(cn);
     free(rb);
@@ -1158,6 +1172,14 @@ static int compare_result(gt_compare *c, cmp_result *r) {
     return 0;
 }
 
+static void count_busy(gt_compare_counts *k, const cmp_metric *m) {
+    for (int i = 0; i < 2; i++) {
+        k->busy_dropped[i] += (int)m->busy_out[i];
+        k->busy_unloaded[i] += (int)m->unloaded[i];
+    }
+    k->busy_times += m->busy_out[0] + m->busy_out[1] + m->unloaded[0] + m->unloaded[1] > 0;
+}
+
 static void count_state(gt_compare_counts *k, const gt_state_fit *f) {
     if (f->outcome == GT_STATE_CONFOUNDED) k->state_confounded++;
     if (f->outcome != GT_STATE_ADJUSTED) return;
@@ -1174,6 +1196,7 @@ static void count_verdicts(gt_compare *c) {
                 k->metrics_one_side++;
                 continue;
             }
+            count_busy(k, x);
             if (x->derived_from) {
                 k->derived++;
                 continue;
@@ -1298,6 +1321,39 @@ static void free_extra(extra_run *x) {
  * a baseline kept together), the first in name order being the one whose
  * environment and results are listed. Every file is read by gt_report_read
  * (reports/read.h): one bad run refuses the side, naming that file. */
+/* A report's timed blocks that say how long they waited for a CPU
+ * ("cpu_wait"): *all of them, *busy those that waited GT_STATE_BUSY_WAIT. */
+static void busy_blocks(json_t *doc, double *busy, double *all) {
+    size_t i, j;
+    json_t *r, *w;
+    json_array_foreach(json_object_get(doc, "results"), i, r) {
+        const char *name;
+        json_t *m;
+        json_object_foreach(json_object_get(r, "metrics"), name, m) {
+            json_array_foreach(json_object_get(m, "cpu_wait"), j, w) {
+                if (!json_is_number(w)) continue;
+                *all += 1;
+                *busy += json_number_value(w) >= GT_STATE_BUSY_WAIT;
+            }
+        }
+    }
+}
+
+/* 1 (BASE) or 2 (NEW) when one side's blocks waited for a CPU far more
+ * often than the other's over the whole of its runs (GT_STATE_BUSY_OWN_*):
+ * the stack's own threads, so no side's waited blocks are left out; else 0. */
+static int busy_own_side(const gt_compare *c) {
+    double bb = 0, ab = 0, bn = 0, an = 0;
+    busy_blocks(c->base_doc, &bb, &ab);
+    for (size_t i = 0; i < c->nxb; i++) busy_blocks(c->xb[i].doc, &bb, &ab);
+    busy_blocks(c->new_doc, &bn, &an);
+    for (size_t i = 0; i < c->nxn; i++) busy_blocks(c->xn[i].doc, &bn, &an);
+    double fb = ab > 0 ? bb / ab : 0, fn = an > 0 ? bn / an : 0;
+    if (fn >= GT_STATE_BUSY_OWN_SHARE && fn >= GT_STATE_BUSY_OWN_X * (fb + 0.01)) return 2;
+    if (fb >= GT_STATE_BUSY_OWN_SHARE && fb >= GT_STATE_BUSY_OWN_X * (fn + 0.01)) return 1;
+    return 0;
+}
+
 static gt_status load_side(const char *which, const char *path, gt_report_doc **first,
                            extra_run **xs, size_t *nx) {
     *first = NULL;
@@ -1538,6 +1594,7 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
         r->repeat = rpn[i];
         kn[i] = NULL;
     }
+    c->busy_own = busy_own_side(c);
     for (size_t i = 0; i < c->nres; i++)
         if (compare_result(c, &c->res[i])) {
             s = GT_ERR(GT_ERR_OOM, "no memory for compare");
@@ -1833,6 +1890,21 @@ static void print_state_line(const gt_compare *c, FILE *f) {
                 "%.0f ns (their runs saw up to %.0f ns; the times' response to it measured "
                 "on the sides' own samples: docs/ci-gating.md \"The machine's state\")\n",
                 k->state_adjusted, k->state_ref_ns, k->state_hi_ns);
+    if (k->busy_times)
+        fprintf(f,
+                "machine load: %d timed blocks of BASE and %d of NEW waited for a CPU (another "
+                "process on a rank's core): each less the time it waited, %d and %d left out "
+                "(waited longer than they took), in %d times (docs/ci-gating.md \"A loaded "
+                "window\")\n",
+                k->busy_unloaded[0], k->busy_unloaded[1], k->busy_dropped[0],
+                k->busy_dropped[1], k->busy_times);
+    if (c->busy_own)
+        fprintf(f,
+                "machine load: %s's timed blocks waited for a CPU far more often than %s's "
+                "(at least %.0f%% of them and %.0fx as often): the stack's own threads, not "
+                "a neighbour; every block judged as measured\n",
+                c->busy_own == 2 ? "NEW" : "BASE", c->busy_own == 2 ? "BASE" : "NEW",
+                100 * GT_STATE_BUSY_OWN_SHARE, GT_STATE_BUSY_OWN_X);
     if (k->state_confounded)
         fprintf(f,
                 "machine state: %d times whose sides ran in different states with no run "

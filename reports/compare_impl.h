@@ -93,6 +93,8 @@ typedef struct cmp_metric {
     int beyond_reach; /* UNDECIDED, and more pairs than the design's reach would be
                          needed: too noisy for the threshold here */
     gt_state_fit state; /* its samples moved to one machine state (compare_state.h) */
+    size_t unloaded[2];   /* samples of BASE, NEW that waited for a CPU: less the wait */
+    size_t busy_out[2];   /* ... and those left out (compare_state.h, gt_state_unload) */
 } cmp_metric;
 
 /* A family: one metric of one op over its shapes (suite/op), or of every
@@ -174,6 +176,7 @@ struct gt_compare {
     double alpha; /* the alpha of this look: opt.alpha, or its share in a sequential design */
     int pairs;    /* PAIRED: the pairs judged */
     char *new_incomplete; /* "'path': reason" of the first incomplete NEW report */
+    int busy_own; /* 1 BASE, 2 NEW: its blocks waited for a CPU far more (compare_state.h) */
     int not_comparable;   /* the machine classes differ (fp entries with machine set) and
                              opt.across_machines is 0: speed does not gate */
 };

@@ -167,3 +167,34 @@ gt_state_outcome gt_state_adjust(double *vb, const double *sb, const size_t *cb,
     fit->outcome = o;
     return o;
 }
+
+/* ---- samples that waited for a CPU ------------------------------------------------------ */
+
+static int unmendable(double w) { return w >= 1; }
+
+size_t gt_state_unload(double *v, double *s, double *w, size_t *cut, int runs,
+                       size_t *unloaded) {
+    size_t out = 0, to = 0;
+    *unloaded = 0;
+    for (int r = 0; r < runs; r++) {
+        size_t lo = cut[r], hi = cut[r + 1], bad = 0;
+        for (size_t i = lo; i < hi; i++) bad += unmendable(w[i]);
+        int keep_all = bad == hi - lo;
+        cut[r] = to;
+        for (size_t i = lo; i < hi; i++) {
+            if (unmendable(w[i]) && !keep_all) {
+                out++;
+                continue;
+            }
+            if (w[i] >= GT_STATE_BUSY_WAIT && w[i] < 1) {
+                v[i] *= 1 - w[i];
+                (*unloaded)++;
+            }
+            v[to] = v[i];
+            s[to] = s[i];
+            w[to++] = w[i];
+        }
+    }
+    cut[runs] = to;
+    return out;
+}

@@ -58,6 +58,33 @@ typedef struct gt_state_fit {
     int b_borrowed;              /* 1: one side had no contrast (the slope is the other's) */
 } gt_state_fit;
 
+/* A timed block whose slowest rank spent a share w of it runnable but
+ * waiting for a CPU ("cpu_wait": another process took its core) timed the
+ * neighbour too: its time is taken as t (1 - w), the block less the wait,
+ * where w is at least this (below it, noise: nothing changes). On this
+ * project's VM beside one busy process, 9% of the blocks waited 5% or more,
+ * the raw times of those a median 5x their clean siblings, and the times
+ * less the wait within -18% and +24% of them (10th and 90th percentiles),
+ * as close as the clean blocks are to each other. A block that waited
+ * longer than it took (other threads' waits counted when they ran) cannot
+ * be mended and is left out, unless it is all its run has. */
+#define GT_STATE_BUSY_WAIT 0.05
+/* Unless one side's blocks, over all of its runs, waited far more than the
+ * other's: at least this share and GT_STATE_BUSY_OWN_X times the other's
+ * share plus 1% - a stack that brings threads of its own (a transport's
+ * progress thread) waits for the CPU itself, and that is judged as
+ * measured (compare decides it over the reports, not per time). */
+#define GT_STATE_BUSY_OWN_SHARE 0.2
+#define GT_STATE_BUSY_OWN_X 3.0
+
+/* One side's samples v[] with their states s[] and waits w[] (NAN: none),
+ * cut into runs: each sample whose wait is in [GT_STATE_BUSY_WAIT, 1)
+ * becomes v (1 - w) (counted in *unloaded); those that waited 1 or more
+ * are left out (v[], s[], w[] and cut[] compacted in place) unless every
+ * sample of their run did. Returns the samples left out. */
+size_t gt_state_unload(double *v, double *s, double *w, size_t *cut, int runs,
+                       size_t *unloaded);
+
 /* One side: n samples v[] (positive; moved in place), their states s[] (ns;
  * not positive or NAN where none), cut into runs (run i holds
  * [cut[i], cut[i + 1])). Both sides' samples are moved to one reference, or

@@ -1337,29 +1337,35 @@ static void test_time_quantile(void) {
  * machine's state beside it (60 or 330 ns, the two states of this project's
  * VM): the time 4x in the slow one (b = 0.81), NEW `factor` times BASE, and
  * the pairs' runs in different mixes of the two states. */
-static void write_state_pairs(const char *dir, double factor) {
+static void write_state_pairs(const char *dir, double factor, int load) {
     static const char *const mix[2][5] = {{"00110", "11111", "01000", "00000", "10011"},
                                           {"11111", "11011", "00000", "01111", "10000"}};
     char d[64], name[80], res[1024];
     for (int side = 0; side < 2; side++) {
         side_dir(dir, side, d, sizeof d);
         for (int i = 0; i < 5; i++) {
-            char v[200], st[200];
-            int nv = 0, ns = 0;
+            char v[200], st[200], wt[200];
+            int nv = 0, ns = 0, nw = 0;
             for (int j = 0; j < 5; j++) {
                 int slow = mix[side][i][j] == '1';
+                /* load 1: three blocks of two NEW runs and one BASE run waited 60% of
+                 * their time for a CPU (their medians with it); 2: three of every
+                 * NEW run */
+                int waited = j < 3 && (load == 1 ? (side ? i == 0 || i == 3 : i == 1)
+                                                 : load == 2 && side);
                 double t = 140 * (side ? factor : 1) * (slow ? 4.0 : 1.0) *
-                           (1 + 0.01 * ((i * 5 + j * 3) % 5 - 2));
+                           (1 + 0.01 * ((i * 5 + j * 3) % 5 - 2)) / (waited ? 0.4 : 1);
                 nv += snprintf(v + nv, sizeof v - nv, "%s%.6g", j ? ", " : "", t);
                 ns += snprintf(st + ns, sizeof st - ns, "%s%d", j ? ", " : "", slow ? 330 : 60);
+                nw += snprintf(wt + nw, sizeof wt - nw, "%s%s", j ? ", " : "", waited ? "0.6" : "0");
             }
             snprintf(res, sizeof res,
                      "{\"suite\": \"collectives\", \"case\": \"allreduce/fp32/sum\", "
                      "\"topology\": \"2\", \"backend\": \"mpi\", \"status\": \"pass\", "
                      "\"params\": {}, \"checks\": [], \"metrics\": {\"time_1048576\": "
                      "{\"unit\": \"us\", \"better\": \"lower\", \"rounds\": 5, "
-                     "\"samples\": [%s], \"state_ns\": [%s]}}}",
-                     v, st);
+                     "\"samples\": [%s], \"state_ns\": [%s], \"cpu_wait\": [%s]}}}",
+                     v, st, wt);
             snprintf(name, sizeof name, "%s/run%d.json", d, i);
             write_results(name, 1, res);
         }
@@ -1371,7 +1377,7 @@ static void write_state_pairs(const char *dir, double factor) {
  * decided; 20% slower in every state does not ship. */
 static void test_machine_state(void) {
     gt_compare_counts k;
-    write_state_pairs("state_aa", 1.0);
+    write_state_pairs("state_aa", 1.0, 0);
     gt_compare *c = paired("state_aa", NULL);
     if (c) {
         gt_compare_get_counts(c, &k);
@@ -1390,11 +1396,42 @@ static void test_machine_state(void) {
         EXPECT(gt_compare_decide(c) != GT_DECISION_SHIP && k.state_adjusted == 0);
         gt_compare_free(c);
     }
-    write_state_pairs("state_slower", 1.2);
+    write_state_pairs("state_slower", 1.2, 0);
     c = paired("state_slower", NULL);
     if (c) {
         gt_compare_get_counts(c, &k);
         EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT && k.slower == 1);
+        gt_compare_free(c);
+    }
+}
+
+/* Blocks that waited for a CPU (a neighbour on a rank's core: "cpu_wait"),
+ * 2.5x as long for waiting 60% of their time, three of two NEW runs and
+ * of one BASE run: each is taken less its wait, so the same stack ships and
+ * says so (as measured, those runs' medians carry the wait and it cannot). Where
+ * NEW's blocks wait far more often than BASE's (the stack's own threads),
+ * every block is judged as measured and NEW does not ship. */
+static void test_machine_load(void) {
+    gt_compare_counts k;
+    write_state_pairs("load_aa", 1.0, 1);
+    gt_compare *c = paired("load_aa", NULL);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP);
+        EXPECT(k.busy_unloaded[0] == 3 && k.busy_unloaded[1] == 6 && k.busy_times == 1);
+        char *out = printed(c);
+        EXPECT(out && strstr(out, "machine load: 3 timed blocks of BASE and 6 of NEW waited"));
+        free(out);
+        gt_compare_free(c);
+    }
+    write_state_pairs("load_own", 1.0, 2);
+    c = paired("load_own", NULL);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        EXPECT(gt_compare_decide(c) != GT_DECISION_SHIP && k.busy_unloaded[1] == 0);
+        char *out = printed(c);
+        EXPECT(out && strstr(out, "machine load: NEW's timed blocks waited for a CPU far more"));
+        free(out);
         gt_compare_free(c);
     }
 }
@@ -1414,6 +1451,7 @@ int main(void) {
     test_machine_class();
     test_time_quantile();
     test_machine_state();
+    test_machine_load();
     if (g_fails == 0) {
         /* everything the tests wrote, whatever its name */
         nftw(g_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);

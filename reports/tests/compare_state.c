@@ -201,7 +201,32 @@ static void test_outlier(void) {
     EXPECT(max_rel(b.v, 100) < 1e-9);
 }
 
+/* Blocks that waited for a CPU: 100 us blocks that waited half their time
+ * read 200 us and come back to 100; a wait under GT_STATE_BUSY_WAIT changes
+ * nothing; a block that waited longer than it took is left out, unless it
+ * is all its run has; states and waits stay beside their samples. */
+static void test_unload(void) {
+    double v[7] = {100, 200, 101, 500, 400, 300, 250};
+    double s[7] = {60, 330, 61, 62, 330, 63, 331};
+    double w[7] = {0, 0.5, 0.01, 1.2, NAN, 1.5, 0.6};
+    size_t cut[4] = {0, 3, 5, 7}, unloaded = 9;
+    /* run 0: clean, waited half, a small wait; run 1: unmendable, unknown;
+     * run 2: unmendable, waited 0.6 */
+    size_t out = gt_state_unload(v, s, w, cut, 3, &unloaded);
+    EXPECT(out == 2 && unloaded == 2);
+    EXPECT(cut[0] == 0 && cut[1] == 3 && cut[2] == 4 && cut[3] == 5);
+    EXPECT(v[0] == 100 && fabs(v[1] - 100) < 1e-9 && v[2] == 101);
+    EXPECT(v[3] == 400 && s[3] == 330 && isnan(w[3]));
+    EXPECT(fabs(v[4] - 100) < 1e-9 && s[4] == 331);
+    /* a run whose every block waited longer than it took keeps them */
+    double v2[2] = {300, 310}, s2[2] = {60, 61}, w2[2] = {2, 3};
+    size_t cut2[2] = {0, 2};
+    EXPECT(gt_state_unload(v2, s2, w2, cut2, 1, &unloaded) == 0 && unloaded == 0);
+    EXPECT(cut2[1] == 2 && v2[0] == 300 && v2[1] == 310);
+}
+
 int main(void) {
+    test_unload();
     test_same_stack();
     test_change_kept();
     test_different_slopes();
