@@ -944,8 +944,9 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
             sb.n = cb[sb.runs];
             sn.n = cn[sn.runs];
             sb.state_moved = sn.state_moved =
+                !c->loaded && !c->busy_own &&
                 gt_state_adjust(vb, wb, cb, sb.runs, vn, wn, cn, sn.runs, &m->state) ==
-                GT_STATE_ADJUSTED;
+                    GT_STATE_ADJUSTED;
         }
         sb.q = sn.q = time_q(m->unit, opt, &sb, &sn);
         m->a = assess(&sb, &sn, m->higher_better, gt_cmp_us_per_unit(m->unit), opt);
@@ -1339,19 +1340,24 @@ static void busy_blocks(json_t *doc, double *busy, double *all) {
     }
 }
 
-/* 1 (BASE) or 2 (NEW) when one side's blocks waited for a CPU far more
- * often than the other's over the whole of its runs (GT_STATE_BUSY_OWN_*):
- * the stack's own threads, so no side's waited blocks are left out; else 0. */
-static int busy_own_side(const gt_compare *c) {
+/* How often each side's timed blocks waited for a CPU over all its runs
+ * (c->busy_share): one side far more often than the other is the stack's
+ * own threads (c->busy_own 1 BASE, 2 NEW: nothing is taken off or moved);
+ * either side often is a loaded machine (c->loaded: times are taken less
+ * their waits but not moved to one state). */
+static void machine_load(gt_compare *c) {
     double bb = 0, ab = 0, bn = 0, an = 0;
     busy_blocks(c->base_doc, &bb, &ab);
     for (size_t i = 0; i < c->nxb; i++) busy_blocks(c->xb[i].doc, &bb, &ab);
     busy_blocks(c->new_doc, &bn, &an);
     for (size_t i = 0; i < c->nxn; i++) busy_blocks(c->xn[i].doc, &bn, &an);
     double fb = ab > 0 ? bb / ab : 0, fn = an > 0 ? bn / an : 0;
-    if (fn >= GT_STATE_BUSY_OWN_SHARE && fn >= GT_STATE_BUSY_OWN_X * (fb + 0.01)) return 2;
-    if (fb >= GT_STATE_BUSY_OWN_SHARE && fb >= GT_STATE_BUSY_OWN_X * (fn + 0.01)) return 1;
-    return 0;
+    c->busy_share[0] = fb;
+    c->busy_share[1] = fn;
+    c->busy_own = 0;
+    if (fn >= GT_STATE_BUSY_OWN_SHARE && fn >= GT_STATE_BUSY_OWN_X * (fb + 0.01)) c->busy_own = 2;
+    if (fb >= GT_STATE_BUSY_OWN_SHARE && fb >= GT_STATE_BUSY_OWN_X * (fn + 0.01)) c->busy_own = 1;
+    c->loaded = fmax(fb, fn) >= GT_STATE_LOADED;
 }
 
 static gt_status load_side(const char *which, const char *path, gt_report_doc **first,
@@ -1594,7 +1600,7 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
         r->repeat = rpn[i];
         kn[i] = NULL;
     }
-    c->busy_own = busy_own_side(c);
+    machine_load(c);
     for (size_t i = 0; i < c->nres; i++)
         if (compare_result(c, &c->res[i])) {
             s = GT_ERR(GT_ERR_OOM, "no memory for compare");
@@ -1898,6 +1904,13 @@ static void print_state_line(const gt_compare *c, FILE *f) {
                 "window\")\n",
                 k->busy_unloaded[0], k->busy_unloaded[1], k->busy_dropped[0],
                 k->busy_dropped[1], k->busy_times);
+    if (c->loaded && !c->busy_own)
+        fprintf(f,
+                "machine load: %.1f%% of BASE's and %.1f%% of NEW's timed blocks waited for a "
+                "CPU (%.0f%% or more: a loaded machine, whose times move with the load more "
+                "than with the cores' state): none moved to one state, each judged less its "
+                "wait; a gate on a loaded machine is often undecided\n",
+                100 * c->busy_share[0], 100 * c->busy_share[1], 100 * GT_STATE_LOADED);
     if (c->busy_own)
         fprintf(f,
                 "machine load: %s's timed blocks waited for a CPU far more often than %s's "

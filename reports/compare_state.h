@@ -75,6 +75,14 @@ typedef struct gt_state_fit {
  * progress thread) waits for the CPU itself, and that is judged as
  * measured (compare decides it over the reports, not per time). */
 #define GT_STATE_BUSY_OWN_SHARE 0.2
+/* A side whose timed blocks waited this share of the time or more ran on a
+ * loaded machine (idle, 1% of this VM's blocks wait; beside one busy
+ * process, 9-11%): its times move with the load (modes the state probe
+ * cannot see, 20-60 us for the same near-state block) more than with the
+ * cores' state, and a slope fitted through them moved one side by its
+ * error (false alarms in 8 of 80 loaded A/A draws, none as measured). Its
+ * times are taken less their waits and not moved to one state. */
+#define GT_STATE_LOADED 0.04
 #define GT_STATE_BUSY_OWN_X 3.0
 
 /* One side's samples v[] with their states s[] and waits w[] (NAN: none),

@@ -1347,12 +1347,12 @@ static void write_state_pairs(const char *dir, double factor, int load) {
             char v[200], st[200], wt[200];
             int nv = 0, ns = 0, nw = 0;
             for (int j = 0; j < 5; j++) {
-                int slow = mix[side][i][j] == '1';
+                int slow = (!load || load == 3) && mix[side][i][j] == '1'; /* 1, 2: one state */
                 /* load 1: three blocks of two NEW runs and one BASE run waited 60% of
                  * their time for a CPU (their medians with it); 2: three of every
-                 * NEW run */
-                int waited = j < 3 && (load == 1 ? (side ? i == 0 || i == 3 : i == 1)
-                                                 : load == 2 && side);
+                 * NEW run; 3: as 1, in two states */
+                int waited = j < 3 && (load == 1 || load == 3 ? (side ? i == 0 || i == 3 : i == 1)
+                                                              : load == 2 && side);
                 double t = 140 * (side ? factor : 1) * (slow ? 4.0 : 1.0) *
                            (1 + 0.01 * ((i * 5 + j * 3) % 5 - 2)) / (waited ? 0.4 : 1);
                 nv += snprintf(v + nv, sizeof v - nv, "%s%.6g", j ? ", " : "", t);
@@ -1407,8 +1407,10 @@ static void test_machine_state(void) {
 
 /* Blocks that waited for a CPU (a neighbour on a rank's core: "cpu_wait"),
  * 2.5x as long for waiting 60% of their time, three of two NEW runs and
- * of one BASE run: each is taken less its wait, so the same stack ships and
- * says so (as measured, those runs' medians carry the wait and it cannot). Where
+ * of one BASE run (in one machine state): each is taken less its wait, so
+ * the same stack ships and says so (as measured, those runs' medians carry
+ * the wait and it cannot); so many waits (24% of NEW's blocks) are a loaded
+ * machine, where nothing is moved to one state. Where
  * NEW's blocks wait far more often than BASE's (the stack's own threads),
  * every block is judged as measured and NEW does not ship. */
 static void test_machine_load(void) {
@@ -1421,7 +1423,17 @@ static void test_machine_load(void) {
         EXPECT(k.busy_unloaded[0] == 3 && k.busy_unloaded[1] == 6 && k.busy_times == 1);
         char *out = printed(c);
         EXPECT(out && strstr(out, "machine load: 3 timed blocks of BASE and 6 of NEW waited"));
+        EXPECT(out && strstr(out, "machine load: 12.0% of BASE's and 24.0% of NEW's timed "
+                                  "blocks waited for a CPU"));
         free(out);
+        gt_compare_free(c);
+    }
+    /* a loaded machine: the states are not used */
+    write_state_pairs("load_states", 1.0, 3);
+    c = paired("load_states", NULL);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        EXPECT(k.state_adjusted == 0 && k.busy_unloaded[1] == 6);
         gt_compare_free(c);
     }
     write_state_pairs("load_own", 1.0, 2);
