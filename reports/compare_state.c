@@ -74,9 +74,10 @@ static double clamp_b(double b) { return b < 0 ? 0 : b > GT_STATE_MAX_B ? GT_STA
 /* A side's part of the slope: the moments of a least-squares line through
  * the median log time of each mode the side's samples are in, weighted by
  * their counts, about the side's own mean; *sxx the weighted spread of the
- * modes' log states (below GT_STATE_LEAST_SXX: no contrast of its own). Medians, because a block another process took
- * (3x in the near mode) would otherwise bend the line; a side's runs alike,
- * since every run of a side ran the same stack. */
+ * modes' log states (below GT_STATE_LEAST_SXX: no contrast of its own).
+ * Medians, because a block another process took (3x in the near mode)
+ * would otherwise bend the line; a side's runs alike, since every run of a
+ * side ran the same stack. */
 static void moments(const state_side *d, double *tmp, double *sxx, double *sxy_out) {
     double xs[MAX_MODES + 1], ys[MAX_MODES + 1], w[MAX_MODES + 1];
     int nx = 0;

@@ -1357,7 +1357,8 @@ static void write_state_pairs(const char *dir, double factor, int load) {
                            (1 + 0.01 * ((i * 5 + j * 3) % 5 - 2)) / (waited ? 0.4 : 1);
                 nv += snprintf(v + nv, sizeof v - nv, "%s%.6g", j ? ", " : "", t);
                 ns += snprintf(st + ns, sizeof st - ns, "%s%d", j ? ", " : "", slow ? 330 : 60);
-                nw += snprintf(wt + nw, sizeof wt - nw, "%s%s", j ? ", " : "", waited ? "0.6" : "0");
+                nw += snprintf(wt + nw, sizeof wt - nw, "%s%s", j ? ", " : "",
+                               waited ? "0.6" : "0");
             }
             snprintf(res, sizeof res,
                      "{\"suite\": \"collectives\", \"case\": \"allreduce/fp32/sum\", "
