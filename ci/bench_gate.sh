@@ -45,6 +45,14 @@
 #       random order, looks at FIRST with `--sequential FIRST:MAX`, adds one
 #       pair while compare exits 4, up to MAX. The table adds the median and
 #       the largest number of pairs used.
+#   ci/bench_gate.sh unpaired POOL TRIALS B K [INJECT...]
+#   ci/bench_gate.sh history POOL TRIALS B K [INJECT...]
+#       the unpaired modes replayed: each trial draws B runs of the pool's
+#       base/ and K of its new/ (no run twice), the INJECT items applied to
+#       the K. unpaired: `compare BASE_DIR NEW_DIR` (a baseline directory
+#       against K candidate runs, not paired); history: the B runs recorded
+#       with `history add` and the K gated with `history DB --gate` (a report
+#       when K is 1, their directory otherwise). The same table as trials.
 #
 #   INJECT: case:PREFIX:FACTOR  the time metrics (ns, us, ms, s) of results
 #                               whose case starts with PREFIX, times FACTOR
@@ -516,7 +524,87 @@ sys.exit(0 if any(kind == "case" and r["case"].startswith(what) or
     echo "each trial: $tout/trials.txt (seed $seed)"
 }
 
+# unpaired|history POOL TRIALS B K [INJECT...]: see the top
+unpaired() {
+    local mode=$1 pool_dir=$2 trials=$3 nb=$4 nk=$5
+    shift 5
+    items=("$@")
+    [ -d "$pool_dir/base" ] && [ -d "$pool_dir/new" ] || die "$pool_dir is not a pool (bench_gate.sh pool)"
+    whole "TRIALS" "$trials" 1
+    whole "B" "$nb" 1
+    whole "K" "$nk" 1
+    trials=$((10#$trials)) nb=$((10#$nb)) nk=$((10#$nk))
+    local -a names
+    mapfile -t names < <(pool_pairs "$pool_dir")
+    local np=${#names[@]}
+    [ "$nb" -le "$np" ] && [ "$nk" -le "$np" ] || die "B $nb and K $nk runs a side, but the pool $pool_dir has $np pairs"
+    inject_args "$@" >/dev/null
+    mapfile -t inj < <(inject_args "$@")
+    report_edit=${REPORT_EDIT:-$(dirname "$g")/../reports/report_edit}
+    [ $# -eq 0 ] || [ -x "$report_edit" ] || die "no report_edit at $report_edit (set REPORT_EDIT)"
+    local seed=${SEED:-$(date +%s)} tout=${TRIALS_OUT:-$(mktemp -d /tmp/gt_gate_trials.XXXXXX)}
+    local what="A/A (no injection)"
+    [ $# -gt 0 ] && what=$(for it in "${items[@]}"; do printf '%s x%s, ' "${it%:*}" "${it##*:}"; done | sed 's/, $//')
+    mkdir -p "$tout" || die "cannot create $tout"
+    echo "$mode: $trials trials of $nb BASE runs against $nk NEW runs from the $np pairs of $pool_dir, $what; seed $seed; in $tout" >&2
+    local t i d n3=0 n4=0 n0=0 nother=0 n3off=0 nelse=0 bdraw ndraw
+    : >"$tout/trials.txt"
+    mapfile -t bdraw < <(draw "$seed" "$trials" "$nb" "$np")
+    mapfile -t ndraw < <(draw "$((seed + 1))" "$trials" "$nk" "$np")
+    for t in $(seq 1 "$trials"); do
+        d="$tout/trial$t"
+        rm -rf "$d"
+        mkdir -p "$d/base" "$d/new"
+        read -r -a bi <<<"${bdraw[$((t - 1))]}"
+        read -r -a ni <<<"${ndraw[$((t - 1))]}"
+        for i in "${bi[@]}"; do cp "$pool_dir/base/${names[$i]}" "$d/base/" || die "cannot copy"; done
+        for i in "${ni[@]}"; do
+            cp "$pool_dir/new/${names[$i]}" "$d/new/" || die "cannot copy"
+            if [ ${#inj[@]} -gt 0 ]; then
+                "$report_edit" "$d/new/${names[$i]}" "$d/new/${names[$i]}" "${inj[@]}" || die "report_edit failed"
+            fi
+        done
+        local cand="$d/new"
+        [ "$nk" = 1 ] && cand="$d/new/${names[${ni[0]}]}"
+        # shellcheck disable=SC2086
+        if [ "$mode" = history ]; then
+            "$g" history add "$d/h.db" "$d"/base/*.json >/dev/null 2>&1 || die "history add failed in $d"
+            "$g" history "$d/h.db" --gate "$cand" $opts >"$d/compare.txt" 2>&1
+        else
+            "$g" compare "$d/base" "$cand" $opts >"$d/compare.txt" 2>&1
+        fi
+        rc=$?
+        res=$(classify "$d/compare.txt" "$d/new/${names[${ni[0]}]}" "${items[@]}")
+        read -r hit other <<<"$(head -1 <<<"$res")"
+        others=$(tail -n +2 <<<"$res")
+        case $rc in
+            0) n0=$((n0 + 1)) ;;
+            3) if [ "$hit" = 1 ]; then n3=$((n3 + 1)); else n3off=$((n3off + 1)); fi ;;
+            4) n4=$((n4 + 1)) ;;
+            *) nelse=$((nelse + 1)) ;;
+        esac
+        [ "$other" = 1 ] && nother=$((nother + 1))
+        {
+            printf 'trial %d: base %s; new %s; exit %s; target named: %s\n' "$t" \
+                "$(for i in "${bi[@]}"; do printf '%s ' "${names[$i]%.json}"; done)" \
+                "$(for i in "${ni[@]}"; do printf '%s ' "${names[$i]%.json}"; done)" "$rc" \
+                "$([ "$hit" = 1 ] && echo yes || echo no)"
+            grep -E '^  (SLOWER|UNDECIDED) |^needed: ' "$d/compare.txt"
+            [ -n "$others" ] && printf 'else flagged:\n%s\n' "$others"
+        } >>"$tout/trials.txt"
+    done
+    local cell3=$n3
+    [ $# -eq 0 ] && cell3="n/a (exit 3: $n3off)"
+    echo "| what | runs (B against K) | trials | MUST NOT SHIP (exit 3) naming the target | undecided (exit 4) | may ship (exit 0) | trials with anything else flagged |"
+    echo "|---|---|---|---|---|---|---|"
+    echo "| $what ($mode) | $nb against $nk | $trials | $cell3 | $n4 | $n0 | $nother |"
+    [ "$nelse" -gt 0 ] && echo "other exit codes (compare could not judge): $nelse of $trials trials"
+    echo
+    echo "each trial: $tout/trials.txt (seed $seed)"
+}
+
 case "${1:-}" in
+    unpaired | history) [ $# -ge 5 ] || usage; unpaired "$@" ;;
     gate) [ $# -ge 2 ] || usage; shift; gate_runs "$@" ;;
     aa) [ $# -ge 2 ] || usage; shift; aa "$@" ;;
     detect) [ $# -ge 3 ] || usage; shift; detect "$@" ;;
