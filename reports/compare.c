@@ -1355,6 +1355,8 @@ static void machine_load(gt_compare *c) {
     c->busy_share[0] = fb;
     c->busy_share[1] = fn;
     c->busy_own = 0;
+    c->loaded = 0;
+    if (!c->opt.machine_state) return; /* --machine-state off: every time as measured */
     if (fn >= GT_STATE_BUSY_OWN_SHARE && fn >= GT_STATE_BUSY_OWN_X * (fb + 0.01)) c->busy_own = 2;
     if (fb >= GT_STATE_BUSY_OWN_SHARE && fb >= GT_STATE_BUSY_OWN_X * (fn + 0.01)) c->busy_own = 1;
     c->loaded = fmax(fb, fn) >= GT_STATE_LOADED;

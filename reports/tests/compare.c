@@ -1429,6 +1429,16 @@ static void test_machine_load(void) {
         free(out);
         gt_compare_free(c);
     }
+    gt_compare_options off = gt_compare_defaults();
+    off.machine_state = 0;
+    c = paired("load_aa", &off);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        char *out = printed(c);
+        EXPECT(k.busy_unloaded[1] == 0 && out && !strstr(out, "machine load"));
+        free(out);
+        gt_compare_free(c);
+    }
     /* a loaded machine: the states are not used */
     write_state_pairs("load_states", 1.0, 3);
     c = paired("load_states", NULL);
