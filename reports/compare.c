@@ -1318,10 +1318,6 @@ static void free_extra(extra_run *x) {
     gt_report_doc_free(x->rd);
 }
 
-/* One side: a report, or a directory of reports (several runs of one stack,
- * a baseline kept together), the first in name order being the one whose
- * environment and results are listed. Every file is read by gt_report_read
- * (reports/read.h): one bad run refuses the side, naming that file. */
 /* A report's timed blocks that say how long they waited for a CPU
  * ("cpu_wait"): *all of them, *busy those that waited GT_STATE_BUSY_WAIT. */
 static void busy_blocks(json_t *doc, double *busy, double *all) {
@@ -1346,6 +1342,8 @@ static void busy_blocks(json_t *doc, double *busy, double *all) {
  * either side often is a loaded machine (c->loaded: times are taken less
  * their waits but not moved to one state). */
 static void machine_load(gt_compare *c) {
+    c->busy_own = c->loaded = 0;
+    if (!c->opt.machine_state) return; /* --machine-state off: every time as measured */
     double bb = 0, ab = 0, bn = 0, an = 0;
     busy_blocks(c->base_doc, &bb, &ab);
     for (size_t i = 0; i < c->nxb; i++) busy_blocks(c->xb[i].doc, &bb, &ab);
@@ -1354,14 +1352,15 @@ static void machine_load(gt_compare *c) {
     double fb = ab > 0 ? bb / ab : 0, fn = an > 0 ? bn / an : 0;
     c->busy_share[0] = fb;
     c->busy_share[1] = fn;
-    c->busy_own = 0;
-    c->loaded = 0;
-    if (!c->opt.machine_state) return; /* --machine-state off: every time as measured */
     if (fn >= GT_STATE_BUSY_OWN_SHARE && fn >= GT_STATE_BUSY_OWN_X * (fb + 0.01)) c->busy_own = 2;
     if (fb >= GT_STATE_BUSY_OWN_SHARE && fb >= GT_STATE_BUSY_OWN_X * (fn + 0.01)) c->busy_own = 1;
     c->loaded = fmax(fb, fn) >= GT_STATE_LOADED;
 }
 
+/* One side: a report, or a directory of reports (several runs of one stack,
+ * a baseline kept together), the first in name order being the one whose
+ * environment and results are listed. Every file is read by gt_report_read
+ * (reports/read.h): one bad run refuses the side, naming that file. */
 static gt_status load_side(const char *which, const char *path, gt_report_doc **first,
                            extra_run **xs, size_t *nx) {
     *first = NULL;
