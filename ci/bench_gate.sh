@@ -407,15 +407,58 @@ add_pair() {
 
 # one look: compare the trial; sets rc, hit, other, und
 look() {
-    local dir=$1 seqo=$2 res
+    local dir=$1 seqo=$2
     local -a so=()
     [[ " $opts " == *" --sequential "* ]] || so=(--sequential "$seqo")
     # shellcheck disable=SC2086
     "$g" compare --paired "${so[@]}" "$dir/base" "$dir/new" $opts >"$dir/compare.txt" 2>&1
     rc=$?
-    res=$(classify "$dir/compare.txt" "$dir/new/run001.json" "${items[@]}")
+    verdict "$dir/compare.txt" "$dir/new/run001.json"
+}
+
+# verdict COMPARE_OUT NEW_REPORT: sets hit, other and others (classify) for the
+# caller's items
+verdict() {
+    local res
+    res=$(classify "$1" "$2" "${items[@]}")
     read -r hit other <<<"$(head -1 <<<"$res")"
     others=$(tail -n +2 <<<"$res")
+}
+
+# record HEAD DIR: a trial's lines in trials.txt: HEAD, its SLOWER and
+# UNDECIDED lines, the needed: line and what else was flagged
+record() {
+    printf '%s\n' "$1"
+    grep -E '^  (SLOWER|UNDECIDED) |^needed: ' "$2/compare.txt"
+    [ -n "$others" ] && printf 'else flagged:\n%s\n' "$others"
+    return 0
+}
+
+# The INJECT items (the caller's arguments): checked here (a bad item ends the
+# script), then inj (report_edit's options), report_edit and what (the row's
+# first cell) set for the caller
+injection() {
+    inject_args "$@" >/dev/null # here, not in the subshell below: a bad item ends the script
+    mapfile -t inj < <(inject_args "$@")
+    report_edit=${REPORT_EDIT:-$(dirname "$g")/../reports/report_edit}
+    if [ $# -gt 0 ] && [ ! -x "$report_edit" ]; then
+        die "no report_edit at $report_edit (build its target, or set REPORT_EDIT)"
+    fi
+    what="A/A (no injection)"
+    [ $# -gt 0 ] && what=$(for it in "$@"; do printf '%s x%s, ' "${it%:*}" "${it##*:}"; done | sed 's/, $//')
+    return 0
+}
+
+# One trial's verdict (rc, hit, other) into the caller's counts
+tally() {
+    case $rc in
+        0) n0=$((n0 + 1)) ;;
+        3) if [ "$hit" = 1 ]; then n3=$((n3 + 1)); else n3off=$((n3off + 1)); fi ;;
+        4) n4=$((n4 + 1)) ;;
+        *) nelse=$((nelse + 1)) ;;
+    esac
+    [ "$other" = 1 ] && nother=$((nother + 1))
+    return 0
 }
 
 # trials POOL TRIALS K [INJECT...] / adaptive POOL TRIALS FIRST MAX [INJECT...]
@@ -439,15 +482,9 @@ power() {
     mapfile -t names < <(pool_pairs "$pool_dir")
     local np=${#names[@]}
     [ "$max" -le "$np" ] || die "$max pairs a trial, but the pool $pool_dir has $np"
-    inject_args "$@" >/dev/null # here, not in the subshell below: a bad item ends the script
-    mapfile -t inj < <(inject_args "$@")
-    report_edit=${REPORT_EDIT:-$(dirname "$g")/../reports/report_edit}
-    if [ $# -gt 0 ] && [ ! -x "$report_edit" ]; then
-        die "no report_edit at $report_edit (build its target, or set REPORT_EDIT)"
-    fi
+    local what
+    injection "$@"
     local seed=${SEED:-$(date +%s)} tout=${TRIALS_OUT:-$(mktemp -d /tmp/gt_gate_trials.XXXXXX)}
-    local what="A/A (no injection)"
-    [ $# -gt 0 ] && what=$(for it in "${items[@]}"; do printf '%s x%s, ' "${it%:*}" "${it##*:}"; done | sed 's/, $//')
     local design="$first"
     [ "$mode" = adaptive ] && design="$first:$max"
     mkdir -p "$tout" || die "cannot create $tout"
@@ -486,20 +523,10 @@ sys.exit(0 if any(kind == "case" and r["case"].startswith(what) or
             look "$d" "$first:$max"
         done
         used+=("$k")
-        case $rc in
-            0) n0=$((n0 + 1)) ;;
-            3) if [ "$hit" = 1 ]; then n3=$((n3 + 1)); else n3off=$((n3off + 1)); fi ;;
-            4) n4=$((n4 + 1)) ;;
-            *) nelse=$((nelse + 1)) ;;
-        esac
-        [ "$other" = 1 ] && nother=$((nother + 1))
-        {
-            printf 'trial %d: pairs %s; %d used; exit %s; target named: %s\n' "$t" \
-                "$(for i in "${idx[@]:0:k}"; do printf '%s ' "${names[$i]%.json}"; done)" "$k" "$rc" \
-                "$([ "$hit" = 1 ] && echo yes || echo no)"
-            grep -E '^  (SLOWER|UNDECIDED) |^needed: ' "$d/compare.txt"
-            [ -n "$others" ] && printf 'else flagged:\n%s\n' "$others"
-        } >>"$tout/trials.txt"
+        tally
+        record "$(printf 'trial %d: pairs %s; %d used; exit %s; target named: %s' "$t" \
+            "$(for i in "${idx[@]:0:k}"; do printf '%s ' "${names[$i]%.json}"; done)" "$k" "$rc" \
+            "$([ "$hit" = 1 ] && echo yes || echo no)")" "$d" >>"$tout/trials.txt"
     done
     local cell3=$n3
     [ $# -eq 0 ] && cell3="n/a (exit 3: $n3off)"
@@ -538,13 +565,9 @@ unpaired() {
     mapfile -t names < <(pool_pairs "$pool_dir")
     local np=${#names[@]}
     [ "$nb" -le "$np" ] && [ "$nk" -le "$np" ] || die "B $nb and K $nk runs a side, but the pool $pool_dir has $np pairs"
-    inject_args "$@" >/dev/null
-    mapfile -t inj < <(inject_args "$@")
-    report_edit=${REPORT_EDIT:-$(dirname "$g")/../reports/report_edit}
-    [ $# -eq 0 ] || [ -x "$report_edit" ] || die "no report_edit at $report_edit (set REPORT_EDIT)"
+    local what
+    injection "$@"
     local seed=${SEED:-$(date +%s)} tout=${TRIALS_OUT:-$(mktemp -d /tmp/gt_gate_trials.XXXXXX)}
-    local what="A/A (no injection)"
-    [ $# -gt 0 ] && what=$(for it in "${items[@]}"; do printf '%s x%s, ' "${it%:*}" "${it##*:}"; done | sed 's/, $//')
     mkdir -p "$tout" || die "cannot create $tout"
     echo "$mode: $trials trials of $nb BASE runs against $nk NEW runs from the $np pairs of $pool_dir, $what; seed $seed; in $tout" >&2
     local t i d n3=0 n4=0 n0=0 nother=0 n3off=0 nelse=0 bdraw ndraw
@@ -574,24 +597,12 @@ unpaired() {
             "$g" compare "$d/base" "$cand" $opts >"$d/compare.txt" 2>&1
         fi
         rc=$?
-        res=$(classify "$d/compare.txt" "$d/new/${names[${ni[0]}]}" "${items[@]}")
-        read -r hit other <<<"$(head -1 <<<"$res")"
-        others=$(tail -n +2 <<<"$res")
-        case $rc in
-            0) n0=$((n0 + 1)) ;;
-            3) if [ "$hit" = 1 ]; then n3=$((n3 + 1)); else n3off=$((n3off + 1)); fi ;;
-            4) n4=$((n4 + 1)) ;;
-            *) nelse=$((nelse + 1)) ;;
-        esac
-        [ "$other" = 1 ] && nother=$((nother + 1))
-        {
-            printf 'trial %d: base %s; new %s; exit %s; target named: %s\n' "$t" \
-                "$(for i in "${bi[@]}"; do printf '%s ' "${names[$i]%.json}"; done)" \
-                "$(for i in "${ni[@]}"; do printf '%s ' "${names[$i]%.json}"; done)" "$rc" \
-                "$([ "$hit" = 1 ] && echo yes || echo no)"
-            grep -E '^  (SLOWER|UNDECIDED) |^needed: ' "$d/compare.txt"
-            [ -n "$others" ] && printf 'else flagged:\n%s\n' "$others"
-        } >>"$tout/trials.txt"
+        verdict "$d/compare.txt" "$d/new/${names[${ni[0]}]}"
+        tally
+        record "$(printf 'trial %d: base %s; new %s; exit %s; target named: %s' "$t" \
+            "$(for i in "${bi[@]}"; do printf '%s ' "${names[$i]%.json}"; done)" \
+            "$(for i in "${ni[@]}"; do printf '%s ' "${names[$i]%.json}"; done)" "$rc" \
+            "$([ "$hit" = 1 ] && echo yes || echo no)")" "$d" >>"$tout/trials.txt"
     done
     local cell3=$n3
     [ $# -eq 0 ] && cell3="n/a (exit 3: $n3off)"
