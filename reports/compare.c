@@ -1308,8 +1308,6 @@ static void make_labels(gt_compare *c) {
     free(pl);
 }
 
-static int json_name(const struct dirent *e) { return gt_report_json_name(e->d_name); }
-
 static void free_extra(extra_run *x) {
     for (size_t i = 0; x->keys && i < x->n; i++) free(x->keys[i]);
     free(x->keys);
@@ -1369,7 +1367,7 @@ static gt_status load_side(const char *which, const char *path, gt_report_doc **
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return gt_report_read(path, which, first);
     struct dirent **ents = NULL;
-    int n = scandir(path, &ents, json_name, alphasort);
+    int n = scandir(path, &ents, gt_report_json_entry, alphasort);
     if (n < 0)
         return GT_ERR(GT_ERR_IO, "cannot list the %s directory '%s': %s", which, path,
                       strerror(errno));

@@ -1472,8 +1472,6 @@ static gt_status gate_write_runs(gt_history *h, sqlite3_stmt *st, char **dir_out
     return GT_OK;
 }
 
-static int json_file(const struct dirent *e) { return gt_report_json_name(e->d_name); }
-
 /* The candidate side of the gate: a report, or a directory of reports
  * (several runs of the new stack, as compare takes them). *c: the first
  * report's class; *ids: every report's run.id as a JSON array (malloc'ed),
@@ -1484,7 +1482,7 @@ static gt_status gate_candidates(const char *path, gt_history_class *c, char **i
     struct stat sb;
     struct dirent **ents = NULL;
     int n = 1, dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-    if (dir && (n = scandir(path, &ents, json_file, alphasort)) <= 0) {
+    if (dir && (n = scandir(path, &ents, gt_report_json_entry, alphasort)) <= 0) {
         free(ents);
         return n < 0 ? GT_ERR(GT_ERR_IO, "cannot list the NEW directory '%s': %s", path,
                               strerror(errno))

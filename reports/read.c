@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "reports/read.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -465,7 +466,7 @@ const gt_report_metric *gt_report_result_metric(const gt_report_result *r, const
 
 struct json_t *gt_report_doc_json(const gt_report_doc *d) { return d->root; }
 
-int gt_report_json_name(const char *name) {
-    size_t n = name ? strlen(name) : 0;
-    return n > 5 && name[0] != '.' && strcmp(name + n - 5, ".json") == 0;
+int gt_report_json_entry(const struct dirent *e) {
+    size_t n = strlen(e->d_name);
+    return n > 5 && e->d_name[0] != '.' && strcmp(e->d_name + n - 5, ".json") == 0;
 }

@@ -110,9 +110,11 @@ extern const gt_report_rename gt_report_renames[];
  * not JSON, or not a valid report as the comment at the top says; GT_ERR_OOM. */
 gt_status gt_report_read(const char *path, const char *role, gt_report_doc **out);
 
-/* Whether a directory entry's name is a report of a directory of runs: it
- * ends in ".json" and is not hidden (compare's and history --gate's sides). */
-int gt_report_json_name(const char *name);
+/* Whether a directory entry is a report of a directory of runs: its name
+ * ends in ".json" and is not hidden (compare's and history --gate's sides;
+ * a scandir filter). */
+struct dirent;
+int gt_report_json_entry(const struct dirent *e);
 
 /* The same for a report held in memory (len bytes of text, no terminator
  * needed); name stands for the path in messages. */

@@ -85,7 +85,7 @@ gt_status gt_coll_state_new(gt_comm *comm, gt_coll_state **out) {
         return s;
     }
     /* a node of one rank has no pair: its rank would wait 20 ms a block */
-    st->role = on_node < 2 ? ROLE_NONE : idx == 0 ? ROLE_LEADER : idx == 1 ? ROLE_PARTNER : ROLE_NONE;
+    st->role = on_node < 2 || idx > 1 ? ROLE_NONE : idx == 0 ? ROLE_LEADER : ROLE_PARTNER;
     char name[160];
     snprintf(name, sizeof name, "/gauntlet-state-%lld-%lld-%s", (long long)token[0],
              (long long)token[1], host);
