@@ -443,12 +443,12 @@ static gt_status time_block(coll_ctx *x, const coll_def *d, int raw, int iters, 
     gt_coll_raw_call c = raw_call(x, d);
     GT_TRY(gt_comm_barrier(x->comm, NULL));
     if (state) *state = gt_coll_state_probe(x->state);
-    double run0 = 0, wait0 = 0, run1 = 0, wait1 = 0;
-    int sched = wait && gt_cpu_sched_now(&run0, &wait0);
+    double wait0 = 0, wait1 = 0;
+    int sched = wait && gt_cpu_wait_now(&wait0);
     uint64_t t0 = gt_now_ns();
     for (int it = 0; it < iters; it++) GT_TRY(raw ? x->raw->run(x->raw, &c) : d->run(x));
     double spent = elapsed_s(t0);
-    if (wait) *wait = sched && gt_cpu_sched_now(&run1, &wait1) && spent > 0
+    if (wait) *wait = sched && gt_cpu_wait_now(&wait1) && spent > 0
                           ? fmax(0, wait1 - wait0) / spent
                           : -1;
     double slow = x->slow_factor[d - g_colls];

@@ -143,7 +143,10 @@ static void read_cgroup(gt_cpu_sample *s) {
     if (s->nr_throttled < 0) s->nr_throttled = 0;
 }
 
-int gt_cpu_sched_now(double *run_s, double *wait_s) { return read_sched(run_s, wait_s); }
+int gt_cpu_wait_now(double *wait_s) {
+    double run_s;
+    return read_sched(&run_s, wait_s);
+}
 
 void gt_cpu_sample_now(gt_cpu_sample *s) {
     memset(s, 0, sizeof *s);

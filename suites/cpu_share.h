@@ -36,10 +36,10 @@ typedef struct gt_cpu_sample {
  * few small /proc and /sys reads (about 50 us with a handful of threads). */
 void gt_cpu_sample_now(gt_cpu_sample *s);
 
-/* This process's threads' time on a CPU and runnable but waiting for one,
- * summed (s): the schedstat half of a sample alone, cheap enough to bracket
+/* This process's threads' time runnable but waiting for a CPU so far,
+ * summed (s): the schedstat wait of a sample alone, cheap enough to bracket
  * every timed block (the collectives suite's "cpu_wait"). 0: unreadable. */
-int gt_cpu_sched_now(double *run_s, double *wait_s);
+int gt_cpu_wait_now(double *wait_s);
 
 /* Of the time between a and b that the threads were runnable, the fraction
  * they ran: run / (run + wait). 1 on a core of its own, 1/3 beside two busy
