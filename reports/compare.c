@@ -1898,11 +1898,12 @@ static void print_state_line(const gt_compare *c, FILE *f) {
     if (k->busy_times)
         fprintf(f,
                 "machine load: %d timed blocks of BASE and %d of NEW waited for a CPU (another "
-                "process on a rank's core): each less the time it waited, %d and %d left out "
-                "(waited longer than they took), in %d times (docs/ci-gating.md \"A loaded "
+                "process on a rank's core), in %d times: %d and %d left out (their runs had "
+                "%d or more that did not wait, or they waited longer than they took), the "
+                "others taken less the time they waited (docs/ci-gating.md \"A loaded "
                 "window\")\n",
-                k->busy_unloaded[0], k->busy_unloaded[1], k->busy_dropped[0],
-                k->busy_dropped[1], k->busy_times);
+                k->busy_unloaded[0] + k->busy_dropped[0], k->busy_unloaded[1] + k->busy_dropped[1],
+                k->busy_times, k->busy_dropped[0], k->busy_dropped[1], GT_STATE_CLEAN_LEAST);
     if (c->loaded && !c->busy_own)
         fprintf(f,
                 "machine load: %.1f%% of BASE's and %.1f%% of NEW's timed blocks waited for a "

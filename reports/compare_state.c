@@ -172,22 +172,26 @@ gt_state_outcome gt_state_adjust(double *vb, const double *sb, const size_t *cb,
 /* ---- samples that waited for a CPU ------------------------------------------------------ */
 
 static int unmendable(double w) { return w >= 1; }
+static int waited(double w) { return w >= GT_STATE_BUSY_WAIT; }
 
 size_t gt_state_unload(double *v, double *s, double *w, size_t *cut, int runs,
                        size_t *unloaded) {
     size_t out = 0, to = 0;
     *unloaded = 0;
     for (int r = 0; r < runs; r++) {
-        size_t lo = cut[r], hi = cut[r + 1], bad = 0;
-        for (size_t i = lo; i < hi; i++) bad += unmendable(w[i]);
-        int keep_all = bad == hi - lo;
+        size_t lo = cut[r], hi = cut[r + 1], bad = 0, clean = 0;
+        for (size_t i = lo; i < hi; i++) {
+            bad += unmendable(w[i]);
+            clean += !waited(w[i]); /* NAN: not measured, taken as it is */
+        }
+        int keep_all = bad == hi - lo, drop_waited = clean >= GT_STATE_CLEAN_LEAST;
         cut[r] = to;
         for (size_t i = lo; i < hi; i++) {
-            if (unmendable(w[i]) && !keep_all) {
+            if ((drop_waited && waited(w[i])) || (unmendable(w[i]) && !keep_all)) {
                 out++;
                 continue;
             }
-            if (w[i] >= GT_STATE_BUSY_WAIT && w[i] < 1) {
+            if (waited(w[i]) && w[i] < 1) {
                 v[i] *= 1 - w[i];
                 (*unloaded)++;
             }

@@ -55,8 +55,10 @@
 #include "engine/timer.h"
 #include "kernels/conformance.h"
 #include "kernels/registry.h"
+#include "suites/cpu_share.h"
 #include "suites/probe.h"
 #include "suites/suite.h"
+#include "suites/thread_state.h"
 
 #define KS_MIN_SAMPLES 10
 #define KS_MIN_SECONDS 0.1
@@ -194,6 +196,31 @@ static gt_status ks_batch(gt_kcase *c, gt_backend *be, long iters, const ks_faul
     return GT_OK;
 }
 
+/* What the suite records beside each host-timed sample i: wait[i], the
+ * share of its batch the process's threads were runnable but waiting for a
+ * CPU (another process had the core: a two-thread GEMM whose second thread
+ * waits a scheduler slice takes 8 ms for 0.1 ms of work; -1 where the
+ * system cannot say), "cpu_wait", which compare takes off ("A loaded
+ * window" in docs/ci-gating.md); and state[i], the machine's state just
+ * before it (the round trip between two cores, suites/thread_state.h; 0:
+ * none), "state_ns", which compare judges both stacks in ("The kernels'
+ * state"). */
+typedef struct ks_beside {
+    double *wait, *state;
+    gt_thread_state *probe; /* NULL: no state */
+} ks_beside;
+
+/* A timed batch (a sample) with what goes beside it as sample i. */
+static gt_status ks_sample(gt_kcase *c, gt_backend *be, long iters, const ks_fault *fault,
+                           double *sec, const ks_beside *b, size_t i) {
+    double w0 = 0, w1 = 0;
+    b->state[i] = gt_thread_state_probe(b->probe);
+    int sched = gt_cpu_wait_now(&w0);
+    gt_status s = ks_batch(c, be, iters, fault, sec);
+    b->wait[i] = s == GT_OK && sched && gt_cpu_wait_now(&w1) && *sec > 0 ? fmax(0, w1 - w0) / *sec : -1;
+    return s;
+}
+
 /* Calibrates a batch: grows it until one takes KS_BATCH_SECONDS (the first
  * call alone may be slow: cold caches, lazy initialisation). */
 static gt_status ks_calibrate(gt_kcase *c, gt_backend *be, const ks_fault *fault, long *iters_out) {
@@ -220,7 +247,7 @@ static gt_status ks_calibrate(gt_kcase *c, gt_backend *be, const ks_fault *fault
 
 /* Samples in microseconds per call (see the top for the stop rule). */
 static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fault *fault, double *us,
-                         size_t *n) {
+                         const ks_beside *b, size_t *n) {
     *n = 0;
     long iters;
     gt_status s = ks_calibrate(c, be, fault, &iters);
@@ -228,7 +255,7 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fau
     double spent = 0.0;
     while (*n < KS_MAX_SAMPLES) {
         double sec;
-        if ((s = ks_batch(c, be, iters, fault, &sec)) != GT_OK) return s;
+        if ((s = ks_sample(c, be, iters, fault, &sec, b, *n)) != GT_OK) return s;
         spent += sec;
         us[(*n)++] = sec / (double)iters * 1e6;
         if (*n >= KS_MIN_SAMPLES &&
@@ -247,13 +274,14 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fau
  * a fast one and compare's equal blocks of the samples are the rounds. No
  * early stop on a small spread. */
 static gt_status ks_block(gt_kcase *c, gt_backend *be, long iters, double cap_s,
-                          const ks_fault *fault, size_t *per, double *us, size_t *n) {
+                          const ks_fault *fault, size_t *per, double *us, const ks_beside *b,
+                          size_t *n) {
     double share = cap_s / KS_ROUNDS, spent = 0.0;
     size_t k = 0;
     gt_status s;
     while (k < (*per ? *per : KS_ROUND_MAX_SAMPLES)) {
         double sec;
-        if ((s = ks_batch(c, be, iters, fault, &sec)) != GT_OK) return s;
+        if ((s = ks_sample(c, be, iters, fault, &sec, b, *n)) != GT_OK) return s;
         spent += sec;
         us[(*n)++] = sec / (double)iters * 1e6;
         k++;
@@ -368,13 +396,15 @@ typedef struct ks_run {
     gt_slowdown slow; /* inject_slowdown: the items (n 0: none) */
     double cap_s;
     double *us, *cold, *tmp;
+    ks_beside beside; /* us's (host-timed), in its allocation; the probe shared by the stores */
     int done;
     /* rounds (see the top): one store per case of the grid, in visiting order */
     struct ks_store {
         long iters; /* the batch, calibrated in the first round */
         size_t per; /* samples a round, set by the first round */
         size_t n;   /* samples of the rounds so far, in us (KS_MAX_SAMPLES) */
-        double *us;
+        double *us; /* with, in its allocation, what goes beside the samples: */
+        ks_beside beside;
         int alone;  /* timed in one go: too large, or a round failed */
     } *store;
     size_t nstore, at; /* stores; the case being visited */
@@ -433,7 +463,8 @@ static double ks_peak(ks_run *r, int compute_bound, gt_dtype dt, double ws, int 
 }
 
 /* Records time_us<sfx>, gflops<sfx>, gbps<sfx> with their samples from
- * us[0..n), and when peak > 0 the peak they are judged against: peak<sfx>,
+ * us[0..n) (and, b not NULL, what went beside each: "cpu_wait", "state_ns"), and
+ * when peak > 0 the peak they are judged against: peak<sfx>,
  * fraction_of_peak<sfx>, for memory-bound ops peak_level<sfx> (the cache
  * level, 0 main memory; `level` indexes r->lv). A rate above the probe's
  * peak means the probe fell short of what the machine can do: the peak is
@@ -442,8 +473,8 @@ static double ks_peak(ks_run *r, int compute_bound, gt_dtype dt, double ws, int 
  * in *gf_med, *gb_med the rates at that time (the median of the rates is
  * the rate of the median time). */
 static double ks_metrics(ks_run *r, gt_result *res, const char *sfx, double flops, double bytes,
-                         int compute_bound, double peak, int level, const double *us, size_t n,
-                         double *gf_med, double *gb_med) {
+                         int compute_bound, double peak, int level, const double *us,
+                         const ks_beside *b, size_t n, double *gf_med, double *gb_med) {
     double *gf = r->tmp, *gb = r->tmp + KS_MAX_SAMPLES, *sorted = r->tmp + 2 * KS_MAX_SAMPLES;
     for (size_t i = 0; i < n; i++) {
         gf[i] = flops / (us[i] * 1e-6) * 1e-9;
@@ -456,6 +487,8 @@ static double ks_metrics(ks_run *r, gt_result *res, const char *sfx, double flop
     char name[48];
     snprintf(name, sizeof name, "time_us%s", sfx);
     gt_result_metric(res, name, "us", 0, t_med, us, n);
+    if (b) gt_result_metric_cpu_wait(res, name, b->wait, n);
+    if (b && b->probe) gt_result_metric_state(res, name, b->state, n);
     /* the rates are the time seen another way: shown, gated through the time */
     char from[48];
     snprintf(from, sizeof from, "time_us%s", sfx);
@@ -594,10 +627,13 @@ static void ks_round(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *ks,
     }
     const gt_slowdown_item *slow;
     ks_fault fault = ks_fault_of(r, op, name, ks_groups(op, c), &slow);
-    if (!st->us) st->us = malloc(KS_MAX_SAMPLES * sizeof(double));
+    if (!st->us && (st->us = malloc(3 * KS_MAX_SAMPLES * sizeof(double))))
+        st->beside = (ks_beside){st->us + KS_MAX_SAMPLES, st->us + 2 * KS_MAX_SAMPLES,
+                                 r->beside.probe};
     gt_status s = st->us ? GT_OK : GT_ERR_OOM;
     if (s == GT_OK && st->iters == 0) s = ks_calibrate(c, r->be, &fault, &st->iters);
-    if (s == GT_OK) s = ks_block(c, r->be, st->iters, r->cap_s, &fault, &st->per, st->us, &st->n);
+    if (s == GT_OK)
+        s = ks_block(c, r->be, st->iters, r->cap_s, &fault, &st->per, st->us, &st->beside, &st->n);
     if (s != GT_OK) st->alone = 1;
     gt_kcase_free(c);
 }
@@ -607,10 +643,13 @@ static void ks_round(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *ks,
 static gt_status ks_time_host(ks_run *r, gt_kcase *c, const ks_fault *fault,
                               struct ks_store *st, size_t *n, int *rounds) {
     *rounds = 1;
-    if (!st || st->alone || st->n == 0) return ks_time(c, r->be, r->cap_s, fault, r->us, n);
-    gt_status s = ks_block(c, r->be, st->iters, r->cap_s, fault, &st->per, st->us, &st->n);
+    if (!st || st->alone || st->n == 0)
+        return ks_time(c, r->be, r->cap_s, fault, r->us, &r->beside, n);
+    gt_status s = ks_block(c, r->be, st->iters, r->cap_s, fault, &st->per, st->us, &st->beside, &st->n);
     if (s != GT_OK) return s;
     memcpy(r->us, st->us, st->n * sizeof(double));
+    memcpy(r->beside.wait, st->beside.wait, st->n * sizeof(double));
+    memcpy(r->beside.state, st->beside.state, st->n * sizeof(double));
     *n = st->n;
     *rounds = KS_ROUNDS;
     return GT_OK;
@@ -695,8 +734,8 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *k
             int cb = gt_kcase_compute_bound(c), lvl = -1;
             /* the level of the distinct bytes the op touches, its working set */
             double peak = ks_peak(r, cb, dt, ws, 0, &lvl), gf_med, gb_med;
-            double t_med = ks_metrics(r, res, "", flops, bytes, cb, peak, lvl, r->us, n, &gf_med,
-                                      &gb_med);
+            double t_med = ks_metrics(r, res, "", flops, bytes, cb, peak, lvl, r->us,
+                                      dev ? NULL : &r->beside, n, &gf_med, &gb_med);
             gt_result_param_str(res, "bound", cb ? "compute" : "memory");
             if (!cb && peak > 0) {
                 /* what picked peak_level: a property of the shape, not a measurement */
@@ -710,8 +749,8 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *k
                 double gfc, gbc;
                 int lvc = -1;
                 double pc = ks_peak(r, cb, dt, ws, 1, &lvc);
-                double tc = ks_metrics(r, res, "_cold", flops, bytes, cb, pc, lvc, r->cold, nc,
-                                       &gfc, &gbc);
+                double tc = ks_metrics(r, res, "_cold", flops, bytes, cb, pc, lvc, r->cold, NULL,
+                                       nc, &gfc, &gbc);
                 snprintf(line + off, sizeof line - (size_t)off,
                          "  hot %9.2f us %7.3f TFLOP/s %8.1f GB/s  cold %9.2f us %8.1f GB/s"
                          "  (%zu+%zu samples, rsd %.2f%%)",
@@ -801,7 +840,12 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
         gt_backend_free(r.be);
         return s;
     }
-    r.us = malloc(KS_MAX_SAMPLES * sizeof(double));
+    r.us = malloc(3 * KS_MAX_SAMPLES * sizeof(double));
+    /* the state's helpers on host-timed backends only: a device times its own work */
+    int host_timed = !(r.be->timer_start && r.be->timer_stop && r.be->flush_cache);
+    if (r.us)
+        r.beside = (ks_beside){r.us + KS_MAX_SAMPLES, r.us + 2 * KS_MAX_SAMPLES,
+                               host_timed ? gt_thread_state_new() : NULL};
     r.cold = malloc(KS_MAX_SAMPLES * sizeof(double));
     r.tmp = malloc(3 * KS_MAX_SAMPLES * sizeof(double));
     if (!r.us || !r.cold || !r.tmp) s = GT_ERR(GT_ERR_OOM, "no host memory");
@@ -817,6 +861,7 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
     free(r.us);
     free(r.cold);
     free(r.tmp);
+    gt_thread_state_free(r.beside.probe);
     gt_backend_free(r.ref);
     gt_backend_free(r.be);
     return s;

@@ -859,9 +859,10 @@ static void test_gate_rules(void) {
 /* ---- families, undecided, sequential looks --------------------------------------------- */
 
 /* One kernels result: op/fp32/shape, its time_us samples around `level`
- * (10 samples, +-0.5%), and groups (NULL: none). */
-static int kernel_result(char *buf, size_t len, const char *op, const char *shape, double level,
-                         const char *groups) {
+ * (10 samples, +-0.5%), and groups (NULL: none); wait >= 0: every sample's
+ * cpu_wait. */
+static int kernel_result_waited(char *buf, size_t len, const char *op, const char *shape,
+                                double level, const char *groups, double wait) {
     int n = snprintf(buf, len,
                      "{\"suite\": \"kernels\", \"case\": \"%s/fp32/%s\", \"topology\": \"1\", "
                      "\"backend\": \"cpu\", \"status\": \"pass\", \"params\": {}, \"checks\": "
@@ -871,8 +872,16 @@ static int kernel_result(char *buf, size_t len, const char *op, const char *shap
                      groups ? "]," : "");
     for (int i = 0; i < 10; i++)
         n += snprintf(buf + n, len - n, "%s%.6g", i ? ", " : "", level * (1 + 0.001 * (i % 5 - 2)));
-    n += snprintf(buf + n, len - n, "]}}}");
+    n += snprintf(buf + n, len - n, "]");
+    for (int i = 0; wait >= 0 && i < 10; i++)
+        n += snprintf(buf + n, len - n, "%s%.6g", i ? ", " : ", \"cpu_wait\": [", wait);
+    n += snprintf(buf + n, len - n, "%s}}}", wait >= 0 ? "]" : "");
     return n;
+}
+
+static int kernel_result(char *buf, size_t len, const char *op, const char *shape, double level,
+                         const char *groups) {
+    return kernel_result_waited(buf, len, op, shape, level, groups, -1);
 }
 
 typedef struct kmember {
@@ -979,8 +988,11 @@ static void test_rounds_of_one(void) {
     gt_compare_free(three);
 }
 
-/* One run a side: op "ew" of two shapes and "mm" of two; NEW's levels x f[]. */
-static gt_compare *one_run_a_side(const char *name, const double f[4]) {
+/* One run a side: op "ew" of two shapes and "mm" of two; NEW's levels x f[]
+ * (each NEW sample of a member moved f > 2 with cpu_wait 1 - 1/f where
+ * waited is set: its extra time all waited for a CPU). */
+static gt_compare *one_run_a_side_w(const char *name, const double f[4], int waited,
+                                    const gt_compare_options *opt) {
     static const char *const op[4] = {"ew", "ew", "mm", "mm"}, *const shape[4] = {"a", "b", "a", "b"};
     static const double lvl[4] = {40, 80, 300, 600};
     static char res[1 << 14];
@@ -989,18 +1001,32 @@ static gt_compare *one_run_a_side(const char *name, const double f[4]) {
         int n = 0;
         for (int k = 0; k < 4; k++) {
             if (k) n += snprintf(res + n, sizeof res - n, ", ");
-            n += kernel_result(res + n, sizeof res - n, op[k], shape[k],
-                               lvl[k] * (side ? f[k] : 1), NULL);
+            double ff = side ? f[k] : 1;
+            n += kernel_result_waited(res + n, sizeof res - n, op[k], shape[k], lvl[k] * ff, NULL,
+                                      waited && ff > 2 ? 1 - 1 / ff : -1);
+        }
+        /* beside the waited member, as in a real run, many that did not wait
+         * (a side whose blocks wait far more often than the other's is the
+         * stack's own threads, judged as measured) */
+        for (int k = 0; waited && k < 12; k++) {
+            char sh[8];
+            snprintf(sh, sizeof sh, "f%d", k);
+            n += snprintf(res + n, sizeof res - n, ", ");
+            n += kernel_result_waited(res + n, sizeof res - n, "fill", sh, 500, NULL, 0);
         }
         snprintf(file[side], sizeof file[side], "%s_%s.json", name, side ? "new" : "base");
         write_results(file[side], 1, res);
     }
     gt_compare *c = NULL;
-    if (gt_compare_files(path_of(file[0]), path_of(file[1]), NULL, &c) != GT_OK) {
+    if (gt_compare_files(path_of(file[0]), path_of(file[1]), opt, &c) != GT_OK) {
         fprintf(stderr, "FAIL one run a side %s: %s\n", name, gt_last_error());
         g_fails++;
     }
     return c;
+}
+
+static gt_compare *one_run_a_side(const char *name, const double f[4]) {
+    return one_run_a_side_w(name, f, 0, NULL);
 }
 
 /* One run a side (assumed noise): a case that moved while its op did not is
@@ -1459,6 +1485,39 @@ static void test_machine_load(void) {
     }
 }
 
+/* One run a side of the kernels (aa_q2's A/A pool, docs/ci-gating.md): one
+ * two-thread shape took 70x as long in every batch of NEW's run, its second
+ * thread waiting out another process's time slice each call, and the run
+ * recorded the wait beside each sample. Taken less its wait the shape is
+ * unchanged and the pair ships; judged as measured (no waits recorded, or
+ * --machine-state off) it is 70x slower. */
+static void test_kernel_waits(void) {
+    const double slow[4] = {70.0, 1, 1, 1};
+    gt_compare *c = one_run_a_side_w("kwait", slow, 1, NULL);
+    gt_compare_counts k;
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP);
+        EXPECT(k.busy_unloaded[1] == 10 && k.busy_unloaded[0] == 0);
+        char *t = printed(c);
+        EXPECT(t && strstr(t, "machine load: 0 timed blocks of BASE and 10 of NEW waited"));
+        free(t);
+        gt_compare_free(c);
+    }
+    c = one_run_a_side_w("kwait_none", slow, 0, NULL);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+    gt_compare_options off = gt_compare_defaults();
+    off.machine_state = 0;
+    c = one_run_a_side_w("kwait_off", slow, 1, &off);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/gt_compare_test.XXXXXX");
     if (!mkdtemp(g_dir)) {
@@ -1475,6 +1534,7 @@ int main(void) {
     test_time_quantile();
     test_machine_state();
     test_machine_load();
+    test_kernel_waits();
     if (g_fails == 0) {
         /* everything the tests wrote, whatever its name */
         nftw(g_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);

@@ -223,6 +223,25 @@ static void test_unload(void) {
     size_t cut2[2] = {0, 2};
     EXPECT(gt_state_unload(v2, s2, w2, cut2, 1, &unloaded) == 0 && unloaded == 0);
     EXPECT(cut2[1] == 2 && v2[0] == 300 && v2[1] == 310);
+    /* a run with GT_STATE_CLEAN_LEAST blocks that did not wait (one of them
+     * unknown) leaves its waited ones out, mendable or not; the run beside it
+     * with one clean block fewer mends its waited block */
+    enum { L = GT_STATE_CLEAN_LEAST, N3 = 2 * L + 2 };
+    double v3[N3], s3[N3], w3[N3];
+    for (int i = 0; i < N3; i++) {
+        v3[i] = 100 + i % 3;
+        s3[i] = 60 + i;
+        w3[i] = i == 1 ? NAN : i % 2 ? 0.01 : 0;
+    }
+    /* run 0: L clean, then one that waited 0.75 (400) and one 1.5 (900);
+     * run 1: L - 1 clean, then one that waited 0.6 (250) */
+    v3[L] = 400, w3[L] = 0.75, v3[L + 1] = 900, w3[L + 1] = 1.5;
+    v3[2 * L + 1] = 250, w3[2 * L + 1] = 0.6;
+    size_t cut3[3] = {0, L + 2, 2 * L + 2};
+    EXPECT(gt_state_unload(v3, s3, w3, cut3, 2, &unloaded) == 2 && unloaded == 1);
+    EXPECT(cut3[1] == L && cut3[2] == 2 * L);
+    EXPECT(v3[L - 1] == 100 + (L - 1) % 3 && s3[L] == 60 + L + 2);
+    EXPECT(fabs(v3[2 * L - 1] - 100) < 1e-9 && s3[2 * L - 1] == 60 + 2 * L + 1);
 }
 
 int main(void) {

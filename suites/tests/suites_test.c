@@ -2,7 +2,8 @@
  * gt_suite interface, as `gauntlet run` drives them (self communicator,
  * quick effort, cpu backend), with their results asserted:
  *   - every kernels result passes conformance and carries timing metrics
- *     with samples, and no fraction_of_peak above 1 (each memory-bound one
+ *     with samples (each host sample with its wait for a CPU beside it), and
+ *     no fraction_of_peak above 1 (each memory-bound one
  *     with the memory level it was judged against);
  *   - an injected delay "gelu_fwd:3000" raises gelu_fwd's median time_us by
  *     at least 3000 us (the fault the gate's own test relies on);
@@ -143,6 +144,17 @@ static void test_kernels(gt_comm *comm) {
             EXPECT(n >= 5 && n % 5 == 0, "%s: %s has %zu samples, not 5 equal rounds", c,
                    timed[k], n);
         }
+        /* each host-timed sample's wait for a CPU beside it (suites/kernels.c,
+         * ks_sample): as many as the samples, none negative, and on Linux
+         * (/proc/self/task) every one known */
+        json_t *tm = json_object_get(ms, "time_us"), *cw = json_object_get(tm, "cpu_wait");
+        EXPECT(json_array_size(cw) == json_array_size(json_object_get(tm, "samples")),
+               "%s: %zu cpu_wait beside %zu samples", c, json_array_size(cw),
+               json_array_size(json_object_get(tm, "samples")));
+        size_t wi;
+        json_t *wv;
+        json_array_foreach(cw, wi, wv) EXPECT(json_is_number(wv) && json_number_value(wv) >= 0,
+                                              "%s: cpu_wait[%zu] not a share", c, wi);
         EXPECT(json_object_get(ms, "fraction_of_peak"), "%s: fraction_of_peak", c);
         /* Honest peaks (docs/suites.md, "Peaks"): no fraction above 1, hot or
          * cold; a memory-bound case names its level; a rate above the probe's
