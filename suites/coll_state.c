@@ -20,8 +20,7 @@
 #define GROUP 4                /* round trips timed together */
 #define GROUPS 8
 #define TRIPS (GROUP * GROUPS)  /* timed round trips a probe (after one to meet) */
-#define WAIT_NS GT_STATE_WAIT_NS
-_Static_assert(GT_STATE_TRIPS == TRIPS + 1, "a probe's trips, the one to meet included");
+#define WAIT_NS 20000000ull    /* a side that waits longer gives up the probe */
 
 enum { ROLE_NONE, ROLE_LEADER, ROLE_PARTNER };
 
@@ -119,29 +118,29 @@ static int await(_Atomic uint64_t *f, uint64_t want, uint64_t deadline, uint64_t
  * scheduler took the core in (a neighbour beside the ranks: 4 ms) moves
  * one group, not the figure; a group of GROUP trips keeps the clock's own
  * cost out of it. */
-double gt_state_lead(_Atomic uint64_t *flag, uint64_t j0, uint64_t deadline) {
+static double lead(gt_coll_state *s, uint64_t j0, uint64_t deadline) {
     uint64_t seen, t0 = 0;
     double group[GROUPS];
     for (uint64_t j = j0; j <= j0 + TRIPS; j++) {
         /* the first trip waits for the partner to arrive: not timed */
         uint64_t k = j - j0 - 1;
         if (j > j0 && k % GROUP == 0) t0 = gt_now_ns();
-        atomic_store_explicit(flag, 2 * j + 1, memory_order_release);
-        if (!await(flag, 2 * j + 2, deadline, &seen)) return 0;
+        atomic_store_explicit(s->flag, 2 * j + 1, memory_order_release);
+        if (!await(s->flag, 2 * j + 2, deadline, &seen)) return 0;
         if (j > j0 && k % GROUP == GROUP - 1)
             group[k / GROUP] = (double)(gt_now_ns() - t0) / GROUP;
     }
     return gt_median(group, GROUPS);
 }
 
-void gt_state_answer(_Atomic uint64_t *flag, uint64_t j0, uint64_t deadline) {
+static void answer(gt_coll_state *s, uint64_t j0, uint64_t deadline) {
     uint64_t seen;
     for (uint64_t j = j0; j <= j0 + TRIPS; j++) {
-        if (!await(flag, 2 * j + 1, deadline, &seen)) return;
+        if (!await(s->flag, 2 * j + 1, deadline, &seen)) return;
         uint64_t want = 2 * j + 1;
         /* a leader that gave up has moved on: so does the partner */
         if (seen != want ||
-            !atomic_compare_exchange_strong_explicit(flag, &want, 2 * j + 2,
+            !atomic_compare_exchange_strong_explicit(s->flag, &want, 2 * j + 2,
                                                      memory_order_acq_rel, memory_order_acquire))
             return;
     }
@@ -150,9 +149,9 @@ void gt_state_answer(_Atomic uint64_t *flag, uint64_t j0, uint64_t deadline) {
 double gt_coll_state_probe(gt_coll_state *s) {
     if (!s || s->role == ROLE_NONE) return 0;
     uint64_t j0 = s->trip, deadline = gt_now_ns() + WAIT_NS;
-    s->trip += GT_STATE_TRIPS;
-    if (s->role == ROLE_LEADER) return gt_state_lead(s->flag, j0, deadline);
-    gt_state_answer(s->flag, j0, deadline);
+    s->trip += TRIPS + 1;
+    if (s->role == ROLE_LEADER) return lead(s, j0, deadline);
+    answer(s, j0, deadline);
     return 0;
 }
 

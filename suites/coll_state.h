@@ -17,9 +17,6 @@
 #ifndef GT_SUITES_COLL_STATE_H
 #define GT_SUITES_COLL_STATE_H
 
-#include <stdatomic.h>
-#include <stdint.h>
-
 #include "engine/comm.h"
 
 typedef struct gt_coll_state gt_coll_state;
@@ -37,16 +34,5 @@ gt_status gt_coll_state_new(gt_comm *comm, gt_coll_state **out);
 double gt_coll_state_probe(gt_coll_state *s);
 
 void gt_coll_state_free(gt_coll_state *s);
-
-/* The two halves of one probe on a line both sides see (a shared page
- * between ranks, or memory of one process between two threads:
- * suites/thread_state.h). Each side counts the probes alike and starts
- * probe k at j0 = k * GT_STATE_TRIPS; a side that waits past `deadline`
- * (gt_now_ns) gives up and the leader returns 0. The leader returns the
- * round trip in ns. */
-#define GT_STATE_TRIPS 33
-#define GT_STATE_WAIT_NS 20000000ull
-double gt_state_lead(_Atomic uint64_t *flag, uint64_t j0, uint64_t deadline);
-void gt_state_answer(_Atomic uint64_t *flag, uint64_t j0, uint64_t deadline);
 
 #endif

@@ -58,7 +58,6 @@
 #include "suites/cpu_share.h"
 #include "suites/probe.h"
 #include "suites/suite.h"
-#include "suites/thread_state.h"
 
 #define KS_MIN_SAMPLES 10
 #define KS_MIN_SECONDS 0.1
@@ -201,20 +200,15 @@ static gt_status ks_batch(gt_kcase *c, gt_backend *be, long iters, const ks_faul
  * CPU (another process had the core: a two-thread GEMM whose second thread
  * waits a scheduler slice takes 8 ms for 0.1 ms of work; -1 where the
  * system cannot say), "cpu_wait", which compare takes off ("A loaded
- * window" in docs/ci-gating.md); and state[i], the machine's state just
- * before it (the round trip between two cores, suites/thread_state.h; 0:
- * none), "state_ns", which compare judges both stacks in ("The kernels'
- * state"). */
+ * window" and "The kernels' waits" in docs/ci-gating.md). */
 typedef struct ks_beside {
-    double *wait, *state;
-    gt_thread_state *probe; /* NULL: no state */
+    double *wait;
 } ks_beside;
 
 /* A timed batch (a sample) with what goes beside it as sample i. */
 static gt_status ks_sample(gt_kcase *c, gt_backend *be, long iters, const ks_fault *fault,
                            double *sec, const ks_beside *b, size_t i) {
     double w0 = 0, w1 = 0;
-    b->state[i] = gt_thread_state_probe(b->probe);
     int sched = gt_cpu_wait_now(&w0);
     gt_status s = ks_batch(c, be, iters, fault, sec);
     b->wait[i] = s == GT_OK && sched && gt_cpu_wait_now(&w1) && *sec > 0 ? fmax(0, w1 - w0) / *sec : -1;
@@ -396,7 +390,7 @@ typedef struct ks_run {
     gt_slowdown slow; /* inject_slowdown: the items (n 0: none) */
     double cap_s;
     double *us, *cold, *tmp;
-    ks_beside beside; /* us's (host-timed), in its allocation; the probe shared by the stores */
+    ks_beside beside; /* us's (host-timed), in its allocation */
     int done;
     /* rounds (see the top): one store per case of the grid, in visiting order */
     struct ks_store {
@@ -463,7 +457,7 @@ static double ks_peak(ks_run *r, int compute_bound, gt_dtype dt, double ws, int 
 }
 
 /* Records time_us<sfx>, gflops<sfx>, gbps<sfx> with their samples from
- * us[0..n) (and, b not NULL, what went beside each: "cpu_wait", "state_ns"), and
+ * us[0..n) (and, b not NULL, what went beside each: "cpu_wait"), and
  * when peak > 0 the peak they are judged against: peak<sfx>,
  * fraction_of_peak<sfx>, for memory-bound ops peak_level<sfx> (the cache
  * level, 0 main memory; `level` indexes r->lv). A rate above the probe's
@@ -488,7 +482,6 @@ static double ks_metrics(ks_run *r, gt_result *res, const char *sfx, double flop
     snprintf(name, sizeof name, "time_us%s", sfx);
     gt_result_metric(res, name, "us", 0, t_med, us, n);
     if (b) gt_result_metric_cpu_wait(res, name, b->wait, n);
-    if (b && b->probe) gt_result_metric_state(res, name, b->state, n);
     /* the rates are the time seen another way: shown, gated through the time */
     char from[48];
     snprintf(from, sizeof from, "time_us%s", sfx);
@@ -627,9 +620,8 @@ static void ks_round(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *ks,
     }
     const gt_slowdown_item *slow;
     ks_fault fault = ks_fault_of(r, op, name, ks_groups(op, c), &slow);
-    if (!st->us && (st->us = malloc(3 * KS_MAX_SAMPLES * sizeof(double))))
-        st->beside = (ks_beside){st->us + KS_MAX_SAMPLES, st->us + 2 * KS_MAX_SAMPLES,
-                                 r->beside.probe};
+    if (!st->us && (st->us = malloc(2 * KS_MAX_SAMPLES * sizeof(double))))
+        st->beside = (ks_beside){st->us + KS_MAX_SAMPLES};
     gt_status s = st->us ? GT_OK : GT_ERR_OOM;
     if (s == GT_OK && st->iters == 0) s = ks_calibrate(c, r->be, &fault, &st->iters);
     if (s == GT_OK)
@@ -649,7 +641,6 @@ static gt_status ks_time_host(ks_run *r, gt_kcase *c, const ks_fault *fault,
     if (s != GT_OK) return s;
     memcpy(r->us, st->us, st->n * sizeof(double));
     memcpy(r->beside.wait, st->beside.wait, st->n * sizeof(double));
-    memcpy(r->beside.state, st->beside.state, st->n * sizeof(double));
     *n = st->n;
     *rounds = KS_ROUNDS;
     return GT_OK;
@@ -840,12 +831,8 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
         gt_backend_free(r.be);
         return s;
     }
-    r.us = malloc(3 * KS_MAX_SAMPLES * sizeof(double));
-    /* the state's helpers on host-timed backends only: a device times its own work */
-    int host_timed = !(r.be->timer_start && r.be->timer_stop && r.be->flush_cache);
-    if (r.us)
-        r.beside = (ks_beside){r.us + KS_MAX_SAMPLES, r.us + 2 * KS_MAX_SAMPLES,
-                               host_timed ? gt_thread_state_new() : NULL};
+    r.us = malloc(2 * KS_MAX_SAMPLES * sizeof(double));
+    if (r.us) r.beside = (ks_beside){r.us + KS_MAX_SAMPLES};
     r.cold = malloc(KS_MAX_SAMPLES * sizeof(double));
     r.tmp = malloc(3 * KS_MAX_SAMPLES * sizeof(double));
     if (!r.us || !r.cold || !r.tmp) s = GT_ERR(GT_ERR_OOM, "no host memory");
@@ -861,7 +848,6 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
     free(r.us);
     free(r.cold);
     free(r.tmp);
-    gt_thread_state_free(r.beside.probe);
     gt_backend_free(r.ref);
     gt_backend_free(r.be);
     return s;
