@@ -65,16 +65,14 @@ typedef struct gt_state_fit {
  * judged by a low quantile), the waited ones are left out: the clean ones
  * are the stack's time, and a quantile of them needs no model of the wait.
  * Else (the collectives' 5 rounds a run) each is taken as t (1 - w), the
- * block less the wait: on this project's VM beside one busy process the
- * collectives' waited blocks came within -18% and +24% of their clean
- * siblings so (leaving them out instead lost power: an allreduce 20% slower
- * was caught in 7 of 20 draws instead of 15). Less the wait is only as good
- * as the wait: the kernels suite's idle helper threads (OpenBLAS's,
- * OpenMP's) wait too without holding the call up: a loaded run's
- * 0.1-quantile less the waits fell 14% or more below the idle level in 5%
- * of the times (waited batches left out: 5%; as measured: 3%). A block that waited longer than it took (other
- * threads' waits counted when they ran) cannot be mended and is left out,
- * unless it is all its run has. */
+ * block less the wait, which keeps every round (leaving out the waited
+ * ones of 5 cost the collectives power under load). Less the wait is only
+ * as good as the wait: idle helper threads that spin (OpenBLAS's,
+ * OpenMP's) wait too without holding the call up, and a quantile of the
+ * kernels' batches less such waits falls below the stack's time. A block
+ * that waited longer than it took (other threads' waits counted when they
+ * ran) cannot be mended and is left out, unless it is all its run has.
+ * Figures: docs/ci-gating.md, "A loaded window" and "The kernels' waits". */
 #define GT_STATE_BUSY_WAIT 0.05
 #define GT_STATE_CLEAN_LEAST 15 /* GT_COMPARE_QUANTILE_SAMPLES: a quantile's level */
 /* Unless one side's blocks, over all of its runs, waited far more than the

@@ -211,7 +211,8 @@ static gt_status ks_sample(gt_kcase *c, gt_backend *be, long iters, const ks_fau
     double w0 = 0, w1 = 0;
     int sched = gt_cpu_wait_now(&w0);
     gt_status s = ks_batch(c, be, iters, fault, sec);
-    b->wait[i] = s == GT_OK && sched && gt_cpu_wait_now(&w1) && *sec > 0 ? fmax(0, w1 - w0) / *sec : -1;
+    int known = s == GT_OK && sched && gt_cpu_wait_now(&w1) && *sec > 0;
+    b->wait[i] = known ? fmax(0, w1 - w0) / *sec : -1;
     return s;
 }
 
@@ -637,7 +638,8 @@ static gt_status ks_time_host(ks_run *r, gt_kcase *c, const ks_fault *fault,
     *rounds = 1;
     if (!st || st->alone || st->n == 0)
         return ks_time(c, r->be, r->cap_s, fault, r->us, &r->beside, n);
-    gt_status s = ks_block(c, r->be, st->iters, r->cap_s, fault, &st->per, st->us, &st->beside, &st->n);
+    gt_status s =
+        ks_block(c, r->be, st->iters, r->cap_s, fault, &st->per, st->us, &st->beside, &st->n);
     if (s != GT_OK) return s;
     memcpy(r->us, st->us, st->n * sizeof(double));
     memcpy(r->beside.wait, st->beside.wait, st->n * sizeof(double));
