@@ -78,10 +78,15 @@ static void check_profile(json_t *res, size_t i, const char **expect, int nexpec
              numv(pr, "max_overlap_ms"));
     json_t *ov = json_object_get(pr, "overhead");
     NEED(json_is_object(ov), "result %zu: no overhead", i);
+    /* over the limit, the profiler stops itself and says so (engine/profile.c):
+     * a short step on a busy machine (mlp-tiny under ctest -j2: 2.05% against
+     * 2%) is that case, not a fault */
+    const char *stopped = json_string_value(json_object_get(pr, "stopped"));
     NEED(numv(ov, "estimate_fraction") >= 0 &&
-             numv(ov, "estimate_fraction") < numv(ov, "limit_fraction"),
-         "result %zu: overhead estimate %g of the step, limit %g", i,
-         numv(ov, "estimate_fraction"), numv(ov, "limit_fraction"));
+             (numv(ov, "estimate_fraction") < numv(ov, "limit_fraction") ||
+              (stopped && strstr(stopped, "overhead estimate"))),
+         "result %zu: overhead estimate %g of the step, limit %g, and the profiler did not stop",
+         i, numv(ov, "estimate_fraction"), numv(ov, "limit_fraction"));
     NEED(numv(ov, "call_cost_us") > 0, "result %zu: call_cost_us %g", i, numv(ov, "call_cost_us"));
     NEED(json_is_string(json_object_get(ov, "how")), "result %zu: overhead.how missing", i);
     json_t *parts = json_object_get(pr, "parts");
