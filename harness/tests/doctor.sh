@@ -127,11 +127,14 @@ fi
 # A real neighbour, not a fault variable: rank 1 (bound to its own core) is
 # given less CPU by two busy loops pinned to its core, then by a cgroup CPU
 # quota of 0.2 cores; the doctor names it for its CPU share with that cause
-# and names nothing on rank 0. starve.sh MODE PIDFILE CMD... runs as rank 1.
+# and names nothing on rank 0. starve.sh MODE PIDFILE OWNER CMD... runs as
+# rank 1; the loops are stopped by PID, and stop themselves once OWNER (this
+# test) is gone: a test killed by a timeout or by hand left them taking both
+# cores from whatever ran next.
 cat >"$tmp/starve.sh" <<'SHEOF'
 #!/usr/bin/env bash
-mode=$1 pidfile=$2
-shift 2
+mode=$1 pidfile=$2 owner=$3
+shift 3
 case $mode in
 neighbour)
     cpus=$(taskset -pc $$ | sed 's/.*: //')
@@ -144,7 +147,8 @@ neighbour)
                 n=${f##*/}
                 [ "$n" -gt 2 ] && eval "exec $n>&-"
             done
-            exec taskset -c "$cpus" sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1
+            exec taskset -c "$cpus" sh -c 'while kill -0 "$0" 2>/dev/null; do :; done' "$owner" \
+                </dev/null >/dev/null 2>&1
         ) &
         echo $! >>"$pidfile"
     done ;;
@@ -179,7 +183,7 @@ starve() {
     mpi_env cmd GT_TEST_HOSTNAME=node1
     cmd+=("$g" doctor --quick --report "$tmp/$mode.json" : -np 1)
     mpi_env cmd GT_TEST_HOSTNAME=node2
-    cmd+=(bash "$tmp/starve.sh" "$mode" "$arg" "$g" doctor --quick --report "$tmp/$mode.json")
+    cmd+=(bash "$tmp/starve.sh" "$mode" "$arg" "$$" "$g" doctor --quick --report "$tmp/$mode.json")
     timeout 240 "${cmd[@]}" >"$tmp/$mode.out" 2>&1
     echo $?
 }
