@@ -12,7 +12,8 @@
 #     inter_node/ cases (one rank of each node) are run without a fault, with node3's link at
 #     10 Mbit/s, and without a fault again; `gauntlet compare` of one run a side says
 #     NEW MUST NOT SHIP (exit 3) for the limited run naming collectives/inter_node slower,
-#     and names no inter_node/ case or family for the second healthy run (A/A). Two ranks a
+#     and names no inter_node/ case or family for the second healthy run (A/A; where it
+#     does, a third healthy run decides, as for the doctor's runs). Two ranks a
 #     node because inter_node/ cases exist only then (with one rank per node the whole
 #     communicator is the inter-node one and no such case is made, docs/suites.md); the
 #     intra_node/ cases are not judged: two ranks of one node on a shared 2-core machine take
@@ -153,8 +154,18 @@ t_again=$((SECONDS - t))
 # A/A: the inter_node/ cases of a second run without the fault are not named. The verdict
 # of the whole compare is printed, not judged: the 8-rank and intra_node/ cases (ranks
 # time-sliced on 2 cores) were named slower in 4 of 26 pairings of healthy runs by hand,
-# +89 to +1270%; inter_node/ in none
+# +89 to +1270%; inter_node/ in none. One run a side on 8 ranks time-sliced on 2 cores
+# named inter_node/ once in CI's full tier (+111%, beside another test): as with the
+# doctor above, a second healthy run decides, and both naming inter_node/ fails
 rc_cmp=$(cmp4 coll_healthy coll_again)
+if [ "$rc" = 0 ] && grep -qE "^  (SLOWER|UNDECIDED) +collectives/inter_node" "$tmp/cmp_coll_again.out"; then
+    echo "note: the A/A compare named inter_node/ once, a second healthy run decides:" \
+        "$(grep -m1 -E "^  (SLOWER|UNDECIDED) +collectives/inter_node" "$tmp/cmp_coll_again.out" | sed 's/^ *//')"
+    t=$SECONDS
+    rc=$(coll4 coll_again)
+    t_again=$((SECONDS - t))
+    rc_cmp=$(cmp4 coll_healthy coll_again)
+fi
 [ "$rc" = 0 ] && { [ "$rc_cmp" = 0 ] || [ "$rc_cmp" = 3 ]; } &&
     ! grep -qE "^  (SLOWER|UNDECIDED) +collectives/inter_node" "$tmp/cmp_coll_again.out" &&
     ok "A/A, the limit removed: compare names no inter_node/ case (inter_node/ busbw $(inter_busbw coll_again) GB/s, ${t_again} s; compare exit $rc_cmp: $(grep -E "^compare:" "$tmp/cmp_coll_again.out" | sed 's/.*: //'))" ||
