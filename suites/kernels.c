@@ -195,24 +195,19 @@ static gt_status ks_batch(gt_kcase *c, gt_backend *be, long iters, const ks_faul
     return GT_OK;
 }
 
-/* What the suite records beside each host-timed sample i: wait[i], the
- * share of its batch the process's threads were runnable but waiting for a
- * CPU (another process had the core: a two-thread GEMM whose second thread
- * waits a scheduler slice takes 8 ms for 0.1 ms of work; -1 where the
- * system cannot say), "cpu_wait", which compare takes off ("A loaded
- * window" and "The kernels' waits" in docs/ci-gating.md). */
-typedef struct ks_beside {
-    double *wait;
-} ks_beside;
-
-/* A timed batch (a sample) with what goes beside it as sample i. */
+/* A timed batch (a sample) and *wait, the share of it the process's threads
+ * were runnable but waiting for a CPU (another process had the core: a
+ * two-thread GEMM whose second thread waits a scheduler slice takes 8 ms for
+ * 0.1 ms of work; -1 where the system cannot say), recorded beside the
+ * samples as "cpu_wait", which compare takes off ("A loaded window" and
+ * "The kernels' waits" in docs/ci-gating.md). */
 static gt_status ks_sample(gt_kcase *c, gt_backend *be, long iters, const ks_fault *fault,
-                           double *sec, const ks_beside *b, size_t i) {
+                           double *sec, double *wait) {
     double w0 = 0, w1 = 0;
     int sched = gt_cpu_wait_now(&w0);
     gt_status s = ks_batch(c, be, iters, fault, sec);
     int known = s == GT_OK && sched && gt_cpu_wait_now(&w1) && *sec > 0;
-    b->wait[i] = known ? fmax(0, w1 - w0) / *sec : -1;
+    *wait = known ? fmax(0, w1 - w0) / *sec : -1;
     return s;
 }
 
@@ -242,7 +237,7 @@ static gt_status ks_calibrate(gt_kcase *c, gt_backend *be, const ks_fault *fault
 
 /* Samples in microseconds per call (see the top for the stop rule). */
 static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fault *fault, double *us,
-                         const ks_beside *b, size_t *n) {
+                         double *wait, size_t *n) {
     *n = 0;
     long iters;
     gt_status s = ks_calibrate(c, be, fault, &iters);
@@ -250,7 +245,7 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fau
     double spent = 0.0;
     while (*n < KS_MAX_SAMPLES) {
         double sec;
-        if ((s = ks_sample(c, be, iters, fault, &sec, b, *n)) != GT_OK) return s;
+        if ((s = ks_sample(c, be, iters, fault, &sec, &wait[*n])) != GT_OK) return s;
         spent += sec;
         us[(*n)++] = sec / (double)iters * 1e6;
         if (*n >= KS_MIN_SAMPLES &&
@@ -269,14 +264,14 @@ static gt_status ks_time(gt_kcase *c, gt_backend *be, double cap_s, const ks_fau
  * a fast one and compare's equal blocks of the samples are the rounds. No
  * early stop on a small spread. */
 static gt_status ks_block(gt_kcase *c, gt_backend *be, long iters, double cap_s,
-                          const ks_fault *fault, size_t *per, double *us, const ks_beside *b,
+                          const ks_fault *fault, size_t *per, double *us, double *wait,
                           size_t *n) {
     double share = cap_s / KS_ROUNDS, spent = 0.0;
     size_t k = 0;
     gt_status s;
     while (k < (*per ? *per : KS_ROUND_MAX_SAMPLES)) {
         double sec;
-        if ((s = ks_sample(c, be, iters, fault, &sec, b, *n)) != GT_OK) return s;
+        if ((s = ks_sample(c, be, iters, fault, &sec, &wait[*n])) != GT_OK) return s;
         spent += sec;
         us[(*n)++] = sec / (double)iters * 1e6;
         k++;
@@ -391,15 +386,15 @@ typedef struct ks_run {
     gt_slowdown slow; /* inject_slowdown: the items (n 0: none) */
     double cap_s;
     double *us, *cold, *tmp;
-    ks_beside beside; /* us's (host-timed), in its allocation */
+    double *wait; /* us's waits for a CPU (host-timed), in us's allocation */
     int done;
     /* rounds (see the top): one store per case of the grid, in visiting order */
     struct ks_store {
         long iters; /* the batch, calibrated in the first round */
         size_t per; /* samples a round, set by the first round */
         size_t n;   /* samples of the rounds so far, in us (KS_MAX_SAMPLES) */
-        double *us; /* with, in its allocation, what goes beside the samples: */
-        ks_beside beside;
+        double *us;
+        double *wait; /* the samples' waits for a CPU, in us's allocation */
         int alone;  /* timed in one go: too large, or a round failed */
     } *store;
     size_t nstore, at; /* stores; the case being visited */
@@ -458,7 +453,7 @@ static double ks_peak(ks_run *r, int compute_bound, gt_dtype dt, double ws, int 
 }
 
 /* Records time_us<sfx>, gflops<sfx>, gbps<sfx> with their samples from
- * us[0..n) (and, b not NULL, what went beside each: "cpu_wait"), and
+ * us[0..n) (and, wait not NULL, each one's wait for a CPU: "cpu_wait"), and
  * when peak > 0 the peak they are judged against: peak<sfx>,
  * fraction_of_peak<sfx>, for memory-bound ops peak_level<sfx> (the cache
  * level, 0 main memory; `level` indexes r->lv). A rate above the probe's
@@ -469,7 +464,7 @@ static double ks_peak(ks_run *r, int compute_bound, gt_dtype dt, double ws, int 
  * the rate of the median time). */
 static double ks_metrics(ks_run *r, gt_result *res, const char *sfx, double flops, double bytes,
                          int compute_bound, double peak, int level, const double *us,
-                         const ks_beside *b, size_t n, double *gf_med, double *gb_med) {
+                         const double *wait, size_t n, double *gf_med, double *gb_med) {
     double *gf = r->tmp, *gb = r->tmp + KS_MAX_SAMPLES, *sorted = r->tmp + 2 * KS_MAX_SAMPLES;
     for (size_t i = 0; i < n; i++) {
         gf[i] = flops / (us[i] * 1e-6) * 1e-9;
@@ -482,7 +477,7 @@ static double ks_metrics(ks_run *r, gt_result *res, const char *sfx, double flop
     char name[48];
     snprintf(name, sizeof name, "time_us%s", sfx);
     gt_result_metric(res, name, "us", 0, t_med, us, n);
-    if (b) gt_result_metric_cpu_wait(res, name, b->wait, n);
+    if (wait) gt_result_metric_cpu_wait(res, name, wait, n);
     /* the rates are the time seen another way: shown, gated through the time */
     char from[48];
     snprintf(from, sizeof from, "time_us%s", sfx);
@@ -622,11 +617,11 @@ static void ks_round(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *ks,
     const gt_slowdown_item *slow;
     ks_fault fault = ks_fault_of(r, op, name, ks_groups(op, c), &slow);
     if (!st->us && (st->us = malloc(2 * KS_MAX_SAMPLES * sizeof(double))))
-        st->beside = (ks_beside){st->us + KS_MAX_SAMPLES};
+        st->wait = st->us + KS_MAX_SAMPLES;
     gt_status s = st->us ? GT_OK : GT_ERR_OOM;
     if (s == GT_OK && st->iters == 0) s = ks_calibrate(c, r->be, &fault, &st->iters);
     if (s == GT_OK)
-        s = ks_block(c, r->be, st->iters, r->cap_s, &fault, &st->per, st->us, &st->beside, &st->n);
+        s = ks_block(c, r->be, st->iters, r->cap_s, &fault, &st->per, st->us, st->wait, &st->n);
     if (s != GT_OK) st->alone = 1;
     gt_kcase_free(c);
 }
@@ -637,12 +632,12 @@ static gt_status ks_time_host(ks_run *r, gt_kcase *c, const ks_fault *fault,
                               struct ks_store *st, size_t *n, int *rounds) {
     *rounds = 1;
     if (!st || st->alone || st->n == 0)
-        return ks_time(c, r->be, r->cap_s, fault, r->us, &r->beside, n);
+        return ks_time(c, r->be, r->cap_s, fault, r->us, r->wait, n);
     gt_status s =
-        ks_block(c, r->be, st->iters, r->cap_s, fault, &st->per, st->us, &st->beside, &st->n);
+        ks_block(c, r->be, st->iters, r->cap_s, fault, &st->per, st->us, st->wait, &st->n);
     if (s != GT_OK) return s;
     memcpy(r->us, st->us, st->n * sizeof(double));
-    memcpy(r->beside.wait, st->beside.wait, st->n * sizeof(double));
+    memcpy(r->wait, st->wait, st->n * sizeof(double));
     *n = st->n;
     *rounds = KS_ROUNDS;
     return GT_OK;
@@ -728,7 +723,7 @@ static gt_status ks_case(ks_run *r, gt_op op, gt_dtype dt, const gt_kgrid_row *k
             /* the level of the distinct bytes the op touches, its working set */
             double peak = ks_peak(r, cb, dt, ws, 0, &lvl), gf_med, gb_med;
             double t_med = ks_metrics(r, res, "", flops, bytes, cb, peak, lvl, r->us,
-                                      dev ? NULL : &r->beside, n, &gf_med, &gb_med);
+                                      dev ? NULL : r->wait, n, &gf_med, &gb_med);
             gt_result_param_str(res, "bound", cb ? "compute" : "memory");
             if (!cb && peak > 0) {
                 /* what picked peak_level: a property of the shape, not a measurement */
@@ -834,7 +829,7 @@ static gt_status ks_run_suite(const gt_suite_ctx *ctx) {
         return s;
     }
     r.us = malloc(2 * KS_MAX_SAMPLES * sizeof(double));
-    if (r.us) r.beside = (ks_beside){r.us + KS_MAX_SAMPLES};
+    r.wait = r.us ? r.us + KS_MAX_SAMPLES : NULL;
     r.cold = malloc(KS_MAX_SAMPLES * sizeof(double));
     r.tmp = malloc(3 * KS_MAX_SAMPLES * sizeof(double));
     if (!r.us || !r.cold || !r.tmp) s = GT_ERR(GT_ERR_OOM, "no host memory");
