@@ -91,11 +91,19 @@ static double loc(const side *sd, const double *v, size_t n) {
 
 /* The quantile a metric's level in a run or block is: opt's for a time
  * whose every run on both sides holds GT_COMPARE_QUANTILE_SAMPLES samples or
- * more (a low quantile of a few samples is one of its smallest), else the
- * median. */
+ * more (a low quantile of a few samples is one of its smallest), or whose
+ * samples are GT_COMPARE_BLOCKS rounds a run (the collectives': each sample
+ * is itself a timed block of calls) on a machine that was not loaded; else
+ * the median. Why rounds: within one state a run's rounds come in two
+ * speeds (allgather 64 KiB at 6.0 or 7.8 us), so their median moves 10%
+ * from run to run and their low quantile 2%. Loaded, a round taken less
+ * its wait can come out too fast, and a low quantile picks it
+ * (docs/ci-gating.md, "The collectives' rounds: a low quantile"). */
 static double time_q(const char *unit, const gt_compare_options *opt, const side *b,
-                     const side *n) {
+                     const side *n, int loaded) {
     if (!(gt_cmp_us_per_unit(unit) > 0)) return 0.5;
+    if (b->rounds == GT_COMPARE_BLOCKS && n->rounds == GT_COMPARE_BLOCKS)
+        return loaded ? 0.5 : opt->time_quantile;
     const side *s2[2] = {b, n};
     for (int j = 0; j < 2; j++)
         for (int i = 0; i < s2[j]->runs; i++)
@@ -411,7 +419,7 @@ gt_verdict gt_compare_runs(const double *base, const size_t *base_cut, int base_
     o.paired = 0;
     side sb = {base, base_runs > 0 ? base_cut[base_runs] : 0, base_cut, base_runs, 0, 0.5, 0};
     side sn = {new_, new_runs > 0 ? new_cut[new_runs] : 0, new_cut, new_runs, 0, 0.5, 0};
-    sb.q = sn.q = time_q(unit, &o, &sb, &sn);
+    sb.q = sn.q = time_q(unit, &o, &sb, &sn, 0);
     assessment a = assess(&sb, &sn, higher_better, gt_cmp_us_per_unit(unit), &o);
     if (method) *method = a.method;
     if (base_level) *base_level = a.base_med;
@@ -948,7 +956,7 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
                 gt_state_adjust(vb, wb, cb, sb.runs, vn, wn, cn, sn.runs, &m->state) ==
                     GT_STATE_ADJUSTED;
         }
-        sb.q = sn.q = time_q(m->unit, opt, &sb, &sn);
+        sb.q = sn.q = time_q(m->unit, opt, &sb, &sn, c->loaded);
         m->a = assess(&sb, &sn, m->higher_better, gt_cmp_us_per_unit(m->unit), opt);
         m->method = m->a.method;
         m->base_med = m->a.base_med;
@@ -963,7 +971,7 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
         m->lo = m->hi = NAN;
         family_logs(c, m, &sb, rb, &sn, rn);
     } else {
-        sb.q = sn.q = time_q(m->unit, opt, &sb, &sn);
+        sb.q = sn.q = time_q(m->unit, opt, &sb, &sn, c->loaded);
         m->base_med = sb.n ? loc(&sb, sb.v, sb.n) : NAN;
         m->new_med = sn.n ? loc(&sn, sn.v, sn.n) : NAN;
         m->nb = sb.n;
@@ -2099,10 +2107,10 @@ static void print_note_counts(const gt_compare *c, FILE *f) {
     if (any || curves) fprintf(f, "\n");
 }
 
-/* One run a side: the members that moved while none of their families did
- * (gt_cmp_families' gatekeeper), the largest named. */
+/* A side of one run: the members that moved while none of their families
+ * did (gt_cmp_families' gatekeeper), the largest named. */
 static void print_alone(const gt_compare *c, FILE *f) {
-    int n = 0;
+    int n = 0, states = 0;
     const cmp_metric *top = NULL;
     const char *label = NULL;
     for (size_t i = 0; i < c->nres; i++)
@@ -2110,6 +2118,7 @@ static void print_alone(const gt_compare *c, FILE *f) {
             const cmp_metric *m = &c->res[i].m[j];
             if (!m->alone) continue;
             n++;
+            states += m->state.outcome == GT_STATE_CONFOUNDED;
             if (!top || fabs(m->rel) > fabs(top->rel)) {
                 top = m;
                 label = c->res[i].label;
@@ -2118,9 +2127,13 @@ static void print_alone(const gt_compare *c, FILE *f) {
     if (n)
         fprintf(f,
                 "               %d metric(s) moved alone, none of their families with them (the "
-                "largest: %s %s %+.1f%%): not gated below %.3gx, since one case can sit in a "
-                "slower state for a whole run; interleaved pairs decide a single case\n",
-                n, label, top->name, 100 * top->rel, GT_COMPARE_ALONE_FACTOR);
+                "largest: %s %s %+.1f%%): not gated below %.3gx%s, since one case can sit in a "
+                "slower state for a whole run and a side of one run cannot show it; several runs a "
+                "side or interleaved pairs decide a single case\n",
+                n, label, top->name, 100 * top->rel, GT_COMPARE_ALONE_FACTOR,
+                states ? " (nor beyond it where the sides ran in different machine states all "
+                         "along)"
+                       : "");
 }
 
 void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
@@ -2144,8 +2157,8 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
         fprintf(f, "one run a side: checks and large changes only (it assumes how runs differ, "
                    "so nothing is undecided; several runs or interleaved pairs decide smaller "
                    "changes)\n");
-        print_alone(c, f);
     }
+    print_alone(c, f);
     if (c->opt.paired && c->nxb && c->nxb == c->nxn) {
         fprintf(f,
                 "noise: paired runs (run i of BASE beside run i of NEW): the spread of their "

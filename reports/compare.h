@@ -78,9 +78,11 @@
  *     the last look of a sequential design) it is still undecided, counted
  *     as beyond_reach and said to be too noisy to decide here;
  *   - otherwise ambiguous. One run a side never makes undecided: it decides
- *     only large changes (its output says so), and a member of a family
- *     moves only with one of its families (the family its gatekeeper) or
- *     beyond GT_COMPARE_ALONE_FACTOR; else it is ambiguous, counted "alone".
+ *     only large changes (its output says so). Where either side holds one
+ *     run (one run a side; a baseline directory against one candidate run,
+ *     as history --gate with one report), a member of a family moves only
+ *     with one of its families (the family its gatekeeper) or beyond
+ *     GT_COMPARE_ALONE_FACTOR; else it is ambiguous, counted "alone".
  *   - no replicates on either side (too few samples): same when |rel| < t,
  *     else ambiguous; such a metric never makes a regression.
  *   - a time (unit ns, us, ms, s) whose level is below timing_floor_us on
@@ -138,9 +140,11 @@ extern "C" {
  * about 0.5 us. */
 #define GT_COMPARE_TIMING_FLOOR_US 5.0
 /* A time's level in a run (or a block of one run a side): the 0.1-quantile
- * of its samples, where every run holds GT_COMPARE_QUANTILE_SAMPLES or more;
- * else, and for every other metric, the median (docs/ci-gating.md, "A time's
- * level: a low quantile of the run"). */
+ * of its samples, where every run holds GT_COMPARE_QUANTILE_SAMPLES or more,
+ * or where they are the collectives' GT_COMPARE_BLOCKS rounds a run on a
+ * machine that was not loaded; else, and for every other metric, the median
+ * (docs/ci-gating.md, "A time's level: a low quantile of the run" and "The
+ * collectives' rounds"). */
 #define GT_COMPARE_TIME_QUANTILE 0.1
 #define GT_COMPARE_QUANTILE_SAMPLES 15
 /* The share of alpha's weight that the family tests get in the one

@@ -502,6 +502,13 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
     }
 }
 
+/* Does either side hold one run of m (its run-to-run spread there not
+ * measured)? One run a side; runs against one run. */
+static int one_run_side(const assessment *a, const cmp_metric *m) {
+    return a->method == GT_METHOD_BLOCKS ||
+           (a->method == GT_METHOD_RUNS && (m->runs_b == 1 || m->runs_n == 1));
+}
+
 /* A metric's interval: on the log scale for pairs (its se is a log one),
  * linear for runs and blocks (se relative to BASE's level). */
 static void decide_metric(const gt_compare *c, cmp_metric *m) {
@@ -526,16 +533,20 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
      * change of one member (an op with one gated shape) moves its class too
      * little for the class to show it */
     int undecide = can_undecide(c, a->method) && (!m->in_family || before_last_look(c));
-    /* One run a side: a member moves only with one of its families (a
-     * gatekeeper: the family is tested first). Its noise is assumed, and one
-     * case of a run can sit in a state twice as slow for the whole run
-     * (docs/ci-gating.md); a change of the stack moves its op or its class,
-     * one case's state does not. Fewer rejections than Holm's alone: alpha
-     * holds. */
+    /* A side of one run (one run a side, or a baseline directory against
+     * one candidate run: history --gate): a member moves only with one of
+     * its families (a gatekeeper: the family is tested first). One case of
+     * a run can sit in a state twice as slow for the whole run
+     * (docs/ci-gating.md), and a side of one run cannot show it: the other
+     * side's spread between runs stands for its own; a change of the stack
+     * moves its op or its class, one case's state does not. Fewer
+     * rejections than Holm's alone: alpha holds. Beyond the factor too
+     * where the sides ran in different machine states all along (a 1 MiB
+     * collective takes 4x in the far one on this project's VM). */
     int rejected = m->rejected;
     double factor = a->rel > -1 ? fmax(1 + a->rel, 1 / (1 + a->rel)) : INFINITY;
-    if (a->method == GT_METHOD_BLOCKS && m->in_family && !m->family_moved && rejected &&
-        factor < GT_COMPARE_ALONE_FACTOR) {
+    if (one_run_side(a, m) && m->in_family && !m->family_moved && rejected &&
+        (factor < GT_COMPARE_ALONE_FACTOR || m->state.outcome == GT_STATE_CONFOUNDED)) {
         rejected = 0;
         m->alone = fabs(a->rel) >= c->opt.threshold;
     }

@@ -963,12 +963,16 @@ static void write_round_pairs(const char *dir, int rounds, int pairs) {
 }
 
 /* Metrics that say "rounds": 5 are in blocks of one sample each (the
- * collectives suite's rounds): pairs x rounds are the replicates. Without
- * the key, 5 samples are no blocks and the pairs alone decide. */
+ * collectives suite's rounds): with the median as their level (a loaded
+ * machine's, or --time-quantile median), pairs x rounds are the
+ * replicates. Without the key, 5 samples are no blocks and the pairs alone
+ * decide. */
 static void test_rounds_of_one(void) {
+    gt_compare_options med = gt_compare_defaults();
+    med.time_quantile = 0.5;
     write_round_pairs("rnd_yes", 5, 4);
     write_round_pairs("rnd_no", 0, 4);
-    gt_compare *with = paired("rnd_yes", NULL), *without = paired("rnd_no", NULL);
+    gt_compare *with = paired("rnd_yes", &med), *without = paired("rnd_no", &med);
     if (with && without) {
         char *a = printed(with), *b = printed(without);
         EXPECT(a && strstr(a, "1 metrics timed in 5 rounds a run"));
@@ -981,7 +985,7 @@ static void test_rounds_of_one(void) {
     gt_compare_free(without);
     /* rounds that do not match the blocks compare takes are not used */
     write_round_pairs("rnd_three", 3, 4);
-    gt_compare *three = paired("rnd_three", NULL);
+    gt_compare *three = paired("rnd_three", &med);
     char *t = three ? printed(three) : NULL;
     EXPECT(t && !strstr(t, "timed in 5 rounds"));
     free(t);
@@ -1359,6 +1363,194 @@ static void test_time_quantile(void) {
            gt_quantile(v, 5, 0) == 1 && gt_quantile(v, 5, 1) == 5 && isnan(gt_quantile(v, 0, 0.5)));
 }
 
+/* BASE and NEW paths under the test's folder, compared. */
+static gt_compare *dirs(const char *b, const char *n, const gt_compare_options *o) {
+    gt_compare *c = NULL;
+    char pb[400];
+    snprintf(pb, sizeof pb, "%s", path_of(b));
+    if (gt_compare_files(pb, path_of(n), o, &c) != GT_OK) {
+        fprintf(stderr, "FAIL compare %s %s: %s\n", b, n, gt_last_error());
+        g_fails++;
+    }
+    return c;
+}
+
+/* A directory of `runs` runs of op "ew" in 20 shapes at 100 us, run i's
+ * levels x run[i], shape 0's x f0 and the others' x fo. */
+static void write_op_runs(const char *dir, const double *run, int runs, double f0, double fo) {
+    static char res[1 << 16];
+    char name[80], shape[8];
+    mkdir(path_of(dir), 0700);
+    for (int i = 0; i < runs; i++) {
+        int n = 0;
+        for (int k = 0; k < 20; k++) {
+            snprintf(shape, sizeof shape, "s%d", k);
+            if (k) n += snprintf(res + n, sizeof res - n, ", ");
+            n += kernel_result(res + n, sizeof res - n, "ew", shape, 100 * run[i] * (k ? fo : f0),
+                               NULL);
+        }
+        snprintf(name, sizeof name, "%s/run%d.json", dir, i);
+        write_results(name, 1, res);
+    }
+}
+
+/* A baseline directory against one candidate run (history --gate with one
+ * report): as with one run a side, the candidate's spread between runs is
+ * not measured, and one case of a run can sit in a 2x state for the whole
+ * run (an A/A history gate of the collectives failed on allreduce/int64/avg
+ * 32 KiB at +90% in one run). A member moves only with its family, or
+ * beyond GT_COMPARE_ALONE_FACTOR, and the output says so. */
+static void test_one_candidate_alone(void) {
+    static const double base[4] = {1.0, 1.03, 0.98, 1.01}, one[1] = {1.0};
+    write_op_runs("oc_base", base, 4, 1, 1);
+    write_op_runs("oc_alone", one, 1, 2, 1);
+    write_op_runs("oc_all", one, 1, 2, 2);
+    write_op_runs("oc_huge", one, 1, 4, 1);
+    gt_compare *c = dirs("oc_base", "oc_alone/run0.json", NULL);
+    if (c) {
+        char *t = printed(c);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP);
+        EXPECT(t && strstr(t, "1 metric(s) moved alone") && strstr(t, "kernels/ew/fp32/s0"));
+        free(t);
+        gt_compare_free(c);
+    }
+    c = dirs("oc_base", "oc_all/run0.json", NULL);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+    c = dirs("oc_base", "oc_huge/run0.json", NULL);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+    /* three candidate runs show a case's own spread: it is judged alone */
+    static const double three[3] = {1.0, 1.01, 0.99};
+    write_op_runs("oc_three", three, 3, 2, 1);
+    c = dirs("oc_base", "oc_three", NULL);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+}
+
+/* One run a side of a collective in 6 sizes (5 rounds each), NEW's size 0
+ * `f` times BASE's; with states, BASE's every round in the near state and
+ * NEW's in the far one (no run in two: the stack and the state cannot be
+ * told apart). */
+static gt_compare *one_run_states(const char *name, double f, int states) {
+    static char res[1 << 14];
+    char file[2][64];
+    for (int side = 0; side < 2; side++) {
+        int n = snprintf(res, sizeof res,
+                         "{\"suite\": \"collectives\", \"case\": \"allreduce/fp32/sum\", "
+                         "\"topology\": \"2\", \"backend\": \"mpi\", \"status\": \"pass\", "
+                         "\"params\": {}, \"checks\": [], \"metrics\": {");
+        for (int k = 0; k < 6; k++) {
+            n += snprintf(res + n, sizeof res - n,
+                          "%s\"time_%d\": {\"unit\": \"us\", \"better\": \"lower\", "
+                          "\"rounds\": 5, \"samples\": [",
+                          k ? ", " : "", 65536 << k);
+            for (int j = 0; j < 5; j++)
+                n += snprintf(res + n, sizeof res - n, "%s%.6g", j ? ", " : "",
+                              20 * (1 << k) * (side && !k ? f : 1) * (1 + 0.01 * (j % 3 - 1)));
+            n += snprintf(res + n, sizeof res - n, "]");
+            if (states)
+                n += snprintf(res + n, sizeof res - n, ", \"state_ns\": [%s]",
+                              side ? "330, 331, 329, 330, 332" : "60, 61, 59, 60, 62");
+            n += snprintf(res + n, sizeof res - n, "}");
+        }
+        snprintf(res + n, sizeof res - n, "}}");
+        snprintf(file[side], sizeof file[side], "%s_%s.json", name, side ? "new" : "base");
+        write_results(file[side], 1, res);
+    }
+    gt_compare *c = NULL;
+    if (gt_compare_files(path_of(file[0]), path_of(file[1]), NULL, &c) != GT_OK) {
+        fprintf(stderr, "FAIL one run a side %s: %s\n", name, gt_last_error());
+        g_fails++;
+    }
+    return c;
+}
+
+/* One run a side whose sides held different machine states all along
+ * (their times judged as measured): a single size 4x, its collective
+ * unmoved, is not gated, since the far state alone takes a 1 MiB
+ * collective 4x on this project's VM; without states 4x is beyond
+ * GT_COMPARE_ALONE_FACTOR and gates. */
+static void test_alone_states(void) {
+    gt_compare *c = one_run_states("as_states", 4.0, 1);
+    if (c) {
+        char *t = printed(c);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP);
+        EXPECT(t && strstr(t, "1 metric(s) moved alone") &&
+               strstr(t, "nor beyond it where the sides ran in different machine states"));
+        free(t);
+        gt_compare_free(c);
+    }
+    c = one_run_states("as_none", 4.0, 0);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+}
+
+/* A collectives-like time in a directory of `runs` runs of 5 rounds, in one
+ * machine state: each run's rounds in two speeds, 40 us and 1.3x that, the
+ * slow ones as slow[i] says (a 1% jitter), all x factor. */
+static void write_round_runs(const char *dir, const char *const *slow, int runs, double factor) {
+    char name[80], res[1024];
+    mkdir(path_of(dir), 0700);
+    for (int i = 0; i < runs; i++) {
+        char v[200];
+        int nv = 0;
+        for (int j = 0; j < 5; j++) {
+            double t = 40 * factor * (slow[i][j] == '1' ? 1.3 : 1) * (1 + 0.01 * ((i + 2 * j) % 3 - 1));
+            nv += snprintf(v + nv, sizeof v - nv, "%s%.6g", j ? ", " : "", t);
+        }
+        snprintf(res, sizeof res,
+                 "{\"suite\": \"collectives\", \"case\": \"allgather/fp32\", \"topology\": \"2\", "
+                 "\"backend\": \"mpi\", \"status\": \"pass\", \"params\": {}, \"checks\": [], "
+                 "\"metrics\": {\"time_65536\": {\"unit\": \"us\", \"better\": \"lower\", "
+                 "\"rounds\": 5, \"samples\": [%s], \"state_ns\": [60, 60, 60, 60, 60], "
+                 "\"cpu_wait\": [0, 0, 0, 0, 0]}}}",
+                 v);
+        snprintf(name, sizeof name, "%s/run%d.json", dir, i);
+        write_results(name, 1, res);
+    }
+}
+
+/* A collective's rounds (5 a run, each a timed block) are judged by the
+ * run's low quantile where the machine was not loaded: a run's share of
+ * rounds in the slower of a collective's two speeds (allgather 64 KiB at 6.0
+ * or 7.8 us on this project's VM, in one machine state) moves its median by
+ * 30% and its fast rounds not at all. A baseline of 5 runs against 3 of
+ * the same stack ships (by the median it cannot); 20% slower in every round
+ * does not. */
+static void test_round_quantile(void) {
+    static const char *const base[5] = {"00011", "01101", "10000", "11011", "00100"},
+                             *const cand[3] = {"10110", "01011", "11100"};
+    write_round_runs("rq_base", base, 5, 1.0);
+    write_round_runs("rq_same", cand, 3, 1.0);
+    write_round_runs("rq_slow", cand, 3, 1.2);
+    gt_compare *c = dirs("rq_base", "rq_same", NULL);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP);
+        gt_compare_free(c);
+    }
+    gt_compare_options med = gt_compare_defaults();
+    med.time_quantile = 0.5;
+    c = dirs("rq_base", "rq_same", &med);
+    if (c) {
+        EXPECT(gt_compare_decide(c) != GT_DECISION_SHIP);
+        gt_compare_free(c);
+    }
+    c = dirs("rq_base", "rq_slow", NULL);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+}
+
 /* A collectives-like time, 5 pairs of 5 rounds, each sample with the
  * machine's state beside it (60 or 330 ns, the two states of this project's
  * VM): the time 4x in the slow one (b = 0.81), NEW `factor` times BASE, and
@@ -1532,6 +1724,9 @@ int main(void) {
     test_one_run_alone();
     test_machine_class();
     test_time_quantile();
+    test_round_quantile();
+    test_one_candidate_alone();
+    test_alone_states();
     test_machine_state();
     test_machine_load();
     test_kernel_waits();
