@@ -95,10 +95,10 @@ static double loc(const side *sd, const double *v, size_t n) {
  * samples are GT_COMPARE_BLOCKS rounds a run (the collectives': each sample
  * is itself a timed block of calls) on a machine that was not loaded; else
  * the median. Why rounds: within one state a run's rounds come in two
- * speeds (allgather 64 KiB at 6.0 or 7.8 us), so their median moves 10%
- * from run to run and their low quantile 2%. Loaded, a round taken less
- * its wait can come out too fast, and a low quantile picks it
- * (docs/ci-gating.md, "The collectives' rounds: a low quantile"). */
+ * speeds, so their median moves with the share that fell in the slower one
+ * and their low quantile does not. Loaded, a round taken less its wait can
+ * come out too fast, and a low quantile picks it (docs/ci-gating.md, "The
+ * collectives' rounds"). */
 static double time_q(const char *unit, const gt_compare_options *opt, const side *b,
                      const side *n, int loaded) {
     if (!(gt_cmp_us_per_unit(unit) > 0)) return 0.5;

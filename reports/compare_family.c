@@ -541,8 +541,9 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
      * side's spread between runs stands for its own; a change of the stack
      * moves its op or its class, one case's state does not. Fewer
      * rejections than Holm's alone: alpha holds. Beyond the factor too
-     * where the sides ran in different machine states all along (a 1 MiB
-     * collective takes 4x in the far one on this project's VM). */
+     * where the sides ran in different machine states all along: the state
+     * alone can move a collective by more (docs/ci-gating.md, "The
+     * collectives' rounds"). */
     int rejected = m->rejected;
     double factor = a->rel > -1 ? fmax(1 + a->rel, 1 / (1 + a->rel)) : INFINITY;
     if (one_run_side(a, m) && m->in_family && !m->family_moved && rejected &&
