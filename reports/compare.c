@@ -814,8 +814,8 @@ static json_t *extra_result(const extra_run *x, const char *key) {
  * run came from (runs that lack the metric are skipped); -1 when out of
  * memory. */
 static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, const char *name,
-                  double **vals, double **states, double **waits, size_t **cuts, int *run_of,
-                  side *out) {
+                  const unsigned char *aside, double **vals, double **states, double **waits,
+                  size_t **cuts, int *run_of, side *out) {
     *vals = *states = *waits = NULL;
     *cuts = malloc((nx + 2) * sizeof **cuts);
     if (!*cuts) return -1;
@@ -828,7 +828,7 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
             json_t *r = key ? extra_result(&xs[i - 1], key) : NULL;
             mi = r ? json_object_get(json_object_get(r, "metrics"), name) : NULL;
         }
-        if (!mi) continue;
+        if (!mi || (aside && aside[i])) continue;
         json_t *rj = json_object_get(mi, "rounds");
         int ri = json_is_integer(rj) ? (int)json_integer_value(rj) : 0;
         rounds = rounds < 0 || rounds == ri ? ri : 0;
@@ -940,8 +940,8 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
     int rc = 0;
     int *rb = malloc((c->nxb + 1) * sizeof *rb), *rn = malloc((c->nxn + 1) * sizeof *rn);
     if (!rb || !rn ||
-        (mb && gather(mb, c->xb, c->nxb, r->key, name, &vb, &wb, &qb, &cb, rb, &sb)) ||
-        (mn && gather(mn, c->xn, c->nxn, r->key, name, &vn, &wn, &qn, &cn, rn, &sn))) {
+        (mb && gather(mb, c->xb, c->nxb, r->key, name, c->aside, &vb, &wb, &qb, &cb, rb, &sb)) ||
+        (mn && gather(mn, c->xn, c->nxn, r->key, name, c->aside, &vn, &wn, &qn, &cn, rn, &sn))) {
         rc = -1;
     } else if (mb && mn) {
         if (opt->machine_state && gt_cmp_us_per_unit(m->unit) > 0 && sb.runs && sn.runs) {
@@ -1347,20 +1347,65 @@ static void busy_blocks(json_t *doc, double *busy, double *all) {
  * own threads (c->busy_own 1 BASE, 2 NEW: nothing is taken off or moved);
  * either side often is a loaded machine (c->loaded: times are taken less
  * their waits but not moved to one state). */
+static json_t *run_doc(const gt_compare *c, int new_side, size_t i) {
+    if (new_side) return i ? c->xn[i - 1].doc : c->new_doc;
+    return i ? c->xb[i - 1].doc : c->base_doc;
+}
+
 static void machine_load(gt_compare *c) {
     c->busy_own = c->loaded = 0;
     if (!c->opt.machine_state) return; /* --machine-state off: every time as measured */
     double bb = 0, ab = 0, bn = 0, an = 0;
-    busy_blocks(c->base_doc, &bb, &ab);
-    for (size_t i = 0; i < c->nxb; i++) busy_blocks(c->xb[i].doc, &bb, &ab);
-    busy_blocks(c->new_doc, &bn, &an);
-    for (size_t i = 0; i < c->nxn; i++) busy_blocks(c->xn[i].doc, &bn, &an);
+    for (size_t i = 0; i <= c->nxb; i++)
+        if (!c->aside || !c->aside[i]) busy_blocks(run_doc(c, 0, i), &bb, &ab);
+    for (size_t i = 0; i <= c->nxn; i++)
+        if (!c->aside || !c->aside[i]) busy_blocks(run_doc(c, 1, i), &bn, &an);
     double fb = ab > 0 ? bb / ab : 0, fn = an > 0 ? bn / an : 0;
     c->busy_share[0] = fb;
     c->busy_share[1] = fn;
     if (fn >= GT_STATE_BUSY_OWN_SHARE && fn >= GT_STATE_BUSY_OWN_X * (fb + 0.01)) c->busy_own = 2;
     if (fb >= GT_STATE_BUSY_OWN_SHARE && fb >= GT_STATE_BUSY_OWN_X * (fn + 0.01)) c->busy_own = 1;
     c->loaded = fmax(fb, fn) >= GT_STATE_LOADED;
+}
+
+/* Is run i of a side on a loaded machine: its timed blocks waited for a
+ * CPU GT_STATE_LOADED of the time or more? */
+static int run_loaded(const gt_compare *c, int new_side, size_t i) {
+    double busy = 0, all = 0;
+    busy_blocks(run_doc(c, new_side, i), &busy, &all);
+    return all > 0 && busy / all >= GT_STATE_LOADED;
+}
+
+/* Interleaved pairs in a loaded window (another process came and went): a
+ * pair with a run on a loaded machine is set aside (c->aside) where
+ * GT_COMPARE_CLEAN_PAIRS pairs or more ran without, and no fewer than were
+ * set aside (a window passes; a stack whose own threads wait does so in
+ * most of its runs, and is then judged by machine_load's rule), and the
+ * others decide: loaded, a collective's blocks move with the load by more
+ * than a change to be caught (docs/ci-gating.md, "A loaded window"). Not
+ * with --machine-state off. -1 when out of memory. */
+static int set_aside_pairs(gt_compare *c) {
+    if (!c->opt.machine_state || !c->opt.paired || c->nxb != c->nxn) return 0;
+    size_t n = c->nxb + 1;
+    unsigned char *aside = calloc(n, 1);
+    if (!aside) return -1;
+    int loaded = 0;
+    for (size_t i = 0; i < n; i++) {
+        int b = run_loaded(c, 0, i), w = run_loaded(c, 1, i);
+        aside[i] = b || w;
+        loaded += aside[i];
+        c->counts.runs_aside[0] += b;
+        c->counts.runs_aside[1] += w;
+    }
+    int clean = (int)n - loaded;
+    if (!loaded || clean < GT_COMPARE_CLEAN_PAIRS || clean < loaded) {
+        free(aside);
+        c->counts.runs_aside[0] = c->counts.runs_aside[1] = 0;
+        return 0;
+    }
+    c->aside = aside;
+    c->counts.pairs_aside = loaded;
+    return 0;
 }
 
 /* One side: a report, or a directory of reports (several runs of one stack,
@@ -1607,6 +1652,10 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
         r->repeat = rpn[i];
         kn[i] = NULL;
     }
+    if (set_aside_pairs(c)) {
+        s = GT_ERR(GT_ERR_OOM, "no memory for compare");
+        goto done;
+    }
     machine_load(c);
     for (size_t i = 0; i < c->nres; i++)
         if (compare_result(c, &c->res[i])) {
@@ -1642,6 +1691,7 @@ done:
 void gt_compare_free(gt_compare *c) {
     if (!c) return;
     gt_cmp_families_free(c);
+    free(c->aside);
     free(c->new_incomplete);
     for (size_t i = 0; i < c->nfp; i++) {
         free(c->fp[i].key);
@@ -1912,6 +1962,14 @@ static void print_state_line(const gt_compare *c, FILE *f) {
                 "window\")\n",
                 k->busy_unloaded[0] + k->busy_dropped[0], k->busy_unloaded[1] + k->busy_dropped[1],
                 k->busy_times, k->busy_dropped[0], k->busy_dropped[1], GT_STATE_CLEAN_LEAST);
+    if (k->pairs_aside)
+        fprintf(f,
+                "machine load: %d of %d pairs set aside, a run of each on a loaded machine (%d "
+                "of BASE's runs and %d of NEW's: their timed blocks waited for a CPU %.0f%% of "
+                "the time or more, a loaded window); times judged on the other %d pairs "
+                "(docs/ci-gating.md \"A loaded window\")\n",
+                k->pairs_aside, c->pairs, k->runs_aside[0], k->runs_aside[1],
+                100 * GT_STATE_LOADED, c->pairs - k->pairs_aside);
     if (c->loaded && !c->busy_own)
         fprintf(f,
                 "machine load: %.1f%% of BASE's and %.1f%% of NEW's timed blocks waited for a "
@@ -2136,6 +2194,27 @@ static void print_alone(const gt_compare *c, FILE *f) {
                        : "");
 }
 
+/* r's metrics in the list of regressions: the slower ones (slower 1), or
+ * the undecided (0). The list takes every slower one first, so that a
+ * screenful names what failed the gate before what is still undecided;
+ * families said it first: fewer members then. */
+static void list_members(const gt_compare *c, const cmp_result *r, FILE *f,
+                         gt_compare_detail detail, int slower, size_t *listed, size_t *unlisted) {
+    size_t cap = c->counts.families_slower + c->counts.families_undecided
+                     ? GT_COMPARE_SHOWN_MEMBERS
+                     : GT_COMPARE_SHOWN;
+    for (size_t j = 0; j < r->nm; j++) {
+        const cmp_metric *m = &r->m[j];
+        if (slower ? !gated_slower(c, m) : !gt_cmp_metric_undecided(c, m)) continue;
+        if (detail != GT_DETAIL_ALL && *listed >= cap) {
+            ++*unlisted;
+            continue;
+        }
+        ++*listed;
+        print_slower_line(r, m, f);
+    }
+}
+
 void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
     const char *sb =
         str_or(json_object_get(json_object_get(c->base_doc, "run"), "git_revision"), "?");
@@ -2241,21 +2320,11 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
             fprintf(f, "  FAILED   %s:\n", r->label);
             print_check_problems(r, f, "             ");
         }
-        for (size_t j = 0; j < r->nm; j++) {
-            const cmp_metric *m = &r->m[j];
-            if (!gated_slower(c, m) && !gt_cmp_metric_undecided(c, m)) continue;
-            /* families said it first: fewer members then */
-            size_t cap = c->counts.families_slower + c->counts.families_undecided
-                             ? GT_COMPARE_SHOWN_MEMBERS
-                             : GT_COMPARE_SHOWN;
-            if (detail != GT_DETAIL_ALL && listed >= cap) {
-                unlisted++;
-                continue;
-            }
-            listed++;
-            print_slower_line(r, m, f);
-        }
+        list_members(c, r, f, detail, 1, &listed, &unlisted);
     }
+    for (size_t i = 0; i < c->nres; i++)
+        if (result_decides(c, &c->res[i]))
+            list_members(c, &c->res[i], f, detail, 0, &listed, &unlisted);
     if (unlisted)
         fprintf(f, "  ... and %zu more slower or undecided metrics (--verbose, --junit)\n",
                 unlisted);

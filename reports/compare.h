@@ -135,6 +135,12 @@ extern "C" {
  * gated only beyond this factor (either way): A/A pairs on a 2-core VM
  * showed single cases 1.8-2.5x slower for a whole run (docs/ci-gating.md). */
 #define GT_COMPARE_ALONE_FACTOR 3.0
+/* Interleaved pairs in a loaded window: a pair with a run whose timed
+ * blocks waited for a CPU GT_STATE_LOADED of the time or more (another
+ * process on the machine) is set aside where at least this many pairs, and
+ * no fewer than are set aside, ran without; the others decide
+ * (docs/ci-gating.md, "A loaded window"). */
+#define GT_COMPARE_CLEAN_PAIRS 3
 /* Default timing floor in microseconds: host kernel calls cost 0.3-3 us
  * before any work (the kernels suite's n=1 cases), CUDA events resolve
  * about 0.5 us. */
@@ -294,6 +300,8 @@ typedef struct gt_compare_counts {
     int busy_unloaded[2]; /* timed blocks of BASE, NEW that waited for a CPU: less the wait */
     int busy_dropped[2];  /* ... and those left out (they waited longer than they took) */
     int busy_times;       /* times with such blocks */
+    int pairs_aside;      /* interleaved pairs set aside: a run of each on a loaded machine */
+    int runs_aside[2];    /* ... of them, BASE's and NEW's runs that were loaded */
     double state_ref_ns, state_hi_ns; /* the adjusted ones' reference state (least) and
                                          the farthest state seen (0.9-quantile, most) */
 } gt_compare_counts;

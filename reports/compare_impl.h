@@ -179,6 +179,8 @@ struct gt_compare {
     int busy_own; /* 1 BASE, 2 NEW: its blocks waited for a CPU far more (compare_state.h) */
     int loaded;   /* a side's blocks waited for a CPU GT_STATE_LOADED of the time or more */
     double busy_share[2]; /* of BASE's, NEW's timed blocks, those that waited */
+    unsigned char *aside; /* PAIRED: pair i set aside (a run of it on a loaded machine);
+                             NULL: none */
     int not_comparable;   /* the machine classes differ (fp entries with machine set) and
                              opt.across_machines is 0: speed does not gate */
 };

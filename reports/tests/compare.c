@@ -1363,6 +1363,42 @@ static void test_time_quantile(void) {
            gt_quantile(v, 5, 0) == 1 && gt_quantile(v, 5, 1) == 5 && isnan(gt_quantile(v, 0, 0.5)));
 }
 
+/* The list of regressions names what failed the gate first: 16 ops each
+ * undecided (+10%, pairs that disagree), then one op 50% slower in every
+ * pair, last in the reports: its SLOWER line is on the screen, not in the
+ * "... and N more" behind --verbose. */
+static void test_slower_listed_first(void) {
+    static const char *const ops[17] = {"u00", "u01", "u02", "u03", "u04", "u05",
+                                        "u06", "u07", "u08", "u09", "u10", "u11",
+                                        "u12", "u13", "u14", "u15", "zz"};
+    kmember m[17];
+    double f[17];
+    for (int i = 0; i < 17; i++) {
+        m[i] = (kmember){ops[i], "z", NULL, 1000, {0.25, -0.15, 0.2, -0.1, 0.02}};
+        f[i] = 1.1;
+    }
+    m[16] = (kmember){"zz", "z", NULL, 1000, {0.01, -0.01, 0, 0.01, -0.01}};
+    f[16] = 1.5;
+    write_pairs("list_first", m, 17, f, 5);
+    gt_compare *c = paired("list_first", NULL);
+    if (c) {
+        gt_compare_counts k;
+        gt_compare_get_counts(c, &k);
+        char *t = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&t, &len);
+        if (f) {
+            gt_compare_print(c, f, GT_DETAIL_SUMMARY);
+            fclose(f);
+        }
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT && k.slower == 1 && k.undecided == 16);
+        EXPECT(t && strstr(t, "SLOWER   kernels/zz/fp32/z"));
+        EXPECT(t && strstr(t, "and 2 more slower or undecided metrics"));
+        free(t);
+        gt_compare_free(c);
+    }
+}
+
 /* BASE and NEW paths under the test's folder, compared. */
 static gt_compare *dirs(const char *b, const char *n, const gt_compare_options *o) {
     gt_compare *c = NULL;
@@ -1677,6 +1713,83 @@ static void test_machine_load(void) {
     }
 }
 
+/* `pairs` interleaved pairs of a collective's time (5 rounds, one machine
+ * state), NEW `factor` times BASE with a 1% jitter; in the pairs `loaded`
+ * marks, NEW's run shared the machine with another process: every block
+ * 1.8x as long, 30% of it waiting for a CPU (1.26x less the wait). */
+static void write_window_pairs(const char *dir, int pairs, double factor, const char *loaded) {
+    char d[64], name[80], res[1024];
+    for (int side = 0; side < 2; side++) {
+        side_dir(dir, side, d, sizeof d);
+        for (int i = 0; i < pairs; i++) {
+            int busy = side && loaded[i] == '1';
+            char v[200];
+            int nv = 0;
+            for (int j = 0; j < 5; j++)
+                nv += snprintf(v + nv, sizeof v - nv, "%s%.6g", j ? ", " : "",
+                               140 * (side ? factor : 1) * (busy ? 1.8 : 1) *
+                                   (1 + 0.01 * ((i * 3 + j * 2 + side) % 3 - 1)));
+            snprintf(res, sizeof res,
+                     "{\"suite\": \"collectives\", \"case\": \"allreduce/fp32/sum\", "
+                     "\"topology\": \"2\", \"backend\": \"mpi\", \"status\": \"pass\", "
+                     "\"params\": {}, \"checks\": [], \"metrics\": {\"time_1048576\": "
+                     "{\"unit\": \"us\", \"better\": \"lower\", \"rounds\": 5, "
+                     "\"samples\": [%s], \"state_ns\": [60, 60, 60, 60, 60], "
+                     "\"cpu_wait\": [%s]}}}",
+                     v, busy ? "0.3, 0.3, 0.3, 0.3, 0.3" : "0, 0, 0, 0, 0");
+            snprintf(name, sizeof name, "%s/run%d.json", d, i);
+            write_results(name, 1, res);
+        }
+    }
+}
+
+/* Interleaved pairs in a loaded window: 2 of 6 pairs ran beside another
+ * process (their NEW blocks 1.8x, 1.26x less the waits). They are set aside
+ * and the 4 others decide: the same stack ships and says so, 20% slower
+ * does not; judged as measured (--machine-state off) the same stack does
+ * not ship. With fewer than GT_COMPARE_CLEAN_PAIRS clean pairs, or fewer
+ * clean than loaded, nothing is set aside. */
+static void test_loaded_window(void) {
+    gt_compare_counts k;
+    write_window_pairs("win_aa", 6, 1.0, "110000");
+    gt_compare *c = paired("win_aa", NULL);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        char *t = printed(c);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP && k.pairs_aside == 2);
+        EXPECT(t && strstr(t, "machine load: 2 of 6 pairs set aside"));
+        EXPECT(t && !strstr(t, "a loaded machine, whose times move"));
+        free(t);
+        gt_compare_free(c);
+    }
+    gt_compare_options off = gt_compare_defaults();
+    off.machine_state = 0;
+    c = paired("win_aa", &off);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        EXPECT(gt_compare_decide(c) != GT_DECISION_SHIP && k.pairs_aside == 0);
+        gt_compare_free(c);
+    }
+    write_window_pairs("win_slow", 6, 1.2, "010010");
+    c = paired("win_slow", NULL);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT && k.pairs_aside == 2);
+        gt_compare_free(c);
+    }
+    /* most of NEW's runs waited: no window but the stack's own threads,
+     * judged as measured */
+    write_window_pairs("win_most", 5, 1.0, "11100");
+    c = paired("win_most", NULL);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        char *t = printed(c);
+        EXPECT(k.pairs_aside == 0 && t && strstr(t, "the stack's own threads"));
+        free(t);
+        gt_compare_free(c);
+    }
+}
+
 /* One run a side of the kernels (aa_q2's A/A pool, docs/ci-gating.md): one
  * two-thread shape took 70x as long in every batch of NEW's run, its second
  * thread waiting out another process's time slice each call, and the run
@@ -1729,6 +1842,8 @@ int main(void) {
     test_alone_states();
     test_machine_state();
     test_machine_load();
+    test_loaded_window();
+    test_slower_listed_first();
     test_kernel_waits();
     if (g_fails == 0) {
         /* everything the tests wrote, whatever its name */
