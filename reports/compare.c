@@ -1342,39 +1342,14 @@ static void busy_blocks(json_t *doc, double *busy, double *all) {
     }
 }
 
-/* How often each side's timed blocks waited for a CPU over all its runs
- * (c->busy_share): one side far more often than the other is the stack's
- * own threads (c->busy_own 1 BASE, 2 NEW: nothing is taken off or moved);
- * either side often is a loaded machine (c->loaded: times are taken less
- * their waits but not moved to one state). */
 static json_t *run_doc(const gt_compare *c, int new_side, size_t i) {
     if (new_side) return i ? c->xn[i - 1].doc : c->new_doc;
     return i ? c->xb[i - 1].doc : c->base_doc;
 }
 
-static void machine_load(gt_compare *c) {
-    c->busy_own = c->loaded = 0;
-    if (!c->opt.machine_state) return; /* --machine-state off: every time as measured */
-    double bb = 0, ab = 0, bn = 0, an = 0;
-    for (size_t i = 0; i <= c->nxb; i++)
-        if (!c->aside || !c->aside[i]) busy_blocks(run_doc(c, 0, i), &bb, &ab);
-    for (size_t i = 0; i <= c->nxn; i++)
-        if (!c->aside || !c->aside[i]) busy_blocks(run_doc(c, 1, i), &bn, &an);
-    double fb = ab > 0 ? bb / ab : 0, fn = an > 0 ? bn / an : 0;
-    c->busy_share[0] = fb;
-    c->busy_share[1] = fn;
-    if (fn >= GT_STATE_BUSY_OWN_SHARE && fn >= GT_STATE_BUSY_OWN_X * (fb + 0.01)) c->busy_own = 2;
-    if (fb >= GT_STATE_BUSY_OWN_SHARE && fb >= GT_STATE_BUSY_OWN_X * (fn + 0.01)) c->busy_own = 1;
-    c->loaded = fmax(fb, fn) >= GT_STATE_LOADED;
-}
-
-/* Is run i of a side on a loaded machine: its timed blocks waited for a
- * CPU GT_STATE_LOADED of the time or more? */
-static int run_loaded(const gt_compare *c, int new_side, size_t i) {
-    double busy = 0, all = 0;
-    busy_blocks(run_doc(c, new_side, i), &busy, &all);
-    return all > 0 && busy / all >= GT_STATE_LOADED;
-}
+/* Was a run on a loaded machine: w[0] of its w[1] timed blocks waited for a
+ * CPU, GT_STATE_LOADED of them or more? */
+static int run_loaded(const double *w) { return w[1] > 0 && w[0] / w[1] >= GT_STATE_LOADED; }
 
 /* Interleaved pairs in a loaded window (another process came and went): a
  * pair with a run on a loaded machine is set aside (c->aside) where
@@ -1382,29 +1357,67 @@ static int run_loaded(const gt_compare *c, int new_side, size_t i) {
  * set aside (a window passes; a stack whose own threads wait does so in
  * most of its runs, and is then judged by machine_load's rule), and the
  * others decide: loaded, a collective's blocks move with the load by more
- * than a change to be caught (docs/ci-gating.md, "A loaded window"). Not
- * with --machine-state off. -1 when out of memory. */
-static int set_aside_pairs(gt_compare *c) {
-    if (!c->opt.machine_state || !c->opt.paired || c->nxb != c->nxn) return 0;
+ * than a change to be caught (docs/ci-gating.md, "A loaded window"). wb,
+ * wn: each run's waited and timed blocks (machine_load). -1 when out of
+ * memory. */
+static int set_aside_pairs(gt_compare *c, const double *wb, const double *wn) {
+    if (!c->opt.paired || c->nxb != c->nxn) return 0;
     size_t n = c->nxb + 1;
     unsigned char *aside = calloc(n, 1);
     if (!aside) return -1;
-    int loaded = 0;
+    int loaded = 0, runs[2] = {0, 0};
     for (size_t i = 0; i < n; i++) {
-        int b = run_loaded(c, 0, i), w = run_loaded(c, 1, i);
+        int b = run_loaded(wb + 2 * i), w = run_loaded(wn + 2 * i);
         aside[i] = b || w;
         loaded += aside[i];
-        c->counts.runs_aside[0] += b;
-        c->counts.runs_aside[1] += w;
+        runs[0] += b;
+        runs[1] += w;
     }
     int clean = (int)n - loaded;
     if (!loaded || clean < GT_COMPARE_CLEAN_PAIRS || clean < loaded) {
         free(aside);
-        c->counts.runs_aside[0] = c->counts.runs_aside[1] = 0;
         return 0;
     }
     c->aside = aside;
     c->counts.pairs_aside = loaded;
+    c->counts.runs_aside[0] = runs[0];
+    c->counts.runs_aside[1] = runs[1];
+    return 0;
+}
+
+/* How often each side's timed blocks waited for a CPU over its runs (those
+ * not set aside, c->busy_share): one side far more often than the other is
+ * the stack's own threads (c->busy_own 1 BASE, 2 NEW: nothing is taken off
+ * or moved); either side often is a loaded machine (c->loaded: times are
+ * taken less their waits but not moved to one state). Each report is read
+ * once, per run. -1 when out of memory. */
+static int machine_load(gt_compare *c) {
+    c->busy_own = c->loaded = 0;
+    if (!c->opt.machine_state) return 0; /* --machine-state off: every time as measured */
+    size_t nb = c->nxb + 1, nn = c->nxn + 1;
+    double *wb = calloc(2 * (nb + nn), sizeof *wb), *wn = wb ? wb + 2 * nb : NULL;
+    if (!wb) return -1;
+    for (size_t i = 0; i < nb; i++) busy_blocks(run_doc(c, 0, i), &wb[2 * i], &wb[2 * i + 1]);
+    for (size_t i = 0; i < nn; i++) busy_blocks(run_doc(c, 1, i), &wn[2 * i], &wn[2 * i + 1]);
+    if (set_aside_pairs(c, wb, wn)) {
+        free(wb);
+        return -1;
+    }
+    double sum[2][2] = {{0, 0}, {0, 0}}; /* BASE's, NEW's: waited, timed */
+    for (size_t i = 0; i < nb + nn; i++) {
+        size_t run = i < nb ? i : i - nb;
+        if (c->aside && c->aside[run]) continue;
+        sum[i >= nb][0] += wb[2 * i];
+        sum[i >= nb][1] += wb[2 * i + 1];
+    }
+    free(wb);
+    double bb = sum[0][0], ab = sum[0][1], bn = sum[1][0], an = sum[1][1];
+    double fb = ab > 0 ? bb / ab : 0, fn = an > 0 ? bn / an : 0;
+    c->busy_share[0] = fb;
+    c->busy_share[1] = fn;
+    if (fn >= GT_STATE_BUSY_OWN_SHARE && fn >= GT_STATE_BUSY_OWN_X * (fb + 0.01)) c->busy_own = 2;
+    if (fb >= GT_STATE_BUSY_OWN_SHARE && fb >= GT_STATE_BUSY_OWN_X * (fn + 0.01)) c->busy_own = 1;
+    c->loaded = fmax(fb, fn) >= GT_STATE_LOADED;
     return 0;
 }
 
@@ -1652,11 +1665,10 @@ gt_status gt_compare_files(const char *base_path, const char *new_path,
         r->repeat = rpn[i];
         kn[i] = NULL;
     }
-    if (set_aside_pairs(c)) {
+    if (machine_load(c)) {
         s = GT_ERR(GT_ERR_OOM, "no memory for compare");
         goto done;
     }
-    machine_load(c);
     for (size_t i = 0; i < c->nres; i++)
         if (compare_result(c, &c->res[i])) {
             s = GT_ERR(GT_ERR_OOM, "no memory for compare");
