@@ -1193,6 +1193,7 @@ static void count_state(gt_compare_counts *k, const gt_state_fit *f) {
     if (f->outcome == GT_STATE_CONFOUNDED) k->state_confounded++;
     if (f->outcome != GT_STATE_ADJUSTED) return;
     if (!k->state_adjusted++ || f->ref_ns < k->state_ref_ns) k->state_ref_ns = f->ref_ns;
+    k->state_within += f->within_runs;
     if (f->hi_ns > k->state_hi_ns) k->state_hi_ns = f->hi_ns;
 }
 
@@ -1965,6 +1966,11 @@ static void print_state_line(const gt_compare *c, FILE *f) {
                 "%.0f ns (their runs saw up to %.0f ns; the times' response to it measured "
                 "on the sides' own samples: docs/ci-gating.md \"The machine's state\")\n",
                 k->state_adjusted, k->state_ref_ns, k->state_hi_ns);
+    if (k->state_within)
+        fprintf(f,
+                "machine state: %d of them measured within runs alone (their runs' levels "
+                "moved with something else that their share of the states followed)\n",
+                k->state_within);
     if (k->busy_times)
         fprintf(f,
                 "machine load: %d timed blocks of BASE and %d of NEW waited for a CPU (another "

@@ -297,6 +297,7 @@ typedef struct gt_compare_counts {
     int machine_diffs; /* of them, parts of the machine class (gt_compare_decide) */
     int state_adjusted;   /* gated times judged in one machine state (compare_state.h) */
     int state_confounded; /* gated times whose sides ran in different states, no run in two */
+    int state_within;     /* of the adjusted, those whose slope is the one within runs */
     int busy_unloaded[2]; /* timed blocks of BASE, NEW that waited for a CPU: less the wait */
     int busy_dropped[2];  /* ... and those left out (they waited longer than they took) */
     int busy_times;       /* times with such blocks */

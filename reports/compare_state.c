@@ -110,6 +110,158 @@ static void moments(const state_side *d, double *tmp, double *sxx, double *sxy_o
     *sxy_out = sxy;
 }
 
+/* Two more lines, on cells (a run's samples in one mode: the median of
+ * their log times, weighted by their count; BASE's runs first): within
+ * runs, each cell about its run's mean (what the state does while
+ * everything else about the run stays), and across runs, each run's mean
+ * about its side's (a run's level against its share of the states). Each
+ * has the variance of its slope from its own residuals (INFINITY without a
+ * residual degree of freedom or a contrast of GT_STATE_LEAST_SXX). */
+typedef struct cells {
+    double *x, *y, *w; /* log(mode / ref), median log time, samples */
+    int *run;
+    int n;
+} cells;
+
+typedef struct line {
+    double b, var;
+} line;
+
+static void add_cells(const state_side *d, int run0, double *tmp, cells *c) {
+    for (int r = 0; r < d->runs; r++) {
+        size_t lo = d->cut[r], hi = d->cut[r + 1];
+        for (size_t i = lo; i < hi; i++) {
+            int seen = !(d->v[i] > 0);
+            for (size_t q = lo; q < i && !seen; q++) seen = d->x[q] == d->x[i] && d->v[q] > 0;
+            if (seen) continue;
+            size_t k = 0;
+            for (size_t q = i; q < hi; q++)
+                if (d->x[q] == d->x[i] && d->v[q] > 0) tmp[k++] = log(d->v[q]);
+            c->x[c->n] = d->x[i];
+            c->y[c->n] = gt_median(tmp, k);
+            c->w[c->n] = (double)k;
+            c->run[c->n++] = run0 + r;
+        }
+    }
+}
+
+/* A weighted least-squares slope through (x[i], y[i]), each point about
+ * its group's mean (grp[i] < groups; gw, gx, gy: room for the groups'
+ * weights and means), and its variance from the residuals with points -
+ * groups - 1 degrees of freedom. */
+static line fit_line(const double *x, const double *y, const double *w, const int *grp, int n,
+                     int groups, double *gw, double *gx, double *gy) {
+    line l = {NAN, INFINITY};
+    int used = 0;
+    for (int g = 0; g < groups; g++) gw[g] = gx[g] = gy[g] = 0;
+    for (int i = 0; i < n; i++) {
+        gw[grp[i]] += w[i];
+        gx[grp[i]] += w[i] * x[i];
+        gy[grp[i]] += w[i] * y[i];
+    }
+    for (int g = 0; g < groups; g++) {
+        used += gw[g] > 0;
+        if (gw[g] > 0) gx[g] /= gw[g], gy[g] /= gw[g];
+    }
+    double sxx = 0, sxy = 0, rss = 0;
+    for (int i = 0; i < n; i++) {
+        sxx += w[i] * (x[i] - gx[grp[i]]) * (x[i] - gx[grp[i]]);
+        sxy += w[i] * (x[i] - gx[grp[i]]) * (y[i] - gy[grp[i]]);
+    }
+    if (sxx < GT_STATE_LEAST_SXX) return l;
+    l.b = sxy / sxx;
+    for (int i = 0; i < n; i++) {
+        double e = y[i] - gy[grp[i]] - l.b * (x[i] - gx[grp[i]]);
+        rss += w[i] * e * e;
+    }
+    int df = n - used - 1;
+    if (df >= 1) l.var = fmax(rss / df / sxx, 1e-12);
+    return l;
+}
+
+/* Within runs and across them (cells c of runs runs, BASE's runs_b first). */
+static int two_lines(const cells *c, int runs, int runs_b, line *within, line *across) {
+    double *buf = malloc((size_t)(9 * runs) * sizeof *buf);
+    int *side = malloc((size_t)runs * sizeof *side), ok = buf && side;
+    if (ok) {
+        double *gw = buf, *gx = buf + runs, *gy = buf + 2 * runs;
+        double *sw = buf + 3 * runs, *sx = buf + 4 * runs, *sy = buf + 5 * runs;
+        double *rw = buf + 6 * runs, *rx = buf + 7 * runs, *ry = buf + 8 * runs;
+        *within = fit_line(c->x, c->y, c->w, c->run, c->n, runs, gw, gx, gy);
+        int k = 0;
+        for (int r = 0; r < runs; r++) { /* the runs as points, grouped by side */
+            if (!(gw[r] > 0)) continue;
+            rx[k] = gx[r], ry[k] = gy[r], rw[k] = gw[r];
+            side[k++] = r >= runs_b;
+        }
+        *across = fit_line(rx, ry, rw, side, k, 2, sw, sx, sy);
+    }
+    free(buf);
+    free(side);
+    return ok;
+}
+
+/* The slope from the two lines, each weighted by the inverse of its
+ * variance (a random-effects fit: where the runs' levels vary little they
+ * sharpen what the rounds say, where they vary much they weigh little);
+ * the one within runs alone (*alone) where the two differ by more than
+ * GT_STATE_DISAGREE times their joint error (the runs' levels moved with
+ * something that their share of the states happened to follow); NAN where
+ * neither has a variance. */
+static double combine(line w, line a, int *alone) {
+    *alone = 0;
+    if (isinf(w.var)) return isinf(a.var) ? NAN : a.b;
+    if (isinf(a.var)) return w.b;
+    if (fabs(w.b - a.b) > GT_STATE_DISAGREE * sqrt(w.var + a.var)) {
+        *alone = 1;
+        return w.b;
+    }
+    return (w.b / w.var + a.b / a.var) / (1 / w.var + 1 / a.var);
+}
+
+/* Each side's own line within its runs (cells c, BASE's first nb): 1 where
+ * the two differ by more than GT_STATE_DISAGREE times their joint error -
+ * the stack changed how the time answers the state, and no line on cells
+ * of both sides describes either. */
+static int sides_apart(const cells *c, int nb, int runs, double *g) {
+    line lb = fit_line(c->x, c->y, c->w, c->run, nb, runs, g, g + runs, g + 2 * runs);
+    line ln = fit_line(c->x + nb, c->y + nb, c->w + nb, c->run + nb, c->n - nb, runs, g,
+                       g + runs, g + 2 * runs);
+    return !isinf(lb.var) && !isinf(ln.var) &&
+           fabs(lb.b - ln.b) > GT_STATE_DISAGREE * sqrt(lb.var + ln.var);
+}
+
+/* The slope on cells, or NAN: then the line through the modes' medians. */
+static double cells_slope(const cells *c, int runs, int runs_b, int *alone) {
+    double *g = malloc(3 * (size_t)runs * sizeof *g);
+    int nb = 0;
+    line w, a;
+    double slope = NAN;
+    while (nb < c->n && c->run[nb] < runs_b) nb++;
+    if (g && !sides_apart(c, nb, runs, g) && two_lines(c, runs, runs_b, &w, &a))
+        slope = combine(w, a, alone);
+    free(g);
+    return slope;
+}
+
+static double runs_slope(const state_side *b, const state_side *n, double *tmp, int *alone) {
+    size_t total = b->n + n->n;
+    cells c = {malloc(total * sizeof(double)), malloc(total * sizeof(double)),
+               malloc(total * sizeof(double)), malloc(total * sizeof(int)), 0};
+    double slope = NAN;
+    *alone = 0;
+    if (c.x && c.y && c.w && c.run) {
+        add_cells(b, 0, tmp, &c);
+        add_cells(n, b->runs, tmp, &c);
+        slope = cells_slope(&c, b->runs + n->runs, b->runs, alone);
+    }
+    free(c.x);
+    free(c.y);
+    free(c.w);
+    free(c.run);
+    return slope;
+}
+
 static void move(state_side *d, double b) {
     for (size_t i = 0; i < d->n; i++)
         if (d->v[i] > 0) d->v[i] *= exp(-b * d->x[i]);
@@ -143,7 +295,8 @@ static gt_state_outcome fit_sides(state_side *b, state_side *n, double *tmp,
      * truly answers the state less is still far from the other side (the
      * transport change stays must-not-ship); its size is misjudged. */
     fit->b_borrowed = !okb || !okn;
-    fit->b_base = fit->b_new = clamp_b((yb + yn) / (sxb + sxn));
+    double slope = runs_slope(b, n, tmp, &fit->within_runs);
+    fit->b_base = fit->b_new = clamp_b(isnan(slope) ? (yb + yn) / (sxb + sxn) : slope);
     move(b, fit->b_base);
     move(n, fit->b_new);
     return GT_STATE_ADJUSTED;
@@ -152,7 +305,7 @@ static gt_state_outcome fit_sides(state_side *b, state_side *n, double *tmp,
 gt_state_outcome gt_state_adjust(double *vb, const double *sb, const size_t *cb, int runs_b,
                                  double *vn, const double *sn, const size_t *cn, int runs_n,
                                  gt_state_fit *fit) {
-    gt_state_fit none = {GT_STATE_NONE, NAN, NAN, NAN, NAN, 0};
+    gt_state_fit none = {GT_STATE_NONE, NAN, NAN, NAN, NAN, 0, 0};
     *fit = none;
     if (!vb || !vn || !sb || !sn || !cb || !cn || runs_b < 1 || runs_n < 1) return GT_STATE_NONE;
     state_side b = {vb, sb, cb, runs_b, cb[runs_b], NULL};

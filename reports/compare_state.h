@@ -16,15 +16,28 @@
  * The states are first grouped into modes (sorted, split where one is
  * GT_STATE_SAME times the one before; a sample's state is its mode's
  * median, so the probe's own jitter within a mode moves nothing, and a mode
- * of a single sample, an interrupted probe, counts as no state). b is the
- * slope of a least-squares line through the median log time of each mode,
- * weighted by its samples (samples of one run in two states and runs in
- * different states alike; medians, so that a block another process took
- * does not bend it), one slope for both sides about each side's own mean
- * (under load two sides' slopes differ by their errors, and each side moved
- * by its own made A/A single sizes 3x "slower"); every sample is then
- * moved to the reference state ref (the lowest mode: the closest the
- * machine's cores came), t * (ref/mode)^b, and compare judges the moved
+ * of a single sample, an interrupted probe, counts as no state). b is one
+ * slope for both sides (under load two sides' slopes differ by their
+ * errors, and each side moved by its own made A/A single sizes 3x
+ * "slower"), fitted on cells - a run's samples in one mode, the median of
+ * their log times (so that a block another process took does not bend it),
+ * weighted by their count - twice: within runs (each cell about its run's
+ * mean: what the state does while everything else about the run stays) and
+ * across runs (each run's mean about its side's: a run's level against its
+ * share of the states). The two are weighted by the inverse of their
+ * variances, measured on their own residuals (a random-effects fit), unless
+ * they differ by more than GT_STATE_DISAGREE times their joint error: the
+ * runs' levels then moved with something the probe does not see that their
+ * share of the states happened to follow (a ZeRO-3 all-gather that costs
+ * the same in both states within a run, 0.17 across runs, came out 9%
+ * "slower"), and the slope is the one within runs alone. Where each side's
+ * own line within its runs differs from the other's beyond their errors
+ * (the stack changed how the time answers the state), or neither line has
+ * a residual degree of freedom, the slope is that of a line through the
+ * median log time of each mode over a side's runs, each side about its own
+ * mean, as before these lines. Every sample is then moved to the
+ * reference state ref (the lowest mode: the closest the machine's cores
+ * came), t * (ref/mode)^b, and compare judges the moved
  * samples as it would the measured ones. */
 #ifndef GT_REPORTS_COMPARE_STATE_H
 #define GT_REPORTS_COMPARE_STATE_H
@@ -33,10 +46,14 @@
 
 /* States within this factor of the next are one mode; one mode: nothing moved. */
 #define GT_STATE_SAME 1.5
-/* A side's slope is used when its samples about their mean have a sum of
- * squared log states of at least this (one sample of 25 in a state 2x
- * away gives 0.46). */
+/* A side has a contrast of its own, and a line (within or across runs) a
+ * slope, when its samples about their means have a sum of squared log
+ * states of at least this (one sample of 25 in a state 2x away gives 0.46). */
 #define GT_STATE_LEAST_SXX 0.3
+/* Two slopes (within against across runs; BASE's within its runs against
+ * NEW's) disagree where they differ by more than this many standard errors
+ * of their difference (about 95%). */
+#define GT_STATE_DISAGREE 2.0
 /* The slope is kept in [0, GT_STATE_MAX_B]: a time does not get faster as
  * the cores move apart, and no more than in proportion to the round trip's
  * square. */
@@ -56,6 +73,8 @@ typedef struct gt_state_fit {
     double ref_ns, hi_ns;        /* the reference state (the lowest mode); the highest mode */
     double b_base, b_new;        /* the slopes applied (NAN: not adjusted) */
     int b_borrowed;              /* 1: one side had no contrast (the slope is the other's) */
+    int within_runs;             /* 1: the slope is the one within runs (the runs' levels
+                                    moved apart from their states) */
 } gt_state_fit;
 
 /* A timed block whose slowest rank spent a share w of it runnable but
