@@ -1652,6 +1652,59 @@ static void test_machine_state(void) {
     }
 }
 
+/* A time that costs the same in both states within every run (140 us, a 1%
+ * jitter), NEW `factor` times BASE: BASE's runs 80% in the far state, NEW's
+ * first four all near and its fifth all far and 20% slower all along (a
+ * disturbance the probe does not see, that the state happened to follow). */
+static void write_level_pairs(const char *dir, double factor) {
+    static const char *const mix[2][5] = {{"11101", "11011", "10111", "01111", "11110"},
+                                          {"00000", "00000", "00000", "00000", "11111"}};
+    char d[64], name[80], res[1024];
+    for (int side = 0; side < 2; side++) {
+        side_dir(dir, side, d, sizeof d);
+        for (int i = 0; i < 5; i++) {
+            char v[200], st[200];
+            int nv = 0, ns = 0;
+            for (int j = 0; j < 5; j++) {
+                double t = 140 * (side ? factor : 1) * (side && i == 4 ? 1.2 : 1) *
+                           (1 + 0.01 * ((i * 5 + j * 3) % 5 - 2));
+                nv += snprintf(v + nv, sizeof v - nv, "%s%.6g", j ? ", " : "", t);
+                ns += snprintf(st + ns, sizeof st - ns, "%s%d", j ? ", " : "",
+                               mix[side][i][j] == '1' ? 330 : 60);
+            }
+            coll_result(res, sizeof res, "allreduce/fp32/sum", "time_1048576", v, st,
+                        "0, 0, 0, 0, 0");
+            snprintf(name, sizeof name, "%s/run%d.json", d, i);
+            write_results(name, 1, res);
+        }
+    }
+}
+
+/* The state's slope within and across runs (reports/compare_state.h): the
+ * runs' levels say 0.11, the rounds within them 0; through the modes'
+ * medians (0.06) BASE's far rounds were moved 10% down and the same stack
+ * was SLOWER, +11.2%. Now it ships and says the slope was measured within
+ * runs; 20% slower still does not ship. */
+static void test_state_run_levels(void) {
+    gt_compare_counts k;
+    write_level_pairs("level_aa", 1.0);
+    gt_compare *c = paired("level_aa", NULL);
+    if (c) {
+        gt_compare_get_counts(c, &k);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP && k.state_within == 1);
+        char *out = printed(c);
+        EXPECT(out && strstr(out, "machine state: 1 of them measured within runs alone"));
+        free(out);
+        gt_compare_free(c);
+    }
+    write_level_pairs("level_slower", 1.2);
+    c = paired("level_slower", NULL);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+}
+
 /* Blocks that waited for a CPU (a neighbour on a rank's core: "cpu_wait"),
  * 2.5x as long for waiting 60% of their time, three of two NEW runs and
  * of one BASE run (in one machine state): each is taken less its wait, so
@@ -1827,6 +1880,7 @@ int main(void) {
     test_one_candidate_alone();
     test_alone_states();
     test_machine_state();
+    test_state_run_levels();
     test_machine_load();
     test_loaded_window();
     test_slower_listed_first();
