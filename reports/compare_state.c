@@ -71,78 +71,40 @@ static void fill_x(state_side *d, const modes *m, double ref, double *tmp) {
 
 static double clamp_b(double b) { return b < 0 ? 0 : b > GT_STATE_MAX_B ? GT_STATE_MAX_B : b; }
 
-/* A side's part of the slope: the moments of a least-squares line through
- * the median log time of each mode the side's samples are in, weighted by
- * their counts, about the side's own mean; *sxx the weighted spread of the
- * modes' log states (below GT_STATE_LEAST_SXX: no contrast of its own).
- * Medians, because a block another process took (3x in the near mode)
- * would otherwise bend the line; a side's runs alike, since every run of a
- * side ran the same stack. */
-static void moments(const state_side *d, double *tmp, double *sxx, double *sxy_out) {
-    double xs[MAX_MODES + 1], ys[MAX_MODES + 1], w[MAX_MODES + 1];
-    int nx = 0;
-    *sxx = 0;
-    for (size_t i = 0; i < d->n && nx <= MAX_MODES; i++) {
-        int seen = 0;
-        for (int j = 0; j < nx; j++) seen |= xs[j] == d->x[i];
-        if (seen || !(d->v[i] > 0)) continue;
-        size_t k = 0;
-        for (size_t q = i; q < d->n; q++)
-            if (d->x[q] == d->x[i] && d->v[q] > 0) tmp[k++] = log(d->v[q]);
-        xs[nx] = d->x[i];
-        ys[nx] = gt_median(tmp, k);
-        w[nx++] = (double)k;
-    }
-    double sw = 0, mx = 0, my = 0, sxy = 0;
-    for (int j = 0; j < nx; j++) {
-        sw += w[j];
-        mx += w[j] * xs[j];
-        my += w[j] * ys[j];
-    }
-    *sxy_out = 0;
-    if (sw < 2) return;
-    mx /= sw;
-    my /= sw;
-    for (int j = 0; j < nx; j++) {
-        sxy += w[j] * (xs[j] - mx) * (ys[j] - my);
-        *sxx += w[j] * (xs[j] - mx) * (xs[j] - mx);
-    }
-    *sxy_out = sxy;
-}
-
-/* Two more lines, on cells (a run's samples in one mode: the median of
- * their log times, weighted by their count; BASE's runs first): within
- * runs, each cell about its run's mean (what the state does while
- * everything else about the run stays), and across runs, each run's mean
- * about its side's (a run's level against its share of the states). Each
- * has the variance of its slope from its own residuals (INFINITY without a
- * residual degree of freedom or a contrast of GT_STATE_LEAST_SXX). */
+/* Cells: a group's samples in one mode, the median of their log times
+ * (medians, because a block another process took, 3x in the near mode,
+ * would otherwise bend a line through them), weighted by their count; the
+ * groups are a side's runs, or the side itself. */
 typedef struct cells {
     double *x, *y, *w; /* log(mode / ref), median log time, samples */
-    int *run;
-    int n;
+    int *run;          /* the group */
+    int n, cap;
 } cells;
 
 typedef struct line {
-    double b, var;
+    double b, var;   /* the slope and its variance (INFINITY: none) */
+    double sxx, sxy; /* its moments about the groups' means */
 } line;
 
-static void add_cells(const state_side *d, int run0, double *tmp, cells *c) {
-    for (int r = 0; r < d->runs; r++) {
-        size_t lo = d->cut[r], hi = d->cut[r + 1];
-        for (size_t i = lo; i < hi; i++) {
-            int seen = !(d->v[i] > 0);
-            for (size_t q = lo; q < i && !seen; q++) seen = d->x[q] == d->x[i] && d->v[q] > 0;
-            if (seen) continue;
-            size_t k = 0;
-            for (size_t q = i; q < hi; q++)
-                if (d->x[q] == d->x[i] && d->v[q] > 0) tmp[k++] = log(d->v[q]);
-            c->x[c->n] = d->x[i];
-            c->y[c->n] = gt_median(tmp, k);
-            c->w[c->n] = (double)k;
-            c->run[c->n++] = run0 + r;
-        }
+/* The cells of samples [lo, hi) of d, in group g, appended to c. */
+static void range_cells(const state_side *d, size_t lo, size_t hi, int g, double *tmp,
+                        cells *c) {
+    for (size_t i = lo; i < hi && c->n < c->cap; i++) {
+        int seen = !(d->v[i] > 0);
+        for (size_t q = lo; q < i && !seen; q++) seen = d->x[q] == d->x[i] && d->v[q] > 0;
+        if (seen) continue;
+        size_t k = 0;
+        for (size_t q = i; q < hi; q++)
+            if (d->x[q] == d->x[i] && d->v[q] > 0) tmp[k++] = log(d->v[q]);
+        c->x[c->n] = d->x[i];
+        c->y[c->n] = gt_median(tmp, k);
+        c->w[c->n] = (double)k;
+        c->run[c->n++] = g;
     }
+}
+
+static void add_cells(const state_side *d, int run0, double *tmp, cells *c) {
+    for (int r = 0; r < d->runs; r++) range_cells(d, d->cut[r], d->cut[r + 1], run0 + r, tmp, c);
 }
 
 /* A weighted least-squares slope through (x[i], y[i]), each point about
@@ -151,7 +113,7 @@ static void add_cells(const state_side *d, int run0, double *tmp, cells *c) {
  * groups - 1 degrees of freedom. */
 static line fit_line(const double *x, const double *y, const double *w, const int *grp, int n,
                      int groups, double *gw, double *gx, double *gy) {
-    line l = {NAN, INFINITY};
+    line l = {NAN, INFINITY, 0, 0};
     int used = 0;
     for (int g = 0; g < groups; g++) gw[g] = gx[g] = gy[g] = 0;
     for (int i = 0; i < n; i++) {
@@ -168,6 +130,8 @@ static line fit_line(const double *x, const double *y, const double *w, const in
         sxx += w[i] * (x[i] - gx[grp[i]]) * (x[i] - gx[grp[i]]);
         sxy += w[i] * (x[i] - gx[grp[i]]) * (y[i] - gy[grp[i]]);
     }
+    l.sxx = sxx;
+    l.sxy = sxy;
     if (sxx < GT_STATE_LEAST_SXX) return l;
     l.b = sxy / sxx;
     for (int i = 0; i < n; i++) {
@@ -179,7 +143,28 @@ static line fit_line(const double *x, const double *y, const double *w, const in
     return l;
 }
 
-/* Within runs and across them (cells c of runs runs, BASE's runs_b first). */
+/* A side's part of the modes' line: the moments of a least-squares line
+ * through the median log time of each mode the side's samples are in,
+ * weighted by their counts, about the side's own mean; *sxx the weighted
+ * spread of the modes' log states (below GT_STATE_LEAST_SXX: no contrast
+ * of its own). A side's runs alike, since every run of a side ran the same
+ * stack. */
+static void moments(const state_side *d, double *tmp, double *sxx, double *sxy) {
+    double x[MAX_MODES + 1], y[MAX_MODES + 1], w[MAX_MODES + 1], gw, gx, gy;
+    int side[MAX_MODES + 1];
+    cells c = {x, y, w, side, 0, MAX_MODES + 1};
+    range_cells(d, 0, d->n, 0, tmp, &c);
+    line l = fit_line(x, y, w, side, c.n, 1, &gw, &gx, &gy);
+    *sxx = l.sxx;
+    *sxy = l.sxy;
+}
+
+/* Two more lines on cells of runs (c, runs of them, BASE's runs_b first):
+ * within runs, each cell about its run's mean (what the state does while
+ * everything else about the run stays), and across runs, each run's mean
+ * about its side's (a run's level against its share of the states); each
+ * with the variance of its slope from its own residuals (INFINITY without
+ * a residual degree of freedom or a contrast of GT_STATE_LEAST_SXX). */
 static int two_lines(const cells *c, int runs, int runs_b, line *within, line *across) {
     double *buf = malloc((size_t)(9 * runs) * sizeof *buf);
     int *side = malloc((size_t)runs * sizeof *side), ok = buf && side;
@@ -231,13 +216,12 @@ static int sides_apart(const cells *c, int nb, int runs, double *g) {
            fabs(lb.b - ln.b) > GT_STATE_DISAGREE * sqrt(lb.var + ln.var);
 }
 
-/* The slope on cells, or NAN: then the line through the modes' medians. */
-static double cells_slope(const cells *c, int runs, int runs_b, int *alone) {
+/* The slope on cells of runs (BASE's first nb), or NAN: then the line
+ * through the modes' medians. */
+static double cells_slope(const cells *c, int nb, int runs, int runs_b, int *alone) {
     double *g = malloc(3 * (size_t)runs * sizeof *g);
-    int nb = 0;
     line w, a;
     double slope = NAN;
-    while (nb < c->n && c->run[nb] < runs_b) nb++;
     if (g && !sides_apart(c, nb, runs, g) && two_lines(c, runs, runs_b, &w, &a))
         slope = combine(w, a, alone);
     free(g);
@@ -247,13 +231,14 @@ static double cells_slope(const cells *c, int runs, int runs_b, int *alone) {
 static double runs_slope(const state_side *b, const state_side *n, double *tmp, int *alone) {
     size_t total = b->n + n->n;
     cells c = {malloc(total * sizeof(double)), malloc(total * sizeof(double)),
-               malloc(total * sizeof(double)), malloc(total * sizeof(int)), 0};
+               malloc(total * sizeof(double)), malloc(total * sizeof(int)), 0, (int)total};
     double slope = NAN;
     *alone = 0;
     if (c.x && c.y && c.w && c.run) {
         add_cells(b, 0, tmp, &c);
+        int nb = c.n;
         add_cells(n, b->runs, tmp, &c);
-        slope = cells_slope(&c, b->runs + n->runs, b->runs, alone);
+        slope = cells_slope(&c, nb, b->runs + n->runs, b->runs, alone);
     }
     free(c.x);
     free(c.y);
