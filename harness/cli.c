@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* open_memstream */
 #include "harness/cli.h"
 #include "reports/compare.h"
+#include "reports/gate_stats.h"
 
 #include "engine/comm.h"
 #include "engine/env.h"
@@ -441,6 +442,39 @@ int gt_compare_exit_code(const gt_compare *c) {
     default:
         return GT_EXIT_REGRESSION;
     }
+}
+
+/* --sequential FIRST:MAX: looks after FIRST, FIRST + 1, ..., MAX pairs or NEW
+ * runs; compare says whether FIRST suits what it looks at. */
+int gt_parse_sequential(const char *cmd, const char *v, gt_compare_options *o) {
+    int first = 0, max = 0, used = 0;
+    if (!v || sscanf(v, "%d:%d%n", &first, &max, &used) != 2 || v[used] != '\0' || first < 1 ||
+        max < first || max > 1000) {
+        fprintf(stderr,
+                "gauntlet %s: --sequential '%s': FIRST:MAX, 1 <= FIRST <= MAX <= 1000 (e.g. "
+                "5:12: a look after 5 pairs, then after each further pair up to 12; or 1:3 "
+                "NEW runs against a baseline directory or history)\n",
+                cmd, v ? v : "");
+        return 0;
+    }
+    o->seq_first = first;
+    o->seq_max = max;
+    return 1;
+}
+
+int gt_parse_spending(const char *cmd, const char *v, gt_compare_options *o) {
+    if (v && strcmp(v, "pocock") == 0) {
+        o->spending = GT_GS_SPEND_POCOCK;
+    } else if (v && (strcmp(v, "obf") == 0 || strcmp(v, "obrien-fleming") == 0)) {
+        o->spending = GT_GS_SPEND_OBRIEN_FLEMING;
+    } else {
+        fprintf(stderr,
+                "gauntlet %s: --spending '%s': pocock (alpha spent evenly over the looks) or "
+                "obf (O'Brien-Fleming: little early, most at the last look)\n",
+                cmd, v ? v : "");
+        return 0;
+    }
+    return 1;
 }
 
 /* ---- renamed names ---------------------------------------------------------------- */

@@ -14,6 +14,12 @@ struct gt_compare;
 /* compare's decision as an exit code: 0 may ship, 3 must not, 4 undecided,
  * 5 not comparable. */
 int gt_compare_exit_code(const struct gt_compare *c);
+struct gt_compare_options;
+/* compare's and history --gate's sequential design: --sequential FIRST:MAX
+ * (1 <= FIRST <= MAX <= 1000; compare checks FIRST against what it looks at)
+ * and --spending pocock|obf. Print "gauntlet CMD: ..." and return 0 on error. */
+int gt_parse_sequential(const char *cmd, const char *v, struct gt_compare_options *o);
+int gt_parse_spending(const char *cmd, const char *v, struct gt_compare_options *o);
 
 enum {
     GT_EXIT_OK = 0,         /* every check passed */

@@ -54,10 +54,11 @@ static void compare_usage(FILE *f) {
             "  --paired        BASE and NEW are directories of as many runs, run i of each\n"
             "                  made side by side (interleaved A/B, ci/jobs/ab.sh): judge the\n"
             "                  ratios of the pairs\n"
-            "  --sequential FIRST:MAX  with --paired: an adaptive design that looks after\n"
-            "                  FIRST pairs and after each further one up to MAX; this compare\n"
-            "                  is the look its pairs make, tested at that look's share of\n"
-            "                  alpha, so looking again after each pair keeps alpha\n"
+            "  --sequential FIRST:MAX  an adaptive design that looks after FIRST pairs\n"
+            "                  (--paired) or NEW runs (BASE a directory of runs) and after\n"
+            "                  each further one up to MAX; this compare is the look its\n"
+            "                  pairs or NEW runs make, tested at that look's share of alpha,\n"
+            "                  so looking again after each one keeps alpha\n"
             "  --spending S    how the sequential design spends alpha over its looks: pocock\n"
             "                  (default) or obf (O'Brien-Fleming)\n"
             "  --suite S[,S]   compare only these suites' results\n"
@@ -106,22 +107,6 @@ static int parse_fraction(const gt_args *a, const char *flag, const char *v, dou
     return 1;
 }
 
-/* --sequential FIRST:MAX: looks after FIRST, FIRST + 1, ..., MAX pairs. */
-static int parse_looks(const char *v, gt_compare_options *o) {
-    int first = 0, max = 0, used = 0;
-    if (!v || sscanf(v, "%d:%d%n", &first, &max, &used) != 2 || v[used] != '\0' || first < 2 ||
-        max < first || max > 1000) {
-        fprintf(stderr,
-                "gauntlet compare: --sequential '%s': FIRST:MAX pairs, 2 <= FIRST <= MAX <= "
-                "1000 (e.g. 5:12: a look after 5 pairs, then after each further pair up to 12)\n",
-                v ? v : "");
-        return 0;
-    }
-    o->seq_first = first;
-    o->seq_max = max;
-    return 1;
-}
-
 int gt_cmd_compare(int argc, char **argv) {
     gt_args a = {.argc = argc, .argv = argv, .i = 1, .cmd = "compare"};
     gt_compare_options opt = gt_compare_defaults();
@@ -159,18 +144,9 @@ int gt_cmd_compare(int argc, char **argv) {
         } else if (gt_flag(&a, "--paired")) {
             opt.paired = 1;
         } else if (gt_opt(&a, "--sequential", &v, &err)) {
-            err |= !parse_looks(v, &opt);
+            err |= !gt_parse_sequential("compare", v, &opt);
         } else if (gt_opt(&a, "--spending", &v, &err)) {
-            if (strcmp(v, "pocock") == 0) {
-                opt.spending = GT_GS_SPEND_POCOCK;
-            } else if (strcmp(v, "obf") == 0 || strcmp(v, "obrien-fleming") == 0) {
-                opt.spending = GT_GS_SPEND_OBRIEN_FLEMING;
-            } else {
-                fprintf(stderr, "gauntlet compare: --spending '%s': pocock (alpha spent evenly "
-                                "over the looks) or obf (O'Brien-Fleming: little early, most at "
-                                "the last look)\n", v);
-                err = 1;
-            }
+            err |= !gt_parse_spending("compare", v, &opt);
         } else if (gt_opt(&a, "--suite", &v, &err)) {
             opt.suites = v;
         } else if (gt_opt(&a, "--metric", &v, &err)) {

@@ -11,7 +11,8 @@ static void history_usage(FILE *f) {
     fprintf(
         f, "usage: gauntlet history DB [--since DATE] [--host H] [--backend B] [--last N]\n"
            "       gauntlet history DB --case C --metric M [filters] [--threshold X] [--alpha X]\n"
-           "       gauntlet history DB --gate REPORT|DIR [--junit FILE] [--changed | --verbose]\n"
+           "       gauntlet history DB --gate REPORT|DIR [--sequential FIRST:MAX] [--junit FILE]\n"
+           "                  [--changed | --verbose]\n"
            "       gauntlet history add DB REPORT.json [REPORT.json ...]\n"
            "       gauntlet history DB --check\n"
            "\n"
@@ -35,12 +36,19 @@ static void history_usage(FILE *f) {
            "                  compare. A directory of reports (several runs of the new stack)\n"
            "                  is judged as one side: one run's own spread is not measured\n"
            "                  (docs/ci-gating.md: 3 runs gate much as a baseline directory)\n"
+           "  --sequential FIRST:MAX  with --gate DIR: DIR's runs are one look of an adaptive\n"
+           "                  design that looks after FIRST runs of the new stack and after\n"
+           "                  each further one up to MAX, tested at that look's share of\n"
+           "                  alpha (so a job may add a run while the gate is undecided)\n"
+           "  --spending S    the design's spending of alpha: pocock (default) or obf\n"
            "  --junit FILE    with --gate: JUnit XML as gauntlet compare writes it\n"
            "  --changed, --verbose  with --gate: more of compare's output\n"
            "  --check         SQLite's integrity check, and that no run is half recorded\n"
            "\n"
            "exit codes: 0 done (--gate: REPORT may ship); 3 --gate: REPORT must not ship;\n"
-           "2 usage error, a database that is missing, corrupt, of a newer schema or not\n"
+           "4 --gate: undecided (its needed: line says how many more runs would decide);\n"
+           "5 --gate: not comparable (another machine class); 2 usage error, a database that is\n"
+           "missing, corrupt, of a newer schema or not\n"
            "gauntlet's (left untouched), or --gate with no good run of the class\n");
 }
 
@@ -93,7 +101,7 @@ int gt_cmd_history(int argc, char **argv) {
     gt_compare_options opt = gt_compare_defaults();
     const char *db = NULL, *case_name = NULL, *metric = NULL, *gate = NULL, *junit = NULL;
     const char *v = NULL;
-    int err = 0, check = 0, last = 0;
+    int err = 0, check = 0, last = 0, spending = 0;
     gt_compare_detail detail = GT_DETAIL_SUMMARY;
     while (a.i < argc && !err) {
         if (gt_flag(&a, "--help") || gt_flag(&a, "-h")) {
@@ -117,6 +125,11 @@ int gt_cmd_history(int argc, char **argv) {
             err |= !gt_parse_double(&a, "--alpha", v, 1e-12, 0.5, &opt.alpha);
         } else if (gt_opt(&a, "--gate", &v, &err)) {
             gate = v;
+        } else if (gt_opt(&a, "--sequential", &v, &err)) {
+            err |= !gt_parse_sequential("history", v, &opt);
+        } else if (gt_opt(&a, "--spending", &v, &err)) {
+            err |= !gt_parse_spending("history", v, &opt);
+            spending = 1;
         } else if (gt_opt(&a, "--junit", &v, &err)) {
             junit = v;
         } else if (gt_flag(&a, "--changed")) {
@@ -155,6 +168,11 @@ int gt_cmd_history(int argc, char **argv) {
         return gt_usage_error("history", "--gate, --case and --check are separate uses: give "
                                          "one");
     if (junit && !gate) return gt_usage_error("history", "--junit needs --gate REPORT");
+    if ((opt.seq_max > 0 || spending) && !gate)
+        return gt_usage_error("history", "--sequential and --spending need --gate DIR: they "
+                                         "judge the candidate runs as one look of a design");
+    if (spending && opt.seq_max <= 0)
+        return gt_usage_error("history", "--spending needs --sequential FIRST:MAX");
     gt_status s = gt_history_filter_check(&f);
     if (s != GT_OK) return gt_fail("history", s);
     gt_history *h = NULL;

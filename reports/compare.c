@@ -1558,26 +1558,29 @@ static gt_status check_complete(gt_compare *c) {
 static void profile_lines(gt_compare *c);
 
 /* The alpha this compare tests at: the option's, or in a sequential design
- * the share its look may spend (reports/gate_stats.h, gt_gs_look_alpha). */
+ * the share its look may spend (reports/gate_stats.h, gt_gs_look_alpha). The
+ * look counts pairs (--paired) or NEW's runs (a baseline that stays while
+ * the candidate side grows). */
 static gt_status sequential_look(gt_compare *c) {
     const gt_compare_options *o = &c->opt;
     c->alpha = o->alpha;
     c->pairs = o->paired ? (int)c->nxb + 1 : 0;
+    c->look = o->paired ? c->pairs : (int)c->nxn + 1;
     if (o->seq_max <= 0) return GT_OK;
-    if (!o->paired)
-        return GT_ERR(GT_ERR_INVALID, "--sequential judges interleaved pairs: add --paired (BASE "
-                                      "and NEW directories of as many runs, ci/jobs/ab.sh)");
-    if (o->seq_first < 2 || o->seq_first > o->seq_max)
+    const char *unit = o->paired ? "pairs" : "NEW runs";
+    int least = o->paired ? 2 : 1;
+    if (o->seq_first < least || o->seq_first > o->seq_max)
         return GT_ERR(GT_ERR_INVALID,
-                      "--sequential %d:%d: the first look needs 2 pairs or more and at most the "
-                      "budget (FIRST:MAX, e.g. 5:12)",
-                      o->seq_first, o->seq_max);
-    if (c->pairs < o->seq_first || c->pairs > o->seq_max)
+                      "--sequential %d:%d: the first look needs %d %s or more and at most the "
+                      "budget (FIRST:MAX, e.g. %s)",
+                      o->seq_first, o->seq_max, least, unit, o->paired ? "5:12" : "1:3");
+    if (c->look < o->seq_first || c->look > o->seq_max)
         return GT_ERR(GT_ERR_INVALID,
-                      "--sequential %d:%d: the sides hold %d pairs, outside the design's looks "
-                      "(%d to %d pairs); run the pairs the design looks at, or change FIRST:MAX",
-                      o->seq_first, o->seq_max, c->pairs, o->seq_first, o->seq_max);
-    c->alpha = gt_gs_look_alpha((gt_gs_spending)o->spending, o->alpha, c->pairs, o->seq_first,
+                      "--sequential %d:%d: %s %d %s, outside the design's looks (%d to %d); run "
+                      "the %s the design looks at, or change FIRST:MAX",
+                      o->seq_first, o->seq_max, o->paired ? "the sides hold" : "NEW holds",
+                      c->look, o->paired ? "pairs" : "runs", o->seq_first, o->seq_max, unit);
+    c->alpha = gt_gs_look_alpha((gt_gs_spending)o->spending, o->alpha, c->look, o->seq_first,
                                 o->seq_max);
     return GT_OK;
 }
@@ -2059,7 +2062,8 @@ static int result_fails(const cmp_result *r) {
     return r->missing || r->failed || r->failed_checks;
 }
 
-static void print_slower_line(const cmp_result *r, const cmp_metric *m, FILE *f) {
+static void print_slower_line(const gt_compare *c, const cmp_result *r, const cmp_metric *m,
+                              FILE *f) {
     char ch[32], p[32], det[32];
     fmt_change(ch, sizeof ch, m);
     fmt_p(p, sizeof p, m);
@@ -2074,7 +2078,10 @@ static void print_slower_line(const cmp_result *r, const cmp_metric *m, FILE *f)
     if (!isnan(m->lo) && !m->part_of)
         fprintf(f, "; interval [%+.1f%%, %+.1f%%]", 100 * m->lo, 100 * m->hi);
     if (lifted) fprintf(f, "; a side below the timing floor judged at the floor");
-    if (undecided && m->needed > 0) fprintf(f, "; about %d more would decide", m->needed);
+    if (m->held)
+        gt_cmp_print_held(c, m->held, m->needed, f);
+    else if (undecided && m->needed > 0)
+        fprintf(f, "; about %d more would decide", m->needed);
     fprintf(f, ")\n");
     if (r->profile_line && strcmp(m->name, "ms_per_step") == 0)
         fprintf(f, "             ops: %s\n", r->profile_line);
@@ -2183,8 +2190,8 @@ static void print_note_counts(const gt_compare *c, FILE *f) {
     if (any || curves) fprintf(f, "\n");
 }
 
-/* A side of one run: the members that moved while none of their families
- * did (gt_cmp_families' gatekeeper), the largest named. */
+/* The members that moved while none of their families did (gt_cmp_families'
+ * gatekeeper: a side of one run, or a loaded machine), the largest named. */
 static void print_alone(const gt_compare *c, FILE *f) {
     int n = 0, states = 0;
     const cmp_metric *top = NULL;
@@ -2200,13 +2207,20 @@ static void print_alone(const gt_compare *c, FILE *f) {
                 label = c->res[i].label;
             }
         }
-    if (n)
+    if (!n) return;
+    fprintf(f, "               %d metric(s) moved alone, none of their families with them (the "
+               "largest: %s %s %+.1f%%): ",
+            n, label, top->name, 100 * top->rel);
+    if (gt_cmp_loaded_by_other(c))
+        fprintf(f, "not gated on a loaded machine, where a neighbour can hold a rank's core "
+                   "through one case's calls for a whole run; their families decide, and a "
+                   "quiet machine decides a single case\n");
+    else
         fprintf(f,
-                "               %d metric(s) moved alone, none of their families with them (the "
-                "largest: %s %s %+.1f%%): not gated below %.3gx%s, since one case can sit in a "
-                "slower state for a whole run and a side of one run cannot show it; several runs a "
-                "side or interleaved pairs decide a single case\n",
-                n, label, top->name, 100 * top->rel, GT_COMPARE_ALONE_FACTOR,
+                "not gated below %.3gx%s, since one case can sit in a slower state for a whole "
+                "run and a side of one run cannot show it; several runs a side or interleaved "
+                "pairs decide a single case\n",
+                GT_COMPARE_ALONE_FACTOR,
                 states ? " (nor beyond it where the sides ran in different machine states all "
                          "along)"
                        : "");
@@ -2229,7 +2243,7 @@ static void list_members(const gt_compare *c, const cmp_result *r, FILE *f,
             continue;
         }
         ++*listed;
-        print_slower_line(r, m, f);
+        print_slower_line(c, r, m, f);
     }
 }
 

@@ -135,6 +135,11 @@ extern "C" {
  * gated only beyond this factor (either way): A/A pairs on a 2-core VM
  * showed single cases 1.8-2.5x slower for a whole run (docs/ci-gating.md). */
 #define GT_COMPARE_ALONE_FACTOR 3.0
+/* Runs a side on a loaded machine (another process's load) before a
+ * slowdown shown between runs fails the gate; with fewer it is UNDECIDED: a
+ * neighbour can slow a whole family for one run, unseen by the wait probe
+ * (docs/ci-gating.md, "One candidate run on a loaded machine"). */
+#define GT_COMPARE_LOADED_RUNS 3
 /* Interleaved pairs in a loaded window: a pair with a run whose timed
  * blocks waited for a CPU GT_STATE_LOADED of the time or more (another
  * process on the machine) is set aside where at least this many pairs, and
@@ -202,10 +207,12 @@ typedef struct gt_compare_options {
                                results are left out entirely */
     const char *metrics;    /* comma-separated metric names that get verdicts (NULL: all);
                                the others are left out (checks and statuses still gate) */
-    int seq_first, seq_max; /* paired, sequential design (seq_max > 0): looks after
-                               seq_first, seq_first + 1, ..., seq_max pairs; this
-                               compare is the look its number of pairs makes, tested at
-                               that look's share of alpha (gt_gs_look_alpha) */
+    int seq_first, seq_max; /* a sequential design (seq_max > 0): looks after seq_first,
+                               seq_first + 1, ..., seq_max pairs (paired) or NEW runs
+                               (unpaired: a baseline directory or history against a
+                               growing NEW side); this compare is the look its count
+                               makes, tested at that look's share of alpha
+                               (gt_gs_look_alpha) */
     int spending;           /* gt_gs_spending of the sequential design (Pocock: 0) */
 } gt_compare_options;
 

@@ -440,8 +440,14 @@ static int can_undecide(const gt_compare *c, gt_compare_method m) {
     return !c->opt.checks_only && (m == GT_METHOD_PAIRED || m == GT_METHOD_RUNS);
 }
 
-/* more pairs (PAIRED) or runs on each side (RUNS) that would make the
- * interval at `level` narrower than |est| if the spread stays as measured */
+/* A sequential design over NEW runs keeps its baseline: only NEW grows. */
+static int new_side_grows(const gt_compare *c) {
+    return !c->opt.paired && c->opt.seq_max > 0;
+}
+
+/* more pairs (PAIRED) or runs on each side (RUNS; NEW's runs alone in a
+ * sequential design over them) that would make the interval at `level`
+ * narrower than |est| if the spread stays as measured */
 static int more_needed(const gt_compare *c, gt_compare_method method, double sd, int nb, int nn,
                        double est, double level) {
     double target = fabs(est);
@@ -451,16 +457,17 @@ static int more_needed(const gt_compare *c, gt_compare_method method, double sd,
         return n <= 0 || n > nb + 1000 ? -1 : n - nb;
     }
     double var = sd * sd + c->opt.run_noise * c->opt.run_noise;
+    int kb = new_side_grows(c) ? 0 : 1; /* BASE's runs added with each NEW one */
     for (int k = 1; k <= 1000; k++) {
-        double se = sqrt(var * (1.0 / (nb + k) + 1.0 / (nn + k)));
-        if (gt_gs_t_quantile2(level, nb + nn + 2 * k - 2) * se < target) return k;
+        double se = sqrt(var * (1.0 / (nb + kb * k) + 1.0 / (nn + k)));
+        if (gt_gs_t_quantile2(level, nb + nn + (1 + kb) * k - 2) * se < target) return k;
     }
     return -1;
 }
 
 /* A sequential design that has looks left. */
 static int before_last_look(const gt_compare *c) {
-    return c->opt.seq_max > 0 && c->pairs < c->opt.seq_max;
+    return c->opt.seq_max > 0 && c->look < c->opt.seq_max;
 }
 
 /* More pairs (runs a side) within the design's reach: as many again as
@@ -484,6 +491,33 @@ static void mark_reach(const gt_compare *c, gt_verdict v, int needed, int reps, 
     *beyond = v == GT_VERDICT_UNDECIDED && !(needed > 0 && needed <= reach(c, reps));
 }
 
+/* A slowdown shown between runs on a loaded machine with fewer than
+ * GT_COMPARE_LOADED_RUNS runs on a side stays UNDECIDED (held): the runs
+ * still needed, NEW's alone in a design over NEW runs. 0: not held. */
+static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn, gt_verdict *v) {
+    if (*v != GT_VERDICT_SLOWER || m != GT_METHOD_RUNS || !gt_cmp_loaded_by_other(c)) return 0;
+    int least = GT_COMPARE_LOADED_RUNS;
+    int short_b = nb < least ? least - nb : 0, short_n = nn < least ? least - nn : 0;
+    if (!short_b && !short_n) return 0;
+    *v = GT_VERDICT_UNDECIDED;
+    if (new_side_grows(c)) return short_n ? short_n : -1; /* -1: BASE lacks runs */
+    return short_b > short_n ? short_b : short_n;
+}
+
+/* A family shown slower on a side of one run by one member alone (the
+ * others within the threshold) stays UNDECIDED: one case can sit in a
+ * slower state for a whole run (a cast at 12.4 us in every sample of one
+ * run, 7.5 in nineteen others), which a side of one run cannot show; a
+ * stack's change moves more of its family. Returns the runs that would
+ * decide (1), 0 when not held. */
+static int hold_lone_member(const gt_compare *c, cmp_family *f) {
+    if (f->verdict != GT_VERDICT_SLOWER || f->method != GT_METHOD_RUNS || f->moved >= 2 ||
+        (f->nb != 1 && f->nn != 1) || c->opt.checks_only)
+        return 0;
+    f->verdict = GT_VERDICT_UNDECIDED;
+    return 1;
+}
+
 static void decide_family(const gt_compare *c, cmp_family *f) {
     if (isnan(f->p)) return;
     double t = gt_gs_t_quantile2(f->level, f->df);
@@ -492,7 +526,15 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
     f->detectable = fmax(expm1(t * f->se), c->opt.threshold);
     f->verdict = judge(f->rel, f->lo, f->hi, f->rejected, f->higher_better, c->opt.threshold,
                        can_undecide(c, f->method));
-    if (f->verdict == GT_VERDICT_UNDECIDED) {
+    int held = hold_loaded(c, f->method, f->nb, f->nn, &f->verdict);
+    if (held) {
+        f->held = GT_HELD_LOADED;
+        f->needed = held;
+        f->beyond_reach = held < 0;
+    } else if ((held = hold_lone_member(c, f)) != 0) {
+        f->held = GT_HELD_ONE_MEMBER;
+        f->needed = held;
+    } else if (f->verdict == GT_VERDICT_UNDECIDED) {
         /* the replicates' own spread: more_needed adds the floor itself */
         double sd = f->sd;
         int n = f->method == GT_METHOD_PAIRED ? f->reps : f->nb;
@@ -501,6 +543,10 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
         mark_reach(c, f->verdict, f->needed, reps, &f->beyond_reach);
     }
 }
+
+/* The sides ran on a loaded machine, and not for the stack's own threads
+ * (compare.c, machine_load). */
+int gt_cmp_loaded_by_other(const gt_compare *c) { return c->loaded && !c->busy_own; }
 
 /* Does either side hold one run of m (its run-to-run spread there not
  * measured)? One run a side; runs against one run. */
@@ -531,8 +577,12 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
     /* a member's own doubt is carried by its family's test, except before a
      * sequential design's last look, where it asks for the next pair: a
      * change of one member (an op with one gated shape) moves its class too
-     * little for the class to show it */
-    int undecide = can_undecide(c, a->method) && (!m->in_family || before_last_look(c));
+     * little for the class to show it. Not in a design over NEW runs: a
+     * member's interval between a few runs a side at its share of Holm's
+     * alpha is far wider than any change worth a look (+-100% and more on
+     * the collectives), so its doubt would ask for every look. */
+    int undecide = can_undecide(c, a->method) &&
+                   (!m->in_family || (before_last_look(c) && c->opt.paired));
     /* A side of one run (one run a side, or a baseline directory against
      * one candidate run: history --gate): a member moves only with one of
      * its families (a gatekeeper: the family is tested first). One case of
@@ -543,17 +593,31 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
      * rejections than Holm's alone: alpha holds. Beyond the factor too
      * where the sides ran in different machine states all along: the state
      * alone can move a collective by more (docs/ci-gating.md, "The
-     * collectives' rounds"). */
+     * collectives' rounds"). On a loaded machine (another process's load,
+     * not the stack's own), however many runs, unless paired (a pair's two
+     * runs share the load, and a loaded pool's power rests on its members:
+     * docs/ci-gating.md): a neighbour can hold a
+     * rank's core through all of one member's rounds in a run, unseen by
+     * the wait probe, and delay each call by a time slice (a collective of
+     * 5-10 us at 40-50 us in 2 of 10 runs; docs/ci-gating.md, "A member
+     * alone on a loaded machine"). */
     int rejected = m->rejected;
     double factor = a->rel > -1 ? fmax(1 + a->rel, 1 / (1 + a->rel)) : INFINITY;
-    if (one_run_side(a, m) && m->in_family && !m->family_moved && rejected &&
-        (factor < GT_COMPARE_ALONE_FACTOR || m->state.outcome == GT_STATE_CONFOUNDED)) {
+    int lone_run = one_run_side(a, m) &&
+                   (factor < GT_COMPARE_ALONE_FACTOR || m->state.outcome == GT_STATE_CONFOUNDED);
+    int loaded = gt_cmp_loaded_by_other(c) && a->method != GT_METHOD_PAIRED;
+    if (m->in_family && !m->family_moved && rejected && (lone_run || loaded)) {
         rejected = 0;
         m->alone = fabs(a->rel) >= c->opt.threshold;
     }
     m->verdict = judge(a->rel, m->lo, m->hi, rejected, m->higher_better, c->opt.threshold,
                        undecide);
-    if (m->verdict == GT_VERDICT_UNDECIDED) {
+    int held = hold_loaded(c, a->method, m->runs_b, m->runs_n, &m->verdict);
+    if (held) {
+        m->held = GT_HELD_LOADED;
+        m->needed = held;
+        m->beyond_reach = held < 0;
+    } else if (m->verdict == GT_VERDICT_UNDECIDED) {
         double sd = a->method == GT_METHOD_PAIRED
                         ? sqrt(fmax(0, a->se_rel * a->se_rel * m->runs_b -
                                            c->opt.run_noise * c->opt.run_noise))
@@ -609,17 +673,19 @@ int gt_cmp_undecided(const gt_compare *c) {
 }
 
 static const char *unit_of_reps(const gt_compare *c) {
-    return c->opt.paired ? "pairs" : "runs on each side";
+    if (c->opt.paired) return "pairs";
+    return new_side_grows(c) ? "NEW runs" : "runs on each side";
 }
 
 void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
     if (!gt_cmp_undecided(c)) return;
-    int most = 0, over = 0, count = 0;
+    int most = 0, over = 0, count = 0, short_base = 0;
     const char *who = NULL, *what = "";
     for (size_t i = 0; i < c->nfam; i++) {
         const cmp_family *x = &c->fam[i];
         if (x->verdict != GT_VERDICT_UNDECIDED) continue;
         count++;
+        short_base |= x->held && x->needed < 0;
         if (x->needed < 0) over = 1;
         if (x->needed > most || !who) {
             most = x->needed > most ? x->needed : most;
@@ -632,6 +698,7 @@ void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
             const cmp_metric *m = &c->res[i].m[j];
             if (!gt_cmp_metric_undecided(c, m)) continue;
             count++;
+            short_base |= m->held && m->needed < 0;
             if (m->needed < 0) over = 1;
             if (m->needed > most || !who) {
                 most = m->needed > most ? m->needed : most;
@@ -639,11 +706,17 @@ void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
                 what = m->name;
             }
         }
-    if (over)
+    if (short_base)
+        fprintf(f, "needed: %d or more baseline runs on a loaded machine (BASE holds fewer), "
+                   "then NEW's runs, for the %d undecided\n",
+                GT_COMPARE_LOADED_RUNS, count);
+    else if (over)
         fprintf(f,
                 "needed: more than 1000 %s for at least one of the %d undecided (its spread is "
-                "too wide for its estimate): reduce the noise or raise --threshold\n",
-                unit_of_reps(c), count);
+                "too wide for its estimate): %sreduce the noise or raise --threshold\n",
+                unit_of_reps(c), count,
+                new_side_grows(c) ? "keep more baseline runs (their share of the spread stays), "
+                                  : "");
     else
         fprintf(f,
                 "needed: about %d more %s would decide all %d undecided (from their measured "
@@ -670,6 +743,21 @@ static const char *members_word(const cmp_family *x) {
     return "cases";
 }
 
+void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f) {
+    if (held == GT_HELD_ONE_MEMBER)
+        fprintf(f, "; slower by one member alone, on a side of one run (one case can sit in a "
+                   "slower state for a whole run): %d more %s would decide",
+                needed, unit_of_reps(c));
+    else if (needed > 0)
+        fprintf(f, "; slower, but on a loaded machine fewer than %d runs a side do not decide a "
+                   "slowdown: %d more %s would",
+                GT_COMPARE_LOADED_RUNS, needed, unit_of_reps(c));
+    else
+        fprintf(f, "; slower, but on a loaded machine fewer than %d runs a side do not decide a "
+                   "slowdown: keep %d or more baseline runs",
+                GT_COMPARE_LOADED_RUNS, GT_COMPARE_LOADED_RUNS);
+}
+
 static void print_family(const gt_compare *c, const cmp_family *x, FILE *f) {
     char reps[64];
     if (x->method == GT_METHOD_PAIRED)
@@ -682,7 +770,9 @@ static void print_family(const gt_compare *c, const cmp_family *x, FILE *f) {
                "%d of %zu moved",
             verdict_word(x->verdict), x->name, x->stem, x->topology, x->backend, x->n,
             members_word(x), reps, 100 * x->rel, 100 * x->lo, 100 * x->hi, x->moved, x->n);
-    if (x->beyond_reach && x->needed > 0)
+    if (x->held)
+        gt_cmp_print_held(c, x->held, x->needed, f);
+    else if (x->beyond_reach && x->needed > 0)
         fprintf(f, "; too noisy for %.3g%% here: about %d more %s would decide", 100 * c->opt.threshold,
                 x->needed, unit_of_reps(c));
     else if (x->beyond_reach)
@@ -748,8 +838,8 @@ void gt_cmp_print_rules(const gt_compare *c, FILE *f) {
     else
         fprintf(f, "alpha %.3g for each family and metric (no correction)", c->alpha);
     if (c->opt.seq_max > 0)
-        fprintf(f, "; sequential look at %d pairs of %d..%d (%s spending of alpha %.3g)", c->pairs,
-                c->opt.seq_first, c->opt.seq_max,
+        fprintf(f, "; sequential look at %d %s of %d..%d (%s spending of alpha %.3g)", c->look,
+                c->opt.paired ? "pairs" : "NEW runs", c->opt.seq_first, c->opt.seq_max,
                 c->opt.spending == GT_GS_SPEND_OBRIEN_FLEMING ? "O'Brien-Fleming" : "Pocock",
                 c->opt.alpha);
 }

@@ -85,11 +85,14 @@ typedef struct cmp_metric {
     int nblk;
     int in_family; /* a member of a family of two or more */
     int family_moved; /* one of its families was shown to move (rejected, beyond the threshold) */
-    int alone;     /* one run a side: shown to move while none of its families did: not gated */
+    int alone;     /* shown to move while none of its families did, on a side of one run
+                      or a loaded machine: not gated */
     int rejected;  /* the correction rejected "no change" (two-sided) */
     double level;  /* the (two-sided) level the correction tested it at */
     double lo, hi; /* rel's interval at that level (NAN: none) */
     int needed;    /* UNDECIDED: more pairs (runs a side) that would decide; -1: over 1000 */
+    int held;      /* shown slower on a loaded machine with too few runs a side
+                      (GT_COMPARE_LOADED_RUNS): UNDECIDED (GT_HELD_LOADED) */
     int beyond_reach; /* UNDECIDED, and more pairs than the design's reach would be
                          needed: too noisy for the threshold here */
     gt_state_fit state; /* its samples moved to one machine state (compare_state.h) */
@@ -116,6 +119,8 @@ typedef struct cmp_family {
     int df, nb, nn;    /* nb, nn: runs each side (RUNS) */
     double rel, lo, hi, p, p_adj, level, detectable;
     int rejected, moved, needed, beyond_reach;
+    int held;          /* shown slower, UNDECIDED (GT_HELD_*): on a loaded machine with too
+                          few runs, or by one member alone on a side of one run */
     gt_verdict verdict;
 } cmp_family;
 
@@ -175,6 +180,7 @@ struct gt_compare {
     size_t nfam;
     double alpha; /* the alpha of this look: opt.alpha, or its share in a sequential design */
     int pairs;    /* PAIRED: the pairs judged */
+    int look;     /* what a sequential design counts: the pairs (paired), else NEW's runs */
     char *new_incomplete; /* "'path': reason" of the first incomplete NEW report */
     int busy_own; /* 1 BASE, 2 NEW: its blocks waited for a CPU far more (compare_state.h) */
     int loaded;   /* a side's blocks waited for a CPU GT_STATE_LOADED of the time or more */
@@ -207,6 +213,14 @@ int gt_cmp_metric_undecided(const gt_compare *c, const cmp_metric *m);
 /* 1 when a family or a metric that decides the gate is undecided (from the
  * counts: call after they are made). */
 int gt_cmp_undecided(const gt_compare *c);
+/* 1 when the sides ran on a loaded machine, another process's load and not
+ * the stack's own threads: a member then moves only with its family. */
+int gt_cmp_loaded_by_other(const gt_compare *c);
+/* Why a verdict shown slower is held UNDECIDED (cmp_metric.held, cmp_family.held). */
+enum { GT_HELD_LOADED = 1, GT_HELD_ONE_MEMBER = 2 };
+/* "; slower, but ...": a held verdict's reason and the runs that would
+ * decide it (needed <= 0: BASE lacks runs). */
+void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f);
 /* The "needed: ..." line when something is undecided. */
 void gt_cmp_print_needed(const gt_compare *c, FILE *f);
 /* A time or a rate's unit: microseconds per unit, 0 when not a time. */

@@ -149,6 +149,15 @@ expect 3 "NEW MUST NOT SHIP" "$g" history "$db" --gate "$tmp/cands-slow"
 "$g" history "$db" --gate "$tmp/cands-ok" | grep -q "against the last 5 good runs of its class .*(the newest: run 12)" &&
     ok "a candidate recorded already is no baseline run" || fail "a candidate run became its own baseline"
 expect 2 "the NEW directory .* holds no .json report" "$g" history "$db" --gate "$tmp/cands-empty"
+# the candidate runs as one look of a design over NEW runs (ci/jobs/gate.sh --runs)
+expect 0 "sequential look at 2 NEW runs of 1..3" "$g" history "$db" --gate "$tmp/cands-ok" \
+    --sequential 1:3 --spending obf
+expect 3 "NEW MUST NOT SHIP" "$g" history "$db" --gate "$tmp/cands-slow" --sequential 2:4
+expect 2 "NEW holds 2 runs, outside the design's looks \\(3 to 4\\)" "$g" history "$db" \
+    --gate "$tmp/cands-ok" --sequential 3:4
+expect 2 "--sequential and --spending need --gate DIR" "$g" history "$db" --sequential 1:3
+expect 2 "--spending needs --sequential" "$g" history "$db" --gate "$tmp/cands-ok" --spending obf
+expect 2 "--sequential '3:1': FIRST:MAX" "$g" history "$db" --gate "$tmp/cands-ok" --sequential 3:1
 
 # ---- databases that must be refused and left as they were
 sum() { md5sum "$1" | cut -d' ' -f1; }

@@ -1205,10 +1205,48 @@ static void test_families(void) {
     snprintf(n, sizeof n, "%s/new", path_of("fam_mm"));
     EXPECT(gt_compare_files(b, n, &sq2, &c) == GT_ERR_INVALID && c == NULL);
     EXPECT(strstr(gt_last_error(), "outside the design's looks") != NULL);
+    /* unpaired, the design counts NEW's runs (a baseline directory that stays):
+     * 5 of 5..12 is the first look, at the same share of alpha */
     sq2.paired = 0;
     sq2.seq_first = 5;
+    if (gt_compare_files(b, n, &sq2, &c) == GT_OK && c) {
+        char *txt = printed(c);
+        EXPECT(txt && strstr(txt, "alpha 0.027 over all families"));
+        EXPECT(txt && strstr(txt, "sequential look at 5 NEW runs of 5..12 (Pocock"));
+        free(txt);
+        gt_compare_free(c);
+    } else {
+        EXPECT(!"an unpaired sequential look at 5 NEW runs of 5..12 was refused");
+    }
+    sq2.seq_first = 6;
     EXPECT(gt_compare_files(b, n, &sq2, &c) == GT_ERR_INVALID && c == NULL);
-    EXPECT(strstr(gt_last_error(), "add --paired") != NULL);
+    EXPECT(strstr(gt_last_error(), "NEW holds 5 runs, outside the design's looks (6 to 12)"));
+    sq2.seq_first = 0;
+    EXPECT(gt_compare_files(b, n, &sq2, &c) == GT_ERR_INVALID && c == NULL);
+    EXPECT(strstr(gt_last_error(), "the first look needs 1 NEW runs or more"));
+    /* only NEW grows in that design: the needed runs are NEW's alone, more
+     * than the runs each side would need (fam_und: +15% over 5 runs a side) */
+    snprintf(b, sizeof b, "%s/base", path_of("fam_und"));
+    snprintf(n, sizeof n, "%s/new", path_of("fam_und"));
+    gt_compare_options un = gt_compare_defaults();
+    int each = -1, only_new = -1;
+    if (gt_compare_files(b, n, &un, &c) == GT_OK) {
+        char *txt = printed(c);
+        const char *at = txt ? strstr(txt, "needed: about ") : NULL;
+        if (at && strstr(at, "more runs on each side")) each = atoi(at + 14);
+        free(txt);
+        gt_compare_free(c);
+    }
+    un.seq_first = 5;
+    un.seq_max = 6;
+    if (gt_compare_files(b, n, &un, &c) == GT_OK) {
+        char *txt = printed(c);
+        const char *at = txt ? strstr(txt, "needed: about ") : NULL;
+        if (at && strstr(at, "more NEW runs")) only_new = atoi(at + 14);
+        free(txt);
+        gt_compare_free(c);
+    }
+    EXPECT(each > 0 && only_new > each);
     /* one shape of an op +14% by its estimate, not shown (its pairs spread
      * 14%), its sibling flat and far steadier, so the pooled op does not move:
      * a fixed design leaves the member's doubt to its family (may ship); a
@@ -1228,6 +1266,17 @@ static void test_families(void) {
         gt_compare_counts kl;
         gt_compare_get_counts(c, &kl);
         EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED && kl.undecided == 1);
+        gt_compare_free(c);
+    }
+    /* a design over NEW runs leaves a member's doubt to its family at every
+     * look: a member's interval at its share of Holm's alpha is far wider
+     * than a change worth another run */
+    snprintf(b, sizeof b, "%s/base", path_of("fam_lone"));
+    snprintf(n, sizeof n, "%s/new", path_of("fam_lone"));
+    if (gt_compare_files(b, n, &sq, &c) == GT_OK) {
+        gt_compare_counts kl;
+        gt_compare_get_counts(c, &kl);
+        EXPECT(kl.undecided == 0);
         gt_compare_free(c);
     }
     (void)none;
@@ -1426,6 +1475,21 @@ static void write_op_runs(const char *dir, const double *run, int runs, double f
     }
 }
 
+/* As write_op_runs, op "cp" in two shapes, shape 0 x f0 and shape 1 x f1. */
+static void write_two_shape_runs(const char *dir, const double *run, int runs, double f0,
+                                 double f1) {
+    static char res[1 << 12];
+    char name[80];
+    mkdir(path_of(dir), 0700);
+    for (int i = 0; i < runs; i++) {
+        int n = kernel_result(res, sizeof res, "cp", "n1", 100 * run[i] * f0, NULL);
+        n += snprintf(res + n, sizeof res - n, ", ");
+        kernel_result(res + n, sizeof res - n, "cp", "n2", 100 * run[i] * f1, NULL);
+        snprintf(name, sizeof name, "%s/run%d.json", dir, i);
+        write_results(name, 1, res);
+    }
+}
+
 /* A baseline directory against one candidate run (history --gate with one
  * report): as with one run a side, the candidate's spread between runs is
  * not measured, and one case of a run can sit in a 2x state for the whole
@@ -1460,6 +1524,27 @@ static void test_one_candidate_alone(void) {
     static const double three[3] = {1.0, 1.01, 0.99};
     write_op_runs("oc_three", three, 3, 2, 1);
     c = dirs("oc_base", "oc_three", NULL);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+    /* an op of two shapes, one 1.65x for the whole candidate run (a cast at
+     * 12.4 us in every sample of one run, 7.5 in nineteen others): the op,
+     * shown slower by that member alone, stays undecided and asks for a
+     * run; both shapes 1.65x fail the gate */
+    write_two_shape_runs("o2_base", base, 4, 1, 1);
+    write_two_shape_runs("o2_one", one, 1, 1.65, 1);
+    write_two_shape_runs("o2_both", one, 1, 1.65, 1.65);
+    c = dirs("o2_base", "o2_one/run0.json", NULL);
+    if (c) {
+        char *t = printed(c);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED);
+        EXPECT(t && strstr(t, "UNDECIDED kernels/cp time_us") &&
+               strstr(t, "slower by one member alone, on a side of one run"));
+        free(t);
+        gt_compare_free(c);
+    }
+    c = dirs("o2_base", "o2_both/run0.json", NULL);
     if (c) {
         EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
         gt_compare_free(c);
@@ -1758,6 +1843,121 @@ static void test_machine_load(void) {
     }
 }
 
+/* DIR/base (nb runs) and DIR/new (nn runs) of six allreduce cases at one
+ * size, 5 rounds each, on a loaded machine (`waits`: one round in five of
+ * every run waited 30% of its time for a CPU; its time is longer by the
+ * wait) or not. NEW's case k is BASE's x factor[k]. Case 0's runs spread
+ * 20% between runs, the others' 1%: in their family, case 0 weighs little. */
+static void write_loaded_runs(const char *dir, int nb, int nn, const double factor[6],
+                              int waits) {
+    static const char *const ops[6] = {"sum", "max", "min", "avg", "prod", "band"};
+    char d[64], name[80];
+    for (int side = 0; side < 2; side++) {
+        side_dir(dir, side, d, sizeof d);
+        for (int i = 0; i < (side ? nn : nb); i++) {
+            static char res[1 << 14];
+            int n = 0;
+            for (int k = 0; k < 6; k++) {
+                char v[200], kase[40];
+                int nv = 0;
+                double run = 1 + (k ? 0.01 : 0.2) * ((i * 2 + side) % 3 - 1);
+                for (int j = 0; j < 5; j++)
+                    nv += snprintf(v + nv, sizeof v - nv, "%s%.6g", j ? ", " : "",
+                                   140 * (side ? factor[k] : 1) * run *
+                                       (1 + 0.002 * ((j * 3 + k) % 3 - 1)) /
+                                       (waits && j == 2 ? 0.7 : 1));
+                snprintf(kase, sizeof kase, "allreduce/fp32/%s", ops[k]);
+                if (k) n += snprintf(res + n, sizeof res - n, ", ");
+                coll_result(res + n, sizeof res - n, kase, "time_1048576", v,
+                            "60, 60, 60, 60, 60",
+                            waits ? "0, 0, 0.3, 0, 0" : "0, 0, 0, 0, 0");
+                n += (int)strlen(res + n);
+            }
+            snprintf(name, sizeof name, "%s/run%d.json", d, i);
+            write_results(name, 1, res);
+        }
+    }
+}
+
+static gt_compare *unpaired_dirs(const char *dir, const gt_compare_options *o) {
+    char b[400], n[400];
+    snprintf(b, sizeof b, "%s/base", path_of(dir));
+    snprintf(n, sizeof n, "%s/new", path_of(dir));
+    gt_compare *c = NULL;
+    if (gt_compare_files(b, n, o, &c) != GT_OK) {
+        fprintf(stderr, "FAIL compare %s: %s\n", dir, gt_last_error());
+        g_fails++;
+        return NULL;
+    }
+    return c;
+}
+
+/* A loaded machine (another process's), runs on each side not paired: a
+ * slowdown of a whole family shown with fewer than GT_COMPARE_LOADED_RUNS
+ * NEW runs is UNDECIDED (a neighbour can slow a family for one run), with
+ * three it fails; one case 5x slower while its family does not move is not
+ * gated there, however many runs (on a quiet machine it fails). */
+static void test_loaded_runs(void) {
+    const double all[6] = {1.5, 1.5, 1.5, 1.5, 1.5, 1.5}, one[6] = {5, 1, 1, 1, 1, 1};
+    gt_compare_options o = gt_compare_defaults();
+    write_loaded_runs("ld_one", 5, 1, all, 1);
+    gt_compare *c = unpaired_dirs("ld_one", &o);
+    if (c) {
+        char *txt = printed(c);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED);
+        EXPECT(txt && strstr(txt, "UNDECIDED collectives/allreduce time") &&
+               strstr(txt, "slower, but on a loaded machine fewer than 3 runs a side do not "
+                           "decide a slowdown: 2 more runs on each side would"));
+        free(txt);
+        gt_compare_free(c);
+    }
+    o.seq_first = 1;
+    o.seq_max = 3;
+    c = unpaired_dirs("ld_one", &o);
+    if (c) {
+        char *txt = printed(c);
+        EXPECT(txt && strstr(txt, "2 more NEW runs would"));
+        free(txt);
+        gt_compare_free(c);
+    }
+    /* a baseline of 2 runs cannot be made up by NEW's runs in that design */
+    write_loaded_runs("ld_short", 2, 3, all, 1);
+    o.seq_first = 3;
+    o.seq_max = 4;
+    c = unpaired_dirs("ld_short", &o);
+    o.seq_first = 1;
+    o.seq_max = 3;
+    if (c) {
+        char *txt = printed(c);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED);
+        EXPECT(txt && strstr(txt, "needed: 3 or more baseline runs on a loaded machine"));
+        free(txt);
+        gt_compare_free(c);
+    }
+    write_loaded_runs("ld_three", 5, 3, all, 1);
+    c = unpaired_dirs("ld_three", &o);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+    o = gt_compare_defaults();
+    write_loaded_runs("ld_lone", 5, 3, one, 1);
+    c = unpaired_dirs("ld_lone", &o);
+    if (c) {
+        char *txt = printed(c);
+        EXPECT(gt_compare_decide(c) != GT_DECISION_MUST_NOT);
+        EXPECT(txt && strstr(txt, "moved alone") && strstr(txt, "not gated on a loaded machine"));
+        free(txt);
+        gt_compare_free(c);
+    }
+    write_loaded_runs("ld_lone_quiet", 5, 3, one, 0);
+    c = unpaired_dirs("ld_lone_quiet", &o);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
+        gt_compare_free(c);
+    }
+}
+
 /* `pairs` interleaved pairs of a collective's time (5 rounds, one machine
  * state), NEW `factor` times BASE with a 1% jitter; in the pairs `loaded`
  * marks, NEW's run shared the machine with another process: every block
@@ -1882,6 +2082,7 @@ int main(void) {
     test_machine_state();
     test_state_run_levels();
     test_machine_load();
+    test_loaded_runs();
     test_loaded_window();
     test_slower_listed_first();
     test_kernel_waits();
