@@ -33,6 +33,16 @@
 #                     new.json, compare.txt, junit.xml, compare.html
 #   --gauntlet PATH   the binary (default: build/harness/gauntlet beside this script)
 #   --threshold X%    compare's minimum effect size (default: compare's, 5%)
+#   --runs N[:M]      N runs of the new stack (default 1), judged as one side;
+#                     with M, an adaptive design: while the gate is undecided
+#                     (4), one more run, up to M; each look is tested at its
+#                     share of alpha (compare --sequential N:M), so the chance
+#                     of a false alarm stays alpha over all looks. Needs a
+#                     baseline directory (--baseline DIR/: its runs' spread is
+#                     what one more run is judged against). Writes
+#                     OUT/new/runK.json and runK.log, compare-K.txt (the look
+#                     at K runs) and compare.txt (the last); --accept keeps
+#                     every run of a pass
 #
 # A launcher for multi-rank runs goes in GATE_LAUNCHER, e.g.
 # GATE_LAUNCHER="mpirun -np 8" or "srun"; it is split on spaces.
@@ -40,24 +50,25 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 gauntlet="$here/../../build/harness/gauntlet"
-baseline='' out=gate-out accept=0 threshold=''
+baseline='' out=gate-out accept=0 threshold='' runs=1
 
 die() { echo "gate: $*" >&2; exit 2; }
 need() { if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value (ci/jobs/gate.sh --help)"; fi; }
 is_dir() { [ -d "$baseline" ] || [[ "$baseline" == */ ]]; }
 # the baseline replaced by NEW in one rename (a directory: NEW added in one
 # rename, the oldest runs beyond GATE_KEEP removed): a reader never sees half a file
-store() {
+store() { # store REPORT INDEX (the order of the job's runs)
     if is_dir; then
         local keep=${GATE_KEEP:-5} name
-        name=$(date -u +%Y%m%dT%H%M%SZ)-$$.json
-        mkdir -p "$baseline" && cp "$out/new.json" "$baseline/.$name.tmp" &&
+        # several runs of one job stored in one second keep their order
+        name=$(date -u +%Y%m%dT%H%M%SZ)-$$-$(printf '%03d' "$2").json
+        mkdir -p "$baseline" && cp "$1" "$baseline/.$name.tmp" &&
             mv -f "$baseline/.$name.tmp" "$baseline/$name" || return 1
         # names sort by time: drop all but the newest $keep
         ls "$baseline"/*.json | sort | head -n -"$keep" | while read -r old; do rm -f "$old"; done
         return 0
     fi
-    mkdir -p "$(dirname "$baseline")" && cp "$out/new.json" "$baseline.tmp.$$" &&
+    mkdir -p "$(dirname "$baseline")" && cp "$1" "$baseline.tmp.$$" &&
         mv -f "$baseline.tmp.$$" "$baseline"
 }
 # a baseline exists: the file, or a directory holding a report
@@ -71,6 +82,7 @@ while [ $# -gt 0 ]; do
         --out) need "$@"; out=$2; shift 2 ;;
         --gauntlet) need "$@"; gauntlet=$2; shift 2 ;;
         --threshold) need "$@"; threshold=$2; shift 2 ;;
+        --runs) need "$@"; runs=$2; shift 2 ;;
         --accept) accept=1; shift ;;
         -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         --) shift; break ;;
@@ -86,6 +98,16 @@ for a in "$@"; do
     esac
 done
 [ -x "$gauntlet" ] || die "no gauntlet binary at $gauntlet: build it (make build) or pass --gauntlet PATH"
+first=${runs%%:*} most=${runs##*:}
+case $first:$most in
+    *[!0-9:]* | :* | *: ) die "--runs '$runs': N or N:M, whole numbers of runs (e.g. 1:3)" ;;
+esac
+first=$((10#$first)) most=$((10#$most))
+[ "$first" -ge 1 ] && [ "$most" -le 100 ] || die "--runs '$runs': N from 1, M at most 100"
+[ "$most" -ge "$first" ] || die "--runs $runs: M below N (the budget must hold the first look; --runs $first is one look)"
+if [ "$most" -gt 1 ] && ! is_dir; then
+    die "--runs $runs needs a baseline directory (--baseline DIR/): one baseline report has no spread to judge several runs against"
+fi
 case ${GATE_KEEP:-5} in '' | *[!0-9]* | 0) die "GATE_KEEP='${GATE_KEEP:-}': a whole number of runs, 1 or more" ;; esac
 if [ -e "$baseline" ] && [ ! -r "$baseline" ]; then die "cannot read the baseline $baseline"; fi
 if ! have_baseline && [ "$accept" -eq 0 ]; then
@@ -100,42 +122,81 @@ cmp_opts=()
 # 1. the stack under test, as gauntlet sees it (the report has it too)
 "$gauntlet" env >"$out/env.txt" 2>&1 || echo "gate: gauntlet env failed (see $out/env.txt); going on" >&2
 
-# 2. the run; a failed check (exit 1) is the gate's to judge, an error is not
-rm -f "$out/new.json"
-"${launcher[@]}" "$gauntlet" run "$@" --report "$out/new.json" >"$out/run.log" 2>&1
-rc=$?
-tail -n 12 "$out/run.log"
-if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
-    die "gauntlet run exited $rc: the run could not be judged (see $out/run.log)"
-fi
-[ -s "$out/new.json" ] || die "gauntlet run wrote no report (see $out/run.log)"
+# 2. the runs; a failed check (exit 1) is the gate's to judge, an error is not.
+# One run (the default) is OUT/new.json; a design of several, OUT/new/runK.json.
+many=0
+[ "$most" -gt 1 ] && many=1
+rm -rf "$out/new.json" "$out/new" "$out"/compare-*.txt
+if [ "$many" -eq 1 ]; then mkdir -p "$out/new" || die "cannot create $out/new"; fi
+failed=0 done_runs=0
+run_new() { # the next run of the new stack: OUT/new.json or OUT/new/runK.json
+    done_runs=$((done_runs + 1))
+    local log=$out/run.log rep=$out/new.json rc
+    if [ "$many" -eq 1 ]; then rep=$out/new/run$done_runs.json log=$out/new/run$done_runs.log; fi
+    "${launcher[@]}" "$gauntlet" run "$@" --report "$rep" >"$log" 2>&1
+    rc=$?
+    tail -n 12 "$log"
+    [ "$many" -eq 1 ] && cp "$log" "$out/run.log"
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
+        die "gauntlet run exited $rc: the run could not be judged (see $log)"
+    fi
+    [ -s "$rep" ] || die "gauntlet run wrote no report (see $log)"
+    [ "$rc" -eq 0 ] || failed=$((failed + 1))
+}
+# what NEW is for compare: the report, or the directory of the runs so far
+new_side() { if [ "$many" -eq 1 ]; then echo "$out/new"; else echo "$out/new.json"; fi; }
+new_reports() { # in the order they ran
+    if [ "$many" -eq 0 ]; then echo "$out/new.json"; return; fi
+    local k
+    for k in $(seq 1 "$done_runs"); do echo "$out/new/run$k.json"; done
+}
+keep_all() { # every run made: the baseline (a file keeps the last)
+    local k=0 rep
+    while read -r rep; do
+        k=$((k + 1))
+        store "$rep" "$k" || return 1
+    done < <(new_reports)
+}
+while [ "$done_runs" -lt "$first" ]; do run_new "$@"; done
 
-# 3. no baseline yet (--accept): the first run whose checks all passed becomes it
+# 3. no baseline yet (--accept): runs whose checks all passed become it
 if ! have_baseline; then
-    if [ "$rc" -ne 0 ]; then
-        echo "gate: no baseline at $baseline, and this run has failed checks: not stored (see $out/run.log)" >&2
+    if [ "$failed" -ne 0 ]; then
+        echo "gate: no baseline at $baseline, and $failed run(s) had failed checks: not stored (see $out/run.log)" >&2
         exit 3
     fi
-    store || die "cannot write the baseline $baseline"
+    keep_all || die "cannot write the baseline $baseline"
     echo "gate: no baseline yet: this run is now the baseline ($baseline)"
     exit 0
 fi
 
-# 4. the verdict
-"$gauntlet" compare "$baseline" "$out/new.json" --junit "$out/junit.xml" "${cmp_opts[@]}" \
-    >"$out/compare.txt" 2>&1
-verdict=$?
+# 4. the verdict: one look, or looks while undecided and the budget holds runs
+seq_opts=()
+[ "$many" -eq 1 ] && seq_opts=(--sequential "$first:$most")
+look() {
+    "$gauntlet" compare "$baseline" "$(new_side)" --junit "$out/junit.xml" "${cmp_opts[@]}" \
+        "${seq_opts[@]}" >"$out/compare.txt" 2>&1
+    verdict=$?
+    [ "$many" -eq 1 ] && cp "$out/compare.txt" "$out/compare-$done_runs.txt"
+}
+look
+while [ "$verdict" -eq 4 ] && [ "$done_runs" -lt "$most" ]; do
+    echo "gate: look at $done_runs run(s): undecided; $(grep -m1 '^needed: ' "$out/compare.txt" || echo 'compare said no more'); one more run"
+    run_new "$@"
+    look
+done
 cat "$out/compare.txt"
+[ "$many" -eq 1 ] && echo "gate: judged on $done_runs run(s) of the new stack (--runs $first:$most)"
 # the page sets NEW beside one report: a directory's newest run
-page_base=$baseline
+page_base=$baseline page_new=$(new_reports | tail -n 1)
 is_dir && page_base=$(ls "$baseline"/*.json | sort | tail -n 1)
-"$gauntlet" report "$page_base" "$out/new.json" --html "$out/compare.html" >/dev/null 2>&1 ||
+"$gauntlet" report "$page_base" "$page_new" --html "$out/compare.html" >/dev/null 2>&1 ||
     echo "gate: the HTML page could not be written (the verdict stands)" >&2
 case $verdict in
     0)
         echo "gate: PASS: NEW may ship"
         if [ "$accept" -eq 1 ]; then
-            store || die "the gate passed, but the baseline $baseline could not be replaced"
+            keep_all || die "the gate passed, but the baseline $baseline could not be replaced"
             echo "gate: NEW is the baseline now ($baseline)"
         fi
         exit 0 ;;

@@ -106,6 +106,56 @@ expect 3 "FAIL: NEW must not ship" bash "$gate" --gauntlet "$g" --baseline "$dba
 ls "$dbase" | cmp -s - before.ls || fail "a failing gate changed the baseline directory"
 GATE_KEEP=x expect 2 "GATE_KEEP='x'" bash "$gate" --gauntlet "$g" --baseline "$dbase" -- "${run[@]}"
 
+# --- gate.sh --runs N:M: more runs of the new stack while the gate is undecided ---------
+expect 2 "--runs '0:2': N from 1" bash "$gate" --gauntlet "$g" --baseline "$dbase" --runs 0:2 \
+    -- "${run[@]}"
+expect 2 "--runs 3:2: M below N" bash "$gate" --gauntlet "$g" --baseline "$dbase" --runs 3:2 \
+    -- "${run[@]}"
+expect 2 "--runs 'x': N or N:M" bash "$gate" --gauntlet "$g" --baseline "$dbase" --runs x \
+    -- "${run[@]}"
+expect 2 "--runs 1:3 needs a baseline directory" bash "$gate" --gauntlet "$g" --baseline "$base" \
+    --runs 1:3 -- "${run[@]}"
+# Undecided verdicts cannot be had on demand from real runs: a wrapper answers compare
+# with 4 while NEW holds fewer than FAKE_DECIDE_AT runs, and logs compare's arguments
+cat >fake.sh <<EOF
+#!/usr/bin/env bash
+[ "\$1" = compare ] || exec "$g" "\$@"
+echo "\$*" >>"$tmp/fake.log"
+n=\$(ls "\$3"/*.json 2>/dev/null | wc -l)
+if [ "\$n" -lt "\${FAKE_DECIDE_AT:-1}" ]; then
+    echo "  UNDECIDED kernels/gelu_fwd [topology 1, backend cpu]: (the wrapper)"
+    echo "needed: about 1 more NEW runs would decide kernels/gelu_fwd time_us"
+    exit 4
+fi
+exec "$g" "\$@"
+EOF
+chmod +x fake.sh
+ls "$dbase" >before.ls
+FAKE_DECIDE_AT=2 expect 0 "look at 1 run.*undecided.*one more run" bash "$gate" \
+    --gauntlet "$tmp/fake.sh" --baseline "$dbase" --threshold 1000% --runs 1:3 --out r1 \
+    -- "${run[@]}"
+grep -q "sequential look at 2 NEW runs of 1..3" r1/compare.txt ||
+    fail "--runs 1:3: the last look is not compare's look at 2 NEW runs of 1..3"
+[ -s r1/new/run1.json ] && [ -s r1/new/run2.json ] && [ ! -e r1/new/run3.json ] ||
+    fail "--runs 1:3 decided at 2 runs: not runs 1 and 2 alone in r1/new"
+[ -s r1/compare-1.txt ] && [ -s r1/compare-2.txt ] || fail "--runs: no compare-K.txt per look"
+grep -q -- "--sequential 1:3" fake.log || fail "--runs 1:3: compare was not given --sequential 1:3"
+ls "$dbase" | cmp -s - before.ls || fail "a gate without --accept changed the baseline directory"
+# the budget spent: undecided (4) after 2 runs, the baseline untouched even with --accept
+FAKE_DECIDE_AT=9 expect 4 "UNDECIDED" bash "$gate" --gauntlet "$tmp/fake.sh" --baseline "$dbase" \
+    --accept --runs 1:2 --out r2 -- "${run[@]}"
+[ -s r2/new/run2.json ] && [ ! -e r2/new/run3.json ] || fail "--runs 1:2 did not stop at 2 runs"
+ls "$dbase" | cmp -s - before.ls || fail "an undecided gate with --accept changed the baseline"
+# a pass with --accept keeps every run it made (GATE_KEEP the newest)
+GATE_KEEP=9 FAKE_DECIDE_AT=2 expect 0 "NEW is the baseline now" bash "$gate" \
+    --gauntlet "$tmp/fake.sh" --baseline "$dbase" --threshold 1000% --accept --runs 1:3 \
+    --out r3 -- "${run[@]}"
+[ "$(ls "$dbase"*.json | wc -l)" -eq 5 ] || fail "--accept after 2 runs did not add both to the 3 kept"
+# a real slowdown: decided at the first look, one run made
+expect 3 "FAIL: NEW must not ship" bash "$gate" --gauntlet "$g" --baseline "$dbase" \
+    --runs 1:3 --out r4 -- "${slow[@]}"
+[ ! -e r4/new/run2.json ] || fail "a look that decided went on to a second run"
+
 # --- ab.sh: interleaved A/B, the verdict from paired runs -------------------------------
 ab="$root/ci/jobs/ab.sh"
 mm=(kernels/matmul_fwd/fp32/N64_C768_OC768 --quick --quiet)
