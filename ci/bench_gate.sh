@@ -52,7 +52,10 @@
 #       the K. unpaired: `compare BASE_DIR NEW_DIR` (a baseline directory
 #       against K candidate runs, not paired); history: the B runs recorded
 #       with `history add` and the K gated with `history DB --gate` (a report
-#       when K is 1, their directory otherwise). The same table as trials.
+#       when K is 1, their directory otherwise). The same table as trials,
+#       with the NEW runs used. K as FIRST:MAX replays the design over NEW
+#       runs (ci/jobs/gate.sh --runs FIRST:MAX): FIRST runs, then one more
+#       while the look (`--sequential FIRST:MAX`) is undecided, up to MAX.
 #
 #   INJECT: case:PREFIX:FACTOR  the time metrics (ns, us, ms, s) of results
 #                               whose case starts with PREFIX, times FACTOR
@@ -551,29 +554,50 @@ sys.exit(0 if any(kind == "case" and r["case"].startswith(what) or
     echo "each trial: $tout/trials.txt (seed $seed)"
 }
 
-# unpaired|history POOL TRIALS B K [INJECT...]: see the top
+# unpaired_look MODE DIR F:M: one look at the trial DIR's base/ and new/
+# (new/ as one report when it holds one run and there is no design), its
+# verdict into rc, hit and other
+unpaired_look() {
+    local mode=$1 d=$2 design=$3 cand=$2/new seq=()
+    local -a held=("$d"/new/*.json)
+    [ "${design%%:*}" != "${design##*:}" ] && seq=(--sequential "$design")
+    [ ${#seq[@]} -eq 0 ] && [ ${#held[@]} -eq 1 ] && cand=${held[0]}
+    # shellcheck disable=SC2086
+    if [ "$mode" = history ]; then
+        "$g" history "$d/h.db" --gate "$cand" "${seq[@]}" $opts >"$d/compare.txt" 2>&1
+    else
+        "$g" compare "$d/base" "$cand" "${seq[@]}" $opts >"$d/compare.txt" 2>&1
+    fi
+    rc=$?
+    verdict "$d/compare.txt" "${held[0]}"
+}
+
+# unpaired|history POOL TRIALS B K [INJECT...]: see the top. K as FIRST:MAX:
+# the design over NEW runs, one more NEW run while the look is undecided
 unpaired() {
     local mode=$1 pool_dir=$2 trials=$3 nb=$4 nk=$5
     shift 5
     items=("$@")
     [ -d "$pool_dir/base" ] && [ -d "$pool_dir/new" ] || die "$pool_dir is not a pool (bench_gate.sh pool)"
+    local kf=${nk%%:*} km=${nk##*:}
     whole "TRIALS" "$trials" 1
     whole "B" "$nb" 1
-    whole "K" "$nk" 1
-    trials=$((10#$trials)) nb=$((10#$nb)) nk=$((10#$nk))
+    whole "K" "$kf" 1
+    whole "MAX" "$km" "$kf"
+    trials=$((10#$trials)) nb=$((10#$nb)) kf=$((10#$kf)) km=$((10#$km))
     local -a names
     mapfile -t names < <(pool_pairs "$pool_dir")
     local np=${#names[@]}
-    [ "$nb" -le "$np" ] && [ "$nk" -le "$np" ] || die "B $nb and K $nk runs a side, but the pool $pool_dir has $np pairs"
+    [ "$nb" -le "$np" ] && [ "$km" -le "$np" ] || die "B $nb and K $km runs a side, but the pool $pool_dir has $np pairs"
     local what
     injection "$@"
     local seed=${SEED:-$(date +%s)} tout=${TRIALS_OUT:-$(mktemp -d /tmp/gt_gate_trials.XXXXXX)}
     mkdir -p "$tout" || die "cannot create $tout"
-    echo "$mode: $trials trials of $nb BASE runs against $nk NEW runs from the $np pairs of $pool_dir, $what; seed $seed; in $tout" >&2
-    local t i d n3=0 n4=0 n0=0 nother=0 n3off=0 nelse=0 bdraw ndraw
+    echo "$mode: $trials trials of $nb BASE runs against $kf:$km NEW runs from the $np pairs of $pool_dir, $what; seed $seed; in $tout" >&2
+    local t i k d n3=0 n4=0 n0=0 nother=0 n3off=0 nelse=0 bdraw ndraw used=()
     : >"$tout/trials.txt"
     mapfile -t bdraw < <(draw "$seed" "$trials" "$nb" "$np")
-    mapfile -t ndraw < <(draw "$((seed + 1))" "$trials" "$nk" "$np")
+    mapfile -t ndraw < <(draw "$((seed + 1))" "$trials" "$km" "$np")
     for t in $(seq 1 "$trials"); do
         d="$tout/trial$t"
         rm -rf "$d"
@@ -581,34 +605,38 @@ unpaired() {
         read -r -a bi <<<"${bdraw[$((t - 1))]}"
         read -r -a ni <<<"${ndraw[$((t - 1))]}"
         for i in "${bi[@]}"; do cp "$pool_dir/base/${names[$i]}" "$d/base/" || die "cannot copy"; done
-        for i in "${ni[@]}"; do
+        if [ "$mode" = history ]; then
+            "$g" history add "$d/h.db" "$d"/base/*.json >/dev/null 2>&1 || die "history add failed in $d"
+        fi
+        k=0
+        while :; do
+            i=${ni[$k]}
+            k=$((k + 1))
             cp "$pool_dir/new/${names[$i]}" "$d/new/" || die "cannot copy"
             if [ ${#inj[@]} -gt 0 ]; then
                 "$report_edit" "$d/new/${names[$i]}" "$d/new/${names[$i]}" "${inj[@]}" || die "report_edit failed"
             fi
+            [ "$k" -lt "$kf" ] && continue
+            unpaired_look "$mode" "$d" "$kf:$km"
+            [ "$rc" = 4 ] && [ "$k" -lt "$km" ] || break
+            cp "$d/compare.txt" "$d/compare-$k.txt"
         done
-        local cand="$d/new"
-        [ "$nk" = 1 ] && cand="$d/new/${names[${ni[0]}]}"
-        # shellcheck disable=SC2086
-        if [ "$mode" = history ]; then
-            "$g" history add "$d/h.db" "$d"/base/*.json >/dev/null 2>&1 || die "history add failed in $d"
-            "$g" history "$d/h.db" --gate "$cand" $opts >"$d/compare.txt" 2>&1
-        else
-            "$g" compare "$d/base" "$cand" $opts >"$d/compare.txt" 2>&1
-        fi
-        rc=$?
-        verdict "$d/compare.txt" "$d/new/${names[${ni[0]}]}"
+        used+=("$k")
         tally
-        record "$(printf 'trial %d: base %s; new %s; exit %s; target named: %s' "$t" \
+        record "$(printf 'trial %d: base %s; new %s; %d used; exit %s; target named: %s' "$t" \
             "$(for i in "${bi[@]}"; do printf '%s ' "${names[$i]%.json}"; done)" \
-            "$(for i in "${ni[@]}"; do printf '%s ' "${names[$i]%.json}"; done)" "$rc" \
+            "$(for i in "${ni[@]:0:k}"; do printf '%s ' "${names[$i]%.json}"; done)" "$k" "$rc" \
             "$([ "$hit" = 1 ] && echo yes || echo no)")" "$d" >>"$tout/trials.txt"
     done
-    local cell3=$n3
+    local cell3=$n3 med top
     [ $# -eq 0 ] && cell3="n/a (exit 3: $n3off)"
-    echo "| what | runs (B against K) | trials | MUST NOT SHIP (exit 3) naming the target | undecided (exit 4) | may ship (exit 0) | trials with anything else flagged |"
-    echo "|---|---|---|---|---|---|---|"
-    echo "| $what ($mode) | $nb against $nk | $trials | $cell3 | $n4 | $n0 | $nother |"
+    med=$(printf '%s\n' "${used[@]}" | sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m }')
+    top=$(printf '%s\n' "${used[@]}" | sort -n | tail -1)
+    echo "| what | runs (B against K) | trials | MUST NOT SHIP (exit 3) naming the target | undecided (exit 4) | may ship (exit 0) | trials with anything else flagged | NEW runs used, median | max |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    local kcell=$kf
+    [ "$km" -gt "$kf" ] && kcell="$kf:$km"
+    echo "| $what ($mode) | $nb against $kcell | $trials | $cell3 | $n4 | $n0 | $nother | $med | $top |"
     [ "$nelse" -gt 0 ] && echo "other exit codes (compare could not judge): $nelse of $trials trials"
     echo
     echo "each trial: $tout/trials.txt (seed $seed)"
