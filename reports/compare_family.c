@@ -491,16 +491,23 @@ static void mark_reach(const gt_compare *c, gt_verdict v, int needed, int reps, 
     *beyond = v == GT_VERDICT_UNDECIDED && !(needed > 0 && needed <= reach(c, reps));
 }
 
-/* A slowdown shown between runs on a loaded machine with fewer than
- * GT_COMPARE_LOADED_RUNS runs on a side stays UNDECIDED (held): the runs
- * still needed, NEW's alone in a design over NEW runs. 0: not held. */
-static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn, gt_verdict *v) {
-    if (*v != GT_VERDICT_SLOWER || m != GT_METHOD_RUNS || !gt_cmp_loaded_by_other(c)) return 0;
+/* On a loaded machine, runs not paired, with fewer than
+ * GT_COMPARE_LOADED_RUNS runs on a side: a slowdown shown stays UNDECIDED
+ * (held), and so does an estimate within the threshold whose interval is
+ * not (ambiguous) where it gates (`gates`: a family, a metric in none): a
+ * neighbour can move a whole run of one side by 15-20% either way, so one
+ * or two runs decide nothing there. Returns the runs still needed, NEW's
+ * alone in a design over NEW runs (-1: BASE lacks runs); 0: not held. */
+static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn, int gates,
+                       gt_verdict *v) {
+    int doubt = *v == GT_VERDICT_SLOWER || (gates && *v == GT_VERDICT_AMBIGUOUS);
+    if (!doubt || m != GT_METHOD_RUNS || !gt_cmp_loaded_by_other(c) || c->opt.checks_only)
+        return 0;
     int least = GT_COMPARE_LOADED_RUNS;
     int short_b = nb < least ? least - nb : 0, short_n = nn < least ? least - nn : 0;
     if (!short_b && !short_n) return 0;
     *v = GT_VERDICT_UNDECIDED;
-    if (new_side_grows(c)) return short_n ? short_n : -1; /* -1: BASE lacks runs */
+    if (new_side_grows(c)) return short_n ? short_n : -1;
     return short_b > short_n ? short_b : short_n;
 }
 
@@ -526,7 +533,7 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
     f->detectable = fmax(expm1(t * f->se), c->opt.threshold);
     f->verdict = judge(f->rel, f->lo, f->hi, f->rejected, f->higher_better, c->opt.threshold,
                        can_undecide(c, f->method));
-    int held = hold_loaded(c, f->method, f->nb, f->nn, &f->verdict);
+    int held = hold_loaded(c, f->method, f->nb, f->nn, 1, &f->verdict);
     if (held) {
         f->held = GT_HELD_LOADED;
         f->needed = held;
@@ -612,7 +619,7 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
     }
     m->verdict = judge(a->rel, m->lo, m->hi, rejected, m->higher_better, c->opt.threshold,
                        undecide);
-    int held = hold_loaded(c, a->method, m->runs_b, m->runs_n, &m->verdict);
+    int held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, &m->verdict);
     if (held) {
         m->held = GT_HELD_LOADED;
         m->needed = held;
@@ -749,12 +756,12 @@ void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f) {
                    "slower state for a whole run): %d more %s would decide",
                 needed, unit_of_reps(c));
     else if (needed > 0)
-        fprintf(f, "; slower, but on a loaded machine fewer than %d runs a side do not decide a "
-                   "slowdown: %d more %s would",
+        fprintf(f, "; on a loaded machine fewer than %d runs a side do not decide: %d more %s "
+                   "would",
                 GT_COMPARE_LOADED_RUNS, needed, unit_of_reps(c));
     else
-        fprintf(f, "; slower, but on a loaded machine fewer than %d runs a side do not decide a "
-                   "slowdown: keep %d or more baseline runs",
+        fprintf(f, "; on a loaded machine fewer than %d runs a side do not decide: keep %d or "
+                   "more baseline runs",
                 GT_COMPARE_LOADED_RUNS, GT_COMPARE_LOADED_RUNS);
 }
 

@@ -166,11 +166,11 @@ TRIALS_OUT="$tmp/tr5" expect 0 "^\| case:gelu x10 \| 3 \| 1 \| 0 \| 0 \| 1 \| 0 
     bash "$bench" trials same 1 3 case:gelu:10
 
 # --- unpaired and history: B base runs against K new ones, on the noiseless pool --------
-# (its run was made beside the busy neighbour: a loaded machine, where a slowdown needs 3
-# runs a side to fail the gate)
+# (its run was made beside the busy neighbour: a loaded machine, where the gate needs 3
+# runs a side to decide)
 GAUNTLET="$g" TRIALS_OUT="$tmp/tr7" expect 0 \
-    "^\| A/A \(no injection\) \(unpaired\) \| 3 against 2 \| 2 \| n/a \(exit 3: 0\) \| 0 \| 2 \| 0 \| 2 \| 2 \|$" \
-    bash "$bench" unpaired same 2 3 2
+    "^\| A/A \(no injection\) \(unpaired\) \| 3 against 3 \| 2 \| n/a \(exit 3: 0\) \| 0 \| 2 \| 0 \| 3 \| 3 \|$" \
+    bash "$bench" unpaired same 2 3 3
 GAUNTLET="$g" TRIALS_OUT="$tmp/tr8" expect 0 \
     "^\| group:gemm x10 \(unpaired\) \| 3 against 3 \| 2 \| 2 \| 0 \| 0 \| 0 \| 3 \| 3 \|$" \
     bash "$bench" unpaired same 2 3 3 group:gemm:10
@@ -182,13 +182,13 @@ GAUNTLET="$g" TRIALS_OUT="$tmp/tr9" expect 0 \
 grep -qE "^trial 1: base .*; new .*; exit [034];" tr9/trials.txt ||
     fail "history: the gate did not judge (trials.txt: $(head -1 tr9/trials.txt 2>/dev/null))"
 expect 2 "B 5 and K 1 runs a side, but the pool same has 4" bash "$bench" unpaired same 1 5 1
-# K as FIRST:MAX, the design over NEW runs: undecided at the first look (the wrapper), a
-# second NEW run added and judged with --sequential 1:2
+# K as FIRST:MAX, the design over NEW runs: undecided at the first look (the wrapper) and at
+# the second (2 runs on a loaded machine), decided at the third, each with --sequential 1:3
 GAUNTLET="$fake" FAKE_LOG="$tmp/fake_u.log" FAKE_COMPARE=first4 TRIALS_OUT="$tmp/tr10" expect 0 \
-    "^\| A/A \(no injection\) \(unpaired\) \| 3 against 1:2 \| 1 \| n/a \(exit 3: 0\) \| 0 \| 1 \| 0 \| 2 \| 2 \|$" \
-    bash "$bench" unpaired same 1 3 1:2
-[ "$(grep -c -- "--sequential 1:2" "$tmp/fake_u.log" 2>/dev/null)" = 2 ] ||
-    fail "unpaired 1:2: not two looks with --sequential 1:2 ($(cat "$tmp/fake_u.log" 2>/dev/null))"
+    "^\| A/A \(no injection\) \(unpaired\) \| 3 against 1:3 \| 1 \| n/a \(exit 3: 0\) \| 0 \| 1 \| 0 \| 3 \| 3 \|$" \
+    bash "$bench" unpaired same 1 3 1:3
+[ "$(grep -c -- "--sequential 1:3" "$tmp/fake_u.log" 2>/dev/null)" = 3 ] ||
+    fail "unpaired 1:3: not three looks with --sequential 1:3 ($(cat "$tmp/fake_u.log" 2>/dev/null))"
 expect 2 "MAX 1: 2 or more" bash "$bench" unpaired same 1 3 2:1
 
 # --- adaptive: undecided at 3 pairs (the wrapper), decided at the 4th -----------------
