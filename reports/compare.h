@@ -138,7 +138,7 @@ extern "C" {
 /* Runs a side on a loaded machine (another process's load) before a
  * slowdown shown between runs fails the gate; with fewer it is UNDECIDED: a
  * neighbour can slow a whole family for one run, unseen by the wait probe
- * (docs/ci-gating.md, "One candidate run on a loaded machine"). */
+ * (docs/ci-gating.md, "Adaptive candidate runs"). */
 #define GT_COMPARE_LOADED_RUNS 3
 /* Interleaved pairs in a loaded window: a pair with a run whose timed
  * blocks waited for a CPU GT_STATE_LOADED of the time or more (another

@@ -495,8 +495,8 @@ static void mark_reach(const gt_compare *c, gt_verdict v, int needed, int reps, 
  * GT_COMPARE_LOADED_RUNS runs on a side: a slowdown shown stays UNDECIDED
  * (held), and so does an estimate within the threshold whose interval is
  * not (ambiguous) where it gates (`gates`: a family, a metric in none): a
- * neighbour can move a whole run of one side by 15-20% either way, so one
- * or two runs decide nothing there. Returns the runs still needed, NEW's
+ * neighbour can move a whole run of one side either way, so one or two
+ * runs decide nothing there. Returns the runs still needed, NEW's
  * alone in a design over NEW runs (-1: BASE lacks runs); 0: not held. */
 static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn, int gates,
                        gt_verdict *v) {
@@ -513,10 +513,9 @@ static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn,
 
 /* A family shown slower on a side of one run by one member alone (the
  * others within the threshold) stays UNDECIDED: one case can sit in a
- * slower state for a whole run (a cast at 12.4 us in every sample of one
- * run, 7.5 in nineteen others), which a side of one run cannot show; a
- * stack's change moves more of its family. Returns the runs that would
- * decide (1), 0 when not held. */
+ * slower state for a whole run (docs/ci-gating.md, "Adaptive candidate
+ * runs"), which a side of one run cannot show; a stack's change moves more
+ * of its family. Returns the runs that would decide (1), 0 when not held. */
 static int hold_lone_member(const gt_compare *c, cmp_family *f) {
     if (f->verdict != GT_VERDICT_SLOWER || f->method != GT_METHOD_RUNS || f->moved >= 2 ||
         (f->nb != 1 && f->nn != 1) || c->opt.checks_only)
@@ -602,12 +601,10 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
      * alone can move a collective by more (docs/ci-gating.md, "The
      * collectives' rounds"). On a loaded machine (another process's load,
      * not the stack's own), however many runs, unless paired (a pair's two
-     * runs share the load, and a loaded pool's power rests on its members:
-     * docs/ci-gating.md): a neighbour can hold a
-     * rank's core through all of one member's rounds in a run, unseen by
-     * the wait probe, and delay each call by a time slice (a collective of
-     * 5-10 us at 40-50 us in 2 of 10 runs; docs/ci-gating.md, "A member
-     * alone on a loaded machine"). */
+     * runs share the load, and a loaded pool's power rests on its
+     * members): a neighbour can slow all of one member's rounds in a run,
+     * unseen by the wait probe (docs/ci-gating.md, "Adaptive candidate
+     * runs"). */
     int rejected = m->rejected;
     double factor = a->rel > -1 ? fmax(1 + a->rel, 1 / (1 + a->rel)) : INFINITY;
     int lone_run = one_run_side(a, m) &&
