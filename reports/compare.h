@@ -140,6 +140,11 @@ extern "C" {
  * neighbour can slow a whole family for one run, unseen by the wait probe
  * (docs/ci-gating.md, "Adaptive candidate runs"). */
 #define GT_COMPARE_LOADED_RUNS 3
+/* On a loaded machine a member of a family that did not move is not gated
+ * alone where its level moved by less than this (in time): the neighbour's
+ * delays add to each call (a collective of 5-10 us held at 40-70 us for a
+ * whole run); a case slower by milliseconds is the stack's. */
+#define GT_COMPARE_LOADED_SHIFT_US 250.0
 /* Interleaved pairs in a loaded window: a pair with a run whose timed
  * blocks waited for a CPU GT_STATE_LOADED of the time or more (another
  * process on the machine) is set aside where at least this many pairs, and

@@ -602,14 +602,17 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
      * collectives' rounds"). On a loaded machine (another process's load,
      * not the stack's own), however many runs, unless paired (a pair's two
      * runs share the load, and a loaded pool's power rests on its
-     * members): a neighbour can slow all of one member's rounds in a run,
-     * unseen by the wait probe (docs/ci-gating.md, "Adaptive candidate
-     * runs"). */
+     * members), where its level moved by less than a neighbour's delays
+     * add (GT_COMPARE_LOADED_SHIFT_US): a neighbour can slow all of one
+     * member's rounds in a run, unseen by the wait probe (docs/ci-gating.md,
+     * "Adaptive candidate runs"). */
     int rejected = m->rejected;
     double factor = a->rel > -1 ? fmax(1 + a->rel, 1 / (1 + a->rel)) : INFINITY;
     int lone_run = one_run_side(a, m) &&
                    (factor < GT_COMPARE_ALONE_FACTOR || m->state.outcome == GT_STATE_CONFOUNDED);
-    int loaded = gt_cmp_loaded_by_other(c) && a->method != GT_METHOD_PAIRED;
+    double shift_us = fabs(a->new_lvl - a->base_lvl) * gt_cmp_us_per_unit(m->unit);
+    int loaded = gt_cmp_loaded_by_other(c) && a->method != GT_METHOD_PAIRED &&
+                 !(shift_us >= GT_COMPARE_LOADED_SHIFT_US);
     if (m->in_family && !m->family_moved && rejected && (lone_run || loaded)) {
         rejected = 0;
         m->alone = fabs(a->rel) >= c->opt.threshold;

@@ -1846,8 +1846,9 @@ static void test_machine_load(void) {
 /* DIR/base (nb runs) and DIR/new (nn runs) of six allreduce cases at one
  * size, 5 rounds each, on a loaded machine (`waits`: one round in five of
  * every run waited 30% of its time for a CPU; its time is longer by the
- * wait) or not. NEW's case k is BASE's x factor[k]. Case 0's runs spread
- * 20% between runs, the others' 1%: in their family, case 0 weighs little. */
+ * wait) or not. NEW's case k is BASE's x factor[k]. Case 0 (10 us, the
+ * others 140) spreads 20% between runs, the others 1%: in their family,
+ * case 0 weighs little. */
 static void write_loaded_runs(const char *dir, int nb, int nn, const double factor[6],
                               int waits) {
     static const char *const ops[6] = {"sum", "max", "min", "avg", "prod", "band"};
@@ -1863,7 +1864,7 @@ static void write_loaded_runs(const char *dir, int nb, int nn, const double fact
                 double run = 1 + (k ? 0.01 : 0.2) * ((i * 2 + side) % 3 - 1);
                 for (int j = 0; j < 5; j++)
                     nv += snprintf(v + nv, sizeof v - nv, "%s%.6g", j ? ", " : "",
-                                   140 * (side ? factor[k] : 1) * run *
+                                   (k ? 140 : 10) * (side ? factor[k] : 1) * run *
                                        (1 + 0.002 * ((j * 3 + k) % 3 - 1)) /
                                        (waits && j == 2 ? 0.7 : 1));
                 snprintf(kase, sizeof kase, "allreduce/fp32/%s", ops[k]);
@@ -1896,8 +1897,9 @@ static gt_compare *unpaired_dirs(const char *dir, const gt_compare_options *o) {
  * slowdown of a whole family shown with fewer than GT_COMPARE_LOADED_RUNS
  * NEW runs is UNDECIDED (a neighbour can slow a family for one run), with
  * three it fails; the same stack against one run is UNDECIDED, against
- * three it ships; one case 5x slower while its family does not move is not
- * gated there, however many runs (on a quiet machine it fails). */
+ * three it ships; one case 5x slower (+40 us) while its family does not
+ * move is not gated there, however many runs (on a quiet machine it
+ * fails), 40x (+390 us) is. */
 static void test_loaded_runs(void) {
     const double all[6] = {1.5, 1.5, 1.5, 1.5, 1.5, 1.5}, one[6] = {5, 1, 1, 1, 1, 1};
     gt_compare_options o = gt_compare_defaults();
@@ -1964,6 +1966,14 @@ static void test_loaded_runs(void) {
         EXPECT(gt_compare_decide(c) != GT_DECISION_MUST_NOT);
         EXPECT(txt && strstr(txt, "moved alone") && strstr(txt, "not gated on a loaded machine"));
         free(txt);
+        gt_compare_free(c);
+    }
+    /* beyond what a neighbour's delays add (10 us 40x: +390 us) it is gated */
+    const double big[6] = {40, 1, 1, 1, 1, 1};
+    write_loaded_runs("ld_big", 5, 3, big, 1);
+    c = unpaired_dirs("ld_big", &o);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
         gt_compare_free(c);
     }
     write_loaded_runs("ld_lone_quiet", 5, 3, one, 0);
