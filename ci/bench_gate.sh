@@ -452,6 +452,12 @@ injection() {
     return 0
 }
 
+# median_max N...: the median and the largest of the numbers (pairs or runs used)
+median_max() {
+    printf '%s\n' "$@" | sort -n |
+        awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[NR] }'
+}
+
 # One trial's verdict (rc, hit, other) into the caller's counts
 tally() {
     case $rc in
@@ -535,8 +541,7 @@ sys.exit(0 if any(kind == "case" and r["case"].startswith(what) or
     [ $# -eq 0 ] && cell3="n/a (exit 3: $n3off)"
     if [ "$mode" = adaptive ]; then
         local med top
-        med=$(printf '%s\n' "${used[@]}" | sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m }')
-        top=$(printf '%s\n' "${used[@]}" | sort -n | tail -1)
+        read -r med top < <(median_max "${used[@]}")
         echo "| what | pairs (first:max) | trials | MUST NOT SHIP (exit 3) naming the target | undecided (exit 4) | may ship (exit 0) | trials with anything else flagged | pairs used, median | pairs used, max |"
         echo "|---|---|---|---|---|---|---|---|---|"
         echo "| $what | $first:$max | $trials | $cell3 | $n4 | $n0 | $nother | $med | $top |"
@@ -630,8 +635,7 @@ unpaired() {
     done
     local cell3=$n3 med top
     [ $# -eq 0 ] && cell3="n/a (exit 3: $n3off)"
-    med=$(printf '%s\n' "${used[@]}" | sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m }')
-    top=$(printf '%s\n' "${used[@]}" | sort -n | tail -1)
+    read -r med top < <(median_max "${used[@]}")
     echo "| what | runs (B against K) | trials | MUST NOT SHIP (exit 3) naming the target | undecided (exit 4) | may ship (exit 0) | trials with anything else flagged | NEW runs used, median | max |"
     echo "|---|---|---|---|---|---|---|---|---|"
     local kcell=$kf

@@ -1422,6 +1422,8 @@ static int machine_load(gt_compare *c) {
     return 0;
 }
 
+int gt_cmp_loaded_by_other(const gt_compare *c) { return c->loaded && !c->busy_own; }
+
 /* One side: a report, or a directory of reports (several runs of one stack,
  * a baseline kept together), the first in name order being the one whose
  * environment and results are listed. Every file is read by gt_report_read

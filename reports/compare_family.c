@@ -550,10 +550,6 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
     }
 }
 
-/* The sides ran on a loaded machine, and not for the stack's own threads
- * (compare.c, machine_load). */
-int gt_cmp_loaded_by_other(const gt_compare *c) { return c->loaded && !c->busy_own; }
-
 /* Does either side hold one run of m (its run-to-run spread there not
  * measured)? One run a side; runs against one run. */
 static int one_run_side(const assessment *a, const cmp_metric *m) {

@@ -1880,17 +1880,25 @@ static void write_loaded_runs(const char *dir, int nb, int nn, const double fact
     }
 }
 
-static gt_compare *unpaired_dirs(const char *dir, const gt_compare_options *o) {
-    char b[400], n[400];
-    snprintf(b, sizeof b, "%s/base", path_of(dir));
-    snprintf(n, sizeof n, "%s/new", path_of(dir));
-    gt_compare *c = NULL;
-    if (gt_compare_files(b, n, o, &c) != GT_OK) {
-        fprintf(stderr, "FAIL compare %s: %s\n", dir, gt_last_error());
-        g_fails++;
-        return NULL;
-    }
-    return c;
+/* DIR/base against DIR/new, runs not paired (dirs): the decision is `want`
+ * (or, where `but`, anything but `want`; -1: not checked), and the output
+ * holds `t1` and `t2` where given. */
+static void expect_sides(const char *dir, const gt_compare_options *o, int want, int but,
+                         const char *t1, const char *t2) {
+    char b[80], n[80];
+    snprintf(b, sizeof b, "%s/base", dir);
+    snprintf(n, sizeof n, "%s/new", dir);
+    gt_compare *c = dirs(b, n, o);
+    if (!c) return;
+    int got = (int)gt_compare_decide(c);
+    char *txt = printed(c);
+    int decided = want < 0 || (but ? got != want : got == want);
+    int said = txt && (!t1 || strstr(txt, t1)) && (!t2 || strstr(txt, t2));
+    if (!decided || !said) fprintf(stderr, "  (%s: decision %d)\n", dir, got);
+    EXPECT(decided);
+    EXPECT(said);
+    free(txt);
+    gt_compare_free(c);
 }
 
 /* A loaded machine (another process's), runs on each side not paired: a
@@ -1904,84 +1912,38 @@ static void test_loaded_runs(void) {
     const double all[6] = {1.5, 1.5, 1.5, 1.5, 1.5, 1.5}, one[6] = {5, 1, 1, 1, 1, 1};
     gt_compare_options o = gt_compare_defaults();
     write_loaded_runs("ld_one", 5, 1, all, 1);
-    gt_compare *c = unpaired_dirs("ld_one", &o);
-    if (c) {
-        char *txt = printed(c);
-        EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED);
-        EXPECT(txt && strstr(txt, "UNDECIDED collectives/allreduce time") &&
-               strstr(txt, "on a loaded machine fewer than 3 runs a side do not decide: 2 "
-                           "more runs on each side would"));
-        free(txt);
-        gt_compare_free(c);
-    }
+    expect_sides("ld_one", &o, GT_DECISION_UNDECIDED, 0, "UNDECIDED collectives/allreduce time",
+                 "on a loaded machine fewer than 3 runs a side do not decide: 2 more runs on "
+                 "each side would");
     o.seq_first = 1;
     o.seq_max = 3;
-    c = unpaired_dirs("ld_one", &o);
-    if (c) {
-        char *txt = printed(c);
-        EXPECT(txt && strstr(txt, "2 more NEW runs would"));
-        free(txt);
-        gt_compare_free(c);
-    }
+    expect_sides("ld_one", &o, -1, 0, "2 more NEW runs would", NULL);
     /* the same stack against one run there is not "may ship" either: a whole
      * loaded run can sit 15-20% off */
     const double same[6] = {1, 1, 1, 1, 1, 1};
     write_loaded_runs("ld_aa", 5, 1, same, 1);
-    c = unpaired_dirs("ld_aa", &o);
-    if (c) {
-        EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED);
-        gt_compare_free(c);
-    }
+    expect_sides("ld_aa", &o, GT_DECISION_UNDECIDED, 0, NULL, NULL);
     write_loaded_runs("ld_aa3", 5, 3, same, 1);
-    c = unpaired_dirs("ld_aa3", &o);
-    if (c) {
-        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP);
-        gt_compare_free(c);
-    }
+    expect_sides("ld_aa3", &o, GT_DECISION_SHIP, 0, NULL, NULL);
     /* a baseline of 2 runs cannot be made up by NEW's runs in that design */
     write_loaded_runs("ld_short", 2, 3, all, 1);
-    o.seq_first = 3;
-    o.seq_max = 4;
-    c = unpaired_dirs("ld_short", &o);
-    o.seq_first = 1;
-    o.seq_max = 3;
-    if (c) {
-        char *txt = printed(c);
-        EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED);
-        EXPECT(txt && strstr(txt, "needed: 3 or more baseline runs on a loaded machine"));
-        free(txt);
-        gt_compare_free(c);
-    }
+    gt_compare_options o34 = o;
+    o34.seq_first = 3;
+    o34.seq_max = 4;
+    expect_sides("ld_short", &o34, GT_DECISION_UNDECIDED, 0,
+                 "needed: 3 or more baseline runs on a loaded machine", NULL);
     write_loaded_runs("ld_three", 5, 3, all, 1);
-    c = unpaired_dirs("ld_three", &o);
-    if (c) {
-        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
-        gt_compare_free(c);
-    }
+    expect_sides("ld_three", &o, GT_DECISION_MUST_NOT, 0, NULL, NULL);
     o = gt_compare_defaults();
     write_loaded_runs("ld_lone", 5, 3, one, 1);
-    c = unpaired_dirs("ld_lone", &o);
-    if (c) {
-        char *txt = printed(c);
-        EXPECT(gt_compare_decide(c) != GT_DECISION_MUST_NOT);
-        EXPECT(txt && strstr(txt, "moved alone") && strstr(txt, "not gated on a loaded machine"));
-        free(txt);
-        gt_compare_free(c);
-    }
+    expect_sides("ld_lone", &o, GT_DECISION_MUST_NOT, 1, "moved alone",
+                 "not gated on a loaded machine");
     /* beyond what a neighbour's delays add (10 us 40x: +390 us) it is gated */
     const double big[6] = {40, 1, 1, 1, 1, 1};
     write_loaded_runs("ld_big", 5, 3, big, 1);
-    c = unpaired_dirs("ld_big", &o);
-    if (c) {
-        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
-        gt_compare_free(c);
-    }
+    expect_sides("ld_big", &o, GT_DECISION_MUST_NOT, 0, NULL, NULL);
     write_loaded_runs("ld_lone_quiet", 5, 3, one, 0);
-    c = unpaired_dirs("ld_lone_quiet", &o);
-    if (c) {
-        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
-        gt_compare_free(c);
-    }
+    expect_sides("ld_lone_quiet", &o, GT_DECISION_MUST_NOT, 0, NULL, NULL);
 }
 
 /* `pairs` interleaved pairs of a collective's time (5 rounds, one machine
