@@ -2267,9 +2267,15 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
             c->nxb || c->nxn ? "" : " (one run a side: its samples in blocks)",
             c->opt.timing_floor_us);
     if (!c->nxb && !c->nxn) {
-        fprintf(f, "one run a side: checks and large changes only (it assumes how runs differ, "
-                   "so nothing is undecided; several runs or interleaved pairs decide smaller "
-                   "changes)\n");
+        if (gt_cmp_loaded_by_other(c))
+            fprintf(f, "one run a side on a loaded machine: checks and slowdowns of %.3g ms a "
+                       "call or more only (a neighbour can slow a whole run; a smaller slowdown "
+                       "shown is undecided); %d runs a side or interleaved pairs decide it\n",
+                    GT_COMPARE_LOADED_DECIDE_US / 1000, GT_COMPARE_LOADED_RUNS);
+        else
+            fprintf(f, "one run a side: checks and large changes only (it assumes how runs "
+                       "differ, so nothing is undecided; several runs or interleaved pairs "
+                       "decide smaller changes)\n");
     }
     print_alone(c, f);
     if (c->opt.paired && c->nxb && c->nxb == c->nxn) {

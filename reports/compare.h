@@ -145,6 +145,11 @@ extern "C" {
  * delays add to each call (a collective of 5-10 us held at 40-70 us for a
  * whole run); a case slower by milliseconds is the stack's. */
 #define GT_COMPARE_LOADED_SHIFT_US 250.0
+/* On a loaded machine a slowdown of this much a call or more (in time) is
+ * decided however few runs a side: the neighbour's delays seen added up to
+ * 2 ms a call for a whole run (a collective of 1 ms at 2.9 ms, one of 4 us
+ * at 2 ms: docs/ci-gating.md, "One run a side on a loaded machine"). */
+#define GT_COMPARE_LOADED_DECIDE_US 5000.0
 /* Interleaved pairs in a loaded window: a pair with a run whose timed
  * blocks waited for a CPU GT_STATE_LOADED of the time or more (another
  * process on the machine) is set aside where at least this many pairs, and

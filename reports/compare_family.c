@@ -12,6 +12,7 @@
 #include "reports/compare_impl.h"
 #include "reports/gate_stats.h"
 #include "engine/fileio.h"
+#include "engine/stats.h"
 
 /* ---- building the families ------------------------------------------------------------ */
 
@@ -494,21 +495,48 @@ static void mark_reach(const gt_compare *c, gt_verdict v, int needed, int reps, 
 /* On a loaded machine, runs not paired, with fewer than
  * GT_COMPARE_LOADED_RUNS runs on a side: a slowdown shown stays UNDECIDED
  * (held), and so does an estimate within the threshold whose interval is
- * not (ambiguous) where it gates (`gates`: a family, a metric in none): a
- * neighbour can move a whole run of one side either way, so one or two
- * runs decide nothing there. Returns the runs still needed, NEW's
- * alone in a design over NEW runs (-1: BASE lacks runs); 0: not held. */
+ * not (ambiguous) where it gates (`gates`: a family, a metric in none;
+ * between runs only: one run a side assumes its run noise, so everything it
+ * gates is ambiguous there): a neighbour can move a whole run of one side
+ * either way, so one or two runs decide nothing there. Not where the level
+ * moved GT_COMPARE_LOADED_DECIDE_US a call or more (`shift_us`): more than
+ * a neighbour's delays were seen to add. Returns the runs still needed,
+ * NEW's alone in a design over NEW runs (-1: BASE lacks runs); 0: not
+ * held. */
 static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn, int gates,
-                       gt_verdict *v) {
-    int doubt = *v == GT_VERDICT_SLOWER || (gates && *v == GT_VERDICT_AMBIGUOUS);
-    if (!doubt || m != GT_METHOD_RUNS || !gt_cmp_loaded_by_other(c) || c->opt.checks_only)
+                       double shift_us, gt_verdict *v) {
+    int doubt = *v == GT_VERDICT_SLOWER ||
+                (gates && m == GT_METHOD_RUNS && *v == GT_VERDICT_AMBIGUOUS);
+    if (!doubt || m == GT_METHOD_PAIRED || !gt_cmp_loaded_by_other(c) || c->opt.checks_only ||
+        shift_us >= GT_COMPARE_LOADED_DECIDE_US)
         return 0;
+    if (m == GT_METHOD_BLOCKS) nb = nn = 1;
     int least = GT_COMPARE_LOADED_RUNS;
     int short_b = nb < least ? least - nb : 0, short_n = nn < least ? least - nn : 0;
     if (!short_b && !short_n) return 0;
     *v = GT_VERDICT_UNDECIDED;
     if (new_side_grows(c)) return short_n ? short_n : -1;
     return short_b > short_n ? short_b : short_n;
+}
+
+/* How far a member's level moved, in microseconds a call (NAN: not a time). */
+static double shift_us_of(const cmp_metric *m) {
+    return fabs(m->a.new_lvl - m->a.base_lvl) * gt_cmp_us_per_unit(m->unit);
+}
+
+/* A family's typical member shift: the median of its members' (a slowdown
+ * of the stack moves most of them; the neighbour's delay, a few). */
+static double family_shift_us(const cmp_family *f) {
+    double *x = malloc(f->n * sizeof *x);
+    if (!x) return NAN;
+    size_t k = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        double s = shift_us_of(f->mem[i]);
+        if (isfinite(s)) x[k++] = s;
+    }
+    double med = k ? gt_median(x, k) : NAN;
+    free(x);
+    return med;
 }
 
 /* A family shown slower on a side of one run by one member alone (the
@@ -532,7 +560,7 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
     f->detectable = fmax(expm1(t * f->se), c->opt.threshold);
     f->verdict = judge(f->rel, f->lo, f->hi, f->rejected, f->higher_better, c->opt.threshold,
                        can_undecide(c, f->method));
-    int held = hold_loaded(c, f->method, f->nb, f->nn, 1, &f->verdict);
+    int held = hold_loaded(c, f->method, f->nb, f->nn, 1, family_shift_us(f), &f->verdict);
     if (held) {
         f->held = GT_HELD_LOADED;
         f->needed = held;
@@ -606,7 +634,7 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
     double factor = a->rel > -1 ? fmax(1 + a->rel, 1 / (1 + a->rel)) : INFINITY;
     int lone_run = one_run_side(a, m) &&
                    (factor < GT_COMPARE_ALONE_FACTOR || m->state.outcome == GT_STATE_CONFOUNDED);
-    double shift_us = fabs(a->new_lvl - a->base_lvl) * gt_cmp_us_per_unit(m->unit);
+    double shift_us = shift_us_of(m);
     int loaded = gt_cmp_loaded_by_other(c) && a->method != GT_METHOD_PAIRED &&
                  !(shift_us >= GT_COMPARE_LOADED_SHIFT_US);
     if (m->in_family && !m->family_moved && rejected && (lone_run || loaded)) {
@@ -615,7 +643,8 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
     }
     m->verdict = judge(a->rel, m->lo, m->hi, rejected, m->higher_better, c->opt.threshold,
                        undecide);
-    int held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, &m->verdict);
+    int held =
+        hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, shift_us, &m->verdict);
     if (held) {
         m->held = GT_HELD_LOADED;
         m->needed = held;

@@ -1946,6 +1946,28 @@ static void test_loaded_runs(void) {
     expect_sides("ld_lone_quiet", &o, GT_DECISION_MUST_NOT, 0, NULL, NULL);
 }
 
+/* One run a side on a loaded machine: a whole family 3x slower (+280 us a
+ * call) is UNDECIDED there and says why (a neighbour moved whole loaded
+ * runs' collectives by up to 2 ms a call), MUST NOT SHIP on a quiet
+ * machine; 40x (+5.5 ms a call, beyond GT_COMPARE_LOADED_DECIDE_US) is
+ * decided there too. The same stack ships. */
+static void test_loaded_one_run(void) {
+    const double x3[6] = {3, 3, 3, 3, 3, 3}, x40[6] = {40, 40, 40, 40, 40, 40};
+    const double same[6] = {1, 1, 1, 1, 1, 1};
+    gt_compare_options o = gt_compare_defaults();
+    write_loaded_runs("ld1_x3", 1, 1, x3, 1);
+    expect_sides("ld1_x3", &o, GT_DECISION_UNDECIDED, 0,
+                 "one run a side on a loaded machine: checks and slowdowns of 5 ms",
+                 "fewer than 3 runs a side do not decide: 2 more runs on each side would");
+    write_loaded_runs("ld1_x3_quiet", 1, 1, x3, 0);
+    expect_sides("ld1_x3_quiet", &o, GT_DECISION_MUST_NOT, 0, "one run a side: checks and large",
+                 NULL);
+    write_loaded_runs("ld1_x40", 1, 1, x40, 1);
+    expect_sides("ld1_x40", &o, GT_DECISION_MUST_NOT, 0, NULL, NULL);
+    write_loaded_runs("ld1_aa", 1, 1, same, 1);
+    expect_sides("ld1_aa", &o, GT_DECISION_SHIP, 0, NULL, NULL);
+}
+
 /* `pairs` interleaved pairs of a collective's time (5 rounds, one machine
  * state), NEW `factor` times BASE with a 1% jitter; in the pairs `loaded`
  * marks, NEW's run shared the machine with another process: every block
@@ -2071,6 +2093,7 @@ int main(void) {
     test_state_run_levels();
     test_machine_load();
     test_loaded_runs();
+    test_loaded_one_run();
     test_loaded_window();
     test_slower_listed_first();
     test_kernel_waits();
