@@ -42,7 +42,9 @@
 #                     what one more run is judged against). Writes
 #                     OUT/new/runK.json and runK.log, compare-K.txt (the look
 #                     at K runs) and compare.txt (the last); --accept keeps
-#                     every run of a pass
+#                     every run of a pass. 1:3 on a quiet machine; on one
+#                     loaded all along 1:5 (a loaded gate decides from 3
+#                     runs; docs/ci-gating.md, "An Intel VM")
 #
 # A launcher for multi-rank runs goes in GATE_LAUNCHER, e.g.
 # GATE_LAUNCHER="mpirun -np 8" or "srun"; it is split on spaces.
