@@ -711,12 +711,13 @@ static const char *unit_of_reps(const gt_compare *c) {
 
 void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
     if (!gt_cmp_undecided(c)) return;
-    int most = 0, over = 0, count = 0, short_base = 0;
+    int most = 0, over = 0, count = 0, short_base = 0, held = 0;
     const char *who = NULL, *what = "";
     for (size_t i = 0; i < c->nfam; i++) {
         const cmp_family *x = &c->fam[i];
         if (x->verdict != GT_VERDICT_UNDECIDED) continue;
         count++;
+        held += x->held != 0;
         short_base |= x->held && x->needed < 0;
         if (x->needed < 0) over = 1;
         if (x->needed > most || !who) {
@@ -730,6 +731,7 @@ void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
             const cmp_metric *m = &c->res[i].m[j];
             if (!gt_cmp_metric_undecided(c, m)) continue;
             count++;
+            held += m->held != 0;
             short_base |= m->held && m->needed < 0;
             if (m->needed < 0) over = 1;
             if (m->needed > most || !who) {
@@ -750,10 +752,11 @@ void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
                 new_side_grows(c) ? "keep more baseline runs (their share of the spread stays), "
                                   : "");
     else
-        fprintf(f,
-                "needed: about %d more %s would decide all %d undecided (from their measured "
-                "spread, if the estimates hold; the most: %s %s)\n",
-                most, unit_of_reps(c), count, who ? who : "?", what);
+        fprintf(f, "needed: about %d more %s would decide all %d undecided (%s; the most: %s %s)\n",
+                most, unit_of_reps(c), count,
+                held == count ? "held by the rules for few runs, each line says which"
+                              : "from their measured spread, if the estimates hold",
+                who ? who : "?", what);
 }
 
 static const char *verdict_word(gt_verdict v) {

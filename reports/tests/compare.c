@@ -1947,7 +1947,7 @@ static void test_loaded_runs(void) {
 }
 
 /* One run a side on a loaded machine: a whole family 3x slower (+280 us a
- * call) is UNDECIDED there and says why (a neighbour moved whole loaded
+ * call) is UNDECIDED there and says why (its needed: line too) (a neighbour moved whole loaded
  * runs' collectives by up to 2 ms a call), MUST NOT SHIP on a quiet
  * machine; 40x (+5.5 ms a call, beyond GT_COMPARE_LOADED_DECIDE_US) is
  * decided there too. The same stack ships. */
@@ -1959,6 +1959,9 @@ static void test_loaded_one_run(void) {
     expect_sides("ld1_x3", &o, GT_DECISION_UNDECIDED, 0,
                  "one run a side on a loaded machine: checks and slowdowns of 5 ms",
                  "fewer than 3 runs a side do not decide: 2 more runs on each side would");
+    expect_sides("ld1_x3", &o, GT_DECISION_UNDECIDED, 0,
+                 "needed: about 2 more runs on each side would decide all",
+                 "(held by the rules for few runs, each line says which;");
     write_loaded_runs("ld1_x3_quiet", 1, 1, x3, 0);
     expect_sides("ld1_x3_quiet", &o, GT_DECISION_MUST_NOT, 0, "one run a side: checks and large",
                  NULL);
