@@ -324,6 +324,7 @@ static void test_blocks(const gt_compare *c, cmp_family *f, gt_gs_summary *s) {
     *s = (gt_gs_summary){.n = 2, .df = 0, .mean = sx / sw, .sd = NAN};
     s->se = sqrt(2 * srn * srn + (sv + tau2 * sw2) / (sw * sw));
     f->reps = 2;
+    f->nb = f->nn = 1;
 }
 
 static int test_family(const gt_compare *c, cmp_family *f) {
@@ -510,7 +511,6 @@ static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn,
     if (!doubt || m == GT_METHOD_PAIRED || !gt_cmp_loaded_by_other(c) || c->opt.checks_only ||
         shift_us >= GT_COMPARE_LOADED_DECIDE_US)
         return 0;
-    if (m == GT_METHOD_BLOCKS) nb = nn = 1;
     int least = GT_COMPARE_LOADED_RUNS;
     int short_b = nb < least ? least - nb : 0, short_n = nn < least ? least - nn : 0;
     if (!short_b && !short_n) return 0;
@@ -560,7 +560,9 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
     f->detectable = fmax(expm1(t * f->se), c->opt.threshold);
     f->verdict = judge(f->rel, f->lo, f->hi, f->rejected, f->higher_better, c->opt.threshold,
                        can_undecide(c, f->method));
-    int held = hold_loaded(c, f->method, f->nb, f->nn, 1, family_shift_us(f), &f->verdict);
+    /* the members' shifts matter only where a loaded machine may hold it */
+    double shift = gt_cmp_loaded_by_other(c) ? family_shift_us(f) : NAN;
+    int held = hold_loaded(c, f->method, f->nb, f->nn, 1, shift, &f->verdict);
     if (held) {
         f->held = GT_HELD_LOADED;
         f->needed = held;

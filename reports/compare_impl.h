@@ -116,7 +116,7 @@ typedef struct cmp_family {
     int blocks, pooled; /* PAIRED: blocks a pair was cut into (0: none); counted as replicates */
     double est, se;    /* the pooled log ratio and its standard error */
     double sd;         /* PAIRED: the spread of the pooled pair ratios; RUNS: pooled run spread */
-    int df, nb, nn;    /* nb, nn: runs each side (RUNS) */
+    int df, nb, nn;    /* nb, nn: runs each side (RUNS; 1 and 1 for BLOCKS) */
     double rel, lo, hi, p, p_adj, level, detectable;
     int rejected, moved, needed, beyond_reach;
     int held;          /* shown slower, UNDECIDED (GT_HELD_*): on a loaded machine with too
