@@ -148,13 +148,22 @@ PY
 TRIALS_OUT="$tmp/tr2" expect 0 "^\| A/A \(no injection\) \| 3 \| 2 \| n/a \(exit 3: [0-2]\) \| [0-2] \| [0-2] \| [0-2] \|$" \
     bash "$bench" trials pool 2 3
 # a pool without noise: one run copied into 4 pairs, with "groups": ["gemm"] as the
-# suites record it. The verdicts are then certain: A/A may ship, 10x is named.
+# suites record it. The verdicts are then certain: A/A may ship, 10x is named. Every
+# fourth timed block is marked as having waited a fifth of its time for a CPU, so the
+# copies are runs on a loaded machine (GT_STATE_LOADED, 4% of blocks) on any machine:
+# the neighbour above does not make a machine with idle cores wait (CI's did not).
 mkdir -p same/base same/new
 for i in 1 2 3 4; do
     for side in base new; do
         python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
-for r in d["results"]: r["groups"] = ["gemm"]
+for r in d["results"]:
+    r["groups"] = ["gemm"]
+    for m in r["metrics"].values():
+        w = m.get("cpu_wait") if isinstance(m, dict) else None
+        if isinstance(w, list):
+            m["cpu_wait"] = [max(x, 0.2) if k % 4 == 0 and isinstance(x, (int, float)) else x
+                             for k, x in enumerate(w)]
 json.dump(d, open(sys.argv[2], "w"))' pool/base/run1.json "same/$side/run$i.json"
     done
 done
@@ -166,8 +175,7 @@ TRIALS_OUT="$tmp/tr5" expect 0 "^\| case:gelu x10 \| 3 \| 1 \| 0 \| 0 \| 1 \| 0 
     bash "$bench" trials same 1 3 case:gelu:10
 
 # --- unpaired and history: B base runs against K new ones, on the noiseless pool --------
-# (its run was made beside the busy neighbour: a loaded machine, where the gate needs 3
-# runs a side to decide)
+# (its copies are runs on a loaded machine, where the gate needs 3 runs a side to decide)
 GAUNTLET="$g" TRIALS_OUT="$tmp/tr7" expect 0 \
     "^\| A/A \(no injection\) \(unpaired\) \| 3 against 3 \| 2 \| n/a \(exit 3: 0\) \| 0 \| 2 \| 0 \| 3 \| 3 \|$" \
     bash "$bench" unpaired same 2 3 3
