@@ -311,21 +311,28 @@ gt_state_outcome gt_state_adjust(double *vb, const double *sb, const size_t *cb,
 
 static int unmendable(double w) { return w >= 1; }
 static int waited(double w) { return w >= GT_STATE_BUSY_WAIT; }
+/* a block that waited GT_STATE_MEND_MAX of its time, less than all of it */
+static int heavy(double w) { return w >= GT_STATE_MEND_MAX && w < 1; }
 
 size_t gt_state_unload(double *v, double *s, double *w, size_t *cut, int runs,
                        size_t *unloaded) {
     size_t out = 0, to = 0;
     *unloaded = 0;
     for (int r = 0; r < runs; r++) {
-        size_t lo = cut[r], hi = cut[r + 1], bad = 0, clean = 0;
+        size_t lo = cut[r], hi = cut[r + 1], bad = 0, clean = 0, light = 0;
         for (size_t i = lo; i < hi; i++) {
             bad += unmendable(w[i]);
             clean += !waited(w[i]); /* NAN: not measured, taken as it is */
+            light += !(w[i] >= GT_STATE_MEND_MAX);
         }
         int keep_all = bad == hi - lo, drop_waited = clean >= GT_STATE_CLEAN_LEAST;
+        /* a run of many batches keeps those that waited less than
+         * GT_STATE_MEND_MAX, where it has any */
+        int drop_heavy = hi - lo >= GT_STATE_CLEAN_LEAST && light > 0;
         cut[r] = to;
         for (size_t i = lo; i < hi; i++) {
-            if ((drop_waited && waited(w[i])) || (unmendable(w[i]) && !keep_all)) {
+            if ((drop_waited && waited(w[i])) || (unmendable(w[i]) && !keep_all) ||
+                (drop_heavy && heavy(w[i]))) {
                 out++;
                 continue;
             }

@@ -264,9 +264,9 @@ static void test_unload(void) {
         w3[i] = i == 1 ? NAN : i % 2 ? 0.01 : 0;
     }
     /* run 0: L clean, then one that waited 0.75 (400) and one 1.5 (900);
-     * run 1: L - 1 clean, then one that waited 0.6 (250) */
+     * run 1: L - 1 clean, then one that waited 0.4 (166.7) */
     v3[L] = 400, w3[L] = 0.75, v3[L + 1] = 900, w3[L + 1] = 1.5;
-    v3[2 * L + 1] = 250, w3[2 * L + 1] = 0.6;
+    v3[2 * L + 1] = 100 / 0.6, w3[2 * L + 1] = 0.4;
     size_t cut3[3] = {0, L + 2, 2 * L + 2};
     EXPECT(gt_state_unload(v3, s3, w3, cut3, 2, &unloaded) == 2 && unloaded == 1);
     EXPECT(cut3[1] == L && cut3[2] == 2 * L);
@@ -274,8 +274,34 @@ static void test_unload(void) {
     EXPECT(fabs(v3[2 * L - 1] - 100) < 1e-9 && s3[2 * L - 1] == 60 + 2 * L + 1);
 }
 
+/* A run of GT_STATE_CLEAN_LEAST batches or more with fewer clean ones (a
+ * multi-threaded kernel beside a busy process): a batch that waited
+ * GT_STATE_MEND_MAX of its time or more is left out where the run has
+ * batches that waited less (t (1 - w) of one that waited 97% is noise:
+ * 5000 us x 0.03); a run whose every batch waited that much mends them as
+ * before; a run of fewer batches (the collectives' 5 rounds) mends them. */
+static void test_unload_heavy(void) {
+    enum { L = GT_STATE_CLEAN_LEAST, NB = 2 * L + 5 };
+    double v[NB], s[NB], w[NB];
+    size_t unloaded = 9;
+    for (int i = 0; i < NB; i++) v[i] = 5000, s[i] = i, w[i] = 0.97;
+    /* run 0 (L): 3 clean, 2 that waited 0.2 (125 -> 100), L - 5 at 0.97;
+     * run 1 (L): every one at 0.97; run 2 (5 rounds): 0.6 each */
+    for (int i = 0; i < 3; i++) v[i] = 100, w[i] = 0;
+    v[3] = v[4] = 125, w[3] = w[4] = 0.2;
+    for (int i = 2 * L; i < NB; i++) v[i] = 250, w[i] = 0.6;
+    size_t cut[4] = {0, L, 2 * L, NB};
+    EXPECT(gt_state_unload(v, s, w, cut, 3, &unloaded) == L - 5);
+    EXPECT(unloaded == 2 + L + 5);
+    EXPECT(cut[1] == 5 && cut[2] == 5 + L && cut[3] == 10 + L);
+    for (int i = 0; i < 5; i++) EXPECT(fabs(v[i] - 100) < 1e-9 && s[i] == i);
+    EXPECT(fabs(v[5] - 150) < 1e-6 && s[5] == L);         /* 5000 x 0.03, as before */
+    EXPECT(fabs(v[5 + L] - 100) < 1e-9 && s[5 + L] == 2 * L); /* 250 x 0.4 */
+}
+
 int main(void) {
     test_unload();
+    test_unload_heavy();
     test_same_stack();
     test_change_kept();
     test_different_slopes();
