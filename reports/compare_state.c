@@ -311,8 +311,7 @@ gt_state_outcome gt_state_adjust(double *vb, const double *sb, const size_t *cb,
 
 static int unmendable(double w) { return w >= 1; }
 static int waited(double w) { return w >= GT_STATE_BUSY_WAIT; }
-/* a block that waited GT_STATE_MEND_MAX of its time, less than all of it */
-static int heavy(double w) { return w >= GT_STATE_MEND_MAX && w < 1; }
+static int heavy(double w) { return w >= GT_STATE_MEND_MAX; } /* NAN: not measured, light */
 
 size_t gt_state_unload(double *v, double *s, double *w, size_t *cut, int runs,
                        size_t *unloaded) {
@@ -323,11 +322,12 @@ size_t gt_state_unload(double *v, double *s, double *w, size_t *cut, int runs,
         for (size_t i = lo; i < hi; i++) {
             bad += unmendable(w[i]);
             clean += !waited(w[i]); /* NAN: not measured, taken as it is */
-            light += !(w[i] >= GT_STATE_MEND_MAX);
+            light += !heavy(w[i]);
         }
         int keep_all = bad == hi - lo, drop_waited = clean >= GT_STATE_CLEAN_LEAST;
         /* a run of many batches keeps those that waited less than
-         * GT_STATE_MEND_MAX, where it has any */
+         * GT_STATE_MEND_MAX, where it has any (then keep_all is 0: the
+         * unmendable ones go too) */
         int drop_heavy = hi - lo >= GT_STATE_CLEAN_LEAST && light > 0;
         cut[r] = to;
         for (size_t i = lo; i < hi; i++) {

@@ -161,13 +161,11 @@ d = json.load(open(sys.argv[1]))
 for r in d["results"]:
     r["groups"] = ["gemm"]
     for m in r["metrics"].values():
-        n = len(m.get("samples") or []) if isinstance(m, dict) else 0
-        w = m.get("cpu_wait") if n else None
-        if not isinstance(w, list) or len(w) != n:
-            w = [0.0] * n  # a kernel without schedstats records none
+        n = len(m.get("samples") or [])
+        w = m.get("cpu_wait") or []  # a kernel without schedstats records none
         if n:
-            m["cpu_wait"] = [0.2 if k % 4 == 0 else x if isinstance(x, (int, float)) else 0.0
-                             for k, x in enumerate(w)]
+            m["cpu_wait"] = [0.2 if k % 4 == 0 else (k < len(w) and w[k]) or 0.0
+                             for k in range(n)]
 json.dump(d, open(sys.argv[2], "w"))' pool/base/run1.json "same/$side/run$i.json"
     done
 done

@@ -1947,8 +1947,8 @@ static void test_loaded_runs(void) {
 }
 
 /* One run a side on a loaded machine: a whole family 3x slower (+280 us a
- * call) is UNDECIDED there and says why (its needed: line too) (a neighbour moved whole loaded
- * runs' collectives by up to 2 ms a call), MUST NOT SHIP on a quiet
+ * call) is UNDECIDED there and says why, its needed: line too (a neighbour
+ * moved whole loaded runs' collectives by up to 2 ms a call), MUST NOT SHIP on a quiet
  * machine; 40x (+5.5 ms a call, beyond GT_COMPARE_LOADED_DECIDE_US) is
  * decided there too. The same stack ships. */
 static void test_loaded_one_run(void) {
