@@ -808,20 +808,36 @@ static json_t *extra_result(const extra_run *x, const char *key) {
     return NULL;
 }
 
+/* One side of a metric as gather() read it: values, states and waits (NAN:
+ * none), cut into runs (sd.cut is cut); run k came from report run_of[k]
+ * (runs that lack the metric are skipped). */
+typedef struct gathered {
+    double *v, *s, *w;
+    size_t *cut;
+    int *run_of;
+    side sd;
+} gathered;
+
+static void gathered_free(gathered *g) {
+    free(g->v);
+    free(g->s);
+    free(g->w);
+    free(g->cut);
+    free(g->run_of);
+}
+
 /* The values of metric `name` over the runs of a side: the first run's
- * metric m, then each further run's result of `key`. Fills the side (its
- * arrays malloc'ed: *vals, *cuts) and run_of[k], the report the side's k-th
- * run came from (runs that lack the metric are skipped); -1 when out of
- * memory. */
+ * metric m, then each further run's result of `key`, into g (its arrays
+ * malloc'ed); -1 when out of memory. */
 static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, const char *name,
-                  const unsigned char *aside, double **vals, double **states, double **waits,
-                  size_t **cuts, int *run_of, side *out) {
-    *vals = *states = *waits = NULL;
-    *cuts = malloc((nx + 2) * sizeof **cuts);
-    if (!*cuts) return -1;
+                  const unsigned char *aside, gathered *g) {
+    *g = (gathered){0};
+    g->cut = malloc((nx + 2) * sizeof *g->cut);
+    g->run_of = malloc((nx + 1) * sizeof *g->run_of);
+    if (!g->cut || !g->run_of) return -1;
     size_t total = 0;
     int runs = 0, rounds = -1;
-    (*cuts)[0] = 0;
+    g->cut[0] = 0;
     for (size_t i = 0; i <= nx; i++) {
         json_t *mi = m;
         if (i > 0) {
@@ -832,7 +848,7 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
         json_t *rj = json_object_get(mi, "rounds");
         int ri = json_is_integer(rj) ? (int)json_integer_value(rj) : 0;
         rounds = rounds < 0 || rounds == ri ? ri : 0;
-        double *got[3] = {NULL, NULL, NULL}, **to[3] = {vals, states, waits};
+        double *got[3] = {NULL, NULL, NULL}, **to[3] = {&g->v, &g->s, &g->w};
         size_t k = metric_values(mi, &got[0], &got[1], &got[2]);
         int ok = got[0] != NULL;
         for (int a = 0; a < 3 && ok; a++) {
@@ -844,10 +860,10 @@ static int gather(json_t *m, const extra_run *xs, size_t nx, const char *key, co
         for (int a = 0; a < 3; a++) free(got[a]);
         if (!ok) return -1;
         total += k;
-        run_of[runs] = (int)i;
-        (*cuts)[++runs] = total;
+        g->run_of[runs] = (int)i;
+        g->cut[++runs] = total;
     }
-    *out = (side){*vals, total, *cuts, runs, rounds > 0 ? rounds : 0, 0.5, 0};
+    g->sd = (side){g->v, total, g->cut, runs, rounds > 0 ? rounds : 0, 0.5, 0};
     return 0;
 }
 
@@ -910,6 +926,41 @@ static void family_logs(const gt_compare *c, cmp_metric *m, const side *sb, cons
     }
 }
 
+/* A time's samples less what another process took (compare_state.h):
+ * waited samples left out or taken less their wait, then moved to one
+ * machine state where it moved. */
+static void unload_time(const gt_compare *c, cmp_metric *m, gathered *g) {
+    if (!c->busy_own)
+        for (int i = 0; i < 2; i++)
+            m->busy_out[i] = gt_state_unload(g[i].v, g[i].s, g[i].w, g[i].cut, g[i].sd.runs,
+                                             &m->unloaded[i]);
+    for (int i = 0; i < 2; i++) g[i].sd.n = g[i].cut[g[i].sd.runs];
+    g[0].sd.state_moved = g[1].sd.state_moved =
+        !c->loaded && !c->busy_own &&
+        gt_state_adjust(g[0].v, g[0].s, g[0].cut, g[0].sd.runs, g[1].v, g[1].s, g[1].cut,
+                        g[1].sd.runs, &m->state) == GT_STATE_ADJUSTED;
+}
+
+/* Both sides of a metric: judged. */
+static void judge_metric(const gt_compare *c, cmp_metric *m, gathered *g) {
+    const gt_compare_options *opt = &c->opt;
+    side *sb = &g[0].sd, *sn = &g[1].sd;
+    sb->q = sn->q = time_q(m->unit, opt, sb, sn, c->loaded);
+    m->a = assess(sb, sn, m->higher_better, gt_cmp_us_per_unit(m->unit), opt);
+    m->method = m->a.method;
+    m->base_med = m->a.base_med;
+    m->new_med = m->a.new_med;
+    m->rel = m->a.rel;
+    m->p = m->p_adj = m->a.p;
+    m->verdict = decide(&m->a, m->p, opt->alpha);
+    m->runs_b = sb->runs;
+    m->runs_n = sn->runs;
+    m->nb = sb->n;
+    m->nn = sn->n;
+    m->lo = m->hi = NAN;
+    family_logs(c, m, sb, g[0].run_of, sn, g[1].run_of);
+}
+
 static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json_t *mb,
                       json_t *mn) {
     const gt_compare_options *opt = &c->opt;
@@ -934,59 +985,25 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
                       .p = NAN,
                       .p_adj = NAN,
                       .detectable = NAN};
-    double *vb = NULL, *vn = NULL, *wb = NULL, *wn = NULL, *qb = NULL, *qn = NULL;
-    size_t *cb = NULL, *cn = NULL;
-    side sb = {0}, sn = {0};
+    gathered g[2] = {{0}, {0}};
+    side *sb = &g[0].sd, *sn = &g[1].sd;
     int rc = 0;
-    int *rb = malloc((c->nxb + 1) * sizeof *rb), *rn = malloc((c->nxn + 1) * sizeof *rn);
-    if (!rb || !rn ||
-        (mb && gather(mb, c->xb, c->nxb, r->key, name, c->aside, &vb, &wb, &qb, &cb, rb, &sb)) ||
-        (mn && gather(mn, c->xn, c->nxn, r->key, name, c->aside, &vn, &wn, &qn, &cn, rn, &sn))) {
+    if ((mb && gather(mb, c->xb, c->nxb, r->key, name, c->aside, &g[0])) ||
+        (mn && gather(mn, c->xn, c->nxn, r->key, name, c->aside, &g[1]))) {
         rc = -1;
     } else if (mb && mn) {
-        if (opt->machine_state && gt_cmp_us_per_unit(m->unit) > 0 && sb.runs && sn.runs) {
-            if (!c->busy_own) {
-                m->busy_out[0] = gt_state_unload(vb, wb, qb, cb, sb.runs, &m->unloaded[0]);
-                m->busy_out[1] = gt_state_unload(vn, wn, qn, cn, sn.runs, &m->unloaded[1]);
-            }
-            sb.n = cb[sb.runs];
-            sn.n = cn[sn.runs];
-            sb.state_moved = sn.state_moved =
-                !c->loaded && !c->busy_own &&
-                gt_state_adjust(vb, wb, cb, sb.runs, vn, wn, cn, sn.runs, &m->state) ==
-                    GT_STATE_ADJUSTED;
-        }
-        sb.q = sn.q = time_q(m->unit, opt, &sb, &sn, c->loaded);
-        m->a = assess(&sb, &sn, m->higher_better, gt_cmp_us_per_unit(m->unit), opt);
-        m->method = m->a.method;
-        m->base_med = m->a.base_med;
-        m->new_med = m->a.new_med;
-        m->rel = m->a.rel;
-        m->p = m->p_adj = m->a.p;
-        m->verdict = decide(&m->a, m->p, opt->alpha);
-        m->runs_b = sb.runs;
-        m->runs_n = sn.runs;
-        m->nb = sb.n;
-        m->nn = sn.n;
-        m->lo = m->hi = NAN;
-        family_logs(c, m, &sb, rb, &sn, rn);
+        if (opt->machine_state && gt_cmp_us_per_unit(m->unit) > 0 && sb->runs && sn->runs)
+            unload_time(c, m, g);
+        judge_metric(c, m, g);
     } else {
-        sb.q = sn.q = time_q(m->unit, opt, &sb, &sn, c->loaded);
-        m->base_med = sb.n ? loc(&sb, sb.v, sb.n) : NAN;
-        m->new_med = sn.n ? loc(&sn, sn.v, sn.n) : NAN;
-        m->nb = sb.n;
-        m->nn = sn.n;
+        sb->q = sn->q = time_q(m->unit, opt, sb, sn, c->loaded);
+        m->base_med = sb->n ? loc(sb, sb->v, sb->n) : NAN;
+        m->new_med = sn->n ? loc(sn, sn->v, sn->n) : NAN;
+        m->nb = sb->n;
+        m->nn = sn->n;
     }
-    free(vb);
-    free(vn);
-    free(wb);
-    free(wn);
-    free(qb);
-    free(qn);
-    free(cb);
-    free(cn);
-    free(rb);
-    free(rn);
+    gathered_free(&g[0]);
+    gathered_free(&g[1]);
     return rc;
 }
 
