@@ -33,18 +33,21 @@
 #                     new.json, compare.txt, junit.xml, compare.html
 #   --gauntlet PATH   the binary (default: build/harness/gauntlet beside this script)
 #   --threshold X%    compare's minimum effect size (default: compare's, 5%)
-#   --runs N[:M]      N runs of the new stack (default 1), judged as one side;
-#                     with M, an adaptive design: while the gate is undecided
-#                     (4), one more run, up to M; each look is tested at its
-#                     share of alpha (compare --sequential N:M), so the chance
-#                     of a false alarm stays alpha over all looks. Needs a
+#   --runs N[:M]      N runs of the new stack, judged as one side; with M, an
+#                     adaptive design: while the gate is undecided (4), one
+#                     more run, up to M; each look is tested at its share of
+#                     alpha (compare --sequential N:M), so the chance of a
+#                     false alarm stays alpha over all looks. M needs a
 #                     baseline directory (--baseline DIR/: its runs' spread is
-#                     what one more run is judged against). Writes
-#                     OUT/new/runK.json and runK.log, compare-K.txt (the look
-#                     at K runs) and compare.txt (the last); --accept keeps
-#                     every run of a pass. 1:3 on a quiet machine; on one
-#                     loaded all along 1:5 (a loaded gate decides from 3
-#                     runs; docs/ci-gating.md, "An Intel VM")
+#                     what one more run is judged against). Default: 1:5
+#                     with a baseline directory (one run where that decides,
+#                     as on a quiet machine; on a loaded one a gate decides
+#                     from 3 runs: docs/ci-gating.md, "The gate job's
+#                     default"), 1 with a baseline file; --runs 1 is one run
+#                     and one look. With M, writes OUT/new/runK.json and
+#                     runK.log, compare-K.txt (the look at K runs) and
+#                     compare.txt (the last); --accept keeps every run of a
+#                     pass
 #
 # A launcher for multi-rank runs goes in GATE_LAUNCHER, e.g.
 # GATE_LAUNCHER="mpirun -np 8" or "srun"; it is split on spaces.
@@ -52,7 +55,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 gauntlet="$here/../../build/harness/gauntlet"
-baseline='' out=gate-out accept=0 threshold='' runs=1
+baseline='' out=gate-out accept=0 threshold='' runs=''
 
 die() { echo "gate: $*" >&2; exit 2; }
 need() { if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value (ci/jobs/gate.sh --help)"; fi; }
@@ -100,6 +103,11 @@ for a in "$@"; do
     esac
 done
 [ -x "$gauntlet" ] || die "no gauntlet binary at $gauntlet: build it (make build) or pass --gauntlet PATH"
+# the default design: more runs while undecided where a baseline directory can judge them
+if [ -z "$runs" ]; then
+    runs=1
+    is_dir && runs=1:5
+fi
 first=${runs%%:*} most=${runs##*:}
 case $first:$most in
     *[!0-9:]* | :* | *: ) die "--runs '$runs': N or N:M, whole numbers of runs (e.g. 1:3)" ;;

@@ -156,6 +156,14 @@ GATE_KEEP=9 FAKE_DECIDE_AT=2 expect 0 "NEW is the baseline now" bash "$gate" \
 expect 3 "FAIL: NEW must not ship" bash "$gate" --gauntlet "$g" --baseline "$dbase" \
     --runs 1:3 --out r4 -- "${slow[@]}"
 [ ! -e r4/new/run2.json ] || fail "a look that decided went on to a second run"
+# the default with a baseline directory is 1:5; --runs 1 is one run and one look
+: >fake.log
+FAKE_DECIDE_AT=2 expect 0 "judged on 2 run\(s\) of the new stack \(--runs 1:5\)" bash "$gate" \
+    --gauntlet "$tmp/fake.sh" --baseline "$dbase" --threshold 1000% --out r5 -- "${run[@]}"
+grep -q -- "--sequential 1:5" fake.log || fail "a baseline directory's default design is not 1:5"
+FAKE_DECIDE_AT=2 expect 4 "UNDECIDED" bash "$gate" --gauntlet "$tmp/fake.sh" \
+    --baseline "$dbase" --runs 1 --out r6 -- "${run[@]}"
+[ -s r6/new.json ] && [ ! -e r6/new ] || fail "--runs 1 made more than one run (or no r6/new.json)"
 
 # --- ab.sh: interleaved A/B, the verdict from paired runs -------------------------------
 ab="$root/ci/jobs/ab.sh"
