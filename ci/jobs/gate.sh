@@ -30,7 +30,8 @@
 #                     default 5); with no baseline yet, a run whose checks all
 #                     passed becomes the first one
 #   --out DIR         where the job writes (default gate-out): env.txt, run.log,
-#                     new.json, compare.txt, junit.xml, compare.html
+#                     new.json (new/runK.json in a design of several runs),
+#                     compare.txt, junit.xml, compare.html
 #   --gauntlet PATH   the binary (default: build/harness/gauntlet beside this script)
 #   --threshold X%    compare's minimum effect size (default: compare's, 5%)
 #   --runs N[:M]      N runs of the new stack, judged as one side; with M, an
