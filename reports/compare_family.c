@@ -472,6 +472,25 @@ static int before_last_look(const gt_compare *c) {
     return c->opt.seq_max > 0 && c->look < c->opt.seq_max;
 }
 
+/* The level a hypothesis tested at `level` on this look would be tested at
+ * on the sequential design's last look: the same share of that look's alpha
+ * (reports/gate_stats.h, gt_gs_look_alpha). */
+static double last_look_level(const gt_compare *c, double level) {
+    const gt_compare_options *o = &c->opt;
+    double last = gt_gs_look_alpha((gt_gs_spending)o->spending, o->alpha, o->seq_max,
+                                   o->seq_first, o->seq_max);
+    return c->alpha > 0 && last > 0 ? level * last / c->alpha : level;
+}
+
+/* Would `needed` more pairs, judged at the last look's level, fit in the
+ * pairs the design has left? Before its last look a member's own doubt
+ * asks for the next pair only then: where the spread measured so far says
+ * that even the last look would leave it undecided, the looks between
+ * would only spend time (its family carries it at the last look). */
+static int budget_decides(const gt_compare *c, int needed) {
+    return needed > 0 && needed <= c->opt.seq_max - c->look;
+}
+
 /* More pairs (runs a side) within the design's reach: as many again as
  * there are (a CI job that doubles its pairs), and anything before the last
  * look of a sequential design. */
@@ -658,6 +677,16 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
                         : sqrt(a->spread) / fabs(a->base_lvl);
         double est = a->method == GT_METHOD_PAIRED ? log1p(a->rel) : a->rel;
         m->needed = more_needed(c, a->method, sd, m->runs_b, m->runs_n, est, m->level);
+        if (undecide && m->in_family &&
+            !budget_decides(c, more_needed(c, a->method, sd, m->runs_b, m->runs_n, est,
+                                           last_look_level(c, m->level)))) {
+            /* the design's last look would not decide it either: its family
+             * carries its doubt now, as it would there */
+            m->verdict = judge(a->rel, m->lo, m->hi, rejected, m->higher_better,
+                               c->opt.threshold, 0);
+            m->needed = 0;
+            return;
+        }
         int reps = a->method == GT_METHOD_PAIRED
                        ? m->runs_b
                        : (m->runs_b > m->runs_n ? m->runs_b : m->runs_n);

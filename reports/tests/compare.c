@@ -1250,7 +1250,10 @@ static void test_families(void) {
     /* one shape of an op +14% by its estimate, not shown (its pairs spread
      * 14%), its sibling flat and far steadier, so the pooled op does not move:
      * a fixed design leaves the member's doubt to its family (may ship); a
-     * sequential design before its last look asks for the next pair */
+     * sequential design before its last look asks for the next pair where
+     * the pairs left, judged at the last look's level, could decide it (5:30),
+     * and leaves it to its family where they could not (5:12: 7 pairs left
+     * are too few for its spread) */
     const kmember lone[] = {{"lone", "a", NULL, 1000, {0.30, 0.0, 0.25, -0.05, 0.2}},
                             {"lone", "b", NULL, 1000, {0.002, -0.001, 0.001, -0.002, 0.0}}};
     const double f2[] = {1.0, 1.0};
@@ -1261,11 +1264,20 @@ static void test_families(void) {
         gt_compare_free(c);
     }
     sq.seq_first = 5;
-    c = paired("fam_lone", &sq);
+    gt_compare_options far = sq;
+    far.seq_max = 30;
+    c = paired("fam_lone", &far);
     if (c) {
         gt_compare_counts kl;
         gt_compare_get_counts(c, &kl);
         EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED && kl.undecided == 1);
+        gt_compare_free(c);
+    }
+    c = paired("fam_lone", &sq);
+    if (c) {
+        gt_compare_counts kl;
+        gt_compare_get_counts(c, &kl);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP && kl.undecided == 0);
         gt_compare_free(c);
     }
     /* a design over NEW runs leaves a member's doubt to its family at every
