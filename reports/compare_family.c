@@ -606,6 +606,32 @@ static int one_run_side(const assessment *a, const cmp_metric *m) {
            (a->method == GT_METHOD_RUNS && (m->runs_b == 1 || m->runs_n == 1));
 }
 
+/* An UNDECIDED metric: the pairs (runs) that would decide it, and whether
+ * they are beyond the design's reach. Before a sequential design's last
+ * look a member (`undecide` there) whose doubt even the last look would
+ * not settle is judged again without it: its family carries it now, as it
+ * would there. */
+static void metric_undecided(const gt_compare *c, cmp_metric *m, int rejected, int undecide) {
+    const assessment *a = &m->a;
+    double sd = a->method == GT_METHOD_PAIRED
+                    ? sqrt(fmax(0, a->se_rel * a->se_rel * m->runs_b -
+                                       c->opt.run_noise * c->opt.run_noise))
+                    : sqrt(a->spread) / fabs(a->base_lvl);
+    double est = a->method == GT_METHOD_PAIRED ? log1p(a->rel) : a->rel;
+    m->needed = more_needed(c, a->method, sd, m->runs_b, m->runs_n, est, m->level);
+    if (undecide && m->in_family &&
+        !budget_decides(c, more_needed(c, a->method, sd, m->runs_b, m->runs_n, est,
+                                       last_look_level(c, m->level)))) {
+        m->verdict =
+            judge(a->rel, m->lo, m->hi, rejected, m->higher_better, c->opt.threshold, 0);
+        m->needed = 0;
+        return;
+    }
+    int reps = a->method == GT_METHOD_PAIRED ? m->runs_b
+                                             : (m->runs_b > m->runs_n ? m->runs_b : m->runs_n);
+    mark_reach(c, m->verdict, m->needed, reps, &m->beyond_reach);
+}
+
 /* A metric's interval: on the log scale for pairs (its se is a log one),
  * linear for runs and blocks (se relative to BASE's level). */
 static void decide_metric(const gt_compare *c, cmp_metric *m) {
@@ -671,26 +697,7 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
         m->needed = held;
         m->beyond_reach = held < 0;
     } else if (m->verdict == GT_VERDICT_UNDECIDED) {
-        double sd = a->method == GT_METHOD_PAIRED
-                        ? sqrt(fmax(0, a->se_rel * a->se_rel * m->runs_b -
-                                           c->opt.run_noise * c->opt.run_noise))
-                        : sqrt(a->spread) / fabs(a->base_lvl);
-        double est = a->method == GT_METHOD_PAIRED ? log1p(a->rel) : a->rel;
-        m->needed = more_needed(c, a->method, sd, m->runs_b, m->runs_n, est, m->level);
-        if (undecide && m->in_family &&
-            !budget_decides(c, more_needed(c, a->method, sd, m->runs_b, m->runs_n, est,
-                                           last_look_level(c, m->level)))) {
-            /* the design's last look would not decide it either: its family
-             * carries its doubt now, as it would there */
-            m->verdict = judge(a->rel, m->lo, m->hi, rejected, m->higher_better,
-                               c->opt.threshold, 0);
-            m->needed = 0;
-            return;
-        }
-        int reps = a->method == GT_METHOD_PAIRED
-                       ? m->runs_b
-                       : (m->runs_b > m->runs_n ? m->runs_b : m->runs_n);
-        mark_reach(c, m->verdict, m->needed, reps, &m->beyond_reach);
+        metric_undecided(c, m, rejected, undecide);
     }
 }
 
