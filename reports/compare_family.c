@@ -618,7 +618,6 @@ static void metric_undecided(const gt_compare *c, cmp_metric *m, int rejected, i
                                        c->opt.run_noise * c->opt.run_noise))
                     : sqrt(a->spread) / fabs(a->base_lvl);
     double est = a->method == GT_METHOD_PAIRED ? log1p(a->rel) : a->rel;
-    m->needed = more_needed(c, a->method, sd, m->runs_b, m->runs_n, est, m->level);
     if (undecide && m->in_family &&
         !budget_decides(c, more_needed(c, a->method, sd, m->runs_b, m->runs_n, est,
                                        last_look_level(c, m->level)))) {
@@ -627,6 +626,7 @@ static void metric_undecided(const gt_compare *c, cmp_metric *m, int rejected, i
         m->needed = 0;
         return;
     }
+    m->needed = more_needed(c, a->method, sd, m->runs_b, m->runs_n, est, m->level);
     int reps = a->method == GT_METHOD_PAIRED ? m->runs_b
                                              : (m->runs_b > m->runs_n ? m->runs_b : m->runs_n);
     mark_reach(c, m->verdict, m->needed, reps, &m->beyond_reach);
