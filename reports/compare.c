@@ -2286,8 +2286,9 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
     if (!c->nxb && !c->nxn) {
         if (gt_cmp_loaded_by_other(c))
             fprintf(f, "one run a side on a loaded machine: checks and slowdowns of %.3g ms a "
-                       "call or more only (a neighbour can slow a whole run; a smaller slowdown "
-                       "shown is undecided); %d runs a side or interleaved pairs decide it\n",
+                       "call or more only (a neighbour can slow a whole run; a smaller slowdown, "
+                       "shown or estimated, is undecided); %d runs a side or interleaved pairs "
+                       "decide it\n",
                     GT_COMPARE_LOADED_DECIDE_US / 1000, GT_COMPARE_LOADED_RUNS);
         else
             fprintf(f, "one run a side: checks and large changes only (it assumes how runs "

@@ -512,21 +512,28 @@ static void mark_reach(const gt_compare *c, gt_verdict v, int needed, int reps, 
     *beyond = v == GT_VERDICT_UNDECIDED && !(needed > 0 && needed <= reach(c, reps));
 }
 
+/* Is rel (NEW against BASE) slower by the threshold or more? */
+static int slower_by(const gt_compare *c, double rel, int higher_better) {
+    return (higher_better ? -rel : rel) >= c->opt.threshold;
+}
+
 /* On a loaded machine, runs not paired, with fewer than
  * GT_COMPARE_LOADED_RUNS runs on a side: a slowdown shown stays UNDECIDED
- * (held), and so does an estimate within the threshold whose interval is
- * not (ambiguous) where it gates (`gates`: a family, a metric in none;
- * between runs only: one run a side assumes its run noise, so everything it
- * gates is ambiguous there): a neighbour can move a whole run of one side
- * either way, so one or two runs decide nothing there. Not where the level
- * moved GT_COMPARE_LOADED_DECIDE_US a call or more (`shift_us`): more than
- * a neighbour's delays were seen to add. Returns the runs still needed,
- * NEW's alone in a design over NEW runs (-1: BASE lacks runs); 0: not
- * held. */
+ * (held), and so does an ambiguous estimate where it gates (`gates`: a
+ * family, a metric in none): between runs any (within the threshold, an
+ * interval that is not); one run a side, which assumes its run noise so
+ * that everything it gates is ambiguous there, one slower by the threshold
+ * or more (`slower`: "may ship" is never said of it). A neighbour can move
+ * a whole run of one side either way, so one or two runs decide nothing
+ * there. Not where the level moved GT_COMPARE_LOADED_DECIDE_US a call or
+ * more (`shift_us`): more than a neighbour's delays were seen to add.
+ * Returns the runs still needed, NEW's alone in a design over NEW runs (-1:
+ * BASE lacks runs); 0: not held. */
 static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn, int gates,
-                       double shift_us, gt_verdict *v) {
-    int doubt = *v == GT_VERDICT_SLOWER ||
-                (gates && m == GT_METHOD_RUNS && *v == GT_VERDICT_AMBIGUOUS);
+                       int slower, double shift_us, gt_verdict *v) {
+    int ambiguous = gates && *v == GT_VERDICT_AMBIGUOUS;
+    int doubt = *v == GT_VERDICT_SLOWER || (ambiguous && m == GT_METHOD_RUNS) ||
+                (ambiguous && m == GT_METHOD_BLOCKS && slower);
     if (!doubt || m == GT_METHOD_PAIRED || !gt_cmp_loaded_by_other(c) || c->opt.checks_only ||
         shift_us >= GT_COMPARE_LOADED_DECIDE_US)
         return 0;
@@ -581,7 +588,8 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
                        can_undecide(c, f->method));
     /* the members' shifts matter only where a loaded machine may hold it */
     double shift = gt_cmp_loaded_by_other(c) ? family_shift_us(f) : NAN;
-    int held = hold_loaded(c, f->method, f->nb, f->nn, 1, shift, &f->verdict);
+    int held = hold_loaded(c, f->method, f->nb, f->nn, 1, slower_by(c, f->rel, f->higher_better),
+                           shift, &f->verdict);
     if (held) {
         f->held = GT_HELD_LOADED;
         f->needed = held;
@@ -691,7 +699,8 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
     m->verdict = judge(a->rel, m->lo, m->hi, rejected, m->higher_better, c->opt.threshold,
                        undecide);
     int held =
-        hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, shift_us, &m->verdict);
+        hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family,
+                    slower_by(c, a->rel, m->higher_better), shift_us, &m->verdict);
     if (held) {
         m->held = GT_HELD_LOADED;
         m->needed = held;

@@ -1980,6 +1980,14 @@ static void test_loaded_one_run(void) {
     expect_sides("ld1_x40", &o, GT_DECISION_MUST_NOT, 0, NULL, NULL);
     write_loaded_runs("ld1_aa", 1, 1, same, 1);
     expect_sides("ld1_aa", &o, GT_DECISION_SHIP, 0, NULL, NULL);
+    /* 25% slower, not shown against the run noise one run a side assumes
+     * (ambiguous): not "may ship" there either, UNDECIDED; 25% faster ships */
+    const double x125[6] = {1.25, 1.25, 1.25, 1.25, 1.25, 1.25}, x08[6] = {0.8, 0.8, 0.8, 0.8, 0.8, 0.8};
+    write_loaded_runs("ld1_x125", 1, 1, x125, 1);
+    expect_sides("ld1_x125", &o, GT_DECISION_UNDECIDED, 0, "fewer than 3 runs a side do not decide",
+                 NULL);
+    write_loaded_runs("ld1_x08", 1, 1, x08, 1);
+    expect_sides("ld1_x08", &o, GT_DECISION_SHIP, 0, NULL, NULL);
 }
 
 /* `pairs` interleaved pairs of a collective's time (5 rounds, one machine
