@@ -422,13 +422,21 @@ static int correct(gt_compare *c) {
 
 /* ---- verdicts ---------------------------------------------------------------------- */
 
+/* How much worse NEW is than BASE by a relative change rel (> 0: worse). */
+static double worse(double rel, int higher_better) { return higher_better ? -rel : rel; }
+
+/* Is rel slower by the threshold or more? */
+static int slower_by(const gt_compare *c, double rel, int higher_better) {
+    return worse(rel, higher_better) >= c->opt.threshold;
+}
+
 /* From the estimate, its interval at the tested level and the correction:
  * moved (shown to differ, by the threshold or more), same (the interval
  * lies inside +-threshold), undecided (slower by the threshold or more, not
  * shown; only where can_undecide), else ambiguous. */
 static gt_verdict judge(double rel, double lo, double hi, int rejected, int higher_better,
                         double thr, int can_undecide) {
-    double slow = higher_better ? -rel : rel; /* > 0: worse */
+    double slow = worse(rel, higher_better);
     if (rejected && fabs(rel) >= thr) return slow > 0 ? GT_VERDICT_SLOWER : GT_VERDICT_FASTER;
     if (lo > -thr && hi < thr) return GT_VERDICT_SAME;
     if (can_undecide && slow >= thr) return GT_VERDICT_UNDECIDED;
@@ -510,11 +518,6 @@ static int reach(const gt_compare *c, int reps) {
  * a quieter machine rather than a few more pairs. */
 static void mark_reach(const gt_compare *c, gt_verdict v, int needed, int reps, int *beyond) {
     *beyond = v == GT_VERDICT_UNDECIDED && !(needed > 0 && needed <= reach(c, reps));
-}
-
-/* Is rel (NEW against BASE) slower by the threshold or more? */
-static int slower_by(const gt_compare *c, double rel, int higher_better) {
-    return (higher_better ? -rel : rel) >= c->opt.threshold;
 }
 
 /* On a loaded machine, runs not paired, with fewer than
