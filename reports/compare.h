@@ -77,8 +77,12 @@
  *     When that is beyond reach (more than as many again as there are, at
  *     the last look of a sequential design) it is still undecided, counted
  *     as beyond_reach and said to be too noisy to decide here;
- *   - otherwise ambiguous. One run a side never makes undecided: it decides
- *     only large changes (its output says so). Where either side holds one
+ *   - one run a side (BLOCKS), its run noise assumed: a family or a metric
+ *     in no family slower by the threshold or more by its estimate, not
+ *     rejected, is undecided too (held: GT_COMPARE_LOADED_RUNS runs a side
+ *     measure how runs differ); it decides only large changes (its output
+ *     says so), and never says "may ship" of a slowdown it could not show;
+ *   - otherwise ambiguous. Where either side holds one
  *     run (one run a side; a baseline directory against one candidate run,
  *     as history --gate with one report), a member of a family moves only
  *     with one of its families (the family its gatekeeper) or beyond
@@ -138,7 +142,10 @@ extern "C" {
 /* Runs a side on a loaded machine (another process's load) before a
  * slowdown shown between runs fails the gate; with fewer it is UNDECIDED: a
  * neighbour can slow a whole family for one run, unseen by the wait probe
- * (docs/ci-gating.md, "Adaptive candidate runs"). */
+ * (docs/ci-gating.md, "Adaptive candidate runs"). Also the runs a side that
+ * one run a side's held slowdown asks for, on any machine: they measure how
+ * runs differ, which one run a side assumes (docs/ci-gating.md, "One run a
+ * side holds a slowdown it cannot show"). */
 #define GT_COMPARE_LOADED_RUNS 3
 /* On a loaded machine a member of a family that did not move is not gated
  * alone where its level moved by less than this (in time): the neighbour's

@@ -548,6 +548,24 @@ static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn,
     return short_b > short_n ? short_b : short_n;
 }
 
+/* One run a side (method BLOCKS) on a machine no other process loaded:
+ * an ambiguous estimate where it gates (`gates`: a family, a metric in
+ * none) slower by the threshold or more (`slower`) stays UNDECIDED (held):
+ * the side's run-to-run spread is assumed (single_run_noise), so every
+ * such interval holds no change, and "may ship" is never said of a
+ * slowdown it could not show (a BLAS kernel swap: the GEMM families
+ * +25-45% [-30%, +150%]; an unchanged stack's within +-10%). Returns the
+ * runs a side still needed (GT_COMPARE_LOADED_RUNS measure their spread),
+ * 0 when not held. A loaded machine's rule is hold_loaded's. */
+static int hold_one_run(const gt_compare *c, gt_compare_method m, int gates, int slower,
+                        gt_verdict *v) {
+    if (m != GT_METHOD_BLOCKS || !gates || !slower || *v != GT_VERDICT_AMBIGUOUS ||
+        c->opt.checks_only || gt_cmp_loaded_by_other(c))
+        return 0;
+    *v = GT_VERDICT_UNDECIDED;
+    return GT_COMPARE_LOADED_RUNS - 1;
+}
+
 /* How far a member's level moved, in microseconds a call (NAN: not a time). */
 static double shift_us_of(const cmp_metric *m) {
     return fabs(m->a.new_lvl - m->a.base_lvl) * gt_cmp_us_per_unit(m->unit);
@@ -597,6 +615,10 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
         f->held = GT_HELD_LOADED;
         f->needed = held;
         f->beyond_reach = held < 0;
+    } else if ((held = hold_one_run(c, f->method, 1, slower_by(c, f->rel, f->higher_better),
+                                    &f->verdict)) != 0) {
+        f->held = GT_HELD_ONE_RUN;
+        f->needed = held;
     } else if ((held = hold_lone_member(c, f)) != 0) {
         f->held = GT_HELD_ONE_MEMBER;
         f->needed = held;
@@ -708,6 +730,10 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
         m->held = GT_HELD_LOADED;
         m->needed = held;
         m->beyond_reach = held < 0;
+    } else if ((held = hold_one_run(c, a->method, !m->in_family,
+                                    slower_by(c, a->rel, m->higher_better), &m->verdict))) {
+        m->held = GT_HELD_ONE_RUN;
+        m->needed = held;
     } else if (m->verdict == GT_VERDICT_UNDECIDED) {
         metric_undecided(c, m, rejected, undecide);
     }
@@ -833,6 +859,10 @@ void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f) {
         fprintf(f, "; slower by one member alone, on a side of one run (one case can sit in a "
                    "slower state for a whole run): %d more %s would decide",
                 needed, unit_of_reps(c));
+    else if (held == GT_HELD_ONE_RUN)
+        fprintf(f, "; one run a side assumes how runs differ (%.3g%%), so it does not decide a "
+                   "slowdown it cannot show: %d more %s would measure it",
+                100 * c->opt.single_run_noise, needed, unit_of_reps(c));
     else if (needed > 0)
         fprintf(f, "; on a loaded machine fewer than %d runs a side do not decide: %d more %s "
                    "would",

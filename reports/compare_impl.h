@@ -91,8 +91,8 @@ typedef struct cmp_metric {
     double level;  /* the (two-sided) level the correction tested it at */
     double lo, hi; /* rel's interval at that level (NAN: none) */
     int needed;    /* UNDECIDED: more pairs (runs a side) that would decide; -1: over 1000 */
-    int held;      /* shown slower on a loaded machine with too few runs a side
-                      (GT_COMPARE_LOADED_RUNS): UNDECIDED (GT_HELD_LOADED) */
+    int held;      /* UNDECIDED by a rule for few runs a side (GT_HELD_*), not by its
+                      interval alone; 0: not held */
     int beyond_reach; /* UNDECIDED, and more pairs than the design's reach would be
                          needed: too noisy for the threshold here */
     gt_state_fit state; /* its samples moved to one machine state (compare_state.h) */
@@ -216,8 +216,11 @@ int gt_cmp_undecided(const gt_compare *c);
 /* 1 when the sides ran on a loaded machine, another process's load and not
  * the stack's own threads: a member then moves only with its family. */
 int gt_cmp_loaded_by_other(const gt_compare *c);
-/* Why a verdict shown slower is held UNDECIDED (cmp_metric.held, cmp_family.held). */
-enum { GT_HELD_LOADED = 1, GT_HELD_ONE_MEMBER = 2 };
+/* Why a verdict is held UNDECIDED (cmp_metric.held, cmp_family.held): a
+ * loaded machine with fewer than GT_COMPARE_LOADED_RUNS runs a side; a
+ * family slower by one member alone on a side of one run; one run a side's
+ * ambiguous slowdown (its run-to-run spread assumed). */
+enum { GT_HELD_LOADED = 1, GT_HELD_ONE_MEMBER = 2, GT_HELD_ONE_RUN = 3 };
 /* "; slower, but ...": a held verdict's reason and the runs that would
  * decide it (needed <= 0: BASE lacks runs). */
 void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f);
