@@ -2291,9 +2291,10 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
                        "decide it\n",
                     GT_COMPARE_LOADED_DECIDE_US / 1000, GT_COMPARE_LOADED_RUNS);
         else
-            fprintf(f, "one run a side: checks and large changes only (it assumes how runs "
-                       "differ; a smaller slowdown, estimated but not shown, is undecided); "
-                       "%d runs a side or interleaved pairs decide it\n",
+            fprintf(f,
+                    "one run a side: checks and large changes only (it assumes how runs "
+                    "differ; a smaller slowdown, estimated but not shown, is undecided); "
+                    "%d runs a side or interleaved pairs decide it\n",
                     GT_COMPARE_LOADED_RUNS);
     }
     print_alone(c, f);

@@ -860,8 +860,9 @@ void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f) {
                    "slower state for a whole run): %d more %s would decide",
                 needed, unit_of_reps(c));
     else if (held == GT_HELD_ONE_RUN)
-        fprintf(f, "; one run a side assumes how runs differ (%.3g%%), so it does not decide a "
-                   "slowdown it cannot show: %d more %s would measure it",
+        fprintf(f,
+                "; one run a side assumes how runs differ (%.3g%%), so it does not decide a "
+                "slowdown it cannot show: %d more %s would measure it",
                 100 * c->opt.single_run_noise, needed, unit_of_reps(c));
     else if (needed > 0)
         fprintf(f, "; on a loaded machine fewer than %d runs a side do not decide: %d more %s "

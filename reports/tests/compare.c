@@ -2001,7 +2001,8 @@ static void test_loaded_one_run(void) {
  * it; three runs a side measure it and fail it. The same stack and 20%
  * faster ship, and so does the slowdown under --checks-only. */
 static void test_quiet_one_run(void) {
-    const double x125[6] = {1.25, 1.25, 1.25, 1.25, 1.25, 1.25}, x08[6] = {0.8, 0.8, 0.8, 0.8, 0.8, 0.8};
+    const double x125[6] = {1.25, 1.25, 1.25, 1.25, 1.25, 1.25},
+                 x08[6] = {0.8, 0.8, 0.8, 0.8, 0.8, 0.8};
     const double same[6] = {1, 1, 1, 1, 1, 1};
     gt_compare_options o = gt_compare_defaults();
     write_loaded_runs("q1_x125", 1, 1, x125, 0);
