@@ -212,7 +212,11 @@ case $verdict in
         fi
         exit 0 ;;
     3) echo "gate: FAIL: NEW must not ship (details above, $out/junit.xml, $out/compare.html)"; exit 3 ;;
-    4) echo "gate: UNDECIDED: a change above the threshold is not yet shown or ruled out (see the needed: line above)"; exit 4 ;;
+    4)
+        echo "gate: UNDECIDED: a change above the threshold is not yet shown or ruled out (see the needed: line above)"
+        # one baseline report and one run is one run a side, which assumes how runs differ
+        is_dir || echo "gate: a baseline of one report is one run a side: keep a baseline directory (--baseline DIR/, --accept keeps GATE_KEEP runs) and the job adds runs of NEW (--runs 1:5) until the gate decides"
+        exit 4 ;;
     5) echo "gate: NOT COMPARABLE: NEW ran on another machine class than the baseline (see machine class above); the baseline stays"; exit 5 ;;
     *) die "gauntlet compare exited $verdict (see $out/compare.txt)" ;;
 esac

@@ -146,6 +146,9 @@ ls "$dbase" | cmp -s - before.ls || fail "a gate without --accept changed the ba
 FAKE_DECIDE_AT=9 expect 4 "UNDECIDED" bash "$gate" --gauntlet "$tmp/fake.sh" --baseline "$dbase" \
     --accept --runs 1:2 --out r2 -- "${run[@]}"
 [ -s r2/new/run2.json ] && [ ! -e r2/new/run3.json ] || fail "--runs 1:2 did not stop at 2 runs"
+# undecided against one baseline report: the job says what would decide (a directory)
+FAKE_DECIDE_AT=9 expect 4 "a baseline of one report is one run a side: keep a baseline directory" \
+    bash "$gate" --gauntlet "$tmp/fake.sh" --baseline "$base" --out r2f -- "${run[@]}"
 ls "$dbase" | cmp -s - before.ls || fail "an undecided gate with --accept changed the baseline"
 # a pass with --accept keeps every run it made (GATE_KEEP the newest)
 GATE_KEEP=9 FAKE_DECIDE_AT=2 expect 0 "NEW is the baseline now" bash "$gate" \
