@@ -343,7 +343,9 @@ else
 fi
 # the change cells: coloured and labelled by gauntlet compare's verdict, never by
 # the size of the change (before: red from +5%, so N17's +68% under the timing
-# floor and N64's +68% inside its noise were red); the page agrees with compare
+# floor and N64's +68% inside its noise were red); the page agrees with compare.
+# N64's +68% is one run a side, in no family: undecided (held: one run a side does not
+# decide a slowdown it cannot show), not coloured as a change
 cell() { # DOM OP: the change cell of the kernels row of OP, as "class|verdict"
     python3 - "$1" "$2" <<'PY'
 import re, sys
@@ -359,7 +361,7 @@ PY
 }
 dom=$tmp/verdicts-dom.html
 compare_out=$("$g" compare "$tmp/va.json" "$tmp/vb.json" --verbose 2>&1)
-for want in "matmul_bwd|not gated|below the timing floor" "matmul_fwd|ambiguous|ambiguous" \
+for want in "matmul_bwd|not gated|below the timing floor" "matmul_fwd|undecided|UNDECIDED" \
             "gelu_fwd|slower|SLOWER" "softmax_fwd|faster|faster"; do
     IFS='|' read -r op verdict words <<<"$want"
     got=$(cell "$dom" "$op")

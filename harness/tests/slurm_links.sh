@@ -151,25 +151,26 @@ rc=$(cmp4 coll_healthy coll_limited)
 t=$SECONDS
 rc=$(coll4 coll_again)
 t_again=$((SECONDS - t))
-# A/A: the inter_node/ cases of a second run without the fault are not named. The verdict
-# of the whole compare is printed, not judged (0, 3 or 4: one run a side on this loaded
-# machine holds an estimated slowdown of the 8-rank cases as undecided): the 8-rank and
+# A/A: the inter_node/ cases of a second run without the fault are not named slower. The
+# verdict of the whole compare is printed, not judged (0, 3 or 4: one run a side on this
+# loaded machine holds an estimated slowdown as undecided, inter_node/ too: +6% and +16%
+# [-36%, +110%] in CI's full tier, which says it cannot tell, not that the link is slow): the 8-rank and
 # intra_node/ cases (ranks time-sliced on 2 cores) were named slower in 4 of 26 pairings of healthy runs by hand,
 # +89 to +1270%; inter_node/ in none. One run a side on 8 ranks time-sliced on 2 cores
 # named inter_node/ once in CI's full tier (+111%, beside another test): as with the
 # doctor above, a second healthy run decides, and both naming inter_node/ fails
 rc_cmp=$(cmp4 coll_healthy coll_again)
-if [ "$rc" = 0 ] && grep -qE "^  (SLOWER|UNDECIDED) +collectives/inter_node" "$tmp/cmp_coll_again.out"; then
+if [ "$rc" = 0 ] && grep -qE "^  SLOWER +collectives/inter_node" "$tmp/cmp_coll_again.out"; then
     echo "note: the A/A compare named inter_node/ once, a second healthy run decides:" \
-        "$(grep -m1 -E "^  (SLOWER|UNDECIDED) +collectives/inter_node" "$tmp/cmp_coll_again.out" | sed 's/^ *//')"
+        "$(grep -m1 -E "^  SLOWER +collectives/inter_node" "$tmp/cmp_coll_again.out" | sed 's/^ *//')"
     t=$SECONDS
     rc=$(coll4 coll_again)
     t_again=$((SECONDS - t))
     rc_cmp=$(cmp4 coll_healthy coll_again)
 fi
 [ "$rc" = 0 ] && { [ "$rc_cmp" = 0 ] || [ "$rc_cmp" = 3 ] || [ "$rc_cmp" = 4 ]; } &&
-    ! grep -qE "^  (SLOWER|UNDECIDED) +collectives/inter_node" "$tmp/cmp_coll_again.out" &&
-    ok "A/A, the limit removed: compare names no inter_node/ case (inter_node/ busbw $(inter_busbw coll_again) GB/s, ${t_again} s; compare exit $rc_cmp: $(grep -E "^compare:" "$tmp/cmp_coll_again.out" | sed 's/.*: //'))" ||
+    ! grep -qE "^  SLOWER +collectives/inter_node" "$tmp/cmp_coll_again.out" &&
+    ok "A/A, the limit removed: compare names no inter_node/ case slower (inter_node/ busbw $(inter_busbw coll_again) GB/s, ${t_again} s; compare exit $rc_cmp: $(grep -E "^compare:" "$tmp/cmp_coll_again.out" | sed 's/.*: //'))" ||
     { fail "A/A, the limit removed: run exit $rc, compare exit $rc_cmp"; grep -E "SLOWER|UNDECIDED|^compare:" "$tmp/cmp_coll_again.out" | head -8; }
 [ "$rc_cmp" = 3 ] && echo "note: the A/A compare named: $(grep -E "^  SLOWER +collectives" "$tmp/cmp_coll_again.out" | sed 's/^ *//; s/:.*//' | paste -sd';')"
 
