@@ -520,6 +520,14 @@ static void mark_reach(const gt_compare *c, gt_verdict v, int needed, int reps, 
     *beyond = v == GT_VERDICT_UNDECIDED && !(needed > 0 && needed <= reach(c, reps));
 }
 
+/* One run a side's (method BLOCKS) ambiguous estimate, slower by the
+ * threshold or more (`slower`), where it gates (`gates`: a family, a metric
+ * in none): its run noise assumed, it is never said to ship (hold_loaded on
+ * a loaded machine, hold_one_run on another). */
+static int one_run_slowdown(gt_compare_method m, int gates, int slower, gt_verdict v) {
+    return m == GT_METHOD_BLOCKS && gates && slower && v == GT_VERDICT_AMBIGUOUS;
+}
+
 /* On a loaded machine, runs not paired, with fewer than
  * GT_COMPARE_LOADED_RUNS runs on a side: a slowdown shown stays UNDECIDED
  * (held), and so does an ambiguous estimate where it gates (`gates`: a
@@ -534,9 +542,9 @@ static void mark_reach(const gt_compare *c, gt_verdict v, int needed, int reps, 
  * BASE lacks runs); 0: not held. */
 static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn, int gates,
                        int slower, double shift_us, gt_verdict *v) {
-    int ambiguous = gates && *v == GT_VERDICT_AMBIGUOUS;
-    int doubt = *v == GT_VERDICT_SLOWER || (ambiguous && m == GT_METHOD_RUNS) ||
-                (ambiguous && m == GT_METHOD_BLOCKS && slower);
+    int doubt = *v == GT_VERDICT_SLOWER ||
+                (gates && m == GT_METHOD_RUNS && *v == GT_VERDICT_AMBIGUOUS) ||
+                one_run_slowdown(m, gates, slower, *v);
     if (!doubt || m == GT_METHOD_PAIRED || !gt_cmp_loaded_by_other(c) || c->opt.checks_only ||
         shift_us >= GT_COMPARE_LOADED_DECIDE_US)
         return 0;
@@ -548,19 +556,16 @@ static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn,
     return short_b > short_n ? short_b : short_n;
 }
 
-/* One run a side (method BLOCKS) on a machine no other process loaded:
- * an ambiguous estimate where it gates (`gates`: a family, a metric in
- * none) slower by the threshold or more (`slower`) stays UNDECIDED (held):
- * the side's run-to-run spread is assumed (single_run_noise), so every
- * such interval holds no change, and "may ship" is never said of a
- * slowdown it could not show (a BLAS kernel swap: the GEMM families
- * +25-45% [-30%, +150%]; an unchanged stack's within +-10%). Returns the
- * runs a side still needed (GT_COMPARE_LOADED_RUNS measure their spread),
- * 0 when not held. A loaded machine's rule is hold_loaded's. */
+/* One run a side on a machine no other process loaded: its ambiguous
+ * slowdown (one_run_slowdown) stays UNDECIDED (held): the side's run-to-run
+ * spread is assumed (single_run_noise), so every such interval holds no
+ * change (a BLAS kernel swap: the GEMM families +25-45% [-30%, +150%]; an
+ * unchanged stack's within +-10%). Returns the runs a side still needed
+ * (GT_COMPARE_LOADED_RUNS measure their spread), 0 when not held. A loaded
+ * machine's rule is hold_loaded's. */
 static int hold_one_run(const gt_compare *c, gt_compare_method m, int gates, int slower,
                         gt_verdict *v) {
-    if (m != GT_METHOD_BLOCKS || !gates || !slower || *v != GT_VERDICT_AMBIGUOUS ||
-        c->opt.checks_only || gt_cmp_loaded_by_other(c))
+    if (!one_run_slowdown(m, gates, slower, *v) || c->opt.checks_only || gt_cmp_loaded_by_other(c))
         return 0;
     *v = GT_VERDICT_UNDECIDED;
     return GT_COMPARE_LOADED_RUNS - 1;
@@ -609,14 +614,13 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
                        can_undecide(c, f->method));
     /* the members' shifts matter only where a loaded machine may hold it */
     double shift = gt_cmp_loaded_by_other(c) ? family_shift_us(f) : NAN;
-    int held = hold_loaded(c, f->method, f->nb, f->nn, 1, slower_by(c, f->rel, f->higher_better),
-                           shift, &f->verdict);
+    int slower = slower_by(c, f->rel, f->higher_better);
+    int held = hold_loaded(c, f->method, f->nb, f->nn, 1, slower, shift, &f->verdict);
     if (held) {
         f->held = GT_HELD_LOADED;
         f->needed = held;
         f->beyond_reach = held < 0;
-    } else if ((held = hold_one_run(c, f->method, 1, slower_by(c, f->rel, f->higher_better),
-                                    &f->verdict)) != 0) {
+    } else if ((held = hold_one_run(c, f->method, 1, slower, &f->verdict)) != 0) {
         f->held = GT_HELD_ONE_RUN;
         f->needed = held;
     } else if ((held = hold_lone_member(c, f)) != 0) {
@@ -723,15 +727,14 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
     }
     m->verdict = judge(a->rel, m->lo, m->hi, rejected, m->higher_better, c->opt.threshold,
                        undecide);
-    int held =
-        hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family,
-                    slower_by(c, a->rel, m->higher_better), shift_us, &m->verdict);
+    int slower = slower_by(c, a->rel, m->higher_better);
+    int held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, slower, shift_us,
+                           &m->verdict);
     if (held) {
         m->held = GT_HELD_LOADED;
         m->needed = held;
         m->beyond_reach = held < 0;
-    } else if ((held = hold_one_run(c, a->method, !m->in_family,
-                                    slower_by(c, a->rel, m->higher_better), &m->verdict))) {
+    } else if ((held = hold_one_run(c, a->method, !m->in_family, slower, &m->verdict))) {
         m->held = GT_HELD_ONE_RUN;
         m->needed = held;
     } else if (m->verdict == GT_VERDICT_UNDECIDED) {

@@ -154,9 +154,9 @@ t_again=$((SECONDS - t))
 # A/A: the inter_node/ cases of a second run without the fault are not named slower. The
 # verdict of the whole compare is printed, not judged (0, 3 or 4: one run a side on this
 # loaded machine holds an estimated slowdown as undecided, inter_node/ too: +6% and +16%
-# [-36%, +110%] in CI's full tier, which says it cannot tell, not that the link is slow): the 8-rank and
-# intra_node/ cases (ranks time-sliced on 2 cores) were named slower in 4 of 26 pairings of healthy runs by hand,
-# +89 to +1270%; inter_node/ in none. One run a side on 8 ranks time-sliced on 2 cores
+# [-36%, +110%] in CI's full tier, which says it cannot tell, not that the link is slow):
+# the 8-rank and intra_node/ cases (ranks time-sliced on 2 cores) were named slower in 4
+# of 26 pairings of healthy runs by hand, +89 to +1270%; inter_node/ in none. One run a side on 8 ranks time-sliced on 2 cores
 # named inter_node/ once in CI's full tier (+111%, beside another test): as with the
 # doctor above, a second healthy run decides, and both naming inter_node/ fails
 rc_cmp=$(cmp4 coll_healthy coll_again)
