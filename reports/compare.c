@@ -930,6 +930,10 @@ static void family_logs(const gt_compare *c, cmp_metric *m, const side *sb, cons
  * waited samples left out or taken less their wait, then moved to one
  * machine state where it moved. */
 static void unload_time(const gt_compare *c, cmp_metric *m, gathered *g) {
+    /* a side's runs that timed a neighbour, not the stack: not the side
+     * whose own threads wait (busy_own), but the other one's even then */
+    for (int i = 0; i < 2; i++)
+        m->starved[i] = c->busy_own == i + 1 ? 0 : gt_state_starved(g[i].w, g[i].cut, g[i].sd.runs);
     if (!c->busy_own)
         for (int i = 0; i < 2; i++)
             m->busy_out[i] = gt_state_unload(g[i].v, g[i].s, g[i].w, g[i].cut, g[i].sd.runs,
@@ -2284,18 +2288,23 @@ void gt_compare_print(const gt_compare *c, FILE *f, gt_compare_detail detail) {
             c->nxb || c->nxn ? "" : " (one run a side: its samples in blocks)",
             c->opt.timing_floor_us);
     if (!c->nxb && !c->nxn) {
+        double large = 100 * gt_cmp_one_run_large(c);
         if (gt_cmp_loaded_by_other(c))
-            fprintf(f, "one run a side on a loaded machine: checks and slowdowns of %.3g ms a "
-                       "call or more only (a neighbour can slow a whole run; a smaller slowdown, "
-                       "shown or estimated, is undecided); %d runs a side or interleaved pairs "
-                       "decide it\n",
-                    GT_COMPARE_LOADED_DECIDE_US / 1000, GT_COMPARE_LOADED_RUNS);
+            fprintf(f,
+                    "one run a side on a loaded machine: checks and slowdowns of %.3g ms a "
+                    "call or more only (a neighbour can slow a whole run: a smaller slowdown "
+                    "shown, and one estimated at %.3g%% or more but not shown, is undecided; "
+                    "a smaller estimate is not gated); %d runs a side or interleaved pairs "
+                    "decide it\n",
+                    GT_COMPARE_LOADED_DECIDE_US / 1000, large, GT_COMPARE_LOADED_RUNS);
         else
             fprintf(f,
-                    "one run a side: checks and large changes only (it assumes how runs "
-                    "differ; a smaller slowdown, estimated but not shown, is undecided); "
-                    "%d runs a side or interleaved pairs decide it\n",
-                    GT_COMPARE_LOADED_RUNS);
+                    "one run a side: checks and large changes only (it assumes runs differ "
+                    "by %.3g%%: a slowdown estimated at %.3g%% or more but not shown is "
+                    "undecided, a smaller estimate is not gated); %d runs a side or "
+                    "interleaved pairs decide changes of %.3g%%\n",
+                    100 * c->opt.single_run_noise, large, GT_COMPARE_LOADED_RUNS,
+                    100 * c->opt.threshold);
     }
     print_alone(c, f);
     if (c->opt.paired && c->nxb && c->nxb == c->nxn) {

@@ -77,11 +77,16 @@
  *     When that is beyond reach (more than as many again as there are, at
  *     the last look of a sequential design) it is still undecided, counted
  *     as beyond_reach and said to be too noisy to decide here;
- *   - one run a side (BLOCKS), its run noise assumed: a family or a metric
- *     in no family slower by the threshold or more by its estimate, not
- *     rejected, is undecided too (held: GT_COMPARE_LOADED_RUNS runs a side
- *     measure how runs differ); it decides only large changes (its output
- *     says so), and never says "may ship" of a slowdown it could not show;
+ *   - one run a side (BLOCKS), its run noise assumed: it decides only large
+ *     changes, slowdowns of the threshold or of single_run_noise, whichever
+ *     is larger (its output says so). A family or a metric in no family
+ *     slower by that much by its estimate, not rejected, is undecided too
+ *     (held: GT_COMPARE_LOADED_RUNS runs a side measure how runs differ),
+ *     never "may ship"; a smaller estimate is within how two runs of one
+ *     stack differ (an idle machine's families up to +10%) and not gated;
+ *   - a metric one of whose sides timed a neighbour in every run (every
+ *     batch waited most of its time for a CPU: compare_state.h) is judged
+ *     alone, out of its families, and undecided where it is slower (held);
  *   - otherwise ambiguous. Where either side holds one
  *     run (one run a side; a baseline directory against one candidate run,
  *     as history --gate with one report), a member of a family moves only
@@ -155,7 +160,9 @@ extern "C" {
 /* On a loaded machine a slowdown of this much a call or more (in time) is
  * decided however few runs a side: the neighbour's delays seen added up to
  * 2 ms a call for a whole run (a collective of 1 ms at 2.9 ms, one of 4 us
- * at 2 ms: docs/ci-gating.md, "One run a side on a loaded machine"). */
+ * at 2 ms: docs/ci-gating.md, "One run a side on a loaded machine") where
+ * the run had batches that did not wait; a run whose every batch waited is
+ * held apart (a kernel of two threads, one preempted: 10 ms a call). */
 #define GT_COMPARE_LOADED_DECIDE_US 5000.0
 /* Interleaved pairs in a loaded window: a pair with a run whose timed
  * blocks waited for a CPU GT_STATE_LOADED of the time or more (another

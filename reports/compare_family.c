@@ -18,8 +18,20 @@
 
 /* A metric that can join a family: tested, judged from replicates, a value
  * of its own (not a part of the step, not derived, not ungated). */
+int gt_cmp_starved_side(const cmp_metric *m) {
+    int all_b = m->runs_b > 0 && m->starved[0] >= m->runs_b;
+    int all_n = m->runs_n > 0 && m->starved[1] >= m->runs_n;
+    if (all_b && all_n) return 3;
+    if (all_n && m->starved[0] == 0) return 2;
+    if (all_b && m->starved[1] == 0) return 1;
+    return 0;
+}
+
 static int joinable(const cmp_metric *m) {
     if (!m->in_base || !m->in_new || m->derived_from || m->ungated || m->part_of) return 0;
+    /* a side that timed only a neighbour would move its family by the
+     * neighbour's delay: judged alone (hold_starved) */
+    if (gt_cmp_starved_side(m)) return 0;
     if (m->method != GT_METHOD_RUNS && m->method != GT_METHOD_PAIRED &&
         m->method != GT_METHOD_BLOCKS)
         return 0;
@@ -425,9 +437,18 @@ static int correct(gt_compare *c) {
 /* How much worse NEW is than BASE by a relative change rel (> 0: worse). */
 static double worse(double rel, int higher_better) { return higher_better ? -rel : rel; }
 
-/* Is rel slower by the threshold or more? */
-static int slower_by(const gt_compare *c, double rel, int higher_better) {
-    return worse(rel, higher_better) >= c->opt.threshold;
+/* The smallest slowdown one run a side decides: the threshold, or the run
+ * noise it assumes (single_run_noise) where that is larger. Below it, an
+ * estimate not shown is within how two runs of one stack differ (idle
+ * kernels and collectives: a family's up to +10%; a BLAS kernel swap's
+ * GEMM families +30% and more, docs/ci-gating.md). */
+double gt_cmp_one_run_large(const gt_compare *c) {
+    return fmax(c->opt.threshold, c->opt.single_run_noise);
+}
+
+/* Is rel an estimated slowdown one run a side would hold (its large size)? */
+static int large_slowdown(const gt_compare *c, double rel, int higher_better) {
+    return worse(rel, higher_better) >= gt_cmp_one_run_large(c);
 }
 
 /* From the estimate, its interval at the tested level and the correction:
@@ -520,10 +541,11 @@ static void mark_reach(const gt_compare *c, gt_verdict v, int needed, int reps, 
     *beyond = v == GT_VERDICT_UNDECIDED && !(needed > 0 && needed <= reach(c, reps));
 }
 
-/* One run a side's (method BLOCKS) ambiguous estimate, slower by the
- * threshold or more (`slower`), where it gates (`gates`: a family, a metric
- * in none): its run noise assumed, it is never said to ship (hold_loaded on
- * a loaded machine, hold_one_run on another). */
+/* One run a side's (method BLOCKS) ambiguous estimate, slower by its large
+ * size or more (`slower`: large_slowdown), where it gates (`gates`: a
+ * family, a metric in none): its run noise assumed, it is never said to
+ * ship (hold_loaded on a loaded machine, hold_one_run after it, on any
+ * machine). */
 static int one_run_slowdown(gt_compare_method m, int gates, int slower, gt_verdict v) {
     return m == GT_METHOD_BLOCKS && gates && slower && v == GT_VERDICT_AMBIGUOUS;
 }
@@ -533,8 +555,8 @@ static int one_run_slowdown(gt_compare_method m, int gates, int slower, gt_verdi
  * (held), and so does an ambiguous estimate where it gates (`gates`: a
  * family, a metric in none): between runs any (within the threshold, an
  * interval that is not); one run a side, which assumes its run noise so
- * that everything it gates is ambiguous there, one slower by the threshold
- * or more (`slower`: "may ship" is never said of it). A neighbour can move
+ * that everything it gates is ambiguous there, one slower by its large
+ * size or more (`slower`: "may ship" is never said of it). A neighbour can move
  * a whole run of one side either way, so one or two runs decide nothing
  * there. Not where the level moved GT_COMPARE_LOADED_DECIDE_US a call or
  * more (`shift_us`): more than a neighbour's delays were seen to add.
@@ -556,19 +578,41 @@ static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn,
     return short_b > short_n ? short_b : short_n;
 }
 
-/* One run a side on a machine no other process loaded: its ambiguous
- * slowdown (one_run_slowdown) stays UNDECIDED (held): the side's run-to-run
- * spread is assumed (single_run_noise), so every such interval holds no
- * change (a BLAS kernel swap: the GEMM families +25-45% [-30%, +150%]; an
- * unchanged stack's within +-10%). Returns the runs a side still needed
- * (GT_COMPARE_LOADED_RUNS measure their spread), 0 when not held. A loaded
- * machine's rule is hold_loaded's. */
+/* One run a side: its ambiguous slowdown (one_run_slowdown) stays
+ * UNDECIDED (held): the side's run-to-run spread is assumed
+ * (single_run_noise), so every such interval holds no change (a BLAS kernel
+ * swap: the GEMM families +25-45% [-30%, +150%]; an unchanged stack's within
+ * +-10%). Asked after hold_loaded, so on a loaded machine it holds what that
+ * rule let out: members that moved GT_COMPARE_LOADED_DECIDE_US a call or more
+ * (calls of 60 ms, 10% slower) are no more shown than on a quiet machine.
+ * Returns the runs a side still needed (GT_COMPARE_LOADED_RUNS measure their
+ * spread), 0 when not held. */
 static int hold_one_run(const gt_compare *c, gt_compare_method m, int gates, int slower,
                         gt_verdict *v) {
-    if (!one_run_slowdown(m, gates, slower, *v) || c->opt.checks_only || gt_cmp_loaded_by_other(c))
-        return 0;
+    if (!one_run_slowdown(m, gates, slower, *v) || c->opt.checks_only) return 0;
     *v = GT_VERDICT_UNDECIDED;
     return GT_COMPARE_LOADED_RUNS - 1;
+}
+
+/* A metric one of whose sides timed a neighbour in every run while the
+ * other timed the stack in every run, or both sides the neighbour in every
+ * run (gt_cmp_starved_side: fewer than GT_STATE_STARVED_LIGHT batches of a
+ * run waited under half their time for a CPU),
+ * judged slower or undecided, or slower by the threshold by its estimate,
+ * stays UNDECIDED (held): its level there is the neighbour's (a kernel of
+ * two threads, one of them preempted: 200 us a call -> 10,000), whatever
+ * the rules for a loaded machine let through. Faster is left as judged.
+ * Returns its GT_HELD_STARVED_* (1 more run of that side would decide), 0:
+ * not held. */
+static int hold_starved(const gt_compare *c, const cmp_metric *m, int slower, gt_verdict *v) {
+    int doubt = *v == GT_VERDICT_SLOWER || *v == GT_VERDICT_UNDECIDED ||
+                (*v == GT_VERDICT_AMBIGUOUS && slower);
+    int side = gt_cmp_starved_side(m);
+    if (!doubt || !side || c->opt.checks_only) return 0;
+    *v = GT_VERDICT_UNDECIDED;
+    return side == 3   ? GT_HELD_STARVED_BOTH
+           : side == 2 ? GT_HELD_STARVED_NEW
+                       : GT_HELD_STARVED_BASE;
 }
 
 /* How far a member's level moved, in microseconds a call (NAN: not a time). */
@@ -614,7 +658,7 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
                        can_undecide(c, f->method));
     /* the members' shifts matter only where a loaded machine may hold it */
     double shift = gt_cmp_loaded_by_other(c) ? family_shift_us(f) : NAN;
-    int slower = slower_by(c, f->rel, f->higher_better);
+    int slower = large_slowdown(c, f->rel, f->higher_better);
     int held = hold_loaded(c, f->method, f->nb, f->nn, 1, slower, shift, &f->verdict);
     if (held) {
         f->held = GT_HELD_LOADED;
@@ -727,10 +771,13 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
     }
     m->verdict = judge(a->rel, m->lo, m->hi, rejected, m->higher_better, c->opt.threshold,
                        undecide);
-    int slower = slower_by(c, a->rel, m->higher_better);
-    int held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, slower, shift_us,
-                           &m->verdict);
+    int slower = large_slowdown(c, a->rel, m->higher_better);
+    int held = hold_starved(c, m, worse(a->rel, m->higher_better) >= c->opt.threshold, &m->verdict);
     if (held) {
+        m->held = held;
+        m->needed = 1;
+    } else if ((held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, slower,
+                                   shift_us, &m->verdict))) {
         m->held = GT_HELD_LOADED;
         m->needed = held;
         m->beyond_reach = held < 0;
@@ -858,7 +905,15 @@ static const char *members_word(const cmp_family *x) {
 }
 
 void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f) {
-    if (held == GT_HELD_ONE_MEMBER)
+    if (held >= GT_HELD_STARVED_BASE && held <= GT_HELD_STARVED_BOTH)
+        fprintf(f,
+                "; every timed batch %s ran waited most of its time for a CPU (another "
+                "process), so its level there is the neighbour's, not the stack's: a run "
+                "on a machine left to it would measure it",
+                held == GT_HELD_STARVED_BOTH  ? "BASE and NEW"
+                : held == GT_HELD_STARVED_NEW ? "NEW"
+                                              : "BASE");
+    else if (held == GT_HELD_ONE_MEMBER)
         fprintf(f, "; slower by one member alone, on a side of one run (one case can sit in a "
                    "slower state for a whole run): %d more %s would decide",
                 needed, unit_of_reps(c));

@@ -98,6 +98,7 @@ typedef struct cmp_metric {
     gt_state_fit state; /* its samples moved to one machine state (compare_state.h) */
     size_t unloaded[2];   /* samples of BASE, NEW that waited for a CPU: less the wait */
     size_t busy_out[2];   /* ... and those left out (compare_state.h, gt_state_unload) */
+    int starved[2];       /* runs of BASE, NEW whose every batch waited most of its time */
 } cmp_metric;
 
 /* A family: one metric of one op over its shapes (suite/op), or of every
@@ -213,14 +214,30 @@ int gt_cmp_metric_undecided(const gt_compare *c, const cmp_metric *m);
 /* 1 when a family or a metric that decides the gate is undecided (from the
  * counts: call after they are made). */
 int gt_cmp_undecided(const gt_compare *c);
+/* The smallest slowdown one run a side decides (its "large changes"): the
+ * threshold, or the run noise it assumes where that is larger. */
+double gt_cmp_one_run_large(const gt_compare *c);
 /* 1 when the sides ran on a loaded machine, another process's load and not
  * the stack's own threads: a member then moves only with its family. */
 int gt_cmp_loaded_by_other(const gt_compare *c);
 /* Why a verdict is held UNDECIDED (cmp_metric.held, cmp_family.held): a
  * loaded machine with fewer than GT_COMPARE_LOADED_RUNS runs a side; a
  * family slower by one member alone on a side of one run; one run a side's
- * ambiguous slowdown (its run-to-run spread assumed). */
-enum { GT_HELD_LOADED = 1, GT_HELD_ONE_MEMBER = 2, GT_HELD_ONE_RUN = 3 };
+ * ambiguous slowdown (its run-to-run spread assumed); a side that timed a
+ * neighbour in every run. */
+enum {
+    GT_HELD_LOADED = 1,
+    GT_HELD_ONE_MEMBER = 2,
+    GT_HELD_ONE_RUN = 3,
+    GT_HELD_STARVED_BASE = 4, /* every run of a side timed a neighbour */
+    GT_HELD_STARVED_NEW = 5,
+    GT_HELD_STARVED_BOTH = 6
+};
+/* The side of m whose every run timed a neighbour (cmp_metric.starved)
+ * while the other side's every run timed the stack: 1 BASE, 2 NEW; 3: both
+ * sides' every run timed a neighbour; 0: neither, or runs of both kinds on
+ * a side (judged as measured, with its families). */
+int gt_cmp_starved_side(const cmp_metric *m);
 /* "; slower, but ...": a held verdict's reason and the runs that would
  * decide it (needed <= 0: BASE lacks runs). */
 void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f);

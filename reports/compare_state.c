@@ -313,6 +313,17 @@ static int unmendable(double w) { return w >= 1; }
 static int waited(double w) { return w >= GT_STATE_BUSY_WAIT; }
 static int heavy(double w) { return w >= GT_STATE_MEND_MAX; } /* NAN: not measured, light */
 
+int gt_state_starved(const double *w, const size_t *cut, int runs) {
+    int starved = 0;
+    for (int r = 0; r < runs; r++) {
+        size_t light = 0;
+        for (size_t i = cut[r]; i < cut[r + 1]; i++)
+            light += !heavy(w[i]);
+        starved += cut[r + 1] - cut[r] >= GT_STATE_CLEAN_LEAST && light < GT_STATE_STARVED_LIGHT;
+    }
+    return starved;
+}
+
 size_t gt_state_unload(double *v, double *s, double *w, size_t *cut, int runs,
                        size_t *unloaded) {
     size_t out = 0, to = 0;

@@ -128,6 +128,16 @@ typedef struct gt_state_fit {
 size_t gt_state_unload(double *v, double *s, double *w, size_t *cut, int runs,
                        size_t *unloaded);
 
+/* The runs among `runs` (waits w[], run i holding [cut[i], cut[i + 1]]) of
+ * GT_STATE_CLEAN_LEAST samples or more of which fewer than
+ * GT_STATE_STARVED_LIGHT waited less than GT_STATE_MEND_MAX of their time:
+ * such a run timed the neighbour, not the stack (a kernel of two threads,
+ * one of them preempted: 200 us a call -> 10,000), and neither mending nor
+ * one or two light batches give its level (judged as measured, where the
+ * other side's own threads waited, its low quantile is a waited batch). */
+#define GT_STATE_STARVED_LIGHT 3
+int gt_state_starved(const double *w, const size_t *cut, int runs);
+
 /* One side: n samples v[] (positive; moved in place), their states s[] (ns;
  * not positive or NAN where none), cut into runs (run i holds
  * [cut[i], cut[i + 1])). Both sides' samples are moved to one reference, or

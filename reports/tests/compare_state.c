@@ -279,7 +279,8 @@ static void test_unload(void) {
  * GT_STATE_MEND_MAX of its time or more is left out where the run has
  * batches that waited less (t (1 - w) of one that waited 97% is noise:
  * 5000 us x 0.03); a run whose every batch waited that much mends them as
- * before; a run of fewer batches (the collectives' 5 rounds) mends them. */
+ * before (gt_state_starved counts it: it timed the neighbour); a run of
+ * fewer batches (the collectives' 5 rounds) mends them. */
 static void test_unload_heavy(void) {
     enum { L = GT_STATE_CLEAN_LEAST, NB = 2 * L + 5 };
     double v[NB], s[NB], w[NB];
@@ -291,6 +292,15 @@ static void test_unload_heavy(void) {
     v[3] = v[4] = 125, w[3] = w[4] = 0.2;
     for (int i = 2 * L; i < NB; i++) v[i] = 250, w[i] = 0.6;
     size_t cut[4] = {0, L, 2 * L, NB};
+    /* run 1 timed the neighbour (starved); run 0 has 5 light batches, run 2
+     * too few to say; with 2 light batches run 0 is starved too, with 3 not */
+    EXPECT(gt_state_starved(w, cut, 3) == 1);
+    double w2[NB];
+    for (int i = 0; i < NB; i++)
+        w2[i] = i >= 2 && i < L ? 0.97 : w[i];
+    EXPECT(gt_state_starved(w2, cut, 3) == 2);
+    w2[2] = 0.4;
+    EXPECT(gt_state_starved(w2, cut, 3) == 1);
     EXPECT(gt_state_unload(v, s, w, cut, 3, &unloaded) == L - 5);
     EXPECT(unloaded == 2 + L + 5);
     EXPECT(cut[1] == 5 && cut[2] == 5 + L && cut[3] == 10 + L);
