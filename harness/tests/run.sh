@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # gauntlet run end to end: the quick set writes a report that validates
-# against the schema; the gate passes a run against itself and stops a run
-# with one deliberately slowed kernel (exit 3, the kernel named).
+# against the schema; the gate passes a run against itself, finds the same
+# results in a second run (--checks-only: no case named by a measured figure)
+# and stops a run with one deliberately slowed kernel (exit 3, the kernel
+# named).
 # usage: run.sh GAUNTLET REPORT_CHECK
 set -u
 g=$1
@@ -27,6 +29,20 @@ grep -q "summary" "$tmp/q.out" && ok "summary printed" || fail "no summary"
 rc=$?
 [ $rc -eq 0 ] && grep -q "NEW may ship" "$tmp/self.out" && ok "compare with itself: exit 0" ||
     { fail "compare with itself exited $rc"; tail -5 "$tmp/self.out"; }
+
+# two runs of one build name the same results: a measured figure in a result's
+# params makes every run a new case, which the gate calls MISSING (speed is not
+# judged here: --checks-only)
+"$g" run --quick --topologies 1 --quiet --report "$tmp/q2.json" > "$tmp/q2.out" 2>&1 ||
+    fail "the second run --quick exited $?"
+"$g" compare --checks-only "$tmp/q.json" "$tmp/q2.json" > "$tmp/two.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "results: [0-9]* matched, 0 only in BASE .*, 0 only in NEW" "$tmp/two.out"; then
+    ok "two runs of one build: the same results, exit 0"
+else
+    fail "two runs of one build: compare --checks-only exited $rc"
+    grep -E "^results:|MISSING|FAILED" "$tmp/two.out" | head -5
+fi
 
 # one kernel slowed by 10 ms a call: exit 3 with that kernel named (one run a side
 # on a loaded machine decides slowdowns of 5 ms a call or more: GT_COMPARE_LOADED_DECIDE_US)
