@@ -826,12 +826,43 @@ stage_kernels() {
             "$cls" "$date" "$cls" "${sel[*]}" "${args[*]}" "$cls" >"$WORK/baseline.txt"
         note "kernels: baseline-$cls-$date.json written (report_check ok, compare with itself exit 0)"
         echo "| baseline | baseline-$cls-$date.json: commit as reports/baselines/$cls/gpu-verify.json (report_check ok, compare with itself exit 0) |" >>"$WORK/stages.md"
+        kernels_aa "$G" "${args[@]}"
     else
         note "kernels: NO baseline: $why"
         echo "NO baseline: $why" >"$WORK/baseline.txt"
         echo "| baseline | NOT written: $why |" >>"$WORK/stages.md"
         worse 1
     fi
+}
+
+# A/A on the GPU: the kernels suite again, compared with the first run's kernels (one
+# run a side, --suite kernels). A report compared with itself cannot fail; two runs of one
+# build can: a case named by a measured figure (MISSING), a false alarm (SLOWER). Exit 0
+# ships, 4 is undecided (one run a side cannot show a change under its 15%), 3 is a
+# false alarm on an unchanged stack.
+kernels_aa() {
+    local G=$1 rc; shift
+    note "kernels A/A: gauntlet run kernels --backend cuda --topologies 1 $* again, compared with the first"
+    run_to "$(cap 90)" "$WORK/kernels-aa.log" "$G" run kernels --backend cuda --topologies 1 \
+        "$@" --report "$WORK/kernels-aa.json"
+    rc=$?
+    if [ $rc -ne 0 ] || [ ! -f "$WORK/kernels-aa.json" ]; then
+        echo "| kernels A/A | NOT VERIFIED: the second run exited $rc (kernels-aa.log) |" >>"$WORK/stages.md"
+        worse 1
+        return 0
+    fi
+    "$G" compare "$WORK/kernels.json" "$WORK/kernels-aa.json" --suite kernels \
+        >"$WORK/kernels-aa-compare.txt" 2>&1
+    rc=$?
+    local said
+    said=$(grep -E '^compare:' "$WORK/kernels-aa-compare.txt" | sed 's/.*: //' | head -1)
+    case $rc in
+        0) echo "| kernels A/A | two runs compare clean: $said |" >>"$WORK/stages.md" ;;
+        4) echo "| kernels A/A | undecided, not a false alarm: $said (kernels-aa-compare.txt) |" >>"$WORK/stages.md" ;;
+        *) echo "| kernels A/A | FALSE ALARM on an unchanged stack (exit $rc): $(grep -E '^  (SLOWER|MISSING|FAILED)' "$WORK/kernels-aa-compare.txt" | head -3 | paste -sd';') |" >>"$WORK/stages.md"
+           worse 1 ;;
+    esac
+    note "kernels A/A: compare exit $rc"
 }
 
 stage_nccl() {
