@@ -713,6 +713,29 @@ static void metric_undecided(const gt_compare *c, cmp_metric *m, int rejected, i
     mark_reach(c, m->verdict, m->needed, reps, &m->beyond_reach);
 }
 
+/* The rules that hold a metric's verdict UNDECIDED whatever its interval
+ * says, in order: a side that timed only the neighbour, a loaded machine
+ * with few runs, one run a side's large estimate. Returns 1 when one held
+ * it (m->held, m->needed set). */
+static int hold_metric(const gt_compare *c, cmp_metric *m, double shift_us) {
+    const assessment *a = &m->a;
+    int slower = large_slowdown(c, a->rel, m->higher_better);
+    int held = hold_starved(c, m, worse(a->rel, m->higher_better) >= c->opt.threshold, &m->verdict);
+    if (held) {
+        m->held = held;
+        m->needed = 1;
+    } else if ((held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, slower,
+                                   shift_us, &m->verdict))) {
+        m->held = GT_HELD_LOADED;
+        m->needed = held;
+        m->beyond_reach = held < 0;
+    } else if ((held = hold_one_run(c, a->method, !m->in_family, slower, &m->verdict))) {
+        m->held = GT_HELD_ONE_RUN;
+        m->needed = held;
+    }
+    return held != 0;
+}
+
 /* A metric's interval: on the log scale for pairs (its se is a log one),
  * linear for runs and blocks (se relative to BASE's level). */
 static void decide_metric(const gt_compare *c, cmp_metric *m) {
@@ -771,22 +794,8 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
     }
     m->verdict = judge(a->rel, m->lo, m->hi, rejected, m->higher_better, c->opt.threshold,
                        undecide);
-    int slower = large_slowdown(c, a->rel, m->higher_better);
-    int held = hold_starved(c, m, worse(a->rel, m->higher_better) >= c->opt.threshold, &m->verdict);
-    if (held) {
-        m->held = held;
-        m->needed = 1;
-    } else if ((held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, slower,
-                                   shift_us, &m->verdict))) {
-        m->held = GT_HELD_LOADED;
-        m->needed = held;
-        m->beyond_reach = held < 0;
-    } else if ((held = hold_one_run(c, a->method, !m->in_family, slower, &m->verdict))) {
-        m->held = GT_HELD_ONE_RUN;
-        m->needed = held;
-    } else if (m->verdict == GT_VERDICT_UNDECIDED) {
+    if (!hold_metric(c, m, shift_us) && m->verdict == GT_VERDICT_UNDECIDED)
         metric_undecided(c, m, rejected, undecide);
-    }
 }
 
 int gt_cmp_families(gt_compare *c) {
