@@ -615,8 +615,14 @@ static int hold_starved(const gt_compare *c, const cmp_metric *m, int slower, gt
                        : GT_HELD_STARVED_BASE;
 }
 
-/* How far a member's level moved, in microseconds a call (NAN: not a time). */
+/* How far a member's level moved, in microseconds a call. NAN: not a time,
+ * or a time whose samples carry no record of their wait for a CPU: only the
+ * record can show that a neighbour did not add the shift (a training step of
+ * 0.34 ms took 16.7 ms a step beside a busy process: its threads preempted at
+ * each barrier), so on a loaded machine such a time is held however far it
+ * moved. */
 static double shift_us_of(const cmp_metric *m) {
+    if (!m->waits_known) return NAN;
     return fabs(m->a.new_lvl - m->a.base_lvl) * gt_cmp_us_per_unit(m->unit);
 }
 

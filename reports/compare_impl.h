@@ -99,6 +99,7 @@ typedef struct cmp_metric {
     size_t unloaded[2];   /* samples of BASE, NEW that waited for a CPU: less the wait */
     size_t busy_out[2];   /* ... and those left out (compare_state.h, gt_state_unload) */
     int starved[2];       /* runs of BASE, NEW whose every batch waited most of its time */
+    int waits_known;      /* both sides' samples carry their wait for a CPU ("cpu_wait") */
 } cmp_metric;
 
 /* A family: one metric of one op over its shapes (suite/op), or of every
