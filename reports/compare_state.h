@@ -109,13 +109,18 @@ typedef struct gt_state_fit {
  * measured (compare decides it over the reports, not per time). */
 #define GT_STATE_BUSY_OWN_SHARE 0.2
 /* A side whose timed blocks waited this share of the time or more ran on a
- * loaded machine (idle, 1% of this VM's blocks wait; beside one busy
- * process, 9-11%): its times move with the load (modes the state probe
- * cannot see, 20-60 us for the same near-state block) more than with the
- * cores' state, and a slope fitted through them moved one side by its
- * error (false alarms in 8 of 80 loaded A/A draws, none as measured). Its
- * times are taken less their waits and not moved to one state. */
-#define GT_STATE_LOADED 0.04
+ * loaded machine (idle, 0.1-0.8% of this VM's blocks wait, kernels and
+ * collectives pools and the gate job's runs; beside one busy process, the
+ * collectives 6-11%, the gate job's kernels, collectives and train 2.8-7.7%:
+ * its many short kernel batches rarely wait): its times move with the load
+ * (modes the state probe cannot see, 20-60 us for the same near-state
+ * block) more than with the cores' state, and a slope fitted through them
+ * moved one side by its error (false alarms in 8 of 80 loaded A/A draws,
+ * none as measured). Its times are taken less their waits and not moved to
+ * one state. 4% until the twenty-second session: the gate job beside a
+ * busy process at 3.99% was judged idle and its starved training steps
+ * failed an unchanged stack. */
+#define GT_STATE_LOADED 0.02
 #define GT_STATE_BUSY_OWN_X 3.0
 
 /* One side's samples v[] with their states s[] and waits w[] (NAN: none),
