@@ -935,9 +935,6 @@ static void family_logs(const gt_compare *c, cmp_metric *m, const side *sb, cons
     }
 }
 
-/* A time's samples less what another process took (compare_state.h):
- * waited samples left out or taken less their wait, then moved to one
- * machine state where it moved. */
 /* Do some of a side's n samples carry their wait for a CPU? */
 static int has_waits(const double *w, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -945,6 +942,9 @@ static int has_waits(const double *w, size_t n) {
     return 0;
 }
 
+/* A time's samples less what another process took (compare_state.h):
+ * waited samples left out or taken less their wait, then moved to one
+ * machine state where it moved. */
 static void unload_time(const gt_compare *c, cmp_metric *m, gathered *g) {
     m->waits_known =
         has_waits(g[0].w, g[0].cut[g[0].sd.runs]) && has_waits(g[1].w, g[1].cut[g[1].sd.runs]);

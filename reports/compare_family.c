@@ -16,22 +16,26 @@
 
 /* ---- building the families ------------------------------------------------------------ */
 
-/* A metric that can join a family: tested, judged from replicates, a value
- * of its own (not a part of the step, not derived, not ungated). */
-int gt_cmp_starved_side(const cmp_metric *m) {
+/* Where m's side timed a neighbour in every run (cmp_metric.starved) while
+ * the other side's every run timed the stack, or both sides' every run did:
+ * the GT_HELD_STARVED_* its doubt is held by; 0: neither, or runs of both
+ * kinds on a side (judged as measured, with its families). */
+static int starved_hold(const cmp_metric *m) {
     int all_b = m->runs_b > 0 && m->starved[0] >= m->runs_b;
     int all_n = m->runs_n > 0 && m->starved[1] >= m->runs_n;
-    if (all_b && all_n) return 3;
-    if (all_n && m->starved[0] == 0) return 2;
-    if (all_b && m->starved[1] == 0) return 1;
+    if (all_b && all_n) return GT_HELD_STARVED_BOTH;
+    if (all_n && m->starved[0] == 0) return GT_HELD_STARVED_NEW;
+    if (all_b && m->starved[1] == 0) return GT_HELD_STARVED_BASE;
     return 0;
 }
 
+/* A metric that can join a family: tested, judged from replicates, a value
+ * of its own (not a part of the step, not derived, not ungated). */
 static int joinable(const cmp_metric *m) {
     if (!m->in_base || !m->in_new || m->derived_from || m->ungated || m->part_of) return 0;
     /* a side that timed only a neighbour would move its family by the
      * neighbour's delay: judged alone (hold_starved) */
-    if (gt_cmp_starved_side(m)) return 0;
+    if (starved_hold(m)) return 0;
     if (m->method != GT_METHOD_RUNS && m->method != GT_METHOD_PAIRED &&
         m->method != GT_METHOD_BLOCKS)
         return 0;
@@ -596,9 +600,9 @@ static int hold_one_run(const gt_compare *c, gt_compare_method m, int gates, int
 
 /* A metric one of whose sides timed a neighbour in every run while the
  * other timed the stack in every run, or both sides the neighbour in every
- * run (gt_cmp_starved_side: fewer than GT_STATE_STARVED_LIGHT batches of a
- * run waited under half their time for a CPU),
- * judged slower or undecided, or slower by the threshold by its estimate,
+ * run (starved_hold: fewer than GT_STATE_STARVED_LIGHT batches of a run
+ * waited under half their time for a CPU), judged slower or undecided, or
+ * slower by the threshold by its estimate,
  * stays UNDECIDED (held): its level there is the neighbour's (a kernel of
  * two threads, one of them preempted: 200 us a call -> 10,000), whatever
  * the rules for a loaded machine let through. Faster is left as judged.
@@ -607,12 +611,10 @@ static int hold_one_run(const gt_compare *c, gt_compare_method m, int gates, int
 static int hold_starved(const gt_compare *c, const cmp_metric *m, int slower, gt_verdict *v) {
     int doubt = *v == GT_VERDICT_SLOWER || *v == GT_VERDICT_UNDECIDED ||
                 (*v == GT_VERDICT_AMBIGUOUS && slower);
-    int side = gt_cmp_starved_side(m);
-    if (!doubt || !side || c->opt.checks_only) return 0;
+    int held = starved_hold(m);
+    if (!doubt || !held || c->opt.checks_only) return 0;
     *v = GT_VERDICT_UNDECIDED;
-    return side == 3   ? GT_HELD_STARVED_BOTH
-           : side == 2 ? GT_HELD_STARVED_NEW
-                       : GT_HELD_STARVED_BASE;
+    return held;
 }
 
 /* How far a member's level moved, in microseconds a call. NAN: not a time,

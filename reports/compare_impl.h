@@ -234,11 +234,6 @@ enum {
     GT_HELD_STARVED_NEW = 5,
     GT_HELD_STARVED_BOTH = 6
 };
-/* The side of m whose every run timed a neighbour (cmp_metric.starved)
- * while the other side's every run timed the stack: 1 BASE, 2 NEW; 3: both
- * sides' every run timed a neighbour; 0: neither, or runs of both kinds on
- * a side (judged as measured, with its families). */
-int gt_cmp_starved_side(const cmp_metric *m);
 /* "; slower, but ...": a held verdict's reason and the runs that would
  * decide it (needed <= 0: BASE lacks runs). */
 void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f);

@@ -2043,21 +2043,16 @@ static void test_quiet_one_run(void) {
     expect_sides("q1_x125", &o, GT_DECISION_SHIP, 0, NULL, NULL);
 }
 
-/* One run of three shapes of a kernel (20 batches of 200 us each, 1%
- * jitter), in file NAME: shape 0 `x0` times 200 us; `waited` of each
- * shape's batches waited 30% of their time for a CPU (taken 1 / 0.7 longer,
- * mended back), and where `starved`, every batch of shape 0 waited all of
- * its time (102%: other threads' waits counted; kept as measured). */
-static void write_kernel_run_with(const char *name, double x0, int waited, int starved,
-                                  double train_x);
-static void write_kernel_run(const char *name, double x0, int waited, int starved) {
-    write_kernel_run_with(name, x0, waited, starved, 0);
-}
-
-/* write_kernel_run and, where train_x > 0, a training result beside the
- * kernels whose 20 steps take 0.34 ms x train_x, with no record of their
- * wait for a CPU (the train suite's steps). */
 static int g_kernel_batches = 20; /* batches a shape in write_kernel_run_with */
+
+/* One run of three shapes of a kernel (g_kernel_batches batches of 200 us
+ * each, 1% jitter), in file NAME: shape 0 `x0` times 200 us; `waited` of
+ * each shape's batches waited 30% of their time for a CPU (taken 1 / 0.7
+ * longer, mended back), and where `starved`, every batch of shape 0 waited
+ * all of its time (102%: other threads' waits counted; kept as measured).
+ * Where train_x > 0, a training result beside the kernels whose 20 steps
+ * take 0.34 ms x train_x, with no record of their wait for a CPU (the train
+ * suite's steps). */
 static void write_kernel_run_with(const char *name, double x0, int waited, int starved,
                                   double train_x) {
     static char res[4][2048];
@@ -2096,6 +2091,26 @@ static void write_kernel_run_with(const char *name, double x0, int waited, int s
     write_results(name, 1, all);
 }
 
+static void write_kernel_run(const char *name, double x0, int waited, int starved) {
+    write_kernel_run_with(name, x0, waited, starved, 0);
+}
+
+/* BASE file against NEW file: the decision is `want`, and the output holds
+ * `t1` and `t2` where given (`what` names the case in a failure). */
+static void expect_files(const char *b, const char *n, const gt_compare_options *o, int want,
+                         const char *t1, const char *t2, const char *what) {
+    gt_compare *c = NULL;
+    EXPECT(gt_compare_files(path_of(b), path_of(n), o, &c) == GT_OK);
+    if (!c) return;
+    int got = (int)gt_compare_decide(c);
+    char *txt = printed(c);
+    if (got != want) fprintf(stderr, "  (%s: decision %d)\n", what, got);
+    EXPECT(got == want);
+    EXPECT(txt && (!t1 || strstr(txt, t1)) && (!t2 || strstr(txt, t2)));
+    free(txt);
+    gt_compare_free(c);
+}
+
 /* One run a side on a loaded machine, where NEW's run of one shape timed
  * only the neighbour (every batch waited for a CPU all along: a kernel of two
  * threads with one preempted, 200 us -> 10,000 us a call, the kernels
@@ -2108,31 +2123,14 @@ static void test_starved_run(void) {
     gt_compare_options o = gt_compare_defaults();
     write_kernel_run("st_b.json", 1, 8, 0);
     write_kernel_run("st_n.json", 50, 8, 1);
-    gt_compare *c = NULL;
-    EXPECT(gt_compare_files(path_of("st_b.json"), path_of("st_n.json"), &o, &c) == GT_OK);
-    if (c) {
-        int got = (int)gt_compare_decide(c);
-        char *txt = printed(c);
-        if (got != GT_DECISION_UNDECIDED) fprintf(stderr, "  (starved: decision %d)\n", got);
-        EXPECT(got == GT_DECISION_UNDECIDED);
-        EXPECT(txt && strstr(txt, "UNDECIDED kernels/conv2d_bwd/fp32/S0") &&
-               strstr(txt, "every timed batch NEW ran waited most of its time for a CPU"));
-        free(txt);
-        gt_compare_free(c);
-    }
+    expect_files("st_b.json", "st_n.json", &o, GT_DECISION_UNDECIDED,
+                 "UNDECIDED kernels/conv2d_bwd/fp32/S0",
+                 "every timed batch NEW ran waited most of its time for a CPU", "starved");
     write_kernel_run("st_m.json", 50, 8, 0);
-    EXPECT(gt_compare_files(path_of("st_b.json"), path_of("st_m.json"), &o, &c) == GT_OK);
-    if (c) {
-        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
-        gt_compare_free(c);
-    }
+    expect_files("st_b.json", "st_m.json", &o, GT_DECISION_MUST_NOT, NULL, NULL, "measured");
     write_kernel_run("st_bs.json", 50, 8, 1);
     write_kernel_run("st_n1.json", 1, 8, 0);
-    EXPECT(gt_compare_files(path_of("st_bs.json"), path_of("st_n1.json"), &o, &c) == GT_OK);
-    if (c) {
-        EXPECT(gt_compare_decide(c) == GT_DECISION_SHIP);
-        gt_compare_free(c);
-    }
+    expect_files("st_bs.json", "st_n1.json", &o, GT_DECISION_SHIP, NULL, NULL, "BASE starved");
     /* a time with no record of its waits (a training step: 0.34 -> 17 ms, a
      * busy process beside it preempting its threads) beside kernels that
      * waited: 16.7 ms a step more is past the loaded rule's 5 ms, but
@@ -2140,13 +2138,7 @@ static void test_starved_run(void) {
      * machine (no waits anywhere) it is MUST NOT SHIP */
     write_kernel_run_with("st_tb.json", 1, 8, 0, 1);
     write_kernel_run_with("st_tn.json", 1, 8, 0, 50);
-    EXPECT(gt_compare_files(path_of("st_tb.json"), path_of("st_tn.json"), &o, &c) == GT_OK);
-    if (c) {
-        int got = (int)gt_compare_decide(c);
-        if (got != GT_DECISION_UNDECIDED) fprintf(stderr, "  (train step: decision %d)\n", got);
-        EXPECT(got == GT_DECISION_UNDECIDED);
-        gt_compare_free(c);
-    }
+    expect_files("st_tb.json", "st_tn.json", &o, GT_DECISION_UNDECIDED, NULL, NULL, "train step");
     /* beside a busy process the kernels' batches wait in a few percent only
      * (2 of 60 a shape here: 3.3%): loaded all the same (GT_STATE_LOADED;
      * at 4% it was judged idle and failed) */
@@ -2154,31 +2146,15 @@ static void test_starved_run(void) {
     write_kernel_run_with("st_t3b.json", 1, 2, 0, 1);
     write_kernel_run_with("st_t3n.json", 1, 2, 0, 50);
     g_kernel_batches = 20;
-    EXPECT(gt_compare_files(path_of("st_t3b.json"), path_of("st_t3n.json"), &o, &c) == GT_OK);
-    if (c) {
-        int got = (int)gt_compare_decide(c);
-        if (got != GT_DECISION_UNDECIDED) fprintf(stderr, "  (3%% waited: decision %d)\n", got);
-        EXPECT(got == GT_DECISION_UNDECIDED);
-        gt_compare_free(c);
-    }
+    expect_files("st_t3b.json", "st_t3n.json", &o, GT_DECISION_UNDECIDED, NULL, NULL, "3% waited");
     write_kernel_run_with("st_tqb.json", 1, 0, 0, 1);
     write_kernel_run_with("st_tqn.json", 1, 0, 0, 50);
-    EXPECT(gt_compare_files(path_of("st_tqb.json"), path_of("st_tqn.json"), &o, &c) == GT_OK);
-    if (c) {
-        EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
-        gt_compare_free(c);
-    }
+    expect_files("st_tqb.json", "st_tqn.json", &o, GT_DECISION_MUST_NOT, NULL, NULL, "quiet");
     /* both sides timed the neighbour (10 ms and 20 ms a call): neither is
      * the stack's, nothing is decided */
     write_kernel_run("st_n2.json", 100, 8, 1);
-    EXPECT(gt_compare_files(path_of("st_bs.json"), path_of("st_n2.json"), &o, &c) == GT_OK);
-    if (c) {
-        char *txt = printed(c);
-        EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED);
-        EXPECT(txt && strstr(txt, "every timed batch BASE and NEW ran waited"));
-        free(txt);
-        gt_compare_free(c);
-    }
+    expect_files("st_bs.json", "st_n2.json", &o, GT_DECISION_UNDECIDED,
+                 "every timed batch BASE and NEW ran waited", NULL, "both starved");
 }
 
 /* `pairs` interleaved pairs of a collective's time (5 rounds, one machine
