@@ -582,6 +582,38 @@ static int hold_loaded(const gt_compare *c, gt_compare_method m, int nb, int nn,
     return short_b > short_n ? short_b : short_n;
 }
 
+/* Is m a time whose samples carry no record of their waits for a CPU (a
+ * training step: shift_us_of)? */
+static int unrecorded_time(const cmp_metric *m) {
+    return gt_cmp_us_per_unit(m->unit) > 0 && !m->waits_known;
+}
+
+/* Is every member of f such a time? */
+static int family_unrecorded(const cmp_family *f) {
+    for (size_t i = 0; i < f->n; i++)
+        if (!unrecorded_time(f->mem[i])) return 0;
+    return f->n > 0;
+}
+
+/* A time with no record of its waits for a CPU (`unrecorded`), on a loaded
+ * machine, runs not paired: a slowdown shown, or estimated by the threshold
+ * where it gates, stays UNDECIDED however many runs a side holds. Nothing
+ * takes the neighbour's share off its level, and one side's runs can all
+ * have had the neighbour while the other's had none (a baseline kept on a
+ * quiet machine, candidate runs beside a busy process: every training step
+ * +18% to +2,000%, shown from 5 runs against 3; docs/ci-gating.md). A run
+ * on a quiet machine decides it; more runs here do not. 1 when held. */
+static int hold_unrecorded(const gt_compare *c, gt_compare_method m, int unrecorded, int gates,
+                           int slower, gt_verdict *v) {
+    int doubt = *v == GT_VERDICT_SLOWER || *v == GT_VERDICT_UNDECIDED ||
+                (gates && slower && *v == GT_VERDICT_AMBIGUOUS);
+    if (!unrecorded || !doubt || m == GT_METHOD_PAIRED || !gt_cmp_loaded_by_other(c) ||
+        c->opt.checks_only)
+        return 0;
+    *v = GT_VERDICT_UNDECIDED;
+    return 1;
+}
+
 /* One run a side: its ambiguous slowdown (one_run_slowdown) stays
  * UNDECIDED (held): the side's run-to-run spread is assumed
  * (single_run_noise), so every such interval holds no change (a BLAS kernel
@@ -656,19 +688,19 @@ static int hold_lone_member(const gt_compare *c, cmp_family *f) {
     return 1;
 }
 
-static void decide_family(const gt_compare *c, cmp_family *f) {
-    if (isnan(f->p)) return;
-    double t = gt_gs_t_quantile2(f->level, f->df);
-    f->lo = expm1(f->est - t * f->se);
-    f->hi = expm1(f->est + t * f->se);
-    f->detectable = fmax(expm1(t * f->se), c->opt.threshold);
-    f->verdict = judge(f->rel, f->lo, f->hi, f->rejected, f->higher_better, c->opt.threshold,
-                       can_undecide(c, f->method));
+/* The rules that hold a family's verdict UNDECIDED, in hold_metric's order,
+ * and a side of one run's lone member. Returns 1 when one held it (f->held,
+ * f->needed set). */
+static int hold_family(const gt_compare *c, cmp_family *f) {
     /* the members' shifts matter only where a loaded machine may hold it */
     double shift = gt_cmp_loaded_by_other(c) ? family_shift_us(f) : NAN;
     int slower = large_slowdown(c, f->rel, f->higher_better);
-    int held = hold_loaded(c, f->method, f->nb, f->nn, 1, slower, shift, &f->verdict);
-    if (held) {
+    int threshold_slower = worse(f->rel, f->higher_better) >= c->opt.threshold;
+    int held;
+    if (hold_unrecorded(c, f->method, family_unrecorded(f), 1, threshold_slower, &f->verdict)) {
+        f->held = GT_HELD_UNRECORDED;
+        f->needed = 0;
+    } else if ((held = hold_loaded(c, f->method, f->nb, f->nn, 1, slower, shift, &f->verdict))) {
         f->held = GT_HELD_LOADED;
         f->needed = held;
         f->beyond_reach = held < 0;
@@ -678,7 +710,19 @@ static void decide_family(const gt_compare *c, cmp_family *f) {
     } else if ((held = hold_lone_member(c, f)) != 0) {
         f->held = GT_HELD_ONE_MEMBER;
         f->needed = held;
-    } else if (f->verdict == GT_VERDICT_UNDECIDED) {
+    }
+    return f->held != 0;
+}
+
+static void decide_family(const gt_compare *c, cmp_family *f) {
+    if (isnan(f->p)) return;
+    double t = gt_gs_t_quantile2(f->level, f->df);
+    f->lo = expm1(f->est - t * f->se);
+    f->hi = expm1(f->est + t * f->se);
+    f->detectable = fmax(expm1(t * f->se), c->opt.threshold);
+    f->verdict = judge(f->rel, f->lo, f->hi, f->rejected, f->higher_better, c->opt.threshold,
+                       can_undecide(c, f->method));
+    if (!hold_family(c, f) && f->verdict == GT_VERDICT_UNDECIDED) {
         /* the replicates' own spread: more_needed adds the floor itself */
         double sd = f->sd;
         int n = f->method == GT_METHOD_PAIRED ? f->reps : f->nb;
@@ -722,16 +766,22 @@ static void metric_undecided(const gt_compare *c, cmp_metric *m, int rejected, i
 }
 
 /* The rules that hold a metric's verdict UNDECIDED whatever its interval
- * says, in order: a side that timed only the neighbour, a loaded machine
- * with few runs, one run a side's large estimate. Returns 1 when one held
- * it (m->held, m->needed set). */
+ * says, in order: a side that timed only the neighbour, a time with no wait
+ * record on a loaded machine, a loaded machine with few runs, one run a
+ * side's large estimate. Returns 1 when one held it (m->held, m->needed
+ * set). */
 static int hold_metric(const gt_compare *c, cmp_metric *m, double shift_us) {
     const assessment *a = &m->a;
     int slower = large_slowdown(c, a->rel, m->higher_better);
-    int held = hold_starved(c, m, worse(a->rel, m->higher_better) >= c->opt.threshold, &m->verdict);
+    int threshold_slower = worse(a->rel, m->higher_better) >= c->opt.threshold;
+    int held = hold_starved(c, m, threshold_slower, &m->verdict);
     if (held) {
         m->held = held;
         m->needed = 1;
+    } else if ((held = hold_unrecorded(c, a->method, unrecorded_time(m), !m->in_family,
+                                       threshold_slower, &m->verdict))) {
+        m->held = GT_HELD_UNRECORDED;
+        m->needed = 0;
     } else if ((held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, slower,
                                    shift_us, &m->verdict))) {
         m->held = GT_HELD_LOADED;
@@ -852,54 +902,81 @@ static const char *unit_of_reps(const gt_compare *c) {
     return new_side_grows(c) ? "NEW runs" : "runs on each side";
 }
 
-void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
-    if (!gt_cmp_undecided(c)) return;
-    int most = 0, over = 0, count = 0, short_base = 0, held = 0;
-    const char *who = NULL, *what = "";
+/* What the undecided need (gt_cmp_print_needed): how many are undecided
+ * (count), held by a rule (held), held until a quiet machine runs them
+ * (quiet), BASE short of runs (short_base), one over 1000 (over), and the
+ * most runs one needs (most, who, what; the quiet ones left out). */
+typedef struct {
+    int count, held, quiet, short_base, over, most;
+    const char *who, *what;
+} needs;
+
+static void need_one(needs *n, int held, int needed, const char *who, const char *what) {
+    n->count++;
+    n->held += held != 0;
+    if (held == GT_HELD_UNRECORDED) {
+        n->quiet++;
+        return;
+    }
+    n->short_base |= held && needed < 0;
+    if (needed < 0) n->over = 1;
+    if (needed > n->most || !n->who) {
+        n->most = needed > n->most ? needed : n->most;
+        n->who = who;
+        n->what = what;
+    }
+}
+
+static needs gather_needs(const gt_compare *c) {
+    needs n = {.what = ""};
     for (size_t i = 0; i < c->nfam; i++) {
         const cmp_family *x = &c->fam[i];
-        if (x->verdict != GT_VERDICT_UNDECIDED) continue;
-        count++;
-        held += x->held != 0;
-        short_base |= x->held && x->needed < 0;
-        if (x->needed < 0) over = 1;
-        if (x->needed > most || !who) {
-            most = x->needed > most ? x->needed : most;
-            who = x->name;
-            what = x->stem;
-        }
+        if (x->verdict == GT_VERDICT_UNDECIDED) need_one(&n, x->held, x->needed, x->name, x->stem);
     }
     for (size_t i = 0; i < c->nres; i++)
         for (size_t j = 0; j < c->res[i].nm; j++) {
             const cmp_metric *m = &c->res[i].m[j];
-            if (!gt_cmp_metric_undecided(c, m)) continue;
-            count++;
-            held += m->held != 0;
-            short_base |= m->held && m->needed < 0;
-            if (m->needed < 0) over = 1;
-            if (m->needed > most || !who) {
-                most = m->needed > most ? m->needed : most;
-                who = c->res[i].label;
-                what = m->name;
-            }
+            if (gt_cmp_metric_undecided(c, m))
+                need_one(&n, m->held, m->needed, c->res[i].label, m->name);
         }
-    if (short_base)
-        fprintf(f, "needed: %d or more baseline runs on a loaded machine (BASE holds fewer), "
-                   "then NEW's runs, for the %d undecided\n",
-                GT_COMPARE_LOADED_RUNS, count);
-    else if (over)
+    return n;
+}
+
+void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
+    if (!gt_cmp_undecided(c)) return;
+    needs n = gather_needs(c);
+    if (n.quiet == n.count) {
+        fprintf(f,
+                "needed: a run on a quiet machine for the %d undecided (times with no record "
+                "of their waits for a CPU, which no number of runs on a loaded machine "
+                "decides)\n",
+                n.count);
+        return;
+    }
+    char also[96] = "";
+    if (n.quiet)
+        snprintf(also, sizeof also, "; %d more need a quiet machine (no wait record)", n.quiet);
+    int count = n.count - n.quiet;
+    if (n.short_base)
+        fprintf(f,
+                "needed: %d or more baseline runs on a loaded machine (BASE holds fewer), "
+                "then NEW's runs, for the %d undecided%s\n",
+                GT_COMPARE_LOADED_RUNS, count, also);
+    else if (n.over)
         fprintf(f,
                 "needed: more than 1000 %s for at least one of the %d undecided (its spread is "
-                "too wide for its estimate): %sreduce the noise or raise --threshold\n",
+                "too wide for its estimate): %sreduce the noise or raise --threshold%s\n",
                 unit_of_reps(c), count,
                 new_side_grows(c) ? "keep more baseline runs (their share of the spread stays), "
-                                  : "");
+                                  : "",
+                also);
     else
-        fprintf(f, "needed: about %d more %s would decide all %d undecided (%s; the most: %s %s)\n",
-                most, unit_of_reps(c), count,
-                held == count ? "held by the rules for few runs, each line says which"
-                              : "from their measured spread, if the estimates hold",
-                who ? who : "?", what);
+        fprintf(f,
+                "needed: about %d more %s would decide all %d undecided (%s; the most: %s %s)%s\n",
+                n.most, unit_of_reps(c), count,
+                n.held - n.quiet == count ? "held by the rules for few runs, each line says which"
+                                          : "from their measured spread, if the estimates hold",
+                n.who ? n.who : "?", n.what, also);
 }
 
 static const char *verdict_word(gt_verdict v) {
@@ -930,6 +1007,12 @@ void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f) {
                 held == GT_HELD_STARVED_BOTH  ? "BASE and NEW"
                 : held == GT_HELD_STARVED_NEW ? "NEW"
                                               : "BASE");
+    else if (held == GT_HELD_UNRECORDED)
+        fprintf(f,
+                "; a time with no record of its waits for a CPU, on a loaded machine (%.1f%% "
+                "of BASE's and %.1f%% of NEW's timed blocks waited): no number of runs here "
+                "takes the neighbour's share off, a run on a quiet machine decides it",
+                100 * c->busy_share[0], 100 * c->busy_share[1]);
     else if (held == GT_HELD_ONE_MEMBER)
         fprintf(f, "; slower by one member alone, on a side of one run (one case can sit in a "
                    "slower state for a whole run): %d more %s would decide",

@@ -225,14 +225,16 @@ int gt_cmp_loaded_by_other(const gt_compare *c);
  * loaded machine with fewer than GT_COMPARE_LOADED_RUNS runs a side; a
  * family slower by one member alone on a side of one run; one run a side's
  * ambiguous slowdown (its run-to-run spread assumed); a side that timed a
- * neighbour in every run. */
+ * neighbour in every run; a time with no record of its waits for a CPU on a
+ * loaded machine (no number of runs decides it there). */
 enum {
     GT_HELD_LOADED = 1,
     GT_HELD_ONE_MEMBER = 2,
     GT_HELD_ONE_RUN = 3,
     GT_HELD_STARVED_BASE = 4, /* every run of a side timed a neighbour */
     GT_HELD_STARVED_NEW = 5,
-    GT_HELD_STARVED_BOTH = 6
+    GT_HELD_STARVED_BOTH = 6,
+    GT_HELD_UNRECORDED = 7 /* a time with no wait record, on a loaded machine */
 };
 /* "; slower, but ...": a held verdict's reason and the runs that would
  * decide it (needed <= 0: BASE lacks runs). */

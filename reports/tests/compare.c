@@ -2157,6 +2157,38 @@ static void test_starved_run(void) {
                  "every timed batch BASE and NEW ran waited", NULL, "both starved");
 }
 
+/* `runs` runs of write_kernel_run_with into directory DIR (run0.json ...). */
+static void write_kernel_dir(const char *dir, int runs, int waited, double train_x) {
+    char name[80];
+    mkdir(path_of(dir), 0700);
+    for (int i = 0; i < runs; i++) {
+        snprintf(name, sizeof name, "%s/run%d.json", dir, i);
+        write_kernel_run_with(name, 1, waited, 0, train_x);
+    }
+}
+
+/* A baseline directory kept on a quiet machine against candidate runs
+ * beside a busy process (the gate job's default, runs 1:5): from 3 runs a
+ * side a loaded machine decides, and a training step (no record of its
+ * waits) 50x as long was MUST NOT SHIP of an unchanged stack (live: every
+ * train family +18% to +2,000%). Held UNDECIDED now however many runs, and
+ * the needed: line asks for a quiet machine; quiet candidate runs with
+ * the same step are MUST NOT SHIP. */
+static void test_unrecorded_loaded_runs(void) {
+    gt_compare_options o = gt_compare_defaults();
+    /* beside the busy process 2 of 60 batches a shape waited (3.3%: the
+     * live runs' 3.9%; 20% or more would be the stack's own threads) */
+    g_kernel_batches = 60;
+    write_kernel_dir("ur_base", 5, 0, 1);
+    write_kernel_dir("ur_load", 3, 2, 50);
+    expect_files("ur_base", "ur_load", &o, GT_DECISION_UNDECIDED,
+                 "no number of runs here takes the neighbour's share off",
+                 "needed: a run on a quiet machine", "3 loaded runs");
+    write_kernel_dir("ur_quiet", 3, 0, 50);
+    g_kernel_batches = 20;
+    expect_files("ur_base", "ur_quiet", &o, GT_DECISION_MUST_NOT, "SLOWER", NULL, "3 quiet runs");
+}
+
 /* `pairs` interleaved pairs of a collective's time (5 rounds, one machine
  * state), NEW `factor` times BASE with a 1% jitter; in the pairs `loaded`
  * marks, NEW's run shared the machine with another process: every block
@@ -2285,6 +2317,7 @@ int main(void) {
     test_loaded_one_run();
     test_quiet_one_run();
     test_starved_run();
+    test_unrecorded_loaded_runs();
     test_loaded_window();
     test_slower_listed_first();
     test_kernel_waits();
