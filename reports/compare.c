@@ -963,6 +963,32 @@ static void unload_time(const gt_compare *c, cmp_metric *m, gathered *g) {
                         g[1].sd.runs, &m->state) == GT_STATE_ADJUSTED;
 }
 
+/* The runs of one side of result r (its first run's result `res`, then the
+ * further runs) whose node had a neighbour: other processes kept
+ * GT_STATE_NEIGHBOUR_CORES or more busy with under GT_STATE_IDLE_CORES idle
+ * (the result's cpu_others_cores and cpu_idle_cores; runs without them
+ * count as none). -1 when out of memory. */
+static int neighbour_runs(const gt_compare *c, const cmp_result *r, json_t *res, int side) {
+    json_t *ms = json_object_get(res, "metrics");
+    json_t *mo = json_object_get(ms, "cpu_others_cores"),
+           *mi = json_object_get(ms, "cpu_idle_cores");
+    if (!mo || !mi) return 0;
+    const extra_run *xs = side ? c->xn : c->xb;
+    size_t nx = side ? c->nxn : c->nxb;
+    gathered go, gi;
+    int rc = gather(mo, xs, nx, r->key, "cpu_others_cores", c->aside, &go) ||
+             gather(mi, xs, nx, r->key, "cpu_idle_cores", c->aside, &gi);
+    int n = 0;
+    for (int k = 0; !rc && k < go.sd.runs && k < gi.sd.runs; k++) {
+        if (go.run_of[k] != gi.run_of[k] || go.cut[k + 1] == go.cut[k]) continue;
+        double others = go.v[go.cut[k]], idle = gi.v[gi.cut[k]];
+        n += others >= GT_STATE_NEIGHBOUR_CORES && idle < GT_STATE_IDLE_CORES;
+    }
+    gathered_free(&go);
+    gathered_free(&gi);
+    return rc ? -1 : n;
+}
+
 /* Both sides of a metric: judged. */
 static void judge_metric(const gt_compare *c, cmp_metric *m, gathered *g) {
     const gt_compare_options *opt = &c->opt;
@@ -1014,8 +1040,13 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
         (mn && gather(mn, c->xn, c->nxn, r->key, name, c->aside, &g[1]))) {
         rc = -1;
     } else if (mb && mn) {
-        if (opt->machine_state && gt_cmp_us_per_unit(m->unit) > 0 && sb->runs && sn->runs)
+        if (opt->machine_state && gt_cmp_us_per_unit(m->unit) > 0 && sb->runs && sn->runs) {
             unload_time(c, m, g);
+            if (!m->waits_known)
+                for (int i = 0; i < 2 && rc == 0; i++)
+                    if ((m->neighbour[i] = neighbour_runs(c, r, i ? r->nw : r->base, i)) < 0)
+                        rc = -1;
+        }
         judge_metric(c, m, g);
     } else {
         sb->q = sn->q = time_q(m->unit, opt, sb, sn, c->loaded);

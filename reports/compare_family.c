@@ -595,23 +595,37 @@ static int family_unrecorded(const cmp_family *f) {
     return f->n > 0;
 }
 
+/* Did a run of either side of m see another process take a core (its
+ * result's node record: cmp_metric.neighbour)? */
+static int neighbour_seen(const cmp_metric *m) {
+    return m->neighbour[0] || m->neighbour[1];
+}
+
+static int family_neighbour_seen(const cmp_family *f) {
+    for (size_t i = 0; i < f->n; i++)
+        if (neighbour_seen(f->mem[i])) return 1;
+    return 0;
+}
+
 /* A time with no record of its waits for a CPU (`unrecorded`), on a loaded
- * machine, runs not paired: a slowdown shown, or estimated by the threshold
+ * machine or in a run whose node record saw another process take a core
+ * (`seen`), runs not paired: a slowdown shown, or estimated by the threshold
  * where it gates, stays UNDECIDED however many runs a side holds. Nothing
  * takes the neighbour's share off its level, and one side's runs can all
  * have had the neighbour while the other's had none (a baseline kept on a
  * quiet machine, candidate runs beside a busy process: every training step
  * +18% to +2,000%, shown from 5 runs against 3; docs/ci-gating.md). A run
- * on a quiet machine decides it; more runs here do not. 1 when held. */
-static int hold_unrecorded(const gt_compare *c, gt_compare_method m, int unrecorded, int gates,
-                           int slower, gt_verdict *v) {
+ * on a quiet machine decides it; more runs here do not. Returns its
+ * GT_HELD_UNRECORDED (a loaded machine) or GT_HELD_NEIGHBOUR, 0: not held. */
+static int hold_unrecorded(const gt_compare *c, gt_compare_method m, int unrecorded, int seen,
+                           int gates, int slower, gt_verdict *v) {
     int doubt = *v == GT_VERDICT_SLOWER || *v == GT_VERDICT_UNDECIDED ||
                 (gates && slower && *v == GT_VERDICT_AMBIGUOUS);
-    if (!unrecorded || !doubt || m == GT_METHOD_PAIRED || !gt_cmp_loaded_by_other(c) ||
-        c->opt.checks_only)
+    int loaded = gt_cmp_loaded_by_other(c);
+    if (!unrecorded || !doubt || m == GT_METHOD_PAIRED || !(loaded || seen) || c->opt.checks_only)
         return 0;
     *v = GT_VERDICT_UNDECIDED;
-    return 1;
+    return loaded ? GT_HELD_UNRECORDED : GT_HELD_NEIGHBOUR;
 }
 
 /* One run a side: its ambiguous slowdown (one_run_slowdown) stays
@@ -696,9 +710,10 @@ static int hold_family(const gt_compare *c, cmp_family *f) {
     double shift = gt_cmp_loaded_by_other(c) ? family_shift_us(f) : NAN;
     int slower = large_slowdown(c, f->rel, f->higher_better);
     int threshold_slower = worse(f->rel, f->higher_better) >= c->opt.threshold;
-    int held;
-    if (hold_unrecorded(c, f->method, family_unrecorded(f), 1, threshold_slower, &f->verdict)) {
-        f->held = GT_HELD_UNRECORDED;
+    int held = hold_unrecorded(c, f->method, family_unrecorded(f), family_neighbour_seen(f), 1,
+                               threshold_slower, &f->verdict);
+    if (held) {
+        f->held = held;
         f->needed = 0;
     } else if ((held = hold_loaded(c, f->method, f->nb, f->nn, 1, slower, shift, &f->verdict))) {
         f->held = GT_HELD_LOADED;
@@ -778,9 +793,9 @@ static int hold_metric(const gt_compare *c, cmp_metric *m, double shift_us) {
     if (held) {
         m->held = held;
         m->needed = 1;
-    } else if ((held = hold_unrecorded(c, a->method, unrecorded_time(m), !m->in_family,
-                                       threshold_slower, &m->verdict))) {
-        m->held = GT_HELD_UNRECORDED;
+    } else if ((held = hold_unrecorded(c, a->method, unrecorded_time(m), neighbour_seen(m),
+                                       !m->in_family, threshold_slower, &m->verdict))) {
+        m->held = held;
         m->needed = 0;
     } else if ((held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, slower,
                                    shift_us, &m->verdict))) {
@@ -914,7 +929,7 @@ typedef struct {
 static void need_one(needs *n, int held, int needed, const char *who, const char *what) {
     n->count++;
     n->held += held != 0;
-    if (held == GT_HELD_UNRECORDED) {
+    if (held == GT_HELD_UNRECORDED || held == GT_HELD_NEIGHBOUR) {
         n->quiet++;
         return;
     }
@@ -1013,6 +1028,11 @@ void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f) {
                 "of BASE's and %.1f%% of NEW's timed blocks waited): no number of runs here "
                 "takes the neighbour's share off, a run on a quiet machine decides it",
                 100 * c->busy_share[0], 100 * c->busy_share[1]);
+    else if (held == GT_HELD_NEIGHBOUR)
+        fprintf(f, "; a time with no record of its waits for a CPU, and while a run of it ran "
+                   "other processes kept a core busy with none idle (its cpu_others_cores, "
+                   "cpu_idle_cores): no number of runs here takes the neighbour's share off, a "
+                   "run on a quiet machine decides it");
     else if (held == GT_HELD_ONE_MEMBER)
         fprintf(f, "; slower by one member alone, on a side of one run (one case can sit in a "
                    "slower state for a whole run): %d more %s would decide",

@@ -100,6 +100,8 @@ typedef struct cmp_metric {
     size_t busy_out[2];   /* ... and those left out (compare_state.h, gt_state_unload) */
     int starved[2];       /* runs of BASE, NEW whose every batch waited most of its time */
     int waits_known;      /* both sides' samples carry their wait for a CPU ("cpu_wait") */
+    int neighbour[2];     /* runs of BASE, NEW whose result saw another process take a core
+                             (cpu_others_cores, cpu_idle_cores: GT_STATE_NEIGHBOUR_CORES) */
 } cmp_metric;
 
 /* A family: one metric of one op over its shapes (suite/op), or of every
@@ -226,7 +228,8 @@ int gt_cmp_loaded_by_other(const gt_compare *c);
  * family slower by one member alone on a side of one run; one run a side's
  * ambiguous slowdown (its run-to-run spread assumed); a side that timed a
  * neighbour in every run; a time with no record of its waits for a CPU on a
- * loaded machine (no number of runs decides it there). */
+ * loaded machine, or whose run saw another process take a core (no number
+ * of runs decides it there). */
 enum {
     GT_HELD_LOADED = 1,
     GT_HELD_ONE_MEMBER = 2,
@@ -234,7 +237,8 @@ enum {
     GT_HELD_STARVED_BASE = 4, /* every run of a side timed a neighbour */
     GT_HELD_STARVED_NEW = 5,
     GT_HELD_STARVED_BOTH = 6,
-    GT_HELD_UNRECORDED = 7 /* a time with no wait record, on a loaded machine */
+    GT_HELD_UNRECORDED = 7, /* a time with no wait record, on a loaded machine */
+    GT_HELD_NEIGHBOUR = 8   /* ... whose run saw another process take a core */
 };
 /* "; slower, but ...": a held verdict's reason and the runs that would
  * decide it (needed <= 0: BASE lacks runs). */

@@ -122,6 +122,13 @@ typedef struct gt_state_fit {
  * failed an unchanged stack. */
 #define GT_STATE_LOADED 0.02
 #define GT_STATE_BUSY_OWN_X 3.0
+/* A run of a result that recorded the node's CPU (the train suite's
+ * cpu_others_cores, cpu_idle_cores: suites/cpu_share.h) had a neighbour
+ * where other processes kept GT_STATE_NEIGHBOUR_CORES of a core busy or
+ * more while fewer than GT_STATE_IDLE_CORES cores sat idle: a process that
+ * ran on cores the run left idle took nothing from it. */
+#define GT_STATE_NEIGHBOUR_CORES 0.25
+#define GT_STATE_IDLE_CORES 1.0
 
 /* One side's samples v[] with their states s[] and waits w[] (NAN: none),
  * cut into runs: in a run with GT_STATE_CLEAN_LEAST samples that did not

@@ -3,6 +3,7 @@
 #include "suites/cpu_share.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,4 +172,112 @@ double gt_cpu_steal_of(const gt_cpu_sample *a, const gt_cpu_sample *b) {
     if (!a->has_steal || !b->has_steal) return -1;
     double all = b->node_ticks - a->node_ticks, st = b->steal_ticks - a->steal_ticks;
     return all > 0 && st >= 0 ? st / all : 0;
+}
+
+/* /proc/stat's "cpu" line in seconds: busy (user nice system irq softirq)
+ * and idle (idle iowait); steal is neither (the hypervisor's). */
+static int read_node(double *busy, double *idle) {
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return 0;
+    unsigned long long v[7] = {0};
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                     &v[5], &v[6]);
+    fclose(f);
+    if (got < 7) return 0;
+    double hz = (double)sysconf(_SC_CLK_TCK);
+    *busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / hz;
+    *idle = (double)(v[3] + v[4]) / hz;
+    return 1;
+}
+
+/* utime + stime of process `pid` (s), from /proc/pid/stat: fields 14 and
+ * 15, counted after the command's closing parenthesis (a name may hold
+ * spaces). -1 when unreadable. */
+static double proc_cpu(const char *pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%.20s/stat", pid);
+    if (!read_file(path, buf, sizeof buf)) return -1;
+    const char *p = strrchr(buf, ')');
+    unsigned long long ut = 0, st = 0;
+    /* after ")": state, then fields 4..13, then utime and stime */
+    if (!p ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The CPU time of every process running this executable (s). */
+static double own_cpu(void) {
+    static char self[4096];
+    static ssize_t nself = -1;
+    if (nself < 0) nself = readlink("/proc/self/exe", self, sizeof self - 1);
+    DIR *d = opendir("/proc");
+    if (!d || nself <= 0) {
+        if (d) closedir(d);
+        return 0;
+    }
+    double sum = 0;
+    struct dirent *e;
+    char path[96], exe[4096];
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        snprintf(path, sizeof path, "/proc/%.32s/exe", e->d_name);
+        ssize_t n = readlink(path, exe, sizeof exe - 1);
+        if (n != nself || memcmp(exe, self, (size_t)n) != 0) continue;
+        double t = proc_cpu(e->d_name);
+        if (t > 0) sum += t;
+    }
+    closedir(d);
+    return sum;
+}
+
+void gt_node_cpu_now(gt_node_cpu *s) {
+    memset(s, 0, sizeof *s);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    s->wall_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    s->own_s = own_cpu();
+    s->ok = read_node(&s->busy_s, &s->idle_s);
+}
+
+int gt_node_cpu_between(const gt_node_cpu *a, const gt_node_cpu *b, double *others, double *idle) {
+    double wall = b->wall_s - a->wall_s;
+    *others = *idle = NAN;
+    if (!a->ok || !b->ok || wall <= 0) return 0;
+    double o = (b->busy_s - a->busy_s) - (b->own_s - a->own_s);
+    *others = o > 0 ? o / wall : 0;
+    *idle = fmax(0, b->idle_s - a->idle_s) / wall;
+    return 1;
+}
+
+/* gt_node_load_*: the marks, oldest first (at most GT_NODE_MARKS; the
+ * oldest dropped) */
+#define GT_NODE_MARKS 64
+static gt_node_cpu g_marks[GT_NODE_MARKS];
+static int g_nmarks;
+
+static void push_mark(const gt_node_cpu *s) {
+    if (g_nmarks == GT_NODE_MARKS) {
+        memmove(g_marks, g_marks + 1, (GT_NODE_MARKS - 1) * sizeof *g_marks);
+        g_nmarks--;
+    }
+    g_marks[g_nmarks++] = *s;
+}
+
+void gt_node_load_mark(void) {
+    gt_node_cpu now;
+    gt_node_cpu_now(&now);
+    push_mark(&now);
+}
+
+int gt_node_load_since(double min_s, double *others, double *idle) {
+    gt_node_cpu now;
+    gt_node_cpu_now(&now);
+    int from = 0; /* the latest mark at least min_s old, else the oldest */
+    for (int i = 0; i < g_nmarks; i++)
+        if (now.wall_s - g_marks[i].wall_s >= min_s) from = i;
+    *others = *idle = NAN;
+    int ok = g_nmarks > 0 && gt_node_cpu_between(&g_marks[from], &now, others, idle);
+    push_mark(&now);
+    return ok;
 }

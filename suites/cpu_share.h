@@ -51,6 +51,36 @@ double gt_cpu_share_of(const gt_cpu_sample *a, const gt_cpu_sample *b);
  * /proc/stat was not readable. */
 double gt_cpu_steal_of(const gt_cpu_sample *a, const gt_cpu_sample *b);
 
+/* The node's CPU as every process used it: /proc/stat's busy time (user,
+ * nice, system, irq, softirq; not steal) and idle time (idle, iowait), and
+ * the CPU time of every process on the node running this executable (the
+ * job's ranks, an idle rank spinning in MPI too; /proc/N/stat), each in
+ * seconds summed over the CPUs. */
+typedef struct gt_node_cpu {
+    double wall_s; /* CLOCK_MONOTONIC */
+    double busy_s, idle_s, own_s;
+    int ok; /* /proc/stat was readable */
+} gt_node_cpu;
+
+/* Fills *s: a scan of /proc (about a millisecond with a few hundred
+ * processes), for a case's edges, not for a timed block. */
+void gt_node_cpu_now(gt_node_cpu *s);
+
+/* Between a and b, averaged over the wall time: the cores other processes
+ * kept busy (others: busy less this executable's processes, at least 0) and
+ * the cores left idle. 0 when a sample was unreadable or no time passed
+ * (both NAN then), else 1. A process of this executable that ended between
+ * the samples takes its time with it (others then reads high). */
+int gt_node_cpu_between(const gt_node_cpu *a, const gt_node_cpu *b, double *others, double *idle);
+
+/* The node's CPU since the latest mark at least min_s old (or the oldest,
+ * when none is), then a mark now: gt_node_load_mark() at a suite's start,
+ * gt_node_load_since() at each case's end, so that a case of a few
+ * milliseconds is judged over at least min_s (the clock ticks /proc/stat
+ * counts in are 10 ms). 0 and NANs as gt_node_cpu_between. */
+void gt_node_load_mark(void);
+int gt_node_load_since(double min_s, double *others, double *idle);
+
 #ifdef __cplusplus
 }
 #endif

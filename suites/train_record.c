@@ -10,6 +10,7 @@
 #include "models/convnet/convnet.h"
 #include "models/mlp/mlp.h"
 #include "reports/profile.h"
+#include "suites/cpu_share.h"
 #include "suites/trainer/train_impl.h"
 
 
@@ -185,8 +186,24 @@ static void record_stall(const gt_train_stats *st, gt_result *res) {
     gt_record_bool(r, "failure_notice", h.notice);
 }
 
+/* What other processes took of the node's CPU while the run's steps ran,
+ * over at least the last GT_TRAIN_LOAD_WINDOW_S (suites/cpu_share.h): the
+ * steps carry no record of their own waits for a CPU, so compare holds a
+ * slower step time where another process kept a core busy on a node with
+ * none idle (docs/ci-gating.md). Not gated: the machine's state. */
+#define GT_TRAIN_LOAD_WINDOW_S 1.0
+static void record_node_load(gt_result *res) {
+    double others, idle;
+    if (!gt_node_load_since(GT_TRAIN_LOAD_WINDOW_S, &others, &idle)) return;
+    gt_result_metric(res, "cpu_others_cores", "cores", 0, others, NULL, 0);
+    gt_result_metric_ungated(res, "cpu_others_cores", "state");
+    gt_result_metric(res, "cpu_idle_cores", "cores", 1, idle, NULL, 0);
+    gt_result_metric_ungated(res, "cpu_idle_cores", "state");
+}
+
 void gt_train_record(const gt_train_config *cfg, const gt_train_stats *st, gt_result *res) {
     record_stall(st, res);
+    record_node_load(res);
     int dense = gt_train_dense(cfg);
     gt_result_param_str(res, "model", cfg->model_name);
     if (dense) {

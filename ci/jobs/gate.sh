@@ -13,7 +13,9 @@
 #      failed result
 #   4  undecided: a family (or a metric in no family) is slower than the threshold
 #      by its estimate, not shown; compare's `needed:` line says how many more
-#      runs would decide: keep more baseline runs (--baseline DIR/) or run again.
+#      runs would decide: keep more baseline runs (--baseline DIR/) or run again;
+#      or that a run on a quiet machine would (times with no record of their
+#      waits for a CPU, on a loaded machine: the job adds no runs for them).
 #      The baseline is never replaced on 4
 #   5  not comparable: NEW ran on another machine class than the baseline (CPU or
 #      GPU model, topology, threads per rank, ranks); the baseline stays
@@ -191,7 +193,10 @@ look() {
     [ "$many" -eq 1 ] && cp "$out/compare.txt" "$out/compare-$done_runs.txt"
 }
 look
-while [ "$verdict" -eq 4 ] && [ "$done_runs" -lt "$most" ]; do
+# more runs decide nothing where every undecided one waits for a quiet machine
+# (times with no record of their waits for a CPU, on a loaded machine)
+quiet_only() { grep -q '^needed: a run on a quiet machine' "$out/compare.txt"; }
+while [ "$verdict" -eq 4 ] && [ "$done_runs" -lt "$most" ] && ! quiet_only; do
     echo "gate: look at $done_runs run(s): undecided; $(grep -m1 '^needed: ' "$out/compare.txt" || echo 'compare said no more'); one more run"
     run_new "$@"
     look
@@ -214,6 +219,7 @@ case $verdict in
     3) echo "gate: FAIL: NEW must not ship (details above, $out/junit.xml, $out/compare.html)"; exit 3 ;;
     4)
         echo "gate: UNDECIDED: a change above the threshold is not yet shown or ruled out (see the needed: line above)"
+        quiet_only && echo "gate: the machine was loaded (another process) and what is undecided has no record of its waits for a CPU: run the job again when the machine is left to it"
         # one baseline report and one run is one run a side, which assumes how runs differ
         is_dir || echo "gate: a baseline of one report is one run a side: keep a baseline directory (--baseline DIR/, --accept keeps GATE_KEEP runs) and the job adds runs of NEW (--runs 1:5) until the gate decides"
         exit 4 ;;

@@ -125,7 +125,11 @@ echo "\$*" >>"$tmp/fake.log"
 n=\$(ls "\$3"/*.json 2>/dev/null | wc -l)
 if [ "\$n" -lt "\${FAKE_DECIDE_AT:-1}" ]; then
     echo "  UNDECIDED kernels/gelu_fwd [topology 1, backend cpu]: (the wrapper)"
-    echo "needed: about 1 more NEW runs would decide kernels/gelu_fwd time_us"
+    if [ -n "\${FAKE_QUIET:-}" ]; then
+        echo "needed: a run on a quiet machine for the 1 undecided (the wrapper)"
+    else
+        echo "needed: about 1 more NEW runs would decide kernels/gelu_fwd time_us"
+    fi
     exit 4
 fi
 exec "$g" "\$@"
@@ -146,6 +150,11 @@ ls "$dbase" | cmp -s - before.ls || fail "a gate without --accept changed the ba
 FAKE_DECIDE_AT=9 expect 4 "UNDECIDED" bash "$gate" --gauntlet "$tmp/fake.sh" --baseline "$dbase" \
     --accept --runs 1:2 --out r2 -- "${run[@]}"
 [ -s r2/new/run2.json ] && [ ! -e r2/new/run3.json ] || fail "--runs 1:2 did not stop at 2 runs"
+# undecided where only a quiet machine decides: no more runs, and the job says so
+FAKE_QUIET=1 FAKE_DECIDE_AT=9 expect 4 "run the job again when the machine is left to it" \
+    bash "$gate" --gauntlet "$tmp/fake.sh" --baseline "$dbase" --runs 1:3 --out r2q -- "${run[@]}"
+[ -s r2q/new/run1.json ] && [ ! -e r2q/new/run2.json ] ||
+    fail "--runs 1:3 added runs where only a quiet machine decides"
 # undecided against one baseline report: the job says what would decide (a directory)
 FAKE_DECIDE_AT=9 expect 4 "a baseline of one report is one run a side: keep a baseline directory" \
     bash "$gate" --gauntlet "$tmp/fake.sh" --baseline "$base" --out r2f -- "${run[@]}"

@@ -2167,6 +2167,55 @@ static void write_kernel_dir(const char *dir, int runs, int waited, double train
     }
 }
 
+/* `runs` runs of one training result into directory DIR: 20 steps of 0.34
+ * ms x train_x (no wait record) and the node's record of the run: other
+ * processes' busy cores `others`, idle cores `idle` (NAN: not recorded). */
+static void write_train_dir(const char *dir, int runs, double train_x, double others, double idle) {
+    char name[80], steps[600], node[256] = "", res[2048];
+    mkdir(path_of(dir), 0700);
+    int ns = 0;
+    for (int j = 0; j < 20; j++)
+        ns += snprintf(steps + ns, sizeof steps - ns, "%s%.6g", j ? ", " : "",
+                       0.34 * train_x * (1 + 0.01 * (j % 3 - 1)));
+    if (!isnan(others))
+        snprintf(node, sizeof node,
+                 ", \"cpu_others_cores\": {\"unit\": \"cores\", \"better\": \"lower\", "
+                 "\"value\": %g, \"gate\": false, \"kind\": \"state\"}, "
+                 "\"cpu_idle_cores\": {\"unit\": \"cores\", \"better\": \"higher\", "
+                 "\"value\": %g, \"gate\": false, \"kind\": \"state\"}",
+                 others, idle);
+    snprintf(res, sizeof res,
+             "{\"suite\": \"train\", \"case\": \"mlp-tiny/resume\", \"topology\": \"1\", "
+             "\"backend\": \"cpu\", \"status\": \"pass\", \"params\": {}, \"checks\": [], "
+             "\"metrics\": {\"ms_per_step\": {\"unit\": \"ms\", \"better\": \"lower\", "
+             "\"samples\": [%s]}%s}}",
+             steps, node);
+    for (int i = 0; i < runs; i++) {
+        snprintf(name, sizeof name, "%s/run%d.json", dir, i);
+        write_results(name, 1, res);
+    }
+}
+
+/* The train suite alone (no kernel batches to tell a loaded machine), its
+ * runs' node records: a neighbour that kept a core busy on a node with none
+ * idle in NEW's runs holds a 50x step UNDECIDED however many runs (it was
+ * MUST NOT SHIP of an unchanged stack); the same busy neighbour on a node
+ * with cores idle, or a quiet node, leaves it MUST NOT SHIP. */
+static void test_neighbour_record(void) {
+    gt_compare_options o = gt_compare_defaults();
+    write_train_dir("nb_base", 3, 1, 0.02, 0.1);
+    write_train_dir("nb_busy", 3, 50, 0.9, 0.0);
+    expect_files("nb_base", "nb_busy", &o, GT_DECISION_UNDECIDED,
+                 "other processes kept a core busy with none idle",
+                 "needed: a run on a quiet machine", "neighbour, none idle");
+    write_train_dir("nb_spare", 3, 50, 0.9, 1.5);
+    expect_files("nb_base", "nb_spare", &o, GT_DECISION_MUST_NOT, NULL, NULL, "cores idle");
+    write_train_dir("nb_quiet", 3, 50, 0.02, 0.1);
+    expect_files("nb_base", "nb_quiet", &o, GT_DECISION_MUST_NOT, NULL, NULL, "quiet node");
+    write_train_dir("nb_old", 3, 50, NAN, NAN);
+    expect_files("nb_base", "nb_old", &o, GT_DECISION_MUST_NOT, NULL, NULL, "no node record");
+}
+
 /* A baseline directory kept on a quiet machine against candidate runs
  * beside a busy process (the gate job's default, runs 1:5): from 3 runs a
  * side a loaded machine decides, and a training step (no record of its
@@ -2318,6 +2367,7 @@ int main(void) {
     test_quiet_one_run();
     test_starved_run();
     test_unrecorded_loaded_runs();
+    test_neighbour_record();
     test_loaded_window();
     test_slower_listed_first();
     test_kernel_waits();

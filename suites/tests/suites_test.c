@@ -20,15 +20,19 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/comm.h"
 #include "engine/ops.h"
 #include "engine/timer.h"
 #include "reports/report.h"
+#include "suites/cpu_share.h"
 #include "suites/suite.h"
 #include "suites/tests/expect.h"
 
@@ -381,6 +385,14 @@ static void test_train(gt_comm *comm) {
     EXPECT(r && r2 && json_equal(json_object_get(r, "params"), json_object_get(r2, "params")),
            "train/gpt2-tiny/recompute: params differ between two runs of one build");
     json_decref(again);
+    /* the node's record of the run beside its steps, not gated */
+    for (int k = 0; k < 2; k++) {
+        const char *nm = k ? "cpu_idle_cores" : "cpu_others_cores";
+        json_t *nmj = json_object_get(rm, nm), *v = json_object_get(nmj, "value");
+        EXPECT(json_is_number(v) && json_number_value(v) >= 0 &&
+                   json_is_false(json_object_get(nmj, "gate")),
+               "train/gpt2-tiny/recompute: %s not a number of cores, or gated", nm);
+    }
     json_decref(root);
     /* --full cases named at a lower effort: a skip result that says why */
     static const char *const ttt[] = {"mlp-small/time_to_target", NULL};
@@ -415,6 +427,58 @@ static void test_train(gt_comm *comm) {
     rmdir(tmp);
 }
 
+static void sleep_s(double s) {
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* A child that spins for `s` seconds: this executable (fork) or another
+ * (/bin/sh's loop); its pid. */
+static pid_t spin_child(int other_exe, double s) {
+    pid_t p = fork();
+    if (p != 0) return p;
+    if (other_exe) {
+        execl("/bin/sh", "sh", "-c", "while :; do :; done", (char *)NULL);
+        _exit(127);
+    }
+    uint64_t end = gt_now_ns() + (uint64_t)(s * 1e9);
+    volatile unsigned x = 0;
+    while (gt_now_ns() < end)
+        x++;
+    _exit(0);
+}
+
+/* The node's CPU record (suites/cpu_share.h): a busy process of another
+ * executable is another's (at least a fifth of a core over a second, on a
+ * machine that other tests share); one of this executable is the job's own
+ * (its time counted in own_s, not in others). */
+static void test_node_cpu(void) {
+    gt_node_cpu a, b;
+    double others, idle;
+    gt_node_cpu_now(&a);
+    pid_t p = spin_child(1, 1.0);
+    sleep_s(1.0);
+    kill(p, SIGKILL);
+    waitpid(p, NULL, 0);
+    gt_node_cpu_now(&b);
+    EXPECT(gt_node_cpu_between(&a, &b, &others, &idle) && others >= 0.2 && idle >= 0,
+           "node cpu: a busy /bin/sh loop for 1 s read as %.2f other cores (%.2f idle)", others,
+           idle);
+    gt_node_cpu_now(&a);
+    p = spin_child(0, 1.0);
+    sleep_s(0.5);
+    gt_node_cpu_now(&b); /* the child still runs: its time is in this sample */
+    waitpid(p, NULL, 0);
+    EXPECT(b.own_s - a.own_s >= 0.1,
+           "node cpu: a busy child of this executable added %.2f s "
+           "of its own time in 0.5 s",
+           b.own_s - a.own_s);
+    gt_node_load_mark();
+    EXPECT(gt_node_load_since(1.0, &others, &idle) && others >= 0 && idle >= 0,
+           "node load since a mark: %.2f others, %.2f idle", others, idle);
+}
+
 int main(void) {
     gt_comm_config cfg = gt_comm_defaults();
     cfg.backend = "self";
@@ -424,6 +488,7 @@ int main(void) {
         return 2;
     }
     uint64_t t0 = gt_now_ns();
+    test_node_cpu();
     test_kernels(comm);
     test_delay(comm);
     test_memory(comm);

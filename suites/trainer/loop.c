@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/timer.h"
+#include "suites/cpu_share.h"
 
 gt_train_config gt_train_defaults(void) {
     gt_train_config c;
@@ -109,6 +110,7 @@ static gt_status train_step(gt_trainer *t, int step) {
 
 gt_status gt_train_run(const gt_train_config *cfg, gt_train_stats *st) {
     gt_trainer t;
+    gt_node_load_mark(); /* the node's CPU from here: what others took (train_record.c) */
     unsigned long hangs = gt_comm_hang_count();
     gt_status s = gt_train_open(&t, cfg, st);
     st->hangs_before = hangs;
