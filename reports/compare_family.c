@@ -610,7 +610,8 @@ static int family_neighbour_seen(const cmp_family *f) {
 /* A time with no record of its waits for a CPU (`unrecorded`), on a loaded
  * machine or in a run whose node record saw another process take a core
  * (`seen`), runs not paired: a slowdown shown, or estimated by the threshold
- * where it gates, stays UNDECIDED however many runs a side holds. Nothing
+ * (one run a side: by its large size) where it gates (`slower`), stays
+ * UNDECIDED however many runs a side holds. Nothing
  * takes the neighbour's share off its level, and one side's runs can all
  * have had the neighbour while the other's had none (a baseline kept on a
  * quiet machine, candidate runs beside a busy process: every training step
@@ -710,8 +711,10 @@ static int hold_family(const gt_compare *c, cmp_family *f) {
     double shift = gt_cmp_loaded_by_other(c) ? family_shift_us(f) : NAN;
     int slower = large_slowdown(c, f->rel, f->higher_better);
     int threshold_slower = worse(f->rel, f->higher_better) >= c->opt.threshold;
+    /* one run a side gates an estimate from its large size (hold_one_run) */
+    int unrec_slower = f->method == GT_METHOD_BLOCKS ? slower : threshold_slower;
     int held = hold_unrecorded(c, f->method, family_unrecorded(f), family_neighbour_seen(f), 1,
-                               threshold_slower, &f->verdict);
+                               unrec_slower, &f->verdict);
     if (held) {
         f->held = held;
         f->needed = 0;
@@ -793,8 +796,9 @@ static int hold_metric(const gt_compare *c, cmp_metric *m, double shift_us) {
     if (held) {
         m->held = held;
         m->needed = 1;
-    } else if ((held = hold_unrecorded(c, a->method, unrecorded_time(m), neighbour_seen(m),
-                                       !m->in_family, threshold_slower, &m->verdict))) {
+    } else if ((held = hold_unrecorded(
+                    c, a->method, unrecorded_time(m), neighbour_seen(m), !m->in_family,
+                    a->method == GT_METHOD_BLOCKS ? slower : threshold_slower, &m->verdict))) {
         m->held = held;
         m->needed = 0;
     } else if ((held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, slower,

@@ -2139,6 +2139,10 @@ static void test_starved_run(void) {
     write_kernel_run_with("st_tb.json", 1, 8, 0, 1);
     write_kernel_run_with("st_tn.json", 1, 8, 0, 50);
     expect_files("st_tb.json", "st_tn.json", &o, GT_DECISION_UNDECIDED, NULL, NULL, "train step");
+    /* one run a side gates from its large size (15%): a step 8% slower is
+     * not held there, loaded or not */
+    write_kernel_run_with("st_t8n.json", 1, 8, 0, 1.08);
+    expect_files("st_tb.json", "st_t8n.json", &o, GT_DECISION_SHIP, NULL, NULL, "train step +8%");
     /* beside a busy process the kernels' batches wait in a few percent only
      * (2 of 60 a shape here: 3.3%): loaded all the same (GT_STATE_LOADED;
      * at 4% it was judged idle and failed) */
