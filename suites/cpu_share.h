@@ -62,8 +62,8 @@ typedef struct gt_node_cpu {
     int ok; /* /proc/stat was readable */
 } gt_node_cpu;
 
-/* Fills *s: a scan of /proc (about a millisecond with a few hundred
- * processes), for a case's edges, not for a timed block. */
+/* Fills *s: a scan of /proc (docs/performance.md, "The train suite's node
+ * record"), for a case's edges, not for a timed block. */
 void gt_node_cpu_now(gt_node_cpu *s);
 
 /* Between a and b, averaged over the wall time: the cores other processes
