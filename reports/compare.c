@@ -1042,10 +1042,7 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
     } else if (mb && mn) {
         if (opt->machine_state && gt_cmp_us_per_unit(m->unit) > 0 && sb->runs && sn->runs) {
             unload_time(c, m, g);
-            if (!m->waits_known)
-                for (int i = 0; i < 2 && rc == 0; i++)
-                    if ((m->neighbour[i] = neighbour_runs(c, r, i ? r->nw : r->base, i)) < 0)
-                        rc = -1;
+            if (!m->waits_known) memcpy(m->neighbour, r->neighbour, sizeof m->neighbour);
         }
         judge_metric(c, m, g);
     } else {
@@ -1172,6 +1169,9 @@ static int compare_result(gt_compare *c, cmp_result *r) {
         r->failed = 1;
         k->failed_results++;
     }
+    /* the node's record of each side's runs, for its times with no wait record */
+    for (int i = 0; r->base && i < 2; i++)
+        if ((r->neighbour[i] = neighbour_runs(c, r, i ? r->nw : r->base, i)) < 0) return -1;
     /* metrics: BASE's order, then NEW's additions */
     json_t *mb = r->base ? json_object_get(r->base, "metrics") : NULL;
     json_t *mn = json_object_get(r->nw, "metrics");

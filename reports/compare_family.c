@@ -609,8 +609,8 @@ static int family_neighbour_seen(const cmp_family *f) {
 
 /* A time with no record of its waits for a CPU (`unrecorded`), on a loaded
  * machine or in a run whose node record saw another process take a core
- * (`seen`), runs not paired: a slowdown shown, or estimated by the threshold
- * (one run a side: by its large size) where it gates (`slower`), stays
+ * (`seen`), runs not paired: a slowdown shown, or estimated (`worse_by`) by
+ * the threshold (one run a side: by its large size) where it gates, stays
  * UNDECIDED however many runs a side holds. Nothing
  * takes the neighbour's share off its level, and one side's runs can all
  * have had the neighbour while the other's had none (a baseline kept on a
@@ -619,7 +619,9 @@ static int family_neighbour_seen(const cmp_family *f) {
  * on a quiet machine decides it; more runs here do not. Returns its
  * GT_HELD_UNRECORDED (a loaded machine) or GT_HELD_NEIGHBOUR, 0: not held. */
 static int hold_unrecorded(const gt_compare *c, gt_compare_method m, int unrecorded, int seen,
-                           int gates, int slower, gt_verdict *v) {
+                           int gates, double worse_by, gt_verdict *v) {
+    double size = m == GT_METHOD_BLOCKS ? gt_cmp_one_run_large(c) : c->opt.threshold;
+    int slower = worse_by >= size;
     int doubt = *v == GT_VERDICT_SLOWER || *v == GT_VERDICT_UNDECIDED ||
                 (gates && slower && *v == GT_VERDICT_AMBIGUOUS);
     int loaded = gt_cmp_loaded_by_other(c);
@@ -710,11 +712,8 @@ static int hold_family(const gt_compare *c, cmp_family *f) {
     /* the members' shifts matter only where a loaded machine may hold it */
     double shift = gt_cmp_loaded_by_other(c) ? family_shift_us(f) : NAN;
     int slower = large_slowdown(c, f->rel, f->higher_better);
-    int threshold_slower = worse(f->rel, f->higher_better) >= c->opt.threshold;
-    /* one run a side gates an estimate from its large size (hold_one_run) */
-    int unrec_slower = f->method == GT_METHOD_BLOCKS ? slower : threshold_slower;
     int held = hold_unrecorded(c, f->method, family_unrecorded(f), family_neighbour_seen(f), 1,
-                               unrec_slower, &f->verdict);
+                               worse(f->rel, f->higher_better), &f->verdict);
     if (held) {
         f->held = held;
         f->needed = 0;
@@ -796,9 +795,9 @@ static int hold_metric(const gt_compare *c, cmp_metric *m, double shift_us) {
     if (held) {
         m->held = held;
         m->needed = 1;
-    } else if ((held = hold_unrecorded(
-                    c, a->method, unrecorded_time(m), neighbour_seen(m), !m->in_family,
-                    a->method == GT_METHOD_BLOCKS ? slower : threshold_slower, &m->verdict))) {
+    } else if ((held =
+                    hold_unrecorded(c, a->method, unrecorded_time(m), neighbour_seen(m),
+                                    !m->in_family, worse(a->rel, m->higher_better), &m->verdict))) {
         m->held = held;
         m->needed = 0;
     } else if ((held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, slower,

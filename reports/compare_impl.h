@@ -150,6 +150,7 @@ typedef struct cmp_result {
     char *profile_line; /* a slower step's parts, each with its verdict (reports/profile.h) */
     /* why this result stops NEW (NULL: it does not) */
     int missing, failed_checks, failed;
+    int neighbour[2]; /* runs of BASE, NEW whose node record saw a neighbour (neighbour_runs) */
 } cmp_result;
 
 typedef struct fp_diff {

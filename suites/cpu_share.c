@@ -37,14 +37,21 @@ static int read_sched(double *run_s, double *wait_s) {
     return n > 0;
 }
 
-/* /proc/stat's first line: user nice system idle iowait irq softirq steal ... */
-static int read_steal(double *all, double *steal) {
+/* /proc/stat's first line into v: user nice system idle iowait irq softirq
+ * steal (clock ticks, summed over the CPUs); the fields read, 0 when none. */
+static int read_cpu_line(unsigned long long v[8]) {
+    memset(v, 0, 8 * sizeof *v);
     FILE *f = fopen("/proc/stat", "r");
     if (!f) return 0;
-    unsigned long long v[8] = {0};
     int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
                      &v[3], &v[4], &v[5], &v[6], &v[7]);
     fclose(f);
+    return got > 0 ? got : 0;
+}
+
+static int read_steal(double *all, double *steal) {
+    unsigned long long v[8];
+    int got = read_cpu_line(v);
     if (got < 4) return 0;
     double t = 0;
     for (int i = 0; i < 8; i++) t += (double)v[i];
@@ -177,13 +184,8 @@ double gt_cpu_steal_of(const gt_cpu_sample *a, const gt_cpu_sample *b) {
 /* /proc/stat's "cpu" line in seconds: busy (user nice system irq softirq)
  * and idle (idle iowait); steal is neither (the hypervisor's). */
 static int read_node(double *busy, double *idle) {
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return 0;
-    unsigned long long v[7] = {0};
-    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-                     &v[5], &v[6]);
-    fclose(f);
-    if (got < 7) return 0;
+    unsigned long long v[8];
+    if (read_cpu_line(v) < 7) return 0;
     double hz = (double)sysconf(_SC_CLK_TCK);
     *busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / hz;
     *idle = (double)(v[3] + v[4]) / hz;

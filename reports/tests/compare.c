@@ -2053,6 +2053,23 @@ static int g_kernel_batches = 20; /* batches a shape in write_kernel_run_with */
  * Where train_x > 0, a training result beside the kernels whose 20 steps
  * take 0.34 ms x train_x, with no record of their wait for a CPU (the train
  * suite's steps). */
+/* A training result (mlp-tiny/resume) into res: 20 steps of 0.34 ms x
+ * train_x with no record of their wait for a CPU, and `more` metrics after
+ * them ("" or ", \"name\": {...}"). */
+static void train_result(char *res, size_t n, double train_x, const char *more) {
+    char steps[600];
+    int ns = 0;
+    for (int j = 0; j < 20; j++)
+        ns += snprintf(steps + ns, sizeof steps - ns, "%s%.6g", j ? ", " : "",
+                       0.34 * train_x * (1 + 0.01 * (j % 3 - 1)));
+    snprintf(res, n,
+             "{\"suite\": \"train\", \"case\": \"mlp-tiny/resume\", \"topology\": \"1\", "
+             "\"backend\": \"cpu\", \"status\": \"pass\", \"params\": {}, \"checks\": [], "
+             "\"metrics\": {\"ms_per_step\": {\"unit\": \"ms\", \"better\": \"lower\", "
+             "\"samples\": [%s]}%s}}",
+             steps, more);
+}
+
 static void write_kernel_run_with(const char *name, double x0, int waited, int starved,
                                   double train_x) {
     static char res[4][2048];
@@ -2075,17 +2092,8 @@ static void write_kernel_run_with(const char *name, double x0, int waited, int s
                  "\"samples\": [%s], \"cpu_wait\": [%s]}}}",
                  k, v, w);
     }
-    char all[8400], steps[600];
-    int ns = 0;
-    for (int j = 0; j < 20 && train_x > 0; j++)
-        ns += snprintf(steps + ns, sizeof steps - ns, "%s%.6g", j ? ", " : "",
-                       0.34 * train_x * (1 + 0.01 * (j % 3 - 1)));
-    snprintf(res[3], sizeof res[3],
-             "{\"suite\": \"train\", \"case\": \"mlp-tiny/resume\", \"topology\": \"1\", "
-             "\"backend\": \"cpu\", \"status\": \"pass\", \"params\": {}, \"checks\": [], "
-             "\"metrics\": {\"ms_per_step\": {\"unit\": \"ms\", \"better\": \"lower\", "
-             "\"samples\": [%s]}}}",
-             steps);
+    char all[8400];
+    if (train_x > 0) train_result(res[3], sizeof res[3], train_x, "");
     snprintf(all, sizeof all, "%s, %s, %s%s%s", res[0], res[1], res[2], train_x > 0 ? ", " : "",
              train_x > 0 ? res[3] : "");
     write_results(name, 1, all);
@@ -2175,12 +2183,8 @@ static void write_kernel_dir(const char *dir, int runs, int waited, double train
  * ms x train_x (no wait record) and the node's record of the run: other
  * processes' busy cores `others`, idle cores `idle` (NAN: not recorded). */
 static void write_train_dir(const char *dir, int runs, double train_x, double others, double idle) {
-    char name[80], steps[600], node[256] = "", res[2048];
+    char name[80], node[256] = "", res[2048];
     mkdir(path_of(dir), 0700);
-    int ns = 0;
-    for (int j = 0; j < 20; j++)
-        ns += snprintf(steps + ns, sizeof steps - ns, "%s%.6g", j ? ", " : "",
-                       0.34 * train_x * (1 + 0.01 * (j % 3 - 1)));
     if (!isnan(others))
         snprintf(node, sizeof node,
                  ", \"cpu_others_cores\": {\"unit\": \"cores\", \"better\": \"lower\", "
@@ -2188,12 +2192,7 @@ static void write_train_dir(const char *dir, int runs, double train_x, double ot
                  "\"cpu_idle_cores\": {\"unit\": \"cores\", \"better\": \"higher\", "
                  "\"value\": %g, \"gate\": false, \"kind\": \"state\"}",
                  others, idle);
-    snprintf(res, sizeof res,
-             "{\"suite\": \"train\", \"case\": \"mlp-tiny/resume\", \"topology\": \"1\", "
-             "\"backend\": \"cpu\", \"status\": \"pass\", \"params\": {}, \"checks\": [], "
-             "\"metrics\": {\"ms_per_step\": {\"unit\": \"ms\", \"better\": \"lower\", "
-             "\"samples\": [%s]}%s}}",
-             steps, node);
+    train_result(res, sizeof res, train_x, node);
     for (int i = 0; i < runs; i++) {
         snprintf(name, sizeof name, "%s/run%d.json", dir, i);
         write_results(name, 1, res);
