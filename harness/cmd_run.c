@@ -15,13 +15,14 @@
 #include "gt_config.h"
 #include "harness/cli.h"
 #include "harness/launcher.h"
-#include "harness/signals.h"
 #include "harness/mllog.h"
+#include "harness/signals.h"
 #include "kernels/registry.h"
 #include "reports/compare.h"
 #include "reports/history.h"
 #include "reports/report.h"
 #include "suites/collectives.h"
+#include "suites/cpu_share.h"
 #include "suites/suite.h"
 
 void gt_suite_collectives_configure(const gt_coll_config *cfg);
@@ -197,6 +198,20 @@ static double time_left(const progress *p, const gt_suite *const *suites, char *
 
 /* After each result: rewrite the report (a crash keeps what finished; at
  * most every 0.5 s, each write is an fsync) and say where the run is. */
+/* The node's CPU at the run's start (rank 0): run.node_load, what other
+ * processes took of the node since, is set before each write of the
+ * report (compare tells a neighbour from the stack's own threads by it). */
+static gt_node_cpu g_node_start;
+
+static gt_status write_report(gt_report *rep) {
+    gt_node_cpu now;
+    gt_node_cpu_now(&now);
+    double others, idle;
+    if (gt_node_cpu_between(&g_node_start, &now, &others, &idle))
+        gt_report_set_node_load(rep, others, idle, now.wall_s - g_node_start.wall_s);
+    return gt_report_write(rep);
+}
+
 static void case_done(void *ctx, gt_result *res) {
     progress *p = ctx;
     double now = gt_now_ns() * 1e-9;
@@ -213,7 +228,7 @@ static void case_done(void *ctx, gt_result *res) {
     telemetry_mark(p);
     if (p->path && !p->write_failed && now - p->last_write >= 0.5) {
         p->last_write = now;
-        if (gt_report_write(p->rep) != GT_OK) {
+        if (write_report(p->rep) != GT_OK) {
             fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
             p->write_failed = 1;
         }
@@ -678,6 +693,7 @@ static int run_report_open(run_job *j, int argc, char **argv) {
     /* SIGTERM / SIGINT: the report marked incomplete with the signal (signals.h) */
     gt_signals_report(j->rep);
     if (rank == 0) {
+        gt_node_cpu_now(&g_node_start);
         gt_env_collect(&j->env);
         gt_report_set_env(j->rep, &j->env, NULL);
         j->have_env = 1;
@@ -871,7 +887,7 @@ static void run_finish(run_job *j, gt_status s) {
         snprintf(why, sizeof why, "stopped early: %s", gt_last_error());
         gt_report_set_incomplete(j->rep, why);
     }
-    if (j->path && gt_report_write(j->rep) != GT_OK) {
+    if (j->path && write_report(j->rep) != GT_OK) {
         fprintf(stderr, "gauntlet run: %s\n", gt_last_error());
         j->rc = GT_EXIT_USAGE;
     }

@@ -835,6 +835,12 @@ static void gathered_free(gathered *g) {
     free(g->run_of);
 }
 
+/* The runs of a side (0 BASE, 1 NEW) set aside: the pairs' (c->aside) or
+ * the side's own (c->skip); NULL: none. */
+static const unsigned char *aside_of(const gt_compare *c, int side) {
+    return c->aside ? c->aside : c->skip[side];
+}
+
 /* The values of metric `name` over the runs of a side: the first run's
  * metric m, then each further run's result of `key`, into g (its arrays
  * malloc'ed); -1 when out of memory. */
@@ -976,8 +982,8 @@ static int neighbour_runs(const gt_compare *c, const cmp_result *r, json_t *res,
     const extra_run *xs = side ? c->xn : c->xb;
     size_t nx = side ? c->nxn : c->nxb;
     gathered go, gi;
-    int rc = gather(mo, xs, nx, r->key, "cpu_others_cores", c->aside, &go) ||
-             gather(mi, xs, nx, r->key, "cpu_idle_cores", c->aside, &gi);
+    int rc = gather(mo, xs, nx, r->key, "cpu_others_cores", aside_of(c, side), &go) ||
+             gather(mi, xs, nx, r->key, "cpu_idle_cores", aside_of(c, side), &gi);
     int n = 0;
     for (int k = 0; !rc && k < go.sd.runs && k < gi.sd.runs; k++) {
         if (go.run_of[k] != gi.run_of[k] || go.cut[k + 1] == go.cut[k]) continue;
@@ -1036,8 +1042,8 @@ static int add_metric(const gt_compare *c, cmp_result *r, const char *name, json
     gathered g[2] = {{0}, {0}};
     side *sb = &g[0].sd, *sn = &g[1].sd;
     int rc = 0;
-    if ((mb && gather(mb, c->xb, c->nxb, r->key, name, c->aside, &g[0])) ||
-        (mn && gather(mn, c->xn, c->nxn, r->key, name, c->aside, &g[1]))) {
+    if ((mb && gather(mb, c->xb, c->nxb, r->key, name, aside_of(c, 0), &g[0])) ||
+        (mn && gather(mn, c->xn, c->nxn, r->key, name, aside_of(c, 1), &g[1]))) {
         rc = -1;
     } else if (mb && mn) {
         if (opt->machine_state && gt_cmp_us_per_unit(m->unit) > 0 && sb->runs && sn->runs) {
@@ -1456,6 +1462,74 @@ static int set_aside_pairs(gt_compare *c, const double *wb, const double *wn) {
     return 0;
 }
 
+/* Did the report's own record of its node (run.node_load, a job on one
+ * node) see other processes keep less than GT_STATE_QUIET_NODE of a core
+ * busy over the run? Its blocks' waits were then the stack's own threads. */
+static int node_quiet(json_t *doc) {
+    json_t *rec = json_object_get(json_object_get(doc, "run"), "node_load");
+    json_t *job = json_object_get(json_object_get(doc, "env"), "job");
+    json_t *nodes = json_object_get(job, "n_nodes"), *o = json_object_get(rec, "cpu_others_cores");
+    if (json_is_integer(nodes) && json_integer_value(nodes) != 1) return 0;
+    return json_is_number(o) && json_number_value(o) < GT_STATE_QUIET_NODE;
+}
+
+/* Was run i of a side (w: its waited and timed blocks) beside a neighbour:
+ * on a loaded machine, and its node record, where it has one, saw another
+ * process? */
+static int run_beside(const gt_compare *c, int side, size_t i, const double *w) {
+    return run_loaded(w) && !node_quiet(run_doc(c, side, i));
+}
+
+/* A side's runs beside a neighbour (beside[0..n)) set aside (c->skip[side])
+ * where GT_COMPARE_CLEAN_PAIRS of its runs or more ran without, and no
+ * fewer than are set aside (as set_aside_pairs; a stack whose own threads
+ * wait does so in most of its runs). -1 when out of memory. */
+static int set_aside_side(gt_compare *c, const unsigned char *beside, size_t n, int side) {
+    int loaded = 0;
+    for (size_t i = 0; i < n; i++)
+        loaded += beside[i];
+    int clean = (int)n - loaded;
+    if (!loaded || clean < GT_COMPARE_CLEAN_PAIRS || clean < loaded) return 0;
+    unsigned char *skip = malloc(n);
+    if (!skip) return -1;
+    memcpy(skip, beside, n);
+    c->skip[side] = skip;
+    c->counts.runs_aside[side] = loaded;
+    return 0;
+}
+
+static double share_of(const unsigned char *flags, size_t n) {
+    int k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += flags[i];
+    return n ? (double)k / (double)n : 0;
+}
+
+/* Runs not paired in a loaded window: where the shares of the sides' runs
+ * beside a neighbour (beside: BASE's nb, then NEW's nn) differ by
+ * GT_STATE_UNEVEN or more, each side's are set aside where it can
+ * (set_aside_side): a neighbour slows the blocks it does not make wait too,
+ * so uneven loaded runs move one side's level more than the other's
+ * (lopsided_load judges what stays uneven). Sides loaded alike keep every
+ * run, each block less its wait. -1 when out of memory. */
+static int set_aside_runs(gt_compare *c, const unsigned char *beside, size_t nb, size_t nn) {
+    if (c->opt.paired || !nb || !nn) return 0;
+    if (fabs(share_of(beside + nb, nn) - share_of(beside, nb)) < GT_STATE_UNEVEN) return 0;
+    return set_aside_side(c, beside, nb, 0) || set_aside_side(c, beside + nb, nn, 1) ? -1 : 0;
+}
+
+/* Runs not paired, the load another process put on the machine (not the
+ * stack's own: busy_own): 1 when BASE's runs were on a loaded machine
+ * GT_STATE_LOPSIDED more often than NEW's, 2 for NEW's, else 0 (a pair's
+ * two runs share the load; set_aside_pairs sets loaded pairs aside). */
+static int lopsided_load(const gt_compare *c) {
+    if (c->opt.paired || c->busy_own || !c->runs_judged[0] || !c->runs_judged[1]) return 0;
+    double b = (double)c->runs_loaded[0] / c->runs_judged[0];
+    double n = (double)c->runs_loaded[1] / c->runs_judged[1];
+    if (n - b >= GT_STATE_LOPSIDED) return 2;
+    return b - n >= GT_STATE_LOPSIDED ? 1 : 0;
+}
+
 /* How often each side's timed blocks waited for a CPU over its runs (those
  * not set aside, c->busy_share): one side far more often than the other is
  * the stack's own threads (c->busy_own 1 BASE, 2 NEW: nothing is taken off
@@ -1463,25 +1537,40 @@ static int set_aside_pairs(gt_compare *c, const double *wb, const double *wn) {
  * taken less their waits but not moved to one state). Each report is read
  * once, per run. -1 when out of memory. */
 static int machine_load(gt_compare *c) {
-    c->busy_own = c->loaded = 0;
+    c->busy_own = c->loaded = c->lopsided = 0;
+    c->runs_loaded[0] = c->runs_loaded[1] = c->runs_judged[0] = c->runs_judged[1] = 0;
     if (!c->opt.machine_state) return 0; /* --machine-state off: every time as measured */
     size_t nb = c->nxb + 1, nn = c->nxn + 1;
     double *wb = calloc(2 * (nb + nn), sizeof *wb), *wn = wb ? wb + 2 * nb : NULL;
-    if (!wb) return -1;
-    for (size_t i = 0; i < nb; i++) busy_blocks(run_doc(c, 0, i), &wb[2 * i], &wb[2 * i + 1]);
-    for (size_t i = 0; i < nn; i++) busy_blocks(run_doc(c, 1, i), &wn[2 * i], &wn[2 * i + 1]);
-    if (set_aside_pairs(c, wb, wn)) {
+    unsigned char *beside = malloc(nb + nn);
+    if (!wb || !beside) {
         free(wb);
+        free(beside);
+        return -1;
+    }
+    for (size_t i = 0; i < nb + nn; i++) {
+        int side = i >= nb;
+        size_t run = side ? i - nb : i;
+        busy_blocks(run_doc(c, side, run), &wb[2 * i], &wb[2 * i + 1]);
+        beside[i] = (unsigned char)run_beside(c, side, run, &wb[2 * i]);
+    }
+    if (set_aside_pairs(c, wb, wn) || set_aside_runs(c, beside, nb, nn)) {
+        free(wb);
+        free(beside);
         return -1;
     }
     double sum[2][2] = {{0, 0}, {0, 0}}; /* BASE's, NEW's: waited, timed */
     for (size_t i = 0; i < nb + nn; i++) {
         size_t run = i < nb ? i : i - nb;
-        if (c->aside && c->aside[run]) continue;
+        const unsigned char *aside = aside_of(c, i >= nb);
+        if (aside && aside[run]) continue;
         sum[i >= nb][0] += wb[2 * i];
         sum[i >= nb][1] += wb[2 * i + 1];
+        c->runs_loaded[i >= nb] += beside[i];
+        c->runs_judged[i >= nb]++;
     }
     free(wb);
+    free(beside);
     double bb = sum[0][0], ab = sum[0][1], bn = sum[1][0], an = sum[1][1];
     double fb = ab > 0 ? bb / ab : 0, fn = an > 0 ? bn / an : 0;
     c->busy_share[0] = fb;
@@ -1489,6 +1578,7 @@ static int machine_load(gt_compare *c) {
     if (fn >= GT_STATE_BUSY_OWN_SHARE && fn >= GT_STATE_BUSY_OWN_X * (fb + 0.01)) c->busy_own = 2;
     if (fb >= GT_STATE_BUSY_OWN_SHARE && fb >= GT_STATE_BUSY_OWN_X * (fn + 0.01)) c->busy_own = 1;
     c->loaded = fmax(fb, fn) >= GT_STATE_LOADED;
+    c->lopsided = lopsided_load(c);
     return 0;
 }
 
@@ -1780,6 +1870,8 @@ void gt_compare_free(gt_compare *c) {
     if (!c) return;
     gt_cmp_families_free(c);
     free(c->aside);
+    free(c->skip[0]);
+    free(c->skip[1]);
     free(c->new_incomplete);
     for (size_t i = 0; i < c->nfp; i++) {
         free(c->fp[i].key);
@@ -2063,6 +2155,27 @@ static void print_state_line(const gt_compare *c, FILE *f) {
                 "(docs/ci-gating.md \"A loaded window\")\n",
                 k->pairs_aside, c->pairs, k->runs_aside[0], k->runs_aside[1],
                 100 * GT_STATE_LOADED, c->pairs - k->pairs_aside);
+    if (!k->pairs_aside && k->runs_aside[0] + k->runs_aside[1])
+        fprintf(
+            f,
+            "machine load: %d of BASE's runs and %d of NEW's set aside, on a loaded machine "
+            "(their timed blocks waited for a CPU %.0f%% of the time or more, a loaded "
+            "window, with %d or more of that side's runs and no fewer without): times judged on "
+            "the others (docs/ci-gating.md \"A loaded window\")\n",
+            k->runs_aside[0], k->runs_aside[1], 100 * GT_STATE_LOADED, GT_COMPARE_CLEAN_PAIRS);
+    if (c->lopsided == 2)
+        fprintf(f,
+                "machine load: %d of NEW's %d runs ran on a loaded machine and %d of BASE's %d: "
+                "different load states, and a neighbour slows what it does not make wait too, "
+                "so NEW's slower speeds stay undecided until its runs on a quiet machine decide "
+                "them\n",
+                c->runs_loaded[1], c->runs_judged[1], c->runs_loaded[0], c->runs_judged[0]);
+    if (c->lopsided == 1)
+        fprintf(f,
+                "machine load: %d of BASE's %d runs ran on a loaded machine and %d of NEW's %d: "
+                "different load states; NEW's slower speeds are judged (the load slowed BASE), "
+                "its faster ones may be the load's\n",
+                c->runs_loaded[0], c->runs_judged[0], c->runs_loaded[1], c->runs_judged[1]);
     if (c->loaded && !c->busy_own)
         fprintf(f,
                 "machine load: %.1f%% of BASE's and %.1f%% of NEW's timed blocks waited for a "

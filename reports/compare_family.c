@@ -607,6 +607,16 @@ static int family_neighbour_seen(const cmp_family *f) {
     return 0;
 }
 
+/* A doubt a neighbour may have made: slower shown or undecided, or where it
+ * gates ambiguous and slower (`worse_by`) by the threshold (one run a side:
+ * by its large size, gt_cmp_one_run_large). */
+static int slow_doubt(const gt_compare *c, gt_compare_method m, int gates, double worse_by,
+                      gt_verdict v) {
+    double size = m == GT_METHOD_BLOCKS ? gt_cmp_one_run_large(c) : c->opt.threshold;
+    return v == GT_VERDICT_SLOWER || v == GT_VERDICT_UNDECIDED ||
+           (gates && worse_by >= size && v == GT_VERDICT_AMBIGUOUS);
+}
+
 /* A time with no record of its waits for a CPU (`unrecorded`), on a loaded
  * machine or in a run whose node record saw another process take a core
  * (`seen`), runs not paired: a slowdown shown, or estimated (`worse_by`) by
@@ -620,15 +630,42 @@ static int family_neighbour_seen(const cmp_family *f) {
  * GT_HELD_UNRECORDED (a loaded machine) or GT_HELD_NEIGHBOUR, 0: not held. */
 static int hold_unrecorded(const gt_compare *c, gt_compare_method m, int unrecorded, int seen,
                            int gates, double worse_by, gt_verdict *v) {
-    double size = m == GT_METHOD_BLOCKS ? gt_cmp_one_run_large(c) : c->opt.threshold;
-    int slower = worse_by >= size;
-    int doubt = *v == GT_VERDICT_SLOWER || *v == GT_VERDICT_UNDECIDED ||
-                (gates && slower && *v == GT_VERDICT_AMBIGUOUS);
     int loaded = gt_cmp_loaded_by_other(c);
-    if (!unrecorded || !doubt || m == GT_METHOD_PAIRED || !(loaded || seen) || c->opt.checks_only)
+    if (!unrecorded || !slow_doubt(c, m, gates, worse_by, *v) || m == GT_METHOD_PAIRED ||
+        !(loaded || seen) || c->opt.checks_only)
         return 0;
     *v = GT_VERDICT_UNDECIDED;
     return loaded ? GT_HELD_UNRECORDED : GT_HELD_NEIGHBOUR;
+}
+
+/* Is a metric of this unit a speed (a time, or a rate per second), which a
+ * neighbour moves? Bytes, steps and fractions it does not. */
+static int speed_unit(const char *unit) {
+    size_t n = unit ? strlen(unit) : 0;
+    return gt_cmp_us_per_unit(unit) > 0 || (n > 2 && strcmp(unit + n - 2, "/s") == 0);
+}
+
+static int family_speed(const cmp_family *f) {
+    return f->n > 0 && speed_unit(f->mem[0]->unit);
+}
+
+/* A speed (`speed`) of runs not paired whose NEW runs ran on a loaded
+ * machine far more often than BASE's (c->lopsided 2: a baseline kept on a
+ * quiet machine, candidate runs beside a busy process), slower shown, or
+ * by the threshold (one run a side: by its large size) where it gates,
+ * stays UNDECIDED however many runs: taking each block's wait off leaves
+ * what the neighbour slowed without making it wait (a core's other
+ * hardware thread, the caches, memory bandwidth: the GEMM and convolution
+ * families +6-9% there, conv2d_bwd shown slower). NEW's runs on a quiet
+ * machine decide it, or BASE's beside the same load; more runs here do not.
+ * Slower NEW beside a loaded BASE (lopsided 1) is judged: the load slowed
+ * the other side. Returns GT_HELD_LOPSIDED, 0: not held. */
+static int hold_lopsided(const gt_compare *c, gt_compare_method m, int speed, int gates,
+                         double worse_by, gt_verdict *v) {
+    if (c->lopsided != 2 || !speed || m == GT_METHOD_PAIRED || c->opt.checks_only) return 0;
+    if (!slow_doubt(c, m, gates, worse_by, *v)) return 0;
+    *v = GT_VERDICT_UNDECIDED;
+    return GT_HELD_LOPSIDED;
 }
 
 /* One run a side: its ambiguous slowdown (one_run_slowdown) stays
@@ -714,6 +751,9 @@ static int hold_family(const gt_compare *c, cmp_family *f) {
     int slower = large_slowdown(c, f->rel, f->higher_better);
     int held = hold_unrecorded(c, f->method, family_unrecorded(f), family_neighbour_seen(f), 1,
                                worse(f->rel, f->higher_better), &f->verdict);
+    if (!held)
+        held = hold_lopsided(c, f->method, family_speed(f), 1, worse(f->rel, f->higher_better),
+                             &f->verdict);
     if (held) {
         f->held = held;
         f->needed = 0;
@@ -797,7 +837,9 @@ static int hold_metric(const gt_compare *c, cmp_metric *m, double shift_us) {
         m->needed = 1;
     } else if ((held =
                     hold_unrecorded(c, a->method, unrecorded_time(m), neighbour_seen(m),
-                                    !m->in_family, worse(a->rel, m->higher_better), &m->verdict))) {
+                                    !m->in_family, worse(a->rel, m->higher_better), &m->verdict)) ||
+               (held = hold_lopsided(c, a->method, speed_unit(m->unit), !m->in_family,
+                                     worse(a->rel, m->higher_better), &m->verdict))) {
         m->held = held;
         m->needed = 0;
     } else if ((held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, slower,
@@ -932,7 +974,7 @@ typedef struct {
 static void need_one(needs *n, int held, int needed, const char *who, const char *what) {
     n->count++;
     n->held += held != 0;
-    if (held == GT_HELD_UNRECORDED || held == GT_HELD_NEIGHBOUR) {
+    if (held == GT_HELD_UNRECORDED || held == GT_HELD_NEIGHBOUR || held == GT_HELD_LOPSIDED) {
         n->quiet++;
         return;
     }
@@ -960,20 +1002,28 @@ static needs gather_needs(const gt_compare *c) {
     return n;
 }
 
+/* Why the undecided wait for a quiet machine, for the needed line. */
+static const char *quiet_why(const gt_compare *c) {
+    if (c->lopsided == 2)
+        return "NEW's runs ran beside another process and BASE's did not, or times with no "
+               "record of their waits for a CPU";
+    return "times with no record of their waits for a CPU";
+}
+
 void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
     if (!gt_cmp_undecided(c)) return;
     needs n = gather_needs(c);
     if (n.quiet == n.count) {
         fprintf(f,
-                "needed: a run on a quiet machine for the %d undecided (times with no record "
-                "of their waits for a CPU, which no number of runs on a loaded machine "
-                "decides)\n",
-                n.count);
+                "needed: a run on a quiet machine for the %d undecided (%s, which no number "
+                "of runs beside the load decides)\n",
+                n.count, quiet_why(c));
         return;
     }
     char also[96] = "";
     if (n.quiet)
-        snprintf(also, sizeof also, "; %d more need a quiet machine (no wait record)", n.quiet);
+        snprintf(also, sizeof also, "; %d more need a quiet machine (%s)", n.quiet,
+                 c->lopsided == 2 ? "NEW's runs beside a neighbour" : "no wait record");
     int count = n.count - n.quiet;
     if (n.short_base)
         fprintf(f,
@@ -1036,6 +1086,12 @@ void gt_cmp_print_held(const gt_compare *c, int held, int needed, FILE *f) {
                    "other processes kept a core busy with none idle (its cpu_others_cores, "
                    "cpu_idle_cores): no number of runs here takes the neighbour's share off, a "
                    "run on a quiet machine decides it");
+    else if (held == GT_HELD_LOPSIDED)
+        fprintf(f,
+                "; NEW's runs ran on a loaded machine (%d of %d) and BASE's did not (%d of "
+                "%d): a neighbour slows what it does not make wait, so no number of runs here "
+                "decides it, NEW's runs on a quiet machine do",
+                c->runs_loaded[1], c->runs_judged[1], c->runs_loaded[0], c->runs_judged[0]);
     else if (held == GT_HELD_ONE_MEMBER)
         fprintf(f, "; slower by one member alone, on a side of one run (one case can sit in a "
                    "slower state for a whole run): %d more %s would decide",

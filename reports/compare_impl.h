@@ -190,8 +190,14 @@ struct gt_compare {
     int busy_own; /* 1 BASE, 2 NEW: its blocks waited for a CPU far more (compare_state.h) */
     int loaded;   /* a side's blocks waited for a CPU GT_STATE_LOADED of the time or more */
     double busy_share[2]; /* of BASE's, NEW's timed blocks, those that waited */
+    int runs_loaded[2];   /* of BASE's, NEW's runs not set aside, those on a loaded machine */
+    int runs_judged[2];   /* ... and all of them */
+    int lopsided; /* runs not paired: 1 BASE's, 2 NEW's runs on a loaded machine GT_STATE_LOPSIDED
+                     more often than the other side's (another process's load, not busy_own) */
     unsigned char *aside; /* PAIRED: pair i set aside (a run of it on a loaded machine);
                              NULL: none */
+    unsigned char *skip[2]; /* runs not paired: BASE's, NEW's run i set aside (on a loaded
+                               machine, the side keeping enough without); NULL: none */
     int not_comparable;   /* the machine classes differ (fp entries with machine set) and
                              opt.across_machines is 0: speed does not gate */
 };
@@ -230,7 +236,8 @@ int gt_cmp_loaded_by_other(const gt_compare *c);
  * ambiguous slowdown (its run-to-run spread assumed); a side that timed a
  * neighbour in every run; a time with no record of its waits for a CPU on a
  * loaded machine, or whose run saw another process take a core (no number
- * of runs decides it there). */
+ * of runs decides it there); a speed whose NEW runs ran beside another
+ * process far more often than BASE's (c->lopsided: the same). */
 enum {
     GT_HELD_LOADED = 1,
     GT_HELD_ONE_MEMBER = 2,
@@ -239,7 +246,8 @@ enum {
     GT_HELD_STARVED_NEW = 5,
     GT_HELD_STARVED_BOTH = 6,
     GT_HELD_UNRECORDED = 7, /* a time with no wait record, on a loaded machine */
-    GT_HELD_NEIGHBOUR = 8   /* ... whose run saw another process take a core */
+    GT_HELD_NEIGHBOUR = 8,  /* ... whose run saw another process take a core */
+    GT_HELD_LOPSIDED = 9    /* NEW's runs beside a neighbour far more often than BASE's */
 };
 /* "; slower, but ...": a held verdict's reason and the runs that would
  * decide it (needed <= 0: BASE lacks runs). */

@@ -122,6 +122,29 @@ typedef struct gt_state_fit {
  * failed an unchanged stack. */
 #define GT_STATE_LOADED 0.02
 #define GT_STATE_BUSY_OWN_X 3.0
+/* Runs not paired: where the share of one side's runs on a loaded machine
+ * (GT_STATE_LOADED, each run on its own) exceeds the other side's by this
+ * much or more, the sides ran in different load states, and a neighbour
+ * slows the blocks it does not make wait (a core's other hardware thread,
+ * the caches, memory bandwidth): 5 quiet baseline runs against 5 candidate
+ * runs beside a busy process, every run's waits taken off, showed the GEMM
+ * and convolution families +6-9% (conv2d_bwd +8.7% [+0.1%, +18.0%]:
+ * slower). Half: a side's middle run (its median) was loaded and the
+ * other's was not, or its mean moved by half the neighbour's share. */
+#define GT_STATE_LOPSIDED 0.5
+/* Runs not paired: where the shares of the sides' loaded runs differ by this
+ * much or more, each side's loaded runs are set aside where it keeps 3 or
+ * more without (and no fewer); sides loaded alike keep them all (a window
+ * of 2 loaded runs in each side's 5: setting them aside left 3 against 3,
+ * too few for a 20% slower allreduce in 2 of 10 draws, decided with them). */
+#define GT_STATE_UNEVEN 0.25
+/* A run whose report recorded its node's CPU (run.node_load, a job on one
+ * node) with other processes keeping less than this share of a core busy
+ * over the run had no neighbour: where its blocks waited, the stack's own
+ * threads did (it counts as loaded, never as beside a neighbour for
+ * GT_STATE_LOPSIDED and GT_STATE_UNEVEN). Quiet runs of the gate job read
+ * 0.00-0.03 per training case, beside a busy process 0.91-0.98. */
+#define GT_STATE_QUIET_NODE 0.05
 /* A run of a result that recorded the node's CPU (the train suite's
  * cpu_others_cores, cpu_idle_cores: suites/cpu_share.h) had a neighbour
  * where other processes kept GT_STATE_NEIGHBOUR_CORES of a core busy or

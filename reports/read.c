@@ -295,6 +295,12 @@ static int check_top(json_t *root, problem *p) {
     for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
         if (!OPTIONAL(run, strs[k], json_is_string))
             return fail(p, "run.%s is not a string", strs[k]);
+    if (!OPTIONAL(run, "node_load", json_is_object))
+        return fail(p, "run.node_load is not an object");
+    static const char *const node[] = {"cpu_others_cores", "cpu_idle_cores", "seconds"};
+    for (size_t k = 0; k < sizeof node / sizeof node[0]; k++)
+        if (!OPTIONAL(json_object_get(run, "node_load"), node[k], json_is_number))
+            return fail(p, "run.node_load.%s is not a number", node[k]);
     if (!OPTIONAL(root, "summary", json_is_object)) return fail(p, "summary is not an object");
     json_t *sum = json_object_get(root, "summary");
     if (!OPTIONAL(sum, "complete", json_is_boolean))

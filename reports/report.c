@@ -289,6 +289,15 @@ gt_result *gt_report_add_result(gt_report *r, const char *suite, const char *cas
     return res;
 }
 
+void gt_report_set_node_load(gt_report *r, double others, double idle, double seconds) {
+    if (!r || !isfinite(others) || !isfinite(idle) || !(seconds > 0)) return;
+    json_t *n = json_object();
+    json_object_set_new(n, "cpu_others_cores", json_real(others));
+    json_object_set_new(n, "cpu_idle_cores", json_real(idle));
+    json_object_set_new(n, "seconds", json_real(seconds));
+    json_object_set_new(json_object_get(r->root, "run"), "node_load", n);
+}
+
 void gt_report_set_layout(gt_report *r, const char *layout) {
     if (r) snprintf(r->layout, sizeof r->layout, "%s", layout ? layout : "");
 }

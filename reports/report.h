@@ -61,6 +61,13 @@ void gt_report_set_env(gt_report *r, const gt_env *env, const gt_peaks *peaks);
  * within (docs/ci-gating.md). */
 void gt_report_threads(gt_report *r, int per_rank);
 
+/* The node's CPU over the run so far, on rank 0's node (run.node_load): the
+ * cores other processes kept busy (cpu_others_cores: every process but
+ * this executable's, the job's ranks) and the cores left idle
+ * (cpu_idle_cores), averaged over `seconds` from the run's start
+ * (suites/cpu_share.h gt_node_cpu_between). Replaces the last. */
+void gt_report_set_node_load(gt_report *r, double others, double idle, double seconds);
+
 /* The rank-to-core binding: entry r is "host cpus" of world rank r. */
 void gt_report_set_binding(gt_report *r, const char *const *per_rank, int n);
 

@@ -15,7 +15,8 @@
 #      by its estimate, not shown; compare's `needed:` line says how many more
 #      runs would decide: keep more baseline runs (--baseline DIR/) or run again;
 #      or that a run on a quiet machine would (times with no record of their
-#      waits for a CPU, on a loaded machine: the job adds no runs for them).
+#      waits for a CPU, on a loaded machine, or NEW's runs beside a neighbour
+#      that the baseline's runs did not have: the job adds no runs for them).
 #      The baseline is never replaced on 4
 #   5  not comparable: NEW ran on another machine class than the baseline (CPU or
 #      GPU model, topology, threads per rank, ranks); the baseline stays
@@ -194,7 +195,8 @@ look() {
 }
 look
 # more runs decide nothing where every undecided one waits for a quiet machine
-# (times with no record of their waits for a CPU, on a loaded machine)
+# (times with no record of their waits for a CPU, on a loaded machine; NEW's
+# runs on a loaded machine against a baseline's on a quiet one)
 quiet_only() { grep -q '^needed: a run on a quiet machine' "$out/compare.txt"; }
 while [ "$verdict" -eq 4 ] && [ "$done_runs" -lt "$most" ] && ! quiet_only; do
     echo "gate: look at $done_runs run(s): undecided; $(grep -m1 '^needed: ' "$out/compare.txt" || echo 'compare said no more'); one more run"

@@ -16,7 +16,8 @@ trap 'rm -rf "$tmp"' EXIT
 "$g" run --quick --topologies 1 --quiet --report "$tmp/q.json" > "$tmp/q.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] && ok "run --quick exits 0" || { fail "run --quick exited $rc"; tail -15 "$tmp/q.out"; }
-"$check" "$tmp/q.json" --no-errors > "$tmp/check.out" 2>&1 && ok "its report validates" ||
+"$check" "$tmp/q.json" --no-errors --node-load > "$tmp/check.out" 2>&1 &&
+    ok "its report validates (with the node's CPU over the run)" ||
     { fail "report_check"; cat "$tmp/check.out"; }
 for suite in health kernels memory collectives train scaling; do
     grep -q "\"suite\": \"$suite\"" "$tmp/q.json" && ok "suite $suite in the report" ||

@@ -269,8 +269,8 @@ static const bad_file g_files[] = {
     {"no_status.json", DOC(RES("\"checks\": [], \"metrics\": {}")),
      "results[0] has no string 'status'", GT_ERR_INVALID},
     {"topology_number.json",
-     DOC("{\"suite\": \"s\", \"case\": \"a\", \"topology\": 1, \"backend\": \"cpu\", "
-         OK_FIELDS "}"),
+     DOC("{\"suite\": \"s\", \"case\": \"a\", \"topology\": 1, \"backend\": \"cpu\", " OK_FIELDS
+         "}"),
      "results[0] has no string 'topology'", GT_ERR_INVALID},
     /* both took these; compare misread them (a status it did not know was an
      * error to it, a missing "better" higher, a string sample skipped) */
@@ -316,16 +316,19 @@ static const bad_file g_files[] = {
      DOC(RES("\"status\": \"pass\", \"checks\": [], \"metrics\": {\"t\": {\"better\": "
              "\"lower\", \"samples\": [1, 2], \"cpu_wait\": [0.1, \"x\"]}}")),
      "metrics.t.cpu_wait[1] is not a number or null", GT_ERR_INVALID},
-    {"series_string.json",
-     DOC(RES(OK_FIELDS ", \"series\": {\"loss\": [4.0, \"x\"]}")),
+    {"series_string.json", DOC(RES(OK_FIELDS ", \"series\": {\"loss\": [4.0, \"x\"]}")),
      "results[0] (s/a).series.loss[1] is not a number or null", GT_ERR_INVALID},
     {"result_number.json", DOC("1"), "results[0] is not an object", GT_ERR_INVALID},
-    {"run_id_number.json", "{\"schema_version\": 1, \"run\": {\"id\": 5}, \"env\": {}, "
-                           "\"results\": []}",
+    {"run_id_number.json",
+     "{\"schema_version\": 1, \"run\": {\"id\": 5}, \"env\": {}, "
+     "\"results\": []}",
      "run.id is not a string", GT_ERR_INVALID},
+    {"node_load_text.json",
+     "{\"schema_version\": 1, \"run\": {\"node_load\": {\"cpu_others_cores\": \"x\"}}, "
+     "\"env\": {}, \"results\": []}",
+     "run.node_load.cpu_others_cores is not a number", GT_ERR_INVALID},
     /* the incomplete marker (docs/report-schema.md, "Incomplete reports") */
-    {"complete_string.json",
-     "{" R0 ", \"summary\": {\"complete\": \"no\"}, \"results\": []}",
+    {"complete_string.json", "{" R0 ", \"summary\": {\"complete\": \"no\"}, \"results\": []}",
      "summary.complete is not true or false", GT_ERR_INVALID},
     {"reason_number.json",
      "{" R0 ", \"summary\": {\"complete\": false, \"incomplete\": {\"reason\": 5}}, "
@@ -337,8 +340,7 @@ static const bad_file g_files[] = {
     {"empty.json", "", "is not JSON: the file is empty", GT_ERR_INVALID},
     {"open.json", "{\"schema_version\": 1, \"results\": [", "is not JSON: it ends early",
      GT_ERR_INVALID},
-    {"garbage.json", "{\"schema_version\": 1,, \"results\": []}", "is not JSON: ",
-     GT_ERR_INVALID},
+    {"garbage.json", "{\"schema_version\": 1,, \"results\": []}", "is not JSON: ", GT_ERR_INVALID},
     {"v0.json", "{\"schema_version\": 0, \"run\": {}, \"env\": {}, \"results\": []}",
      "has schema_version 0; versions start at 1", GT_ERR_INVALID},
     {"v99.json", "{\"schema_version\": 99, \"run\": {}, \"env\": {}, \"results\": []}",

@@ -105,13 +105,15 @@ static void check_memory_kinds(json_t *r, size_t i) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: report_check FILE [--steps N] [--status S] [--zero-check NAME] "
-                        "[--no-failed-checks] [--except NAME] [--no-errors] [--telemetry]\n");
+                        "[--no-failed-checks] [--except NAME] [--no-errors] [--telemetry] "
+                        "[--node-load]\n");
         return 2;
     }
     long steps = -1;
     const char *want_status = NULL, *zero_check = NULL;
     const char *except[16];
-    int n_except = 0, no_failed = 0, no_errors = 0, want_telemetry = 0, want_complete = -1;
+    int n_except = 0, no_failed = 0, no_errors = 0, want_telemetry = 0, want_complete = -1,
+        want_node = 0;
     const char *want_reason = NULL;
     long min_steps = -1;
     for (int i = 2; i < argc; i++) {
@@ -124,6 +126,8 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--no-failed-checks") == 0) no_failed = 1;
         else if (strcmp(argv[i], "--no-errors") == 0) no_errors = 1;
         else if (strcmp(argv[i], "--telemetry") == 0) want_telemetry = 1;
+        else if (strcmp(argv[i], "--node-load") == 0)
+            want_node = 1;
         else if (strcmp(argv[i], "--complete") == 0) want_complete = 1;
         else if (strcmp(argv[i], "--incomplete") == 0) want_complete = 0;
         else if (strcmp(argv[i], "--reason") == 0 && has_value) want_reason = argv[++i];
@@ -150,6 +154,14 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
         NEED(json_is_string(get(root, strings[i])), "%s missing or not a string", strings[i]);
     NEED(json_is_array(get(root, "run.command_line")), "run.command_line is not an array");
+    /* the node's CPU over the run (gauntlet run): three numbers, none negative */
+    json_t *node = get(root, "run.node_load");
+    NEED(!want_node || json_is_object(node), "run.node_load missing");
+    static const char *const node_keys[] = {"cpu_others_cores", "cpu_idle_cores", "seconds"};
+    for (size_t k = 0; node && k < 3; k++)
+        NEED(json_is_number(get(node, node_keys[k])) &&
+                 json_number_value(get(node, node_keys[k])) >= 0,
+             "run.node_load.%s missing or negative", node_keys[k]);
     NEED(json_is_integer(get(root, "env.cpu.logical")), "env.cpu.logical missing");
     /* the BLAS kernel: a string with BLAS, null without; its threads per call */
     NEED(json_is_string(get(root, "env.blas.core")) || json_is_null(get(root, "env.blas.core")),
