@@ -824,7 +824,8 @@ static void metric_undecided(const gt_compare *c, cmp_metric *m, int rejected, i
 
 /* The rules that hold a metric's verdict UNDECIDED whatever its interval
  * says, in order: a side that timed only the neighbour, a time with no wait
- * record on a loaded machine, a loaded machine with few runs, one run a
+ * record on a loaded machine, a speed whose NEW runs ran beside a
+ * neighbour and BASE's did not, a loaded machine with few runs, one run a
  * side's large estimate. Returns 1 when one held it (m->held, m->needed
  * set). */
 static int hold_metric(const gt_compare *c, cmp_metric *m, double shift_us) {
