@@ -1034,10 +1034,13 @@ void gt_cmp_print_needed(const gt_compare *c, FILE *f) {
     else if (n.over)
         fprintf(f,
                 "needed: more than 1000 %s for at least one of the %d undecided (its spread is "
-                "too wide for its estimate): %sreduce the noise or raise --threshold%s\n",
+                "too wide for its estimate): %s%s or raise --threshold%s\n",
                 unit_of_reps(c), count,
                 new_side_grows(c) ? "keep more baseline runs (their share of the spread stays), "
                                   : "",
+                gt_cmp_loaded_by_other(c) ? "run both sides on a machine left to the job (a "
+                                            "neighbour widens the spread)"
+                                          : "reduce the noise",
                 also);
     else
         fprintf(f,
