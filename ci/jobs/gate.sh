@@ -221,7 +221,7 @@ case $verdict in
     3) echo "gate: FAIL: NEW must not ship (details above, $out/junit.xml, $out/compare.html)"; exit 3 ;;
     4)
         echo "gate: UNDECIDED: a change above the threshold is not yet shown or ruled out (see the needed: line above)"
-        quiet_only && echo "gate: the machine was loaded (another process) and what is undecided has no record of its waits for a CPU: run the job again when the machine is left to it"
+        quiet_only && echo "gate: the machine was loaded (another process) and what is undecided needs a quiet machine (no record of its waits for a CPU, or NEW's runs beside a neighbour the baseline's runs did not have): run the job again when the machine is left to it"
         # one baseline report and one run is one run a side, which assumes how runs differ
         is_dir || echo "gate: a baseline of one report is one run a side: keep a baseline directory (--baseline DIR/, --accept keeps GATE_KEEP runs) and the job adds runs of NEW (--runs 1:5) until the gate decides"
         exit 4 ;;
