@@ -649,6 +649,14 @@ static int family_speed(const cmp_family *f) {
     return f->n > 0 && speed_unit(f->mem[0]->unit);
 }
 
+/* The slowdown an interval [lo, hi] of rel shows at least, as a factor
+ * (NEW's time over BASE's; a rate's BASE over NEW): its end nearest no
+ * change. NAN where there is no interval. */
+static double least_slowdown(double lo, double hi, int higher_better) {
+    if (!higher_better) return 1.0 + lo;
+    return 1.0 + hi > 0 ? 1.0 / (1.0 + hi) : INFINITY;
+}
+
 /* A speed (`speed`) of runs not paired whose NEW runs ran on a loaded
  * machine far more often than BASE's (c->lopsided 2: a baseline kept on a
  * quiet machine, candidate runs beside a busy process), slower shown, or
@@ -659,10 +667,13 @@ static int family_speed(const cmp_family *f) {
  * families +6-9% there, conv2d_bwd shown slower). NEW's runs on a quiet
  * machine decide it, or BASE's beside the same load; more runs here do not.
  * Slower NEW beside a loaded BASE (lopsided 1) is judged: the load slowed
- * the other side. Returns GT_HELD_LOPSIDED, 0: not held. */
+ * the other side; so is a slowdown shown beyond what a neighbour makes
+ * (`least_factor`, least_slowdown, above GT_STATE_NEIGHBOUR_MAX).
+ * Returns GT_HELD_LOPSIDED, 0: not held. */
 static int hold_lopsided(const gt_compare *c, gt_compare_method m, int speed, int gates,
-                         double worse_by, gt_verdict *v) {
+                         double worse_by, double least_factor, gt_verdict *v) {
     if (c->lopsided != 2 || !speed || m == GT_METHOD_PAIRED || c->opt.checks_only) return 0;
+    if (least_factor > GT_STATE_NEIGHBOUR_MAX) return 0;
     if (!slow_doubt(c, m, gates, worse_by, *v)) return 0;
     *v = GT_VERDICT_UNDECIDED;
     return GT_HELD_LOPSIDED;
@@ -753,7 +764,7 @@ static int hold_family(const gt_compare *c, cmp_family *f) {
                                worse(f->rel, f->higher_better), &f->verdict);
     if (!held)
         held = hold_lopsided(c, f->method, family_speed(f), 1, worse(f->rel, f->higher_better),
-                             &f->verdict);
+                             least_slowdown(f->lo, f->hi, f->higher_better), &f->verdict);
     if (held) {
         f->held = held;
         f->needed = 0;
@@ -839,8 +850,10 @@ static int hold_metric(const gt_compare *c, cmp_metric *m, double shift_us) {
     } else if ((held =
                     hold_unrecorded(c, a->method, unrecorded_time(m), neighbour_seen(m),
                                     !m->in_family, worse(a->rel, m->higher_better), &m->verdict)) ||
-               (held = hold_lopsided(c, a->method, speed_unit(m->unit), !m->in_family,
-                                     worse(a->rel, m->higher_better), &m->verdict))) {
+               (held =
+                    hold_lopsided(c, a->method, speed_unit(m->unit), !m->in_family,
+                                  worse(a->rel, m->higher_better),
+                                  least_slowdown(m->lo, m->hi, m->higher_better), &m->verdict))) {
         m->held = held;
         m->needed = 0;
     } else if ((held = hold_loaded(c, a->method, m->runs_b, m->runs_n, !m->in_family, slower,

@@ -132,6 +132,15 @@ typedef struct gt_state_fit {
  * slower). Half: a side's middle run (its median) was loaded and the
  * other's was not, or its mean moved by half the neighbour's share. */
 #define GT_STATE_LOPSIDED 0.5
+/* ... but a neighbour that does not make a block wait slows it by less
+ * than this factor: sharing a core's other hardware thread costs a
+ * compute-bound kernel at most about 1.7x, the caches and memory bandwidth
+ * less (the gate job's families +6-9% beside a busy process). A slowdown
+ * whose interval's near end exceeds it (NEW's time over BASE's, a rate's
+ * inverse) is judged where the sides ran in different load states: a
+ * 10 ms delay injected into a 1 us kernel was held UNDECIDED because one
+ * block of NEW's one run waited (harness.jobs.cpu under ctest -j2). */
+#define GT_STATE_NEIGHBOUR_MAX 2.0
 /* Runs not paired: where the shares of the sides' loaded runs differ by this
  * much or more, each side's loaded runs are set aside where it keeps 3 or
  * more without (and no fewer); sides loaded alike keep them all (a window

@@ -1965,7 +1965,8 @@ static void expect_sides(const char *dir, const gt_compare_options *o, int want,
  * slower fails; 3 of 5 loaded are too many to set aside and hold it
  * UNDECIDED. Where each run's node record saw no other process (0.01 of a
  * core), NEW's waits were its own threads: the same 10% fails; a record
- * that saw one (0.9) holds it. */
+ * that saw one (0.9) holds it. A slowdown shown beyond what a neighbour
+ * makes without a wait (3x) fails; 1.8x is held. */
 static void test_lopsided_load(void) {
     const double same[6] = {1, 1, 1, 1, 1, 1}, x12[6] = {1.2, 1.2, 1.2, 1.2, 1.2, 1.2};
     const double x125[6] = {1.25, 1.25, 1.25, 1.25, 1.25, 1.25};
@@ -1990,6 +1991,13 @@ static void test_lopsided_load(void) {
     expect_sides("lop_win_x12", &o, GT_DECISION_MUST_NOT, 0, "2 of NEW's set aside", NULL);
     write_runs_load("lop_most", 5, 5, same, most, 1.1, 1, 140);
     expect_sides("lop_most", &o, GT_DECISION_UNDECIDED, 0, "(3 of 5) and BASE's did not", NULL);
+    /* beyond what a neighbour makes without a wait (GT_STATE_NEIGHBOUR_MAX)
+     * a slowdown is judged: 3x slower fails, 1.8x is held */
+    const double x3[6] = {3, 3, 3, 3, 3, 3}, x18[6] = {1.8, 1.8, 1.8, 1.8, 1.8, 1.8};
+    write_runs_load("lop_x3", 5, 5, x3, new_loaded, 1.0, 1, 140);
+    expect_sides("lop_x3", &o, GT_DECISION_MUST_NOT, 0, NULL, NULL);
+    write_runs_load("lop_x18", 5, 5, x18, new_loaded, 1.0, 1, 140);
+    expect_sides("lop_x18", &o, GT_DECISION_UNDECIDED, 0, "(5 of 5) and BASE's did not", NULL);
     /* each run's node record: where no other process took a core's share,
      * NEW's waits were its own threads, and its slowdown is judged */
     g_node_others = 0.01;
