@@ -144,6 +144,13 @@ extern "C" {
  * gated only beyond this factor (either way): A/A pairs on a 2-core VM
  * showed single cases 1.8-2.5x slower for a whole run (docs/ci-gating.md). */
 #define GT_COMPARE_ALONE_FACTOR 3.0
+/* ... and up to this factor such a member slower is UNDECIDED, not gated
+ * either way: on an AMD Zen 5 VM one size of one collective sat 4-7.5x
+ * slower for a whole A/A run (broadcast bf16 262144 B: 13-35 us in 15
+ * runs, 105 us in one), and one run a side failed 2 of 10 A/A draws of
+ * collectives on it (docs/ci-gating.md, "An AMD Zen 5 VM"). More runs
+ * decide it; beyond this factor it is gated. */
+#define GT_COMPARE_ALONE_DECIDE 10.0
 /* Runs a side on a loaded machine (another process's load) before a
  * slowdown shown between runs fails the gate; with fewer it is UNDECIDED: a
  * neighbour can slow a whole family for one run, unseen by the wait probe

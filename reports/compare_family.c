@@ -868,6 +868,22 @@ static int hold_metric(const gt_compare *c, cmp_metric *m, double shift_us) {
     return held != 0;
 }
 
+/* A side of one run: a member shown slower beyond GT_COMPARE_ALONE_FACTOR
+ * while none of its families moved, by less than GT_COMPARE_ALONE_DECIDE
+ * (`factor`), is UNDECIDED (GT_HELD_ONE_MEMBER): one case of a run can sit
+ * that far off for the whole run, and more runs show whether it stays.
+ * Returns 1 when it held it. */
+static int hold_alone(const gt_compare *c, cmp_metric *m, double factor) {
+    if (!one_run_side(&m->a, m) || !m->in_family || m->family_moved ||
+        m->verdict != GT_VERDICT_SLOWER || !(factor < GT_COMPARE_ALONE_DECIDE) ||
+        c->opt.checks_only)
+        return 0;
+    m->verdict = GT_VERDICT_UNDECIDED;
+    m->held = GT_HELD_ONE_MEMBER;
+    m->needed = GT_COMPARE_LOADED_RUNS - 1;
+    return 1;
+}
+
 /* A metric's interval: on the log scale for pairs (its se is a log one),
  * linear for runs and blocks (se relative to BASE's level). */
 static void decide_metric(const gt_compare *c, cmp_metric *m) {
@@ -926,6 +942,7 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
     }
     m->verdict = judge(a->rel, m->lo, m->hi, rejected, m->higher_better, c->opt.threshold,
                        undecide);
+    if (hold_alone(c, m, factor)) return;
     if (!hold_metric(c, m, shift_us) && m->verdict == GT_VERDICT_UNDECIDED)
         metric_undecided(c, m, rejected, undecide);
 }

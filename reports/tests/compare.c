@@ -1056,10 +1056,12 @@ static gt_compare *one_run_a_side(const char *name, const double f[4]) {
 /* One run a side (assumed noise): a case that moved while its op did not is
  * not gated below GT_COMPARE_ALONE_FACTOR (an A/A run can hold one case in a
  * 2x state), and is said so; its op, estimated +41% but not shown, is
- * undecided (more runs tell a state from a change); its op moving, or a
- * move beyond the factor, gates. */
+ * undecided (more runs tell a state from a change); its op moving gates; a
+ * move beyond the factor (4x) is undecided ("slower by one member alone"),
+ * beyond GT_COMPARE_ALONE_DECIDE (12x) it gates. */
 static void test_one_run_alone(void) {
     const double one[4] = {2.0, 1, 1, 1}, both[4] = {2.0, 2.0, 1, 1}, huge[4] = {4.0, 1, 1, 1};
+    const double x12[4] = {12.0, 1, 1, 1};
     gt_compare *c = one_run_a_side("alone", one);
     if (c) {
         char *t = printed(c);
@@ -1078,6 +1080,14 @@ static void test_one_run_alone(void) {
         gt_compare_free(c);
     }
     c = one_run_a_side("huge", huge);
+    if (c) {
+        char *t = printed(c);
+        EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED);
+        EXPECT(t && strstr(t, "slower by one member alone, on a side of one run"));
+        free(t);
+        gt_compare_free(c);
+    }
+    c = one_run_a_side("x12", x12);
     if (c) {
         EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
         gt_compare_free(c);
@@ -1526,13 +1536,15 @@ static void write_two_shape_runs(const char *dir, const double *run, int runs, d
  * not measured, and one case of a run can sit in a 2x state for the whole
  * run (an A/A history gate of the collectives failed on allreduce/int64/avg
  * 32 KiB at +90% in one run). A member moves only with its family, or
- * beyond GT_COMPARE_ALONE_FACTOR, and the output says so. */
+ * beyond GT_COMPARE_ALONE_FACTOR (4x: undecided; 12x, beyond
+ * GT_COMPARE_ALONE_DECIDE: gated), and the output says so. */
 static void test_one_candidate_alone(void) {
     static const double base[4] = {1.0, 1.03, 0.98, 1.01}, one[1] = {1.0};
     write_op_runs("oc_base", base, 4, 1, 1);
     write_op_runs("oc_alone", one, 1, 2, 1);
     write_op_runs("oc_all", one, 1, 2, 2);
     write_op_runs("oc_huge", one, 1, 4, 1);
+    write_op_runs("oc_x12", one, 1, 12, 1);
     gt_compare *c = dirs("oc_base", "oc_alone/run0.json", NULL);
     if (c) {
         char *t = printed(c);
@@ -1547,6 +1559,11 @@ static void test_one_candidate_alone(void) {
         gt_compare_free(c);
     }
     c = dirs("oc_base", "oc_huge/run0.json", NULL);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED);
+        gt_compare_free(c);
+    }
+    c = dirs("oc_base", "oc_x12/run0.json", NULL);
     if (c) {
         EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
         gt_compare_free(c);
@@ -1620,7 +1637,7 @@ static gt_compare *one_run_states(const char *name, double f, int states) {
  * unmoved, is not gated, since the far state alone takes a 1 MiB
  * collective 4x on this project's VM (the collective, estimated slower but
  * not shown, is undecided); without states 4x is beyond
- * GT_COMPARE_ALONE_FACTOR and gates. */
+ * GT_COMPARE_ALONE_FACTOR and undecided, 12x gates. */
 static void test_alone_states(void) {
     gt_compare *c = one_run_states("as_states", 4.0, 1);
     if (c) {
@@ -1632,6 +1649,11 @@ static void test_alone_states(void) {
         gt_compare_free(c);
     }
     c = one_run_states("as_none", 4.0, 0);
+    if (c) {
+        EXPECT(gt_compare_decide(c) == GT_DECISION_UNDECIDED);
+        gt_compare_free(c);
+    }
+    c = one_run_states("as_x12", 12.0, 0);
     if (c) {
         EXPECT(gt_compare_decide(c) == GT_DECISION_MUST_NOT);
         gt_compare_free(c);
