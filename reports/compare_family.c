@@ -833,18 +833,39 @@ static void metric_undecided(const gt_compare *c, cmp_metric *m, int rejected, i
     mark_reach(c, m->verdict, m->needed, reps, &m->beyond_reach);
 }
 
+/* How far a metric moved either way, as a factor (1: not at all). */
+static double change_factor(double rel) {
+    return rel > -1 ? fmax(1 + rel, 1 / (1 + rel)) : INFINITY;
+}
+
+/* A side of one run: a member shown slower beyond GT_COMPARE_ALONE_FACTOR
+ * while none of its families moved, by less than GT_COMPARE_ALONE_DECIDE,
+ * is UNDECIDED: one case of a run can sit that far off for the whole run,
+ * and more runs show whether it stays. Returns GT_HELD_ONE_MEMBER, 0: not
+ * held. */
+static int hold_alone(const gt_compare *c, const cmp_metric *m, gt_verdict *v) {
+    if (!one_run_side(&m->a, m) || !m->in_family || m->family_moved || *v != GT_VERDICT_SLOWER ||
+        !(change_factor(m->a.rel) < GT_COMPARE_ALONE_DECIDE) || c->opt.checks_only)
+        return 0;
+    *v = GT_VERDICT_UNDECIDED;
+    return GT_HELD_ONE_MEMBER;
+}
+
 /* The rules that hold a metric's verdict UNDECIDED whatever its interval
- * says, in order: a side that timed only the neighbour, a time with no wait
- * record on a loaded machine, a speed whose NEW runs ran beside a
- * neighbour and BASE's did not, a loaded machine with few runs, one run a
- * side's large estimate. Returns 1 when one held it (m->held, m->needed
+ * says, in order: a member alone on a side of one run, a side that timed
+ * only the neighbour, a time with no wait record on a loaded machine, a
+ * speed whose NEW runs ran beside a neighbour and BASE's did not, a loaded
+ * machine with few runs, one run a side's large estimate. Returns 1 when one held it (m->held, m->needed
  * set). */
 static int hold_metric(const gt_compare *c, cmp_metric *m, double shift_us) {
     const assessment *a = &m->a;
     int slower = large_slowdown(c, a->rel, m->higher_better);
     int threshold_slower = worse(a->rel, m->higher_better) >= c->opt.threshold;
-    int held = hold_starved(c, m, threshold_slower, &m->verdict);
+    int held = hold_alone(c, m, &m->verdict);
     if (held) {
+        m->held = held;
+        m->needed = GT_COMPARE_LOADED_RUNS - 1;
+    } else if ((held = hold_starved(c, m, threshold_slower, &m->verdict))) {
         m->held = held;
         m->needed = 1;
     } else if ((held =
@@ -866,22 +887,6 @@ static int hold_metric(const gt_compare *c, cmp_metric *m, double shift_us) {
         m->needed = held;
     }
     return held != 0;
-}
-
-/* A side of one run: a member shown slower beyond GT_COMPARE_ALONE_FACTOR
- * while none of its families moved, by less than GT_COMPARE_ALONE_DECIDE
- * (`factor`), is UNDECIDED (GT_HELD_ONE_MEMBER): one case of a run can sit
- * that far off for the whole run, and more runs show whether it stays.
- * Returns 1 when it held it. */
-static int hold_alone(const gt_compare *c, cmp_metric *m, double factor) {
-    if (!one_run_side(&m->a, m) || !m->in_family || m->family_moved ||
-        m->verdict != GT_VERDICT_SLOWER || !(factor < GT_COMPARE_ALONE_DECIDE) ||
-        c->opt.checks_only)
-        return 0;
-    m->verdict = GT_VERDICT_UNDECIDED;
-    m->held = GT_HELD_ONE_MEMBER;
-    m->needed = GT_COMPARE_LOADED_RUNS - 1;
-    return 1;
 }
 
 /* A metric's interval: on the log scale for pairs (its se is a log one),
@@ -930,7 +935,7 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
      * member's rounds in a run, unseen by the wait probe (docs/ci-gating.md,
      * "Adaptive candidate runs"). */
     int rejected = m->rejected;
-    double factor = a->rel > -1 ? fmax(1 + a->rel, 1 / (1 + a->rel)) : INFINITY;
+    double factor = change_factor(a->rel);
     int lone_run = one_run_side(a, m) &&
                    (factor < GT_COMPARE_ALONE_FACTOR || m->state.outcome == GT_STATE_CONFOUNDED);
     double shift_us = shift_us_of(m);
@@ -942,7 +947,6 @@ static void decide_metric(const gt_compare *c, cmp_metric *m) {
     }
     m->verdict = judge(a->rel, m->lo, m->hi, rejected, m->higher_better, c->opt.threshold,
                        undecide);
-    if (hold_alone(c, m, factor)) return;
     if (!hold_metric(c, m, shift_us) && m->verdict == GT_VERDICT_UNDECIDED)
         metric_undecided(c, m, rejected, undecide);
 }
