@@ -545,7 +545,7 @@ gt_status gt_env_collect_job(gt_env *e, unsigned flags) {
 #else
     snprintf(e->cuda, sizeof e->cuda, "absent");
 #endif
-    gt_env_collect_gpu(e);
+    gt_env_collect_gpu(e, flags);
     read_vars(e);
     return GT_OK;
 }

@@ -84,7 +84,8 @@ typedef struct gt_env {
      * uses CUDA: "<version> (<path loaded>)" or "absent (<short reason>)". */
     char cuda_driver[GT_ENV_STR]; /* "580.65.06, CUDA 13.0 (/usr/lib/.../libcuda.so.1)" */
     char cuda_runtime[GT_ENV_STR];/* libcudart: "13.0 (...)" */
-    char cublas[GT_ENV_STR];      /* libcublasLt: "13.1.0 (...)" */
+    char cublas[GT_ENV_STR];      /* libcublasLt: "13.1.0 (...)", or "not read: ..."
+                                   * on a host without a CUDA device (GT_ENV_ALL_LIBS) */
     char cudnn[GT_ENV_STR];       /* "9.19.0 (...)" */
     char nccl[GT_ENV_STR];        /* "2.28.9 (...)" */
     int n_gpus;                   /* 0 without libcuda or without a usable device */
@@ -119,6 +120,11 @@ gt_status gt_env_collect(gt_env *out);
  * starts no MPI and launches none) leaves MPI_T unread and records
  * transport.mpi_t = "not read: this job uses no MPI" in its place. */
 #define GT_ENV_NO_MPI 1u
+/* GT_ENV_ALL_LIBS reads cuBLASLt's version on a host without a CUDA device
+ * too (gauntlet env). Without it such a host records env.software.cublas as
+ * "not read: ...": opening the library costs a third of a second, and
+ * nothing there can run on it (gt_env_collect_gpu). */
+#define GT_ENV_ALL_LIBS 2u
 gt_status gt_env_collect_job(gt_env *out, unsigned flags);
 /* The threads an OpenMP parallel region gets once `asked` (> 0) are
  * requested, as the cpu backend requests them (omp_set_num_threads, which
@@ -130,8 +136,10 @@ void gt_env_release(gt_env *e);
 /* Part of gt_env_collect: fills cuda_driver .. nccl and gpus by loading the
  * CUDA libraries with dlopen (nothing is linked, no header needed), first by
  * name, then from /usr/local/cuda/lib64 and the nvidia/<pkg>/lib folders of
- * Python wheels. Never fails; cuInit runs only when libcuda.so.1 loads. */
-void gt_env_collect_gpu(gt_env *e);
+ * Python wheels. cuBLASLt's version is read where a CUDA device is, where
+ * this process has the library loaded already, or with GT_ENV_ALL_LIBS.
+ * Never fails; cuInit runs only when libcuda.so.1 loads. */
+void gt_env_collect_gpu(gt_env *e, unsigned flags);
 
 /* One reading of a GPU's clocks and health, taken around a case (the
  * report's per-result "telemetry"). Numbers are -1 when NVML did not give

@@ -491,7 +491,25 @@ static void probe_driver(gt_env *e) {
     }
 }
 
-void gt_env_collect_gpu(gt_env *e) {
+/* Whether cuBLASLt's version is read. Opening the library costs a third of a
+ * second (its relocations and constructors), more than the rest of the
+ * fingerprint together; on a host without a CUDA device nothing runs on it,
+ * so a run there leaves it unread, unless this process has it loaded already
+ * or the caller asks (GT_ENV_ALL_LIBS). */
+static int cublaslt_wanted(const gt_env *e, unsigned flags) {
+    if (e->n_gpus > 0 || (flags & GT_ENV_ALL_LIBS)) return 1;
+    static const char *const loaded[] = {"libcublasLt.so.13", "libcublasLt.so.12"};
+    for (size_t i = 0; i < sizeof loaded / sizeof loaded[0]; i++) {
+        void *h = dlopen(loaded[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            dlclose(h);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void gt_env_collect_gpu(gt_env *e, unsigned flags) {
     e->n_gpus = 0;
     probe_driver(e);
     if (GT_CUDA_EMULATOR) {
@@ -506,7 +524,11 @@ void gt_env_collect_gpu(gt_env *e) {
     }
     lib_dirs dirs = {0};
     probe_version_lib(LIB_CUDART, &dirs, e->cuda_runtime, sizeof e->cuda_runtime);
-    probe_version_lib(LIB_CUBLASLT, &dirs, e->cublas, sizeof e->cublas);
+    if (cublaslt_wanted(e, flags))
+        probe_version_lib(LIB_CUBLASLT, &dirs, e->cublas, sizeof e->cublas);
+    else
+        snprintf(e->cublas, sizeof e->cublas,
+                 "not read: no CUDA device here, nothing runs on it (gauntlet env reads it)");
     probe_version_lib(LIB_CUDNN, &dirs, e->cudnn, sizeof e->cudnn);
     probe_version_lib(LIB_NCCL, &dirs, e->nccl, sizeof e->nccl);
     dirs_free(&dirs);

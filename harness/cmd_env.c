@@ -59,7 +59,8 @@ int gt_cmd_env(int argc, char **argv) {
     }
     if (err) return GT_EXIT_USAGE;
     gt_env e;
-    gt_status s = gt_env_collect(&e);
+    /* what is installed, cuBLASLt's version too where no GPU is */
+    gt_status s = gt_env_collect_job(&e, GT_ENV_ALL_LIBS);
     if (s != GT_OK) return gt_fail("env", s);
     printf("host        %s\n", e.host);
     printf("os          %s\n", e.os);

@@ -472,8 +472,17 @@ static char *json_text(json_t *j) {
     return s ? s : strdup("?");
 }
 
+/* A value its run chose not to read ("not read: ...": env.software.cublas on a
+ * host without a CUDA device, report-schema.md): unknown, not a value. */
+static int fp_unread(json_t *j) {
+    const char *s = json_string_value(j);
+    return s && strncmp(s, "not read", 8) == 0;
+}
+
 static int fp_add(gt_compare *c, const char *key, json_t *a, json_t *b) {
     if ((!a && !b) || (a && b && json_equal(a, b))) return 0;
+    /* both recorded, one unread: nothing says they differ */
+    if (a && b && (fp_unread(a) || fp_unread(b))) return 0;
     for (size_t i = 0; i < c->nfp; i++) /* listed already (the class is listed first) */
         if (!strncmp(c->fp[i].key, "env.", 4) && !strcmp(c->fp[i].key + 4, key)) return 0;
     fp_diff *n = realloc(c->fp, (c->nfp + 1) * sizeof *n);

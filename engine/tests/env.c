@@ -1,5 +1,6 @@
 /* gt_env_collect on this host: every string is terminated and filled, the
- * CUDA fields found by dlopen either carry a version or say why not, and
+ * CUDA fields found by dlopen either carry a version or say why not (cuBLASLt
+ * unread without a device unless asked for), and
  * GPUs are listed only when the driver loads. Where the CUDA toolkit's
  * library folder exists, the libraries in it must be found through it even
  * without LD_LIBRARY_PATH. env.transport records the transport variables. */
@@ -89,9 +90,24 @@ static void check_transport(void) {
     gt_env_release(&e);
 }
 
-int main(void) {
+/* A run's fingerprint on a host without a CUDA device leaves cuBLASLt's
+ * version unread (opening the library costs a third of a second, nothing
+ * there runs on it) and says so; gauntlet env's (GT_ENV_ALL_LIBS) reads it. */
+static void check_cublas_unread(void) {
     gt_env e;
     CHECK_OK(gt_env_collect(&e));
+    if (GT_CUDA_EMULATOR || e.n_gpus > 0)
+        check_lib_field("cublas", e.cublas, sizeof e.cublas);
+    else
+        CHECK(strncmp(e.cublas, "not read: no CUDA device", 24) == 0,
+              "a run's fingerprint without a device has cublas = '%s'", e.cublas);
+    gt_env_release(&e);
+}
+
+int main(void) {
+    check_cublas_unread();
+    gt_env e;
+    CHECK_OK(gt_env_collect_job(&e, GT_ENV_ALL_LIBS));
 
     const struct {
         const char *name;
@@ -158,7 +174,7 @@ int main(void) {
 
     /* a second collection sees the same libraries (nothing left half-open) */
     gt_env again;
-    CHECK_OK(gt_env_collect(&again));
+    CHECK_OK(gt_env_collect_job(&again, GT_ENV_ALL_LIBS));
     CHECK(strcmp(again.cuda_runtime, e.cuda_runtime) == 0 && strcmp(again.nccl, e.nccl) == 0 &&
               again.n_gpus == e.n_gpus,
           "second collection differs: '%s' vs '%s'", again.cuda_runtime, e.cuda_runtime);

@@ -14,6 +14,7 @@
 
 #include "engine/env.h"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cublaslt_load.h"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/ops_cuda_vision.h"
 #include "kernels/registry.h"
@@ -421,6 +422,10 @@ static gt_status impl_init(gt_cuda_impl *im, int dev) {
              im->sm, rt / 1000, (rt % 1000) / 10);
     GT_CUDA_TRY(cudaStreamCreate(&im->stream));
 #if GT_HAVE_CUBLAS
+#ifndef GT_CUDA_EMU
+    char why[512];
+    if (gt_cublaslt_load(why, sizeof why) != 0) return GT_ERR(GT_ERR_UNSUPPORTED, "%s", why);
+#endif
     GT_CUBLAS_TRY(cublasLtCreate(&im->lt));
     GT_CUDA_TRY(cudaMalloc(&im->lt_workspace, GT_CUDA_LT_WORKSPACE_BYTES));
     im->lt_workspace_bytes = GT_CUDA_LT_WORKSPACE_BYTES;
