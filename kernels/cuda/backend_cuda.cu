@@ -423,8 +423,10 @@ static gt_status impl_init(gt_cuda_impl *im, int dev) {
     GT_CUDA_TRY(cudaStreamCreate(&im->stream));
 #if GT_HAVE_CUBLAS
 #ifndef GT_CUDA_EMU
+    /* a device without its BLAS is a broken install, not a host without a GPU:
+     * an error, never a skip */
     char why[512];
-    if (gt_cublaslt_load(why, sizeof why) != 0) return GT_ERR(GT_ERR_UNSUPPORTED, "%s", why);
+    if (gt_cublaslt_load(why, sizeof why) != 0) return GT_ERR(GT_ERR_DEVICE, "%s", why);
 #endif
     GT_CUBLAS_TRY(cublasLtCreate(&im->lt));
     GT_CUDA_TRY(cudaMalloc(&im->lt_workspace, GT_CUDA_LT_WORKSPACE_BYTES));
