@@ -209,14 +209,17 @@ static void version3(char *buf, size_t len, long v, long first_new) {
 
 typedef enum { LIB_CUDART, LIB_CUBLASLT, LIB_CUDNN, LIB_NCCL } lib_kind;
 
+/* cuBLASLt's names, newest first: probed for its version, and asked whether
+ * this process has it loaded (cublaslt_wanted) */
+static const char *const cublaslt_names[] = {"libcublasLt.so.13", "libcublasLt.so.12",
+                                             "libcublasLt.so"};
+
 static void probe_version_lib(lib_kind kind, lib_dirs *dirs, char *out, size_t len) {
     static const char *const cudart[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
-    static const char *const cublaslt[] = {"libcublasLt.so.13", "libcublasLt.so.12",
-                                           "libcublasLt.so"};
     static const char *const cudnn[] = {"libcudnn.so.9", "libcudnn.so"};
     static const char *const nccl[] = {"libnccl.so.2", "libnccl.so"};
     const char *const *names = kind == LIB_CUDART     ? cudart
-                               : kind == LIB_CUBLASLT ? cublaslt
+                               : kind == LIB_CUBLASLT ? cublaslt_names
                                : kind == LIB_CUDNN    ? cudnn
                                                       : nccl;
     size_t n = kind == LIB_CUDART || kind == LIB_CUBLASLT ? 3 : 2;
@@ -498,9 +501,8 @@ static void probe_driver(gt_env *e) {
  * or the caller asks (GT_ENV_ALL_LIBS). */
 static int cublaslt_wanted(const gt_env *e, unsigned flags) {
     if (e->n_gpus > 0 || (flags & GT_ENV_ALL_LIBS)) return 1;
-    static const char *const loaded[] = {"libcublasLt.so.13", "libcublasLt.so.12"};
-    for (size_t i = 0; i < sizeof loaded / sizeof loaded[0]; i++) {
-        void *h = dlopen(loaded[i], RTLD_LAZY | RTLD_NOLOAD);
+    for (size_t i = 0; i < sizeof cublaslt_names / sizeof cublaslt_names[0]; i++) {
+        void *h = dlopen(cublaslt_names[i], RTLD_LAZY | RTLD_NOLOAD);
         if (h) {
             dlclose(h);
             return 1;

@@ -80,14 +80,22 @@ one_case_pair() {
     "$g" run kernels/matmul_fwd --quick --quiet --report "$tmp/base3.json" > /dev/null 2>&1
     "$g" compare "$tmp/base3.json" "$tmp/slow3.json" --threshold 100% --changed > "$tmp/slow3.out" 2>&1
 }
+# what the pair left unsettled (nothing SLOWER): "ambiguous" or "undecided"; empty: settled
+pair_unsettled() {
+    [ "$(grep -c '^  SLOWER' "$tmp/slow3.out")" -eq 0 ] || return 0
+    if grep -qE "^ +time_us .* ambiguous$" "$tmp/slow3.out" && { [ $rc -eq 0 ] || [ $rc -eq 4 ]; }; then
+        echo ambiguous
+    elif grep -q "^  UNDECIDED kernels/matmul_fwd/fp32/N64_C768_OC768 " "$tmp/slow3.out" &&
+         [ $rc -eq 4 ]; then
+        echo undecided
+    fi
+}
 for try in 1 2 3; do
     one_case_pair
     rc=$?
-    { grep -qE "^ +time_us .* ambiguous$" "$tmp/slow3.out" && { [ $rc -eq 0 ] || [ $rc -eq 4 ]; } ||
-        { grep -q "^  UNDECIDED kernels/matmul_fwd/fp32/N64_C768_OC768 " "$tmp/slow3.out" &&
-              [ $rc -eq 4 ]; }; } &&
-        [ "$(grep -c '^  SLOWER' "$tmp/slow3.out")" -eq 0 ] || break
-    echo "note: pair $try: the slowed case $(grep -oE '(ambiguous|UNDECIDED)$' "$tmp/slow3.out" | head -1) under load (one run a side), another pair"
+    why=$(pair_unsettled)
+    [ -n "$why" ] || break
+    echo "note: pair $try: the slowed case $why under load (one run a side), another pair"
 done
 if [ $rc -eq 3 ] && grep -q "SLOWER *kernels/matmul_fwd/fp32/N64_C768_OC768 " "$tmp/slow3.out" &&
    [ "$(grep -c '^  SLOWER' "$tmp/slow3.out")" -eq 1 ] &&
